@@ -1,0 +1,36 @@
+# kvtier: two commands matter. `make bench` runs the tier sweep on whatever
+# this machine has and writes CSV, manifest, plots and REPORT.md under
+# results/; `make test` runs vet and the tests.
+
+GO      ?= go
+BIN     := bin/kvtier
+# go-nvml's header marks some calls deprecated; that noise hides real warnings.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+OUT     ?= results/$(shell date -u +%Y%m%dT%H%M%SZ)
+
+.PHONY: all build deps bench test test-rdma vet clean
+
+all: build
+
+deps:
+	@scripts/deps.sh build
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/kvtier
+
+bench: build
+	scripts/bench.sh $(BIN) $(OUT)
+
+vet:
+	$(GO) vet ./...
+
+test: 
+	@scripts/deps.sh test
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 8m ./...
+
+test-rdma: build
+	scripts/rxe-vm-test.sh
+
+clean:
+	rm -rf bin

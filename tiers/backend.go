@@ -1,0 +1,202 @@
+package tiers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// A MemKind is where a buffer lives.
+type MemKind string
+
+// Memory kinds. On the host backend "device" memory is a second DRAM
+// buffer standing in for the GPU.
+const (
+	Device   MemKind = "device"
+	Pinned   MemKind = "pinned"
+	Pageable MemKind = "pageable"
+)
+
+// A Buffer is memory owned by a backend. Host-resident buffers expose
+// their bytes through Host; device buffers return nil there and are read
+// and written through ReadAt and WriteAt (synchronous, for set-up and
+// verification, never timed).
+type Buffer interface {
+	Kind() MemKind
+	Size() int64
+	// Addr is the device pointer or host virtual address of byte 0.
+	Addr() uintptr
+	// Host returns the buffer as a slice when it is host-resident, else nil.
+	Host() []byte
+	io.ReaderAt
+	io.WriterAt
+	Close() error
+}
+
+// A CopyMode is how a plan of chunk copies is issued.
+type CopyMode string
+
+// Copy modes.
+const (
+	// PerCopy issues one asynchronous copy per chunk (the host backend's
+	// memmove loop).
+	PerCopy CopyMode = "percopy"
+	// Batch issues the whole plan in one cuMemcpyBatchAsync call where the
+	// driver has it.
+	Batch CopyMode = "batch"
+	// Contiguous copies the same payload as one copy: the upper bound.
+	Contiguous CopyMode = "contiguous"
+)
+
+// A GEMM is C[M×N] = A[M×K]·B[K×N], Batch times (a strided batch), in the
+// backend's compute dtype.
+type GEMM struct {
+	Name    string // "qkv_proj", "attn_scores", "moe_up", ...
+	M, N, K int
+	Batch   int
+}
+
+// FLOPs is the multiply-add count of g times two.
+func (g GEMM) FLOPs() float64 {
+	b := g.Batch
+	if b < 1 {
+		b = 1
+	}
+	return 2 * float64(g.M) * float64(g.N) * float64(g.K) * float64(b)
+}
+
+// A Timing is how the harness times a tier's Fetch.
+type Timing int
+
+// Timings.
+const (
+	// Queued: the tier only enqueues work on the backend's stream. The
+	// backend holds the stream until Stop so host launch cost stays out,
+	// and times it with device events (the host backend runs the work
+	// inside Fetch and times it with the monotonic clock).
+	Queued Timing = iota
+	// Blocking: the tier blocks the host while it works (network reads).
+	// The timer starts before Fetch and stops after the backend has drained
+	// its stream.
+	Blocking
+)
+
+// A Timer times one sample on a backend.
+type Timer interface {
+	// Start begins a sample. For Queued timing the backend holds its
+	// stream so that the work enqueued until Stop starts at once.
+	Start() error
+	// Stop releases the stream, waits for the work and returns the elapsed
+	// seconds.
+	Stop() (float64, error)
+}
+
+// A Backend is where the engine's working pool lives and how copies and
+// compute reach it.
+type Backend interface {
+	// Name is "host" or "cuda"; it goes into every row's backend column.
+	Name() string
+	// Device describes the device for rows and plots, e.g.
+	// "cpu (host stand-in)" or "NVIDIA H200 [0000:19:00.0]".
+	Device() string
+	// Alloc returns a buffer of size bytes of the given kind. Device memory
+	// is not initialised.
+	Alloc(kind MemKind, size int64) (Buffer, error)
+	// CopyModes lists the copy modes this backend can run.
+	CopyModes() []CopyMode
+	// Copy issues the plan from src to dst in the given mode (enqueued on
+	// the stream for the cuda backend, done before return on the host).
+	Copy(dst, src Buffer, plan []Copy, mode CopyMode) error
+	// GEMMs issues the given matrix multiplies (operands are the backend's
+	// own scratch; their values do not matter).
+	GEMMs(ops []GEMM) error
+	// ComputeDType names the dtype GEMMs run in ("bf16", "fp32").
+	ComputeDType() string
+	// Timer returns a timer for one sample.
+	Timer(t Timing) Timer
+	// Sync waits for all issued work.
+	Sync() error
+	// LinkGBps is the payload limit in GB/s of the link between memory of
+	// kinds src and dst (PCIe gen×width for host to device), 0 if unknown.
+	LinkGBps(src, dst MemKind) float64
+	Close() error
+}
+
+// BackendConfig carries the options a backend is opened with.
+type BackendConfig struct {
+	GPU  int // CUDA device ordinal
+	NUMA int // NUMA node for host pools; -1 leaves placement to the kernel
+	Log  io.Writer
+}
+
+// A BackendSpec registers a backend.
+type BackendSpec struct {
+	Name string
+	// Priority orders auto-selection: the highest available backend wins.
+	Priority int
+	Open     func(cfg BackendConfig) (Backend, error)
+}
+
+var (
+	backendMu sync.Mutex
+	backends  = map[string]BackendSpec{}
+)
+
+// RegisterBackend adds a backend; it is called from init functions.
+func RegisterBackend(s BackendSpec) {
+	backendMu.Lock()
+	defer backendMu.Unlock()
+	if _, dup := backends[s.Name]; dup {
+		panic("tiers: backend " + s.Name + " registered twice")
+	}
+	backends[s.Name] = s
+}
+
+// BackendNames lists the registered backends by falling priority.
+func BackendNames() []string {
+	backendMu.Lock()
+	defer backendMu.Unlock()
+	var specs []BackendSpec
+	for _, s := range backends {
+		specs = append(specs, s)
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Priority > specs[j].Priority })
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// OpenBackend opens the named backend. "auto" tries every backend by
+// falling priority and returns the first that opens, with the reasons the
+// others did not (for the manifest and stderr).
+func OpenBackend(ctx context.Context, name string, cfg BackendConfig) (Backend, []string, error) {
+	_ = ctx
+	if name == "auto" {
+		var why []string
+		for _, n := range BackendNames() {
+			b, err := openOne(n, cfg)
+			if err == nil {
+				return b, why, nil
+			}
+			why = append(why, fmt.Sprintf("%s: %v", n, err))
+		}
+		return nil, why, fmt.Errorf("no backend could be opened: %s", strings.Join(why, "; "))
+	}
+	b, err := openOne(name, cfg)
+	return b, nil, err
+}
+
+func openOne(name string, cfg BackendConfig) (Backend, error) {
+	backendMu.Lock()
+	s, ok := backends[name]
+	backendMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown backend %q (known: auto, %s)", name, strings.Join(BackendNames(), ", "))
+	}
+	return s.Open(cfg)
+}

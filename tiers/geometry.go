@@ -1,0 +1,136 @@
+// Package tiers holds the KV-cache geometry of a model, the pool layouts a
+// serving engine keeps KV in, the Backend abstraction over where the
+// engine's working pool lives (host DRAM stand-in or a CUDA device), and
+// the four tiers a reused prefix can be brought back from: hbm, host,
+// remote and recompute. Tiers register themselves; the harness times them.
+package tiers
+
+import "fmt"
+
+// A Geometry is the shape of one model's KV cache and the sizes of the
+// prefill compute that recomputing it costs. Counts are per model (not per
+// tensor-parallel rank).
+type Geometry struct {
+	Model       string // preset name or config.json path
+	Layers      int    // num_hidden_layers
+	Heads       int    // num_attention_heads
+	KVHeads     int    // num_key_value_heads (Heads when absent)
+	HeadDim     int    // head_dim (Hidden/Heads when absent)
+	Hidden      int    // hidden_size
+	Vocab       int    // vocab_size
+	DType       string // "bfloat16", "float16", "float32", "float8_e4m3fn"
+	DTypeBytes  int
+	BlockTokens int // tokens per KV block (16 by default)
+
+	// Dense MLP.
+	Intermediate int // intermediate_size
+
+	// Mixture of experts; Experts == 0 means a dense model.
+	Experts            int // n_routed_experts / num_experts
+	ExpertsPerToken    int // num_experts_per_tok
+	MoEIntermediate    int // moe_intermediate_size
+	SharedExperts      int // n_shared_experts
+	SharedIntermediate int // shared_expert_intermediate_size (MoEIntermediate×SharedExperts when absent)
+	DenseLayers        int // first_k_dense_replace: leading layers with a dense MLP
+
+	// Multi-head latent attention (DeepSeek V2/V3); KVLoraRank == 0 means
+	// ordinary K and V per KV head.
+	KVLoraRank    int
+	QLoraRank     int
+	QKRopeHeadDim int
+	QKNopeHeadDim int
+	VHeadDim      int
+}
+
+// MLA reports whether the model caches one latent vector per token and
+// layer instead of separate K and V.
+func (g Geometry) MLA() bool { return g.KVLoraRank > 0 }
+
+// BytesPerTokenLayer is the KV bytes one token occupies in one layer.
+func (g Geometry) BytesPerTokenLayer() int64 {
+	if g.MLA() {
+		return int64(g.KVLoraRank+g.QKRopeHeadDim) * int64(g.DTypeBytes)
+	}
+	return 2 * int64(g.KVHeads) * int64(g.HeadDim) * int64(g.DTypeBytes)
+}
+
+// BytesPerToken is the KV bytes of one token across all layers.
+func (g Geometry) BytesPerToken() int64 { return g.BytesPerTokenLayer() * int64(g.Layers) }
+
+// BlockBytes is the KV bytes of one block of BlockTokens tokens.
+func (g Geometry) BlockBytes() int64 { return g.BytesPerToken() * int64(g.BlockTokens) }
+
+// Blocks returns the number of KV blocks that hold a prefix of tokens:
+// ceil(tokens / BlockTokens).
+func (g Geometry) Blocks(tokens int) int {
+	return (tokens + g.BlockTokens - 1) / g.BlockTokens
+}
+
+// ChunksPerBlock is how many separately addressed chunks one block is in
+// the given layout: 2×layers in vLLM's layer-wise paged layout (K and V of
+// every layer in their own pools; one per layer for MLA), one in the
+// block-wise layout.
+func (g Geometry) ChunksPerBlock(l Layout) int {
+	switch l {
+	case Blockwise:
+		return 1
+	default:
+		if g.MLA() {
+			return g.Layers
+		}
+		return 2 * g.Layers
+	}
+}
+
+// ChunkBytes is the size of one chunk in the given layout.
+func (g Geometry) ChunkBytes(l Layout) int64 {
+	return g.BlockBytes() / int64(g.ChunksPerBlock(l))
+}
+
+// Validate reports the first field that makes g unusable.
+func (g Geometry) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"num_hidden_layers", g.Layers},
+		{"num_attention_heads", g.Heads},
+		{"hidden_size", g.Hidden},
+		{"dtype bytes", g.DTypeBytes},
+		{"block size", g.BlockTokens},
+	} {
+		if f.v <= 0 {
+			return fmt.Errorf("geometry %s: %s must be positive, got %d", g.Model, f.name, f.v)
+		}
+	}
+	if !g.MLA() && (g.KVHeads <= 0 || g.HeadDim <= 0) {
+		return fmt.Errorf("geometry %s: num_key_value_heads and head_dim must be positive", g.Model)
+	}
+	return nil
+}
+
+// A Layout is how a pool arranges the chunks of its blocks.
+type Layout string
+
+// Layouts.
+const (
+	// Layerwise is vLLM's paged layout: K and V of each layer in separate
+	// pools, so a block is ChunksPerBlock chunks at scattered addresses.
+	Layerwise Layout = "layerwise"
+	// Blockwise stores each block as one contiguous chunk, as LMCache-style
+	// offload does.
+	Blockwise Layout = "blockwise"
+)
+
+// Layouts lists the known layouts in display order.
+func Layouts() []Layout { return []Layout{Layerwise, Blockwise} }
+
+// ParseLayout returns the layout named s.
+func ParseLayout(s string) (Layout, error) {
+	for _, l := range Layouts() {
+		if string(l) == s {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("unknown layout %q (known: layerwise, blockwise)", s)
+}

@@ -1,0 +1,137 @@
+// Package units parses and formats the quantities kvtier's flags take:
+// token counts ("8k", "64Ki"), byte sizes ("16MiB", "1.5GB") and lists of
+// them. Values are normalised to base units (tokens, bytes) on the way in
+// and scaled only for display.
+package units
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ParseTokens parses a token count. Plain integers are taken as they are;
+// "k"/"Ki" multiply by 1024 and "m"/"Mi" by 1024², because prefix lengths
+// are spoken of in powers of two ("8k" is 8192 tokens, as in vLLM's
+// benchmarks). The count must be positive.
+func ParseTokens(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, fmt.Errorf("empty token count")
+	}
+	mult := 1.0
+	lower := strings.ToLower(t)
+	for _, suf := range []struct {
+		s string
+		m float64
+	}{{"ki", 1 << 10}, {"mi", 1 << 20}, {"k", 1 << 10}, {"m", 1 << 20}} {
+		if strings.HasSuffix(lower, suf.s) {
+			mult = suf.m
+			t = t[:len(t)-len(suf.s)]
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q is not a token count (want e.g. 1024, 8k, 64Ki)", s)
+	}
+	n := v * mult
+	if n != math.Trunc(n) {
+		return 0, fmt.Errorf("%q is not a whole number of tokens", s)
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("%q: token count must be positive", s)
+	}
+	if n > math.MaxInt32 {
+		return 0, fmt.Errorf("%q: token count too large", s)
+	}
+	return int(n), nil
+}
+
+var byteSuffixes = []struct {
+	s string
+	m float64
+}{
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+	{"ki", 1 << 10}, {"mi", 1 << 20}, {"gi", 1 << 30}, {"ti", 1 << 40},
+	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40},
+	{"b", 1},
+}
+
+// ParseBytes parses a byte size. SI suffixes (KB, MB, GB, TB) are powers of
+// ten, IEC suffixes (KiB, MiB, GiB, TiB, or K/M/G/T alone) powers of two.
+// The size must be positive and a whole number of bytes.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, fmt.Errorf("empty size")
+	}
+	lower := strings.ToLower(t)
+	mult := 1.0
+	for _, suf := range byteSuffixes {
+		if strings.HasSuffix(lower, suf.s) {
+			mult = suf.m
+			t = t[:len(t)-len(suf.s)]
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q is not a size (want e.g. 16MiB, 1.5GB, 4096)", s)
+	}
+	n := v * mult
+	if n != math.Trunc(n) {
+		return 0, fmt.Errorf("%q is not a whole number of bytes", s)
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("%q: size must be positive", s)
+	}
+	if n > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%q: size too large", s)
+	}
+	return int64(n), nil
+}
+
+// ParseList splits a comma-separated flag value and parses each element
+// with parse. Empty elements are an error, so "1k,,2k" is refused.
+func ParseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty list")
+	}
+	var out []T
+	for _, f := range strings.Split(s, ",") {
+		v, err := parse(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// FormatBytes renders n with an IEC suffix and three significant digits,
+// for display only ("1.5 MiB", "16 KiB", "11.5 GiB").
+func FormatBytes(n int64) string {
+	f := float64(n)
+	for _, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
+		if math.Abs(f) < 1024 || u == "TiB" {
+			if u == "B" {
+				return fmt.Sprintf("%d B", n)
+			}
+			return strconv.FormatFloat(f, 'g', 3, 64) + " " + u
+		}
+		f /= 1024
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// FormatTokens renders a token count the way it was probably written:
+// "8k" for 8192, "1000" for 1000.
+func FormatTokens(n int) string {
+	if n >= 1024 && n%1024 == 0 {
+		return strconv.Itoa(n/1024) + "k"
+	}
+	return strconv.Itoa(n)
+}

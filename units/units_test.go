@@ -1,0 +1,83 @@
+package units
+
+import "testing"
+
+func TestParseTokens(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{"1024", 1024, false},
+		{"1k", 1024, false},
+		{"8K", 8192, false},
+		{"64Ki", 65536, false},
+		{"0.5k", 512, false},
+		{"1m", 1 << 20, false},
+		{" 2k ", 2048, false},
+		{"0", 0, true},
+		{"-1k", 0, true},
+		{"", 0, true},
+		{"12x", 0, true},
+		{"1.3", 0, true},
+		{"k", 0, true},
+		{"NaN", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseTokens(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseTokens(%q) = %d, %v; want %d, err=%v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"4096", 4096, false},
+		{"16KiB", 16 << 10, false},
+		{"16MiB", 16 << 20, false},
+		{"16M", 16 << 20, false},
+		{"1.5GB", 1_500_000_000, false},
+		{"11.5GiB", 11.5 * (1 << 30), false},
+		{"2TB", 2e12, false},
+		{"10b", 10, false},
+		{"0", 0, true},
+		{"-4KiB", 0, true},
+		{"1.5", 0, true},
+		{"MiB", 0, true},
+		{"12 parsecs", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseBytes(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, err=%v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestParseList(t *testing.T) {
+	got, err := ParseList("1k,4k,16k", ParseTokens)
+	if err != nil || len(got) != 3 || got[0] != 1024 || got[2] != 16384 {
+		t.Fatalf("ParseList = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1k,,2k", "1k,zz"} {
+		if _, err := ParseList(bad, ParseTokens); err == nil {
+			t.Errorf("ParseList(%q) accepted", bad)
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for in, want := range map[int64]string{512: "512 B", 16384: "16 KiB", 1572864: "1.5 MiB", 12348030976: "11.5 GiB"} {
+		if got := FormatBytes(in); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", in, got, want)
+		}
+	}
+	if FormatTokens(8192) != "8k" || FormatTokens(1000) != "1000" {
+		t.Errorf("FormatTokens wrong")
+	}
+}

@@ -1,0 +1,111 @@
+// Package pattern fills and checks the verifiable contents of KV pools.
+// The value of every 8-byte word depends only on a seed and the word's
+// absolute offset in its pool, so any (offset, length) read from any pool
+// (local, device, a remote peer) can be checked without a copy of the
+// source: fetched data is verified against what the source must hold.
+package pattern
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// word returns the pattern word at byte offset off (a multiple of 8).
+func word(seed uint64, off int64) uint64 {
+	// splitmix64 of the word index, keyed by the seed.
+	z := seed + uint64(off/8)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// Fill writes the pattern of pool seed into p, which holds the pool's
+// bytes starting at offset off. Large buffers are filled in parallel.
+func Fill(p []byte, seed uint64, off int64) {
+	const par = 64 << 20
+	if len(p) < par {
+		fill(p, seed, off)
+		return
+	}
+	n := runtime.GOMAXPROCS(0)
+	step := (len(p)/n + 7) &^ 7
+	var wg sync.WaitGroup
+	for i := 0; i < len(p); i += step {
+		end := min(i+step, len(p))
+		wg.Add(1)
+		go func(i, end int) {
+			defer wg.Done()
+			fill(p[i:end], seed, off+int64(i))
+		}(i, end)
+	}
+	wg.Wait()
+}
+
+func fill(p []byte, seed uint64, off int64) {
+	var buf [8]byte
+	i := 0
+	// Leading bytes up to a word boundary.
+	for ; i < len(p) && (off+int64(i))%8 != 0; i++ {
+		o := off + int64(i)
+		binary.LittleEndian.PutUint64(buf[:], word(seed, o-o%8))
+		p[i] = buf[o%8]
+	}
+	for ; i+8 <= len(p); i += 8 {
+		binary.LittleEndian.PutUint64(p[i:], word(seed, off+int64(i)))
+	}
+	if i < len(p) {
+		binary.LittleEndian.PutUint64(buf[:], word(seed, off+int64(i)))
+		copy(p[i:], buf[:])
+	}
+}
+
+// A Mismatch says where fetched data first differs from the source.
+type Mismatch struct {
+	Offset     int64 // absolute pool offset of the first bad byte
+	Got, Want  byte
+	BadBytes   int64 // bytes that differ in the checked range
+	CheckedLen int64
+}
+
+func (m *Mismatch) Error() string {
+	return fmt.Sprintf("data mismatch at pool offset %d: got %#02x, want %#02x (%d of %d bytes differ)",
+		m.Offset, m.Got, m.Want, m.BadBytes, m.CheckedLen)
+}
+
+// Check verifies that p holds the pattern of pool seed from offset off.
+// It returns nil or a *Mismatch.
+func Check(p []byte, seed uint64, off int64) error {
+	var want [8]byte
+	var first *Mismatch
+	var bad int64
+	for i := 0; i < len(p); {
+		o := off + int64(i)
+		base := o - o%8
+		binary.LittleEndian.PutUint64(want[:], word(seed, base))
+		// Fast path: a whole aligned word.
+		if o%8 == 0 && i+8 <= len(p) {
+			if binary.LittleEndian.Uint64(p[i:]) == binary.LittleEndian.Uint64(want[:]) {
+				i += 8
+				continue
+			}
+		}
+		end := min(len(p), i+int(8-o%8))
+		for j := i; j < end; j++ {
+			w := want[(off+int64(j))%8]
+			if p[j] != w {
+				bad++
+				if first == nil {
+					first = &Mismatch{Offset: off + int64(j), Got: p[j], Want: w}
+				}
+			}
+		}
+		i = end
+	}
+	if first != nil {
+		first.BadBytes, first.CheckedLen = bad, int64(len(p))
+		return first
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package pattern
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestFillCheck(t *testing.T) {
+	tests := []struct {
+		name      string
+		off, size int64
+	}{
+		{"aligned", 0, 4096},
+		{"unaligned start", 3, 1000},
+		{"unaligned tiny", 13, 5},
+		{"large parallel", 8, 70 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := make([]byte, tt.size)
+			Fill(p, 42, tt.off)
+			if err := Check(p, 42, tt.off); err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(p, 43, tt.off); err == nil {
+				t.Fatal("another seed's pattern accepted")
+			}
+			if tt.size > 8 {
+				if err := Check(p[1:], 42, tt.off); err == nil {
+					t.Fatal("shifted data accepted")
+				}
+			}
+			p[len(p)-1] ^= 0xff
+			var m *Mismatch
+			if err := Check(p, 42, tt.off); !errors.As(err, &m) || m.Offset != tt.off+tt.size-1 || m.BadBytes != 1 {
+				t.Fatalf("corrupt last byte: got %v", err)
+			}
+		})
+	}
+}
+
+func TestSubrangeMatchesWhole(t *testing.T) {
+	whole := make([]byte, 1024)
+	Fill(whole, 7, 0)
+	part := make([]byte, 100)
+	Fill(part, 7, 333)
+	if string(part) != string(whole[333:433]) {
+		t.Fatal("a sub-range fill differs from the same range of a whole fill")
+	}
+}

@@ -1,0 +1,181 @@
+package results
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+)
+
+// A Sink receives rows as they are measured.
+type Sink interface {
+	Write(Row) error
+	Close() error
+}
+
+// A CSV is a Sink that appends rows to a CSV file with a fixed header and
+// flushes each row to the operating system before Write returns, so a run
+// that is interrupted (Ctrl-C, a crashed peer, a killed process) keeps
+// every row it finished. It is safe for concurrent use.
+type CSV struct {
+	mu      sync.Mutex
+	f       *os.File
+	w       *csv.Writer
+	columns []string
+	known   map[string]bool
+}
+
+// CreateCSV creates path (truncating it) and writes the header. The columns
+// are CommonColumns followed by extra, in that order; use OpenCSV with an
+// explicit list for files that do not carry the common columns.
+func CreateCSV(path string, extra ...string) (*CSV, error) {
+	return OpenCSV(path, append(slices.Clone(CommonColumns), extra...))
+}
+
+// OpenCSV creates path with exactly the given columns.
+func OpenCSV(path string, columns []string) (*CSV, error) {
+	known := map[string]bool{}
+	for _, c := range columns {
+		if known[c] {
+			return nil, fmt.Errorf("results: column %q listed twice", c)
+		}
+		known[c] = true
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	s := &CSV{f: f, w: csv.NewWriter(f), columns: slices.Clone(columns), known: known}
+	if err := s.writeRecord(columns); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Columns returns the header of the file.
+func (s *CSV) Columns() []string { return slices.Clone(s.columns) }
+
+// Path returns the file's name.
+func (s *CSV) Path() string { return s.f.Name() }
+
+// Write appends one row and flushes it. A row that sets a column the file
+// does not have is refused, so a misspelt column cannot vanish silently.
+func (s *CSV) Write(r Row) error {
+	for k := range r.Extra {
+		if !s.known[k] {
+			return fmt.Errorf("results: row sets column %q, which %s does not have", k, s.f.Name())
+		}
+	}
+	if r.Status == "" {
+		return errors.New("results: row has no status")
+	}
+	rec := make([]string, len(s.columns))
+	for i, c := range s.columns {
+		rec[i] = r.cell(c)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writeRecord(rec)
+}
+
+func (s *CSV) writeRecord(rec []string) error {
+	if err := s.w.Write(rec); err != nil {
+		return fmt.Errorf("results: writing %s: %w", s.f.Name(), err)
+	}
+	s.w.Flush()
+	if err := s.w.Error(); err != nil {
+		return fmt.Errorf("results: writing %s: %w", s.f.Name(), err)
+	}
+	return nil
+}
+
+// Close flushes and closes the file.
+func (s *CSV) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w.Flush()
+	err := s.w.Error()
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Tee is a Sink that writes every row to each of its sinks.
+type Tee []Sink
+
+// Write writes r to every sink and returns the first error.
+func (t Tee) Write(r Row) error {
+	var first error
+	for _, s := range t {
+		if err := s.Write(r); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Close closes every sink and returns the first error.
+func (t Tee) Close() error {
+	var first error
+	for _, s := range t {
+		if err := s.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// ReadCSV reads every row of a kvtier CSV file. Columns it does not know as
+// common ones land in Extra. A file cut short mid-row (a killed run) yields
+// the complete rows before the cut and no error.
+func ReadCSV(path string) ([]Row, []string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("results: %w", err)
+	}
+	defer f.Close()
+	return ParseCSV(f, path)
+}
+
+// ParseCSV reads rows from r; name is used in errors.
+func ParseCSV(r io.Reader, name string) ([]Row, []string, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	header, err := cr.Read()
+	if err != nil {
+		return nil, nil, fmt.Errorf("results: %s: reading header: %w", name, err)
+	}
+	var rows []Row
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrQuote) {
+				break // a row cut short by an interrupted run
+			}
+			return rows, header, fmt.Errorf("results: %s:%d: %w", name, line, err)
+		}
+		if len(rec) != len(header) {
+			if len(rec) < len(header) {
+				break // cut short
+			}
+			return rows, header, fmt.Errorf("results: %s:%d: %d fields, header has %d", name, line, len(rec), len(header))
+		}
+		row := Row{Extra: map[string]string{}}
+		for i, c := range header {
+			if err := row.setCell(c, rec[i]); err != nil {
+				return rows, header, fmt.Errorf("results: %s:%d: %w", name, line, err)
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, header, nil
+}

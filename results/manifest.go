@@ -1,0 +1,120 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// A Manifest describes the run that produced a results directory: the
+// machine, the devices, the software, and the exact command. It is written
+// as manifest.json beside the CSV files, at start and again at the end.
+type Manifest struct {
+	Tool        string            `json:"tool"`    // "kvtier"
+	Version     string            `json:"version"` // kvtier's git revision, "unknown" if none
+	Command     []string          `json:"command"` // os.Args as given
+	Suite       string            `json:"suite"`   // "sweep", "transfer", "probe", ...
+	Start       time.Time         `json:"start"`
+	End         time.Time         `json:"end,omitzero"` // zero while the run is going
+	Interrupted bool              `json:"interrupted,omitempty"`
+	Host        Host              `json:"host"`
+	Backends    []BackendStatus   `json:"backends"`
+	GPUs        []GPU             `json:"gpus,omitempty"`
+	NICs        []NIC             `json:"nics,omitempty"`
+	Settings    map[string]string `json:"settings,omitempty"` // resolved options of the command
+	Notes       map[string]any    `json:"notes,omitempty"`    // suite facts, e.g. probe client overhead
+	Warnings    []string          `json:"warnings,omitempty"` // e.g. a PCIe link below its max
+	Files       []string          `json:"files,omitempty"`    // what the run wrote, relative to the dir
+}
+
+// Host is the machine the run measured on.
+type Host struct {
+	Hostname    string `json:"hostname"`
+	Kernel      string `json:"kernel"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	CPUModel    string `json:"cpu_model"`
+	CPUs        int    `json:"cpus"`
+	NUMANodes   int    `json:"numa_nodes"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	GoVersion   string `json:"go_version"`
+}
+
+// BackendStatus says whether a backend or transport was found and why not.
+type BackendStatus struct {
+	Name      string `json:"name"` // "host", "cuda", "cublas", "nvml", "verbs", "tcp"
+	Available bool   `json:"available"`
+	Detail    string `json:"detail,omitempty"` // version, library path, device
+	Reason    string `json:"reason,omitempty"` // why not available
+}
+
+// GPU is one GPU as NVML and the CUDA driver see it.
+type GPU struct {
+	Index         int      `json:"index"`
+	Name          string   `json:"name"`
+	UUID          string   `json:"uuid"`
+	BusID         string   `json:"bus_id"`
+	NUMANode      int      `json:"numa_node"` // -1 unknown
+	MemoryBytes   int64    `json:"memory_bytes"`
+	DriverVersion string   `json:"driver_version"`
+	CUDAVersion   string   `json:"cuda_version"`
+	PCIeGen       int      `json:"pcie_gen"`
+	PCIeWidth     int      `json:"pcie_width"`
+	PCIeMaxGen    int      `json:"pcie_max_gen"`
+	PCIeMaxWidth  int      `json:"pcie_max_width"`
+	LinkGBps      float64  `json:"link_gbps"` // unidirectional payload limit of the current link, 0 unknown
+	Warnings      []string `json:"warnings,omitempty"`
+}
+
+// NIC is one RDMA device port.
+type NIC struct {
+	Name       string   `json:"name"` // mlx5_0
+	Port       int      `json:"port"`
+	State      string   `json:"state"`
+	LinkLayer  string   `json:"link_layer"` // Ethernet, InfiniBand
+	MTU        int      `json:"active_mtu"`
+	RateGbps   float64  `json:"rate_gbps"`
+	NetDev     string   `json:"netdev,omitempty"`
+	PCIAddress string   `json:"pci_address,omitempty"`
+	NUMANode   int      `json:"numa_node"` // -1 unknown
+	GIDs       []GID    `json:"gids,omitempty"`
+	GPUDist    []string `json:"gpu_distance,omitempty"` // "gpu0: same switch", ...
+}
+
+// GID is one entry of a port's GID table.
+type GID struct {
+	Index int    `json:"index"`
+	GID   string `json:"gid"`
+	Type  string `json:"type"` // "RoCE v2", "RoCE v1", "IB/RoCE v1"
+}
+
+// WriteManifest writes m as indented JSON to path, replacing it atomically
+// so a reader never sees half a manifest.
+func WriteManifest(path string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("results: manifest: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("results: manifest: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("results: manifest: %w", err)
+	}
+	return nil
+}
+
+// ReadManifest reads a manifest.json.
+func ReadManifest(path string) (*Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("results: %s: %w", path, err)
+	}
+	return &m, nil
+}

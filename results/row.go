@@ -1,0 +1,247 @@
+// Package results holds kvtier's result model: one Row per measured sample
+// in base units (seconds, bytes), sinks that append rows to CSV as they are
+// measured, readers for the analysis commands, summaries and the run
+// manifest. It is a leaf: it imports nothing else from kvtier.
+package results
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// A Status says whether a row holds a measurement.
+type Status string
+
+// Row statuses. A skipped row is a measurement that could not run here
+// (no libcuda, no RDMA device, endpoint refused); an error row is one that
+// ran and failed (a data mismatch, a peer that vanished). Neither carries
+// a time: their seconds are NaN, written as an empty cell, never a zero.
+const (
+	StatusOK      Status = "ok"
+	StatusSkipped Status = "skipped"
+	StatusError   Status = "error"
+)
+
+// Common columns, present in every sample CSV in this order.
+var CommonColumns = []string{
+	"suite", "backend", "transport", "tier", "layout", "model",
+	"prefix_tokens", "blocks", "chunk_bytes", "bytes", "rep",
+	"seconds", "gbps", "status", "reason",
+}
+
+// A Row is one sample. The fields are the common columns; suite-specific
+// columns (endpoint, ttft_s, copy, path, ...) live in Extra under their
+// column name, already formatted. Integer fields hold 0 where they do not
+// apply; float fields hold NaN where no value exists.
+type Row struct {
+	Suite        string // "sweep", "transfer", "probe", "mb1", ...
+	Backend      string // "host" (CPU stand-in) or "cuda"; "http" for probes
+	Transport    string // "memcpy", "tcp", "verbs", "http", ...
+	Tier         string
+	Layout       string
+	Model        string
+	PrefixTokens int64
+	Blocks       int64
+	ChunkBytes   int64
+	Bytes        int64
+	Rep          int
+	Seconds      float64
+	GBps         float64 // payload bytes / seconds / 1e9
+	Status       Status
+	Reason       string
+	Extra        map[string]string
+}
+
+// NewRow returns a row of the given suite with NaN times, ready to fill.
+func NewRow(suite string) Row {
+	return Row{Suite: suite, Seconds: math.NaN(), GBps: math.NaN(), Extra: map[string]string{}}
+}
+
+// Set stores a suite-specific column, formatting v as the CSV will hold it:
+// floats in shortest round-trip form (NaN as empty), bools as true/false.
+func (r *Row) Set(col string, v any) {
+	if r.Extra == nil {
+		r.Extra = map[string]string{}
+	}
+	r.Extra[col] = FormatValue(v)
+}
+
+// Get returns a suite-specific column's text ("" when absent).
+func (r Row) Get(col string) string { return r.Extra[col] }
+
+// Float returns a suite-specific column as a float, NaN when absent or not
+// a number.
+func (r Row) Float(col string) float64 {
+	s, ok := r.Extra[col]
+	if !ok || s == "" {
+		return math.NaN()
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return f
+}
+
+// SetTime records a measured duration and derives GB/s from Bytes.
+func (r *Row) SetTime(seconds float64) {
+	r.Seconds = seconds
+	r.Status = StatusOK
+	if r.Bytes > 0 && seconds > 0 {
+		r.GBps = float64(r.Bytes) / seconds / 1e9
+	} else {
+		r.GBps = math.NaN()
+	}
+}
+
+// Skip marks the row as a measurement that could not run, with the reason.
+func (r *Row) Skip(reason string) {
+	r.Status, r.Reason = StatusSkipped, reason
+	r.Seconds, r.GBps = math.NaN(), math.NaN()
+}
+
+// Fail marks the row as a measurement that ran and failed.
+func (r *Row) Fail(err error) {
+	r.Status, r.Reason = StatusError, err.Error()
+	r.Seconds, r.GBps = math.NaN(), math.NaN()
+}
+
+// FormatValue formats a cell value the way every sink writes it.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return ""
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case float32:
+		return FormatValue(float64(x))
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int32:
+		return strconv.FormatInt(int64(x), 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case bool:
+		return strconv.FormatBool(x)
+	case Status:
+		return string(x)
+	case fmt.Stringer:
+		return x.String()
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// cell returns the text of column col for this row.
+func (r Row) cell(col string) string {
+	switch col {
+	case "suite":
+		return r.Suite
+	case "backend":
+		return r.Backend
+	case "transport":
+		return r.Transport
+	case "tier":
+		return r.Tier
+	case "layout":
+		return r.Layout
+	case "model":
+		return r.Model
+	case "prefix_tokens":
+		return zeroEmpty(r.PrefixTokens)
+	case "blocks":
+		return zeroEmpty(r.Blocks)
+	case "chunk_bytes":
+		return zeroEmpty(r.ChunkBytes)
+	case "bytes":
+		return zeroEmpty(r.Bytes)
+	case "rep":
+		return strconv.Itoa(r.Rep)
+	case "seconds":
+		return FormatValue(r.Seconds)
+	case "gbps":
+		return FormatValue(r.GBps)
+	case "status":
+		return string(r.Status)
+	case "reason":
+		return r.Reason
+	}
+	return r.Extra[col]
+}
+
+func zeroEmpty(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// setCell parses text into column col of r; the inverse of cell.
+func (r *Row) setCell(col, text string) error {
+	var err error
+	switch col {
+	case "suite":
+		r.Suite = text
+	case "backend":
+		r.Backend = text
+	case "transport":
+		r.Transport = text
+	case "tier":
+		r.Tier = text
+	case "layout":
+		r.Layout = text
+	case "model":
+		r.Model = text
+	case "prefix_tokens":
+		r.PrefixTokens, err = parseInt(text)
+	case "blocks":
+		r.Blocks, err = parseInt(text)
+	case "chunk_bytes":
+		r.ChunkBytes, err = parseInt(text)
+	case "bytes":
+		r.Bytes, err = parseInt(text)
+	case "rep":
+		var n int64
+		n, err = parseInt(text)
+		r.Rep = int(n)
+	case "seconds":
+		r.Seconds, err = parseFloat(text)
+	case "gbps":
+		r.GBps, err = parseFloat(text)
+	case "status":
+		r.Status = Status(text)
+	case "reason":
+		r.Reason = text
+	default:
+		if r.Extra == nil {
+			r.Extra = map[string]string{}
+		}
+		r.Extra[col] = text
+	}
+	if err != nil {
+		return fmt.Errorf("column %s: %w", col, err)
+	}
+	return nil
+}
+
+func parseInt(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+func parseFloat(s string) (float64, error) {
+	if s == "" {
+		return math.NaN(), nil
+	}
+	return strconv.ParseFloat(s, 64)
+}

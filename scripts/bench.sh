@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# make bench: the tier sweep on whatever this machine has, then MB2, the
+# HTTP four-tier probe and MB1, then plots and REPORT.md, all under one
+# results directory. Each suite writes its own subdirectory (CSV, summary,
+# manifest.json); a suite that cannot run here writes skipped rows saying
+# why, and the others still run.
+#
+# usage: scripts/bench.sh BIN OUTDIR
+# Environment:
+#   KVTIER_ENDPOINT   a vLLM server (http://host:port); unset: embedded kvtier sim
+#   KVTIER_PRODUCER   a second vLLM instance for the remote HTTP tier
+#   KVTIER_PEER       a kvtier serve peer HOST:PORT; unset: embedded loopback peer
+#   KVTIER_BACKEND    auto (default), host or cuda
+#   KVTIER_PREFIXES   tier sweep prefixes (default 1k,2k,4k,8k,16k,32k,64k)
+#   KVTIER_REPS       measured reps per configuration (default 5)
+set -u
+bin=${1:?usage: bench.sh BIN OUTDIR}
+out=${2:?usage: bench.sh BIN OUTDIR}
+mkdir -p "$out" || exit 2
+backend=${KVTIER_BACKEND:-auto}
+prefixes=${KVTIER_PREFIXES:-1k,2k,4k,8k,16k,32k,64k}
+reps=${KVTIER_REPS:-5}
+status=0
+interrupted=0
+trap 'interrupted=1' INT TERM
+
+step() { # name, command...
+	local name=$1
+	shift
+	[ "$interrupted" = 1 ] && return
+	echo "== $name: $*" >&2
+	"$@"
+	local rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "== $name exited $rc (rows measured so far are kept)" >&2
+		[ $rc -ge 128 ] && interrupted=1
+		status=1
+	fi
+}
+
+"$bin" info >"$out/info.txt" 2>&1 && cat "$out/info.txt" >&2
+
+peer=()
+[ -n "${KVTIER_PEER:-}" ] && peer=(--peer "$KVTIER_PEER")
+step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --reps "$reps" --warmup 2 \
+	"${peer[@]}" --out "$out/sweep"
+step transfer "$bin" transfer "${peer[@]}" --sizes 16MiB,64MiB,256MiB,1GiB,4GiB --reps "$reps" \
+	--layout layerwise,blockwise,contiguous --out "$out/transfer"
+
+if [ -n "${KVTIER_ENDPOINT:-}" ]; then
+	target=(--endpoint "$KVTIER_ENDPOINT")
+	remote=()
+	[ -n "${KVTIER_PRODUCER:-}" ] && remote=(--producer "$KVTIER_PRODUCER")
+	step probe "$bin" probe "${target[@]}" "${remote[@]}" --prefix 1k,2k,4k,8k,16k,32k,64k --reps 3 --out "$out/probe"
+	step interfere "$bin" interfere "${target[@]}" --decode 1,4,8 --prefill 2k,8k,32k,64k,128k --reps 3 --out "$out/mb1"
+else
+	step probe "$bin" probe --sim --prefix 1k,4k,8k,16k,32k --reps 3 --out "$out/probe"
+	step interfere "$bin" interfere --sim --decode 1,8 --prefill 2k,8k,32k --reps 2 --out "$out/mb1"
+fi
+
+for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do
+	[ -d "$d" ] && step "plot $(basename "$d")" "$bin" plot "$d"
+done
+dirs=()
+for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do [ -d "$d" ] && dirs+=("$d"); done
+step report "$bin" report --out "$out/REPORT.md" "${dirs[@]}"
+echo "== results in $out" >&2
+[ "$interrupted" = 1 ] && exit 130
+exit $status

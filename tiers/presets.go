@@ -1,0 +1,71 @@
+package tiers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// DefaultBlockTokens is the KV block size vLLM uses by default.
+const DefaultBlockTokens = 16
+
+// presets holds the geometry of well-known models, taken from the
+// config.json each publishes on Hugging Face. BlockTokens is filled in by
+// LookupModel.
+var presets = map[string]Geometry{
+	// Qwen/Qwen3-Coder-30B-A3B-Instruct: 48 layers, GQA 32/4, MoE 128 top-8.
+	"qwen3-coder-30b-a3b": {
+		Layers: 48, Heads: 32, KVHeads: 4, HeadDim: 128, Hidden: 2048, Vocab: 151936,
+		DType: "bfloat16", DTypeBytes: 2, Intermediate: 6144,
+		Experts: 128, ExpertsPerToken: 8, MoEIntermediate: 768,
+	},
+	// meta-llama/Llama-3.1-8B-Instruct.
+	"llama-3.1-8b": {
+		Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Hidden: 4096, Vocab: 128256,
+		DType: "bfloat16", DTypeBytes: 2, Intermediate: 14336,
+	},
+	// meta-llama/Llama-3.1-70B-Instruct.
+	"llama-3.1-70b": {
+		Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Hidden: 8192, Vocab: 128256,
+		DType: "bfloat16", DTypeBytes: 2, Intermediate: 28672,
+	},
+	// Qwen/Qwen3-32B: head_dim 128 although hidden/heads is 80.
+	"qwen3-32b": {
+		Layers: 64, Heads: 64, KVHeads: 8, HeadDim: 128, Hidden: 5120, Vocab: 151936,
+		DType: "bfloat16", DTypeBytes: 2, Intermediate: 25600,
+	},
+	// deepseek-ai/DeepSeek-V3: MLA caches kv_lora_rank + qk_rope_head_dim
+	// values per token and layer; the first 3 layers are dense.
+	"deepseek-v3": {
+		Layers: 61, Heads: 128, KVHeads: 128, HeadDim: 192, Hidden: 7168, Vocab: 129280,
+		DType: "bfloat16", DTypeBytes: 2, Intermediate: 18432,
+		Experts: 256, ExpertsPerToken: 8, MoEIntermediate: 2048,
+		SharedExperts: 1, SharedIntermediate: 2048, DenseLayers: 3,
+		KVLoraRank: 512, QLoraRank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128,
+	},
+}
+
+// DefaultModel is the model sweeps use when none is named.
+const DefaultModel = "qwen3-coder-30b-a3b"
+
+// ModelNames lists the preset names, sorted.
+func ModelNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LookupModel returns the geometry of the preset named name (case does
+// not matter) with blocks of DefaultBlockTokens tokens.
+func LookupModel(name string) (Geometry, error) {
+	g, ok := presets[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return Geometry{}, fmt.Errorf("unknown model %q (known: %s; or pass --model-config PATH)", name, strings.Join(ModelNames(), ", "))
+	}
+	g.Model = strings.ToLower(strings.TrimSpace(name))
+	g.BlockTokens = DefaultBlockTokens
+	return g, nil
+}

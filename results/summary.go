@@ -1,11 +1,179 @@
 package results
 
-import "errors"
+import (
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+
+	"github.com/montanaflynn/stats"
+)
+
+// A Stats is the distribution of one column over the ok rows of a group.
+// Every field is NaN when the group has no value of that column: a
+// summary never invents a zero.
+type Stats struct {
+	N                                     int
+	Mean, Stddev, Min, P10, P50, P90, P99 float64
+	Max                                   float64
+}
+
+// StatNames are the statistics a summary CSV carries per column, in order;
+// the column names are "<column>_<stat>", e.g. seconds_p50.
+var StatNames = []string{"mean", "stddev", "min", "p10", "p50", "p90", "p99", "max"}
+
+// Values returns the statistics in the order of StatNames.
+func (s Stats) Values() []float64 {
+	return []float64{s.Mean, s.Stddev, s.Min, s.P10, s.P50, s.P90, s.P99, s.Max}
+}
+
+// Describe computes the statistics of xs, ignoring NaNs. Percentiles are
+// linear interpolation between closest ranks (NumPy's default); the
+// standard deviation is the sample one and NaN for fewer than two values.
+func Describe(xs []float64) Stats {
+	var d stats.Float64Data
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			d = append(d, x)
+		}
+	}
+	nan := math.NaN()
+	s := Stats{N: len(d), Mean: nan, Stddev: nan, Min: nan, P10: nan, P50: nan, P90: nan, P99: nan, Max: nan}
+	if len(d) == 0 {
+		return s
+	}
+	s.Mean, _ = stats.Mean(d)
+	if len(d) > 1 {
+		s.Stddev, _ = stats.StandardDeviationSample(d)
+	}
+	s.Min, _ = stats.Min(d)
+	s.Max, _ = stats.Max(d)
+	for _, p := range []struct {
+		dst *float64
+		pct float64
+	}{{&s.P10, 10}, {&s.P50, 50}, {&s.P90, 90}, {&s.P99, 99}} {
+		*p.dst, _ = stats.Percentile(d, p.pct)
+	}
+	return s
+}
+
+// A Summary is one group of sample rows that share the key columns.
+type Summary struct {
+	Keys    []string // values of the key columns, in the order given
+	N       int      // ok rows
+	Skipped int      // skipped rows
+	Errors  int      // error rows
+	Reason  string   // the first reason of a skipped or error row
+	// Stats of the numeric columns over the ok rows: "seconds", "gbps" and,
+	// where the rows have them, "tflops".
+	Stats map[string]Stats
+}
+
+// SummaryStatColumns are the numeric columns a summary describes.
+var SummaryStatColumns = []string{"seconds", "gbps", "tflops"}
+
+// Summarize groups rows by the key columns, in order of first appearance,
+// and describes each group.
+func Summarize(rows []Row, keys []string) []Summary {
+	var out []Summary
+	index := map[string]int{}
+	vals := map[int]map[string][]float64{}
+	for _, r := range rows {
+		kv := make([]string, len(keys))
+		for i, k := range keys {
+			kv[i] = r.cell(k)
+		}
+		id := fmt.Sprintf("%q", kv)
+		i, ok := index[id]
+		if !ok {
+			i = len(out)
+			index[id] = i
+			out = append(out, Summary{Keys: kv})
+			vals[i] = map[string][]float64{}
+		}
+		s := &out[i]
+		switch r.Status {
+		case StatusOK:
+			s.N++
+			vals[i]["seconds"] = append(vals[i]["seconds"], r.Seconds)
+			vals[i]["gbps"] = append(vals[i]["gbps"], r.GBps)
+			vals[i]["tflops"] = append(vals[i]["tflops"], r.Float("tflops"))
+		case StatusSkipped:
+			s.Skipped++
+		default:
+			s.Errors++
+		}
+		if r.Status != StatusOK && s.Reason == "" {
+			s.Reason = r.Reason
+		}
+	}
+	for i := range out {
+		out[i].Stats = map[string]Stats{}
+		for _, c := range SummaryStatColumns {
+			out[i].Stats[c] = Describe(vals[i][c])
+		}
+	}
+	return out
+}
+
+// SummaryColumns is the header of a summary CSV grouped by keys.
+func SummaryColumns(keys []string, statCols []string) []string {
+	cols := append(slices.Clone(keys), "n", "n_skipped", "n_error", "reason")
+	for _, c := range statCols {
+		for _, s := range StatNames {
+			cols = append(cols, c+"_"+s)
+		}
+	}
+	return cols
+}
+
+// WriteSummaries writes summaries grouped by keys as CSV to path, with the
+// statistics of statCols.
+func WriteSummaries(path string, keys, statCols []string, sums []Summary) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	w := csv.NewWriter(f)
+	w.Write(SummaryColumns(keys, statCols))
+	for _, s := range sums {
+		rec := append(slices.Clone(s.Keys), fmt.Sprint(s.N), fmt.Sprint(s.Skipped), fmt.Sprint(s.Errors), s.Reason)
+		for _, c := range statCols {
+			for _, v := range s.Stats[c].Values() {
+				rec = append(rec, FormatValue(v))
+			}
+		}
+		w.Write(rec)
+	}
+	w.Flush()
+	err = w.Error()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("results: writing %s: %w", path, err)
+	}
+	return nil
+}
 
 // SummarizeFile reads the sample CSV at in, groups its rows by the key
 // columns, and writes one summary row per group to out: n, mean, stddev,
 // min, p10, p50, p90, p99, max of seconds (and of gbps where present),
 // with the number of ok, skipped and error rows and the first reason.
+// A group of skipped rows only has n=0 and empty statistics. Key columns
+// the file lacks are kept as empty values; tflops is described when the
+// file has that column.
 func SummarizeFile(in, out string, keys []string) error {
-	return errors.New("results: summaries not built yet")
+	rows, header, err := ReadCSV(in)
+	if err != nil {
+		return err
+	}
+	statCols := []string{"seconds"}
+	for _, c := range []string{"gbps", "tflops"} {
+		if slices.Contains(header, c) {
+			statCols = append(statCols, c)
+		}
+	}
+	return WriteSummaries(out, keys, statCols, Summarize(rows, keys))
 }

@@ -142,23 +142,30 @@ func (o *Output) Close(interrupted bool) error {
 	return errors.Join(errs...)
 }
 
-// Version returns kvtier's VCS revision as the Go toolchain stamped it, or
-// "unknown" (go build -buildvcs=false, or a build outside a checkout).
+// revision is kvtier's git revision as the build stamped it with
+// -ldflags "-X github.com/kvtier/kvtier/harness.revision=$(git rev-parse HEAD)",
+// for builds where the toolchain's VCS stamping is off (GOFLAGS=-buildvcs=false).
+var revision string
+
+// Version returns kvtier's VCS revision as the Go toolchain stamped it,
+// else the revision set at link time, else "unknown".
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
 	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
+	if ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
 		}
 	}
 	if rev == "" {
+		if revision != "" {
+			return revision
+		}
 		return "unknown"
 	}
 	if dirty {

@@ -200,3 +200,56 @@ func openOne(name string, cfg BackendConfig) (Backend, error) {
 	}
 	return s.Open(cfg)
 }
+
+// ContiguousSpan returns the one copy that Contiguous mode issues for
+// plan: the plan's whole payload as a single span, starting at the first
+// chunk's offsets, moved back where needed so it stays inside buffers of
+// srcSize and dstSize bytes. Every backend issues this span so that
+// verification of a contiguous copy knows what to expect.
+func ContiguousSpan(plan []Copy, srcSize, dstSize int64) (Copy, error) {
+	if len(plan) == 0 {
+		return Copy{}, nil
+	}
+	var total int64
+	for _, c := range plan {
+		total += c.Bytes
+	}
+	if total > srcSize || total > dstSize {
+		return Copy{}, fmt.Errorf("tiers: contiguous copy of %d bytes exceeds its buffers (%d, %d)", total, srcSize, dstSize)
+	}
+	return Copy{Src: min(plan[0].Src, srcSize-total), Dst: min(plan[0].Dst, dstSize-total), Bytes: total}, nil
+}
+
+// CheckPlan reports the first copy of plan that falls outside buffers of
+// srcSize and dstSize bytes.
+func CheckPlan(plan []Copy, srcSize, dstSize int64) error {
+	for i, c := range plan {
+		if c.Bytes < 0 || c.Src < 0 || c.Dst < 0 || c.Src+c.Bytes > srcSize || c.Dst+c.Bytes > dstSize {
+			return fmt.Errorf("tiers: copy %d (%d bytes from %d to %d) is outside its buffers (%d, %d)", i, c.Bytes, c.Src, c.Dst, srcSize, dstSize)
+		}
+	}
+	return nil
+}
+
+// UnsupportedModeReason is the reason a row gives for a copy mode the
+// backend lacks.
+func UnsupportedModeReason(m CopyMode) string {
+	switch m {
+	case Batch:
+		return "copy mode batch needs cuMemcpyBatchAsync, which this backend lacks"
+	}
+	return fmt.Sprintf("copy mode %s is not supported by this backend", m)
+}
+
+// CopyModes lists the known copy modes in display order.
+func CopyModes() []CopyMode { return []CopyMode{PerCopy, Batch, Contiguous} }
+
+// ParseCopyMode returns the copy mode named s.
+func ParseCopyMode(s string) (CopyMode, error) {
+	for _, m := range CopyModes() {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("unknown copy mode %q (known: percopy, batch, contiguous)", s)
+}

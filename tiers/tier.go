@@ -123,3 +123,17 @@ func Lookup(name string) (Spec, error) {
 	}
 	return s, nil
 }
+
+// A Sizer is a tier that can say how many bytes of host memory its Setup
+// for maxBlocks blocks allocates, so the harness can skip a configuration
+// that would not fit instead of running the machine out of memory.
+type Sizer interface {
+	SetupBytes(maxBlocks int) int64
+}
+
+// A Scrubber is a tier whose working pool can be overwritten before a
+// verified sample, so that verification sees what that sample fetched
+// rather than what an earlier one left. Scrub is never timed.
+type Scrubber interface {
+	Scrub() error
+}

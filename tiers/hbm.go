@@ -1,0 +1,235 @@
+package tiers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kvtier/kvtier/pattern"
+)
+
+func init() {
+	Register(Spec{
+		Name:    "hbm",
+		Summary: "gather of the prefix's blocks from a device pool into the working pool (device to device)",
+		Order:   0,
+		Moves:   true,
+		Timing:  Queued,
+		New: func(env Env) Tier {
+			return &gatherTier{env: env, srcKind: Device, name: "hbm"}
+		},
+	})
+}
+
+// fillChunk is how much of a device pool is pattern-filled per WriteAt.
+const fillChunk = 16 << 20
+
+// A gatherTier keeps the prefix's blocks at random slots of a source pool
+// of srcKind memory and gathers them, chunk by chunk, into scattered
+// slots of a working pool in device memory. The hbm and host tiers are
+// both gatherTiers; they differ in where the source pool lives.
+type gatherTier struct {
+	env     Env
+	srcKind MemKind
+	name    string
+
+	srcPool, dstPool Pool
+	src, dst         Buffer
+	plan             []Copy // the whole working set, block by block
+	perBlock         int
+}
+
+// Available says why the tier cannot run in its Env.
+func (t *gatherTier) Available() string {
+	if t.srcKind == Device && t.env.Backend.Name() == "host" {
+		return "no device memory on the host backend (the DRAM stand-in would duplicate the host tier); run with --backend cuda"
+	}
+	return ""
+}
+
+// SetupBytes is the memory of both pools for maxBlocks blocks.
+func (t *gatherTier) SetupBytes(maxBlocks int) int64 {
+	g := t.env.Geometry
+	return int64(PoolSlots(maxBlocks)+maxBlocks) * g.BlockBytes()
+}
+
+// Setup allocates the source pool (PoolSlots(maxBlocks) slots, filled
+// with the pattern) and the working pool (maxBlocks slots), and places
+// the blocks at random slots of both.
+func (t *gatherTier) Setup(ctx context.Context, maxBlocks int) error {
+	if maxBlocks <= 0 {
+		return fmt.Errorf("%s: setup for %d blocks", t.name, maxBlocks)
+	}
+	t.Close()
+	g, l := t.env.Geometry, t.env.Layout
+	t.srcPool = Pool{Geometry: g, Layout: l, Slots: PoolSlots(maxBlocks)}
+	t.dstPool = Pool{Geometry: g, Layout: l, Slots: maxBlocks}
+	srcSlots, err := Placement(t.env.Seed, t.srcPool.Slots, maxBlocks)
+	if err != nil {
+		return err
+	}
+	dstSlots, err := Placement(t.env.Seed^0x5bd1e995, t.dstPool.Slots, maxBlocks)
+	if err != nil {
+		return err
+	}
+	if t.plan, err = GatherPlan(t.srcPool, srcSlots, t.dstPool, dstSlots); err != nil {
+		return err
+	}
+	t.perBlock = g.ChunksPerBlock(l)
+	b := t.env.Backend
+	if t.src, err = b.Alloc(t.srcKind, t.srcPool.Size()); err != nil {
+		return fmt.Errorf("%s: source pool: %w", t.name, err)
+	}
+	if err := fillPattern(ctx, t.src, t.env.Seed); err != nil {
+		return fmt.Errorf("%s: source pool: %w", t.name, err)
+	}
+	if t.dst, err = b.Alloc(Device, t.dstPool.Size()); err != nil {
+		return fmt.Errorf("%s: working pool: %w", t.name, err)
+	}
+	return t.Scrub()
+}
+
+// fillPattern writes the pattern of seed over all of buf.
+func fillPattern(ctx context.Context, buf Buffer, seed uint64) error {
+	if h := buf.Host(); h != nil {
+		pattern.Fill(h, seed, 0)
+		return nil
+	}
+	chunk := make([]byte, min(fillChunk, buf.Size()))
+	for off := int64(0); off < buf.Size(); off += int64(len(chunk)) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p := chunk[:min(int64(len(chunk)), buf.Size()-off)]
+		pattern.Fill(p, seed, off)
+		if _, err := buf.WriteAt(p, off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Scrub overwrites the working pool so a later Verify sees only what the
+// next Fetch brought.
+func (t *gatherTier) Scrub() error {
+	if t.dst == nil {
+		return errors.New(t.name + ": not set up")
+	}
+	if h := t.dst.Host(); h != nil {
+		for i := range h {
+			h[i] = 0xa5
+		}
+		return nil
+	}
+	chunk := make([]byte, min(fillChunk, t.dst.Size()))
+	for i := range chunk {
+		chunk[i] = 0xa5
+	}
+	for off := int64(0); off < t.dst.Size(); off += int64(len(chunk)) {
+		p := chunk[:min(int64(len(chunk)), t.dst.Size()-off)]
+		if _, err := t.dst.WriteAt(p, off); err != nil {
+			return fmt.Errorf("%s: scrub: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+// planFor returns the copies of the first p.Blocks blocks.
+func (t *gatherTier) planFor(p Prefix) ([]Copy, error) {
+	if t.src == nil {
+		return nil, errors.New(t.name + ": not set up")
+	}
+	n := p.Blocks * t.perBlock
+	if p.Blocks <= 0 || n > len(t.plan) {
+		return nil, fmt.Errorf("%s: prefix of %d blocks, set up for %d", t.name, p.Blocks, len(t.plan)/max(t.perBlock, 1))
+	}
+	return t.plan[:n], nil
+}
+
+// Fetch issues the gather of the first p.Blocks blocks.
+func (t *gatherTier) Fetch(ctx context.Context, p Prefix) error {
+	plan, err := t.planFor(p)
+	if err != nil {
+		return err
+	}
+	return t.env.Backend.Copy(t.dst, t.src, plan, t.env.Copy)
+}
+
+// Verify checks the working pool against the pattern of the source pool:
+// every chunk of the plan for percopy and batch, the one span for
+// contiguous.
+func (t *gatherTier) Verify(p Prefix) error {
+	plan, err := t.planFor(p)
+	if err != nil {
+		return err
+	}
+	if t.env.Copy == Contiguous {
+		c, err := ContiguousSpan(plan, t.src.Size(), t.dst.Size())
+		if err != nil {
+			return err
+		}
+		if err := checkRange(t.dst, c, t.env.Seed); err != nil {
+			return fmt.Errorf("%s: contiguous span: %w", t.name, err)
+		}
+		return nil
+	}
+	for i, c := range plan {
+		if err := checkRange(t.dst, c, t.env.Seed); err != nil {
+			return fmt.Errorf("%s: block %d chunk %d: %w", t.name, i/t.perBlock, i%t.perBlock, err)
+		}
+	}
+	return nil
+}
+
+// checkRange checks that dst[c.Dst:+c.Bytes] holds the source pattern
+// from offset c.Src.
+func checkRange(dst Buffer, c Copy, seed uint64) error {
+	if h := dst.Host(); h != nil {
+		return pattern.Check(h[c.Dst:c.Dst+c.Bytes], seed, c.Src)
+	}
+	buf := make([]byte, min(c.Bytes, fillChunk))
+	for off := int64(0); off < c.Bytes; off += int64(len(buf)) {
+		p := buf[:min(int64(len(buf)), c.Bytes-off)]
+		if _, err := dst.ReadAt(p, c.Dst+off); err != nil {
+			return err
+		}
+		if err := pattern.Check(p, seed, c.Src+off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Attrs describes the copy for the row.
+func (t *gatherTier) Attrs() map[string]string {
+	b := t.env.Backend
+	a := map[string]string{
+		"transport": "memcpy",
+		"copy":      string(t.env.Copy),
+		"src_mem":   string(t.srcKind),
+		"dst_mem":   string(Device),
+		"device":    b.Device(),
+	}
+	if b.Name() == "host" {
+		a["path"] = "dram-to-dram (host stand-in)"
+	}
+	if l := b.LinkGBps(t.srcKind, Device); l > 0 {
+		a["link_gbps"] = fmt.Sprint(l)
+	}
+	return a
+}
+
+// Work is 0: the tier moves bytes, it computes nothing.
+func (t *gatherTier) Work(p Prefix) float64 { return 0 }
+
+// Close frees both pools.
+func (t *gatherTier) Close() error {
+	var errs []error
+	for _, b := range []*Buffer{&t.src, &t.dst} {
+		if *b != nil {
+			errs = append(errs, (*b).Close())
+			*b = nil
+		}
+	}
+	return errors.Join(errs...)
+}

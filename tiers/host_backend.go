@@ -1,0 +1,276 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/kvtier/kvtier/system"
+)
+
+func init() {
+	RegisterBackend(BackendSpec{Name: "host", Priority: 0, Open: OpenHost})
+}
+
+// hostGEMMRows bounds the rows of one host GEMM call: larger GEMMs are
+// issued in row blocks (same FLOPs) so scratch stays small at 64k tokens.
+const hostGEMMRows = 1024
+
+// A HostBackend runs everything in host DRAM: it is the stand-in for a GPU
+// on machines without one. All memory kinds are anonymous mappings (page
+// aligned, off the Go heap, so they can be registered for RDMA); "device"
+// memory is one more such mapping. Copies are memmove on the calling
+// goroutine, GEMMs are gonum's fp32 Sgemm, and the timer is the monotonic
+// clock.
+type HostBackend struct {
+	cfg    BackendConfig
+	device string
+
+	mu      sync.Mutex
+	warned  bool
+	a, b, c []float32 // GEMM scratch, grown to the largest op and reused
+}
+
+// OpenHost opens the host backend. cfg.NUMA >= 0 binds buffers to that
+// node where the kernel allows it (best effort, with a warning on cfg.Log).
+func OpenHost(cfg BackendConfig) (Backend, error) {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m, _ := system.ParseCPUInfo(string(b)); m != "" {
+			model = m
+		}
+	}
+	return &HostBackend{cfg: cfg, device: fmt.Sprintf("cpu (%s, host stand-in)", model)}, nil
+}
+
+// Name returns "host".
+func (h *HostBackend) Name() string { return "host" }
+
+// Device describes the CPU and says it stands in for a GPU.
+func (h *HostBackend) Device() string { return h.device }
+
+// CopyModes lists percopy and contiguous: there is no batched copy call
+// on the host.
+func (h *HostBackend) CopyModes() []CopyMode { return []CopyMode{PerCopy, Contiguous} }
+
+// ComputeDType returns "fp32".
+func (h *HostBackend) ComputeDType() string { return "fp32" }
+
+// LinkGBps returns 0: the memory bandwidth of the host is not known here.
+func (h *HostBackend) LinkGBps(src, dst MemKind) float64 { return 0 }
+
+// Sync returns at once: host work is done when it returns.
+func (h *HostBackend) Sync() error { return nil }
+
+// Close releases the GEMM scratch.
+func (h *HostBackend) Close() error {
+	h.mu.Lock()
+	h.a, h.b, h.c = nil, nil, nil
+	h.mu.Unlock()
+	return nil
+}
+
+// Alloc maps size bytes of anonymous memory and faults every page in, so
+// that the first timed copy does not pay for page faults.
+func (h *HostBackend) Alloc(kind MemKind, size int64) (Buffer, error) {
+	switch kind {
+	case Device, Pinned, Pageable:
+	default:
+		return nil, fmt.Errorf("host backend: unknown memory kind %q", kind)
+	}
+	if size <= 0 || size > int64(^uint(0)>>1) {
+		return nil, fmt.Errorf("host backend: alloc of %d bytes", size)
+	}
+	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("host backend: mmap %d bytes: %w", size, err)
+	}
+	if h.cfg.NUMA >= 0 {
+		if err := bindNode(mem, h.cfg.NUMA); err != nil {
+			h.warn("host backend: binding buffers to NUMA node %d: %v (placement left to the kernel)", h.cfg.NUMA, err)
+		}
+	}
+	if err := unix.Madvise(mem, unix.MADV_POPULATE_WRITE); err != nil {
+		pg := os.Getpagesize()
+		for i := 0; i < len(mem); i += pg {
+			mem[i] = 0
+		}
+	}
+	return &hostBuffer{kind: kind, mem: mem}, nil
+}
+
+func (h *HostBackend) warn(format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.warned || h.cfg.Log == nil {
+		return
+	}
+	h.warned = true
+	fmt.Fprintf(h.cfg.Log, "kvtier: warning: "+format+"\n", args...)
+}
+
+// bindNode applies MPOL_BIND to node for the pages of mem.
+func bindNode(mem []byte, node int) error {
+	const mpolBind = 2
+	if node >= 64 {
+		return fmt.Errorf("node %d beyond the supported 64", node)
+	}
+	mask := uint64(1) << uint(node)
+	_, _, errno := unix.Syscall6(unix.SYS_MBIND, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)),
+		mpolBind, uintptr(unsafe.Pointer(&mask)), 65, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// Copy runs plan from src to dst. PerCopy is one copy() per chunk;
+// Contiguous is one copy of the summed payload (ContiguousSpan).
+func (h *HostBackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
+	d, s := dst.Host(), src.Host()
+	if d == nil || s == nil {
+		return errors.New("host backend: copy needs host-resident buffers")
+	}
+	switch mode {
+	case PerCopy:
+		if err := CheckPlan(plan, int64(len(s)), int64(len(d))); err != nil {
+			return fmt.Errorf("host backend: %w", err)
+		}
+		for _, c := range plan {
+			copy(d[c.Dst:c.Dst+c.Bytes], s[c.Src:c.Src+c.Bytes])
+		}
+		return nil
+	case Contiguous:
+		c, err := ContiguousSpan(plan, int64(len(s)), int64(len(d)))
+		if err != nil {
+			return fmt.Errorf("host backend: %w", err)
+		}
+		copy(d[c.Dst:c.Dst+c.Bytes], s[c.Src:c.Src+c.Bytes])
+		return nil
+	}
+	return fmt.Errorf("host backend: %s", UnsupportedModeReason(mode))
+}
+
+// GEMMs runs each op with gonum's fp32 Sgemm on scratch operands; a
+// strided batch runs its GEMM Batch times on the same operands, and M is
+// issued in blocks of at most hostGEMMRows rows.
+func (h *HostBackend) GEMMs(ops []GEMM) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var na, nb, nc int
+	for _, g := range ops {
+		if g.M <= 0 || g.N <= 0 || g.K <= 0 {
+			return fmt.Errorf("host backend: gemm %s has a zero dimension (%d×%d×%d)", g.Name, g.M, g.N, g.K)
+		}
+		m := min(g.M, hostGEMMRows)
+		na, nb, nc = max(na, m*g.K), max(nb, g.K*g.N), max(nc, m*g.N)
+	}
+	grow := func(p *[]float32, n int) {
+		if len(*p) < n {
+			*p = make([]float32, n)
+			for i := range *p {
+				(*p)[i] = float32(i%7) * 0.125
+			}
+		}
+	}
+	grow(&h.a, na)
+	grow(&h.b, nb)
+	grow(&h.c, nc)
+	for _, g := range ops {
+		b := blas32.General{Rows: g.K, Cols: g.N, Stride: g.N, Data: h.b[:g.K*g.N]}
+		for range max(g.Batch, 1) {
+			for r := 0; r < g.M; r += hostGEMMRows {
+				m := min(hostGEMMRows, g.M-r)
+				a := blas32.General{Rows: m, Cols: g.K, Stride: g.K, Data: h.a[:m*g.K]}
+				c := blas32.General{Rows: m, Cols: g.N, Stride: g.N, Data: h.c[:m*g.N]}
+				blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c)
+			}
+		}
+	}
+	return nil
+}
+
+// Timer returns a monotonic-clock timer; the host runs work inside Fetch,
+// so both timings are the same.
+func (h *HostBackend) Timer(t Timing) Timer { return &hostTimer{b: h} }
+
+type hostTimer struct {
+	b     *HostBackend
+	start time.Time
+}
+
+func (t *hostTimer) Start() error {
+	t.start = time.Now()
+	return nil
+}
+
+func (t *hostTimer) Stop() (float64, error) {
+	if t.start.IsZero() {
+		return 0, errors.New("host backend: timer stopped before it started")
+	}
+	if err := t.b.Sync(); err != nil {
+		return 0, err
+	}
+	return time.Since(t.start).Seconds(), nil
+}
+
+// A hostBuffer is an anonymous mapping.
+type hostBuffer struct {
+	kind MemKind
+	mem  []byte
+}
+
+func (b *hostBuffer) Kind() MemKind { return b.kind }
+func (b *hostBuffer) Size() int64   { return int64(len(b.mem)) }
+func (b *hostBuffer) Host() []byte  { return b.mem }
+
+func (b *hostBuffer) Addr() uintptr {
+	if len(b.mem) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&b.mem[0]))
+}
+
+func (b *hostBuffer) ReadAt(p []byte, off int64) (int, error) {
+	if b.mem == nil {
+		return 0, errors.New("host buffer: closed")
+	}
+	if off < 0 || off > int64(len(b.mem)) {
+		return 0, fmt.Errorf("host buffer: read at %d of %d bytes", off, len(b.mem))
+	}
+	n := copy(p, b.mem[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (b *hostBuffer) WriteAt(p []byte, off int64) (int, error) {
+	if b.mem == nil {
+		return 0, errors.New("host buffer: closed")
+	}
+	if off < 0 || off+int64(len(p)) > int64(len(b.mem)) {
+		return 0, fmt.Errorf("host buffer: write of %d bytes at %d of %d", len(p), off, len(b.mem))
+	}
+	return copy(b.mem[off:], p), nil
+}
+
+func (b *hostBuffer) Close() error {
+	if b.mem == nil {
+		return nil
+	}
+	err := unix.Munmap(b.mem)
+	b.mem = nil
+	if err != nil {
+		return fmt.Errorf("host buffer: munmap: %w", err)
+	}
+	return nil
+}

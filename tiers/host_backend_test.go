@@ -1,0 +1,266 @@
+package tiers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/pattern"
+)
+
+func openHost(t *testing.T) Backend {
+	t.Helper()
+	b, _, err := OpenBackend(context.Background(), "host", BackendConfig{NUMA: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func alloc(t *testing.T, b Backend, kind MemKind, size int64) Buffer {
+	t.Helper()
+	buf, err := b.Alloc(kind, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { buf.Close() })
+	return buf
+}
+
+func TestHostBackendBasics(t *testing.T) {
+	b := openHost(t)
+	if b.Name() != "host" || !strings.Contains(b.Device(), "host stand-in") || b.ComputeDType() != "fp32" || b.LinkGBps(Pinned, Device) != 0 {
+		t.Errorf("host backend: name %q device %q dtype %q", b.Name(), b.Device(), b.ComputeDType())
+	}
+	if got := b.CopyModes(); len(got) != 2 || got[0] != PerCopy || got[1] != Contiguous {
+		t.Errorf("CopyModes = %v", got)
+	}
+	buf := alloc(t, b, Device, 10000)
+	if buf.Size() != 10000 || buf.Kind() != Device || len(buf.Host()) != 10000 || buf.Addr()%4096 != 0 {
+		t.Errorf("buffer: size %d kind %s addr %#x", buf.Size(), buf.Kind(), buf.Addr())
+	}
+	if _, err := buf.WriteAt([]byte{1, 2, 3}, 9998); err == nil {
+		t.Error("WriteAt past the end succeeded")
+	}
+	if _, err := buf.WriteAt([]byte{7, 8}, 100); err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 2)
+	if _, err := buf.ReadAt(p, 100); err != nil || p[0] != 7 || p[1] != 8 {
+		t.Errorf("ReadAt = %v, %v", p, err)
+	}
+	if _, err := b.Alloc("hbm", 10); err == nil {
+		t.Error("Alloc of an unknown kind succeeded")
+	}
+	if err := buf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := buf.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestHostBackendCopy(t *testing.T) {
+	b := openHost(t)
+	const size = 1 << 16
+	src := alloc(t, b, Pinned, size)
+	dst := alloc(t, b, Device, size)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range src.Host() {
+		src.Host()[i] = byte(r.Uint32())
+	}
+	plan := []Copy{{Dst: 0, Src: 4096, Bytes: 100}, {Dst: 8000, Src: 17, Bytes: 3000}, {Dst: size - 5, Src: size - 5, Bytes: 5}}
+	if err := b.Copy(dst, src, plan, PerCopy); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range plan {
+		if !bytes.Equal(dst.Host()[c.Dst:c.Dst+c.Bytes], src.Host()[c.Src:c.Src+c.Bytes]) {
+			t.Errorf("percopy chunk %+v differs", c)
+		}
+	}
+	// Bytes outside the plan are untouched (zero).
+	if dst.Host()[100] != 0 || dst.Host()[7999] != 0 {
+		t.Error("percopy wrote outside its plan")
+	}
+
+	// Contiguous: one span of the summed payload from the first offsets.
+	dst2 := alloc(t, b, Device, size)
+	if err := b.Copy(dst2, src, plan, Contiguous); err != nil {
+		t.Fatal(err)
+	}
+	span, _ := ContiguousSpan(plan, size, size)
+	if span.Bytes != 3105 || span.Src != 4096 || span.Dst != 0 {
+		t.Errorf("span = %+v", span)
+	}
+	if !bytes.Equal(dst2.Host()[:3105], src.Host()[4096:4096+3105]) || dst2.Host()[3105] != 0 {
+		t.Error("contiguous copy differs")
+	}
+
+	if err := b.Copy(dst, src, plan, Batch); err == nil || !strings.Contains(err.Error(), "cuMemcpyBatchAsync") {
+		t.Errorf("batch: err = %v", err)
+	}
+	if err := b.Copy(dst, src, []Copy{{Dst: size - 1, Src: 0, Bytes: 2}}, PerCopy); err == nil {
+		t.Error("out-of-range plan succeeded")
+	}
+}
+
+func TestContiguousSpanClamps(t *testing.T) {
+	c, err := ContiguousSpan([]Copy{{Src: 900, Dst: 50, Bytes: 100}, {Src: 10, Dst: 900, Bytes: 100}}, 1000, 1000)
+	if err != nil || c != (Copy{Src: 800, Dst: 50, Bytes: 200}) {
+		t.Errorf("span = %+v, %v", c, err)
+	}
+	if _, err := ContiguousSpan([]Copy{{Bytes: 600}, {Bytes: 600}}, 1000, 2000); err == nil {
+		t.Error("oversized span accepted")
+	}
+}
+
+func TestHostBackendGEMMsAndTimer(t *testing.T) {
+	b := openHost(t)
+	ops := []GEMM{{Name: "a", M: 1500, N: 8, K: 16, Batch: 2}, {Name: "b", M: 4, N: 64, K: 3}}
+	tm := b.Timer(Queued)
+	if _, err := tm.Stop(); err == nil {
+		t.Error("Stop before Start succeeded")
+	}
+	if err := tm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.GEMMs(ops); err != nil {
+		t.Fatal(err)
+	}
+	s, err := tm.Stop()
+	if err != nil || s <= 0 {
+		t.Errorf("Stop = %v, %v", s, err)
+	}
+	if err := b.GEMMs([]GEMM{{Name: "z", M: 0, N: 1, K: 1}}); err == nil {
+		t.Error("zero-sized GEMM accepted")
+	}
+	if got := (GEMM{M: 2, N: 3, K: 4, Batch: 5}).FLOPs(); got != 240 {
+		t.Errorf("FLOPs = %v", got)
+	}
+}
+
+// A tiny model: 2 layers, 2 KV heads of dim 8, bf16 → 2·2·8·2 = 64 B per
+// token and layer, 128 B per token, 2048 B per 16-token block, 4 chunks of
+// 512 B layer-wise.
+func tinyGeometry() Geometry {
+	return Geometry{Model: "tiny", Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, Hidden: 32, DType: "bfloat16",
+		DTypeBytes: 2, BlockTokens: 16, Intermediate: 64}
+}
+
+func newTier(t *testing.T, name string, env Env) Tier {
+	t.Helper()
+	spec, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier := spec.New(env)
+	t.Cleanup(func() { tier.Close() })
+	return tier
+}
+
+func TestGatherTierFetchVerify(t *testing.T) {
+	b := openHost(t)
+	for _, layout := range Layouts() {
+		for _, mode := range []CopyMode{PerCopy, Contiguous} {
+			t.Run(string(layout)+"/"+string(mode), func(t *testing.T) {
+				env := Env{Backend: b, Geometry: tinyGeometry(), Layout: layout, Copy: mode, HostMem: Pageable, Seed: 7}
+				tier := newTier(t, "host", env)
+				if r := tier.Available(); r != "" {
+					t.Fatalf("host tier unavailable: %s", r)
+				}
+				if err := tier.Setup(context.Background(), 10); err != nil {
+					t.Fatal(err)
+				}
+				p := Prefix{Tokens: 100, Blocks: 7}
+				// Before any fetch the scrubbed working pool must fail.
+				if err := tier.Verify(p); err == nil {
+					t.Fatal("Verify passed before any Fetch")
+				}
+				if err := tier.Fetch(context.Background(), p); err != nil {
+					t.Fatal(err)
+				}
+				if err := tier.Verify(p); err != nil {
+					t.Fatal(err)
+				}
+				if err := tier.(Scrubber).Scrub(); err != nil {
+					t.Fatal(err)
+				}
+				if err := tier.Verify(Prefix{Tokens: 16, Blocks: 1}); err == nil {
+					t.Error("Verify passed after Scrub")
+				}
+				if err := tier.Fetch(context.Background(), Prefix{Blocks: 11}); err == nil {
+					t.Error("Fetch beyond the set-up blocks succeeded")
+				}
+				a := tier.Attrs()
+				if a["copy"] != string(mode) || a["src_mem"] != "pageable" || a["dst_mem"] != "device" || !strings.Contains(a["path"], "dram-to-dram") {
+					t.Errorf("Attrs = %v", a)
+				}
+				want := int64(PoolSlots(10)+10) * 2048
+				if got := tier.(Sizer).SetupBytes(10); got != want {
+					t.Errorf("SetupBytes = %d, want %d", got, want)
+				}
+			})
+		}
+	}
+}
+
+// A plan that copies the wrong chunk must fail verification.
+func TestVerifyCatchesWrongChunk(t *testing.T) {
+	b := openHost(t)
+	env := Env{Backend: b, Geometry: tinyGeometry(), Layout: Layerwise, Copy: PerCopy, HostMem: Pinned, Seed: 3}
+	tier := newTier(t, "host", env).(*gatherTier)
+	if err := tier.Setup(context.Background(), 4); err != nil {
+		t.Fatal(err)
+	}
+	p := Prefix{Tokens: 64, Blocks: 4}
+	bad := append([]Copy(nil), tier.plan[:16]...)
+	// Block 2, chunk 1 reads chunk 2's source instead.
+	bad[2*4+1].Src = bad[2*4+2].Src
+	if err := b.Copy(tier.dst, tier.src, bad, PerCopy); err != nil {
+		t.Fatal(err)
+	}
+	err := tier.Verify(p)
+	var mm *pattern.Mismatch
+	if err == nil || !errors.As(err, &mm) || !strings.Contains(err.Error(), "block 2 chunk 1") {
+		t.Fatalf("Verify = %v, want a mismatch at block 2 chunk 1", err)
+	}
+	// The right plan passes.
+	if err := tier.Fetch(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if err := tier.Verify(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHBMUnavailableOnHost(t *testing.T) {
+	b := openHost(t)
+	tier := newTier(t, "hbm", Env{Backend: b, Geometry: tinyGeometry(), Layout: Layerwise, Copy: PerCopy})
+	if r := tier.Available(); !strings.Contains(r, "no device memory on the host backend") {
+		t.Errorf("hbm Available = %q", r)
+	}
+}
+
+func TestPlacementScattered(t *testing.T) {
+	g := tinyGeometry()
+	src := Pool{Geometry: g, Layout: Layerwise, Slots: PoolSlots(8)}
+	slots, err := Placement(1, src.Slots, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, s := range slots {
+		if s < 0 || s >= src.Slots || seen[s] {
+			t.Fatalf("bad placement %v", slots)
+		}
+		seen[s] = true
+	}
+	// Layer-wise chunk c of a slot lives in the c-th per-layer pool.
+	if got := src.ChunkOffset(3, 2); got != (2*int64(src.Slots)+3)*512 {
+		t.Errorf("ChunkOffset = %d", got)
+	}
+}

@@ -1,0 +1,282 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// A Client talks to one OpenAI-compatible (vLLM) server.
+type Client struct {
+	Base    string       // "http://host:port", no trailing slash
+	HTTP    *http.Client // nil: a client without a global timeout
+	Timeout time.Duration
+
+	// salt is 0 while unknown, 1 when the server took cache_salt, -1 when
+	// it refused it with 400 (then requests go without).
+	salt atomic.Int32
+}
+
+// NewClient returns a client for the server at endpoint ("http://h:p",
+// optionally ending in /v1). Each request is bounded by timeout.
+func NewClient(endpoint string, timeout time.Duration) (*Client, error) {
+	u, err := url.Parse(strings.TrimSpace(endpoint))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", endpoint)
+	}
+	base := strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
+	base = strings.TrimSuffix(base, "/v1")
+	return &Client{Base: base, HTTP: &http.Client{}, Timeout: timeout}, nil
+}
+
+func (c *Client) http() *http.Client {
+	if c.HTTP == nil {
+		return http.DefaultClient
+	}
+	return c.HTTP
+}
+
+// A Model is one entry of GET /v1/models.
+type Model struct {
+	ID          string `json:"id"`
+	OwnedBy     string `json:"owned_by"`
+	MaxModelLen int    `json:"max_model_len"`
+}
+
+// Models lists the served models.
+func (c *Client) Models(ctx context.Context) ([]Model, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/v1/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET /v1/models: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /v1/models: %w", statusError(resp))
+	}
+	var body struct {
+		Data []Model `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("GET /v1/models: %w", err)
+	}
+	return body.Data, nil
+}
+
+// Metrics scrapes GET /metrics and parses it for model.
+func (c *Client) Metrics(ctx context.Context, model string) (Snapshot, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/metrics", nil)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("GET /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Snapshot{}, fmt.Errorf("GET /metrics: %w", statusError(resp))
+	}
+	return ParseMetrics(resp.Body, model)
+}
+
+func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.Timeout > 0 {
+		return context.WithTimeout(ctx, c.Timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// A Request is a /v1/completions request with a prompt of token ids.
+type Request struct {
+	Model     string
+	Prompt    []int
+	MaxTokens int
+	Salt      string         // cache_salt; "" for none
+	Stream    bool           // stream with include_usage
+	KVParams  map[string]any // kv_transfer_params; nil for none
+	RequestID string         // X-Request-Id
+}
+
+func (r Request) body(withSalt bool) ([]byte, error) {
+	b := map[string]any{
+		"model":       r.Model,
+		"prompt":      r.Prompt,
+		"max_tokens":  r.MaxTokens,
+		"temperature": 0,
+		"ignore_eos":  true,
+		"stream":      r.Stream,
+	}
+	if r.Stream {
+		b["stream_options"] = map[string]any{"include_usage": true}
+	}
+	if withSalt && r.Salt != "" {
+		b["cache_salt"] = r.Salt
+	}
+	if r.KVParams != nil {
+		b["kv_transfer_params"] = r.KVParams
+	}
+	return json.Marshal(b)
+}
+
+// An HTTPError is a response with a status other than 200.
+type HTTPError struct {
+	Status  int
+	Message string // the error body's message, or the body's start
+}
+
+func (e *HTTPError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
+}
+
+func statusError(resp *http.Response) *HTTPError {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	e := &HTTPError{Status: resp.StatusCode}
+	var body struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(b, &body) == nil {
+		var inner apiError
+		switch {
+		case len(body.Error) > 0 && json.Unmarshal(body.Error, &inner) == nil && inner.Message != "":
+			e.Message = inner.Message
+		case body.Message != "":
+			e.Message = body.Message
+		}
+	}
+	if e.Message == "" {
+		e.Message = clip(strings.TrimSpace(string(b)), 200)
+	}
+	return e
+}
+
+// post sends r's body and returns the response, retrying once without
+// cache_salt when the server refuses it with 400 (and remembering that).
+// start is set just before the POST that produced the response.
+func (c *Client) post(ctx context.Context, r Request, start *time.Time) (*http.Response, error) {
+	withSalt := r.Salt != "" && c.salt.Load() >= 0
+	retried := false
+	for {
+		b, err := r.body(withSalt)
+		if err != nil {
+			return nil, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/v1/completions", bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if r.Stream {
+			req.Header.Set("Accept", "text/event-stream")
+		}
+		if r.RequestID != "" {
+			req.Header.Set("X-Request-Id", r.RequestID)
+		}
+		*start = time.Now()
+		resp, err := c.http().Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("POST /v1/completions: %w", err)
+		}
+		if resp.StatusCode == http.StatusBadRequest && withSalt && c.salt.Load() == 0 {
+			// Maybe the server does not take cache_salt (vLLM V0, other
+			// engines): retry without; only a success proves it.
+			resp.Body.Close()
+			withSalt, retried = false, true
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			defer resp.Body.Close()
+			return nil, statusError(resp)
+		}
+		if retried {
+			c.salt.Store(-1)
+		}
+		if withSalt {
+			c.salt.Store(1)
+		}
+		return resp, nil
+	}
+}
+
+// SaltSupported reports whether the server took cache_salt: 1 yes, -1 no
+// (refused with 400), 0 not yet known.
+func (c *Client) SaltSupported() int { return int(c.salt.Load()) }
+
+// Stream sends r as a streamed request and reads the stream, timing it
+// from just before the POST. onChoice, if not nil, sees each choice
+// chunk's arrival time. The error is an *HTTPError for a refused request,
+// a *ServerError for an error event, or a transport error.
+func (c *Client) Stream(ctx context.Context, r Request, onChoice func(time.Duration)) (Stream, error) {
+	r.Stream = true
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	var start time.Time
+	resp, err := c.post(ctx, r, &start)
+	if err != nil {
+		return Stream{}, err
+	}
+	defer resp.Body.Close()
+	s, err := ReadStream(resp.Body, func() time.Duration { return time.Since(start) }, onChoice)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (timeout %s)", err, c.Timeout)
+	}
+	return s, err
+}
+
+// A Completion is a non-streamed response, as far as the probe needs it.
+type Completion struct {
+	KVParams map[string]any `json:"kv_transfer_params"`
+	Usage    *Usage         `json:"usage"`
+	Choices  []struct {
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Elapsed time.Duration `json:"-"`
+}
+
+// Complete sends r without streaming and returns the parsed response.
+func (c *Client) Complete(ctx context.Context, r Request) (Completion, error) {
+	r.Stream = false
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	var start time.Time
+	resp, err := c.post(ctx, r, &start)
+	if err != nil {
+		return Completion{}, err
+	}
+	defer resp.Body.Close()
+	var out Completion
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return Completion{}, fmt.Errorf("reading response: %w", err)
+	}
+	out.Elapsed = time.Since(start)
+	var ce chunk
+	if json.Unmarshal(b, &ce) == nil {
+		if err := ce.err(); err != nil {
+			return Completion{}, err
+		}
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return Completion{}, fmt.Errorf("response is not JSON: %q", clip(string(b), 120))
+	}
+	return out, nil
+}

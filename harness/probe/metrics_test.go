@@ -1,0 +1,110 @@
+package probe
+
+import (
+	"strings"
+	"testing"
+)
+
+const metricsCurrent = `# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="qwen"} 0.0
+# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="qwen"} 8192.0
+vllm:prefix_cache_queries_total{engine="1",model_name="qwen"} 100.0
+vllm:prefix_cache_queries_total{engine="0",model_name="other"} 5.0
+# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{engine="0",model_name="qwen"} 4096.0
+vllm:prefix_cache_hits_total{engine="1",model_name="qwen"} 16.0
+vllm:prefix_cache_hits_total{engine="0",model_name="other"} 7.0
+# HELP vllm:prefix_cache_hits_created Prefix cache hits, in terms of number of cached tokens.
+# TYPE vllm:prefix_cache_hits_created gauge
+vllm:prefix_cache_hits_created{engine="0",model_name="qwen"} 1.7e+09
+# HELP vllm:external_prefix_cache_hits_total External prefix cache hits.
+# TYPE vllm:external_prefix_cache_hits_total counter
+vllm:external_prefix_cache_hits_total{engine="0",model_name="qwen"} 2048.0
+# HELP vllm:external_prefix_cache_queries_total External prefix cache queries.
+# TYPE vllm:external_prefix_cache_queries_total counter
+vllm:external_prefix_cache_queries_total{engine="0",model_name="qwen"} 4096.0
+# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="True",gpu_memory_utilization="0.9",num_cpu_blocks="None",num_gpu_blocks="36214"} 1.0
+`
+
+// vLLM 0.9: the gpu_ names, no external counters, no model match.
+const metricsOld = `# TYPE vllm:gpu_prefix_cache_queries counter
+vllm:gpu_prefix_cache_queries{model_name="m"} 64
+# TYPE vllm:gpu_prefix_cache_hits counter
+vllm:gpu_prefix_cache_hits{model_name="m"} 32
+`
+
+func TestParseMetrics(t *testing.T) {
+	tests := []struct {
+		name, in, model          string
+		hits, queries, ext, extQ float64
+		hitsFound, extFound      bool
+		hitName                  string
+		blockSize, gpuBlocks     int
+	}{
+		{"current, filter model", metricsCurrent, "qwen", 4112, 8292, 2048, 4096, true, true, "vllm:prefix_cache_hits_total", 16, 36214},
+		{"current, unknown model sums all", metricsCurrent, "nope", 4119, 8297, 2048, 4096, true, true, "vllm:prefix_cache_hits_total", 16, 36214},
+		{"current, no model sums all", metricsCurrent, "", 4119, 8297, 2048, 4096, true, true, "vllm:prefix_cache_hits_total", 16, 36214},
+		{"old names", metricsOld, "x", 32, 64, 0, 0, true, false, "vllm:gpu_prefix_cache_hits", 0, 0},
+		{"empty", "", "m", 0, 0, 0, 0, false, false, "", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseMetrics(strings.NewReader(tt.in), tt.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Hits.Value != tt.hits || s.Queries.Value != tt.queries || s.ExtHits.Value != tt.ext || s.ExtQueries.Value != tt.extQ {
+				t.Errorf("hits %g queries %g ext %g extQ %g, want %g %g %g %g", s.Hits.Value, s.Queries.Value, s.ExtHits.Value, s.ExtQueries.Value, tt.hits, tt.queries, tt.ext, tt.extQ)
+			}
+			if s.Hits.Found != tt.hitsFound || s.ExtHits.Found != tt.extFound || s.Hits.Name != tt.hitName {
+				t.Errorf("found hits %v (%s) ext %v", s.Hits.Found, s.Hits.Name, s.ExtHits.Found)
+			}
+			if s.BlockSize() != tt.blockSize || s.GPUBlocks() != tt.gpuBlocks {
+				t.Errorf("block size %d gpu blocks %d, want %d %d", s.BlockSize(), s.GPUBlocks(), tt.blockSize, tt.gpuBlocks)
+			}
+		})
+	}
+}
+
+func TestParseMetricsPrefersCurrentName(t *testing.T) {
+	// vLLM 0.10 exposed both names with the same value: count it once.
+	in := "# TYPE vllm:gpu_prefix_cache_hits_total counter\nvllm:gpu_prefix_cache_hits_total 10\n" +
+		"# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total 10\n"
+	s, err := ParseMetrics(strings.NewReader(in), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Hits.Value != 10 || s.Hits.Name != "vllm:prefix_cache_hits_total" {
+		t.Errorf("hits = %g from %s", s.Hits.Value, s.Hits.Name)
+	}
+}
+
+func TestParseMetricsError(t *testing.T) {
+	if _, err := ParseMetrics(strings.NewReader("vllm:prefix_cache_hits_total{ 3\n"), ""); err == nil {
+		t.Error("malformed exposition parsed without error")
+	}
+}
+
+func FuzzParseMetrics(f *testing.F) {
+	f.Add(metricsCurrent, "qwen")
+	f.Add(metricsOld, "m")
+	f.Add("vllm:prefix_cache_hits_total 1e3\n", "")
+	f.Add("# TYPE x counter\nx{a=\"b\"} NaN\n", "b")
+	f.Add("{\"vllm:prefix_cache_hits_total\",model_name=\"m\"} 4\n", "m")
+	f.Fuzz(func(t *testing.T, in, model string) {
+		s, err := ParseMetrics(strings.NewReader(in), model)
+		if err != nil {
+			return
+		}
+		if s.BlockSize() < 0 || s.GPUBlocks() < 0 {
+			t.Fatalf("negative config: %+v", s.CacheConfig)
+		}
+		_ = Sub(s, s)
+	})
+}

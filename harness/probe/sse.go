@@ -1,0 +1,281 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// An EventReader reads the data of server-sent events from a stream the
+// way an OpenAI-compatible server writes them: "data:" lines (with or
+// without a space after the colon) ended by a blank line. Lines of one
+// event are joined with "\n"; comments (":") and other fields (event, id,
+// retry) are ignored. Reads may split lines anywhere; CRLF and LF both end
+// a line. It looks like bufio.Scanner.
+type EventReader struct {
+	r    *bufio.Reader
+	data []byte
+	has  bool // the current event has a data field
+	err  error
+}
+
+// NewEventReader returns an EventReader reading from r.
+func NewEventReader(r io.Reader) *EventReader {
+	return &EventReader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// Next returns the data of the next event. At the end of the stream it
+// returns io.EOF; an event cut short by the end (no blank line after it)
+// is still returned first. Any other error is the reader's, and the event
+// it interrupted is dropped.
+func (e *EventReader) Next() ([]byte, error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	for {
+		line, err := e.r.ReadBytes('\n')
+		if len(line) > 0 {
+			line = bytes.TrimRight(line, "\r\n")
+			if len(line) == 0 {
+				if e.has {
+					return e.take(), nil
+				}
+			} else {
+				e.field(line)
+			}
+		}
+		if err != nil {
+			e.err = err
+			if err == io.EOF && e.has {
+				return e.take(), nil // the last event, cut short by the end
+			}
+			e.take() // a read error: what came before it is incomplete
+			return nil, err
+		}
+	}
+}
+
+func (e *EventReader) take() []byte {
+	d := e.data
+	e.data, e.has = nil, false
+	return d
+}
+
+func (e *EventReader) field(line []byte) {
+	if line[0] == ':' {
+		return // comment
+	}
+	name, value, _ := bytes.Cut(line, []byte(":"))
+	if string(name) != "data" {
+		return
+	}
+	value = bytes.TrimPrefix(value, []byte(" "))
+	if e.has {
+		e.data = append(e.data, '\n')
+	}
+	e.data = append(e.data, value...)
+	e.has = true
+}
+
+// Usage is the usage object of an OpenAI-compatible response.
+type Usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens *int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// CachedTokens returns usage.prompt_tokens_details.cached_tokens and
+// whether the server sent it.
+func (u *Usage) CachedTokens() (int, bool) {
+	if u == nil || u.PromptTokensDetails == nil || u.PromptTokensDetails.CachedTokens == nil {
+		return 0, false
+	}
+	return *u.PromptTokensDetails.CachedTokens, true
+}
+
+// chunk is one streamed completion chunk, or an error event.
+type chunk struct {
+	Choices []struct {
+		Text         string  `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *Usage `json:"usage"`
+	// vLLM streams errors as {"error": {...}} (newer) or as the error
+	// response itself {"object": "error", "message": ..., "code": ...}.
+	Error   json.RawMessage `json:"error"`
+	Object  string          `json:"object"`
+	Message string          `json:"message"`
+	Code    any             `json:"code"`
+}
+
+// apiError is the body of an OpenAI-style error.
+type apiError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    any    `json:"code"`
+}
+
+func (c *chunk) err() error {
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		var e apiError
+		if json.Unmarshal(c.Error, &e) == nil && e.Message != "" {
+			return &ServerError{Message: e.Message, Code: codeText(e.Code)}
+		}
+		var s string
+		if json.Unmarshal(c.Error, &s) == nil {
+			return &ServerError{Message: s}
+		}
+		return &ServerError{Message: string(c.Error)}
+	}
+	if c.Object == "error" {
+		return &ServerError{Message: c.Message, Code: codeText(c.Code)}
+	}
+	return nil
+}
+
+func codeText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case float64:
+		return fmt.Sprint(int64(x))
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// A ServerError is an error the server reported inside a stream or as a
+// JSON error body.
+type ServerError struct {
+	Message string
+	Code    string // the error's code field, often the HTTP status
+}
+
+func (e *ServerError) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("server error (code %s): %s", e.Code, e.Message)
+	}
+	return "server error: " + e.Message
+}
+
+// Errors that end a stream early. They are returned wrapped, with the
+// number of events seen.
+var (
+	// ErrNoChoice: the stream ended before any chunk carried a choice, so
+	// there is no time to first token.
+	ErrNoChoice = errors.New("stream ended without a choice chunk")
+	// ErrTruncated: choices arrived but the stream ended without [DONE]
+	// and without the usage chunk, so E2E and the token counts are unknown.
+	ErrTruncated = errors.New("stream ended without [DONE] and without usage")
+)
+
+// A Stream is what one streamed completion delivered, timed against the
+// clock started just before the request was sent (as vllm bench serve
+// does: TTFT is the first chunk carrying a choice, even one with empty
+// text; E2E the last choice chunk; the usage chunk times nothing).
+type Stream struct {
+	TTFT       time.Duration   // first choice chunk; 0 if none arrived
+	E2E        time.Duration   // last choice chunk
+	ChunkTimes []time.Duration // every choice chunk
+	Usage      *Usage          // from the usage chunk, nil if none
+	Done       bool            // [DONE] arrived
+	Events     int             // events read, [DONE] included
+	Note       string          // a tolerated oddity, e.g. no [DONE] after usage
+}
+
+// ReadStream reads a completion stream from r until [DONE] or the end,
+// with since giving the time elapsed since the request was sent, called
+// when each event arrives. onChoice, if not nil, is called for each choice
+// chunk with its arrival time. It returns what arrived and an error if the
+// stream does not hold a complete measurement:
+//
+//   - an error event ({"error": ...} or {"object": "error"}): a *ServerError;
+//   - the stream ends with no choice chunk: ErrNoChoice;
+//   - it ends without [DONE] after choices but before usage: ErrTruncated
+//     (with include_usage the usage chunk is the last thing before [DONE],
+//     so its absence means the stream was cut);
+//   - it ends without [DONE] after the usage chunk: no error, Note says so;
+//   - a read error (connection reset): that error;
+//   - an event that is not JSON: an error quoting it.
+//
+// A stream without usage that ends with [DONE] is complete (the server
+// ignored include_usage); Usage is nil.
+func ReadStream(r io.Reader, since func() time.Duration, onChoice func(time.Duration)) (Stream, error) {
+	var s Stream
+	er := NewEventReader(r)
+	for {
+		data, err := er.Next()
+		if err != nil {
+			if err == io.EOF {
+				return s, s.endWithoutDone()
+			}
+			if s.TTFT == 0 {
+				return s, fmt.Errorf("reading stream after %d events: %w", s.Events, err)
+			}
+			return s, fmt.Errorf("reading stream after %d events (%d choice chunks): %w", s.Events, len(s.ChunkTimes), err)
+		}
+		t := since()
+		s.Events++
+		data = bytes.TrimSpace(data)
+		if string(data) == "[DONE]" {
+			s.Done = true
+			if s.TTFT == 0 && len(s.ChunkTimes) == 0 {
+				return s, fmt.Errorf("[DONE] after %d events: %w", s.Events, ErrNoChoice)
+			}
+			return s, nil
+		}
+		if len(data) == 0 {
+			continue // keep-alive
+		}
+		var c chunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			return s, fmt.Errorf("event %d is not JSON: %q", s.Events, clip(string(data), 120))
+		}
+		if err := c.err(); err != nil {
+			return s, fmt.Errorf("after %d events: %w", s.Events-1, err)
+		}
+		if c.Usage != nil {
+			s.Usage = c.Usage
+		}
+		if len(c.Choices) > 0 {
+			if len(s.ChunkTimes) == 0 {
+				s.TTFT = t
+				if s.TTFT <= 0 {
+					s.TTFT = time.Nanosecond // a choice did arrive
+				}
+			}
+			s.E2E = t
+			s.ChunkTimes = append(s.ChunkTimes, t)
+			if onChoice != nil {
+				onChoice(t)
+			}
+		}
+	}
+}
+
+func (s *Stream) endWithoutDone() error {
+	switch {
+	case len(s.ChunkTimes) == 0:
+		return fmt.Errorf("after %d events: %w", s.Events, ErrNoChoice)
+	case s.Usage == nil:
+		return fmt.Errorf("after %d events (%d choice chunks): %w", s.Events, len(s.ChunkTimes), ErrTruncated)
+	}
+	s.Note = "stream ended without [DONE] after the usage chunk"
+	return nil
+}
+
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,587 @@
+/*
+ * ibvwrap.c: see ibvwrap.h. One symbol list (KVT_IBV_SYMBOLS) names every
+ * libibverbs entry point with its ABI version and whether it is required;
+ * it is expanded for the pointer table, the loader and teardown. The hot
+ * path (ibv_post_send, ibv_poll_cq) goes through the context's ops table
+ * via verbs.h's inline functions, as rdma-core intends: they have no
+ * symbol of their own.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dlvsym */
+#endif
+#include "ibvwrap.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void kvt_set(kvt_ibv_status *st, int code, int err, const char *fmt, const char *a, const char *b)
+{
+	if (!st)
+		return;
+	st->code = code;
+	st->sys_errno = err;
+	snprintf(st->msg, sizeof(st->msg), fmt, a ? a : "", b ? b : "");
+}
+
+static void kvt_clear(kvt_ibv_status *st)
+{
+	if (!st)
+		return;
+	memset(st, 0, sizeof(*st));
+	st->wr_index = -1;
+}
+
+/* KVT_IBV_FORCE_NOHDR builds the header-less variant for tests. */
+#if defined(__has_include) && !defined(KVT_IBV_FORCE_NOHDR)
+#if __has_include(<infiniband/verbs.h>)
+#define KVT_HAVE_VERBS_H 1
+#endif
+#endif
+
+#ifndef KVT_HAVE_VERBS_H
+
+/* Built without verbs.h: every call says so. */
+#define KVT_NOHDR(st) do { kvt_clear(st); kvt_set(st, KVT_IBV_ENOHDR, 0, "built without verbs.h%s%s", NULL, NULL); return KVT_IBV_ENOHDR; } while (0)
+
+int kvt_ibv_load(const char *o, kvt_ibv_status *st) { (void)o; KVT_NOHDR(st); }
+int kvt_ibv_has_dmabuf(void) { return 0; }
+int kvt_ibv_devices(char *b, size_t l, kvt_ibv_status *st) { (void)b; (void)l; KVT_NOHDR(st); }
+int kvt_ibv_ep_open(const char *d, int p, int n, int s, kvt_ibv_ep **o, kvt_ibv_ep_attr *a, kvt_ibv_status *st)
+{ (void)d; (void)p; (void)n; (void)s; (void)o; (void)a; KVT_NOHDR(st); }
+int kvt_ibv_ep_gid(kvt_ibv_ep *e, int i, uint8_t g[16], kvt_ibv_status *st) { (void)e; (void)i; (void)g; KVT_NOHDR(st); }
+int kvt_ibv_ep_reg(kvt_ibv_ep *e, void *a, size_t l, void **m, uint32_t *lk, uint32_t *rk, kvt_ibv_status *st)
+{ (void)e; (void)a; (void)l; (void)m; (void)lk; (void)rk; KVT_NOHDR(st); }
+int kvt_ibv_ep_reg_dmabuf(kvt_ibv_ep *e, uint64_t o, size_t l, uint64_t i, int f, void **m, uint32_t *lk, uint32_t *rk, kvt_ibv_status *st)
+{ (void)e; (void)o; (void)l; (void)i; (void)f; (void)m; (void)lk; (void)rk; KVT_NOHDR(st); }
+int kvt_ibv_ep_dereg(void *m, kvt_ibv_status *st) { (void)m; KVT_NOHDR(st); }
+int kvt_ibv_ep_connect(kvt_ibv_ep *e, int g, int m, int r, const uint32_t *lp, const uint32_t *rq, const uint32_t *rp, uint16_t rl, const uint8_t rg[16], kvt_ibv_status *st)
+{ (void)e; (void)g; (void)m; (void)r; (void)lp; (void)rq; (void)rp; (void)rl; (void)rg; KVT_NOHDR(st); }
+int kvt_ibv_ep_read(kvt_ibv_ep *e, const kvt_ibv_wr *w, int n, const int *q, int o, int t, kvt_ibv_status *st)
+{ (void)e; (void)w; (void)n; (void)q; (void)o; (void)t; KVT_NOHDR(st); }
+void kvt_ibv_ep_close(kvt_ibv_ep *e) { (void)e; }
+
+#else
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <infiniband/verbs.h>
+
+/*
+ * The symbol list: X(name, version, required, return type, (parameters)).
+ * ibv_query_port and ibv_reg_mr are macros over inline helpers in current
+ * rdma-core; their exported IBVERBS_1.1 symbols take the compat port
+ * struct and plain access flags, which is what is declared here.
+ */
+#define KVT_IBV_SYMBOLS(X)                                                              \
+	X(ibv_get_device_list, "IBVERBS_1.1", 1, struct ibv_device **, (int *))         \
+	X(ibv_free_device_list, "IBVERBS_1.1", 1, void, (struct ibv_device **))          \
+	X(ibv_get_device_name, "IBVERBS_1.1", 1, const char *, (struct ibv_device *))    \
+	X(ibv_open_device, "IBVERBS_1.1", 1, struct ibv_context *, (struct ibv_device *)) \
+	X(ibv_close_device, "IBVERBS_1.1", 1, int, (struct ibv_context *))               \
+	X(ibv_query_device, "IBVERBS_1.1", 1, int, (struct ibv_context *, struct ibv_device_attr *)) \
+	X(ibv_query_port, "IBVERBS_1.1", 1, int, (struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *)) \
+	X(ibv_query_gid, "IBVERBS_1.1", 1, int, (struct ibv_context *, uint8_t, int, union ibv_gid *)) \
+	X(ibv_alloc_pd, "IBVERBS_1.1", 1, struct ibv_pd *, (struct ibv_context *))       \
+	X(ibv_dealloc_pd, "IBVERBS_1.1", 1, int, (struct ibv_pd *))                      \
+	X(ibv_reg_mr, "IBVERBS_1.1", 1, struct ibv_mr *, (struct ibv_pd *, void *, size_t, int)) \
+	X(ibv_dereg_mr, "IBVERBS_1.1", 1, int, (struct ibv_mr *))                        \
+	X(ibv_create_cq, "IBVERBS_1.1", 1, struct ibv_cq *, (struct ibv_context *, int, void *, struct ibv_comp_channel *, int)) \
+	X(ibv_destroy_cq, "IBVERBS_1.1", 1, int, (struct ibv_cq *))                      \
+	X(ibv_create_qp, "IBVERBS_1.1", 1, struct ibv_qp *, (struct ibv_pd *, struct ibv_qp_init_attr *)) \
+	X(ibv_destroy_qp, "IBVERBS_1.1", 1, int, (struct ibv_qp *))                      \
+	X(ibv_modify_qp, "IBVERBS_1.1", 1, int, (struct ibv_qp *, struct ibv_qp_attr *, int)) \
+	X(ibv_wc_status_str, "IBVERBS_1.1", 1, const char *, (enum ibv_wc_status))      \
+	X(ibv_reg_dmabuf_mr, "IBVERBS_1.12", 0, struct ibv_mr *, (struct ibv_pd *, uint64_t, size_t, uint64_t, int, int))
+
+#define KVT_DECL(name, ver, req, ret, params) ret(*p_##name) params;
+static struct {
+	void *handle;
+	KVT_IBV_SYMBOLS(KVT_DECL)
+} kvt_ibv;
+#undef KVT_DECL
+
+static pthread_mutex_t kvt_load_mu = PTHREAD_MUTEX_INITIALIZER;
+static int kvt_loaded;
+
+static void kvt_unload(void)
+{
+#define KVT_CLEAR(name, ver, req, ret, params) kvt_ibv.p_##name = NULL;
+	KVT_IBV_SYMBOLS(KVT_CLEAR)
+#undef KVT_CLEAR
+	if (kvt_ibv.handle)
+		dlclose(kvt_ibv.handle);
+	kvt_ibv.handle = NULL;
+}
+
+int kvt_ibv_load(const char *override, kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	pthread_mutex_lock(&kvt_load_mu);
+	if (kvt_loaded) {
+		pthread_mutex_unlock(&kvt_load_mu);
+		return KVT_IBV_OK;
+	}
+	const char *names[] = {override, "libibverbs.so.1", "libibverbs.so"};
+	char tried[KVT_IBV_MSGLEN] = "";
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !kvt_ibv.handle; i++) {
+		if (!names[i] || !names[i][0])
+			continue;
+		kvt_ibv.handle = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+		if (!kvt_ibv.handle) {
+			size_t used = strlen(tried);
+			snprintf(tried + used, sizeof(tried) - used, "%s%s", used ? "; " : "", dlerror());
+		}
+	}
+	if (!kvt_ibv.handle) {
+		kvt_set(st, KVT_IBV_ENOLIB, 0, "cannot load libibverbs (tried: %s)%s", tried, NULL);
+		pthread_mutex_unlock(&kvt_load_mu);
+		return KVT_IBV_ENOLIB;
+	}
+	const char *missing = NULL, *missing_ver = NULL;
+#define KVT_LOAD(name, ver, req, ret, params)                                        \
+	kvt_ibv.p_##name = (ret(*) params)dlvsym(kvt_ibv.handle, #name, ver);             \
+	if (!kvt_ibv.p_##name && (req) && !missing) {                                     \
+		missing = #name;                                                          \
+		missing_ver = ver;                                                        \
+	}
+	KVT_IBV_SYMBOLS(KVT_LOAD)
+#undef KVT_LOAD
+	if (missing) {
+		kvt_set(st, KVT_IBV_ENOLIB, 0, "libibverbs lacks %s@%s", missing, missing_ver);
+		kvt_unload();
+		pthread_mutex_unlock(&kvt_load_mu);
+		return KVT_IBV_ENOLIB;
+	}
+	kvt_loaded = 1;
+	pthread_mutex_unlock(&kvt_load_mu);
+	return KVT_IBV_OK;
+}
+
+int kvt_ibv_has_dmabuf(void) { return kvt_loaded && kvt_ibv.p_ibv_reg_dmabuf_mr != NULL; }
+
+#define KVT_NEED_LOADED(st)                                                             \
+	do {                                                                            \
+		if (!kvt_loaded) {                                                      \
+			kvt_set(st, KVT_IBV_ENOLIB, 0, "libibverbs not loaded%s%s", NULL, NULL); \
+			return KVT_IBV_ENOLIB;                                          \
+		}                                                                       \
+	} while (0)
+
+static int kvt_sys(kvt_ibv_status *st, const char *what, const char *dev)
+{
+	int e = errno ? errno : EIO;
+	if (st) {
+		st->code = KVT_IBV_ESYS;
+		st->sys_errno = e;
+		snprintf(st->msg, sizeof(st->msg), "%s %s: %s", what, dev ? dev : "", strerror(e));
+	}
+	return KVT_IBV_ESYS;
+}
+
+/* kvt_query_port does what verbs.h's ___ibv_query_port does, with the
+ * loaded compat symbol as the fallback. */
+static int kvt_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+{
+	struct verbs_context *vctx = verbs_get_ctx_op(ctx, query_port);
+	memset(attr, 0, sizeof(*attr));
+	if (!vctx)
+		return kvt_ibv.p_ibv_query_port(ctx, port, (struct _compat_ibv_port_attr *)attr);
+	return vctx->query_port(ctx, port, attr, sizeof(*attr));
+}
+
+int kvt_ibv_devices(char *buf, size_t len, kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	KVT_NEED_LOADED(st);
+	int n = 0;
+	errno = 0;
+	struct ibv_device **list = kvt_ibv.p_ibv_get_device_list(&n);
+	if (!list)
+		return kvt_sys(st, "ibv_get_device_list", NULL);
+	size_t used = 0;
+	if (len)
+		buf[0] = 0;
+	for (int i = 0; i < n && used < len; i++)
+		used += snprintf(buf + used, len - used, "%s\n", kvt_ibv.p_ibv_get_device_name(list[i]));
+	kvt_ibv.p_ibv_free_device_list(list);
+	return KVT_IBV_OK;
+}
+
+struct kvt_ibv_ep {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	int nqp;
+	struct ibv_qp *qp[KVT_IBV_MAXQP];
+	int port;
+	int link_layer;
+	int cqe;
+};
+
+void kvt_ibv_ep_close(kvt_ibv_ep *ep)
+{
+	if (!ep)
+		return;
+	for (int i = ep->nqp - 1; i >= 0; i--)
+		if (ep->qp[i])
+			kvt_ibv.p_ibv_destroy_qp(ep->qp[i]);
+	if (ep->cq)
+		kvt_ibv.p_ibv_destroy_cq(ep->cq);
+	if (ep->pd)
+		kvt_ibv.p_ibv_dealloc_pd(ep->pd);
+	if (ep->ctx)
+		kvt_ibv.p_ibv_close_device(ep->ctx);
+	free(ep);
+}
+
+/* kvt_first_active returns the first active port of ctx, or 0. */
+static int kvt_first_active(struct ibv_context *ctx, int nports)
+{
+	for (int p = 1; p <= nports; p++) {
+		struct ibv_port_attr pa;
+		if (kvt_query_port(ctx, (uint8_t)p, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
+			return p;
+	}
+	return 0;
+}
+
+int kvt_ibv_ep_open(const char *device, int port, int nqp, int sq_depth,
+		    kvt_ibv_ep **out, kvt_ibv_ep_attr *attr, kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	KVT_NEED_LOADED(st);
+	*out = NULL;
+	if (nqp < 1 || nqp > KVT_IBV_MAXQP) {
+		char n[16];
+		snprintf(n, sizeof(n), "%d", nqp);
+		kvt_set(st, KVT_IBV_EARG, 0, "QP count %s outside 1..64%s", n, NULL);
+		return KVT_IBV_EARG;
+	}
+	int ndev = 0;
+	errno = 0;
+	struct ibv_device **list = kvt_ibv.p_ibv_get_device_list(&ndev);
+	if (!list)
+		return kvt_sys(st, "ibv_get_device_list", NULL);
+	if (ndev == 0) {
+		kvt_ibv.p_ibv_free_device_list(list);
+		kvt_set(st, KVT_IBV_ENODEV, 0, "no RDMA device%s%s", NULL, NULL);
+		return KVT_IBV_ENODEV;
+	}
+	kvt_ibv_ep *ep = calloc(1, sizeof(*ep));
+	if (!ep) {
+		kvt_ibv.p_ibv_free_device_list(list);
+		return kvt_sys(st, "calloc", NULL);
+	}
+	struct ibv_device_attr da;
+	const char *name = NULL;
+	for (int i = 0; i < ndev && !ep->ctx; i++) {
+		const char *n = kvt_ibv.p_ibv_get_device_name(list[i]);
+		if (device && device[0] && strcmp(n, device) != 0)
+			continue;
+		struct ibv_context *ctx = kvt_ibv.p_ibv_open_device(list[i]);
+		if (!ctx) {
+			if (device && device[0]) {
+				kvt_ibv.p_ibv_free_device_list(list);
+				free(ep);
+				return kvt_sys(st, "ibv_open_device", n);
+			}
+			continue;
+		}
+		if (kvt_ibv.p_ibv_query_device(ctx, &da) != 0) {
+			kvt_ibv.p_ibv_close_device(ctx);
+			continue;
+		}
+		int p = port;
+		if (p == 0)
+			p = kvt_first_active(ctx, da.phys_port_cnt);
+		if (p < 1 || p > da.phys_port_cnt) {
+			kvt_ibv.p_ibv_close_device(ctx);
+			if (device && device[0]) {
+				kvt_ibv.p_ibv_free_device_list(list);
+				free(ep);
+				kvt_set(st, KVT_IBV_ENODEV, 0, "no active port on %s%s", n, NULL);
+				return KVT_IBV_ENODEV;
+			}
+			continue;
+		}
+		ep->ctx = ctx;
+		ep->port = p;
+		name = n;
+	}
+	if (!ep->ctx) {
+		kvt_ibv.p_ibv_free_device_list(list);
+		free(ep);
+		if (device && device[0])
+			kvt_set(st, KVT_IBV_ENODEV, 0, "no RDMA device named %s%s", device, NULL);
+		else
+			kvt_set(st, KVT_IBV_ENODEV, 0, "no RDMA device with an active port%s%s", NULL, NULL);
+		return KVT_IBV_ENODEV;
+	}
+	memset(attr, 0, sizeof(*attr));
+	snprintf(attr->device, sizeof(attr->device), "%s", name);
+	kvt_ibv.p_ibv_free_device_list(list);
+
+	struct ibv_port_attr pa;
+	if (kvt_query_port(ep->ctx, (uint8_t)ep->port, &pa) != 0) {
+		kvt_ibv_ep_close(ep);
+		return kvt_sys(st, "ibv_query_port", attr->device);
+	}
+	attr->port = ep->port;
+	attr->link_layer = pa.link_layer;
+	attr->state = pa.state;
+	attr->active_mtu = pa.active_mtu;
+	attr->lid = pa.lid;
+	attr->gid_tbl_len = pa.gid_tbl_len;
+	attr->max_qp_rd_atom = da.max_qp_rd_atom;
+	attr->max_msg_sz = pa.max_msg_sz;
+	ep->link_layer = pa.link_layer;
+
+	errno = 0;
+	if (!(ep->pd = kvt_ibv.p_ibv_alloc_pd(ep->ctx))) {
+		kvt_ibv_ep_close(ep);
+		return kvt_sys(st, "ibv_alloc_pd", attr->device);
+	}
+	if (sq_depth < 1)
+		sq_depth = 1;
+	if (sq_depth > da.max_qp_wr)
+		sq_depth = da.max_qp_wr;
+	ep->cqe = nqp * sq_depth;
+	if (ep->cqe > da.max_cqe)
+		ep->cqe = da.max_cqe;
+	errno = 0;
+	if (!(ep->cq = kvt_ibv.p_ibv_create_cq(ep->ctx, ep->cqe, NULL, NULL, 0))) {
+		kvt_ibv_ep_close(ep);
+		return kvt_sys(st, "ibv_create_cq", attr->device);
+	}
+	for (int i = 0; i < nqp; i++) {
+		struct ibv_qp_init_attr ia;
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = ep->cq;
+		ia.recv_cq = ep->cq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap.max_send_wr = sq_depth;
+		ia.cap.max_recv_wr = 1;
+		ia.cap.max_send_sge = 1;
+		ia.cap.max_recv_sge = 1;
+		errno = 0;
+		ep->qp[i] = kvt_ibv.p_ibv_create_qp(ep->pd, &ia);
+		if (!ep->qp[i]) {
+			ep->nqp = i;
+			kvt_ibv_ep_close(ep);
+			return kvt_sys(st, "ibv_create_qp", attr->device);
+		}
+		ep->nqp = i + 1;
+		attr->qpn[i] = ep->qp[i]->qp_num;
+	}
+	attr->nqp = nqp;
+	*out = ep;
+	return KVT_IBV_OK;
+}
+
+int kvt_ibv_ep_gid(kvt_ibv_ep *ep, int index, uint8_t gid[16], kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	union ibv_gid g;
+	errno = 0;
+	if (kvt_ibv.p_ibv_query_gid(ep->ctx, (uint8_t)ep->port, index, &g) != 0)
+		return kvt_sys(st, "ibv_query_gid", NULL);
+	memcpy(gid, g.raw, 16);
+	return KVT_IBV_OK;
+}
+
+static const int kvt_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+
+int kvt_ibv_ep_reg(kvt_ibv_ep *ep, void *addr, size_t len, void **mr,
+		   uint32_t *lkey, uint32_t *rkey, kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	errno = 0;
+	struct ibv_mr *m = kvt_ibv.p_ibv_reg_mr(ep->pd, addr, len, kvt_access);
+	if (!m)
+		return kvt_sys(st, "ibv_reg_mr", NULL);
+	*mr = m;
+	*lkey = m->lkey;
+	*rkey = m->rkey;
+	return KVT_IBV_OK;
+}
+
+int kvt_ibv_ep_reg_dmabuf(kvt_ibv_ep *ep, uint64_t offset, size_t len,
+			  uint64_t iova, int fd, void **mr, uint32_t *lkey,
+			  uint32_t *rkey, kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	if (!kvt_ibv.p_ibv_reg_dmabuf_mr) {
+		kvt_set(st, KVT_IBV_EUNSUP, 0, "libibverbs lacks ibv_reg_dmabuf_mr@IBVERBS_1.12%s%s", NULL, NULL);
+		return KVT_IBV_EUNSUP;
+	}
+	errno = 0;
+	struct ibv_mr *m = kvt_ibv.p_ibv_reg_dmabuf_mr(ep->pd, offset, len, iova, fd, kvt_access);
+	if (!m)
+		return kvt_sys(st, "ibv_reg_dmabuf_mr", NULL);
+	*mr = m;
+	*lkey = m->lkey;
+	*rkey = m->rkey;
+	return KVT_IBV_OK;
+}
+
+int kvt_ibv_ep_dereg(void *mr, kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	errno = 0;
+	if (mr && kvt_ibv.p_ibv_dereg_mr((struct ibv_mr *)mr) != 0)
+		return kvt_sys(st, "ibv_dereg_mr", NULL);
+	return KVT_IBV_OK;
+}
+
+int kvt_ibv_ep_connect(kvt_ibv_ep *ep, int gid_index, int mtu, int rd_atom,
+		       const uint32_t *local_psn, const uint32_t *remote_qpn,
+		       const uint32_t *remote_psn, uint16_t remote_lid,
+		       const uint8_t remote_gid[16], kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	for (int i = 0; i < ep->nqp; i++) {
+		struct ibv_qp_attr a;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_INIT;
+		a.pkey_index = 0;
+		a.port_num = (uint8_t)ep->port;
+		a.qp_access_flags = kvt_access;
+		errno = 0;
+		if (kvt_ibv.p_ibv_modify_qp(ep->qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+			return kvt_sys(st, "modify QP to INIT", NULL);
+
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = (enum ibv_mtu)mtu;
+		a.dest_qp_num = remote_qpn[i];
+		a.rq_psn = remote_psn[i] & 0xffffff;
+		a.max_dest_rd_atomic = (uint8_t)rd_atom;
+		a.min_rnr_timer = 12;
+		a.ah_attr.dlid = remote_lid;
+		a.ah_attr.sl = 0;
+		a.ah_attr.src_path_bits = 0;
+		a.ah_attr.port_num = (uint8_t)ep->port;
+		if (ep->link_layer == IBV_LINK_LAYER_ETHERNET || gid_index >= 0) {
+			a.ah_attr.is_global = 1;
+			memcpy(a.ah_attr.grh.dgid.raw, remote_gid, 16);
+			a.ah_attr.grh.sgid_index = (uint8_t)(gid_index < 0 ? 0 : gid_index);
+			a.ah_attr.grh.hop_limit = 64;
+			a.ah_attr.grh.traffic_class = 0;
+			a.ah_attr.grh.flow_label = 0;
+		}
+		errno = 0;
+		if (kvt_ibv.p_ibv_modify_qp(ep->qp[i], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+							    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+			return kvt_sys(st, "modify QP to RTR", NULL);
+
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = local_psn[i] & 0xffffff;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = (uint8_t)rd_atom;
+		errno = 0;
+		if (kvt_ibv.p_ibv_modify_qp(ep->qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+							    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+			return kvt_sys(st, "modify QP to RTS", NULL);
+	}
+	return KVT_IBV_OK;
+}
+
+static long kvt_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+int kvt_ibv_ep_read(kvt_ibv_ep *ep, const kvt_ibv_wr *wrs, int n,
+		    const int *qstart, int outstanding, int timeout_ms,
+		    kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	if (outstanding < 1)
+		outstanding = 1;
+	if (outstanding > 64)
+		outstanding = 64;
+	int next[KVT_IBV_MAXQP], inflight[KVT_IBV_MAXQP];
+	for (int q = 0; q < ep->nqp; q++) {
+		next[q] = qstart[q];
+		inflight[q] = 0;
+	}
+	int done = 0;
+	long last = kvt_now_ms();
+	struct ibv_send_wr sw[64];
+	struct ibv_sge sg[64];
+	struct ibv_wc wc[64];
+	while (done < n) {
+		/* Fill every QP up to its limit with one chained post. */
+		for (int q = 0; q < ep->nqp; q++) {
+			int k = 0;
+			while (inflight[q] + k < outstanding && next[q] + k < qstart[q + 1])
+				k++;
+			if (k == 0)
+				continue;
+			for (int j = 0; j < k; j++) {
+				const kvt_ibv_wr *w = &wrs[next[q] + j];
+				memset(&sw[j], 0, sizeof(sw[j]));
+				sg[j].addr = w->laddr;
+				sg[j].length = w->len;
+				sg[j].lkey = w->lkey;
+				sw[j].wr_id = (uint64_t)(next[q] + j);
+				sw[j].sg_list = &sg[j];
+				sw[j].num_sge = 1;
+				sw[j].opcode = IBV_WR_RDMA_READ;
+				sw[j].send_flags = IBV_SEND_SIGNALED;
+				sw[j].wr.rdma.remote_addr = w->raddr;
+				sw[j].wr.rdma.rkey = w->rkey;
+				sw[j].next = j + 1 < k ? &sw[j + 1] : NULL;
+			}
+			struct ibv_send_wr *bad = NULL;
+			int rc = ibv_post_send(ep->qp[q], &sw[0], &bad);
+			if (rc) {
+				errno = rc;
+				kvt_sys(st, "ibv_post_send", NULL);
+				st->wr_index = bad ? (long)bad->wr_id : (long)next[q];
+				return KVT_IBV_ESYS;
+			}
+			inflight[q] += k;
+			next[q] += k;
+		}
+		int got = ibv_poll_cq(ep->cq, 64, wc);
+		if (got < 0) {
+			errno = EIO;
+			return kvt_sys(st, "ibv_poll_cq", NULL);
+		}
+		if (got == 0) {
+			if (timeout_ms > 0 && kvt_now_ms() - last > timeout_ms) {
+				char t[32];
+				snprintf(t, sizeof(t), "%d", timeout_ms);
+				kvt_set(st, KVT_IBV_ETIMEOUT, 0, "no completion for %s ms%s", t, NULL);
+				return KVT_IBV_ETIMEOUT;
+			}
+			continue;
+		}
+		last = kvt_now_ms();
+		for (int i = 0; i < got; i++) {
+			long idx = (long)wc[i].wr_id;
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				st->code = KVT_IBV_EWC;
+				st->wc_status = wc[i].status;
+				st->wr_index = idx;
+				snprintf(st->msg, sizeof(st->msg), "%s", kvt_ibv.p_ibv_wc_status_str(wc[i].status));
+				return KVT_IBV_EWC;
+			}
+			if (idx >= 0 && idx < n)
+				inflight[wrs[idx].qp]--;
+			done++;
+		}
+	}
+	return KVT_IBV_OK;
+}
+
+#endif

@@ -1,0 +1,296 @@
+package peer
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/tiers"
+)
+
+// DialOptions say how to reach a peer.
+type DialOptions struct {
+	Transport string // tcp (default) or verbs
+	// Conns is the number of parallel TCP connections, or of RC QPs for
+	// verbs (default 1).
+	Conns int
+	RDMA  rdma.Config // verbs endpoint; QPs is set from Conns
+	// Timeout bounds connecting and the handshake (default 10 s).
+	Timeout time.Duration
+}
+
+// Info is what a client learned about its peer.
+type Info struct {
+	Addr      string
+	PoolBytes int64
+	Seed      uint64
+	Mem       string // host | gpu
+	Transport string
+	Device    string  // NIC for verbs, "tcp" otherwise
+	RateGbps  float64 // NIC line rate for verbs, 0 unknown
+}
+
+// A Client reads chunks from a peer's pool.
+type Client struct {
+	info  Info
+	tcp   []*tcpConn
+	verbs *verbsClient
+}
+
+// Test-only switches, read from the environment by the client: they
+// make the client send reads the peer must refuse, to check that it does.
+const (
+	// EnvCorruptRKey makes a verbs client use a wrong rkey.
+	EnvCorruptRKey = "KVTIER_TEST_CORRUPT_RKEY"
+	// EnvSkipBounds makes a client skip its own pool-bounds check, so an
+	// out-of-pool read reaches the peer (or its NIC).
+	EnvSkipBounds = "KVTIER_TEST_SKIP_BOUNDS"
+)
+
+// Dial connects to the peer at addr and shakes hands on every connection.
+func Dial(ctx context.Context, addr string, opt DialOptions) (*Client, error) {
+	if opt.Transport == "" {
+		opt.Transport = TCP
+	}
+	if opt.Conns < 1 {
+		opt.Conns = 1
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 10 * time.Second
+	}
+	c := &Client{}
+	switch opt.Transport {
+	case TCP:
+		for i := 0; i < opt.Conns; i++ {
+			tc, w, err := dialTCP(ctx, addr, opt.Timeout, Hello{Transport: TCP})
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			c.tcp = append(c.tcp, tc)
+			c.info = Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: TCP, Device: "tcp"}
+		}
+	case Verbs:
+		vc, err := dialVerbs(ctx, addr, opt)
+		if err != nil {
+			return nil, err
+		}
+		c.verbs = vc
+		c.info = vc.info
+	default:
+		return nil, fmt.Errorf("peer: unknown transport %q (want tcp or verbs)", opt.Transport)
+	}
+	return c, nil
+}
+
+// dialTCP opens one connection and shakes hands.
+func dialTCP(ctx context.Context, addr string, timeout time.Duration, h Hello) (*tcpConn, Welcome, error) {
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, Welcome{}, fmt.Errorf("peer %s: %w", addr, err)
+	}
+	conn.SetDeadline(time.Now().Add(timeout))
+	var w Welcome
+	if err := writeFrame(conn, h); err != nil {
+		conn.Close()
+		return nil, w, fmt.Errorf("peer %s: handshake: %w", addr, err)
+	}
+	if err := readFrame(conn, &w); err != nil {
+		conn.Close()
+		return nil, w, fmt.Errorf("peer %s: %w", addr, err)
+	}
+	if w.Error != "" {
+		conn.Close()
+		return nil, w, fmt.Errorf("peer %s refused: %s", addr, w.Error)
+	}
+	conn.SetDeadline(time.Time{})
+	return &tcpConn{addr: addr, c: conn, r: bufio.NewReaderSize(conn, 1<<20)}, w, nil
+}
+
+// Info describes the peer.
+func (c *Client) Info() Info { return c.info }
+
+// check refuses a list that falls outside dst or the peer's pool.
+func (c *Client) check(dstLen int64, list []Chunk) error {
+	skipPool := os.Getenv(EnvSkipBounds) != ""
+	for i, ch := range list {
+		if ch.Len <= 0 || ch.Dst < 0 || ch.Dst > dstLen-ch.Len {
+			return fmt.Errorf("peer: chunk %d (%d bytes to offset %d) outside the destination of %d bytes", i, ch.Len, ch.Dst, dstLen)
+		}
+		if !skipPool && (ch.Src < 0 || ch.Src > c.info.PoolBytes-ch.Len) {
+			return fmt.Errorf("peer: chunk %d (%d bytes at offset %d) outside the peer's pool of %d bytes", i, ch.Len, ch.Src, c.info.PoolBytes)
+		}
+	}
+	return nil
+}
+
+// ReadChunks reads every chunk of list from the peer's pool into dst,
+// spread over the client's connections or QPs.
+func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error {
+	if err := c.check(int64(len(dst)), list); err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	if c.verbs != nil {
+		return c.verbs.read(ctx, dst, list)
+	}
+	// Cut big chunks so every connection gets a share of one message.
+	parts := Share(Split(list, 4<<20), len(c.tcp))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.tcp[i].read(ctx, dst, p)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ReadToBuffer reads into a backend buffer. Host-resident buffers are
+// read like a slice; device buffers need GPUDirect (verbs with a
+// DMA-BUF-exporting backend or nvidia-peermem) and otherwise return an
+// error wrapping rdma.ErrUnsupported.
+func (c *Client) ReadToBuffer(ctx context.Context, dst tiers.Buffer, list []Chunk, backend tiers.Backend) error {
+	if h := dst.Host(); h != nil {
+		return c.ReadChunks(ctx, h, list)
+	}
+	if c.verbs == nil {
+		return fmt.Errorf("peer: device memory over tcp: %w", rdma.ErrUnsupported)
+	}
+	if err := c.check(dst.Size(), list); err != nil {
+		return err
+	}
+	return c.verbs.readDevice(ctx, dst, list, backend)
+}
+
+// Close closes every connection and the verbs endpoint.
+func (c *Client) Close() error {
+	var errs []error
+	for _, t := range c.tcp {
+		if t != nil {
+			errs = append(errs, t.c.Close())
+		}
+	}
+	c.tcp = nil
+	if c.verbs != nil {
+		errs = append(errs, c.verbs.close())
+		c.verbs = nil
+	}
+	return errors.Join(errs...)
+}
+
+// A tcpConn is one data connection. Requests are written by one goroutine
+// while responses are read by another, so batches pipeline.
+type tcpConn struct {
+	addr string
+	c    net.Conn
+	r    *bufio.Reader
+	mu   sync.Mutex
+}
+
+// read sends list as batches and reads each answer into dst.
+func (t *tcpConn) read(ctx context.Context, dst []byte, list []Chunk) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { t.c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var batches [][]Chunk
+	for len(list) > 0 {
+		n := min(len(list), 4096)
+		batches = append(batches, list[:n])
+		list = list[n:]
+	}
+	werr := make(chan error, 1)
+	go func() {
+		var buf []byte
+		for _, b := range batches {
+			buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(b)))
+			for _, ch := range b {
+				buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Src))
+				buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Len))
+			}
+			if _, err := t.c.Write(buf); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nil
+	}()
+	var first error
+	for _, b := range batches {
+		if err := t.readAnswer(dst, b); err != nil {
+			var pe *peerError
+			if errors.As(err, &pe) {
+				// The peer refused this batch and goes on; keep reading
+				// the answers to the batches already sent.
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+			t.c.Close() // the stream is out of step: this connection is done
+			<-werr
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return t.wrap(err)
+		}
+	}
+	if err := <-werr; err != nil && first == nil {
+		first = t.wrap(err)
+	}
+	return first
+}
+
+// A peerError is a refusal the peer sent.
+type peerError struct{ addr, msg string }
+
+func (e *peerError) Error() string { return fmt.Sprintf("peer %s refused a read: %s", e.addr, e.msg) }
+
+func (t *tcpConn) readAnswer(dst []byte, b []Chunk) error {
+	var hdr [5]byte
+	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if n > maxMessage {
+		return fmt.Errorf("answer message of %d bytes", n)
+	}
+	msg := make([]byte, n)
+	if _, err := io.ReadFull(t.r, msg); err != nil {
+		return err
+	}
+	if hdr[0] != statusOK {
+		return &peerError{t.addr, string(msg)}
+	}
+	for _, ch := range b {
+		if _, err := io.ReadFull(t.r, dst[ch.Dst:ch.Dst+ch.Len]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tcpConn) wrap(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("peer %s closed the connection mid-read", t.addr)
+	}
+	return fmt.Errorf("peer %s: %w", t.addr, err)
+}

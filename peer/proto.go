@@ -1,0 +1,177 @@
+// Package peer is kvtier's remote KV store: a server that holds a
+// pattern-filled pool and answers reads of (offset, length) chunk lists,
+// and the client the remote tier and the MB2 transfer suite read through.
+//
+// Every connection opens with a versioned handshake on the control
+// channel: the magic "KVTIER", a protocol version, then one JSON message
+// each way (Hello from the client, Welcome from the server). The data then
+// moves over the same TCP connection (transport "tcp") or by RDMA READ
+// from the server's registered pool over RC queue pairs whose numbers,
+// GIDs and keys the handshake carried (transport "verbs").
+package peer
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/kvtier/kvtier/rdma"
+)
+
+// Magic opens every handshake frame.
+const Magic = "KVTIER"
+
+// Version is the control protocol version. A peer speaking another version
+// is refused with a message naming both.
+const Version uint16 = 1
+
+// maxMessage bounds a handshake message so a stray client cannot make the
+// server allocate without limit.
+const maxMessage = 1 << 20
+
+// Transports.
+const (
+	TCP   = "tcp"
+	Verbs = "verbs"
+)
+
+// A Hello is the client's half of the handshake.
+type Hello struct {
+	Transport string `json:"transport"` // tcp | verbs
+	// Verbs is the client's endpoint (GID, LID, QPNs, PSNs) for transport
+	// verbs.
+	Verbs *rdma.QPInfo `json:"verbs,omitempty"`
+}
+
+// A Welcome is the server's half: what the pool holds and, for verbs,
+// where to read it.
+type Welcome struct {
+	Error     string `json:"error,omitempty"` // the server refused the hello
+	PoolBytes int64  `json:"pool_bytes"`
+	Seed      uint64 `json:"seed"` // pattern seed of the pool
+	Mem       string `json:"mem"`  // host | gpu
+	Transport string `json:"transport"`
+	// Verbs is the server's endpoint, with the pool's rkey and base
+	// address, for transport verbs.
+	Verbs *rdma.QPInfo `json:"verbs,omitempty"`
+	RKey  uint32       `json:"rkey,omitempty"`
+	Addr  uint64       `json:"addr,omitempty"`
+}
+
+// A ProtocolError is a handshake that could not be understood.
+type ProtocolError struct{ Msg string }
+
+func (e *ProtocolError) Error() string { return "peer: handshake: " + e.Msg }
+
+// writeFrame writes magic, version, length and the JSON of v.
+func writeFrame(w io.Writer, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("peer: handshake: %w", err)
+	}
+	buf := make([]byte, 0, len(Magic)+2+4+len(body))
+	buf = append(buf, Magic...)
+	buf = binary.BigEndian.AppendUint16(buf, Version)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(body)))
+	buf = append(buf, body...)
+	_, err = w.Write(buf)
+	return err
+}
+
+// readFrame reads one frame into v, refusing a wrong magic, a wrong
+// version, an oversized or malformed message.
+func readFrame(r io.Reader, v any) error {
+	var hdr [len(Magic) + 2 + 4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return &ProtocolError{"connection closed before a complete header"}
+		}
+		return err
+	}
+	if string(hdr[:len(Magic)]) != Magic {
+		return &ProtocolError{fmt.Sprintf("bad magic %q (not a kvtier peer?)", printable(hdr[:len(Magic)]))}
+	}
+	if v := binary.BigEndian.Uint16(hdr[len(Magic):]); v != Version {
+		return &ProtocolError{fmt.Sprintf("protocol version %d, this kvtier speaks %d", v, Version)}
+	}
+	n := binary.BigEndian.Uint32(hdr[len(Magic)+2:])
+	if n > maxMessage {
+		return &ProtocolError{fmt.Sprintf("message of %d bytes exceeds %d", n, maxMessage)}
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return &ProtocolError{"connection closed inside a message"}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return &ProtocolError{fmt.Sprintf("malformed message: %v", err)}
+	}
+	return nil
+}
+
+func printable(b []byte) string {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			c = '.'
+		}
+		out[i] = c
+	}
+	return string(out)
+}
+
+// A Chunk is one read: Len bytes from offset Src of the peer's pool into
+// offset Dst of the client's destination.
+type Chunk struct {
+	Src, Dst, Len int64
+}
+
+// Bytes returns the payload of a chunk list.
+func Bytes(list []Chunk) int64 {
+	var n int64
+	for _, c := range list {
+		n += c.Len
+	}
+	return n
+}
+
+// Split cuts chunks longer than max into pieces of at most max bytes, in
+// order, so one huge message can spread over connections or QPs.
+func Split(list []Chunk, max int64) []Chunk {
+	if max <= 0 {
+		return list
+	}
+	out := make([]Chunk, 0, len(list))
+	for _, c := range list {
+		for c.Len > max {
+			out = append(out, Chunk{Src: c.Src, Dst: c.Dst, Len: max})
+			c.Src, c.Dst, c.Len = c.Src+max, c.Dst+max, c.Len-max
+		}
+		if c.Len > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Share divides list into n consecutive parts of about equal bytes (some
+// may be empty), one per connection or QP.
+func Share(list []Chunk, n int) [][]Chunk {
+	if n < 1 {
+		n = 1
+	}
+	parts := make([][]Chunk, n)
+	total := Bytes(list)
+	var acc int64
+	i := 0
+	for _, c := range list {
+		// Move to the next part once this one holds its share.
+		for i < n-1 && acc >= total*int64(i+1)/int64(n) {
+			i++
+		}
+		parts[i] = append(parts[i], c)
+		acc += c.Len
+	}
+	return parts
+}

@@ -1,0 +1,203 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+	"unsafe"
+
+	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/tiers"
+)
+
+// A DMABufExporter is a backend that can export device memory as a
+// DMA-BUF file descriptor for GPUDirect RDMA (the cuda backend).
+type DMABufExporter interface {
+	ExportDMABuf(b tiers.Buffer) (fd int, offset int64, err error)
+}
+
+// peerMemLoaded reports whether nvidia-peermem is loaded under root, which
+// lets ibv_reg_mr take a device pointer.
+func peerMemLoaded(root string) bool {
+	_, err := os.Stat(filepath.Join(root, "sys/module/nvidia_peermem"))
+	return err == nil
+}
+
+// regDevice registers a device buffer on ep: DMA-BUF when the backend
+// exports it, else a plain registration where nvidia-peermem is loaded.
+func regDevice(ep *rdma.Endpoint, b tiers.Buffer, backend tiers.Backend, root string) (*rdma.MR, error) {
+	if exp, ok := backend.(DMABufExporter); ok {
+		fd, off, err := exp.ExportDMABuf(b)
+		if err == nil {
+			mr, err := ep.RegDMABuf(fd, off, uint64(b.Addr()), b.Size())
+			if err == nil {
+				return mr, nil
+			}
+			if !peerMemLoaded(root) {
+				return nil, err
+			}
+		} else if !peerMemLoaded(root) {
+			return nil, fmt.Errorf("peer: export device memory as DMA-BUF: %w", err)
+		}
+	}
+	if peerMemLoaded(root) {
+		return ep.Reg(b.Addr(), b.Size())
+	}
+	return nil, fmt.Errorf("peer: device memory cannot be registered (no DMA-BUF export, no nvidia_peermem): %w", rdma.ErrUnsupported)
+}
+
+func hostAddr(p []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(p))) }
+
+// serveVerbs runs one verbs session: open an endpoint with as many QPs as
+// the client brought, register the pool for remote read, connect, send
+// the rkey and base address, then hold the session until the client
+// hangs up on the control connection.
+func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome) error {
+	refuse := func(err error) error {
+		w.Error = err.Error()
+		writeFrame(c, w)
+		return err
+	}
+	if h.Verbs == nil || len(h.Verbs.QPNs) == 0 {
+		return refuse(errors.New("verbs hello without queue pairs"))
+	}
+	cfg := s.cfg.RDMA
+	cfg.QPs = len(h.Verbs.QPNs)
+	ep, err := rdma.Open(cfg)
+	if err != nil {
+		return refuse(err)
+	}
+	defer ep.Close()
+	var mr *rdma.MR
+	if host := s.cfg.Pool.Host(); host != nil {
+		mr, err = ep.Reg(hostAddr(host), int64(len(host)))
+	} else {
+		mr, err = regDevice(ep, s.cfg.Pool.Buffer(), s.cfg.Pool.backend, cfg.Root)
+	}
+	if err != nil {
+		return refuse(err)
+	}
+	if err := ep.Connect(*h.Verbs); err != nil {
+		return refuse(err)
+	}
+	info := ep.Info()
+	w.Verbs, w.RKey, w.Addr = &info, mr.RKey, mr.Addr
+	if err := writeFrame(c, w); err != nil {
+		return err
+	}
+	// The client reads by RDMA; the control connection only says when it
+	// is done (EOF) or gone.
+	io.Copy(io.Discard, c)
+	return nil
+}
+
+// A verbsClient reads a peer's pool by RDMA READ over RC QPs.
+type verbsClient struct {
+	info Info
+	ctl  net.Conn
+	ep   *rdma.Endpoint
+	rkey uint32
+	base uint64
+	root string
+	// The registration of the last host destination, reused while the
+	// caller reads into the same memory.
+	dstMR *rdma.MR
+	dst   []byte
+	devMR *rdma.MR
+	dev   tiers.Buffer
+}
+
+func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient, error) {
+	cfg := opt.RDMA
+	cfg.QPs = opt.Conns
+	ep, err := rdma.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	li := ep.Info()
+	tc, w, err := dialTCP(ctx, addr, opt.Timeout, Hello{Transport: Verbs, Verbs: &li})
+	if err != nil {
+		ep.Close()
+		return nil, err
+	}
+	if w.Verbs == nil {
+		tc.c.Close()
+		ep.Close()
+		return nil, fmt.Errorf("peer %s: welcome without a verbs endpoint", addr)
+	}
+	if err := ep.Connect(*w.Verbs); err != nil {
+		tc.c.Close()
+		ep.Close()
+		return nil, err
+	}
+	rkey := w.RKey
+	if os.Getenv(EnvCorruptRKey) != "" {
+		rkey ^= 0x5a5a5a // test only: the peer's NIC must refuse
+	}
+	return &verbsClient{
+		info: Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: Verbs, Device: li.Device, RateGbps: li.RateGbps},
+		ctl:  tc.c, ep: ep, rkey: rkey, base: w.Addr, root: cfg.Root,
+	}, nil
+}
+
+func (v *verbsClient) wrs(local uint64, lkey uint32, list []Chunk) []rdma.WR {
+	out := make([]rdma.WR, len(list))
+	for i, ch := range list {
+		out[i] = rdma.WR{Local: local + uint64(ch.Dst), LKey: lkey, Remote: v.base + uint64(ch.Src), RKey: v.rkey, Len: uint32(ch.Len)}
+	}
+	return out
+}
+
+func (v *verbsClient) read(ctx context.Context, dst []byte, list []Chunk) error {
+	if v.dstMR == nil || len(v.dst) != len(dst) || hostAddr(v.dst) != hostAddr(dst) {
+		if v.dstMR != nil {
+			v.ep.Dereg(v.dstMR)
+			v.dstMR = nil
+		}
+		mr, err := v.ep.Reg(hostAddr(dst), int64(len(dst)))
+		if err != nil {
+			return err
+		}
+		v.dstMR, v.dst = mr, dst
+	}
+	return v.wrap(v.ep.Read(ctx, v.wrs(v.dstMR.Addr, v.dstMR.LKey, Split(list, int64(rdma.MaxWR)))))
+}
+
+func (v *verbsClient) readDevice(ctx context.Context, dst tiers.Buffer, list []Chunk, backend tiers.Backend) error {
+	if v.devMR == nil || v.dev != dst {
+		if v.devMR != nil {
+			v.ep.Dereg(v.devMR)
+			v.devMR = nil
+		}
+		mr, err := regDevice(v.ep, dst, backend, v.root)
+		if err != nil {
+			return err
+		}
+		v.devMR, v.dev = mr, dst
+	}
+	return v.wrap(v.ep.Read(ctx, v.wrs(uint64(dst.Addr()), v.devMR.LKey, Split(list, int64(rdma.MaxWR)))))
+}
+
+// wrap names the peer in a read error and says when the peer has gone.
+func (v *verbsClient) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	v.ctl.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+	var b [1]byte
+	if _, rerr := v.ctl.Read(b[:]); errors.Is(rerr, io.EOF) {
+		return fmt.Errorf("peer %s closed the connection mid-read: %w", v.info.Addr, err)
+	}
+	v.ctl.SetReadDeadline(time.Time{})
+	return fmt.Errorf("peer %s: %w", v.info.Addr, err)
+}
+
+func (v *verbsClient) close() error {
+	v.ctl.Close()
+	return v.ep.Close()
+}

@@ -1,0 +1,183 @@
+// Package rdma finds RDMA NICs (rdmamap and sysfs, through one root path)
+// and drives RC queue pairs for RDMA READ through the libibverbs shim in
+// csrc/ibvwrap.c, which is loaded at run time: kvtier builds and runs
+// where libibverbs or an RDMA device is absent, and says so.
+//
+// The policy lives here, in Go: which device, port and GID to use, how a
+// chunk list is split into work requests and spread over QPs, how many
+// reads each QP keeps in flight, and what a failure means. The shim only
+// executes: one cgo call opens an endpoint, one posts and polls a batch.
+package rdma
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+)
+
+// A Config says which endpoint to open.
+type Config struct {
+	Device   string // e.g. mlx5_0, rxe0; "" picks the first with an active port
+	Port     int    // 0 picks the first active port
+	GIDIndex int    // -1 selects a RoCE v2 GID automatically
+	QPs      int    // RC queue pairs (default 1)
+	Root     string // sysfs root for the GID table ("/" on a live machine)
+	// Library overrides the libibverbs path; "" uses $KVTIER_LIBIBVERBS,
+	// then libibverbs.so.1 and libibverbs.so.
+	Library string
+}
+
+// QPInfo is one side's endpoint as the other side needs it to connect its
+// queue pairs: what perftest's out-of-band exchange carries.
+type QPInfo struct {
+	Device   string   `json:"device"`
+	Port     int      `json:"port"`
+	LID      uint16   `json:"lid"`
+	GID      string   `json:"gid"` // IPv6 notation
+	GIDIndex int      `json:"gid_index"`
+	MTU      int      `json:"mtu"` // active path MTU in bytes
+	QPNs     []uint32 `json:"qpns"`
+	PSNs     []uint32 `json:"psns"`
+	RdAtom   int      `json:"rd_atom"` // reads in flight per QP this side allows
+	RateGbps float64  `json:"rate_gbps,omitempty"`
+}
+
+// Errors callers branch on with errors.Is.
+var (
+	ErrNotBuilt    = errors.New("built without verbs.h")
+	ErrNoLibrary   = errors.New("libibverbs not available")
+	ErrNoDevice    = errors.New("no RDMA device")
+	ErrUnsupported = errors.New("unsupported by this libibverbs")
+	ErrTimeout     = errors.New("no completion in time")
+	ErrBadArg      = errors.New("bad argument")
+)
+
+// Shim status codes (csrc/ibvwrap.h).
+const (
+	codeOK      = 0
+	codeNoHdr   = 1
+	codeNoLib   = 2
+	codeNoDev   = 3
+	codeSys     = 4
+	codeWC      = 5
+	codeArg     = 6
+	codeUnsup   = 7
+	codeTimeout = 8
+)
+
+// An Error is a failed verb: the operation, the shim's message and, for a
+// system error, its errno.
+type Error struct {
+	Op    string
+	Code  int
+	Errno syscall.Errno
+	Msg   string
+}
+
+func (e *Error) Error() string { return "rdma: " + e.Op + ": " + e.Msg }
+
+// Is maps the shim's codes onto the package's sentinel errors.
+func (e *Error) Is(target error) bool {
+	switch e.Code {
+	case codeNoHdr:
+		return target == ErrNotBuilt
+	case codeNoLib:
+		return target == ErrNoLibrary
+	case codeNoDev:
+		return target == ErrNoDevice
+	case codeUnsup:
+		return target == ErrUnsupported
+	case codeTimeout:
+		return target == ErrTimeout
+	case codeArg:
+		return target == ErrBadArg
+	}
+	return false
+}
+
+func (e *Error) Unwrap() error {
+	if e.Errno != 0 {
+		return e.Errno
+	}
+	return nil
+}
+
+// A CompletionError is a work request that completed with an error.
+type CompletionError struct {
+	Index  int    // index of the work request in the read's list
+	WR     WR     // the request itself
+	Status int    // enum ibv_wc_status
+	Text   string // ibv_wc_status_str
+}
+
+func (e *CompletionError) Error() string {
+	return fmt.Sprintf("rdma: read: work request %d (qp %d, %d bytes from remote %#x rkey %#x) failed: %s (status %d)",
+		e.Index, e.WR.QP, e.WR.Len, e.WR.Remote, e.WR.RKey, e.Text, e.Status)
+}
+
+// status is the Go copy of a kvt_ibv_status.
+type status struct {
+	code, errno, wcStatus int
+	wrIndex               int
+	msg                   string
+}
+
+// toError maps a shim status onto an error; wrs names the failing request
+// of a read (nil otherwise).
+func toError(op string, st status, wrs []WR) error {
+	switch st.code {
+	case codeOK:
+		return nil
+	case codeWC:
+		ce := &CompletionError{Index: st.wrIndex, Status: st.wcStatus, Text: st.msg}
+		if st.wrIndex >= 0 && st.wrIndex < len(wrs) {
+			ce.WR = wrs[st.wrIndex]
+		}
+		return ce
+	}
+	msg := st.msg
+	if st.code == codeSys && st.wrIndex >= 0 {
+		msg = fmt.Sprintf("%s (work request %d)", msg, st.wrIndex)
+	}
+	return &Error{Op: op, Code: st.code, Errno: syscall.Errno(st.errno), Msg: msg}
+}
+
+// IBMTU converts between bytes and enum ibv_mtu (1 = 256 ... 5 = 4096).
+func IBMTU(bytes int) int {
+	e := 0
+	for m, v := 256, 1; v <= 5 && m <= bytes; m, v = m*2, v+1 {
+		e = v
+	}
+	return e
+}
+
+// MTUBytes returns the bytes of an enum ibv_mtu, 0 if out of range.
+func MTUBytes(e int) int {
+	if e < 1 || e > 5 {
+		return 0
+	}
+	return 128 << e
+}
+
+// RdAtom is the reads in flight per QP kvtier asks for: the device's
+// max_qp_rd_atom capped at 16 (ConnectX's value), at least 1.
+func RdAtom(deviceMax int) int {
+	return max(1, min(deviceMax, 16))
+}
+
+// FormatGID renders a raw GID in IPv6 notation.
+func FormatGID(raw [16]byte) string { return net.IP(raw[:]).String() }
+
+// ParseGID parses a GID in IPv6 notation or sysfs's colon-separated hex
+// groups ("fe80:0000:...").
+func ParseGID(s string) ([16]byte, error) {
+	var g [16]byte
+	ip := net.ParseIP(strings.TrimSpace(s))
+	if ip == nil || ip.To16() == nil {
+		return g, fmt.Errorf("rdma: bad GID %q", s)
+	}
+	copy(g[:], ip.To16())
+	return g, nil
+}

@@ -1,0 +1,338 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// memSink keeps rows in memory.
+type memSink struct{ rows []results.Row }
+
+func (m *memSink) Write(r results.Row) error { m.rows = append(m.rows, r); return nil }
+func (m *memSink) Close() error              { return nil }
+
+func testConfig(endpoint string) Config {
+	return Config{
+		Endpoint: endpoint, Tiers: []string{"miss", "gpu"}, Prefixes: []int{256},
+		Reps: 2, Seed: 1, Nonce: 7, EvictMargin: 1.5, Timeout: 5 * time.Second,
+	}
+}
+
+func TestProbeFakeMissAndGPU(t *testing.T) {
+	f, srv := newFake(t)
+	cfg := testConfig(srv.URL)
+	cfg.BlockBytes = func(model string, bs int) int64 { return 1000 }
+	p, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Info().Model != "fake-model" || p.Info().BlockSource != "assumed (vLLM default; vllm:cache_config_info missing)" {
+		t.Errorf("info = %+v", p.Info())
+	}
+	var sink memSink
+	if err := p.Run(t.Context(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.rows) != 4 {
+		t.Fatalf("%d rows, want 4", len(sink.rows))
+	}
+	for _, r := range sink.rows {
+		if r.Status != results.StatusOK || r.Get("verified") != "true" {
+			t.Errorf("%s rep %d: status %s verified %s (%s %s)", r.Tier, r.Rep, r.Status, r.Get("verified"), r.Reason, r.Get("verify_reason"))
+		}
+		if r.Blocks != 16 || r.Bytes != 16000 || r.Get("prompt_tokens") != "256" || r.Get("http_status") != "200" {
+			t.Errorf("row %+v", r)
+		}
+		if want := fmt.Sprintf("kvtier-1-%s-256-%d", r.Tier, r.Rep); r.Get("request_id") != want {
+			t.Errorf("request_id %q, want %q", r.Get("request_id"), want)
+		}
+		if r.Seconds != r.Float("ttft_s") || r.Float("e2e_s") < r.Seconds {
+			t.Errorf("times: seconds %g ttft %g e2e %g", r.Seconds, r.Float("ttft_s"), r.Float("e2e_s"))
+		}
+	}
+	if h := sink.rows[2].Get("hit_tokens"); h != "240" {
+		t.Errorf("gpu hit_tokens = %s, want 240", h)
+	}
+	if h := sink.rows[0].Get("hit_tokens"); h != "0" {
+		t.Errorf("miss hit_tokens = %s, want 0", h)
+	}
+	// Every prompt has exactly L token ids; the gpu warm-up and its
+	// measured request share the prompt, salt and request id stem.
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, b := range f.requests {
+		if n := len(b["prompt"].([]any)); n != 256 {
+			t.Errorf("prompt of %d tokens", n)
+		}
+	}
+	if !strings.HasSuffix(f.ids[2], "-warm") || f.ids[3] != "kvtier-1-gpu-256-0" {
+		t.Errorf("request ids %v", f.ids)
+	}
+	if fmt.Sprint(f.requests[2]["cache_salt"]) != fmt.Sprint(f.requests[3]["cache_salt"]) ||
+		fmt.Sprint(f.requests[0]["cache_salt"]) == fmt.Sprint(f.requests[1]["cache_salt"]) {
+		t.Error("salts: the warm-up must share the measured request's salt, and miss reps must not share one")
+	}
+	if f.requests[3]["stream_options"] == nil || f.requests[3]["ignore_eos"] != true {
+		t.Errorf("measured request body %v", f.requests[3])
+	}
+}
+
+func TestProbeSkips(t *testing.T) {
+	_, srv := newFake(t)
+	cfg := testConfig(srv.URL)
+	cfg.Tiers = []string{"cpu", "remote"}
+	cfg.Reps = 1
+	p, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := p.Run(t.Context(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"cpu":    "cannot size eviction: vllm:cache_config_info missing",
+		"remote": "remote tier needs --producer",
+	}
+	for _, r := range sink.rows {
+		if r.Status != results.StatusSkipped || !strings.HasPrefix(r.Reason, want[r.Tier]) {
+			t.Errorf("%s: %s %q", r.Tier, r.Status, r.Reason)
+		}
+	}
+}
+
+func TestProbeCPUNotVerifiedWithoutOffload(t *testing.T) {
+	// The fake has no offload and never evicts: the cpu row must say the
+	// prefix never left the GPU, never claim a CPU hit.
+	f, srv := newFake(t)
+	f.gpuBlocks = 64
+	cfg := testConfig(srv.URL)
+	cfg.Tiers, cfg.Reps = []string{"cpu"}, 1
+	p, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := p.Run(t.Context(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	r := sink.rows[0]
+	if r.Status != results.StatusOK || r.Get("verified") != "false" || !strings.Contains(r.Get("verify_reason"), "external_prefix_cache_hits") {
+		t.Errorf("cpu row: %s verified=%s reason %q", r.Status, r.Get("verified"), r.Get("verify_reason"))
+	}
+	// 64 blocks × 16 × 1.5 = 1536 filler tokens, one request of 1536.
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fill := 0
+	for i, id := range f.ids {
+		if strings.Contains(id, "-fill-") {
+			fill += len(f.requests[i]["prompt"].([]any))
+		}
+	}
+	if fill < 1536 {
+		t.Errorf("filler tokens = %d, want >= 1536", fill)
+	}
+}
+
+// TestProbeErrorRows checks that each way a request can fail becomes an
+// error row with the status or transport error, and the sweep goes on.
+func TestProbeErrorRows(t *testing.T) {
+	tests := []struct {
+		name   string
+		fail   func(w http.ResponseWriter) bool
+		status string // http_status column
+		reason string // substring of the reason
+	}{
+		{"500 before the stream", func(w http.ResponseWriter) bool {
+			w.WriteHeader(500)
+			fmt.Fprint(w, `{"object":"error","message":"EngineCore died","type":"InternalServerError","code":500}`)
+			return true
+		}, "500", "HTTP 500: EngineCore died"},
+		{"503 plain text", func(w http.ResponseWriter) bool {
+			http.Error(w, "upstream overloaded", 503)
+			return true
+		}, "503", "HTTP 503: upstream overloaded"},
+		{"error event mid-stream", func(w http.ResponseWriter) bool {
+			streamPrefix(w)
+			fmt.Fprint(w, "data: {\"error\":{\"message\":\"CUDA error: an illegal memory access\",\"type\":\"InternalServerError\",\"code\":500}}\n\n")
+			return true
+		}, "200", "server error (code 500): CUDA error"},
+		{"stream cut without usage or [DONE]", func(w http.ResponseWriter) bool {
+			streamPrefix(w)
+			return true
+		}, "200", "stream ended without [DONE] and without usage"},
+		{"connection reset mid-stream", func(w http.ResponseWriter) bool {
+			streamPrefix(w)
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				buf.Flush()
+				conn.Close()
+			}
+			return true
+		}, "200", "reading stream"},
+		{"connection closed before any response", func(w http.ResponseWriter) bool {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return true
+		}, "", "POST /v1/completions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, srv := newFake(t)
+			cfg := testConfig(srv.URL)
+			cfg.Tiers = []string{"miss"}
+			p, err := New(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.failNext = tt.fail
+			var sink memSink
+			if err := p.Run(t.Context(), &sink); err != nil {
+				t.Fatal(err)
+			}
+			if len(sink.rows) != 2 {
+				t.Fatalf("%d rows, want 2: the sweep must go on", len(sink.rows))
+			}
+			r := sink.rows[0]
+			if r.Status != results.StatusError || !strings.Contains(r.Reason, tt.reason) || r.Get("http_status") != tt.status {
+				t.Errorf("row: %s http_status %q reason %q; want error, %q, %q", r.Status, r.Get("http_status"), r.Reason, tt.status, tt.reason)
+			}
+			if r.Get("ttft_s") != "" || r.Get("seconds") != "" {
+				t.Errorf("an error row carries a time: %+v", r)
+			}
+			if sink.rows[1].Status != results.StatusOK {
+				t.Errorf("the next rep: %s %s", sink.rows[1].Status, sink.rows[1].Reason)
+			}
+		})
+	}
+}
+
+func TestProbeTimeout(t *testing.T) {
+	f, srv := newFake(t)
+	cfg := testConfig(srv.URL)
+	cfg.Tiers, cfg.Reps, cfg.Timeout = []string{"miss"}, 1, 200*time.Millisecond
+	p, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.failNext = func(w http.ResponseWriter) bool {
+		streamPrefix(w)
+		time.Sleep(time.Second)
+		return true
+	}
+	var sink memSink
+	if err := p.Run(t.Context(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	if r := sink.rows[0]; r.Status != results.StatusError || !strings.Contains(r.Reason, "deadline exceeded") {
+		t.Errorf("row: %s %q", r.Status, r.Reason)
+	}
+}
+
+func TestProbeSaltRefused(t *testing.T) {
+	f, srv := newFake(t)
+	f.noSalt = true
+	cfg := testConfig(srv.URL)
+	p, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := p.Run(t.Context(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sink.rows {
+		if r.Status != results.StatusOK || r.Get("verified") != "true" {
+			t.Errorf("%s: %s %s %s", r.Tier, r.Status, r.Reason, r.Get("verify_reason"))
+		}
+	}
+	if p.Client().SaltSupported() != -1 {
+		t.Errorf("salt support = %d, want -1", p.Client().SaltSupported())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// One refused request, then none carries a salt.
+	withSalt := 0
+	for _, b := range f.requests {
+		if _, ok := b["cache_salt"]; ok {
+			withSalt++
+		}
+	}
+	if withSalt != 1 {
+		t.Errorf("%d requests carried cache_salt, want 1 (the refused one)", withSalt)
+	}
+}
+
+func TestProbeUnreachable(t *testing.T) {
+	_, srv := newFake(t)
+	url := srv.URL
+	srv.Close()
+	_, err := New(context.Background(), testConfig(url))
+	if !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("err = %v, want ErrUnreachable", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	err := Config{Tiers: []string{"gpu", "disk"}, Reps: 0, EvictMargin: 0.5, Timeout: 0, Connector: "ucx"}.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"--endpoint", `"disk"`, "--prefix", "--reps", "--evict-margin", "--timeout", `"ucx"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+func TestVerify(t *testing.T) {
+	const l, bs = 1024, 16
+	cached := func(n int) *Usage {
+		u := &Usage{}
+		u.PromptTokensDetails = &struct {
+			CachedTokens *int `json:"cached_tokens"`
+		}{&n}
+		return u
+	}
+	tests := []struct {
+		name   string
+		tier   string
+		d      Delta
+		merr   error
+		u      *Usage
+		ok     bool
+		reason string
+	}{
+		{"gpu hit", "gpu", Delta{Hits: 1008, Queries: 1024, HitsFound: true}, nil, nil, true, ""},
+		{"gpu short", "gpu", Delta{Hits: 512, Queries: 1024, HitsFound: true}, nil, nil, false, "prefix_cache_hits rose by 512 of 1024"},
+		{"gpu from cached_tokens", "gpu", Delta{}, nil, cached(1008), true, ""},
+		{"gpu nothing", "gpu", Delta{}, nil, nil, false, "/metrics has no vllm:prefix_cache_hits"},
+		{"metrics down", "gpu", Delta{}, errors.New("GET /metrics: refused"), nil, false, "cannot verify: GET /metrics: refused"},
+		{"cpu hit", "cpu", Delta{Hits: 0, ExtHits: 1008, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, true, ""},
+		{"cpu no offload", "cpu", Delta{ExtHits: 0, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, false, "external_prefix_cache_hits rose by 0 of 1024: the server has no CPU offload?"},
+		{"cpu still on gpu", "cpu", Delta{Hits: 1008, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, false, "still in GPU memory"},
+		{"cpu no external counter", "cpu", Delta{Hits: 1008, HitsFound: true}, nil, cached(1008), false, "no vllm:external_prefix_cache_hits"},
+		{"remote hit", "remote", Delta{ExtHits: 1024, ExtFound: true, HitsFound: true}, nil, nil, true, ""},
+		{"remote none", "remote", Delta{ExtFound: true, HitsFound: true}, nil, nil, false, "did not pull"},
+		{"miss", "miss", Delta{Queries: 1024, HitsFound: true}, nil, nil, true, ""},
+		{"miss but cached", "miss", Delta{Hits: 1008, Queries: 1024, HitsFound: true}, nil, nil, false, "already cached"},
+		{"concurrent", "gpu", Delta{Hits: 2016, Queries: 2048, HitsFound: true}, nil, nil, false, "concurrent traffic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, why := Verify(tt.tier, l, bs, tt.d, tt.merr, tt.u)
+			if ok != tt.ok || !strings.Contains(why, tt.reason) || (ok && why != "") {
+				t.Errorf("Verify = %v %q, want %v %q", ok, why, tt.ok, tt.reason)
+			}
+		})
+	}
+}

@@ -1,11 +1,558 @@
 // Package plots draws kvtier's figures (PNG and SVG) from the CSV files of
-// a results directory alone.
+// a results directory alone: the device four-tier curve, the HTTP
+// four-tier TTFT curve, MB1's penalty against prefill size and its token
+// timelines, MB2's bandwidth against size, and the fitted tier cost model
+// over its measured points. A figure without data is not written; a host
+// backend series is labelled as the CPU stand-in it is.
 package plots
 
-import "errors"
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
 
-// Dir draws every plot the CSV files in dir allow and returns the paths it
-// wrote.
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/results"
+)
+
+// A Result lists what Draw wrote and which suites it found nothing for.
+type Result struct {
+	Files  []string // paths of the PNG and SVG files
+	Absent []string // one line per suite or figure not drawn, with why
+}
+
+// Dir draws every plot the CSV files in dir allow into dir/plots and
+// returns the paths it wrote. Use Draw to learn which suites were absent.
 func Dir(dir string) ([]string, error) {
-	return nil, errors.New("plots: not built yet")
+	r, err := Draw(dir)
+	if err != nil {
+		return nil, err
+	}
+	return r.Files, nil
+}
+
+// Draw is Dir that also says which suites had nothing to draw. It fails
+// when dir holds no kvtier CSV or a file cannot be read.
+func Draw(dir string) (*Result, error) {
+	run, err := report.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	for _, s := range []struct {
+		file string
+		n    int
+		draw func(string, *report.Run, *Result) error
+	}{
+		{results.SweepFile, len(run.Sweep), drawSweep},
+		{results.ProbeFile, len(run.Probe), drawProbe},
+		{results.MB1File, len(run.MB1) + len(run.Tokens), drawMB1},
+		{results.TransferFile, len(run.Transfer), drawTransfer},
+	} {
+		if s.n == 0 {
+			res.Absent = append(res.Absent, fmt.Sprintf("%s absent: its plots not drawn", s.file))
+			continue
+		}
+		if err := s.draw(dir, run, res); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// emit saves f as name under dir/plots and records the files.
+func emit(dir, name string, f *figure, res *Result) error {
+	base, err := fileBase(dir, name)
+	if err != nil {
+		return err
+	}
+	files, err := f.save(base)
+	res.Files = append(res.Files, files...)
+	return err
+}
+
+// A series is the p10/p50/p90 of one configuration over x.
+type series struct {
+	label         string
+	standIn, dash bool
+	x             []float64
+	p10, p50, p90 []float64
+}
+
+func (s series) xys(ys []float64) plotter.XYs {
+	out := make(plotter.XYs, 0, len(s.x))
+	for i, x := range s.x {
+		if x > 0 && ys[i] > 0 && finite(ys[i]) {
+			out = append(out, plotter.XY{X: x, Y: ys[i]})
+		}
+	}
+	return out
+}
+
+// addSeries draws each series as a p50 line with its p10–p90 band.
+func addSeries(f *figure, ss []series) error {
+	for i, s := range ss {
+		if err := f.band(s.xys(s.p10), s.xys(s.p90), i); err != nil {
+			return err
+		}
+	}
+	for i, s := range ss {
+		if err := f.line(s.xys(s.p50), i, s.dash, s.label); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collect summarises v over the ok rows of each x and returns a series.
+func collect(label string, rows []results.Row, x func(results.Row) float64, v func(results.Row) (float64, bool)) series {
+	byX := map[float64][]float64{}
+	for _, r := range rows {
+		val, good := v(r)
+		if !good || !finite(val) {
+			continue
+		}
+		byX[x(r)] = append(byX[x(r)], val)
+	}
+	s := series{label: label}
+	var xs []float64
+	for k := range byX {
+		xs = append(xs, k)
+	}
+	slices.Sort(xs)
+	for _, k := range xs {
+		d := report.Summarize(byX[k])
+		s.x = append(s.x, k)
+		s.p10, s.p50, s.p90 = append(s.p10, d.P10), append(s.p50, d.P50), append(s.p90, d.P90)
+	}
+	return s
+}
+
+func okSeconds(r results.Row) (float64, bool) { return r.Seconds, report.OK(r) }
+func prefixX(r results.Row) float64           { return float64(r.PrefixTokens) }
+
+func tokensLabel(v float64) string { return report.FmtTokens(int64(math.Round(v))) }
+func secLabel(v float64) string    { return report.FmtSec(v) }
+func bytesLabel(v float64) string  { return report.FmtBytes(v) }
+func plainLabel(v float64) string  { return strings.TrimSuffix(fmt.Sprintf("%g", v), ".0") }
+
+const standInTitle = "host backend = CPU stand-in, not a GPU"
+
+func drawSweep(dir string, run *report.Run, res *Result) error {
+	var keys []report.SweepKey
+	groups := map[report.SweepKey][]results.Row{}
+	for _, r := range run.Sweep {
+		k := report.SweepKeyOf(r)
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	slices.SortFunc(keys, report.CompareSweepKeys)
+	var ss []series
+	standIn := false
+	for _, k := range keys {
+		s := collect(k.Label(), groups[k], prefixX, okSeconds)
+		if len(s.x) == 0 {
+			continue
+		}
+		standIn = standIn || report.IsStandIn(k.Backend)
+		ss = append(ss, s)
+	}
+	if len(ss) == 0 {
+		res.Absent = append(res.Absent, "sweep.csv has no ok rows: tier curve not drawn")
+	} else {
+		title := "Device tiers: time to bring back an L-token KV prefix"
+		if standIn {
+			title += "\n(" + standInTitle + ")"
+		}
+		f := newFigure(title, "prefix length L (tokens)", "time per fetch (p50, band p10–p90)")
+		if err := addSeries(f, ss); err != nil {
+			return err
+		}
+		f.logX(tokensLabel, true)
+		f.logY(secLabel)
+		if err := emit(dir, "sweep_tiers", f, res); err != nil {
+			return err
+		}
+	}
+	return drawCostModel(dir, run, res)
+}
+
+func drawCostModel(dir string, run *report.Run, res *Result) error {
+	fits, _ := report.Fits(run.Sweep)
+	if len(fits) == 0 {
+		res.Absent = append(res.Absent, "no sweep configuration has two prefix lengths: cost-model plot not drawn")
+		return nil
+	}
+	var tiers []string
+	for _, f := range fits {
+		if !slices.Contains(tiers, f.Key.Tier) {
+			tiers = append(tiers, f.Key.Tier)
+		}
+	}
+	for _, tier := range tiers {
+		var fs []report.Fit
+		standIn := false
+		for _, f := range fits {
+			if f.Key.Tier == tier {
+				fs = append(fs, f)
+				standIn = standIn || report.IsStandIn(f.Key.Backend)
+			}
+		}
+		xl, model := "payload bytes", "t = α + bytes/β"
+		xfmt := bytesLabel
+		if fs[0].Regressor == "flops" {
+			xl, model, xfmt = "prefill FLOPs", "t = α + flops/rate", plainLabel
+		}
+		title := fmt.Sprintf("Tier cost model: %s (%s)", tier, model)
+		if standIn {
+			title += "\n(" + standInTitle + ")"
+		}
+		fig := newFigure(title, xl, "time per fetch (s)")
+		for i, f := range fs {
+			pts := make(plotter.XYs, 0, len(f.X))
+			for j := range f.X {
+				if f.X[j] > 0 && f.Y[j] > 0 {
+					pts = append(pts, plotter.XY{X: f.X[j], Y: f.Y[j]})
+				}
+			}
+			c, _ := style(i)
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return err
+			}
+			sc.GlyphStyle.Color = c
+			sc.GlyphStyle.Radius = 2
+			sc.GlyphStyle.Shape = glyphs[i%len(glyphs)]
+			fig.p.Add(sc)
+			fig.extend(pts)
+			lo, hi := slices.Min(f.X), slices.Max(f.X)
+			var curve plotter.XYs
+			for k := 0; k <= 60; k++ {
+				x := lo * math.Pow(hi/lo, float64(k)/60)
+				if y := f.Predict(x); y > 0 {
+					curve = append(curve, plotter.XY{X: x, Y: y})
+				}
+			}
+			rate := fmt.Sprintf("β=%.3g GB/s", f.Rate/1e9)
+			if f.Regressor == "flops" {
+				rate = fmt.Sprintf("rate=%.3g TFLOP/s", f.Rate/1e12)
+			}
+			label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Label(), report.FmtSec(f.Alpha), rate, f.R2)
+			if len(curve) >= 2 {
+				if err := fig.line(curve, i, false, ""); err != nil {
+					return err
+				}
+			}
+			fig.legend = append(fig.legend, legendEntry{name: label, thumbs: []plot.Thumbnailer{sc}})
+		}
+		fig.logX(xfmt, false)
+		fig.logY(secLabel)
+		if err := emit(dir, "costmodel_"+slug(tier), fig, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func drawProbe(dir string, run *report.Run, res *Result) error {
+	type key struct {
+		tier string
+		sim  bool
+	}
+	groups := map[key][]results.Row{}
+	var keys []key
+	for _, r := range run.Probe {
+		k := key{r.Tier, r.Get("simulated") == "true"}
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	order := map[string]int{"miss": 0, "remote": 1, "cpu": 2, "gpu": 3}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(order[a.tier], order[b.tier]), cmp.Compare(a.tier, b.tier), cmpBool(a.sim, b.sim))
+	})
+	var ss []series
+	sim := false
+	for _, k := range keys {
+		label := fmt.Sprintf("%s (http)", tierName(k.tier))
+		if k.sim {
+			label = fmt.Sprintf("%s (http, simulated)", tierName(k.tier))
+			sim = true
+		}
+		s := collect(label, groups[k], prefixX, func(r results.Row) (float64, bool) {
+			return report.ProbeTTFT(r), report.ProbeCounted(r)
+		})
+		if len(s.x) > 0 {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		res.Absent = append(res.Absent, "probe.csv has no verified ok rows: TTFT curve not drawn")
+		return nil
+	}
+	title := "HTTP four tiers: time to first token of a reused prefix"
+	if sim {
+		title += "\n(simulated server: kvtier sim, not vLLM)"
+	}
+	f := newFigure(title, "prefix length L (tokens)", "TTFT (p50, band p10–p90)")
+	if err := addSeries(f, ss); err != nil {
+		return err
+	}
+	f.logX(tokensLabel, true)
+	f.logY(secLabel)
+	return emit(dir, "probe_ttft", f, res)
+}
+
+func tierName(t string) string {
+	switch t {
+	case "miss":
+		return "miss (recompute)"
+	case "remote":
+		return "remote hit"
+	case "cpu":
+		return "CPU hit"
+	case "gpu":
+		return "GPU hit"
+	}
+	return t
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+func drawMB1(dir string, run *report.Run, res *Result) error {
+	type key struct {
+		arm string
+		d   int
+	}
+	groups := map[key][]results.Row{}
+	var keys []key
+	sim := false
+	for _, r := range run.MB1 {
+		if r.Get("arm") != "interfere" && r.Get("arm") != "control" {
+			continue
+		}
+		k := key{r.Get("arm"), atoi(r.Get("decode_streams"))}
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+		sim = sim || r.Get("simulated") == "true"
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(b.arm, a.arm)) })
+	ds := []int{}
+	for _, k := range keys {
+		if !slices.Contains(ds, k.d) {
+			ds = append(ds, k.d)
+		}
+	}
+	var ss []series
+	var idx []int
+	for _, k := range keys {
+		s := collect(fmt.Sprintf("D=%d %s", k.d, k.arm), groups[k],
+			func(r results.Row) float64 { return float64(atoi(r.Get("prefill_tokens"))) },
+			func(r results.Row) (float64, bool) { return r.Float("penalty"), report.OK(r) })
+		if len(s.x) == 0 {
+			continue
+		}
+		if k.arm == "control" {
+			s.dash = true
+			s.label += " (prefill elsewhere)"
+		}
+		ss = append(ss, s)
+		idx = append(idx, slices.Index(ds, k.d))
+	}
+	if len(ss) == 0 {
+		res.Absent = append(res.Absent, "mb1.csv has no ok interfere or control rows: penalty plot not drawn")
+	} else {
+		title := "MB1: decode slowdown while a prefill of P tokens runs"
+		if sim {
+			title += "\n(simulated server: kvtier sim, not vLLM)"
+		}
+		f := newFigure(title, "prefill length P (tokens)", "penalty: eff. TPOT during / base TPOT (×)")
+		// One colour per D; the control arm takes its D's colour, dashed.
+		for j, s := range ss {
+			i := idx[j]
+			if err := f.band(s.xys(s.p10), s.xys(s.p90), i); err != nil {
+				return err
+			}
+			if err := f.line(s.xys(s.p50), i, s.dash, s.label); err != nil {
+				return err
+			}
+		}
+		f.logX(tokensLabel, true)
+		f.logY(func(v float64) string { return plainLabel(v) + "×" })
+		if err := emit(dir, "mb1_penalty", f, res); err != nil {
+			return err
+		}
+	}
+	return drawTimelines(dir, run, res, sim)
+}
+
+// drawTimelines draws the token arrivals of one cell per D: the largest P
+// of the interference arm, its first rep.
+func drawTimelines(dir string, run *report.Run, res *Result, sim bool) error {
+	if len(run.Tokens) == 0 {
+		res.Absent = append(res.Absent, "mb1_tokens.csv absent or empty: token timelines not drawn")
+		return nil
+	}
+	type cell struct{ d, p, rep int }
+	best := map[int]cell{}
+	for _, t := range run.Tokens {
+		if t.Arm != "interfere" {
+			continue
+		}
+		c, seen := best[t.D]
+		if !seen || t.P > c.p || (t.P == c.p && t.Rep < c.rep) {
+			best[t.D] = cell{t.D, t.P, t.Rep}
+		}
+	}
+	var ds []int
+	for d := range best {
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	if len(ds) > 4 {
+		ds = []int{ds[0], ds[len(ds)/3], ds[2*len(ds)/3], ds[len(ds)-1]}
+	}
+	for _, d := range ds {
+		c := best[d]
+		var pts plotter.XYs
+		inject, done := math.NaN(), math.NaN()
+		for _, t := range run.Tokens {
+			if t.Arm == "interfere" && t.D == c.d && t.P == c.p && t.Rep == c.rep && finite(t.T) {
+				pts = append(pts, plotter.XY{X: t.T, Y: float64(t.Stream)})
+				inject, done = t.Inject, t.PrefillDone
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		title := fmt.Sprintf("MB1 token arrivals: D=%d decode streams, prefill P=%s (rep %d)", c.d, report.FmtTokens(int64(c.p)), c.rep)
+		if sim {
+			title += "\n(simulated server: kvtier sim, not vLLM)"
+		}
+		f := newFigure(title, "time since the cell started (s)", "decode stream")
+		f.extend(pts)
+		if finite(inject) && finite(done) && done > inject {
+			lo, hi := f.ymin-0.5, f.ymax+0.5
+			win, err := plotter.NewPolygon(plotter.XYs{{X: inject, Y: lo}, {X: done, Y: lo}, {X: done, Y: hi}, {X: inject, Y: hi}})
+			if err != nil {
+				return err
+			}
+			win.Color = translucent(palette[1], 0x40)
+			win.LineStyle.Width = 0
+			f.p.Add(win)
+			f.legend = append(f.legend, legendEntry{fmt.Sprintf("prefill window: sent at %.3g s, first token at %.3g s", inject, done), []plot.Thumbnailer{win}})
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Color = palette[0]
+		sc.GlyphStyle.Radius = 1.3
+		f.p.Add(sc)
+		f.legend = append(f.legend, legendEntry{"one decoded token", []plot.Thumbnailer{sc}})
+		f.p.Y.Min, f.p.Y.Max = f.ymin-0.7, f.ymax+0.7
+		f.p.Y.Tick.Marker = streamTicks{}
+		if err := emit(dir, fmt.Sprintf("mb1_timeline_D%d_P%d", c.d, c.p), f, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func drawTransfer(dir string, run *report.Run, res *Result) error {
+	type key struct{ path, transport, layout, mem string }
+	groups := map[key][]results.Row{}
+	var keys []key
+	lines := map[float64]string{}
+	for _, r := range run.Transfer {
+		k := key{r.Get("path"), r.Transport, r.Layout, memOf(r)}
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+		if lg := r.Float("line_gbps"); lg > 0 && report.OK(r) {
+			lines[lg] = r.Get("device")
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.transport, b.transport), cmp.Compare(a.layout, b.layout), cmp.Compare(a.mem, b.mem))
+	})
+	var ss []series
+	for _, k := range keys {
+		label := strings.Join(nonEmpty(k.path, k.transport, k.layout, k.mem), " / ")
+		s := collect(label, groups[k], func(r results.Row) float64 { return float64(r.Bytes) },
+			func(r results.Row) (float64, bool) { return r.GBps, report.OK(r) && r.GBps > 0 })
+		if len(s.x) > 0 {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		res.Absent = append(res.Absent, "transfer.csv has no ok rows with a rate: bandwidth plot not drawn")
+		return nil
+	}
+	f := newFigure("MB2: KV transfer bandwidth vs size (path / transport / layout / memory)", "transfer size", "GB/s (p50, band p10–p90)")
+	if err := addSeries(f, ss); err != nil {
+		return err
+	}
+	var rates []float64
+	for lr := range lines {
+		rates = append(rates, lr)
+	}
+	slices.Sort(rates)
+	for _, lr := range rates {
+		name := fmt.Sprintf("line rate %.3g GB/s", lr)
+		if dev := lines[lr]; dev != "" {
+			name += " (" + dev + ")"
+		}
+		if err := f.reference(lr, name); err != nil {
+			return err
+		}
+	}
+	f.logX(bytesLabel, true)
+	f.p.Y.Min, f.p.Y.Max = 0, f.ymax*1.12
+	return emit(dir, "transfer_bw", f, res)
+}
+
+func memOf(r results.Row) string {
+	s, d := r.Get("src_mem"), r.Get("dst_mem")
+	if s == "" && d == "" {
+		return ""
+	}
+	return s + "→" + d
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func atoi(s string) int {
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		return 0
+	}
+	return n
 }

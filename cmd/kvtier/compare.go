@@ -3,10 +3,59 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/report"
 )
 
-// runCompare is a placeholder until the compare command lands.
+// compareOptions are the arguments of kvtier compare.
+type compareOptions struct {
+	Old, New string
+}
+
+// Validate reports every problem with the options at once.
+func (o compareOptions) Validate() error {
+	var errs []error
+	if o.Old == "" || o.New == "" {
+		errs = append(errs, errors.New("need two results directories (kvtier compare OLD NEW)"))
+	}
+	return errors.Join(errs...)
+}
+
+// runCompare prints the change in p50 of every configuration between two
+// runs with a Mann-Whitney U test, as benchstat does. It exits 0 whatever
+// changed.
 func runCompare(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	return usageErr(stderr, "compare", errors.New("not built yet"))
+	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: kvtier compare OLD NEW\n\nChange in p50 per configuration between two results directories\n(sweep time, probe TTFT, transfer time, MB1 penalty), with a Mann-Whitney\nU test at alpha 0.05; \"~\" marks no significant change.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK
+		}
+		return usageErr(stderr, "compare", err)
+	}
+	var o compareOptions
+	switch a := fs.Args(); len(a) {
+	case 2:
+		o.Old, o.New = a[0], a[1]
+	case 0, 1:
+	default:
+		return usageErr(stderr, "compare", fmt.Errorf("want two directories, got %d", len(a)))
+	}
+	if err := o.Validate(); err != nil {
+		return usageErr(stderr, "compare", err)
+	}
+	runs, err := loadRuns([]string{o.Old, o.New})
+	if err != nil {
+		return usageErr(stderr, "compare", err)
+	}
+	report.WriteComparison(stdout, o.Old, o.New, report.Compare(runs[0], runs[1]))
+	return exitOK
 }

@@ -3,10 +3,57 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/plots"
 )
 
-// runPlot is a placeholder until the plot command lands.
+// plotOptions are the arguments of kvtier plot.
+type plotOptions struct {
+	Dirs []string
+}
+
+// Validate reports every problem with the options at once.
+func (o plotOptions) Validate() error {
+	if len(o.Dirs) == 0 {
+		return errors.New("need at least one results directory (kvtier plot DIR...)")
+	}
+	return nil
+}
+
+// runPlot draws every plot the CSV files of each directory allow into
+// DIR/plots/, PNG and SVG.
 func runPlot(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	return usageErr(stderr, "plot", errors.New("not built yet"))
+	fs := pflag.NewFlagSet("plot", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: kvtier plot DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK
+		}
+		return usageErr(stderr, "plot", err)
+	}
+	o := plotOptions{Dirs: fs.Args()}
+	if err := o.Validate(); err != nil {
+		return usageErr(stderr, "plot", err)
+	}
+	for _, d := range o.Dirs {
+		res, err := plots.Draw(d)
+		if err != nil {
+			return usageErr(stderr, "plot", err)
+		}
+		for _, f := range res.Files {
+			fmt.Fprintln(stdout, f)
+		}
+		for _, m := range res.Absent {
+			fmt.Fprintf(stderr, "kvtier plot: %s: %s\n", d, m)
+		}
+	}
+	return exitOK
 }

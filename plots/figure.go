@@ -1,0 +1,357 @@
+package plots
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Figure size: the plot area is 6 × 4 in; the legend goes below it so that
+// it never covers data, and the figure grows to hold it.
+const (
+	figWidth  = 6 * vg.Inch
+	plotHight = 4 * vg.Inch
+	pngDPI    = 150
+)
+
+// palette is the Okabe–Ito set, distinct for colour-blind readers; the
+// yellow is left out because it vanishes on white.
+var palette = []color.Color{
+	color.RGBA{0x00, 0x72, 0xB2, 0xff}, // blue
+	color.RGBA{0xD5, 0x5E, 0x00, 0xff}, // vermillion
+	color.RGBA{0x00, 0x9E, 0x73, 0xff}, // green
+	color.RGBA{0xCC, 0x79, 0xA7, 0xff}, // purple
+	color.RGBA{0xE6, 0x9F, 0x00, 0xff}, // orange
+	color.RGBA{0x56, 0xB4, 0xE9, 0xff}, // sky blue
+	color.RGBA{0x00, 0x00, 0x00, 0xff}, // black
+}
+
+// dashes cycle once the colours are used up, so that every series differs
+// from every other even in grey print.
+var dashes = [][]vg.Length{
+	nil,
+	{vg.Points(6), vg.Points(3)},
+	{vg.Points(2), vg.Points(2)},
+	{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)},
+}
+
+// style returns the colour and dash pattern of series i.
+func style(i int) (color.Color, []vg.Length) {
+	return palette[i%len(palette)], dashes[(i/len(palette))%len(dashes)]
+}
+
+// translucent returns c with alpha a (for bands).
+func translucent(c color.Color, a uint8) color.Color {
+	r, g, b, _ := c.RGBA()
+	// Premultiplied: scale the channels by the new alpha.
+	f := float64(a) / 255
+	return color.RGBA{uint8(float64(r>>8) * f), uint8(float64(g>>8) * f), uint8(float64(b>>8) * f), a}
+}
+
+// A figure is a plot with its legend entries, drawn below the plot.
+type figure struct {
+	p      *plot.Plot
+	legend []legendEntry
+	// x and y ranges of the data, for axes the figure sets itself.
+	xmin, xmax, ymin, ymax float64
+}
+
+type legendEntry struct {
+	name   string
+	thumbs []plot.Thumbnailer
+}
+
+func newFigure(title, xlabel, ylabel string) *figure {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = 12
+	p.Title.Padding = vg.Points(6)
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = 11
+		a.Tick.Label.Font.Size = 9
+		a.Padding = vg.Points(2)
+	}
+	g := plotter.NewGrid()
+	g.Vertical.Color = color.Gray{0xe0}
+	g.Horizontal.Color = color.Gray{0xe0}
+	g.Vertical.Width = vg.Points(0.5)
+	g.Horizontal.Width = vg.Points(0.5)
+	p.Add(g)
+	return &figure{p: p, xmin: math.Inf(1), xmax: math.Inf(-1), ymin: math.Inf(1), ymax: math.Inf(-1)}
+}
+
+// extend widens the recorded data range by the finite points of xys.
+func (f *figure) extend(xys plotter.XYs) {
+	for _, pt := range xys {
+		if finite(pt.X) && finite(pt.Y) {
+			f.xmin, f.xmax = math.Min(f.xmin, pt.X), math.Max(f.xmax, pt.X)
+			f.ymin, f.ymax = math.Min(f.ymin, pt.Y), math.Max(f.ymax, pt.Y)
+		}
+	}
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// line adds a polyline in series style i and returns it.
+func (f *figure) line(xys plotter.XYs, i int, dashed bool, name string) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	c, d := style(i)
+	if dashed {
+		d = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return err
+	}
+	l.Color, l.Width, l.Dashes = c, vg.Points(1.6), d
+	s, err := plotter.NewScatter(xys)
+	if err != nil {
+		return err
+	}
+	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.2), Shape: glyphs[i%len(glyphs)]}
+	f.p.Add(l, s)
+	f.extend(xys)
+	if name != "" {
+		f.legend = append(f.legend, legendEntry{name, []plot.Thumbnailer{l, s}})
+	}
+	return nil
+}
+
+var glyphs = []draw.GlyphDrawer{
+	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
+	draw.RingGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{},
+}
+
+// band adds the translucent area between lo and hi (same x) in style i.
+func (f *figure) band(lo, hi plotter.XYs, i int) error {
+	if len(lo) < 2 || len(lo) != len(hi) {
+		return nil // a band needs two x values
+	}
+	c, _ := style(i)
+	ring := make(plotter.XYs, 0, 2*len(lo))
+	ring = append(ring, lo...)
+	for j := len(hi) - 1; j >= 0; j-- {
+		ring = append(ring, hi[j])
+	}
+	poly, err := plotter.NewPolygon(ring)
+	if err != nil {
+		return err
+	}
+	poly.Color = translucent(c, 0x38)
+	poly.LineStyle.Width = 0
+	f.p.Add(poly)
+	f.extend(ring)
+	return nil
+}
+
+// logX and logY put the axes on log scales with ticks labelled by label,
+// and set their ranges from the data with a margin (gonum's own range
+// padding can go below zero, which a log axis cannot show).
+func (f *figure) logX(label func(float64) string, base2 bool) {
+	f.p.X.Scale = plot.LogScale{}
+	f.p.X.Tick.Marker = logTicks{label: label, base2: base2}
+	f.p.X.Min, f.p.X.Max = logRange(f.xmin, f.xmax)
+}
+
+func (f *figure) logY(label func(float64) string) {
+	f.p.Y.Scale = plot.LogScale{}
+	f.p.Y.Tick.Marker = logTicks{label: label}
+	f.p.Y.Min, f.p.Y.Max = logRange(f.ymin, f.ymax)
+}
+
+func logRange(lo, hi float64) (float64, float64) {
+	if !(lo > 0) || !finite(hi) {
+		return 1, 10
+	}
+	if hi/lo < 2 {
+		m := math.Sqrt(lo * hi)
+		return m / 1.6, m * 1.6
+	}
+	return lo / 1.25, hi * 1.25
+}
+
+// logTicks labels powers of ten (or two) with a formatter and puts minor
+// ticks between them.
+type logTicks struct {
+	label func(float64) string
+	base2 bool
+}
+
+func (t logTicks) Ticks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	if t.base2 {
+		e0, e1 := math.Floor(math.Log2(min)), math.Ceil(math.Log2(max))
+		step := math.Max(1, math.Ceil((e1-e0)/8)) // at most ~8 labels
+		for e := e0; e <= e1; e++ {
+			v := math.Exp2(e)
+			lbl := ""
+			if math.Mod(e-e0, step) == 0 {
+				lbl = t.label(v)
+			}
+			ticks = append(ticks, plot.Tick{Value: v, Label: lbl})
+		}
+		return ticks
+	}
+	e0, e1 := math.Floor(math.Log10(min)), math.Ceil(math.Log10(max))
+	for e := e0; e <= e1; e++ {
+		v := math.Pow(10, e)
+		ticks = append(ticks, plot.Tick{Value: v, Label: t.label(v)})
+		for k := 2.0; k < 10; k++ {
+			ticks = append(ticks, plot.Tick{Value: k * v})
+		}
+	}
+	if e1-e0 <= 1 { // less than a decade: label 2× and 5× too
+		for i := range ticks {
+			if ticks[i].Label == "" {
+				m := ticks[i].Value / math.Pow(10, math.Floor(math.Log10(ticks[i].Value)+1e-9))
+				if math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6 {
+					ticks[i].Label = t.label(ticks[i].Value)
+				}
+			}
+		}
+	}
+	return ticks
+}
+
+// save writes the figure as base.png and base.svg and returns the paths.
+func (f *figure) save(base string) ([]string, error) {
+	var out []string
+	for _, ext := range []string{"png", "svg"} {
+		path := base + "." + ext
+		if err := f.write(path, ext); err != nil {
+			return out, fmt.Errorf("plots: %s: %w", path, err)
+		}
+		out = append(out, path)
+	}
+	return out, nil
+}
+
+const legendFont = 9
+
+func (f *figure) legendLayout() (cols int, height vg.Length) {
+	if len(f.legend) == 0 {
+		return 0, 0
+	}
+	cols = 2
+	for _, e := range f.legend {
+		if len(e.name) > 42 {
+			cols = 1
+		}
+	}
+	if len(f.legend) == 1 {
+		cols = 1
+	}
+	rows := (len(f.legend) + cols - 1) / cols
+	return cols, vg.Length(rows)*vg.Points(legendFont*1.55) + vg.Points(10)
+}
+
+func (f *figure) write(path, ext string) error {
+	cols, lh := f.legendLayout()
+	h := plotHight + lh
+	var c vg.CanvasWriterTo
+	switch ext {
+	case "png":
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(figWidth, h), vgimg.UseDPI(pngDPI))}
+	case "svg":
+		c = vgsvg.New(figWidth, h)
+	default:
+		return fmt.Errorf("unknown format %q", ext)
+	}
+	dc := draw.New(c)
+	dc.FillPolygon(color.White, []vg.Point{{X: 0, Y: 0}, {X: figWidth, Y: 0}, {X: figWidth, Y: h}, {X: 0, Y: h}})
+	pc := dc
+	pc.Min.Y = lh
+	f.p.Draw(pc)
+	if cols > 0 {
+		per := (len(f.legend) + cols - 1) / cols
+		colW := (figWidth - vg.Points(36)) / vg.Length(cols)
+		for k := range cols {
+			l := plot.NewLegend()
+			l.Top, l.Left = true, true
+			l.TextStyle.Font.Size = legendFont
+			l.ThumbnailWidth = vg.Points(22)
+			l.Padding = vg.Points(legendFont * 0.35)
+			lo, hi := k*per, min((k+1)*per, len(f.legend))
+			for _, e := range f.legend[lo:hi] {
+				l.Add(e.name, e.thumbs...)
+			}
+			lc := dc
+			lc.Min = vg.Point{X: vg.Points(28) + vg.Length(k)*colW, Y: vg.Points(2)}
+			lc.Max = vg.Point{X: lc.Min.X + colW, Y: lh - vg.Points(4)}
+			l.Draw(lc)
+		}
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(file); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+// reference adds a horizontal reference line at y across the x range.
+func (f *figure) reference(y float64, name string) error {
+	ref := plotter.NewFunction(func(float64) float64 { return y })
+	ref.Color = color.Gray{0x55}
+	ref.Width = vg.Points(1.2)
+	ref.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+	f.p.Add(ref)
+	f.ymin, f.ymax = math.Min(f.ymin, y), math.Max(f.ymax, y)
+	f.legend = append(f.legend, legendEntry{name, []plot.Thumbnailer{ref}})
+	return nil
+}
+
+// fileBase returns DIR/plots/name, creating DIR/plots.
+func fileBase(dir, name string) (string, error) {
+	pd := filepath.Join(dir, "plots")
+	if err := os.MkdirAll(pd, 0o755); err != nil {
+		return "", fmt.Errorf("plots: %w", err)
+	}
+	return filepath.Join(pd, name), nil
+}
+
+// slug turns a label into a file-name part.
+func slug(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "_") {
+				b.WriteByte('_')
+			}
+		}
+	}
+	return strings.TrimSuffix(b.String(), "_")
+}
+
+// streamTicks labels whole stream numbers only, at most about ten.
+type streamTicks struct{}
+
+func (streamTicks) Ticks(min, max float64) []plot.Tick {
+	lo, hi := math.Ceil(min), math.Floor(max)
+	step := math.Max(1, math.Ceil((hi-lo+1)/10))
+	var ticks []plot.Tick
+	for v := lo; v <= hi; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%d", int(v))})
+	}
+	return ticks
+}

@@ -1,0 +1,114 @@
+package plots_test
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/plots"
+	"github.com/kvtier/kvtier/report/reporttest"
+	"github.com/kvtier/kvtier/results"
+)
+
+func TestDrawAllSuites(t *testing.T) {
+	dir := t.TempDir()
+	if p := os.Getenv("KVTIER_PLOT_DIR"); p != "" {
+		dir = p
+	}
+	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := plots.Draw(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Absent) != 0 {
+		t.Errorf("absent with every suite present: %q", res.Absent)
+	}
+	want := []string{"sweep_tiers", "costmodel_hbm", "costmodel_host", "costmodel_remote", "costmodel_recompute",
+		"probe_ttft", "mb1_penalty", "mb1_timeline_D1_P32768", "mb1_timeline_D8_P32768", "transfer_bw"}
+	for _, w := range want {
+		for _, ext := range []string{".png", ".svg"} {
+			p := filepath.Join(dir, "plots", w+ext)
+			if !slices.Contains(res.Files, p) {
+				t.Errorf("%s not in the files written", p)
+			}
+		}
+	}
+	if len(res.Files) != 2*len(want) {
+		t.Errorf("wrote %d files, want %d: %q", len(res.Files), 2*len(want), res.Files)
+	}
+	for _, f := range res.Files {
+		switch filepath.Ext(f) {
+		case ".png":
+			checkPNG(t, f)
+		case ".svg":
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), "<svg") || len(b) < 2000 {
+				t.Errorf("%s: not an SVG with content (%d bytes)", f, len(b))
+			}
+		}
+	}
+	svg, _ := os.ReadFile(filepath.Join(dir, "plots", "sweep_tiers.svg"))
+	if !strings.Contains(string(svg), "host stand-in (CPU)") {
+		t.Error("sweep plot does not mark the host stand-in in its legend")
+	}
+}
+
+func checkPNG(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b := img.Bounds()
+	if b.Dx() < 800 || b.Dx() > 1200 || b.Dy() < 550 || b.Dy() > 1400 {
+		t.Errorf("%s: %dx%d px, want about 900 wide and 600-1000 high", path, b.Dx(), b.Dy())
+	}
+}
+
+func TestDrawSweepOnly(t *testing.T) {
+	dir := t.TempDir()
+	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 4, Suites: []string{results.SweepFile}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := plots.Draw(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{results.ProbeFile, results.MB1File, results.TransferFile} {
+		found := false
+		for _, a := range res.Absent {
+			found = found || strings.HasPrefix(a, f+" absent")
+		}
+		if !found {
+			t.Errorf("Absent does not name %s: %q", f, res.Absent)
+		}
+	}
+	for _, f := range res.Files {
+		if b := filepath.Base(f); !strings.HasPrefix(b, "sweep_") && !strings.HasPrefix(b, "costmodel_") {
+			t.Errorf("drew %s without its suite", f)
+		}
+	}
+	files, err := plots.Dir(dir)
+	if err != nil || len(files) != len(res.Files) {
+		t.Errorf("Dir = %d files, %v; Draw wrote %d", len(files), err, len(res.Files))
+	}
+}
+
+func TestDrawErrors(t *testing.T) {
+	if _, err := plots.Dir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no kvtier CSV") {
+		t.Errorf("empty dir: err = %v", err)
+	}
+}

@@ -1,0 +1,254 @@
+package report
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
+)
+
+// BenchSuite is the suite column of rows converted from `go test -bench`.
+const BenchSuite = "bench"
+
+// ParseBench reads `go test -bench` output and returns one sweep.csv-shaped
+// row per benchmark result. The key=value parts of a sub-benchmark name
+// (BenchmarkTiers/tier=host/layout=layerwise/copy=percopy/prefix=4096-2)
+// become columns; a file configuration line ("backend: cuda") fills a
+// column no name part set. sec/op becomes seconds and B/s (MB/s in the
+// input) becomes gbps; B/op, allocs/op and other units are ignored. rep
+// counts the results of one name from 0. Warnings list what was dropped:
+// syntax errors, name parts that are not columns, results without sec/op.
+func ParseBench(r io.Reader, name string) (rows []results.Row, warnings []string, err error) {
+	br := benchfmt.NewReader(r, name)
+	reps := map[string]int{}
+	warned := map[string]bool{}
+	warn := func(s string) {
+		if !warned[s] {
+			warned[s] = true
+			warnings = append(warnings, s)
+		}
+	}
+	for br.Scan() {
+		switch rec := br.Result().(type) {
+		case *benchfmt.SyntaxError:
+			warn(rec.Error())
+		case *benchfmt.Result:
+			row, ws := benchRow(rec)
+			for _, w := range ws {
+				warn(w)
+			}
+			if row == nil {
+				continue
+			}
+			base, _ := strings.CutSuffix(string(rec.Name), gomaxprocsSuffix(rec.Name))
+			row.Rep = reps[base]
+			reps[base]++
+			rows = append(rows, *row)
+		}
+	}
+	if err := br.Err(); err != nil {
+		return rows, warnings, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(rows) == 0 {
+		return nil, warnings, fmt.Errorf("%s: no benchmark results", name)
+	}
+	return rows, warnings, nil
+}
+
+func gomaxprocsSuffix(n benchfmt.Name) string {
+	_, parts := n.Parts()
+	if len(parts) > 0 && strings.HasPrefix(string(parts[len(parts)-1]), "-") {
+		return string(parts[len(parts)-1])
+	}
+	return ""
+}
+
+// benchColumns maps a name or file-config key to the column it fills.
+var benchColumns = map[string]string{
+	"tier": "tier", "layout": "layout", "backend": "backend", "transport": "transport", "model": "model",
+	"prefix": "prefix_tokens", "prefix_tokens": "prefix_tokens", "L": "prefix_tokens",
+	"blocks": "blocks", "bytes": "bytes", "chunk_bytes": "chunk_bytes",
+}
+
+func init() {
+	for _, c := range results.SweepColumns {
+		benchColumns[c] = c
+	}
+}
+
+func benchRow(res *benchfmt.Result) (*results.Row, []string) {
+	var warns []string
+	row := results.Row{Suite: BenchSuite, Status: results.StatusOK, Seconds: math.NaN(), GBps: math.NaN(), Extra: map[string]string{}}
+	set := map[string]bool{}
+	apply := func(key, val, where string) {
+		col, known := benchColumns[key]
+		if !known {
+			warns = append(warns, fmt.Sprintf("%s %q is not a sweep column; dropped", where, key))
+			return
+		}
+		if set[col] {
+			return
+		}
+		if err := setBenchCell(&row, col, val); err != nil {
+			warns = append(warns, fmt.Sprintf("%s: %s=%s: %v; dropped", res.Name, key, val, err))
+			return
+		}
+		set[col] = true
+	}
+	_, parts := res.Name.Parts()
+	for _, p := range parts {
+		s := string(p)
+		if strings.HasPrefix(s, "-") {
+			continue // GOMAXPROCS
+		}
+		s = strings.TrimPrefix(s, "/")
+		k, v, isKV := strings.Cut(s, "=")
+		if !isKV {
+			warns = append(warns, fmt.Sprintf("name part %q is not key=value; dropped", s))
+			continue
+		}
+		apply(k, v, "name key")
+	}
+	for _, c := range res.Config {
+		if !c.File {
+			continue
+		}
+		if _, known := benchColumns[c.Key]; known {
+			apply(c.Key, string(c.Value), "config key")
+		}
+	}
+	if v, found := res.Value("sec/op"); found {
+		row.Seconds = v
+	} else {
+		return nil, append(warns, fmt.Sprintf("%s: no sec/op; result dropped", res.Name))
+	}
+	if v, found := res.Value("B/s"); found {
+		row.GBps = v / 1e9
+	} else if row.Bytes > 0 && row.Seconds > 0 {
+		row.GBps = float64(row.Bytes) / row.Seconds / 1e9
+	}
+	if v, found := res.Value("TFLOP/s"); found && !set["tflops"] {
+		row.Extra["tflops"] = results.FormatValue(v)
+	}
+	return &row, warns
+}
+
+func setBenchCell(r *results.Row, col, val string) error {
+	switch col {
+	case "tier":
+		r.Tier = val
+	case "layout":
+		r.Layout = val
+	case "backend":
+		r.Backend = val
+	case "transport":
+		r.Transport = val
+	case "model":
+		r.Model = val
+	case "prefix_tokens":
+		n, err := units.ParseTokens(val)
+		if err != nil {
+			return err
+		}
+		r.PrefixTokens = int64(n)
+	case "blocks":
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return err
+		}
+		r.Blocks = n
+	case "bytes", "chunk_bytes":
+		n, err := units.ParseBytes(val)
+		if err != nil {
+			return err
+		}
+		if col == "bytes" {
+			r.Bytes = n
+		} else {
+			r.ChunkBytes = n
+		}
+	default:
+		r.Extra[col] = val
+	}
+	return nil
+}
+
+// SweepHeader is the header of a sweep.csv: the common columns, then the
+// sweep's own.
+func SweepHeader() []string {
+	return append(slices.Clone(results.CommonColumns), results.SweepColumns...)
+}
+
+// WriteRowsCSV writes rows under header to w in the form results.CSV
+// writes them (integers 0 as empty, floats shortest, NaN as empty).
+func WriteRowsCSV(w io.Writer, header []string, rows []results.Row) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(header); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Status == "" {
+			return errors.New("report: row has no status")
+		}
+		rec := make([]string, len(header))
+		for i, c := range header {
+			rec[i] = cellOf(r, c)
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func cellOf(r results.Row, col string) string {
+	ints := func(n int64) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	switch col {
+	case "suite":
+		return r.Suite
+	case "backend":
+		return r.Backend
+	case "transport":
+		return r.Transport
+	case "tier":
+		return r.Tier
+	case "layout":
+		return r.Layout
+	case "model":
+		return r.Model
+	case "prefix_tokens":
+		return ints(r.PrefixTokens)
+	case "blocks":
+		return ints(r.Blocks)
+	case "chunk_bytes":
+		return ints(r.ChunkBytes)
+	case "bytes":
+		return ints(r.Bytes)
+	case "rep":
+		return strconv.Itoa(r.Rep)
+	case "seconds":
+		return results.FormatValue(r.Seconds)
+	case "gbps":
+		return results.FormatValue(r.GBps)
+	case "status":
+		return string(r.Status)
+	case "reason":
+		return r.Reason
+	}
+	return r.Get(col)
+}

@@ -1,0 +1,212 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Dash stands in a table cell for a value that cannot exist; a footnote
+// says why.
+const Dash = "—"
+
+// A table is a Markdown table with footnotes. Columns whose cells are all
+// numbers (or dashes) are right-aligned.
+type table struct {
+	header []string
+	rows   [][]string
+	notes  []string // footnote texts; note i is marked "[i+1]"
+}
+
+func newTable(header ...string) *table { return &table{header: header} }
+
+// numeric reports whether column i holds numbers only.
+func (t *table) numeric(i int) bool {
+	digits := false
+	for _, r := range t.rows {
+		c := strings.TrimLeft(r[i], "+-")
+		switch {
+		case c == "":
+		case c[0] >= '0' && c[0] <= '9':
+			digits = true
+		case strings.HasPrefix(c, Dash):
+		default:
+			return false
+		}
+	}
+	return digits
+}
+
+func (t *table) add(cells ...string) {
+	for i, c := range cells {
+		if c == "" || strings.Contains(c, "NaN") || strings.Contains(c, "Inf") {
+			cells[i] = Dash // never an empty or NaN cell; callers add a note
+		}
+	}
+	t.rows = append(t.rows, cells)
+}
+
+// note returns the marker of footnote text, adding it once.
+func (t *table) note(text string) string {
+	for i, n := range t.notes {
+		if n == text {
+			return fmt.Sprintf("[%d]", i+1)
+		}
+	}
+	t.notes = append(t.notes, text)
+	return fmt.Sprintf("[%d]", len(t.notes))
+}
+
+// dash returns Dash marked with footnote text.
+func (t *table) dash(text string) string { return Dash + " " + t.note(text) }
+
+func (t *table) write(w io.Writer) {
+	esc := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	fmt.Fprintf(w, "| %s |\n", strings.Join(mapStrings(t.header, esc), " | "))
+	seps := make([]string, len(t.header))
+	for i := range seps {
+		seps[i] = "---"
+		if t.numeric(i) {
+			seps[i] = "--:"
+		}
+	}
+	fmt.Fprintf(w, "|%s|\n", strings.Join(seps, "|"))
+	for _, r := range t.rows {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(mapStrings(r, esc), " | "))
+	}
+	if len(t.notes) > 0 {
+		fmt.Fprintln(w)
+		for i, n := range t.notes {
+			fmt.Fprintf(w, "[%d] %s  \n", i+1, n)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func mapStrings(xs []string, f func(string) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
+// fmtSec renders seconds with three significant digits in a unit that
+// suits it (ns, µs, ms, s); "" for NaN so the table marks it.
+func fmtSec(s float64) string {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return ""
+	}
+	a := math.Abs(s)
+	switch {
+	case a == 0:
+		return "0 s"
+	case a < 1e-6:
+		return sig(s*1e9) + " ns"
+	case a < 1e-3:
+		return sig(s*1e6) + " µs"
+	case a < 1:
+		return sig(s*1e3) + " ms"
+	}
+	return sig(s) + " s"
+}
+
+// fmtMS renders seconds as milliseconds, the unit of the MB1 table.
+func fmtMS(s float64) string {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return ""
+	}
+	return sig(s * 1e3)
+}
+
+// sig renders x with three significant digits, without exponent for the
+// magnitudes a table holds.
+func sig(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return ""
+	}
+	a := math.Abs(x)
+	switch {
+	case a == 0:
+		return "0"
+	case a >= 1000:
+		return commas(int64(math.Round(x)))
+	case a >= 100:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	case a >= 0.001:
+		return strconv.FormatFloat(x, 'f', int(2-math.Floor(math.Log10(a))), 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+// commas renders n with thousands separators.
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// fmtRatio renders a/b as "3.9×"; "" when it cannot exist.
+func fmtRatio(a, b float64) string {
+	if b == 0 || math.IsNaN(a) || math.IsNaN(b) {
+		return ""
+	}
+	return sig(a/b) + "×"
+}
+
+// fmtRange renders the p10–p90 spread.
+func fmtRange(lo, hi float64, f func(float64) string) string {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return ""
+	}
+	return f(lo) + " – " + f(hi)
+}
+
+// fmtTokens renders a prefix length as it is usually written (8k).
+func fmtTokens(n int64) string {
+	if n >= 1024 && n%1024 == 0 {
+		return strconv.FormatInt(n/1024, 10) + "k"
+	}
+	return commas(n)
+}
+
+// fmtBytes renders a payload size with an IEC unit.
+func fmtBytes(n float64) string {
+	if math.IsNaN(n) {
+		return ""
+	}
+	for _, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
+		if math.Abs(n) < 1024 || u == "TiB" {
+			if u == "B" {
+				return strconv.FormatFloat(n, 'f', 0, 64) + " B"
+			}
+			return sig(n) + " " + u
+		}
+		n /= 1024
+	}
+	return ""
+}
+
+func fmtPct(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return ""
+	}
+	return fmt.Sprintf("%+.1f %%", x)
+}

@@ -1,0 +1,299 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// A SweepKey names one configuration of the device tier sweep: every
+// column that changes what a fetch does, except the prefix length.
+type SweepKey struct {
+	Backend, Transport, Tier, Layout, Copy, Path, Dtype string
+}
+
+func sweepKey(r results.Row) SweepKey {
+	return SweepKey{
+		Backend: r.Backend, Transport: r.Transport, Tier: r.Tier, Layout: r.Layout,
+		Copy: r.Get("copy"), Path: r.Get("path"), Dtype: r.Get("compute_dtype"),
+	}
+}
+
+func compareSweepKey(a, b SweepKey) int {
+	return cmp.Or(
+		cmp.Compare(a.Backend, b.Backend),
+		cmp.Compare(tierOrder(a.Tier), tierOrder(b.Tier)),
+		cmp.Compare(a.Tier, b.Tier),
+		cmp.Compare(a.Layout, b.Layout),
+		cmp.Compare(a.Copy, b.Copy),
+		cmp.Compare(a.Path, b.Path),
+		cmp.Compare(a.Transport, b.Transport),
+		cmp.Compare(a.Dtype, b.Dtype),
+	)
+}
+
+func tierOrder(t string) int {
+	switch t {
+	case "hbm", "gpu":
+		return 0
+	case "host", "cpu":
+		return 1
+	case "remote":
+		return 2
+	case "recompute", "miss":
+		return 3
+	}
+	return 4
+}
+
+// IsStandIn reports whether backend is the CPU stand-in for a GPU.
+func IsStandIn(backend string) bool { return backend == "host" }
+
+// StandInLabel is how every table and legend marks a host-backend row.
+const StandInLabel = "host stand-in (CPU)"
+
+// Label names the configuration for tables and legends: tier, layout and
+// copy mode, then backend and transport, with the host stand-in marked.
+func (k SweepKey) Label() string {
+	var parts []string
+	parts = append(parts, k.Tier)
+	var how []string
+	for _, s := range []string{k.Layout, k.Copy, k.Dtype} {
+		if s != "" {
+			how = append(how, s)
+		}
+	}
+	if len(how) > 0 {
+		parts = append(parts, strings.Join(how, "/"))
+	}
+	be := k.Backend
+	if IsStandIn(k.Backend) {
+		be = StandInLabel
+	}
+	via := []string{be}
+	if k.Transport != "" && k.Transport != k.Backend {
+		via = append(via, k.Transport)
+	}
+	if k.Path != "" {
+		via = append(via, k.Path)
+	}
+	return strings.Join(parts, " ") + " (" + strings.Join(via, ", ") + ")"
+}
+
+// A Fit is the tier cost model t = Alpha + X/Rate fitted by least squares
+// over every ok sample of one configuration, where X is the payload bytes
+// of a fetch tier or the FLOPs of recompute.
+type Fit struct {
+	Key       SweepKey
+	Regressor string  // "bytes" or "flops"
+	Alpha     float64 // seconds
+	Rate      float64 // bytes/s or FLOP/s; +Inf when the slope is not positive
+	R2        float64
+	N         int
+	MinL      int64 // shortest and longest prefix measured
+	MaxL      int64
+	X, Y      []float64 // the points the fit was made on
+
+	// Geometry of the prefixes, learnt from the rows.
+	BlockTokens int64   // tokens per block
+	BlockBytes  float64 // payload bytes per block
+	FlopsA      float64 // flops(L) = FlopsA·L + FlopsB·L² (recompute)
+	FlopsB      float64
+}
+
+// Predict returns the modelled time for x bytes or FLOPs.
+func (f Fit) Predict(x float64) float64 { return f.Alpha + x/f.Rate }
+
+// Bytes returns the payload bytes of an L-token prefix: whole blocks.
+func (f Fit) Bytes(L int64) float64 {
+	return float64((L+f.BlockTokens-1)/f.BlockTokens) * f.BlockBytes
+}
+
+// Flops returns the modelled FLOPs of prefilling L tokens.
+func (f Fit) Flops(L int64) float64 {
+	l := float64(L)
+	return f.FlopsA*l + f.FlopsB*l*l
+}
+
+// TimeAt returns the modelled time of the configuration at L tokens.
+func (f Fit) TimeAt(L int64) float64 {
+	if f.Regressor == "flops" {
+		return f.Predict(f.Flops(L))
+	}
+	return f.Predict(f.Bytes(L))
+}
+
+// Fits fits the cost model of every sweep configuration that has at least
+// two distinct regressor values; the others come back in skipped with the
+// reason.
+func Fits(rows []results.Row) (fits []Fit, skipped []string) {
+	keys, groups := groupBy(rows, sweepKey, compareSweepKey)
+	for _, k := range keys {
+		f, err := fitGroup(k, groups[k])
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", k.Label(), err))
+			continue
+		}
+		fits = append(fits, f)
+	}
+	return fits, skipped
+}
+
+func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
+	f := Fit{Key: k, Regressor: "bytes", MinL: math.MaxInt64}
+	if k.Tier == "recompute" {
+		f.Regressor = "flops"
+	}
+	var ls, fl []float64
+	var blocksSeen bool
+	for _, r := range rows {
+		if !ok(r) {
+			continue
+		}
+		var x float64
+		if f.Regressor == "flops" {
+			x = r.Float("flops")
+			ls = append(ls, float64(r.PrefixTokens))
+			fl = append(fl, x)
+		} else {
+			x = float64(r.Bytes)
+		}
+		if math.IsNaN(x) || x <= 0 {
+			continue
+		}
+		f.X = append(f.X, x)
+		f.Y = append(f.Y, r.Seconds)
+		f.MinL = min(f.MinL, r.PrefixTokens)
+		f.MaxL = max(f.MaxL, r.PrefixTokens)
+		if r.Blocks > 0 && r.Bytes > 0 && r.PrefixTokens > 0 && !blocksSeen {
+			blocksSeen = true
+			f.BlockBytes = float64(r.Bytes) / float64(r.Blocks)
+			f.BlockTokens = (r.PrefixTokens + r.Blocks - 1) / r.Blocks
+		}
+	}
+	f.N = len(f.X)
+	if f.N == 0 {
+		return f, fmt.Errorf("no ok rows with %s", f.Regressor)
+	}
+	if distinct(f.X) < 2 {
+		return f, fmt.Errorf("one %s value only, nothing to fit", f.Regressor)
+	}
+	alpha, slope := stat.LinearRegression(f.X, f.Y, nil, false)
+	f.Alpha = alpha
+	f.Rate = math.Inf(1)
+	if slope > 0 {
+		f.Rate = 1 / slope
+	}
+	f.R2 = stat.RSquared(f.X, f.Y, nil, alpha, slope)
+	if f.Regressor == "flops" {
+		f.FlopsA, f.FlopsB = fitFlops(ls, fl)
+	} else if !blocksSeen {
+		// No block geometry: treat bytes as proportional to tokens.
+		f.BlockTokens = 1
+		f.BlockBytes = f.X[0] / float64(f.MinL)
+	}
+	return f, nil
+}
+
+func distinct(xs []float64) int {
+	m := map[float64]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return len(m)
+}
+
+// fitFlops fits flops = a·L + b·L² through the origin by least squares
+// (the normal equations of two regressors). With one prefix length only it
+// returns the linear a.
+func fitFlops(ls, fl []float64) (a, b float64) {
+	var s2, s3, s4, sy1, sy2 float64
+	for i, l := range ls {
+		s2 += l * l
+		s3 += l * l * l
+		s4 += l * l * l * l
+		sy1 += fl[i] * l
+		sy2 += fl[i] * l * l
+	}
+	det := s2*s4 - s3*s3
+	if distinct(ls) < 2 || math.Abs(det) <= 1e-12*s2*s4 {
+		return sy1 / s2, 0
+	}
+	a = (sy1*s4 - sy2*s3) / det
+	b = (s2*sy2 - s3*sy1) / det
+	return a, b
+}
+
+// BreakEven compares recompute with one fetch configuration.
+type BreakEven struct {
+	Fetch, Recompute SweepKey
+	// L is the smallest prefix at which recompute is no longer cheaper
+	// than the fetch; below it recompute wins. Valid when Kind is
+	// Crossover.
+	L          int64
+	Kind       BreakEvenKind
+	MinL, MaxL int64 // the measured range searched
+}
+
+// BreakEvenKind says how the two cost curves relate within the range.
+type BreakEvenKind int
+
+// Break-even outcomes.
+const (
+	Crossover     BreakEvenKind = iota // recompute cheaper below L, fetch from L on
+	RecomputeWins                      // recompute cheaper at every L of the range
+	FetchWins                          // fetch cheaper already at the shortest L
+)
+
+// String says the outcome in words for tables.
+func (b BreakEven) String() string {
+	switch b.Kind {
+	case Crossover:
+		return fmt.Sprintf("%d tokens", b.L)
+	case RecomputeWins:
+		return fmt.Sprintf("never within the measured range (recompute cheaper up to %d tokens)", b.MaxL)
+	default:
+		return fmt.Sprintf("none: fetch cheaper at every measured L (from %d tokens on)", b.MinL)
+	}
+}
+
+// BreakEvens pairs every recompute fit with every fetch fit of the same
+// backend and finds the prefix length below which recompute is cheaper,
+// searching token by token over the range both measured (the union of
+// their prefixes).
+func BreakEvens(fits []Fit) []BreakEven {
+	var out []BreakEven
+	for _, rc := range fits {
+		if rc.Regressor != "flops" {
+			continue
+		}
+		for _, fe := range fits {
+			if fe.Regressor != "bytes" || fe.Key.Backend != rc.Key.Backend {
+				continue
+			}
+			out = append(out, breakEven(rc, fe))
+		}
+	}
+	return out
+}
+
+func breakEven(rc, fe Fit) BreakEven {
+	b := BreakEven{Fetch: fe.Key, Recompute: rc.Key, MinL: min(rc.MinL, fe.MinL), MaxL: max(rc.MaxL, fe.MaxL)}
+	if rc.TimeAt(b.MinL) >= fe.TimeAt(b.MinL) {
+		b.Kind = FetchWins
+		return b
+	}
+	for L := b.MinL + 1; L <= b.MaxL; L++ {
+		if rc.TimeAt(L) >= fe.TimeAt(L) {
+			b.Kind, b.L = Crossover, L
+			return b
+		}
+	}
+	b.Kind = RecomputeWins
+	return b
+}

@@ -1,0 +1,597 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// Write renders the report of runs as Markdown: the environment of each
+// run, then one section per suite found in any of them, the tier cost
+// model and the TTFT predictions. A suite no run holds gets one line
+// saying so instead of a table.
+func Write(w io.Writer, runs []*Run) {
+	fmt.Fprintln(w, "# kvtier report")
+	fmt.Fprintln(w)
+	var dirs []string
+	for _, r := range runs {
+		dirs = append(dirs, "`"+r.Dir+"`")
+	}
+	fmt.Fprintf(w, "Results: %s. Times are p50 over the ok samples with the p10–p90 spread; n counts those samples. Rows that were skipped or failed are counted with their reasons, never as numbers.\n\n", strings.Join(dirs, ", "))
+
+	writeEnvironment(w, runs)
+
+	var missing []string
+	section := func(title, file string, have func(*Run) bool, body func(io.Writer, *Run)) {
+		var with []*Run
+		for _, r := range runs {
+			if have(r) {
+				with = append(with, r)
+			}
+		}
+		if len(with) == 0 {
+			missing = append(missing, fmt.Sprintf("%s (%s)", title, file))
+			return
+		}
+		fmt.Fprintf(w, "## %s\n\n", title)
+		for _, r := range with {
+			if len(runs) > 1 {
+				fmt.Fprintf(w, "### from `%s`\n\n", r.Dir)
+			}
+			body(w, r)
+		}
+	}
+	section("Device tiers", results.SweepFile, func(r *Run) bool { return len(r.Sweep) > 0 }, writeSweep)
+	section("Tier cost model", results.SweepFile, func(r *Run) bool { return len(r.Sweep) > 0 }, writeModel)
+	section("HTTP four-tier TTFT", results.ProbeFile, func(r *Run) bool { return len(r.Probe) > 0 }, writeProbe)
+	section("MB1: decode during a prefill", results.MB1File, func(r *Run) bool { return len(r.MB1) > 0 }, writeMB1)
+	section("MB2: KV transfer bandwidth", results.TransferFile, func(r *Run) bool { return len(r.Transfer) > 0 }, writeTransfer)
+	writePredictions(w, runs)
+
+	if len(missing) > 0 {
+		fmt.Fprintln(w, "## Not in these results")
+		fmt.Fprintln(w)
+		for _, m := range missing {
+			fmt.Fprintf(w, "- %s: suite not run (no file in %s).\n", m, strings.Join(dirs, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func writeEnvironment(w io.Writer, runs []*Run) {
+	fmt.Fprintln(w, "## Environment")
+	fmt.Fprintln(w)
+	for _, r := range runs {
+		if len(runs) > 1 {
+			fmt.Fprintf(w, "### `%s`\n\n", r.Dir)
+		}
+		for _, warn := range r.Warnings {
+			fmt.Fprintf(w, "- note: %s\n", warn)
+		}
+		m := r.Manifest
+		if m == nil {
+			fmt.Fprintln(w)
+			continue
+		}
+		fmt.Fprintf(w, "- suite: %s, kvtier %s\n", orDash(m.Suite), orDash(m.Version))
+		fmt.Fprintf(w, "- command: `%s`\n", orDash(strings.Join(m.Command, " ")))
+		end := "not finished (no end time)"
+		if !m.End.IsZero() {
+			end = m.End.Format(time.RFC3339) + fmt.Sprintf(" (%s)", m.End.Sub(m.Start).Round(time.Second))
+		}
+		fmt.Fprintf(w, "- start: %s, end: %s", m.Start.Format(time.RFC3339), end)
+		if m.Interrupted {
+			fmt.Fprint(w, ", **interrupted**: the results are what was measured before the stop")
+		}
+		fmt.Fprintln(w)
+		h := m.Host
+		fmt.Fprintf(w, "- host: %s, %s %s, kernel %s, %s\n", orDash(h.Hostname), orDash(h.OS), orDash(h.Arch), orDash(h.Kernel), orDash(h.GoVersion))
+		fmt.Fprintf(w, "- CPU: %s × %d, %d NUMA node(s), %s memory\n", orDash(h.CPUModel), h.CPUs, h.NUMANodes, fmtBytes(float64(h.MemoryBytes)))
+		if len(m.GPUs) == 0 {
+			fmt.Fprintln(w, "- GPUs: none found")
+		}
+		for _, g := range m.GPUs {
+			link := "link limit unknown"
+			if g.LinkGBps > 0 {
+				link = fmt.Sprintf("%.1f GB/s link", g.LinkGBps)
+			}
+			fmt.Fprintf(w, "- GPU %d: %s [%s], %s, NUMA %d, PCIe gen%d x%d (max gen%d x%d), %s, driver %s, CUDA %s\n",
+				g.Index, g.Name, g.BusID, fmtBytes(float64(g.MemoryBytes)), g.NUMANode, g.PCIeGen, g.PCIeWidth,
+				g.PCIeMaxGen, g.PCIeMaxWidth, link, orDash(g.DriverVersion), orDash(g.CUDAVersion))
+			for _, gw := range g.Warnings {
+				fmt.Fprintf(w, "  - warning: %s\n", gw)
+			}
+		}
+		if len(m.NICs) == 0 {
+			fmt.Fprintln(w, "- RDMA NICs: none found")
+		}
+		for _, n := range m.NICs {
+			fmt.Fprintf(w, "- NIC %s port %d: %s, %s, %g Gb/s, MTU %d, NUMA %d", n.Name, n.Port, orDash(n.State), orDash(n.LinkLayer), n.RateGbps, n.MTU, n.NUMANode)
+			if n.NetDev != "" {
+				fmt.Fprintf(w, ", netdev %s", n.NetDev)
+			}
+			fmt.Fprintln(w)
+		}
+		for _, b := range m.Backends {
+			if b.Available {
+				fmt.Fprintf(w, "- backend %s: available%s\n", b.Name, prefixed(", ", b.Detail))
+			} else {
+				fmt.Fprintf(w, "- backend %s: not available: %s\n", b.Name, orDash(b.Reason))
+			}
+		}
+		for _, warn := range m.Warnings {
+			fmt.Fprintf(w, "- warning: %s\n", warn)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return Dash
+	}
+	return s
+}
+
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
+// notMeasured lists the rows of each group that hold no measurement,
+// grouped by reason.
+func notMeasured(w io.Writer, what string, labels []string, outs []Outcomes) {
+	var lines []string
+	for i, o := range outs {
+		for _, l := range o.Lines() {
+			lines = append(lines, fmt.Sprintf("- %s: %s", labels[i], l))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Not measured (%s):\n\n%s\n\n", what, strings.Join(lines, "\n"))
+}
+
+type sweepCell struct {
+	SweepKey
+	L int64
+}
+
+func writeSweep(w io.Writer, r *Run) {
+	keys, groups := groupBy(r.Sweep, func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
+		func(a, b sweepCell) int {
+			return cmp.Or(compareSweepKey(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
+		})
+	t := newTable("tier", "layout", "copy", "backend", "transport", "L", "bytes", "n", "time p50", "time p10–p90", "GB/s p50", "GB/s p10–p90", "link frac", "TFLOP/s p50")
+	var labels []string
+	var outs []Outcomes
+	for _, k := range keys {
+		rows := groups[k]
+		var o Outcomes
+		for _, x := range rows {
+			o.Add(x)
+		}
+		if o.NotOK() > 0 {
+			labels = append(labels, fmt.Sprintf("%s L=%s", k.Label(), fmtTokens(k.L)))
+			outs = append(outs, o)
+		}
+		sec := Summarize(column(rows, seconds))
+		if sec.N == 0 {
+			continue
+		}
+		backend := k.Backend
+		if IsStandIn(k.Backend) {
+			backend = "host stand-in (CPU DRAM), not a GPU"
+		}
+		transport := k.Transport
+		if k.Path != "" {
+			transport += " / " + k.Path
+		}
+		layout, copyMode := k.Layout, k.Copy
+		if layout == "" {
+			layout = t.dash("not applicable to this tier")
+		}
+		if copyMode == "" {
+			copyMode = t.dash("not applicable to this tier")
+		}
+		bytes, gb, gbRange, frac, tf := "", "", "", "", ""
+		if k.Tier == "recompute" {
+			bytes = t.dash("recompute moves no KV bytes; its rate is in TFLOP/s")
+			gb, gbRange, frac = bytes, bytes, bytes
+			tfd := Summarize(column(rows, func(x results.Row) float64 { return x.Float("tflops") }))
+			if tfd.N > 0 {
+				tf = sig(tfd.P50)
+			} else {
+				tf = t.dash("no tflops column in the rows")
+			}
+		} else {
+			tf = t.dash("fetch tiers move bytes; their rate is in GB/s")
+			bytes = fmtBytes(float64(rows[0].Bytes))
+			g := Summarize(column(rows, gbps))
+			if g.N > 0 {
+				gb, gbRange = sig(g.P50), fmtRange(g.P10, g.P90, sig)
+				link := Summarize(column(rows, func(x results.Row) float64 { return x.Float("link_gbps") }))
+				if link.N > 0 && link.P50 > 0 {
+					frac = fmt.Sprintf("%.2f", g.P50/link.P50)
+				} else {
+					frac = t.dash("link limit unknown (link_gbps empty)")
+				}
+			} else {
+				gb = t.dash("no bytes recorded")
+				gbRange, frac = gb, gb
+			}
+		}
+		t.add(k.Tier, layout, copyMode, backend, orDash(transport), fmtTokens(k.L), bytes, fmt.Sprint(sec.N),
+			fmtSec(sec.P50), fmtRange(sec.P10, sec.P90, fmtSec), gb, gbRange, frac, tf)
+	}
+	if len(t.rows) == 0 {
+		fmt.Fprintln(w, "No ok rows in sweep.csv.")
+		fmt.Fprintln(w)
+	} else {
+		t.write(w)
+	}
+	notMeasured(w, "sweep", labels, outs)
+}
+
+func writeModel(w io.Writer, r *Run) {
+	fits, skipped := Fits(r.Sweep)
+	if len(fits) == 0 {
+		fmt.Fprintln(w, "No configuration has two or more prefix lengths measured, so no cost model can be fitted.")
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintln(w, "Least-squares fit over every ok sample: fetch tiers t(L) = α + bytes(L)/β with bytes(L) = ceil(L/block)·block_bytes; recompute t(L) = α + flops(L)/rate.")
+		fmt.Fprintln(w)
+		t := newTable("configuration", "model", "n", "L measured", "α", "β / rate", "R²")
+		for _, f := range fits {
+			rate := ""
+			if math.IsInf(f.Rate, 1) {
+				rate = t.dash("time does not grow with size: slope ≤ 0")
+			} else if f.Regressor == "flops" {
+				rate = sig(f.Rate/1e12) + " TFLOP/s"
+			} else {
+				rate = sig(f.Rate/1e9) + " GB/s"
+			}
+			model := "α + bytes/β"
+			if f.Regressor == "flops" {
+				model = "α + flops/rate"
+			}
+			t.add(f.Key.Label(), model, fmt.Sprint(f.N), fmtTokens(f.MinL)+" – "+fmtTokens(f.MaxL),
+				fmtSec(f.Alpha), rate, fmt.Sprintf("%.4f", f.R2))
+		}
+		t.write(w)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(w, "- not fitted: %s\n", s)
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintln(w)
+	}
+	bes := BreakEvens(fits)
+	if len(bes) == 0 {
+		fmt.Fprintln(w, "Break-even prefixes need a recompute fit and a fetch fit on the same backend; these results have no such pair.")
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintln(w, "Break-even prefix: below it recompute is cheaper than the fetch (searched token by token over the measured range, with the fitted models).")
+	fmt.Fprintln(w)
+	t := newTable("fetch", "recompute", "break-even L")
+	for _, b := range bes {
+		t.add(b.Fetch.Label(), b.Recompute.Label(), b.String())
+	}
+	t.write(w)
+}
+
+// A probeCell is the TTFT of one tier at one prefix length.
+type probeCell struct {
+	Sim  bool
+	L    int64
+	Tier string
+}
+
+// probeCounted reports whether a probe row's TTFT enters the numbers: an
+// ok row whose tier the server's counters confirmed (a miss counts unless
+// it was shown not to be one).
+func probeCounted(r results.Row) bool {
+	if !ok(r) {
+		return false
+	}
+	v := r.Get("verified")
+	if r.Tier == "miss" {
+		return v != "false"
+	}
+	return v == "true"
+}
+
+func probeTTFT(r results.Row) float64 {
+	if t := r.Float("ttft_s"); !math.IsNaN(t) {
+		return t
+	}
+	return r.Seconds
+}
+
+// probeDists returns the TTFT distribution of every (source, L, tier) with
+// the rows behind it.
+func probeDists(rows []results.Row) ([]probeCell, map[probeCell][]results.Row) {
+	return groupBy(rows, func(x results.Row) probeCell {
+		return probeCell{x.Get("simulated") == "true", x.PrefixTokens, x.Tier}
+	}, func(a, b probeCell) int {
+		return cmp.Or(cmpBool(a.Sim, b.Sim), cmp.Compare(a.L, b.L), cmp.Compare(tierOrder(a.Tier), tierOrder(b.Tier)))
+	})
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+func countedTTFT(rows []results.Row) Dist {
+	var v []float64
+	for _, x := range rows {
+		if probeCounted(x) {
+			v = append(v, probeTTFT(x))
+		}
+	}
+	return Summarize(v)
+}
+
+var probeTiers = []string{"miss", "remote", "cpu", "gpu"}
+
+func writeProbe(w io.Writer, r *Run) {
+	cells, groups := probeDists(r.Probe)
+	type lkey struct {
+		Sim bool
+		L   int64
+	}
+	var ls []lkey
+	for _, c := range cells {
+		k := lkey{c.Sim, c.L}
+		if !slices.Contains(ls, k) {
+			ls = append(ls, k)
+		}
+	}
+	fmt.Fprintln(w, "TTFT in seconds: p50 (p90, n). Hits count only when the server's counters confirmed the tier; the ratios compare p50s.")
+	fmt.Fprintln(w)
+	t := newTable("L", "source", "miss", "remote", "cpu", "gpu", "miss/remote", "remote/cpu", "cpu/gpu")
+	var unverified []string
+	var labels []string
+	var outs []Outcomes
+	for _, lk := range ls {
+		src := "real server"
+		if lk.Sim {
+			src = "simulated"
+		}
+		row := []string{fmtTokens(lk.L), src}
+		p50 := map[string]float64{}
+		for _, tier := range probeTiers {
+			rows := groups[probeCell{lk.Sim, lk.L, tier}]
+			var o Outcomes
+			nUnver := 0
+			reasons := map[string]int{}
+			for _, x := range rows {
+				o.Add(x)
+				if ok(x) && !probeCounted(x) {
+					nUnver++
+					reasons[orDash(x.Get("verify_reason"))]++
+				}
+			}
+			if o.NotOK() > 0 {
+				labels = append(labels, fmt.Sprintf("%s L=%s (%s)", tier, fmtTokens(lk.L), src))
+				outs = append(outs, o)
+			}
+			d := countedTTFT(rows)
+			p50[tier] = math.NaN()
+			cell := ""
+			switch {
+			case d.N > 0:
+				p50[tier] = d.P50
+				cell = fmt.Sprintf("%s (%s, %d)", sig(d.P50), sig(d.P90), d.N)
+			case len(rows) == 0:
+				cell = t.dash("not measured at this L")
+			case nUnver > 0:
+				cell = Dash
+			default:
+				cell = t.dash("no ok sample (see Not measured)")
+			}
+			if nUnver > 0 {
+				cell += " " + t.note("unverified hits excluded from the numbers; counted below")
+				var rs []string
+				for k, v := range reasons {
+					rs = append(rs, fmt.Sprintf("%d: %s", v, k))
+				}
+				slices.Sort(rs)
+				unverified = append(unverified, fmt.Sprintf("- %s L=%s (%s): %d unverified hit row(s) — %s", tier, fmtTokens(lk.L), src, nUnver, strings.Join(rs, "; ")))
+			}
+			row = append(row, cell)
+		}
+		for _, pr := range [][2]string{{"miss", "remote"}, {"remote", "cpu"}, {"cpu", "gpu"}} {
+			v := fmtRatio(p50[pr[0]], p50[pr[1]])
+			if v == "" {
+				v = t.dash("a side of the ratio was not measured")
+			}
+			row = append(row, v)
+		}
+		t.add(row...)
+	}
+	t.write(w)
+	if len(unverified) > 0 {
+		fmt.Fprintf(w, "Unverified hits (the server's counters did not confirm the tier):\n\n%s\n\n", strings.Join(unverified, "\n"))
+	}
+	notMeasured(w, "probe", labels, outs)
+}
+
+type mb1Cell struct {
+	Sim   bool
+	Chunk string
+	D, P  int
+}
+
+func writeMB1(w io.Writer, r *Run) {
+	type armCell struct {
+		mb1Cell
+		Arm string
+	}
+	keyOf := func(x results.Row) armCell {
+		return armCell{mb1Cell{x.Get("simulated") == "true", x.Get("chunk_label"), atoi(x.Get("decode_streams")), atoi(x.Get("prefill_tokens"))}, x.Get("arm")}
+	}
+	cells, groups := groupBy(r.MB1, keyOf, func(a, b armCell) int {
+		return cmp.Or(cmpBool(a.Sim, b.Sim), cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.D, b.D), cmp.Compare(a.P, b.P), cmp.Compare(a.Arm, b.Arm))
+	})
+	fmt.Fprintln(w, "Interference arm: p50 over reps. Effective TPOT during = prefill TTFT / (tokens during / D); penalty = that / base TPOT. The control arm sends the prefill elsewhere.")
+	fmt.Fprintln(w)
+	t := newTable("D", "P", "chunk", "source", "n", "base TPOT ms", "prefill TTFT ms", "tokens/stream during", "eff. TPOT ms", "penalty", "control penalty")
+	var labels []string
+	var outs []Outcomes
+	p50 := func(rows []results.Row, col string) (float64, int) {
+		d := Summarize(column(rows, func(x results.Row) float64 { return x.Float(col) }))
+		if d.N == 0 {
+			return math.NaN(), 0
+		}
+		return d.P50, d.N
+	}
+	for _, c := range cells {
+		var o Outcomes
+		for _, x := range groups[c] {
+			o.Add(x)
+		}
+		if o.NotOK() > 0 {
+			labels = append(labels, fmt.Sprintf("%s D=%d P=%s", c.Arm, c.D, fmtTokens(int64(c.P))))
+			outs = append(outs, o)
+		}
+		if c.Arm != "interfere" {
+			continue
+		}
+		rows := groups[c]
+		pen, n := p50(rows, "penalty")
+		if n == 0 {
+			continue
+		}
+		src := "real server"
+		if c.Sim {
+			src = "simulated"
+		}
+		chunk := c.Chunk
+		if chunk == "" {
+			chunk = t.dash("chunked-prefill size not given")
+		}
+		val := func(col string, f func(float64) string) string {
+			v, _ := p50(rows, col)
+			if s := f(v); s != "" {
+				return s
+			}
+			return t.dash("not recorded in this run")
+		}
+		ctrl := groups[armCell{c.mb1Cell, "control"}]
+		cp, cn := p50(ctrl, "penalty")
+		var ctrlCell string
+		switch {
+		case cn > 0:
+			ctrlCell = fmt.Sprintf("%s× (n=%d)", sig(cp), cn)
+		case len(ctrl) > 0:
+			ctrlCell = t.dash("control arm has no ok rep (see Not measured)")
+		default:
+			ctrlCell = t.dash("control arm not run for this cell")
+		}
+		t.add(fmt.Sprint(c.D), commas(int64(c.P)), chunk, src, fmt.Sprint(n),
+			val("base_tpot_s", fmtMS), val("prefill_ttft_s", fmtMS), val("tokens_per_stream_during", sig),
+			val("eff_tpot_s", fmtMS), sig(pen)+"×", ctrlCell)
+	}
+	if len(t.rows) == 0 {
+		fmt.Fprintln(w, "No interference cell has an ok rep.")
+		fmt.Fprintln(w)
+	} else {
+		t.write(w)
+	}
+	notMeasured(w, "mb1", labels, outs)
+}
+
+type transferCell struct {
+	Path, Transport, Device, Layout, Src, Dst string
+	Bytes                                     int64
+}
+
+func writeTransfer(w io.Writer, r *Run) {
+	keys, groups := groupBy(r.Transfer, func(x results.Row) transferCell {
+		return transferCell{x.Get("path"), x.Transport, x.Get("device"), x.Layout, x.Get("src_mem"), x.Get("dst_mem"), x.Bytes}
+	}, func(a, b transferCell) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Transport, b.Transport), cmp.Compare(a.Device, b.Device),
+			cmp.Compare(a.Layout, b.Layout), cmp.Compare(a.Src, b.Src), cmp.Compare(a.Dst, b.Dst), cmp.Compare(a.Bytes, b.Bytes))
+	})
+	fmt.Fprintln(w, "GB/s = payload bytes / time (1 GB = 10⁹ B). Time for 3 GiB and 11.5 GiB is extrapolated from each rep's rate (p50 over reps).")
+	fmt.Fprintln(w)
+	t := newTable("path", "transport", "device", "layout", "mem", "size", "n", "GB/s p50", "GB/s p10–p90", "line frac", "time p50", "time p99", "3 GiB p50", "11.5 GiB p50")
+	var labels []string
+	var outs []Outcomes
+	for _, k := range keys {
+		rows := groups[k]
+		var o Outcomes
+		for _, x := range rows {
+			o.Add(x)
+		}
+		if o.NotOK() > 0 {
+			labels = append(labels, fmt.Sprintf("%s %s %s %s", orDash(k.Path), k.Transport, k.Layout, fmtBytes(float64(k.Bytes))))
+			outs = append(outs, o)
+		}
+		sec := Summarize(column(rows, seconds))
+		if sec.N == 0 {
+			continue
+		}
+		g := Summarize(column(rows, gbps))
+		var frac string
+		if line := Summarize(column(rows, func(x results.Row) float64 { return x.Float("line_gbps") })); line.N > 0 && line.P50 > 0 && g.N > 0 {
+			frac = fmt.Sprintf("%.2f", g.P50/line.P50)
+		} else {
+			frac = t.dash("line rate unknown (line_gbps empty)")
+		}
+		extrap := func(col string, size float64) string {
+			d := Summarize(column(rows, func(x results.Row) float64 {
+				if v := x.Float(col); !math.IsNaN(v) {
+					return v
+				}
+				if x.GBps > 0 {
+					return size / (x.GBps * 1e9)
+				}
+				return math.NaN()
+			}))
+			if d.N == 0 {
+				return t.dash("no rate to extrapolate from")
+			}
+			return fmtSec(d.P50)
+		}
+		path := k.Path
+		if path == "" {
+			path = t.dash("path not recorded")
+		}
+		mem := k.Src + "→" + k.Dst
+		if k.Src == "" && k.Dst == "" {
+			mem = t.dash("memory kinds not recorded")
+		}
+		gb, gbr := sig(g.P50), fmtRange(g.P10, g.P90, sig)
+		if g.N == 0 {
+			gb = t.dash("no bytes recorded")
+			gbr = gb
+		}
+		t.add(path, orDash(k.Transport), orDash(k.Device), orDash(k.Layout), mem, fmtBytes(float64(k.Bytes)), fmt.Sprint(sec.N),
+			gb, gbr, frac, fmtSec(sec.P50), fmtSec(sec.P99), extrap("t_3gib_s", 3*(1<<30)), extrap("t_11_5gib_s", 11.5*(1<<30)))
+	}
+	if len(t.rows) == 0 {
+		fmt.Fprintln(w, "No ok rows in transfer.csv.")
+		fmt.Fprintln(w)
+	} else {
+		t.write(w)
+	}
+	notMeasured(w, "transfer", labels, outs)
+}

@@ -1,0 +1,394 @@
+// Package reporttest writes synthetic kvtier results directories for the
+// tests of the analysis packages: every suite's CSV with values shaped
+// like an H200 node's (and the host stand-in's), a manifest, and the
+// skipped, error and unverified rows a real run has.
+package reporttest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"time"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// Options say what to generate.
+type Options struct {
+	Seed   uint64
+	Reps   int                // samples per configuration (default 5)
+	Noise  float64            // relative spread of the samples (default 0.03)
+	Slow   map[string]float64 // sweep tier -> factor its times are multiplied by
+	Suites []string           // files to write (default all of them)
+}
+
+// Geometry of the synthetic model: Qwen3-Coder-30B-A3B, 16-token blocks.
+const (
+	BlockTokens = 16
+	BlockBytes  = 1572864 // 16 tokens × 96 KiB
+	ChunkBytes  = 16384
+)
+
+// Tier models of the synthetic cuda sweep: t = Alpha + bytes/Beta.
+var (
+	Tiers = []struct {
+		Tier, Layout, Copy, Transport, Path string
+		Alpha, Beta                         float64 // s, bytes/s
+	}{
+		{"hbm", "layerwise", "batch", "cuda", "", 12e-6, 1.6e12},
+		{"host", "layerwise", "batch", "cuda", "", 25e-6, 50e9},
+		{"host", "blockwise", "percopy", "cuda", "", 18e-6, 53e9},
+		{"remote", "layerwise", "batch", "verbs", "inter", 60e-6, 20e9},
+	}
+	RecomputeAlpha = 2e-3    // s
+	RecomputeRate  = 400e12  // FLOP/s
+	FlopsA         = 6.6e9   // FLOPs per token
+	FlopsB         = 393216. // FLOPs per token² (attention)
+	Prefixes       = []int64{1024, 4096, 16384, 65536}
+)
+
+// Bytes returns the payload of an L-token prefix.
+func Bytes(L int64) int64 { return (L + BlockTokens - 1) / BlockTokens * BlockBytes }
+
+// Flops returns the prefill FLOPs of L tokens.
+func Flops(L int64) float64 { return FlopsA*float64(L) + FlopsB*float64(L)*float64(L) }
+
+// WriteDir writes a results directory into dir.
+func WriteDir(dir string, o Options) error {
+	if o.Reps == 0 {
+		o.Reps = 5
+	}
+	if o.Noise == 0 {
+		o.Noise = 0.03
+	}
+	if o.Suites == nil {
+		o.Suites = []string{results.SweepFile, results.ProbeFile, results.MB1File, results.MB1TokensFile, results.TransferFile}
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	noise := func() float64 { return math.Exp(o.Noise * rng.NormFloat64()) }
+	w := writer{dir: dir}
+	for _, s := range o.Suites {
+		switch s {
+		case results.SweepFile:
+			w.sweep(o, noise)
+		case results.ProbeFile:
+			w.probe(o, noise)
+		case results.MB1File:
+			w.mb1(o, noise)
+		case results.MB1TokensFile:
+			w.tokens()
+		case results.TransferFile:
+			w.transfer(o, noise)
+		default:
+			return fmt.Errorf("reporttest: unknown suite file %q", s)
+		}
+	}
+	if w.err != nil {
+		return w.err
+	}
+	return results.WriteManifest(filepath.Join(dir, "manifest.json"), Manifest())
+}
+
+// Manifest returns a plausible manifest of an H200 node.
+func Manifest() *results.Manifest {
+	start := time.Date(2026, 11, 29, 22, 0, 0, 0, time.UTC)
+	return &results.Manifest{
+		Tool: "kvtier", Version: "abc1234", Command: []string{"kvtier", "sweep", "--prefix", "1k,4k,16k,64k"},
+		Suite: "sweep", Start: start, End: start.Add(95 * time.Second),
+		Host: results.Host{Hostname: "gpu-node-7", Kernel: "6.8.0", OS: "linux", Arch: "amd64",
+			CPUModel: "Intel Xeon Platinum 8468", CPUs: 192, NUMANodes: 2, MemoryBytes: 2 << 40, GoVersion: "go1.26.0"},
+		Backends: []results.BackendStatus{
+			{Name: "host", Available: true},
+			{Name: "cuda", Available: true, Detail: "libcuda.so.1 570.86"},
+			{Name: "verbs", Available: false, Reason: "libibverbs.so.1: cannot open shared object file"},
+		},
+		GPUs: []results.GPU{{Index: 0, Name: "NVIDIA H200", BusID: "0000:19:00.0", NUMANode: 0, MemoryBytes: 141 << 30,
+			DriverVersion: "570.86", CUDAVersion: "12.8", PCIeGen: 5, PCIeWidth: 16, PCIeMaxGen: 5, PCIeMaxWidth: 16, LinkGBps: 53.2}},
+		NICs: []results.NIC{{Name: "mlx5_0", Port: 1, State: "ACTIVE", LinkLayer: "Ethernet", MTU: 4096, RateGbps: 200, NetDev: "ens1f0", NUMANode: 0}},
+	}
+}
+
+type writer struct {
+	dir string
+	err error
+}
+
+func (w *writer) open(name string, cols []string) *results.CSV {
+	if w.err != nil {
+		return nil
+	}
+	c, err := results.CreateCSV(filepath.Join(w.dir, name), cols...)
+	w.err = err
+	return c
+}
+
+func (w *writer) put(c *results.CSV, r results.Row) {
+	if w.err == nil && c != nil {
+		w.err = c.Write(r)
+	}
+}
+
+func (w *writer) close(c *results.CSV) {
+	if c != nil {
+		if err := c.Close(); w.err == nil {
+			w.err = err
+		}
+	}
+}
+
+func (w *writer) sweep(o Options, noise func() float64) {
+	c := w.open(results.SweepFile, results.SweepColumns)
+	defer w.close(c)
+	base := func(backend, transport, tier, layout string, L int64, rep int) results.Row {
+		r := results.NewRow("sweep")
+		r.Backend, r.Transport, r.Tier, r.Layout, r.Model = backend, transport, tier, layout, "qwen3-coder-30b-a3b"
+		r.PrefixTokens, r.Blocks, r.ChunkBytes, r.Rep = L, (L+BlockTokens-1)/BlockTokens, ChunkBytes, rep
+		return r
+	}
+	slow := func(tier string) float64 {
+		if f, ok := o.Slow[tier]; ok {
+			return f
+		}
+		return 1
+	}
+	for _, tc := range Tiers {
+		for _, L := range Prefixes {
+			for rep := range o.Reps {
+				r := base("cuda", tc.Transport, tc.Tier, tc.Layout, L, rep)
+				r.Bytes = Bytes(L)
+				r.Set("device", "NVIDIA H200 [0000:19:00.0]")
+				r.Set("copy", tc.Copy)
+				r.Set("src_mem", map[string]string{"hbm": "device", "host": "pinned", "remote": "peer"}[tc.Tier])
+				r.Set("dst_mem", "device")
+				r.Set("path", tc.Path)
+				r.Set("timing", "events")
+				r.Set("held", true)
+				r.Set("verified", rep == 0)
+				r.SetTime((tc.Alpha + float64(r.Bytes)/tc.Beta) * noise() * slow(tc.Tier))
+				if tc.Tier == "host" {
+					r.Set("link_gbps", 53.2)
+					r.Set("link_frac", r.GBps/53.2)
+				}
+				w.put(c, r)
+			}
+		}
+	}
+	for _, L := range Prefixes {
+		for rep := range o.Reps {
+			r := base("cuda", "cublas", "recompute", "", L, rep)
+			f := Flops(L)
+			r.SetTime((RecomputeAlpha + f/RecomputeRate) * noise() * slow("recompute"))
+			r.Set("device", "NVIDIA H200 [0000:19:00.0]")
+			r.Set("flops", f)
+			r.Set("tflops", f/r.Seconds/1e12)
+			r.Set("compute_dtype", "bf16")
+			r.Set("timing", "events")
+			w.put(c, r)
+		}
+	}
+	// The host stand-in: DRAM to DRAM copies, a CPU GEMM, and the tiers it
+	// cannot run.
+	for _, L := range Prefixes[:3] {
+		for rep := range o.Reps {
+			r := base("host", "memcpy", "host", "layerwise", L, rep)
+			r.Bytes = Bytes(L)
+			r.Set("device", "cpu (host stand-in)")
+			r.Set("copy", "percopy")
+			r.Set("src_mem", "pinned")
+			r.Set("dst_mem", "pageable")
+			r.Set("timing", "clock")
+			r.SetTime((40e-6 + float64(r.Bytes)/9e9) * noise())
+			w.put(c, r)
+		}
+		s := base("host", "memcpy", "hbm", "layerwise", L, 0)
+		s.Skip("hbm tier needs a GPU backend: cuda unavailable (libcuda.so.1 not found)")
+		w.put(c, s)
+		e := base("host", "tcp", "remote", "layerwise", L, 0)
+		e.Set("path", "loopback")
+		e.Fail(fmt.Errorf("peer 127.0.0.1:7070: connection reset"))
+		w.put(c, e)
+	}
+}
+
+// Reference TTFT p50 (s) of the H20 table by L and tier.
+var probeRef = map[int64]map[string]float64{
+	8192:  {"miss": 0.588, "remote": 0.151, "cpu": 0.076, "gpu": 0.053},
+	16384: {"miss": 1.547, "remote": 0.262, "cpu": 0.105, "gpu": 0.063},
+	32768: {"miss": 4.604, "remote": 0.680, "cpu": 0.158, "gpu": 0.080},
+	65536: {"miss": 15.23, "remote": 0.97, "cpu": 0.27, "gpu": 0.11},
+}
+
+func (w *writer) probe(o Options, noise func() float64) {
+	c := w.open(results.ProbeFile, results.ProbeColumns)
+	defer w.close(c)
+	ls := []int64{8192, 16384, 32768, 65536}
+	for _, L := range ls {
+		for _, tier := range []string{"miss", "remote", "cpu", "gpu"} {
+			for rep := range 3 {
+				r := results.NewRow("probe")
+				r.Backend, r.Transport, r.Tier, r.Model = "http", "http", tier, "qwen3-coder-30b-a3b"
+				r.PrefixTokens, r.Rep = L, rep
+				r.Set("endpoint", "http://127.0.0.1:8000")
+				r.Set("simulated", false)
+				r.Set("http_status", 200)
+				r.Set("prompt_tokens", L+16)
+				r.Set("completion_tokens", 1)
+				ttft := probeRef[L][tier] * noise()
+				r.SetTime(ttft)
+				r.Set("ttft_s", ttft)
+				r.Set("e2e_s", ttft*1.01)
+				r.Set("verified", true)
+				if tier != "miss" {
+					r.Set("cached_tokens", L)
+					r.Set("hit_tokens", L)
+				}
+				if tier == "cpu" && L == 16384 && rep == 2 {
+					r.Set("verified", false)
+					r.Set("verify_reason", "external_prefix_cache_hits did not move")
+				}
+				w.put(c, r)
+			}
+		}
+	}
+	r := results.NewRow("probe")
+	r.Backend, r.Transport, r.Tier, r.PrefixTokens = "http", "http", "remote", 131072
+	r.Set("endpoint", "http://127.0.0.1:8000")
+	r.Skip("no --producer: remote tier needs a second instance")
+	w.put(c, r)
+}
+
+// MB1 reference cells: D, P, base TPOT, prefill TTFT, tokens/stream during.
+var mb1Ref = []struct {
+	D, P                 int
+	base, ttft, perStrem float64
+}{
+	{1, 2048, 4.79e-3, 0.163, 4.0},
+	{1, 32768, 4.78e-3, 4.515, 5.0},
+	{8, 2048, 7.71e-3, 0.143, 4.5},
+	{8, 32768, 7.42e-3, 4.520, 11.7},
+}
+
+func (w *writer) mb1(o Options, noise func() float64) {
+	c := w.open(results.MB1File, results.MB1Columns)
+	defer w.close(c)
+	for _, m := range mb1Ref {
+		for _, arm := range []string{"interfere", "control"} {
+			for rep := range 3 {
+				r := results.NewRow("mb1")
+				r.Backend, r.Transport, r.Model, r.Rep = "http", "http", "qwen3-coder-30b-a3b", rep
+				r.Set("endpoint", "http://127.0.0.1:8000")
+				r.Set("simulated", true)
+				r.Set("arm", arm)
+				r.Set("decode_streams", m.D)
+				r.Set("prefill_tokens", m.P)
+				r.Set("chunk_label", "8192")
+				base := m.base * noise()
+				ttft := m.ttft * noise()
+				per := m.perStrem * noise()
+				if arm == "control" {
+					per = ttft / base * (0.97 + 0.04*float64(rep)/2)
+				}
+				eff := ttft / per
+				r.SetTime(ttft)
+				r.Set("base_tpot_s", base)
+				r.Set("prefill_ttft_s", ttft)
+				r.Set("tokens_during", per*float64(m.D))
+				r.Set("tokens_per_stream_during", per)
+				r.Set("eff_tpot_s", eff)
+				r.Set("penalty", eff/base)
+				r.Set("benefit_s", ttft-per*base)
+				w.put(c, r)
+			}
+		}
+	}
+	r := results.NewRow("mb1")
+	r.Backend, r.Transport = "http", "http"
+	r.Set("arm", "interfere")
+	r.Set("decode_streams", 16)
+	r.Set("prefill_tokens", 131072)
+	r.Fail(fmt.Errorf("server closed the stream mid-decode"))
+	w.put(c, r)
+}
+
+func (w *writer) tokens() {
+	if w.err != nil {
+		return
+	}
+	c, err := results.OpenCSV(filepath.Join(w.dir, results.MB1TokensFile), results.MB1TokenColumns)
+	if err != nil {
+		w.err = err
+		return
+	}
+	defer w.close(c)
+	for _, m := range mb1Ref {
+		if m.P != 32768 {
+			continue
+		}
+		inject, done := 1.0, 1.0+m.ttft
+		for s := range m.D {
+			t := 0.2 + 0.0007*float64(s)
+			for i := 0; t < done+0.5; i++ {
+				r := results.Row{Suite: "mb1", Status: results.StatusOK, Rep: 0}
+				for k, v := range map[string]any{"endpoint": "http://127.0.0.1:8000", "arm": "interfere", "decode_streams": m.D,
+					"prefill_tokens": m.P, "stream": s, "index": i, "t_s": t, "inject_s": inject, "prefill_done_s": done} {
+					r.Set(k, v)
+				}
+				if w.err = c.Write(r); w.err != nil {
+					return
+				}
+				if t >= inject && t < done {
+					t += m.ttft / m.perStrem
+				} else {
+					t += m.base
+				}
+			}
+		}
+	}
+}
+
+func (w *writer) transfer(o Options, noise func() float64) {
+	c := w.open(results.TransferFile, results.TransferColumns)
+	defer w.close(c)
+	sizes := []int64{16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30}
+	for _, path := range []string{"intra", "inter"} {
+		for _, layout := range []string{"layerwise", "blockwise"} {
+			for _, size := range sizes {
+				for rep := range o.Reps {
+					r := results.NewRow("transfer")
+					r.Backend, r.Transport, r.Tier, r.Layout, r.Rep = "cuda", "verbs", "remote", layout, rep
+					r.Bytes, r.ChunkBytes = size, ChunkBytes
+					if layout == "blockwise" {
+						r.ChunkBytes = BlockBytes
+					}
+					peak := map[string]float64{"intra": 9.7e9, "inter": 10.0e9}[path]
+					if layout == "layerwise" {
+						peak *= 0.8
+					}
+					sec := (30e-6 + float64(size)/peak) * noise()
+					if rep == o.Reps-1 && size == 4<<30 {
+						sec *= 5 // the tail the reference saw
+					}
+					r.SetTime(sec)
+					r.Set("peer", "10.0.0.2:7070")
+					r.Set("path", path)
+					r.Set("device", "mlx5_0")
+					r.Set("conns", 4)
+					r.Set("src_mem", "gpu")
+					r.Set("dst_mem", "gpu")
+					r.Set("line_gbps", 25)
+					r.Set("line_frac", r.GBps/25)
+					r.Set("t_3gib_s", 3*float64(1<<30)/(r.GBps*1e9))
+					r.Set("t_11_5gib_s", 11.5*float64(1<<30)/(r.GBps*1e9))
+					r.Set("verified", rep == 0)
+					w.put(c, r)
+				}
+			}
+		}
+	}
+	s := results.NewRow("transfer")
+	s.Backend, s.Transport, s.Tier, s.Layout, s.Bytes = "cuda", "verbs", "remote", "contiguous", 16<<20
+	s.Set("path", "intra")
+	s.Skip("no second GPU for an intra-node peer")
+	w.put(c, s)
+}

@@ -2,11 +2,136 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
 )
 
-// runInfo is a placeholder until the info command lands.
+// runInfo prints what this machine has, as the manifest of a run would
+// record it.
 func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	return usageErr(stderr, "info", errors.New("not built yet"))
+	fs := pflag.NewFlagSet("info", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the manifest as JSON")
+	root := fs.String("sys-root", "/", "root of the procfs/sysfs tree to read (for tests)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: kvtier info [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK
+		}
+		return usageErr(stderr, "info", err)
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "info", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	m := &results.Manifest{Tool: "kvtier", Version: harness.Version(), Suite: "info",
+		Command: append([]string{"kvtier", "info"}, args...), Start: time.Now().UTC()}
+	for _, err := range system.Collect(*root, m) {
+		m.Warnings = append(m.Warnings, err.Error())
+	}
+	if *asJSON {
+		b, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "kvtier info: %v\n", err)
+			return exitFail
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	printInfo(stdout, m)
+	return exitOK
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func printInfo(w io.Writer, m *results.Manifest) {
+	h := m.Host
+	fmt.Fprintf(w, "kvtier %s\n\n", m.Version)
+	fmt.Fprintln(w, "Host")
+	fmt.Fprintf(w, "  hostname   %s\n", orUnknown(h.Hostname))
+	fmt.Fprintf(w, "  os         %s\n", orUnknown(h.OS))
+	fmt.Fprintf(w, "  kernel     %s (%s)\n", orUnknown(h.Kernel), h.Arch)
+	fmt.Fprintf(w, "  cpu        %s, %d CPUs\n", orUnknown(h.CPUModel), h.CPUs)
+	fmt.Fprintf(w, "  numa       %d nodes\n", h.NUMANodes)
+	mem := "unknown"
+	if h.MemoryBytes > 0 {
+		mem = units.FormatBytes(h.MemoryBytes)
+	}
+	fmt.Fprintf(w, "  memory     %s\n", mem)
+	fmt.Fprintf(w, "  go         %s\n", h.GoVersion)
+
+	fmt.Fprintln(w, "\nBackends")
+	if len(m.Backends) == 0 {
+		fmt.Fprintln(w, "  none found")
+	}
+	for _, b := range m.Backends {
+		if b.Available {
+			fmt.Fprintf(w, "  %-8s available    %s\n", b.Name, b.Detail)
+		} else {
+			fmt.Fprintf(w, "  %-8s unavailable  %s\n", b.Name, b.Reason)
+		}
+	}
+	fmt.Fprintf(w, "  (registered compute backends: %s; tiers: %s)\n", strings.Join(tiers.BackendNames(), ", "), strings.Join(tiers.Names(), ", "))
+
+	fmt.Fprintln(w, "\nGPUs")
+	if len(m.GPUs) == 0 {
+		fmt.Fprintln(w, "  none found")
+	}
+	for _, g := range m.GPUs {
+		fmt.Fprintf(w, "  gpu%d  %s  %s  bus %s  numa %d  %s\n", g.Index, g.Name, units.FormatBytes(g.MemoryBytes), g.BusID, g.NUMANode, g.UUID)
+		fmt.Fprintf(w, "        driver %s, CUDA %s, PCIe gen%d x%d (max gen%d x%d)", g.DriverVersion, g.CUDAVersion, g.PCIeGen, g.PCIeWidth, g.PCIeMaxGen, g.PCIeMaxWidth)
+		if g.LinkGBps > 0 {
+			fmt.Fprintf(w, ", %.1f GB/s", g.LinkGBps)
+		}
+		fmt.Fprintln(w)
+		for _, warn := range g.Warnings {
+			fmt.Fprintf(w, "        warning: %s\n", warn)
+		}
+	}
+
+	fmt.Fprintln(w, "\nRDMA NICs")
+	if len(m.NICs) == 0 {
+		fmt.Fprintln(w, "  none found")
+	}
+	for _, n := range m.NICs {
+		fmt.Fprintf(w, "  %s port %d  %s  %s  %.0f Gb/s  mtu %d  numa %d", n.Name, n.Port, n.State, n.LinkLayer, n.RateGbps, n.MTU, n.NUMANode)
+		if n.NetDev != "" {
+			fmt.Fprintf(w, "  netdev %s", n.NetDev)
+		}
+		if n.PCIAddress != "" {
+			fmt.Fprintf(w, "  pci %s", n.PCIAddress)
+		}
+		fmt.Fprintln(w)
+		for _, gid := range n.GIDs {
+			fmt.Fprintf(w, "        gid %d  %s  %s\n", gid.Index, gid.GID, gid.Type)
+		}
+		for _, d := range n.GPUDist {
+			fmt.Fprintf(w, "        %s\n", d)
+		}
+	}
+	if len(m.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings")
+		for _, warn := range m.Warnings {
+			fmt.Fprintf(w, "  %s\n", warn)
+		}
+	}
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/rdma"
-	"github.com/kvtier/kvtier/tiers"
 )
 
 // DialOptions say how to reach a peer.
@@ -163,21 +162,17 @@ func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error
 	return errors.Join(errs...)
 }
 
-// ReadToBuffer reads into a backend buffer. Host-resident buffers are
-// read like a slice; device buffers need GPUDirect (verbs with a
-// DMA-BUF-exporting backend or nvidia-peermem) and otherwise return an
-// error wrapping rdma.ErrUnsupported.
-func (c *Client) ReadToBuffer(ctx context.Context, dst tiers.Buffer, list []Chunk, backend tiers.Backend) error {
-	if h := dst.Host(); h != nil {
-		return c.ReadChunks(ctx, h, list)
-	}
+// ReadToDevice reads straight into device memory (GPUDirect RDMA). It
+// needs transport verbs and a DMA-BUF export or nvidia-peermem; otherwise
+// the error wraps rdma.ErrUnsupported.
+func (c *Client) ReadToDevice(ctx context.Context, dst DeviceMem, list []Chunk) error {
 	if c.verbs == nil {
 		return fmt.Errorf("peer: device memory over tcp: %w", rdma.ErrUnsupported)
 	}
-	if err := c.check(dst.Size(), list); err != nil {
+	if err := c.check(dst.Size, list); err != nil {
 		return err
 	}
-	return c.verbs.readDevice(ctx, dst, list, backend)
+	return c.verbs.readDevice(ctx, dst, list)
 }
 
 // Close closes every connection and the verbs endpoint.

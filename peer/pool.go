@@ -2,11 +2,32 @@ package peer
 
 import (
 	"fmt"
+	"io"
 	"syscall"
 
 	"github.com/kvtier/kvtier/pattern"
-	"github.com/kvtier/kvtier/tiers"
 )
+
+// Memory is a buffer a pool can live in: a tiers.Buffer satisfies it.
+// Host-resident memory returns its bytes from Host; device memory returns
+// nil and is read and written through ReadAt and WriteAt.
+type Memory interface {
+	Size() int64
+	Addr() uintptr
+	Host() []byte
+	io.ReaderAt
+	io.WriterAt
+	Close() error
+}
+
+// A DeviceMem is device memory an RDMA endpoint may read into or serve
+// from (GPUDirect): its address and size and, where the backend can,
+// a function exporting it as a DMA-BUF (fd and offset of Addr in it).
+type DeviceMem struct {
+	Addr   uintptr
+	Size   int64
+	Export func() (fd int, offset int64, err error)
+}
 
 // Memory kinds of a server pool.
 const (
@@ -21,10 +42,10 @@ type Pool struct {
 	size int64
 	seed uint64
 	mem  string
-	host []byte       // host pools
-	buf  tiers.Buffer // device pools
-	// backend owns buf; it may export it for GPUDirect (DMABufExporter).
-	backend tiers.Backend
+	host []byte // host pools
+	buf  Memory // device pools
+	// export exports buf as a DMA-BUF for GPUDirect, nil if it cannot.
+	export func() (int, int64, error)
 }
 
 // NewHostPool maps size bytes of anonymous memory and fills them with the
@@ -41,9 +62,11 @@ func NewHostPool(size int64, seed uint64) (*Pool, error) {
 	return &Pool{size: size, seed: seed, mem: HostMem, host: b}, nil
 }
 
-// NewBufferPool wraps a buffer of backend (GPU memory) as a pool and fills
-// it with the pattern of seed through WriteAt. The pool owns buf.
-func NewBufferPool(backend tiers.Backend, buf tiers.Buffer, seed uint64) (*Pool, error) {
+// NewBufferPool wraps a backend buffer as a pool of the given kind ("host"
+// or "gpu") and fills it with the pattern of seed (through WriteAt for
+// device memory). export, if not nil, exports the buffer as a DMA-BUF for
+// verbs sessions. The pool owns buf.
+func NewBufferPool(buf Memory, mem string, export func() (int, int64, error), seed uint64) (*Pool, error) {
 	if h := buf.Host(); h != nil {
 		pattern.Fill(h, seed, 0)
 	} else {
@@ -57,11 +80,7 @@ func NewBufferPool(backend tiers.Backend, buf tiers.Buffer, seed uint64) (*Pool,
 			}
 		}
 	}
-	mem := HostMem
-	if buf.Kind() == tiers.Device {
-		mem = GPUMem
-	}
-	return &Pool{size: buf.Size(), seed: seed, mem: mem, host: buf.Host(), buf: buf, backend: backend}, nil
+	return &Pool{size: buf.Size(), seed: seed, mem: mem, host: buf.Host(), buf: buf, export: export}, nil
 }
 
 // Size is the pool's length in bytes.
@@ -76,8 +95,8 @@ func (p *Pool) Mem() string { return p.mem }
 // Host returns the pool's bytes when it is host memory, else nil.
 func (p *Pool) Host() []byte { return p.host }
 
-// Buffer returns the backend buffer of a device pool, else nil.
-func (p *Pool) Buffer() tiers.Buffer { return p.buf }
+// Buffer returns the backend buffer of a buffer pool, else nil.
+func (p *Pool) Buffer() Memory { return p.buf }
 
 // contains reports whether [off, off+n) lies in the pool.
 func (p *Pool) contains(off, n int64) bool {

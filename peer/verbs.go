@@ -12,41 +12,39 @@ import (
 	"unsafe"
 
 	"github.com/kvtier/kvtier/rdma"
-	"github.com/kvtier/kvtier/tiers"
 )
-
-// A DMABufExporter is a backend that can export device memory as a
-// DMA-BUF file descriptor for GPUDirect RDMA (the cuda backend).
-type DMABufExporter interface {
-	ExportDMABuf(b tiers.Buffer) (fd int, offset int64, err error)
-}
 
 // peerMemLoaded reports whether nvidia-peermem is loaded under root, which
 // lets ibv_reg_mr take a device pointer.
 func peerMemLoaded(root string) bool {
+	if root == "" {
+		root = "/"
+	}
 	_, err := os.Stat(filepath.Join(root, "sys/module/nvidia_peermem"))
 	return err == nil
 }
 
-// regDevice registers a device buffer on ep: DMA-BUF when the backend
-// exports it, else a plain registration where nvidia-peermem is loaded.
-func regDevice(ep *rdma.Endpoint, b tiers.Buffer, backend tiers.Backend, root string) (*rdma.MR, error) {
-	if exp, ok := backend.(DMABufExporter); ok {
-		fd, off, err := exp.ExportDMABuf(b)
+// regDevice registers device memory on ep: DMA-BUF when it can be
+// exported, else a plain registration where nvidia-peermem is loaded.
+func regDevice(ep *rdma.Endpoint, d DeviceMem, root string) (*rdma.MR, error) {
+	var why error
+	if d.Export != nil {
+		fd, off, err := d.Export()
 		if err == nil {
-			mr, err := ep.RegDMABuf(fd, off, uint64(b.Addr()), b.Size())
+			mr, err := ep.RegDMABuf(fd, off, uint64(d.Addr), d.Size)
 			if err == nil {
 				return mr, nil
 			}
-			if !peerMemLoaded(root) {
-				return nil, err
-			}
-		} else if !peerMemLoaded(root) {
-			return nil, fmt.Errorf("peer: export device memory as DMA-BUF: %w", err)
+			why = err
+		} else {
+			why = fmt.Errorf("export device memory as DMA-BUF: %w", err)
 		}
 	}
 	if peerMemLoaded(root) {
-		return ep.Reg(b.Addr(), b.Size())
+		return ep.Reg(d.Addr, d.Size)
+	}
+	if why != nil {
+		return nil, fmt.Errorf("peer: %w (and no nvidia_peermem)", why)
 	}
 	return nil, fmt.Errorf("peer: device memory cannot be registered (no DMA-BUF export, no nvidia_peermem): %w", rdma.ErrUnsupported)
 }
@@ -77,7 +75,8 @@ func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome)
 	if host := s.cfg.Pool.Host(); host != nil {
 		mr, err = ep.Reg(hostAddr(host), int64(len(host)))
 	} else {
-		mr, err = regDevice(ep, s.cfg.Pool.Buffer(), s.cfg.Pool.backend, cfg.Root)
+		b := s.cfg.Pool.Buffer()
+		mr, err = regDevice(ep, DeviceMem{Addr: b.Addr(), Size: b.Size(), Export: s.cfg.Pool.export}, cfg.Root)
 	}
 	if err != nil {
 		return refuse(err)
@@ -109,7 +108,7 @@ type verbsClient struct {
 	dstMR *rdma.MR
 	dst   []byte
 	devMR *rdma.MR
-	dev   tiers.Buffer
+	dev   uintptr
 }
 
 func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient, error) {
@@ -168,19 +167,19 @@ func (v *verbsClient) read(ctx context.Context, dst []byte, list []Chunk) error 
 	return v.wrap(v.ep.Read(ctx, v.wrs(v.dstMR.Addr, v.dstMR.LKey, Split(list, int64(rdma.MaxWR)))))
 }
 
-func (v *verbsClient) readDevice(ctx context.Context, dst tiers.Buffer, list []Chunk, backend tiers.Backend) error {
-	if v.devMR == nil || v.dev != dst {
+func (v *verbsClient) readDevice(ctx context.Context, dst DeviceMem, list []Chunk) error {
+	if v.devMR == nil || v.dev != dst.Addr || v.devMR.Len != dst.Size {
 		if v.devMR != nil {
 			v.ep.Dereg(v.devMR)
 			v.devMR = nil
 		}
-		mr, err := regDevice(v.ep, dst, backend, v.root)
+		mr, err := regDevice(v.ep, dst, v.root)
 		if err != nil {
 			return err
 		}
-		v.devMR, v.dev = mr, dst
+		v.devMR, v.dev = mr, dst.Addr
 	}
-	return v.wrap(v.ep.Read(ctx, v.wrs(uint64(dst.Addr()), v.devMR.LKey, Split(list, int64(rdma.MaxWR)))))
+	return v.wrap(v.ep.Read(ctx, v.wrs(uint64(dst.Addr), v.devMR.LKey, Split(list, int64(rdma.MaxWR)))))
 }
 
 // wrap names the peer in a read error and says when the peer has gone.

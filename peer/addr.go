@@ -1,0 +1,75 @@
+package peer
+
+import (
+	"context"
+	"net"
+)
+
+// Paths a transfer can take.
+const (
+	PathLoopback = "loopback" // an embedded peer in the same process
+	PathIntra    = "intra"    // another process on this host
+	PathInter    = "inter"    // another host (or network namespace)
+)
+
+// PathTo says whether addr (HOST:PORT) is on this host (intra: a loopback
+// address or one of this network namespace's interface addresses) or not
+// (inter). An address that does not resolve counts as inter.
+func PathTo(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return PathInter
+	}
+	local, _ := net.InterfaceAddrs()
+	for _, ip := range ips {
+		if ip.IsLoopback() || ip.IsUnspecified() {
+			return PathIntra
+		}
+		for _, a := range local {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+				return PathIntra
+			}
+		}
+	}
+	return PathInter
+}
+
+// An Embedded is a server on a loopback port inside this process.
+type Embedded struct {
+	Addr   string
+	Pool   *Pool
+	cancel func()
+	done   chan error
+}
+
+// StartEmbedded serves pool on 127.0.0.1 (an ephemeral port) until Close.
+// The embedded server owns pool.
+func StartEmbedded(cfg ServerConfig) (*Embedded, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := contextWithCancel()
+	e := &Embedded{Addr: ln.Addr().String(), Pool: cfg.Pool, cancel: cancel, done: make(chan error, 1)}
+	srv := NewServer(cfg)
+	go func() { e.done <- srv.Serve(ctx, ln) }()
+	return e, nil
+}
+
+// Close stops the server, waits for its sessions and frees the pool.
+func (e *Embedded) Close() error {
+	e.cancel()
+	err := <-e.done
+	if cerr := e.Pool.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}

@@ -20,6 +20,8 @@ type Client struct {
 	HTTP    *http.Client // nil: a client without a global timeout
 	Timeout time.Duration
 
+	simulated atomic.Bool
+
 	// salt is 0 while unknown, 1 when the server took cache_salt, -1 when
 	// it refused it with 400 (then requests go without).
 	salt atomic.Int32
@@ -66,6 +68,9 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /v1/models: %w", statusError(resp))
+	}
+	if resp.Header.Get("X-Kvtier-Simulated") == "1" {
+		c.simulated.Store(true)
 	}
 	var body struct {
 		Data []Model `json:"data"`
@@ -216,6 +221,10 @@ func (c *Client) post(ctx context.Context, r Request, start *time.Time) (*http.R
 		return resp, nil
 	}
 }
+
+// Simulated reports whether the server said it is a kvtier sim (the
+// X-Kvtier-Simulated header on /v1/models).
+func (c *Client) Simulated() bool { return c.simulated.Load() }
 
 // SaltSupported reports whether the server took cache_salt: 1 yes, -1 no
 // (refused with 400), 0 not yet known.

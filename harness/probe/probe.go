@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, cfg.Endpoint, err)
 	}
-	p.info.Simulated = cfg.Simulated
+	p.info.Simulated = cfg.Simulated || c.Simulated()
 	p.info.Model = cfg.Model
 	for _, m := range models {
 		if p.info.Model == "" {

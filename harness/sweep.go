@@ -410,7 +410,7 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout tiers.Layo
 				need := sz.SetupBytes(s.g.Blocks(tok))
 				if float64(need) > 0.9*float64(avail) {
 					r := s.base(spec, layout, mode, tier.Attrs(), s.prefix(tok))
-					r.Skip(fmt.Sprintf("needs %.1f GiB, %.1f GiB available", gib(need), gib(avail)))
+					r.Skip(fmt.Sprintf("needs %s, %s available", sizeText(need), sizeText(avail)))
 					if err := s.write(r); err != nil {
 						return err
 					}
@@ -420,7 +420,7 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout tiers.Layo
 				fit = append(fit, tok)
 			}
 			if len(tooBig) > 0 {
-				s.progress(spec, layout, mode, units.FormatTokens(tooBig[0])+"+", fmt.Sprintf("skipped: pools need more than the %.1f GiB available", gib(avail)))
+				s.progress(spec, layout, mode, units.FormatTokens(tooBig[0])+"+", fmt.Sprintf("skipped: pools need more than the %s available", sizeText(avail)))
 			}
 		} else {
 			fmt.Fprintf(s.log, "kvtier: warning: free memory unknown, not checked: %v\n", err)
@@ -497,7 +497,14 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout tiers.Layo
 	return nil
 }
 
-func gib(n int64) float64 { return float64(n) / (1 << 30) }
+// sizeText renders a memory size for a reason: GiB with one decimal from
+// 1 GiB on, as in "needs 12.5 GiB, 3.1 GiB available".
+func sizeText(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return units.FormatBytes(n)
+}
 
 // sample times one Fetch of p and returns its seconds.
 func (s *sweeper) sample(ctx context.Context, spec tiers.Spec, tier tiers.Tier, p tiers.Prefix) (float64, error) {

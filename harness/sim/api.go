@@ -1,0 +1,540 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	m.HandleFunc("GET /v1/models", s.handleModels)
+	m.HandleFunc("GET /metrics", s.handleMetrics)
+	m.HandleFunc("POST /v1/completions", s.handleCompletions)
+	m.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	m.HandleFunc("POST "+kvBlocksPath, s.handleKVBlocks)
+	s.mux = m
+}
+
+// ServeHTTP serves the OpenAI API, /metrics, /health and the P/D transfer
+// endpoint. Every response says it is simulated.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Kvtier-Simulated", "1")
+	s.mux.ServeHTTP(w, r)
+}
+
+// apiError is vLLM's ErrorResponse: {"error": {message, type, param, code}}.
+type apiError struct {
+	status  int
+	message string
+	param   string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func badRequest(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(format, args...)}
+}
+
+// errorType is the type vLLM gives an HTTP status.
+func errorType(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "BadRequestError"
+	case http.StatusNotFound:
+		return "NotFoundError"
+	case http.StatusNotImplemented:
+		return "NotImplementedError"
+	}
+	return "InternalServerError"
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	var param any
+	if e.param != "" {
+		param = e.param
+	}
+	body := map[string]any{"error": map[string]any{
+		"message": e.message, "type": errorType(e.status), "param": param, "code": e.status,
+	}}
+	writeJSON(w, e.status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	created := s.started.Unix()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data": []any{map[string]any{
+			"id":            s.cfg.Model,
+			"object":        "model",
+			"created":       created,
+			"owned_by":      "vllm",
+			"root":          s.cfg.Model,
+			"parent":        nil,
+			"max_model_len": s.cfg.MaxModelLen,
+			"permission": []any{map[string]any{
+				"id": fmt.Sprintf("modelperm-%016x", uint64(s.cfg.Seed)), "object": "model_permission",
+				"created": created, "allow_create_engine": false, "allow_sampling": true,
+				"allow_logprobs": true, "allow_search_indices": false, "allow_view": true,
+				"allow_fine_tuning": false, "organization": "*", "group": nil, "is_blocking": false,
+			}},
+		}},
+	})
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	e := s.eng
+	e.mu.Lock()
+	snap := snapshot{
+		running: len(e.running),
+		waiting: len(e.waiting) + len(e.loading),
+		usage:   e.usage(),
+		c:       e.m,
+	}
+	snap.c.ttft.counts = append([]uint64(nil), e.m.ttft.counts...)
+	e.mu.Unlock()
+	var b bytes.Buffer
+	s.writeMetrics(&b, snap)
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Write(b.Bytes())
+}
+
+// genRequest holds the fields of /v1/completions and /v1/chat/completions
+// the simulator reads. Others are accepted and ignored, as vLLM ignores
+// unknown fields.
+type genRequest struct {
+	Model               string          `json:"model"`
+	Prompt              json.RawMessage `json:"prompt"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	MinTokens           *int            `json:"min_tokens"`
+	N                   *int            `json:"n"`
+	Temperature         *float64        `json:"temperature"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	IgnoreEOS           bool            `json:"ignore_eos"`
+	CacheSalt           *string         `json:"cache_salt"`
+	KVTransferParams    map[string]any  `json:"kv_transfer_params"`
+}
+
+type streamOptions struct {
+	IncludeUsage         bool `json:"include_usage"`
+	ContinuousUsageStats bool `json:"continuous_usage_stats"`
+}
+
+// decodeRequest reads a JSON body into a genRequest.
+func decodeRequest(r *http.Request) (*genRequest, *apiError) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+	if err != nil {
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	var req genRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, badRequest("JSON decode error: %v", err)
+	}
+	return &req, nil
+}
+
+// checkCommon validates the fields both endpoints share.
+func (s *Server) checkCommon(req *genRequest) *apiError {
+	if req.Model != "" && req.Model != s.cfg.Model {
+		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("The model `%s` does not exist.", req.Model), param: "model"}
+	}
+	if req.N != nil && *req.N != 1 {
+		return badRequest("n must be 1 on the kvtier simulator, got %d", *req.N)
+	}
+	if req.Temperature != nil && *req.Temperature < 0 {
+		return badRequest("temperature must be non-negative, got %g.", *req.Temperature)
+	}
+	if req.CacheSalt != nil && *req.CacheSalt == "" {
+		return badRequest("Parameter 'cache_salt' must be a non-empty string if provided.")
+	}
+	if req.StreamOptions != nil && !req.Stream {
+		return badRequest("Stream options can only be defined when `stream=True`.")
+	}
+	return nil
+}
+
+// promptTokens resolves a completions prompt: a string, a list of token
+// ids, or a list holding one of those.
+func (s *Server) promptTokens(raw json.RawMessage) ([]int, *apiError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, badRequest("Field required: prompt")
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return s.tok.encode(text), nil
+	}
+	var ids []int
+	if json.Unmarshal(raw, &ids) == nil {
+		return ids, s.checkIDs(ids)
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil {
+		if len(list) != 1 {
+			return nil, badRequest("the kvtier simulator takes one prompt per request, got %d", len(list))
+		}
+		if json.Unmarshal(list[0], &text) == nil {
+			return s.tok.encode(text), nil
+		}
+		if json.Unmarshal(list[0], &ids) == nil {
+			return ids, s.checkIDs(ids)
+		}
+	}
+	return nil, badRequest("prompt must be a string, a list of token ids, or a list of one of those")
+}
+
+func (s *Server) checkIDs(ids []int) *apiError {
+	for _, id := range ids {
+		if id < 0 || id >= s.cfg.Geometry.Vocab {
+			return badRequest("Token id %d is out of vocabulary", id)
+		}
+	}
+	return nil
+}
+
+// checkLengths applies max_tokens and max-model-len as vLLM does; def is
+// the max_tokens when the request gives none (nil: fill the context).
+func (s *Server) checkLengths(req *genRequest, prompt []int, def *int) (int, *apiError) {
+	if len(prompt) == 0 {
+		return 0, badRequest("The prompt cannot be empty.")
+	}
+	limit := s.cfg.MaxModelLen
+	if len(prompt) >= limit {
+		return 0, badRequest("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", limit, len(prompt))
+	}
+	mt := req.MaxTokens
+	if mt == nil {
+		mt = req.MaxCompletionTokens
+	}
+	if mt == nil {
+		mt = def
+	}
+	n := limit - len(prompt)
+	if mt != nil {
+		n = *mt
+		if n < 1 {
+			return 0, badRequest("max_tokens must be at least 1, got %d.", n)
+		}
+		if len(prompt)+n > limit {
+			return 0, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", limit, len(prompt)+n, len(prompt), n)
+		}
+	}
+	if req.MinTokens != nil && (*req.MinTokens < 0 || *req.MinTokens > n) {
+		return 0, badRequest("min_tokens must be between 0 and max_tokens=%d, got %d.", n, *req.MinTokens)
+	}
+	if need := (len(prompt) + 1 + s.cfg.BlockSize - 1) / s.cfg.BlockSize; need > s.cfg.GPUBlocks {
+		return 0, badRequest("the prompt needs %d KV blocks and the simulated GPU pool has %d", need, s.cfg.GPUBlocks)
+	}
+	return n, nil
+}
+
+// kind is what differs between the two endpoints.
+type kind struct {
+	chat   bool
+	prefix string // id prefix
+	object string // non-streaming object
+}
+
+var (
+	completionKind = kind{prefix: "cmpl-", object: "text_completion"}
+	chatKind       = kind{chat: true, prefix: "chatcmpl-", object: "chat.completion"}
+)
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	req, aerr := decodeRequest(r)
+	if aerr == nil {
+		aerr = s.checkCommon(req)
+	}
+	var prompt []int
+	if aerr == nil {
+		prompt, aerr = s.promptTokens(req.Prompt)
+	}
+	def := 16
+	var maxTokens int
+	if aerr == nil {
+		maxTokens, aerr = s.checkLengths(req, prompt, &def)
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	s.generate(w, r, req, completionKind, prompt, maxTokens)
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	req, aerr := decodeRequest(r)
+	if aerr == nil {
+		aerr = s.checkCommon(req)
+	}
+	var prompt []int
+	if aerr == nil {
+		if len(req.Messages) == 0 {
+			aerr = badRequest("Field required: messages")
+		} else {
+			var err error
+			if prompt, err = s.tok.chat(req.Messages); err != nil {
+				aerr = badRequest("%v", err)
+			}
+		}
+	}
+	var maxTokens int
+	if aerr == nil {
+		maxTokens, aerr = s.checkLengths(req, prompt, nil)
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	s.generate(w, r, req, chatKind, prompt, maxTokens)
+}
+
+// generate runs one request through the engine and writes its response.
+func (s *Server) generate(w http.ResponseWriter, hr *http.Request, req *genRequest, k kind, prompt []int, maxTokens int) {
+	ctx := hr.Context()
+	id := s.requestID(k.prefix, hr)
+	salt := ""
+	if req.CacheSalt != nil {
+		salt = *req.CacheSalt
+	}
+	e := s.eng
+	r := e.newRequest(id, prompt, maxTokens, salt)
+	created := time.Now().Unix()
+
+	kvp := parseKVParams(req.KVTransferParams)
+	if kvp.doRemoteDecode {
+		r.holdPeer = true
+		done := s.addPending(id, hr.Header.Get("X-Request-Id"))
+		defer done()
+	}
+	if kvp.doRemotePrefill {
+		r.wantRemote = true
+		r.remote = s.pullRemote(ctx, kvp, hr.Header.Get("X-Request-Id"), r.hashes)
+	}
+
+	// The front end's share: HTTP, tokenization, input processing.
+	r.apiTime = e.cost.apiTime(len(prompt))
+	if err := s.sleep(ctx, s.scaled(r.apiTime)); err != nil {
+		return
+	}
+	s.submit(r)
+	defer func() {
+		e.mu.Lock()
+		e.abort(r) // no-op once finished
+		e.mu.Unlock()
+	}()
+
+	if req.Stream {
+		s.streamResponse(ctx, w, req, k, id, created, r)
+		return
+	}
+	var text strings.Builder
+	var last event
+	for ev, ok := range s.events(ctx, r) {
+		if !ok {
+			return
+		}
+		text.WriteString(s.tok.decode(ev.token))
+		last = ev
+	}
+	if last.finish == "" {
+		return
+	}
+	usage := s.usage(last, r.nOut)
+	resp := map[string]any{
+		"id": id, "object": k.object, "created": created, "model": s.cfg.Model,
+		"usage": usage, "kv_transfer_params": nil,
+	}
+	if k.chat {
+		resp["choices"] = []any{map[string]any{
+			"index": 0,
+			"message": map[string]any{
+				"role": "assistant", "content": text.String(), "reasoning_content": nil, "tool_calls": []any{},
+			},
+			"logprobs": nil, "finish_reason": last.finish, "stop_reason": nil,
+		}}
+		resp["prompt_logprobs"] = nil
+	} else {
+		resp["choices"] = []any{map[string]any{
+			"index": 0, "text": text.String(), "logprobs": nil,
+			"finish_reason": last.finish, "stop_reason": nil, "prompt_logprobs": nil,
+		}}
+	}
+	if r.holdPeer && last.blockIDs != nil {
+		resp["kv_transfer_params"] = s.producerParams(hr, id, last.blockIDs)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// events yields r's events until it finishes; ok is false when the
+// client or the server went away first.
+func (s *Server) events(ctx context.Context, r *request) func(func(event, bool) bool) {
+	return func(yield func(event, bool) bool) {
+		for {
+			for _, ev := range r.out.take() {
+				if !yield(ev, true) {
+					return
+				}
+				if ev.finish != "" {
+					return
+				}
+			}
+			select {
+			case <-r.out.notify:
+			case <-ctx.Done():
+				yield(event{}, false)
+				return
+			case <-s.done:
+				yield(event{}, false)
+				return
+			}
+		}
+	}
+}
+
+// usage is vLLM's UsageInfo; prompt_tokens_details only with
+// EnablePromptTokensDetails and cached tokens, as vLLM omits it at zero.
+func (s *Server) usage(last event, completion int) map[string]any {
+	u := map[string]any{
+		"prompt_tokens":     last.promptTokens,
+		"total_tokens":      last.promptTokens + completion,
+		"completion_tokens": completion,
+	}
+	if s.cfg.EnablePromptTokensDetails && last.cachedTokens > 0 {
+		u["prompt_tokens_details"] = map[string]any{"cached_tokens": last.cachedTokens}
+	}
+	return u
+}
+
+// streamResponse writes server-sent events as vLLM does: one chunk per
+// token, the finish reason on the last token's chunk, a usage chunk with
+// no choices when asked for, then [DONE].
+func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req *genRequest, k kind, id string, created int64, r *request) {
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	send := func(v any) bool {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return true
+	}
+	object := "text_completion"
+	if k.chat {
+		object = "chat.completion.chunk"
+	}
+	head := func() map[string]any {
+		return map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.Model}
+	}
+	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	first := true
+	var last event
+	for ev, ok := range s.events(ctx, r) {
+		if !ok {
+			return
+		}
+		var finish any
+		if ev.finish != "" {
+			finish = ev.finish
+		}
+		c := head()
+		if k.chat {
+			if first {
+				role := head()
+				role["choices"] = []any{map[string]any{
+					"index": 0, "delta": map[string]any{"role": "assistant", "content": ""},
+					"logprobs": nil, "finish_reason": nil,
+				}}
+				if !send(role) {
+					return
+				}
+			}
+			choice := map[string]any{
+				"index": 0, "delta": map[string]any{"content": s.tok.decode(ev.token)},
+				"logprobs": nil, "finish_reason": finish,
+			}
+			if ev.finish != "" {
+				choice["stop_reason"] = nil
+			}
+			c["choices"] = []any{choice}
+		} else {
+			c["choices"] = []any{map[string]any{
+				"index": 0, "text": s.tok.decode(ev.token), "logprobs": nil,
+				"finish_reason": finish, "stop_reason": nil,
+			}}
+			c["usage"] = nil
+		}
+		first = false
+		if !send(c) {
+			return
+		}
+		last = ev
+	}
+	if includeUsage && last.finish != "" {
+		c := head()
+		c["choices"] = []any{}
+		c["usage"] = s.usage(last, r.nOut)
+		if !send(c) {
+			return
+		}
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+// producerParams are the kv_transfer_params a producer returns, in the
+// NIXL connector's shape, naming this server as the side channel.
+func (s *Server) producerParams(hr *http.Request, id string, blocks []int) map[string]any {
+	host, port := hostPort(hr)
+	return map[string]any{
+		"do_remote_prefill": true,
+		"do_remote_decode":  false,
+		"remote_block_ids":  blocks,
+		"remote_engine_id":  s.cfg.EngineID,
+		"remote_request_id": id,
+		"remote_host":       host,
+		"remote_port":       port,
+		"tp_size":           1,
+	}
+}
+
+// hostPort is the address the client reached this server at.
+func hostPort(hr *http.Request) (string, int) {
+	host, p, err := net.SplitHostPort(hr.Host)
+	if err != nil {
+		if la, ok := hr.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			host, p, _ = net.SplitHostPort(la.String())
+		}
+	}
+	port, _ := strconv.Atoi(p)
+	return host, port
+}

@@ -1,0 +1,502 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// An engine is the simulated vLLM V1 engine core: a waiting queue, a
+// running batch, the GPU block pool with prefix caching, an optional CPU
+// offload store, and a continuous-batching scheduler with chunked prefill.
+// It keeps modeled time (vt, seconds) and knows nothing of wall clocks or
+// HTTP: schedule plans a step and says how long it takes, finish applies
+// it. The server's loop sleeps in between; tests step it in virtual time.
+// Every method must be called with mu held.
+type engine struct {
+	mu sync.Mutex
+
+	block      int // tokens per block
+	budget     int // max_num_batched_tokens
+	vocabWords int // generated tokens are ids below this
+	seed       uint64
+	cost       costModel
+
+	gpu       *gpuPool
+	cpu       *cpuPool // nil without CPU offload
+	connector bool     // a KV connector is configured: external stats count
+
+	waiting []*request
+	loading []*request // waiting for an external (CPU or remote) load
+	running []*request
+	held    map[string]*heldKV // producer: KV kept for a consumer
+
+	vt float64 // modeled seconds since start
+	m  counters
+	// wake is signalled (non-blocking) when work arrives.
+	wake chan struct{}
+}
+
+// counters are the engine's Prometheus counters and TTFT histogram.
+type counters struct {
+	prefixQueries, prefixHits float64
+	extQueries, extHits       float64
+	promptTokens, genTokens   float64
+	ttft                      histogram
+}
+
+// A finish reason of a request.
+const (
+	finishLength = "length"
+	finishStop   = "stop"
+)
+
+type reqState int
+
+const (
+	stWaiting reqState = iota
+	stLoading
+	stRunning
+	stDone
+)
+
+// A request is one generation the engine serves.
+type request struct {
+	id        string
+	salt      string
+	promptLen int
+	maxTokens int
+	seq       []int       // prompt, then the generated tokens
+	hashes    []blockHash // of the full blocks of seq
+	arrival   float64     // modeled time it reached the engine
+	apiTime   float64     // modeled front-end time before it did
+	rng       *rand.Rand
+
+	state      reqState
+	blocks     []int // GPU slots, in sequence order
+	computed   int   // tokens of seq whose KV is in blocks
+	nOut       int
+	readyAt    float64 // loading: when the load completes
+	loadFrom   int     // loading: first block loaded (the local hit ends there)
+	admitted   bool    // its engine admission cost was charged
+	firstAt    float64 // modeled time of the first token, -1 before
+	cached     int     // prompt tokens not computed: local + external hits
+	localHit   int
+	extHit     int
+	remote     *remoteKV // consumer: the peer holds this many leading blocks
+	wantRemote bool      // consumer: the request asked for a remote prefill
+	holdPeer   bool      // producer: keep the KV for a consumer when done
+	preempted  int
+
+	out *stream
+}
+
+// remoteKV is what a consumer verified its producer holds.
+type remoteKV struct {
+	blocks int // leading full prompt blocks the peer holds
+}
+
+// heldKV is KV a producer keeps for its consumer.
+type heldKV struct {
+	blocks  []int
+	hashes  []blockHash
+	expires time.Time
+}
+
+// An event is what the engine tells a request's reader.
+type event struct {
+	token  int
+	at     float64 // modeled time
+	finish string  // "" while running
+	// Set on the finishing event.
+	promptTokens int
+	cachedTokens int
+	blockIDs     []int // producer: the held blocks
+}
+
+// A stream carries a request's events from the engine to its handler. It
+// never blocks the engine.
+type stream struct {
+	mu     sync.Mutex
+	evs    []event
+	notify chan struct{}
+}
+
+func newStream() *stream { return &stream{notify: make(chan struct{}, 1)} }
+
+func (s *stream) push(ev event) {
+	s.mu.Lock()
+	s.evs = append(s.evs, ev)
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the events pushed since the last take.
+func (s *stream) take() []event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	evs := s.evs
+	s.evs = nil
+	return evs
+}
+
+type engineConfig struct {
+	blockSize, gpuBlocks, cpuBlocks, budget int
+	vocabWords                              int
+	seed                                    int64
+	connector                               bool
+	cost                                    costModel
+}
+
+func newEngine(c engineConfig) *engine {
+	e := &engine{
+		block:      c.blockSize,
+		budget:     c.budget,
+		vocabWords: c.vocabWords,
+		seed:       uint64(c.seed),
+		cost:       c.cost,
+		gpu:        newGPUPool(c.gpuBlocks),
+		connector:  c.connector || c.cpuBlocks > 0,
+		held:       map[string]*heldKV{},
+		wake:       make(chan struct{}, 1),
+	}
+	e.m.ttft = newHistogram(ttftBuckets)
+	if c.cpuBlocks > 0 {
+		e.cpu = newCPUPool(c.cpuBlocks)
+	}
+	return e
+}
+
+// newRequest makes a request for prompt; the engine's seed and the prompt
+// fix the tokens it generates.
+func (e *engine) newRequest(id string, prompt []int, maxTokens int, salt string) *request {
+	h := uint64(chainHash(0, salt, prompt))
+	r := &request{
+		id: id, salt: salt, promptLen: len(prompt), maxTokens: maxTokens,
+		seq:     slices.Clip(slices.Clone(prompt)),
+		rng:     rand.New(rand.NewPCG(e.seed, h)),
+		firstAt: -1,
+		out:     newStream(),
+	}
+	r.hashes = blockHashes(r.seq, e.block, salt)
+	return r
+}
+
+// submit queues r at the current modeled time.
+func (e *engine) submit(r *request) {
+	r.arrival = e.vt
+	r.state = stWaiting
+	e.waiting = append(e.waiting, r)
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// abort drops r wherever it is and frees its blocks.
+func (e *engine) abort(r *request) {
+	if r.state == stDone {
+		return
+	}
+	e.waiting = slices.DeleteFunc(e.waiting, func(x *request) bool { return x == r })
+	e.loading = slices.DeleteFunc(e.loading, func(x *request) bool { return x == r })
+	e.running = slices.DeleteFunc(e.running, func(x *request) bool { return x == r })
+	e.gpu.release(r.blocks)
+	r.blocks = nil
+	r.state = stDone
+}
+
+// An item is one request's share of a step.
+type item struct {
+	r      *request
+	tokens int
+}
+
+// A plan is one engine step: what it computes and how long it takes.
+type plan struct {
+	items []item
+	shape stepShape
+	dur   float64
+}
+
+// busy reports whether anything is queued, loading or running.
+func (e *engine) busy() bool {
+	return len(e.waiting)+len(e.loading)+len(e.running) > 0
+}
+
+// nextLoad returns when the earliest pending load completes.
+func (e *engine) nextLoad() (float64, bool) {
+	if len(e.loading) == 0 {
+		return 0, false
+	}
+	t := e.loading[0].readyAt
+	for _, r := range e.loading[1:] {
+		t = min(t, r.readyAt)
+	}
+	return t, true
+}
+
+// schedule plans the next step at the current modeled time, as vLLM's V1
+// scheduler does: finished loads join the batch; running requests first,
+// in order, each one token if decoding or a chunk of its prefill within
+// the token budget; then waiting requests, in order, while the budget and
+// the pool allow. A plan with no items means there is nothing to compute
+// now (idle, or only loads in flight).
+func (e *engine) schedule() *plan {
+	p := &plan{}
+	e.finishLoads()
+	budget := e.budget
+	preempted := false
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		r := e.running[i]
+		k := min(len(r.seq)-r.computed, budget)
+		if !e.grow(r, r.computed+k, &preempted) {
+			// r itself was preempted to make room.
+			i--
+			continue
+		}
+		e.plan(p, r, k)
+		budget -= k
+	}
+	// As vLLM, no new admissions in a step that had to preempt.
+	for len(e.waiting) > 0 && budget > 0 && !preempted {
+		r := e.waiting[0]
+		if !e.admit(r) {
+			break
+		}
+		e.waiting = e.waiting[1:]
+		if r.state == stLoading {
+			e.loading = append(e.loading, r)
+			continue
+		}
+		r.state = stRunning
+		e.running = append(e.running, r)
+		k := min(len(r.seq)-r.computed, budget)
+		e.plan(p, r, k)
+		budget -= k
+	}
+	p.dur = e.cost.stepTime(p.shape)
+	return p
+}
+
+// plan adds k tokens of r to the step.
+func (e *engine) plan(p *plan, r *request, k int) {
+	p.items = append(p.items, item{r, k})
+	if r.nOut > 0 && len(r.seq)-r.computed == 1 {
+		p.shape.Decodes++
+		p.shape.DecodeContext += int64(r.computed)
+	} else {
+		p.shape.Chunks = append(p.shape.Chunks, chunk{Tokens: k, Context: r.computed})
+	}
+	if !r.admitted {
+		r.admitted = true
+		p.shape.Admitted = append(p.shape.Admitted, r.promptLen)
+	}
+}
+
+// grow makes r's blocks cover tokens, preempting the most recently
+// admitted running requests (recompute, as vLLM V1 does) while the pool
+// is short. It reports false when r itself had to be preempted.
+func (e *engine) grow(r *request, tokens int, preempted *bool) bool {
+	need := (tokens+e.block-1)/e.block - len(r.blocks)
+	for need > 0 {
+		if ids := e.gpu.alloc(need); ids != nil {
+			r.blocks = append(r.blocks, ids...)
+			return true
+		}
+		victim := e.running[len(e.running)-1]
+		e.preempt(victim)
+		*preempted = true
+		if victim == r {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *engine) preempt(r *request) {
+	e.running = slices.DeleteFunc(e.running, func(x *request) bool { return x == r })
+	e.gpu.release(r.blocks)
+	r.blocks, r.computed, r.state = nil, 0, stWaiting
+	r.preempted++
+	e.waiting = slices.Insert(e.waiting, 0, r)
+}
+
+// admit looks r's prefix up in the GPU pool and, past that, in the CPU
+// store or at its P/D producer, counts the queries and hits as vLLM does
+// (in tokens), and allocates its blocks. The last prompt token is always
+// computed, so hits stop at the last full block before it. A request with
+// an external hit goes to loading. admit reports false, leaving r
+// waiting, when the pool cannot hold r now.
+func (e *engine) admit(r *request) bool {
+	total := len(r.seq)
+	maxHit := (total - 1) / e.block
+	local := e.gpu.lookup(r.hashes, maxHit)
+	ext := 0
+	conn := e.connector || r.wantRemote
+	if conn {
+		rest := r.hashes[len(local):min(maxHit, len(r.hashes))]
+		switch {
+		case r.remote != nil:
+			ext = max(0, min(r.remote.blocks, maxHit)-len(local))
+		case e.cpu != nil:
+			ext = e.cpu.match(rest)
+		}
+	}
+	ids := e.gpu.alloc((total+e.block-1)/e.block - len(local))
+	if ids == nil {
+		e.gpu.release(local)
+		return false
+	}
+	r.blocks = append(local, ids...)
+	r.localHit = len(local) * e.block
+	r.extHit = ext * e.block
+	r.computed = r.localHit
+	if r.preempted == 0 {
+		r.cached = r.localHit + r.extHit
+	}
+	e.m.prefixQueries += float64(total)
+	e.m.prefixHits += float64(r.localHit)
+	if conn {
+		e.m.extQueries += float64(total - r.localHit)
+		e.m.extHits += float64(r.extHit)
+	}
+	if ext > 0 {
+		r.state = stLoading
+		r.loadFrom = len(local)
+		if r.remote != nil {
+			r.readyAt = e.vt + e.cost.remoteLoadTime(r.extHit)
+		} else {
+			r.readyAt = e.vt + e.cost.hostLoadTime(r.extHit)
+		}
+	}
+	return true
+}
+
+// finishLoads moves requests whose loads are complete into the batch,
+// their loaded blocks now cached on the GPU.
+func (e *engine) finishLoads() {
+	var still []*request
+	for _, r := range e.loading {
+		if r.readyAt > e.vt {
+			still = append(still, r)
+			continue
+		}
+		n := r.extHit / e.block
+		for i := r.loadFrom; i < r.loadFrom+n; i++ {
+			e.gpu.commit(r.blocks[i], r.hashes[i])
+		}
+		r.computed = (r.loadFrom + n) * e.block
+		r.state = stRunning
+		e.running = append(e.running, r)
+	}
+	e.loading = still
+}
+
+// finish applies a step that ended at modeled time at: KV computed, full
+// blocks cached (and written through to the CPU store), tokens sampled
+// and sent, finished requests retired.
+func (e *engine) finish(p *plan, at float64) {
+	for _, it := range p.items {
+		r := it.r
+		if r.state != stRunning {
+			continue // aborted or preempted meanwhile
+		}
+		r.computed += it.tokens
+		e.commitFull(r)
+		if r.computed < len(r.seq) {
+			continue
+		}
+		tok := r.rng.IntN(max(e.vocabWords, 1))
+		r.seq = append(r.seq, tok)
+		r.nOut++
+		e.m.genTokens++
+		if n := len(r.seq) / e.block; n > len(r.hashes) {
+			var parent blockHash
+			if k := len(r.hashes); k > 0 {
+				parent = r.hashes[k-1]
+			}
+			salt := ""
+			if len(r.hashes) == 0 {
+				salt = r.salt
+			}
+			r.hashes = append(r.hashes, chainHash(parent, salt, r.seq[(n-1)*e.block:n*e.block]))
+		}
+		ev := event{token: tok, at: at}
+		if r.firstAt < 0 {
+			r.firstAt = at
+			e.m.promptTokens += float64(r.promptLen)
+			e.m.ttft.observe(at - r.arrival + r.apiTime)
+		}
+		if r.nOut >= r.maxTokens {
+			ev.finish = finishLength
+			ev.promptTokens, ev.cachedTokens = r.promptLen, r.cached
+			e.running = slices.DeleteFunc(e.running, func(x *request) bool { return x == r })
+			r.state = stDone
+			if r.holdPeer {
+				n := min(len(r.blocks), (r.promptLen+e.block-1)/e.block)
+				ev.blockIDs = slices.Clone(r.blocks[:n])
+				e.gpu.release(r.blocks[n:])
+				e.held[r.id] = &heldKV{blocks: r.blocks[:n], hashes: r.hashes[:min(n, len(r.hashes))], expires: time.Now().Add(heldTimeout)}
+			} else {
+				e.gpu.release(r.blocks)
+			}
+			r.blocks = nil
+		}
+		r.out.push(ev)
+	}
+}
+
+// heldTimeout is how long a producer keeps KV no consumer has read, as
+// vLLM's NIXL connector's abort timeout (480 s by default).
+const heldTimeout = 480 * time.Second
+
+// commitFull caches r's newly completed full blocks on the GPU and in the
+// CPU store.
+func (e *engine) commitFull(r *request) {
+	full := min(r.computed/e.block, len(r.hashes), len(r.blocks))
+	for i := 0; i < full; i++ {
+		e.gpu.commit(r.blocks[i], r.hashes[i])
+		if e.cpu != nil {
+			e.cpu.store(r.hashes[i])
+		}
+	}
+}
+
+// takeHeld hands the held KV of request id to a consumer: it checks the
+// block ids (when given) against what the producer kept, frees the blocks
+// and returns the hashes of their full blocks.
+func (e *engine) takeHeld(id string, blockIDs []int) ([]blockHash, bool) {
+	h, ok := e.held[id]
+	if !ok {
+		return nil, false
+	}
+	if blockIDs != nil && !slices.Equal(blockIDs, h.blocks) {
+		return nil, false
+	}
+	delete(e.held, id)
+	e.gpu.release(h.blocks)
+	return h.hashes, true
+}
+
+// expireHeld frees held KV no consumer read in time.
+func (e *engine) expireHeld(now time.Time) {
+	for id, h := range e.held {
+		if now.After(h.expires) {
+			e.gpu.release(h.blocks)
+			delete(e.held, id)
+		}
+	}
+}
+
+// usage is the fraction of GPU blocks in use, as vLLM's kv_cache_usage_perc.
+func (e *engine) usage() float64 {
+	if len(e.gpu.blocks) == 0 {
+		return 0
+	}
+	return float64(e.gpu.used()) / float64(len(e.gpu.blocks))
+}

@@ -1,0 +1,220 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// kvBlocksPath is the producer's endpoint a consumer pulls KV through: the
+// simulator's stand-in for NIXL's side channel and RDMA READ. It moves no
+// data; it checks that the producer holds the blocks and hands them over.
+const kvBlocksPath = "/kvtier/kv_blocks"
+
+// kvParams are the kv_transfer_params of a request, in the NIXL shape
+// (remote_block_ids, remote_engine_id, remote_host, remote_port,
+// remote_request_id) or the Mooncake shape (bootstrap_server_host/port or
+// remote_bootstrap_addr).
+type kvParams struct {
+	doRemoteDecode  bool
+	doRemotePrefill bool
+	blockIDs        []int
+	hasBlockIDs     bool
+	engineID        string
+	host            string
+	port            int
+	requestID       string
+}
+
+func parseKVParams(m map[string]any) kvParams {
+	var p kvParams
+	if m == nil {
+		return p
+	}
+	p.doRemoteDecode, _ = m["do_remote_decode"].(bool)
+	p.doRemotePrefill, _ = m["do_remote_prefill"].(bool)
+	if ids, ok := m["remote_block_ids"].([]any); ok {
+		p.hasBlockIDs = true
+		for _, v := range ids {
+			if f, ok := v.(float64); ok {
+				p.blockIDs = append(p.blockIDs, int(f))
+			}
+		}
+	}
+	p.engineID, _ = m["remote_engine_id"].(string)
+	p.requestID, _ = m["remote_request_id"].(string)
+	p.host, _ = m["remote_host"].(string)
+	p.port = intOf(m["remote_port"])
+	if h, ok := m["bootstrap_server_host"].(string); ok && p.host == "" {
+		p.host = h
+		p.port = intOf(m["bootstrap_server_port"])
+	}
+	if a, ok := m["remote_bootstrap_addr"].(string); ok && p.host == "" {
+		if h, port, err := net.SplitHostPort(a); err == nil {
+			p.host = h
+			p.port, _ = strconv.Atoi(port)
+		}
+	}
+	return p
+}
+
+func intOf(v any) int {
+	switch x := v.(type) {
+	case float64:
+		return int(x)
+	case string:
+		n, _ := strconv.Atoi(x)
+		return n
+	}
+	return 0
+}
+
+// addPending marks a producer request in flight under its id and its
+// X-Request-Id, so a consumer asking early waits for it. The returned
+// function marks it done.
+func (s *Server) addPending(id, xreq string) func() {
+	ch := make(chan struct{})
+	s.pmu.Lock()
+	s.pending[id] = ch
+	if xreq != "" {
+		s.pending[xreq] = ch
+		s.alias[xreq] = id
+	}
+	s.pmu.Unlock()
+	return func() {
+		s.pmu.Lock()
+		if s.pending[id] == ch {
+			delete(s.pending, id)
+		}
+		if xreq != "" && s.pending[xreq] == ch {
+			delete(s.pending, xreq)
+		}
+		s.pmu.Unlock()
+		close(ch)
+	}
+}
+
+// kvBlocksRequest is what a consumer sends its producer.
+type kvBlocksRequest struct {
+	RequestID string   `json:"request_id"` // remote_request_id, or the shared X-Request-Id
+	BlockIDs  []int    `json:"block_ids"`  // NIXL: remote_block_ids; nil for Mooncake
+	EngineID  string   `json:"engine_id"`  // remote_engine_id the consumer was told
+	Hashes    []string `json:"hashes"`     // the consumer's full prompt blocks, hex
+}
+
+// kvBlocksResponse says how many of the consumer's leading blocks the
+// producer held and handed over.
+type kvBlocksResponse struct {
+	EngineID string `json:"engine_id"`
+	Blocks   int    `json:"blocks"`
+	Bytes    int64  `json:"bytes"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// handleKVBlocks is the producer's side: find the KV kept for the request
+// (waiting for it if it is still running), check the block ids and engine
+// id, compare hashes with the consumer's, release the blocks.
+func (s *Server) handleKVBlocks(w http.ResponseWriter, hr *http.Request) {
+	var q kvBlocksRequest
+	if err := json.NewDecoder(hr.Body).Decode(&q); err != nil {
+		writeError(w, badRequest("kv_blocks: %v", err))
+		return
+	}
+	resp := kvBlocksResponse{EngineID: s.cfg.EngineID}
+	if q.EngineID != "" && q.EngineID != s.cfg.EngineID {
+		resp.Reason = fmt.Sprintf("engine id %q is not this producer's (%s)", q.EngineID, s.cfg.EngineID)
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	want := make([]blockHash, 0, len(q.Hashes))
+	for _, h := range q.Hashes {
+		v, err := strconv.ParseUint(h, 16, 64)
+		if err != nil {
+			writeError(w, badRequest("kv_blocks: hash %q: %v", h, err))
+			return
+		}
+		want = append(want, blockHash(v))
+	}
+	// Wait for a producer request still running.
+	s.pmu.Lock()
+	ch := s.pending[q.RequestID]
+	id := q.RequestID
+	if a, ok := s.alias[q.RequestID]; ok {
+		id = a
+	}
+	s.pmu.Unlock()
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-hr.Context().Done():
+			return
+		case <-time.After(30 * time.Second):
+		}
+	}
+	e := s.eng
+	e.mu.Lock()
+	held, ok := e.takeHeld(id, q.BlockIDs)
+	n := 0
+	if ok {
+		for n < len(held) && n < len(want) && held[n] == want[n] {
+			n++
+		}
+	} else if q.BlockIDs == nil {
+		// Mooncake shape with no kept request: whatever the producer's
+		// prefix cache holds.
+		n = e.gpu.contains(want)
+	} else {
+		resp.Reason = "no KV held for request " + id + " with those block ids"
+	}
+	e.mu.Unlock()
+	resp.Blocks = n
+	resp.Bytes = int64(n) * s.cfg.Geometry.BlockBytes()
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// pullRemote is the consumer's side: ask the producer for the request's
+// blocks. Any failure (no peer, unreachable, nothing held) is a miss: nil.
+func (s *Server) pullRemote(ctx context.Context, p kvParams, xreq string, hashes []blockHash) *remoteKV {
+	base := strings.TrimRight(s.cfg.KVPeer, "/")
+	if base == "" && p.host != "" && p.port > 0 {
+		base = "http://" + net.JoinHostPort(p.host, strconv.Itoa(p.port))
+	}
+	if base == "" {
+		return nil
+	}
+	q := kvBlocksRequest{RequestID: p.requestID, EngineID: p.engineID}
+	if q.RequestID == "" {
+		q.RequestID = xreq
+	}
+	if p.hasBlockIDs {
+		q.BlockIDs = p.blockIDs
+		if q.BlockIDs == nil {
+			q.BlockIDs = []int{}
+		}
+	}
+	for _, h := range hashes {
+		q.Hashes = append(q.Hashes, strconv.FormatUint(uint64(h), 16))
+	}
+	body, _ := json.Marshal(q)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+kvBlocksPath, bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var r kvBlocksResponse
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&r) != nil || r.Blocks == 0 {
+		return nil
+	}
+	return &remoteKV{blocks: r.Blocks}
+}

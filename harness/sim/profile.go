@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// A Profile holds the rates and fixed costs the cost model turns work into
+// time with. Rates of zero mean "free": the work they price takes no time.
+//
+// The model, per engine step (one forward pass of the batch):
+//
+//	step = StepBase + DecodePerSeq·decodes
+//	     + prefill GEMM FLOPs / GEMMTFLOPS + attention FLOPs / AttnTFLOPS
+//	     + KV bytes the decodes read / HBMGBps
+//	     + (AdmitBase + AdmitPerToken·prompt) for each request first scheduled
+//
+// and per request, outside the engine and concurrent with it,
+// APIBase + APIPerToken·prompt (HTTP, tokenization). A prefix loaded from
+// CPU memory or a peer costs its bytes over HostGBps or RemoteGBps, while
+// the engine keeps stepping other requests, as vLLM's connectors load
+// asynchronously.
+type Profile struct {
+	Name   string
+	Source string // where the figures come from
+
+	GEMMTFLOPS float64 // prefill linear layers (QKV/O projections, MLP or experts)
+	AttnTFLOPS float64 // prefill attention (scores and values)
+	HBMGBps    float64 // decode reads of the KV cache
+	HostGBps   float64 // CPU offload hit loaded back over PCIe
+	RemoteGBps float64 // P/D: the consumer pulls the producer's blocks
+
+	StepBase     float64 // seconds, fixed cost of one engine step
+	DecodePerSeq float64 // seconds per decoding sequence in a step
+
+	AdmitBase     float64 // seconds, engine cost when a request is first scheduled
+	AdmitPerToken float64 // seconds per prompt token of that cost
+
+	APIBase     float64 // seconds, front-end cost of a request
+	APIPerToken float64 // seconds per prompt token (tokenization, input processing)
+}
+
+// h20 is calibrated to the reference measurements of vLLM 0.18.1 serving
+// Qwen3-Coder-30B-A3B on one H20 (shared/reference/h20-reference.md):
+//
+//   - API + admit costs: GPU-hit TTFT grows from 42 ms at 1k to 111 ms at
+//     64k, 1.08 µs per prompt token, split half and half between the
+//     front end (concurrent with decode) and the engine (blocking it).
+//   - GEMMTFLOPS and AttnTFLOPS: a fit of miss TTFT (8k 0.588 s ... 64k
+//     15.23 s) to a·L + b·L², where b·L² is causal attention.
+//   - HostGBps: CPU-hit TTFT minus GPU-hit TTFT over the prefix bytes
+//     (vLLM's offload reaches about 40 of the 54 GB/s PCIe H2D).
+//   - RemoteGBps: the same for the remote tier (about 7 GB/s).
+//   - StepBase, DecodePerSeq: MB1 base TPOT 4.79 ms at D=1, 7.7 ms at D=8.
+//
+// Note: a weight-traffic decode model (each step reads the experts its
+// tokens route to, uniformly at random) predicts a D=8 step twice as long
+// as measured: real routing is correlated. The per-sequence cost is
+// therefore fitted, not derived.
+var h20 = Profile{
+	Name:          "h20",
+	Source:        "h20 reference (vLLM 0.18.1, Qwen3-Coder-30B-A3B, 1x H20)",
+	GEMMTFLOPS:    118,
+	AttnTFLOPS:    132.8,
+	HBMGBps:       3000,
+	HostGBps:      40,
+	RemoteGBps:    7,
+	StepBase:      4.37e-3,
+	DecodePerSeq:  0.416e-3,
+	AdmitBase:     0.020,
+	AdmitPerToken: 0.58e-6,
+	APIBase:       0.020,
+	APIPerToken:   0.50e-6,
+}
+
+// zero models no cost at all: every delay is zero. It measures what a
+// client itself adds.
+var zero = Profile{Name: "zero", Source: "no modeled cost"}
+
+var profiles = map[string]Profile{"h20": h20, "zero": zero}
+
+// DefaultProfile is the profile a server uses when none is named.
+const DefaultProfile = "h20"
+
+// ProfileNames lists the built-in profiles, sorted.
+func ProfileNames() []string {
+	names := make([]string, 0, len(profiles))
+	for n := range profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LookupProfile returns the built-in profile named name: "h20" (the
+// default, also for "") or "zero".
+func LookupProfile(name string) (Profile, error) {
+	if name == "" {
+		name = DefaultProfile
+	}
+	p, ok := profiles[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return Profile{}, fmt.Errorf("sim: unknown profile %q (known: %s)", name, strings.Join(ProfileNames(), ", "))
+	}
+	return p, nil
+}
+
+// ProfileFromCSV returns the h20 profile with its rates replaced by those a
+// kvtier tier sweep measured: the p50 gbps of the ok rows of tiers host,
+// hbm and remote, and the p50 tflops of tier recompute (attention keeps its
+// h20 ratio to the GEMM rate). A tier the file lacks keeps its h20 figure,
+// and Source says which figures were replaced.
+func ProfileFromCSV(path string) (Profile, error) {
+	rows, _, err := results.ReadCSV(path)
+	if err != nil {
+		return Profile{}, fmt.Errorf("sim: calibrate: %w", err)
+	}
+	p := h20
+	p.Name = "calibrated"
+	var used []string
+	if v, ok := p50(rows, "host", func(r results.Row) float64 { return r.GBps }); ok {
+		p.HostGBps = v
+		used = append(used, fmt.Sprintf("host %.3g GB/s", v))
+	}
+	if v, ok := p50(rows, "hbm", func(r results.Row) float64 { return r.GBps }); ok {
+		p.HBMGBps = v
+		used = append(used, fmt.Sprintf("hbm %.3g GB/s", v))
+	}
+	if v, ok := p50(rows, "remote", func(r results.Row) float64 { return r.GBps }); ok {
+		p.RemoteGBps = v
+		used = append(used, fmt.Sprintf("remote %.3g GB/s", v))
+	}
+	if v, ok := p50(rows, "recompute", func(r results.Row) float64 { return r.Float("tflops") }); ok {
+		p.AttnTFLOPS = v * h20.AttnTFLOPS / h20.GEMMTFLOPS
+		p.GEMMTFLOPS = v
+		used = append(used, fmt.Sprintf("recompute %.3g TFLOP/s", v))
+	}
+	if len(used) == 0 {
+		return Profile{}, fmt.Errorf("sim: calibrate: %s has no ok rows of tiers host, hbm, remote or recompute", path)
+	}
+	p.Source = fmt.Sprintf("%s (%s; other figures from h20)", path, strings.Join(used, ", "))
+	return p, nil
+}
+
+// p50 is the median of f over the ok rows of tier with a positive finite value.
+func p50(rows []results.Row, tier string, f func(results.Row) float64) (float64, bool) {
+	var vs []float64
+	for _, r := range rows {
+		if r.Tier != tier || r.Status != results.StatusOK {
+			continue
+		}
+		if v := f(r); v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return 0, false
+	}
+	sort.Float64s(vs)
+	n := len(vs)
+	if n%2 == 1 {
+		return vs[n/2], true
+	}
+	return (vs[n/2-1] + vs[n/2]) / 2, true
+}

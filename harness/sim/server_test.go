@@ -1,0 +1,435 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// newTestServer starts a simulator behind httptest with small pools.
+func newTestServer(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	if cfg.GPUBlocks == 0 {
+		cfg.GPUBlocks = 2048
+	}
+	if cfg.Model == "" {
+		cfg.Model = "qwen3-coder-30b-a3b"
+	}
+	cfg.EnablePromptTokensDetails = true
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() {
+		hs.Close()
+		s.Close()
+	})
+	return s, hs.URL
+}
+
+// words returns a prompt of n distinct-ish words starting at seed.
+func promptWords(seed, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "w%d_%d ", seed, i)
+	}
+	return b.String()
+}
+
+// streamResult is what a client sees of one streamed request.
+type streamResult struct {
+	ttft    time.Duration
+	arrival []time.Duration // per token chunk, since the POST
+	text    string
+	finish  string
+	usage   map[string]any
+	done    bool
+}
+
+// streamCompletion posts body with stream on and reads the SSE stream
+// with a plain net/http client.
+func streamCompletion(t *testing.T, url string, body map[string]any) streamResult {
+	t.Helper()
+	body["stream"] = true
+	body["stream_options"] = map[string]any{"include_usage": true}
+	b, _ := json.Marshal(body)
+	start := time.Now()
+	resp, err := http.Post(url+"/v1/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		msg, _ := io.ReadAll(resp.Body)
+		t.Fatalf("status %d: %s", resp.StatusCode, msg)
+	}
+	if resp.Header.Get("X-Kvtier-Simulated") != "1" {
+		t.Errorf("missing X-Kvtier-Simulated header")
+	}
+	var res streamResult
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			t.Fatalf("not an SSE data line: %q", line)
+		}
+		if data == "[DONE]" {
+			res.done = true
+			break
+		}
+		var chunk struct {
+			Object  string `json:"object"`
+			Choices []struct {
+				Text         string  `json:"text"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+			Usage map[string]any `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		if chunk.Object != "text_completion" {
+			t.Errorf("object %q", chunk.Object)
+		}
+		if len(chunk.Choices) == 0 {
+			res.usage = chunk.Usage
+			continue
+		}
+		now := time.Since(start)
+		if res.ttft == 0 {
+			res.ttft = now
+		}
+		res.arrival = append(res.arrival, now)
+		res.text += chunk.Choices[0].Text
+		if f := chunk.Choices[0].FinishReason; f != nil {
+			res.finish = *f
+		}
+	}
+	return res
+}
+
+// scrape reads /metrics and parses it with expfmt.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mf, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	return mf
+}
+
+// value returns the value of the single series of family name.
+func value(t *testing.T, mf map[string]*dto.MetricFamily, name string) float64 {
+	t.Helper()
+	f, ok := mf[name]
+	if !ok || len(f.Metric) != 1 {
+		t.Fatalf("metric %s missing or not one series", name)
+	}
+	m := f.Metric[0]
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	}
+	t.Fatalf("metric %s: not a counter or gauge", name)
+	return 0
+}
+
+func TestStreamPrefixHit(t *testing.T) {
+	_, url := newTestServer(t, Config{TimeScale: 0.05, Seed: 1})
+	const n = 8000 // 500 blocks exactly: hits stop one block short
+	body := func() map[string]any {
+		return map[string]any{"model": "qwen3-coder-30b-a3b", "prompt": promptWords(1, n), "max_tokens": 4, "ignore_eos": true}
+	}
+	m0 := scrape(t, url)
+	first := streamCompletion(t, url, body())
+	m1 := scrape(t, url)
+	second := streamCompletion(t, url, body())
+	m2 := scrape(t, url)
+
+	for i, r := range []streamResult{first, second} {
+		if !r.done || r.finish != "length" || len(r.arrival) != 4 {
+			t.Fatalf("request %d: done %v finish %q tokens %d", i, r.done, r.finish, len(r.arrival))
+		}
+		if got := r.usage["prompt_tokens"]; got != float64(n) {
+			t.Errorf("request %d: prompt_tokens %v, want %d", i, got, n)
+		}
+	}
+	if first.text != second.text {
+		t.Errorf("same prompt, different text: %q vs %q", first.text, second.text)
+	}
+	if _, ok := first.usage["prompt_tokens_details"]; ok {
+		t.Errorf("first request has prompt_tokens_details %v; vLLM omits it with nothing cached", first.usage)
+	}
+	det, _ := second.usage["prompt_tokens_details"].(map[string]any)
+	if det["cached_tokens"] != float64(n-16) {
+		t.Errorf("second request cached_tokens %v, want %d", det["cached_tokens"], n-16)
+	}
+	q := func(m map[string]*dto.MetricFamily) float64 { return value(t, m, "vllm:prefix_cache_queries_total") }
+	h := func(m map[string]*dto.MetricFamily) float64 { return value(t, m, "vllm:prefix_cache_hits_total") }
+	if d := q(m1) - q(m0); d != n {
+		t.Errorf("queries rose by %v on the first request, want %d", d, n)
+	}
+	if d := h(m1) - h(m0); d != 0 {
+		t.Errorf("hits rose by %v on the first request, want 0", d)
+	}
+	if d := h(m2) - h(m1); d != n-16 {
+		t.Errorf("hits rose by %v on the repeat, want %d (block granularity, last token recomputed)", d, n-16)
+	}
+	if d := value(t, m2, "vllm:generation_tokens_total") - value(t, m0, "vllm:generation_tokens_total"); d != 8 {
+		t.Errorf("generation tokens rose by %v, want 8", d)
+	}
+	if value(t, m2, "kvtier_simulated") != 1 {
+		t.Errorf("kvtier_simulated is not 1")
+	}
+	if hist := m2["vllm:time_to_first_token_seconds"]; hist == nil || hist.Metric[0].Histogram.GetSampleCount() != 2 {
+		t.Errorf("TTFT histogram does not hold 2 samples: %v", hist)
+	}
+	// Modeled: miss about 0.63 s, hit about 0.055 s; scaled by 0.05.
+	if second.ttft >= first.ttft {
+		t.Errorf("repeat TTFT %v not below first %v", second.ttft, first.ttft)
+	}
+	t.Logf("TTFT miss %v, hit %v (time scale 0.05)", first.ttft, second.ttft)
+}
+
+func TestMetricsShape(t *testing.T) {
+	_, url := newTestServer(t, Config{TimeScale: 0, CPUBlocks: 64})
+	mf := scrape(t, url)
+	want := map[string]dto.MetricType{
+		"vllm:num_requests_running":                dto.MetricType_GAUGE,
+		"vllm:num_requests_waiting":                dto.MetricType_GAUGE,
+		"vllm:kv_cache_usage_perc":                 dto.MetricType_GAUGE,
+		"vllm:prefix_cache_queries_total":          dto.MetricType_COUNTER,
+		"vllm:prefix_cache_hits_total":             dto.MetricType_COUNTER,
+		"vllm:external_prefix_cache_queries_total": dto.MetricType_COUNTER,
+		"vllm:external_prefix_cache_hits_total":    dto.MetricType_COUNTER,
+		"vllm:prompt_tokens_total":                 dto.MetricType_COUNTER,
+		"vllm:generation_tokens_total":             dto.MetricType_COUNTER,
+		"vllm:prompt_tokens_created":               dto.MetricType_GAUGE,
+		"vllm:time_to_first_token_seconds":         dto.MetricType_HISTOGRAM,
+		"vllm:cache_config_info":                   dto.MetricType_GAUGE,
+		"kvtier_simulated":                         dto.MetricType_GAUGE,
+	}
+	for name, typ := range want {
+		f, ok := mf[name]
+		if !ok {
+			t.Errorf("%s missing", name)
+			continue
+		}
+		if f.GetType() != typ {
+			t.Errorf("%s: type %v, want %v", name, f.GetType(), typ)
+		}
+		if name == "kvtier_simulated" || name == "vllm:cache_config_info" {
+			continue
+		}
+		labels := map[string]string{}
+		for _, l := range f.Metric[0].Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["model_name"] != "qwen3-coder-30b-a3b" || labels["engine"] != "0" {
+			t.Errorf("%s: labels %v", name, labels)
+		}
+	}
+	info := map[string]string{}
+	for _, l := range mf["vllm:cache_config_info"].Metric[0].Label {
+		info[l.GetName()] = l.GetValue()
+	}
+	if info["block_size"] != "16" || info["num_gpu_blocks"] != "2048" || info["num_cpu_blocks"] != "64" || info["enable_prefix_caching"] != "True" {
+		t.Errorf("cache_config_info labels %v", info)
+	}
+	h := mf["vllm:time_to_first_token_seconds"].Metric[0].Histogram
+	if len(h.Bucket) != len(ttftBuckets)+1 || h.Bucket[0].GetUpperBound() != 0.001 {
+		t.Errorf("TTFT buckets %v", h.Bucket)
+	}
+}
+
+func TestModelsAndHealth(t *testing.T) {
+	_, url := newTestServer(t, Config{TimeScale: 0, MaxModelLen: 4096})
+	resp, err := http.Get(url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(b) != 0 {
+		t.Errorf("/health: %d %q", resp.StatusCode, b)
+	}
+	resp, err = http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Object string `json:"object"`
+		Data   []struct {
+			ID          string `json:"id"`
+			Object      string `json:"object"`
+			OwnedBy     string `json:"owned_by"`
+			Root        string `json:"root"`
+			MaxModelLen int    `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Object != "list" || len(list.Data) != 1 {
+		t.Fatalf("models %+v", list)
+	}
+	d := list.Data[0]
+	if d.ID != "qwen3-coder-30b-a3b" || d.Object != "model" || d.OwnedBy != "vllm" || d.Root != d.ID || d.MaxModelLen != 4096 {
+		t.Errorf("model card %+v", d)
+	}
+}
+
+func post(t *testing.T, url, path, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatalf("%s: body is not JSON: %v", path, err)
+	}
+	return resp.StatusCode, v
+}
+
+func TestErrors(t *testing.T) {
+	_, url := newTestServer(t, Config{TimeScale: 0, MaxModelLen: 1000})
+	long := promptWords(2, 1000)
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		typ              string
+	}{
+		{"malformed JSON", "/v1/completions", `{"prompt": "a b`, 400, "BadRequestError"},
+		{"missing prompt", "/v1/completions", `{"max_tokens": 3}`, 400, "BadRequestError"},
+		{"negative max_tokens", "/v1/completions", `{"prompt": "a b", "max_tokens": -1}`, 400, "BadRequestError"},
+		{"prompt over max-model-len", "/v1/completions", `{"prompt": "` + long + `"}`, 400, "BadRequestError"},
+		{"prompt + max_tokens over", "/v1/completions", `{"prompt": "a b c", "max_tokens": 998}`, 400, "BadRequestError"},
+		{"two prompts", "/v1/completions", `{"prompt": ["a", "b"]}`, 400, "BadRequestError"},
+		{"token out of vocabulary", "/v1/completions", `{"prompt": [1, -5]}`, 400, "BadRequestError"},
+		{"empty prompt", "/v1/completions", `{"prompt": ""}`, 400, "BadRequestError"},
+		{"unknown model", "/v1/completions", `{"model": "gpt-9", "prompt": "a"}`, 404, "NotFoundError"},
+		{"chat without messages", "/v1/chat/completions", `{"max_tokens": 2}`, 400, "BadRequestError"},
+		{"chat malformed", "/v1/chat/completions", `[1,2`, 400, "BadRequestError"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, v := post(t, url, tc.path, tc.body)
+			if status != tc.status {
+				t.Errorf("status %d, want %d (%v)", status, tc.status, v)
+			}
+			e, _ := v["error"].(map[string]any)
+			if e == nil || e["type"] != tc.typ || e["code"] != float64(tc.status) || e["message"] == "" {
+				t.Errorf("error body %v", v)
+			}
+			if _, ok := e["param"]; !ok {
+				t.Errorf("error body has no param: %v", v)
+			}
+		})
+	}
+	// Still serving.
+	status, v := post(t, url, "/v1/completions", `{"prompt": "a b c", "max_tokens": 2}`)
+	if status != 200 {
+		t.Fatalf("after errors: %d %v", status, v)
+	}
+	choices := v["choices"].([]any)
+	if c := choices[0].(map[string]any); c["finish_reason"] != "length" {
+		t.Errorf("choice %v", c)
+	}
+	u := v["usage"].(map[string]any)
+	if u["prompt_tokens"] != 3.0 || u["completion_tokens"] != 2.0 || u["total_tokens"] != 5.0 {
+		t.Errorf("usage %v", u)
+	}
+}
+
+func TestChat(t *testing.T) {
+	_, url := newTestServer(t, Config{TimeScale: 0})
+	body := `{"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true}}`
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	events := strings.Split(strings.TrimSuffix(string(raw), "\n\n"), "\n\n")
+	// role chunk, 3 content chunks, usage chunk, [DONE]
+	if len(events) != 6 || events[5] != "data: [DONE]" {
+		t.Fatalf("events %q", events)
+	}
+	var chunks []map[string]any
+	for _, ev := range events[:5] {
+		var c map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(ev, "data: ")), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c["object"] != "chat.completion.chunk" || !strings.HasPrefix(c["id"].(string), "chatcmpl-") {
+			t.Errorf("chunk %v", c)
+		}
+		chunks = append(chunks, c)
+	}
+	delta := func(i int) map[string]any {
+		return chunks[i]["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+	}
+	if delta(0)["role"] != "assistant" || delta(0)["content"] != "" {
+		t.Errorf("first delta %v", delta(0))
+	}
+	if fr := chunks[3]["choices"].([]any)[0].(map[string]any)["finish_reason"]; fr != "length" {
+		t.Errorf("last token chunk finish_reason %v", fr)
+	}
+	if len(chunks[4]["choices"].([]any)) != 0 {
+		t.Errorf("usage chunk has choices")
+	}
+	u := chunks[4]["usage"].(map[string]any)
+	// <|im_start|> user hello there <|im_end|> <|im_start|> assistant
+	if u["prompt_tokens"] != 7.0 || u["completion_tokens"] != 3.0 {
+		t.Errorf("usage %v", u)
+	}
+}
+
+func TestStartAndClose(t *testing.T) {
+	s, err := New(Config{TimeScale: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	url, err := s.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	s.Close()
+	if _, err := http.Get(url + "/health"); err == nil {
+		t.Errorf("still serving after Close")
+	}
+}

@@ -1,0 +1,337 @@
+// Package sim is a simulated vLLM server: the OpenAI-compatible HTTP API
+// (completions and chat, streaming as vLLM streams), vLLM's Prometheus
+// metrics, and behind them a model of the V1 engine — paged KV blocks with
+// prefix caching and LRU eviction, an optional CPU offload store, a
+// continuous-batching scheduler with chunked prefill, and disaggregated
+// prefill between a producer and a consumer. A cost model calibrated to
+// reference measurements (profile "h20") says how long each engine step,
+// load and transfer takes; the server sleeps that time, scaled.
+//
+// It exists so that kvtier's HTTP probes can be developed and tested
+// without a GPU, and so that a dry run of a probe shows what a real server
+// would be asked. Every response carries "X-Kvtier-Simulated: 1" and
+// /metrics has kvtier_simulated 1, so a simulated figure is never taken
+// for a measured one.
+package sim
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvtier/kvtier/tiers"
+)
+
+// A Config describes one simulated server. Zero fields take the defaults
+// noted.
+type Config struct {
+	Model    string         // served model name (tiers.DefaultModel)
+	Geometry tiers.Geometry // KV and compute shape (the preset of Model, else the default model's)
+
+	BlockSize           int // tokens per KV block (16)
+	GPUBlocks           int // GPU KV pool (16384 blocks)
+	CPUBlocks           int // CPU offload store; 0: no offload
+	MaxModelLen         int // prompt + max_tokens limit (131072)
+	MaxNumBatchedTokens int // token budget of one engine step (8192)
+
+	// EnablePromptTokensDetails adds usage.prompt_tokens_details
+	// {cached_tokens} when tokens were cached, as vLLM's
+	// --enable-prompt-tokens-details.
+	EnablePromptTokensDetails bool
+
+	Profile Profile // cost model (h20 when Name is empty)
+	// TimeScale multiplies every modeled delay: 1 is real time, 0.01 is
+	// 100 times faster, 0 is no delay at all (the zero-cost mode that
+	// measures what a client adds).
+	TimeScale float64
+	Seed      int64 // fixes generated tokens
+
+	KVPeer   string // consumer: the producer's base URL (else remote_host:remote_port of the params)
+	EngineID string // P/D engine id (random when empty)
+	Role     string // "", "producer", "consumer" or "both": informational; any server plays both roles
+}
+
+// Defaults of Config.
+const (
+	DefaultBlockSize   = 16
+	DefaultGPUBlocks   = 16384
+	DefaultMaxModelLen = 131072
+	DefaultMaxBatched  = 8192
+)
+
+func (c *Config) setDefaults() error {
+	var errs []error
+	if c.Model == "" {
+		c.Model = tiers.DefaultModel
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	if c.GPUBlocks == 0 {
+		c.GPUBlocks = DefaultGPUBlocks
+	}
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = DefaultMaxModelLen
+	}
+	if c.MaxNumBatchedTokens == 0 {
+		c.MaxNumBatchedTokens = DefaultMaxBatched
+	}
+	if c.Profile.Name == "" {
+		c.Profile = h20
+	}
+	if c.Geometry.Layers == 0 {
+		g, err := tiers.LookupModel(c.Model)
+		if err != nil {
+			g, _ = tiers.LookupModel(tiers.DefaultModel)
+		}
+		c.Geometry = g
+	}
+	c.Geometry.BlockTokens = c.BlockSize
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"block size", c.BlockSize}, {"gpu blocks", c.GPUBlocks},
+		{"max model len", c.MaxModelLen}, {"max num batched tokens", c.MaxNumBatchedTokens},
+	} {
+		if f.v < 1 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %d", f.name, f.v))
+		}
+	}
+	if c.CPUBlocks < 0 {
+		errs = append(errs, fmt.Errorf("cpu blocks must not be negative, got %d", c.CPUBlocks))
+	}
+	if c.TimeScale < 0 {
+		errs = append(errs, fmt.Errorf("time scale must not be negative, got %g", c.TimeScale))
+	}
+	switch c.Role {
+	case "", "producer", "consumer", "both":
+	default:
+		errs = append(errs, fmt.Errorf("role %q: want producer, consumer or both", c.Role))
+	}
+	if c.Geometry.Vocab < len(words)+16 {
+		c.Geometry.Vocab = 151936
+	}
+	if err := c.Geometry.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.EngineID == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		c.EngineID = "sim-" + hex.EncodeToString(b[:])
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	return nil
+}
+
+// A Server is one simulated vLLM instance. It is an http.Handler; Start
+// also listens and serves. Its engine runs from New until Close.
+type Server struct {
+	cfg     Config
+	tok     tokenizer
+	eng     *engine
+	mux     *http.ServeMux
+	client  *http.Client
+	started time.Time
+	nextID  atomic.Uint64
+
+	// pending are producer requests (do_remote_decode) still running, by
+	// internal and X-Request-Id, closed when they finish.
+	pmu     sync.Mutex
+	pending map[string]chan struct{}
+	alias   map[string]string // X-Request-Id -> internal id of held KV
+
+	done      chan struct{}
+	loopDone  chan struct{}
+	closeOnce sync.Once
+	smu       sync.Mutex
+	servers   []*http.Server
+}
+
+// New returns a server for cfg with its engine running.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:      cfg,
+		tok:      tokenizer{vocab: cfg.Geometry.Vocab},
+		client:   &http.Client{Timeout: 60 * time.Second},
+		started:  time.Now(),
+		pending:  map[string]chan struct{}{},
+		alias:    map[string]string{},
+		done:     make(chan struct{}),
+		loopDone: make(chan struct{}),
+	}
+	s.eng = newEngine(engineConfig{
+		blockSize:  cfg.BlockSize,
+		gpuBlocks:  cfg.GPUBlocks,
+		cpuBlocks:  cfg.CPUBlocks,
+		budget:     cfg.MaxNumBatchedTokens,
+		vocabWords: len(words),
+		seed:       cfg.Seed,
+		connector:  cfg.KVPeer != "" || cfg.Role != "",
+		cost:       newCostModel(cfg.Geometry, cfg.Profile),
+	})
+	s.routes()
+	go s.loop()
+	return s, nil
+}
+
+// Config returns the server's configuration with defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// Start listens on addr (":0" picks a port) and serves until ctx is done
+// or Close is called. It returns the base URL, http://HOST:PORT.
+func (s *Server) Start(ctx context.Context, addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("sim: listen: %w", err)
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.smu.Lock()
+	s.servers = append(s.servers, hs)
+	s.smu.Unlock()
+	go hs.Serve(ln)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.done:
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if hs.Shutdown(sctx) != nil {
+			hs.Close()
+		}
+	}()
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Close stops the engine and the listeners Start opened.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		<-s.loopDone
+		s.smu.Lock()
+		defer s.smu.Unlock()
+		for _, hs := range s.servers {
+			hs.Close()
+		}
+	})
+	return nil
+}
+
+// scaled converts modeled seconds to a wall-clock duration.
+func (s *Server) scaled(modeled float64) time.Duration {
+	return time.Duration(modeled * s.cfg.TimeScale * float64(time.Second))
+}
+
+// modelNow is the modeled time wall-clock now corresponds to.
+func (s *Server) modelNow() float64 {
+	if s.cfg.TimeScale <= 0 {
+		return 0
+	}
+	return time.Since(s.started).Seconds() / s.cfg.TimeScale
+}
+
+// sleep waits d, or less when the request or the server ends first.
+func (s *Server) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return errors.New("sim: server closed")
+	}
+}
+
+// submit hands r to the engine at the current modeled time.
+func (s *Server) submit(r *request) {
+	e := s.eng
+	e.mu.Lock()
+	e.vt = max(e.vt, s.modelNow())
+	e.submit(r)
+	e.mu.Unlock()
+}
+
+// loop drives the engine: plan a step, sleep its scaled duration until the
+// wall-clock deadline its modeled end maps to (so oversleeping one step
+// is made up by the next), apply it. Idle, it waits for work or for the
+// next load to complete. With TimeScale 0 modeled time only advances by
+// the steps themselves.
+func (s *Server) loop() {
+	defer close(s.loopDone)
+	e := s.eng
+	idle := time.NewTicker(time.Second)
+	defer idle.Stop()
+	for {
+		e.mu.Lock()
+		e.vt = max(e.vt, s.modelNow())
+		e.expireHeld(time.Now())
+		p := e.schedule()
+		if len(p.items) == 0 {
+			next, loading := e.nextLoad()
+			if loading && s.cfg.TimeScale == 0 {
+				e.vt = max(e.vt, next)
+				e.mu.Unlock()
+				continue
+			}
+			var wait <-chan time.Time
+			if loading {
+				wait = time.After(s.scaled(next-e.vt) + time.Microsecond)
+			}
+			e.mu.Unlock()
+			select {
+			case <-s.done:
+				return
+			case <-e.wake:
+			case <-wait:
+			case <-idle.C:
+			}
+			continue
+		}
+		end := e.vt + p.dur
+		e.mu.Unlock()
+		if s.cfg.TimeScale > 0 {
+			deadline := s.started.Add(s.scaled(end))
+			if err := s.sleep(context.Background(), time.Until(deadline)); err != nil {
+				return
+			}
+		} else {
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+		}
+		e.mu.Lock()
+		e.vt = end
+		e.finish(p, end)
+		e.mu.Unlock()
+	}
+}
+
+// requestID returns the internal id of a request: prefix plus the
+// client's X-Request-Id, or a fresh number.
+func (s *Server) requestID(prefix string, r *http.Request) string {
+	if x := strings.TrimSpace(r.Header.Get("X-Request-Id")); x != "" {
+		return prefix + x
+	}
+	return fmt.Sprintf("%s%016x", prefix, s.nextID.Add(1))
+}

@@ -1,0 +1,168 @@
+package cuda
+
+/*
+#include <stdlib.h>
+#include "../csrc/cudawrap.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"io"
+	"unsafe"
+)
+
+// DeviceMem is device memory from cuMemAlloc.
+type DeviceMem struct {
+	c    *Context
+	ptr  uint64
+	size int64
+}
+
+// AllocDevice allocates size bytes of device memory (not initialised).
+func (c *Context) AllocDevice(size int64) (*DeviceMem, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("cuda: device allocation of %d bytes", size)
+	}
+	var p C.CUdeviceptr
+	var e C.kv_cuda_err
+	if err := c.d.err(C.kv_cuda_mem_alloc(c.d.l, c.ctx, C.size_t(size), &p, &e), &e); err != nil {
+		return nil, fmt.Errorf("alloc %d device bytes: %w", size, err)
+	}
+	return &DeviceMem{c: c, ptr: uint64(p), size: size}, nil
+}
+
+// Ptr is the device pointer of byte 0.
+func (m *DeviceMem) Ptr() uint64 { return m.ptr }
+
+// Size is the allocation's size in bytes.
+func (m *DeviceMem) Size() int64 { return m.size }
+
+// ReadAt copies device bytes into p, synchronously. Fewer than len(p)
+// bytes are read, with io.EOF, when p runs past the end.
+func (m *DeviceMem) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > m.size {
+		return 0, fmt.Errorf("cuda: read at %d outside %d bytes", off, m.size)
+	}
+	var eof error
+	if int64(len(p)) > m.size-off {
+		p, eof = p[:m.size-off], io.EOF
+	}
+	if len(p) == 0 {
+		return 0, eof
+	}
+	// p is Go memory: the shim copies into it during the call and keeps
+	// nothing.
+	var e C.kv_cuda_err
+	rc := C.kv_cuda_dtoh(m.c.d.l, m.c.ctx, unsafe.Pointer(&p[0]), C.CUdeviceptr(m.ptr+uint64(off)), C.size_t(len(p)), &e)
+	if err := m.c.d.err(rc, &e); err != nil {
+		return 0, err
+	}
+	return len(p), eof
+}
+
+// WriteAt copies p to device memory at off, synchronously.
+func (m *DeviceMem) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || int64(len(p)) > m.size-off {
+		return 0, fmt.Errorf("cuda: write of %d bytes at %d outside %d bytes", len(p), off, m.size)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var e C.kv_cuda_err
+	rc := C.kv_cuda_htod(m.c.d.l, m.c.ctx, C.CUdeviceptr(m.ptr+uint64(off)), unsafe.Pointer(&p[0]), C.size_t(len(p)), &e)
+	if err := m.c.d.err(rc, &e); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Free releases the memory.
+func (m *DeviceMem) Free() error {
+	if m.ptr == 0 {
+		return nil
+	}
+	var e C.kv_cuda_err
+	p := m.ptr
+	m.ptr = 0
+	return m.c.d.err(C.kv_cuda_mem_free(m.c.d.l, m.c.ctx, C.CUdeviceptr(p), &e), &e)
+}
+
+// Host memory flags for AllocHost.
+const (
+	HostPortable  = C.KV_CU_MEMHOSTALLOC_PORTABLE
+	HostDeviceMap = C.KV_CU_MEMHOSTALLOC_DEVICEMAP
+)
+
+// HostMem is page-locked host memory: allocated by cuMemHostAlloc, or
+// memory the caller owns registered with cuMemHostRegister.
+type HostMem struct {
+	c          *Context
+	ptr        unsafe.Pointer
+	size       int64
+	registered bool
+}
+
+// AllocHost allocates size bytes of pinned host memory with the given
+// HostPortable / HostDeviceMap flags.
+func (c *Context) AllocHost(size int64, flags int) (*HostMem, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("cuda: host allocation of %d bytes", size)
+	}
+	var p unsafe.Pointer
+	var e C.kv_cuda_err
+	if err := c.d.err(C.kv_cuda_host_alloc(c.d.l, c.ctx, C.size_t(size), C.uint(flags), &p, &e), &e); err != nil {
+		return nil, fmt.Errorf("alloc %d pinned bytes: %w", size, err)
+	}
+	return &HostMem{c: c, ptr: p, size: size}, nil
+}
+
+// RegisterHost page-locks b, memory the caller owns outside the Go heap
+// (mmap'd), with cuMemHostRegister (portable, device-mapped). Free
+// unregisters it; the caller then unmaps it.
+func (c *Context) RegisterHost(b []byte) (*HostMem, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("cuda: register of 0 bytes")
+	}
+	var e C.kv_cuda_err
+	p, size := unsafe.Pointer(&b[0]), len(b)
+	rc := C.kv_cuda_host_register(c.d.l, c.ctx, p, C.size_t(size), C.KV_CU_MEMHOSTREGISTER_PORTABLE|C.KV_CU_MEMHOSTREGISTER_DEVICEMAP, &e)
+	if err := c.d.err(rc, &e); err != nil {
+		return nil, fmt.Errorf("register %d host bytes: %w", size, err)
+	}
+	return &HostMem{c: c, ptr: p, size: int64(size), registered: true}, nil
+}
+
+// Bytes returns the memory as a slice (C memory; valid until Free).
+func (m *HostMem) Bytes() []byte { return unsafe.Slice((*byte)(m.ptr), m.size) }
+
+// Addr is the host address of byte 0.
+func (m *HostMem) Addr() uintptr { return uintptr(m.ptr) }
+
+// Size is the memory's size in bytes.
+func (m *HostMem) Size() int64 { return m.size }
+
+// DevicePtr is the device address of the memory (allocated with
+// HostDeviceMap, or registered).
+func (m *HostMem) DevicePtr() (uint64, error) {
+	var d C.CUdeviceptr
+	var e C.kv_cuda_err
+	if err := m.c.d.err(C.kv_cuda_host_devptr(m.c.d.l, m.c.ctx, m.ptr, &d, &e), &e); err != nil {
+		return 0, err
+	}
+	return uint64(d), nil
+}
+
+// Free releases (or unregisters) the memory.
+func (m *HostMem) Free() error {
+	if m.ptr == nil {
+		return nil
+	}
+	p := m.ptr
+	m.ptr = nil
+	var e C.kv_cuda_err
+	if m.registered {
+		return m.c.d.err(C.kv_cuda_host_unregister(m.c.d.l, m.c.ctx, p, &e), &e)
+	}
+	return m.c.d.err(C.kv_cuda_host_free(m.c.d.l, m.c.ctx, p, &e), &e)
+}

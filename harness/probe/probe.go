@@ -366,9 +366,11 @@ func (p *Prober) evictTokens() int {
 // evict sends unique filler prompts totalling need tokens, four at a
 // time, so that the GPU prefix cache drops the warmed prompt.
 func (p *Prober) evict(ctx context.Context, id string, need int) error {
-	size := 8192
+	// Each filler fits the model's context and half the GPU pool, so the
+	// server can take it while other requests hold blocks.
+	size := min(8192, p.info.GPUBlocks/2*p.info.BlockSize)
 	if p.info.MaxModelLen > 0 {
-		size = min(size, p.info.MaxModelLen-1)
+		size = min(size, p.info.MaxModelLen-2)
 	}
 	size = max(size, p.info.BlockSize)
 	n := (need + size - 1) / size

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -104,7 +105,31 @@ func (f *figure) extend(xys plotter.XYs) {
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-// line adds a polyline in series style i and returns it.
+// curve adds a plain polyline (no markers) in series style i.
+func (f *figure) curve(xys plotter.XYs, i int) (*plotter.Line, error) {
+	c, d := style(i)
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return nil, err
+	}
+	l.Color, l.Width, l.Dashes = c, vg.Points(1.4), d
+	f.p.Add(l)
+	f.extend(xys)
+	return l, nil
+}
+
+// bandNote adds the legend entry that explains the shaded bands.
+func (f *figure) bandNote(text string) {
+	poly, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}, {X: 1, Y: 1}})
+	if err != nil {
+		return
+	}
+	poly.Color = translucent(color.Gray{0x60}, 0x50)
+	poly.LineStyle.Width = 0
+	f.legend = append(f.legend, legendEntry{text, []plot.Thumbnailer{poly}})
+}
+
+// line adds a polyline with markers in series style i.
 func (f *figure) line(xys plotter.XYs, i int, dashed bool, name string) error {
 	if len(xys) == 0 {
 		return nil
@@ -167,6 +192,40 @@ func (f *figure) logX(label func(float64) string, base2 bool) {
 	f.p.X.Min, f.p.X.Max = logRange(f.xmin, f.xmax)
 }
 
+// ticksAt labels the x axis at the values measured (prefix lengths,
+// transfer sizes) when there are few enough to read.
+func (f *figure) ticksAt(xs []float64, label func(float64) string) {
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	if len(xs) == 0 || len(xs) > 10 {
+		return
+	}
+	var ticks plot.ConstantTicks
+	for _, x := range xs {
+		ticks = append(ticks, plot.Tick{Value: x, Label: label(x)})
+	}
+	f.p.X.Tick.Marker = ticks
+}
+
+// linearY starts the y axis at zero with round ticks.
+func (f *figure) linearY(label func(float64) string) {
+	f.p.Y.Min, f.p.Y.Max = 0, f.ymax*1.12
+	f.p.Y.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
+		step := math.Pow(10, math.Floor(math.Log10(max/5)))
+		for _, m := range []float64{1, 2, 5, 10} {
+			if max/(step*m) <= 7 {
+				step *= m
+				break
+			}
+		}
+		var ticks []plot.Tick
+		for v := 0.0; v <= max; v += step {
+			ticks = append(ticks, plot.Tick{Value: v, Label: label(v)})
+		}
+		return ticks
+	})
+}
+
 func (f *figure) logY(label func(float64) string) {
 	f.p.Y.Scale = plot.LogScale{}
 	f.p.Y.Tick.Marker = logTicks{label: label}
@@ -192,6 +251,18 @@ type logTicks struct {
 }
 
 func (t logTicks) Ticks(min, max float64) []plot.Tick {
+	// gonum pads the plot for every tick label it is given, in range or
+	// not, so only ticks inside [min, max] are returned.
+	var in []plot.Tick
+	for _, tk := range t.all(min, max) {
+		if tk.Value >= min*(1-1e-9) && tk.Value <= max*(1+1e-9) {
+			in = append(in, tk)
+		}
+	}
+	return in
+}
+
+func (t logTicks) all(min, max float64) []plot.Tick {
 	var ticks []plot.Tick
 	if t.base2 {
 		e0, e1 := math.Floor(math.Log2(min)), math.Ceil(math.Log2(max))
@@ -214,14 +285,16 @@ func (t logTicks) Ticks(min, max float64) []plot.Tick {
 			ticks = append(ticks, plot.Tick{Value: k * v})
 		}
 	}
-	if e1-e0 <= 1 { // less than a decade: label 2× and 5× too
-		for i := range ticks {
-			if ticks[i].Label == "" {
-				m := ticks[i].Value / math.Pow(10, math.Floor(math.Log10(ticks[i].Value)+1e-9))
-				if math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6 {
-					ticks[i].Label = t.label(ticks[i].Value)
-				}
-			}
+	// Few decades: label the 2× and 5× ticks too, or every tick when the
+	// range is narrower still.
+	span := math.Log10(max / min)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			continue
+		}
+		m := ticks[i].Value / math.Pow(10, math.Floor(math.Log10(ticks[i].Value)+1e-9))
+		if span < 0.6 || (span < 1.6 && (math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6)) {
+			ticks[i].Label = t.label(ticks[i].Value)
 		}
 	}
 	return ticks
@@ -242,25 +315,42 @@ func (f *figure) save(base string) ([]string, error) {
 
 const legendFont = 9
 
-func (f *figure) legendLayout() (cols int, height vg.Length) {
+// legends splits the entries into one or two columns of legends and
+// returns them with the height they need.
+func (f *figure) legends() ([]*plot.Legend, vg.Length) {
 	if len(f.legend) == 0 {
-		return 0, 0
+		return nil, 0
 	}
-	cols = 2
+	cols := 2
 	for _, e := range f.legend {
 		if len(e.name) > 42 {
 			cols = 1
 		}
 	}
-	if len(f.legend) == 1 {
+	if len(f.legend) < 4 {
 		cols = 1
 	}
-	rows := (len(f.legend) + cols - 1) / cols
-	return cols, vg.Length(rows)*vg.Points(legendFont*1.55) + vg.Points(10)
+	per := (len(f.legend) + cols - 1) / cols
+	var ls []*plot.Legend
+	var h vg.Length
+	for k := range cols {
+		l := plot.NewLegend()
+		l.Top, l.Left = true, true
+		l.TextStyle.Font.Size = legendFont
+		l.ThumbnailWidth = vg.Points(22)
+		l.Padding = vg.Points(legendFont * 0.4)
+		for _, e := range f.legend[k*per : min((k+1)*per, len(f.legend))] {
+			l.Add(e.name, e.thumbs...)
+		}
+		r := l.Rectangle(draw.Canvas{})
+		h = max(h, r.Max.Y-r.Min.Y)
+		ls = append(ls, &l)
+	}
+	return ls, h + vg.Points(14)
 }
 
 func (f *figure) write(path, ext string) error {
-	cols, lh := f.legendLayout()
+	ls, lh := f.legends()
 	h := plotHight + lh
 	var c vg.CanvasWriterTo
 	switch ext {
@@ -275,25 +365,28 @@ func (f *figure) write(path, ext string) error {
 	dc.FillPolygon(color.White, []vg.Point{{X: 0, Y: 0}, {X: figWidth, Y: 0}, {X: figWidth, Y: h}, {X: 0, Y: h}})
 	pc := dc
 	pc.Min.Y = lh
+	// gonum centres a y label at the linear midpoint of the data range,
+	// which on a log axis lands near the top and squeezes the plot; the
+	// label is drawn here instead, in a margin of its own.
+	ylabel := f.p.Y.Label.Text
+	f.p.Y.Label.Text = ""
+	defer func() { f.p.Y.Label.Text = ylabel }()
+	if ylabel != "" {
+		sty := f.p.Y.Label.TextStyle
+		sty.Rotation = math.Pi / 2
+		sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
+		lw := f.p.Y.Label.TextStyle.Height(ylabel) + vg.Points(10)
+		top := pc.Max.Y - f.p.Title.TextStyle.Rectangle(f.p.Title.Text).Size().Y - f.p.Title.Padding
+		dc.FillText(sty, vg.Point{X: pc.Min.X + lw/2 - vg.Points(1), Y: (pc.Min.Y + top) / 2}, ylabel)
+		pc.Min.X += lw
+	}
 	f.p.Draw(pc)
-	if cols > 0 {
-		per := (len(f.legend) + cols - 1) / cols
-		colW := (figWidth - vg.Points(36)) / vg.Length(cols)
-		for k := range cols {
-			l := plot.NewLegend()
-			l.Top, l.Left = true, true
-			l.TextStyle.Font.Size = legendFont
-			l.ThumbnailWidth = vg.Points(22)
-			l.Padding = vg.Points(legendFont * 0.35)
-			lo, hi := k*per, min((k+1)*per, len(f.legend))
-			for _, e := range f.legend[lo:hi] {
-				l.Add(e.name, e.thumbs...)
-			}
-			lc := dc
-			lc.Min = vg.Point{X: vg.Points(28) + vg.Length(k)*colW, Y: vg.Points(2)}
-			lc.Max = vg.Point{X: lc.Min.X + colW, Y: lh - vg.Points(4)}
-			l.Draw(lc)
-		}
+	colW := (figWidth - vg.Points(36)) / vg.Length(max(1, len(ls)))
+	for k, l := range ls {
+		lc := dc
+		lc.Min = vg.Point{X: vg.Points(28) + vg.Length(k)*colW, Y: vg.Points(4)}
+		lc.Max = vg.Point{X: lc.Min.X + colW, Y: lh - vg.Points(6)}
+		l.Draw(lc)
 	}
 	file, err := os.Create(path)
 	if err != nil {

@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
@@ -96,7 +98,9 @@ func (s series) xys(ys []float64) plotter.XYs {
 
 // addSeries draws each series as a p50 line with its p10–p90 band.
 func addSeries(f *figure, ss []series) error {
+	bands := false
 	for i, s := range ss {
+		bands = bands || len(s.x) > 1
 		if err := f.band(s.xys(s.p10), s.xys(s.p90), i); err != nil {
 			return err
 		}
@@ -105,6 +109,9 @@ func addSeries(f *figure, ss []series) error {
 		if err := f.line(s.xys(s.p50), i, s.dash, s.label); err != nil {
 			return err
 		}
+	}
+	if bands {
+		f.bandNote("line: p50; shaded band: p10–p90 of the samples")
 	}
 	return nil
 }
@@ -133,13 +140,38 @@ func collect(label string, rows []results.Row, x func(results.Row) float64, v fu
 	return s
 }
 
+// allX returns the x values of every series.
+func allX(ss []series) []float64 {
+	var xs []float64
+	for _, s := range ss {
+		xs = append(xs, s.x...)
+	}
+	return xs
+}
+
 func okSeconds(r results.Row) (float64, bool) { return r.Seconds, report.OK(r) }
 func prefixX(r results.Row) float64           { return float64(r.PrefixTokens) }
 
 func tokensLabel(v float64) string { return report.FmtTokens(int64(math.Round(v))) }
 func secLabel(v float64) string    { return report.FmtSec(v) }
 func bytesLabel(v float64) string  { return report.FmtBytes(v) }
-func plainLabel(v float64) string  { return strings.TrimSuffix(fmt.Sprintf("%g", v), ".0") }
+
+// siLabel labels decades with an SI prefix: 100 MB, 1 GB, 10 TFLOP.
+func siLabel(unit string) func(float64) string {
+	return func(v float64) string {
+		for _, p := range []struct {
+			s string
+			f float64
+		}{{"P", 1e15}, {"T", 1e12}, {"G", 1e9}, {"M", 1e6}, {"k", 1e3}} {
+			if v >= p.f {
+				return plainLabel(v/p.f) + " " + p.s + unit
+			}
+		}
+		return plainLabel(v) + " " + unit
+	}
+}
+
+func plainLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 const standInTitle = "host backend = CPU stand-in, not a GPU"
 
@@ -171,11 +203,12 @@ func drawSweep(dir string, run *report.Run, res *Result) error {
 		if standIn {
 			title += "\n(" + standInTitle + ")"
 		}
-		f := newFigure(title, "prefix length L (tokens)", "time per fetch (p50, band p10–p90)")
+		f := newFigure(title, "prefix length L (tokens)", "time per fetch (s)")
 		if err := addSeries(f, ss); err != nil {
 			return err
 		}
 		f.logX(tokensLabel, true)
+		f.ticksAt(allX(ss), tokensLabel)
 		f.logY(secLabel)
 		if err := emit(dir, "sweep_tiers", f, res); err != nil {
 			return err
@@ -205,10 +238,10 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 				standIn = standIn || report.IsStandIn(f.Key.Backend)
 			}
 		}
-		xl, model := "payload bytes", "t = α + bytes/β"
-		xfmt := bytesLabel
+		xl, model := "payload (bytes)", "t = α + bytes/β"
+		xfmt := siLabel("B")
 		if fs[0].Regressor == "flops" {
-			xl, model, xfmt = "prefill FLOPs", "t = α + flops/rate", plainLabel
+			xl, model, xfmt = "prefill work (FLOPs)", "t = α + flops/rate", siLabel("FLOP")
 		}
 		title := fmt.Sprintf("Tier cost model: %s (%s)", tier, model)
 		if standIn {
@@ -245,12 +278,15 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 				rate = fmt.Sprintf("rate=%.3g TFLOP/s", f.Rate/1e12)
 			}
 			label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Label(), report.FmtSec(f.Alpha), rate, f.R2)
+			thumbs := []plot.Thumbnailer{sc}
 			if len(curve) >= 2 {
-				if err := fig.line(curve, i, false, ""); err != nil {
+				l, err := fig.curve(curve, i)
+				if err != nil {
 					return err
 				}
+				thumbs = append(thumbs, l)
 			}
-			fig.legend = append(fig.legend, legendEntry{name: label, thumbs: []plot.Thumbnailer{sc}})
+			fig.legend = append(fig.legend, legendEntry{name: label, thumbs: thumbs})
 		}
 		fig.logX(xfmt, false)
 		fig.logY(secLabel)
@@ -302,11 +338,12 @@ func drawProbe(dir string, run *report.Run, res *Result) error {
 	if sim {
 		title += "\n(simulated server: kvtier sim, not vLLM)"
 	}
-	f := newFigure(title, "prefix length L (tokens)", "TTFT (p50, band p10–p90)")
+	f := newFigure(title, "prefix length L (tokens)", "time to first token (s)")
 	if err := addSeries(f, ss); err != nil {
 		return err
 	}
 	f.logX(tokensLabel, true)
+	f.ticksAt(allX(ss), tokensLabel)
 	f.logY(secLabel)
 	return emit(dir, "probe_ttft", f, res)
 }
@@ -384,7 +421,7 @@ func drawMB1(dir string, run *report.Run, res *Result) error {
 		if sim {
 			title += "\n(simulated server: kvtier sim, not vLLM)"
 		}
-		f := newFigure(title, "prefill length P (tokens)", "penalty: eff. TPOT during / base TPOT (×)")
+		f := newFigure(title, "prefill length P (tokens)", "penalty (eff. / base TPOT)")
 		// One colour per D; the control arm takes its D's colour, dashed.
 		for j, s := range ss {
 			i := idx[j]
@@ -395,7 +432,9 @@ func drawMB1(dir string, run *report.Run, res *Result) error {
 				return err
 			}
 		}
+		f.bandNote("line: p50 over reps; shaded band: p10–p90")
 		f.logX(tokensLabel, true)
+		f.ticksAt(allX(ss), tokensLabel)
 		f.logY(func(v float64) string { return plainLabel(v) + "×" })
 		if err := emit(dir, "mb1_penalty", f, res); err != nil {
 			return err
@@ -465,7 +504,8 @@ func drawTimelines(dir string, run *report.Run, res *Result, sim bool) error {
 			return err
 		}
 		sc.GlyphStyle.Color = palette[0]
-		sc.GlyphStyle.Radius = 1.3
+		sc.GlyphStyle.Radius = 1.4
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
 		f.p.Add(sc)
 		f.legend = append(f.legend, legendEntry{"one decoded token", []plot.Thumbnailer{sc}})
 		f.p.Y.Min, f.p.Y.Max = f.ymin-0.7, f.ymax+0.7
@@ -508,7 +548,7 @@ func drawTransfer(dir string, run *report.Run, res *Result) error {
 		res.Absent = append(res.Absent, "transfer.csv has no ok rows with a rate: bandwidth plot not drawn")
 		return nil
 	}
-	f := newFigure("MB2: KV transfer bandwidth vs size (path / transport / layout / memory)", "transfer size", "GB/s (p50, band p10–p90)")
+	f := newFigure("MB2: KV transfer bandwidth vs size (path / transport / layout / memory)", "transfer size", "bandwidth (GB/s)")
 	if err := addSeries(f, ss); err != nil {
 		return err
 	}
@@ -527,7 +567,8 @@ func drawTransfer(dir string, run *report.Run, res *Result) error {
 		}
 	}
 	f.logX(bytesLabel, true)
-	f.p.Y.Min, f.p.Y.Max = 0, f.ymax*1.12
+	f.ticksAt(allX(ss), bytesLabel)
+	f.linearY(plainLabel)
 	return emit(dir, "transfer_bw", f, res)
 }
 

@@ -85,8 +85,9 @@ func (k SweepKey) Label() string {
 	return strings.Join(parts, " ") + " (" + strings.Join(via, ", ") + ")"
 }
 
-// A Fit is the tier cost model t = Alpha + X/Rate fitted by least squares
-// over every ok sample of one configuration, where X is the payload bytes
+// A Fit is the tier cost model t = Alpha + X/Rate fitted by weighted least
+// squares (weights 1/t², i.e. relative residuals) over every ok sample of
+// one configuration, where X is the payload bytes
 // of a fetch tier or the FLOPs of recompute.
 type Fit struct {
 	Key       SweepKey
@@ -183,13 +184,21 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 	if distinct(f.X) < 2 {
 		return f, fmt.Errorf("one %s value only, nothing to fit", f.Regressor)
 	}
-	alpha, slope := stat.LinearRegression(f.X, f.Y, nil, false)
+	// Timing noise is relative (a few percent of the time), so each
+	// sample is weighted by 1/t²: the fit then minimises relative
+	// residuals, and the long prefixes do not drown the short ones that
+	// decide alpha.
+	wts := make([]float64, f.N)
+	for i, y := range f.Y {
+		wts[i] = 1 / (y * y)
+	}
+	alpha, slope := stat.LinearRegression(f.X, f.Y, wts, false)
 	f.Alpha = alpha
 	f.Rate = math.Inf(1)
 	if slope > 0 {
 		f.Rate = 1 / slope
 	}
-	f.R2 = stat.RSquared(f.X, f.Y, nil, alpha, slope)
+	f.R2 = stat.RSquared(f.X, f.Y, wts, alpha, slope)
 	if f.Regressor == "flops" {
 		f.FlopsA, f.FlopsB = fitFlops(ls, fl)
 	} else if !blocksSeen {

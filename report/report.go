@@ -248,7 +248,7 @@ func writeModel(w io.Writer, r *Run) {
 		fmt.Fprintln(w, "No configuration has two or more prefix lengths measured, so no cost model can be fitted.")
 		fmt.Fprintln(w)
 	} else {
-		fmt.Fprintln(w, "Least-squares fit over every ok sample: fetch tiers t(L) = α + bytes(L)/β with bytes(L) = ceil(L/block)·block_bytes; recompute t(L) = α + flops(L)/rate.")
+		fmt.Fprintln(w, "Least-squares fit over every ok sample, weighted by 1/t² so that relative errors count (R² is the weighted one): fetch tiers t(L) = α + bytes(L)/β with bytes(L) = ceil(L/block)·block_bytes; recompute t(L) = α + flops(L)/rate.")
 		fmt.Fprintln(w)
 		t := newTable("configuration", "model", "n", "L measured", "α", "β / rate", "R²")
 		for _, f := range fits {

@@ -115,7 +115,7 @@ func checkOutDir(dir string) error {
 			}
 			return nil
 		}
-		if !errors.Is(err, os.ErrNotExist) {
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
 		parent := filepath.Dir(p)

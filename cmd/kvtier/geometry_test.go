@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/tiers"
+)
+
+// runCLI runs kvtier with args and returns exit status, stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := dispatch(context.Background(), &stdout, &stderr, args)
+	return code, stdout.String(), stderr.String()
+}
+
+// checkGolden compares got with testdata/name; KVTIER_UPDATE_GOLDEN=1
+// rewrites the file instead.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if os.Getenv("KVTIER_UPDATE_GOLDEN") == "1" {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with KVTIER_UPDATE_GOLDEN=1 to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestGeometryGolden(t *testing.T) {
+	tests := []struct {
+		golden string
+		args   []string
+	}{
+		{"geometry_qwen3_coder.golden", []string{"geometry", "--model", "qwen3-coder-30b-a3b"}},
+		{"geometry_deepseek_v3.golden", []string{"geometry", "--model", "deepseek-v3"}},
+		{"geometry_llama_70b_bs32.golden", []string{"geometry", "--model", "llama-3.1-70b", "--block-size", "32"}},
+		{"geometry_tiny_config.golden", []string{"geometry", "--model-config", "testdata/tiny_config.json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tt.args...)
+			if code != exitOK || stderr != "" {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			checkGolden(t, tt.golden, stdout)
+		})
+	}
+}
+
+func TestGeometryQwen3CoderNumbers(t *testing.T) {
+	_, stdout, _ := runCLI(t, "geometry", "--model", "qwen3-coder-30b-a3b")
+	for _, want := range []string{"98304 bytes/token", "1572864 bytes/block", "layerwise: 96 chunks of 16384 bytes", "blockwise: 1 chunks of 1572864 bytes"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestBadInputGolden runs every bad-input case of geometry and sweep and
+// compares the one stderr line and exit status of each with a golden
+// file; no case may write anything to stdout.
+func TestBadInputGolden(t *testing.T) {
+	cases := [][]string{
+		{"geometry", "--model", "gpt-5"},
+		{"geometry", "--block-size", "0"},
+		{"geometry", "--model", "llama-3.1-8b", "--model-config", "testdata/tiny_config.json"},
+		{"geometry", "--model-config", "testdata/malformed_config.json"},
+		{"geometry", "--model-config", "testdata/bad_dtype_config.json"},
+		{"geometry", "--model-config", "testdata/missing.json"},
+		{"geometry", "--nope"},
+		{"sweep", "--tiers", "host,tape"},
+		{"sweep", "--model", "gpt-5"},
+		{"sweep", "--layout", "rowwise"},
+		{"sweep", "--prefix", "1k,,2k"},
+		{"sweep", "--prefix", "0"},
+		{"sweep", "--prefix", "1.5x"},
+		{"sweep", "--reps", "-1"},
+		{"sweep", "--warmup", "-2"},
+		{"sweep", "--copy", "dma"},
+		{"sweep", "--host-mem", "hbm"},
+		{"sweep", "--transport", "udp"},
+		{"sweep", "--budget", "soon"},
+		{"sweep", "--backend", "tpu"},
+		{"sweep", "--model-config", "testdata/missing.json"},
+		{"sweep", "--out", "testdata/tiny_config.json/run"},
+		{"sweep", "--reps", "0", "--prefix", "-4", "--tiers", "disk"},
+		{"sweep", "extra-arg"},
+	}
+	var got strings.Builder
+	for _, args := range cases {
+		code, stdout, stderr := runCLI(t, args...)
+		if stdout != "" {
+			t.Errorf("%v wrote to stdout: %q", args, stdout)
+		}
+		if n := strings.Count(stderr, "\n"); n != 1 {
+			t.Errorf("%v: %d stderr lines, want 1:\n%s", args, n, stderr)
+		}
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+		got.WriteString("$ kvtier " + strings.Join(args, " ") + "\n")
+		// The lists of registered tiers and backends grow as packages are
+		// linked in; the golden file holds placeholders for them.
+		stderr = strings.ReplaceAll(stderr, strings.Join(tiers.Names(), ", "), "<tiers>")
+		stderr = strings.ReplaceAll(stderr, strings.Join(tiers.BackendNames(), ", "), "<backends>")
+		got.WriteString(stderr)
+		got.WriteString("exit " + string(rune('0'+code)) + "\n\n")
+	}
+	checkGolden(t, "bad_input.golden", got.String())
+	if _, err := os.Stat("results"); err == nil {
+		t.Error("a bad-input run created a results directory")
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers"
+)
+
+func TestSweepCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := runCLI(t, "sweep", "--backend", "host", "--tiers", "host,recompute,hbm",
+		"--model-config", "testdata/tiny_config.json", "--prefix", "16,32", "--reps", "2", "--warmup", "1", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if strings.TrimSpace(stdout) != filepath.Join(out, results.SweepFile) {
+		t.Errorf("stdout %q", stdout)
+	}
+	for _, f := range []string{"sweep.csv", "sweep_summary.csv", "manifest.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	rows, _, err := results.ReadCSV(filepath.Join(out, results.SweepFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok, hbmSkipped int
+	for _, r := range rows {
+		if r.Tier == "host" && r.Status == results.StatusOK {
+			ok++
+			if r.Bytes != r.Blocks*2048 {
+				t.Errorf("bytes %d for %d blocks", r.Bytes, r.Blocks)
+			}
+		}
+		if r.Tier == "hbm" && r.Status == results.StatusSkipped && strings.Contains(r.Reason, "no device memory on the host backend") {
+			hbmSkipped++
+		}
+	}
+	// host: 2 layouts × 2 supported modes × 2 prefixes × 2 reps.
+	if ok != 16 || hbmSkipped != 12 {
+		t.Errorf("ok host rows %d (want 16), hbm skipped %d (want 12: 2 layouts × 3 modes × 2 prefixes)", ok, hbmSkipped)
+	}
+	m, err := results.ReadManifest(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Suite != "sweep" || m.Settings["prefixes"] != "16,32" || m.Interrupted || !slices.Contains(m.Command, "--prefix") {
+		t.Errorf("manifest %+v", m)
+	}
+	if !strings.Contains(stderr, "sweep: host") {
+		t.Errorf("no progress lines:\n%s", stderr)
+	}
+}
+
+// A backend that cannot open is one line and exit 2, nothing written.
+func TestSweepBackendUnavailable(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runCLI(t, "sweep", "--backend", "cuda", "--prefix", "16", "--out", out)
+	if !slices.Contains(tiers.BackendNames(), "cuda") {
+		t.Logf("no cuda backend linked in: %s", stderr)
+	}
+	if code == exitOK {
+		t.Skip("a CUDA device is present")
+	}
+	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "kvtier sweep: --backend cuda") && !strings.HasPrefix(stderr, "kvtier sweep: --backend: ") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("results directory created")
+	}
+}

@@ -58,14 +58,11 @@ func errorType(status int) string {
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
-	var param any
+	info := errorInfo{Message: e.message, Type: errorType(e.status), Code: e.status}
 	if e.param != "" {
-		param = e.param
+		info.Param = &e.param
 	}
-	body := map[string]any{"error": map[string]any{
-		"message": e.message, "type": errorType(e.status), "param": param, "code": e.status,
-	}}
-	writeJSON(w, e.status, body)
+	writeJSON(w, e.status, errorResponse{Error: info})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -361,27 +358,27 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, req *genReque
 		return
 	}
 	usage := s.usage(last, r.nOut)
-	resp := map[string]any{
-		"id": id, "object": k.object, "created": created, "model": s.cfg.Model,
-		"usage": usage, "kv_transfer_params": nil,
-	}
-	if k.chat {
-		resp["choices"] = []any{map[string]any{
-			"index": 0,
-			"message": map[string]any{
-				"role": "assistant", "content": text.String(), "reasoning_content": nil, "tool_calls": []any{},
-			},
-			"logprobs": nil, "finish_reason": last.finish, "stop_reason": nil,
-		}}
-		resp["prompt_logprobs"] = nil
-	} else {
-		resp["choices"] = []any{map[string]any{
-			"index": 0, "text": text.String(), "logprobs": nil,
-			"finish_reason": last.finish, "stop_reason": nil, "prompt_logprobs": nil,
-		}}
-	}
+	finish := last.finish
+	var kvParams map[string]any
 	if r.holdPeer && last.blockIDs != nil {
-		resp["kv_transfer_params"] = s.producerParams(hr, id, last.blockIDs)
+		kvParams = s.producerParams(hr, id, last.blockIDs)
+	}
+	var resp any
+	if k.chat {
+		resp = chatResponse{
+			ID: id, Object: k.object, Created: created, Model: s.cfg.Model,
+			Choices: []chatChoice{{
+				Message:      chatMessageOut{Role: "assistant", Content: text.String(), ToolCalls: []any{}},
+				FinishReason: &finish,
+			}},
+			Usage: usage, KVTransferParams: kvParams,
+		}
+	} else {
+		resp = completionResponse{
+			ID: id, Object: k.object, Created: created, Model: s.cfg.Model,
+			Choices: []completionChoice{{Text: text.String(), FinishReason: &finish}},
+			Usage:   usage, KVTransferParams: kvParams,
+		}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -414,14 +411,14 @@ func (s *Server) events(ctx context.Context, r *request) func(func(event, bool) 
 
 // usage is vLLM's UsageInfo; prompt_tokens_details only with
 // EnablePromptTokensDetails and cached tokens, as vLLM omits it at zero.
-func (s *Server) usage(last event, completion int) map[string]any {
-	u := map[string]any{
-		"prompt_tokens":     last.promptTokens,
-		"total_tokens":      last.promptTokens + completion,
-		"completion_tokens": completion,
+func (s *Server) usage(last event, completion int) usageInfo {
+	u := usageInfo{
+		PromptTokens:     last.promptTokens,
+		TotalTokens:      last.promptTokens + completion,
+		CompletionTokens: completion,
 	}
 	if s.cfg.EnablePromptTokensDetails && last.cachedTokens > 0 {
-		u["prompt_tokens_details"] = map[string]any{"cached_tokens": last.cachedTokens}
+		u.PromptTokensDetails = &promptDetails{CachedTokens: last.cachedTokens}
 	}
 	return u
 }
@@ -446,13 +443,6 @@ func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req 
 		}
 		return true
 	}
-	object := "text_completion"
-	if k.chat {
-		object = "chat.completion.chunk"
-	}
-	head := func() map[string]any {
-		return map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.Model}
-	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	first := true
 	var last event
@@ -460,48 +450,50 @@ func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req 
 		if !ok {
 			return
 		}
-		var finish any
+		var finish *string
 		if ev.finish != "" {
-			finish = ev.finish
+			finish = &ev.finish
 		}
-		c := head()
+		text := s.tok.decode(ev.token)
 		if k.chat {
 			if first {
-				role := head()
-				role["choices"] = []any{map[string]any{
-					"index": 0, "delta": map[string]any{"role": "assistant", "content": ""},
-					"logprobs": nil, "finish_reason": nil,
-				}}
+				empty := ""
+				role := chatStreamResponse{
+					ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model,
+					Choices: []chatStreamChoice{{Delta: deltaMessage{Role: "assistant", Content: &empty}}},
+				}
 				if !send(role) {
 					return
 				}
 			}
-			choice := map[string]any{
-				"index": 0, "delta": map[string]any{"content": s.tok.decode(ev.token)},
-				"logprobs": nil, "finish_reason": finish,
+			c := chatStreamChoice{Delta: deltaMessage{Content: &text}, FinishReason: finish}
+			if finish != nil {
+				c.StopReason = json.RawMessage("null")
 			}
-			if ev.finish != "" {
-				choice["stop_reason"] = nil
+			if !send(chatStreamResponse{
+				ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model,
+				Choices: []chatStreamChoice{c},
+			}) {
+				return
 			}
-			c["choices"] = []any{choice}
-		} else {
-			c["choices"] = []any{map[string]any{
-				"index": 0, "text": s.tok.decode(ev.token), "logprobs": nil,
-				"finish_reason": finish, "stop_reason": nil,
-			}}
-			c["usage"] = nil
-		}
-		first = false
-		if !send(c) {
+		} else if !send(completionStreamResponse{
+			ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model,
+			Choices: []completionStreamChoice{{Text: text, FinishReason: finish}},
+		}) {
 			return
 		}
+		first = false
 		last = ev
 	}
 	if includeUsage && last.finish != "" {
-		c := head()
-		c["choices"] = []any{}
-		c["usage"] = s.usage(last, r.nOut)
-		if !send(c) {
+		u := s.usage(last, r.nOut)
+		var chunk any
+		if k.chat {
+			chunk = chatStreamResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model, Choices: []chatStreamChoice{}, Usage: &u}
+		} else {
+			chunk = completionStreamResponse{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model, Choices: []completionStreamChoice{}, Usage: &u}
+		}
+		if !send(chunk) {
 			return
 		}
 	}

@@ -102,11 +102,16 @@ func pyFloat(v float64) string {
 	case math.IsNaN(v):
 		return "NaN"
 	}
-	s := strconv.FormatFloat(v, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".eE") {
-		s += ".0"
+	// Python's repr: positional below 1e16 and down to 1e-4, else
+	// scientific with a two-digit exponent at least.
+	if a := math.Abs(v); a == 0 || (a >= 1e-4 && a < 1e16) {
+		s := strconv.FormatFloat(v, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
 	}
-	return s
+	return strconv.FormatFloat(v, 'e', -1, 64)
 }
 
 func escapeHelp(s string) string {

@@ -181,6 +181,19 @@ static int kvt_sys(kvt_ibv_status *st, const char *what, const char *dev)
 	return KVT_IBV_ESYS;
 }
 
+/* kvt_nodev reports a failed ibv_get_device_list (ENOSYS where the
+ * kernel has no RDMA support) as no device, with the reason. */
+static int kvt_nodev(kvt_ibv_status *st)
+{
+	int e = errno ? errno : ENODEV;
+	if (st) {
+		st->code = KVT_IBV_ENODEV;
+		st->sys_errno = e;
+		snprintf(st->msg, sizeof(st->msg), "no RDMA device (ibv_get_device_list: %s)", strerror(e));
+	}
+	return KVT_IBV_ENODEV;
+}
+
 /* kvt_query_port does what verbs.h's ___ibv_query_port does, with the
  * loaded compat symbol as the fallback. */
 static int kvt_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
@@ -200,7 +213,7 @@ int kvt_ibv_devices(char *buf, size_t len, kvt_ibv_status *st)
 	errno = 0;
 	struct ibv_device **list = kvt_ibv.p_ibv_get_device_list(&n);
 	if (!list)
-		return kvt_sys(st, "ibv_get_device_list", NULL);
+		return kvt_nodev(st);
 	size_t used = 0;
 	if (len)
 		buf[0] = 0;
@@ -264,7 +277,7 @@ int kvt_ibv_ep_open(const char *device, int port, int nqp, int sq_depth,
 	errno = 0;
 	struct ibv_device **list = kvt_ibv.p_ibv_get_device_list(&ndev);
 	if (!list)
-		return kvt_sys(st, "ibv_get_device_list", NULL);
+		return kvt_nodev(st);
 	if (ndev == 0) {
 		kvt_ibv.p_ibv_free_device_list(list);
 		kvt_set(st, KVT_IBV_ENODEV, 0, "no RDMA device%s%s", NULL, NULL);

@@ -162,6 +162,16 @@ func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error
 	return errors.Join(errs...)
 }
 
+// Prepare readies dst for reads ahead of timing: a verbs client registers
+// it (ReadChunks reuses the registration while dst is the same memory);
+// for TCP there is nothing to do.
+func (c *Client) Prepare(dst []byte) error {
+	if c.verbs == nil || len(dst) == 0 {
+		return nil
+	}
+	return c.verbs.register(dst)
+}
+
 // ReadToDevice reads straight into device memory (GPUDirect RDMA). It
 // needs transport verbs and a DMA-BUF export or nvidia-peermem; otherwise
 // the error wraps rdma.ErrUnsupported.

@@ -152,17 +152,26 @@ func (v *verbsClient) wrs(local uint64, lkey uint32, list []Chunk) []rdma.WR {
 	return out
 }
 
+// register registers dst unless it is the memory registered last.
+func (v *verbsClient) register(dst []byte) error {
+	if v.dstMR != nil && len(v.dst) == len(dst) && hostAddr(v.dst) == hostAddr(dst) {
+		return nil
+	}
+	if v.dstMR != nil {
+		v.ep.Dereg(v.dstMR)
+		v.dstMR, v.dst = nil, nil
+	}
+	mr, err := v.ep.Reg(hostAddr(dst), int64(len(dst)))
+	if err != nil {
+		return err
+	}
+	v.dstMR, v.dst = mr, dst
+	return nil
+}
+
 func (v *verbsClient) read(ctx context.Context, dst []byte, list []Chunk) error {
-	if v.dstMR == nil || len(v.dst) != len(dst) || hostAddr(v.dst) != hostAddr(dst) {
-		if v.dstMR != nil {
-			v.ep.Dereg(v.dstMR)
-			v.dstMR = nil
-		}
-		mr, err := v.ep.Reg(hostAddr(dst), int64(len(dst)))
-		if err != nil {
-			return err
-		}
-		v.dstMR, v.dst = mr, dst
+	if err := v.register(dst); err != nil {
+		return err
 	}
 	return v.wrap(v.ep.Read(ctx, v.wrs(v.dstMR.Addr, v.dstMR.LKey, Split(list, int64(rdma.MaxWR)))))
 }

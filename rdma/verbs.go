@@ -1,10 +1,16 @@
 package rdma
 
+// Note: go build does not see changes to ../csrc/ibvwrap.c (it is not in
+// this directory); after editing it, bump shimRevision below or build
+// with -a.
+
 /*
 #cgo CFLAGS: -I${SRCDIR}/../csrc
 #cgo LDFLAGS: -ldl -lpthread
 #include "../csrc/ibvwrap.c"
 #include <stdlib.h>
+
+// shimRevision: 2
 
 // reg_addr registers memory given as an integer address, so Go need not
 // turn a uintptr into a pointer.

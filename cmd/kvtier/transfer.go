@@ -3,10 +3,139 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
 )
 
-// runTransfer is a placeholder until the transfer command lands.
+// transferFlags are the raw flag values of kvtier transfer.
+type transferFlags struct {
+	opts                        harness.TransferOptions
+	peers, sizes, layouts, pool string
+	out                         string
+	qps                         int
+}
+
+// parse turns the flags into options, reporting every problem at once.
+func (f *transferFlags) parse() (harness.TransferOptions, error) {
+	o := f.opts
+	var errs []error
+	o.Peers = nil
+	if strings.TrimSpace(f.peers) != "" {
+		for _, p := range strings.Split(f.peers, ",") {
+			o.Peers = append(o.Peers, strings.TrimSpace(p))
+		}
+	}
+	if f.sizes != "" {
+		s, err := units.ParseList(f.sizes, func(s string) (int64, error) { return units.ParseBytes(strings.TrimSpace(s)) })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--sizes: %w", err))
+			s = []int64{1}
+		}
+		o.Sizes = s
+	}
+	ls, err := units.ParseList(f.layouts, func(s string) (string, error) { return strings.TrimSpace(s), nil })
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--layout: %w", err))
+		ls = []string{harness.TransferLayerwise}
+	}
+	o.Layouts = ls
+	if f.pool != "" {
+		n, err := units.ParseBytes(f.pool)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--pool: %w", err))
+		}
+		o.PoolBytes = n
+	}
+	if f.qps > 0 {
+		o.Conns = f.qps
+	}
+	if err := o.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkOutDir(f.out); err != nil {
+		errs = append(errs, fmt.Errorf("--out: %w", err))
+	}
+	return o, errors.Join(errs...)
+}
+
+// runTransfer runs MB2: KV transfer bandwidth against one or more peers.
 func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	return usageErr(stderr, "transfer", errors.New("not built yet"))
+	fs := pflag.NewFlagSet("transfer", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := transferFlags{opts: harness.DefaultTransferOptions()}
+	o := &f.opts
+	d := harness.DefaultTransferOptions()
+	fs.StringVar(&f.peers, "peer", "", "HOST:PORT of kvtier serve peers, comma-separated, measured in turn into one transfer.csv (default: an embedded loopback peer)")
+	fs.StringVar(&f.sizes, "sizes", "", "transfer sizes (default 16MiB to 16GiB, doubling; sizes over the peer's pool or free memory are skipped rows)")
+	fs.IntVar(&o.Reps, "reps", d.Reps, "measured reps per size")
+	fs.IntVar(&o.Warmup, "warmup", d.Warmup, "discarded warm-up reps per size")
+	fs.StringVar(&f.layouts, "layout", strings.Join(d.Layouts, ","), "layouts: layerwise (16 KiB chunks), blockwise (one chunk per KV block), contiguous (one message)")
+	fs.StringVar(&o.Model, "model", d.Model, "model whose KV geometry sets the chunk sizes ("+strings.Join(tiers.ModelNames(), ", ")+")")
+	fs.IntVar(&o.BlockTokens, "block-size", d.BlockTokens, "tokens per KV block")
+	fs.IntVar(&o.Conns, "conns", d.Conns, "parallel TCP connections (or RC QPs for verbs)")
+	fs.IntVar(&f.qps, "qps", 0, "RC queue pairs for verbs (same as --conns)")
+	fs.StringVar(&o.Transport, "transport", d.Transport, "tcp or verbs")
+	fs.StringVar(&o.Path, "path", "", "label rows intra or inter (default: intra when the peer is on this host, else inter; loopback for the embedded peer)")
+	fs.Float64Var(&o.LineGbps, "line-rate", 0, "link rate in Gb/s for line_frac (default: the NIC's rate for verbs, unknown for tcp)")
+	fs.StringVar(&o.RDMADevice, "rdma-device", "", "RDMA device, e.g. mlx5_0 (default: the first active port)")
+	fs.IntVar(&o.GIDIndex, "gid-index", d.GIDIndex, "GID index (-1: the first RoCE v2 GID with an address)")
+	fs.Uint64Var(&o.Seed, "seed", d.Seed, "seed of chunk placement")
+	fs.StringVar(&f.pool, "pool", "", "pool of the embedded peer (default: fits the largest size in free memory)")
+	fs.StringVar(&f.out, "out", filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")), "results directory")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK
+		}
+		return usageErr(stderr, "transfer", err)
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "transfer", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	opts, err := f.parse()
+	if err != nil {
+		return usageErr(stderr, "transfer", err)
+	}
+	if opts.Transport == peer.Verbs {
+		if err := verbsReady(); err != nil {
+			return usageErr(stderr, "transfer", err)
+		}
+	}
+	out, err := harness.CreateOutput(f.out, "transfer", append([]string{"kvtier", "transfer"}, args...), "/", stderr)
+	if err != nil {
+		return usageErr(stderr, "transfer", err)
+	}
+	fmt.Fprintf(stderr, "kvtier transfer: writing %s\n", out.Dir)
+	terr := harness.Transfer(ctx, opts, out, stderr)
+	interrupted := terr != nil && !errors.Is(terr, harness.ErrMeasurementFailed)
+	if cerr := out.Close(interrupted); cerr != nil {
+		fmt.Fprintf(stderr, "kvtier transfer: %v\n", cerr)
+		if terr == nil {
+			return exitFail
+		}
+	}
+	switch {
+	case terr == nil:
+		return exitOK
+	case ctx.Err() != nil:
+		fmt.Fprintf(stderr, "kvtier transfer: interrupted; rows measured so far are in %s\n", out.Dir)
+		return exitInterrupted
+	case errors.Is(terr, harness.ErrMeasurementFailed):
+		fmt.Fprintf(stderr, "kvtier transfer: %v (see the error rows in %s)\n", terr, filepath.Join(out.Dir, "transfer.csv"))
+		return exitFail
+	}
+	return usageErr(stderr, "transfer", terr)
 }

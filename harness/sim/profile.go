@@ -64,8 +64,8 @@ type Profile struct {
 var h20 = Profile{
 	Name:          "h20",
 	Source:        "h20 reference (vLLM 0.18.1, Qwen3-Coder-30B-A3B, 1x H20)",
-	GEMMTFLOPS:    118,
-	AttnTFLOPS:    132.8,
+	GEMMTFLOPS:    126,
+	AttnTFLOPS:    138,
 	HBMGBps:       3000,
 	HostGBps:      40,
 	RemoteGBps:    7,

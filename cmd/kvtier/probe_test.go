@@ -1,0 +1,121 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+func TestProbeCommandSim(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := runCLI(t, "probe", "--sim", "--sim-time-scale", "0.05", "--prefix", "1k,2k", "--reps", "1", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if strings.TrimSpace(stdout) != filepath.Join(out, results.ProbeFile) {
+		t.Errorf("stdout %q", stdout)
+	}
+	rows, header, err := results.ReadCSV(filepath.Join(out, results.ProbeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(header) != len(results.CommonColumns)+len(results.ProbeColumns) {
+		t.Errorf("header %v", header)
+	}
+	if len(rows) != 8 {
+		t.Fatalf("%d rows, want 8 (4 tiers × 2 prefixes)", len(rows))
+	}
+	for _, r := range rows {
+		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Get("simulated") != "true" {
+			t.Errorf("%s %d: %s %q verified=%s %q", r.Tier, r.PrefixTokens, r.Status, r.Reason, r.Get("verified"), r.Get("verify_reason"))
+		}
+		// qwen3-coder-30b-a3b: 1,572,864 bytes per 16-token block.
+		if r.Suite != "probe" || r.Backend != "http" || r.Transport != "http" || r.Bytes != r.Blocks*1572864 {
+			t.Errorf("row %+v", r)
+		}
+	}
+	m, err := results.ReadManifest(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := m.Notes["client_overhead_ttft_p50_s"].(float64); !ok || v <= 0 {
+		t.Errorf("notes %v", m.Notes)
+	}
+	if m.Settings["simulated"] != "true" || m.Settings["sim_time_scale"] != "0.05" || m.Settings["block_size_source"] != "vllm:cache_config_info" {
+		t.Errorf("settings %v", m.Settings)
+	}
+	if _, err := os.Stat(filepath.Join(out, "probe_summary.csv")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestProbeCommandErrors(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+	tests := []struct {
+		name string
+		args []string
+		want []string // substrings of the one line on stderr
+	}{
+		{"unreachable", []string{"--endpoint", downURL}, []string{"kvtier probe: endpoint unreachable: " + downURL}},
+		{"no endpoint", []string{}, []string{"--endpoint URL is required"}},
+		{"everything wrong at once", []string{"--endpoint", "ftp://x", "--tiers", "gpu,disk", "--prefix", "1k,,2k", "--reps", "0", "--timeout", "soon", "--connector", "ucx"},
+			[]string{"--endpoint", `unknown tier "disk"`, "--prefix", "--reps 0", "--timeout", `--connector "ucx"`}},
+		{"sim and endpoint", []string{"--sim", "--endpoint", "http://127.0.0.1:1"}, []string{"--sim and --endpoint exclude each other"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KVTIER_ENDPOINT", "")
+			out := filepath.Join(t.TempDir(), "run")
+			code, _, stderr := runCLI(t, append([]string{"probe", "--out", out}, tt.args...)...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d", code, exitUsage)
+			}
+			if strings.Count(stderr, "\n") != 1 {
+				t.Errorf("stderr is not one line: %q", stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not contain %q", stderr, w)
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a results directory was created for bad input")
+			}
+		})
+	}
+}
+
+func TestProbeCommandEnvEndpoint(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	url := down.URL
+	down.Close()
+	t.Setenv("KVTIER_ENDPOINT", url)
+	code, _, stderr := runCLI(t, "probe", "--out", filepath.Join(t.TempDir(), "r"))
+	if code != exitUsage || !strings.Contains(stderr, url) {
+		t.Errorf("exit %d, stderr %q: want the env endpoint tried", code, stderr)
+	}
+}
+
+func TestPresetBlockBytes(t *testing.T) {
+	for _, tt := range []struct {
+		model string
+		bs    int
+		want  int64
+	}{
+		{"Qwen/Qwen3-Coder-30B-A3B-Instruct", 16, 1572864},
+		{"qwen3-coder-30b-a3b", 32, 2 * 1572864},
+		{"meta-llama/Llama-3.1-8B-Instruct", 16, 2 * 32 * 8 * 128 * 2 * 16},
+		{"my-finetune", 16, 0},
+	} {
+		if got := presetBlockBytes(tt.model, tt.bs); got != tt.want {
+			t.Errorf("presetBlockBytes(%q, %d) = %d, want %d", tt.model, tt.bs, got, tt.want)
+		}
+	}
+}

@@ -230,3 +230,24 @@ func LinkGBps(gen, width int) float64 {
 	}
 	return gtps[gen] * float64(width) * eff / 8
 }
+
+// DeviceLink returns the PCIe link of the GPU at bus: from NVML where it
+// loads, else from sysfs under root.
+func DeviceLink(root, bus string) Link {
+	if r := nvml.Init(); r == nvml.SUCCESS {
+		defer nvml.Shutdown()
+		// NVML wants its own 8-digit domain form.
+		dev, r := nvml.DeviceGetHandleByPciBusId("0000" + NormalizeBusID(bus))
+		if r == nvml.SUCCESS {
+			var l Link
+			l.Gen, _ = dev.GetCurrPcieLinkGeneration()
+			l.Width, _ = dev.GetCurrPcieLinkWidth()
+			l.MaxGen, _ = dev.GetMaxPcieLinkGeneration()
+			l.MaxWidth, _ = dev.GetMaxPcieLinkWidth()
+			if l.Gen > 0 {
+				return l
+			}
+		}
+	}
+	return SysfsLink(root, bus)
+}

@@ -16,17 +16,17 @@ type Attr int
 
 // Device attributes kvtier reads (values from CUDA's cuda.h).
 const (
-	AttrMultiprocessorCount   Attr = 16
-	AttrPCIBusID              Attr = 33
-	AttrPCIDeviceID           Attr = 34
-	AttrAsyncEngineCount      Attr = 40
-	AttrUnifiedAddressing     Attr = 41
-	AttrPCIDomainID           Attr = 50
-	AttrComputeCapMajor       Attr = 75
-	AttrComputeCapMinor       Attr = 76
-	AttrCanUseStreamMemOps    Attr = 92 // _V1 in CUDA 12 headers; see CanHoldStreams
-	AttrGPUDirectRDMASupport  Attr = 116
-	AttrDMABufSupported       Attr = 124
+	AttrMultiprocessorCount  Attr = 16
+	AttrPCIBusID             Attr = 33
+	AttrPCIDeviceID          Attr = 34
+	AttrAsyncEngineCount     Attr = 40
+	AttrUnifiedAddressing    Attr = 41
+	AttrPCIDomainID          Attr = 50
+	AttrComputeCapMajor      Attr = 75
+	AttrComputeCapMinor      Attr = 76
+	AttrCanUseStreamMemOps   Attr = 92 // _V1 in CUDA 12 headers; see CanHoldStreams
+	AttrGPUDirectRDMASupport Attr = 116
+	AttrDMABufSupported      Attr = 124
 )
 
 // DeviceInfo describes one device as the driver sees it.

@@ -399,6 +399,8 @@ static CUresult new_alloc(void **p, size_t n, int host)
 	if (!alloc_allowed())
 		return E_OUT_OF_MEMORY;
 	void *m = NULL;
+	if (!host) /* the driver maps device memory in whole pages and more */
+		n = (n + 4095) & ~(size_t)4095;
 	if (posix_memalign(&m, 4096, n) != 0)
 		return E_OUT_OF_MEMORY;
 	memset(m, 0xa5, n); /* not initialised: never what a test expects */

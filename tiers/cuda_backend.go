@@ -1,0 +1,579 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kvtier/kvtier/cuda"
+)
+
+func init() {
+	RegisterBackend(BackendSpec{Name: "cuda", Priority: 10, Open: OpenCUDA})
+}
+
+// CUDABackend runs tiers on an NVIDIA GPU through package cuda: device
+// memory from cuMemAlloc, pinned host memory from cuMemHostAlloc (or mmap,
+// mbind to the NUMA node and cuMemHostRegister when a node is given),
+// pageable memory from mmap; copies issued on one non-blocking stream in
+// one cgo call per plan; GEMMs in bf16 through cuBLAS; samples timed with
+// CUDA events on a stream held until the sample's work is queued.
+//
+// Its Timer values implement interface{ Held() bool }: whether the last
+// sample's stream was held until all its work was queued (false where
+// the device cannot hold a stream, for pageable copies, which the driver
+// may stage synchronously, and for samples of more than
+// cuda.DefaultMaxHeldOps operations).
+type CUDABackend struct {
+	cfg    BackendConfig
+	drv    *cuda.Driver
+	ctx    *cuda.Context
+	stream *cuda.Stream
+	info   cuda.DeviceInfo
+	link   cuda.Link
+
+	queued, blocking *cuda.Timer
+
+	mu      sync.Mutex
+	plan    cuda.Plan
+	active  *cuda.Timer // started and not yet stopped
+	blas    *cuda.BLAS
+	handle  *cuda.Handle
+	blasErr error
+	scratch *cuda.DeviceMem
+}
+
+// OpenCUDA opens device cfg.GPU through $KVTIER_LIBCUDA or libcuda.so.1.
+// Without a driver the error names the library that could not be loaded.
+func OpenCUDA(cfg BackendConfig) (Backend, error) {
+	drv, err := cuda.Open(os.Getenv("KVTIER_LIBCUDA"))
+	if err != nil {
+		return nil, err
+	}
+	b := &CUDABackend{cfg: cfg, drv: drv}
+	if err := b.open(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *CUDABackend) open() error {
+	n, err := b.drv.DeviceCount()
+	if err != nil {
+		return err
+	}
+	if b.cfg.GPU < 0 || b.cfg.GPU >= n {
+		return fmt.Errorf("cuda: --gpu %d, but the driver sees %d device(s)", b.cfg.GPU, n)
+	}
+	if b.info, err = b.drv.Device(b.cfg.GPU); err != nil {
+		return err
+	}
+	if b.ctx, err = b.drv.PrimaryContext(b.cfg.GPU); err != nil {
+		return err
+	}
+	if b.stream, err = b.ctx.NewStream(); err != nil {
+		return err
+	}
+	if b.queued, err = cuda.NewTimer(b.stream, b.info, true); err != nil {
+		return err
+	}
+	if b.blocking, err = cuda.NewTimer(b.stream, b.info, false); err != nil {
+		return err
+	}
+	b.link = cuda.DeviceLink("/", b.info.BusID)
+	if b.cfg.Log != nil && !b.drv.CanHoldStreams(b.info) {
+		fmt.Fprintf(b.cfg.Log, "kvtier: warning: cuda: %s cannot hold a stream (no stream memory operations): launch cost is inside timings (held=false)\n", b.Device())
+	}
+	return nil
+}
+
+// Name returns "cuda".
+func (b *CUDABackend) Name() string { return "cuda" }
+
+// Device names the GPU and its PCI address, e.g. "NVIDIA H200 [0000:19:00.0]".
+func (b *CUDABackend) Device() string { return fmt.Sprintf("%s [%s]", b.info.Name, b.info.BusID) }
+
+// Info returns the device as the driver describes it.
+func (b *CUDABackend) Info() cuda.DeviceInfo { return b.info }
+
+// DriverVersion is the driver's CUDA version, e.g. "12.8".
+func (b *CUDABackend) DriverVersion() string { return b.drv.VersionString() }
+
+// ComputeDType returns "bf16": GEMMs run in bf16 with fp32 accumulation.
+func (b *CUDABackend) ComputeDType() string { return "bf16" }
+
+// CopyModes lists percopy and contiguous, and batch where the driver has
+// cuMemcpyBatchAsync (CUDA 12.8+).
+func (b *CUDABackend) CopyModes() []CopyMode {
+	if b.drv.Has("cuMemcpyBatchAsync") {
+		return []CopyMode{PerCopy, Batch, Contiguous}
+	}
+	return []CopyMode{PerCopy, Contiguous}
+}
+
+// LinkGBps is the PCIe payload limit (cuda.LinkGBps of the link's current
+// generation and width) between host memory and the device, 0 for other
+// pairs and where the link is unknown.
+func (b *CUDABackend) LinkGBps(src, dst MemKind) float64 {
+	if (src == Device) != (dst == Device) {
+		return cuda.LinkGBps(b.link.Gen, b.link.Width)
+	}
+	return 0
+}
+
+// A cudaBuffer is device memory, pinned host memory or pageable host
+// memory of the cuda backend.
+type cudaBuffer struct {
+	kind MemKind
+	size int64
+	dev  *cuda.DeviceMem // Device
+	pin  *cuda.HostMem   // Pinned (allocated or registered)
+	mmap []byte          // Pageable, or Pinned registered on a NUMA node
+}
+
+func (x *cudaBuffer) Kind() MemKind { return x.kind }
+func (x *cudaBuffer) Size() int64   { return x.size }
+
+func (x *cudaBuffer) Addr() uintptr {
+	switch {
+	case x.dev != nil:
+		return uintptr(x.dev.Ptr())
+	case x.mmap != nil:
+		return uintptr(unsafe.Pointer(&x.mmap[0]))
+	case x.pin != nil:
+		return x.pin.Addr()
+	}
+	return 0
+}
+
+func (x *cudaBuffer) Host() []byte {
+	switch {
+	case x.mmap != nil:
+		return x.mmap
+	case x.pin != nil:
+		return x.pin.Bytes()
+	}
+	return nil
+}
+
+func (x *cudaBuffer) ReadAt(p []byte, off int64) (int, error) {
+	if x.dev != nil {
+		return x.dev.ReadAt(p, off)
+	}
+	h := x.Host()
+	if h == nil {
+		return 0, errors.New("cuda backend: buffer is closed")
+	}
+	if off < 0 || off > int64(len(h)) {
+		return 0, fmt.Errorf("cuda backend: read at %d outside %d bytes", off, len(h))
+	}
+	n := copy(p, h[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (x *cudaBuffer) WriteAt(p []byte, off int64) (int, error) {
+	if x.dev != nil {
+		return x.dev.WriteAt(p, off)
+	}
+	h := x.Host()
+	if h == nil {
+		return 0, errors.New("cuda backend: buffer is closed")
+	}
+	if off < 0 || int64(len(p)) > int64(len(h))-off {
+		return 0, fmt.Errorf("cuda backend: write of %d bytes at %d outside %d bytes", len(p), off, len(h))
+	}
+	return copy(h[off:], p), nil
+}
+
+func (x *cudaBuffer) Close() error {
+	var errs []error
+	if x.dev != nil {
+		errs = append(errs, x.dev.Free())
+		x.dev = nil
+	}
+	if x.pin != nil {
+		errs = append(errs, x.pin.Free())
+		x.pin = nil
+	}
+	if x.mmap != nil {
+		errs = append(errs, unix.Munmap(x.mmap))
+		x.mmap = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Alloc returns device memory (cuMemAlloc, not initialised), pinned host
+// memory (cuMemHostAlloc; on cfg.NUMA >= 0 an mmap bound there with mbind
+// and registered with cuMemHostRegister) or pageable host memory (mmap,
+// bound to cfg.NUMA when given). Host pages are faulted in.
+func (b *CUDABackend) Alloc(kind MemKind, size int64) (Buffer, error) {
+	if size <= 0 || size > int64(^uint(0)>>1) {
+		return nil, fmt.Errorf("cuda backend: alloc of %d bytes", size)
+	}
+	x := &cudaBuffer{kind: kind, size: size}
+	var err error
+	switch kind {
+	case Device:
+		x.dev, err = b.ctx.AllocDevice(size)
+	case Pinned:
+		if b.cfg.NUMA < 0 {
+			x.pin, err = b.ctx.AllocHost(size, cuda.HostPortable)
+			break
+		}
+		if x.mmap, err = b.hostMap(size); err == nil {
+			if x.pin, err = b.ctx.RegisterHost(x.mmap); err != nil {
+				unix.Munmap(x.mmap)
+				x.mmap = nil
+			}
+		}
+	case Pageable:
+		x.mmap, err = b.hostMap(size)
+	default:
+		return nil, fmt.Errorf("cuda backend: unknown memory kind %q", kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cuda backend: %s: %w", kind, err)
+	}
+	if kind == Pinned && x.mmap == nil {
+		// cuMemHostAlloc'd pages are resident; touch them anyway so the
+		// first sample does not pay for them.
+		h := x.pin.Bytes()
+		for i := 0; i < len(h); i += os.Getpagesize() {
+			h[i] = 0
+		}
+	}
+	return x, nil
+}
+
+// hostMap maps size bytes, binds them to cfg.NUMA when given and faults
+// them in.
+func (b *CUDABackend) hostMap(size int64) ([]byte, error) {
+	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
+	}
+	if b.cfg.NUMA >= 0 {
+		if err := bindNode(mem, b.cfg.NUMA); err != nil {
+			unix.Munmap(mem)
+			return nil, fmt.Errorf("bind to NUMA node %d: %w", b.cfg.NUMA, err)
+		}
+	}
+	if err := unix.Madvise(mem, unix.MADV_POPULATE_WRITE); err != nil {
+		for i := 0; i < len(mem); i += os.Getpagesize() {
+			mem[i] = 0
+		}
+	}
+	return mem, nil
+}
+
+func (b *CUDABackend) buffer(x Buffer, role string) (*cudaBuffer, error) {
+	c, ok := x.(*cudaBuffer)
+	if !ok || c == nil {
+		return nil, fmt.Errorf("cuda backend: %s buffer %T is not from this backend", role, x)
+	}
+	if c.dev == nil && c.pin == nil && c.mmap == nil {
+		return nil, fmt.Errorf("cuda backend: %s buffer is closed", role)
+	}
+	return c, nil
+}
+
+// Copy enqueues plan from src to dst on the backend's stream in one cgo
+// call: one cuMemcpy*Async per chunk (percopy), one cuMemcpyBatchAsync
+// (batch) or one copy of ContiguousSpan (contiguous). Host-to-host plans
+// are refused: the cuda backend always has a device side.
+func (b *CUDABackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
+	d, err := b.buffer(dst, "destination")
+	if err != nil {
+		return err
+	}
+	s, err := b.buffer(src, "source")
+	if err != nil {
+		return err
+	}
+	var dir cuda.Dir
+	switch {
+	case s.kind != Device && d.kind == Device:
+		dir = cuda.HostToDevice
+	case s.kind == Device && d.kind != Device:
+		dir = cuda.DeviceToHost
+	case s.kind == Device && d.kind == Device:
+		dir = cuda.DeviceToDevice
+	default:
+		return fmt.Errorf("cuda backend: copy from %s to %s memory has no device side", s.kind, d.kind)
+	}
+	how := cuda.PerCopy
+	switch mode {
+	case PerCopy:
+		if err := CheckPlan(plan, s.size, d.size); err != nil {
+			return fmt.Errorf("cuda backend: %w", err)
+		}
+	case Batch:
+		if !b.drv.Has("cuMemcpyBatchAsync") {
+			return fmt.Errorf("cuda backend: %s: %w", UnsupportedModeReason(mode), cuda.ErrUnsupported)
+		}
+		how = cuda.Batch
+		if err := CheckPlan(plan, s.size, d.size); err != nil {
+			return fmt.Errorf("cuda backend: %w", err)
+		}
+	case Contiguous:
+		c, err := ContiguousSpan(plan, s.size, d.size)
+		if err != nil {
+			return fmt.Errorf("cuda backend: %w", err)
+		}
+		plan = []Copy{c}
+	default:
+		return fmt.Errorf("cuda backend: %s", UnsupportedModeReason(mode))
+	}
+	if len(plan) == 0 {
+		return nil
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.active; t != nil {
+		if s.kind == Pageable || d.kind == Pageable {
+			// The driver may stage pageable memory synchronously with the
+			// stream: behind a hold only the host can release, that hangs.
+			t.Unhold()
+		}
+		if how == cuda.Batch {
+			t.Queue(1)
+		} else {
+			t.Queue(len(plan))
+		}
+	}
+	dbase, sbase := uint64(d.Addr()), uint64(s.Addr())
+	b.plan.Reset(len(plan))
+	for _, c := range plan {
+		b.plan.Add(dbase+uint64(c.Dst), sbase+uint64(c.Src), c.Bytes)
+	}
+	if _, err := b.stream.Copy(dir, how, &b.plan); err != nil {
+		if b.active != nil {
+			b.active.Unhold()
+		}
+		return fmt.Errorf("cuda backend: %w", err)
+	}
+	return nil
+}
+
+// GEMMs issues ops through cuBLAS on the backend's stream, in bf16 with
+// fp32 accumulation. The operands are one device scratch allocation grown
+// to the largest op (its contents do not matter); growing it, and
+// creating the cuBLAS handle on first use, lets go of a held stream
+// first, since freeing device memory synchronises the device.
+func (b *CUDABackend) GEMMs(ops []GEMM) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var need int64
+	for _, g := range ops {
+		if g.M <= 0 || g.N <= 0 || g.K <= 0 {
+			return fmt.Errorf("cuda backend: gemm %s has a zero dimension (%d×%d×%d)", g.Name, g.M, g.N, g.K)
+		}
+		bt := int64(max(g.Batch, 1))
+		need = max(need, 2*bt*(int64(g.M)*int64(g.K)+int64(g.K)*int64(g.N)+int64(g.M)*int64(g.N)))
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if b.handle == nil {
+		if b.active != nil {
+			b.active.Unhold()
+		}
+		if err := b.openBLAS(); err != nil {
+			return err
+		}
+	}
+	if b.scratch == nil || b.scratch.Size() < need {
+		if b.active != nil {
+			b.active.Unhold()
+		}
+		if b.scratch != nil {
+			if err := b.scratch.Free(); err != nil {
+				return fmt.Errorf("cuda backend: gemm scratch: %w", err)
+			}
+			b.scratch = nil
+		}
+		m, err := b.ctx.AllocDevice(need)
+		if err != nil {
+			return fmt.Errorf("cuda backend: gemm scratch: %w", err)
+		}
+		b.scratch = m
+	}
+	base := b.scratch.Ptr()
+	list := make([]cuda.Gemm, len(ops))
+	for i, g := range ops {
+		bt := uint64(max(g.Batch, 1))
+		a := base
+		bb := a + 2*bt*uint64(g.M)*uint64(g.K)
+		c := bb + 2*bt*uint64(g.K)*uint64(g.N)
+		list[i] = cuda.Gemm{M: g.M, N: g.N, K: g.K, Batch: int(bt), A: a, B: bb, C: c}
+	}
+	if b.active != nil {
+		// cuBLAS may launch more than one kernel per GEMM (split-K).
+		b.active.Queue(2 * len(ops))
+	}
+	if n, err := b.handle.Gemms(list); err != nil {
+		if b.active != nil {
+			b.active.Unhold()
+		}
+		name := ""
+		if n < len(ops) {
+			name = ops[n].Name + ": "
+		}
+		return fmt.Errorf("cuda backend: %s%w", name, err)
+	}
+	return nil
+}
+
+func (b *CUDABackend) openBLAS() error {
+	if b.blasErr != nil {
+		return b.blasErr
+	}
+	bl, err := cuda.OpenBLAS(os.Getenv("KVTIER_LIBCUBLAS"))
+	if err != nil {
+		b.blasErr = fmt.Errorf("cuda backend: %w", err)
+		return b.blasErr
+	}
+	h, err := bl.NewHandle(b.stream)
+	if err != nil {
+		bl.Close()
+		b.blasErr = fmt.Errorf("cuda backend: cublas: %w", err)
+		return b.blasErr
+	}
+	b.blas, b.handle = bl, h
+	return nil
+}
+
+// Timer returns the backend's timer for t: Queued holds the stream until
+// Stop (where the device can), Blocking records events without holding.
+// The returned Timer implements interface{ Held() bool }.
+func (b *CUDABackend) Timer(t Timing) Timer {
+	if t == Queued {
+		return &cudaTimer{b: b, t: b.queued}
+	}
+	return &cudaTimer{b: b, t: b.blocking}
+}
+
+type cudaTimer struct {
+	b *CUDABackend
+	t *cuda.Timer
+}
+
+func (t *cudaTimer) Start() error {
+	t.b.mu.Lock()
+	defer t.b.mu.Unlock()
+	if t.b.active != nil {
+		t.b.active.Unhold()
+	}
+	t.b.active = t.t
+	if err := t.t.Start(); err != nil {
+		t.b.active = nil
+		return fmt.Errorf("cuda backend: %w", err)
+	}
+	return nil
+}
+
+func (t *cudaTimer) Stop() (float64, error) {
+	t.b.mu.Lock()
+	if t.b.active == t.t {
+		t.b.active = nil
+	}
+	t.b.mu.Unlock()
+	sec, err := t.t.Stop()
+	if err != nil {
+		return 0, fmt.Errorf("cuda backend: %w", err)
+	}
+	return sec, nil
+}
+
+// Held reports whether the last sample was held until its work was all
+// queued.
+func (t *cudaTimer) Held() bool { return t.t.Held() }
+
+// Sync lets go of a held stream and waits for all issued work.
+func (b *CUDABackend) Sync() error {
+	b.mu.Lock()
+	if b.active != nil {
+		b.active.Unhold()
+	}
+	b.mu.Unlock()
+	if err := b.stream.Sync(); err != nil {
+		return fmt.Errorf("cuda backend: %w", err)
+	}
+	return nil
+}
+
+// ExportDMABuf exports the device buffer x as a DMA-BUF for GPUDirect
+// RDMA (cuMemGetHandleForAddressRange): the range is x's pages, from its
+// address aligned down to the page to its end rounded up; offset is where
+// x starts in it. errors.Is(err, cuda.ErrUnsupported) where the driver
+// or the device cannot.
+func (b *CUDABackend) ExportDMABuf(x Buffer) (fd int, offset int64, err error) {
+	c, err := b.buffer(x, "exported")
+	if err != nil {
+		return -1, 0, err
+	}
+	if c.dev == nil {
+		return -1, 0, fmt.Errorf("cuda backend: DMA-BUF export of %s memory: %w", c.kind, cuda.ErrUnsupported)
+	}
+	if !b.drv.Has("cuMemGetHandleForAddressRange") || b.info.Attrs[cuda.AttrDMABufSupported] != 1 {
+		return -1, 0, fmt.Errorf("cuda backend: DMA-BUF export on %s (driver %s): %w", b.Device(), b.drv.VersionString(), cuda.ErrUnsupported)
+	}
+	pg := uint64(os.Getpagesize())
+	p := c.dev.Ptr()
+	start := p &^ (pg - 1)
+	end := (p + uint64(c.size) + pg - 1) &^ (pg - 1)
+	fd, err = b.ctx.DMABuf(start, int64(end-start))
+	if err != nil {
+		return -1, 0, fmt.Errorf("cuda backend: DMA-BUF export: %w", err)
+	}
+	return fd, int64(p - start), nil
+}
+
+// Close releases the backend's own resources; buffers are their owners'.
+func (b *CUDABackend) Close() error {
+	var errs []error
+	if b.stream != nil {
+		if b.active != nil {
+			b.active.Unhold()
+			b.active = nil
+		}
+		errs = append(errs, b.stream.Sync())
+	}
+	if b.handle != nil {
+		errs = append(errs, b.handle.Destroy())
+		b.handle = nil
+	}
+	// Note: libcublas and libcuda stay loaded (no dlclose), as in NCCL:
+	// unloading the driver with its threads alive is not safe.
+	b.blas = nil
+	if b.scratch != nil {
+		errs = append(errs, b.scratch.Free())
+		b.scratch = nil
+	}
+	for _, t := range []**cuda.Timer{&b.queued, &b.blocking} {
+		if *t != nil {
+			errs = append(errs, (*t).Close())
+			*t = nil
+		}
+	}
+	b.plan.Free()
+	if b.stream != nil {
+		errs = append(errs, b.stream.Destroy())
+		b.stream = nil
+	}
+	if b.ctx != nil {
+		errs = append(errs, b.ctx.Release())
+		b.ctx = nil
+	}
+	return errors.Join(errs...)
+}

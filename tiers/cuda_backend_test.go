@@ -1,0 +1,331 @@
+package tiers_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/kvtier/kvtier/cuda"
+	"github.com/kvtier/kvtier/cuda/cudatest"
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/pattern"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers"
+)
+
+// openFake opens the cuda backend on a fresh fake driver.
+func openFake(t *testing.T, env map[string]string, cfg tiers.BackendConfig) tiers.Backend {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	cudatest.Use(t)
+	b, _, err := tiers.OpenBackend(context.Background(), "cuda", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close backend: %v", err)
+		}
+	})
+	return b
+}
+
+func TestCUDABackendWithoutDriver(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "libcuda.so.1")
+	t.Setenv("KVTIER_LIBCUDA", bad)
+	_, _, err := tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{NUMA: -1})
+	if err == nil || !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "cuda: cannot load libcuda.so.1 (tried KVTIER_LIBCUDA="+bad+")") {
+		t.Fatalf("open without a driver: %v", err)
+	}
+	b, why, err := tiers.OpenBackend(context.Background(), "auto", tiers.BackendConfig{NUMA: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Name() != "host" || len(why) == 0 || !strings.Contains(strings.Join(why, ";"), "cuda: cuda: cannot load libcuda.so.1") {
+		t.Errorf("auto chose %s, why %q", b.Name(), why)
+	}
+}
+
+func TestCUDABackendOpenErrors(t *testing.T) {
+	cudatest.Use(t)
+	_, _, err := tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{GPU: 3, NUMA: -1})
+	if err == nil || !strings.Contains(err.Error(), "--gpu 3, but the driver sees 1 device(s)") {
+		t.Errorf("gpu out of range: %v", err)
+	}
+	t.Setenv("FAKECUDA_INIT_FAIL", "1")
+	cudatest.Use(t)
+	_, _, err = tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{NUMA: -1})
+	if err == nil || !strings.Contains(err.Error(), "cuInit: CUDA_ERROR_NO_DEVICE") {
+		t.Errorf("cuInit failing: %v", err)
+	}
+}
+
+func TestCUDABackendGather(t *testing.T) {
+	g := tiers.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
+	for _, numa := range []int{-1, 0} {
+		b := openFake(t, nil, tiers.BackendConfig{NUMA: numa, Log: os.Stderr})
+		if b.Name() != "cuda" || b.Device() != "Fake CUDA Device 0 [0000:19:00.0]" || b.ComputeDType() != "bf16" {
+			t.Fatalf("backend %s %q %s", b.Name(), b.Device(), b.ComputeDType())
+		}
+		if got := b.CopyModes(); len(got) != 3 {
+			t.Errorf("copy modes %v", got)
+		}
+		for _, src := range []tiers.MemKind{tiers.Device, tiers.Pinned, tiers.Pageable} {
+			for _, layout := range tiers.Layouts() {
+				for _, mode := range tiers.CopyModes() {
+					name := string(src) + "/" + string(layout) + "/" + string(mode)
+					if numa >= 0 {
+						name += "/numa0"
+					}
+					t.Run(name, func(t *testing.T) {
+						gather(t, b, g, src, layout, mode)
+					})
+				}
+			}
+		}
+	}
+}
+
+func gather(t *testing.T, b tiers.Backend, g tiers.Geometry, srcKind tiers.MemKind, layout tiers.Layout, mode tiers.CopyMode) {
+	const blocks, seed = 6, 42
+	sp := tiers.Pool{Geometry: g, Layout: layout, Slots: tiers.PoolSlots(blocks)}
+	dp := tiers.Pool{Geometry: g, Layout: layout, Slots: blocks}
+	src, err := b.Alloc(srcKind, sp.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := b.Alloc(tiers.Device, dp.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if (src.Host() == nil) != (srcKind == tiers.Device) || dst.Host() != nil {
+		t.Fatalf("Host() of %s / device buffers", srcKind)
+	}
+	fill := make([]byte, sp.Size())
+	pattern.Fill(fill, seed, 0)
+	if _, err := src.WriteAt(fill, 0); err != nil {
+		t.Fatal(err)
+	}
+	slots, _ := tiers.Placement(seed, sp.Slots, blocks)
+	dslots := []int{0, 1, 2, 3, 4, 5}
+	plan, err := tiers.GatherPlan(sp, slots, dp, dslots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := b.Timer(tiers.Queued)
+	if err := tm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Copy(dst, src, plan, mode); err != nil {
+		tm.Stop()
+		t.Fatal(err)
+	}
+	sec, err := tm.Stop()
+	if err != nil || sec <= 0 {
+		t.Fatalf("Stop = %g, %v", sec, err)
+	}
+	held := tm.(interface{ Held() bool }).Held()
+	if held != (srcKind != tiers.Pageable) {
+		t.Errorf("held = %v for %s", held, srcKind)
+	}
+	out := make([]byte, dp.Size())
+	if _, err := dst.ReadAt(out, 0); err != nil {
+		t.Fatal(err)
+	}
+	check := plan
+	if mode == tiers.Contiguous {
+		c, _ := tiers.ContiguousSpan(plan, sp.Size(), dp.Size())
+		check = []tiers.Copy{c}
+	}
+	for i, c := range check {
+		if err := pattern.Check(out[c.Dst:c.Dst+c.Bytes], seed, c.Src); err != nil {
+			t.Fatalf("copy %d: %v", i, err)
+		}
+	}
+}
+
+func TestCUDABackendFailures(t *testing.T) {
+	g := tiers.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
+	sp := tiers.Pool{Geometry: g, Layout: tiers.Layerwise, Slots: 8}
+	plan, _ := tiers.GatherPlan(sp, []int{3, 5}, sp, []int{0, 1})
+
+	b := openFake(t, map[string]string{"FAKECUDA_FAIL_COPY_AT": "2", "FAKECUDA_FAIL_ALLOC_AFTER": "3"}, tiers.BackendConfig{NUMA: -1})
+	src, err := b.Alloc(tiers.Pinned, sp.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := b.Alloc(tiers.Device, sp.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if _, err := b.Alloc(tiers.Device, 1<<20); err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_OUT_OF_MEMORY") {
+		t.Errorf("alloc past the limit: %v", err)
+	}
+	tm := b.Timer(tiers.Queued)
+	tm.Start()
+	err = b.Copy(dst, src, plan, tiers.PerCopy)
+	if err == nil || !strings.Contains(err.Error(), "cuMemcpyHtoDAsync") {
+		t.Errorf("copy failing mid-plan: %v", err)
+	}
+	if _, err := tm.Stop(); err != nil {
+		t.Errorf("timer after a failed copy: %v", err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Errorf("sync after a failed copy: %v", err)
+	}
+	if err := b.Copy(src, src, plan, tiers.PerCopy); err == nil {
+		t.Error("host-to-host copy accepted")
+	}
+	bad := append([]tiers.Copy(nil), plan...)
+	bad[1].Dst = sp.Size()
+	if err := b.Copy(dst, src, bad, tiers.Batch); err == nil || !strings.Contains(err.Error(), "outside its buffers") {
+		t.Errorf("plan outside the buffer: %v", err)
+	}
+
+	old := openFake(t, map[string]string{"FAKECUDA_VERSION": "11080"}, tiers.BackendConfig{NUMA: -1})
+	if got := old.CopyModes(); len(got) != 2 {
+		t.Errorf("11.8 copy modes %v", got)
+	}
+	src2, _ := old.Alloc(tiers.Pinned, sp.Size())
+	defer src2.Close()
+	dst2, _ := old.Alloc(tiers.Device, sp.Size())
+	defer dst2.Close()
+	if err := old.Copy(dst2, src2, plan, tiers.Batch); !errors.Is(err, cuda.ErrUnsupported) {
+		t.Errorf("batch on 11.8: %v", err)
+	}
+}
+
+func TestCUDABackendGEMMs(t *testing.T) {
+	b := openFake(t, map[string]string{"FAKECUBLAS_FAIL_GEMM_AT": "3"}, tiers.BackendConfig{NUMA: -1})
+	ops := []tiers.GEMM{{Name: "qkv", M: 16, N: 32, K: 8}, {Name: "scores", M: 16, N: 16, K: 8, Batch: 4}}
+	tm := b.Timer(tiers.Queued)
+	tm.Start()
+	if err := b.GEMMs(ops); err != nil {
+		t.Fatal(err)
+	}
+	if sec, err := tm.Stop(); err != nil || sec <= 0 {
+		t.Fatalf("Stop = %g, %v", sec, err)
+	}
+	err := b.GEMMs(ops) // the fourth GEMM fails
+	if err == nil || !strings.Contains(err.Error(), "scores: ") || !strings.Contains(err.Error(), "CUBLAS_STATUS_EXECUTION_FAILED") {
+		t.Errorf("injected failure: %v", err)
+	}
+	if err := b.GEMMs([]tiers.GEMM{{Name: "empty"}}); err == nil {
+		t.Error("zero-size gemm accepted")
+	}
+	t.Setenv("KVTIER_LIBCUBLAS", filepath.Join(t.TempDir(), "libcublas.so.12"))
+	nob := openFake(t, nil, tiers.BackendConfig{NUMA: -1})
+	t.Setenv("KVTIER_LIBCUBLAS", filepath.Join(t.TempDir(), "libcublas.so.12"))
+	if err := nob.GEMMs(ops); err == nil || !strings.Contains(err.Error(), "cannot load libcublas") {
+		t.Errorf("gemm without cublas: %v", err)
+	}
+}
+
+func TestCUDABackendExportDMABuf(t *testing.T) {
+	b := openFake(t, nil, tiers.BackendConfig{NUMA: -1})
+	exp, ok := b.(tiers.DMABufExporter)
+	if !ok {
+		t.Fatal("cuda backend is not a DMABufExporter")
+	}
+	d, _ := b.Alloc(tiers.Device, 10000)
+	defer d.Close()
+	fd, off, err := exp.ExportDMABuf(d)
+	if err != nil || fd < 0 || off != 0 {
+		t.Fatalf("export = %d, %d, %v", fd, off, err)
+	}
+	syscall.Close(fd)
+	h, _ := b.Alloc(tiers.Pinned, 4096)
+	defer h.Close()
+	if _, _, err := exp.ExportDMABuf(h); !errors.Is(err, cuda.ErrUnsupported) {
+		t.Errorf("export of pinned memory: %v", err)
+	}
+	hid := openFake(t, map[string]string{"FAKECUDA_HIDE": "cuMemGetHandleForAddressRange"}, tiers.BackendConfig{NUMA: -1})
+	d2, _ := hid.Alloc(tiers.Device, 4096)
+	defer d2.Close()
+	if _, _, err := hid.(tiers.DMABufExporter).ExportDMABuf(d2); !errors.Is(err, cuda.ErrUnsupported) {
+		t.Errorf("export without the symbol: %v", err)
+	}
+}
+
+// tinyConfig is a 2-layer model: 128 B per token, 2048 B per block.
+const tinyConfig = `{"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"hidden_size":32,
+"intermediate_size":64,"torch_dtype":"bfloat16"}`
+
+func TestCUDABackendSweep(t *testing.T) {
+	cudatest.Use(t)
+	cfgPath := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfgPath, []byte(tinyConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mem := range []tiers.MemKind{tiers.Pinned, tiers.Pageable} {
+		t.Run(string(mem), func(t *testing.T) {
+			o := harness.DefaultSweepOptions()
+			o.Backend = "cuda"
+			o.ModelConfig = cfgPath
+			o.Tiers = []string{"hbm", "host", "recompute"}
+			o.Prefixes = []int{16, 64}
+			o.Reps, o.Warmup = 2, 1
+			o.HostMem = mem
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "out")
+			out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, "/", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log bytes.Buffer
+			serr := harness.Sweep(context.Background(), o, out, &log)
+			if err := out.Close(serr != nil); err != nil {
+				t.Fatal(err)
+			}
+			if serr != nil {
+				t.Fatalf("sweep: %v\n%s", serr, log.String())
+			}
+			rows, _, err := results.ReadCSV(filepath.Join(dir, results.SweepFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, r := range rows {
+				seen[r.Tier]++
+				if r.Status != results.StatusOK || r.Backend != "cuda" || r.Seconds <= 0 {
+					t.Errorf("row %s %s %s: %s %q backend %s seconds %g", r.Tier, r.Layout, r.Get("copy"), r.Status, r.Reason, r.Backend, r.Seconds)
+				}
+				if r.Tier != "recompute" && r.Rep == 0 && r.Get("verified") != "true" {
+					t.Errorf("row %s %s %s rep 0 not verified", r.Tier, r.Layout, r.Get("copy"))
+				}
+				if r.Get("device") != "Fake CUDA Device 0 [0000:19:00.0]" {
+					t.Errorf("device %q", r.Get("device"))
+				}
+			}
+			// 2 layouts × 3 modes × 2 prefixes × 2 reps for each mover.
+			if seen["hbm"] != 24 || seen["host"] != 24 || seen["recompute"] != 4 {
+				t.Errorf("rows per tier %v", seen)
+			}
+			m, err := results.ReadManifest(filepath.Join(dir, "manifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, s := range m.Backends {
+				names = append(names, s.Name)
+			}
+			if !strings.Contains(strings.Join(names, ","), "cuda") || !strings.Contains(strings.Join(names, ","), "nvml") {
+				t.Errorf("manifest backends %v", names)
+			}
+		})
+	}
+}

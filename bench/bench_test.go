@@ -239,6 +239,12 @@ func benchPrefix(b *testing.B, backend tiers.Backend, spec tiers.Spec, tier tier
 	r.Backend, r.Tier, r.Model = backend.Name(), spec.Name, g.Model
 	r.PrefixTokens, r.Blocks = int64(p.Tokens), int64(p.Blocks)
 	r.Set("device", backend.Device())
+	r.Set("seed", 1)
+	timing := "clock"
+	if backend.Name() != "host" && spec.Timing == tiers.Queued {
+		timing = "events"
+	}
+	r.Set("timing", timing)
 	for k, v := range tier.Attrs() {
 		switch k {
 		case "transport":

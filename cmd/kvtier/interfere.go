@@ -3,10 +3,234 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/harness/mb1"
+	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/harness/sim"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
-// runInterfere is a placeholder until the interfere command lands.
+// interfereFlags are the raw flag values of kvtier interfere.
+type interfereFlags struct {
+	endpoint, control, model, decode, prefill string
+	chunkLabel, injectAfter, timeout, out     string
+	useSim, endpointSet                       bool
+	simScale                                  float64
+	reps, decodeTokens                        int
+	seed                                      uint64
+}
+
+// config turns the flags into MB1's configuration, reporting every
+// problem at once.
+func (f *interfereFlags) config() (mb1.Config, error) {
+	var errs []error
+	cfg := mb1.Config{
+		Endpoint: strings.TrimSpace(f.endpoint), ControlEndpoint: strings.TrimSpace(f.control),
+		Model: f.model, Reps: f.reps, ChunkLabel: f.chunkLabel, DecodeTokens: f.decodeTokens, Seed: f.seed,
+	}
+	if f.useSim {
+		if f.endpointSet {
+			errs = append(errs, errors.New("--sim and --endpoint exclude each other"))
+		}
+		if cfg.ControlEndpoint != "" {
+			errs = append(errs, errors.New("--sim starts its own control instance: drop --control-endpoint"))
+		}
+		if f.simScale < 0 {
+			errs = append(errs, fmt.Errorf("--sim-time-scale %g: must not be negative", f.simScale))
+		}
+		if f.chunkLabel != "" {
+			if _, err := units.ParseTokens(f.chunkLabel); err != nil {
+				errs = append(errs, fmt.Errorf("--chunk-label with --sim sets the sim's chunk size: %w", err))
+			}
+		}
+		cfg.Endpoint = "sim"
+	} else if cfg.Endpoint == "" {
+		errs = append(errs, errors.New("--endpoint URL is required (or KVTIER_ENDPOINT, or --sim)"))
+	} else if _, err := probe.NewClient(cfg.Endpoint, time.Second); err != nil {
+		errs = append(errs, fmt.Errorf("--endpoint: %w", err))
+	}
+	if cfg.ControlEndpoint != "" {
+		if _, err := probe.NewClient(cfg.ControlEndpoint, time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("--control-endpoint: %w", err))
+		}
+	}
+	ds, err := units.ParseList(f.decode, func(s string) (int, error) {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("%q is not a number of streams", s)
+		}
+		return n, nil
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--decode: %w", err))
+		ds = []int{1}
+	}
+	cfg.Decode = ds
+	ps, err := units.ParseList(f.prefill, units.ParseTokens)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--prefill: %w", err))
+		ps = []int{2048}
+	}
+	cfg.Prefill = ps
+	if cfg.InjectAfter, err = parseBudget(f.injectAfter); err != nil {
+		errs = append(errs, fmt.Errorf("--inject-after: %w", err))
+		cfg.InjectAfter = time.Second
+	}
+	if cfg.Timeout, err = parseBudget(f.timeout); err != nil {
+		errs = append(errs, fmt.Errorf("--timeout: %w", err))
+		cfg.Timeout = time.Second
+	}
+	if err := checkOutDir(f.out); err != nil {
+		errs = append(errs, fmt.Errorf("--out: %w", err))
+	}
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// startInterfereSims starts the measured sim and the control arm's sim,
+// with chunked prefill of chunk tokens per step.
+func startInterfereSims(ctx context.Context, cfg *mb1.Config, scale float64, chunk int) (func(), error) {
+	longest := slices.Max(cfg.Prefill)
+	base := sim.Config{
+		Model: cfg.Model, MaxModelLen: max(sim.DefaultMaxModelLen, longest+1024),
+		GPUBlocks: max(sim.DefaultGPUBlocks, 2*longest/sim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
+		TimeScale: scale, Seed: int64(cfg.Seed),
+	}
+	var servers []*sim.Server
+	closeAll := func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}
+	var urls []string
+	for range 2 {
+		s, err := sim.New(base)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		servers = append(servers, s)
+		url, err := s.Start(ctx, "127.0.0.1:0")
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		urls = append(urls, url)
+	}
+	cfg.Endpoint, cfg.ControlEndpoint, cfg.Simulated = urls[0], urls[1], true
+	return closeAll, nil
+}
+
+// runInterfere runs MB1: decode streams, a prefill injected into them,
+// and per-token times, into mb1.csv and mb1_tokens.csv.
 func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	return usageErr(stderr, "interfere", errors.New("not built yet"))
+	fs := pflag.NewFlagSet("interfere", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f interfereFlags
+	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured (env KVTIER_ENDPOINT)")
+	fs.BoolVar(&f.useSim, "sim", false, "measure an embedded kvtier sim, with a second one for the control arm (rows say simulated=true)")
+	fs.Float64Var(&f.simScale, "sim-time-scale", 1, "with --sim: scale of the sim's modeled delays (1 real time)")
+	fs.StringVar(&f.model, "model", "", "served model name (default: the first of GET /v1/models)")
+	fs.StringVar(&f.decode, "decode", "1,4,8", "numbers of concurrent decode streams D")
+	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024)")
+	fs.IntVar(&f.reps, "reps", 3, "reps per (D, P) cell")
+	fs.StringVar(&f.control, "control-endpoint", "", "a second instance: the control arm sends the prefill there (no control arm without it)")
+	fs.StringVar(&f.chunkLabel, "chunk-label", "", "the server's chunked-prefill size (max_num_batched_tokens), recorded in the rows; with --sim it sets the sim's")
+	fs.StringVar(&f.injectAfter, "inject-after", "1s", "delay from the start of the decodes to the prefill")
+	fs.IntVar(&f.decodeTokens, "decode-tokens", 0, "max_tokens of the decode streams (0: up to max_model_len; streams are cancelled once the prefill is done)")
+	fs.StringVar(&f.timeout, "timeout", "600s", "limit of the prefill request")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
+	fs.StringVar(&f.out, "out", filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")), "results directory")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK
+		}
+		return usageErr(stderr, "interfere", err)
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "interfere", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	f.endpointSet = fs.Changed("endpoint")
+	cfg, err := f.config()
+	if err != nil {
+		return usageErr(stderr, "interfere", err)
+	}
+	if f.useSim {
+		chunk := sim.DefaultMaxBatched
+		if f.chunkLabel != "" {
+			chunk, _ = units.ParseTokens(f.chunkLabel)
+		}
+		cfg.ChunkLabel = strconv.Itoa(chunk)
+		stop, err := startInterfereSims(ctx, &cfg, f.simScale, chunk)
+		if err != nil {
+			return usageErr(stderr, "interfere", fmt.Errorf("--sim: %w", err))
+		}
+		defer stop()
+	}
+	cfg.Log = stderr
+	r, err := mb1.New(ctx, cfg)
+	if err != nil {
+		return usageErr(stderr, "interfere", err)
+	}
+	out, err := harness.CreateOutput(f.out, "mb1", append([]string{"kvtier", "interfere"}, args...), "/", stderr)
+	if err != nil {
+		return usageErr(stderr, "interfere", err)
+	}
+	out.Manifest.Settings = map[string]string{
+		"endpoint": cfg.Endpoint, "control_endpoint": cfg.ControlEndpoint, "model": r.Model(),
+		"decode": f.decode, "prefill": f.prefill, "reps": strconv.Itoa(cfg.Reps),
+		"chunk_label": cfg.ChunkLabel, "inject_after": cfg.InjectAfter.String(),
+		"decode_tokens": strconv.Itoa(cfg.DecodeTokens), "timeout": cfg.Timeout.String(),
+		"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
+	}
+	if f.useSim {
+		out.Manifest.Settings["sim_time_scale"] = strconv.FormatFloat(f.simScale, 'g', -1, 64)
+	}
+	rows, err := out.CSV(results.MB1File, []string{"arm", "decode_streams", "prefill_tokens", "endpoint"}, results.MB1Columns...)
+	if err != nil {
+		out.Close(true)
+		return usageErr(stderr, "interfere", err)
+	}
+	toks, err := out.RawCSV(results.MB1TokensFile, results.MB1TokenColumns)
+	if err != nil {
+		out.Close(true)
+		return usageErr(stderr, "interfere", err)
+	}
+	fmt.Fprintf(stderr, "kvtier interfere: %s at %s, writing %s\n", r.Model(), cfg.Endpoint, out.Dir)
+	rerr := r.Run(ctx, rows, toks)
+	cerr := out.Close(rerr != nil)
+	if cerr != nil {
+		fmt.Fprintf(stderr, "kvtier interfere: %v\n", cerr)
+	}
+	fmt.Fprintf(stderr, "kvtier interfere: wrote %s (%s)\n", out.Dir, strings.Join(out.Manifest.Files, ", "))
+	switch {
+	case rerr != nil && ctx.Err() != nil:
+		fmt.Fprintf(stderr, "kvtier interfere: interrupted; rows measured so far are kept\n")
+		return exitInterrupted
+	case rerr != nil:
+		fmt.Fprintf(stderr, "kvtier interfere: %v\n", rerr)
+		return exitFail
+	case cerr != nil:
+		return exitFail
+	}
+	fmt.Fprintf(stdout, "%s\n", filepath.Join(out.Dir, results.MB1File))
+	return exitOK
 }

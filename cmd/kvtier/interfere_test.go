@@ -1,0 +1,89 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+func TestInterfereCommandSim(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := runCLI(t, "interfere", "--sim", "--sim-time-scale", "0.25", "--decode", "1",
+		"--prefill", "1k", "--reps", "1", "--inject-after", "30ms", "--chunk-label", "4k", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if strings.TrimSpace(stdout) != filepath.Join(out, results.MB1File) {
+		t.Errorf("stdout %q", stdout)
+	}
+	rows, _, err := results.ReadCSV(filepath.Join(out, results.MB1File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arms := map[string]results.Row{}
+	for _, r := range rows {
+		arms[r.Get("arm")] = r
+		if r.Status != results.StatusOK || r.Get("chunk_label") != "4096" || r.Get("simulated") != "true" {
+			t.Errorf("%s: %s %q %v", r.Get("arm"), r.Status, r.Reason, r.Extra)
+		}
+	}
+	if len(arms) != 3 {
+		t.Fatalf("arms %v, want interfere, control and baseline", arms)
+	}
+	if arms["interfere"].Float("penalty") <= 1 {
+		t.Errorf("interfere penalty %s", arms["interfere"].Get("penalty"))
+	}
+	toks, header, err := results.ReadCSV(filepath.Join(out, results.MB1TokensFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(header, ",") != strings.Join(results.MB1TokenColumns, ",") || len(toks) < 3*40 {
+		t.Errorf("mb1_tokens.csv: header %v, %d rows", header, len(toks))
+	}
+	m, err := results.ReadManifest(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Suite != "mb1" || m.Settings["control_endpoint"] == "" {
+		t.Errorf("manifest %+v", m.Settings)
+	}
+}
+
+func TestInterfereCommandErrors(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"unreachable", []string{"--endpoint", downURL}, []string{"endpoint unreachable: " + downURL}},
+		{"no endpoint", nil, []string{"--endpoint URL is required"}},
+		{"everything wrong", []string{"--endpoint", "x", "--decode", "0,a", "--prefill", "2q", "--reps", "0", "--inject-after", "-1s"},
+			[]string{"--endpoint", "--decode", "--prefill", "--reps 0", "--inject-after"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KVTIER_ENDPOINT", "")
+			out := filepath.Join(t.TempDir(), "run")
+			code, _, stderr := runCLI(t, append([]string{"interfere", "--out", out}, tt.args...)...)
+			if code != exitUsage || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("exit %d, stderr %q: want exit 2 and one line", code, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not contain %q", stderr, w)
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("a results directory was created for bad input")
+			}
+		})
+	}
+}

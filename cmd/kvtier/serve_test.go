@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvtier/kvtier/pattern"
+	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/rdma"
+)
+
+// startServe runs kvtier serve in this process until the returned stop
+// is called, and returns the address from its ready line.
+func startServe(t *testing.T, args ...string) (addr string, stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- dispatch(ctx, &stdout, &stderr, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out := stdout.String()
+		if i := strings.Index(out, "listening on "); i >= 0 && strings.Contains(out[i:], "\n") {
+			addr = strings.Fields(out[i+len("listening on "):])[0]
+			break
+		}
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("serve exited %d before it was ready: %s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("serve did not print its ready line")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	exited := false
+	code := 0
+	stop = func() int {
+		if !exited {
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(10 * time.Second):
+				t.Error("serve did not exit after cancel")
+			}
+			exited = true
+		}
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	return addr, stop
+}
+
+func TestServeBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--pool", "0", "--mem", "disk"}, []string{"--pool", "--mem \"disk\""}},
+		{[]string{"--transport", "udp", "--listen", "nowhere"}, []string{"--transport \"udp\"", "--listen \"nowhere\""}},
+		{[]string{"extra"}, []string{"unexpected argument"}},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"serve"}, tc.args...)...)
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr %q lacks %q", tc.args, stderr, w)
+			}
+		}
+	}
+}
+
+func TestServeVerbsWithoutDevice(t *testing.T) {
+	if names, err := rdma.DeviceNames(""); err == nil && len(names) > 0 {
+		t.Skipf("this machine has RDMA devices %v", names)
+	}
+	code, stdout, stderr := runCLI(t, "serve", "--transport", "verbs", "--listen", "127.0.0.1:0", "--pool", "1MiB")
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "no RDMA device") || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestServeAnswersAndStops(t *testing.T) {
+	addr, stop := startServe(t, "--pool", "8MiB", "--seed", "77")
+	if h, _, _ := net.SplitHostPort(addr); h != "127.0.0.1" {
+		t.Fatalf("serve bound %s", addr)
+	}
+	c, err := peer.Dial(context.Background(), addr, peer.DialOptions{Conns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Info().Seed != 77 || c.Info().PoolBytes != 8<<20 {
+		t.Fatalf("info %+v", c.Info())
+	}
+	dst := make([]byte, 1<<20)
+	if err := c.ReadChunks(context.Background(), dst, []peer.Chunk{{Src: 3 << 20, Len: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Check(dst, 77, 3<<20); err != nil {
+		t.Fatal(err)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exit %d after cancel", code)
+	}
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/results"
+)
+
+func readTransfer(t *testing.T, dir string) []results.Row {
+	t.Helper()
+	rows, _, err := results.ReadCSV(filepath.Join(dir, results.TransferFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func TestTransferEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "transfer", "--sizes", "1MiB,4MiB", "--reps", "2", "--conns", "2",
+		"--layout", "layerwise,blockwise,contiguous", "--line-rate", "100", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "embedded loopback peer") {
+		t.Errorf("stderr does not say the peer is embedded: %s", stderr)
+	}
+	rows := readTransfer(t, dir)
+	if len(rows) != 12 {
+		t.Fatalf("%d rows, want 3 layouts x 2 sizes x 2 reps", len(rows))
+	}
+	for _, r := range rows {
+		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Get("path") != "loopback" ||
+			r.Transport != "tcp" || r.Tier != "remote" || r.GBps <= 0 || r.Get("line_gbps") != "12.5" ||
+			r.Float("line_frac") <= 0 || r.Float("t_3gib_s") <= 0 {
+			t.Fatalf("row %+v", r)
+		}
+		want := map[string]int64{"layerwise": 16384, "blockwise": 1572864, "contiguous": r.Bytes}[r.Layout]
+		if r.ChunkBytes != want {
+			t.Fatalf("%s chunk_bytes %d, want %d", r.Layout, r.ChunkBytes, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "transfer_summary.csv")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTransferTwoPeers writes rows of two peers into one transfer.csv and
+// skips a size over the peers' pools with the reason.
+func TestTransferTwoPeers(t *testing.T) {
+	a, _ := startServe(t, "--pool", "8MiB")
+	b, _ := startServe(t, "--pool", "8MiB", "--seed", "9")
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "transfer", "--peer", a+","+b, "--sizes", "2MiB,16MiB", "--reps", "1",
+		"--layout", "blockwise", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rows := readTransfer(t, dir)
+	seen := map[string]int{}
+	for _, r := range rows {
+		seen[r.Get("peer")+" "+string(r.Status)]++
+		if r.Get("path") != "intra" {
+			t.Errorf("path %q for a loopback peer", r.Get("path"))
+		}
+		if r.Status == results.StatusSkipped && !strings.Contains(r.Reason, "exceeds the peer's pool") {
+			t.Errorf("skip reason %q", r.Reason)
+		}
+	}
+	for _, p := range []string{a, b} {
+		if seen[p+" ok"] != 1 || seen[p+" skipped"] != 1 {
+			t.Fatalf("rows per peer: %v", seen)
+		}
+	}
+}
+
+func TestTransferPeerKilledMidway(t *testing.T) {
+	addr, stop := startServe(t, "--pool", "64MiB")
+	dir := t.TempDir()
+	done := make(chan [2]string, 1)
+	var code int
+	go func() {
+		var c int
+		var stderr string
+		c, _, stderr = runCLI(t, "transfer", "--peer", addr, "--sizes", "4MiB,8MiB,16MiB,32MiB", "--reps", "200",
+			"--warmup", "0", "--layout", "layerwise", "--out", dir)
+		code = c
+		done <- [2]string{"", stderr}
+	}()
+	// Stop the peer once some rows are on disk.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(dir, results.TransferFile))
+		if strings.Count(string(b), "\n") >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no rows written")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	stop()
+	var res [2]string
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("transfer did not end after its peer stopped")
+	}
+	lines := strings.Split(strings.TrimSpace(res[1]), "\n")
+	last := lines[len(lines)-1]
+	if code != exitUsage || !strings.HasPrefix(last, "kvtier transfer: ") || !strings.Contains(last, addr) {
+		t.Fatalf("exit %d, last stderr line %q", code, last)
+	}
+	rows := readTransfer(t, dir)
+	var ok, bad int
+	for _, r := range rows {
+		switch r.Status {
+		case results.StatusOK:
+			ok++
+		case results.StatusError:
+			bad++
+		}
+	}
+	if ok < 3 || bad != 1 || rows[len(rows)-1].Status != results.StatusError {
+		t.Fatalf("%d ok rows, %d error rows (last %+v)", ok, bad, rows[len(rows)-1])
+	}
+}
+
+func TestTransferBadInput(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "transfer", "--layout", "diagonal", "--reps", "0", "--sizes", "1MiB,,2", "--out", dir)
+	if code != exitUsage || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, w := range []string{"--layout", "--reps 0", "--sizes"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr %q lacks %q", stderr, w)
+		}
+	}
+	// An unreachable peer is one line and exit 2.
+	code, _, stderr = runCLI(t, "transfer", "--peer", "127.0.0.1:1", "--sizes", "1MiB", "--out", filepath.Join(dir, "r"))
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != exitUsage || !strings.Contains(lines[len(lines)-1], "127.0.0.1:1") {
+		t.Fatalf("unreachable: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestTransferVerbsWithoutDevice(t *testing.T) {
+	if names, err := rdma.DeviceNames(""); err == nil && len(names) > 0 {
+		t.Skipf("this machine has RDMA devices %v", names)
+	}
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--out", filepath.Join(dir, "out"))
+	if code != exitUsage || !strings.Contains(stderr, "no RDMA device") || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+		t.Fatalf("a results directory was created: %v", err)
+	}
+}

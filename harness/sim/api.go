@@ -357,7 +357,7 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, req *genReque
 	if last.finish == "" {
 		return
 	}
-	usage := s.usage(last, r.nOut)
+	usage := s.usage(last)
 	finish := last.finish
 	var kvParams map[string]any
 	if r.holdPeer && last.blockIDs != nil {
@@ -411,7 +411,8 @@ func (s *Server) events(ctx context.Context, r *request) func(func(event, bool) 
 
 // usage is vLLM's UsageInfo; prompt_tokens_details only with
 // EnablePromptTokensDetails and cached tokens, as vLLM omits it at zero.
-func (s *Server) usage(last event, completion int) usageInfo {
+func (s *Server) usage(last event) usageInfo {
+	completion := last.completionTokens
 	u := usageInfo{
 		PromptTokens:     last.promptTokens,
 		TotalTokens:      last.promptTokens + completion,
@@ -486,7 +487,7 @@ func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req 
 		last = ev
 	}
 	if includeUsage && last.finish != "" {
-		u := s.usage(last, r.nOut)
+		u := s.usage(last)
 		var chunk any
 		if k.chat {
 			chunk = chatStreamResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model, Choices: []chatStreamChoice{}, Usage: &u}

@@ -110,9 +110,10 @@ type event struct {
 	at     float64 // modeled time
 	finish string  // "" while running
 	// Set on the finishing event.
-	promptTokens int
-	cachedTokens int
-	blockIDs     []int // producer: the held blocks
+	promptTokens     int
+	completionTokens int
+	cachedTokens     int
+	blockIDs         []int // producer: the held blocks
 }
 
 // A stream carries a request's events from the engine to its handler. It
@@ -434,7 +435,7 @@ func (e *engine) finish(p *plan, at float64) {
 		}
 		if r.nOut >= r.maxTokens {
 			ev.finish = finishLength
-			ev.promptTokens, ev.cachedTokens = r.promptLen, r.cached
+			ev.promptTokens, ev.completionTokens, ev.cachedTokens = r.promptLen, r.nOut, r.cached
 			e.running = slices.DeleteFunc(e.running, func(x *request) bool { return x == r })
 			r.state = stDone
 			if r.holdPeer {

@@ -147,6 +147,7 @@ func (s *Server) handleKVBlocks(w http.ResponseWriter, hr *http.Request) {
 	id := q.RequestID
 	if a, ok := s.alias[q.RequestID]; ok {
 		id = a
+		delete(s.alias, q.RequestID)
 	}
 	s.pmu.Unlock()
 	if ch != nil {

@@ -51,7 +51,8 @@ type Profile struct {
 //     64k, 1.08 µs per prompt token, split half and half between the
 //     front end (concurrent with decode) and the engine (blocking it).
 //   - GEMMTFLOPS and AttnTFLOPS: a fit of miss TTFT (8k 0.588 s ... 64k
-//     15.23 s) to a·L + b·L², where b·L² is causal attention.
+//     15.23 s) to a·L + b·L², where b·L² is causal attention; the linear
+//     term is 2·2.73e9 FLOPs per token (the model's active weights).
 //   - HostGBps: CPU-hit TTFT minus GPU-hit TTFT over the prefix bytes
 //     (vLLM's offload reaches about 40 of the 54 GB/s PCIe H2D).
 //   - RemoteGBps: the same for the remote tier (about 7 GB/s).

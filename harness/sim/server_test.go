@@ -433,3 +433,49 @@ func TestStartAndClose(t *testing.T) {
 		t.Errorf("still serving after Close")
 	}
 }
+
+func TestSeedFixesTokens(t *testing.T) {
+	text := func(seed int64) string {
+		_, url := newTestServer(t, Config{TimeScale: 0, Seed: seed})
+		_, v := post(t, url, "/v1/completions", `{"prompt": "one two three", "max_tokens": 8}`)
+		return v["choices"].([]any)[0].(map[string]any)["text"].(string)
+	}
+	a, b, c := text(1), text(1), text(2)
+	if a != b {
+		t.Errorf("same seed, different text: %q %q", a, b)
+	}
+	if a == c {
+		t.Errorf("seeds 1 and 2 gave the same text %q", a)
+	}
+}
+
+func TestClientGoneFreesBlocks(t *testing.T) {
+	s, url := newTestServer(t, Config{TimeScale: 0.01})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions",
+		strings.NewReader(`{"prompt": "`+promptWords(1, 300)+`", "max_tokens": 100000, "stream": true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if v := value(t, scrape(t, url), "vllm:num_requests_running"); v != 1 {
+		t.Errorf("running %v while streaming", v)
+	}
+	cancel()
+	resp.Body.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.eng.mu.Lock()
+		running, used := len(s.eng.running), s.eng.gpu.used()
+		s.eng.mu.Unlock()
+		if running == 0 && used == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the client left: %d running, %d blocks in use", running, used)
+		}
+	}
+}

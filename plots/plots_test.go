@@ -80,7 +80,7 @@ func checkPNG(t *testing.T, path string) {
 
 func TestDrawSweepOnly(t *testing.T) {
 	dir := t.TempDir()
-	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 4, Suites: []string{results.SweepFile}}); err != nil {
+	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 4, Small: true, Suites: []string{results.SweepFile}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := plots.Draw(dir)
@@ -101,14 +101,25 @@ func TestDrawSweepOnly(t *testing.T) {
 			t.Errorf("drew %s without its suite", f)
 		}
 	}
-	files, err := plots.Dir(dir)
-	if err != nil || len(files) != len(res.Files) {
-		t.Errorf("Dir = %d files, %v; Draw wrote %d", len(files), err, len(res.Files))
+	if len(res.Files) != 4 {
+		t.Errorf("wrote %q, want the tier curve and the host cost model, PNG and SVG", res.Files)
 	}
 }
 
-func TestDrawErrors(t *testing.T) {
+func TestDir(t *testing.T) {
 	if _, err := plots.Dir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no kvtier CSV") {
 		t.Errorf("empty dir: err = %v", err)
+	}
+	dir := t.TempDir()
+	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 5, Suites: []string{results.TransferFile}}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := plots.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "plots", "transfer_bw.png"), filepath.Join(dir, "plots", "transfer_bw.svg")}
+	if !slices.Equal(files, want) {
+		t.Errorf("Dir = %q, want %q", files, want)
 	}
 }

@@ -89,6 +89,7 @@ func benchRow(res *benchfmt.Result) (*results.Row, []string) {
 	var warns []string
 	row := results.Row{Suite: BenchSuite, Status: results.StatusOK, Seconds: math.NaN(), GBps: math.NaN(), Extra: map[string]string{}}
 	set := map[string]bool{}
+	bad := false
 	apply := func(key, val, where string) {
 		col, known := benchColumns[key]
 		if !known {
@@ -99,7 +100,8 @@ func benchRow(res *benchfmt.Result) (*results.Row, []string) {
 			return
 		}
 		if err := setBenchCell(&row, col, val); err != nil {
-			warns = append(warns, fmt.Sprintf("%s: %s=%s: %v; dropped", res.Name, key, val, err))
+			warns = append(warns, fmt.Sprintf("%s: %s=%s: %v; result dropped", res.Name, key, val, err))
+			bad = true
 			return
 		}
 		set[col] = true
@@ -126,13 +128,19 @@ func benchRow(res *benchfmt.Result) (*results.Row, []string) {
 			apply(c.Key, string(c.Value), "config key")
 		}
 	}
-	if v, found := res.Value("sec/op"); found {
+	if bad {
+		return nil, warns
+	}
+	if v, found := value(res, "sec/op", "ns/op", 1e9); found {
 		row.Seconds = v
 	} else {
 		return nil, append(warns, fmt.Sprintf("%s: no sec/op; result dropped", res.Name))
 	}
-	if v, found := res.Value("B/s"); found {
-		row.GBps = v / 1e9
+	if v, found := value(res, "B/s", "MB/s", 1e3); found {
+		row.GBps = v
+		if u, _ := unitOf(res, "B/s"); u != "MB/s" {
+			row.GBps = v / 1e9
+		}
 	} else if row.Bytes > 0 && row.Seconds > 0 {
 		row.GBps = float64(row.Bytes) / row.Seconds / 1e9
 	}
@@ -140,6 +148,46 @@ func benchRow(res *benchfmt.Result) (*results.Row, []string) {
 		row.Extra["tflops"] = results.FormatValue(v)
 	}
 	return &row, warns
+}
+
+// value returns the value in unit, taken from the untidied origUnit
+// divided by the power of ten div where the input said so, shifting the
+// decimal point of the number as written: 11000000 ns/op is 0.011 s, not
+// the 0.011000000000000001 that a multiplication by 1e-9 gives.
+func value(res *benchfmt.Result, unit, origUnit string, div float64) (float64, bool) {
+	for _, v := range res.Values {
+		if v.Unit != unit {
+			continue
+		}
+		if v.OrigUnit == origUnit {
+			return shift(v.OrigValue, div), true
+		}
+		return v.Value, true
+	}
+	return 0, false
+}
+
+// shift returns x / div for a power of ten div, rounded once from the
+// decimal form of x.
+func shift(x, div float64) float64 {
+	d := strconv.FormatFloat(x, 'g', -1, 64)
+	if strings.Contains(d, "e") {
+		return x / div // already in exponent form
+	}
+	v, err := strconv.ParseFloat(d+"e-"+strconv.Itoa(int(math.Round(math.Log10(div)))), 64)
+	if err != nil {
+		return x / div
+	}
+	return v
+}
+
+func unitOf(res *benchfmt.Result, unit string) (string, bool) {
+	for _, v := range res.Values {
+		if v.Unit == unit {
+			return v.OrigUnit, true
+		}
+	}
+	return "", false
 }
 
 func setBenchCell(r *results.Row, col, val string) error {

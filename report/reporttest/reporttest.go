@@ -21,6 +21,9 @@ type Options struct {
 	Noise  float64            // relative spread of the samples (default 0.03)
 	Slow   map[string]float64 // sweep tier -> factor its times are multiplied by
 	Suites []string           // files to write (default all of them)
+	// Small limits the sweep to the host tier (one cuda configuration and
+	// the stand-in), for tests that draw and must stay quick under -race.
+	Small bool
 }
 
 // Geometry of the synthetic model: Qwen3-Coder-30B-A3B, 16-token blocks.
@@ -153,6 +156,9 @@ func (w *writer) sweep(o Options, noise func() float64) {
 		return 1
 	}
 	for _, tc := range Tiers {
+		if o.Small && (tc.Tier != "host" || tc.Copy != "batch") {
+			continue
+		}
 		for _, L := range Prefixes {
 			for rep := range o.Reps {
 				r := base("cuda", tc.Transport, tc.Tier, tc.Layout, L, rep)
@@ -175,6 +181,9 @@ func (w *writer) sweep(o Options, noise func() float64) {
 		}
 	}
 	for _, L := range Prefixes {
+		if o.Small {
+			break
+		}
 		for rep := range o.Reps {
 			r := base("cuda", "cublas", "recompute", "", L, rep)
 			f := Flops(L)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/report/reporttest"
+	"github.com/kvtier/kvtier/results"
+)
+
+func synthDir(t *testing.T, o reporttest.Options) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := reporttest.WriteDir(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestReportCommand(t *testing.T) {
+	dir := synthDir(t, reporttest.Options{Seed: 1})
+	code, stdout, stderr := runCLI(t, "report", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != stdout || !strings.Contains(stdout, "## Device tiers") {
+		t.Errorf("REPORT.md and stdout differ or lack the tier table")
+	}
+	out := filepath.Join(t.TempDir(), "r.md")
+	sweepOnly := synthDir(t, reporttest.Options{Seed: 2, Suites: []string{results.SweepFile}})
+	code, stdout, stderr = runCLI(t, "report", "--out", out, sweepOnly, dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("--out not written: %v", err)
+	}
+	if !strings.Contains(stdout, "### from `"+sweepOnly+"`") {
+		t.Errorf("two dirs: no per-dir section")
+	}
+}
+
+func TestPlotCommand(t *testing.T) {
+	dir := synthDir(t, reporttest.Options{Seed: 1, Small: true, Suites: []string{results.SweepFile}})
+	code, stdout, stderr := runCLI(t, "plot", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, filepath.Join(dir, "plots", "sweep_tiers.png")) {
+		t.Errorf("stdout does not list the tier plot:\n%s", stdout)
+	}
+	for _, f := range []string{results.ProbeFile, results.MB1File, results.TransferFile} {
+		if !strings.Contains(stderr, f+" absent") {
+			t.Errorf("stderr does not say %s is absent:\n%s", f, stderr)
+		}
+	}
+}
+
+func TestCompareCommand(t *testing.T) {
+	a := synthDir(t, reporttest.Options{Seed: 100, Reps: 10, Suites: []string{results.SweepFile}})
+	b := synthDir(t, reporttest.Options{Seed: 101, Reps: 10, Suites: []string{results.SweepFile}, Slow: map[string]float64{"hbm": 2}})
+	code, stdout, stderr := runCLI(t, "compare", a, b)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "4 of 23 configurations changed significantly") {
+		t.Errorf("compare output:\n%s", stdout)
+	}
+}
+
+func TestBench2CSVCommand(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "bench2csv", "testdata/bench2csv_in.txt")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	checkGolden(t, "bench2csv.golden", stdout)
+	out := filepath.Join(t.TempDir(), "b.csv")
+	if code, _, stderr := runCLI(t, "bench2csv", "--out", out, "testdata/bench2csv_in.txt"); code != exitOK {
+		t.Fatalf("--out: exit %d: %s", code, stderr)
+	}
+	rows, _, err := results.ReadCSV(out)
+	if err != nil || len(rows) != 3 {
+		t.Errorf("--out file: %d rows, %v", len(rows), err)
+	}
+}
+
+// TestAnalysisBadInput: every bad input is one line on stderr and exit 2.
+func TestAnalysisBadInput(t *testing.T) {
+	empty := t.TempDir()
+	unreadable := t.TempDir()
+	// A directory where the CSV should be: open succeeds, read fails, even
+	// for root.
+	os.Mkdir(filepath.Join(unreadable, results.SweepFile), 0o755)
+	malformed := t.TempDir()
+	os.WriteFile(filepath.Join(malformed, results.ProbeFile), []byte("suite,rep\nprobe,x\n"), 0o644)
+	noBench := filepath.Join(t.TempDir(), "empty.txt")
+	os.WriteFile(noBench, []byte("PASS\n"), 0o644)
+	good := synthDir(t, reporttest.Options{Seed: 1, Suites: []string{results.SweepFile}})
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report"}, "kvtier report: need at least one results directory"},
+		{[]string{"report", empty}, "no kvtier CSV"},
+		{[]string{"report", filepath.Join(empty, "missing")}, "no such file or directory"},
+		{[]string{"report", unreadable}, "is a directory"},
+		{[]string{"report", malformed}, "probe.csv"},
+		{[]string{"report", "--out", filepath.Join(empty, "no", "dir", "r.md"), good}, "--out"},
+		{[]string{"report", "--bogus", good}, "unknown flag"},
+		{[]string{"plot"}, "kvtier plot: need at least one results directory"},
+		{[]string{"plot", empty}, "no kvtier CSV"},
+		{[]string{"plot", unreadable}, "is a directory"},
+		{[]string{"compare", good}, "need two results directories"},
+		{[]string{"compare", good, good, good}, "want two directories, got 3"},
+		{[]string{"compare", good, empty}, "no kvtier CSV"},
+		{[]string{"bench2csv", filepath.Join(empty, "nope.txt")}, "no such file"},
+		{[]string{"bench2csv", noBench}, "no benchmark results"},
+		{[]string{"bench2csv", "a", "b"}, "want one input, got 2"},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := runCLI(t, tt.args...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", tt.args, code, exitUsage)
+		}
+		if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%q: stderr %q, want one line containing %q", tt.args, stderr, tt.want)
+		}
+		if stdout != "" {
+			t.Errorf("%q: wrote to stdout: %q", tt.args, stdout)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestParseBenchGolden(t *testing.T) {
+	in, err := os.ReadFile("testdata/bench.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, warns, err := ParseBench(bytes.NewReader(in), "bench.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteRowsCSV(&out, SweepHeader(), rows); err != nil {
+		t.Fatal(err)
+	}
+	out.WriteString("# warnings\n" + strings.Join(warns, "\n") + "\n")
+	const golden = "testdata/bench.golden"
+	if *update {
+		os.WriteFile(golden, out.Bytes(), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("bench2csv output differs from %s:\n%s", golden, out.String())
+	}
+	// Spot checks that the golden file says the right thing.
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want 6", len(rows))
+	}
+	r := rows[1]
+	if r.Tier != "host" || r.Layout != "layerwise" || r.Get("copy") != "percopy" || r.PrefixTokens != 4096 ||
+		r.Backend != "host" || r.Suite != "bench" || r.Rep != 1 || r.Seconds != 0.011 || r.GBps != 36.6 {
+		t.Errorf("row 1 = %+v", r)
+	}
+	if rows[2].PrefixTokens != 16384 || rows[2].Rep != 0 {
+		t.Errorf("prefix=16k → %d tokens, rep %d", rows[2].PrefixTokens, rows[2].Rep)
+	}
+	if rows[3].Get("tflops") != "0.031" || rows[3].Get("compute_dtype") != "fp32" {
+		t.Errorf("recompute row extras = %v", rows[3].Extra)
+	}
+	if rows[4].Transport != "tcp" || rows[4].Get("path") != "loopback" {
+		t.Errorf("remote row = %+v", rows[4])
+	}
+	for _, w := range []string{`name key "bogus" is not a sweep column`, `prefix=lots`} {
+		if !strings.Contains(strings.Join(warns, "\n"), w) {
+			t.Errorf("warnings lack %q: %q", w, warns)
+		}
+	}
+}
+
+func TestParseBenchEmpty(t *testing.T) {
+	if _, _, err := ParseBench(strings.NewReader("PASS\nok x 1s\n"), "x"); err == nil {
+		t.Error("no benchmarks: no error")
+	}
+}

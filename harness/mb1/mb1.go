@@ -542,8 +542,13 @@ func (r *Runner) log(row results.Row) {
 	}
 	what := string(row.Status)
 	if row.Status == results.StatusOK {
-		what = fmt.Sprintf("base TPOT %s s, prefill TTFT %s s, tokens/stream during %s, penalty %s",
-			row.Get("base_tpot_s"), row.Get("prefill_ttft_s"), row.Get("tokens_per_stream_during"), row.Get("penalty"))
+		ms := func(col string) string { return fmt.Sprintf("%.3g ms", 1e3*row.Float(col)) }
+		what = "base TPOT " + ms("base_tpot_s")
+		if row.Get("prefill_ttft_s") != "" {
+			what += ", prefill TTFT " + ms("prefill_ttft_s")
+		}
+		what += fmt.Sprintf(", tokens/stream during %.3g, eff. TPOT %s, penalty %.3g",
+			row.Float("tokens_per_stream_during"), ms("eff_tpot_s"), row.Float("penalty"))
 	}
 	if row.Reason != "" {
 		what += " (" + row.Reason + ")"

@@ -445,7 +445,16 @@ func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req 
 		return true
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	// continuous_usage_stats: usage so far on every chunk.
+	continuous := includeUsage && req.StreamOptions.ContinuousUsageStats
+	running := func(n int) *usageInfo {
+		if !continuous {
+			return nil
+		}
+		return &usageInfo{PromptTokens: r.promptLen, TotalTokens: r.promptLen + n, CompletionTokens: n}
+	}
 	first := true
+	n := 0
 	var last event
 	for ev, ok := range s.events(ctx, r) {
 		if !ok {
@@ -462,6 +471,7 @@ func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req 
 				role := chatStreamResponse{
 					ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model,
 					Choices: []chatStreamChoice{{Delta: deltaMessage{Role: "assistant", Content: &empty}}},
+					Usage:   running(0),
 				}
 				if !send(role) {
 					return
@@ -473,17 +483,19 @@ func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req 
 			}
 			if !send(chatStreamResponse{
 				ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model,
-				Choices: []chatStreamChoice{c},
+				Choices: []chatStreamChoice{c}, Usage: running(n + 1),
 			}) {
 				return
 			}
 		} else if !send(completionStreamResponse{
 			ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model,
 			Choices: []completionStreamChoice{{Text: text, FinishReason: finish}},
+			Usage:   running(n + 1),
 		}) {
 			return
 		}
 		first = false
+		n++
 		last = ev
 	}
 	if includeUsage && last.finish != "" {

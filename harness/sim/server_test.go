@@ -479,3 +479,34 @@ func TestClientGoneFreesBlocks(t *testing.T) {
 		}
 	}
 }
+
+func TestContinuousUsage(t *testing.T) {
+	_, url := newTestServer(t, Config{TimeScale: 0})
+	body := `{"prompt": "a b c", "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true, "continuous_usage_stats": true}}`
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var got []string
+	for _, ev := range strings.Split(strings.TrimSpace(string(raw)), "\n\n") {
+		data := strings.TrimPrefix(ev, "data: ")
+		if data == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Usage struct {
+				Completion int `json:"completion_tokens"`
+				Total      int `json:"total_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d/%d", c.Usage.Completion, c.Usage.Total))
+	}
+	if want := "1/4 2/5 3/6 3/6"; strings.Join(got, " ") != want {
+		t.Errorf("usage per chunk %v, want %s", got, want)
+	}
+}

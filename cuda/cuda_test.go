@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kvtier/kvtier/cuda"
 	"github.com/kvtier/kvtier/cuda/cudatest"
@@ -390,8 +391,8 @@ func TestTimerHoldsStream(t *testing.T) {
 }
 
 func TestTimerLetsGoOfLongPlans(t *testing.T) {
-	// The fake fails a queue longer than 16 behind a hold, where a real
-	// driver would block the host for ever.
+	// The fake blocks a call that queues more than 16 ops behind a hold,
+	// as a real driver would (for ever).
 	d, _ := open(t, map[string]string{"FAKECUDA_QUEUE_LIMIT": "16"})
 	c, s := context(t, d)
 	info, _ := d.Device(0)
@@ -409,13 +410,27 @@ func TestTimerLetsGoOfLongPlans(t *testing.T) {
 	defer p.Free()
 	scatter(&p, dst.addr, src.addr, big)
 
-	tm.MaxOps = 1000 // too many behind the hold
+	// Too many ops behind the hold: the fake blocks the call as a driver
+	// would, and the guard lets the stream go.
+	tm.MaxOps = 1000
+	tm.GuardDelay = 50 * time.Millisecond
 	tm.Start()
 	tm.Queue(p.Len())
-	if _, err := s.Copy(cuda.DeviceToDevice, cuda.PerCopy, &p); err == nil {
-		t.Error("fake accepted 40 ops behind a hold with a queue of 16")
+	if err := tm.Guard(func() error { _, err := s.Copy(cuda.DeviceToDevice, cuda.PerCopy, &p); return err }); err != nil {
+		t.Fatalf("guarded copy: %v", err)
 	}
-	tm.Stop()
+	if tm.Holding() {
+		t.Error("still holding after the guard fired")
+	}
+	if sec, err := tm.Stop(); err != nil || sec <= 0 {
+		t.Fatalf("Stop = %g, %v", sec, err)
+	}
+	if tm.Held() {
+		t.Error("Held true after the guard fired")
+	}
+	if err := verify(t, dst, big); err != nil {
+		t.Fatal(err)
+	}
 
 	tm.MaxOps = 8
 	tm.Start()

@@ -8,6 +8,9 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
+	"unsafe"
 )
 
 // DefaultMaxHeldOps is how many operations a Timer lets queue behind a
@@ -15,6 +18,9 @@ import (
 // work per stream is bounded (thousands of entries): a host that queues
 // more behind a wait only it can release blocks forever.
 const DefaultMaxHeldOps = 512
+
+// DefaultGuardDelay is Timer.GuardDelay's default.
+const DefaultGuardDelay = 500 * time.Millisecond
 
 // A Timer times samples on a stream as nvbandwidth does: the stream waits
 // on a host-mapped flag (cuStreamWaitValue32) while the sample's work is
@@ -32,6 +38,9 @@ type Timer struct {
 	flagDev     uint64
 	// MaxOps caps the operations queued behind a hold.
 	MaxOps int
+	// GuardDelay is how long a call guarded by Guard may block while the
+	// stream is held before the flag is set from another thread.
+	GuardDelay time.Duration
 
 	holding bool // the stream waits on the flag now
 	held    bool // the current sample has been held throughout
@@ -41,7 +50,7 @@ type Timer struct {
 // NewTimer makes a timer on s. With hold, it holds the stream where the
 // device can (Driver.CanHoldStreams).
 func NewTimer(s *Stream, info DeviceInfo, hold bool) (*Timer, error) {
-	t := &Timer{s: s, MaxOps: DefaultMaxHeldOps}
+	t := &Timer{s: s, MaxOps: DefaultMaxHeldOps, GuardDelay: DefaultGuardDelay}
 	var err error
 	if t.start, err = s.c.NewEvent(); err != nil {
 		return nil, err
@@ -64,7 +73,31 @@ func NewTimer(s *Stream, info DeviceInfo, hold bool) (*Timer, error) {
 }
 
 func (t *Timer) setFlag(v uint32) {
-	C.kv_cuda_flag_set((*C.uint32_t)(t.flag.ptr), C.uint32_t(v))
+	// The flag is C memory, written with a sequentially consistent store.
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(t.flag.ptr)), v)
+}
+
+// Guard runs f, a call that queues work on the held stream. Should f block
+// (the driver's queue is full behind the hold, or the driver waits for the
+// stream, as it may for pageable memory) for longer than GuardDelay, the
+// flag is set from another thread so the stream, and f, move on; the
+// sample is then not held. Without a hold Guard just runs f.
+func (t *Timer) Guard(f func() error) error {
+	if !t.holding {
+		return f()
+	}
+	var fired atomic.Bool
+	w := time.AfterFunc(t.GuardDelay, func() {
+		fired.Store(true)
+		t.setFlag(1)
+	})
+	err := f()
+	if !w.Stop() || fired.Load() {
+		// The watchdog ran (or is running): its store releases the stream.
+		t.holding, t.held = false, false
+		t.setFlag(1)
+	}
+	return err
 }
 
 // Start begins a sample: holds the stream (when this timer holds) and

@@ -27,8 +27,9 @@ func init() {
 // Its Timer values implement interface{ Held() bool }: whether the last
 // sample's stream was held until all its work was queued (false where
 // the device cannot hold a stream, for pageable copies, which the driver
-// may stage synchronously, and for samples of more than
-// cuda.DefaultMaxHeldOps operations).
+// may stage synchronously, for samples of more than
+// cuda.DefaultMaxHeldOps operations, and when a call blocked behind the
+// hold for cuda.DefaultGuardDelay and the watchdog let the stream go).
 type CUDABackend struct {
 	cfg    BackendConfig
 	drv    *cuda.Driver
@@ -356,7 +357,13 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
 	for _, c := range plan {
 		b.plan.Add(dbase+uint64(c.Dst), sbase+uint64(c.Src), c.Bytes)
 	}
-	if _, err := b.stream.Copy(dir, how, &b.plan); err != nil {
+	issue := func() error { _, err := b.stream.Copy(dir, how, &b.plan); return err }
+	if b.active != nil {
+		err = b.active.Guard(issue)
+	} else {
+		err = issue()
+	}
+	if err != nil {
 		if b.active != nil {
 			b.active.Unhold()
 		}
@@ -421,7 +428,15 @@ func (b *CUDABackend) GEMMs(ops []GEMM) error {
 		// cuBLAS may launch more than one kernel per GEMM (split-K).
 		b.active.Queue(2 * len(ops))
 	}
-	if n, err := b.handle.Gemms(list); err != nil {
+	var n int
+	issue := func() (err error) { n, err = b.handle.Gemms(list); return err }
+	var err error
+	if b.active != nil {
+		err = b.active.Guard(issue)
+	} else {
+		err = issue()
+	}
+	if err != nil {
 		if b.active != nil {
 			b.active.Unhold()
 		}

@@ -98,7 +98,7 @@ static cublasStatus_t gemm(void *h, int ta, int tb, int m, int n, int k, const v
 	long i = ngemm++;
 	if (fail && *fail && atol(fail) == i)
 		return S_EXECUTION_FAILED;
-	if ((double)m * n * k * batch > (double)(1 << 22))
+	if ((double)m * n * k * batch > (double)(1 << 18))
 		return S_OK;
 	float al = *(const float *)alpha, be = *(const float *)beta;
 	for (int b = 0; b < batch; b++) {

@@ -19,7 +19,8 @@
  *   FAKECUDA_FAIL_COPY_AT=N        the N-th async copy (from 0) fails
  *   FAKECUDA_CORRUPT_COPY_AT=N     the N-th async copy flips a byte
  *   FAKECUDA_QUEUE_LIMIT=1024      pending ops a blocked stream may hold;
- *                                  one more fails (a real driver would hang)
+ *                                  one more blocks the caller (5 s at most,
+ *                                  then fails; a real driver would hang)
  *
  * Not a model of the GPU's speed: timings only need to be positive.
  */
@@ -186,8 +187,18 @@ static int enqueue(struct stream *s, struct op o)
 		run_op(&o);
 		return OK;
 	}
-	if (s->len - s->head >= (size_t)cfg.queue_limit)
-		return E_UNKNOWN; /* a real driver blocks here: a deadlock */
+	if (s->len - s->head >= (size_t)cfg.queue_limit) {
+		/* A real driver blocks the host here until the queue moves: for
+		 * ever when only this host can release the hold. Wait 5 s. */
+		struct timespec t0, t;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (drain(s), s->len - s->head >= (size_t)cfg.queue_limit) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if (t.tv_sec - t0.tv_sec > 5)
+				return E_UNKNOWN;
+			sched_yield();
+		}
+	}
 	if (s->len == s->cap) {
 		size_t c = s->cap ? 2 * s->cap : 64;
 		struct op *q = realloc(s->q, c * sizeof *q);
@@ -271,7 +282,7 @@ static const struct {
 	{E_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
 	{E_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
 	{E_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
-	{E_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error (fakecuda: stream queue full while held)"},
+	{E_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error (fakecuda: stream queue full while held for 5 s)"},
 };
 
 static CUresult f_cuGetErrorName(CUresult c, const char **s)

@@ -114,8 +114,8 @@ func TestBadInputGolden(t *testing.T) {
 		got.WriteString("$ kvtier " + strings.Join(args, " ") + "\n")
 		// The lists of registered tiers and backends grow as packages are
 		// linked in; the golden file holds placeholders for them.
-		stderr = strings.ReplaceAll(stderr, strings.Join(tiers.Names(), ", "), "<tiers>")
-		stderr = strings.ReplaceAll(stderr, strings.Join(tiers.BackendNames(), ", "), "<backends>")
+		stderr = strings.ReplaceAll(stderr, "(known: "+strings.Join(tiers.Names(), ", ")+")", "(known: <tiers>)")
+		stderr = strings.ReplaceAll(stderr, "(known: auto, "+strings.Join(tiers.BackendNames(), ", ")+")", "(known: auto, <backends>)")
 		got.WriteString(stderr)
 		got.WriteString("exit " + string(rune('0'+code)) + "\n\n")
 	}

@@ -76,6 +76,7 @@ type request struct {
 	state      reqState
 	blocks     []int // GPU slots, in sequence order
 	computed   int   // tokens of seq whose KV is in blocks
+	committed  int   // leading blocks already cached by hash
 	nOut       int
 	readyAt    float64 // loading: when the load completes
 	loadFrom   int     // loading: first block loaded (the local hit ends there)
@@ -322,7 +323,7 @@ func (e *engine) grow(r *request, tokens int, preempted *bool) bool {
 func (e *engine) preempt(r *request) {
 	e.running = slices.DeleteFunc(e.running, func(x *request) bool { return x == r })
 	e.gpu.release(r.blocks)
-	r.blocks, r.computed, r.state = nil, 0, stWaiting
+	r.blocks, r.computed, r.committed, r.state = nil, 0, 0, stWaiting
 	r.preempted++
 	e.waiting = slices.Insert(e.waiting, 0, r)
 }
@@ -357,6 +358,7 @@ func (e *engine) admit(r *request) bool {
 	r.localHit = len(local) * e.block
 	r.extHit = ext * e.block
 	r.computed = r.localHit
+	r.committed = len(local)
 	if r.preempted == 0 {
 		r.cached = r.localHit + r.extHit
 	}
@@ -460,12 +462,13 @@ const heldTimeout = 480 * time.Second
 // CPU store.
 func (e *engine) commitFull(r *request) {
 	full := min(r.computed/e.block, len(r.hashes), len(r.blocks))
-	for i := 0; i < full; i++ {
+	for i := r.committed; i < full; i++ {
 		e.gpu.commit(r.blocks[i], r.hashes[i])
 		if e.cpu != nil {
 			e.cpu.store(r.hashes[i])
 		}
 	}
+	r.committed = max(r.committed, full)
 }
 
 // takeHeld hands the held KV of request id to a consumer: it checks the

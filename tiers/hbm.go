@@ -47,10 +47,18 @@ func (t *gatherTier) Available() string {
 	return ""
 }
 
-// SetupBytes is the memory of both pools for maxBlocks blocks.
+// SetupBytes is the host memory of the pools for maxBlocks blocks: both
+// on the host backend, only a host-resident source pool otherwise.
 func (t *gatherTier) SetupBytes(maxBlocks int) int64 {
-	g := t.env.Geometry
-	return int64(PoolSlots(maxBlocks)+maxBlocks) * g.BlockBytes()
+	bb := t.env.Geometry.BlockBytes()
+	var n int64
+	if t.srcKind != Device || t.env.Backend.Name() == "host" {
+		n += int64(PoolSlots(maxBlocks)) * bb
+	}
+	if t.env.Backend.Name() == "host" {
+		n += int64(maxBlocks) * bb
+	}
+	return n
 }
 
 // Setup allocates the source pool (PoolSlots(maxBlocks) slots, filled

@@ -149,7 +149,18 @@ func (t *recomputeTier) Fetch(ctx context.Context, p Prefix) error {
 	if len(ops) == 0 {
 		return fmt.Errorf("recompute: no work for a prefix of %d tokens", p.Tokens)
 	}
-	return t.env.Backend.GEMMs(ops)
+	// Issue in groups so a cancelled context (Ctrl-C) stops a long CPU
+	// prefill between groups rather than minutes later.
+	const group = 64
+	for i := 0; i < len(ops); i += group {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := t.env.Backend.GEMMs(ops[i:min(i+group, len(ops))]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Verify returns nil: recomputation moves no KV data.

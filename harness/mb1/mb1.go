@@ -204,6 +204,9 @@ func (r *Runner) cell(ctx context.Context, d, p, rep int, rows, tokens results.S
 		}
 		a := arm
 		res := r.arm(ctx, a, d, p, rep, window)
+		if err := ctx.Err(); err != nil {
+			return err // interrupted mid-arm: nothing whole to write
+		}
 		if a == ArmInterfere && res.err == nil {
 			window = res.prefillTTFT
 		}
@@ -216,9 +219,6 @@ func (r *Runner) cell(ctx context.Context, d, p, rep int, rows, tokens results.S
 			if err := tokens.Write(t); err != nil {
 				return err
 			}
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
 		}
 	}
 	return nil

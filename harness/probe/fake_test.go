@@ -25,6 +25,7 @@ type fakeVLLM struct {
 	ids         []string
 	failNext    func(w http.ResponseWriter) bool // handles a completion itself when true
 	cachedField bool                             // send prompt_tokens_details
+	noMetrics   bool                             // /metrics answers 404
 }
 
 func newFake(t *testing.T) (*fakeVLLM, *httptest.Server) {
@@ -39,6 +40,10 @@ func (f *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/models":
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","object":"model","owned_by":"vllm","max_model_len":65536}]}`)
 	case "/metrics":
+		if f.noMetrics {
+			http.NotFound(w, r)
+			return
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		fmt.Fprintf(w, "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{engine=\"0\",model_name=\"fake-model\"} %g\n", f.qs)

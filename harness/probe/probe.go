@@ -209,6 +209,9 @@ func (p *Prober) Run(ctx context.Context, sink results.Sink) error {
 					return err
 				}
 				row := p.measure(ctx, tier, l, rep)
+				if err := ctx.Err(); err != nil {
+					return err // interrupted mid-request: not the server's failure
+				}
 				p.logRow(row)
 				if err := sink.Write(row); err != nil {
 					return err

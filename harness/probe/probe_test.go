@@ -336,3 +336,124 @@ func TestVerify(t *testing.T) {
 		})
 	}
 }
+
+func TestProbeNoMetrics(t *testing.T) {
+	f, srv := newFake(t)
+	f.noMetrics, f.cachedField = true, false
+	cfg := testConfig(srv.URL)
+	cfg.Reps = 1
+	p, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Info().MetricsError, "404") {
+		t.Errorf("metrics error %q", p.Info().MetricsError)
+	}
+	var sink memSink
+	if err := p.Run(t.Context(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sink.rows {
+		if r.Status != results.StatusOK || r.Get("verified") != "false" || !strings.Contains(r.Get("verify_reason"), "cannot verify: GET /metrics: HTTP 404") {
+			t.Errorf("%s: %s verified=%s %q", r.Tier, r.Status, r.Get("verified"), r.Get("verify_reason"))
+		}
+		if r.Get("hit_tokens") != "" {
+			t.Errorf("%s: hit_tokens %q without counters", r.Tier, r.Get("hit_tokens"))
+		}
+	}
+}
+
+// TestProbeRemoteRequests checks what the remote tier asks of the
+// producer and the consumer, for both connectors, against fakes (the
+// fakes do not transfer KV, so the rows are not verified).
+func TestProbeRemoteRequests(t *testing.T) {
+	for _, conn := range Connectors {
+		t.Run(conn, func(t *testing.T) {
+			prod, psrv := newFake(t)
+			cons, csrv := newFake(t)
+			cfg := testConfig(csrv.URL)
+			cfg.Producer, cfg.Connector, cfg.Tiers, cfg.Reps = psrv.URL, conn, []string{"remote"}, 1
+			p, err := New(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sink memSink
+			if err := p.Run(t.Context(), &sink); err != nil {
+				t.Fatal(err)
+			}
+			r := sink.rows[0]
+			prod.mu.Lock()
+			defer prod.mu.Unlock()
+			cons.mu.Lock()
+			defer cons.mu.Unlock()
+			if len(prod.requests) != 1 {
+				t.Fatalf("producer got %d requests", len(prod.requests))
+			}
+			pb := prod.requests[0]
+			pkv, _ := pb["kv_transfer_params"].(map[string]any)
+			if pb["max_tokens"] != 1.0 || pb["stream"] != false || pkv["do_remote_decode"] != true || pkv["do_remote_prefill"] != false {
+				t.Errorf("producer request %v", pb)
+			}
+			if conn == "nixl" {
+				// The fake producer returns no kv_transfer_params: the
+				// consumer is not asked, and the row says why.
+				if r.Status != results.StatusError || !strings.Contains(r.Reason, "returned no kv_transfer_params") || len(cons.requests) != 0 {
+					t.Errorf("row %s %q, consumer requests %d", r.Status, r.Reason, len(cons.requests))
+				}
+				return
+			}
+			if len(cons.requests) != 1 {
+				t.Fatalf("consumer got %d requests", len(cons.requests))
+			}
+			cb := cons.requests[0]
+			if prod.ids[0] != cons.ids[0] || prod.ids[0] != "kvtier-1-remote-256-0" {
+				t.Errorf("X-Request-Id producer %q consumer %q", prod.ids[0], cons.ids[0])
+			}
+			if fmt.Sprint(pb["prompt"]) != fmt.Sprint(cb["prompt"]) || pb["cache_salt"] != cb["cache_salt"] {
+				t.Error("producer and consumer got different prompts")
+			}
+			switch conn {
+			case "mooncake":
+				ckv, _ := cb["kv_transfer_params"].(map[string]any)
+				if ckv["do_remote_prefill"] != true || ckv["bootstrap_server_port"] != 8998.0 || !strings.HasSuffix(fmt.Sprint(ckv["remote_bootstrap_addr"]), ":8998") {
+					t.Errorf("consumer params %v", ckv)
+				}
+				if r.Status != results.StatusOK || r.Get("verified") != "false" || r.Get("connector") != "mooncake" || r.Get("producer") != psrv.URL {
+					t.Errorf("row %s %q verified=%s", r.Status, r.Reason, r.Get("verified"))
+				}
+			}
+		})
+	}
+}
+
+// cancelSink cancels the run after n rows.
+type cancelSink struct {
+	memSink
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelSink) Write(r results.Row) error {
+	c.memSink.Write(r)
+	if len(c.rows) == c.n {
+		c.cancel()
+	}
+	return nil
+}
+
+func TestProbeInterrupted(t *testing.T) {
+	_, srv := newFake(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	p, err := New(ctx, testConfig(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &cancelSink{n: 1, cancel: cancel}
+	if err := p.Run(ctx, sink); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	if len(sink.rows) != 1 || sink.rows[0].Status != results.StatusOK {
+		t.Errorf("rows kept: %d", len(sink.rows))
+	}
+}

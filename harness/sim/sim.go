@@ -321,7 +321,7 @@ func (s *Server) loop() {
 			}
 		}
 		e.mu.Lock()
-		e.vt = end
+		e.vt = max(e.vt, end) // a submit meanwhile may have moved it on
 		e.finish(p, end)
 		e.mu.Unlock()
 	}

@@ -338,6 +338,11 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 		if ready && time.Since(t0) >= r.cfg.InjectAfter {
 			break
 		}
+		if time.Since(t0) > r.cfg.InjectAfter+r.cfg.Timeout {
+			finish()
+			res.err = fmt.Errorf("decode streams did not reach %d tokens each within %s", need, r.cfg.InjectAfter+r.cfg.Timeout)
+			return res
+		}
 		if ctx.Err() != nil {
 			finish()
 			res.err = ctx.Err()

@@ -3,7 +3,10 @@ package mb1
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +138,45 @@ func TestValidateAndUnreachable(t *testing.T) {
 		Reps: 1, InjectAfter: time.Second, Timeout: time.Second})
 	if !errors.Is(err, probe.ErrUnreachable) {
 		t.Errorf("err = %v, want ErrUnreachable", err)
+	}
+}
+
+// TestDecodeStall: a server whose decode streams stop after a few tokens
+// and hang gives an error row naming the problem, within the timeout.
+func TestDecodeStall(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			fmt.Fprint(w, `{"data":[{"id":"m","max_model_len":4096}]}`)
+		case "/v1/completions":
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range 3 {
+				fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n")
+			}
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}
+	}))
+	defer srv.Close()
+	r, err := New(t.Context(), Config{Endpoint: srv.URL, Decode: []int{2}, Prefill: []int{64}, Reps: 1,
+		InjectAfter: 10 * time.Millisecond, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows, toks memSink
+	if err := r.Run(t.Context(), &rows, &toks); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows.rows) != 2 {
+		t.Fatalf("%d rows", len(rows.rows))
+	}
+	if r := rows.rows[0]; r.Status != results.StatusError || !strings.Contains(r.Reason, "did not reach 40 tokens") {
+		t.Errorf("interfere row: %s %q", r.Status, r.Reason)
+	}
+	if r := rows.rows[1]; r.Status != results.StatusSkipped || !strings.Contains(r.Reason, "no window") {
+		t.Errorf("baseline row: %s %q", r.Status, r.Reason)
+	}
+	if len(toks.rows) != 6 {
+		t.Errorf("%d token rows, want the 6 that arrived", len(toks.rows))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -148,14 +149,8 @@ func TestDisaggregatedPrefill(t *testing.T) {
 	// Mooncake's shape: the consumer knows only the bootstrap address and
 	// the shared X-Request-Id.
 	prompt = promptWords(5, 800)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		complete(t, pbase, map[string]any{"prompt": prompt, "max_tokens": 1,
-			"kv_transfer_params": map[string]any{"do_remote_decode": true}}, map[string]string{"X-Request-Id": "mc-1"})
-	}()
-	wg.Wait()
+	complete(t, pbase, map[string]any{"prompt": prompt, "max_tokens": 1,
+		"kv_transfer_params": map[string]any{"do_remote_decode": true}}, map[string]string{"X-Request-Id": "mc-1"})
 	_, _, _, eh0 = prefixCounters(t, cbase)
 	complete(t, cbase, map[string]any{"prompt": prompt, "max_tokens": 1, "kv_transfer_params": map[string]any{
 		"do_remote_decode": false, "do_remote_prefill": true, "remote_bootstrap_addr": pu.Host,
@@ -226,4 +221,27 @@ func TestServerDecodeStallsDuringPrefill(t *testing.T) {
 		t.Errorf("largest gap during the prefill %v, median before %v: no stall", worst, base50)
 	}
 	t.Logf("median gap before %v, largest during the prefill %v, %d tokens during %v", base50, worst, len(during), done.Sub(inject))
+}
+
+func TestParseKVParams(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   map[string]any
+		want kvParams
+	}{
+		{"nixl producer leg", map[string]any{"do_remote_decode": true, "do_remote_prefill": false, "remote_block_ids": nil},
+			kvParams{doRemoteDecode: true}},
+		{"nixl consumer leg", map[string]any{"do_remote_prefill": true, "remote_block_ids": []any{3.0, 4.0},
+			"remote_engine_id": "e", "remote_host": "127.0.0.1", "remote_port": 8100.0, "remote_request_id": "cmpl-x"},
+			kvParams{doRemotePrefill: true, blockIDs: []int{3, 4}, hasBlockIDs: true, engineID: "e", host: "127.0.0.1", port: 8100, requestID: "cmpl-x"}},
+		{"mooncake, older", map[string]any{"do_remote_prefill": true, "bootstrap_server_host": "10.0.0.2", "bootstrap_server_port": 8998.0},
+			kvParams{doRemotePrefill: true, host: "10.0.0.2", port: 8998}},
+		{"mooncake, newer", map[string]any{"do_remote_prefill": true, "remote_bootstrap_addr": "10.0.0.3:8999", "remote_engine_id": "m"},
+			kvParams{doRemotePrefill: true, host: "10.0.0.3", port: 8999, engineID: "m"}},
+	} {
+		got := parseKVParams(tc.in)
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
 }

@@ -42,7 +42,7 @@ func DefaultTransferSizes() []int64 {
 // ErrPeer is wrapped by Transfer's error when a peer could not be reached
 // or went away mid-transfer: bad input for the command (exit 2), after
 // every row already measured has been written.
-var ErrPeer = errors.New("peer failed")
+var ErrPeer = errors.New("transfer stopped")
 
 // TransferOptions are the resolved options of an MB2 transfer sweep.
 type TransferOptions struct {

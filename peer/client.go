@@ -52,6 +52,10 @@ const (
 	// EnvSkipBounds makes a client skip its own pool-bounds check, so an
 	// out-of-pool read reaches the peer (or its NIC).
 	EnvSkipBounds = "KVTIER_TEST_SKIP_BOUNDS"
+	// EnvOutOfPool makes a client shift every read past the end of the
+	// peer's pool (and skip its own check): the TCP server must refuse
+	// it, and for verbs the peer's NIC must (remote access error).
+	EnvOutOfPool = "KVTIER_TEST_OUT_OF_POOL"
 )
 
 // Dial connects to the peer at addr and shakes hands on every connection.
@@ -120,7 +124,7 @@ func (c *Client) Info() Info { return c.info }
 
 // check refuses a list that falls outside dst or the peer's pool.
 func (c *Client) check(dstLen int64, list []Chunk) error {
-	skipPool := os.Getenv(EnvSkipBounds) != ""
+	skipPool := os.Getenv(EnvSkipBounds) != "" || os.Getenv(EnvOutOfPool) != ""
 	for i, ch := range list {
 		if ch.Len <= 0 || ch.Dst < 0 || ch.Dst > dstLen-ch.Len {
 			return fmt.Errorf("peer: chunk %d (%d bytes to offset %d) outside the destination of %d bytes", i, ch.Len, ch.Dst, dstLen)
@@ -135,6 +139,13 @@ func (c *Client) check(dstLen int64, list []Chunk) error {
 // ReadChunks reads every chunk of list from the peer's pool into dst,
 // spread over the client's connections or QPs.
 func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error {
+	if os.Getenv(EnvOutOfPool) != "" {
+		shifted := make([]Chunk, len(list))
+		for i, ch := range list {
+			shifted[i] = Chunk{Src: ch.Src + c.info.PoolBytes, Dst: ch.Dst, Len: ch.Len}
+		}
+		list = shifted
+	}
 	if err := c.check(int64(len(dst)), list); err != nil {
 		return err
 	}

@@ -152,7 +152,15 @@ func TestOutOfPoolRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "refused a read") || !strings.Contains(err.Error(), "outside the pool") {
 		t.Fatalf("server check: %v", err)
 	}
-	// The connection survives the refusal.
+	// The test switch that shifts reads past the pool is refused too.
+	t.Setenv(EnvSkipBounds, "")
+	t.Setenv(EnvOutOfPool, "1")
+	err = c.ReadChunks(context.Background(), dst, []Chunk{{Src: 0, Len: 4096}})
+	if err == nil || !strings.Contains(err.Error(), "at offset 1048576 is outside the pool") {
+		t.Fatalf("out-of-pool switch: %v", err)
+	}
+	t.Setenv(EnvOutOfPool, "")
+	// The connection survives the refusals.
 	if err := c.ReadChunks(context.Background(), dst, []Chunk{{Src: 0, Len: 8192}}); err != nil {
 		t.Fatalf("read after refusal: %v", err)
 	}

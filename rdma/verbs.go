@@ -92,6 +92,9 @@ type Endpoint struct {
 	maxMsg  uint32
 	mrs     []*MR
 	timeout time.Duration
+	// broken is the read failure after which the QPs are in the error
+	// state and the CQ may hold stale completions: no further reads.
+	broken error
 }
 
 // An MR is a registered memory region.
@@ -295,6 +298,9 @@ func (e *Endpoint) Read(ctx context.Context, reads []WR) error {
 	if e.maxMsg > 0 {
 		maxLen = min(maxLen, e.maxMsg)
 	}
+	if e.broken != nil {
+		return fmt.Errorf("rdma: read: endpoint unusable after an earlier failure (%v)", e.broken)
+	}
 	wrs, qstart := Plan(reads, len(e.info.QPNs), maxLen)
 	bs, starts := Batches(wrs, qstart, 4096)
 	for i, b := range bs {
@@ -313,6 +319,7 @@ func (e *Endpoint) Read(ctx context.Context, reads []WR) error {
 		var st C.kvt_ibv_status
 		C.kvt_ibv_ep_read(e.ep, &cw[0], C.int(len(cw)), &cs[0], C.int(e.rdAtom), C.int(e.timeout.Milliseconds()), &st)
 		if err := toError("read", goStatus(&st), b); err != nil {
+			e.broken = err
 			return err
 		}
 	}

@@ -95,11 +95,9 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	if o.Transport == peer.Verbs {
 		// Open one endpoint now so a missing device or a bad GID index is
 		// reported at start, not on the first client.
-		ep, err := rdma.Open(rcfg)
-		if err != nil {
-			return usageErr(stderr, "serve", verbsProblem(err))
+		if err := verbsReady(rcfg); err != nil {
+			return usageErr(stderr, "serve", err)
 		}
-		ep.Close()
 	}
 
 	var p *peer.Pool
@@ -162,15 +160,20 @@ func verbsProblem(err error) error {
 	return fmt.Errorf("--transport verbs: %w", err)
 }
 
-// verbsReady says whether this machine can open a verbs endpoint at all,
-// as a one-line reason ("no RDMA device ...") when it cannot.
-func verbsReady() error {
-	names, err := rdma.DeviceNames("")
+// verbsReady says whether this machine can open the verbs endpoint cfg
+// describes, as a one-line reason ("no RDMA device", a GID index that
+// does not exist) when it cannot.
+func verbsReady(cfg rdma.Config) error {
+	names, err := rdma.DeviceNames(cfg.Library)
 	if err != nil {
 		return verbsProblem(err)
 	}
 	if len(names) == 0 {
 		return verbsProblem(rdma.ErrNoDevice)
 	}
-	return nil
+	ep, err := rdma.Open(cfg)
+	if err != nil {
+		return verbsProblem(err)
+	}
+	return ep.Close()
 }

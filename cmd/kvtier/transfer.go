@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
 )
@@ -110,7 +111,7 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 		return usageErr(stderr, "transfer", err)
 	}
 	if opts.Transport == peer.Verbs {
-		if err := verbsReady(); err != nil {
+		if err := verbsReady(rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/"}); err != nil {
 			return usageErr(stderr, "transfer", err)
 		}
 	}

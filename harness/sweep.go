@@ -455,9 +455,16 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout tiers.Layo
 		}
 		return tier.Work(p)
 	}
-	// Calibrate on one block when the smallest prefix is larger: it costs
-	// little and keeps a first prefix far over the budget from running.
-	if first := s.prefix(fit[0]); first.Blocks > 1 {
+	// Calibrate so that a first prefix far over the budget is not run:
+	// compute tiers by the backend's GEMM rate, tiers that move bytes by
+	// one block when the smallest prefix is larger (it costs little).
+	if !spec.Moves {
+		if rate, err := s.gemmRate(ctx); err == nil && rate > 0 {
+			lastSec, lastWork = 1, rate
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	} else if first := s.prefix(fit[0]); first.Blocks > 1 {
 		probe := tiers.Prefix{Tokens: s.g.BlockTokens, Blocks: 1}
 		if sec, err := s.sample(ctx, spec, tier, probe); err == nil && sec > 0 {
 			lastSec, lastWork = sec, work(probe)
@@ -504,6 +511,35 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	}
 	return units.FormatBytes(n)
+}
+
+// gemmRate measures the FLOP/s of the backend on one GEMM shaped like a
+// projection of the model (512 tokens × hidden × hidden), the second of
+// two runs so that scratch allocation stays out.
+func (s *sweeper) gemmRate(ctx context.Context) (float64, error) {
+	op := tiers.GEMM{Name: "calibrate", M: 512, N: s.g.Hidden, K: s.g.Hidden, Batch: 1}
+	var sec float64
+	for range 2 {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		t := s.b.Timer(tiers.Queued)
+		if err := t.Start(); err != nil {
+			return 0, err
+		}
+		if err := s.b.GEMMs([]tiers.GEMM{op}); err != nil {
+			t.Stop()
+			return 0, err
+		}
+		var err error
+		if sec, err = t.Stop(); err != nil {
+			return 0, err
+		}
+	}
+	if sec <= 0 {
+		return 0, errors.New("calibration GEMM took no time")
+	}
+	return op.FLOPs() / sec, nil
 }
 
 // sample times one Fetch of p and returns its seconds.

@@ -91,6 +91,9 @@ func (t *gatherTier) Setup(ctx context.Context, maxBlocks int) error {
 	if err := fillPattern(ctx, t.src, t.env.Seed); err != nil {
 		return fmt.Errorf("%s: source pool: %w", t.name, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if t.dst, err = b.Alloc(Device, t.dstPool.Size()); err != nil {
 		return fmt.Errorf("%s: working pool: %w", t.name, err)
 	}
@@ -100,7 +103,13 @@ func (t *gatherTier) Setup(ctx context.Context, maxBlocks int) error {
 // fillPattern writes the pattern of seed over all of buf.
 func fillPattern(ctx context.Context, buf Buffer, seed uint64) error {
 	if h := buf.Host(); h != nil {
-		pattern.Fill(h, seed, 0)
+		const piece = 256 << 20 // check for cancellation between pieces
+		for off := 0; off < len(h); off += piece {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			pattern.Fill(h[off:min(off+piece, len(h))], seed, int64(off))
+		}
 		return nil
 	}
 	chunk := make([]byte, min(fillChunk, buf.Size()))

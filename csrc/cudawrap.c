@@ -344,7 +344,7 @@ int kv_cuda_event_elapsed(kv_cuda *L, CUcontext ctx, CUevent start, CUevent stop
 	return 0;
 }
 
-int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int dir, int how, const uint64_t *dsts,
+int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int device, int dir, int how, const uint64_t *dsts,
 		      const uint64_t *srcs, const uint64_t *sizes, size_t n, size_t *done, kv_cuda_err *e)
 {
 	*done = 0;
@@ -359,6 +359,10 @@ int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int dir, int how, c
 		attr.srcAccessOrder = KV_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
 		attr.srcLocHint.type = dir == KV_H2D ? KV_CU_MEM_LOCATION_TYPE_HOST : KV_CU_MEM_LOCATION_TYPE_DEVICE;
 		attr.dstLocHint.type = dir == KV_D2H ? KV_CU_MEM_LOCATION_TYPE_HOST : KV_CU_MEM_LOCATION_TYPE_DEVICE;
+		if (attr.srcLocHint.type == KV_CU_MEM_LOCATION_TYPE_DEVICE)
+			attr.srcLocHint.id = device;
+		if (attr.dstLocHint.type == KV_CU_MEM_LOCATION_TYPE_DEVICE)
+			attr.dstLocHint.id = device;
 		size_t idx = 0, fail = (size_t)-1;
 		CUresult r = L->cuMemcpyBatchAsync((CUdeviceptr *)dsts, (CUdeviceptr *)srcs, (size_t *)sizes, n,
 						   &attr, &idx, 1, &fail, s);

@@ -161,10 +161,10 @@ int kv_cuda_event_elapsed(kv_cuda *L, CUcontext ctx, CUevent start, CUevent stop
 
 /* kv_cuda_copy_plan enqueues n copies dsts[i] <- srcs[i] of sizes[i] bytes
  * on s, one driver call per copy (KV_PERCOPY) or one cuMemcpyBatchAsync
- * (KV_BATCH, with srcHint/dstHint location types). Addresses are device
+ * (KV_BATCH, with location hints: host, or device ordinal device). Addresses are device
  * pointers or host addresses as dir says. The arrays are the caller's C
  * memory. *done is the number of copies issued before an error. */
-int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int dir, int how, const uint64_t *dsts,
+int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int device, int dir, int how, const uint64_t *dsts,
 		      const uint64_t *srcs, const uint64_t *sizes, size_t n, size_t *done, kv_cuda_err *e);
 
 int kv_cuda_dmabuf(kv_cuda *L, CUcontext ctx, CUdeviceptr p, size_t size, int *fd, kv_cuda_err *e);

@@ -192,7 +192,7 @@ func (s *Stream) Copy(dir Dir, how How, p *Plan) (int, error) {
 	}
 	var done C.size_t
 	var e C.kv_cuda_err
-	rc := C.kv_cuda_copy_plan(s.c.d.l, s.c.ctx, s.s, C.int(dir), C.int(how), p.dsts, p.srcs, p.sizes, C.size_t(p.n), &done, &e)
+	rc := C.kv_cuda_copy_plan(s.c.d.l, s.c.ctx, s.s, C.int(s.c.ordinal), C.int(dir), C.int(how), p.dsts, p.srcs, p.sizes, C.size_t(p.n), &done, &e)
 	if err := s.c.d.err(rc, &e); err != nil {
 		return int(done), fmt.Errorf("%s copy %d of %d: %w", dir, int(done), p.n, err)
 	}

@@ -425,8 +425,9 @@ func (b *CUDABackend) GEMMs(ops []GEMM) error {
 		list[i] = cuda.Gemm{M: g.M, N: g.N, K: g.K, Batch: int(bt), A: a, B: bb, C: c}
 	}
 	if b.active != nil {
-		// cuBLAS may launch more than one kernel per GEMM (split-K).
-		b.active.Queue(2 * len(ops))
+		// About one kernel per GEMM (split-K may add one; the guard
+		// covers a queue that fills all the same).
+		b.active.Queue(len(ops))
 	}
 	var n int
 	issue := func() (err error) { n, err = b.handle.Gemms(list); return err }

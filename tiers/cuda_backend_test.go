@@ -154,6 +154,16 @@ func gather(t *testing.T, b tiers.Backend, g tiers.Geometry, srcKind tiers.MemKi
 	}
 }
 
+func TestCUDABackendSecondGPU(t *testing.T) {
+	g := tiers.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
+	b := openFake(t, map[string]string{"FAKECUDA_DEVICES": "2"}, tiers.BackendConfig{GPU: 1, NUMA: -1})
+	if b.Device() != "Fake CUDA Device 1 [0000:1a:00.0]" {
+		t.Errorf("device %q", b.Device())
+	}
+	gather(t, b, g, tiers.Pinned, tiers.Layerwise, tiers.Batch)
+	gather(t, b, g, tiers.Device, tiers.Blockwise, tiers.Batch)
+}
+
 func TestCUDABackendFailures(t *testing.T) {
 	g := tiers.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
 	sp := tiers.Pool{Geometry: g, Layout: tiers.Layerwise, Slots: 8}

@@ -93,6 +93,7 @@ struct alloc {
 	size_t n;
 	int host;       /* cuMemHostAlloc or registered */
 	int registered; /* cuMemHostRegister: not ours to free */
+	int dev;        /* device of the context current at allocation */
 	struct alloc *next;
 };
 static struct alloc *allocs;
@@ -372,14 +373,17 @@ static CUresult f_cuDeviceGetAttribute(int *v, int attr, int d)
 	RET(OK);
 }
 
-static int ctx_token = 0x5ca1ab1e;
+static int ctx_tokens[64];
+static __thread int cur_dev;
 
 static CUresult f_cuDevicePrimaryCtxRetain(void **ctx, int d)
 {
 	ENTER();
 	if (d < 0 || d >= cfg.devices)
 		RET(E_INVALID_DEVICE);
-	*ctx = &ctx_token;
+	if (d >= 64)
+		RET(E_INVALID_DEVICE);
+	*ctx = &ctx_tokens[d];
 	RET(OK);
 }
 
@@ -392,7 +396,13 @@ static CUresult f_cuDevicePrimaryCtxRelease(int d)
 static CUresult f_cuCtxSetCurrent(void *ctx)
 {
 	ENTER();
-	RET(ctx == &ctx_token || ctx == NULL ? OK : E_INVALID_VALUE);
+	if (ctx == NULL)
+		RET(OK);
+	int *t = ctx;
+	if (t < ctx_tokens || t >= ctx_tokens + cfg.devices)
+		RET(E_INVALID_VALUE);
+	cur_dev = (int)(t - ctx_tokens);
+	RET(OK);
 }
 
 static CUresult f_cuMemGetInfo(size_t *f, size_t *t)
@@ -419,6 +429,7 @@ static CUresult new_alloc(void **p, size_t n, int host)
 	a->p = m;
 	a->n = n;
 	a->host = host;
+	a->dev = cur_dev;
 	a->next = allocs;
 	allocs = a;
 	*p = m;
@@ -601,14 +612,27 @@ static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_
 	if (!st || !dsts || !srcs || !sizes || count == 0 || !attrs || !attrsIdxs || numAttrs == 0 ||
 	    numAttrs > count || attrsIdxs[0] != 0)
 		return E_INVALID_VALUE;
-	for (size_t a = 0; a < numAttrs; a++)
+	for (size_t a = 0; a < numAttrs; a++) {
 		if (attrs[a].srcAccessOrder < 1 || attrs[a].srcAccessOrder > 3)
 			return E_INVALID_VALUE;
+		loc_t l[2] = {attrs[a].srcLocHint, attrs[a].dstLocHint};
+		for (int j = 0; j < 2; j++)
+			if (l[j].type < 1 || l[j].type > 4 || (l[j].type == 1 && (l[j].id < 0 || l[j].id >= cfg.devices)))
+				return E_INVALID_VALUE;
+	}
 	size_t ai = 0;
 	for (size_t i = 0; i < count; i++) {
 		if (ai + 1 < numAttrs && attrsIdxs[ai + 1] == i)
 			ai++;
 		int sdev = attrs[ai].srcLocHint.type == 1, ddev = attrs[ai].dstLocHint.type == 1;
+		/* A device hint names the device that holds the memory. */
+		struct alloc *sa = sdev ? find((void *)(uintptr_t)srcs[i], sizes[i], 0) : NULL;
+		struct alloc *da = ddev ? find((void *)(uintptr_t)dsts[i], sizes[i], 0) : NULL;
+		if ((sa && sa->dev != attrs[ai].srcLocHint.id) || (da && da->dev != attrs[ai].dstLocHint.id)) {
+			if (failIdx)
+				*failIdx = i;
+			return E_INVALID_VALUE;
+		}
 		CUresult r = copy_async((void *)(uintptr_t)dsts[i], ddev, (void *)(uintptr_t)srcs[i], sdev, sizes[i], st);
 		if (r != OK) {
 			if (failIdx)

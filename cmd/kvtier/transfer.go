@@ -119,8 +119,10 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	if err != nil {
 		return usageErr(stderr, "transfer", err)
 	}
-	fmt.Fprintf(stderr, "kvtier transfer: writing %s\n", out.Dir)
-	terr := harness.Transfer(ctx, opts, out, stderr)
+	// Progress goes to stdout; stderr carries only warnings and the one
+	// line of a failure.
+	fmt.Fprintf(stdout, "kvtier transfer: writing %s\n", out.Dir)
+	terr := harness.Transfer(ctx, opts, out, stdout)
 	interrupted := terr != nil && !errors.Is(terr, harness.ErrMeasurementFailed)
 	if cerr := out.Close(interrupted); cerr != nil {
 		fmt.Fprintf(stderr, "kvtier transfer: %v\n", cerr)

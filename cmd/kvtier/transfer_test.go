@@ -22,13 +22,13 @@ func readTransfer(t *testing.T, dir string) []results.Row {
 
 func TestTransferEmbedded(t *testing.T) {
 	dir := t.TempDir()
-	code, _, stderr := runCLI(t, "transfer", "--sizes", "1MiB,4MiB", "--reps", "2", "--conns", "2",
+	code, stdout, stderr := runCLI(t, "transfer", "--sizes", "1MiB,4MiB", "--reps", "2", "--conns", "2",
 		"--layout", "layerwise,blockwise,contiguous", "--line-rate", "100", "--out", dir)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	if !strings.Contains(stderr, "embedded loopback peer") {
-		t.Errorf("stderr does not say the peer is embedded: %s", stderr)
+	if !strings.Contains(stdout, "embedded loopback peer") {
+		t.Errorf("stdout does not say the peer is embedded: %s", stdout)
 	}
 	rows := readTransfer(t, dir)
 	if len(rows) != 12 {
@@ -111,10 +111,9 @@ func TestTransferPeerKilledMidway(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("transfer did not end after its peer stopped")
 	}
-	lines := strings.Split(strings.TrimSpace(res[1]), "\n")
-	last := lines[len(lines)-1]
-	if code != exitUsage || !strings.HasPrefix(last, "kvtier transfer: ") || !strings.Contains(last, addr) {
-		t.Fatalf("exit %d, last stderr line %q", code, last)
+	last := res[1]
+	if code != exitUsage || strings.Count(last, "\n") != 1 || !strings.HasPrefix(last, "kvtier transfer: ") || !strings.Contains(last, addr) {
+		t.Fatalf("exit %d, stderr %q (want one line naming the peer)", code, last)
 	}
 	rows := readTransfer(t, dir)
 	var ok, bad int
@@ -144,8 +143,7 @@ func TestTransferBadInput(t *testing.T) {
 	}
 	// An unreachable peer is one line and exit 2.
 	code, _, stderr = runCLI(t, "transfer", "--peer", "127.0.0.1:1", "--sizes", "1MiB", "--out", filepath.Join(dir, "r"))
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if code != exitUsage || !strings.Contains(lines[len(lines)-1], "127.0.0.1:1") {
+	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "127.0.0.1:1") {
 		t.Fatalf("unreachable: exit %d, stderr %q", code, stderr)
 	}
 }

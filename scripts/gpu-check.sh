@@ -10,9 +10,9 @@
 #    (no CUDA toolkit needed: libcuda.so.1 / libcublas are dlopen'd at run
 #    time; the binary needs glibc only.)
 # 2. `kvtier info` (driver, cuBLAS, NVML, PCIe link, NUMA) -> info.txt
-# 3. a sweep of hbm, host (pinned) and recompute over 1k..64k tokens, both
-#    layouts, every copy mode -> sweep-pinned/ ; then host from pageable
-#    memory -> sweep-pageable/
+# 3. sweeps over 1k..64k tokens, both layouts, every copy mode: recompute
+#    -> sweep-recompute/, hbm and host from pinned memory -> sweep-pinned/,
+#    host from pageable memory -> sweep-pageable/
 # 4. PyTorch's contiguous pinned H2D bandwidth on the same GPU for the byte
 #    count of kvtier's contiguous 64k host row (torch.cuda events, warm-up),
 #    and the ratio kvtier / PyTorch -> torch.txt
@@ -25,8 +25,9 @@
 # tokens, of the summary and the PyTorch comparison; default 65536; a dry
 # run on the fake libcuda uses PREFIXES=64,128 TOP=128),
 # KVTIER_LIBCUDA / KVTIER_LIBCUBLAS (library overrides, passed through).
-# Every step has its own `timeout`; rows already measured stay in the CSV
-# when a step is cut short. Nothing here needs root or the network.
+# BUDGET_S (default 340) is the whole run's deadline: every step has its
+# own `timeout` within it; rows already measured stay in the CSV when a
+# step is cut short. Nothing here needs root or the network.
 set -u
 
 T0=$(date +%s)
@@ -43,6 +44,10 @@ MODEL_ARGS=()
 [ -n "${MODEL:-}" ] && MODEL_ARGS=(--model "$MODEL")
 cd "$(dirname "$0")/.." || exit 2
 
+DEADLINE=$((T0 + ${BUDGET_S:-340}))
+# left PLANNED: seconds a step may take, PLANNED at most, keeping RESERVE
+# seconds for the steps after it.
+left() { local l=$((DEADLINE - $(date +%s) - ${2:-0})); [ "$l" -gt "$1" ] && l=$1; [ "$l" -lt 5 ] && l=5; echo "$l"; }
 log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$LOG"; }
 run() { # run TIMEOUT CMD...: logs the command and its output, returns its status
 	local t=$1
@@ -59,7 +64,7 @@ run() { # run TIMEOUT CMD...: logs the command and its output, returns its statu
 BIN=${KVTIER_BIN:-}
 if [ -z "$BIN" ] && command -v go >/dev/null 2>&1; then
 	log "building kvtier with $(go version)"
-	if CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" timeout 180 go build -o bin/kvtier ./cmd/kvtier >>"$LOG" 2>&1; then
+	if CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" timeout "$(left 120 200)" go build -o bin/kvtier ./cmd/kvtier >>"$LOG" 2>&1; then
 		BIN=bin/kvtier
 	else
 		log "go build failed (see $LOG)"
@@ -78,10 +83,12 @@ run 30 "$BIN" info
 "$BIN" info >"$OUTDIR/info.txt" 2>&1
 
 # --- 3. sweeps ---
+# Recompute first in its own run, so a slow copy sweep cannot starve it.
 COMMON=(--backend cuda --gpu "$GPU" --numa "$NUMA" --prefix "$PREFIXES"
-	--layout layerwise,blockwise --copy percopy,batch,contiguous --reps 5 --warmup 2 --budget 15s "${MODEL_ARGS[@]}")
-run 200 "$BIN" sweep "${COMMON[@]}" --tiers hbm,host,recompute --host-mem pinned --out "$OUTDIR/sweep-pinned"
-run 80 "$BIN" sweep "${COMMON[@]}" --tiers host --host-mem pageable --out "$OUTDIR/sweep-pageable"
+	--layout layerwise,blockwise --copy percopy,batch,contiguous --reps 5 --warmup 2 --budget 10s "${MODEL_ARGS[@]}")
+run "$(left 50 230)" "$BIN" sweep "${COMMON[@]}" --tiers recompute --out "$OUTDIR/sweep-recompute"
+run "$(left 160 75)" "$BIN" sweep "${COMMON[@]}" --tiers hbm,host --host-mem pinned --out "$OUTDIR/sweep-pinned"
+run "$(left 60 15)" "$BIN" sweep "${COMMON[@]}" --tiers host --host-mem pageable --out "$OUTDIR/sweep-pageable"
 
 # col FILE NAME: the column number of NAME in FILE's header
 col() { head -1 "$1" | tr ',' '\n' | grep -nx "$2" | cut -d: -f1; }
@@ -108,7 +115,7 @@ elif ! "$PY" -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1
 	log "PyTorch with CUDA not importable by $PY: comparison skipped"
 else
 	log "PyTorch contiguous pinned H2D of $BYTES bytes on cuda:$GPU"
-	timeout 60 "$PY" - "$BYTES" "$GPU" >"$OUTDIR/torch.txt" 2>>"$LOG" <<'EOF'
+	timeout "$(left 40 0)" "$PY" - "$BYTES" "$GPU" >"$OUTDIR/torch.txt" 2>>"$LOG" <<'EOF'
 import sys, statistics, torch
 n, gpu = int(sys.argv[1]), int(sys.argv[2])
 dev = torch.device("cuda", gpu)
@@ -141,7 +148,7 @@ fi
 	echo "gpu-check: $(date -u +%FT%TZ), $(( $(date +%s) - T0 )) s, results in $OUTDIR"
 	grep -E '^ *(cuda|cublas|nvml) ' "$OUTDIR/info.txt" 2>/dev/null
 	grep -A2 '^GPUs' "$OUTDIR/info.txt" 2>/dev/null | tail -2
-	for d in sweep-pinned sweep-pageable; do
+	for d in sweep-recompute sweep-pinned sweep-pageable; do
 		S=$OUTDIR/$d/sweep_summary.csv
 		[ -f "$S" ] || { echo "$d: no summary (see $LOG)"; continue; }
 		echo "$d: p50 at $TOP tokens"

@@ -47,6 +47,13 @@ func Collect(root string, m *results.Manifest) error {
 	m.Backends = append(m.Backends, nst)
 	if !nst.Available && derr == nil {
 		gpus = driverGPUs(drv)
+		kmod := ""
+		if b, err := os.ReadFile(filepath.Join(root, "proc/driver/nvidia/version")); err == nil {
+			kmod = ParseNVIDIAVersion(string(b))
+		}
+		for i := range gpus {
+			gpus[i].DriverVersion = kmod
+		}
 	}
 	for i := range gpus {
 		g := &gpus[i]
@@ -138,6 +145,23 @@ func cstr(b []int8) string {
 		s = append(s, byte(c))
 	}
 	return string(s)
+}
+
+// ParseNVIDIAVersion returns the kernel module version from
+// /proc/driver/nvidia/version ("NVRM version: NVIDIA UNIX x86_64 Kernel
+// Module  550.54.15  Tue Mar  5 ..." or "... Open Kernel Module for
+// x86_64  570.86.15  Release Build ..."), "" if absent.
+func ParseNVIDIAVersion(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if !strings.HasPrefix(line, "NVRM version:") {
+		return ""
+	}
+	for _, f := range strings.Fields(line) {
+		if strings.Count(f, ".") >= 1 && f[0] >= '0' && f[0] <= '9' {
+			return f
+		}
+	}
+	return ""
 }
 
 // NormalizeBusID turns an NVML or CUDA bus id ("00000000:19:00.0",

@@ -42,6 +42,19 @@ func TestLinkGBps(t *testing.T) {
 	}
 }
 
+func TestParseNVIDIAVersion(t *testing.T) {
+	for in, want := range map[string]string{
+		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version:  gcc 12.2\n": "550.54.15",
+		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build  (dvs-builder@U16)\n":            "570.86.15",
+		"garbage": "",
+		"":        "",
+	} {
+		if got := cuda.ParseNVIDIAVersion(in); got != want {
+			t.Errorf("ParseNVIDIAVersion(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestNormalizeBusID(t *testing.T) {
 	for in, want := range map[string]string{
 		"00000000:19:00.0": "0000:19:00.0", "0000:1A:00.0": "0000:1a:00.0", "0001:c0:00.0": "0001:c0:00.0",
@@ -88,6 +101,10 @@ func TestCollect(t *testing.T) {
 	cudatest.Use(t)
 	root := fixture(t, "0000:19:00.0", map[string]string{"numa_node": "0", "current_link_speed": "16.0 GT/s PCIe",
 		"current_link_width": "16", "max_link_speed": "32.0 GT/s PCIe", "max_link_width": "16"})
+	if err := os.MkdirAll(filepath.Join(root, "proc/driver/nvidia"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "proc/driver/nvidia/version"), []byte("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 2024\n"), 0o644)
 	var m results.Manifest
 	if err := cuda.Collect(root, &m); err != nil {
 		t.Fatal(err)
@@ -117,7 +134,7 @@ func TestCollect(t *testing.T) {
 	}
 	g := m.GPUs[0]
 	if g.Name != "Fake CUDA Device 0" || g.BusID != "0000:19:00.0" || g.NUMANode != 0 || g.PCIeGen != 4 || g.PCIeMaxGen != 5 ||
-		math.Abs(g.LinkGBps-31.508) > 0.001 || g.CUDAVersion != "12.8" {
+		math.Abs(g.LinkGBps-31.508) > 0.001 || g.CUDAVersion != "12.8" || g.DriverVersion != "550.54.15" {
 		t.Errorf("gpu %+v", g)
 	}
 	if len(m.Warnings) != 1 || !strings.Contains(m.Warnings[0], "below its max gen5 x16") {

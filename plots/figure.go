@@ -210,16 +210,26 @@ func (f *figure) ticksAt(xs []float64, label func(float64) string) {
 // linearY starts the y axis at zero with round ticks.
 func (f *figure) linearY(label func(float64) string) {
 	f.p.Y.Min, f.p.Y.Max = 0, f.ymax*1.12
-	f.p.Y.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
-		step := math.Pow(10, math.Floor(math.Log10(max/5)))
+	f.p.Y.Tick.Marker = linearTicks(label)
+}
+
+// linearTicks returns a ticker with 4 to 7 labelled round steps.
+func linearTicks(label func(float64) string) plot.Ticker {
+	return plot.TickerFunc(func(min, max float64) []plot.Tick {
+		span := max - min
+		if !(span > 0) {
+			return []plot.Tick{{Value: min, Label: label(min)}}
+		}
+		step := math.Pow(10, math.Floor(math.Log10(span/5)))
 		for _, m := range []float64{1, 2, 5, 10} {
-			if max/(step*m) <= 7 {
+			if span/(step*m) <= 7 {
 				step *= m
 				break
 			}
 		}
 		var ticks []plot.Tick
-		for v := 0.0; v <= max; v += step {
+		for v := math.Ceil(min/step) * step; v <= max+step*1e-9; v += step {
+			v := math.Round(v/step) * step // no 0.30000000000000004
 			ticks = append(ticks, plot.Tick{Value: v, Label: label(v)})
 		}
 		return ticks
@@ -293,7 +303,7 @@ func (t logTicks) all(min, max float64) []plot.Tick {
 			continue
 		}
 		m := ticks[i].Value / math.Pow(10, math.Floor(math.Log10(ticks[i].Value)+1e-9))
-		if span < 0.6 || (span < 1.6 && (math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6)) {
+		if span < 0.6 || (span < 2.2 && (math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6)) {
 			ticks[i].Label = t.label(ticks[i].Value)
 		}
 	}

@@ -510,6 +510,9 @@ func drawTimelines(dir string, run *report.Run, res *Result, sim bool) error {
 		f.legend = append(f.legend, legendEntry{"one decoded token", []plot.Thumbnailer{sc}})
 		f.p.Y.Min, f.p.Y.Max = f.ymin-0.7, f.ymax+0.7
 		f.p.Y.Tick.Marker = streamTicks{}
+		f.p.X.Min = math.Min(0, f.xmin)
+		f.p.X.Max = f.xmax * 1.02
+		f.p.X.Tick.Marker = linearTicks(plainLabel)
 		if err := emit(dir, fmt.Sprintf("mb1_timeline_D%d_P%d", c.d, c.p), f, res); err != nil {
 			return err
 		}

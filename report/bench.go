@@ -28,6 +28,14 @@ const BenchSuite = "bench"
 // counts the results of one name from 0. Warnings list what was dropped:
 // syntax errors, name parts that are not columns, results without sec/op.
 func ParseBench(r io.Reader, name string) (rows []results.Row, warnings []string, err error) {
+	return ParseBenchDefaults(r, name, nil)
+}
+
+// ParseBenchDefaults is ParseBench with default column values (backend,
+// transport, model, ...) for what neither a name part nor a configuration
+// line sets. `go test -bench` output does not say which backend ran, so
+// the caller says it; a row whose backend stays unknown is warned about.
+func ParseBenchDefaults(r io.Reader, name string, defaults map[string]string) (rows []results.Row, warnings []string, err error) {
 	br := benchfmt.NewReader(r, name)
 	reps := map[string]int{}
 	warned := map[string]bool{}
@@ -42,7 +50,7 @@ func ParseBench(r io.Reader, name string) (rows []results.Row, warnings []string
 		case *benchfmt.SyntaxError:
 			warn(rec.Error())
 		case *benchfmt.Result:
-			row, ws := benchRow(rec)
+			row, ws := benchRow(rec, defaults)
 			for _, w := range ws {
 				warn(w)
 			}
@@ -85,7 +93,7 @@ func init() {
 	}
 }
 
-func benchRow(res *benchfmt.Result) (*results.Row, []string) {
+func benchRow(res *benchfmt.Result, defaults map[string]string) (*results.Row, []string) {
 	var warns []string
 	row := results.Row{Suite: BenchSuite, Status: results.StatusOK, Seconds: math.NaN(), GBps: math.NaN(), Extra: map[string]string{}}
 	set := map[string]bool{}
@@ -128,8 +136,16 @@ func benchRow(res *benchfmt.Result) (*results.Row, []string) {
 			apply(c.Key, string(c.Value), "config key")
 		}
 	}
+	for k, v := range defaults {
+		if v != "" {
+			apply(k, v, "default")
+		}
+	}
 	if bad {
 		return nil, warns
+	}
+	if row.Backend == "" {
+		warns = append(warns, "backend unknown (no backend= in the names, no \"backend:\" line, no --backend)")
 	}
 	if v, found := value(res, "sec/op", "ns/op", 1e9); found {
 		row.Seconds = v
@@ -141,6 +157,8 @@ func benchRow(res *benchfmt.Result) (*results.Row, []string) {
 		if u, _ := unitOf(res, "B/s"); u != "MB/s" {
 			row.GBps = v / 1e9
 		}
+	} else if v, found := res.Value("GB/s"); found {
+		row.GBps = v
 	} else if row.Bytes > 0 && row.Seconds > 0 {
 		row.GBps = float64(row.Bytes) / row.Seconds / 1e9
 	}

@@ -79,8 +79,11 @@ func (k SweepKey) Label() string {
 	if k.Transport != "" && k.Transport != k.Backend {
 		via = append(via, k.Transport)
 	}
-	if k.Path != "" {
-		via = append(via, k.Path)
+	if p := k.Path; p != "" {
+		if IsStandIn(k.Backend) {
+			p = strings.TrimSpace(strings.TrimSuffix(p, "(host stand-in)"))
+		}
+		via = append(via, p)
 	}
 	return strings.Join(parts, " ") + " (" + strings.Join(via, ", ") + ")"
 }
@@ -179,7 +182,7 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 	}
 	f.N = len(f.X)
 	if f.N == 0 {
-		return f, fmt.Errorf("no ok rows with %s", f.Regressor)
+		return f, fmt.Errorf("%s with %s", errNoOK, f.Regressor)
 	}
 	if distinct(f.X) < 2 {
 		return f, fmt.Errorf("one %s value only, nothing to fit", f.Regressor)
@@ -208,6 +211,9 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 	}
 	return f, nil
 }
+
+// errNoOK starts the reason of a configuration that has no measurement.
+const errNoOK = "no ok rows"
 
 func distinct(xs []float64) int {
 	m := map[float64]bool{}

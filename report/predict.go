@@ -131,7 +131,11 @@ func writePredictions(w io.Writer, runs []*Run) {
 		if math.IsNaN(p.ErrPct) {
 			errPct = t.dash("measured TTFT is zero")
 		}
-		t.add(fmtTokens(p.L), tier, p.Device.Label(), fmtSec(p.GPU), fetch, fmtSec(p.Predicted), fmtSec(p.Measured), errPct)
+		dev := p.Device.Label()
+		if IsStandIn(p.Device.Backend) {
+			dev += " " + t.note("device fetch measured on the host stand-in (a CPU copy, not PCIe or RDMA into a GPU): the test of the model is illustrative only")
+		}
+		t.add(fmtTokens(p.L), tier, dev, fmtSec(p.GPU), fetch, fmtSec(p.Predicted), fmtSec(p.Measured), errPct)
 	}
 	t.write(w)
 }

@@ -132,6 +132,32 @@ func writeEnvironment(w io.Writer, runs []*Run) {
 	}
 }
 
+// joinWhere lists places, saying a shared "L=" once: "L=1k, 2k, 4k".
+func joinWhere(ws []string) string {
+	all := true
+	for _, x := range ws {
+		all = all && strings.HasPrefix(x, "L=")
+	}
+	if !all {
+		return strings.Join(ws, ", ")
+	}
+	out := slices.Clone(ws)
+	for i := 1; i < len(out); i++ {
+		out[i] = strings.TrimPrefix(out[i], "L=")
+	}
+	return strings.Join(out, ", ")
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func orDash(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return Dash
@@ -146,19 +172,59 @@ func prefixed(p, s string) string {
 	return p + s
 }
 
-// notMeasured lists the rows of each group that hold no measurement,
-// grouped by reason.
-func notMeasured(w io.Writer, what string, labels []string, outs []Outcomes) {
-	var lines []string
-	for i, o := range outs {
-		for _, l := range o.Lines() {
-			lines = append(lines, fmt.Sprintf("- %s: %s", labels[i], l))
+// gaps collects the rows that hold no measurement, by status and reason,
+// and under each the configurations and where (L, size) they were.
+type gaps struct {
+	keys  []gapKey
+	n     map[gapKey]int
+	cfgs  map[gapKey][]string
+	where map[gapKey]map[string][]string
+}
+
+type gapKey struct{ status, reason string }
+
+// add records the not-ok rows of one cell: configuration cfg at where.
+func (g *gaps) add(cfg, where string, rows []results.Row) {
+	if g.n == nil {
+		g.n, g.cfgs, g.where = map[gapKey]int{}, map[gapKey][]string{}, map[gapKey]map[string][]string{}
+	}
+	for _, r := range rows {
+		if r.Status == results.StatusOK {
+			continue
+		}
+		k := gapKey{string(r.Status), reasonOf(r)}
+		if _, seen := g.n[k]; !seen {
+			g.keys = append(g.keys, k)
+			g.where[k] = map[string][]string{}
+		}
+		g.n[k]++
+		if _, seen := g.where[k][cfg]; !seen {
+			g.cfgs[k] = append(g.cfgs[k], cfg)
+		}
+		if where != "" && !slices.Contains(g.where[k][cfg], where) {
+			g.where[k][cfg] = append(g.where[k][cfg], where)
 		}
 	}
-	if len(lines) == 0 {
+}
+
+// write prints one item per status and reason with the configurations it
+// hit, so that a reason shared by many cells is said once.
+func (g *gaps) write(w io.Writer, what string) {
+	if len(g.keys) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "Not measured (%s):\n\n%s\n\n", what, strings.Join(lines, "\n"))
+	fmt.Fprintf(w, "Not measured (%s), by reason:\n\n", what)
+	for _, k := range g.keys {
+		fmt.Fprintf(w, "- %d %s: %s\n", g.n[k], k.status, k.reason)
+		for _, c := range g.cfgs[k] {
+			if ws := g.where[k][c]; len(ws) > 0 {
+				fmt.Fprintf(w, "  - %s at %s\n", c, joinWhere(ws))
+			} else {
+				fmt.Fprintf(w, "  - %s\n", c)
+			}
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 type sweepCell struct {
@@ -172,18 +238,10 @@ func writeSweep(w io.Writer, r *Run) {
 			return cmp.Or(compareSweepKey(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
 		})
 	t := newTable("tier", "layout", "copy", "backend", "transport", "L", "bytes", "n", "time p50", "time p10–p90", "GB/s p50", "GB/s p10–p90", "link frac", "TFLOP/s p50")
-	var labels []string
-	var outs []Outcomes
+	var g gaps
 	for _, k := range keys {
 		rows := groups[k]
-		var o Outcomes
-		for _, x := range rows {
-			o.Add(x)
-		}
-		if o.NotOK() > 0 {
-			labels = append(labels, fmt.Sprintf("%s L=%s", k.Label(), fmtTokens(k.L)))
-			outs = append(outs, o)
-		}
+		g.add(k.Label(), "L="+fmtTokens(k.L), rows)
 		sec := Summarize(column(rows, seconds))
 		if sec.N == 0 {
 			continue
@@ -239,7 +297,7 @@ func writeSweep(w io.Writer, r *Run) {
 	} else {
 		t.write(w)
 	}
-	notMeasured(w, "sweep", labels, outs)
+	g.write(w, "sweep")
 }
 
 func writeModel(w io.Writer, r *Run) {
@@ -269,10 +327,15 @@ func writeModel(w io.Writer, r *Run) {
 		}
 		t.write(w)
 	}
+	listed := 0
 	for _, s := range skipped {
+		if strings.Contains(s, errNoOK) {
+			continue // said under Not measured
+		}
 		fmt.Fprintf(w, "- not fitted: %s\n", s)
+		listed++
 	}
-	if len(skipped) > 0 {
+	if listed > 0 {
 		fmt.Fprintln(w)
 	}
 	bes := BreakEvens(fits)
@@ -367,8 +430,7 @@ func writeProbe(w io.Writer, r *Run) {
 	fmt.Fprintln(w)
 	t := newTable("L", "source", "miss", "remote", "cpu", "gpu", "miss/remote", "remote/cpu", "cpu/gpu")
 	var unverified []string
-	var labels []string
-	var outs []Outcomes
+	var g gaps
 	for _, lk := range ls {
 		src := "real server"
 		if lk.Sim {
@@ -378,20 +440,15 @@ func writeProbe(w io.Writer, r *Run) {
 		p50 := map[string]float64{}
 		for _, tier := range probeTiers {
 			rows := groups[probeCell{lk.Sim, lk.L, tier}]
-			var o Outcomes
 			nUnver := 0
 			reasons := map[string]int{}
 			for _, x := range rows {
-				o.Add(x)
 				if ok(x) && !probeCounted(x) {
 					nUnver++
 					reasons[orDash(x.Get("verify_reason"))]++
 				}
 			}
-			if o.NotOK() > 0 {
-				labels = append(labels, fmt.Sprintf("%s L=%s (%s)", tier, fmtTokens(lk.L), src))
-				outs = append(outs, o)
-			}
+			g.add(fmt.Sprintf("%s (%s)", tier, src), "L="+fmtTokens(lk.L), rows)
 			d := countedTTFT(rows)
 			p50[tier] = math.NaN()
 			cell := ""
@@ -430,7 +487,7 @@ func writeProbe(w io.Writer, r *Run) {
 	if len(unverified) > 0 {
 		fmt.Fprintf(w, "Unverified hits (the server's counters did not confirm the tier):\n\n%s\n\n", strings.Join(unverified, "\n"))
 	}
-	notMeasured(w, "probe", labels, outs)
+	g.write(w, "probe")
 }
 
 type mb1Cell struct {
@@ -453,8 +510,7 @@ func writeMB1(w io.Writer, r *Run) {
 	fmt.Fprintln(w, "Interference arm: p50 over reps. Effective TPOT during = prefill TTFT / (tokens during / D); penalty = that / base TPOT. The control arm sends the prefill elsewhere.")
 	fmt.Fprintln(w)
 	t := newTable("D", "P", "chunk", "source", "n", "base TPOT ms", "prefill TTFT ms", "tokens/stream during", "eff. TPOT ms", "penalty", "control penalty")
-	var labels []string
-	var outs []Outcomes
+	var g gaps
 	p50 := func(rows []results.Row, col string) (float64, int) {
 		d := Summarize(column(rows, func(x results.Row) float64 { return x.Float(col) }))
 		if d.N == 0 {
@@ -463,14 +519,7 @@ func writeMB1(w io.Writer, r *Run) {
 		return d.P50, d.N
 	}
 	for _, c := range cells {
-		var o Outcomes
-		for _, x := range groups[c] {
-			o.Add(x)
-		}
-		if o.NotOK() > 0 {
-			labels = append(labels, fmt.Sprintf("%s D=%d P=%s", c.Arm, c.D, fmtTokens(int64(c.P))))
-			outs = append(outs, o)
-		}
+		g.add(fmt.Sprintf("%s arm", orDash(c.Arm)), fmt.Sprintf("D=%d P=%s", c.D, fmtTokens(int64(c.P))), groups[c])
 		if c.Arm != "interfere" {
 			continue
 		}
@@ -515,7 +564,7 @@ func writeMB1(w io.Writer, r *Run) {
 	} else {
 		t.write(w)
 	}
-	notMeasured(w, "mb1", labels, outs)
+	g.write(w, "mb1")
 }
 
 type transferCell struct {
@@ -533,18 +582,10 @@ func writeTransfer(w io.Writer, r *Run) {
 	fmt.Fprintln(w, "GB/s = payload bytes / time (1 GB = 10⁹ B). Time for 3 GiB and 11.5 GiB is extrapolated from each rep's rate (p50 over reps).")
 	fmt.Fprintln(w)
 	t := newTable("path", "transport", "device", "layout", "mem", "size", "n", "GB/s p50", "GB/s p10–p90", "line frac", "time p50", "time p99", "3 GiB p50", "11.5 GiB p50")
-	var labels []string
-	var outs []Outcomes
+	var g gaps
 	for _, k := range keys {
 		rows := groups[k]
-		var o Outcomes
-		for _, x := range rows {
-			o.Add(x)
-		}
-		if o.NotOK() > 0 {
-			labels = append(labels, fmt.Sprintf("%s %s %s %s", orDash(k.Path), k.Transport, k.Layout, fmtBytes(float64(k.Bytes))))
-			outs = append(outs, o)
-		}
+		g.add(strings.Join(nonEmpty(k.Path, k.Transport, k.Device, k.Layout), " "), fmtBytes(float64(k.Bytes)), rows)
 		sec := Summarize(column(rows, seconds))
 		if sec.N == 0 {
 			continue
@@ -593,5 +634,5 @@ func writeTransfer(w io.Writer, r *Run) {
 	} else {
 		t.write(w)
 	}
-	notMeasured(w, "transfer", labels, outs)
+	g.write(w, "transfer")
 }

@@ -1,12 +1,9 @@
 package report
 
 import (
-	"cmp"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
-	"strings"
 
 	"gonum.org/v1/gonum/stat"
 
@@ -60,72 +57,6 @@ func Quantile(sorted []float64, p float64) float64 {
 		return sorted[n-1]
 	}
 	return sorted[i] + (h-lo)*(sorted[i+1]-sorted[i])
-}
-
-// Outcomes counts the rows that did not hold a measurement, by status and
-// reason, so that tables can say what is missing and why.
-type Outcomes struct {
-	OK      int
-	Skipped map[string]int // reason -> rows
-	Error   map[string]int
-}
-
-// Add counts r.
-func (o *Outcomes) Add(r results.Row) {
-	switch r.Status {
-	case results.StatusOK:
-		o.OK++
-	case results.StatusSkipped:
-		if o.Skipped == nil {
-			o.Skipped = map[string]int{}
-		}
-		o.Skipped[reasonOf(r)]++
-	default:
-		if o.Error == nil {
-			o.Error = map[string]int{}
-		}
-		o.Error[reasonOf(r)]++
-	}
-}
-
-// NotOK returns the number of skipped and error rows.
-func (o Outcomes) NotOK() int {
-	n := 0
-	for _, c := range o.Skipped {
-		n += c
-	}
-	for _, c := range o.Error {
-		n += c
-	}
-	return n
-}
-
-// Lines returns one line per status and reason, most frequent first.
-func (o Outcomes) Lines() []string {
-	var out []string
-	for _, s := range []struct {
-		name string
-		m    map[string]int
-	}{{"skipped", o.Skipped}, {"error", o.Error}} {
-		type rc struct {
-			reason string
-			n      int
-		}
-		var rs []rc
-		for k, v := range s.m {
-			rs = append(rs, rc{k, v})
-		}
-		slices.SortFunc(rs, func(a, b rc) int {
-			if c := cmp.Compare(b.n, a.n); c != 0 {
-				return c
-			}
-			return strings.Compare(a.reason, b.reason)
-		})
-		for _, r := range rs {
-			out = append(out, fmt.Sprintf("%d %s: %s", r.n, s.name, r.reason))
-		}
-	}
-	return out
 }
 
 func reasonOf(r results.Row) string {

@@ -15,8 +15,11 @@ import (
 
 // bench2csvOptions are the flags and arguments of kvtier bench2csv.
 type bench2csvOptions struct {
-	In  string // file or "-" for stdin
-	Out string // file or "" for stdout
+	In        string // file or "-" for stdin
+	Out       string // file or "" for stdout
+	Backend   string // backend column where the input does not say
+	Transport string
+	Model     string
 }
 
 // Validate reports every problem with the options at once.
@@ -41,6 +44,9 @@ func bench2csv(stdin io.Reader, stdout, stderr io.Writer, args []string) int {
 	}
 	o := bench2csvOptions{In: "-"}
 	fs.StringVarP(&o.Out, "out", "o", "", "write the CSV here instead of stdout")
+	fs.StringVar(&o.Backend, "backend", "", "backend column (host, cuda) where the names and config lines do not say")
+	fs.StringVar(&o.Transport, "transport", "", "transport column where the names and config lines do not say")
+	fs.StringVar(&o.Model, "model", "", "model column where the names and config lines do not say")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
@@ -66,7 +72,8 @@ func bench2csv(stdin io.Reader, stdout, stderr io.Writer, args []string) int {
 		defer f.Close()
 		in, name = f, o.In
 	}
-	rows, warns, err := report.ParseBench(in, name)
+	rows, warns, err := report.ParseBenchDefaults(in, name,
+		map[string]string{"backend": o.Backend, "transport": o.Transport, "model": o.Model})
 	for _, w := range warns {
 		fmt.Fprintf(stderr, "kvtier bench2csv: warning: %s\n", w)
 	}

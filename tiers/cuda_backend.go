@@ -131,6 +131,7 @@ func (b *CUDABackend) LinkGBps(src, dst MemKind) float64 {
 // A cudaBuffer is device memory, pinned host memory or pageable host
 // memory of the cuda backend.
 type cudaBuffer struct {
+	b    *CUDABackend
 	kind MemKind
 	size int64
 	dev  *cuda.DeviceMem // Device
@@ -196,6 +197,13 @@ func (x *cudaBuffer) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (x *cudaBuffer) Close() error {
+	// cuMemFree synchronises the device: behind a held stream that would
+	// never return.
+	x.b.mu.Lock()
+	if x.b.active != nil {
+		x.b.active.Unhold()
+	}
+	x.b.mu.Unlock()
 	var errs []error
 	if x.dev != nil {
 		errs = append(errs, x.dev.Free())
@@ -220,7 +228,7 @@ func (b *CUDABackend) Alloc(kind MemKind, size int64) (Buffer, error) {
 	if size <= 0 || size > int64(^uint(0)>>1) {
 		return nil, fmt.Errorf("cuda backend: alloc of %d bytes", size)
 	}
-	x := &cudaBuffer{kind: kind, size: size}
+	x := &cudaBuffer{b: b, kind: kind, size: size}
 	var err error
 	switch kind {
 	case Device:

@@ -164,6 +164,36 @@ func TestCUDABackendSecondGPU(t *testing.T) {
 	gather(t, b, g, tiers.Device, tiers.Blockwise, tiers.Batch)
 }
 
+// TestCUDABackendFreeWhileHeld closes a device buffer in the middle of a
+// held sample: cuMemFree synchronises the device, so the backend must let
+// the stream go first (the fake, like a driver, waits for the stream).
+func TestCUDABackendFreeWhileHeld(t *testing.T) {
+	b := openFake(t, nil, tiers.BackendConfig{NUMA: -1})
+	src, _ := b.Alloc(tiers.Pinned, 1<<16)
+	defer src.Close()
+	dst, _ := b.Alloc(tiers.Device, 1<<16)
+	other, _ := b.Alloc(tiers.Device, 1<<16)
+	tm := b.Timer(tiers.Queued)
+	if err := tm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Copy(dst, src, []tiers.Copy{{Bytes: 1 << 16}}, tiers.PerCopy); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatalf("free during a held sample: %v", err)
+	}
+	if _, err := tm.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if tm.(interface{ Held() bool }).Held() {
+		t.Error("sample reported held after the stream was let go")
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCUDABackendFailures(t *testing.T) {
 	g := tiers.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
 	sp := tiers.Pool{Geometry: g, Layout: tiers.Layerwise, Slots: 8}

@@ -462,6 +462,12 @@ static CUresult f_cuMemAlloc(CUdeviceptr *d, size_t n)
 static CUresult f_cuMemFree(CUdeviceptr d)
 {
 	ENTER();
+	/* cuMemFree synchronises the device, held streams included. */
+	for (struct stream *s = streams; s; s = s->next) {
+		CUresult r = wait_stream(s);
+		if (r != OK)
+			RET(r);
+	}
 	RET(free_alloc((void *)(uintptr_t)d, 0));
 }
 

@@ -2,12 +2,14 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/rdma/rdmatest"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -159,5 +161,79 @@ func TestTransferVerbsWithoutDevice(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
 		t.Fatalf("a results directory was created: %v", err)
+	}
+}
+
+// TestTransferVerbsFake runs kvtier transfer, serve and the remote tier's
+// sweep over transport verbs against the fake libibverbs, in a child
+// process where it is the first libibverbs loaded.
+func TestTransferVerbsFake(t *testing.T) {
+	if os.Getenv("KVTIER_FAKE_CHILD") == "" {
+		lib, err := rdmatest.Build(t.TempDir())
+		if err != nil {
+			t.Skipf("cannot build the fake libibverbs: %v", err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTransferVerbsFake$", "-test.v")
+		cmd.Env = append(os.Environ(), "KVTIER_FAKE_CHILD=1", "KVTIER_LIBIBVERBS="+lib)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestTransferVerbsFake") {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB,4MiB", "--layout", "layerwise,blockwise",
+		"--qps", "2", "--reps", "2", "--out", filepath.Join(dir, "ok"))
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rows := readTransfer(t, filepath.Join(dir, "ok"))
+	if len(rows) != 8 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Transport != "verbs" || r.Get("device") != "fake0" || r.Get("conns") != "2" {
+			t.Fatalf("row %+v", r)
+		}
+	}
+
+	t.Setenv("KVTIER_TEST_CORRUPT_RKEY", "1")
+	code, _, stderr = runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--layout", "blockwise", "--reps", "1",
+		"--out", filepath.Join(dir, "bad"))
+	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "remote access error") {
+		t.Fatalf("corrupt rkey: exit %d, stderr %q", code, stderr)
+	}
+	rows = readTransfer(t, filepath.Join(dir, "bad"))
+	if len(rows) != 1 || rows[0].Status != results.StatusError {
+		t.Fatalf("corrupt rkey rows %+v", rows)
+	}
+	t.Setenv("KVTIER_TEST_CORRUPT_RKEY", "")
+
+	for _, cmd := range [][]string{
+		{"serve", "--transport", "verbs", "--listen", "127.0.0.1:0", "--gid-index", "99"},
+		{"transfer", "--transport", "verbs", "--gid-index", "99", "--sizes", "1MiB", "--out", filepath.Join(dir, "gid")},
+	} {
+		code, _, stderr = runCLI(t, cmd...)
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "GID index 99 does not exist") {
+			t.Fatalf("%v: exit %d, stderr %q", cmd, code, stderr)
+		}
+	}
+
+	code, _, stderr = runCLI(t, "sweep", "--backend", "host", "--tiers", "remote", "--transport", "verbs", "--prefix", "32",
+		"--copy", "percopy", "--reps", "2", "--out", filepath.Join(dir, "sweep"))
+	if code != exitOK {
+		t.Fatalf("sweep: exit %d: %s", code, stderr)
+	}
+	srows, _, err := results.ReadCSV(filepath.Join(dir, "sweep", results.SweepFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srows) == 0 {
+		t.Fatal("no sweep rows")
+	}
+	for _, r := range srows {
+		if r.Tier != "remote" || r.Status != results.StatusOK || r.Transport != "verbs" || r.Get("device") != "fake0" {
+			t.Fatalf("sweep row %+v", r)
+		}
 	}
 }

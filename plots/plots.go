@@ -274,7 +274,10 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 				}
 			}
 			rate := fmt.Sprintf("β=%.3g GB/s", f.Rate/1e9)
-			if f.Regressor == "flops" {
+			switch {
+			case math.IsInf(f.Rate, 1):
+				rate = "no growth with size (slope ≤ 0)"
+			case f.Regressor == "flops":
 				rate = fmt.Sprintf("rate=%.3g TFLOP/s", f.Rate/1e12)
 			}
 			label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Label(), report.FmtSec(f.Alpha), rate, f.R2)

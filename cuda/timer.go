@@ -45,6 +45,7 @@ type Timer struct {
 	holding bool // the stream waits on the flag now
 	held    bool // the current sample has been held throughout
 	ops     int
+	fired   bool // the last Guard let the stream go
 }
 
 // NewTimer makes a timer on s. With hold, it holds the stream where the
@@ -83,22 +84,29 @@ func (t *Timer) setFlag(v uint32) {
 // flag is set from another thread so the stream, and f, move on; the
 // sample is then not held. Without a hold Guard just runs f.
 func (t *Timer) Guard(f func() error) error {
+	t.fired = false
 	if !t.holding {
 		return f()
 	}
-	var fired atomic.Bool
+	flag := (*uint32)(t.flag.ptr)
+	done := make(chan struct{})
 	w := time.AfterFunc(t.GuardDelay, func() {
-		fired.Store(true)
-		t.setFlag(1)
+		defer close(done)
+		atomic.StoreUint32(flag, 1)
 	})
 	err := f()
-	if !w.Stop() || fired.Load() {
-		// The watchdog ran (or is running): its store releases the stream.
-		t.holding, t.held = false, false
-		t.setFlag(1)
+	if !w.Stop() {
+		// The watchdog ran or is running: wait for its store, which let
+		// the stream go.
+		<-done
+		t.holding, t.held, t.fired = false, false, true
 	}
 	return err
 }
+
+// GuardFired reports whether the last Guard call blocked past GuardDelay
+// and let the stream go: the work it queued did not fit behind a hold.
+func (t *Timer) GuardFired() bool { return t.fired }
 
 // Start begins a sample: holds the stream (when this timer holds) and
 // records the start event.

@@ -47,6 +47,10 @@ type CUDABackend struct {
 	handle  *cuda.Handle
 	blasErr error
 	scratch *cuda.DeviceMem
+	// batchBlocks is set once a batch copy blocked behind a hold: the
+	// driver then takes a batch as many queue entries, and later batches
+	// count one operation per copy against the hold.
+	batchBlocks bool
 }
 
 // OpenCUDA opens device cfg.GPU through $KVTIER_LIBCUDA or libcuda.so.1.
@@ -309,6 +313,7 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
 		return err
 	}
 	var dir cuda.Dir
+	var ops int // operations this plan queues, as counted against a hold
 	switch {
 	case s.kind != Device && d.kind == Device:
 		dir = cuda.HostToDevice
@@ -354,11 +359,11 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
 			// stream: behind a hold only the host can release, that hangs.
 			t.Unhold()
 		}
-		if how == cuda.Batch {
-			t.Queue(1)
-		} else {
-			t.Queue(len(plan))
+		ops = len(plan)
+		if how == cuda.Batch && !b.batchBlocks {
+			ops = 1
 		}
+		t.Queue(ops)
 	}
 	dbase, sbase := uint64(d.Addr()), uint64(s.Addr())
 	b.plan.Reset(len(plan))
@@ -368,6 +373,9 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
 	issue := func() error { _, err := b.stream.Copy(dir, how, &b.plan); return err }
 	if b.active != nil {
 		err = b.active.Guard(issue)
+		if b.active.GuardFired() {
+			b.learn(how == cuda.Batch, ops, len(plan))
+		}
 	} else {
 		err = issue()
 	}
@@ -378,6 +386,25 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
 		return fmt.Errorf("cuda backend: %w", err)
 	}
 	return nil
+}
+
+// learn adapts the hold to a queuing call that blocked behind it (the
+// driver's queue was full): a batch taken as one operation is counted by
+// its copies from then on; otherwise the timer's cap on held operations
+// drops to half of what blocked, so later samples go unheld up front
+// rather than stalling for the watchdog's delay.
+func (b *CUDABackend) learn(batch bool, ops, copies int) {
+	t := b.active
+	what := fmt.Sprintf("%d operations", ops)
+	if batch && !b.batchBlocks {
+		b.batchBlocks = true
+		what = fmt.Sprintf("a batch of %d copies", copies)
+	} else {
+		t.MaxOps = max(1, min(t.MaxOps, ops/2))
+	}
+	if b.cfg.Log != nil {
+		fmt.Fprintf(b.cfg.Log, "kvtier: warning: cuda: %s blocked behind the held stream for %v; samples that large now run unheld (held=false)\n", what, t.GuardDelay)
+	}
 }
 
 // GEMMs issues ops through cuBLAS on the backend's stream, in bf16 with
@@ -442,6 +469,9 @@ func (b *CUDABackend) GEMMs(ops []GEMM) error {
 	var err error
 	if b.active != nil {
 		err = b.active.Guard(issue)
+		if b.active.GuardFired() {
+			b.learn(false, len(ops), len(ops))
+		}
 	} else {
 		err = issue()
 	}

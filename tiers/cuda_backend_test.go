@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kvtier/kvtier/cuda"
 	"github.com/kvtier/kvtier/cuda/cudatest"
@@ -191,6 +192,63 @@ func TestCUDABackendFreeWhileHeld(t *testing.T) {
 	}
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCUDABackendLearnsQueueDepth: work larger than the fake's queue
+// blocks behind the hold; the watchdog lets it go, and later samples that
+// large are not held at all (no second stall) while small ones still are.
+func TestCUDABackendLearnsQueueDepth(t *testing.T) {
+	tests := []struct {
+		name   string
+		limit  string
+		mode   tiers.CopyMode
+		copies int
+	}{
+		{"batch", "600", tiers.Batch, 1024},    // a batch counts 1 until it blocks
+		{"percopy", "300", tiers.PerCopy, 400}, // below the 512 cap, above the queue
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log bytes.Buffer
+			b := openFake(t, map[string]string{"FAKECUDA_QUEUE_LIMIT": tt.limit}, tiers.BackendConfig{NUMA: -1, Log: &log})
+			size := int64(tt.copies) * 512
+			src, _ := b.Alloc(tiers.Pinned, size)
+			defer src.Close()
+			dst, _ := b.Alloc(tiers.Device, size)
+			defer dst.Close()
+			var plan []tiers.Copy
+			for i := int64(0); i < int64(tt.copies); i++ {
+				plan = append(plan, tiers.Copy{Dst: i * 512, Src: (int64(tt.copies) - 1 - i) * 512, Bytes: 512})
+			}
+			sample := func(plan []tiers.Copy) (bool, time.Duration) {
+				tm := b.Timer(tiers.Queued)
+				if err := tm.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t0 := time.Now()
+				if err := b.Copy(dst, src, plan, tt.mode); err != nil {
+					t.Fatal(err)
+				}
+				took := time.Since(t0)
+				if _, err := tm.Stop(); err != nil {
+					t.Fatal(err)
+				}
+				return tm.(interface{ Held() bool }).Held(), took
+			}
+			if held, took := sample(plan); held || took < 400*time.Millisecond {
+				t.Errorf("first sample: held %v after %v; want a stall and held=false", held, took)
+			}
+			if held, took := sample(plan); held || took > 300*time.Millisecond {
+				t.Errorf("second sample: held %v after %v; want no stall and held=false", held, took)
+			}
+			if held, _ := sample(plan[:8]); !held {
+				t.Error("a small sample is no longer held")
+			}
+			if !strings.Contains(log.String(), "blocked behind the held stream") {
+				t.Errorf("no warning: %q", log.String())
+			}
+		})
 	}
 }
 

@@ -517,6 +517,17 @@ func (b *CUDABackend) Timer(t Timing) Timer {
 	return &cudaTimer{b: b, t: b.blocking}
 }
 
+// A HeldTimer is a Timer that says whether its last sample was held
+// until all its work was queued: the "held" column of a sweep row. The
+// cuda backend's timers implement it; a timer that does not hold
+// (the host backend's clock) need not.
+type HeldTimer interface {
+	Timer
+	Held() bool
+}
+
+var _ HeldTimer = (*cudaTimer)(nil)
+
 type cudaTimer struct {
 	b *CUDABackend
 	t *cuda.Timer

@@ -135,7 +135,7 @@ func gather(t *testing.T, b tiers.Backend, g tiers.Geometry, srcKind tiers.MemKi
 	if err != nil || sec <= 0 {
 		t.Fatalf("Stop = %g, %v", sec, err)
 	}
-	held := tm.(interface{ Held() bool }).Held()
+	held := tm.(tiers.HeldTimer).Held()
 	if held != (srcKind != tiers.Pageable) {
 		t.Errorf("held = %v for %s", held, srcKind)
 	}
@@ -187,7 +187,7 @@ func TestCUDABackendFreeWhileHeld(t *testing.T) {
 	if _, err := tm.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if tm.(interface{ Held() bool }).Held() {
+	if tm.(tiers.HeldTimer).Held() {
 		t.Error("sample reported held after the stream was let go")
 	}
 	if err := dst.Close(); err != nil {
@@ -234,7 +234,7 @@ func TestCUDABackendLearnsQueueDepth(t *testing.T) {
 				if _, err := tm.Stop(); err != nil {
 					t.Fatal(err)
 				}
-				return tm.(interface{ Held() bool }).Held(), took
+				return tm.(tiers.HeldTimer).Held(), took
 			}
 			if held, took := sample(plan); held || took < 400*time.Millisecond {
 				t.Errorf("first sample: held %v after %v; want a stall and held=false", held, took)

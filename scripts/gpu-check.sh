@@ -25,6 +25,7 @@
 # tokens, of the summary and the PyTorch comparison; default 65536; a dry
 # run on the fake libcuda uses PREFIXES=64,128 TOP=128),
 # KVTIER_LIBCUDA / KVTIER_LIBCUBLAS (library overrides, passed through).
+# REPS and WARMUP (default 3 and 1: a check, not a study);
 # BUDGET_S (default 340) is the whole run's deadline: every step has its
 # own `timeout` within it; rows already measured stay in the CSV when a
 # step is cut short. Nothing here needs root or the network.
@@ -85,7 +86,7 @@ run 30 "$BIN" info
 # --- 3. sweeps ---
 # Recompute first in its own run, so a slow copy sweep cannot starve it.
 COMMON=(--backend cuda --gpu "$GPU" --numa "$NUMA" --prefix "$PREFIXES"
-	--layout layerwise,blockwise --copy percopy,batch,contiguous --reps 5 --warmup 2 --budget 10s "${MODEL_ARGS[@]}")
+	--layout layerwise,blockwise --copy percopy,batch,contiguous --reps "${REPS:-3}" --warmup "${WARMUP:-1}" --budget 10s "${MODEL_ARGS[@]}")
 run "$(left 50 230)" "$BIN" sweep "${COMMON[@]}" --tiers recompute --out "$OUTDIR/sweep-recompute"
 run "$(left 160 75)" "$BIN" sweep "${COMMON[@]}" --tiers hbm,host --host-mem pinned --out "$OUTDIR/sweep-pinned"
 run "$(left 60 15)" "$BIN" sweep "${COMMON[@]}" --tiers host --host-mem pageable --out "$OUTDIR/sweep-pageable"

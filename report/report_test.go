@@ -108,3 +108,23 @@ func TestLoadErrors(t *testing.T) {
 		t.Error("malformed sweep.csv: no error")
 	}
 }
+
+// TestReportGolden pins the whole report of a synthetic directory, so a
+// change in any table shows up in review (go test -update rewrites it).
+func TestReportGolden(t *testing.T) {
+	dir := fullDir(t, reporttest.Options{Seed: 42})
+	md := strings.ReplaceAll(render(t, dir), dir, "DIR")
+	const golden = "testdata/report.golden.md"
+	if *report.UpdateGolden {
+		if err := os.WriteFile(golden, []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md != string(want) {
+		t.Errorf("report differs from %s (go test ./report -run Golden -update to accept):\n%s", golden, md)
+	}
+}

@@ -256,6 +256,36 @@ func TestCopyPlans(t *testing.T) {
 	}
 }
 
+func TestPlanGrows(t *testing.T) {
+	var p cuda.Plan
+	defer p.Free()
+	p.Reset(2)
+	for i := 0; i < 100; i++ {
+		p.Add(uint64(i), uint64(2*i), int64(3*i))
+	}
+	if p.Len() != 100 {
+		t.Fatalf("Len = %d", p.Len())
+	}
+	d, _ := open(t, nil)
+	c, s := context(t, d)
+	dst, src := sides(t, c, cuda.DeviceToDevice, 100)
+	p.Reset(0)
+	for i := 0; i < 100; i++ {
+		p.Add(dst.addr+uint64(i*chunk), src.addr+uint64((99-i)*chunk), chunk)
+	}
+	if n, err := s.Copy(cuda.DeviceToDevice, cuda.Batch, &p); err != nil || n != 100 {
+		t.Fatalf("Copy = %d, %v", n, err)
+	}
+	s.Sync()
+	rev := make([]int, 100)
+	for i := range rev {
+		rev[i] = 99 - i
+	}
+	if err := verify(t, dst, rev); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestWrongPlanFailsVerification(t *testing.T) {
 	d, _ := open(t, nil)
 	c, s := context(t, d)

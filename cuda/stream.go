@@ -135,10 +135,12 @@ const (
 type Plan struct {
 	dsts, srcs, sizes *C.uint64_t
 	n, cap            int
+	err               error // an allocation failed; Copy returns it
 }
 
 // Reset empties the plan and makes room for n copies.
 func (p *Plan) Reset(n int) {
+	p.n, p.err = 0, nil
 	if n > p.cap {
 		p.Free()
 		sz := C.size_t(n) * C.size_t(unsafe.Sizeof(C.uint64_t(0)))
@@ -146,20 +148,27 @@ func (p *Plan) Reset(n int) {
 		p.srcs = (*C.uint64_t)(C.malloc(sz))
 		p.sizes = (*C.uint64_t)(C.malloc(sz))
 		if p.dsts == nil || p.srcs == nil || p.sizes == nil {
-			panic("cuda: out of memory for a copy plan")
+			p.Free()
+			p.err = fmt.Errorf("cuda: no memory for a plan of %d copies", n)
+			return
 		}
 		p.cap = n
 	}
-	p.n = 0
 }
 
 // Add appends a copy of n bytes from address src to address dst (device
 // pointers or host addresses as the plan's direction says).
 func (p *Plan) Add(dst, src uint64, n int64) {
+	if p.err != nil {
+		return
+	}
 	if p.n == p.cap {
 		old := *p
 		*p = Plan{}
-		p.Reset(max(16, 2*old.cap))
+		if p.Reset(max(16, 2*old.cap)); p.err != nil {
+			old.Free()
+			return
+		}
 		copy(unsafe.Slice(p.dsts, p.cap), unsafe.Slice(old.dsts, old.n))
 		copy(unsafe.Slice(p.srcs, p.cap), unsafe.Slice(old.srcs, old.n))
 		copy(unsafe.Slice(p.sizes, p.cap), unsafe.Slice(old.sizes, old.n))
@@ -187,6 +196,9 @@ func (p *Plan) Free() {
 // were issued before an error. Batch returns ErrUnsupported where the
 // driver lacks cuMemcpyBatchAsync.
 func (s *Stream) Copy(dir Dir, how How, p *Plan) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
 	if p.n == 0 {
 		return 0, nil
 	}

@@ -102,8 +102,15 @@ func Compare(old, new *Run) []Change {
 				keys = append(keys, k)
 			}
 		}
+		// Old run's order first, then what only the new run has.
+		pos := func(k string) int {
+			if i, ok := ov.order[k]; ok {
+				return i
+			}
+			return len(ov.order) + nv.order[k]
+		}
 		slices.SortFunc(keys, func(a, b string) int {
-			return cmp.Or(cmp.Compare(min(ov.order[a], nv.order[a]), min(ov.order[b], nv.order[b])), strings.Compare(a, b))
+			return cmp.Or(cmp.Compare(pos(a), pos(b)), strings.Compare(a, b))
 		})
 		for _, k := range keys {
 			out = append(out, change(sp, k, ov.vals[k], nv.vals[k]))

@@ -44,6 +44,11 @@ func TestReportCommand(t *testing.T) {
 	if !strings.Contains(stdout, "### from `"+sweepOnly+"`") {
 		t.Errorf("two dirs: no per-dir section")
 	}
+	// A suite directory without CSV among others is left out with a warning.
+	code, _, stderr = runCLI(t, "report", "--out", out, dir, t.TempDir())
+	if code != exitOK || !strings.Contains(stderr, "no kvtier CSV") || !strings.Contains(stderr, "left out") {
+		t.Errorf("dir without CSV among others: exit %d, stderr %q", code, stderr)
+	}
 }
 
 func TestPlotCommand(t *testing.T) {
@@ -108,6 +113,7 @@ func TestAnalysisBadInput(t *testing.T) {
 	}{
 		{[]string{"report"}, "kvtier report: need at least one results directory"},
 		{[]string{"report", empty}, "no kvtier CSV"},
+		{[]string{"report", empty, t.TempDir()}, "no kvtier CSV"},
 		{[]string{"report", filepath.Join(empty, "missing")}, "no such file or directory"},
 		{[]string{"report", unreadable}, "is a directory"},
 		{[]string{"report", malformed}, "probe.csv"},

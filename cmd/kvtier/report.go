@@ -50,9 +50,27 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	if err := o.Validate(); err != nil {
 		return usageErr(stderr, "report", err)
 	}
-	runs, err := loadRuns(o.Dirs)
-	if err != nil {
-		return usageErr(stderr, "report", err)
+	// With several directories (make bench passes one per suite), one
+	// that holds no CSV, a suite that could not start, is said and left
+	// out; a file that cannot be read is still an error.
+	var runs []*report.Run
+	var empty []error
+	for _, d := range o.Dirs {
+		r, err := report.Load(d)
+		switch {
+		case err == nil:
+			runs = append(runs, r)
+		case errors.Is(err, report.ErrNoResults) && len(o.Dirs) > 1:
+			empty = append(empty, err)
+		default:
+			return usageErr(stderr, "report", err)
+		}
+	}
+	if len(runs) == 0 {
+		return usageErr(stderr, "report", errors.Join(empty...))
+	}
+	for _, err := range empty {
+		fmt.Fprintf(stderr, "kvtier report: warning: %v; left out\n", err)
 	}
 	var buf bytes.Buffer
 	report.Write(&buf, runs)

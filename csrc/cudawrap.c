@@ -310,11 +310,6 @@ int kv_cuda_stream_wait32(kv_cuda *L, CUcontext ctx, CUstream s, CUdeviceptr fla
 	return 0;
 }
 
-void kv_cuda_flag_set(volatile uint32_t *flag, uint32_t v)
-{
-	__atomic_store_n(flag, v, __ATOMIC_SEQ_CST);
-}
-
 int kv_cuda_event_create(kv_cuda *L, CUcontext ctx, CUevent *ev, kv_cuda_err *e)
 {
 	KV_CTX(e, L, ctx);

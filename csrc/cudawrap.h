@@ -152,7 +152,6 @@ int kv_cuda_stream_create(kv_cuda *L, CUcontext ctx, CUstream *s, kv_cuda_err *e
 int kv_cuda_stream_destroy(kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e);
 int kv_cuda_stream_sync(kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e);
 int kv_cuda_stream_wait32(kv_cuda *L, CUcontext ctx, CUstream s, CUdeviceptr flag, uint32_t v, kv_cuda_err *e);
-void kv_cuda_flag_set(volatile uint32_t *flag, uint32_t v);
 
 int kv_cuda_event_create(kv_cuda *L, CUcontext ctx, CUevent *ev, kv_cuda_err *e);
 int kv_cuda_event_destroy(kv_cuda *L, CUcontext ctx, CUevent ev, kv_cuda_err *e);

@@ -1,10 +1,5 @@
 package cuda
 
-/*
-#include "../csrc/cudawrap.h"
-*/
-import "C"
-
 import (
 	"errors"
 	"fmt"

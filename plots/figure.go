@@ -3,6 +3,8 @@ package plots
 import (
 	"fmt"
 	"image/color"
+	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -365,7 +367,7 @@ func (f *figure) write(path, ext string) error {
 	var c vg.CanvasWriterTo
 	switch ext {
 	case "png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(figWidth, h), vgimg.UseDPI(pngDPI))}
+		c = fastPNG{vgimg.NewWith(vgimg.UseWH(figWidth, h), vgimg.UseDPI(pngDPI))}
 	case "svg":
 		c = vgsvg.New(figWidth, h)
 	default:
@@ -407,6 +409,28 @@ func (f *figure) write(path, ext string) error {
 		return err
 	}
 	return file.Close()
+}
+
+// fastPNG writes its image with the fastest deflate: plots are flat
+// colour and compress well anyway, and drawing stays quick in tests.
+type fastPNG struct{ *vgimg.Canvas }
+
+func (c fastPNG) WriteTo(w io.Writer) (int64, error) {
+	cw := &countWriter{w: w}
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	err := enc.Encode(cw, c.Image())
+	return cw.n, err
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // reference adds a horizontal reference line at y across the x range.

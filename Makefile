@@ -7,6 +7,10 @@ BIN     := bin/kvtier
 # go-nvml's header marks some calls deprecated; that noise hides real warnings.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 OUT     ?= results/$(shell date -u +%Y%m%dT%H%M%SZ)
+# The toolchain's VCS stamp is off where GOFLAGS=-buildvcs=false; stamp the
+# revision ourselves so every manifest names the code that measured.
+REV     := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+LDFLAGS := -X github.com/kvtier/kvtier/harness.revision=$(REV)
 
 .PHONY: all build deps bench test test-rdma vet clean
 
@@ -16,7 +20,7 @@ deps:
 	@scripts/deps.sh build
 
 build: deps
-	$(GO) build -o $(BIN) ./cmd/kvtier
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kvtier
 
 bench: build
 	scripts/bench.sh $(BIN) $(OUT)

@@ -315,12 +315,16 @@ func (s *sweeper) base(spec tiers.Spec, layout tiers.Layout, mode tiers.CopyMode
 		r.Set("copy", string(mode))
 		r.Set("dst_mem", string(tiers.Device))
 	}
-	timing, held := "clock", false
-	if s.b.Name() != "host" && spec.Timing == tiers.Queued {
-		timing, held = "events", true
+	// Timing and holding are the timer's facts: a HeldTimer (the cuda
+	// backend's) times with device events and says per sample whether the
+	// stream was held; other timers read the monotonic clock and hold
+	// nothing. measure overwrites held with the sample's own answer.
+	if _, ok := s.b.Timer(spec.Timing).(tiers.HeldTimer); ok {
+		r.Set("timing", "events")
+	} else {
+		r.Set("timing", "clock")
 	}
-	r.Set("timing", timing)
-	r.Set("held", held)
+	r.Set("held", false)
 	known := map[string]bool{}
 	for _, c := range results.SweepColumns {
 		known[c] = true
@@ -544,19 +548,30 @@ func (s *sweeper) gemmRate(ctx context.Context) (float64, error) {
 
 // sample times one Fetch of p and returns its seconds.
 func (s *sweeper) sample(ctx context.Context, spec tiers.Spec, tier tiers.Tier, p tiers.Prefix) (float64, error) {
+	sec, _, err := s.sampleHeld(ctx, spec, tier, p)
+	return sec, err
+}
+
+// sampleHeld is sample that also reports whether the backend held its
+// stream until the whole fetch was queued (false where it cannot say).
+func (s *sweeper) sampleHeld(ctx context.Context, spec tiers.Spec, tier tiers.Tier, p tiers.Prefix) (float64, bool, error) {
 	t := s.b.Timer(spec.Timing)
 	if err := t.Start(); err != nil {
-		return 0, fmt.Errorf("timer start: %w", err)
+		return 0, false, fmt.Errorf("timer start: %w", err)
 	}
 	ferr := tier.Fetch(ctx, p)
 	sec, err := t.Stop()
 	if ferr != nil {
-		return 0, fmt.Errorf("fetch: %w", ferr)
+		return 0, false, fmt.Errorf("fetch: %w", ferr)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("timer stop: %w", err)
+		return 0, false, fmt.Errorf("timer stop: %w", err)
 	}
-	return sec, nil
+	held := false
+	if h, ok := t.(tiers.HeldTimer); ok {
+		held = h.Held()
+	}
+	return sec, held, nil
 }
 
 // measure runs the warm-up and the measured reps of one prefix and writes
@@ -599,12 +614,13 @@ func (s *sweeper) measure(ctx context.Context, spec tiers.Spec, layout tiers.Lay
 				return 0, fail(rep, fmt.Errorf("scrub: %w", err))
 			}
 		}
-		sec, err := s.sample(ctx, spec, tier, p)
+		sec, held, err := s.sampleHeld(ctx, spec, tier, p)
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
 		r := s.base(spec, layout, mode, attrs, p)
 		r.Rep = rep
+		r.Set("held", held)
 		if err != nil {
 			if err := fail(rep, err); err != nil {
 				return 0, err

@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -155,10 +156,12 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 	}
 	var ls, fl []float64
 	var blocksSeen bool
+	nOK := 0
 	for _, r := range rows {
 		if !ok(r) {
 			continue
 		}
+		nOK++
 		var x float64
 		if f.Regressor == "flops" {
 			x = r.Float("flops")
@@ -181,8 +184,11 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 		}
 	}
 	f.N = len(f.X)
-	if f.N == 0 {
-		return f, fmt.Errorf("%s with %s", errNoOK, f.Regressor)
+	switch {
+	case nOK == 0:
+		return f, errors.New(errNoOK)
+	case f.N == 0:
+		return f, fmt.Errorf("%d ok rows but none with a positive %s column", nOK, f.Regressor)
 	}
 	if distinct(f.X) < 2 {
 		return f, fmt.Errorf("one %s value only, nothing to fit", f.Regressor)

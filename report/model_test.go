@@ -114,3 +114,17 @@ func TestFitNeedsTwoSizes(t *testing.T) {
 		t.Errorf("fits %d, skipped %q; want one skipped", len(fits), skipped)
 	}
 }
+
+func TestFitSaysWhyNot(t *testing.T) {
+	r := results.NewRow("sweep")
+	r.Backend, r.Tier, r.PrefixTokens = "host", "recompute", 1024
+	r.SetTime(1) // ok, but no flops column
+	s := results.NewRow("sweep")
+	s.Backend, s.Tier, s.PrefixTokens = "host", "hbm", 1024
+	s.Skip("no GPU")
+	_, skipped := Fits([]results.Row{r, s})
+	want := []string{"recompute (host stand-in (CPU)): 1 ok rows but none with a positive flops column", "hbm (host stand-in (CPU)): no ok rows"}
+	if len(skipped) != 2 || skipped[0] != want[1] || skipped[1] != want[0] {
+		t.Errorf("skipped = %q, want %q", skipped, want)
+	}
+}

@@ -2,8 +2,8 @@ package cuda
 
 /*
 #include <stdlib.h>
-#include "../csrc/cudawrap.h"
-#include "../csrc/cublaswrap.h"
+#include "cudawrap.h"
+#include "cublaswrap.h"
 
 static int kv_blas_ctx(kv_cuda *L, CUcontext ctx, kv_cublas_err *e)
 {

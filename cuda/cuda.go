@@ -1,5 +1,7 @@
 // Package cuda drives an NVIDIA GPU through the CUDA driver API, loaded at
-// run time: libcuda.so.1 is dlopen'd by the C shim in csrc/cudawrap.c and
+// run time: libcuda.so.1 is dlopen'd by the C shim in csrc/cudawrap.c
+// (linked into this directory so cgo compiles it and the build cache sees
+// its edits) and
 // every driver function is resolved through cuGetProcAddress at an
 // explicit ABI version, so kvtier builds without the CUDA toolkit and runs
 // where no driver is installed (Load then returns ErrNoDriver).
@@ -21,8 +23,9 @@ package cuda
 
 /*
 #cgo LDFLAGS: -ldl
-#include "../csrc/cudawrap.c"
-#include "../csrc/cublaswrap.c"
+#include <stdlib.h>
+#include "cudawrap.h"
+#include "cublaswrap.h"
 */
 import "C"
 

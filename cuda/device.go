@@ -1,7 +1,7 @@
 package cuda
 
 /*
-#include "../csrc/cudawrap.h"
+#include "cudawrap.h"
 */
 import "C"
 

@@ -2,7 +2,7 @@ package cuda
 
 /*
 #include <stdlib.h>
-#include "../csrc/cudawrap.h"
+#include "cudawrap.h"
 */
 import "C"
 

@@ -1,0 +1,1 @@
+../csrc/cudawrap.h

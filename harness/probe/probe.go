@@ -481,6 +481,10 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req 
 		return
 	}
 	row.SetTime(s.TTFT.Seconds())
+	// bytes is the prefix's KV footprint, but a TTFT is not a transfer of
+	// it (a miss moves nothing, a hit also prefills the last block and
+	// decodes a token): a bytes/TTFT rate would read as a bandwidth.
+	row.GBps = math.NaN()
 	if s.Note != "" {
 		row.Reason = "note: " + s.Note
 	}

@@ -267,7 +267,7 @@ func WriteRowsCSV(w io.Writer, header []string, rows []results.Row) error {
 		}
 		rec := make([]string, len(header))
 		for i, c := range header {
-			rec[i] = cellOf(r, c)
+			rec[i] = r.Cell(c)
 		}
 		if err := cw.Write(rec); err != nil {
 			return err
@@ -275,46 +275,4 @@ func WriteRowsCSV(w io.Writer, header []string, rows []results.Row) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-func cellOf(r results.Row, col string) string {
-	ints := func(n int64) string {
-		if n == 0 {
-			return ""
-		}
-		return strconv.FormatInt(n, 10)
-	}
-	switch col {
-	case "suite":
-		return r.Suite
-	case "backend":
-		return r.Backend
-	case "transport":
-		return r.Transport
-	case "tier":
-		return r.Tier
-	case "layout":
-		return r.Layout
-	case "model":
-		return r.Model
-	case "prefix_tokens":
-		return ints(r.PrefixTokens)
-	case "blocks":
-		return ints(r.Blocks)
-	case "chunk_bytes":
-		return ints(r.ChunkBytes)
-	case "bytes":
-		return ints(r.Bytes)
-	case "rep":
-		return strconv.Itoa(r.Rep)
-	case "seconds":
-		return results.FormatValue(r.Seconds)
-	case "gbps":
-		return results.FormatValue(r.GBps)
-	case "status":
-		return string(r.Status)
-	case "reason":
-		return r.Reason
-	}
-	return r.Get(col)
 }

@@ -75,7 +75,7 @@ func (s *CSV) Write(r Row) error {
 	}
 	rec := make([]string, len(s.columns))
 	for i, c := range s.columns {
-		rec[i] = r.cell(c)
+		rec[i] = r.Cell(c)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

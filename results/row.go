@@ -140,8 +140,11 @@ func FormatValue(v any) string {
 	}
 }
 
-// cell returns the text of column col for this row.
-func (r Row) cell(col string) string {
+// Cell returns the text of column col for this row as every sink writes
+// it: common columns formatted (integers 0 and NaN floats as empty),
+// suite-specific columns from Extra ("" when absent). It is the inverse of
+// what ReadCSV parses.
+func (r Row) Cell(col string) string {
 	switch col {
 	case "suite":
 		return r.Suite
@@ -184,7 +187,7 @@ func zeroEmpty(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// setCell parses text into column col of r; the inverse of cell.
+// setCell parses text into column col of r; the inverse of Cell.
 func (r *Row) setCell(col, text string) error {
 	var err error
 	switch col {

@@ -82,7 +82,7 @@ func Summarize(rows []Row, keys []string) []Summary {
 	for _, r := range rows {
 		kv := make([]string, len(keys))
 		for i, k := range keys {
-			kv[i] = r.cell(k)
+			kv[i] = r.Cell(k)
 		}
 		id := fmt.Sprintf("%q", kv)
 		i, ok := index[id]

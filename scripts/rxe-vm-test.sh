@@ -38,7 +38,7 @@ while getopts "b:c:o:h" opt; do
 done
 
 skip_status=${KVTIER_RXE_SKIP_STATUS:-0}
-vm_timeout=${KVTIER_RXE_TIMEOUT:-150}
+vm_timeout=${KVTIER_RXE_TIMEOUT:-180}
 cpus=${KVTIER_RXE_CPUS:-2}
 cache=${KVTIER_RXE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kvtier/rxe-vm}
 t0=$(date +%s)
@@ -225,6 +225,7 @@ t2=$(date +%s)
 
 # Pull the CSVs out of the results log and report each case.
 awk -v dir="$outdir" '
+	{ sub(/\r$/, "") }
 	/^KVTIER-FILE-BEGIN: / { f = dir "/" $2; printf "" > f; next }
 	/^KVTIER-FILE-END/ { close(f); f = ""; next }
 	f != "" { print > f }

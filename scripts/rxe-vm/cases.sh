@@ -1,16 +1,21 @@
 # cases.sh: the guest's test cases, sourced by /init (busybox sh).
 #
 # Each case is a function case_NAME OUTDIR that records its verdict with
-# pass/fail (OUTDIR/status, OUTDIR/why) and leaves any CSV it wants sent
-# back to the host in OUTDIR. Every command runs under timeout, so a hang
-# fails its case instead of the whole VM.
+# verdict (OUTDIR/status, OUTDIR/why) and leaves the CSVs it wants sent back
+# to the host in OUTDIR. Every command runs under timeout, so a hang fails
+# its case instead of the whole VM. Cases run in the init shell, in order:
+# transfer, the refused reads and sweep share one kvtier serve (which so
+# has to survive the refused reads), serve_stop stops it.
 
-# ALL_CASES is what "all" runs, in order.
-ALL_CASES="infra transfer sweep bad_rkey peer_killed bad_gid"
+# ALL_CASES is what "all" runs, in order. Not in it: timing (diagnostic).
+ALL_CASES="infra transfer bad_rkey out_of_pool sweep serve_stop peer_killed bad_gid"
 
-PORT=7471
-POOL=64MiB
+PORT=7470
+POOL=32MiB
 CHECK="awk -f /csvcheck.awk"
+SHARED=       # pid of the shared serve
+SHARED_PORT=
+SHARED_DIR=/tmp/shared-serve
 
 expand_cases() {
 	case $1 in
@@ -19,7 +24,10 @@ expand_cases() {
 	esac
 }
 
-# verdict OUTDIR PASS|FAIL WHY...
+# ts prints the guest's uptime, so the console shows where time goes.
+ts() { echo "[t=$(cut -d' ' -f1 /proc/uptime)] $*"; }
+
+# verdict OUTDIR PASS|FAIL|SKIP WHY...
 verdict() {
 	d=$1 st=$2; shift 2
 	echo "$st" >"$d/status"
@@ -28,38 +36,61 @@ verdict() {
 }
 
 # need_verbs OUTDIR: true when this kvtier has the verbs transport; else
-# the case is recorded as SKIP (a kvtier without it, while it is written).
+# the case is recorded as SKIP (a kvtier from before the verbs transport).
 need_verbs() {
 	if kvtier serve -h 2>&1 | grep -q verbs; then return 0; fi
 	verdict "$1" SKIP "this kvtier has no verbs transport (kvtier serve -h does not mention it)"
 	return 1
 }
 
-# start_server OUTDIR [ARGS...] starts kvtier serve on rxe0 in the
-# background and waits for its "listening on" line. SERVER is its pid.
+# one_error FILE: stderr of a failed kvtier run ends in one line naming
+# the problem (progress lines before it are fine) and holds no panic.
+one_error() {
+	if grep -qE '^(panic|fatal error|goroutine [0-9]+ )' "$1"; then
+		echo "a Go panic on stderr"; return 1
+	fi
+	last=$(tail -1 "$1")
+	case $last in
+	"kvtier "*": "*) return 0 ;;
+	*) echo "stderr does not end in a one-line \"kvtier CMD: problem\" error: $last"; return 1 ;;
+	esac
+}
+
+# start_server DIR [ARGS...] starts kvtier serve on rxe0 in the background
+# (no --gid-index: it must find the RoCE v2 GID itself) and waits for its
+# "listening on" line. SERVER is its pid, PORT its port.
 start_server() {
-	d=$1; shift
+	sd=$1; shift
+	mkdir -p "$sd"
 	PORT=$((PORT + 1))
-	timeout 120 kvtier serve --transport verbs --listen 127.0.0.1:$PORT --pool $POOL "$@" \
-		>"$d/serve.out" 2>"$d/serve.err" &
+	ts "serve on port $PORT"
+	timeout 150 kvtier serve --transport verbs --listen 127.0.0.1:$PORT --pool $POOL "$@" \
+		>"$sd/serve.out" 2>"$sd/serve.err" &
 	SERVER=$!
 	i=0
 	while [ $i -lt 300 ]; do
-		grep -q 'listening on' "$d/serve.out" && return 0
+		grep -q 'listening on' "$sd/serve.out" && { ts "serve ready: $(head -1 "$sd/serve.out")"; return 0; }
 		kill -0 $SERVER 2>/dev/null || break
 		sleep 0.1; i=$((i + 1))
 	done
-	echo "serve did not come up:"; cat "$d/serve.out" "$d/serve.err"
+	echo "serve did not come up:"; cat "$sd/serve.out" "$sd/serve.err"
 	kill $SERVER 2>/dev/null
 	return 1
 }
 
-# stop_server OUTDIR: SIGTERM must end serve cleanly (exit 0).
-stop_server() {
-	kill -TERM $SERVER 2>/dev/null
-	wait $SERVER; src=$?
-	echo "serve exit $src; stderr:"; cat "$1/serve.err"
-	return $src
+# shared_server OUTDIR: the shared serve, started on first use; fails the
+# case when it cannot start or has died.
+shared_server() {
+	if [ -n "$SHARED" ]; then
+		kill -0 $SHARED 2>/dev/null && return 0
+		verdict "$1" FAIL "the shared kvtier serve has died: $(tail -1 $SHARED_DIR/serve.err)"
+		return 1
+	fi
+	if ! start_server $SHARED_DIR; then
+		verdict "$1" FAIL "serve did not start: $(tail -1 $SHARED_DIR/serve.err)"
+		return 1
+	fi
+	SHARED=$SERVER SHARED_PORT=$PORT
 }
 
 # Soft-RoCE sanity check, independent of kvtier: rdma-core's RC ping-pong
@@ -85,71 +116,90 @@ case_infra() {
 	fi
 }
 
-# serve + transfer over rxe0: several sizes, both layouts, two QPs, every
-# row ok, verified and labelled verbs/rxe0; serve exits 0 on SIGTERM.
+# transfer over rxe0: several sizes, both layouts, two QPs; every row ok,
+# verified and labelled verbs/rxe0.
 case_transfer() {
 	d=$1
-	need_verbs "$d" || return
-	start_server "$d" || { verdict "$d" FAIL "serve did not start: $(tail -1 "$d/serve.err")"; return; }
-	timeout 90 kvtier transfer --transport verbs --peer 127.0.0.1:$PORT \
-		--sizes 1MiB,4MiB,16MiB --layout layerwise,blockwise --qps 2 --reps 2 \
+	need_verbs "$d" && shared_server "$d" || return
+	ts "transfer"
+	timeout 90 kvtier transfer --transport verbs --peer 127.0.0.1:$SHARED_PORT \
+		--sizes 1MiB,4MiB,16MiB --layout layerwise,blockwise --qps 2 --reps 2 --warmup 1 \
 		--out "$d/run" >"$d/transfer.out" 2>"$d/transfer.err"
 	rc=$?
 	cat "$d/transfer.out" "$d/transfer.err"
 	cp "$d/run/transfer.csv" "$d/transfer.csv" 2>/dev/null
-	stop_server "$d"; src=$?
 	if [ $rc != 0 ]; then verdict "$d" FAIL "transfer exit $rc: $(tail -1 "$d/transfer.err")"; return; fi
-	if ! m=$($CHECK -v all="status=ok,verified=true,transport=verbs,device=rxe0" -v min=12 "$d/transfer.csv" 2>&1); then
+	# 3 sizes x 2 layouts x 2 reps
+	if ! m=$($CHECK -v all="status=ok,verified=true,transport=verbs,device=rxe0,conns=2" -v min=12 "$d/transfer.csv" 2>&1); then
 		verdict "$d" FAIL "$m"; return
 	fi
-	if [ $src != 0 ]; then verdict "$d" FAIL "serve exit $src after SIGTERM"; return; fi
 	verdict "$d" PASS "$m"
 }
 
-# The tier sweep's remote tier over verbs.
+# refused OUTDIR ENV WHAT: a READ the responder must refuse (made so by the
+# client's test-only ENV=1): exit 2 with one error line that says remote
+# access error, an error row and no ok row; the server lives on.
+refused() {
+	d=$1 env=$2 what=$3
+	need_verbs "$d" && shared_server "$d" || return
+	ts "transfer with $env=1"
+	env "$env=1" timeout 60 kvtier transfer --transport verbs --peer 127.0.0.1:$SHARED_PORT \
+		--sizes 1MiB --layout layerwise --qps 2 --reps 1 --warmup 1 \
+		--out "$d/run" >"$d/transfer.out" 2>"$d/transfer.err"
+	rc=$?
+	cat "$d/transfer.out" "$d/transfer.err"
+	cp "$d/run/transfer.csv" "$d/transfer.csv" 2>/dev/null
+	if [ $rc != 2 ]; then verdict "$d" FAIL "$what: transfer exit $rc, want 2: $(tail -1 "$d/transfer.err")"; return; fi
+	if ! m=$(one_error "$d/transfer.err"); then verdict "$d" FAIL "$what: $m"; return; fi
+	if ! tail -1 "$d/transfer.err" | grep -qi 'remote access'; then
+		verdict "$d" FAIL "$what: error is not a remote access error: $(tail -1 "$d/transfer.err")"; return
+	fi
+	if ! m=$($CHECK -v any="status=error" "$d/transfer.csv" 2>&1); then verdict "$d" FAIL "$what: $m"; return; fi
+	if $CHECK -v any="status=ok" "$d/transfer.csv" >/dev/null 2>&1; then verdict "$d" FAIL "$what: an ok row"; return; fi
+	sleep 0.5
+	if ! kill -0 $SHARED 2>/dev/null; then verdict "$d" FAIL "$what: serve died: $(tail -1 $SHARED_DIR/serve.err)"; return; fi
+	verdict "$d" PASS "$(tail -1 "$d/transfer.err" | sed 's/.*failed: //')"
+}
+
+# A READ with a wrong rkey.
+case_bad_rkey() { refused "$1" KVTIER_TEST_CORRUPT_RKEY "wrong rkey"; }
+
+# A READ past the end of the peer's registered pool.
+case_out_of_pool() { refused "$1" KVTIER_TEST_OUT_OF_POOL "out-of-pool read"; }
+
+# The tier sweep's remote tier over verbs (after the refused reads: the
+# server must still serve new clients).
 case_sweep() {
 	d=$1
-	need_verbs "$d" || return
-	start_server "$d" || { verdict "$d" FAIL "serve did not start: $(tail -1 "$d/serve.err")"; return; }
+	need_verbs "$d" && shared_server "$d" || return
+	ts "sweep"
 	timeout 90 kvtier sweep --backend host --tiers remote --transport verbs \
-		--peer 127.0.0.1:$PORT --prefix 1k,4k --reps 2 \
+		--peer 127.0.0.1:$SHARED_PORT --prefix 64,128 --layout layerwise,blockwise \
+		--copy percopy --conns 2 --reps 2 --warmup 1 \
 		--out "$d/run" >"$d/sweep.out" 2>"$d/sweep.err"
 	rc=$?
 	cat "$d/sweep.out" "$d/sweep.err"
 	cp "$d/run/sweep.csv" "$d/sweep.csv" 2>/dev/null
-	stop_server "$d"
 	if [ $rc != 0 ]; then verdict "$d" FAIL "sweep exit $rc: $(tail -1 "$d/sweep.err")"; return; fi
-	if ! m=$($CHECK -v all="tier=remote,transport=verbs,status=ok,verified=true" -v min=4 "$d/sweep.csv" 2>&1); then
+	# 2 prefixes x 2 layouts x 2 reps
+	if ! m=$($CHECK -v all="tier=remote,transport=verbs,status=ok,verified=true" -v min=8 "$d/sweep.csv" 2>&1); then
 		verdict "$d" FAIL "$m"; return
 	fi
 	verdict "$d" PASS "$m"
 }
 
-# A READ with a wrong rkey must be refused by the responder: an error row
-# and exit 2, never ok rows; the server survives and serves the next client.
-case_bad_rkey() {
+# SIGTERM ends the shared serve cleanly: exit 0, no panic.
+case_serve_stop() {
 	d=$1
-	need_verbs "$d" || return
-	start_server "$d" || { verdict "$d" FAIL "serve did not start: $(tail -1 "$d/serve.err")"; return; }
-	KVTIER_TEST_CORRUPT_RKEY=1 timeout 60 kvtier transfer --transport verbs --peer 127.0.0.1:$PORT \
-		--sizes 1MiB --layout blockwise --qps 1 --reps 1 \
-		--out "$d/bad" >"$d/bad.out" 2>"$d/bad.err"
-	rc=$?
-	cat "$d/bad.out" "$d/bad.err"
-	cp "$d/bad/transfer.csv" "$d/transfer-bad.csv" 2>/dev/null
-	timeout 60 kvtier transfer --transport verbs --peer 127.0.0.1:$PORT \
-		--sizes 1MiB --layout blockwise --qps 1 --reps 1 \
-		--out "$d/good" >"$d/good.out" 2>"$d/good.err"
-	grc=$?
-	cat "$d/good.out" "$d/good.err"
-	cp "$d/good/transfer.csv" "$d/transfer-after.csv" 2>/dev/null
-	stop_server "$d"
-	if [ $rc != 2 ]; then verdict "$d" FAIL "corrupt rkey: transfer exit $rc, want 2: $(tail -1 "$d/bad.err")"; return; fi
-	if [ "$(wc -l <"$d/bad.err")" -gt 2 ]; then verdict "$d" FAIL "corrupt rkey: stderr has $(wc -l <"$d/bad.err") lines, want one"; return; fi
-	if ! m=$($CHECK -v any="status=error" "$d/transfer-bad.csv" 2>&1); then verdict "$d" FAIL "corrupt rkey: $m"; return; fi
-	if $CHECK -v any="status=ok" "$d/transfer-bad.csv" >/dev/null 2>&1; then verdict "$d" FAIL "corrupt rkey: an ok row"; return; fi
-	if [ $grc != 0 ]; then verdict "$d" FAIL "transfer after the refused one: exit $grc: $(tail -1 "$d/good.err")"; return; fi
-	verdict "$d" PASS "refused: $(tail -1 "$d/bad.err"); next client ok"
+	need_verbs "$d" && shared_server "$d" || return
+	ts "SIGTERM to serve"
+	kill -TERM $SHARED
+	wait $SHARED; src=$?
+	SHARED=
+	cat $SHARED_DIR/serve.out $SHARED_DIR/serve.err
+	if [ $src != 0 ]; then verdict "$d" FAIL "serve exit $src after SIGTERM: $(tail -1 $SHARED_DIR/serve.err)"; return; fi
+	if grep -qE '^(panic|fatal error)' $SHARED_DIR/serve.err; then verdict "$d" FAIL "serve panicked"; return; fi
+	verdict "$d" PASS "serve exit 0 after SIGTERM"
 }
 
 # The server killed (SIGKILL) mid-transfer: the client writes an error row,
@@ -158,38 +208,62 @@ case_peer_killed() {
 	d=$1
 	need_verbs "$d" || return
 	start_server "$d" || { verdict "$d" FAIL "serve did not start: $(tail -1 "$d/serve.err")"; return; }
+	ts "transfer, to be cut"
 	timeout 90 kvtier transfer --transport verbs --peer 127.0.0.1:$PORT \
-		--sizes 4MiB --layout layerwise --qps 2 --reps 200 \
+		--sizes 4MiB --layout layerwise --qps 2 --reps 200 --warmup 1 \
 		--out "$d/run" >"$d/transfer.out" 2>"$d/transfer.err" &
 	cli=$!
 	i=0
 	while [ $i -lt 300 ]; do
-		[ "$(wc -l <"$d/run/transfer.csv" 2>/dev/null || echo 0)" -ge 3 ] && break
+		[ -f "$d/run/transfer.csv" ] && [ "$(wc -l <"$d/run/transfer.csv")" -ge 3 ] && break
 		kill -0 $cli 2>/dev/null || break
 		sleep 0.1; i=$((i + 1))
 	done
+	ts "killing serve"
 	kill -KILL $SERVER
 	wait $SERVER
 	wait $cli; rc=$?
+	ts "client exit $rc"
 	cat "$d/transfer.out" "$d/transfer.err"
 	cp "$d/run/transfer.csv" "$d/transfer.csv" 2>/dev/null
 	if [ $rc = 124 ] || [ $rc = 143 ]; then verdict "$d" FAIL "client hung after the server was killed"; return; fi
 	if [ $rc != 2 ]; then verdict "$d" FAIL "client exit $rc, want 2: $(tail -1 "$d/transfer.err")"; return; fi
-	if [ "$(wc -l <"$d/transfer.err")" -gt 2 ]; then verdict "$d" FAIL "stderr has $(wc -l <"$d/transfer.err") lines, want one"; return; fi
+	if ! m=$(one_error "$d/transfer.err"); then verdict "$d" FAIL "$m"; return; fi
 	if ! m=$($CHECK -v any="status=error" "$d/transfer.csv" 2>&1); then verdict "$d" FAIL "$m"; return; fi
 	if ! k=$($CHECK -v any="status=ok,verified=true" "$d/transfer.csv" 2>&1); then verdict "$d" FAIL "rows measured before the kill lost: $k"; return; fi
-	verdict "$d" PASS "exit 2: $(tail -1 "$d/transfer.err"); $k"
+	verdict "$d" PASS "exit 2: $(tail -1 "$d/transfer.err" | sed 's/.*mid-read: //'); ${k#*: }"
 }
 
-# A GID index the port does not have: exit 2 and a line naming the GID.
+# A GID index the port does not have, on either side: exit 2 and one line
+# naming the GID (transfer checks its endpoint before dialing).
 case_bad_gid() {
 	d=$1
 	need_verbs "$d" || return
-	timeout 30 kvtier serve --transport verbs --listen 127.0.0.1:$((PORT + 50)) --pool $POOL \
+	timeout 30 kvtier serve --transport verbs --listen 127.0.0.1:7599 --pool $POOL \
 		--gid-index 99 >"$d/serve.out" 2>"$d/serve.err"
 	rc=$?
 	cat "$d/serve.out" "$d/serve.err"
 	if [ $rc != 2 ]; then verdict "$d" FAIL "serve --gid-index 99: exit $rc, want 2"; return; fi
-	if ! grep -qi gid "$d/serve.err"; then verdict "$d" FAIL "serve --gid-index 99: error does not name the GID: $(tail -1 "$d/serve.err")"; return; fi
+	if ! m=$(one_error "$d/serve.err"); then verdict "$d" FAIL "serve --gid-index 99: $m"; return; fi
+	if ! tail -1 "$d/serve.err" | grep -qi gid; then verdict "$d" FAIL "serve --gid-index 99: error does not name the GID: $(tail -1 "$d/serve.err")"; return; fi
+	timeout 30 kvtier transfer --transport verbs --peer 127.0.0.1:7599 --gid-index 99 \
+		--sizes 1MiB --layout blockwise --reps 1 --out "$d/run" >"$d/transfer.out" 2>"$d/transfer.err"
+	crc=$?
+	cat "$d/transfer.out" "$d/transfer.err"
+	if [ $crc != 2 ]; then verdict "$d" FAIL "transfer --gid-index 99: exit $crc, want 2"; return; fi
+	if ! m=$(one_error "$d/transfer.err"); then verdict "$d" FAIL "transfer --gid-index 99: $m"; return; fi
+	if ! tail -1 "$d/transfer.err" | grep -qi gid; then verdict "$d" FAIL "transfer --gid-index 99: error does not name the GID: $(tail -1 "$d/transfer.err")"; return; fi
 	verdict "$d" PASS "$(tail -1 "$d/serve.err")"
+}
+
+# Diagnostic, not in ALL_CASES: where a kvtier run spends its time here.
+case_timing() {
+	d=$1
+	ts "info"; timeout 60 kvtier info >/dev/null 2>&1; ts "info done"
+	ts "tcp embedded"; timeout 60 kvtier transfer --sizes 1MiB --layout layerwise --reps 1 --warmup 1 --out "$d/tcp" 2>&1; ts "tcp done"
+	start_server "$d"
+	ts "verbs 1MiB"; timeout 60 kvtier transfer --transport verbs --peer 127.0.0.1:$PORT --sizes 1MiB --layout layerwise --reps 1 --warmup 1 --out "$d/v" 2>&1; ts "verbs done"
+	ts "tcp 1MiB"; timeout 60 kvtier transfer --transport tcp --peer 127.0.0.1:$PORT --sizes 1MiB --layout layerwise --reps 1 --warmup 1 --out "$d/t" 2>&1; ts "tcp done"
+	kill -TERM $SERVER; wait $SERVER
+	verdict "$d" PASS "timing"
 }

@@ -47,11 +47,8 @@ func bench2csv(stdin io.Reader, stdout, stderr io.Writer, args []string) int {
 	fs.StringVar(&o.Backend, "backend", "", "backend column (host, cuda) where the names and config lines do not say")
 	fs.StringVar(&o.Transport, "transport", "", "transport column where the names and config lines do not say")
 	fs.StringVar(&o.Model, "model", "", "model column where the names and config lines do not say")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "bench2csv", err)
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	switch a := fs.Args(); len(a) {
 	case 0:

@@ -35,11 +35,8 @@ func runCompare(ctx context.Context, stdout, stderr io.Writer, args []string) in
 		fmt.Fprintln(stderr, "usage: kvtier compare OLD NEW\n\nChange in p50 per configuration between two results directories\n(sweep time, probe TTFT, transfer time, MB1 penalty), with a Mann-Whitney\nU test at alpha 0.05; \"~\" marks no significant change.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "compare", err)
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	var o compareOptions
 	switch a := fs.Args(); len(a) {

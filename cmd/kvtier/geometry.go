@@ -62,14 +62,8 @@ func runGeometry(ctx context.Context, stdout, stderr io.Writer, args []string) i
 		fmt.Fprintln(stderr, "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "geometry", err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr(stderr, "geometry", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	g, err := o.Validate()
 	if err != nil {

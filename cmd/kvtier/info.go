@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -29,14 +28,8 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		fmt.Fprintln(stderr, "Usage: kvtier info [--json]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "info", err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr(stderr, "info", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	m := &results.Manifest{Tool: "kvtier", Version: harness.Version(), Suite: "info",
 		Command: append([]string{"kvtier", "info"}, args...), Start: time.Now().UTC()}

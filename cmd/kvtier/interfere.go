@@ -154,19 +154,13 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fs.IntVar(&f.decodeTokens, "decode-tokens", 0, "max_tokens of the decode streams (0: up to max_model_len; streams are cancelled once the prefill is done)")
 	fs.StringVar(&f.timeout, "timeout", "600s", "limit of the prefill request")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
-	fs.StringVar(&f.out, "out", filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")), "results directory")
+	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "interfere", err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr(stderr, "interfere", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	f.endpointSet = fs.Changed("endpoint")
 	cfg, err := f.config()

@@ -12,12 +12,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func main() { os.Exit(run(os.Stdout, os.Stderr, os.Args[1:])) }
@@ -99,4 +104,36 @@ func usageErr(stderr io.Writer, cmd string, err error) int {
 	msg = strings.ReplaceAll(msg, "\n", "; ")
 	fmt.Fprintf(stderr, "kvtier %s: %s\n", cmd, msg)
 	return exitUsage
+}
+
+// parseFlags parses args into fs, a command's flag set named after the
+// command. ok is false when the command must return code at once: exitOK
+// after -h/--help (pflag has printed the usage), exitUsage after a bad flag
+// (one line on stderr). Positional arguments are left in fs.Args().
+func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK, false
+		}
+		return usageErr(stderr, fs.Name(), err), false
+	}
+	return exitOK, true
+}
+
+// parseNoArgs is parseFlags for a command that takes no positional
+// arguments: the first one is bad input.
+func parseNoArgs(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code, false
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, fs.Name(), fmt.Errorf("unexpected argument %q", fs.Arg(0))), false
+	}
+	return exitOK, true
+}
+
+// defaultOut is the default --out of the measuring commands: a directory
+// under results/ named for the UTC time the command started.
+func defaultOut() string {
+	return filepath.Join("results", time.Now().UTC().Format("20060102T150405Z"))
 }

@@ -33,11 +33,8 @@ func runPlot(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		fmt.Fprintln(stderr, "usage: kvtier plot DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "plot", err)
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	o := plotOptions{Dirs: fs.Args()}
 	if err := o.Validate(); err != nil {

@@ -209,7 +209,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.StringVar(&f.tiers, "tiers", strings.Join(probe.Tiers, ","), "tiers to force and measure: "+strings.Join(probe.Tiers, ", "))
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024)")
 	fs.IntVar(&f.reps, "reps", 3, "measured requests per tier and prefix")
-	fs.StringVar(&f.out, "out", filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")), "results directory")
+	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
 	fs.StringVar(&f.timeout, "timeout", "120s", "limit of one request")
 	fs.StringVar(&f.producer, "producer", "", "remote tier: base URL of the instance that prefills (kv_producer); the endpoint pulls from it")
 	fs.StringVar(&f.connector, "connector", "nixl", "remote tier: KV connector protocol, nixl or mooncake")
@@ -221,14 +221,8 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		fmt.Fprintln(stderr, "Usage: kvtier probe --endpoint URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "probe", err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr(stderr, "probe", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	f.endpointSet = fs.Changed("endpoint")
 	cfg, err := f.config()

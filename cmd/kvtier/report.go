@@ -40,11 +40,8 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	}
 	var o reportOptions
 	fs.StringVarP(&o.Out, "out", "o", "", "where to write the report (default DIR/REPORT.md of the first DIR)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "report", err)
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	o.Dirs = fs.Args()
 	if err := o.Validate(); err != nil {

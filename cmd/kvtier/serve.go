@@ -68,11 +68,8 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		fmt.Fprintln(stderr, "Usage: kvtier serve [flags]\n\nHolds a KV pool filled with a verifiable pattern and serves chunk reads to kvtier transfer and the remote tier.\nPrints one line \"kvtier serve: listening on ADDR (...)\" on stdout once ready; SIGINT or SIGTERM stops it.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "serve", err)
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	var errs []error
 	if fs.NArg() > 0 {

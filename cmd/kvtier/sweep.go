@@ -153,19 +153,13 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.StringVar(&o.RDMADevice, "rdma-device", "", "RDMA device, e.g. mlx5_0 (default: the first active port)")
 	fs.IntVar(&o.GIDIndex, "gid-index", d.GIDIndex, "GID index (-1: a RoCE v2 GID picked automatically)")
 	fs.StringVar(&f.budget, "budget", "30s", "time budget of one configuration: fewer reps, or a skipped row, beyond it")
-	fs.StringVar(&f.out, "out", filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")), "results directory")
+	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "sweep", err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr(stderr, "sweep", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	opts, err := f.parse()
 	if err != nil {

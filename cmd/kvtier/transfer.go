@@ -7,7 +7,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -92,19 +91,13 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	fs.IntVar(&o.GIDIndex, "gid-index", d.GIDIndex, "GID index (-1: the first RoCE v2 GID with an address)")
 	fs.Uint64Var(&o.Seed, "seed", d.Seed, "seed of chunk placement")
 	fs.StringVar(&f.pool, "pool", "", "pool of the embedded peer (default: fits the largest size in free memory)")
-	fs.StringVar(&f.out, "out", filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")), "results directory")
+	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		return usageErr(stderr, "transfer", err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr(stderr, "transfer", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	opts, err := f.parse()
 	if err != nil {

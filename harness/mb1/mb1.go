@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -145,18 +144,11 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", probe.ErrUnreachable, cfg.Endpoint, err)
 	}
-	r.model = cfg.Model
-	for _, m := range models {
-		if r.model == "" {
-			r.model = m.ID
-		}
-		if m.ID == r.model {
-			r.maxModelLen = m.MaxModelLen
-		}
-	}
-	if r.model == "" {
+	m, ok := probe.PickModel(models, cfg.Model)
+	if !ok {
 		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", cfg.Endpoint)
 	}
+	r.model, r.maxModelLen = m.ID, m.MaxModelLen
 	r.simulated = cfg.Simulated || r.c.Simulated()
 	if cfg.ControlEndpoint != "" {
 		if r.control, err = probe.NewClient(cfg.ControlEndpoint, cfg.Timeout); err != nil {
@@ -249,16 +241,8 @@ func (r *Runner) decodeTokens() int {
 }
 
 func (r *Runner) prompt(purpose string, n int) ([]int, string) {
-	var h uint64 = 14695981039346656037
-	for i := 0; i < len(purpose); i++ {
-		h = (h ^ uint64(purpose[i])) * 1099511628211
-	}
-	rng := rand.New(rand.NewPCG(r.cfg.Seed^r.nonce, h))
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = 100 + rng.IntN(29900)
-	}
-	return ids, fmt.Sprintf("kvtier-mb1-%x-%x", r.nonce, h)
+	h := probe.PurposeHash(purpose)
+	return probe.TokenIDs(r.cfg.Seed^r.nonce, h, n), fmt.Sprintf("kvtier-mb1-%x-%x", r.nonce, h)
 }
 
 // arm runs the decodes of one arm, injects its prefill (none for the

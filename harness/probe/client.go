@@ -81,6 +81,19 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	return body.Data, nil
 }
 
+// PickModel returns the entry of models named want, or the first entry
+// when want is empty. A name that is not listed comes back with only its
+// ID set. ok is false when there is no model to name: want is empty and
+// so is models.
+func PickModel(models []Model, want string) (m Model, ok bool) {
+	for _, e := range models {
+		if e.ID != "" && (want == "" || e.ID == want) {
+			return e, true
+		}
+	}
+	return Model{ID: want}, want != ""
+}
+
 // Metrics scrapes GET /metrics and parses it for model.
 func (c *Client) Metrics(ctx context.Context, model string) (Snapshot, error) {
 	ctx, cancel := c.bound(ctx)

@@ -158,20 +158,13 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, cfg.Endpoint, err)
 	}
 	p.info.Simulated = cfg.Simulated || c.Simulated()
-	p.info.Model = cfg.Model
-	for _, m := range models {
-		if p.info.Model == "" {
-			p.info.Model = m.ID
-		}
-		if m.ID == p.info.Model {
-			p.info.MaxModelLen = m.MaxModelLen
-			if strings.Contains(strings.ToLower(m.OwnedBy), "kvtier") {
-				p.info.Simulated = true
-			}
-		}
-	}
-	if p.info.Model == "" {
+	m, ok := PickModel(models, cfg.Model)
+	if !ok {
 		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", cfg.Endpoint)
+	}
+	p.info.Model, p.info.MaxModelLen = m.ID, m.MaxModelLen
+	if strings.Contains(strings.ToLower(m.OwnedBy), "kvtier") {
+		p.info.Simulated = true
 	}
 	snap, err := c.Metrics(ctx, p.info.Model)
 	if err != nil {
@@ -280,27 +273,34 @@ func (p *Prober) requestID(tier string, l, rep int) string {
 // run's nonce so no earlier run can have cached it. Token ids stay in
 // [100, 30000), valid in every common vocabulary.
 func (p *Prober) prompt(purpose string, l int) ([]int, string) {
-	h := fnv64(purpose)
-	rng := rand.New(rand.NewPCG(p.cfg.Seed, h))
-	ids := make([]int, l)
-	for i := range ids {
-		ids[i] = 100 + rng.IntN(29900)
-	}
-	nrng := rand.New(rand.NewPCG(p.nonce, h))
-	for i := 0; i < min(l, 4); i++ {
-		ids[i] = 100 + nrng.IntN(29900)
-	}
+	h := PurposeHash(purpose)
+	ids := TokenIDs(p.cfg.Seed, h, l)
+	copy(ids, TokenIDs(p.nonce, h, min(l, 4)))
 	salt := fmt.Sprintf("kvtier-%x-%x", p.nonce, h)
 	return ids, salt
 }
 
-func fnv64(s string) uint64 {
+// PurposeHash is the 64-bit FNV-1a hash of a prompt's purpose ("warm",
+// "evict-3", ...): the stream that, with a seed, makes its token ids.
+func PurposeHash(purpose string) uint64 {
 	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
+	for i := 0; i < len(purpose); i++ {
+		h ^= uint64(purpose[i])
 		h *= 1099511628211
 	}
 	return h
+}
+
+// TokenIDs returns n token ids drawn from a PCG seeded with (seed,
+// stream), each in [100, 30000), valid in every common vocabulary. The
+// same arguments give the same ids; a shorter n gives a prefix of them.
+func TokenIDs(seed, stream uint64, n int) []int {
+	rng := rand.New(rand.NewPCG(seed, stream))
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = 100 + rng.IntN(29900)
+	}
+	return ids
 }
 
 // measure forces one tier for a prompt of l tokens and measures it.

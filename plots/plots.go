@@ -12,7 +12,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -543,7 +542,7 @@ func drawTransfer(dir string, run *report.Run, res *Result) error {
 	})
 	var ss []series
 	for _, k := range keys {
-		label := strings.Join(nonEmpty(k.path, k.transport, k.layout, k.mem), " / ")
+		label := report.JoinNonEmpty(" / ", k.path, k.transport, k.layout, k.mem)
 		s := collect(label, groups[k], func(r results.Row) float64 { return float64(r.Bytes) },
 			func(r results.Row) (float64, bool) { return r.GBps, report.OK(r) && r.GBps > 0 })
 		if len(s.x) > 0 {
@@ -584,16 +583,6 @@ func memOf(r results.Row) string {
 		return ""
 	}
 	return s + "→" + d
-}
-
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func atoi(s string) int {

@@ -210,3 +210,15 @@ func fmtPct(x float64) string {
 	}
 	return fmt.Sprintf("%+.1f %%", x)
 }
+
+// JoinNonEmpty joins the non-empty parts with sep: the label of a group
+// whose key columns may be unrecorded.
+func JoinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, sep)
+}

@@ -148,16 +148,6 @@ func joinWhere(ws []string) string {
 	return strings.Join(out, ", ")
 }
 
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 func orDash(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return Dash
@@ -585,7 +575,7 @@ func writeTransfer(w io.Writer, r *Run) {
 	var g gaps
 	for _, k := range keys {
 		rows := groups[k]
-		g.add(strings.Join(nonEmpty(k.Path, k.Transport, k.Device, k.Layout), " "), fmtBytes(float64(k.Bytes)), rows)
+		g.add(JoinNonEmpty(" ", k.Path, k.Transport, k.Device, k.Layout), fmtBytes(float64(k.Bytes)), rows)
 		sec := Summarize(column(rows, seconds))
 		if sec.N == 0 {
 			continue

@@ -20,23 +20,10 @@ func ParseTokens(s string) (int, error) {
 	if t == "" {
 		return 0, fmt.Errorf("empty token count")
 	}
-	mult := 1.0
-	lower := strings.ToLower(t)
-	for _, suf := range []struct {
-		s string
-		m float64
-	}{{"ki", 1 << 10}, {"mi", 1 << 20}, {"k", 1 << 10}, {"m", 1 << 20}} {
-		if strings.HasSuffix(lower, suf.s) {
-			mult = suf.m
-			t = t[:len(t)-len(suf.s)]
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+	n, ok := scaled(t, tokenSuffixes)
+	if !ok {
 		return 0, fmt.Errorf("%q is not a token count (want e.g. 1024, 8k, 64Ki)", s)
 	}
-	n := v * mult
 	if n != math.Trunc(n) {
 		return 0, fmt.Errorf("%q is not a whole number of tokens", s)
 	}
@@ -49,10 +36,36 @@ func ParseTokens(s string) (int, error) {
 	return int(n), nil
 }
 
-var byteSuffixes = []struct {
+// A suffix is a unit suffix (lower case) and the multiplier it stands for.
+type suffix struct {
 	s string
 	m float64
-}{
+}
+
+var tokenSuffixes = []suffix{{"ki", 1 << 10}, {"mi", 1 << 20}, {"k", 1 << 10}, {"m", 1 << 20}}
+
+// scaled parses t, a finite number followed by at most one of sufs
+// (matched case-insensitively, the first in sufs that matches wins), and
+// returns the number times the suffix's multiplier. ok is false when what
+// precedes the suffix is not a finite number.
+func scaled(t string, sufs []suffix) (v float64, ok bool) {
+	lower := strings.ToLower(t)
+	mult := 1.0
+	for _, suf := range sufs {
+		if strings.HasSuffix(lower, suf.s) {
+			mult = suf.m
+			t = t[:len(t)-len(suf.s)]
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v * mult, true
+}
+
+var byteSuffixes = []suffix{
 	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
 	{"ki", 1 << 10}, {"mi", 1 << 20}, {"gi", 1 << 30}, {"ti", 1 << 40},
 	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
@@ -68,20 +81,10 @@ func ParseBytes(s string) (int64, error) {
 	if t == "" {
 		return 0, fmt.Errorf("empty size")
 	}
-	lower := strings.ToLower(t)
-	mult := 1.0
-	for _, suf := range byteSuffixes {
-		if strings.HasSuffix(lower, suf.s) {
-			mult = suf.m
-			t = t[:len(t)-len(suf.s)]
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+	n, ok := scaled(t, byteSuffixes)
+	if !ok {
 		return 0, fmt.Errorf("%q is not a size (want e.g. 16MiB, 1.5GB, 4096)", s)
 	}
-	n := v * mult
 	if n != math.Trunc(n) {
 		return 0, fmt.Errorf("%q is not a whole number of bytes", s)
 	}

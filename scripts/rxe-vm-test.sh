@@ -101,7 +101,13 @@ flock -w 300 9 || die "another rxe-vm-test holds $cache/lock for over 300 s"
 # The kernel: the generic flavour linux-image-amd64 depends on (the -cloud
 # flavour has no CONFIG_RDMA_RXE), fetched once and reduced to vmlinuz plus
 # the modules rdma_rxe needs.
-kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+kernel_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'; }
+kpkg=$(kernel_pkg)
+if [ -z "$kpkg" ] && [ -z "$(ls -1 "$cache" 2>/dev/null | grep '^linux-image-')" ]; then
+	# A clean machine may have no package lists yet.
+	apt-get update -q >/dev/null 2>&1
+	kpkg=$(kernel_pkg)
+fi
 if [ -z "$kpkg" ]; then
 	# No package index (offline, or apt lists cleaned): use what is cached.
 	kpkg=$(ls -1 "$cache" 2>/dev/null | grep '^linux-image-.*-amd64$' | sort -V | tail -1)
@@ -130,10 +136,17 @@ if [ ! -s "$kdir/modules.order" ]; then
 	cp "$work/x/boot/vmlinuz-$kver" "$work/k/vmlinuz"
 	: >"$work/k/modules.order"
 	for p in "${mods[@]}"; do
-		grep -qxF "$p" "$work/k/modules.order" && continue
-		mkdir -p "$work/k/$(dirname "$p")"
-		cp "$work/x/$p" "$work/k/$p"
-		echo "$p" >>"$work/k/modules.order"
+		# Newer Debian kernels compress modules; busybox insmod wants them plain.
+		q=${p%.xz}; q=${q%.zst}; q=${q%.gz}
+		grep -qxF "$q" "$work/k/modules.order" && continue
+		mkdir -p "$work/k/$(dirname "$q")"
+		case $p in
+		*.xz) xz -dc "$work/x/$p" >"$work/k/$q" ;;
+		*.zst) zstd -qdc "$work/x/$p" >"$work/k/$q" ;;
+		*.gz) gzip -dc "$work/x/$p" >"$work/k/$q" ;;
+		*) cp "$work/x/$p" "$work/k/$q" ;;
+		esac || { rm -rf "$work"; die "cannot unpack module $p"; }
+		echo "$q" >>"$work/k/modules.order"
 	done
 	rm -rf "$kdir"
 	mv "$work/k" "$kdir"

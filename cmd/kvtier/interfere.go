@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,22 +208,5 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		return usageErr(stderr, "interfere", err)
 	}
 	fmt.Fprintf(stderr, "kvtier interfere: %s at %s, writing %s\n", r.Model(), cfg.Endpoint, out.Dir)
-	rerr := r.Run(ctx, rows, toks)
-	cerr := out.Close(rerr != nil)
-	if cerr != nil {
-		fmt.Fprintf(stderr, "kvtier interfere: %v\n", cerr)
-	}
-	fmt.Fprintf(stderr, "kvtier interfere: wrote %s (%s)\n", out.Dir, strings.Join(out.Manifest.Files, ", "))
-	switch {
-	case rerr != nil && ctx.Err() != nil:
-		fmt.Fprintf(stderr, "kvtier interfere: interrupted; rows measured so far are kept\n")
-		return exitInterrupted
-	case rerr != nil:
-		fmt.Fprintf(stderr, "kvtier interfere: %v\n", rerr)
-		return exitFail
-	case cerr != nil:
-		return exitFail
-	}
-	fmt.Fprintf(stdout, "%s\n", filepath.Join(out.Dir, results.MB1File))
-	return exitOK
+	return finishRun(ctx, stdout, stderr, "interfere", out, results.MB1File, r.Run(ctx, rows, toks))
 }

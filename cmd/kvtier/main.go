@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/harness"
 )
 
 func main() { os.Exit(run(os.Stdout, os.Stderr, os.Args[1:])) }
@@ -136,4 +138,29 @@ func parseNoArgs(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, 
 // under results/ named for the UTC time the command started.
 func defaultOut() string {
 	return filepath.Join("results", time.Now().UTC().Format("20060102T150405Z"))
+}
+
+// finishRun closes out after a suite's run returned rerr (marking the run
+// interrupted when rerr is not nil), says on stderr what was written and
+// returns the exit status: exitInterrupted when ctx was cancelled,
+// exitFail when the run or the closing failed, else exitOK after printing
+// the path of the suite's file on stdout.
+func finishRun(ctx context.Context, stdout, stderr io.Writer, cmd string, out *harness.Output, file string, rerr error) int {
+	cerr := out.Close(rerr != nil)
+	if cerr != nil {
+		fmt.Fprintf(stderr, "kvtier %s: %v\n", cmd, cerr)
+	}
+	fmt.Fprintf(stderr, "kvtier %s: wrote %s (%s)\n", cmd, out.Dir, strings.Join(out.Manifest.Files, ", "))
+	switch {
+	case rerr != nil && ctx.Err() != nil:
+		fmt.Fprintf(stderr, "kvtier %s: interrupted; rows measured so far are kept\n", cmd)
+		return exitInterrupted
+	case rerr != nil:
+		fmt.Fprintf(stderr, "kvtier %s: %v\n", cmd, rerr)
+		return exitFail
+	case cerr != nil:
+		return exitFail
+	}
+	fmt.Fprintf(stdout, "%s\n", filepath.Join(out.Dir, file))
+	return exitOK
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -283,23 +282,5 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		return usageErr(stderr, "probe", err)
 	}
 	fmt.Fprintf(stderr, "kvtier probe: %s at %s (block size %d, %s), writing %s\n", info.Model, cfg.Endpoint, info.BlockSize, info.BlockSource, out.Dir)
-	rerr := p.Run(ctx, sink)
-	interrupted := rerr != nil
-	cerr := out.Close(interrupted)
-	if cerr != nil {
-		fmt.Fprintf(stderr, "kvtier probe: %v\n", cerr)
-	}
-	fmt.Fprintf(stderr, "kvtier probe: wrote %s (%s)\n", out.Dir, strings.Join(out.Manifest.Files, ", "))
-	switch {
-	case rerr != nil && ctx.Err() != nil:
-		fmt.Fprintf(stderr, "kvtier probe: interrupted; rows measured so far are kept\n")
-		return exitInterrupted
-	case rerr != nil:
-		fmt.Fprintf(stderr, "kvtier probe: %v\n", rerr)
-		return exitFail
-	case cerr != nil:
-		return exitFail
-	}
-	fmt.Fprintf(stdout, "%s\n", filepath.Join(out.Dir, results.ProbeFile))
-	return exitOK
+	return finishRun(ctx, stdout, stderr, "probe", out, results.ProbeFile, p.Run(ctx, sink))
 }

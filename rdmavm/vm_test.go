@@ -7,13 +7,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kvtier/kvtier/results"
 )
 
 // skipStatus is the exit status the script uses for a skip when asked to.
@@ -39,10 +44,11 @@ func TestSoftRoCE(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), vmTimeout)
 	defer cancel()
 
-	cmd := exec.CommandContext(ctx, "bash", script)
+	out := t.TempDir()
+	cmd := exec.CommandContext(ctx, "bash", script, "-o", out)
 	cmd.Env = append(os.Environ(), "KVTIER_RXE_SKIP_STATUS=77")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
 	// The script runs qemu under its own timeout; on our deadline the
 	// whole process group goes, qemu included.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -55,15 +61,18 @@ func TestSoftRoCE(t *testing.T) {
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
-		for _, l := range matching(out.String(), "KVTIER-CASE:", "rxe-vm-test: PASS") {
+		for _, l := range matching(log.String(), "KVTIER-CASE:", "rxe-vm-test: PASS") {
 			t.Log(l)
 		}
+		for _, p := range csvProblems(out, os.Getenv("KVTIER_RXE_CASES") != "") {
+			t.Error(p)
+		}
 	case errors.As(err, &exit) && exit.ExitCode() == skipStatus:
-		t.Skip(firstOr(matching(out.String(), "rxe-vm-test: SKIP:"), "rxe-vm-test skipped"))
+		t.Skip(firstOr(matching(log.String(), "rxe-vm-test: SKIP:"), "rxe-vm-test skipped"))
 	case ctx.Err() != nil:
-		t.Fatalf("rxe-vm-test did not finish in %v; last output:\n%s", vmTimeout, tail(out.String(), 60))
+		t.Fatalf("rxe-vm-test did not finish in %v; last output:\n%s", vmTimeout, tail(log.String(), 60))
 	default:
-		t.Fatalf("rxe-vm-test failed after %v (%v):\n%s", elapsed, err, tail(out.String(), 60))
+		t.Fatalf("rxe-vm-test failed after %v (%v):\n%s", elapsed, err, tail(log.String(), 60))
 	}
 }
 
@@ -96,4 +105,54 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// want is what the rows of a CSV the guest sent back must hold, checked
+// again here with the project's own CSV reader (the guest checks with awk).
+type want struct {
+	file    string // as the host script names it: CASE-FILE.csv
+	minRows int
+	cells   map[string]string // column -> value on every row
+}
+
+var wantCSVs = []want{
+	{"transfer-transfer.csv", 12, map[string]string{
+		"suite": "transfer", "transport": "verbs", "device": "rxe0", "tier": "remote",
+		"status": "ok", "verified": "true", "conns": "2"}},
+	{"sweep-sweep.csv", 8, map[string]string{
+		"suite": "sweep", "transport": "verbs", "tier": "remote", "status": "ok", "verified": "true"}},
+	{"bad_rkey-transfer.csv", 1, map[string]string{"transport": "verbs", "status": "error"}},
+	{"out_of_pool-transfer.csv", 1, map[string]string{"transport": "verbs", "status": "error"}},
+}
+
+// csvProblems re-reads the CSVs in dir that wantCSVs names and says what
+// is wrong with them. A missing file is a problem unless narrowed (only
+// some cases ran).
+func csvProblems(dir string, narrowed bool) []string {
+	var probs []string
+	for _, w := range wantCSVs {
+		path := filepath.Join(dir, w.file)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && narrowed {
+			continue
+		}
+		rows, _, err := results.ReadCSV(path)
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("%s: %v", w.file, err))
+			continue
+		}
+		if len(rows) < w.minRows {
+			probs = append(probs, fmt.Sprintf("%s: %d rows, want at least %d", w.file, len(rows), w.minRows))
+		}
+		for i, r := range rows {
+			for _, col := range slices.Sorted(maps.Keys(w.cells)) {
+				if got := r.Cell(col); got != w.cells[col] {
+					probs = append(probs, fmt.Sprintf("%s row %d: %s = %q, want %q (reason %q)", w.file, i+1, col, got, w.cells[col], r.Reason))
+				}
+			}
+			if r.Status == results.StatusOK && !(r.Seconds > 0 && r.Bytes > 0) {
+				probs = append(probs, fmt.Sprintf("%s row %d: ok row with seconds %v, bytes %d", w.file, i+1, r.Seconds, r.Bytes))
+			}
+		}
+	}
+	return probs
 }

@@ -64,6 +64,8 @@ type Error struct {
 	Msg  string // the driver's description or the loader's detail
 }
 
+// Error names the driver call (or loader step), the status and the
+// driver's description.
 func (e *Error) Error() string {
 	switch e.Code {
 	case codeNoLibrary, codeNoSymbol:

@@ -8,7 +8,6 @@ import "C"
 import (
 	"fmt"
 	"strings"
-	"unsafe"
 )
 
 // An Attr is a CUdevice_attribute.
@@ -152,5 +151,3 @@ func (c *Context) DMABuf(ptr uint64, size int64) (int, error) {
 	}
 	return int(fd), nil
 }
-
-var _ = unsafe.Pointer(nil)

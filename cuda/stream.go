@@ -106,6 +106,7 @@ const (
 	DeviceToDevice Dir = C.KV_D2D
 )
 
+// String returns "H2D", "D2H" or "D2D".
 func (d Dir) String() string {
 	switch d {
 	case HostToDevice:

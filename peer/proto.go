@@ -63,6 +63,7 @@ type Welcome struct {
 // A ProtocolError is a handshake that could not be understood.
 type ProtocolError struct{ Msg string }
 
+// Error says what in the handshake was not understood.
 func (e *ProtocolError) Error() string { return "peer: handshake: " + e.Msg }
 
 // writeFrame writes magic, version, length and the JSON of v.

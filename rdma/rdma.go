@@ -76,6 +76,7 @@ type Error struct {
 	Msg   string
 }
 
+// Error names the operation and the shim's message.
 func (e *Error) Error() string { return "rdma: " + e.Op + ": " + e.Msg }
 
 // Is maps the shim's codes onto the package's sentinel errors.
@@ -97,6 +98,7 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
+// Unwrap returns the errno of a system error, nil for any other.
 func (e *Error) Unwrap() error {
 	if e.Errno != 0 {
 		return e.Errno
@@ -112,6 +114,7 @@ type CompletionError struct {
 	Text   string // ibv_wc_status_str
 }
 
+// Error names the work request that failed and the completion status.
 func (e *CompletionError) Error() string {
 	return fmt.Sprintf("rdma: read: work request %d (qp %d, %d bytes from remote %#x rkey %#x) failed: %s (status %d)",
 		e.Index, e.WR.QP, e.WR.Len, e.WR.Remote, e.WR.RKey, e.Text, e.Status)

@@ -158,6 +158,7 @@ type HTTPError struct {
 	Message string // the error body's message, or the body's start
 }
 
+// Error says the status and, when there is one, the server's message.
 func (e *HTTPError) Error() string {
 	if e.Message == "" {
 		return fmt.Sprintf("HTTP %d", e.Status)

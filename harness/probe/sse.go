@@ -159,6 +159,7 @@ type ServerError struct {
 	Code    string // the error's code field, often the HTTP status
 }
 
+// Error says the server's message and, when there is one, its code.
 func (e *ServerError) Error() string {
 	if e.Code != "" {
 		return fmt.Sprintf("server error (code %s): %s", e.Code, e.Message)

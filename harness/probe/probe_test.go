@@ -18,6 +18,26 @@ type memSink struct{ rows []results.Row }
 func (m *memSink) Write(r results.Row) error { m.rows = append(m.rows, r); return nil }
 func (m *memSink) Close() error              { return nil }
 
+// mustNew is New that fails the test on an error.
+func mustNew(t *testing.T, cfg Config) *Prober {
+	t.Helper()
+	p, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// mustRun runs p into a memSink, failing the test on an error.
+func mustRun(t *testing.T, p *Prober) *memSink {
+	t.Helper()
+	var sink memSink
+	if err := p.Run(t.Context(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	return &sink
+}
+
 func testConfig(endpoint string) Config {
 	return Config{
 		Endpoint: endpoint, Tiers: []string{"miss", "gpu"}, Prefixes: []int{256},
@@ -29,17 +49,11 @@ func TestProbeFakeMissAndGPU(t *testing.T) {
 	f, srv := newFake(t)
 	cfg := testConfig(srv.URL)
 	cfg.BlockBytes = func(model string, bs int) int64 { return 1000 }
-	p, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, cfg)
 	if p.Info().Model != "fake-model" || p.Info().BlockSource != "assumed (vLLM default; vllm:cache_config_info missing)" {
 		t.Errorf("info = %+v", p.Info())
 	}
-	var sink memSink
-	if err := p.Run(t.Context(), &sink); err != nil {
-		t.Fatal(err)
-	}
+	sink := mustRun(t, p)
 	if len(sink.rows) != 4 {
 		t.Fatalf("%d rows, want 4", len(sink.rows))
 	}
@@ -89,14 +103,8 @@ func TestProbeSkips(t *testing.T) {
 	cfg := testConfig(srv.URL)
 	cfg.Tiers = []string{"cpu", "remote"}
 	cfg.Reps = 1
-	p, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink memSink
-	if err := p.Run(t.Context(), &sink); err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, cfg)
+	sink := mustRun(t, p)
 	want := map[string]string{
 		"cpu":    "cannot size eviction: vllm:cache_config_info missing",
 		"remote": "remote tier needs --producer",
@@ -115,14 +123,8 @@ func TestProbeCPUNotVerifiedWithoutOffload(t *testing.T) {
 	f.gpuBlocks = 64
 	cfg := testConfig(srv.URL)
 	cfg.Tiers, cfg.Reps = []string{"cpu"}, 1
-	p, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink memSink
-	if err := p.Run(t.Context(), &sink); err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, cfg)
+	sink := mustRun(t, p)
 	r := sink.rows[0]
 	if r.Status != results.StatusOK || r.Get("verified") != "false" || !strings.Contains(r.Get("verify_reason"), "external_prefix_cache_hits") {
 		t.Errorf("cpu row: %s verified=%s reason %q", r.Status, r.Get("verified"), r.Get("verify_reason"))
@@ -190,15 +192,9 @@ func TestProbeErrorRows(t *testing.T) {
 			f, srv := newFake(t)
 			cfg := testConfig(srv.URL)
 			cfg.Tiers = []string{"miss"}
-			p, err := New(t.Context(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := mustNew(t, cfg)
 			f.failNext = tt.fail
-			var sink memSink
-			if err := p.Run(t.Context(), &sink); err != nil {
-				t.Fatal(err)
-			}
+			sink := mustRun(t, p)
 			if len(sink.rows) != 2 {
 				t.Fatalf("%d rows, want 2: the sweep must go on", len(sink.rows))
 			}
@@ -220,19 +216,13 @@ func TestProbeTimeout(t *testing.T) {
 	f, srv := newFake(t)
 	cfg := testConfig(srv.URL)
 	cfg.Tiers, cfg.Reps, cfg.Timeout = []string{"miss"}, 1, 200*time.Millisecond
-	p, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, cfg)
 	f.failNext = func(w http.ResponseWriter) bool {
 		streamPrefix(w)
 		time.Sleep(time.Second)
 		return true
 	}
-	var sink memSink
-	if err := p.Run(t.Context(), &sink); err != nil {
-		t.Fatal(err)
-	}
+	sink := mustRun(t, p)
 	if r := sink.rows[0]; r.Status != results.StatusError || !strings.Contains(r.Reason, "deadline exceeded") {
 		t.Errorf("row: %s %q", r.Status, r.Reason)
 	}
@@ -242,14 +232,8 @@ func TestProbeSaltRefused(t *testing.T) {
 	f, srv := newFake(t)
 	f.noSalt = true
 	cfg := testConfig(srv.URL)
-	p, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink memSink
-	if err := p.Run(t.Context(), &sink); err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, cfg)
+	sink := mustRun(t, p)
 	for _, r := range sink.rows {
 		if r.Status != results.StatusOK || r.Get("verified") != "true" {
 			t.Errorf("%s: %s %s %s", r.Tier, r.Status, r.Reason, r.Get("verify_reason"))
@@ -342,17 +326,11 @@ func TestProbeNoMetrics(t *testing.T) {
 	f.noMetrics, f.cachedField = true, false
 	cfg := testConfig(srv.URL)
 	cfg.Reps = 1
-	p, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, cfg)
 	if !strings.Contains(p.Info().MetricsError, "404") {
 		t.Errorf("metrics error %q", p.Info().MetricsError)
 	}
-	var sink memSink
-	if err := p.Run(t.Context(), &sink); err != nil {
-		t.Fatal(err)
-	}
+	sink := mustRun(t, p)
 	for _, r := range sink.rows {
 		if r.Status != results.StatusOK || r.Get("verified") != "false" || !strings.Contains(r.Get("verify_reason"), "cannot verify: GET /metrics: HTTP 404") {
 			t.Errorf("%s: %s verified=%s %q", r.Tier, r.Status, r.Get("verified"), r.Get("verify_reason"))
@@ -373,14 +351,8 @@ func TestProbeRemoteRequests(t *testing.T) {
 			cons, csrv := newFake(t)
 			cfg := testConfig(csrv.URL)
 			cfg.Producer, cfg.Connector, cfg.Tiers, cfg.Reps = psrv.URL, conn, []string{"remote"}, 1
-			p, err := New(t.Context(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sink memSink
-			if err := p.Run(t.Context(), &sink); err != nil {
-				t.Fatal(err)
-			}
+			p := mustNew(t, cfg)
+			sink := mustRun(t, p)
 			r := sink.rows[0]
 			prod.mu.Lock()
 			defer prod.mu.Unlock()

@@ -57,18 +57,12 @@ func TestProbeSimFourTiers(t *testing.T) {
 		Tiers: Tiers, Prefixes: []int{8192}, Reps: 3, Seed: 5,
 		EvictMargin: 1.5, Timeout: 30 * time.Second,
 	}
-	p, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, cfg)
 	info := p.Info()
 	if info.BlockSize != 16 || info.BlockSource != "vllm:cache_config_info" || info.GPUBlocks != 640 || !info.Simulated {
 		t.Errorf("info = %+v", info)
 	}
-	var sink memSink
-	if err := p.Run(t.Context(), &sink); err != nil {
-		t.Fatal(err)
-	}
+	sink := mustRun(t, p)
 	if len(sink.rows) != 12 {
 		t.Fatalf("%d rows, want 12", len(sink.rows))
 	}
@@ -105,14 +99,8 @@ func TestProbeSimNoOffload(t *testing.T) {
 	url := startSim(t, sim.Config{GPUBlocks: 256, CPUBlocks: 0, TimeScale: 0.01, Seed: 1})
 	cfg := Config{Endpoint: url, Tiers: []string{"cpu"}, Prefixes: []int{1024}, Reps: 2, Seed: 1,
 		EvictMargin: 1.5, Timeout: 30 * time.Second}
-	p, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink memSink
-	if err := p.Run(t.Context(), &sink); err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, cfg)
+	sink := mustRun(t, p)
 	for _, r := range sink.rows {
 		if r.Status != results.StatusOK || r.Get("verified") != "false" ||
 			!strings.Contains(r.Get("verify_reason"), "external_prefix_cache_hits rose by 0 of 1024") {

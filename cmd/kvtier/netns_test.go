@@ -203,10 +203,13 @@ func TestNetnsTransfer(t *testing.T) {
 			nIntra++
 		case "inter":
 			nInter++
-			if r.GBps < 0.9*want || r.GBps > 1.1*want {
-				t.Errorf("inter rep %d: %.4f GB/s, want within 10%% of the shaped %.4f GB/s", r.Rep, r.GBps, want)
+			// The shaped rate is a ceiling; a sender starved of CPU (2
+			// shared cores under -race) falls some 10% below it, while a
+			// row that bypassed the shaping would read 30x higher.
+			if r.GBps < 0.8*want || r.GBps > 1.1*want {
+				t.Errorf("inter rep %d: %.4f GB/s, want -20%%..+10%% of the shaped %.4f GB/s", r.Rep, r.GBps, want)
 			}
-			if f := r.Float("line_frac"); f < 0.9 || f > 1.1 {
+			if f := r.Float("line_frac"); f < 0.8 || f > 1.1 {
 				t.Errorf("line_frac %.3f", f)
 			}
 		default:

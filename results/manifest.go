@@ -59,11 +59,11 @@ type GPU struct {
 	MemoryBytes   int64    `json:"memory_bytes"`
 	DriverVersion string   `json:"driver_version"`
 	CUDAVersion   string   `json:"cuda_version"`
-	PCIeGen       int      `json:"pcie_gen"`
-	PCIeWidth     int      `json:"pcie_width"`
-	PCIeMaxGen    int      `json:"pcie_max_gen"`
-	PCIeMaxWidth  int      `json:"pcie_max_width"`
-	LinkGBps      float64  `json:"link_gbps"` // unidirectional payload limit of the current link, 0 unknown
+	PCIeGen       int      `json:"pcie_gen"`       // 0 unknown
+	PCIeWidth     int      `json:"pcie_width"`     // lanes, 0 unknown
+	PCIeMaxGen    int      `json:"pcie_max_gen"`   // 0 unknown
+	PCIeMaxWidth  int      `json:"pcie_max_width"` // 0 unknown
+	LinkGBps      float64  `json:"link_gbps"`      // unidirectional payload limit of the current link, 0 unknown
 	Warnings      []string `json:"warnings,omitempty"`
 }
 

@@ -44,11 +44,16 @@ var (
 		{"host", "blockwise", "percopy", "cuda", "", 18e-6, 53e9},
 		{"remote", "layerwise", "batch", "verbs", "inter", 60e-6, 20e9},
 	}
-	RecomputeAlpha = 2e-3    // s
-	RecomputeRate  = 400e12  // FLOP/s
-	FlopsA         = 6.6e9   // FLOPs per token
-	FlopsB         = 393216. // FLOPs per token² (attention)
-	Prefixes       = []int64{1024, 4096, 16384, 65536}
+	Prefixes = []int64{1024, 4096, 16384, 65536}
+)
+
+// Recompute model of the synthetic sweep: t = RecomputeAlpha +
+// Flops(L)/RecomputeRate, Flops(L) = FlopsA·L + FlopsB·L².
+const (
+	RecomputeAlpha float64 = 2e-3    // s
+	RecomputeRate  float64 = 400e12  // FLOP/s
+	FlopsA         float64 = 6.6e9   // FLOPs per token
+	FlopsB         float64 = 393216. // FLOPs per token² (attention)
 )
 
 // Bytes returns the payload of an L-token prefix.

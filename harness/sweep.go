@@ -610,7 +610,7 @@ func (s *sweeper) measure(ctx context.Context, spec tiers.Spec, layout tiers.Lay
 	for rep := 0; rep < reps; rep++ {
 		verify := spec.Moves && (rep == 0 || rep == reps-1)
 		if verify && scrub != nil {
-			if err := scrub.Scrub(); err != nil {
+			if err := scrub.Scrub(p); err != nil {
 				return 0, fail(rep, fmt.Errorf("scrub: %w", err))
 			}
 		}

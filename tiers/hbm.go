@@ -97,7 +97,10 @@ func (t *gatherTier) Setup(ctx context.Context, maxBlocks int) error {
 	if t.dst, err = b.Alloc(Device, t.dstPool.Size()); err != nil {
 		return fmt.Errorf("%s: working pool: %w", t.name, err)
 	}
-	return t.Scrub()
+	if err := scrubAll(t.dst); err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	return nil
 }
 
 // fillPattern writes the pattern of seed over all of buf.
@@ -126,27 +129,23 @@ func fillPattern(ctx context.Context, buf Buffer, seed uint64) error {
 	return nil
 }
 
-// Scrub overwrites the working pool so a later Verify sees only what the
-// next Fetch brought.
-func (t *gatherTier) Scrub() error {
-	if t.dst == nil {
-		return errors.New(t.name + ": not set up")
+// Scrub overwrites what a Fetch of p writes (the plan's destination
+// chunks, or its contiguous span) so a later Verify sees only what that
+// Fetch brought.
+func (t *gatherTier) Scrub(p Prefix) error {
+	plan, err := t.planFor(p)
+	if err != nil {
+		return err
 	}
-	if h := t.dst.Host(); h != nil {
-		for i := range h {
-			h[i] = 0xa5
+	if t.env.Copy == Contiguous {
+		c, err := ContiguousSpan(plan, t.src.Size(), t.dst.Size())
+		if err != nil {
+			return err
 		}
-		return nil
+		plan = []Copy{c}
 	}
-	chunk := make([]byte, min(fillChunk, t.dst.Size()))
-	for i := range chunk {
-		chunk[i] = 0xa5
-	}
-	for off := int64(0); off < t.dst.Size(); off += int64(len(chunk)) {
-		p := chunk[:min(int64(len(chunk)), t.dst.Size()-off)]
-		if _, err := t.dst.WriteAt(p, off); err != nil {
-			return fmt.Errorf("%s: scrub: %w", t.name, err)
-		}
+	if err := scrubRanges(t.dst, plan); err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	return nil
 }
@@ -190,10 +189,8 @@ func (t *gatherTier) Verify(p Prefix) error {
 		}
 		return nil
 	}
-	for i, c := range plan {
-		if err := checkRange(t.dst, c, t.env.Seed); err != nil {
-			return fmt.Errorf("%s: block %d chunk %d: %w", t.name, i/t.perBlock, i%t.perBlock, err)
-		}
+	if i, err := checkAll(t.dst, plan, t.env.Seed); err != nil {
+		return fmt.Errorf("%s: block %d chunk %d: %w", t.name, i/t.perBlock, i%t.perBlock, err)
 	}
 	return nil
 }

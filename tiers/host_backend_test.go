@@ -186,11 +186,18 @@ func TestGatherTierFetchVerify(t *testing.T) {
 				if err := tier.Verify(p); err != nil {
 					t.Fatal(err)
 				}
-				if err := tier.(Scrubber).Scrub(); err != nil {
+				if err := tier.(Scrubber).Scrub(Prefix{Tokens: 16, Blocks: 1}); err != nil {
 					t.Fatal(err)
 				}
 				if err := tier.Verify(Prefix{Tokens: 16, Blocks: 1}); err == nil {
 					t.Error("Verify passed after Scrub")
+				}
+				// Scrub(p) covers what a Fetch of p writes, no less: the
+				// blocks beyond the first still verify.
+				if mode != Contiguous {
+					if err := tier.Verify(p); err == nil || !strings.Contains(err.Error(), "block 0") {
+						t.Errorf("Verify of the larger prefix after Scrub of one block: %v", err)
+					}
 				}
 				if err := tier.Fetch(context.Background(), Prefix{Blocks: 11}); err == nil {
 					t.Error("Fetch beyond the set-up blocks succeeded")

@@ -170,7 +170,15 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 			}
 		}
 	}
-	return t.Scrub()
+	for _, b := range []Buffer{t.dst, t.bounce} {
+		if b == nil {
+			continue
+		}
+		if err := scrubAll(b); err != nil {
+			return fmt.Errorf("remote: %w", err)
+		}
+	}
+	return nil
 }
 
 func (t *remoteTier) deviceMem() peer.DeviceMem {
@@ -181,30 +189,28 @@ func (t *remoteTier) deviceMem() peer.DeviceMem {
 	return d
 }
 
-// Scrub overwrites the working pool so Verify sees only what the next
-// Fetch brought.
-func (t *remoteTier) Scrub() error {
+// Scrub overwrites what a Fetch of p writes, in the working pool and in
+// the bounce buffer, so Verify sees only what the next Fetch brought
+// (stale bytes left in the bounce buffer could otherwise pass for a read
+// that never happened).
+func (t *remoteTier) Scrub(p Prefix) error {
 	if t.dst == nil {
 		return errors.New("remote: not set up")
+	}
+	list, err := t.reads(p)
+	if err != nil {
+		return err
+	}
+	cs := make([]Copy, len(list))
+	for i, c := range list {
+		cs[i] = Copy{Dst: c.Dst, Src: c.Src, Bytes: c.Len}
 	}
 	for _, b := range []Buffer{t.dst, t.bounce} {
 		if b == nil {
 			continue
 		}
-		if h := b.Host(); h != nil {
-			for i := range h {
-				h[i] = 0xa5
-			}
-			continue
-		}
-		chunk := make([]byte, min(fillChunk, b.Size()))
-		for i := range chunk {
-			chunk[i] = 0xa5
-		}
-		for off := int64(0); off < b.Size(); off += int64(len(chunk)) {
-			if _, err := b.WriteAt(chunk[:min(int64(len(chunk)), b.Size()-off)], off); err != nil {
-				return fmt.Errorf("remote: scrub: %w", err)
-			}
+		if err := scrubRanges(b, cs); err != nil {
+			return fmt.Errorf("remote: %w", err)
 		}
 	}
 	return nil
@@ -272,10 +278,12 @@ func (t *remoteTier) Verify(p Prefix) error {
 	if len(list) == 1 && t.env.Copy == Contiguous {
 		per = 1
 	}
+	cs := make([]Copy, len(list))
 	for i, c := range list {
-		if err := checkRange(t.dst, Copy{Dst: c.Dst, Src: c.Src, Bytes: c.Len}, t.seed); err != nil {
-			return fmt.Errorf("remote: block %d chunk %d: %w", i/per, i%per, err)
-		}
+		cs[i] = Copy{Dst: c.Dst, Src: c.Src, Bytes: c.Len}
+	}
+	if i, err := checkAll(t.dst, cs, t.seed); err != nil {
+		return fmt.Errorf("remote: block %d chunk %d: %w", i/per, i%per, err)
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func TestRemoteEmbeddedLoopback(t *testing.T) {
 				t.Fatal(err)
 			}
 			// After a scrub, verification must fail until the next fetch.
-			if err := tier.(Scrubber).Scrub(); err != nil {
+			if err := tier.(Scrubber).Scrub(p); err != nil {
 				t.Fatal(err)
 			}
 			if err := tier.Verify(p); err == nil || !strings.Contains(err.Error(), "block 0 chunk 0") {

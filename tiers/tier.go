@@ -133,7 +133,8 @@ type Sizer interface {
 
 // A Scrubber is a tier whose working pool can be overwritten before a
 // verified sample, so that verification sees what that sample fetched
-// rather than what an earlier one left. Scrub is never timed.
+// rather than what an earlier one left. Scrub(p) overwrites at least what
+// a Fetch of p writes and Verify(p) reads; it is never timed.
 type Scrubber interface {
-	Scrub() error
+	Scrub(p Prefix) error
 }

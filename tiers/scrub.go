@@ -1,0 +1,85 @@
+package tiers
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// scrubByte overwrites working-pool bytes before a verified sample. It is
+// not a value the pattern avoids, but a stale byte that happens to match
+// cannot hide a whole chunk that was never written.
+const scrubByte = 0xa5
+
+// scrubAll overwrites every byte of b.
+func scrubAll(b Buffer) error {
+	return scrubRanges(b, []Copy{{Dst: 0, Bytes: b.Size()}})
+}
+
+// scrubRanges overwrites the destination ranges of cs in b: exactly those
+// ranges in host memory; all of a device buffer, where one large write
+// costs less than a synchronous driver copy per chunk.
+func scrubRanges(b Buffer, cs []Copy) error {
+	src := make([]byte, min(fillChunk, max(b.Size(), 1)))
+	for i := range src {
+		src[i] = scrubByte
+	}
+	if h := b.Host(); h != nil {
+		for _, c := range cs {
+			for p := h[c.Dst : c.Dst+c.Bytes]; len(p) > 0; {
+				p = p[copy(p, src):]
+			}
+		}
+		return nil
+	}
+	for off := int64(0); off < b.Size(); off += int64(len(src)) {
+		if _, err := b.WriteAt(src[:min(int64(len(src)), b.Size()-off)], off); err != nil {
+			return fmt.Errorf("scrub: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkAll checks every range of cs in dst against the source pattern, in
+// parallel over the machine's CPUs, and returns the index of the first
+// (lowest) range that fails with its error, or -1 and nil.
+func checkAll(dst Buffer, cs []Copy, seed uint64) (int, error) {
+	workers := min(runtime.GOMAXPROCS(0), len(cs))
+	if workers <= 1 || dst.Host() == nil {
+		for i, c := range cs {
+			if err := checkRange(dst, c, seed); err != nil {
+				return i, err
+			}
+		}
+		return -1, nil
+	}
+	var (
+		mu       sync.Mutex
+		firstIdx = len(cs)
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	per := (len(cs) + workers - 1) / workers
+	for lo := 0; lo < len(cs); lo += per {
+		hi := min(lo+per, len(cs))
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				if err := checkRange(dst, cs[i], seed); err != nil {
+					mu.Lock()
+					if i < firstIdx {
+						firstIdx, firstErr = i, err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}(lo, hi)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstIdx, firstErr
+	}
+	return -1, nil
+}

@@ -9,10 +9,11 @@
 #
 # usage: scripts/rxe-vm-test.sh [-b KVTIER_BINARY] [-c CASES] [-o OUTDIR]
 #   -b  use this kvtier binary instead of building ./cmd/kvtier
-#   -c  comma-separated guest cases to run (default: all; see
-#       scripts/rxe-vm/cases.sh). "infra" only checks the VM and rxe.
-#   -o  keep the console log, results log and CSVs here (default: a
-#       temporary directory, removed on success)
+#   -c  comma-separated guest cases to run (default: $KVTIER_RXE_CASES or
+#       all; see scripts/rxe-vm/cases.sh). "infra" only checks the VM and
+#       rxe with ibv_rc_pingpong, without kvtier.
+#   -o  keep the console log, results log and CSVs (CASE-FILE.csv) here
+#       (default: a temporary directory, removed on success)
 #
 # Exit status: 0 pass, 1 fail, and for a skip (not root, packages or kernel
 # unavailable) KVTIER_RXE_SKIP_STATUS (default 0) after one line that starts
@@ -20,7 +21,7 @@
 #
 # Environment: KVTIER_RXE_CACHE (kernel cache, default
 # ${XDG_CACHE_HOME:-~/.cache}/kvtier/rxe-vm), KVTIER_RXE_TIMEOUT (seconds the
-# guest may run, default 150), KVTIER_RXE_CPUS (guest CPUs, default 2).
+# guest may run, default 180), KVTIER_RXE_CPUS (guest CPUs, default 2).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -96,7 +97,10 @@ fi
 mkdir -p "$cache" || skip "cannot create cache $cache"
 # One VM at a time per cache: two runs would race on the cache and the CPUs.
 exec 9>"$cache/lock"
-flock -w 300 9 || die "another rxe-vm-test holds $cache/lock for over 300 s"
+if ! flock -n 9; then
+	say "waiting for another rxe-vm-test to finish (lock $cache/lock)"
+	flock -w 300 9 || die "another rxe-vm-test holds $cache/lock for over 300 s"
+fi
 
 # The kernel: the generic flavour linux-image-amd64 depends on (the -cloud
 # flavour has no CONFIG_RDMA_RXE), fetched once and reduced to vmlinuz plus
@@ -248,6 +252,7 @@ verdict=$(sed 's/\r$//' "$results" | grep -E '^KVTIER-VM: ' | tail -1 | awk '{pr
 timing="host $((t1 - t0))s, guest $((t2 - t1))s"
 if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 	say "console tail:"; tail -25 "$console" | sed 's/^/  | /' >&2
+	keep=1
 	die "guest timed out after ${vm_timeout}s ($timing); logs in $outdir"
 fi
 if [ "$verdict" != PASS ]; then
@@ -256,6 +261,5 @@ if [ "$verdict" != PASS ]; then
 	keep=1
 	die "guest verdict '${verdict:-none}' (qemu exit $qrc, $timing); logs in $outdir"
 fi
-nskip=$(sed 's/\r$//' "$results" | grep -c '^KVTIER-CASE: [a-z_]* SKIP')
 npass=$(sed 's/\r$//' "$results" | grep -c '^KVTIER-CASE: [a-z_]* PASS')
-say "PASS: $npass cases passed, $nskip skipped ($timing)"
+say "PASS: $npass cases passed ($timing)$([ "$keep" = 1 ] && echo "; logs and CSVs in $outdir")"

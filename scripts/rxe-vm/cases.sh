@@ -1,7 +1,7 @@
 # cases.sh: the guest's test cases, sourced by /init (busybox sh).
 #
 # Each case is a function case_NAME OUTDIR that records its verdict with
-# verdict (OUTDIR/status, OUTDIR/why) and leaves the CSVs it wants sent back
+# verdict (OUTDIR/status, OUTDIR/why: PASS or FAIL) and leaves the CSVs it wants sent back
 # to the host in OUTDIR. Every command runs under timeout, so a hang fails
 # its case instead of the whole VM. Cases run in the init shell, in order:
 # transfer, the refused reads and sweep share one kvtier serve (which so
@@ -27,20 +27,12 @@ expand_cases() {
 # ts prints the guest's uptime, so the console shows where time goes.
 ts() { echo "[t=$(cut -d' ' -f1 /proc/uptime)] $*"; }
 
-# verdict OUTDIR PASS|FAIL|SKIP WHY...
+# verdict OUTDIR PASS|FAIL WHY...
 verdict() {
 	d=$1 st=$2; shift 2
 	echo "$st" >"$d/status"
 	echo "$*" >"$d/why"
 	echo "case verdict: $st $*"
-}
-
-# need_verbs OUTDIR: true when this kvtier has the verbs transport; else
-# the case is recorded as SKIP (a kvtier from before the verbs transport).
-need_verbs() {
-	if kvtier serve -h 2>&1 | grep -q verbs; then return 0; fi
-	verdict "$1" SKIP "this kvtier has no verbs transport (kvtier serve -h does not mention it)"
-	return 1
 }
 
 # one_error FILE: stderr of a failed kvtier run ends in one line naming
@@ -120,7 +112,7 @@ case_infra() {
 # verified and labelled verbs/rxe0.
 case_transfer() {
 	d=$1
-	need_verbs "$d" && shared_server "$d" || return
+	shared_server "$d" || return
 	ts "transfer"
 	timeout 90 kvtier transfer --transport verbs --peer 127.0.0.1:$SHARED_PORT \
 		--sizes 1MiB,4MiB,16MiB --layout layerwise,blockwise --qps 2 --reps 2 --warmup 1 \
@@ -141,7 +133,7 @@ case_transfer() {
 # access error, an error row and no ok row; the server lives on.
 refused() {
 	d=$1 env=$2 what=$3
-	need_verbs "$d" && shared_server "$d" || return
+	shared_server "$d" || return
 	ts "transfer with $env=1"
 	env "$env=1" timeout 60 kvtier transfer --transport verbs --peer 127.0.0.1:$SHARED_PORT \
 		--sizes 1MiB --layout layerwise --qps 2 --reps 1 --warmup 1 \
@@ -171,7 +163,7 @@ case_out_of_pool() { refused "$1" KVTIER_TEST_OUT_OF_POOL "out-of-pool read"; }
 # server must still serve new clients).
 case_sweep() {
 	d=$1
-	need_verbs "$d" && shared_server "$d" || return
+	shared_server "$d" || return
 	ts "sweep"
 	timeout 90 kvtier sweep --backend host --tiers remote --transport verbs \
 		--peer 127.0.0.1:$SHARED_PORT --prefix 64,128 --layout layerwise,blockwise \
@@ -191,7 +183,7 @@ case_sweep() {
 # SIGTERM ends the shared serve cleanly: exit 0, no panic.
 case_serve_stop() {
 	d=$1
-	need_verbs "$d" && shared_server "$d" || return
+	shared_server "$d" || return
 	ts "SIGTERM to serve"
 	kill -TERM $SHARED
 	wait $SHARED; src=$?
@@ -206,7 +198,6 @@ case_serve_stop() {
 # keeps the rows it measured, exits 2 with one line, and does not hang.
 case_peer_killed() {
 	d=$1
-	need_verbs "$d" || return
 	start_server "$d" || { verdict "$d" FAIL "serve did not start: $(tail -1 "$d/serve.err")"; return; }
 	ts "transfer, to be cut"
 	timeout 90 kvtier transfer --transport verbs --peer 127.0.0.1:$PORT \
@@ -238,7 +229,6 @@ case_peer_killed() {
 # naming the GID (transfer checks its endpoint before dialing).
 case_bad_gid() {
 	d=$1
-	need_verbs "$d" || return
 	timeout 30 kvtier serve --transport verbs --listen 127.0.0.1:7599 --pool $POOL \
 		--gid-index 99 >"$d/serve.out" 2>"$d/serve.err"
 	rc=$?

@@ -205,7 +205,7 @@ case_peer_killed() {
 		--out "$d/run" >"$d/transfer.out" 2>"$d/transfer.err" &
 	cli=$!
 	i=0
-	while [ $i -lt 300 ]; do
+	while [ $i -lt 600 ]; do
 		[ -f "$d/run/transfer.csv" ] && [ "$(wc -l <"$d/run/transfer.csv")" -ge 3 ] && break
 		kill -0 $cli 2>/dev/null || break
 		sleep 0.1; i=$((i + 1))

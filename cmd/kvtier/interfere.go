@@ -65,24 +65,15 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 			errs = append(errs, fmt.Errorf("--control-endpoint: %w", err))
 		}
 	}
-	ds, err := units.ParseList(f.decode, func(s string) (int, error) {
+	cfg.Decode = listFlag(&errs, "--decode", f.decode, func(s string) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
 			return 0, fmt.Errorf("%q is not a number of streams", s)
 		}
 		return n, nil
-	})
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--decode: %w", err))
-		ds = []int{1}
-	}
-	cfg.Decode = ds
-	ps, err := units.ParseList(f.prefill, units.ParseTokens)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--prefill: %w", err))
-		ps = []int{2048}
-	}
-	cfg.Prefill = ps
+	}, 1)
+	cfg.Prefill = listFlag(&errs, "--prefill", f.prefill, units.ParseTokens, 2048)
+	var err error
 	if cfg.InjectAfter, err = parseBudget(f.injectAfter); err != nil {
 		errs = append(errs, fmt.Errorf("--inject-after: %w", err))
 		cfg.InjectAfter = time.Second

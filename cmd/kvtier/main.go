@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/units"
 )
 
 func main() { os.Exit(run(os.Stdout, os.Stderr, os.Args[1:])) }
@@ -163,4 +164,17 @@ func finishRun(ctx context.Context, stdout, stderr io.Writer, cmd string, out *h
 	}
 	fmt.Fprintf(stdout, "%s\n", filepath.Join(out.Dir, file))
 	return exitOK
+}
+
+// listFlag parses the comma-separated value of the flag called name with
+// parse. A value that does not parse adds "name: error" to errs and yields
+// fallback, a valid placeholder, so that the options' Validate does not
+// report the same flag a second time.
+func listFlag[T any](errs *[]error, name, value string, parse func(string) (T, error), fallback ...T) []T {
+	v, err := units.ParseList(value, parse)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("%s: %w", name, err))
+		return fallback
+	}
+	return v
 }

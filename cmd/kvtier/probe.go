@@ -63,24 +63,14 @@ func (f *probeFlags) config() (probe.Config, error) {
 			errs = append(errs, fmt.Errorf("--producer: %w", err))
 		}
 	}
-	ts, err := units.ParseList(f.tiers, func(s string) (string, error) {
+	cfg.Tiers = listFlag(&errs, "--tiers", f.tiers, func(s string) (string, error) {
 		s = strings.TrimSpace(s)
 		if !slices.Contains(probe.Tiers, s) {
 			return "", fmt.Errorf("unknown tier %q (known: %s)", s, strings.Join(probe.Tiers, ", "))
 		}
 		return s, nil
-	})
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--tiers: %w", err))
-		ts = []string{"miss"}
-	}
-	cfg.Tiers = ts
-	ps, err := units.ParseList(f.prefixes, units.ParseTokens)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--prefix: %w", err))
-		ps = []int{1024}
-	}
-	cfg.Prefixes = ps
+	}, "miss")
+	cfg.Prefixes = listFlag(&errs, "--prefix", f.prefixes, units.ParseTokens, 1024)
 	d, err := parseBudget(f.timeout)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--timeout: %w", err))

@@ -44,24 +44,9 @@ func (f *sweepFlags) parse() (harness.SweepOptions, error) {
 	}
 	// A list that fails to parse is reported here and replaced by a valid
 	// placeholder, so Validate does not report it a second time.
-	ls, err := units.ParseList(f.layouts, func(s string) (tiers.Layout, error) { return tiers.ParseLayout(strings.TrimSpace(s)) })
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--layout: %w", err))
-		ls = tiers.Layouts()
-	}
-	o.Layouts = ls
-	ps, err := units.ParseList(f.prefixes, units.ParseTokens)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--prefix: %w", err))
-		ps = []int{1}
-	}
-	o.Prefixes = ps
-	cs, err := units.ParseList(f.copies, func(s string) (tiers.CopyMode, error) { return tiers.ParseCopyMode(strings.TrimSpace(s)) })
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--copy: %w", err))
-		cs = []tiers.CopyMode{tiers.PerCopy}
-	}
-	o.Copy = cs
+	o.Layouts = listFlag(&errs, "--layout", f.layouts, func(s string) (tiers.Layout, error) { return tiers.ParseLayout(strings.TrimSpace(s)) }, tiers.Layouts()...)
+	o.Prefixes = listFlag(&errs, "--prefix", f.prefixes, units.ParseTokens, 1)
+	o.Copy = listFlag(&errs, "--copy", f.copies, func(s string) (tiers.CopyMode, error) { return tiers.ParseCopyMode(strings.TrimSpace(s)) }, tiers.PerCopy)
 	o.HostMem = tiers.MemKind(f.hostMem)
 	d, err := parseBudget(f.budget)
 	if err != nil {

@@ -36,19 +36,9 @@ func (f *transferFlags) parse() (harness.TransferOptions, error) {
 		}
 	}
 	if f.sizes != "" {
-		s, err := units.ParseList(f.sizes, func(s string) (int64, error) { return units.ParseBytes(strings.TrimSpace(s)) })
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--sizes: %w", err))
-			s = []int64{1}
-		}
-		o.Sizes = s
+		o.Sizes = listFlag(&errs, "--sizes", f.sizes, func(s string) (int64, error) { return units.ParseBytes(strings.TrimSpace(s)) }, 1)
 	}
-	ls, err := units.ParseList(f.layouts, func(s string) (string, error) { return strings.TrimSpace(s), nil })
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--layout: %w", err))
-		ls = []string{harness.TransferLayerwise}
-	}
-	o.Layouts = ls
+	o.Layouts = listFlag(&errs, "--layout", f.layouts, func(s string) (string, error) { return strings.TrimSpace(s), nil }, harness.TransferLayerwise)
 	if f.pool != "" {
 		n, err := units.ParseBytes(f.pool)
 		if err != nil {

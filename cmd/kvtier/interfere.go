@@ -73,15 +73,8 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 		return n, nil
 	}, 1)
 	cfg.Prefill = listFlag(&errs, "--prefill", f.prefill, units.ParseTokens, 2048)
-	var err error
-	if cfg.InjectAfter, err = parseBudget(f.injectAfter); err != nil {
-		errs = append(errs, fmt.Errorf("--inject-after: %w", err))
-		cfg.InjectAfter = time.Second
-	}
-	if cfg.Timeout, err = parseBudget(f.timeout); err != nil {
-		errs = append(errs, fmt.Errorf("--timeout: %w", err))
-		cfg.Timeout = time.Second
-	}
+	cfg.InjectAfter = durationFlag(&errs, "--inject-after", f.injectAfter)
+	cfg.Timeout = durationFlag(&errs, "--timeout", f.timeout)
 	if err := checkOutDir(f.out); err != nil {
 		errs = append(errs, fmt.Errorf("--out: %w", err))
 	}

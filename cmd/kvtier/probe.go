@@ -71,12 +71,7 @@ func (f *probeFlags) config() (probe.Config, error) {
 		return s, nil
 	}, "miss")
 	cfg.Prefixes = listFlag(&errs, "--prefix", f.prefixes, units.ParseTokens, 1024)
-	d, err := parseBudget(f.timeout)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--timeout: %w", err))
-		d = time.Second
-	}
-	cfg.Timeout = d
+	cfg.Timeout = durationFlag(&errs, "--timeout", f.timeout)
 	if !slices.Contains(probe.Connectors, f.connector) {
 		errs = append(errs, fmt.Errorf("--connector %q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))
 		cfg.Connector = "nixl"

@@ -48,12 +48,7 @@ func (f *sweepFlags) parse() (harness.SweepOptions, error) {
 	o.Prefixes = listFlag(&errs, "--prefix", f.prefixes, units.ParseTokens, 1)
 	o.Copy = listFlag(&errs, "--copy", f.copies, func(s string) (tiers.CopyMode, error) { return tiers.ParseCopyMode(strings.TrimSpace(s)) }, tiers.PerCopy)
 	o.HostMem = tiers.MemKind(f.hostMem)
-	d, err := parseBudget(f.budget)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--budget: %w", err))
-		d = time.Second
-	}
-	o.Budget = d
+	o.Budget = durationFlag(&errs, "--budget", f.budget)
 	if err := o.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -61,6 +56,18 @@ func (f *sweepFlags) parse() (harness.SweepOptions, error) {
 		errs = append(errs, fmt.Errorf("--out: %w", err))
 	}
 	return o, errors.Join(errs...)
+}
+
+// durationFlag parses the value of the flag called name with parseBudget.
+// A value that does not parse adds "name: error" to errs and yields one
+// second, a valid placeholder, so that Validate does not report it again.
+func durationFlag(errs *[]error, name, value string) time.Duration {
+	d, err := parseBudget(value)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("%s: %w", name, err))
+		return time.Second
+	}
+	return d
 }
 
 // parseBudget reads a duration ("30s", "2m") or plain seconds ("30").

@@ -44,15 +44,19 @@ func TestSoftRoCE(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), vmTimeout)
 	defer cancel()
 
-	out := t.TempDir()
+	// Logs and CSVs stay for a look when the test fails.
+	out, err := os.MkdirTemp("", "kvtier-rxe-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.CommandContext(ctx, "bash", script, "-o", out)
 	cmd.Env = append(os.Environ(), "KVTIER_RXE_SKIP_STATUS=77")
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
-	// The script runs qemu under its own timeout; on our deadline the
-	// whole process group goes, qemu included.
+	// On our deadline the script's process group gets SIGTERM; the
+	// script passes it on to qemu (in timeout's process group).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 
 	start := time.Now()
@@ -62,17 +66,25 @@ func TestSoftRoCE(t *testing.T) {
 	switch {
 	case err == nil:
 		for _, l := range matching(log.String(), "KVTIER-CASE:", "rxe-vm-test: PASS") {
+			l, _, _ = strings.Cut(l, "; logs and CSVs in") // removed below on success
 			t.Log(l)
 		}
-		for _, p := range csvProblems(out, os.Getenv("KVTIER_RXE_CASES") != "") {
+		probs := csvProblems(out, os.Getenv("KVTIER_RXE_CASES") != "")
+		for _, p := range probs {
 			t.Error(p)
 		}
+		if len(probs) == 0 {
+			os.RemoveAll(out)
+		} else {
+			t.Logf("the CSVs are in %s", out)
+		}
 	case errors.As(err, &exit) && exit.ExitCode() == skipStatus:
+		os.RemoveAll(out)
 		t.Skip(firstOr(matching(log.String(), "rxe-vm-test: SKIP:"), "rxe-vm-test skipped"))
 	case ctx.Err() != nil:
-		t.Fatalf("rxe-vm-test did not finish in %v; last output:\n%s", vmTimeout, tail(log.String(), 60))
+		t.Fatalf("rxe-vm-test did not finish in %v; logs in %s; last output:\n%s", vmTimeout, out, tail(log.String(), 60))
 	default:
-		t.Fatalf("rxe-vm-test failed after %v (%v):\n%s", elapsed, err, tail(log.String(), 60))
+		t.Fatalf("rxe-vm-test failed after %v (%v); logs in %s:\n%s", elapsed, err, out, tail(log.String(), 60))
 	}
 }
 

@@ -236,8 +236,14 @@ timeout -k 5 "$vm_timeout" qemu-system-x86_64 \
 	-kernel "$kdir/vmlinuz" -initrd "$tmp/initrd.zst" \
 	-append "console=ttyS0 panic=-1 loglevel=4 quiet" \
 	-serial "file:$console" -serial "file:$results" \
-	</dev/null >"$outdir/qemu.log" 2>&1
+	</dev/null >"$outdir/qemu.log" 2>&1 &
+qpid=$!
+# timeout runs qemu in a process group of its own: pass a TERM or INT on
+# (a go test deadline, Ctrl-C), timeout hands it to qemu.
+trap 'kill -TERM $qpid 2>/dev/null; keep=1; die "interrupted; logs in $outdir"' TERM INT
+wait $qpid
 qrc=$?
+trap - TERM INT
 t2=$(date +%s)
 
 # Pull the CSVs out of the results log and report each case.

@@ -83,12 +83,13 @@ if [ -n "$missing" ]; then
 	if command -v apt-get >/dev/null; then
 		say "installing $missing"
 		export DEBIAN_FRONTEND=noninteractive
+		aptlog=$(mktemp /tmp/kvtier-rxe-apt.XXXXXX)
 		# shellcheck disable=SC2086
-		apt-get install -y -q --no-install-recommends $missing >"$cache.apt.log" 2>&1 || {
-			apt-get update -q >>"$cache.apt.log" 2>&1
-			apt-get install -y -q --no-install-recommends $missing >>"$cache.apt.log" 2>&1
-		}
-		rm -f "$cache.apt.log"
+		apt-get install -y -q --no-install-recommends $missing >"$aptlog" 2>&1 || {
+			apt-get update -q >>"$aptlog" 2>&1
+			apt-get install -y -q --no-install-recommends $missing >>"$aptlog" 2>&1
+		} || tail -3 "$aptlog" >&2
+		rm -f "$aptlog"
 	fi
 	missing=$(missing_pkgs)
 	[ -z "$missing" ] || skip "missing Debian packages: $missing (apt-get install them)"

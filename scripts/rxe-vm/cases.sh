@@ -8,7 +8,7 @@
 # has to survive the refused reads), serve_stop stops it.
 
 # ALL_CASES is what "all" runs, in order. Not in it: timing (diagnostic).
-ALL_CASES="infra transfer bad_rkey out_of_pool sweep serve_stop peer_killed bad_gid"
+ALL_CASES="infra info transfer bad_rkey out_of_pool sweep serve_stop peer_killed bad_gid"
 
 PORT=7470
 POOL=32MiB
@@ -106,6 +106,21 @@ case_infra() {
 	else
 		verdict "$d" FAIL "ibv_rc_pingpong server exit $src client exit $crc: $(tail -1 "$d/cli.out")"
 	fi
+}
+
+# kvtier info finds rxe0 through sysfs and libibverbs: verbs available,
+# rxe0 among the RDMA NICs.
+case_info() {
+	d=$1
+	timeout 60 kvtier info >"$d/info.out" 2>&1
+	rc=$?
+	cat "$d/info.out"
+	if [ $rc != 0 ]; then verdict "$d" FAIL "kvtier info exit $rc: $(tail -1 "$d/info.out")"; return; fi
+	if ! grep -qE '^ +verbs +available' "$d/info.out"; then
+		verdict "$d" FAIL "kvtier info: $(grep -E '^ +verbs ' "$d/info.out" | tr -s ' ')"; return
+	fi
+	if ! sed -n '/^RDMA NICs/,$p' "$d/info.out" | grep -q rxe0; then verdict "$d" FAIL "kvtier info lists no rxe0 among the RDMA NICs"; return; fi
+	verdict "$d" PASS "$(grep -E '^ +verbs ' "$d/info.out" | tr -s ' ' | cut -c1-120)"
 }
 
 # transfer over rxe0: several sizes, both layouts, two QPs; every row ok,

@@ -33,7 +33,7 @@ while getopts "b:c:o:h" opt; do
 	case $opt in
 	b) bin=$OPTARG ;;
 	c) cases=$OPTARG ;;
-	o) outdir=$OPTARG keep=1 ;;
+	o) outdir=$OPTARG ;;
 	*) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
@@ -162,10 +162,14 @@ if [ ! -s "$kdir/modules.order" ]; then
 	done
 fi
 
+# The build lives in $tmp, removed at exit. Logs and CSVs go to -o's
+# directory, or to $tmp/out, which stays when the run fails.
 tmp=$(mktemp -d /tmp/kvtier-rxe.XXXXXX)
-[ -n "$outdir" ] || outdir=$tmp/out
+if [ -n "$outdir" ]; then ownout=1; else ownout=0 outdir=$tmp/out; fi
 mkdir -p "$outdir"
-cleanup() { [ "$keep" = 1 ] || rm -rf "$tmp"; }
+cleanup() {
+	if [ "$ownout" = 1 ] || [ "$keep" = 0 ]; then rm -rf "$tmp"; else rm -rf "$tmp/root" "$tmp/initrd.zst" "$tmp/kvtier"; fi
+}
 trap cleanup EXIT
 
 # kvtier for the host, as the Makefile builds it.
@@ -269,4 +273,4 @@ if [ "$verdict" != PASS ]; then
 	die "guest verdict '${verdict:-none}' (qemu exit $qrc, $timing); logs in $outdir"
 fi
 npass=$(sed 's/\r$//' "$results" | grep -c '^KVTIER-CASE: [a-z_]* PASS')
-say "PASS: $npass cases passed ($timing)$([ "$keep" = 1 ] && echo "; logs and CSVs in $outdir")"
+say "PASS: $npass cases passed ($timing)$([ "$ownout" = 1 ] && echo "; logs and CSVs in $outdir")"

@@ -12,14 +12,16 @@
 #   KVTIER_PEER       a kvtier serve peer HOST:PORT; unset: embedded loopback peer
 #   KVTIER_BACKEND    auto (default), host or cuda
 #   KVTIER_PREFIXES   tier sweep prefixes (default 1k,2k,4k,8k,16k,32k,64k)
-#   KVTIER_REPS       measured reps per configuration (default 5)
+#   KVTIER_REPS       measured reps per configuration (default 3)
+#   KVTIER_SIZES      transfer sizes (default 16MiB,64MiB,256MiB,1GiB)
 set -u
 bin=${1:?usage: bench.sh BIN OUTDIR}
 out=${2:?usage: bench.sh BIN OUTDIR}
 mkdir -p "$out" || exit 2
 backend=${KVTIER_BACKEND:-auto}
 prefixes=${KVTIER_PREFIXES:-1k,2k,4k,8k,16k,32k,64k}
-reps=${KVTIER_REPS:-5}
+reps=${KVTIER_REPS:-3}
+sizes=${KVTIER_SIZES:-16MiB,64MiB,256MiB,1GiB}
 status=0
 interrupted=0
 trap 'interrupted=1' INT TERM
@@ -42,9 +44,9 @@ step() { # name, command...
 
 peer=()
 [ -n "${KVTIER_PEER:-}" ] && peer=(--peer "$KVTIER_PEER")
-step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --reps "$reps" --warmup 2 \
+step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --reps "$reps" --warmup 1 \
 	"${peer[@]}" --out "$out/sweep"
-step transfer "$bin" transfer "${peer[@]}" --sizes 16MiB,64MiB,256MiB,1GiB,4GiB --reps "$reps" \
+step transfer "$bin" transfer "${peer[@]}" --sizes "$sizes" --reps "$reps" \
 	--layout layerwise,blockwise,contiguous --out "$out/transfer"
 
 if [ -n "${KVTIER_ENDPOINT:-}" ]; then
@@ -54,8 +56,10 @@ if [ -n "${KVTIER_ENDPOINT:-}" ]; then
 	step probe "$bin" probe "${target[@]}" "${remote[@]}" --prefix 1k,2k,4k,8k,16k,32k,64k --reps 3 --out "$out/probe"
 	step interfere "$bin" interfere "${target[@]}" --decode 1,4,8 --prefill 2k,8k,32k,64k,128k --reps 3 --out "$out/mb1"
 else
-	step probe "$bin" probe --sim --prefix 1k,4k,8k,16k,32k --reps 3 --out "$out/probe"
-	step interfere "$bin" interfere --sim --decode 1,8 --prefill 2k,8k,32k --reps 2 --out "$out/mb1"
+	# The embedded sim runs in real time so its TTFTs read like the h20
+	# reference; a short list keeps make bench to a few minutes.
+	step probe "$bin" probe --sim --prefix 1k,4k,16k --reps 3 --out "$out/probe"
+	step interfere "$bin" interfere --sim --decode 1,8 --prefill 2k,8k,16k --reps 2 --out "$out/mb1"
 fi
 
 for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do

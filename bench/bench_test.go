@@ -202,7 +202,7 @@ func benchPrefix(b *testing.B, backend tiers.Backend, spec tiers.Spec, tier tier
 	// Verify once, outside the timed loop.
 	if spec.Moves {
 		if s, ok := tier.(tiers.Scrubber); ok {
-			if err := s.Scrub(); err != nil {
+			if err := s.Scrub(p); err != nil {
 				b.Fatal(err)
 			}
 		}

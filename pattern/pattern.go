@@ -23,8 +23,10 @@ func word(seed uint64, off int64) uint64 {
 
 // Fill writes the pattern of pool seed into p, which holds the pool's
 // bytes starting at offset off. Large buffers are filled in parallel.
-func Fill(p []byte, seed uint64, off int64) {
-	const par = 64 << 20
+func Fill(p []byte, seed uint64, off int64) { fillParallel(p, seed, off, 64<<20) }
+
+// fillParallel fills p on every CPU when it is at least par bytes long.
+func fillParallel(p []byte, seed uint64, off int64, par int) {
 	if len(p) < par {
 		fill(p, seed, off)
 		return

@@ -13,12 +13,14 @@ func TestFillCheck(t *testing.T) {
 		{"aligned", 0, 4096},
 		{"unaligned start", 3, 1000},
 		{"unaligned tiny", 13, 5},
-		{"large parallel", 8, 70 << 20},
+		{"parallel", 8, 3<<20 + 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := make([]byte, tt.size)
-			Fill(p, 42, tt.off)
+			// A 1 MiB threshold sends the last case down the parallel path
+			// without the tens of MiB that make -race slow.
+			fillParallel(p, 42, tt.off, 1<<20)
 			if err := Check(p, 42, tt.off); err != nil {
 				t.Fatal(err)
 			}
@@ -36,6 +38,16 @@ func TestFillCheck(t *testing.T) {
 				t.Fatalf("corrupt last byte: got %v", err)
 			}
 		})
+	}
+}
+
+func TestParallelMatchesSerial(t *testing.T) {
+	serial := make([]byte, 3<<20+13)
+	fill(serial, 9, 21)
+	par := make([]byte, len(serial))
+	fillParallel(par, 9, 21, 1<<20)
+	if string(serial) != string(par) {
+		t.Fatal("the parallel fill differs from the serial one")
 	}
 }
 

@@ -4,11 +4,12 @@
 # verdict (OUTDIR/status, OUTDIR/why: PASS or FAIL) and leaves the CSVs it wants sent back
 # to the host in OUTDIR. Every command runs under timeout, so a hang fails
 # its case instead of the whole VM. Cases run in the init shell, in order:
-# transfer, the refused reads and sweep share one kvtier serve (which so
-# has to survive the refused reads), serve_stop stops it.
+# transfer, the refused reads, the killed client and sweep share one
+# kvtier serve (which so has to survive the refused reads and the client
+# that vanished), serve_stop stops it.
 
 # ALL_CASES is what "all" runs, in order. Not in it: timing (diagnostic).
-ALL_CASES="infra info transfer bad_rkey out_of_pool sweep serve_stop peer_killed bad_gid"
+ALL_CASES="infra info transfer bad_rkey out_of_pool client_killed sweep serve_stop peer_killed bad_gid"
 
 PORT=7470
 POOL=32MiB
@@ -174,8 +175,38 @@ case_bad_rkey() { refused "$1" KVTIER_TEST_CORRUPT_RKEY "wrong rkey"; }
 # A READ past the end of the peer's registered pool.
 case_out_of_pool() { refused "$1" KVTIER_TEST_OUT_OF_POOL "out-of-pool read"; }
 
-# The tier sweep's remote tier over verbs (after the refused reads: the
-# server must still serve new clients).
+# wait_rows CSV N PID: wait until CSV holds N rows (or PID is gone).
+wait_rows() {
+	i=0
+	while [ $i -lt 600 ]; do
+		[ -f "$1" ] && [ "$(wc -l <"$1")" -gt "$2" ] && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.1; i=$((i + 1))
+	done
+	return 1
+}
+
+# A client killed (SIGKILL) mid-transfer: the shared serve lives on (and
+# the sweep after this case shows it still serves).
+case_client_killed() {
+	d=$1
+	shared_server "$d" || return
+	ts "transfer, to be killed"
+	timeout 90 kvtier transfer --transport verbs --peer 127.0.0.1:$SHARED_PORT \
+		--sizes 4MiB --layout layerwise --qps 2 --reps 200 --warmup 1 \
+		--out "$d/run" >"$d/transfer.out" 2>"$d/transfer.err" &
+	cli=$!
+	wait_rows "$d/run/transfer.csv" 2 $cli || { verdict "$d" FAIL "the transfer wrote no rows: $(tail -1 "$d/transfer.err")"; kill $cli; return; }
+	ts "killing the client"
+	kill -KILL $cli
+	wait $cli
+	sleep 1
+	if ! kill -0 $SHARED 2>/dev/null; then verdict "$d" FAIL "serve died with its client: $(tail -1 $SHARED_DIR/serve.err)"; return; fi
+	verdict "$d" PASS "serve lives on"
+}
+
+# The tier sweep's remote tier over verbs (after the refused reads and the
+# killed client: the server must still serve new clients).
 case_sweep() {
 	d=$1
 	shared_server "$d" || return
@@ -219,12 +250,7 @@ case_peer_killed() {
 		--sizes 4MiB --layout layerwise --qps 2 --reps 200 --warmup 1 \
 		--out "$d/run" >"$d/transfer.out" 2>"$d/transfer.err" &
 	cli=$!
-	i=0
-	while [ $i -lt 600 ]; do
-		[ -f "$d/run/transfer.csv" ] && [ "$(wc -l <"$d/run/transfer.csv")" -ge 3 ] && break
-		kill -0 $cli 2>/dev/null || break
-		sleep 0.1; i=$((i + 1))
-	done
+	wait_rows "$d/run/transfer.csv" 2 $cli
 	ts "killing serve"
 	kill -KILL $SERVER
 	wait $SERVER

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -156,6 +157,12 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	opts, err := f.parse()
 	if err != nil {
 		return usageErr(stderr, "sweep", err)
+	}
+
+	if opts.Peer != "" && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, "remote")) {
+		if err := peerReachable(ctx, opts.Peer); err != nil {
+			return usageErr(stderr, "sweep", err)
+		}
 	}
 
 	// Open the backend before writing anything, so a backend that cannot

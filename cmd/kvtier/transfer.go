@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -98,6 +100,14 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 			return usageErr(stderr, "transfer", err)
 		}
 	}
+	// A peer that cannot be reached at all is bad input: say so before
+	// the results directory exists. One that goes away later is an error
+	// row in it.
+	for _, addr := range opts.Peers {
+		if err := peerReachable(ctx, addr); err != nil {
+			return usageErr(stderr, "transfer", err)
+		}
+	}
 	out, err := harness.CreateOutput(f.out, "transfer", append([]string{"kvtier", "transfer"}, args...), "/", stderr)
 	if err != nil {
 		return usageErr(stderr, "transfer", err)
@@ -124,4 +134,15 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 		return exitFail
 	}
 	return usageErr(stderr, "transfer", terr)
+}
+
+// peerReachable reports a kvtier serve peer that does not accept a TCP
+// connection within five seconds, naming the flag; commands check it
+// before they create a results directory.
+func peerReachable(ctx context.Context, addr string) error {
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--peer %s: unreachable: %w", addr, err)
+	}
+	return c.Close()
 }

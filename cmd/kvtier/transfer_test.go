@@ -144,9 +144,19 @@ func TestTransferBadInput(t *testing.T) {
 		}
 	}
 	// An unreachable peer is one line and exit 2.
-	code, _, stderr = runCLI(t, "transfer", "--peer", "127.0.0.1:1", "--sizes", "1MiB", "--out", filepath.Join(dir, "r"))
-	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "127.0.0.1:1") {
-		t.Fatalf("unreachable: exit %d, stderr %q", code, stderr)
+	// An unreachable peer is one line and exit 2, before any results
+	// directory exists; the same for the sweep's remote tier.
+	for _, args := range [][]string{
+		{"transfer", "--peer", "127.0.0.1:1", "--sizes", "1MiB", "--out", filepath.Join(dir, "r")},
+		{"sweep", "--tiers", "remote", "--peer", "127.0.0.1:1", "--prefix", "1k", "--out", filepath.Join(dir, "r")},
+	} {
+		code, _, stderr = runCLI(t, args...)
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--peer 127.0.0.1:1: unreachable") {
+			t.Fatalf("%s unreachable: exit %d, stderr %q", args[0], code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "r")); !os.IsNotExist(err) {
+			t.Fatalf("%s with an unreachable peer left a results directory (%v)", args[0], err)
+		}
 	}
 }
 

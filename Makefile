@@ -34,7 +34,7 @@ test:
 	$(GO) test -race -count=1 -timeout 8m ./...
 
 test-rdma: build
-	scripts/rxe-vm-test.sh
+	scripts/rxe-vm-test.sh -b $(BIN)
 
 clean:
 	rm -rf bin

@@ -183,13 +183,11 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	}
 	rows, err := out.CSV(results.MB1File, []string{"arm", "decode_streams", "prefill_tokens", "endpoint"}, results.MB1Columns...)
 	if err != nil {
-		out.Close(true)
-		return usageErr(stderr, "interfere", err)
+		return usageErr(stderr, "interfere", errors.Join(err, out.Close(true)))
 	}
 	toks, err := out.RawCSV(results.MB1TokensFile, results.MB1TokenColumns)
 	if err != nil {
-		out.Close(true)
-		return usageErr(stderr, "interfere", err)
+		return usageErr(stderr, "interfere", errors.Join(err, out.Close(true)))
 	}
 	fmt.Fprintf(stderr, "kvtier interfere: %s at %s, writing %s\n", r.Model(), cfg.Endpoint, out.Dir)
 	return finishRun(ctx, stdout, stderr, "interfere", out, results.MB1File, r.Run(ctx, rows, toks))

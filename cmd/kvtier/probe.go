@@ -263,8 +263,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	sink, err := out.CSV(results.ProbeFile, []string{"tier", "prefix_tokens", "endpoint"}, results.ProbeColumns...)
 	if err != nil {
-		out.Close(true)
-		return usageErr(stderr, "probe", err)
+		return usageErr(stderr, "probe", errors.Join(err, out.Close(true)))
 	}
 	fmt.Fprintf(stderr, "kvtier probe: %s at %s (block size %d, %s), writing %s\n", info.Model, cfg.Endpoint, info.BlockSize, info.BlockSource, out.Dir)
 	return finishRun(ctx, stdout, stderr, "probe", out, results.ProbeFile, p.Run(ctx, sink))

@@ -138,17 +138,26 @@ func readTokens(path string) ([]Token, bool, error) {
 		return nil, true, err
 	}
 	out := make([]Token, 0, len(rows))
-	for _, r := range rows {
+	for i, r := range rows {
 		// ParseCSV puts the common-named columns (suite, rep) in fields
-		// and the rest in Extra.
+		// and the rest in Extra. A malformed count is an error, not a 0
+		// that would file the token under another stream or cell.
+		var ints [4]int
+		for j, col := range []string{"decode_streams", "prefill_tokens", "stream", "index"} {
+			n, err := strconv.Atoi(r.Get(col))
+			if err != nil {
+				return nil, true, fmt.Errorf("%s: row %d: %s %q is not an integer", path, i+2, col, r.Get(col))
+			}
+			ints[j] = n
+		}
 		t := Token{
 			Arm:         r.Get("arm"),
 			Endpoint:    r.Get("endpoint"),
-			D:           atoi(r.Get("decode_streams")),
-			P:           atoi(r.Get("prefill_tokens")),
+			D:           ints[0],
+			P:           ints[1],
 			Rep:         r.Rep,
-			Stream:      atoi(r.Get("stream")),
-			Index:       atoi(r.Get("index")),
+			Stream:      ints[2],
+			Index:       ints[3],
 			T:           r.Float("t_s"),
 			Inject:      r.Float("inject_s"),
 			PrefillDone: r.Float("prefill_done_s"),

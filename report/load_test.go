@@ -1,0 +1,41 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+func TestReadTokensRefusesMalformedCounts(t *testing.T) {
+	header := strings.Join(results.MB1TokenColumns, ",")
+	for _, tt := range []struct {
+		name, row, wantErr string
+	}{
+		{"ok", "mb1,http://x,interfere,8,2048,0,3,17,1.5,1,1.2", ""},
+		{"bad stream", "mb1,http://x,interfere,8,2048,0,x,17,1.5,1,1.2", `stream "x" is not an integer`},
+		{"empty index", "mb1,http://x,interfere,8,2048,0,3,,1.5,1,1.2", `index "" is not an integer`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), results.MB1TokensFile)
+			if err := os.WriteFile(path, []byte(header+"\n"+tt.row+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			toks, ok, err := readTokens(path)
+			if !ok {
+				t.Fatal("file not seen")
+			}
+			if tt.wantErr == "" {
+				if err != nil || len(toks) != 1 || toks[0].D != 8 || toks[0].P != 2048 || toks[0].Stream != 3 || toks[0].Index != 17 {
+					t.Fatalf("tokens %+v, err %v", toks, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -56,8 +56,12 @@ int kvt_ibv_ep_reg_dmabuf(kvt_ibv_ep *e, uint64_t o, size_t l, uint64_t i, int f
 int kvt_ibv_ep_dereg(void *m, kvt_ibv_status *st) { (void)m; KVT_NOHDR(st); }
 int kvt_ibv_ep_connect(kvt_ibv_ep *e, int g, int m, int r, const uint32_t *lp, const uint32_t *rq, const uint32_t *rp, uint16_t rl, const uint8_t rg[16], kvt_ibv_status *st)
 { (void)e; (void)g; (void)m; (void)r; (void)lp; (void)rq; (void)rp; (void)rl; (void)rg; KVT_NOHDR(st); }
-int kvt_ibv_ep_read(kvt_ibv_ep *e, const kvt_ibv_wr *w, int n, const int *q, int o, int t, kvt_ibv_status *st)
-{ (void)e; (void)w; (void)n; (void)q; (void)o; (void)t; KVT_NOHDR(st); }
+int kvt_ibv_rd_start(kvt_ibv_ep *e, const kvt_ibv_wr *w, int n, const int *q, int o, kvt_ibv_rd **r, kvt_ibv_status *st)
+{ (void)e; (void)w; (void)n; (void)q; (void)o; (void)r; KVT_NOHDR(st); }
+int kvt_ibv_rd_poll(kvt_ibv_rd *r, int s, int t, kvt_ibv_status *st) { (void)r; (void)s; (void)t; KVT_NOHDR(st); }
+int kvt_ibv_rd_inflight(const kvt_ibv_rd *r) { (void)r; return 0; }
+int kvt_ibv_rd_abort(kvt_ibv_rd *r, int d, int *f, kvt_ibv_status *st) { (void)r; (void)d; (void)f; KVT_NOHDR(st); }
+void kvt_ibv_rd_free(kvt_ibv_rd *r) { (void)r; }
 void kvt_ibv_ep_close(kvt_ibv_ep *e) { (void)e; }
 
 #else
@@ -512,40 +516,93 @@ static long kvt_now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-int kvt_ibv_ep_read(kvt_ibv_ep *ep, const kvt_ibv_wr *wrs, int n,
-		    const int *qstart, int outstanding, int timeout_ms,
-		    kvt_ibv_status *st)
+struct kvt_ibv_rd {
+	kvt_ibv_ep *ep;
+	kvt_ibv_wr *wrs;     /* a copy: the caller's memory is not kept */
+	int n, done, outstanding;
+	int qstart[KVT_IBV_MAXQP + 1];
+	int next[KVT_IBV_MAXQP];     /* next request to post, per QP */
+	int inflight[KVT_IBV_MAXQP]; /* posted, not completed, per QP */
+	long last;                   /* when the last completion came */
+};
+
+int kvt_ibv_rd_start(kvt_ibv_ep *ep, const kvt_ibv_wr *wrs, int n, const int *qstart,
+		     int outstanding, kvt_ibv_rd **out, kvt_ibv_status *st)
 {
 	kvt_clear(st);
-	if (outstanding < 1)
-		outstanding = 1;
-	if (outstanding > 64)
-		outstanding = 64;
-	int next[KVT_IBV_MAXQP], inflight[KVT_IBV_MAXQP];
-	for (int q = 0; q < ep->nqp; q++) {
-		next[q] = qstart[q];
-		inflight[q] = 0;
+	*out = NULL;
+	if (n < 0 || (n > 0 && !wrs) || !qstart) {
+		kvt_set(st, KVT_IBV_EARG, 0, "bad read list%s%s", NULL, NULL);
+		return KVT_IBV_EARG;
 	}
-	int done = 0;
-	long last = kvt_now_ms();
+	for (int q = 0; q < ep->nqp; q++) {
+		if (qstart[q] < 0 || qstart[q] > qstart[q + 1] || qstart[q + 1] > n) {
+			kvt_set(st, KVT_IBV_EARG, 0, "bad read list (QP ranges)%s%s", NULL, NULL);
+			return KVT_IBV_EARG;
+		}
+	}
+	kvt_ibv_rd *rd = calloc(1, sizeof(*rd));
+	if (!rd || (n > 0 && !(rd->wrs = malloc((size_t)n * sizeof(*wrs))))) {
+		free(rd);
+		errno = ENOMEM;
+		return kvt_sys(st, "read state", NULL);
+	}
+	if (n > 0)
+		memcpy(rd->wrs, wrs, (size_t)n * sizeof(*wrs));
+	rd->ep = ep;
+	rd->n = n;
+	rd->outstanding = outstanding < 1 ? 1 : outstanding > 64 ? 64 : outstanding;
+	for (int q = 0; q <= ep->nqp; q++)
+		rd->qstart[q] = qstart[q];
+	for (int q = 0; q < ep->nqp; q++)
+		rd->next[q] = qstart[q];
+	rd->last = kvt_now_ms();
+	*out = rd;
+	return KVT_IBV_OK;
+}
+
+int kvt_ibv_rd_inflight(const kvt_ibv_rd *rd)
+{
+	int k = 0;
+	for (int q = 0; q < rd->ep->nqp; q++)
+		k += rd->inflight[q];
+	return k;
+}
+
+/* kvt_rd_credit counts one completion of request idx. */
+static void kvt_rd_credit(kvt_ibv_rd *rd, long idx)
+{
+	if (idx < 0 || idx >= rd->n)
+		return;
+	uint32_t q = rd->wrs[idx].qp;
+	if (q < (uint32_t)rd->ep->nqp && rd->inflight[q] > 0)
+		rd->inflight[q]--;
+}
+
+int kvt_ibv_rd_poll(kvt_ibv_rd *rd, int slice_ms, int timeout_ms, kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	kvt_ibv_ep *ep = rd->ep;
+	const kvt_ibv_wr *wrs = rd->wrs;
+	long start = kvt_now_ms();
 	struct ibv_send_wr sw[64];
 	struct ibv_sge sg[64];
 	struct ibv_wc wc[64];
-	while (done < n) {
+	while (rd->done < rd->n) {
 		/* Fill every QP up to its limit with one chained post. */
 		for (int q = 0; q < ep->nqp; q++) {
-			int k = 0;
-			while (inflight[q] + k < outstanding && next[q] + k < qstart[q + 1])
+			int k = 0, next = rd->next[q];
+			while (rd->inflight[q] + k < rd->outstanding && next + k < rd->qstart[q + 1])
 				k++;
 			if (k == 0)
 				continue;
 			for (int j = 0; j < k; j++) {
-				const kvt_ibv_wr *w = &wrs[next[q] + j];
+				const kvt_ibv_wr *w = &wrs[next + j];
 				memset(&sw[j], 0, sizeof(sw[j]));
 				sg[j].addr = w->laddr;
 				sg[j].length = w->len;
 				sg[j].lkey = w->lkey;
-				sw[j].wr_id = (uint64_t)(next[q] + j);
+				sw[j].wr_id = (uint64_t)(next + j);
 				sw[j].sg_list = &sg[j];
 				sw[j].num_sge = 1;
 				sw[j].opcode = IBV_WR_RDMA_READ;
@@ -557,44 +614,105 @@ int kvt_ibv_ep_read(kvt_ibv_ep *ep, const kvt_ibv_wr *wrs, int n,
 			struct ibv_send_wr *bad = NULL;
 			int rc = ibv_post_send(ep->qp[q], &sw[0], &bad);
 			if (rc) {
+				/* The requests before the bad one were posted. */
+				int posted = bad ? (int)((long)bad->wr_id - next) : 0;
+				if (posted < 0 || posted > k)
+					posted = 0;
+				rd->inflight[q] += posted;
+				rd->next[q] += posted;
 				errno = rc;
 				kvt_sys(st, "ibv_post_send", NULL);
-				st->wr_index = bad ? (long)bad->wr_id : (long)next[q];
+				st->wr_index = bad ? (long)bad->wr_id : (long)next;
 				return KVT_IBV_ESYS;
 			}
-			inflight[q] += k;
-			next[q] += k;
+			rd->inflight[q] += k;
+			rd->next[q] += k;
 		}
 		int got = ibv_poll_cq(ep->cq, 64, wc);
 		if (got < 0) {
 			errno = EIO;
 			return kvt_sys(st, "ibv_poll_cq", NULL);
 		}
+		long now = kvt_now_ms();
 		if (got == 0) {
-			if (timeout_ms > 0 && kvt_now_ms() - last > timeout_ms) {
+			if (timeout_ms > 0 && now - rd->last > timeout_ms) {
 				char t[32];
 				snprintf(t, sizeof(t), "%d", timeout_ms);
 				kvt_set(st, KVT_IBV_ETIMEOUT, 0, "no completion for %s ms%s", t, NULL);
 				return KVT_IBV_ETIMEOUT;
 			}
-			continue;
+		} else {
+			rd->last = now;
 		}
-		last = kvt_now_ms();
 		for (int i = 0; i < got; i++) {
 			long idx = (long)wc[i].wr_id;
+			kvt_rd_credit(rd, idx);
 			if (wc[i].status != IBV_WC_SUCCESS) {
+				/* Count the rest, so abort knows what is still out. */
+				for (int j = i + 1; j < got; j++)
+					kvt_rd_credit(rd, (long)wc[j].wr_id);
 				st->code = KVT_IBV_EWC;
 				st->wc_status = wc[i].status;
 				st->wr_index = idx;
 				snprintf(st->msg, sizeof(st->msg), "%s", kvt_ibv.p_ibv_wc_status_str(wc[i].status));
 				return KVT_IBV_EWC;
 			}
-			if (idx >= 0 && idx < n)
-				inflight[wrs[idx].qp]--;
-			done++;
+			rd->done++;
+		}
+		if (rd->done < rd->n && slice_ms > 0 && now - start >= slice_ms) {
+			kvt_set(st, KVT_IBV_EAGAIN, 0, "reads still in flight%s%s", NULL, NULL);
+			return KVT_IBV_EAGAIN;
 		}
 	}
 	return KVT_IBV_OK;
+}
+
+int kvt_ibv_rd_abort(kvt_ibv_rd *rd, int drain_ms, int *flushed, kvt_ibv_status *st)
+{
+	kvt_clear(st);
+	kvt_ibv_ep *ep = rd->ep;
+	*flushed = 0;
+	int failed = 0;
+	for (int q = 0; q < ep->nqp; q++) {
+		struct ibv_qp_attr a;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_ERR;
+		errno = 0;
+		int rc = kvt_ibv.p_ibv_modify_qp(ep->qp[q], &a, IBV_QP_STATE);
+		if (rc && !failed) {
+			errno = rc > 0 ? rc : (errno ? errno : EIO);
+			kvt_sys(st, "modify QP to ERR", NULL);
+			failed = 1;
+		}
+	}
+	long start = kvt_now_ms();
+	struct ibv_wc wc[64];
+	while (kvt_ibv_rd_inflight(rd) > 0) {
+		int got = ibv_poll_cq(ep->cq, 64, wc);
+		if (got < 0) {
+			errno = EIO;
+			return kvt_sys(st, "ibv_poll_cq (drain)", NULL);
+		}
+		for (int i = 0; i < got; i++)
+			kvt_rd_credit(rd, (long)wc[i].wr_id);
+		*flushed += got;
+		if (got == 0 && kvt_now_ms() - start > drain_ms) {
+			char k[32], t[32];
+			snprintf(k, sizeof(k), "%d", kvt_ibv_rd_inflight(rd));
+			snprintf(t, sizeof(t), "%d", drain_ms);
+			kvt_set(st, KVT_IBV_ETIMEOUT, 0, "%s reads still in flight %s ms after moving the QPs to ERR", k, t);
+			return KVT_IBV_ETIMEOUT;
+		}
+	}
+	return failed ? KVT_IBV_ESYS : KVT_IBV_OK;
+}
+
+void kvt_ibv_rd_free(kvt_ibv_rd *rd)
+{
+	if (!rd)
+		return;
+	free(rd->wrs);
+	free(rd);
 }
 
 #endif

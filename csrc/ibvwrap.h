@@ -22,7 +22,8 @@ enum {
 	KVT_IBV_EWC = 5,     /* a work completion failed */
 	KVT_IBV_EARG = 6,    /* bad argument (GID index, QP count, ...) */
 	KVT_IBV_EUNSUP = 7,  /* optional symbol missing (ibv_reg_dmabuf_mr) */
-	KVT_IBV_ETIMEOUT = 8 /* no completion for too long */
+	KVT_IBV_ETIMEOUT = 8, /* no completion for too long */
+	KVT_IBV_EAGAIN = 9    /* a time slice passed, reads still in flight */
 };
 
 #define KVT_IBV_MSGLEN 256
@@ -96,13 +97,30 @@ int kvt_ibv_ep_connect(kvt_ibv_ep *ep, int gid_index, int mtu, int rd_atom,
 		       const uint32_t *local_psn, const uint32_t *remote_qpn,
 		       const uint32_t *remote_psn, uint16_t remote_lid,
 		       const uint8_t remote_gid[16], kvt_ibv_status *st);
-/* kvt_ibv_ep_read posts the n reads, wrs grouped by QP (qstart[q] ..
- * qstart[q+1]-1 are QP q's), keeping up to outstanding in flight per QP,
- * every one signalled, and polls until all complete or one fails. A
- * failure names the failing index and its status string. */
-int kvt_ibv_ep_read(kvt_ibv_ep *ep, const kvt_ibv_wr *wrs, int n,
-		    const int *qstart, int outstanding, int timeout_ms,
-		    kvt_ibv_status *st);
+/*
+ * A read runs in time slices so the caller can check for cancellation
+ * between them: kvt_ibv_rd_start copies the n reads (wrs grouped by QP,
+ * qstart[q] .. qstart[q+1]-1 are QP q's) into a read state;
+ * kvt_ibv_rd_poll posts and polls, keeping up to outstanding in flight per
+ * QP, every one signalled, until all complete (KVT_IBV_OK), one fails, no
+ * completion came for timeout_ms (KVT_IBV_ETIMEOUT, counted across
+ * slices), or slice_ms passed (KVT_IBV_EAGAIN: call it again). A failure
+ * names the failing index and its status string. After any failure or
+ * to give up, kvt_ibv_rd_abort must run before the memory is released.
+ */
+typedef struct kvt_ibv_rd kvt_ibv_rd;
+int kvt_ibv_rd_start(kvt_ibv_ep *ep, const kvt_ibv_wr *wrs, int n, const int *qstart,
+		     int outstanding, kvt_ibv_rd **out, kvt_ibv_status *st);
+int kvt_ibv_rd_poll(kvt_ibv_rd *rd, int slice_ms, int timeout_ms, kvt_ibv_status *st);
+/* kvt_ibv_rd_inflight counts the reads posted and not yet completed. */
+int kvt_ibv_rd_inflight(const kvt_ibv_rd *rd);
+/* kvt_ibv_rd_abort moves every QP of the endpoint to the error state, so
+ * the device flushes what is in flight, and polls the flushed completions
+ * until none is outstanding (KVT_IBV_OK) or drain_ms passed
+ * (KVT_IBV_ETIMEOUT). *flushed counts the completions drained. */
+int kvt_ibv_rd_abort(kvt_ibv_rd *rd, int drain_ms, int *flushed, kvt_ibv_status *st);
+/* kvt_ibv_rd_free frees the read state (not the endpoint). */
+void kvt_ibv_rd_free(kvt_ibv_rd *rd);
 /* kvt_ibv_ep_close tears down QPs, CQ, PD and the device, in that order. */
 void kvt_ibv_ep_close(kvt_ibv_ep *ep);
 

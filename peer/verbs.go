@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"time"
 	"unsafe"
 
 	"github.com/kvtier/kvtier/rdma"
@@ -109,6 +108,52 @@ type verbsClient struct {
 	dst   []byte
 	devMR *rdma.MR
 	dev   uintptr
+	// gone is closed when the control connection ends (the peer hung up,
+	// died, or close was called); goneErr then says how.
+	gone    chan struct{}
+	goneErr error
+}
+
+// watch reads the control connection until it ends. The peer never
+// writes after its welcome, so the read returns only when the connection
+// is closed or reset; any bytes it did send are ignored.
+func (v *verbsClient) watch() {
+	var b [64]byte
+	for {
+		if _, err := v.ctl.Read(b[:]); err != nil {
+			v.goneErr = err
+			close(v.gone)
+			return
+		}
+	}
+}
+
+// peerGone reports whether the control connection has ended.
+func (v *verbsClient) peerGone() bool {
+	select {
+	case <-v.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// readCtx derives a context for one read that is cancelled when the
+// control connection ends, with that as its cause; stop releases it.
+func (v *verbsClient) readCtx(ctx context.Context) (c context.Context, stop func()) {
+	c, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-v.gone:
+			cancel(fmt.Errorf("control connection: %w", v.goneErr))
+		case <-done:
+		}
+	}()
+	return c, func() {
+		close(done)
+		cancel(nil)
+	}
 }
 
 func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient, error) {
@@ -138,10 +183,13 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 	if os.Getenv(EnvCorruptRKey) != "" {
 		rkey ^= 0x5a5a5a // test only: the peer's NIC must refuse
 	}
-	return &verbsClient{
+	v := &verbsClient{
 		info: Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: Verbs, Device: li.Device, RateGbps: li.RateGbps},
 		ctl:  tc.c, ep: ep, rkey: rkey, base: w.Addr, root: cfg.Root,
-	}, nil
+		gone: make(chan struct{}),
+	}
+	go v.watch()
+	return v, nil
 }
 
 func (v *verbsClient) wrs(local uint64, lkey uint32, list []Chunk) []rdma.WR {
@@ -173,7 +221,7 @@ func (v *verbsClient) read(ctx context.Context, dst []byte, list []Chunk) error 
 	if err := v.register(dst); err != nil {
 		return err
 	}
-	return v.wrap(v.ep.Read(ctx, v.wrs(v.dstMR.Addr, v.dstMR.LKey, Split(list, int64(rdma.MaxWR)))))
+	return v.readWRs(ctx, v.wrs(v.dstMR.Addr, v.dstMR.LKey, Split(list, int64(rdma.MaxWR))))
 }
 
 func (v *verbsClient) readDevice(ctx context.Context, dst DeviceMem, list []Chunk) error {
@@ -188,20 +236,24 @@ func (v *verbsClient) readDevice(ctx context.Context, dst DeviceMem, list []Chun
 		}
 		v.devMR, v.dev = mr, dst.Addr
 	}
-	return v.wrap(v.ep.Read(ctx, v.wrs(uint64(dst.Addr), v.devMR.LKey, Split(list, int64(rdma.MaxWR)))))
+	return v.readWRs(ctx, v.wrs(uint64(dst.Addr), v.devMR.LKey, Split(list, int64(rdma.MaxWR))))
 }
 
-// wrap names the peer in a read error and says when the peer has gone.
-func (v *verbsClient) wrap(err error) error {
+// readWRs runs the reads, aborting them as soon as the control connection
+// ends or ctx is done, and names the peer in an error.
+func (v *verbsClient) readWRs(ctx context.Context, wrs []rdma.WR) error {
+	if v.peerGone() {
+		return fmt.Errorf("peer %s closed the control connection before the read (%v)", v.info.Addr, v.goneErr)
+	}
+	rctx, stop := v.readCtx(ctx)
+	err := v.ep.Read(rctx, wrs)
+	stop()
 	if err == nil {
 		return nil
 	}
-	v.ctl.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-	var b [1]byte
-	if _, rerr := v.ctl.Read(b[:]); errors.Is(rerr, io.EOF) {
-		return fmt.Errorf("peer %s closed the connection mid-read: %w", v.info.Addr, err)
+	if v.peerGone() {
+		return fmt.Errorf("peer %s closed the control connection mid-read: %w", v.info.Addr, err)
 	}
-	v.ctl.SetReadDeadline(time.Time{})
 	return fmt.Errorf("peer %s: %w", v.info.Addr, err)
 }
 

@@ -2,10 +2,14 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kvtier/kvtier/pattern"
 	"github.com/kvtier/kvtier/rdma"
@@ -19,16 +23,7 @@ import (
 // reads-in-flight limit, and the responder's refusals.
 func TestVerbsFake(t *testing.T) {
 	if os.Getenv("KVTIER_FAKE_CHILD") == "" {
-		lib, err := rdmatest.Build(t.TempDir())
-		if err != nil {
-			t.Skipf("cannot build the fake libibverbs: %v", err)
-		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestVerbsFake$", "-test.v")
-		cmd.Env = append(os.Environ(), "KVTIER_FAKE_CHILD=1", "KVTIER_LIBIBVERBS="+lib)
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestVerbsFake") {
-			t.Fatalf("child: %v\n%s", err, out)
-		}
+		runFakeChild(t, "TestVerbsFake")
 		return
 	}
 
@@ -135,5 +130,139 @@ func TestVerbsFake(t *testing.T) {
 	defer tc.Close()
 	if err := tc.ReadChunks(context.Background(), dst[:16384], list[:1]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// runFakeChild runs test name in a child process whose libibverbs is the
+// fake, with env added.
+func runFakeChild(t *testing.T, name string, env ...string) {
+	t.Helper()
+	lib, err := rdmatest.Build(t.TempDir())
+	if err != nil {
+		t.Skipf("cannot build the fake libibverbs: %v", err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.v")
+	cmd.Env = append(append(os.Environ(), "KVTIER_FAKE_CHILD=1", "KVTIER_LIBIBVERBS="+lib), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+// fakeLog returns the lines the fake libibverbs logged so far.
+func fakeLog(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(os.Getenv("FAKE_IBV_LOG"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return strings.Fields(strings.ReplaceAll(string(b), " ", "_"))
+}
+
+func countPrefix(lines []string, prefix string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestVerbsAbort stalls the fake's completions after the first 20, as a
+// responder that died without a word does on soft-RoCE, and checks that
+// a read gives up promptly when ctx is cancelled or the peer's control
+// connection closes, not after the 30 s no-completion timeout: the QPs
+// are moved to ERR and every read in flight is drained (flushed) before
+// the destination's registration is released, and the endpoint refuses
+// further reads.
+func TestVerbsAbort(t *testing.T) {
+	if os.Getenv("KVTIER_FAKE_CHILD") == "" {
+		runFakeChild(t, "TestVerbsAbort", "FAKE_IBV_STALL_AFTER=20", "FAKE_IBV_LOG="+filepath.Join(t.TempDir(), "fake.log"))
+		return
+	}
+	const seed = 5
+	pool, err := NewHostPool(4<<20, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := StartEmbedded(ServerConfig{Pool: pool, Transport: Verbs, RDMA: rdma.Config{GIDIndex: -1, Root: "/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeServer := sync.OnceValue(e.Close)
+	defer closeServer()
+	dial := func() *Client {
+		c, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, Conns: 2, RDMA: rdma.Config{GIDIndex: -1, Root: "/"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var list []Chunk
+	for i := int64(0); i < 200; i++ {
+		list = append(list, Chunk{Src: (i * 7 % 256) * 16384, Dst: i * 16384, Len: 16384})
+	}
+	dst := make([]byte, 200*16384)
+
+	// Cancelled: 20 reads complete, then each of the 2 QPs holds its 16
+	// reads in flight until the abort flushes them.
+	c := dial()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	err = c.ReadChunks(ctx, dst, list)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("cancelled read returned after %v", took)
+	}
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), e.Addr) {
+		t.Fatalf("cancelled read: %v", err)
+	}
+	if err := pattern.Check(dst[:16384], seed, list[0].Src); err != nil {
+		t.Fatalf("a read completed before the stall: %v", err)
+	}
+	log := fakeLog(t)
+	if n := countPrefix(log, "modify_qp_qpn="); n != 2 {
+		t.Fatalf("%d QPs moved to ERR, want 2: %q", n, log)
+	}
+	if n := countPrefix(log, "flush_"); n != 2*16 {
+		t.Fatalf("%d flushed completions drained, want 32: %q", n, log)
+	}
+	if err := c.ReadChunks(context.Background(), dst, list[:1]); err == nil || !strings.Contains(err.Error(), "unusable") {
+		t.Fatalf("read after an abort: %v", err)
+	}
+	c.Close()
+	log = fakeLog(t)
+	lastFlush, firstDereg := -1, -1
+	for i, l := range log {
+		if strings.HasPrefix(l, "flush_") {
+			lastFlush = i
+		}
+		if strings.HasPrefix(l, "dereg_mr") && firstDereg < 0 {
+			firstDereg = i
+		}
+	}
+	if firstDereg < 0 || lastFlush > firstDereg {
+		t.Fatalf("destination deregistered before the drain: %q", log)
+	}
+
+	// The peer goes away: nothing completes any more; closing the server
+	// closes the control connection, and the read stops with that.
+	c = dial()
+	defer c.Close()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		closeServer()
+	}()
+	start = time.Now()
+	err = c.ReadChunks(context.Background(), dst, list)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("read from a closed peer returned after %v", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "peer "+e.Addr+" closed the control connection mid-read") || errors.Is(err, rdma.ErrTimeout) {
+		t.Fatalf("read from a closed peer: %v", err)
+	}
+	if n := countPrefix(fakeLog(t), "modify_qp_qpn="); n != 4 {
+		t.Fatalf("%d QPs moved to ERR in all, want 4", n)
 	}
 }

@@ -65,6 +65,7 @@ const (
 	codeArg     = 6
 	codeUnsup   = 7
 	codeTimeout = 8
+	codeAgain   = 9
 )
 
 // An Error is a failed verb: the operation, the shim's message and, for a

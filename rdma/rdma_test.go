@@ -323,7 +323,9 @@ int main(void) {
 	if (kvt_ibv_load(NULL, &st) != KVT_IBV_ENOHDR) return 1;
 	if (strcmp(st.msg, "built without verbs.h") != 0) return 2;
 	if (kvt_ibv_ep_open(NULL, 0, 1, 1, &ep, &a, &st) != KVT_IBV_ENOHDR) return 3;
-	if (kvt_ibv_ep_read(NULL, NULL, 0, NULL, 1, 0, &st) != KVT_IBV_ENOHDR) return 4;
+	kvt_ibv_rd *rd = 0;
+	if (kvt_ibv_rd_start(NULL, NULL, 0, NULL, 1, &rd, &st) != KVT_IBV_ENOHDR) return 4;
+	if (kvt_ibv_rd_poll(rd, 100, 0, &st) != KVT_IBV_ENOHDR) return 6;
 	if (kvt_ibv_has_dmabuf()) return 5;
 	puts(st.msg);
 	return 0;

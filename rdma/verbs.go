@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -91,6 +92,9 @@ type Endpoint struct {
 	// broken is the read failure after which the QPs are in the error
 	// state and the CQ may hold stale completions: no further reads.
 	broken error
+	// undrained says an aborted read left requests in flight: the memory
+	// registrations and QPs are never released.
+	undrained bool
 }
 
 // An MR is a registered memory region.
@@ -286,9 +290,22 @@ func (e *Endpoint) RegDMABuf(fd int, offset int64, iova uint64, n int64) (*MR, e
 	return mr, nil
 }
 
+// readSlice is how long one cgo call polls before Go looks at ctx again;
+// drainTimeout bounds the wait for flushed completions after an abort.
+const (
+	readSlice    = 100 * time.Millisecond
+	drainTimeout = 5 * time.Second
+)
+
 // Read performs the reads, split and spread over the endpoint's QPs with
-// up to RdAtom in flight per QP, in batches of one cgo call each; ctx is
-// checked between batches.
+// up to RdAtom in flight per QP, in batches. The shim polls in slices of
+// about 100 ms (one cgo call each) and ctx is checked between them: when
+// ctx is done, or a read fails, with requests still in flight, the QPs are
+// moved to the error state and the flushed completions drained before
+// Read returns, so no request writes into memory the caller then reuses
+// or frees. A cancelled read returns an error wrapping context.Cause(ctx).
+// After any failure the endpoint refuses further reads. The endpoint's
+// timeout (SetTimeout) bounds the wait without any completion.
 func (e *Endpoint) Read(ctx context.Context, reads []WR) error {
 	maxLen := uint32(MaxWR)
 	if e.maxMsg > 0 {
@@ -300,26 +317,74 @@ func (e *Endpoint) Read(ctx context.Context, reads []WR) error {
 	wrs, qstart := Plan(reads, len(e.info.QPNs), maxLen)
 	bs, starts := Batches(wrs, qstart, 4096)
 	for i, b := range bs {
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			// Nothing in flight between batches: the endpoint stays usable.
+			return fmt.Errorf("rdma: read aborted: %w", context.Cause(ctx))
 		}
-		cw := make([]C.kvt_ibv_wr, len(b))
-		for j, w := range b {
-			cw[j] = C.kvt_ibv_wr{laddr: C.uint64_t(w.Local), raddr: C.uint64_t(w.Remote), len: C.uint32_t(w.Len),
-				lkey: C.uint32_t(w.LKey), rkey: C.uint32_t(w.RKey), qp: C.uint32_t(w.QP)}
-		}
-		cs := make([]C.int, len(starts[i]))
-		for j, s := range starts[i] {
-			cs[j] = C.int(s)
-		}
-		var st C.kvt_ibv_status
-		C.kvt_ibv_ep_read(e.ep, &cw[0], C.int(len(cw)), &cs[0], C.int(e.rdAtom), C.int(e.timeout.Milliseconds()), &st)
-		if err := toError("read", goStatus(&st), b); err != nil {
+		if err := e.readBatch(ctx, b, starts[i]); err != nil {
 			e.broken = err
 			return err
 		}
 	}
 	return nil
+}
+
+// readBatch runs one batch to completion, slice by slice.
+func (e *Endpoint) readBatch(ctx context.Context, b []WR, starts []int) error {
+	cw := make([]C.kvt_ibv_wr, len(b))
+	for j, w := range b {
+		cw[j] = C.kvt_ibv_wr{laddr: C.uint64_t(w.Local), raddr: C.uint64_t(w.Remote), len: C.uint32_t(w.Len),
+			lkey: C.uint32_t(w.LKey), rkey: C.uint32_t(w.RKey), qp: C.uint32_t(w.QP)}
+	}
+	cs := make([]C.int, len(starts))
+	for j, s := range starts {
+		cs[j] = C.int(s)
+	}
+	var (
+		st C.kvt_ibv_status
+		rd *C.kvt_ibv_rd
+	)
+	C.kvt_ibv_rd_start(e.ep, &cw[0], C.int(len(cw)), &cs[0], C.int(e.rdAtom), &rd, &st)
+	if err := toError("read", goStatus(&st), nil); err != nil {
+		return err
+	}
+	defer C.kvt_ibv_rd_free(rd)
+	slice, timeout := C.int(readSlice.Milliseconds()), C.int(e.timeout.Milliseconds())
+	for {
+		rc := C.kvt_ibv_rd_poll(rd, slice, timeout, &st)
+		var err error
+		switch rc {
+		case codeOK:
+			return nil
+		case codeAgain:
+			if ctx.Err() == nil {
+				continue
+			}
+			err = fmt.Errorf("rdma: read aborted: %w", context.Cause(ctx))
+		default:
+			err = toError("read", goStatus(&st), b)
+		}
+		return e.abort(rd, err)
+	}
+}
+
+// abort moves the QPs to the error state and drains what was in flight;
+// cause is the error the read returns. If the flushed completions do not
+// all come, the endpoint keeps its memory registrations and resources
+// for good (Close and Dereg leave them), as the device may still write.
+func (e *Endpoint) abort(rd *C.kvt_ibv_rd, cause error) error {
+	var (
+		st      C.kvt_ibv_status
+		flushed C.int
+	)
+	C.kvt_ibv_rd_abort(rd, C.int(drainTimeout.Milliseconds()), &flushed, &st)
+	if err := toError("abort read", goStatus(&st), nil); err != nil {
+		if errors.Is(err, ErrTimeout) {
+			e.undrained = true
+		}
+		return fmt.Errorf("%w (then %v)", cause, err)
+	}
+	return cause
 }
 
 // Close deregisters the MRs and tears the endpoint down in reverse order.
@@ -328,6 +393,10 @@ func (e *Endpoint) Close() error {
 	defer e.mu.Unlock()
 	if e.ep == nil {
 		return nil
+	}
+	if e.undrained {
+		e.ep, e.mrs = nil, nil
+		return errors.New("rdma: close: reads still in flight after an abort; the endpoint and its memory registrations are left in place")
 	}
 	var first error
 	for i := len(e.mrs) - 1; i >= 0; i-- {
@@ -345,6 +414,9 @@ func (e *Endpoint) Close() error {
 
 // Dereg deregisters one MR before the endpoint closes.
 func (e *Endpoint) Dereg(mr *MR) error {
+	if e.undrained {
+		return errors.New("rdma: dereg mr: reads still in flight after an abort; the registration is left in place")
+	}
 	for i, m := range e.mrs {
 		if m == mr {
 			e.mrs = append(e.mrs[:i], e.mrs[i+1:]...)

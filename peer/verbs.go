@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 	"unsafe"
 
 	"github.com/kvtier/kvtier/rdma"
@@ -239,6 +240,10 @@ func (v *verbsClient) readDevice(ctx context.Context, dst DeviceMem, list []Chun
 	return v.readWRs(ctx, v.wrs(uint64(dst.Addr), v.devMR.LKey, Split(list, int64(rdma.MaxWR))))
 }
 
+// goneGrace is how long a failed read waits to learn whether the peer
+// has gone, to say so.
+const goneGrace = 100 * time.Millisecond
+
 // readWRs runs the reads, aborting them as soon as the control connection
 // ends or ctx is done, and names the peer in an error.
 func (v *verbsClient) readWRs(ctx context.Context, wrs []rdma.WR) error {
@@ -250,6 +255,14 @@ func (v *verbsClient) readWRs(ctx context.Context, wrs []rdma.WR) error {
 	stop()
 	if err == nil {
 		return nil
+	}
+	if ctx.Err() == nil && !v.peerGone() {
+		// A peer that dies can fail reads (its memory deregistered) a
+		// moment before its socket's FIN arrives: give that a moment.
+		select {
+		case <-v.gone:
+		case <-time.After(goneGrace):
+		}
 	}
 	if v.peerGone() {
 		return fmt.Errorf("peer %s closed the control connection mid-read: %w", v.info.Addr, err)

@@ -1,14 +1,19 @@
 package rdma
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 
+	"github.com/kvtier/kvtier/rdma/rdmatest"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -340,4 +345,74 @@ int main(void) {
 	if err != nil || !strings.Contains(string(out), "built without verbs.h") {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
+}
+
+// TestReadNoCompletionTimeout checks the last resort against the fake
+// libibverbs with completions stalled from the start: a read gives up
+// after the endpoint's timeout, having polled in slices, with the
+// timeout error; the QPs go to ERR and the flushed reads are drained.
+func TestReadNoCompletionTimeout(t *testing.T) {
+	if os.Getenv("KVTIER_RDMA_CHILD") != "timeout" {
+		dir := t.TempDir()
+		lib, err := rdmatest.Build(dir)
+		if err != nil {
+			t.Skipf("cannot build the fake libibverbs: %v", err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestReadNoCompletionTimeout$", "-test.v")
+		cmd.Env = append(os.Environ(), "KVTIER_RDMA_CHILD=timeout", "KVTIER_LIBIBVERBS="+lib,
+			"FAKE_IBV_STALL_AFTER=0", "FAKE_IBV_LOG="+filepath.Join(dir, "fake.log"))
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestReadNoCompletionTimeout") {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	cfg := Config{GIDIndex: -1, Root: "/", QPs: 1}
+	a, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := a.Connect(b.Info()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Connect(a.Info()); err != nil {
+		t.Fatal(err)
+	}
+	src, dst := make([]byte, 1<<16), make([]byte, 1<<16)
+	smr, err := b.Reg(uintptr(unsafe.Pointer(&src[0])), int64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dmr, err := a.Reg(uintptr(unsafe.Pointer(&dst[0])), int64(len(dst)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetTimeout(300 * time.Millisecond)
+	var reads []WR
+	for i := 0; i < 4; i++ {
+		off := uint64(i) << 14
+		reads = append(reads, WR{Local: dmr.Addr + off, LKey: dmr.LKey, Remote: smr.Addr + off, RKey: smr.RKey, Len: 1 << 14})
+	}
+	start := time.Now()
+	err = a.Read(context.Background(), reads)
+	if took := time.Since(start); took < 300*time.Millisecond || took > 5*time.Second {
+		t.Errorf("read gave up after %v, timeout 300ms", took)
+	}
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "no completion for 300 ms") {
+		t.Fatalf("stalled read: %v", err)
+	}
+	log, _ := os.ReadFile(os.Getenv("FAKE_IBV_LOG"))
+	if got := strings.Count(string(log), "state=ERR"); got != 1 {
+		t.Errorf("%d QPs moved to ERR, want 1:\n%s", got, log)
+	}
+	if got := strings.Count(string(log), "flush "); got != len(reads) {
+		t.Errorf("%d flushed completions drained, want %d:\n%s", got, len(reads), log)
+	}
+	runtime.KeepAlive(src)
+	runtime.KeepAlive(dst)
 }

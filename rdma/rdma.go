@@ -5,8 +5,10 @@
 //
 // The policy lives here, in Go: which device, port and GID to use, how a
 // chunk list is split into work requests and spread over QPs, how many
-// reads each QP keeps in flight, and what a failure means. The shim only
-// executes: one cgo call opens an endpoint, one posts and polls a batch.
+// reads each QP keeps in flight, when to give up, and what a failure
+// means. The shim only executes: one cgo call opens an endpoint, one
+// posts and polls a batch for a slice of about 100 ms, and one aborts a
+// read (QPs to ERR, flushed completions drained).
 package rdma
 
 import (

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -136,11 +135,12 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	return usageErr(stderr, "transfer", terr)
 }
 
-// peerReachable reports a kvtier serve peer that does not accept a TCP
-// connection within five seconds, naming the flag; commands check it
-// before they create a results directory.
+// peerReachable reports a kvtier serve peer that does not complete a
+// handshake within five seconds (nothing listening, or not a kvtier peer),
+// naming the flag; commands check it before they create a results
+// directory. Every peer also serves TCP clients, so TCP asks for all.
 func peerReachable(ctx context.Context, addr string) error {
-	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: peer.TCP, Timeout: 5 * time.Second})
 	if err != nil {
 		return fmt.Errorf("--peer %s: unreachable: %w", addr, err)
 	}

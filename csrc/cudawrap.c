@@ -401,3 +401,40 @@ int kv_cuda_dmabuf(kv_cuda *L, CUcontext ctx, CUdeviceptr p, size_t size, int *f
 		 "cuMemGetHandleForAddressRange");
 	return 0;
 }
+
+int kv_cuda_can_access_peer(kv_cuda *L, int dev, int peer, int *can, kv_cuda_err *e)
+{
+	CUdevice d, p;
+	*can = 0;
+	if (!L->cuDeviceCanAccessPeer)
+		return kv_fail(e, "cuDeviceCanAccessPeer", KV_ERR_UNSUPPORTED);
+	KV_CHECK(e, L->cuDeviceGet(&d, dev), "cuDeviceGet");
+	KV_CHECK(e, L->cuDeviceGet(&p, peer), "cuDeviceGet");
+	KV_CHECK(e, L->cuDeviceCanAccessPeer(can, d, p), "cuDeviceCanAccessPeer");
+	return 0;
+}
+
+int kv_cuda_enable_peer(kv_cuda *L, CUcontext ctx, CUcontext peer, kv_cuda_err *e)
+{
+	if (!L->cuCtxEnablePeerAccess)
+		return kv_fail(e, "cuCtxEnablePeerAccess", KV_ERR_UNSUPPORTED);
+	KV_CTX(e, L, ctx);
+	CUresult r = L->cuCtxEnablePeerAccess(peer, 0);
+	if (r != 0 && r != KV_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+		return kv_fail(e, "cuCtxEnablePeerAccess", r);
+	return 0;
+}
+
+int kv_cuda_copy_peer(kv_cuda *L, CUcontext ctx, CUstream s, CUcontext dctx, CUcontext sctx, const uint64_t *dsts,
+		      const uint64_t *srcs, const uint64_t *sizes, size_t n, size_t *done, kv_cuda_err *e)
+{
+	*done = 0;
+	if (!L->cuMemcpyPeerAsync)
+		return kv_fail(e, "cuMemcpyPeerAsync", KV_ERR_UNSUPPORTED);
+	KV_CTX(e, L, ctx);
+	for (size_t i = 0; i < n; i++) {
+		KV_CHECK(e, L->cuMemcpyPeerAsync(dsts[i], dctx, srcs[i], sctx, sizes[i], s), "cuMemcpyPeerAsync");
+		*done = i + 1;
+	}
+	return 0;
+}

@@ -38,6 +38,7 @@ typedef struct {
 enum {
 	KV_CUDA_SUCCESS = 0,
 	KV_CUDA_ERROR_NOT_FOUND = 500,
+	KV_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
 	KV_CUDA_ERROR_NOT_SUPPORTED = 801,
 	/* Loader failures, outside the CUresult range. */
 	KV_ERR_NO_LIBRARY = -1,
@@ -100,7 +101,10 @@ enum {
 	X(cuEventDestroy, 4000, 1, (CUevent)) \
 	X(cuStreamWaitValue32, 11070, 0, (CUstream, CUdeviceptr, uint32_t, unsigned int)) \
 	X(cuMemGetHandleForAddressRange, 11070, 0, (void *, CUdeviceptr, size_t, int, unsigned long long)) \
-	X(cuMemcpyBatchAsync, 12080, 0, (CUdeviceptr *, CUdeviceptr *, size_t *, size_t, kv_CUmemcpyAttributes *, size_t *, size_t, size_t *, CUstream))
+	X(cuMemcpyBatchAsync, 12080, 0, (CUdeviceptr *, CUdeviceptr *, size_t *, size_t, kv_CUmemcpyAttributes *, size_t *, size_t, size_t *, CUstream)) \
+	X(cuDeviceCanAccessPeer, 4000, 0, (int *, CUdevice, CUdevice)) \
+	X(cuCtxEnablePeerAccess, 4000, 0, (CUcontext, unsigned int)) \
+	X(cuMemcpyPeerAsync, 4000, 0, (CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))
 
 /* A kv_cuda is one loaded libcuda: its handle and its function table. */
 typedef struct kv_cuda {
@@ -164,6 +168,18 @@ int kv_cuda_event_elapsed(kv_cuda *L, CUcontext ctx, CUevent start, CUevent stop
  * pointers or host addresses as dir says. The arrays are the caller's C
  * memory. *done is the number of copies issued before an error. */
 int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int device, int dir, int how, const uint64_t *dsts,
+		      const uint64_t *srcs, const uint64_t *sizes, size_t n, size_t *done, kv_cuda_err *e);
+
+/* kv_cuda_can_access_peer sets *can to whether device dev can address
+ * device peer's memory directly (cuDeviceCanAccessPeer). */
+int kv_cuda_can_access_peer(kv_cuda *L, int dev, int peer, int *can, kv_cuda_err *e);
+/* kv_cuda_enable_peer lets ctx address peer's memory; already enabled is
+ * success. */
+int kv_cuda_enable_peer(kv_cuda *L, CUcontext ctx, CUcontext peer, kv_cuda_err *e);
+/* kv_cuda_copy_peer enqueues n copies dsts[i] (in dctx) <- srcs[i] (in
+ * sctx) with cuMemcpyPeerAsync on s, a stream of ctx. *done as for
+ * kv_cuda_copy_plan. */
+int kv_cuda_copy_peer(kv_cuda *L, CUcontext ctx, CUstream s, CUcontext dctx, CUcontext sctx, const uint64_t *dsts,
 		      const uint64_t *srcs, const uint64_t *sizes, size_t n, size_t *done, kv_cuda_err *e);
 
 int kv_cuda_dmabuf(kv_cuda *L, CUcontext ctx, CUdeviceptr p, size_t size, int *fd, kv_cuda_err *e);

@@ -15,6 +15,9 @@
  *   FAKECUDA_INIT_FAIL=1           cuInit returns CUDA_ERROR_NO_DEVICE
  *   FAKECUDA_DEVICES=1             device count
  *   FAKECUDA_NO_MEMOPS=1           CAN_USE_STREAM_MEM_OPS reads 0
+ *   FAKECUDA_NO_P2P=1              cuDeviceCanAccessPeer says 0 and
+ *                                  cuCtxEnablePeerAccess fails (peer
+ *                                  copies still work: the driver stages)
  *   FAKECUDA_FAIL_ALLOC_AFTER=N    allocations after the first N fail
  *   FAKECUDA_FAIL_COPY_AT=N        the N-th async copy (from 0) fails
  *   FAKECUDA_CORRUPT_COPY_AT=N     the N-th async copy flips a byte
@@ -44,10 +47,13 @@ enum {
 	E_NOT_INITIALIZED = 3,
 	E_NO_DEVICE = 100,
 	E_INVALID_DEVICE = 101,
+	E_INVALID_CONTEXT = 201,
+	E_PEER_ACCESS_UNSUPPORTED = 217,
 	E_INVALID_HANDLE = 400,
 	E_NOT_FOUND = 500,
 	E_NOT_READY = 600,
 	E_LAUNCH_TIMEOUT = 702,
+	E_PEER_ACCESS_ALREADY_ENABLED = 704,
 	E_NOT_SUPPORTED = 801,
 	E_UNKNOWN = 999,
 };
@@ -56,7 +62,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static struct {
-	int version, init_fail, devices, no_memops, queue_limit;
+	int version, init_fail, devices, no_memops, no_p2p, queue_limit;
 	long fail_alloc_after, fail_copy_at, corrupt_copy_at;
 	char hide[1024];
 } cfg;
@@ -76,6 +82,7 @@ static void configure(void)
 	cfg.init_fail = (int)envl("FAKECUDA_INIT_FAIL", 0);
 	cfg.devices = (int)envl("FAKECUDA_DEVICES", 1);
 	cfg.no_memops = (int)envl("FAKECUDA_NO_MEMOPS", 0);
+	cfg.no_p2p = (int)envl("FAKECUDA_NO_P2P", 0);
 	cfg.queue_limit = (int)envl("FAKECUDA_QUEUE_LIMIT", 1024);
 	cfg.fail_alloc_after = envl("FAKECUDA_FAIL_ALLOC_AFTER", -1);
 	cfg.fail_copy_at = envl("FAKECUDA_FAIL_COPY_AT", -1);
@@ -278,10 +285,13 @@ static const struct {
 	{E_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
 	{E_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
 	{E_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{E_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{E_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
 	{E_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 	{E_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
 	{E_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
 	{E_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
+	{E_PEER_ACCESS_ALREADY_ENABLED, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
 	{E_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 	{E_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error (fakecuda: stream queue full while held for 5 s)"},
 };
@@ -601,6 +611,59 @@ static CUresult f_cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void
 	RET(copy_async((void *)(uintptr_t)d, 1, (void *)(uintptr_t)s, 1, n, st));
 }
 
+/* ---- peer access ---- */
+
+static int peer_on[64][64]; /* [ctx device][peer device] */
+
+static CUresult f_cuDeviceCanAccessPeer(int *can, int d, int p)
+{
+	ENTER();
+	if (!can)
+		RET(E_INVALID_VALUE);
+	if (d < 0 || d >= cfg.devices || p < 0 || p >= cfg.devices || d >= 64 || p >= 64)
+		RET(E_INVALID_DEVICE);
+	*can = d != p && !cfg.no_p2p;
+	RET(OK);
+}
+
+static int ctx_dev(void *ctx)
+{
+	int *t = ctx;
+	if (t < ctx_tokens || t >= ctx_tokens + cfg.devices)
+		return -1;
+	return (int)(t - ctx_tokens);
+}
+
+static CUresult f_cuCtxEnablePeerAccess(void *peer, unsigned int flags)
+{
+	ENTER();
+	int p = ctx_dev(peer);
+	if (flags != 0)
+		RET(E_INVALID_VALUE);
+	if (p < 0)
+		RET(E_INVALID_CONTEXT);
+	if (p == cur_dev || cfg.no_p2p)
+		RET(E_PEER_ACCESS_UNSUPPORTED);
+	if (peer_on[cur_dev][p])
+		RET(E_PEER_ACCESS_ALREADY_ENABLED);
+	peer_on[cur_dev][p] = 1;
+	RET(OK);
+}
+
+/* cuMemcpyPeerAsync: the device memory must belong to the named contexts'
+ * devices. Works without peer access, as the driver stages through host. */
+static CUresult f_cuMemcpyPeerAsync(CUdeviceptr d, void *dctx, CUdeviceptr s, void *sctx, size_t n, void *st)
+{
+	ENTER();
+	int dd = ctx_dev(dctx), sd = ctx_dev(sctx);
+	if (dd < 0 || sd < 0)
+		RET(E_INVALID_CONTEXT);
+	struct alloc *da = find((void *)(uintptr_t)d, n, 0), *sa = find((void *)(uintptr_t)s, n, 0);
+	if (n && (!da || !sa || da->dev != dd || sa->dev != sd))
+		RET(E_INVALID_VALUE);
+	RET(copy_async((void *)(uintptr_t)d, 1, (void *)(uintptr_t)s, 1, n, st));
+}
+
 typedef struct {
 	int type, id;
 } loc_t;
@@ -841,6 +904,9 @@ static const struct {
 	P(cuEventElapsedTime, 2000),
 	P(cuEventDestroy, 4000),
 	P(cuMemGetHandleForAddressRange, 11070),
+	P(cuDeviceCanAccessPeer, 4000),
+	P(cuCtxEnablePeerAccess, 4000),
+	P(cuMemcpyPeerAsync, 4000),
 	{"cuMemcpyBatchAsync", 13000, (void *)f_cuMemcpyBatchAsync_v2},
 	P(cuMemcpyBatchAsync, 12080),
 #undef P

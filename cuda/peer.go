@@ -47,4 +47,3 @@ func (s *Stream) CopyPeer(dst, src *Context, p *Plan) (int, error) {
 	}
 	return int(done), nil
 }
-

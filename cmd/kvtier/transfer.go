@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ type transferFlags struct {
 	peers, sizes, layouts, pool string
 	out                         string
 	qps                         int
+	peerCopy                    string
 }
 
 // parse turns the flags into options, reporting every problem at once.
@@ -46,6 +48,15 @@ func (f *transferFlags) parse() (harness.TransferOptions, error) {
 			errs = append(errs, fmt.Errorf("--pool: %w", err))
 		}
 		o.PoolBytes = n
+	}
+	if f.peerCopy != "" {
+		o.PeerCopy = listFlag(&errs, "--peer-copy", f.peerCopy, func(s string) (int, error) {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				return 0, fmt.Errorf("%q is not a GPU ordinal", s)
+			}
+			return n, nil
+		})
 	}
 	if f.qps > 0 {
 		o.Conns = f.qps
@@ -82,6 +93,9 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	fs.IntVar(&o.GIDIndex, "gid-index", d.GIDIndex, "GID index (-1: the first RoCE v2 GID with an address)")
 	fs.Uint64Var(&o.Seed, "seed", d.Seed, "seed of chunk placement")
 	fs.StringVar(&f.pool, "pool", "", "pool of the embedded peer (default: fits the largest size in free memory)")
+	fs.StringVar(&o.DstMem, "dst-mem", harness.DstHost, "where reads land: host, or gpu (device memory through the cuda backend: GPUDirect on verbs when it registers, else a pinned bounce buffer + H2D, timed together; the path column gets +gpudirect or +bounce)")
+	fs.IntVar(&o.GPU, "gpu", 0, "CUDA device ordinal for --dst-mem gpu")
+	fs.StringVar(&f.peerCopy, "peer-copy", "", "SRC,DST GPU ordinals: also time cuMemcpyPeerAsync from SRC to DST for each size and layout (rows path=peercopy; skipped rows without two GPUs)")
 	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.")
@@ -98,6 +112,14 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 		if err := verbsReady(rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/"}); err != nil {
 			return usageErr(stderr, "transfer", err)
 		}
+	}
+	if opts.DstMem == harness.DstGPU {
+		b, _, err := tiers.OpenBackend(ctx, "cuda", tiers.BackendConfig{GPU: opts.GPU, NUMA: -1, Log: stderr})
+		if err != nil {
+			return usageErr(stderr, "transfer", fmt.Errorf("--dst-mem gpu: %w", err))
+		}
+		defer b.Close()
+		opts.Backend = b
 	}
 	// A peer that cannot be reached at all is bad input: say so before
 	// the results directory exists. One that goes away later is an error

@@ -857,10 +857,10 @@ func openPeerCopy(src, dst int, sizes []int64, blockBytes int64, seed uint64) (*
 	for _, s := range sizes {
 		want = max(want, s+s/4)
 	}
-	if free, _, err := pc.sctx.MemInfo(); err == nil {
-		want = min(want, free*9/10)
+	want = (want + blockBytes - 1) / blockBytes * blockBytes
+	if free, _, err := pc.sctx.MemInfo(); err == nil && want > free*9/10 {
+		want = max(blockBytes, free*9/10/blockBytes*blockBytes)
 	}
-	want = max(blockBytes, want/blockBytes*blockBytes)
 	if pc.pool, err = pc.sctx.AllocDevice(want); err != nil {
 		return why("peer copy: source pool: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/cuda/cudatest"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
@@ -151,5 +152,160 @@ func TestSweepRemoteTier(t *testing.T) {
 	}
 	if verified == 0 {
 		t.Fatal("no verified rows")
+	}
+}
+
+// runGPUTransfer runs Transfer against a fresh fake libcuda with env and
+// returns the error and the rows.
+func runGPUTransfer(t *testing.T, env map[string]string, o TransferOptions) (error, []results.Row) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	cudatest.Use(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	out, err := CreateOutput(dir, "transfer", []string{"test"}, "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	terr := Transfer(context.Background(), o, out, &log)
+	out.Close(false)
+	rows, _, err := results.ReadCSV(filepath.Join(dir, results.TransferFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("log:\n%s", log.String())
+	return terr, rows
+}
+
+func TestTransferToGPU(t *testing.T) {
+	o := DefaultTransferOptions()
+	o.Sizes, o.Reps, o.Warmup = []int64{1 << 20, 3 << 20}, 2, 1
+	o.DstMem = DstGPU
+	terr, rows := runGPUTransfer(t, nil, o)
+	if terr != nil {
+		t.Fatalf("Transfer: %v", terr)
+	}
+	if len(rows) != 3*2*2 {
+		t.Fatalf("%d rows, want 3 layouts x 2 sizes x 2 reps", len(rows))
+	}
+	for _, r := range rows {
+		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Get("dst_mem") != "gpu" ||
+			r.Backend != "cuda" || r.Get("path") != "loopback+bounce" || r.Transport != "tcp" ||
+			!strings.Contains(r.Get("gpu"), "Fake CUDA Device 0") || r.GBps <= 0 {
+			t.Fatalf("row %+v", r)
+		}
+	}
+}
+
+func TestTransferToGPUCorrupt(t *testing.T) {
+	o := DefaultTransferOptions()
+	o.Sizes, o.Reps, o.Warmup = []int64{1 << 20}, 2, 0
+	o.Layouts = []string{TransferContiguous}
+	o.DstMem = DstGPU
+	// The first async copy is rep 0's H2D out of the bounce buffer.
+	terr, rows := runGPUTransfer(t, map[string]string{"FAKECUDA_CORRUPT_COPY_AT": "0"}, o)
+	if !errors.Is(terr, ErrMeasurementFailed) {
+		t.Fatalf("Transfer: %v", terr)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(rows))
+	}
+	if r := rows[0]; r.Status != results.StatusError || r.Get("verified") != "false" || !strings.Contains(r.Reason, "verify") {
+		t.Fatalf("rep 0 %+v, want a verification error", r)
+	}
+	if r := rows[1]; r.Status != results.StatusOK || r.Get("verified") != "true" {
+		t.Fatalf("rep 1 %+v, want ok", r)
+	}
+}
+
+func TestTransferPeerCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		env        map[string]string
+		wantStatus results.Status
+		want       string // in device (ok) or reason (skipped)
+	}{
+		{"p2p", map[string]string{"FAKECUDA_DEVICES": "2"}, results.StatusOK, "GPU0->GPU1 (P2P)"},
+		{"staged", map[string]string{"FAKECUDA_DEVICES": "2", "FAKECUDA_NO_P2P": "1"}, results.StatusOK, "GPU0->GPU1 (staged through host)"},
+		{"one gpu", map[string]string{"FAKECUDA_DEVICES": "1"}, results.StatusSkipped, "peer copy needs two GPUs; the driver sees 1"},
+		{"no driver", nil, results.StatusSkipped, "peer copy needs two GPUs; cuda: cannot load"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultTransferOptions()
+			o.Sizes, o.Reps, o.Warmup = []int64{1 << 20, 2 << 20}, 2, 1
+			o.Layouts = []string{TransferLayerwise, TransferContiguous}
+			o.PeerCopy = []int{0, 1}
+			o.PoolBytes = 8 << 20
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			cudatest.Use(t)
+			if tc.name == "no driver" {
+				t.Setenv("KVTIER_LIBCUDA", filepath.Join(t.TempDir(), "libcuda.so.1"))
+			}
+			dir := filepath.Join(t.TempDir(), "out")
+			out, err := CreateOutput(dir, "transfer", []string{"test"}, "/", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			terr := Transfer(context.Background(), o, out, nil)
+			out.Close(false)
+			if terr != nil {
+				t.Fatalf("Transfer: %v", terr)
+			}
+			rows, _, err := results.ReadCSV(filepath.Join(dir, results.TransferFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pc []results.Row
+			for _, r := range rows {
+				if r.Get("path") == PathPeerCopy {
+					pc = append(pc, r)
+				} else if r.Status != results.StatusOK || r.Get("dst_mem") != "host" {
+					t.Fatalf("network row %+v", r)
+				}
+			}
+			want := 2 * 2 * 2 // layouts x sizes x reps
+			if tc.wantStatus == results.StatusSkipped {
+				want = 2 * 2
+			}
+			if len(pc) != want || len(rows) != len(pc)+8 {
+				t.Fatalf("%d peer copy rows of %d, want %d and 8 network rows", len(pc), len(rows), want)
+			}
+			for _, r := range pc {
+				if r.Status != tc.wantStatus || r.Transport != "cuda" || r.Backend != "cuda" || r.Get("dst_mem") != "gpu" {
+					t.Fatalf("row %+v", r)
+				}
+				if tc.wantStatus == results.StatusSkipped {
+					if !strings.Contains(r.Reason, tc.want) {
+						t.Fatalf("reason %q lacks %q", r.Reason, tc.want)
+					}
+					continue
+				}
+				if r.Get("device") != tc.want || r.Get("verified") != "true" || r.GBps <= 0 || r.Get("src_mem") != "gpu" {
+					t.Fatalf("row %+v", r)
+				}
+			}
+		})
+	}
+}
+
+func TestTransferPeerCopyCorrupt(t *testing.T) {
+	o := DefaultTransferOptions()
+	o.Sizes, o.Reps, o.Warmup = []int64{1 << 20}, 1, 0
+	o.Layouts = []string{TransferContiguous}
+	o.Peers = nil
+	o.PeerCopy = []int{1, 0}
+	// Copies 0: the network run has none (host destination), so the
+	// first async copy is the peer copy.
+	terr, rows := runGPUTransfer(t, map[string]string{"FAKECUDA_DEVICES": "2", "FAKECUDA_CORRUPT_COPY_AT": "0"}, o)
+	if !errors.Is(terr, ErrMeasurementFailed) {
+		t.Fatalf("Transfer: %v", terr)
+	}
+	r := rows[len(rows)-1]
+	if r.Get("path") != PathPeerCopy || r.Status != results.StatusError || r.Get("verified") != "false" || r.Get("device") != "GPU1->GPU0 (P2P)" {
+		t.Fatalf("row %+v", r)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/cuda/cudatest"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/rdma/rdmatest"
 	"github.com/kvtier/kvtier/results"
@@ -244,6 +245,73 @@ func TestTransferVerbsFake(t *testing.T) {
 	for _, r := range srows {
 		if r.Tier != "remote" || r.Status != results.StatusOK || r.Transport != "verbs" || r.Get("device") != "fake0" {
 			t.Fatalf("sweep row %+v", r)
+		}
+	}
+}
+
+// TestTransferGPU runs kvtier transfer into GPU memory with peer-copy
+// rows on a fake two-GPU driver, then plot and report on the results.
+func TestTransferGPU(t *testing.T) {
+	t.Setenv("FAKECUDA_DEVICES", "2")
+	cudatest.Use(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := runCLI(t, "transfer", "--sizes", "1MiB,2MiB", "--reps", "2", "--layout", "layerwise,contiguous",
+		"--pool", "8MiB", "--dst-mem", "gpu", "--gpu", "1", "--peer-copy", "0,1", "--out", dir)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q, stdout %s", code, stderr, stdout)
+	}
+	rows := readTransfer(t, dir)
+	var net, pc int
+	for _, r := range rows {
+		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Get("dst_mem") != "gpu" || r.Backend != "cuda" {
+			t.Fatalf("row %+v", r)
+		}
+		switch r.Get("path") {
+		case "loopback+bounce":
+			net++
+			if !strings.Contains(r.Get("gpu"), "Fake CUDA Device 1") {
+				t.Fatalf("network row on gpu %q, want device 1", r.Get("gpu"))
+			}
+		case "peercopy":
+			pc++
+			if r.Get("device") != "GPU0->GPU1 (P2P)" || r.Transport != "cuda" {
+				t.Fatalf("peer copy row %+v", r)
+			}
+		default:
+			t.Fatalf("path %q", r.Get("path"))
+		}
+	}
+	if net != 8 || pc != 8 {
+		t.Fatalf("%d network and %d peer copy rows, want 8 and 8", net, pc)
+	}
+	for _, cmd := range []string{"plot", "report"} {
+		if code, _, stderr := runCLI(t, cmd, dir); code != exitOK {
+			t.Fatalf("%s: exit %d, stderr %q", cmd, code, stderr)
+		}
+	}
+}
+
+func TestTransferGPUBadInput(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KVTIER_LIBCUDA", filepath.Join(dir, "no-libcuda.so.1"))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dst-mem", "gpu"}, "--dst-mem gpu: cuda: cannot load libcuda.so.1"},
+		{[]string{"--dst-mem", "hbm"}, `--dst-mem "hbm": want host or gpu`},
+		{[]string{"--peer-copy", "0"}, "--peer-copy [0]: want SRC,DST"},
+		{[]string{"--peer-copy", "0,0"}, "--peer-copy [0 0]: want SRC,DST"},
+		{[]string{"--peer-copy", "0,x"}, "--peer-copy"},
+		{[]string{"--gpu", "-1"}, "--gpu -1"},
+	} {
+		out := filepath.Join(dir, "out")
+		code, _, stderr := runCLI(t, append([]string{"transfer", "--sizes", "1MiB", "--out", out}, tc.args...)...)
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Fatalf("%v: exit %d, stderr %q, want %q", tc.args, code, stderr, tc.want)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("%v left a results directory (%v)", tc.args, err)
 		}
 	}
 }

@@ -196,6 +196,8 @@ type transferRun struct {
 	log  io.Writer
 	root string
 	gpu  tiers.Backend // DstMem gpu
+
+	noGPUDirect bool // said once that GPUDirect is unavailable
 }
 
 // Transfer measures reads of each size, layout and peer and writes one
@@ -533,7 +535,8 @@ func (r *transferRun) newDst(ctx context.Context, c *peer.Client, list []peer.Ch
 		// GPUDirect when the device memory registers: try one chunk.
 		if err := c.ReadToDevice(ctx, d.deviceMem(r.gpu), list[:1]); err == nil {
 			d.path = GPUDirect
-		} else {
+		} else if !r.noGPUDirect {
+			r.noGPUDirect = true
 			fmt.Fprintf(r.log, "kvtier transfer: GPUDirect unavailable, using a pinned bounce buffer: %v\n", err)
 		}
 	}

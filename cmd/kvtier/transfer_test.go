@@ -230,6 +230,28 @@ func TestTransferVerbsFake(t *testing.T) {
 		}
 	}
 
+	// Into GPU memory of the fake driver: GPUDirect when the fake
+	// device memory registers through the fake verbs, else the bounce
+	// path; verified either way.
+	cudatest.Use(t)
+	code, stdout, stderr := runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--layout", "layerwise,contiguous",
+		"--reps", "2", "--dst-mem", "gpu", "--out", filepath.Join(dir, "gpu"))
+	if code != exitOK {
+		t.Fatalf("--dst-mem gpu: exit %d: %s", code, stderr)
+	}
+	rows = readTransfer(t, filepath.Join(dir, "gpu"))
+	if len(rows) != 4 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		p := r.Get("path")
+		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Get("dst_mem") != "gpu" ||
+			(p != "loopback+gpudirect" && p != "loopback+bounce") {
+			t.Fatalf("row %+v", r)
+		}
+	}
+	t.Logf("verbs into GPU memory: path %s; %s", rows[0].Get("path"), stdout)
+
 	code, _, stderr = runCLI(t, "sweep", "--backend", "host", "--tiers", "remote", "--transport", "verbs", "--prefix", "32",
 		"--copy", "percopy", "--reps", "2", "--out", filepath.Join(dir, "sweep"))
 	if code != exitOK {

@@ -648,9 +648,7 @@ func (r *transferRun) measure(ctx context.Context, c *peer.Client, base results.
 			return fail(0, fmt.Errorf("warm-up: %w", err))
 		}
 	}
-	var sum float64
-	var n int
-	var mismatch bool
+	var t repTally
 	for rep := 0; rep < r.o.Reps; rep++ {
 		verify := rep == 0 || size <= verifyAll
 		if verify {
@@ -662,33 +660,60 @@ func (r *transferRun) measure(ctx context.Context, c *peer.Client, base results.
 		if err := r.read(ctx, c, dst, list); err != nil {
 			return fail(rep, err)
 		}
-		sec := time.Since(start).Seconds()
-		row := base
-		row.Extra = maps.Clone(base.Extra)
-		row.Rep = rep
-		row.SetTime(sec)
-		r.derive(&row)
+		var check func() error
 		if verify {
-			if err := dst.check(list, seed); err != nil {
-				row.Fail(fmt.Errorf("verify: %w", err))
-				row.Set("verified", false)
-				mismatch = true
-			} else {
-				row.Set("verified", true)
-			}
+			check = func() error { return dst.check(list, seed) }
 		}
-		if err := r.sink.Write(row); err != nil {
+		if err := r.record(&t, base, rep, time.Since(start).Seconds(), check); err != nil {
 			return err
 		}
-		if row.Status == results.StatusOK {
-			sum += row.GBps
-			n++
+	}
+	return t.finish(r.log, label)
+}
+
+// A repTally sums the ok reps of one configuration for its progress line
+// and remembers whether any rep failed verification.
+type repTally struct {
+	sum      float64
+	n        int
+	mismatch bool
+}
+
+// record writes the row of one timed rep: base with the rep's time and
+// derived columns, verified by check when check is not nil (a failed
+// check makes it an error row).
+func (r *transferRun) record(t *repTally, base results.Row, rep int, sec float64, check func() error) error {
+	row := base
+	row.Extra = maps.Clone(base.Extra)
+	row.Rep = rep
+	row.SetTime(sec)
+	r.derive(&row)
+	if check != nil {
+		if err := check(); err != nil {
+			row.Fail(fmt.Errorf("verify: %w", err))
+			row.Set("verified", false)
+			t.mismatch = true
+		} else {
+			row.Set("verified", true)
 		}
 	}
-	if n > 0 {
-		fmt.Fprintf(r.log, "transfer: %s %8.3f GB/s mean of %d\n", label, sum/float64(n), n)
+	if err := r.sink.Write(row); err != nil {
+		return err
 	}
-	if mismatch {
+	if row.Status == results.StatusOK {
+		t.sum += row.GBps
+		t.n++
+	}
+	return nil
+}
+
+// finish prints the configuration's progress line and returns errMismatch
+// when a rep failed verification.
+func (t *repTally) finish(log io.Writer, label string) error {
+	if t.n > 0 {
+		fmt.Fprintf(log, "transfer: %s %8.3f GB/s mean of %d\n", label, t.sum/float64(t.n), t.n)
+	}
+	if t.mismatch {
 		return errMismatch
 	}
 	return nil
@@ -955,9 +980,7 @@ func (r *transferRun) measurePeerCopy(pc *peerCopier, base results.Row, list []p
 			return errRow(0, fmt.Errorf("warm-up: %w", err))
 		}
 	}
-	var sum float64
-	var n int
-	var mismatch bool
+	var t repTally
 	for rep := 0; rep < r.o.Reps; rep++ {
 		verify := rep == 0 || size <= verifyAll
 		if verify {
@@ -970,39 +993,18 @@ func (r *transferRun) measurePeerCopy(pc *peerCopier, base results.Row, list []p
 		if err != nil {
 			return errRow(rep, err)
 		}
-		row := base
-		row.Extra = maps.Clone(base.Extra)
-		row.Rep = rep
-		row.SetTime(sec)
-		r.derive(&row)
+		var check func() error
 		if verify {
-			err := func() error {
+			check = func() error {
 				if _, err := dst.ReadAt(scratch, 0); err != nil {
 					return fmt.Errorf("read back: %w", err)
 				}
 				return checkChunks(scratch, list, pc.seed)
-			}()
-			if err != nil {
-				row.Fail(fmt.Errorf("verify: %w", err))
-				row.Set("verified", false)
-				mismatch = true
-			} else {
-				row.Set("verified", true)
 			}
 		}
-		if err := r.sink.Write(row); err != nil {
+		if err := r.record(&t, base, rep, sec, check); err != nil {
 			return err
 		}
-		if row.Status == results.StatusOK {
-			sum += row.GBps
-			n++
-		}
 	}
-	if n > 0 {
-		fmt.Fprintf(r.log, "transfer: %s %8.3f GB/s mean of %d\n", label, sum/float64(n), n)
-	}
-	if mismatch {
-		return errMismatch
-	}
-	return nil
+	return t.finish(r.log, label)
 }

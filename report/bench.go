@@ -208,44 +208,29 @@ func unitOf(res *benchfmt.Result, unit string) (string, bool) {
 	return "", false
 }
 
+// setBenchCell sets column col from a benchmark name's key=value part.
 func setBenchCell(r *results.Row, col, val string) error {
+	// Benchmark names write sizes as people do ("8k", "16MiB"): turn those
+	// into base units, then set the cell as a CSV reader would.
 	switch col {
-	case "tier":
-		r.Tier = val
-	case "layout":
-		r.Layout = val
-	case "backend":
-		r.Backend = val
-	case "transport":
-		r.Transport = val
-	case "model":
-		r.Model = val
 	case "prefix_tokens":
 		n, err := units.ParseTokens(val)
 		if err != nil {
 			return err
 		}
-		r.PrefixTokens = int64(n)
-	case "blocks":
-		n, err := strconv.ParseInt(val, 10, 64)
-		if err != nil {
-			return err
-		}
-		r.Blocks = n
+		val = strconv.Itoa(n)
 	case "bytes", "chunk_bytes":
 		n, err := units.ParseBytes(val)
 		if err != nil {
 			return err
 		}
-		if col == "bytes" {
-			r.Bytes = n
-		} else {
-			r.ChunkBytes = n
-		}
+		val = strconv.FormatInt(n, 10)
+	case "tier", "layout", "backend", "transport", "model", "blocks":
 	default:
 		r.Extra[col] = val
+		return nil
 	}
-	return nil
+	return r.SetCell(col, val)
 }
 
 // SweepHeader is the header of a sweep.csv: the common columns, then the

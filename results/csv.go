@@ -171,7 +171,7 @@ func ParseCSV(r io.Reader, name string) ([]Row, []string, error) {
 		}
 		row := Row{Extra: map[string]string{}}
 		for i, c := range header {
-			if err := row.setCell(c, rec[i]); err != nil {
+			if err := row.SetCell(c, rec[i]); err != nil {
 				return rows, header, fmt.Errorf("results: %s:%d: %w", name, line, err)
 			}
 		}

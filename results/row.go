@@ -187,8 +187,9 @@ func zeroEmpty(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// setCell parses text into column col of r; the inverse of Cell.
-func (r *Row) setCell(col, text string) error {
+// SetCell parses text into column col of r, as a CSV reader does: the
+// inverse of Cell. Columns that are not common ones land in Extra.
+func (r *Row) SetCell(col, text string) error {
 	var err error
 	switch col {
 	case "suite":

@@ -201,10 +201,7 @@ func (t *remoteTier) Scrub(p Prefix) error {
 	if err != nil {
 		return err
 	}
-	cs := make([]Copy, len(list))
-	for i, c := range list {
-		cs[i] = Copy{Dst: c.Dst, Src: c.Src, Bytes: c.Len}
-	}
+	cs := asCopies(list)
 	for _, b := range []Buffer{t.dst, t.bounce} {
 		if b == nil {
 			continue
@@ -267,6 +264,16 @@ func (t *remoteTier) Fetch(ctx context.Context, p Prefix) error {
 	return t.client.ReadChunks(ctx, t.dst.Host(), list)
 }
 
+// asCopies turns peer reads into copy ranges (destination in the working
+// pool, source in the peer's pool) for scrubbing and verification.
+func asCopies(list []peer.Chunk) []Copy {
+	cs := make([]Copy, len(list))
+	for i, c := range list {
+		cs[i] = Copy{Dst: c.Dst, Src: c.Src, Bytes: c.Len}
+	}
+	return cs
+}
+
 // Verify checks every chunk of the working pool against the pattern the
 // peer's pool holds at the chunk's source offset.
 func (t *remoteTier) Verify(p Prefix) error {
@@ -278,10 +285,7 @@ func (t *remoteTier) Verify(p Prefix) error {
 	if len(list) == 1 && t.env.Copy == Contiguous {
 		per = 1
 	}
-	cs := make([]Copy, len(list))
-	for i, c := range list {
-		cs[i] = Copy{Dst: c.Dst, Src: c.Src, Bytes: c.Len}
-	}
+	cs := asCopies(list)
 	if i, err := checkAll(t.dst, cs, t.seed); err != nil {
 		return fmt.Errorf("remote: block %d chunk %d: %w", i/per, i%per, err)
 	}

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
@@ -38,8 +39,8 @@ import (
 type benchConfig struct {
 	prefixes []int
 	tiers    []string // empty: every tier
-	layouts  []tiers.Layout
-	geom     tiers.Geometry
+	layouts  []kv.Layout
+	geom     kv.Geometry
 	backend  string
 	peer     string
 	out      string
@@ -68,14 +69,14 @@ func loadConfig() (benchConfig, error) {
 			c.tiers = append(c.tiers, name)
 		}
 	}
-	if c.layouts, err = units.ParseList(env("KVTIER_LAYOUTS", "layerwise,blockwise"), tiers.ParseLayout); err != nil {
+	if c.layouts, err = units.ParseList(env("KVTIER_LAYOUTS", "layerwise,blockwise"), kv.ParseLayout); err != nil {
 		return c, fmt.Errorf("KVTIER_LAYOUTS: %w", err)
 	}
-	model := env("KVTIER_MODEL", tiers.DefaultModel)
+	model := env("KVTIER_MODEL", kv.DefaultModel)
 	if strings.HasSuffix(model, ".json") || strings.Contains(model, "/") {
-		c.geom, err = tiers.ParseConfig(model)
+		c.geom, err = kv.ParseConfig(model)
 	} else {
-		c.geom, err = tiers.LookupModel(model)
+		c.geom, err = kv.LookupModel(model)
 	}
 	if err != nil {
 		return c, fmt.Errorf("KVTIER_MODEL: %w", err)
@@ -149,7 +150,7 @@ func BenchmarkTiers(b *testing.B) {
 				if backend.Name() == "host" && !slices.Contains(cfg.tiers, spec.Name) {
 					b.Skip(spec.Name + " on the host backend runs the prefill GEMMs on the CPU, which takes minutes per prefix: name it in KVTIER_TIERS to run it")
 				}
-				benchConfigGroup(b, cfg, backend, spec, tiers.Layerwise, "")
+				benchConfigGroup(b, cfg, backend, spec, kv.Layerwise, "")
 				return
 			}
 			for _, layout := range cfg.layouts {
@@ -167,7 +168,7 @@ func BenchmarkTiers(b *testing.B) {
 
 // benchConfigGroup runs one sub-benchmark per prefix for one tier, layout
 // and copy mode; the tier is set up once, on the first prefix that runs.
-func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout tiers.Layout, mode tiers.CopyMode) {
+func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) {
 	g := cfg.geom
 	e := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, HostMem: tiers.Pinned, Seed: 1,
 		Peer: cfg.peer, Transport: "tcp", Conns: 4, GIDIndex: -1, Log: os.Stderr}
@@ -196,7 +197,7 @@ func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec
 
 // benchPrefix verifies one fetch of p, then times b.N fetches with the
 // backend's timer.
-func benchPrefix(b *testing.B, backend tiers.Backend, spec tiers.Spec, tier tiers.Tier, layout tiers.Layout, mode tiers.CopyMode, p tiers.Prefix, g tiers.Geometry) {
+func benchPrefix(b *testing.B, backend tiers.Backend, spec tiers.Spec, tier tiers.Tier, layout kv.Layout, mode tiers.CopyMode, p tiers.Prefix, g kv.Geometry) {
 	ctx := context.Background()
 	payload := int64(p.Blocks) * g.BlockBytes()
 	// Verify once, outside the timed loop.

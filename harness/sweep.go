@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
@@ -32,10 +33,10 @@ var ErrMeasurementFailed = errors.New("measurements failed")
 type SweepOptions struct {
 	Backend     string   // auto | host | cuda
 	Tiers       []string // registry names; empty means every registered tier
-	Model       string   // preset name; "" with ModelConfig ""  means tiers.DefaultModel
+	Model       string   // preset name; "" with ModelConfig ""  means kv.DefaultModel
 	ModelConfig string   // path of a Hugging Face config.json (exclusive with Model)
 	BlockTokens int      // tokens per KV block
-	Layouts     []tiers.Layout
+	Layouts     []kv.Layout
 	Prefixes    []int // tokens; sorted ascending by Validate
 	Reps        int   // measured samples per configuration
 	Warmup      int   // discarded samples per configuration
@@ -64,13 +65,13 @@ type SweepOptions struct {
 	// Fallback lists why backends tried before Opened did not open.
 	Fallback []string
 
-	geom tiers.Geometry
+	geom kv.Geometry
 }
 
 // DefaultSweepOptions returns the options of a plain `kvtier sweep`.
 func DefaultSweepOptions() SweepOptions {
 	return SweepOptions{
-		Backend: "auto", BlockTokens: tiers.DefaultBlockTokens, Layouts: tiers.Layouts(),
+		Backend: "auto", BlockTokens: kv.DefaultBlockTokens, Layouts: kv.Layouts(),
 		Prefixes: slices.Clone(DefaultPrefixes), Reps: 5, Warmup: 2, Seed: 1,
 		Copy: tiers.CopyModes(), HostMem: tiers.Pinned, NUMA: -1, Transport: "tcp",
 		Conns: 4, GIDIndex: -1, Budget: 30 * time.Second,
@@ -100,7 +101,7 @@ func (o *SweepOptions) Validate() error {
 	case o.Model != "" && o.ModelConfig != "":
 		bad("model-config", "give --model or --model-config, not both")
 	case o.ModelConfig != "":
-		g, err := tiers.ParseConfig(o.ModelConfig)
+		g, err := kv.ParseConfig(o.ModelConfig)
 		if err != nil {
 			bad("model-config", "%v", err)
 		}
@@ -108,9 +109,9 @@ func (o *SweepOptions) Validate() error {
 	default:
 		name := o.Model
 		if name == "" {
-			name = tiers.DefaultModel
+			name = kv.DefaultModel
 		}
-		g, err := tiers.LookupModel(name)
+		g, err := kv.LookupModel(name)
 		if err != nil {
 			bad("model", "%v", err)
 		}
@@ -126,7 +127,7 @@ func (o *SweepOptions) Validate() error {
 		bad("layout", "no layout given")
 	}
 	for _, l := range o.Layouts {
-		if _, err := tiers.ParseLayout(string(l)); err != nil {
+		if _, err := kv.ParseLayout(string(l)); err != nil {
 			bad("layout", "%v", err)
 		}
 	}
@@ -179,7 +180,7 @@ func (o *SweepOptions) Validate() error {
 }
 
 // Geometry returns the model geometry Validate resolved.
-func (o *SweepOptions) Geometry() tiers.Geometry { return o.geom }
+func (o *SweepOptions) Geometry() kv.Geometry { return o.geom }
 
 // Settings renders the options for the manifest.
 func (o *SweepOptions) Settings() map[string]string {
@@ -290,7 +291,7 @@ func Sweep(ctx context.Context, opts SweepOptions, out *Output, log io.Writer) e
 // A sweeper holds the state of one Sweep.
 type sweeper struct {
 	opts   SweepOptions
-	g      tiers.Geometry
+	g      kv.Geometry
 	b      tiers.Backend
 	sink   *results.CSV
 	log    io.Writer
@@ -299,7 +300,7 @@ type sweeper struct {
 }
 
 // base returns a row with the columns every row of a configuration shares.
-func (s *sweeper) base(spec tiers.Spec, layout tiers.Layout, mode tiers.CopyMode, attrs map[string]string, p tiers.Prefix) results.Row {
+func (s *sweeper) base(spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, attrs map[string]string, p tiers.Prefix) results.Row {
 	r := results.NewRow("sweep")
 	r.Backend = s.b.Name()
 	r.Tier = spec.Name
@@ -361,7 +362,7 @@ func (s *sweeper) prefix(tokens int) tiers.Prefix {
 }
 
 // skipAll writes one skipped row per prefix.
-func (s *sweeper) skipAll(spec tiers.Spec, layout tiers.Layout, mode tiers.CopyMode, attrs map[string]string, prefixes []int, reason string) error {
+func (s *sweeper) skipAll(spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, attrs map[string]string, prefixes []int, reason string) error {
 	for _, tok := range prefixes {
 		r := s.base(spec, layout, mode, attrs, s.prefix(tok))
 		r.Skip(reason)
@@ -373,7 +374,7 @@ func (s *sweeper) skipAll(spec tiers.Spec, layout tiers.Layout, mode tiers.CopyM
 	return nil
 }
 
-func (s *sweeper) progress(spec tiers.Spec, layout tiers.Layout, mode tiers.CopyMode, prefix, what string) {
+func (s *sweeper) progress(spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, prefix, what string) {
 	l, m := string(layout), string(mode)
 	if !spec.Moves {
 		l, m = "-", "-"
@@ -382,7 +383,7 @@ func (s *sweeper) progress(spec tiers.Spec, layout tiers.Layout, mode tiers.Copy
 }
 
 // config measures one tier, layout and copy mode over every prefix.
-func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout tiers.Layout, mode tiers.CopyMode) error {
+func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -393,7 +394,7 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout tiers.Layo
 		GIDIndex: s.opts.GIDIndex, Log: s.log,
 	}
 	if !spec.Moves {
-		env.Layout, env.Copy = tiers.Layerwise, ""
+		env.Layout, env.Copy = kv.Layerwise, ""
 	}
 	tier := spec.New(env)
 	defer tier.Close()
@@ -521,7 +522,7 @@ func sizeText(n int64) string {
 // projection of the model (512 tokens × hidden × hidden), the second of
 // two runs so that scratch allocation stays out.
 func (s *sweeper) gemmRate(ctx context.Context) (float64, error) {
-	op := tiers.GEMM{Name: "calibrate", M: 512, N: s.g.Hidden, K: s.g.Hidden, Batch: 1}
+	op := kv.GEMM{Name: "calibrate", M: 512, N: s.g.Hidden, K: s.g.Hidden, Batch: 1}
 	var sec float64
 	for range 2 {
 		if err := ctx.Err(); err != nil {
@@ -531,7 +532,7 @@ func (s *sweeper) gemmRate(ctx context.Context) (float64, error) {
 		if err := t.Start(); err != nil {
 			return 0, err
 		}
-		if err := s.b.GEMMs([]tiers.GEMM{op}); err != nil {
+		if err := s.b.GEMMs([]kv.GEMM{op}); err != nil {
 			t.Stop()
 			return 0, err
 		}
@@ -577,7 +578,7 @@ func (s *sweeper) sampleHeld(ctx context.Context, spec tiers.Spec, tier tiers.Ti
 // measure runs the warm-up and the measured reps of one prefix and writes
 // their rows. It returns the p50 of the measured reps (0 when none
 // succeeded); errors are only those that stop the sweep.
-func (s *sweeper) measure(ctx context.Context, spec tiers.Spec, layout tiers.Layout, mode tiers.CopyMode, tier tiers.Tier, attrs map[string]string, p tiers.Prefix, work float64) (float64, error) {
+func (s *sweeper) measure(ctx context.Context, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, tier tiers.Tier, attrs map[string]string, p tiers.Prefix, work float64) (float64, error) {
 	label := units.FormatTokens(p.Tokens)
 	fail := func(rep int, err error) error {
 		r := s.base(spec, layout, mode, attrs, p)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
 )
@@ -106,7 +107,7 @@ func TestSweepEndToEnd(t *testing.T) {
 				t.Errorf("%s chunk bytes %d", r.Layout, r.ChunkBytes)
 			}
 		case r.Tier == "recompute":
-			if r.Status != results.StatusOK || r.Layout != "" || r.Float("flops") != tiers.PrefillFLOPs(o.Geometry(), int(r.PrefixTokens)) || r.Float("tflops") <= 0 || r.Bytes != 0 {
+			if r.Status != results.StatusOK || r.Layout != "" || r.Float("flops") != kv.PrefillFLOPs(o.Geometry(), int(r.PrefixTokens)) || r.Float("tflops") <= 0 || r.Bytes != 0 {
 				t.Errorf("recompute row: %s %q layout %q %v", r.Status, r.Reason, r.Layout, r.Extra)
 			}
 		}
@@ -162,7 +163,7 @@ func TestSweepEndToEnd(t *testing.T) {
 func TestSweepBudget(t *testing.T) {
 	o := tinyOptions(t)
 	o.Tiers = []string{"host"}
-	o.Layouts = []tiers.Layout{tiers.Layerwise}
+	o.Layouts = []kv.Layout{kv.Layerwise}
 	o.Copy = []tiers.CopyMode{tiers.PerCopy}
 	o.Budget = time.Nanosecond
 	o.Prefixes = []int{32, 64}
@@ -197,7 +198,7 @@ func TestSweepMemoryCheck(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "proc/meminfo"), []byte("MemAvailable: 19 kB\n"), 0o644)
 	o := tinyOptions(t)
 	o.Tiers = []string{"host"}
-	o.Layouts = []tiers.Layout{tiers.Layerwise}
+	o.Layouts = []kv.Layout{kv.Layerwise}
 	o.Copy = []tiers.CopyMode{tiers.PerCopy}
 	o.SysRoot = root
 	_, rows, err, _ := runSweep(t, context.Background(), o)
@@ -260,7 +261,7 @@ func init() {
 func TestSweepVerifyFailure(t *testing.T) {
 	o := tinyOptions(t)
 	o.Tiers = []string{"broken-test"}
-	o.Layouts = []tiers.Layout{tiers.Layerwise}
+	o.Layouts = []kv.Layout{kv.Layerwise}
 	o.Copy = []tiers.CopyMode{tiers.PerCopy}
 	o.Prefixes = []int{16}
 	_, rows, err, log := runSweep(t, context.Background(), o)
@@ -300,7 +301,7 @@ func TestSweepOptionsValidate(t *testing.T) {
 	o.Transport = "udp"
 	o.Conns = 0
 	o.Budget = 0
-	o.Layouts = []tiers.Layout{"rowwise"}
+	o.Layouts = []kv.Layout{"rowwise"}
 	o.Copy = []tiers.CopyMode{"dma"}
 	err := o.Validate()
 	if err == nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/cuda"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
@@ -109,7 +110,7 @@ type TransferOptions struct {
 	// driver these rows are skipped with the reason.
 	PeerCopy []int
 
-	geom tiers.Geometry
+	geom kv.Geometry
 }
 
 // DefaultTransferOptions are the options of a plain kvtier transfer.
@@ -117,7 +118,7 @@ func DefaultTransferOptions() TransferOptions {
 	return TransferOptions{
 		Sizes: DefaultTransferSizes(), Reps: 5, Warmup: 1,
 		Layouts: []string{TransferLayerwise, TransferBlockwise, TransferContiguous},
-		Model:   tiers.DefaultModel, BlockTokens: tiers.DefaultBlockTokens,
+		Model:   kv.DefaultModel, BlockTokens: kv.DefaultBlockTokens,
 		Conns: 1, Transport: peer.TCP, GIDIndex: -1, Seed: 1,
 	}
 }
@@ -177,7 +178,7 @@ func (o *TransferOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("--peer %q: want HOST:PORT", p))
 		}
 	}
-	g, err := tiers.LookupModel(o.Model)
+	g, err := kv.LookupModel(o.Model)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--model: %w", err))
 	} else {
@@ -403,9 +404,9 @@ func (r *transferRun) row(peerName, path string, info peer.Info, layout string, 
 	row.Bytes = size
 	switch layout {
 	case TransferLayerwise:
-		row.ChunkBytes = r.o.geom.ChunkBytes(tiers.Layerwise)
+		row.ChunkBytes = r.o.geom.ChunkBytes(kv.Layerwise)
 	case TransferBlockwise:
-		row.ChunkBytes = r.o.geom.ChunkBytes(tiers.Blockwise)
+		row.ChunkBytes = r.o.geom.ChunkBytes(kv.Blockwise)
 	default:
 		row.ChunkBytes = size
 	}
@@ -436,17 +437,17 @@ func (r *transferRun) chunks(layout string, size int64, info peer.Info) ([]peer.
 	if layout == TransferContiguous {
 		return []peer.Chunk{{Src: 0, Dst: 0, Len: size}}, ""
 	}
-	l := tiers.Layerwise
+	l := kv.Layerwise
 	if layout == TransferBlockwise {
-		l = tiers.Blockwise
+		l = kv.Blockwise
 	}
 	g := r.o.geom
-	pool := tiers.Pool{Geometry: g, Layout: l, Slots: int(info.PoolBytes / g.BlockBytes())}
+	pool := kv.Pool{Geometry: g, Layout: l, Slots: int(info.PoolBytes / g.BlockBytes())}
 	blocks := int((size + g.BlockBytes() - 1) / g.BlockBytes())
 	if blocks > pool.Slots {
 		return nil, fmt.Sprintf("%d blocks exceed the peer's pool of %d blocks (%s)", blocks, pool.Slots, units.FormatBytes(info.PoolBytes))
 	}
-	slots, err := tiers.Placement(r.o.Seed, pool.Slots, blocks)
+	slots, err := kv.Placement(r.o.Seed, pool.Slots, blocks)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -574,7 +575,7 @@ func (r *transferRun) read(ctx context.Context, c *peer.Client, d *transferDst, 
 		}
 		// Chunks land packed from offset 0: one H2D copy of the span.
 		n := d.dev.Size()
-		if err := r.gpu.Copy(d.dev, d.bounce, []tiers.Copy{{Dst: 0, Src: 0, Bytes: n}}, tiers.PerCopy); err != nil {
+		if err := r.gpu.Copy(d.dev, d.bounce, []kv.Copy{{Dst: 0, Src: 0, Bytes: n}}, tiers.PerCopy); err != nil {
 			return fmt.Errorf("H2D: %w", err)
 		}
 		if err := r.gpu.Sync(); err != nil {

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/kvtier/kvtier/kv"
 )
 
 // A MemKind is where a buffer lives.
@@ -51,23 +53,6 @@ const (
 	Contiguous CopyMode = "contiguous"
 )
 
-// A GEMM is C[M×N] = A[M×K]·B[K×N], Batch times (a strided batch), in the
-// backend's compute dtype.
-type GEMM struct {
-	Name    string // "qkv_proj", "attn_scores", "moe_up", ...
-	M, N, K int
-	Batch   int
-}
-
-// FLOPs is the multiply-add count of g times two.
-func (g GEMM) FLOPs() float64 {
-	b := g.Batch
-	if b < 1 {
-		b = 1
-	}
-	return 2 * float64(g.M) * float64(g.N) * float64(g.K) * float64(b)
-}
-
 // A Timing is how the harness times a tier's Fetch.
 type Timing int
 
@@ -109,10 +94,10 @@ type Backend interface {
 	CopyModes() []CopyMode
 	// Copy issues the plan from src to dst in the given mode (enqueued on
 	// the stream for the cuda backend, done before return on the host).
-	Copy(dst, src Buffer, plan []Copy, mode CopyMode) error
+	Copy(dst, src Buffer, plan []kv.Copy, mode CopyMode) error
 	// GEMMs issues the given matrix multiplies (operands are the backend's
 	// own scratch; their values do not matter).
-	GEMMs(ops []GEMM) error
+	GEMMs(ops []kv.GEMM) error
 	// ComputeDType names the dtype GEMMs run in ("bf16", "fp32").
 	ComputeDType() string
 	// Timer returns a timer for one sample.
@@ -199,36 +184,6 @@ func openOne(name string, cfg BackendConfig) (Backend, error) {
 		return nil, fmt.Errorf("unknown backend %q (known: auto, %s)", name, strings.Join(BackendNames(), ", "))
 	}
 	return s.Open(cfg)
-}
-
-// ContiguousSpan returns the one copy that Contiguous mode issues for
-// plan: the plan's whole payload as a single span, starting at the first
-// chunk's offsets, moved back where needed so it stays inside buffers of
-// srcSize and dstSize bytes. Every backend issues this span so that
-// verification of a contiguous copy knows what to expect.
-func ContiguousSpan(plan []Copy, srcSize, dstSize int64) (Copy, error) {
-	if len(plan) == 0 {
-		return Copy{}, nil
-	}
-	var total int64
-	for _, c := range plan {
-		total += c.Bytes
-	}
-	if total > srcSize || total > dstSize {
-		return Copy{}, fmt.Errorf("tiers: contiguous copy of %d bytes exceeds its buffers (%d, %d)", total, srcSize, dstSize)
-	}
-	return Copy{Src: min(plan[0].Src, srcSize-total), Dst: min(plan[0].Dst, dstSize-total), Bytes: total}, nil
-}
-
-// CheckPlan reports the first copy of plan that falls outside buffers of
-// srcSize and dstSize bytes.
-func CheckPlan(plan []Copy, srcSize, dstSize int64) error {
-	for i, c := range plan {
-		if c.Bytes < 0 || c.Src < 0 || c.Dst < 0 || c.Src+c.Bytes > srcSize || c.Dst+c.Bytes > dstSize {
-			return fmt.Errorf("tiers: copy %d (%d bytes from %d to %d) is outside its buffers (%d, %d)", i, c.Bytes, c.Src, c.Dst, srcSize, dstSize)
-		}
-	}
-	return nil
 }
 
 // UnsupportedModeReason is the reason a row gives for a copy mode the

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kvtier/kvtier/cuda"
+	"github.com/kvtier/kvtier/kv"
 )
 
 func init() {
@@ -303,7 +304,7 @@ func (b *CUDABackend) buffer(x Buffer, role string) (*cudaBuffer, error) {
 // call: one cuMemcpy*Async per chunk (percopy), one cuMemcpyBatchAsync
 // (batch) or one copy of ContiguousSpan (contiguous). Host-to-host plans
 // are refused: the cuda backend always has a device side.
-func (b *CUDABackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
+func (b *CUDABackend) Copy(dst, src Buffer, plan []kv.Copy, mode CopyMode) error {
 	d, err := b.buffer(dst, "destination")
 	if err != nil {
 		return err
@@ -327,7 +328,7 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
 	how := cuda.PerCopy
 	switch mode {
 	case PerCopy:
-		if err := CheckPlan(plan, s.size, d.size); err != nil {
+		if err := kv.CheckPlan(plan, s.size, d.size); err != nil {
 			return fmt.Errorf("cuda backend: %w", err)
 		}
 	case Batch:
@@ -335,15 +336,15 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
 			return fmt.Errorf("cuda backend: %s: %w", UnsupportedModeReason(mode), cuda.ErrUnsupported)
 		}
 		how = cuda.Batch
-		if err := CheckPlan(plan, s.size, d.size); err != nil {
+		if err := kv.CheckPlan(plan, s.size, d.size); err != nil {
 			return fmt.Errorf("cuda backend: %w", err)
 		}
 	case Contiguous:
-		c, err := ContiguousSpan(plan, s.size, d.size)
+		c, err := kv.ContiguousSpan(plan, s.size, d.size)
 		if err != nil {
 			return fmt.Errorf("cuda backend: %w", err)
 		}
-		plan = []Copy{c}
+		plan = []kv.Copy{c}
 	default:
 		return fmt.Errorf("cuda backend: %s", UnsupportedModeReason(mode))
 	}
@@ -412,7 +413,7 @@ func (b *CUDABackend) learn(batch bool, ops, copies int) {
 // to the largest op (its contents do not matter); growing it, and
 // creating the cuBLAS handle on first use, lets go of a held stream
 // first, since freeing device memory synchronises the device.
-func (b *CUDABackend) GEMMs(ops []GEMM) error {
+func (b *CUDABackend) GEMMs(ops []kv.GEMM) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var need int64

@@ -14,6 +14,7 @@ import (
 	"github.com/kvtier/kvtier/cuda"
 	"github.com/kvtier/kvtier/cuda/cudatest"
 	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
@@ -70,7 +71,7 @@ func TestCUDABackendOpenErrors(t *testing.T) {
 }
 
 func TestCUDABackendGather(t *testing.T) {
-	g := tiers.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
+	g := kv.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
 	for _, numa := range []int{-1, 0} {
 		b := openFake(t, nil, tiers.BackendConfig{NUMA: numa, Log: os.Stderr})
 		if b.Name() != "cuda" || b.Device() != "Fake CUDA Device 0 [0000:19:00.0]" || b.ComputeDType() != "bf16" {
@@ -80,7 +81,7 @@ func TestCUDABackendGather(t *testing.T) {
 			t.Errorf("copy modes %v", got)
 		}
 		for _, src := range []tiers.MemKind{tiers.Device, tiers.Pinned, tiers.Pageable} {
-			for _, layout := range tiers.Layouts() {
+			for _, layout := range kv.Layouts() {
 				for _, mode := range tiers.CopyModes() {
 					name := string(src) + "/" + string(layout) + "/" + string(mode)
 					if numa >= 0 {
@@ -95,10 +96,10 @@ func TestCUDABackendGather(t *testing.T) {
 	}
 }
 
-func gather(t *testing.T, b tiers.Backend, g tiers.Geometry, srcKind tiers.MemKind, layout tiers.Layout, mode tiers.CopyMode) {
+func gather(t *testing.T, b tiers.Backend, g kv.Geometry, srcKind tiers.MemKind, layout kv.Layout, mode tiers.CopyMode) {
 	const blocks, seed = 6, 42
-	sp := tiers.Pool{Geometry: g, Layout: layout, Slots: tiers.PoolSlots(blocks)}
-	dp := tiers.Pool{Geometry: g, Layout: layout, Slots: blocks}
+	sp := kv.Pool{Geometry: g, Layout: layout, Slots: kv.PoolSlots(blocks)}
+	dp := kv.Pool{Geometry: g, Layout: layout, Slots: blocks}
 	src, err := b.Alloc(srcKind, sp.Size())
 	if err != nil {
 		t.Fatal(err)
@@ -117,9 +118,9 @@ func gather(t *testing.T, b tiers.Backend, g tiers.Geometry, srcKind tiers.MemKi
 	if _, err := src.WriteAt(fill, 0); err != nil {
 		t.Fatal(err)
 	}
-	slots, _ := tiers.Placement(seed, sp.Slots, blocks)
+	slots, _ := kv.Placement(seed, sp.Slots, blocks)
 	dslots := []int{0, 1, 2, 3, 4, 5}
-	plan, err := tiers.GatherPlan(sp, slots, dp, dslots)
+	plan, err := kv.GatherPlan(sp, slots, dp, dslots)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +146,8 @@ func gather(t *testing.T, b tiers.Backend, g tiers.Geometry, srcKind tiers.MemKi
 	}
 	check := plan
 	if mode == tiers.Contiguous {
-		c, _ := tiers.ContiguousSpan(plan, sp.Size(), dp.Size())
-		check = []tiers.Copy{c}
+		c, _ := kv.ContiguousSpan(plan, sp.Size(), dp.Size())
+		check = []kv.Copy{c}
 	}
 	for i, c := range check {
 		if err := pattern.Check(out[c.Dst:c.Dst+c.Bytes], seed, c.Src); err != nil {
@@ -156,13 +157,13 @@ func gather(t *testing.T, b tiers.Backend, g tiers.Geometry, srcKind tiers.MemKi
 }
 
 func TestCUDABackendSecondGPU(t *testing.T) {
-	g := tiers.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
+	g := kv.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
 	b := openFake(t, map[string]string{"FAKECUDA_DEVICES": "2"}, tiers.BackendConfig{GPU: 1, NUMA: -1})
 	if b.Device() != "Fake CUDA Device 1 [0000:1a:00.0]" {
 		t.Errorf("device %q", b.Device())
 	}
-	gather(t, b, g, tiers.Pinned, tiers.Layerwise, tiers.Batch)
-	gather(t, b, g, tiers.Device, tiers.Blockwise, tiers.Batch)
+	gather(t, b, g, tiers.Pinned, kv.Layerwise, tiers.Batch)
+	gather(t, b, g, tiers.Device, kv.Blockwise, tiers.Batch)
 }
 
 // TestCUDABackendFreeWhileHeld closes a device buffer in the middle of a
@@ -178,7 +179,7 @@ func TestCUDABackendFreeWhileHeld(t *testing.T) {
 	if err := tm.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Copy(dst, src, []tiers.Copy{{Bytes: 1 << 16}}, tiers.PerCopy); err != nil {
+	if err := b.Copy(dst, src, []kv.Copy{{Bytes: 1 << 16}}, tiers.PerCopy); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.Close(); err != nil {
@@ -217,11 +218,11 @@ func TestCUDABackendLearnsQueueDepth(t *testing.T) {
 			defer src.Close()
 			dst, _ := b.Alloc(tiers.Device, size)
 			defer dst.Close()
-			var plan []tiers.Copy
+			var plan []kv.Copy
 			for i := int64(0); i < int64(tt.copies); i++ {
-				plan = append(plan, tiers.Copy{Dst: i * 512, Src: (int64(tt.copies) - 1 - i) * 512, Bytes: 512})
+				plan = append(plan, kv.Copy{Dst: i * 512, Src: (int64(tt.copies) - 1 - i) * 512, Bytes: 512})
 			}
-			sample := func(plan []tiers.Copy) (bool, time.Duration) {
+			sample := func(plan []kv.Copy) (bool, time.Duration) {
 				tm := b.Timer(tiers.Queued)
 				if err := tm.Start(); err != nil {
 					t.Fatal(err)
@@ -253,9 +254,9 @@ func TestCUDABackendLearnsQueueDepth(t *testing.T) {
 }
 
 func TestCUDABackendFailures(t *testing.T) {
-	g := tiers.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
-	sp := tiers.Pool{Geometry: g, Layout: tiers.Layerwise, Slots: 8}
-	plan, _ := tiers.GatherPlan(sp, []int{3, 5}, sp, []int{0, 1})
+	g := kv.Geometry{Model: "tiny", Layers: 2, KVHeads: 2, HeadDim: 8, DTypeBytes: 2, BlockTokens: 16}
+	sp := kv.Pool{Geometry: g, Layout: kv.Layerwise, Slots: 8}
+	plan, _ := kv.GatherPlan(sp, []int{3, 5}, sp, []int{0, 1})
 
 	b := openFake(t, map[string]string{"FAKECUDA_FAIL_COPY_AT": "2", "FAKECUDA_FAIL_ALLOC_AFTER": "3"}, tiers.BackendConfig{NUMA: -1})
 	src, err := b.Alloc(tiers.Pinned, sp.Size())
@@ -286,7 +287,7 @@ func TestCUDABackendFailures(t *testing.T) {
 	if err := b.Copy(src, src, plan, tiers.PerCopy); err == nil {
 		t.Error("host-to-host copy accepted")
 	}
-	bad := append([]tiers.Copy(nil), plan...)
+	bad := append([]kv.Copy(nil), plan...)
 	bad[1].Dst = sp.Size()
 	if err := b.Copy(dst, src, bad, tiers.Batch); err == nil || !strings.Contains(err.Error(), "outside its buffers") {
 		t.Errorf("plan outside the buffer: %v", err)
@@ -307,7 +308,7 @@ func TestCUDABackendFailures(t *testing.T) {
 
 func TestCUDABackendGEMMs(t *testing.T) {
 	b := openFake(t, map[string]string{"FAKECUBLAS_FAIL_GEMM_AT": "3"}, tiers.BackendConfig{NUMA: -1})
-	ops := []tiers.GEMM{{Name: "qkv", M: 16, N: 32, K: 8}, {Name: "scores", M: 16, N: 16, K: 8, Batch: 4}}
+	ops := []kv.GEMM{{Name: "qkv", M: 16, N: 32, K: 8}, {Name: "scores", M: 16, N: 16, K: 8, Batch: 4}}
 	tm := b.Timer(tiers.Queued)
 	tm.Start()
 	if err := b.GEMMs(ops); err != nil {
@@ -320,7 +321,7 @@ func TestCUDABackendGEMMs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "scores: ") || !strings.Contains(err.Error(), "CUBLAS_STATUS_EXECUTION_FAILED") {
 		t.Errorf("injected failure: %v", err)
 	}
-	if err := b.GEMMs([]tiers.GEMM{{Name: "empty"}}); err == nil {
+	if err := b.GEMMs([]kv.GEMM{{Name: "empty"}}); err == nil {
 		t.Error("zero-size gemm accepted")
 	}
 	t.Setenv("KVTIER_LIBCUBLAS", filepath.Join(t.TempDir(), "libcublas.so.12"))

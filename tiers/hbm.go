@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
 )
 
@@ -33,9 +34,9 @@ type gatherTier struct {
 	srcKind MemKind
 	name    string
 
-	srcPool, dstPool Pool
+	srcPool, dstPool kv.Pool
 	src, dst         Buffer
-	plan             []Copy // the whole working set, block by block
+	plan             []kv.Copy // the whole working set, block by block
 	perBlock         int
 }
 
@@ -53,7 +54,7 @@ func (t *gatherTier) SetupBytes(maxBlocks int) int64 {
 	bb := t.env.Geometry.BlockBytes()
 	var n int64
 	if t.srcKind != Device || t.env.Backend.Name() == "host" {
-		n += int64(PoolSlots(maxBlocks)) * bb
+		n += int64(kv.PoolSlots(maxBlocks)) * bb
 	}
 	if t.env.Backend.Name() == "host" {
 		n += int64(maxBlocks) * bb
@@ -70,17 +71,17 @@ func (t *gatherTier) Setup(ctx context.Context, maxBlocks int) error {
 	}
 	t.Close()
 	g, l := t.env.Geometry, t.env.Layout
-	t.srcPool = Pool{Geometry: g, Layout: l, Slots: PoolSlots(maxBlocks)}
-	t.dstPool = Pool{Geometry: g, Layout: l, Slots: maxBlocks}
-	srcSlots, err := Placement(t.env.Seed, t.srcPool.Slots, maxBlocks)
+	t.srcPool = kv.Pool{Geometry: g, Layout: l, Slots: kv.PoolSlots(maxBlocks)}
+	t.dstPool = kv.Pool{Geometry: g, Layout: l, Slots: maxBlocks}
+	srcSlots, err := kv.Placement(t.env.Seed, t.srcPool.Slots, maxBlocks)
 	if err != nil {
 		return err
 	}
-	dstSlots, err := Placement(t.env.Seed^0x5bd1e995, t.dstPool.Slots, maxBlocks)
+	dstSlots, err := kv.Placement(t.env.Seed^0x5bd1e995, t.dstPool.Slots, maxBlocks)
 	if err != nil {
 		return err
 	}
-	if t.plan, err = GatherPlan(t.srcPool, srcSlots, t.dstPool, dstSlots); err != nil {
+	if t.plan, err = kv.GatherPlan(t.srcPool, srcSlots, t.dstPool, dstSlots); err != nil {
 		return err
 	}
 	t.perBlock = g.ChunksPerBlock(l)
@@ -138,11 +139,11 @@ func (t *gatherTier) Scrub(p Prefix) error {
 		return err
 	}
 	if t.env.Copy == Contiguous {
-		c, err := ContiguousSpan(plan, t.src.Size(), t.dst.Size())
+		c, err := kv.ContiguousSpan(plan, t.src.Size(), t.dst.Size())
 		if err != nil {
 			return err
 		}
-		plan = []Copy{c}
+		plan = []kv.Copy{c}
 	}
 	if err := scrubRanges(t.dst, plan); err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
@@ -151,7 +152,7 @@ func (t *gatherTier) Scrub(p Prefix) error {
 }
 
 // planFor returns the copies of the first p.Blocks blocks.
-func (t *gatherTier) planFor(p Prefix) ([]Copy, error) {
+func (t *gatherTier) planFor(p Prefix) ([]kv.Copy, error) {
 	if t.src == nil {
 		return nil, errors.New(t.name + ": not set up")
 	}
@@ -180,7 +181,7 @@ func (t *gatherTier) Verify(p Prefix) error {
 		return err
 	}
 	if t.env.Copy == Contiguous {
-		c, err := ContiguousSpan(plan, t.src.Size(), t.dst.Size())
+		c, err := kv.ContiguousSpan(plan, t.src.Size(), t.dst.Size())
 		if err != nil {
 			return err
 		}
@@ -197,7 +198,7 @@ func (t *gatherTier) Verify(p Prefix) error {
 
 // checkRange checks that dst[c.Dst:+c.Bytes] holds the source pattern
 // from offset c.Src.
-func checkRange(dst Buffer, c Copy, seed uint64) error {
+func checkRange(dst Buffer, c kv.Copy, seed uint64) error {
 	if h := dst.Host(); h != nil {
 		return pattern.Check(h[c.Dst:c.Dst+c.Bytes], seed, c.Src)
 	}

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/system"
 )
 
@@ -134,14 +135,14 @@ func bindNode(mem []byte, node int) error {
 
 // Copy runs plan from src to dst. PerCopy is one copy() per chunk;
 // Contiguous is one copy of the summed payload (ContiguousSpan).
-func (h *HostBackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
+func (h *HostBackend) Copy(dst, src Buffer, plan []kv.Copy, mode CopyMode) error {
 	d, s := dst.Host(), src.Host()
 	if d == nil || s == nil {
 		return errors.New("host backend: copy needs host-resident buffers")
 	}
 	switch mode {
 	case PerCopy:
-		if err := CheckPlan(plan, int64(len(s)), int64(len(d))); err != nil {
+		if err := kv.CheckPlan(plan, int64(len(s)), int64(len(d))); err != nil {
 			return fmt.Errorf("host backend: %w", err)
 		}
 		for _, c := range plan {
@@ -149,7 +150,7 @@ func (h *HostBackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
 		}
 		return nil
 	case Contiguous:
-		c, err := ContiguousSpan(plan, int64(len(s)), int64(len(d)))
+		c, err := kv.ContiguousSpan(plan, int64(len(s)), int64(len(d)))
 		if err != nil {
 			return fmt.Errorf("host backend: %w", err)
 		}
@@ -162,7 +163,7 @@ func (h *HostBackend) Copy(dst, src Buffer, plan []Copy, mode CopyMode) error {
 // GEMMs runs each op with gonum's fp32 Sgemm on scratch operands; a
 // strided batch runs its GEMM Batch times on the same operands, and M is
 // issued in blocks of at most hostGEMMRows rows.
-func (h *HostBackend) GEMMs(ops []GEMM) error {
+func (h *HostBackend) GEMMs(ops []kv.GEMM) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var na, nb, nc int

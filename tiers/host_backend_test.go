@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
 )
 
@@ -73,7 +74,7 @@ func TestHostBackendCopy(t *testing.T) {
 	for i := range src.Host() {
 		src.Host()[i] = byte(r.Uint32())
 	}
-	plan := []Copy{{Dst: 0, Src: 4096, Bytes: 100}, {Dst: 8000, Src: 17, Bytes: 3000}, {Dst: size - 5, Src: size - 5, Bytes: 5}}
+	plan := []kv.Copy{{Dst: 0, Src: 4096, Bytes: 100}, {Dst: 8000, Src: 17, Bytes: 3000}, {Dst: size - 5, Src: size - 5, Bytes: 5}}
 	if err := b.Copy(dst, src, plan, PerCopy); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestHostBackendCopy(t *testing.T) {
 	if err := b.Copy(dst2, src, plan, Contiguous); err != nil {
 		t.Fatal(err)
 	}
-	span, _ := ContiguousSpan(plan, size, size)
+	span, _ := kv.ContiguousSpan(plan, size, size)
 	if span.Bytes != 3105 || span.Src != 4096 || span.Dst != 0 {
 		t.Errorf("span = %+v", span)
 	}
@@ -103,24 +104,14 @@ func TestHostBackendCopy(t *testing.T) {
 	if err := b.Copy(dst, src, plan, Batch); err == nil || !strings.Contains(err.Error(), "cuMemcpyBatchAsync") {
 		t.Errorf("batch: err = %v", err)
 	}
-	if err := b.Copy(dst, src, []Copy{{Dst: size - 1, Src: 0, Bytes: 2}}, PerCopy); err == nil {
+	if err := b.Copy(dst, src, []kv.Copy{{Dst: size - 1, Src: 0, Bytes: 2}}, PerCopy); err == nil {
 		t.Error("out-of-range plan succeeded")
-	}
-}
-
-func TestContiguousSpanClamps(t *testing.T) {
-	c, err := ContiguousSpan([]Copy{{Src: 900, Dst: 50, Bytes: 100}, {Src: 10, Dst: 900, Bytes: 100}}, 1000, 1000)
-	if err != nil || c != (Copy{Src: 800, Dst: 50, Bytes: 200}) {
-		t.Errorf("span = %+v, %v", c, err)
-	}
-	if _, err := ContiguousSpan([]Copy{{Bytes: 600}, {Bytes: 600}}, 1000, 2000); err == nil {
-		t.Error("oversized span accepted")
 	}
 }
 
 func TestHostBackendGEMMsAndTimer(t *testing.T) {
 	b := openHost(t)
-	ops := []GEMM{{Name: "a", M: 1500, N: 8, K: 16, Batch: 2}, {Name: "b", M: 4, N: 64, K: 3}}
+	ops := []kv.GEMM{{Name: "a", M: 1500, N: 8, K: 16, Batch: 2}, {Name: "b", M: 4, N: 64, K: 3}}
 	tm := b.Timer(Queued)
 	if _, err := tm.Stop(); err == nil {
 		t.Error("Stop before Start succeeded")
@@ -135,10 +126,10 @@ func TestHostBackendGEMMsAndTimer(t *testing.T) {
 	if err != nil || s <= 0 {
 		t.Errorf("Stop = %v, %v", s, err)
 	}
-	if err := b.GEMMs([]GEMM{{Name: "z", M: 0, N: 1, K: 1}}); err == nil {
+	if err := b.GEMMs([]kv.GEMM{{Name: "z", M: 0, N: 1, K: 1}}); err == nil {
 		t.Error("zero-sized GEMM accepted")
 	}
-	if got := (GEMM{M: 2, N: 3, K: 4, Batch: 5}).FLOPs(); got != 240 {
+	if got := (kv.GEMM{M: 2, N: 3, K: 4, Batch: 5}).FLOPs(); got != 240 {
 		t.Errorf("FLOPs = %v", got)
 	}
 }
@@ -146,8 +137,8 @@ func TestHostBackendGEMMsAndTimer(t *testing.T) {
 // A tiny model: 2 layers, 2 KV heads of dim 8, bf16 → 2·2·8·2 = 64 B per
 // token and layer, 128 B per token, 2048 B per 16-token block, 4 chunks of
 // 512 B layer-wise.
-func tinyGeometry() Geometry {
-	return Geometry{Model: "tiny", Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, Hidden: 32, DType: "bfloat16",
+func tinyGeometry() kv.Geometry {
+	return kv.Geometry{Model: "tiny", Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, Hidden: 32, DType: "bfloat16",
 		DTypeBytes: 2, BlockTokens: 16, Intermediate: 64}
 }
 
@@ -164,7 +155,7 @@ func newTier(t *testing.T, name string, env Env) Tier {
 
 func TestGatherTierFetchVerify(t *testing.T) {
 	b := openHost(t)
-	for _, layout := range Layouts() {
+	for _, layout := range kv.Layouts() {
 		for _, mode := range []CopyMode{PerCopy, Contiguous} {
 			t.Run(string(layout)+"/"+string(mode), func(t *testing.T) {
 				env := Env{Backend: b, Geometry: tinyGeometry(), Layout: layout, Copy: mode, HostMem: Pageable, Seed: 7}
@@ -206,7 +197,7 @@ func TestGatherTierFetchVerify(t *testing.T) {
 				if a["copy"] != string(mode) || a["src_mem"] != "pageable" || a["dst_mem"] != "device" || !strings.Contains(a["path"], "dram-to-dram") {
 					t.Errorf("Attrs = %v", a)
 				}
-				want := int64(PoolSlots(10)+10) * 2048
+				want := int64(kv.PoolSlots(10)+10) * 2048
 				if got := tier.(Sizer).SetupBytes(10); got != want {
 					t.Errorf("SetupBytes = %d, want %d", got, want)
 				}
@@ -218,13 +209,13 @@ func TestGatherTierFetchVerify(t *testing.T) {
 // A plan that copies the wrong chunk must fail verification.
 func TestVerifyCatchesWrongChunk(t *testing.T) {
 	b := openHost(t)
-	env := Env{Backend: b, Geometry: tinyGeometry(), Layout: Layerwise, Copy: PerCopy, HostMem: Pinned, Seed: 3}
+	env := Env{Backend: b, Geometry: tinyGeometry(), Layout: kv.Layerwise, Copy: PerCopy, HostMem: Pinned, Seed: 3}
 	tier := newTier(t, "host", env).(*gatherTier)
 	if err := tier.Setup(context.Background(), 4); err != nil {
 		t.Fatal(err)
 	}
 	p := Prefix{Tokens: 64, Blocks: 4}
-	bad := append([]Copy(nil), tier.plan[:16]...)
+	bad := append([]kv.Copy(nil), tier.plan[:16]...)
 	// Block 2, chunk 1 reads chunk 2's source instead.
 	bad[2*4+1].Src = bad[2*4+2].Src
 	if err := b.Copy(tier.dst, tier.src, bad, PerCopy); err != nil {
@@ -246,28 +237,8 @@ func TestVerifyCatchesWrongChunk(t *testing.T) {
 
 func TestHBMUnavailableOnHost(t *testing.T) {
 	b := openHost(t)
-	tier := newTier(t, "hbm", Env{Backend: b, Geometry: tinyGeometry(), Layout: Layerwise, Copy: PerCopy})
+	tier := newTier(t, "hbm", Env{Backend: b, Geometry: tinyGeometry(), Layout: kv.Layerwise, Copy: PerCopy})
 	if r := tier.Available(); !strings.Contains(r, "no device memory on the host backend") {
 		t.Errorf("hbm Available = %q", r)
-	}
-}
-
-func TestPlacementScattered(t *testing.T) {
-	g := tinyGeometry()
-	src := Pool{Geometry: g, Layout: Layerwise, Slots: PoolSlots(8)}
-	slots, err := Placement(1, src.Slots, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[int]bool{}
-	for _, s := range slots {
-		if s < 0 || s >= src.Slots || seen[s] {
-			t.Fatalf("bad placement %v", slots)
-		}
-		seen[s] = true
-	}
-	// Layer-wise chunk c of a slot lives in the c-th per-layer pool.
-	if got := src.ChunkOffset(3, 2); got != (2*int64(src.Slots)+3)*512 {
-		t.Errorf("ChunkOffset = %d", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
 )
@@ -84,7 +85,7 @@ func (t *remoteTier) SetupBytes(maxBlocks int) int64 {
 	g := t.env.Geometry
 	n := int64(maxBlocks) * g.BlockBytes()
 	if t.env.Peer == "" {
-		n += int64(PoolSlots(maxBlocks)) * g.BlockBytes()
+		n += int64(kv.PoolSlots(maxBlocks)) * g.BlockBytes()
 	}
 	if t.env.Backend.Name() != "host" {
 		n += int64(maxBlocks) * g.BlockBytes()
@@ -104,8 +105,8 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 	}
 	t.Close()
 	g, l := t.env.Geometry, t.env.Layout
-	src := Pool{Geometry: g, Layout: l, Slots: PoolSlots(maxBlocks)}
-	dstPool := Pool{Geometry: g, Layout: l, Slots: maxBlocks}
+	src := kv.Pool{Geometry: g, Layout: l, Slots: kv.PoolSlots(maxBlocks)}
+	dstPool := kv.Pool{Geometry: g, Layout: l, Slots: maxBlocks}
 	addr := t.env.Peer
 	t.where = peer.PathTo(addr)
 	if addr == "" {
@@ -132,15 +133,15 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 			addr, info.PoolBytes, maxBlocks, src.Size())
 	}
 	t.seed = info.Seed
-	srcSlots, err := Placement(t.env.Seed, src.Slots, maxBlocks)
+	srcSlots, err := kv.Placement(t.env.Seed, src.Slots, maxBlocks)
 	if err != nil {
 		return err
 	}
-	dstSlots, err := Placement(t.env.Seed^0x5bd1e995, dstPool.Slots, maxBlocks)
+	dstSlots, err := kv.Placement(t.env.Seed^0x5bd1e995, dstPool.Slots, maxBlocks)
 	if err != nil {
 		return err
 	}
-	plan, err := GatherPlan(src, srcSlots, dstPool, dstSlots)
+	plan, err := kv.GatherPlan(src, srcSlots, dstPool, dstSlots)
 	if err != nil {
 		return err
 	}
@@ -225,11 +226,11 @@ func (t *remoteTier) reads(p Prefix) ([]peer.Chunk, error) {
 	}
 	list := t.list[:n]
 	if t.env.Copy == Contiguous {
-		plan := make([]Copy, len(list))
+		plan := make([]kv.Copy, len(list))
 		for i, c := range list {
-			plan[i] = Copy{Src: c.Src, Dst: c.Dst, Bytes: c.Len}
+			plan[i] = kv.Copy{Src: c.Src, Dst: c.Dst, Bytes: c.Len}
 		}
-		c, err := ContiguousSpan(plan, t.client.Info().PoolBytes, t.dst.Size())
+		c, err := kv.ContiguousSpan(plan, t.client.Info().PoolBytes, t.dst.Size())
 		if err != nil {
 			return nil, err
 		}
@@ -251,9 +252,9 @@ func (t *remoteTier) Fetch(ctx context.Context, p Prefix) error {
 		if err := t.client.ReadChunks(ctx, t.bounce.Host(), list); err != nil {
 			return err
 		}
-		plan := make([]Copy, len(list))
+		plan := make([]kv.Copy, len(list))
 		for i, c := range list {
-			plan[i] = Copy{Dst: c.Dst, Src: c.Dst, Bytes: c.Len}
+			plan[i] = kv.Copy{Dst: c.Dst, Src: c.Dst, Bytes: c.Len}
 		}
 		mode := t.env.Copy
 		if !slices.Contains(t.env.Backend.CopyModes(), mode) {
@@ -266,10 +267,10 @@ func (t *remoteTier) Fetch(ctx context.Context, p Prefix) error {
 
 // asCopies turns peer reads into copy ranges (destination in the working
 // pool, source in the peer's pool) for scrubbing and verification.
-func asCopies(list []peer.Chunk) []Copy {
-	cs := make([]Copy, len(list))
+func asCopies(list []peer.Chunk) []kv.Copy {
+	cs := make([]kv.Copy, len(list))
 	for i, c := range list {
-		cs[i] = Copy{Dst: c.Dst, Src: c.Src, Bytes: c.Len}
+		cs[i] = kv.Copy{Dst: c.Dst, Src: c.Src, Bytes: c.Len}
 	}
 	return cs
 }

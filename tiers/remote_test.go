@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/peer"
 )
 
 // smallGeometry is a model small enough for quick tests: 4 layers, so a
 // block is 8 chunks of 1 KiB in the layer-wise layout.
-func smallGeometry() Geometry {
-	return Geometry{Model: "tiny", Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, Hidden: 64,
+func smallGeometry() kv.Geometry {
+	return kv.Geometry{Model: "tiny", Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, Hidden: 64,
 		DType: "bfloat16", DTypeBytes: 2, BlockTokens: 16}
 }
 
@@ -28,9 +29,9 @@ func remoteTestBackend(t *testing.T) Backend {
 func TestRemoteEmbeddedLoopback(t *testing.T) {
 	b := remoteTestBackend(t)
 	for _, tc := range []struct {
-		layout Layout
+		layout kv.Layout
 		copy   CopyMode
-	}{{Layerwise, PerCopy}, {Blockwise, PerCopy}, {Layerwise, Contiguous}} {
+	}{{kv.Layerwise, PerCopy}, {kv.Blockwise, PerCopy}, {kv.Layerwise, Contiguous}} {
 		t.Run(string(tc.layout)+"/"+string(tc.copy), func(t *testing.T) {
 			spec, err := Lookup("remote")
 			if err != nil {
@@ -72,7 +73,7 @@ func TestRemoteEmbeddedLoopback(t *testing.T) {
 func TestRemoteExternalPeer(t *testing.T) {
 	b := remoteTestBackend(t)
 	g := smallGeometry()
-	pool, err := peer.NewHostPool(int64(PoolSlots(8))*g.BlockBytes(), 99)
+	pool, err := peer.NewHostPool(int64(kv.PoolSlots(8))*g.BlockBytes(), 99)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestRemoteExternalPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tier := (&remoteTier{env: Env{Backend: b, Geometry: g, Layout: Layerwise, Copy: PerCopy, Seed: 5, Peer: e.Addr}})
+	tier := (&remoteTier{env: Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: PerCopy, Seed: 5, Peer: e.Addr}})
 	defer tier.Close()
 	// A pool too small for 40 blocks is refused by name.
 	if err := tier.Setup(context.Background(), 40); err == nil || !strings.Contains(err.Error(), "larger --pool") {
@@ -108,7 +109,7 @@ func TestRemoteExternalPeer(t *testing.T) {
 
 func TestRemoteVerbsWithoutDevice(t *testing.T) {
 	b := remoteTestBackend(t)
-	tier := (&remoteTier{env: Env{Backend: b, Geometry: smallGeometry(), Layout: Layerwise, Transport: "verbs", GIDIndex: -1}})
+	tier := (&remoteTier{env: Env{Backend: b, Geometry: smallGeometry(), Layout: kv.Layerwise, Transport: "verbs", GIDIndex: -1}})
 	if r := tier.Available(); !strings.Contains(r, "verbs") {
 		t.Skipf("this machine has an RDMA device (Available = %q)", r)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"github.com/kvtier/kvtier/kv"
 )
 
 // scrubByte overwrites working-pool bytes before a verified sample. It is
@@ -13,13 +15,13 @@ const scrubByte = 0xa5
 
 // scrubAll overwrites every byte of b.
 func scrubAll(b Buffer) error {
-	return scrubRanges(b, []Copy{{Dst: 0, Bytes: b.Size()}})
+	return scrubRanges(b, []kv.Copy{{Dst: 0, Bytes: b.Size()}})
 }
 
 // scrubRanges overwrites the destination ranges of cs in b: exactly those
 // ranges in host memory; all of a device buffer, where one large write
 // costs less than a synchronous driver copy per chunk.
-func scrubRanges(b Buffer, cs []Copy) error {
+func scrubRanges(b Buffer, cs []kv.Copy) error {
 	src := make([]byte, min(fillChunk, max(b.Size(), 1)))
 	for i := range src {
 		src[i] = scrubByte
@@ -43,7 +45,7 @@ func scrubRanges(b Buffer, cs []Copy) error {
 // checkAll checks every range of cs in dst against the source pattern, in
 // parallel over the machine's CPUs, and returns the index of the first
 // (lowest) range that fails with its error, or -1 and nil.
-func checkAll(dst Buffer, cs []Copy, seed uint64) (int, error) {
+func checkAll(dst Buffer, cs []kv.Copy, seed uint64) (int, error) {
 	workers := min(runtime.GOMAXPROCS(0), len(cs))
 	if workers <= 1 || dst.Host() == nil {
 		for i, c := range cs {

@@ -1,3 +1,10 @@
+// Package tiers holds the places a reused KV prefix can be brought back
+// from and what brings it back: the Tier contract and registry with the
+// tiers hbm, host, remote and recompute (one file each), and the Backend
+// contract and registry with the host backend (a DRAM stand-in for the
+// GPU) and the cuda backend. A tier does no timing and writes no rows;
+// the harness's Sampler times it. The KV geometry and pool layouts it
+// works on are package kv's.
 package tiers
 
 import (
@@ -7,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/kvtier/kvtier/kv"
 )
 
 // A Prefix is the reused prefix a Fetch brings back.
@@ -19,8 +28,8 @@ type Prefix struct {
 // options of the sweep that concern tiers.
 type Env struct {
 	Backend  Backend
-	Geometry Geometry
-	Layout   Layout
+	Geometry kv.Geometry
+	Layout   kv.Layout
 	Copy     CopyMode // how chunk copies are issued
 	HostMem  MemKind  // Pinned or Pageable, for the host tier
 	Seed     uint64   // block placement

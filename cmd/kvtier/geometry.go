@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -19,23 +19,23 @@ type geometryOptions struct {
 }
 
 // Validate resolves the geometry, reporting every problem at once.
-func (o geometryOptions) Validate() (tiers.Geometry, error) {
+func (o geometryOptions) Validate() (kv.Geometry, error) {
 	var errs []error
-	var g tiers.Geometry
+	var g kv.Geometry
 	var err error
 	switch {
 	case o.model != "" && o.config != "":
 		errs = append(errs, errors.New("--model-config: give --model or --model-config, not both"))
 	case o.config != "":
-		if g, err = tiers.ParseConfig(o.config); err != nil {
+		if g, err = kv.ParseConfig(o.config); err != nil {
 			errs = append(errs, fmt.Errorf("--model-config: %w", err))
 		}
 	default:
 		name := o.model
 		if name == "" {
-			name = tiers.DefaultModel
+			name = kv.DefaultModel
 		}
-		if g, err = tiers.LookupModel(name); err != nil {
+		if g, err = kv.LookupModel(name); err != nil {
 			errs = append(errs, fmt.Errorf("--model: %w", err))
 		}
 	}
@@ -55,9 +55,9 @@ func runGeometry(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	fs := pflag.NewFlagSet("geometry", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o geometryOptions
-	fs.StringVar(&o.model, "model", "", fmt.Sprintf("model preset (%s; default %s)", joinNames(tiers.ModelNames()), tiers.DefaultModel))
+	fs.StringVar(&o.model, "model", "", fmt.Sprintf("model preset (%s; default %s)", joinNames(kv.ModelNames()), kv.DefaultModel))
 	fs.StringVar(&o.config, "model-config", "", "Hugging Face config.json of the model (or its directory)")
-	fs.IntVar(&o.blockSize, "block-size", tiers.DefaultBlockTokens, "tokens per KV block")
+	fs.IntVar(&o.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N]")
 		fs.PrintDefaults()
@@ -73,7 +73,7 @@ func runGeometry(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	return exitOK
 }
 
-func printGeometry(w io.Writer, g tiers.Geometry) {
+func printGeometry(w io.Writer, g kv.Geometry) {
 	fmt.Fprintf(w, "model: %s\n", g.Model)
 	if g.MLA() {
 		fmt.Fprintf(w, "  %d layers, MLA latent %d + rope %d, %s (%d bytes)\n", g.Layers, g.KVLoraRank, g.QKRopeHeadDim, g.DType, g.DTypeBytes)
@@ -99,7 +99,7 @@ func printGeometry(w io.Writer, g tiers.Geometry) {
 	fmt.Fprintf(w, "  %d bytes/token (%s)\n", g.BytesPerToken(), units.FormatBytes(g.BytesPerToken()))
 	fmt.Fprintf(w, "  %d bytes/block of %d tokens (%s)\n", g.BlockBytes(), g.BlockTokens, units.FormatBytes(g.BlockBytes()))
 	fmt.Fprintf(w, "Layouts:\n")
-	for _, l := range tiers.Layouts() {
+	for _, l := range kv.Layouts() {
 		fmt.Fprintf(w, "  %s: %d chunks of %d bytes per block\n", l, g.ChunksPerBlock(l), g.ChunkBytes(l))
 	}
 	fmt.Fprintf(w, "Prefixes:\n")
@@ -107,7 +107,7 @@ func printGeometry(w io.Writer, g tiers.Geometry) {
 	for _, tok := range []int{1 << 10, 4 << 10, 16 << 10, 64 << 10} {
 		b := g.Blocks(tok)
 		bytes := int64(b) * g.BlockBytes()
-		fmt.Fprintf(w, "  %8s %8d %14d %12s %14.0f\n", units.FormatTokens(tok), b, bytes, units.FormatBytes(bytes), tiers.PrefillFLOPs(g, tok)/1e9)
+		fmt.Fprintf(w, "  %8s %8d %14d %12s %14.0f\n", units.FormatTokens(tok), b, bytes, units.FormatBytes(bytes), kv.PrefillFLOPs(g, tok)/1e9)
 	}
 }
 

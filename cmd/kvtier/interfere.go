@@ -16,7 +16,7 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/harness/sim"
+	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
 )
@@ -88,12 +88,12 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 // with chunked prefill of chunk tokens per step.
 func startInterfereSims(ctx context.Context, cfg *mb1.Config, scale float64, chunk int) (func(), error) {
 	longest := slices.Max(cfg.Prefill)
-	base := sim.Config{
-		Model: cfg.Model, MaxModelLen: max(sim.DefaultMaxModelLen, longest+1024),
-		GPUBlocks: max(sim.DefaultGPUBlocks, 2*longest/sim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
+	base := vllmsim.Config{
+		Model: cfg.Model, MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024),
+		GPUBlocks: max(vllmsim.DefaultGPUBlocks, 2*longest/vllmsim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
 		TimeScale: scale, Seed: int64(cfg.Seed),
 	}
-	var servers []*sim.Server
+	var servers []*vllmsim.Server
 	closeAll := func() {
 		for _, s := range servers {
 			s.Close()
@@ -101,7 +101,7 @@ func startInterfereSims(ctx context.Context, cfg *mb1.Config, scale float64, chu
 	}
 	var urls []string
 	for range 2 {
-		s, err := sim.New(base)
+		s, err := vllmsim.New(base)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -151,7 +151,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 		return usageErr(stderr, "interfere", err)
 	}
 	if f.useSim {
-		chunk := sim.DefaultMaxBatched
+		chunk := vllmsim.DefaultMaxBatched
 		if f.chunkLabel != "" {
 			chunk, _ = units.ParseTokens(f.chunkLabel)
 		}

@@ -15,9 +15,9 @@ import (
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/harness/sim"
+	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -94,7 +94,7 @@ func presetBlockBytes(model string, blockSize int) int64 {
 		name = name[i+1:]
 	}
 	for _, n := range []string{name, strings.TrimSuffix(name, "-instruct"), strings.TrimSuffix(strings.TrimSuffix(name, "-instruct"), "-2507")} {
-		if g, err := tiers.LookupModel(n); err == nil {
+		if g, err := kv.LookupModel(n); err == nil {
 			g.BlockTokens = blockSize
 			return g.BlockBytes()
 		}
@@ -108,11 +108,11 @@ const overheadReps = 7
 // clientOverhead measures the probe client's TTFT p50 for a 1k prompt
 // against an in-process sim that answers at no cost.
 func clientOverhead(ctx context.Context) (time.Duration, error) {
-	zero, err := sim.LookupProfile("zero")
+	zero, err := vllmsim.LookupProfile("zero")
 	if err != nil {
 		return 0, err
 	}
-	s, err := sim.New(sim.Config{Profile: zero, TimeScale: 0})
+	s, err := vllmsim.New(vllmsim.Config{Profile: zero, TimeScale: 0})
 	if err != nil {
 		return 0, err
 	}
@@ -135,22 +135,22 @@ func startProbeSims(ctx context.Context, cfg *probe.Config, scale float64) (func
 	longest := slices.Max(cfg.Prefixes)
 	bs := cfg.BlockSize
 	if bs == 0 {
-		bs = sim.DefaultBlockSize
+		bs = vllmsim.DefaultBlockSize
 	}
 	gpu := max(2*longest/bs+64, 1024)
-	base := sim.Config{
+	base := vllmsim.Config{
 		Model: cfg.Model, BlockSize: bs, GPUBlocks: gpu,
-		MaxModelLen: max(sim.DefaultMaxModelLen, longest+1024), TimeScale: scale,
+		MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024), TimeScale: scale,
 		EnablePromptTokensDetails: true, Seed: int64(cfg.Seed),
 	}
-	var servers []*sim.Server
+	var servers []*vllmsim.Server
 	closeAll := func() {
 		for _, s := range servers {
 			s.Close()
 		}
 	}
-	start := func(c sim.Config) (string, error) {
-		s, err := sim.New(c)
+	start := func(c vllmsim.Config) (string, error) {
+		s, err := vllmsim.New(c)
 		if err != nil {
 			return "", err
 		}

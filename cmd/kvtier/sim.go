@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kvtier/kvtier/harness/sim"
-	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -29,9 +29,9 @@ type simOptions struct {
 
 // config validates the options, reporting every problem at once, and
 // returns the simulator's configuration.
-func (o simOptions) config() (sim.Config, error) {
+func (o simOptions) config() (vllmsim.Config, error) {
 	var errs []error
-	cfg := sim.Config{
+	cfg := vllmsim.Config{
 		BlockSize: o.blockSize, GPUBlocks: o.gpuBlocks, CPUBlocks: o.cpuBlocks,
 		EnablePromptTokensDetails: o.details, TimeScale: o.timeScale, Seed: o.seed,
 		KVPeer: strings.TrimRight(o.kvPeer, "/"), EngineID: o.engineID, Role: o.role,
@@ -39,15 +39,15 @@ func (o simOptions) config() (sim.Config, error) {
 	if strings.TrimSpace(o.listen) == "" {
 		errs = append(errs, errors.New("--listen: empty address"))
 	}
-	var g tiers.Geometry
+	var g kv.Geometry
 	var err error
 	if o.modelConfig != "" {
-		g, err = tiers.ParseConfig(o.modelConfig)
+		g, err = kv.ParseConfig(o.modelConfig)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--model-config: %w", err))
 		}
 	} else {
-		g, err = tiers.LookupModel(o.model)
+		g, err = kv.LookupModel(o.model)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--model: %w", err))
 		}
@@ -90,12 +90,12 @@ func (o simOptions) config() (sim.Config, error) {
 		errs = append(errs, fmt.Errorf("--time-scale: must not be negative, got %g", o.timeScale))
 	}
 	if o.calibrate != "" {
-		cfg.Profile, err = sim.ProfileFromCSV(o.calibrate)
+		cfg.Profile, err = vllmsim.ProfileFromCSV(o.calibrate)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--calibrate: %w", err))
 		}
 	} else {
-		cfg.Profile, err = sim.LookupProfile(o.profile)
+		cfg.Profile, err = vllmsim.LookupProfile(o.profile)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--profile: %w", err))
 		}
@@ -120,16 +120,16 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.SetOutput(stderr)
 	var o simOptions
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "HOST:PORT to serve on (:0 picks a port)")
-	fs.StringVar(&o.model, "model", tiers.DefaultModel, "model preset ("+strings.Join(tiers.ModelNames(), ", ")+"): KV geometry and compute")
+	fs.StringVar(&o.model, "model", kv.DefaultModel, "model preset ("+strings.Join(kv.ModelNames(), ", ")+"): KV geometry and compute")
 	fs.StringVar(&o.modelConfig, "model-config", "", "Hugging Face config.json of the model, instead of a preset")
 	fs.StringVar(&o.served, "served-model-name", "", "model name the API answers to (default --model)")
-	fs.IntVar(&o.blockSize, "block-size", sim.DefaultBlockSize, "tokens per KV block")
-	fs.IntVar(&o.gpuBlocks, "gpu-blocks", sim.DefaultGPUBlocks, "KV blocks in the simulated GPU pool")
+	fs.IntVar(&o.blockSize, "block-size", vllmsim.DefaultBlockSize, "tokens per KV block")
+	fs.IntVar(&o.gpuBlocks, "gpu-blocks", vllmsim.DefaultGPUBlocks, "KV blocks in the simulated GPU pool")
 	fs.IntVar(&o.cpuBlocks, "cpu-blocks", 0, "KV blocks of CPU offload (0: none); hits there count as external prefix cache hits")
 	fs.StringVar(&o.maxModelLen, "max-model-len", "131072", "longest prompt + max_tokens (tokens; k = 1024)")
 	fs.StringVar(&o.maxBatched, "max-num-batched-tokens", "8192", "token budget of one engine step: the chunked-prefill size")
 	fs.BoolVar(&o.details, "enable-prompt-tokens-details", false, "report usage.prompt_tokens_details.cached_tokens, as vLLM's flag")
-	fs.StringVar(&o.profile, "profile", sim.DefaultProfile, "cost model: "+strings.Join(sim.ProfileNames(), ", "))
+	fs.StringVar(&o.profile, "profile", vllmsim.DefaultProfile, "cost model: "+strings.Join(vllmsim.ProfileNames(), ", "))
 	fs.StringVar(&o.calibrate, "calibrate", "", "sweep.csv of a kvtier sweep: take bandwidths and FLOP rates from it (instead of --profile)")
 	fs.Float64Var(&o.timeScale, "time-scale", 1, "multiply every modeled delay: 1 real time, 0.01 100x faster, 0 no delay")
 	fs.StringVar(&o.kvPeer, "kv-peer", "", "P/D consumer: base URL of the producer to pull KV from (default: remote_host:remote_port of the request)")
@@ -147,7 +147,7 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	if err != nil {
 		return usageErr(stderr, "sim", err)
 	}
-	s, err := sim.New(cfg)
+	s, err := vllmsim.New(cfg)
 	if err != nil {
 		return usageErr(stderr, "sim", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
@@ -45,7 +46,7 @@ func (f *sweepFlags) parse() (harness.SweepOptions, error) {
 	}
 	// A list that fails to parse is reported here and replaced by a valid
 	// placeholder, so Validate does not report it a second time.
-	o.Layouts = listFlag(&errs, "--layout", f.layouts, func(s string) (tiers.Layout, error) { return tiers.ParseLayout(strings.TrimSpace(s)) }, tiers.Layouts()...)
+	o.Layouts = listFlag(&errs, "--layout", f.layouts, func(s string) (kv.Layout, error) { return kv.ParseLayout(strings.TrimSpace(s)) }, kv.Layouts()...)
 	o.Prefixes = listFlag(&errs, "--prefix", f.prefixes, units.ParseTokens, 1)
 	o.Copy = listFlag(&errs, "--copy", f.copies, func(s string) (tiers.CopyMode, error) { return tiers.ParseCopyMode(strings.TrimSpace(s)) }, tiers.PerCopy)
 	o.HostMem = tiers.MemKind(f.hostMem)
@@ -128,7 +129,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	d := harness.DefaultSweepOptions()
 	fs.StringVar(&o.Backend, "backend", d.Backend, "compute backend: auto, "+strings.Join(tiers.BackendNames(), ", ")+" (auto picks the best that opens and says why the others did not)")
 	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers to run (default all: "+strings.Join(tiers.Names(), ", ")+")")
-	fs.StringVar(&o.Model, "model", "", "model preset ("+strings.Join(tiers.ModelNames(), ", ")+"; default "+tiers.DefaultModel+")")
+	fs.StringVar(&o.Model, "model", "", "model preset ("+strings.Join(kv.ModelNames(), ", ")+"; default "+kv.DefaultModel+")")
 	fs.StringVar(&o.ModelConfig, "model-config", "", "Hugging Face config.json of the model (or its directory), instead of --model")
 	fs.IntVar(&o.BlockTokens, "block-size", d.BlockTokens, "tokens per KV block")
 	fs.StringVar(&f.layouts, "layout", "layerwise,blockwise", "pool layouts: layerwise (vLLM paged, one chunk per layer and K/V), blockwise (one chunk per block)")

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/tiers"
@@ -82,7 +83,7 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	fs.IntVar(&o.Reps, "reps", d.Reps, "measured reps per size")
 	fs.IntVar(&o.Warmup, "warmup", d.Warmup, "discarded warm-up reps per size")
 	fs.StringVar(&f.layouts, "layout", strings.Join(d.Layouts, ","), "layouts: layerwise (16 KiB chunks), blockwise (one chunk per KV block), contiguous (one message)")
-	fs.StringVar(&o.Model, "model", d.Model, "model whose KV geometry sets the chunk sizes ("+strings.Join(tiers.ModelNames(), ", ")+")")
+	fs.StringVar(&o.Model, "model", d.Model, "model whose KV geometry sets the chunk sizes ("+strings.Join(kv.ModelNames(), ", ")+")")
 	fs.IntVar(&o.BlockTokens, "block-size", d.BlockTokens, "tokens per KV block")
 	fs.IntVar(&o.Conns, "conns", d.Conns, "parallel TCP connections (or RC QPs for verbs)")
 	fs.IntVar(&f.qps, "qps", 0, "RC queue pairs for verbs (same as --conns)")

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/harness/sim"
+	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -23,7 +23,7 @@ func (m *memSink) Close() error              { return nil }
 
 func startSim(t *testing.T, scale float64) string {
 	t.Helper()
-	s, err := sim.New(sim.Config{GPUBlocks: 4096, TimeScale: scale, Seed: 1})
+	s, err := vllmsim.New(vllmsim.Config{GPUBlocks: 4096, TimeScale: scale, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

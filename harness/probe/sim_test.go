@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/sim"
+	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/results"
 )
 
 // startSim starts an in-process kvtier sim and returns its URL.
-func startSim(t *testing.T, cfg sim.Config) string {
+func startSim(t *testing.T, cfg vllmsim.Config) string {
 	t.Helper()
-	s, err := sim.New(cfg)
+	s, err := vllmsim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,8 +28,8 @@ func startSim(t *testing.T, cfg sim.Config) string {
 // simPair starts a producer and a consumer that pulls from it, both with
 // a GPU pool of gpuBlocks and a CPU offload store of cpuBlocks.
 func simPair(t *testing.T, gpuBlocks, cpuBlocks int, scale float64) (consumer, producer string) {
-	producer = startSim(t, sim.Config{GPUBlocks: gpuBlocks, TimeScale: scale, Seed: 1, Role: "producer", EnablePromptTokensDetails: true})
-	consumer = startSim(t, sim.Config{GPUBlocks: gpuBlocks, CPUBlocks: cpuBlocks, TimeScale: scale, Seed: 2,
+	producer = startSim(t, vllmsim.Config{GPUBlocks: gpuBlocks, TimeScale: scale, Seed: 1, Role: "producer", EnablePromptTokensDetails: true})
+	consumer = startSim(t, vllmsim.Config{GPUBlocks: gpuBlocks, CPUBlocks: cpuBlocks, TimeScale: scale, Seed: 2,
 		Role: "consumer", KVPeer: producer, EnablePromptTokensDetails: true})
 	return consumer, producer
 }
@@ -99,7 +99,7 @@ func TestProbeSimFourTiers(t *testing.T) {
 // TestProbeSimNoOffload: with the sim's CPU offload off, the cpu rows are
 // measured but not verified, and say why.
 func TestProbeSimNoOffload(t *testing.T) {
-	url := startSim(t, sim.Config{GPUBlocks: 256, CPUBlocks: 0, TimeScale: 0.01, Seed: 1})
+	url := startSim(t, vllmsim.Config{GPUBlocks: 256, CPUBlocks: 0, TimeScale: 0.01, Seed: 1})
 	cfg := Config{Endpoint: url, Tiers: []string{"cpu"}, Prefixes: []int{1024}, Reps: 2, Seed: 1,
 		EvictMargin: 1.5, Timeout: 30 * time.Second}
 	p := mustNew(t, cfg)
@@ -114,11 +114,11 @@ func TestProbeSimNoOffload(t *testing.T) {
 
 // TestOverheadSim measures the client floor against a zero-cost sim.
 func TestOverheadSim(t *testing.T) {
-	zero, err := sim.LookupProfile("zero")
+	zero, err := vllmsim.LookupProfile("zero")
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := startSim(t, sim.Config{Profile: zero, TimeScale: 0})
+	url := startSim(t, vllmsim.Config{Profile: zero, TimeScale: 0})
 	c, err := NewClient(url, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

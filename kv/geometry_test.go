@@ -1,4 +1,4 @@
-package tiers
+package kv
 
 import (
 	"os"
@@ -235,4 +235,12 @@ func TestParseConfigErrors(t *testing.T) {
 	if _, err := ParseConfig(filepath.Join(t.TempDir(), "nope.json")); err == nil || !strings.Contains(err.Error(), "nope.json") {
 		t.Errorf("unreadable file: err = %v", err)
 	}
+}
+
+// A tiny model: 2 layers, 2 KV heads of dim 8, bf16 → 2·2·8·2 = 64 B per
+// token and layer, 128 B per token, 2048 B per 16-token block, 4 chunks of
+// 512 B layer-wise.
+func tinyGeometry() Geometry {
+	return Geometry{Model: "tiny", Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, Hidden: 32, DType: "bfloat16",
+		DTypeBytes: 2, BlockTokens: 16, Intermediate: 64}
 }

@@ -1,4 +1,4 @@
-// Package sim is a simulated vLLM server: the OpenAI-compatible HTTP API
+// Package vllmsim is a simulated vLLM server: the OpenAI-compatible HTTP API
 // (completions and chat, streaming as vLLM streams), vLLM's Prometheus
 // metrics, and behind them a model of the V1 engine — paged KV blocks with
 // prefix caching and LRU eviction, an optional CPU offload store, a
@@ -12,7 +12,7 @@
 // would be asked. Every response carries "X-Kvtier-Simulated: 1" and
 // /metrics has kvtier_simulated 1, so a simulated figure is never taken
 // for a measured one.
-package sim
+package vllmsim
 
 import (
 	"context"
@@ -27,14 +27,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/kv"
 )
 
 // A Config describes one simulated server. Zero fields take the defaults
 // noted.
 type Config struct {
-	Model    string         // served model name (tiers.DefaultModel)
-	Geometry tiers.Geometry // KV and compute shape (the preset of Model, else the default model's)
+	Model    string      // served model name (kv.DefaultModel)
+	Geometry kv.Geometry // KV and compute shape (the preset of Model, else the default model's)
 
 	BlockSize           int // tokens per KV block (16)
 	GPUBlocks           int // GPU KV pool (16384 blocks)
@@ -70,7 +70,7 @@ const (
 func (c *Config) setDefaults() error {
 	var errs []error
 	if c.Model == "" {
-		c.Model = tiers.DefaultModel
+		c.Model = kv.DefaultModel
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
@@ -88,9 +88,9 @@ func (c *Config) setDefaults() error {
 		c.Profile = h20
 	}
 	if c.Geometry.Layers == 0 {
-		g, err := tiers.LookupModel(c.Model)
+		g, err := kv.LookupModel(c.Model)
 		if err != nil {
-			g, _ = tiers.LookupModel(tiers.DefaultModel)
+			g, _ = kv.LookupModel(kv.DefaultModel)
 		}
 		c.Geometry = g
 	}

@@ -1,6 +1,6 @@
-package sim
+package vllmsim
 
-import "github.com/kvtier/kvtier/tiers"
+import "github.com/kvtier/kvtier/kv"
 
 // A costModel turns the work of an engine step into modeled seconds. It is
 // a pure function of the geometry and the profile: no clock, no state.
@@ -15,7 +15,7 @@ type costModel struct {
 	kvBytesPerToken  float64
 }
 
-func newCostModel(g tiers.Geometry, p Profile) costModel {
+func newCostModel(g kv.Geometry, p Profile) costModel {
 	return costModel{
 		p:                 p,
 		gemmFLOPsPerToken: 2 * activeWeights(g),
@@ -28,7 +28,7 @@ func newCostModel(g tiers.Geometry, p Profile) costModel {
 // attention projections and the MLP or the experts it is routed to (and
 // the shared experts and router), over all layers. Embeddings and the LM
 // head (run for one token per request) are left out.
-func activeWeights(g tiers.Geometry) float64 {
+func activeWeights(g kv.Geometry) float64 {
 	h := float64(g.Hidden)
 	var attn float64
 	if g.MLA() {
@@ -64,7 +64,7 @@ func activeWeights(g tiers.Geometry) float64 {
 
 // attnFLOPsPerPair is 2·d FLOPs for the score and 2·d for the value of
 // every head of every layer.
-func attnFLOPsPerPair(g tiers.Geometry) float64 {
+func attnFLOPsPerPair(g kv.Geometry) float64 {
 	qk, v := g.HeadDim, g.HeadDim
 	if g.MLA() {
 		qk, v = g.QKNopeHeadDim+g.QKRopeHeadDim, g.VHeadDim

@@ -1,15 +1,15 @@
-package sim
+package vllmsim
 
 import (
 	"math"
 	"testing"
 
-	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/kv"
 )
 
 func h20Cost(t *testing.T) costModel {
 	t.Helper()
-	g, err := tiers.LookupModel("qwen3-coder-30b-a3b")
+	g, err := kv.LookupModel("qwen3-coder-30b-a3b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestCostMB1(t *testing.T) {
 }
 
 func TestZeroProfileIsFree(t *testing.T) {
-	g, _ := tiers.LookupModel("qwen3-coder-30b-a3b")
+	g, _ := kv.LookupModel("qwen3-coder-30b-a3b")
 	c := newCostModel(g, zero)
 	for _, tier := range []string{tierMiss, tierGPU, tierCPU, tierRemote} {
 		if got := c.estimateTTFT(tier, 65536, 16, 8192, 8); got != 0 {
@@ -90,10 +90,10 @@ func TestZeroProfileIsFree(t *testing.T) {
 func TestActiveWeights(t *testing.T) {
 	// Qwen3-30B-A3B is "3B active": its linear layers (no embeddings, no
 	// LM head) are about 2.7B weights per token.
-	g, _ := tiers.LookupModel("qwen3-coder-30b-a3b")
+	g, _ := kv.LookupModel("qwen3-coder-30b-a3b")
 	within(t, "qwen3-coder-30b-a3b active weights", activeWeights(g), 2.73e9, 0.02)
 	// Llama-3.1-8B: 8.0B with 0.5B embeddings and 0.5B LM head left out.
-	g, _ = tiers.LookupModel("llama-3.1-8b")
+	g, _ = kv.LookupModel("llama-3.1-8b")
 	within(t, "llama-3.1-8b weights", activeWeights(g), 6.98e9, 0.02)
 }
 

@@ -1,4 +1,4 @@
-package sim
+package vllmsim
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/kv"
 )
 
 // A vclient is one request of a virtual-time scenario: sent by its client
@@ -81,7 +81,7 @@ func runVirtual(t *testing.T, e *engine, clients []*vclient, stop func() bool) {
 
 func testEngine(t *testing.T, gpuBlocks, cpuBlocks int) *engine {
 	t.Helper()
-	g, err := tiers.LookupModel("qwen3-coder-30b-a3b")
+	g, err := kv.LookupModel("qwen3-coder-30b-a3b")
 	if err != nil {
 		t.Fatal(err)
 	}

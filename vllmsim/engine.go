@@ -1,4 +1,4 @@
-package sim
+package vllmsim
 
 import (
 	"math/rand/v2"

@@ -1,9 +1,11 @@
-// Package tiers holds the KV-cache geometry of a model, the pool layouts a
-// serving engine keeps KV in, the Backend abstraction over where the
-// engine's working pool lives (host DRAM stand-in or a CUDA device), and
-// the four tiers a reused prefix can be brought back from: hbm, host,
-// remote and recompute. Tiers register themselves; the harness times them.
-package tiers
+// Package kv holds what a model's KV cache looks like, without any device
+// or library behind it: the geometry of a model (presets and Hugging Face
+// config.json, MLA included), the pool layouts a serving engine keeps KV
+// in, the address arithmetic of pools and the gather plans between them,
+// and the matrix multiplies a prefill of the model costs. It is cgo-free
+// and imports nothing else from kvtier, so the simulator, the trace
+// planner and the report can use it without linking a driver.
+package kv
 
 import "fmt"
 

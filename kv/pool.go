@@ -1,4 +1,4 @@
-package tiers
+package kv
 
 import (
 	"fmt"
@@ -42,10 +42,10 @@ type Copy struct {
 // share geometry and layout.
 func GatherPlan(src Pool, srcSlots []int, dst Pool, dstSlots []int) ([]Copy, error) {
 	if src.Layout != dst.Layout || src.Geometry.BlockBytes() != dst.Geometry.BlockBytes() {
-		return nil, fmt.Errorf("tiers: gather between unlike pools (%s, %s)", src.Layout, dst.Layout)
+		return nil, fmt.Errorf("kv: gather between unlike pools (%s, %s)", src.Layout, dst.Layout)
 	}
 	if len(srcSlots) != len(dstSlots) {
-		return nil, fmt.Errorf("tiers: gather of %d blocks into %d slots", len(srcSlots), len(dstSlots))
+		return nil, fmt.Errorf("kv: gather of %d blocks into %d slots", len(srcSlots), len(dstSlots))
 	}
 	n := src.Geometry.ChunksPerBlock(src.Layout)
 	cb := src.ChunkBytes()
@@ -63,7 +63,7 @@ func GatherPlan(src Pool, srcSlots []int, dst Pool, dstSlots []int) ([]Copy, err
 // and a run is reproducible.
 func Placement(seed uint64, slots, n int) ([]int, error) {
 	if n > slots {
-		return nil, fmt.Errorf("tiers: %d blocks do not fit a pool of %d slots", n, slots)
+		return nil, fmt.Errorf("kv: %d blocks do not fit a pool of %d slots", n, slots)
 	}
 	r := rand.New(rand.NewPCG(seed, 0x6b767469657221))
 	return r.Perm(slots)[:n], nil
@@ -77,4 +77,34 @@ func PoolSlots(n int) int {
 		s = n + 1
 	}
 	return s
+}
+
+// ContiguousSpan returns the one copy that Contiguous mode issues for
+// plan: the plan's whole payload as a single span, starting at the first
+// chunk's offsets, moved back where needed so it stays inside buffers of
+// srcSize and dstSize bytes. Every backend issues this span so that
+// verification of a contiguous copy knows what to expect.
+func ContiguousSpan(plan []Copy, srcSize, dstSize int64) (Copy, error) {
+	if len(plan) == 0 {
+		return Copy{}, nil
+	}
+	var total int64
+	for _, c := range plan {
+		total += c.Bytes
+	}
+	if total > srcSize || total > dstSize {
+		return Copy{}, fmt.Errorf("kv: contiguous copy of %d bytes exceeds its buffers (%d, %d)", total, srcSize, dstSize)
+	}
+	return Copy{Src: min(plan[0].Src, srcSize-total), Dst: min(plan[0].Dst, dstSize-total), Bytes: total}, nil
+}
+
+// CheckPlan reports the first copy of plan that falls outside buffers of
+// srcSize and dstSize bytes.
+func CheckPlan(plan []Copy, srcSize, dstSize int64) error {
+	for i, c := range plan {
+		if c.Bytes < 0 || c.Src < 0 || c.Dst < 0 || c.Src+c.Bytes > srcSize || c.Dst+c.Bytes > dstSize {
+			return fmt.Errorf("kv: copy %d (%d bytes from %d to %d) is outside its buffers (%d, %d)", i, c.Bytes, c.Src, c.Dst, srcSize, dstSize)
+		}
+	}
+	return nil
 }

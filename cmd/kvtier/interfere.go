@@ -16,9 +16,9 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/vllmsim"
 )
 
 // interfereFlags are the raw flag values of kvtier interfere.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/vllmsim"
 )
 
 // probeFlags are the raw flag values of kvtier probe.

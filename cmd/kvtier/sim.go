@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/vllmsim"
 )
 
 // simOptions are the flags of kvtier sim.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/vllmsim"
 )
 
 type memSink struct{ rows []results.Row }

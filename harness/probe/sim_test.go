@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/vllmsim"
 )
 
 // startSim starts an in-process kvtier sim and returns its URL.

@@ -509,15 +509,6 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout,
 	return nil
 }
 
-// sizeText renders a memory size for a reason: GiB with one decimal from
-// 1 GiB on, as in "needs 12.5 GiB, 3.1 GiB available".
-func sizeText(n int64) string {
-	if n >= 1<<30 {
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	}
-	return units.FormatBytes(n)
-}
-
 // gemmRate measures the FLOP/s of the backend on one GEMM shaped like a
 // projection of the model (512 tokens × hidden × hidden), the second of
 // two runs so that scratch allocation stays out.

@@ -1,0 +1,153 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// A Suite declares what one kvtier suite writes into a results directory.
+// Each suite's package declares its Suite once and registers it from an
+// init function; the run lifecycle, the summaries and the readers
+// (report, plot, compare) iterate over the registered suites, so a new
+// suite needs no edits in them.
+type Suite struct {
+	Name    string // the suite column and manifest.json's suite, e.g. "sweep"
+	Title   string // heading of the suite's report section, e.g. "Device tiers"
+	Command string // the command that runs it, e.g. "kvtier sweep"
+	Order   int    // report order, ascending
+	Files   []File // the first is the suite's main sample file
+}
+
+// A File is one CSV file of a suite.
+type File struct {
+	Name string // e.g. "sweep.csv"
+	// Columns follow CommonColumns in a sample file; in a Raw file they
+	// are the whole header.
+	Columns []string
+	// Raw marks a file that does not hold sample rows (a per-token time
+	// series): no common columns, no summary, nothing to compare.
+	Raw bool
+	// Keys are the columns a configuration is told apart by: the summary
+	// (NAME_summary.csv) groups by them and compare matches on them. Nil
+	// writes no summary.
+	Keys []string
+	// Metric names the measurement compare reports ("time", "TTFT",
+	// "penalty"); Value is the column holding it, "seconds" when empty.
+	Metric, Value string
+	// Counts says whether an ok row's value is a measurement to compare
+	// (a probe row whose hit was not verified is not); nil counts every
+	// ok row with a finite value.
+	Counts func(Row) bool
+}
+
+// Header returns the file's whole header.
+func (f File) Header() []string {
+	if f.Raw {
+		return slices.Clone(f.Columns)
+	}
+	return append(slices.Clone(CommonColumns), f.Columns...)
+}
+
+// Summary returns the name of the file's summary CSV, "" when it has none.
+func (f File) Summary() string {
+	if f.Raw || f.Keys == nil {
+		return ""
+	}
+	return f.Name[:len(f.Name)-len(".csv")] + "_summary.csv"
+}
+
+// Measure returns the row's value of the file's measurement and whether
+// it counts as one: an ok row with a finite value that Counts accepts.
+func (f File) Measure(r Row) (float64, bool) {
+	if r.Status != StatusOK {
+		return math.NaN(), false
+	}
+	v := r.Seconds
+	if f.Value != "" && f.Value != "seconds" {
+		v = r.Float(f.Value)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return v, false
+	}
+	if f.Counts != nil && !f.Counts(r) {
+		return v, false
+	}
+	return v, true
+}
+
+// Key returns the row's values of the file's key columns.
+func (f File) Key(r Row) []string {
+	k := make([]string, len(f.Keys))
+	for i, c := range f.Keys {
+		k[i] = r.Cell(c)
+	}
+	return k
+}
+
+var (
+	suiteMu sync.Mutex
+	suites  = map[string]Suite{}
+)
+
+// RegisterSuite adds a suite; it is called from init functions. A suite
+// registered twice, or a file name two suites claim, is a programming
+// error and panics.
+func RegisterSuite(s Suite) {
+	suiteMu.Lock()
+	defer suiteMu.Unlock()
+	if _, dup := suites[s.Name]; dup {
+		panic("results: suite " + s.Name + " registered twice")
+	}
+	for _, other := range suites {
+		for _, f := range s.Files {
+			if _, ok := other.File(f.Name); ok {
+				panic(fmt.Sprintf("results: suites %s and %s both declare %s", other.Name, s.Name, f.Name))
+			}
+		}
+	}
+	if len(s.Files) == 0 || s.Files[0].Raw {
+		panic("results: suite " + s.Name + " declares no sample file first")
+	}
+	suites[s.Name] = s
+}
+
+// Suites returns every registered suite in report order.
+func Suites() []Suite {
+	suiteMu.Lock()
+	defer suiteMu.Unlock()
+	out := make([]Suite, 0, len(suites))
+	for _, s := range suites {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Order != out[j].Order {
+			return out[i].Order < out[j].Order
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// LookupSuite returns the suite registered as name.
+func LookupSuite(name string) (Suite, bool) {
+	suiteMu.Lock()
+	defer suiteMu.Unlock()
+	s, ok := suites[name]
+	return s, ok
+}
+
+// File returns the suite's file called name.
+func (s Suite) File(name string) (File, bool) {
+	for _, f := range s.Files {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return File{}, false
+}
+
+// Main returns the suite's main sample file.
+func (s Suite) Main() File { return s.Files[0] }

@@ -34,6 +34,10 @@ type File struct {
 	// (NAME_summary.csv) groups by them and compare matches on them. Nil
 	// writes no summary.
 	Keys []string
+	// Match are the columns compare matches a configuration on across
+	// two runs (Keys when nil): not those that differ from run to run for
+	// the same configuration, such as an ephemeral endpoint.
+	Match []string
 	// Metric names the measurement compare reports ("time", "TTFT",
 	// "penalty"); Value is the column holding it, "seconds" when empty.
 	Metric, Value string
@@ -78,13 +82,12 @@ func (f File) Measure(r Row) (float64, bool) {
 	return v, true
 }
 
-// Key returns the row's values of the file's key columns.
-func (f File) Key(r Row) []string {
-	k := make([]string, len(f.Keys))
-	for i, c := range f.Keys {
-		k[i] = r.Cell(c)
+// MatchColumns returns the columns compare matches on.
+func (f File) MatchColumns() []string {
+	if f.Match != nil {
+		return f.Match
 	}
-	return k
+	return f.Keys
 }
 
 var (

@@ -24,7 +24,7 @@ type simOptions struct {
 	profile, calibrate                 string
 	timeScale                          float64
 	kvPeer, engineID, role             string
-	seed                               int64
+	seed                               uint64
 }
 
 // config validates the options, reporting every problem at once, and
@@ -33,7 +33,7 @@ func (o simOptions) config() (vllmsim.Config, error) {
 	var errs []error
 	cfg := vllmsim.Config{
 		BlockSize: o.blockSize, GPUBlocks: o.gpuBlocks, CPUBlocks: o.cpuBlocks,
-		EnablePromptTokensDetails: o.details, TimeScale: o.timeScale, Seed: o.seed,
+		EnablePromptTokensDetails: o.details, TimeScale: o.timeScale, Seed: int64(o.seed),
 		KVPeer: strings.TrimRight(o.kvPeer, "/"), EngineID: o.engineID, Role: o.role,
 	}
 	if strings.TrimSpace(o.listen) == "" {
@@ -135,7 +135,7 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.StringVar(&o.kvPeer, "kv-peer", "", "P/D consumer: base URL of the producer to pull KV from (default: remote_host:remote_port of the request)")
 	fs.StringVar(&o.engineID, "engine-id", "", "P/D engine id (default random)")
 	fs.StringVar(&o.role, "role", "", "P/D role, for the record: producer, consumer or both (any instance plays both)")
-	fs.Int64Var(&o.seed, "seed", 1, "seed of the generated tokens")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated tokens")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kvtier sim [flags]\n\nServes a simulated vLLM instance: OpenAI API, vLLM metrics, prefix cache,\nCPU offload and P/D, with delays from a cost model. Every response carries\nX-Kvtier-Simulated: 1 and /metrics has kvtier_simulated 1.")
 		fs.PrintDefaults()

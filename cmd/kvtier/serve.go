@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/tiers"
@@ -65,6 +66,8 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.IntVar(&o.GPU, "gpu", 0, "CUDA device ordinal for --mem gpu")
 	fs.IntVar(&o.GIDIndex, "gid-index", -1, "GID index (-1: the first RoCE v2 GID with an address)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the pool's data pattern (clients verify against it)")
+	var token tokenFlags
+	token.add(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: kvtier serve [flags]\n\nHolds a KV pool filled with a verifiable pattern and serves chunk reads to kvtier transfer and the remote tier.\nPrints one line \"kvtier serve: listening on ADDR (...)\" on stdout once ready; SIGINT or SIGTERM stops it.")
 		fs.PrintDefaults()
@@ -98,38 +101,17 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		}
 	}
 
-	var p *peer.Pool
-	if o.Mem == peer.GPUMem {
-		b, _, err := tiers.OpenBackend(ctx, "cuda", tiers.BackendConfig{GPU: o.GPU, NUMA: -1, Log: stderr})
-		if err != nil {
-			return usageErr(stderr, "serve", fmt.Errorf("--mem gpu: %w", err))
-		}
-		defer b.Close()
-		buf, err := b.Alloc(tiers.Device, o.Pool)
-		if err != nil {
-			return usageErr(stderr, "serve", fmt.Errorf("--mem gpu: %w", err))
-		}
-		var export func() (int, int64, error)
-		if exp, ok := b.(tiers.DMABufExporter); ok {
-			export = func() (int, int64, error) { return exp.ExportDMABuf(buf) }
-		}
-		if p, err = peer.NewBufferPool(buf, peer.GPUMem, export, o.Seed); err != nil {
-			buf.Close()
-			return usageErr(stderr, "serve", err)
-		}
-	} else {
-		var err error
-		if p, err = peer.NewHostPool(o.Pool, o.Seed); err != nil {
-			return usageErr(stderr, "serve", err)
-		}
+	p, closePool, err := openPool(ctx, o.Mem, o.Pool, o.GPU, o.Seed, stderr)
+	if err != nil {
+		return usageErr(stderr, "serve", err)
 	}
-	defer p.Close()
+	defer closePool()
 
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return usageErr(stderr, "serve", fmt.Errorf("--listen: %w", err))
 	}
-	srv := peer.NewServer(peer.ServerConfig{Pool: p, Transport: o.Transport, RDMA: rcfg, Log: stderr})
+	srv := peer.NewServer(peer.ServerConfig{Pool: p, Transport: o.Transport, RDMA: rcfg, Log: stderr, Token: token.value()})
 	fmt.Fprintf(stdout, "kvtier serve: listening on %s (pool %s %s, transport %s)\n",
 		ln.Addr(), units.FormatBytes(o.Pool), o.Mem, o.Transport)
 	if f, ok := stdout.(interface{ Sync() error }); ok {
@@ -140,6 +122,40 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		return exitFail
 	}
 	return exitOK
+}
+
+// openPool allocates a pool of size bytes filled with the pattern of
+// seed: anonymous host memory, or device memory of GPU gpu through the
+// cuda backend (exported as a DMA-BUF for verbs where it can be). close
+// frees it and the backend.
+func openPool(ctx context.Context, mem string, size int64, gpu int, seed uint64, log io.Writer) (*peer.Pool, func(), error) {
+	if mem != peer.GPUMem {
+		p, err := peer.NewHostPool(size, seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, func() { p.Close() }, nil
+	}
+	b, _, err := tiers.OpenBackend(ctx, "cuda", tiers.BackendConfig{GPU: gpu, NUMA: -1, Log: log})
+	if err != nil {
+		return nil, nil, option.Wrap("mem", fmt.Errorf("gpu: %w", err))
+	}
+	buf, err := b.Alloc(tiers.Device, size)
+	if err != nil {
+		b.Close()
+		return nil, nil, option.Wrap("mem", fmt.Errorf("gpu: %w", err))
+	}
+	var export func() (int, int64, error)
+	if exp, ok := b.(tiers.DMABufExporter); ok {
+		export = func() (int, int64, error) { return exp.ExportDMABuf(buf) }
+	}
+	p, err := peer.NewBufferPool(buf, peer.GPUMem, export, seed)
+	if err != nil {
+		buf.Close()
+		b.Close()
+		return nil, nil, err
+	}
+	return p, func() { p.Close(); b.Close() }, nil
 }
 
 // verbsProblem phrases an endpoint failure for a one-line error: a

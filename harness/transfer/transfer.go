@@ -39,10 +39,6 @@ type Measurer struct {
 	log     io.Writer
 	sampler *harness.Sampler
 	saidWhy bool // said once that GPUDirect is unavailable
-	// Dial carries what every dial adds to the options' transport,
-	// connections and RDMA configuration: the run token and the idle
-	// timeout.
-	Dial peer.DialOptions
 	// Decorate, when not nil, adds columns to every row.
 	Decorate func(*results.Row)
 }
@@ -145,11 +141,10 @@ func (r *Measurer) dial(ctx context.Context, addr string) (*Target, func(), erro
 }
 
 // connect dials the peer at addr into t with the options' transport,
-// connections and RDMA configuration plus the Measurer's Dial.
+// connections, token and idle timeout and the RDMA configuration.
 func (r *Measurer) connect(ctx context.Context, t *Target, addr string) error {
-	opt := r.Dial
-	opt.Transport, opt.Conns, opt.RDMA = r.o.Transport, r.o.Conns, r.be.RDMA
-	c, err := peer.Dial(ctx, addr, opt)
+	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: r.o.Transport, Conns: r.o.Conns, RDMA: r.be.RDMA,
+		Token: r.o.Token, IdleTimeout: r.o.IdleTimeout})
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@
 set -u
 want=(gcc libc6-dev pkg-config libibverbs-dev ibverbs-providers)
 if [ "${1:-build}" = test ]; then
-	want+=(iproute2 qemu-system-x86 busybox-static cpio zstd kmod ibverbs-utils)
+	want+=(iproute2 qemu-system-x86 busybox-static cpio zstd kmod ibverbs-utils openmpi-bin slurm-wlm munge)
 fi
 missing=()
 for p in "${want[@]}"; do

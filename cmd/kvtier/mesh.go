@@ -103,7 +103,7 @@ func (f *meshFlags) plan(getenv func(string) string) (meshPlan, error) {
 		errs = append(errs, option.Errorf("token", "no run token: set %s in the job's environment (srun passes it; mpirun -x %s) or give --token", EnvToken, EnvToken))
 	}
 	var err error
-	p.launch, err = mesh.Detect(mesh.Env{Getenv: getenv, Hostname: os.Hostname, Expand: expandNodelist}, f.ov)
+	p.launch, err = mesh.Detect(mesh.Env{Getenv: getenv, Hostname: os.Hostname, Expand: expandNodelist, NodeAddr: slurmNodeAddr}, f.ov)
 	errs = append(errs, err)
 	settings := p.opts.Settings()
 	maps.Copy(settings, map[string]string{"pattern": f.pattern, "mem": f.mem, "pool": f.pool, "intra_peer_copy": fmt.Sprint(f.peerCopy),
@@ -122,6 +122,22 @@ func expandNodelist(list string) ([]string, error) {
 		return hosts, nil
 	}
 	return mesh.ExpandHostlist(list)
+}
+
+// slurmNodeAddr asks Slurm for the address of node name (its NodeAddr).
+func slurmNodeAddr(name string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "scontrol", "show", "node", "-o", name).Output()
+	if err != nil {
+		return "", err
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if a, ok := strings.CutPrefix(f, "NodeAddr="); ok {
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("scontrol show node %s: no NodeAddr", name)
 }
 
 // runMesh runs one rank of kvtier mesh.

@@ -66,6 +66,9 @@ type Env struct {
 	// Expand expands a Slurm hostlist (scontrol where present, else
 	// ExpandHostlist); nil uses ExpandHostlist.
 	Expand func(string) ([]string, error)
+	// NodeAddr gives the address Slurm reaches a node at (its NodeAddr,
+	// which may differ from its name); nil, or an error, keeps the name.
+	NodeAddr func(string) (string, error)
 }
 
 // Detect works out this rank's place in the mesh from env and the
@@ -98,7 +101,7 @@ func Detect(env Env, ov Overrides) (Launch, error) {
 		errs = append(errs, option.Errorf("launcher", "unknown launcher %q (known: %s, %s)", l.Launcher, strings.Join(Launchers, ", "), LauncherFlags))
 	}
 	l.apply(ov)
-	errs = append(errs, l.node(env, ov), l.coordinator(get, ov), l.check())
+	errs = append(errs, l.node(env, ov), l.coordinator(env, ov), l.check())
 	return l, errors.Join(errs...)
 }
 
@@ -224,8 +227,9 @@ func (l *Launch) node(env Env, ov Overrides) error {
 }
 
 // coordinator finds rank 0's address: --coordinator, MASTER_ADDR and
-// MASTER_PORT, or the first host of Slurm's node list.
-func (l *Launch) coordinator(get func(string) string, ov Overrides) error {
+// MASTER_PORT, or the first host of Slurm's node list (at its NodeAddr).
+func (l *Launch) coordinator(env Env, ov Overrides) error {
+	get := env.Getenv
 	switch {
 	case ov.Coordinator != "":
 		l.Coordinator, l.CoordinatorFrom = ov.Coordinator, "flag"
@@ -239,7 +243,13 @@ func (l *Launch) coordinator(get func(string) string, ov Overrides) error {
 		job, _ := strconv.Atoi(get("SLURM_JOB_ID"))
 		step, _ := strconv.Atoi(get("SLURM_STEP_ID"))
 		port := DefaultPort + (job+step)%1000
-		l.Coordinator, l.CoordinatorFrom = net.JoinHostPort(l.Nodes[0], strconv.Itoa(port)), "slurm nodelist"
+		host := l.Nodes[0]
+		if env.NodeAddr != nil {
+			if a, err := env.NodeAddr(host); err == nil && a != "" {
+				host = a
+			}
+		}
+		l.Coordinator, l.CoordinatorFrom = net.JoinHostPort(host, strconv.Itoa(port)), "slurm nodelist"
 	default:
 		return option.Errorf("coordinator", "no coordinator: give HOST:PORT of rank 0, or set MASTER_ADDR and MASTER_PORT")
 	}

@@ -255,7 +255,7 @@ func (r *meshRank) open(ctx context.Context, p meshPlan, ip net.IP, stderr io.Wr
 	}
 	r.closes = append(r.closes, done)
 	be.RDMA = rcfg
-	r.worker = &mesh.Worker{Options: p.opts, Backends: be, BackendConfig: bf.backendConfig(stderr), Pattern: p.pattern, Log: stderr}
+	r.worker = &mesh.Worker{Options: p.opts, Backends: be, BackendConfig: bf.backendConfig(stderr), Log: stderr}
 	r.closes = append(r.closes, func() { r.worker.Close() })
 	if err := r.servePool(ctx, p, &self, gpu, ip, rcfg, stderr); err != nil {
 		return err

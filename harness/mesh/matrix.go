@@ -141,7 +141,7 @@ func schedule(pattern string, members []Member, layouts []string, sizes []int64,
 	n := len(members)
 	var steps [][]Task
 	task := func(src, dst int, ls []string, ss []int64) Task {
-		return Task{Step: len(steps), Src: src, Dst: dst, Layouts: ls, Sizes: ss,
+		return Task{Step: len(steps), Pattern: pattern, Src: src, Dst: dst, Layouts: ls, Sizes: ss,
 			PeerCopy: peerCopy && pairOf(members[src], members[dst]) == PairIntra}
 	}
 	if pattern == Ring {

@@ -76,6 +76,7 @@ type Member struct {
 // other rank reads from its neighbour).
 type Task struct {
 	Step     int      `json:"step"`
+	Pattern  string   `json:"pattern"` // pairwise | ring
 	Src      int      `json:"src"`
 	Dst      int      `json:"dst"`
 	Layouts  []string `json:"layouts"`

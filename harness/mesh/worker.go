@@ -19,7 +19,6 @@ type Worker struct {
 	// BackendConfig opens the cuda backend for GPU peer copies of intra
 	// pairs (Task.PeerCopy).
 	BackendConfig tiers.BackendConfig
-	Pattern       string
 	Log           io.Writer
 
 	pc    tiers.PeerCopier // opened on the first peer-copy task
@@ -42,7 +41,7 @@ func pairOf(src, dst Member) string {
 }
 
 // measurer returns a Measurer writing rows of the pair src → dst to sink.
-func (w *Worker) measurer(src, dst Member, sink results.Sink, be transfer.Backends) *transfer.Measurer {
+func (w *Worker) measurer(t Task, src, dst Member, sink results.Sink, be transfer.Backends) *transfer.Measurer {
 	s := &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: w.Log, Policy: w.Options.Policy}
 	m := transfer.NewMeasurer(w.Options, be, s, w.Log)
 	m.Decorate = func(r *results.Row) {
@@ -51,7 +50,7 @@ func (w *Worker) measurer(src, dst Member, sink results.Sink, be transfer.Backen
 		r.Set("src_node", src.Node)
 		r.Set("dst_node", dst.Node)
 		r.Set("pair", pairOf(src, dst))
-		r.Set("pattern", w.Pattern)
+		r.Set("pattern", t.Pattern)
 		r.Set("src_nic", src.NIC)
 		r.Set("dst_nic", dst.NIC)
 		r.Set("src_gpu_nic", src.GPUNIC)
@@ -66,7 +65,7 @@ func (w *Worker) measurer(src, dst Member, sink results.Sink, be transfer.Backen
 // be reached, or a read that fails, makes error rows of what is left; the
 // error returned must stop the rank (ctx cancelled, a row not sent).
 func (w *Worker) run(ctx context.Context, t Task, src, self Member, sink results.Sink, mark func(cfgKey) error) error {
-	m := w.measurer(src, self, sink, w.Backends)
+	m := w.measurer(t, src, self, sink, w.Backends)
 	pair := pairOf(src, self)
 	fmt.Fprintf(w.Log, "kvtier mesh: rank %d reads from rank %d (%s, %s, %s)\n", self.Rank, src.Rank, src.Node, src.Addr, pair)
 	tgt, err := m.Open(ctx, src.Addr, pair)
@@ -100,14 +99,14 @@ func (w *Worker) run(ctx context.Context, t Task, src, self Member, sink results
 		}
 	}
 	if t.PeerCopy && pair == PairIntra {
-		return w.peerCopy(ctx, src, self, sink)
+		return w.peerCopy(ctx, t, src, self, sink)
 	}
 	return nil
 }
 
 // peerCopy times the GPUs' peer path from src's GPU to this rank's, in
 // this process (as kvtier transfer --peer-copy), labelled path peercopy.
-func (w *Worker) peerCopy(ctx context.Context, src, self Member, sink results.Sink) error {
+func (w *Worker) peerCopy(ctx context.Context, t Task, src, self Member, sink results.Sink) error {
 	if w.pc == nil && w.pcWhy == "" {
 		if self.GPU < 0 || src.GPU < 0 {
 			w.pcWhy = "the GPUs' peer path needs a GPU on both ranks"
@@ -117,13 +116,13 @@ func (w *Worker) peerCopy(ctx context.Context, src, self Member, sink results.Si
 	}
 	be := w.Backends
 	be.PeerCopy, be.PeerCopyWhy = w.pc, w.pcWhy
-	m := w.measurer(src, self, sink, be)
+	m := w.measurer(t, src, self, sink, be)
 	return m.PeerCopy(ctx, max(src.GPU, 0), max(self.GPU, 0))
 }
 
 // fail writes an error row for each layout and size of t not in done.
 func (w *Worker) fail(t Task, src, dst Member, done map[cfgKey]bool, sink results.Sink, err error) error {
-	m := w.measurer(src, dst, sink, w.Backends)
+	m := w.measurer(t, src, dst, sink, w.Backends)
 	tgt := &transfer.Target{Name: src.Addr, Path: pairOf(src, dst)}
 	var errs []error
 	for _, layout := range t.Layouts {

@@ -178,9 +178,11 @@ func writeMeshPairs(w io.Writer, keys []MeshCell, stats map[MeshCell]*MeshStat) 
 	t := newTable("route", "layout", "size", "pair", "pairs", "GB/s median of p50s", "lowest", "highest", "line frac")
 	for _, gk := range order {
 		d := Summarize(vals[gk])
-		frac := t.dash("line rate unknown (tcp, no --line-rate)")
+		var frac string
 		if l := Summarize(lines[gk]); l.N > 0 && l.P50 > 0 {
 			frac = fmt.Sprintf("%.2f", d.P50/l.P50)
+		} else {
+			frac = t.dash("line rate unknown (tcp, no --line-rate)")
 		}
 		t.add(gk.route, gk.layout, fmtBytes(float64(gk.bytes)), gk.pair, fmt.Sprint(d.N), sig(d.P50), sig(d.Min), sig(d.Max), frac)
 	}

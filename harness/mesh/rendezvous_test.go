@@ -172,7 +172,7 @@ func TestPickNIC(t *testing.T) {
 		device, gpu, want, dist string
 	}{
 		{"", "0000:99:00.0", "mlx5_2", rdma.DistSameSwitch}, // nearest active port
-		{"", "", "mlx5_0", ""},                               // no GPU: the first active port
+		{"", "", "mlx5_0", ""},                              // no GPU: the first active port
 		{"mlx5_1", "0000:99:00.0", "mlx5_1", rdma.DistSameSwitch},
 	} {
 		n, d, ok := PickNIC(nics, tc.device, tc.gpu, dist)

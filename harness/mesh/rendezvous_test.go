@@ -106,9 +106,17 @@ func TestSilentRankGone(t *testing.T) {
 	}
 	col := newCollector(&memSink{})
 	start := time.Now()
-	err = co.task(context.Background(), Task{Pattern: Pairwise, Src: 0, Dst: 1, Layouts: []string{"blockwise"}, Sizes: []int64{1 << 20}}, r0.worker, col)
-	if err != nil {
-		t.Fatal(err)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- co.task(context.Background(), Task{Pattern: Pairwise, Src: 0, Dst: 1, Layouts: []string{"blockwise"}, Sizes: []int64{1 << 20}}, r0.worker, col)
+	}()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a silent rank held the coordinator for 10s (idle timeout 300ms)")
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("a silent rank held the coordinator for %v (idle timeout 300ms)", d)
@@ -142,13 +150,16 @@ func TestCollectorMatrix(t *testing.T) {
 	}
 	for _, r := range []results.Row{
 		row("0", "1", results.StatusOK, "true", 1), row("0", "1", results.StatusOK, "", 3), row("0", "1", results.StatusOK, "true", 2),
-		row("1", "0", results.StatusError, "", 0),
+		row("1", "0", results.StatusError, "", 0), row("2", "0", results.StatusOK, "", 1),
 	} {
 		col.Write(r)
 	}
 	m := col.matrix()
-	if len(m) != 2 {
-		t.Fatalf("%d cells, want 2", len(m))
+	if len(m) != 3 {
+		t.Fatalf("%d cells, want 3", len(m))
+	}
+	if c := m[2]; c.Get("n") != "1" || c.Get("verified") != "false" {
+		t.Errorf("cell 2->0 without a verified rep: %v", c.Extra)
 	}
 	if c := m[0]; c.Get("n") != "3" || c.Get("gbps_p50") != "2" || c.Get("verified") != "true" || c.Get("errors") != "0" {
 		t.Errorf("cell 0->1: %v", c.Extra)

@@ -109,20 +109,8 @@ func meshHeatMap(title string, n int, cells []report.MeshCell, stats map[report.
 			labels.Labels = append(labels.Labels, text)
 		}
 	}
-	if len(labels.XYs) > 0 {
-		l, err := plotter.NewLabels(labels)
-		if err != nil {
-			return nil, err
-		}
-		for i := range l.TextStyle {
-			l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
-			l.TextStyle[i].Font.Size = vg.Points(8)
-			l.TextStyle[i].Color = color.Gray{0x20}
-			if dark[i] {
-				l.TextStyle[i].Color = color.White
-			}
-		}
-		f.p.Add(l)
+	if err := f.cellLabels(labels, dark); err != nil {
+		return nil, err
 	}
 	f.p.X.Min, f.p.X.Max, f.p.Y.Min, f.p.Y.Max = -.5, float64(n)-.5, -.5, float64(n)-.5
 	var xt, yt plot.ConstantTicks
@@ -137,6 +125,27 @@ func meshHeatMap(title string, n int, cells []report.MeshCell, stats map[report.
 	}
 	f.legendSwatch(color.Gray{0xc8}, "grey: no ok rep (err: error rows, skip: could not run)")
 	return f, nil
+}
+
+// cellLabels writes each label centred on its cell, white on dark cells.
+func (f *figure) cellLabels(labels plotter.XYLabels, dark []bool) error {
+	if len(labels.XYs) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLabels(labels)
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+		l.TextStyle[i].Font.Size = vg.Points(8)
+		l.TextStyle[i].Color = color.Gray{0x20}
+		if dark[i] {
+			l.TextStyle[i].Color = color.White
+		}
+	}
+	f.p.Add(l)
+	return nil
 }
 
 // legendSwatch adds a legend entry with a filled square of c.

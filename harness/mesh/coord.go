@@ -45,7 +45,7 @@ func (rl *rankLink) read() {
 		if err != nil {
 			if errors.Is(err, io.EOF) || strings.Contains(err.Error(), "closed before") {
 				err = errors.New("its control connection closed (the process ended)")
-			} else if errors.Is(err, errTimeout) || isTimeout(err) {
+			} else if isTimeout(err) {
 				err = fmt.Errorf("silent for %s (idle timeout)", rl.idle)
 			}
 			rl.goneErr = err
@@ -55,8 +55,6 @@ func (rl *rankLink) read() {
 		rl.events <- m
 	}
 }
-
-var errTimeout = errors.New("timeout")
 
 func isTimeout(err error) bool {
 	var ne net.Error

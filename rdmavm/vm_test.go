@@ -137,7 +137,7 @@ var wantCSVs = []want{
 		"suite": "sweep", "transport": "verbs", "tier": "remote", "status": "ok", "verified": "true"}},
 	{"bad_rkey-transfer.csv", 1, map[string]string{"transport": "verbs", "status": "error"}},
 	{"out_of_pool-transfer.csv", 1, map[string]string{"transport": "verbs", "status": "error"}},
-	{"mesh-mesh.csv", 8, map[string]string{
+	{"mesh-mesh.csv", 4, map[string]string{
 		"suite": "mesh", "transport": "verbs", "device": "rxe0", "status": "ok", "verified": "true", "pair": "intra"}},
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -368,16 +369,58 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func TestChat(t *testing.T) {
-	_, url := newTestServer(t, Config{TimeScale: 0})
-	body := `{"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true}}`
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+// inBubble runs f in a synctest bubble, where time is virtual, with an
+// in-memory network for simulated servers.
+func inBubble(t *testing.T, f func(t *testing.T, net *MemNet)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		var net MemNet
+		defer net.Close()
+		f(t, &net)
+	})
+}
+
+// memServer starts a simulator on net under host.
+func memServer(t *testing.T, net *MemNet, host string, cfg Config) (*Server, string) {
+	t.Helper()
+	cfg.Client = net.Client()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	url, err := net.Serve(s, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, url
+}
+
+// postRaw posts body to url+path with client and returns the raw body.
+func postRaw(t *testing.T, c *http.Client, url, path, body string) string {
+	t.Helper()
+	resp, err := c.Post(url+path, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	events := strings.Split(strings.TrimSuffix(string(raw), "\n\n"), "\n\n")
+	return string(raw)
+}
+
+// TestChat streams a chat completion in real modeled time (virtual
+// clock): the stream keeps up with the engine, so one chunk per token.
+func TestChat(t *testing.T) {
+	inBubble(t, func(t *testing.T, net *MemNet) {
+		_, url := memServer(t, net, "sim", Config{TimeScale: 1})
+		body := `{"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true}}`
+		checkChatStream(t, postRaw(t, net.Client(), url, "/v1/chat/completions", body))
+	})
+}
+
+func checkChatStream(t *testing.T, raw string) {
+	t.Helper()
+	events := strings.Split(strings.TrimSuffix(raw, "\n\n"), "\n\n")
 	// role chunk, 3 content chunks, usage chunk, [DONE]
 	if len(events) != 6 || events[5] != "data: [DONE]" {
 		t.Fatalf("events %q", events)
@@ -481,16 +524,17 @@ func TestClientGoneFreesBlocks(t *testing.T) {
 }
 
 func TestContinuousUsage(t *testing.T) {
-	_, url := newTestServer(t, Config{TimeScale: 0})
-	body := `{"prompt": "a b c", "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true, "continuous_usage_stats": true}}`
-	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	inBubble(t, func(t *testing.T, net *MemNet) {
+		_, url := memServer(t, net, "sim", Config{TimeScale: 1})
+		body := `{"prompt": "a b c", "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true, "continuous_usage_stats": true}}`
+		checkContinuousUsage(t, postRaw(t, net.Client(), url, "/v1/completions", body))
+	})
+}
+
+func checkContinuousUsage(t *testing.T, raw string) {
+	t.Helper()
 	var got []string
-	for _, ev := range strings.Split(strings.TrimSpace(string(raw)), "\n\n") {
+	for _, ev := range strings.Split(strings.TrimSpace(raw), "\n\n") {
 		data := strings.TrimPrefix(ev, "data: ")
 		if data == "[DONE]" {
 			continue
@@ -508,5 +552,56 @@ func TestContinuousUsage(t *testing.T) {
 	}
 	if want := "1/4 2/5 3/6 3/6"; strings.Join(got, " ") != want {
 		t.Errorf("usage per chunk %v, want %s", got, want)
+	}
+}
+
+// TestBundledChunks: a stream that falls behind the engine (time scale 0:
+// every step is done before the handler writes) gets several tokens per
+// chunk, as vLLM merges pending outputs; continuous usage and token_ids
+// still account for every token.
+func TestBundledChunks(t *testing.T) {
+	_, url := newTestServer(t, Config{TimeScale: 0})
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions"} {
+		body := `{"prompt": "a b c", "messages": [{"role": "user", "content": "a b c"}], "max_tokens": 40, "stream": true, "return_token_ids": true,
+			"stream_options": {"include_usage": true, "continuous_usage_stats": true}}`
+		raw := postRaw(t, http.DefaultClient, url, path, body)
+		chunks, ids, prev := 0, 0, 0
+		for _, ev := range strings.Split(strings.TrimSpace(raw), "\n\n") {
+			data := strings.TrimPrefix(ev, "data: ")
+			if data == "[DONE]" {
+				continue
+			}
+			var c struct {
+				Choices []struct {
+					TokenIDs []int `json:"token_ids"`
+				} `json:"choices"`
+				PromptTokenIDs []int `json:"prompt_token_ids"`
+				Usage          struct {
+					Completion int `json:"completion_tokens"`
+				} `json:"usage"`
+			}
+			if err := json.Unmarshal([]byte(data), &c); err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Choices) == 0 {
+				continue
+			}
+			if chunks == 0 && len(c.PromptTokenIDs) == 0 {
+				t.Errorf("%s: first chunk has no prompt_token_ids", path)
+			}
+			chunks++
+			n := len(c.Choices[0].TokenIDs)
+			ids += n
+			if c.Usage.Completion-prev != n {
+				t.Errorf("%s: chunk %d carries %d token ids but completion_tokens rose by %d", path, chunks, n, c.Usage.Completion-prev)
+			}
+			prev = c.Usage.Completion
+		}
+		if ids != 40 || prev != 40 {
+			t.Errorf("%s: %d token ids, completion_tokens %d; want 40", path, ids, prev)
+		}
+		if chunks >= 40 {
+			t.Errorf("%s: %d chunks for 40 tokens: nothing was bundled", path, chunks)
+		}
 	}
 }

@@ -57,10 +57,21 @@ type Config struct {
 	KVPeer   string // consumer: the producer's base URL (else remote_host:remote_port of the params)
 	EngineID string // P/D engine id (random when empty)
 	Role     string // "", "producer", "consumer" or "both": informational; any server plays both roles
+	// Client makes the consumer's pulls from its producer (nil: a client
+	// with a 60 s timeout); a MemNet's client for in-memory servers.
+	Client *http.Client
+
+	// Version is what GET /version says (DefaultVersion): the vLLM release
+	// whose wire format and counters the simulator follows.
+	Version string
+	// CacheSourceMetrics adds vllm:prompt_tokens_cached_by_source (device,
+	// host, p2p), the per-tier split of newer vLLM code.
+	CacheSourceMetrics bool
 }
 
 // Defaults of Config.
 const (
+	DefaultVersion     = "0.18.1"
 	DefaultBlockSize   = 16
 	DefaultGPUBlocks   = 16384
 	DefaultMaxModelLen = 131072
@@ -71,6 +82,9 @@ func (c *Config) setDefaults() error {
 	var errs []error
 	if c.Model == "" {
 		c.Model = kv.DefaultModel
+	}
+	if c.Version == "" {
+		c.Version = DefaultVersion
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
@@ -166,12 +180,15 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		tok:      tokenizer{vocab: cfg.Geometry.Vocab},
-		client:   &http.Client{Timeout: 60 * time.Second},
+		client:   cfg.Client,
 		started:  time.Now(),
 		pending:  map[string]chan struct{}{},
 		alias:    map[string]string{},
 		done:     make(chan struct{}),
 		loopDone: make(chan struct{}),
+	}
+	if s.client == nil {
+		s.client = &http.Client{Timeout: 60 * time.Second}
 	}
 	s.eng = newEngine(engineConfig{
 		blockSize:  cfg.BlockSize,
@@ -198,11 +215,7 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sim: listen: %w", err)
 	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	s.smu.Lock()
-	s.servers = append(s.servers, hs)
-	s.smu.Unlock()
-	go hs.Serve(ln)
+	hs := s.serveOn(ln)
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -215,6 +228,16 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 		}
 	}()
 	return "http://" + ln.Addr().String(), nil
+}
+
+// serveOn serves on ln until Close.
+func (s *Server) serveOn(ln net.Listener) *http.Server {
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.smu.Lock()
+	s.servers = append(s.servers, hs)
+	s.smu.Unlock()
+	go hs.Serve(ln)
+	return hs
 }
 
 // Close stops the engine and the listeners Start opened.
@@ -261,31 +284,44 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// submit hands r to the engine at the current modeled time.
+// submit hands r to the engine. An idle engine's clock catches up with
+// the wall clock first; a busy one keeps its own, so that the steps it
+// runs back to back keep their modeled durations.
 func (s *Server) submit(r *request) {
 	e := s.eng
 	e.mu.Lock()
-	e.vt = max(e.vt, s.modelNow())
+	now := s.modelNow()
+	if !e.busy() {
+		e.vt = max(e.vt, now)
+	}
 	e.submit(r)
+	r.arrival = max(r.arrival, now)
 	e.mu.Unlock()
 }
 
-// loop drives the engine: plan a step, sleep its scaled duration until the
-// wall-clock deadline its modeled end maps to (so oversleeping one step
-// is made up by the next), apply it. Idle, it waits for work or for the
-// next load to complete. With TimeScale 0 modeled time only advances by
-// the steps themselves.
+// loop drives the engine: plan a step, sleep until the wall-clock
+// deadline its modeled end maps to, apply it. Modeled time follows the
+// steps while the engine is busy and catches up with the wall clock only
+// after it was idle: the loop's own overhead and timer lateness delay one
+// step's tokens but never the modeled time of the next (the deadline of
+// each step is absolute), so a decode's token period stays the modeled
+// one. Idle, it waits for work or for the next load to complete. With
+// TimeScale 0 modeled time only advances by the steps themselves.
 func (s *Server) loop() {
 	defer close(s.loopDone)
 	e := s.eng
 	idle := time.NewTicker(time.Second)
 	defer idle.Stop()
+	wasIdle := true
 	for {
 		e.mu.Lock()
-		e.vt = max(e.vt, s.modelNow())
+		if wasIdle {
+			e.vt = max(e.vt, s.modelNow())
+		}
 		e.expireHeld(time.Now())
 		p := e.schedule()
 		if len(p.items) == 0 {
+			wasIdle = true
 			next, loading := e.nextLoad()
 			if loading && s.cfg.TimeScale == 0 {
 				e.vt = max(e.vt, next)
@@ -294,7 +330,7 @@ func (s *Server) loop() {
 			}
 			var wait <-chan time.Time
 			if loading {
-				wait = time.After(s.scaled(next-e.vt) + time.Microsecond)
+				wait = time.After(time.Until(s.started.Add(s.scaled(next))) + time.Microsecond)
 			}
 			e.mu.Unlock()
 			select {
@@ -306,24 +342,30 @@ func (s *Server) loop() {
 			}
 			continue
 		}
+		wasIdle = false
 		end := e.vt + p.dur
 		e.mu.Unlock()
-		if s.cfg.TimeScale > 0 {
-			deadline := s.started.Add(s.scaled(end))
-			if err := s.sleep(context.Background(), time.Until(deadline)); err != nil {
-				return
-			}
-		} else {
-			select {
-			case <-s.done:
-				return
-			default:
-			}
+		if !s.waitUntil(end) {
+			return
 		}
 		e.mu.Lock()
-		e.vt = max(e.vt, end) // a submit meanwhile may have moved it on
+		e.vt = end
 		e.finish(p, end)
 		e.mu.Unlock()
+	}
+}
+
+// waitUntil sleeps until the wall-clock time modeled time end maps to; it
+// reports false when the server closed meanwhile.
+func (s *Server) waitUntil(end float64) bool {
+	if s.cfg.TimeScale > 0 {
+		return s.sleep(context.Background(), time.Until(s.started.Add(s.scaled(end)))) == nil
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
 	}
 }
 

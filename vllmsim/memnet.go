@@ -1,0 +1,112 @@
+package vllmsim
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// A MemNet is an in-memory network for simulated servers and their
+// clients in one process: connections are net.Pipe pairs, no socket is
+// opened. Under testing/synctest, where time is virtual, a whole run of
+// probes against simulated servers then takes no real time beyond the
+// computing it does. The zero value is ready to use.
+type MemNet struct {
+	mu        sync.Mutex
+	listeners map[string]*memListener
+	client    *http.Client
+}
+
+// Serve serves s on host (a name such as "producer") in the network and
+// returns its base URL, http://host. s stops serving when it closes.
+func (n *MemNet) Serve(s *Server, host string) (string, error) {
+	n.mu.Lock()
+	if n.listeners == nil {
+		n.listeners = map[string]*memListener{}
+	}
+	if _, dup := n.listeners[host]; dup {
+		n.mu.Unlock()
+		return "", fmt.Errorf("sim: memnet: host %q is taken", host)
+	}
+	l := &memListener{host: host, conns: make(chan net.Conn), done: make(chan struct{})}
+	n.listeners[host] = l
+	n.mu.Unlock()
+	s.serveOn(l)
+	return "http://" + host, nil
+}
+
+// Client returns the network's HTTP client: it reaches the servers of
+// the network by their host names and nothing else.
+func (n *MemNet) Client() *http.Client {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.client == nil {
+		n.client = &http.Client{Transport: &http.Transport{DialContext: n.dial, DisableCompression: true}}
+	}
+	return n.client
+}
+
+// Close drops the client's idle connections. Servers are closed by their
+// own Close.
+func (n *MemNet) Close() {
+	n.mu.Lock()
+	c := n.client
+	n.mu.Unlock()
+	if c != nil {
+		c.CloseIdleConnections()
+	}
+}
+
+func (n *MemNet) dial(ctx context.Context, _, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	n.mu.Lock()
+	l := n.listeners[host]
+	n.mu.Unlock()
+	if l == nil {
+		return nil, fmt.Errorf("memnet: no server %q", host)
+	}
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+	case <-ctx.Done():
+	}
+	client.Close()
+	server.Close()
+	return nil, fmt.Errorf("memnet: %s: connection refused", host)
+}
+
+// memListener hands the server ends of pipes to an http.Server.
+type memListener struct {
+	host  string
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *memListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *memListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *memListener) Addr() net.Addr { return memAddr(l.host) }
+
+type memAddr string
+
+func (a memAddr) Network() string { return "memnet" }
+func (a memAddr) String() string  { return string(a) + ":80" }

@@ -585,18 +585,19 @@ func (s *Server) producerParams(hr *http.Request, id string, blocks []int) map[s
 	}
 }
 
-// hostPort is the address the client reached this server at.
+// hostPort is the address the client reached this server at: the Host
+// header, with the scheme's port when it names none.
 func hostPort(hr *http.Request) (string, int) {
 	host, p, err := net.SplitHostPort(hr.Host)
 	if err != nil {
-		if la, ok := hr.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-			host, p, _ = net.SplitHostPort(la.String())
+		host, p = hr.Host, "80"
+		if hr.TLS != nil {
+			p = "443"
 		}
 	}
 	port, _ := strconv.Atoi(p)
 	return host, port
 }
-
 // tokenizeRequest is vLLM's TokenizeCompletionRequest or
 // TokenizeChatRequest: a prompt or messages.
 type tokenizeRequest struct {

@@ -242,8 +242,12 @@ func TestParseKVParams(t *testing.T) {
 			kvParams{doRemotePrefill: true, blockIDs: []int{3, 4}, hasBlockIDs: true, engineID: "e", host: "127.0.0.1", port: 8100, requestID: "cmpl-x"}},
 		{"mooncake, older", map[string]any{"do_remote_prefill": true, "bootstrap_server_host": "10.0.0.2", "bootstrap_server_port": 8998.0},
 			kvParams{doRemotePrefill: true, host: "10.0.0.2", port: 8998}},
-		{"mooncake, newer", map[string]any{"do_remote_prefill": true, "remote_bootstrap_addr": "10.0.0.3:8999", "remote_engine_id": "m"},
+		{"mooncake, engine id", map[string]any{"do_remote_prefill": true, "remote_bootstrap_addr": "http://10.0.0.3:8999", "remote_engine_id": "m", "remote_dp_rank": 0.0},
 			kvParams{doRemotePrefill: true, host: "10.0.0.3", port: 8999, engineID: "m"}},
+		{"mooncake, transfer id", map[string]any{"do_remote_prefill": true, "remote_bootstrap_addr": "http://[::1]:8998", "remote_engine_id": "m", "transfer_id": "xfer-1"},
+			kvParams{doRemotePrefill: true, host: "::1", port: 8998, engineID: "m", transferID: "xfer-1"}},
+		{"mooncake producer leg", map[string]any{"do_remote_decode": true, "do_remote_prefill": false, "transfer_id": "xfer-2"},
+			kvParams{doRemoteDecode: true, transferID: "xfer-2"}},
 	} {
 		got := parseKVParams(tc.in)
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {

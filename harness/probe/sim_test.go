@@ -258,3 +258,25 @@ func TestOverheadSim(t *testing.T) {
 }
 
 var _ = fmt.Sprint
+
+// TestProbeSimCacheTiers: against servers with the per-tier split of
+// cached tokens, gpu rows are verified from device, cpu from host and
+// remote from p2p.
+func TestProbeSimCacheTiers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var net vllmsim.MemNet
+		defer net.Close()
+		consumer, producer := virtualPair(t, &net, 1024, 4096, func(c *vllmsim.Config) { c.CacheSourceMetrics = true })
+		p := mustNew(t, Config{Endpoint: consumer, Producer: producer, HTTP: net.Client(), Tiers: []string{"gpu", "cpu", "remote"},
+			Prefixes: []int{4096}, Reps: 1, Seed: 3, EvictMargin: 1.5, Timeout: 30 * time.Second})
+		if !p.Info().Generation.CacheTier {
+			t.Fatalf("generation %s: the tier split was not seen", p.Info().Generation)
+		}
+		want := map[string]string{"gpu": "device=4080", "cpu": "host=4080", "remote": "p2p=4080"}
+		for _, r := range mustRun(t, p).rows {
+			if r.Get("verified") != "true" || r.Get("verified_by") != "prompt_tokens_cached_by_source" || !strings.Contains(r.Get("source_tokens"), want[r.Tier]) {
+				t.Errorf("%s: verified=%s by %s (%s) %q", r.Tier, r.Get("verified"), r.Get("verified_by"), r.Get("source_tokens"), r.Get("verify_reason"))
+			}
+		}
+	})
+}

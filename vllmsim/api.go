@@ -598,6 +598,7 @@ func hostPort(hr *http.Request) (string, int) {
 	port, _ := strconv.Atoi(p)
 	return host, port
 }
+
 // tokenizeRequest is vLLM's TokenizeCompletionRequest or
 // TokenizeChatRequest: a prompt or messages.
 type tokenizeRequest struct {

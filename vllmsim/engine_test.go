@@ -10,8 +10,7 @@ import (
 )
 
 // A vclient is one request of a virtual-time scenario: sent by its client
-// at sent (modeled seconds), reaching the engine after the front end's
-// cost.
+// at sent (modeled seconds).
 type vclient struct {
 	sent   float64
 	r      *request
@@ -19,77 +18,28 @@ type vclient struct {
 	done   bool
 }
 
-// runVirtual drives e in modeled time, without sleeping, until every
-// client is done or stop says so: a client's request enters the front end
-// at sent, which prices it by the engine's load then, and joins the engine
-// between steps once that time has passed; idle time is skipped to the
-// next event.
+// runVirtual drives e in modeled time with the simulator's virtual run
+// until every client is done or stop says so, and copies the tokens back.
 func runVirtual(t *testing.T, e *engine, clients []*vclient, stop func() bool) {
 	t.Helper()
-	sends := slices.Clone(clients)
-	sort.SliceStable(sends, func(i, j int) bool { return sends[i].sent < sends[j].sent })
-	var front []*vclient // in the front end, by arrival
-	collect := func() bool {
-		all := true
-		for _, c := range clients {
-			for _, ev := range c.r.out.take() {
-				c.tokens = append(c.tokens, ev.at)
-				if ev.finish != "" {
-					c.done = true
-				}
-			}
-			all = all && c.done
-		}
-		return all
+	v := &virtualRun{e: e}
+	qs := make([]*vreq, len(clients))
+	for i, c := range clients {
+		qs[i] = v.add(c.sent, c.r)
 	}
-	admit := func() {
-		for len(sends) > 0 && sends[0].sent <= e.vt {
-			c := sends[0]
-			sends = sends[1:]
-			c.r.apiTime = e.cost.apiTime(c.r.promptLen, len(e.running)+len(e.waiting)+len(e.loading))
-			c.r.arrival = c.sent + c.r.apiTime
-			front = append(front, c)
-			sort.SliceStable(front, func(i, j int) bool { return front[i].r.arrival < front[j].r.arrival })
-		}
-		for len(front) > 0 && front[0].r.arrival <= e.vt {
-			c := front[0]
-			front = front[1:]
-			vt := e.vt
-			e.submit(c.r)
-			c.r.arrival = vt
+	sync := func() {
+		for i, c := range clients {
+			c.tokens, c.done = qs[i].tokens, qs[i].done
 		}
 	}
-	for steps := 0; ; steps++ {
-		if steps > 1e6 {
-			t.Fatal("runVirtual: no end in sight")
-		}
-		admit()
-		p := e.schedule()
-		if len(p.items) == 0 {
-			next := math.Inf(1)
-			if len(sends) > 0 {
-				next = sends[0].sent
-			}
-			if len(front) > 0 {
-				next = min(next, front[0].r.arrival)
-			}
-			if l, ok := e.nextLoad(); ok {
-				next = min(next, l)
-			}
-			if math.IsInf(next, 1) {
-				collect()
-				return
-			}
-			e.vt = max(e.vt, next)
-			continue
-		}
-		end := e.vt + p.dur
-		e.vt = end
-		e.finish(p, end)
-		if collect() || (stop != nil && stop()) {
-			return
-		}
+	err := v.run(func() bool {
+		sync()
+		return stop != nil && stop()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	sync()
 }
 
 func testEngine(t *testing.T, gpuBlocks, cpuBlocks int) *engine {

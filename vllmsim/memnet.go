@@ -17,11 +17,13 @@ type MemNet struct {
 	mu        sync.Mutex
 	listeners map[string]*memListener
 	client    *http.Client
+	others    []*http.Server // handlers that are not simulators
 }
 
-// Serve serves s on host (a name such as "producer") in the network and
-// returns its base URL, http://host. s stops serving when it closes.
-func (n *MemNet) Serve(s *Server, host string) (string, error) {
+// Serve serves h on host (a name such as "producer") in the network and
+// returns its base URL, http://host. A simulator stops serving when it
+// closes, any other handler when the network closes.
+func (n *MemNet) Serve(h http.Handler, host string) (string, error) {
 	n.mu.Lock()
 	if n.listeners == nil {
 		n.listeners = map[string]*memListener{}
@@ -32,8 +34,15 @@ func (n *MemNet) Serve(s *Server, host string) (string, error) {
 	}
 	l := &memListener{host: host, conns: make(chan net.Conn), done: make(chan struct{})}
 	n.listeners[host] = l
+	if s, ok := h.(*Server); ok {
+		n.mu.Unlock()
+		s.serveOn(l)
+		return "http://" + host, nil
+	}
+	hs := &http.Server{Handler: h}
+	n.others = append(n.others, hs)
 	n.mu.Unlock()
-	s.serveOn(l)
+	go hs.Serve(l)
 	return "http://" + host, nil
 }
 
@@ -48,14 +57,18 @@ func (n *MemNet) Client() *http.Client {
 	return n.client
 }
 
-// Close drops the client's idle connections. Servers are closed by their
-// own Close.
+// Close drops the client's idle connections and stops the handlers that
+// are not simulators (those are closed by their own Close).
 func (n *MemNet) Close() {
 	n.mu.Lock()
-	c := n.client
+	c, others := n.client, n.others
+	n.others = nil
 	n.mu.Unlock()
 	if c != nil {
 		c.CloseIdleConnections()
+	}
+	for _, hs := range others {
+		hs.Close()
 	}
 }
 

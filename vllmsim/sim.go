@@ -165,6 +165,10 @@ type Server struct {
 	pending map[string]chan struct{}
 	alias   map[string]string // X-Request-Id -> internal id of held KV
 
+	// lag is the most a step ended after its wall-clock deadline, in
+	// nanoseconds: how far the engine fell behind real time.
+	lag atomic.Int64
+
 	done      chan struct{}
 	loopDone  chan struct{}
 	closeOnce sync.Once
@@ -190,7 +194,15 @@ func New(cfg Config) (*Server, error) {
 	if s.client == nil {
 		s.client = &http.Client{Timeout: 60 * time.Second}
 	}
-	s.eng = newEngine(engineConfig{
+	s.eng = newEngine(engineConfigOf(cfg))
+	s.routes()
+	go s.loop()
+	return s, nil
+}
+
+// engineConfigOf is the engine a server of cfg (defaults filled in) runs.
+func engineConfigOf(cfg Config) engineConfig {
+	return engineConfig{
 		blockSize:  cfg.BlockSize,
 		gpuBlocks:  cfg.GPUBlocks,
 		cpuBlocks:  cfg.CPUBlocks,
@@ -199,11 +211,14 @@ func New(cfg Config) (*Server, error) {
 		seed:       cfg.Seed,
 		connector:  cfg.KVPeer != "" || cfg.Role != "",
 		cost:       newCostModel(cfg.Geometry, cfg.Profile),
-	})
-	s.routes()
-	go s.loop()
-	return s, nil
+	}
 }
+
+// Lag returns the most any engine step has ended after the wall-clock
+// time its modeled end maps to, since the server started: how far a
+// loaded machine made it fall behind real time. Tokens of late steps
+// still carry their modeled times in the engine, but reach clients late.
+func (s *Server) Lag() time.Duration { return time.Duration(s.lag.Load()) }
 
 // Config returns the server's configuration with defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
@@ -359,7 +374,14 @@ func (s *Server) loop() {
 // reports false when the server closed meanwhile.
 func (s *Server) waitUntil(end float64) bool {
 	if s.cfg.TimeScale > 0 {
-		return s.sleep(context.Background(), time.Until(s.started.Add(s.scaled(end)))) == nil
+		deadline := s.started.Add(s.scaled(end))
+		if s.sleep(context.Background(), time.Until(deadline)) != nil {
+			return false
+		}
+		if late := time.Since(deadline); late > time.Duration(s.lag.Load()) {
+			s.lag.Store(int64(late))
+		}
+		return true
 	}
 	select {
 	case <-s.done:

@@ -331,15 +331,13 @@ func (tc *tokenCounter) method() string {
 //
 // A stream without usage that ends with [DONE] is complete (the server
 // ignored include_usage); Usage is nil.
-func ReadStream(r io.Reader, since func() time.Duration, onChoice func(Chunk)) (Stream, error) {
-	var s Stream
+func ReadStream(r io.Reader, since func() time.Duration, onChoice func(Chunk)) (s Stream, err error) {
 	var tc tokenCounter
 	defer func() { s.Counting = tc.method() }()
 	er := NewEventReader(r)
 	for {
 		data, err := er.Next()
 		if err != nil {
-			s.Counting = tc.method()
 			if err == io.EOF {
 				return s, s.endWithoutDone()
 			}
@@ -353,7 +351,6 @@ func ReadStream(r io.Reader, since func() time.Duration, onChoice func(Chunk)) (
 		data = bytes.TrimSpace(data)
 		if string(data) == "[DONE]" {
 			s.Done = true
-			s.Counting = tc.method()
 			if s.TTFT == 0 && len(s.ChunkTimes) == 0 {
 				return s, fmt.Errorf("[DONE] after %d events: %w", s.Events, ErrNoChoice)
 			}

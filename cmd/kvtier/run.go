@@ -132,3 +132,15 @@ func (r suiteRun) drawPlots(stderr io.Writer, out *harness.Output) {
 		}
 	}
 }
+
+// newFlagSet returns the flag set of the command called name: errors and
+// -h go to stderr, -h printing usage (its first lines) and the flags.
+func newFlagSet(name, usage string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}

@@ -77,14 +77,9 @@ func (f *sweepFlags) options() (sweep.Options, error) {
 
 // runSweep runs the tier sweep and writes a results directory.
 func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sweep", "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.", stderr)
 	var f sweepFlags
 	f.add(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}

@@ -97,14 +97,9 @@ func (f *transferFlags) options() (transfer.Options, error) {
 
 // runTransfer runs MB2: KV transfer bandwidth against one or more peers.
 func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("transfer", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("transfer", "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.", stderr)
 	var f transferFlags
 	f.add(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}

@@ -253,6 +253,21 @@ func (s *Server) checkLengths(req *genRequest, prompt []int, def *int) (int, *ap
 	return n, nil
 }
 
+type arrivalKey struct{}
+
+// withArrival notes in r's context when its handler started.
+func withArrival(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), arrivalKey{}, time.Now()))
+}
+
+// arrivedAt is when r's handler started (now if not noted).
+func arrivedAt(r *http.Request) time.Time {
+	if t, ok := r.Context().Value(arrivalKey{}).(time.Time); ok {
+		return t
+	}
+	return time.Now()
+}
+
 // kind is what differs between the two endpoints.
 type kind struct {
 	chat   bool
@@ -266,6 +281,7 @@ var (
 )
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	r = withArrival(r)
 	req, aerr := decodeRequest(r)
 	if aerr == nil {
 		aerr = s.checkCommon(req)
@@ -287,6 +303,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	r = withArrival(r)
 	req, aerr := decodeRequest(r)
 	if aerr == nil {
 		aerr = s.checkCommon(req)
@@ -342,7 +359,9 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, req *genReque
 	load := len(e.running) + len(e.waiting) + len(e.loading)
 	e.mu.Unlock()
 	r.apiTime = e.cost.apiTime(len(prompt), load)
-	if err := s.sleep(ctx, s.scaled(r.apiTime)); err != nil {
+	// The simulator's own reading and checking of the request counts
+	// toward the modeled front-end time, not on top of it.
+	if err := s.sleep(ctx, s.scaled(r.apiTime)-time.Since(arrivedAt(hr))); err != nil {
 		return
 	}
 	s.submit(r)

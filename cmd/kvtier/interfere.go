@@ -11,12 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 )
@@ -25,6 +22,7 @@ import (
 type interfereFlags struct {
 	endpoint, control, model, decode, prefill string
 	chunkLabel, injectAfter, timeout, out     string
+	api                                       string
 	useSim, endpointSet                       bool
 	simScale                                  float64
 	reps, decodeTokens                        int
@@ -38,6 +36,10 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	cfg := mb1.Config{
 		Endpoint: strings.TrimSpace(f.endpoint), ControlEndpoint: strings.TrimSpace(f.control),
 		Model: f.model, Reps: f.reps, ChunkLabel: f.chunkLabel, DecodeTokens: f.decodeTokens, Seed: f.seed,
+		API: f.api,
+	}
+	if err := checkSimTimeScale(f.simScale); err != nil {
+		errs = append(errs, err)
 	}
 	if f.useSim {
 		if f.endpointSet {
@@ -45,9 +47,6 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 		}
 		if cfg.ControlEndpoint != "" {
 			errs = append(errs, errors.New("--sim starts its own control instance: drop --control-endpoint"))
-		}
-		if f.simScale < 0 {
-			errs = append(errs, fmt.Errorf("--sim-time-scale %g: must not be negative", f.simScale))
 		}
 		if f.chunkLabel != "" {
 			if _, err := units.ParseTokens(f.chunkLabel); err != nil {
@@ -65,16 +64,16 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 			errs = append(errs, fmt.Errorf("--control-endpoint: %w", err))
 		}
 	}
-	cfg.Decode = listFlag(&errs, "--decode", f.decode, func(s string) (int, error) {
+	cfg.Decode = listFlag(&errs, "decode", f.decode, func(s string) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
 			return 0, fmt.Errorf("%q is not a number of streams", s)
 		}
 		return n, nil
 	}, 1)
-	cfg.Prefill = listFlag(&errs, "--prefill", f.prefill, units.ParseTokens, 2048)
-	cfg.InjectAfter = durationFlag(&errs, "--inject-after", f.injectAfter)
-	cfg.Timeout = durationFlag(&errs, "--timeout", f.timeout)
+	cfg.Prefill = listFlag(&errs, "prefill", f.prefill, units.ParseTokens, 2048)
+	cfg.InjectAfter = durationFlag(&errs, "inject-after", f.injectAfter)
+	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
 	if err := checkOutDir(f.out); err != nil {
 		errs = append(errs, fmt.Errorf("--out: %w", err))
 	}
@@ -86,12 +85,12 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 
 // startInterfereSims starts the measured sim and the control arm's sim,
 // with chunked prefill of chunk tokens per step.
-func startInterfereSims(ctx context.Context, cfg *mb1.Config, scale float64, chunk int) (func(), error) {
+func startInterfereSims(ctx context.Context, cfg *mb1.Config, chunk int) (func(), error) {
 	longest := slices.Max(cfg.Prefill)
 	base := vllmsim.Config{
 		Model: cfg.Model, MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024),
 		GPUBlocks: max(vllmsim.DefaultGPUBlocks, 2*longest/vllmsim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
-		TimeScale: scale, Seed: int64(cfg.Seed),
+		TimeScale: 1, Seed: int64(cfg.Seed),
 	}
 	var servers []*vllmsim.Server
 	closeAll := func() {
@@ -121,14 +120,15 @@ func startInterfereSims(ctx context.Context, cfg *mb1.Config, scale float64, chu
 // runInterfere runs MB1: decode streams, a prefill injected into them,
 // and per-token times, into mb1.csv and mb1_tokens.csv.
 func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("interfere", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("interfere", "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.", stderr)
 	var f interfereFlags
 	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured (env KVTIER_ENDPOINT)")
 	fs.BoolVar(&f.useSim, "sim", false, "measure an embedded kvtier sim, with a second one for the control arm (rows say simulated=true)")
-	fs.Float64Var(&f.simScale, "sim-time-scale", 1, "with --sim: scale of the sim's modeled delays (1 real time)")
-	fs.StringVar(&f.model, "model", "", "served model name (default: the first of GET /v1/models)")
+	addSimTimeScale(fs, &f.simScale)
+	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
+	alias(fs, "model", "served-model-name")
 	fs.StringVar(&f.decode, "decode", "1,4,8", "numbers of concurrent decode streams D")
+	fs.StringVar(&f.api, "api", probe.APICompletions, "API of the decode streams and the prefill: completions (prompts of token ids) or chat (as the H20 reference; the prefill sized with POST /tokenize)")
 	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024)")
 	fs.IntVar(&f.reps, "reps", 3, "reps per (D, P) cell")
 	fs.StringVar(&f.control, "control-endpoint", "", "a second instance: the control arm sends the prefill there (no control arm without it)")
@@ -138,10 +138,6 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fs.StringVar(&f.timeout, "timeout", "600s", "limit of the prefill request")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
@@ -150,13 +146,14 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err != nil {
 		return usageErr(stderr, "interfere", err)
 	}
+	warnSimTimeScale(fs, f.simScale, stderr)
 	if f.useSim {
 		chunk := vllmsim.DefaultMaxBatched
 		if f.chunkLabel != "" {
 			chunk, _ = units.ParseTokens(f.chunkLabel)
 		}
 		cfg.ChunkLabel = strconv.Itoa(chunk)
-		stop, err := startInterfereSims(ctx, &cfg, f.simScale, chunk)
+		stop, err := startInterfereSims(ctx, &cfg, chunk)
 		if err != nil {
 			return usageErr(stderr, "interfere", fmt.Errorf("--sim: %w", err))
 		}
@@ -167,28 +164,25 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err != nil {
 		return usageErr(stderr, "interfere", err)
 	}
-	out, err := harness.CreateOutput(f.out, "mb1", append([]string{"kvtier", "interfere"}, args...), "/", stderr)
-	if err != nil {
-		return usageErr(stderr, "interfere", err)
-	}
-	out.Manifest.Settings = map[string]string{
-		"endpoint": cfg.Endpoint, "control_endpoint": cfg.ControlEndpoint, "model": r.Model(),
-		"decode": f.decode, "prefill": f.prefill, "reps": strconv.Itoa(cfg.Reps),
-		"chunk_label": cfg.ChunkLabel, "inject_after": cfg.InjectAfter.String(),
-		"decode_tokens": strconv.Itoa(cfg.DecodeTokens), "timeout": cfg.Timeout.String(),
-		"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
-	}
-	if f.useSim {
-		out.Manifest.Settings["sim_time_scale"] = strconv.FormatFloat(f.simScale, 'g', -1, 64)
-	}
-	rows, err := out.CSV(results.MB1File, []string{"arm", "decode_streams", "prefill_tokens", "endpoint"}, results.MB1Columns...)
-	if err != nil {
-		return usageErr(stderr, "interfere", errors.Join(err, out.Close(true)))
-	}
-	toks, err := out.RawCSV(results.MB1TokensFile, results.MB1TokenColumns)
-	if err != nil {
-		return usageErr(stderr, "interfere", errors.Join(err, out.Close(true)))
-	}
-	fmt.Fprintf(stderr, "kvtier interfere: %s at %s, writing %s\n", r.Model(), cfg.Endpoint, out.Dir)
-	return finishRun(ctx, stdout, stderr, "interfere", out, results.MB1File, r.Run(ctx, rows, toks))
+	return suiteRun{cmd: "interfere", suite: mb1.Suite, dir: f.out, args: args,
+		run: func(ctx context.Context, out *harness.Output) error {
+			out.Manifest.Settings = map[string]string{
+				"endpoint": cfg.Endpoint, "control_endpoint": cfg.ControlEndpoint, "model": r.Model(),
+				"decode": f.decode, "prefill": f.prefill, "reps": strconv.Itoa(cfg.Reps),
+				"chunk_label": cfg.ChunkLabel, "inject_after": cfg.InjectAfter.String(),
+				"decode_tokens": strconv.Itoa(cfg.DecodeTokens), "timeout": cfg.Timeout.String(),
+				"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
+				"api": cfg.API, "server_version": r.Version(),
+			}
+			rows, err := out.Open(mb1.Suite.Files[0])
+			if err != nil {
+				return err
+			}
+			toks, err := out.Open(mb1.Suite.Files[1])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "kvtier interfere: %s at %s\n", r.Model(), cfg.Endpoint)
+			return r.Run(ctx, rows, toks)
+		}}.exec(ctx, stdout, stderr)
 }

@@ -8,27 +8,29 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/results"
 )
 
 func TestInterfereCommandSim(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := runCLI(t, "interfere", "--sim", "--sim-time-scale", "0.25", "--decode", "1",
+	code, stdout, stderr := runCLI(t, "interfere", "--sim", "--api", "chat", "--decode", "1",
 		"--prefill", "1k", "--reps", "1", "--inject-after", "30ms", "--chunk-label", "4k", "--out", out)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if strings.TrimSpace(stdout) != filepath.Join(out, results.MB1File) {
+	if strings.TrimSpace(stdout) != filepath.Join(out, mb1.File) {
 		t.Errorf("stdout %q", stdout)
 	}
-	rows, _, err := results.ReadCSV(filepath.Join(out, results.MB1File))
+	rows, _, err := results.ReadCSV(filepath.Join(out, mb1.File))
 	if err != nil {
 		t.Fatal(err)
 	}
 	arms := map[string]results.Row{}
 	for _, r := range rows {
 		arms[r.Get("arm")] = r
-		if r.Status != results.StatusOK || r.Get("chunk_label") != "4096" || r.Get("simulated") != "true" {
+		if r.Status != results.StatusOK || r.Get("chunk_label") != "4096" || r.Get("simulated") != "true" ||
+			r.Get("api") != "chat" || r.Get("token_counting") != "continuous_usage" || r.Get("penalty_base") != "baseline" || r.Get("server_version") != "0.18.1" {
 			t.Errorf("%s: %s %q %v", r.Get("arm"), r.Status, r.Reason, r.Extra)
 		}
 	}
@@ -38,18 +40,18 @@ func TestInterfereCommandSim(t *testing.T) {
 	if arms["interfere"].Float("penalty") <= 1 {
 		t.Errorf("interfere penalty %s", arms["interfere"].Get("penalty"))
 	}
-	toks, header, err := results.ReadCSV(filepath.Join(out, results.MB1TokensFile))
+	toks, header, err := results.ReadCSV(filepath.Join(out, mb1.TokensFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(header, ",") != strings.Join(results.MB1TokenColumns, ",") || len(toks) < 3*40 {
+	if strings.Join(header, ",") != strings.Join(mb1.TokenColumns, ",") || len(toks) < 3*40 {
 		t.Errorf("mb1_tokens.csv: header %v, %d rows", header, len(toks))
 	}
 	m, err := results.ReadManifest(filepath.Join(out, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Suite != "mb1" || m.Settings["control_endpoint"] == "" {
+	if m.Suite != "mb1" || m.Settings["control_endpoint"] == "" || m.Settings["api"] != "chat" || m.Settings["server_version"] != "0.18.1" {
 		t.Errorf("manifest %+v", m.Settings)
 	}
 }
@@ -65,8 +67,8 @@ func TestInterfereCommandErrors(t *testing.T) {
 	}{
 		{"unreachable", []string{"--endpoint", downURL}, []string{"endpoint unreachable: " + downURL}},
 		{"no endpoint", nil, []string{"--endpoint URL is required"}},
-		{"everything wrong", []string{"--endpoint", "x", "--decode", "0,a", "--prefill", "2q", "--reps", "0", "--inject-after", "-1s"},
-			[]string{"--endpoint", "--decode", "--prefill", "--reps 0", "--inject-after"}},
+		{"everything wrong", []string{"--endpoint", "x", "--decode", "0,a", "--prefill", "2q", "--reps", "0", "--inject-after", "-1s", "--api", "grpc", "--sim-time-scale", "2"},
+			[]string{"--endpoint", "--decode", "--prefill", "--reps 0", "--inject-after", `--api "grpc"`, "--sim-time-scale: 2: removed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

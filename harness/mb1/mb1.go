@@ -416,7 +416,8 @@ func (r *Runner) waitReady(ctx context.Context, ds *decodes) error {
 
 // arm runs the decodes of one arm, injects its prefill (none for the
 // baseline, whose window is the interfere arm's prefill TTFT) and
-// collects the token arrivals.
+// collects the token arrivals. The window starts when the prefill is
+// sent; its prompt is ready before.
 func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window float64) armResult {
 	res := armResult{arm: arm, d: d, p: p, rep: rep, done: math.NaN()}
 	if arm == ArmBaseline && window <= 0 {
@@ -424,6 +425,15 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 		return res
 	}
 	id := fmt.Sprintf("kvtier-mb1-%d-%s-d%d-p%d-%d", r.cfg.Seed, arm, d, p, rep)
+	var pre probe.Request
+	if arm != ArmBaseline {
+		pr, err := r.prompts.Make(ctx, id+"-prefill", p, true)
+		if err != nil {
+			res.err = fmt.Errorf("prefill prompt: %w", err)
+			return res
+		}
+		pre = r.prompts.Request(pr, 1, id+"-prefill")
+	}
 	ds, err := r.startDecodes(ctx, id, d)
 	if err != nil {
 		res.err = fmt.Errorf("decode prompts: %w", err)
@@ -434,21 +444,18 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 		res.err = err
 		return res
 	}
-	res.inject = ds.since()
-	end := res.inject + window
+	res.inject, res.prefillTTFT = ds.since(), window
 	if arm != ArmBaseline {
-		ttft, err := r.prefill(ctx, arm, id, p)
+		ttft, err := r.prefill(ctx, arm, pre)
 		if err != nil {
 			ds.finish(&res)
-			res.err = err
+			res.err = fmt.Errorf("prefill of %d tokens: %w", p, err)
 			return res
 		}
 		res.prefillTTFT, res.done = ttft, res.inject+ttft
-		end = res.done
-	} else {
-		res.prefillTTFT = window
 	}
 	// Keep decoding past the window so its last gap is seen whole.
+	end := res.inject + res.prefillTTFT
 	if wait := time.Until(ds.t0.Add(time.Duration(end*float64(time.Second)) + r.cfg.Margin)); wait > 0 {
 		select {
 		case <-time.After(wait):
@@ -459,20 +466,16 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 	return res
 }
 
-// prefill sends the arm's prefill of p tokens (to the control instance
-// for the control arm) and returns its TTFT.
-func (r *Runner) prefill(ctx context.Context, arm, id string, p int) (float64, error) {
+// prefill sends the arm's prefill (to the control instance for the
+// control arm) and returns its TTFT.
+func (r *Runner) prefill(ctx context.Context, arm string, req probe.Request) (float64, error) {
 	c := r.c
 	if arm == ArmControl {
 		c = r.control
 	}
-	pr, err := r.prompts.Make(ctx, id+"-prefill", p, true)
+	s, err := c.Stream(ctx, req, nil)
 	if err != nil {
-		return 0, fmt.Errorf("prefill prompt: %w", err)
-	}
-	s, err := c.Stream(ctx, r.prompts.Request(pr, 1, id+"-prefill"), nil)
-	if err != nil {
-		return 0, fmt.Errorf("prefill of %d tokens: %w", p, err)
+		return 0, err
 	}
 	return s.TTFT.Seconds(), nil
 }
@@ -557,28 +560,12 @@ func chunkGaps(chunks []arrival, from, inject, end float64) (base, during []floa
 	return base, during
 }
 
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
+func mean(xs []float64) float64 { return results.Describe(xs).Mean }
 
-// quantile is the linear-interpolated q-quantile of xs (NaN if empty).
+// quantile is the q-quantile of xs (NaN if empty), as every kvtier
+// summary computes it.
 func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	pos := q * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(s)-1)
-	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+	return results.Quantile(results.Describe(xs).Values, q)
 }
 
 // row turns an arm's arrivals into its mb1.csv row. base is the
@@ -668,12 +655,12 @@ func (r *Runner) api() string {
 }
 
 // tokenRows returns one mb1_tokens.csv row per token of the arm; tokens
-// a chunk carried together share its time and its chunk index.
+// a chunk carried together share its time.
 func (res armResult) tokenRows(endpoint string) []results.Row {
 	var out []results.Row
 	for s, chunks := range res.streams {
 		i := 0
-		for ci, c := range chunks {
+		for _, c := range chunks {
 			for range c.n {
 				row := results.Row{Suite: "mb1", Rep: res.rep, Status: results.StatusOK}
 				row.Set("endpoint", endpoint)
@@ -685,7 +672,6 @@ func (res armResult) tokenRows(endpoint string) []results.Row {
 				row.Set("t_s", c.t)
 				row.Set("inject_s", res.inject)
 				row.Set("prefill_done_s", res.done)
-				row.Set("chunk", ci)
 				out = append(out, row)
 				i++
 			}

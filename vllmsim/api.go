@@ -375,6 +375,12 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, req *genReque
 		s.streamResponse(ctx, w, req, k, id, created, r, prompt)
 		return
 	}
+	s.respond(ctx, w, hr, k, id, created, r)
+}
+
+// respond writes the non-streaming response of r once it finishes; a
+// producer's carries the kv_transfer_params of the KV it holds.
+func (s *Server) respond(ctx context.Context, w http.ResponseWriter, hr *http.Request, k kind, id string, created int64, r *request) {
 	var text strings.Builder
 	var last event
 	for evs, ok := range s.batches(ctx, r) {

@@ -46,6 +46,23 @@ func (n *MemNet) Serve(h http.Handler, host string) (string, error) {
 	return "http://" + host, nil
 }
 
+// Start starts a simulator of cfg serving on host in the network, with
+// the network's client for its pulls from a producer, and returns it and
+// its base URL. The caller closes it.
+func (n *MemNet) Start(cfg Config, host string) (*Server, string, error) {
+	cfg.Client = n.Client()
+	s, err := New(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	url, err := n.Serve(s, host)
+	if err != nil {
+		s.Close()
+		return nil, "", err
+	}
+	return s, url, nil
+}
+
 // Client returns the network's HTTP client: it reaches the servers of
 // the network by their host names and nothing else.
 func (n *MemNet) Client() *http.Client {

@@ -385,16 +385,11 @@ func inBubble(t *testing.T, f func(t *testing.T, net *MemNet)) {
 // memServer starts a simulator on net under host.
 func memServer(t *testing.T, net *MemNet, host string, cfg Config) (*Server, string) {
 	t.Helper()
-	cfg.Client = net.Client()
-	s, err := New(cfg)
+	s, url, err := net.Start(cfg, host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	url, err := net.Serve(s, host)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return s, url
 }
 

@@ -78,8 +78,8 @@ const (
 	DefaultMaxBatched  = 8192
 )
 
-func (c *Config) setDefaults() error {
-	var errs []error
+// fillDefaults fills the zero fields of c with their defaults.
+func (c *Config) fillDefaults() {
 	if c.Model == "" {
 		c.Model = kv.DefaultModel
 	}
@@ -109,6 +109,11 @@ func (c *Config) setDefaults() error {
 		c.Geometry = g
 	}
 	c.Geometry.BlockTokens = c.BlockSize
+}
+
+func (c *Config) setDefaults() error {
+	var errs []error
+	c.fillDefaults()
 	for _, f := range []struct {
 		name string
 		v    int

@@ -33,15 +33,11 @@ func simMB1(t *testing.T, decode, prefill []int, api string) []results.Row {
 	synctest.Test(t, func(t *testing.T) {
 		var net vllmsim.MemNet
 		defer net.Close()
-		s, err := vllmsim.New(vllmsim.Config{TimeScale: 1, Seed: 1, MaxModelLen: 140000, Client: net.Client()})
+		s, url, err := net.Start(vllmsim.Config{TimeScale: 1, Seed: 1, MaxModelLen: 140000}, "sim")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		url, err := net.Serve(s, "sim")
-		if err != nil {
-			t.Fatal(err)
-		}
 		r, err := New(t.Context(), Config{Endpoint: url, HTTP: net.Client(), API: api, Decode: decode, Prefill: prefill, Reps: 1,
 			InjectAfter: time.Second, Timeout: 120 * time.Second, Seed: 2})
 		if err != nil {

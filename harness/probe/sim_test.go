@@ -31,16 +31,11 @@ func startSim(t *testing.T, cfg vllmsim.Config) string {
 // memSim starts a sim on net (inside a synctest bubble: virtual time).
 func memSim(t *testing.T, net *vllmsim.MemNet, host string, cfg vllmsim.Config) string {
 	t.Helper()
-	cfg.Client = net.Client()
-	s, err := vllmsim.New(cfg)
+	s, url, err := net.Start(cfg, host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	url, err := net.Serve(s, host)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return url
 }
 

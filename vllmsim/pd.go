@@ -191,15 +191,20 @@ func (s *Server) handleKVBlocks(w http.ResponseWriter, hr *http.Request) {
 	e.mu.Lock()
 	held, ok := e.takeHeld(id, q.BlockIDs)
 	n := 0
-	if ok {
+	switch {
+	case ok:
 		for n < len(held) && n < len(want) && held[n] == want[n] {
 			n++
 		}
-	} else if q.BlockIDs == nil {
-		// Mooncake shape with no kept request: whatever the producer's
-		// prefix cache holds.
+	case q.TransferID != "":
+		// As the Mooncake connector since its transfer ids: a prefill
+		// that did not carry this transfer_id pinned nothing for it.
+		resp.Reason = "no KV held for transfer_id " + q.TransferID
+	case q.BlockIDs == nil:
+		// Older Mooncake shapes with no kept request: whatever the
+		// producer's prefix cache holds.
 		n = e.gpu.contains(want)
-	} else {
+	default:
 		resp.Reason = "no KV held for request " + id + " with those block ids"
 	}
 	e.mu.Unlock()

@@ -440,3 +440,22 @@ func TestProbeInterrupted(t *testing.T) {
 		t.Errorf("rows kept: %d", len(sink.rows))
 	}
 }
+
+// TestCheckGrain: a cpu row may fall short of a complete hit by the
+// offload unit when it is larger than the block; other tiers by the block.
+func TestCheckGrain(t *testing.T) {
+	t.Parallel()
+	p := &Prober{info: Info{BlockSize: 16, Offload: Offload{Grain: 256}}}
+	u := &Usage{PromptTokens: 4096}
+	if c := p.check("cpu", Request{}, u); c.Grain != 256 || c.L != 4096 {
+		t.Errorf("cpu check %+v, want grain 256 of 4096 tokens", c)
+	}
+	if c := p.check("gpu", Request{Prompt: make([]int, 4096)}, nil); c.Grain != 16 || c.L != 4096 {
+		t.Errorf("gpu check %+v, want grain 16 of 4096 tokens", c)
+	}
+	// A connector that loads whole 256-token units serves 3840 of 4096.
+	d := Delta{ExtHits: 3840, ExtFound: true, HitsFound: true}
+	if v := Verify(p.check("cpu", Request{}, u), d, nil, u); !v.OK {
+		t.Errorf("a complete hit in 256-token units: %+v", v)
+	}
+}

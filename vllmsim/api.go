@@ -186,7 +186,7 @@ func (s *Server) promptTokens(raw json.RawMessage) ([]int, *apiError) {
 		return nil, badRequest("Field required: prompt")
 	}
 	var text string
-	if json.Unmarshal(raw, &text) == nil {
+	if raw[0] == '"' && json.Unmarshal(raw, &text) == nil {
 		return s.tok.encode(text), nil
 	}
 	var ids []int

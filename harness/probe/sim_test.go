@@ -85,7 +85,9 @@ func TestProbeSimFourTierGrid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var net vllmsim.MemNet
 		defer net.Close()
-		consumer, producer := virtualPair(t, &net, 2*65536/16+64, 4*(2*65536/16+64), nil)
+		// A GPU pool just over the longest prompt keeps the cpu tier's
+		// eviction flood small.
+		consumer, producer := virtualPair(t, &net, 65536/16+256, 4*(65536/16+256), nil)
 		p := mustNew(t, Config{
 			Endpoint: consumer, Producer: producer, Connector: "nixl", HTTP: net.Client(),
 			Tiers: Tiers, Prefixes: []int{8192, 16384, 32768, 65536}, Reps: 1, Seed: 5,

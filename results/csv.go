@@ -26,6 +26,7 @@ type CSV struct {
 	columns []string
 	known   map[string]bool
 	errors  int // rows written with status error
+	rows    int // rows written
 }
 
 // CreateCSV creates path (truncating it) and writes the header. The columns
@@ -82,10 +83,18 @@ func (s *CSV) Write(r Row) error {
 	if err := s.writeRecord(rec); err != nil {
 		return err
 	}
+	s.rows++
 	if r.Status == StatusError {
 		s.errors++
 	}
 	return nil
+}
+
+// Rows returns how many rows were written.
+func (s *CSV) Rows() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rows
 }
 
 // Errors returns how many rows with status error were written.

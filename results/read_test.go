@@ -10,7 +10,9 @@ import (
 
 const hdr = "suite,backend,transport,tier,layout,model,prefix_tokens,blocks,chunk_bytes,bytes,rep,seconds,gbps,status,reason\n"
 
-func row(rep string) string { return "sweep,host,memcpy,host,layerwise,m,1024,64,16384,1024," + rep + ",0.5,2,ok,\n" }
+func row(rep string) string {
+	return "sweep,host,memcpy,host,layerwise,m,1024,64,16384,1024," + rep + ",0.5,2,ok,\n"
+}
 
 func TestParseTable(t *testing.T) {
 	t.Parallel()

@@ -459,3 +459,24 @@ func TestCheckGrain(t *testing.T) {
 		t.Errorf("a complete hit in 256-token units: %+v", v)
 	}
 }
+
+// TestOffloadFromServerInfo reads the offload store's size and unit out
+// of GET /server_info bodies, JSON or a Python repr of the config.
+func TestOffloadFromServerInfo(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, body string
+		tokens, gr int
+		what       string
+	}{
+		{"json blocks", `{"vllm_config": {"kv_transfer_config": {"kv_connector": "OffloadingConnector", "kv_connector_extra_config": {"num_cpu_blocks": 1000, "block_size": 64}}, "cache_config": {"block_size": 16}}}`, 64000, 64, "num_cpu_blocks"},
+		{"repr bytes", `{"vllm_config": "... kv_transfer_config=KVTransferConfig(kv_connector='OffloadingConnector', kv_connector_extra_config={'cpu_bytes_to_use': 1048576000}) ..."}`, 1048576000 / 65536, 16, "cpu_bytes_to_use"},
+		{"shorthand GiB", `{"vllm_config": {"kv_offloading_size": 2.0, "kv_transfer_config": null}}`, 2 << 30 / 65536, 16, "kv_offloading_size"},
+		{"no connector", `{"vllm_config": {"cache_config": {"block_size": 16, "num_cpu_blocks": 5}}}`, 0, 0, ""},
+	} {
+		tokens, grain, what := offloadFromServerInfo(tt.body, 16, 65536)
+		if tokens != tt.tokens || grain != tt.gr || what != tt.what {
+			t.Errorf("%s: %d tokens, grain %d, %q; want %d, %d, %q", tt.name, tokens, grain, what, tt.tokens, tt.gr, tt.what)
+		}
+	}
+}

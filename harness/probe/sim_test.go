@@ -277,3 +277,21 @@ func TestProbeSimCacheTiers(t *testing.T) {
 		}
 	})
 }
+
+// TestProbeSimChat: with the chat API every measured prompt is sized to
+// exactly its prefix length through POST /tokenize, and the tiers are
+// verified as with token ids.
+func TestProbeSimChat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var net vllmsim.MemNet
+		defer net.Close()
+		consumer, producer := virtualPair(t, &net, 1024, 4096, nil)
+		p := mustNew(t, Config{Endpoint: consumer, Producer: producer, HTTP: net.Client(), API: APIChat, Tiers: Tiers,
+			Prefixes: []int{3000}, Reps: 1, Seed: 3, EvictMargin: 1.5, Timeout: 30 * time.Second})
+		for _, r := range mustRun(t, p).rows {
+			if r.Get("api") != APIChat || r.Get("prompt_tokens") != "3000" || r.Get("verified") != "true" || r.Reason != "" {
+				t.Errorf("%s: api %s, %s prompt tokens, verified=%s %q, reason %q", r.Tier, r.Get("api"), r.Get("prompt_tokens"), r.Get("verified"), r.Get("verify_reason"), r.Reason)
+			}
+		}
+	})
+}

@@ -49,14 +49,20 @@ func Draw(dir string) (*Result, error) {
 		file string
 		n    int
 		draw func(string, *report.Run, *Result) error
+		// optional: a trace analysis, not a measurement the directory lacks
+		optional bool
 	}{
-		{results.SweepFile, len(run.Sweep), drawSweep},
-		{results.ProbeFile, len(run.Probe), drawProbe},
-		{results.MB1File, len(run.MB1) + len(run.Tokens), drawMB1},
-		{results.TransferFile, len(run.Transfer), drawTransfer},
+		{results.SweepFile, len(run.Sweep), drawSweep, false},
+		{results.ProbeFile, len(run.Probe), drawProbe, false},
+		{results.MB1File, len(run.MB1) + len(run.Tokens), drawMB1, false},
+		{results.TransferFile, len(run.Transfer), drawTransfer, false},
+		{results.TraceFile, len(run.Trace) + len(run.TraceCurve) + len(run.TraceWindows), drawTrace, true},
+		{results.PlanFile, len(run.Plan), drawPlan, true},
 	} {
 		if s.n == 0 {
-			res.Absent = append(res.Absent, fmt.Sprintf("%s absent: its plots not drawn", s.file))
+			if !s.optional {
+				res.Absent = append(res.Absent, fmt.Sprintf("%s absent: its plots not drawn", s.file))
+			}
 			continue
 		}
 		if err := s.draw(dir, run, res); err != nil {

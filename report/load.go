@@ -30,7 +30,11 @@ type Run struct {
 	Probe    []results.Row     // probe.csv
 	MB1      []results.Row     // mb1.csv
 	Tokens   []Token           // mb1_tokens.csv
-	Warnings []string          // e.g. a manifest that could not be read
+	// Trace and plan files: trace.csv, trace_curve.csv,
+	// trace_windows.csv, plan.csv, plan_costs.csv.
+	Trace, TraceCurve, TraceWindows []results.Row
+	Plan, PlanCosts                 []results.Row
+	Warnings                        []string // e.g. a manifest that could not be read
 }
 
 // A Token is one decoded token of an MB1 cell: when it arrived, relative
@@ -75,6 +79,11 @@ func Load(dir string) (*Run, error) {
 		{results.TransferFile, &r.Transfer},
 		{results.ProbeFile, &r.Probe},
 		{results.MB1File, &r.MB1},
+		{results.TraceFile, &r.Trace},
+		{results.TraceCurveFile, &r.TraceCurve},
+		{results.TraceWindowsFile, &r.TraceWindows},
+		{results.PlanFile, &r.Plan},
+		{results.PlanCostsFile, &r.PlanCosts},
 	} {
 		rows, ok, err := readRows(filepath.Join(dir, f.name))
 		if err != nil {
@@ -94,8 +103,9 @@ func Load(dir string) (*Run, error) {
 		r.Tokens = toks
 	}
 	if found == 0 {
-		return nil, fmt.Errorf("%s: %w (%s, %s, %s, %s or %s)", dir, ErrNoResults,
-			results.SweepFile, results.ProbeFile, results.MB1File, results.TransferFile, results.MB1TokensFile)
+		return nil, fmt.Errorf("%s: %w (%s, %s, %s, %s, %s, %s or %s)", dir, ErrNoResults,
+			results.SweepFile, results.ProbeFile, results.MB1File, results.TransferFile, results.MB1TokensFile,
+			results.TraceFile, results.PlanFile)
 	}
 	mpath := filepath.Join(dir, "manifest.json")
 	if _, err := os.Stat(mpath); err == nil {

@@ -52,6 +52,14 @@ func Write(w io.Writer, runs []*Run) {
 	section("HTTP four-tier TTFT", results.ProbeFile, func(r *Run) bool { return len(r.Probe) > 0 }, writeProbe)
 	section("MB1: decode during a prefill", results.MB1File, func(r *Run) bool { return len(r.MB1) > 0 }, writeMB1)
 	section("MB2: KV transfer bandwidth", results.TransferFile, func(r *Run) bool { return len(r.Transfer) > 0 }, writeTransfer)
+	// Trace analyses are not measurements a run lacks: their sections
+	// appear only where a directory has them.
+	if slices.ContainsFunc(runs, func(r *Run) bool { return len(r.Trace) > 0 }) {
+		section("Trace: reuse, LRU capacity and working set", results.TraceFile, func(r *Run) bool { return len(r.Trace) > 0 }, WriteTrace)
+	}
+	if slices.ContainsFunc(runs, func(r *Run) bool { return len(r.Plan) > 0 }) {
+		section("Plan: tier capacities and predicted TTFT", results.PlanFile, func(r *Run) bool { return len(r.Plan) > 0 }, WritePlan)
+	}
 	writePredictions(w, runs)
 
 	if len(missing) > 0 {

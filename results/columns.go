@@ -12,6 +12,12 @@ const (
 	ProbeFile     = "probe.csv"      // suite "probe": HTTP four-tier TTFT
 	MB1File       = "mb1.csv"        // suite "mb1": one row per cell, arm and rep
 	MB1TokensFile = "mb1_tokens.csv" // raw token arrival series of MB1
+
+	TraceFile        = "trace.csv"         // suite "trace": a trace's figures, one row each
+	TraceCurveFile   = "trace_curve.csv"   // raw: LRU hit ratio vs capacity
+	TraceWindowsFile = "trace_windows.csv" // raw: working set per sliding window over time
+	PlanFile         = "plan.csv"          // suite "plan": one row per capacity configuration
+	PlanCostsFile    = "plan_costs.csv"    // raw: the tier costs a plan used, or why missing
 )
 
 // SweepColumns follow CommonColumns in sweep.csv. Tiers: hbm, host,

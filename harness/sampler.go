@@ -2,10 +2,12 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
@@ -22,6 +24,22 @@ type Policy struct {
 	Budget time.Duration
 }
 
+// Validate reports the policy's problems as option.Errors naming reps,
+// warmup and budget; needBudget makes a zero budget one.
+func (p Policy) Validate(needBudget bool) error {
+	var errs []error
+	if p.Reps < 1 || p.Reps > 1e6 {
+		errs = append(errs, option.Errorf("reps", "want 1 to 1000000, got %d", p.Reps))
+	}
+	if p.Warmup < 0 || p.Warmup > 1e6 {
+		errs = append(errs, option.Errorf("warmup", "want 0 to 1000000, got %d", p.Warmup))
+	}
+	if p.Budget < 0 || (needBudget && p.Budget == 0) {
+		errs = append(errs, option.Errorf("budget", "must be positive, got %s", p.Budget))
+	}
+	return errors.Join(errs...)
+}
+
 // Verified reports whether measured rep rep of n is verified: the first
 // and the last, in every suite, so a case is checked at both ends of its
 // reps and a scrub never runs inside the timed ones between.
@@ -33,10 +51,9 @@ type Case struct {
 	Row results.Row
 	// Label names the case in progress lines.
 	Label string
-	// Timer times one sample. A tiers.HeldTimer (CUDA events) labels the
-	// rows timing=events and says per sample whether the stream was held
-	// until the work was queued; any other timer labels them
-	// timing=clock (the monotonic clock) and held=false.
+	// Timer times one sample; its Kind is the rows' timing column. A
+	// tiers.HeldTimer also says per sample whether the stream was held
+	// until the work was queued (held); any other leaves held false.
 	Timer tiers.Timer
 	// Fetch does the work of one sample, between the timer's Start and
 	// Stop.
@@ -78,15 +95,6 @@ type Sampler struct {
 	Policy Policy
 }
 
-// Timing returns the timing label of rows timed by t: "events" for a
-// tiers.HeldTimer, else "clock".
-func Timing(t tiers.Timer) string {
-	if _, ok := t.(tiers.HeldTimer); ok {
-		return "events"
-	}
-	return "clock"
-}
-
 // row returns the case's row labelled with its timer, for rep.
 func (s *Sampler) row(c *Case, rep int) results.Row {
 	r := c.Row
@@ -96,7 +104,7 @@ func (s *Sampler) row(c *Case, rep int) results.Row {
 	}
 	r.Suite = s.Suite
 	r.Rep = rep
-	r.Set("timing", Timing(c.Timer))
+	r.Set("timing", c.Timer.Kind())
 	r.Set("held", false)
 	return r
 }
@@ -288,7 +296,7 @@ func FitReason(what string, need, avail int64) string {
 	if float64(need) <= MemoryShare*float64(avail) {
 		return ""
 	}
-	return fmt.Sprintf("needs %s of %s, %s available", sizeText(need), what, sizeText(avail))
+	return fmt.Sprintf("needs %s of %s, %s available", units.FormatBytes(need), what, units.FormatBytes(avail))
 }
 
 // HostFitReason is FitReason against the host's MemAvailable, read from
@@ -300,13 +308,4 @@ func HostFitReason(root string, need int64) (string, error) {
 		return "", fmt.Errorf("free memory unknown, not checked: %w", err)
 	}
 	return FitReason("host memory", need, avail), nil
-}
-
-// sizeText renders a memory size for a reason: GiB with one decimal from
-// 1 GiB on, as in "needs 12.5 GiB".
-func sizeText(n int64) string {
-	if n >= 1<<30 {
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	}
-	return units.FormatBytes(n)
 }

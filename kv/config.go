@@ -3,6 +3,7 @@ package kv
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ func ParseConfig(path string) (Geometry, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, "config.json") // a model directory
 	}
-	b, err := os.ReadFile(path)
+	b, err := readCapped(path, MaxConfigBytes)
 	if err != nil {
 		return Geometry{}, fmt.Errorf("model config: %w", err)
 	}
@@ -41,6 +42,27 @@ func ParseConfig(path string) (Geometry, error) {
 		return Geometry{}, err
 	}
 	return g, nil
+}
+
+// MaxConfigBytes bounds a config.json: published ones are a few KiB.
+const MaxConfigBytes = 4 << 20
+
+// readCapped reads the regular file at path, refusing one larger than
+// limit bytes (or a device such as /dev/zero that never ends).
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes: not a config.json", path, limit)
+	}
+	return b, nil
 }
 
 // cfgFields reads typed fields out of a decoded config.json object.
@@ -217,6 +239,9 @@ func parseConfig(b []byte, path string) (Geometry, error) {
 	}
 	if g.DenseLayers > g.Layers {
 		return Geometry{}, fmt.Errorf("model config %s: field first_k_dense_replace: %d exceeds num_hidden_layers %d", path, g.DenseLayers, g.Layers)
+	}
+	if err := g.Validate(); err != nil {
+		return Geometry{}, fmt.Errorf("model config %s: %w", path, err)
 	}
 	return g, nil
 }

@@ -75,8 +75,8 @@ func Render(err error, name func(field string) string) string {
 	var parts []string
 	var render func(error)
 	render = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, sub := range j.Unwrap() {
+		if subs := joined(err); subs != nil {
+			for _, sub := range subs {
 				render(sub)
 			}
 			return
@@ -93,21 +93,37 @@ func Render(err error, name func(field string) string) string {
 	return strings.Join(parts, "; ")
 }
 
+// joined returns the errors err joins when it is an errors.Join (its
+// text is theirs, one per line), nil otherwise: an error that wraps
+// several with a message of its own (fmt.Errorf with two %w) stays whole.
+func joined(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil
+	}
+	subs := j.Unwrap()
+	texts := make([]string, 0, len(subs))
+	for _, e := range subs {
+		if e != nil {
+			texts = append(texts, e.Error())
+		}
+	}
+	if strings.Join(texts, "\n") != err.Error() {
+		return nil
+	}
+	return subs
+}
+
 func oneLine(s string) string {
 	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
 }
 
-// A Value is an option's value as text: the flag.Value interface of the
-// standard library with the type name pflag asks for.
-type Value interface {
-	String() string
-	Set(string) error
-	Type() string
-}
-
-// A Field is one option a package declares for the command line.
+// A Field is one option a package declares for the command line. Ptr
+// points at the option's value, which holds its default: a *string,
+// *int, *int64, *uint64, *float64, *bool or *time.Duration. cmd/kvtier
+// makes a flag of it; the package validates the value in its Validate.
 type Field struct {
 	Name  string // "host-mem"
 	Usage string
-	Value Value // holds the default; Set parses into the options
+	Ptr   any
 }

@@ -27,6 +27,25 @@ type Result struct {
 	Absent []string // one line per suite or figure not drawn, with why
 }
 
+// A Drawer draws a suite's figures from a run into dir, adding what it
+// wrote to res.
+type Drawer func(dir string, run *report.Run, res *Result) error
+
+var drawers = map[string][]Drawer{}
+
+// Register adds a drawer for the suite called suite; it is called from
+// init functions of the files that draw each suite.
+func Register(suite string, d Drawer) { drawers[suite] = append(drawers[suite], d) }
+
+func drawersOf(suite string) []Drawer { return drawers[suite] }
+
+func init() {
+	Register("sweep", drawSweep)
+	Register("probe", drawProbe)
+	Register("mb1", drawMB1)
+	Register("transfer", drawTransfer)
+}
+
 // Dir draws every plot the CSV files in dir allow into dir/plots and
 // returns the paths it wrote. Use Draw to learn which suites were absent.
 func Dir(dir string) ([]string, error) {
@@ -45,28 +64,23 @@ func Draw(dir string) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
-	for _, s := range []struct {
-		file string
-		n    int
-		draw func(string, *report.Run, *Result) error
-		// optional: a trace analysis, not a measurement the directory lacks
-		optional bool
-	}{
-		{results.SweepFile, len(run.Sweep), drawSweep, false},
-		{results.ProbeFile, len(run.Probe), drawProbe, false},
-		{results.MB1File, len(run.MB1) + len(run.Tokens), drawMB1, false},
-		{results.TransferFile, len(run.Transfer), drawTransfer, false},
-		{results.TraceFile, len(run.Trace) + len(run.TraceCurve) + len(run.TraceWindows), drawTrace, true},
-		{results.PlanFile, len(run.Plan), drawPlan, true},
-	} {
-		if s.n == 0 {
-			if !s.optional {
-				res.Absent = append(res.Absent, fmt.Sprintf("%s absent: its plots not drawn", s.file))
-			}
+	for _, suite := range results.Suites() {
+		ds := drawersOf(suite.Name)
+		if len(ds) == 0 {
 			continue
 		}
-		if err := s.draw(dir, run, res); err != nil {
-			return res, err
+		n := 0
+		for _, f := range suite.Files {
+			n += len(run.Files[f.Name])
+		}
+		if n == 0 {
+			res.Absent = append(res.Absent, fmt.Sprintf("%s absent: its plots not drawn", suite.Main().Name))
+			continue
+		}
+		for _, d := range ds {
+			if err := d(dir, run, res); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, nil
@@ -183,7 +197,7 @@ const standInTitle = "host backend = CPU stand-in, not a GPU"
 func drawSweep(dir string, run *report.Run, res *Result) error {
 	var keys []report.SweepKey
 	groups := map[report.SweepKey][]results.Row{}
-	for _, r := range run.Sweep {
+	for _, r := range run.Rows("sweep") {
 		k := report.SweepKeyOf(r)
 		if _, seen := groups[k]; !seen {
 			keys = append(keys, k)
@@ -223,7 +237,7 @@ func drawSweep(dir string, run *report.Run, res *Result) error {
 }
 
 func drawCostModel(dir string, run *report.Run, res *Result) error {
-	fits, _ := report.Fits(run.Sweep)
+	fits, _ := report.Fits(run.Rows("sweep"))
 	if len(fits) == 0 {
 		res.Absent = append(res.Absent, "no sweep configuration has two prefix lengths: cost-model plot not drawn")
 		return nil
@@ -312,7 +326,7 @@ func drawProbe(dir string, run *report.Run, res *Result) error {
 	}
 	groups := map[key][]results.Row{}
 	var keys []key
-	for _, r := range run.Probe {
+	for _, r := range run.Rows("probe") {
 		k := key{r.Tier, r.Get("simulated") == "true"}
 		if _, seen := groups[k]; !seen {
 			keys = append(keys, k)
@@ -388,7 +402,7 @@ func drawMB1(dir string, run *report.Run, res *Result) error {
 	groups := map[key][]results.Row{}
 	var keys []key
 	sim := false
-	for _, r := range run.MB1 {
+	for _, r := range run.Rows("mb1") {
 		if r.Get("arm") != "interfere" && r.Get("arm") != "control" {
 			continue
 		}
@@ -533,7 +547,7 @@ func drawTransfer(dir string, run *report.Run, res *Result) error {
 	groups := map[key][]results.Row{}
 	var keys []key
 	lines := map[float64]string{}
-	for _, r := range run.Transfer {
+	for _, r := range run.Rows("transfer") {
 		k := key{r.Get("path"), r.Transport, r.Layout, memOf(r)}
 		if _, seen := groups[k]; !seen {
 			keys = append(keys, k)

@@ -16,6 +16,11 @@ import (
 	"github.com/kvtier/kvtier/results"
 )
 
+func init() {
+	Register("trace", drawTrace)
+	Register("plan", drawPlan)
+}
+
 // predictedNote is the legend entry every figure of the trace model
 // carries.
 const predictedNote = "predicted by the LRU model, not measured"
@@ -24,18 +29,19 @@ const predictedNote = "predicted by the LRU model, not measured"
 // instance count (with the plan's tier boundaries when the directory has
 // a plan) and the working set over time.
 func drawTrace(dir string, run *report.Run, res *Result) error {
-	if len(run.TraceCurve) > 0 {
-		if err := drawHitCurve(dir, run, res); err != nil {
+	if curve := run.FileWith("trace", "capacity_blocks"); len(curve) > 0 {
+		if err := drawHitCurve(dir, curve, run.Rows("plan"), res); err != nil {
 			return err
 		}
 	} else {
-		res.Absent = append(res.Absent, results.TraceCurveFile+" absent: hit-ratio curve not drawn")
+		res.Absent = append(res.Absent, "no hit-ratio curve: its plot not drawn")
 	}
-	if len(run.TraceWindows) == 0 {
-		res.Absent = append(res.Absent, results.TraceWindowsFile+" absent or empty: working-set plot not drawn")
+	windows := run.FileWith("trace", "t_s")
+	if len(windows) == 0 {
+		res.Absent = append(res.Absent, "no working-set series: its plot not drawn")
 		return nil
 	}
-	return drawWorkingSet(dir, run, res)
+	return drawWorkingSet(dir, windows, res)
 }
 
 // curveKey names one curve of trace_curve.csv.
@@ -49,11 +55,11 @@ func (k curveKey) label() string {
 	return s
 }
 
-func drawHitCurve(dir string, run *report.Run, res *Result) error {
+func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
 	var keys []curveKey
 	pts := map[curveKey]plotter.XYs{}
 	method := ""
-	for _, r := range run.TraceCurve {
+	for _, r := range curve {
 		k := curveKey{r.Get("trace"), r.Get("instances"), r.Get("route")}
 		if _, seen := pts[k]; !seen {
 			keys = append(keys, k)
@@ -75,11 +81,11 @@ func drawHitCurve(dir string, run *report.Run, res *Result) error {
 		f.legend = append(f.legend, legendEntry{k.label(), []plot.Thumbnailer{l}})
 	}
 	if len(f.legend) == 0 {
-		res.Absent = append(res.Absent, results.TraceCurveFile+" has no point: hit-ratio curve not drawn")
+		res.Absent = append(res.Absent, "the hit-ratio curve has no point: its plot not drawn")
 		return nil
 	}
 	var ceilTraces []string
-	for _, r := range run.TraceCurve {
+	for _, r := range curve {
 		if r.Get("instances") == "1" && !slices.Contains(ceilTraces, r.Get("trace")) {
 			ceilTraces = append(ceilTraces, r.Get("trace"))
 			if err := f.reference(100*r.Float("ceiling"), "APC ceiling (infinite cache), "+r.Get("trace")); err != nil {
@@ -89,7 +95,7 @@ func drawHitCurve(dir string, run *report.Run, res *Result) error {
 	}
 	f.bandNote(predictedNote)
 	f.logX(bytesLabel, true)
-	if err := markBoundaries(f, run.Plan); err != nil {
+	if err := markBoundaries(f, plan); err != nil {
 		return err
 	}
 	f.p.Y.Min, f.p.Y.Max = 0, 100
@@ -165,11 +171,11 @@ func markBoundaries(f *figure, plan []results.Row) error {
 	return nil
 }
 
-func drawWorkingSet(dir string, run *report.Run, res *Result) error {
+func drawWorkingSet(dir string, windows []results.Row, res *Result) error {
 	type key struct{ trace, window string }
 	var keys []key
 	pts := map[key]plotter.XYs{}
-	for _, r := range run.TraceWindows {
+	for _, r := range windows {
 		k := key{r.Get("trace"), r.Get("window_s")}
 		if _, seen := pts[k]; !seen {
 			keys = append(keys, k)
@@ -192,18 +198,19 @@ func drawWorkingSet(dir string, run *report.Run, res *Result) error {
 // line per size of the slower tiers; the predicted KV-load p90 where no
 // TTFT could be predicted.
 func drawPlan(dir string, run *report.Run, res *Result) error {
+	plan := run.Rows("plan")
 	col, what, note := "ttft_p90_s", "TTFT p90", ""
-	if !slices.ContainsFunc(run.Plan, func(r results.Row) bool { return finite(r.Float(col)) }) {
+	if !slices.ContainsFunc(plan, func(r results.Row) bool { return finite(r.Float(col)) }) {
 		col, what = "load_p90_s", "KV-load time p90"
-		note = "TTFT not predicted: no measured cost for " + strings.ReplaceAll(run.Plan[0].Get("missing"), ";", ", ")
-		if ex := run.Plan[0].Get("load_excludes"); ex != "" {
+		note = "TTFT not predicted: no measured cost for " + strings.ReplaceAll(plan[0].Get("missing"), ";", ", ")
+		if ex := plan[0].Get("load_excludes"); ex != "" {
 			note += "; load leaves out " + strings.ReplaceAll(ex, ";", ", ")
 		}
 	}
 	type key struct{ dram, disk, remote string }
 	var keys []key
 	pts := map[key]plotter.XYs{}
-	for _, r := range run.Plan {
+	for _, r := range plan {
 		k := key{r.Get("dram_bytes"), r.Get("disk_bytes"), r.Get("remote_bytes")}
 		if _, seen := pts[k]; !seen {
 			keys = append(keys, k)
@@ -212,7 +219,7 @@ func drawPlan(dir string, run *report.Run, res *Result) error {
 			pts[k] = append(pts[k], plotter.XY{X: x, Y: y})
 		}
 	}
-	title := fmt.Sprintf("Predicted %s vs HBM capacity\n(predicted; costs: %s)", what, cmp.Or(run.Plan[0].Get("cost_source"), "unknown"))
+	title := fmt.Sprintf("Predicted %s vs HBM capacity\n(predicted; costs: %s)", what, cmp.Or(plan[0].Get("cost_source"), "unknown"))
 	f := newFigure(title, "HBM KV capacity", "predicted "+what+" (s)")
 	var xs []float64
 	for i, k := range keys {

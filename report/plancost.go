@@ -59,11 +59,11 @@ type PlanCosts struct {
 func LoadPlanCosts(run *Run) (*PlanCosts, error) {
 	c := &PlanCosts{Dir: run.Dir}
 	switch {
-	case anyOK(run.Sweep):
-		c.fromSweep(run.Sweep)
-	case anyOK(run.Probe):
+	case anyOK(run.Rows("sweep")):
+		c.fromSweep(run.Rows("sweep"))
+	case anyOK(run.Rows("probe")):
 		c.probe = true
-		c.fromProbe(run.Probe)
+		c.fromProbe(run.Rows("probe"))
 	default:
 		return nil, fmt.Errorf("%s: no measured sweep or probe rows to take tier costs from", run.Dir)
 	}

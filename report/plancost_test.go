@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/report/reporttest"
 	"github.com/kvtier/kvtier/results"
 )
@@ -25,7 +27,7 @@ func synthRun(t *testing.T, o reporttest.Options) *Run {
 
 func TestPlanCostsFromSweep(t *testing.T) {
 	t.Parallel()
-	run := synthRun(t, reporttest.Options{Seed: 3, Suites: []string{results.SweepFile}})
+	run := synthRun(t, reporttest.Options{Seed: 3, Suites: []string{sweep.File}})
 	c, err := LoadPlanCosts(run)
 	if err != nil {
 		t.Fatal(err)
@@ -64,14 +66,14 @@ func TestPlanCostsFromSweep(t *testing.T) {
 
 func TestPlanCostsStandInAndMissing(t *testing.T) {
 	t.Parallel()
-	run := synthRun(t, reporttest.Options{Seed: 4, Suites: []string{results.SweepFile}})
+	run := synthRun(t, reporttest.Options{Seed: 4, Suites: []string{sweep.File}})
 	var host []results.Row
-	for _, r := range run.Sweep {
+	for _, r := range run.Files[sweep.File] {
 		if r.Backend == "host" {
 			host = append(host, r)
 		}
 	}
-	run.Sweep = host
+	run.Files[sweep.File] = host
 	c, err := LoadPlanCosts(run)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +97,7 @@ func TestPlanCostsStandInAndMissing(t *testing.T) {
 
 func TestPlanCostsFromProbe(t *testing.T) {
 	t.Parallel()
-	run := synthRun(t, reporttest.Options{Seed: 5, Suites: []string{results.ProbeFile}})
+	run := synthRun(t, reporttest.Options{Seed: 5, Suites: []string{probe.File}})
 	c, err := LoadPlanCosts(run)
 	if err != nil {
 		t.Fatal(err)

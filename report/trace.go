@@ -11,6 +11,27 @@ import (
 	"github.com/kvtier/kvtier/results"
 )
 
+func init() {
+	RegisterSection(Section{Suite: "trace", Write: WriteTrace})
+	RegisterSection(Section{Suite: "plan", Write: WritePlan})
+}
+
+// FileWith returns the rows of the file of the named suite that has
+// column col: how a reader tells a suite's raw files apart without
+// importing the package that declares them.
+func (r *Run) FileWith(suite, col string) []results.Row {
+	s, ok := results.LookupSuite(suite)
+	if !ok {
+		return nil
+	}
+	for _, f := range s.Files {
+		if slices.Contains(f.Columns, col) {
+			return r.Files[f.Name]
+		}
+	}
+	return nil
+}
+
 // fmtShare renders a fraction as a percentage ("79.6 %"); "" for NaN.
 func fmtShare(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -68,7 +89,7 @@ func byTrace(rows []results.Row) []traceFigures {
 // its requests, lengths and footprint, the APC ceiling and its reuse
 // split, the LRU knees (predicted by the LRU model) and working sets.
 func WriteTrace(w io.Writer, run *Run) {
-	for _, f := range byTrace(run.Trace) {
+	for _, f := range byTrace(run.Rows("trace")) {
 		first := f.rows[0]
 		fmt.Fprintf(w, "### Trace `%s`\n\n", f.name)
 		fmt.Fprintf(w, "%s format, %s tokens per hash id, model %s; %s.\n\n", first.Get("format"), first.Get("block_tokens"), orDash(first.Model), methodSentence(first))
@@ -185,20 +206,21 @@ func writeTraceWindows(w io.Writer, f traceFigures) {
 // has none) and, per capacity configuration, the share of tokens each
 // tier serves and the predicted KV-load time and TTFT.
 func WritePlan(w io.Writer, run *Run) {
-	if len(run.Plan) == 0 {
+	plan := run.Rows("plan")
+	if len(plan) == 0 {
 		return
 	}
-	first := run.Plan[0]
+	first := plan[0]
 	mode := "exclusive (a block lives in one tier; a tier's capacity adds to the faster ones')"
 	if first.Get("inclusive") == "true" {
 		mode = "inclusive (write-through: each tier holds the most recent blocks that fit it)"
 	}
 	fmt.Fprintf(w, "Every figure here is **predicted**: the trace's LRU stack distances (touch %s) combined with tier costs measured in `%s` (**%s**). Tiers are %s; a hit is the leading run of blocks some tier holds, each block served by the fastest tier holding it, the rest recomputed.\n\n",
 		first.Get("touch"), first.Get("costs"), orDash(first.Get("cost_source")), mode)
-	writePlanCosts(w, run.PlanCosts)
+	writePlanCosts(w, run.FileWith("plan", "alpha_s"))
 	t := newTable("trace", "HBM", "DRAM", "disk", "remote", "hit", "hbm %", "dram %", "disk %", "remote %", "recomputed %",
 		"pred. load p50", "pred. load p90", "pred. TTFT mean", "p50", "p90", "p99")
-	for _, r := range run.Plan {
+	for _, r := range plan {
 		cells := []string{r.Get("trace")}
 		for _, tier := range []string{"hbm", "dram", "disk", "remote"} {
 			cells = append(cells, fmtCapacity(r.Get(tier+"_bytes")))

@@ -1,11 +1,12 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
-	"sync"
+
+	"github.com/kvtier/kvtier/registry"
 )
 
 // A Suite declares what one kvtier suite writes into a results directory.
@@ -34,6 +35,10 @@ type File struct {
 	// (NAME_summary.csv) groups by them and compare matches on them. Nil
 	// writes no summary.
 	Keys []string
+	// Match are the columns compare matches a configuration on across
+	// two runs (Keys when nil): not those that differ from run to run for
+	// the same configuration, such as an ephemeral endpoint.
+	Match []string
 	// Metric names the measurement compare reports ("time", "TTFT",
 	// "penalty"); Value is the column holding it, "seconds" when empty.
 	Metric, Value string
@@ -78,66 +83,39 @@ func (f File) Measure(r Row) (float64, bool) {
 	return v, true
 }
 
-// Key returns the row's values of the file's key columns.
-func (f File) Key(r Row) []string {
-	k := make([]string, len(f.Keys))
-	for i, c := range f.Keys {
-		k[i] = r.Cell(c)
+// MatchColumns returns the columns compare matches on.
+func (f File) MatchColumns() []string {
+	if f.Match != nil {
+		return f.Match
 	}
-	return k
+	return f.Keys
 }
 
-var (
-	suiteMu sync.Mutex
-	suites  = map[string]Suite{}
-)
+var suites = registry.New("suite", func(s Suite) string { return s.Name },
+	func(a, b Suite) int { return cmp.Compare(a.Order, b.Order) })
 
 // RegisterSuite adds a suite; it is called from init functions. A suite
-// registered twice, or a file name two suites claim, is a programming
-// error and panics.
+// registered twice, a file name two suites claim, or a suite whose first
+// file is not a sample file is a programming error and panics.
 func RegisterSuite(s Suite) {
-	suiteMu.Lock()
-	defer suiteMu.Unlock()
-	if _, dup := suites[s.Name]; dup {
-		panic("results: suite " + s.Name + " registered twice")
+	if len(s.Files) == 0 || s.Files[0].Raw {
+		panic("results: suite " + s.Name + " declares no sample file first")
 	}
-	for _, other := range suites {
+	for _, other := range suites.All() {
 		for _, f := range s.Files {
 			if _, ok := other.File(f.Name); ok {
 				panic(fmt.Sprintf("results: suites %s and %s both declare %s", other.Name, s.Name, f.Name))
 			}
 		}
 	}
-	if len(s.Files) == 0 || s.Files[0].Raw {
-		panic("results: suite " + s.Name + " declares no sample file first")
-	}
-	suites[s.Name] = s
+	suites.Add(s)
 }
 
 // Suites returns every registered suite in report order.
-func Suites() []Suite {
-	suiteMu.Lock()
-	defer suiteMu.Unlock()
-	out := make([]Suite, 0, len(suites))
-	for _, s := range suites {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
+func Suites() []Suite { return suites.All() }
 
 // LookupSuite returns the suite registered as name.
-func LookupSuite(name string) (Suite, bool) {
-	suiteMu.Lock()
-	defer suiteMu.Unlock()
-	s, ok := suites[name]
-	return s, ok
-}
+func LookupSuite(name string) (Suite, bool) { return suites.Lookup(name) }
 
 // File returns the suite's file called name.
 func (s Suite) File(name string) (File, bool) {

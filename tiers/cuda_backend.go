@@ -57,7 +57,7 @@ type CUDABackend struct {
 // OpenCUDA opens device cfg.GPU through $KVTIER_LIBCUDA or libcuda.so.1.
 // Without a driver the error names the library that could not be loaded.
 func OpenCUDA(cfg BackendConfig) (Backend, error) {
-	drv, err := cuda.Open(os.Getenv("KVTIER_LIBCUDA"))
+	drv, err := cuda.Open(cfg.LibCUDA)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (b *CUDABackend) open() error {
 		return err
 	}
 	if b.cfg.GPU < 0 || b.cfg.GPU >= n {
-		return fmt.Errorf("cuda: --gpu %d, but the driver sees %d device(s)", b.cfg.GPU, n)
+		return fmt.Errorf("cuda: GPU %d asked for, but the driver sees %d device(s)", b.cfg.GPU, n)
 	}
 	if b.info, err = b.drv.Device(b.cfg.GPU); err != nil {
 		return err
@@ -110,6 +110,9 @@ func (b *CUDABackend) Info() cuda.DeviceInfo { return b.info }
 
 // DriverVersion is the driver's CUDA version, e.g. "12.8".
 func (b *CUDABackend) DriverVersion() string { return b.drv.VersionString() }
+
+// Caps says that device memory is the GPU's own.
+func (b *CUDABackend) Caps() Caps { return Caps{DeviceMemory: true} }
 
 // ComputeDType returns "bf16": GEMMs run in bf16 with fp32 accumulation.
 func (b *CUDABackend) ComputeDType() string { return "bf16" }
@@ -493,7 +496,7 @@ func (b *CUDABackend) openBLAS() error {
 	if b.blasErr != nil {
 		return b.blasErr
 	}
-	bl, err := cuda.OpenBLAS(os.Getenv("KVTIER_LIBCUBLAS"))
+	bl, err := cuda.OpenBLAS(b.cfg.LibCUBLAS)
 	if err != nil {
 		b.blasErr = fmt.Errorf("cuda backend: %w", err)
 		return b.blasErr
@@ -564,6 +567,9 @@ func (t *cudaTimer) Stop() (float64, error) {
 // Held reports whether the last sample was held until its work was all
 // queued.
 func (t *cudaTimer) Held() bool { return t.t.Held() }
+
+// Kind returns TimingEvents: samples are timed with CUDA events.
+func (t *cudaTimer) Kind() string { return TimingEvents }
 
 // Sync lets go of a held stream and waits for all issued work.
 func (b *CUDABackend) Sync() error {

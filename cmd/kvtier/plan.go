@@ -9,11 +9,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
@@ -39,10 +38,10 @@ func parseCapacity(s string) (int64, error) {
 
 // configs returns every combination of the tiers' capacities.
 func (f *planFlags) configs(errs *[]error) []trace.Config {
-	hbm := listFlag(errs, "--hbm", f.hbm, parseCapacity)
-	dram := listFlag(errs, "--dram", f.dram, parseCapacity)
-	disk := listFlag(errs, "--disk", f.disk, parseCapacity)
-	remote := listFlag(errs, "--remote", f.remote, parseCapacity)
+	hbm := listFlag(errs, "hbm", f.hbm, parseCapacity)
+	dram := listFlag(errs, "dram", f.dram, parseCapacity)
+	disk := listFlag(errs, "disk", f.disk, parseCapacity)
+	remote := listFlag(errs, "remote", f.remote, parseCapacity)
 	var out []trace.Config
 	for _, h := range hbm {
 		for _, d := range dram {
@@ -54,55 +53,58 @@ func (f *planFlags) configs(errs *[]error) []trace.Config {
 		}
 	}
 	if len(out) > 256 {
-		*errs = append(*errs, fmt.Errorf("--hbm × --dram × --disk × --remote: %d configurations; at most 256", len(out)))
+		*errs = append(*errs, option.Errorf("hbm", "--hbm × --dram × --disk × --remote give %d configurations; at most 256", len(out)))
 	}
 	return out
 }
 
 // loadCosts reads the tier costs of the results directory and checks
-// they were measured for the model the plan sizes capacities with.
-func loadCosts(dir string, geom *geometryOptions) (*report.PlanCosts, error) {
+// they were measured for the model the plan sizes capacities with: the
+// costs' model when --model and --model-config are not given.
+func loadCosts(dir string, m *modelFlags) (*report.PlanCosts, error) {
 	run, err := report.Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--costs: %w", err)
+		return nil, option.Wrap("costs", err)
 	}
 	c, err := report.LoadPlanCosts(run)
 	if err != nil {
-		return nil, fmt.Errorf("--costs: %w", err)
+		return nil, option.Wrap("costs", err)
 	}
-	if c.Model == "" || geom.config != "" {
-		return c, nil
-	}
-	if geom.model == "" {
+	switch {
+	case c.Model == "" || m.config != "":
+	case m.model == "":
 		if _, err := kv.LookupModel(c.Model); err == nil {
-			geom.model = c.Model
+			m.model = c.Model
+		} else {
+			return nil, option.Errorf("model-config", "the costs in %s were measured for %s, not a preset: give its config.json", dir, c.Model)
 		}
-		return c, nil
-	}
-	if geom.model != c.Model {
-		return nil, fmt.Errorf("--model %s: the costs in %s were measured for %s", geom.model, dir, c.Model)
+	case m.model != c.Model:
+		return nil, option.Errorf("model", "%s: the costs in %s were measured for %s", m.model, dir, c.Model)
 	}
 	return c, nil
 }
 
+const planUsage = `Usage: kvtier plan TRACE --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
+
+Combines the trace's exact LRU stack distances with the tier costs measured in RESULTS_DIR
+(a sweep: fitted α + bytes/rate per tier; or a probe: TTFT per tier vs L) and writes, per
+capacity configuration, the share of tokens each tier serves and the predicted KV-load time
+and TTFT (plan.csv, plan_costs.csv), the trace's own files, plots and manifest.json; prints
+the path of plan.csv and the plan. Tiers with no measured cost are named as missing.`
+
 // runPlan predicts, per tier capacity configuration, what share of a
 // trace's tokens each tier serves and what TTFT that gives.
 func runPlan(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("plan", planUsage, stderr)
 	var f traceFlags
 	var p planFlags
-	f.register(fs)
+	f.add(fs)
 	fs.StringVar(&p.costs, "costs", "", "results directory of a kvtier sweep (device tier costs) or probe (HTTP TTFT per tier)")
 	fs.StringVar(&p.hbm, "hbm", "40GiB,80GiB", "GPU KV capacities to plan")
 	fs.StringVar(&p.dram, "dram", "0,512GiB,2TiB", "host DRAM KV capacities (0: none)")
 	fs.StringVar(&p.disk, "disk", "0", "local disk KV capacities (0: none, inf: unbounded)")
 	fs.StringVar(&p.remote, "remote", "0", "remote KV store capacities (0: none, inf: unbounded)")
 	fs.BoolVar(&p.inclusive, "inclusive", false, "tiers are inclusive (write-through offload): each holds the most recent blocks that fit it; default exclusive")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier plan TRACE --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]\n\nCombines the trace's exact LRU stack distances with the tier costs measured in RESULTS_DIR\nand writes, per capacity configuration, the share of tokens each tier serves and the\npredicted KV-load time and TTFT (plan.csv, plan_costs.csv), the trace's own files, plots\nand manifest.json; prints the plan. Tiers with no measured cost are named as missing.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -112,8 +114,8 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	}
 	var costs *report.PlanCosts
 	if p.costs == "" {
-		errs = append(errs, errors.New("--costs: a results directory is required"))
-	} else if c, err := loadCosts(p.costs, &f.geom); err != nil {
+		errs = append(errs, option.Errorf("costs", "a results directory is required"))
+	} else if c, err := loadCosts(p.costs, &f.model); err != nil {
 		errs = append(errs, err)
 	} else {
 		costs = c
@@ -121,7 +123,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	ro, ao, g := f.options(&errs)
 	configs := p.configs(&errs)
 	if err := errors.Join(errs...); err != nil {
-		return usageErr(stderr, "plan", flagError(err))
+		return usageErr(stderr, "plan", err)
 	}
 	return plan(ctx, stdout, stderr, args, planRun{f: &f, p: &p, costs: costs, configs: configs, geom: g, ro: ro, ao: ao, trace: fs.Arg(0)})
 }
@@ -159,45 +161,29 @@ func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planR
 		err = perr
 	}
 	if err != nil {
-		return usageErr(stderr, "plan", flagError(err))
-	}
-	out, err := harness.CreateOutput(pr.f.out, trace.PlanSuite.Name, append([]string{"kvtier", "plan"}, args...), "/", stderr)
-	if err != nil {
 		return usageErr(stderr, "plan", err)
 	}
-	out.Manifest.Settings = traceSettings(pr.f, pr.ao, pr.geom)
-	for k, v := range map[string]string{"costs": pr.p.costs, "hbm": pr.p.hbm, "dram": pr.p.dram, "disk": pr.p.disk,
-		"remote": pr.p.remote, "inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source()} {
-		out.Manifest.Settings[k] = v
-	}
-	werr := writeTraceFiles(out, res)
-	if werr == nil {
-		werr = writePlanFiles(out, res[0], planner.Results(), pr.costs)
-	}
-	return finishAnalysis(stdout, stderr, "plan", out, werr, report.WritePlan)
+	r := suiteRun{cmd: "plan", suite: trace.PlanSuite, dir: pr.f.out.dir, args: args, plots: true,
+		run: func(ctx context.Context, out *harness.Output) error {
+			out.Manifest.Settings = pr.f.settings(pr.ao, pr.geom)
+			for k, v := range map[string]string{"costs": pr.p.costs, "hbm": pr.p.hbm, "dram": pr.p.dram, "disk": pr.p.disk,
+				"remote": pr.p.remote, "inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source()} {
+				out.Manifest.Settings[k] = v
+			}
+			if err := writeTraceFiles(out, res); err != nil {
+				return err
+			}
+			return writePlanFiles(out, res[0], planner.Results(), pr.costs)
+		}}
+	return printSection(stdout, stderr, "plan", pr.f.out.dir, r.exec(ctx, stdout, stderr), report.WritePlan)
 }
 
 // writePlanFiles writes plan.csv and plan_costs.csv.
 func writePlanFiles(out *harness.Output, res *trace.Result, plan []trace.PlanResult, costs *report.PlanCosts) error {
-	rows := trace.PlanRows(res, plan, costs.Dir)
-	sink, err := out.Open(trace.PlanSuite.Files[0])
-	if err != nil {
+	if err := writeRows(out, trace.PlanSuite.Files[0], trace.PlanRows(res, plan, costs.Dir)); err != nil {
 		return err
 	}
-	for _, r := range rows {
-		if err := sink.Write(r); err != nil {
-			return err
-		}
-	}
-	if sink, err = out.Open(trace.PlanSuite.Files[1]); err != nil {
-		return err
-	}
-	for _, r := range costRows(costs) {
-		if err := sink.Write(r); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeRows(out, trace.PlanSuite.Files[1], costRows(costs))
 }
 
 // costRows are the plan_costs.csv rows: one per plan tier.

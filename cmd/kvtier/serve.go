@@ -8,8 +8,6 @@ import (
 	"net"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/tiers"
@@ -52,22 +50,18 @@ func (o serveOptions) Validate() error {
 // runServe holds a pattern-filled pool and answers reads from it until
 // SIGINT or SIGTERM.
 func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve", "Usage: kvtier serve [flags]\n\nHolds a KV pool filled with a verifiable pattern and serves chunk reads to kvtier transfer and the remote tier.\nPrints one line \"kvtier serve: listening on ADDR (...)\" on stdout once ready; SIGINT or SIGTERM stops it.", stderr)
 	var o serveOptions
 	var pool string
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:7471", "HOST:PORT to listen on (loopback unless told otherwise)")
 	fs.StringVar(&o.Mem, "mem", peer.HostMem, "pool memory: host (anonymous mmap) or gpu (device memory of the cuda backend)")
 	fs.StringVar(&pool, "pool", "1GiB", "pool size")
 	fs.StringVar(&o.Transport, "transport", peer.TCP, "tcp, or verbs (RDMA READ from the registered pool; TCP clients are served too)")
-	fs.StringVar(&o.Device, "device", "", "RDMA device, e.g. mlx5_0 (default: the first with an active port)")
+	fs.StringVar(&o.Device, "rdma-device", "", "RDMA device, e.g. mlx5_0 (default: the first with an active port)")
+	alias(fs, "device", "rdma-device")
 	fs.IntVar(&o.GPU, "gpu", 0, "CUDA device ordinal for --mem gpu")
 	fs.IntVar(&o.GIDIndex, "gid-index", -1, "GID index (-1: the first RoCE v2 GID with an address)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the pool's data pattern (clients verify against it)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier serve [flags]\n\nHolds a KV pool filled with a verifiable pattern and serves chunk reads to kvtier transfer and the remote tier.\nPrints one line \"kvtier serve: listening on ADDR (...)\" on stdout once ready; SIGINT or SIGTERM stops it.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

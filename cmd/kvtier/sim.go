@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
@@ -24,7 +22,7 @@ type simOptions struct {
 	profile, calibrate                 string
 	timeScale                          float64
 	kvPeer, engineID, role             string
-	seed                               int64
+	seed                               uint64
 }
 
 // config validates the options, reporting every problem at once, and
@@ -33,7 +31,7 @@ func (o simOptions) config() (vllmsim.Config, error) {
 	var errs []error
 	cfg := vllmsim.Config{
 		BlockSize: o.blockSize, GPUBlocks: o.gpuBlocks, CPUBlocks: o.cpuBlocks,
-		EnablePromptTokensDetails: o.details, TimeScale: o.timeScale, Seed: o.seed,
+		EnablePromptTokensDetails: o.details, TimeScale: o.timeScale, Seed: int64(o.seed),
 		KVPeer: strings.TrimRight(o.kvPeer, "/"), EngineID: o.engineID, Role: o.role,
 	}
 	if strings.TrimSpace(o.listen) == "" {
@@ -116,8 +114,7 @@ func (o simOptions) config() (vllmsim.Config, error) {
 
 // runSim serves a simulated vLLM instance until interrupted.
 func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sim", "Usage: kvtier sim [flags]\n\nServes a simulated vLLM instance: OpenAI API, vLLM metrics, prefix cache,\nCPU offload and P/D, with delays from a cost model. Every response carries\nX-Kvtier-Simulated: 1 and /metrics has kvtier_simulated 1.", stderr)
 	var o simOptions
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "HOST:PORT to serve on (:0 picks a port)")
 	fs.StringVar(&o.model, "model", kv.DefaultModel, "model preset ("+strings.Join(kv.ModelNames(), ", ")+"): KV geometry and compute")
@@ -135,11 +132,7 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.StringVar(&o.kvPeer, "kv-peer", "", "P/D consumer: base URL of the producer to pull KV from (default: remote_host:remote_port of the request)")
 	fs.StringVar(&o.engineID, "engine-id", "", "P/D engine id (default random)")
 	fs.StringVar(&o.role, "role", "", "P/D role, for the record: producer, consumer or both (any instance plays both)")
-	fs.Int64Var(&o.seed, "seed", 1, "seed of the generated tokens")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier sim [flags]\n\nServes a simulated vLLM instance: OpenAI API, vLLM metrics, prefix cache,\nCPU offload and P/D, with delays from a cost model. Every response carries\nX-Kvtier-Simulated: 1 and /metrics has kvtier_simulated 1.")
-		fs.PrintDefaults()
-	}
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated tokens")
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
-	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
@@ -24,54 +23,56 @@ import (
 // traceFlags are the flags kvtier trace and kvtier plan share: how a
 // trace is read and what its analysis keeps.
 type traceFlags struct {
-	geom    geometryOptions
+	model   modelFlags
+	out     outputFlags
 	read    trace.Options
 	windows string
 	touch   string
 	shared  int
-	out     string
 }
 
-func (f *traceFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.geom.model, "model", "", fmt.Sprintf("model preset whose KV bytes per token size footprints and capacities (%s; default %s)", joinNames(kv.ModelNames()), kv.DefaultModel))
-	fs.StringVar(&f.geom.config, "model-config", "", "Hugging Face config.json of the model (or its directory), instead of --model")
+func (f *traceFlags) add(fs *pflag.FlagSet) {
+	f.model.addModel(fs)
+	f.out.add(fs)
 	fs.IntVar(&f.read.BlockTokens, "trace-block", 0, "tokens per hash id (0: the format's: 512 Mooncake, 16 Alibaba)")
 	fs.IntVar(&f.read.Reorder, "reorder", trace.DefaultReorder, "requests held to put lines into timestamp order; a line out of order by more is an error")
 	fs.StringVar(&f.windows, "window", "60s,600s", "sliding windows of the working set")
-	fs.StringVar(&f.touch, "touch", string(trace.TouchForward), "order a request's blocks become most recent: forward (block 0 first, the issue's model) or reverse (tail first, as vLLM frees them)")
+	fs.StringVar(&f.touch, "touch", string(trace.TouchForward), "order a request's blocks become most recent: forward (block 0 first) or reverse (tail first, as vLLM frees them)")
 	fs.IntVar(&f.shared, "shared-sessions", trace.DefaultSharedSessions, "sessions that must reference a hash id for its cross-session hits to count as shared prefix")
-	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
 }
 
 // options returns the reading and analysis options, adding every problem
 // to errs.
 func (f *traceFlags) options(errs *[]error) (trace.Options, trace.AnalyzeOptions, kv.Geometry) {
-	f.geom.blockSize = kv.DefaultBlockTokens
-	g, err := f.geom.Validate()
+	g, err := f.model.geometry()
 	if err != nil {
 		*errs = append(*errs, err)
 	}
-	ao := trace.AnalyzeOptions{
-		BytesPerToken: g.BytesPerToken(), Touch: trace.Touch(f.touch), SharedSessions: f.shared,
-	}
+	ao := trace.AnalyzeOptions{BytesPerToken: g.BytesPerToken(), Touch: trace.Touch(f.touch), SharedSessions: f.shared}
 	if ao.BytesPerToken <= 0 {
-		ao.BytesPerToken = 1 // reported above
+		ao.BytesPerToken = 1 // the geometry's error is said above
 	}
-	for _, d := range listFlag(errs, "--window", f.windows, parseBudget) {
+	for _, d := range listFlag(errs, "window", f.windows, parseDuration) {
 		ao.Windows = append(ao.Windows, d.Seconds())
 	}
 	if err := f.read.Validate(); err != nil {
 		*errs = append(*errs, err)
 	}
-	if err := checkOutDir(f.out); err != nil {
-		*errs = append(*errs, fmt.Errorf("--out: %w", err))
+	if err := f.out.check(); err != nil {
+		*errs = append(*errs, err)
 	}
 	return f.read, ao, g
 }
 
-// flagError renders errors that name options as flags: one line.
-func flagError(err error) error {
-	return errors.New(option.Render(err, func(field string) string { return "--" + field }))
+// settings are the resolved options for manifest.json.
+func (f *traceFlags) settings(ao trace.AnalyzeOptions, g kv.Geometry) map[string]string {
+	return map[string]string{
+		"model": g.Model, "bytes_per_token": strconv.FormatInt(g.BytesPerToken(), 10),
+		"trace_block": strconv.Itoa(f.read.BlockTokens), "reorder": strconv.Itoa(f.read.Reorder),
+		"window": f.windows, "touch": string(ao.Touch), "shared_sessions": strconv.Itoa(f.shared),
+		"instances": fmt.Sprint(ao.Instances), "route": string(ao.Route),
+		"sample": strconv.FormatFloat(ao.Sample, 'g', -1, 64),
+	}
 }
 
 // analyzeTraces analyses each trace, saying on stderr how long it took.
@@ -99,50 +100,50 @@ func analyzeTraces(ctx context.Context, stderr io.Writer, cmd string, paths []st
 	return out, nil
 }
 
-// writeTraceFiles writes the trace suite's files for every result.
-func writeTraceFiles(out *harness.Output, res []*trace.Result) error {
-	for i, rows := range []func(*trace.Result) []results.Row{
-		(*trace.Result).Rows, (*trace.Result).CurveRows, (*trace.Result).WindowRows,
-	} {
-		sink, err := out.Open(trace.Suite.Files[i])
-		if err != nil {
+// writeRows opens file f of the output and writes rows into it.
+func writeRows(out *harness.Output, f results.File, rows []results.Row) error {
+	sink, err := out.Open(f)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := sink.Write(r); err != nil {
 			return err
-		}
-		for _, r := range res {
-			for _, row := range rows(r) {
-				if err := sink.Write(row); err != nil {
-					return err
-				}
-			}
 		}
 	}
 	return nil
 }
 
-// finishAnalysis closes the output, draws the plots, prints the report
-// section of the directory on stdout and returns the exit status.
-func finishAnalysis(stdout, stderr io.Writer, cmd string, out *harness.Output, werr error, section func(io.Writer, *report.Run)) int {
-	cerr := out.Close(werr != nil)
-	if err := errors.Join(werr, cerr); err != nil {
-		fmt.Fprintf(stderr, "kvtier %s: %v\n", cmd, err)
-		return exitFail
+// writeTraceFiles writes the trace suite's files for every result.
+func writeTraceFiles(out *harness.Output, res []*trace.Result) error {
+	for i, rows := range []func(*trace.Result) []results.Row{
+		(*trace.Result).Rows, (*trace.Result).CurveRows, (*trace.Result).WindowRows,
+	} {
+		var all []results.Row
+		for _, r := range res {
+			all = append(all, rows(r)...)
+		}
+		if err := writeRows(out, trace.Suite.Files[i], all); err != nil {
+			return err
+		}
 	}
-	paths, perr := plots.Dir(out.Dir)
-	for _, p := range paths {
-		out.AddFile(p)
+	return nil
+}
+
+// printSection prints a report section of the results directory on
+// stdout once the run wrote it cleanly.
+func printSection(stdout, stderr io.Writer, cmd, dir string, code int, section func(io.Writer, *report.Run)) int {
+	if code != exitOK {
+		return code
 	}
-	if err := errors.Join(perr, out.WriteManifest()); err != nil {
-		fmt.Fprintf(stderr, "kvtier %s: %v\n", cmd, err)
-		return exitFail
-	}
-	run, err := report.Load(out.Dir)
+	run, err := report.Load(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "kvtier %s: %v\n", cmd, err)
 		return exitFail
 	}
+	fmt.Fprintln(stdout)
 	section(stdout, run)
-	fmt.Fprintf(stderr, "kvtier %s: wrote %s (%s)\n", cmd, out.Dir, strings.Join(out.Manifest.Files, ", "))
-	return exitOK
+	return code
 }
 
 // traceOnlyFlags are the flags of kvtier trace that plan does not take.
@@ -154,23 +155,27 @@ type traceOnlyFlags struct {
 	gen              trace.GenOptions
 }
 
+const traceUsage = `Usage: kvtier trace [flags] TRACE...
+       kvtier trace --generate FILE [generator flags]
+
+Reads Mooncake or Alibaba-style traces (JSON lines, gzip or not) and writes trace.csv
+(request and session counts, lengths, KV footprint, APC ceiling, reuse split, knees),
+trace_curve.csv (the exact LRU prefix hit ratio at every capacity), trace_windows.csv
+(working set per sliding window), plots and manifest.json; prints the path of trace.csv
+and the summary.`
+
 // runTrace analyses traces, or writes a synthetic one with --generate.
 func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("trace", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("trace", traceUsage, stderr)
 	var f traceFlags
 	var t traceOnlyFlags
-	f.register(fs)
+	f.add(fs)
 	fs.StringVar(&t.instances, "instances", "1", "instance counts behind a router, one curve each (per-instance capacity)")
 	fs.StringVar(&t.route, "route", string(trace.RouteRandom), "router of --instances: random, session or hash (of the first block)")
 	fs.Float64Var(&t.sample, "sample", 1, "SHARDS sampling rate of blocks in (0, 1] (1: exact, every block tracked)")
 	fs.Uint64Var(&t.seed, "seed", 1, "seed of random routing and of --generate")
 	fs.StringVar(&t.generate, "generate", "", "write a synthetic Mooncake-format trace to this file instead of analysing (see the generator flags)")
-	registerGenFlags(fs, &t.gen)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier trace [flags] TRACE...\n       kvtier trace --generate FILE [generator flags]\n\nReads Mooncake or Alibaba-style traces (JSON lines, gzip or not) and writes trace.csv\n(request and session counts, lengths, KV footprint, APC ceiling, reuse split, knees),\ntrace_curve.csv (the exact LRU prefix hit ratio at every capacity), trace_windows.csv\n(working set per sliding window), plots and manifest.json; prints the summary.")
-		fs.PrintDefaults()
-	}
+	addGenFlags(fs, &t.gen)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -179,7 +184,7 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	var errs []error
 	ro, ao, g := f.options(&errs)
-	ao.Instances = listFlag(&errs, "--instances", t.instances, atoiFlag, 1)
+	ao.Instances = listFlag(&errs, "instances", t.instances, atoiFlag, 1)
 	ao.Route, ao.Sample, ao.Seed = trace.Route(t.route), t.sample, t.seed
 	if err := ao.Validate(); err != nil {
 		errs = append(errs, err)
@@ -188,29 +193,18 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		errs = append(errs, errors.New("need at least one trace file (kvtier trace TRACE...), or --generate FILE"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return usageErr(stderr, "trace", flagError(err))
+		return usageErr(stderr, "trace", err)
 	}
 	res, err := analyzeTraces(ctx, stderr, "trace", fs.Args(), g, ro, ao)
 	if err != nil {
 		return usageErr(stderr, "trace", err)
 	}
-	out, err := harness.CreateOutput(f.out, trace.Suite.Name, append([]string{"kvtier", "trace"}, args...), "/", stderr)
-	if err != nil {
-		return usageErr(stderr, "trace", err)
-	}
-	out.Manifest.Settings = traceSettings(&f, ao, g)
-	return finishAnalysis(stdout, stderr, "trace", out, writeTraceFiles(out, res), report.WriteTrace)
-}
-
-// traceSettings are the resolved options for manifest.json.
-func traceSettings(f *traceFlags, ao trace.AnalyzeOptions, g kv.Geometry) map[string]string {
-	return map[string]string{
-		"model": g.Model, "bytes_per_token": strconv.FormatInt(g.BytesPerToken(), 10),
-		"trace_block": strconv.Itoa(f.read.BlockTokens), "reorder": strconv.Itoa(f.read.Reorder),
-		"window": f.windows, "touch": string(ao.Touch), "shared_sessions": strconv.Itoa(f.shared),
-		"instances": fmt.Sprint(ao.Instances), "route": string(ao.Route),
-		"sample": strconv.FormatFloat(ao.Sample, 'g', -1, 64),
-	}
+	r := suiteRun{cmd: "trace", suite: trace.Suite, dir: f.out.dir, args: args, plots: true,
+		run: func(ctx context.Context, out *harness.Output) error {
+			out.Manifest.Settings = f.settings(ao, g)
+			return writeTraceFiles(out, res)
+		}}
+	return printSection(stdout, stderr, "trace", f.out.dir, r.exec(ctx, stdout, stderr), report.WriteTrace)
 }
 
 func atoiFlag(s string) (int, error) {
@@ -221,9 +215,9 @@ func atoiFlag(s string) (int, error) {
 	return n, nil
 }
 
-// registerGenFlags adds the generator's flags; their names are those of
+// addGenFlags adds the generator's flags; their names are those of
 // kvtier replay's synthetic sessions.
-func registerGenFlags(fs *pflag.FlagSet, g *trace.GenOptions) {
+func addGenFlags(fs *pflag.FlagSet, g *trace.GenOptions) {
 	*g = trace.DefaultGenOptions()
 	fs.IntVar(&g.Sessions, "sessions", g.Sessions, "--generate: sessions")
 	fs.IntVar(&g.Turns, "turns", g.Turns, "--generate: mean turns per session (uniform from 1 to 2·turns−1)")
@@ -239,7 +233,7 @@ func registerGenFlags(fs *pflag.FlagSet, g *trace.GenOptions) {
 // --trace-block and --seed apply.
 func runGenerate(stdout, stderr io.Writer, fs *pflag.FlagSet, t traceOnlyFlags) int {
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "trace", fmt.Errorf("--generate writes a trace and takes no TRACE argument (got %q)", fs.Arg(0)))
+		return usageErr(stderr, "trace", option.Errorf("generate", "writes a trace and takes no TRACE argument (got %q)", fs.Arg(0)))
 	}
 	o := t.gen
 	o.Seed = t.seed
@@ -247,11 +241,11 @@ func runGenerate(stdout, stderr io.Writer, fs *pflag.FlagSet, t traceOnlyFlags) 
 		o.BlockTokens = b
 	}
 	if err := o.Validate(); err != nil {
-		return usageErr(stderr, "trace", flagError(err))
+		return usageErr(stderr, "trace", err)
 	}
 	f, err := os.Create(t.generate)
 	if err != nil {
-		return usageErr(stderr, "trace", fmt.Errorf("--generate: %w", err))
+		return usageErr(stderr, "trace", option.Wrap("generate", err))
 	}
 	st, err := trace.Generate(f, o)
 	if cerr := f.Close(); err == nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -56,7 +57,7 @@ func TestTraceCommand(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	rows, _, err := results.ReadCSV(filepath.Join(out, results.TraceFile))
+	rows, _, err := results.ReadCSV(filepath.Join(out, trace.File))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestTraceCommand(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "SHARDS sampling") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	rows, _, _ = results.ReadCSV(filepath.Join(out2, results.TraceFile))
+	rows, _, _ = results.ReadCSV(filepath.Join(out2, trace.File))
 	if r := metricRow(t, rows, "apc_ceiling_any"); r.Get("method") != "shards" || r.Get("sample_rate") != "0.5" || r.Get("error_pp") == "" {
 		t.Errorf("sampled row %+v", r.Extra)
 	}
@@ -143,7 +144,7 @@ func TestPlanCommand(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	rows, _, err := results.ReadCSV(filepath.Join(out, results.PlanFile))
+	rows, _, err := results.ReadCSV(filepath.Join(out, trace.PlanFile))
 	if err != nil || len(rows) != 4 {
 		t.Fatalf("%d plan rows, %v", len(rows), err)
 	}

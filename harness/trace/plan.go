@@ -288,8 +288,8 @@ var PlanCostColumns = []string{
 var PlanSuite = results.Suite{
 	Name: "plan", Title: "Plan: tier capacities and predicted TTFT", Command: "kvtier plan", Order: 61,
 	Files: []results.File{
-		{Name: results.PlanFile, Columns: PlanColumns, Metric: "TTFT p90", Value: "ttft_p90_s"},
-		{Name: results.PlanCostsFile, Columns: PlanCostColumns, Raw: true},
+		{Name: PlanFile, Columns: PlanColumns, Metric: "TTFT p90", Value: "ttft_p90_s"},
+		{Name: PlanCostsFile, Columns: PlanCostColumns, Raw: true},
 	},
 }
 

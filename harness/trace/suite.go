@@ -8,6 +8,15 @@ import (
 	"github.com/kvtier/kvtier/results"
 )
 
+// The files of the trace and plan suites.
+const (
+	File          = "trace.csv"         // a trace's figures, one row each
+	CurveFile     = "trace_curve.csv"   // raw: LRU hit ratio vs capacity
+	WindowsFile   = "trace_windows.csv" // raw: working set per sliding window over time
+	PlanFile      = "plan.csv"          // one row per capacity configuration
+	PlanCostsFile = "plan_costs.csv"    // raw: the tier costs a plan used, or why missing
+)
+
 // Backend is the backend column of trace and plan rows: figures computed
 // from a trace, not measured on a device.
 const Backend = "trace"
@@ -46,9 +55,9 @@ var WindowColumns = []string{"trace", "window_s", "t_s", "distinct_blocks", "kv_
 var Suite = results.Suite{
 	Name: "trace", Title: "Trace: reuse, LRU capacity and working set", Command: "kvtier trace", Order: 60,
 	Files: []results.File{
-		{Name: results.TraceFile, Columns: TraceColumns, Metric: "value", Value: "value"},
-		{Name: results.TraceCurveFile, Columns: CurveColumns, Raw: true},
-		{Name: results.TraceWindowsFile, Columns: WindowColumns, Raw: true},
+		{Name: File, Columns: TraceColumns, Metric: "value", Value: "value"},
+		{Name: CurveFile, Columns: CurveColumns, Raw: true},
+		{Name: WindowsFile, Columns: WindowColumns, Raw: true},
 	},
 }
 

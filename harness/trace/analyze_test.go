@@ -235,6 +235,17 @@ func TestStackCompaction(t *testing.T) {
 	ref := map[int32]int{} // block -> time of last touch
 	rng := rand.New(rand.NewPCG(3, 4))
 	for now := range 20000 {
+		// The distinct blocks referenced since reference number since.
+		since := rng.IntN(now + 1)
+		want := 0
+		for _, l := range ref {
+			if l >= since {
+				want++
+			}
+		}
+		if got := s.since(int64(since)); got != want {
+			t.Fatalf("step %d: %d distinct blocks since reference %d, want %d", now, got, since, want)
+		}
 		b := int32(rng.IntN(300))
 		if last, ok := ref[b]; ok {
 			want := int64(1)

@@ -3,6 +3,8 @@ package trace
 import (
 	"math"
 	"slices"
+
+	"github.com/kvtier/kvtier/results"
 )
 
 // Hits are the LRU stack distances of one request's hashed blocks in one
@@ -116,20 +118,7 @@ func (c *Curve) StdErr(blocks int64) float64 {
 	for _, g := range c.groups {
 		xs = append(xs, g.at(blocks)*c.hashedShare)
 	}
-	return stddev(xs) / math.Sqrt(float64(len(xs)))
-}
-
-func stddev(xs []float64) float64 {
-	var m float64
-	for _, x := range xs {
-		m += x
-	}
-	m /= float64(len(xs))
-	var v float64
-	for _, x := range xs {
-		v += (x - m) * (x - m)
-	}
-	return math.Sqrt(v / float64(len(xs)-1))
+	return results.Describe(xs).Stddev / math.Sqrt(float64(len(xs)))
 }
 
 // Knee returns the smallest capacity in blocks per instance whose hit

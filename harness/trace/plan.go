@@ -226,40 +226,9 @@ func describe32(xs []float32) results.Stats {
 	return results.Describe(f)
 }
 
-// FormatCapacity writes a tier capacity as the flags take it: "0", "inf"
-// or bytes with a binary suffix when exact.
-func FormatCapacity(b int64) string {
-	switch {
-	case b == Unbounded:
-		return "inf"
-	case b == 0:
-		return "0"
-	}
-	for _, u := range []struct {
-		s string
-		n int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if b%u.n == 0 {
-			return strconv.FormatInt(b/u.n, 10) + u.s
-		}
-	}
-	return strconv.FormatInt(b, 10)
-}
-
 func sortedUnique(xs []int64) []int64 {
 	slices.Sort(xs)
 	return slices.Compact(xs)
-}
-
-// label names a configuration for legends: "hbm 40GiB, dram 512GiB".
-func (c Config) label() string {
-	var parts []string
-	for i, b := range c.capacities() {
-		if b != 0 || i == 0 {
-			parts = append(parts, PlanTiers[i]+" "+FormatCapacity(b))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // PlanColumns follow CommonColumns in plan.csv: one row per capacity

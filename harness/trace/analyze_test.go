@@ -129,6 +129,10 @@ func TestSharedSystemPrompt(t *testing.T) {
 	if an.ReuseShared != 1 || an.ReuseIntra != 0 || an.ReuseCross != 0 {
 		t.Errorf("reuse intra/cross/shared %g/%g/%g, want 0/0/1", an.ReuseIntra, an.ReuseCross, an.ReuseShared)
 	}
+	// Four sessions reach a threshold of four.
+	if an := analyse(t, AnalyzeOptions{SharedSessions: 4}, reqs...); an.ReuseShared != 1 {
+		t.Errorf("threshold 4, four sessions: shared %g, want 1", an.ReuseShared)
+	}
 	// With 5 sessions needed for "shared" the same hits are cross-session.
 	an = analyse(t, AnalyzeOptions{SharedSessions: 5}, reqs...)
 	if an.ReuseCross != 1 || an.ReuseShared != 0 {
@@ -172,6 +176,15 @@ func TestInterleavedSessions(t *testing.T) {
 		}
 		if plain := plainLRU(reqs, int(tc.blocks), TouchForward); plain != tc.want {
 			t.Errorf("plain LRU at %d: %d, want %d", tc.blocks, plain, tc.want)
+		}
+	}
+	// Knees: 30 tokens (half the ceiling) first at 4 blocks, 42 at 5.
+	for _, k := range []struct {
+		frac float64
+		want int64
+	}{{0.5, 4}, {0.7, 5}, {0.95, 5}} {
+		if got, ok := c.Knee(k.frac); !ok || got != k.want {
+			t.Errorf("knee at %g of the ceiling: %d blocks, want %d", k.frac, got, k.want)
 		}
 	}
 	// Reverse touching leaves block 1 above 2: r2 leaves 1 2 7; r3 finds

@@ -48,6 +48,9 @@ func TestPlanTiers(t *testing.T) {
 		// Inclusive: dram holds distances 1-4 only, so the lead 5 misses.
 		{"inclusive", Config{HBM: 3 * B, DRAM: 4 * B}, true, map[string]int64{TierRecompute: 40}},
 		{"inclusive, larger dram", Config{HBM: 3 * B, DRAM: 6 * B}, true, map[string]int64{TierHBM: 10, TierDRAM: 10, TierRecompute: 20}},
+		// At the boundary: a tier of S blocks holds distance S.
+		{"inclusive, at the boundary", Config{HBM: 2 * B, DRAM: 5 * B}, true, map[string]int64{TierHBM: 10, TierDRAM: 10, TierRecompute: 20}},
+		{"exclusive, at the boundary", Config{HBM: 2 * B, DRAM: 3 * B}, false, map[string]int64{TierHBM: 10, TierDRAM: 10, TierRecompute: 20}},
 		// An unbounded remote store takes everything seen before.
 		{"remote inf", Config{HBM: 3 * B, DRAM: 4 * B, Remote: Unbounded}, false, map[string]int64{TierHBM: 10, TierDRAM: 10, TierRemote: 10, TierRecompute: 10}},
 		// Capacities round down to whole blocks: 399 bytes are 3 blocks.

@@ -91,7 +91,7 @@ func byTrace(rows []results.Row) []traceFigures {
 func WriteTrace(w io.Writer, run *Run) {
 	for _, f := range byTrace(run.Rows("trace")) {
 		first := f.rows[0]
-		fmt.Fprintf(w, "### Trace `%s`\n\n", f.name)
+		fmt.Fprintf(w, "#### Trace `%s`\n\n", f.name)
 		fmt.Fprintf(w, "%s format, %s tokens per hash id, model %s; %s.\n\n", first.Get("format"), first.Get("block_tokens"), orDash(first.Model), methodSentence(first))
 		writeTraceCounts(w, f)
 		writeTraceLengths(w, f)

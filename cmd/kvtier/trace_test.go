@@ -52,7 +52,7 @@ func TestTraceCommand(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	for _, want := range []string{"### Trace `gen.jsonl`", "APC ceiling with an infinite cache", "exact analysis", "| 2 | session |"} {
+	for _, want := range []string{"#### Trace `gen.jsonl`", "APC ceiling with an infinite cache", "exact analysis", "| 2 | session |"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}

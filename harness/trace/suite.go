@@ -55,7 +55,7 @@ var WindowColumns = []string{"trace", "window_s", "t_s", "distinct_blocks", "kv_
 var Suite = results.Suite{
 	Name: "trace", Title: "Trace: reuse, LRU capacity and working set", Command: "kvtier trace", Order: 60,
 	Files: []results.File{
-		{Name: File, Columns: TraceColumns, Metric: "value", Value: "value"},
+		{Name: File, Columns: TraceColumns}, // single figures: nothing for compare to test
 		{Name: CurveFile, Columns: CurveColumns, Raw: true},
 		{Name: WindowsFile, Columns: WindowColumns, Raw: true},
 	},

@@ -163,8 +163,10 @@ func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planR
 	if err != nil {
 		return usageErr(stderr, "plan", err)
 	}
-	r := suiteRun{cmd: "plan", suite: trace.PlanSuite, dir: pr.f.out.dir, args: args, plots: true,
+	var dir string
+	r := suiteRun{cmd: "plan", suite: trace.PlanSuite, out: pr.f.out, args: args, plots: true,
 		run: func(ctx context.Context, out *harness.Output) error {
+			dir = out.Dir
 			out.Manifest.Settings = pr.f.settings(pr.ao, pr.geom)
 			for k, v := range map[string]string{"costs": pr.p.costs, "hbm": pr.p.hbm, "dram": pr.p.dram, "disk": pr.p.disk,
 				"remote": pr.p.remote, "inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source()} {
@@ -175,7 +177,8 @@ func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planR
 			}
 			return writePlanFiles(out, res[0], planner.Results(), pr.costs)
 		}}
-	return printSection(stdout, stderr, "plan", pr.f.out.dir, r.exec(ctx, stdout, stderr), report.WritePlan)
+	code := r.exec(ctx, stdout, stderr)
+	return printSection(stdout, stderr, "plan", dir, code, report.WritePlan)
 }
 
 // writePlanFiles writes plan.csv and plan_costs.csv.

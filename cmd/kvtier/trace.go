@@ -199,12 +199,15 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	if err != nil {
 		return usageErr(stderr, "trace", err)
 	}
-	r := suiteRun{cmd: "trace", suite: trace.Suite, dir: f.out.dir, args: args, plots: true,
+	var dir string
+	r := suiteRun{cmd: "trace", suite: trace.Suite, out: f.out, args: args, plots: true,
 		run: func(ctx context.Context, out *harness.Output) error {
+			dir = out.Dir
 			out.Manifest.Settings = f.settings(ao, g)
 			return writeTraceFiles(out, res)
 		}}
-	return printSection(stdout, stderr, "trace", f.out.dir, r.exec(ctx, stdout, stderr), report.WriteTrace)
+	code := r.exec(ctx, stdout, stderr)
+	return printSection(stdout, stderr, "trace", dir, code, report.WriteTrace)
 }
 
 func atoiFlag(s string) (int, error) {

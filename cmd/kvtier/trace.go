@@ -18,6 +18,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
 // traceFlags are the flags kvtier trace and kvtier plan share: how a
@@ -153,6 +154,8 @@ type traceOnlyFlags struct {
 	seed             uint64
 	generate         string
 	gen              trace.GenOptions
+	// Token counts of the generator, as text: 2k is 2048.
+	systemPrompt, turnTokens, outputTokens string
 }
 
 const traceUsage = `Usage: kvtier trace [flags] TRACE...
@@ -175,7 +178,7 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.Float64Var(&t.sample, "sample", 1, "SHARDS sampling rate of blocks in (0, 1] (1: exact, every block tracked)")
 	fs.Uint64Var(&t.seed, "seed", 1, "seed of random routing and of --generate")
 	fs.StringVar(&t.generate, "generate", "", "write a synthetic Mooncake-format trace to this file instead of analysing (see the generator flags)")
-	addGenFlags(fs, &t.gen)
+	addGenFlags(fs, &t)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -220,16 +223,32 @@ func atoiFlag(s string) (int, error) {
 
 // addGenFlags adds the generator's flags; their names are those of
 // kvtier replay's synthetic sessions.
-func addGenFlags(fs *pflag.FlagSet, g *trace.GenOptions) {
+func addGenFlags(fs *pflag.FlagSet, t *traceOnlyFlags) {
+	g := &t.gen
 	*g = trace.DefaultGenOptions()
 	fs.IntVar(&g.Sessions, "sessions", g.Sessions, "--generate: sessions")
 	fs.IntVar(&g.Turns, "turns", g.Turns, "--generate: mean turns per session (uniform from 1 to 2·turns−1)")
 	fs.IntVar(&g.SystemPrompts, "shared-prompts", g.SystemPrompts, "--generate: distinct system prompts the sessions share")
-	fs.IntVar(&g.SystemTokens, "system-prompt", g.SystemTokens, "--generate: tokens of each system prompt")
-	fs.IntVar(&g.TurnTokens, "turn-tokens", g.TurnTokens, "--generate: mean new user tokens per turn")
-	fs.IntVar(&g.OutputTokens, "output-tokens", g.OutputTokens, "--generate: mean output tokens per turn")
+	fs.StringVar(&t.systemPrompt, "system-prompt", strconv.Itoa(g.SystemTokens), "--generate: tokens of each system prompt (k = 1024; 0: none)")
+	fs.StringVar(&t.turnTokens, "turn-tokens", strconv.Itoa(g.TurnTokens), "--generate: mean new user tokens per turn")
+	fs.StringVar(&t.outputTokens, "output-tokens", strconv.Itoa(g.OutputTokens), "--generate: mean output tokens per turn (0: none)")
 	fs.DurationVar(&g.Think, "think", g.Think, "--generate: mean think time between a session's turns (exponential)")
 	fs.DurationVar(&g.Duration, "arrival-window", g.Duration, "--generate: sessions start uniformly within this window")
+}
+
+// tokens parses a token count flag that may be 0. A value that does not
+// parse adds an option.Error to errs and yields fallback, a valid
+// placeholder, so that Validate does not report it again.
+func tokens(errs *[]error, name, v string, fallback int) int {
+	if strings.TrimSpace(v) == "0" {
+		return 0
+	}
+	n, err := units.ParseTokens(v)
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return fallback
+	}
+	return n
 }
 
 // runGenerate writes a synthetic trace: the generator's flags and
@@ -243,7 +262,11 @@ func runGenerate(stdout, stderr io.Writer, fs *pflag.FlagSet, t traceOnlyFlags) 
 	if b, _ := fs.GetInt("trace-block"); b > 0 {
 		o.BlockTokens = b
 	}
-	if err := o.Validate(); err != nil {
+	var errs []error
+	o.SystemTokens = tokens(&errs, "system-prompt", t.systemPrompt, o.SystemTokens)
+	o.TurnTokens = tokens(&errs, "turn-tokens", t.turnTokens, o.TurnTokens)
+	o.OutputTokens = tokens(&errs, "output-tokens", t.outputTokens, o.OutputTokens)
+	if err := errors.Join(append(errs, o.Validate())...); err != nil {
 		return usageErr(stderr, "trace", err)
 	}
 	f, err := os.Create(t.generate)

@@ -16,7 +16,7 @@ import (
 func genTrace(t *testing.T, dir string) (string, int) {
 	t.Helper()
 	path := filepath.Join(dir, "gen.jsonl")
-	code, stdout, stderr := runCLI(t, "trace", "--generate", path, "--sessions", "30", "--turns", "3", "--seed", "2")
+	code, stdout, stderr := runCLI(t, "trace", "--generate", path, "--sessions", "30", "--turns", "3", "--seed", "2", "--system-prompt", "1k", "--turn-tokens", "600")
 	if code != exitOK || strings.TrimSpace(stdout) != path {
 		t.Fatalf("generate: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -104,6 +104,7 @@ func TestTraceBadInput(t *testing.T) {
 		{"bad route", []string{path, "--route", "nope", "--instances", "0"}, `--route: "nope"`},
 		{"bad window", []string{path, "--window", "60s,,"}, "--window"},
 		{"generate with a trace", []string{path, "--generate", filepath.Join(dir, "x")}, "takes no TRACE argument"},
+		{"generate, bad tokens", []string{"--generate", filepath.Join(dir, "x"), "--turn-tokens", "lots", "--sessions", "0"}, `--turn-tokens: "lots" is not a token count (want e.g. 1024, 8k, 64Ki); --sessions: 0: must be between 1 and 1073741824`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

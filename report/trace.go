@@ -183,7 +183,7 @@ func writeTraceKnees(w io.Writer, f traceFigures) {
 				cells = append(cells, t.dash(orDash(k.Reason)), Dash)
 				continue
 			}
-			cells = append(cells, fmtBytes(float64(k.Bytes)), fmtTokens(k.PrefixTokens))
+			cells = append(cells, fmtBytes(float64(k.Bytes)), commas(k.PrefixTokens))
 		}
 		t.add(cells...)
 	}

@@ -28,7 +28,7 @@ type Analysis struct {
 	Footprint     results.Stats // KV bytes of a request's input
 	Think         results.Stats // seconds from the parent's arrival
 	// TopSessionShare is the share of input tokens the top 1 % of
-	// sessions (by input tokens) send.
+	// sessions (by input tokens) send; NaN where sessions are unknown.
 	TopSessionShare float64
 
 	// CeilingAny and CeilingIntra are the APC ceiling: the share of input
@@ -90,7 +90,10 @@ func (a *Analyzer) Finish(blockTokens int) *Analysis {
 	res.Output = describeInts(a.outputs, 1)
 	res.Footprint = describeInts(a.inputs, float64(a.o.BytesPerToken))
 	res.Think = results.Describe(a.thinks)
-	res.TopSessionShare = topShare(a.sessionTokens, a.input)
+	res.TopSessionShare = nan
+	if a.sessioned {
+		res.TopSessionShare = topShare(a.sessionTokens, a.input)
+	}
 	for _, g := range a.groups {
 		res.Distinct += int64(len(g.ids))
 	}

@@ -106,9 +106,16 @@ type modelFlags struct {
 }
 
 func (f *modelFlags) add(fs *pflag.FlagSet) {
+	f.addModel(fs)
+	fs.IntVar(&f.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block")
+}
+
+// addModel adds --model and --model-config alone, for the commands whose
+// block size comes from elsewhere (a trace's, --trace-block).
+func (f *modelFlags) addModel(fs *pflag.FlagSet) {
+	f.blockSize = kv.DefaultBlockTokens
 	fs.StringVar(&f.model, "model", "", "model preset whose KV geometry is used ("+strings.Join(kv.ModelNames(), ", ")+"; default "+kv.DefaultModel+")")
 	fs.StringVar(&f.config, "model-config", "", "Hugging Face config.json of the model (or its directory), instead of --model")
-	fs.IntVar(&f.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block")
 }
 
 func (f *modelFlags) geometry() (kv.Geometry, error) {

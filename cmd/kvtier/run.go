@@ -153,3 +153,17 @@ func newFlagSet(name, usage string, stderr io.Writer) *pflag.FlagSet {
 	}
 	return fs
 }
+
+// parseOptions parses args (no positional ones) into fs and resolves the
+// command's options with resolve, reporting bad input as usageErr does.
+// ok is false when the command must return code at once.
+func parseOptions[T any](fs *pflag.FlagSet, args []string, stderr io.Writer, resolve func() (T, error)) (opts T, code int, ok bool) {
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return opts, code, false
+	}
+	opts, err := resolve()
+	if err != nil {
+		return opts, usageErr(stderr, fs.Name(), err), false
+	}
+	return opts, exitOK, true
+}

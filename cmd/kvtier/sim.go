@@ -124,12 +124,9 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.StringVar(&o.engineID, "engine-id", "", "P/D engine id (default random)")
 	fs.StringVar(&o.role, "role", "", "P/D role, for the record: producer, consumer or both (any instance plays both)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated tokens")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	cfg, code, ok := parseOptions(fs, args, stderr, o.config)
+	if !ok {
 		return code
-	}
-	cfg, err := o.config()
-	if err != nil {
-		return usageErr(stderr, "sim", err)
 	}
 	s, err := vllmsim.New(cfg)
 	if err != nil {

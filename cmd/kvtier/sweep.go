@@ -80,12 +80,9 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs := newFlagSet("sweep", "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.", stderr)
 	var f sweepFlags
 	f.add(fs)
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	opts, code, ok := parseOptions(fs, args, stderr, f.options)
+	if !ok {
 		return code
-	}
-	opts, err := f.options()
-	if err != nil {
-		return usageErr(stderr, "sweep", err)
 	}
 	ro, _ := opts.TierOptions["remote"].(*tiers.RemoteOptions)
 	if ro != nil && ro.Peer != "" && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, "remote")) {

@@ -100,12 +100,9 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	fs := newFlagSet("transfer", "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.", stderr)
 	var f transferFlags
 	f.add(fs)
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	opts, code, ok := parseOptions(fs, args, stderr, f.options)
+	if !ok {
 		return code
-	}
-	opts, err := f.options()
-	if err != nil {
-		return usageErr(stderr, "transfer", err)
 	}
 	rcfg := rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/"}
 	if opts.Transport == peer.Verbs {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
 )
@@ -44,6 +45,12 @@ type benchConfig struct {
 	backend  string
 	peer     string
 	out      string
+}
+
+// benchLibs names the native libraries as kvtier's command does, from
+// KVTIER_LIBCUDA, KVTIER_LIBCUBLAS and KVTIER_LIBIBVERBS.
+func benchLibs() system.Libraries {
+	return system.Libraries{CUDA: env("KVTIER_LIBCUDA", ""), CUBLAS: env("KVTIER_LIBCUBLAS", ""), IBVerbs: env("KVTIER_LIBIBVERBS", "")}
 }
 
 func env(name, def string) string {
@@ -133,7 +140,7 @@ func BenchmarkTiers(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	backend, why, err := tiers.OpenBackend(context.Background(), cfg.backend, tiers.BackendConfig{NUMA: -1, Log: os.Stderr})
+	backend, why, err := tiers.OpenBackend(context.Background(), cfg.backend, tiers.BackendConfig{NUMA: -1, Log: os.Stderr, Libs: benchLibs()})
 	if err != nil {
 		b.Fatalf("KVTIER_BACKEND=%s: %v", cfg.backend, err)
 	}
@@ -171,7 +178,7 @@ func BenchmarkTiers(b *testing.B) {
 func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) {
 	g := cfg.geom
 	e := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, HostMem: tiers.Pinned, Seed: 1,
-		Peer: cfg.peer, Transport: "tcp", Conns: 4, GIDIndex: -1, Log: os.Stderr}
+		Peer: cfg.peer, Transport: "tcp", Conns: 4, GIDIndex: -1, Log: os.Stderr, Libs: benchLibs()}
 	tier := spec.New(e)
 	defer tier.Close()
 	if reason := tier.Available(); reason != "" {

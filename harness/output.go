@@ -33,9 +33,10 @@ type Output struct {
 }
 
 // CreateOutput makes dir (and parents) and writes a first manifest.json
-// with the machine's facts. It fails, writing nothing, when dir cannot be
-// created or written. sysRoot is the root for sysfs/procfs reads ("/").
-func CreateOutput(dir, suite string, command []string, sysRoot string, log io.Writer) (*Output, error) {
+// with the machine's facts, collected as sys says (root of sysfs/procfs
+// reads, native libraries). It fails, writing nothing, when dir cannot be
+// created or written.
+func CreateOutput(dir, suite string, command []string, sys system.Config, log io.Writer) (*Output, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--out %s: %w", dir, err)
 	}
@@ -51,7 +52,7 @@ func CreateOutput(dir, suite string, command []string, sysRoot string, log io.Wr
 		Suite:   suite,
 		Start:   time.Now().UTC(),
 	}
-	for _, err := range system.Collect(sysRoot, m) {
+	for _, err := range system.Collect(sys, m) {
 		m.Warnings = append(m.Warnings, err.Error())
 		if log != nil {
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)

@@ -56,6 +56,8 @@ type SweepOptions struct {
 	Budget time.Duration
 	// SysRoot is the root of procfs reads (free memory); "" means "/".
 	SysRoot string
+	// Libs names the native libraries to load.
+	Libs system.Libraries
 
 	// Opened is a backend already opened by the caller (the CLI opens it
 	// before creating the results directory so that a backend that cannot
@@ -238,7 +240,7 @@ func Sweep(ctx context.Context, opts SweepOptions, out *Output, log io.Writer) e
 	if b == nil {
 		var why []string
 		var err error
-		b, why, err = tiers.OpenBackend(ctx, opts.Backend, tiers.BackendConfig{GPU: opts.GPU, NUMA: opts.NUMA, Log: log})
+		b, why, err = tiers.OpenBackend(ctx, opts.Backend, tiers.BackendConfig{GPU: opts.GPU, NUMA: opts.NUMA, Log: log, Libs: opts.Libs})
 		if err != nil {
 			return fmt.Errorf("--backend %s: %w", opts.Backend, err)
 		}
@@ -391,7 +393,7 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout,
 	env := tiers.Env{
 		Backend: s.b, Geometry: s.g, Layout: layout, Copy: mode, HostMem: s.opts.HostMem, Seed: s.opts.Seed,
 		Peer: s.opts.Peer, Transport: s.opts.Transport, Conns: s.opts.Conns, RDMADevice: s.opts.RDMADevice,
-		GIDIndex: s.opts.GIDIndex, Log: s.log,
+		GIDIndex: s.opts.GIDIndex, Log: s.log, Libs: s.opts.Libs,
 	}
 	if !spec.Moves {
 		env.Layout, env.Copy = kv.Layerwise, ""

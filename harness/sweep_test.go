@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -41,7 +42,7 @@ func runSweep(t *testing.T, ctx context.Context, o SweepOptions) (string, []resu
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	out, err := CreateOutput(dir, "sweep", []string{"test"}, "/", nil)
+	out, err := CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -109,6 +108,10 @@ type TransferOptions struct {
 	// CUDA events, as rows with path peercopy. Without two GPUs or a
 	// driver these rows are skipped with the reason.
 	PeerCopy []int
+	// Libs names the native libraries to load.
+	Libs system.Libraries
+	// Faults are the test-only faults the client injects (peer.Faults).
+	Faults peer.Faults
 
 	geom kv.Geometry
 }
@@ -217,7 +220,7 @@ func Transfer(ctx context.Context, o TransferOptions, out *Output, log io.Writer
 		r.root = "/"
 	}
 	if o.Transport == peer.Verbs {
-		if names, err := rdma.DeviceNames(""); err != nil || len(names) == 0 {
+		if names, err := rdma.DeviceNames(o.Libs.IBVerbs); err != nil || len(names) == 0 {
 			if err == nil {
 				err = rdma.ErrNoDevice
 			}
@@ -226,7 +229,7 @@ func Transfer(ctx context.Context, o TransferOptions, out *Output, log io.Writer
 	}
 	if o.DstMem == DstGPU {
 		if o.Backend == nil {
-			b, _, err := tiers.OpenBackend(ctx, "cuda", tiers.BackendConfig{GPU: o.GPU, NUMA: -1, Log: log})
+			b, _, err := tiers.OpenBackend(ctx, "cuda", tiers.BackendConfig{GPU: o.GPU, NUMA: -1, Log: log, Libs: o.Libs})
 			if err != nil {
 				return fmt.Errorf("--dst-mem gpu: %w", err)
 			}
@@ -320,7 +323,7 @@ func (r *transferRun) peer(ctx context.Context, addr string) error {
 	o := r.o
 	path := o.Path
 	var emb *peer.Embedded
-	rcfg := rdma.Config{Device: o.RDMADevice, GIDIndex: o.GIDIndex, Root: r.root}
+	rcfg := rdma.Config{Device: o.RDMADevice, GIDIndex: o.GIDIndex, Root: r.root, Library: o.Libs.IBVerbs}
 	if addr == "" {
 		pool, err := peer.NewHostPool(r.embeddedPoolBytes(), o.Seed^0x7065657270)
 		if err != nil {
@@ -336,7 +339,7 @@ func (r *transferRun) peer(ctx context.Context, addr string) error {
 	} else if path == "" {
 		path = peer.PathTo(addr)
 	}
-	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: o.Transport, Conns: o.Conns, RDMA: rcfg})
+	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: o.Transport, Conns: o.Conns, RDMA: rcfg, Faults: o.Faults})
 	if err != nil {
 		if errors.Is(err, rdma.ErrNoDevice) || errors.Is(err, rdma.ErrNoLibrary) {
 			return fmt.Errorf("--transport verbs: %w", err)
@@ -775,7 +778,7 @@ func (r *transferRun) peerCopy(ctx context.Context) error {
 		fmt.Fprintf(r.log, "transfer: peer copy %s skipped: %s\n", name, reason)
 		return nil
 	}
-	pc, reason := openPeerCopy(src, dst, o.Sizes, o.geom.BlockBytes(), o.Seed^0x7065657270)
+	pc, reason := openPeerCopy(o.Libs.CUDA, src, dst, o.Sizes, o.geom.BlockBytes(), o.Seed^0x7065657270)
 	if reason != "" {
 		return skipAll(reason)
 	}
@@ -839,8 +842,8 @@ type peerCopier struct {
 // openPeerCopy sets up a peer copy from GPU src to GPU dst with a source
 // pool that fits the largest size over whole blocks, filled with the
 // pattern. A non-empty reason says why it cannot run.
-func openPeerCopy(src, dst int, sizes []int64, blockBytes int64, seed uint64) (*peerCopier, string) {
-	drv, err := cuda.Open(os.Getenv("KVTIER_LIBCUDA"))
+func openPeerCopy(libcuda string, src, dst int, sizes []int64, blockBytes int64, seed uint64) (*peerCopier, string) {
+	drv, err := cuda.Open(libcuda)
 	if err != nil {
 		return nil, "peer copy needs two GPUs; " + err.Error()
 	}

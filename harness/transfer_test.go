@@ -11,6 +11,7 @@ import (
 	"github.com/kvtier/kvtier/cuda/cudatest"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -106,7 +107,7 @@ func TestTransferMismatch(t *testing.T) {
 	o.Peers, o.Sizes, o.Reps, o.Warmup = []string{e.Addr}, []int64{pool.Size()}, 1, 0
 	o.Layouts = []string{TransferContiguous}
 	dir := filepath.Join(t.TempDir(), "out")
-	out, err := CreateOutput(dir, "transfer", []string{"test"}, "/", nil)
+	out, err := CreateOutput(dir, "transfer", []string{"test"}, system.Config{Root: "/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,9 +163,10 @@ func runGPUTransfer(t *testing.T, env map[string]string, o TransferOptions) (err
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	cudatest.Use(t)
+	libs := cudatest.Build(t)
+	o.Libs = system.Libraries{CUDA: libs.CUDA, CUBLAS: libs.CUBLAS}
 	dir := filepath.Join(t.TempDir(), "out")
-	out, err := CreateOutput(dir, "transfer", []string{"test"}, "/", nil)
+	out, err := CreateOutput(dir, "transfer", []string{"test"}, system.Config{Root: "/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,12 +243,13 @@ func TestTransferPeerCopy(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			cudatest.Use(t)
+			libs := cudatest.Build(t)
+			o.Libs = system.Libraries{CUDA: libs.CUDA, CUBLAS: libs.CUBLAS}
 			if tc.name == "no driver" {
-				t.Setenv("KVTIER_LIBCUDA", filepath.Join(t.TempDir(), "libcuda.so.1"))
+				o.Libs.CUDA = filepath.Join(t.TempDir(), "libcuda.so.1")
 			}
 			dir := filepath.Join(t.TempDir(), "out")
-			out, err := CreateOutput(dir, "transfer", []string{"test"}, "/", nil)
+			out, err := CreateOutput(dir, "transfer", []string{"test"}, system.Config{Root: "/"}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/system"
 )
 
 // A MemKind is where a buffer lives.
@@ -115,6 +116,7 @@ type BackendConfig struct {
 	GPU  int // CUDA device ordinal
 	NUMA int // NUMA node for host pools; -1 leaves placement to the kernel
 	Log  io.Writer
+	Libs system.Libraries // native libraries (libcuda, libcublas) to load
 }
 
 // A BackendSpec registers a backend.

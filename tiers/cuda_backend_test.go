@@ -17,16 +17,26 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
-// openFake opens the cuda backend on a fresh fake driver.
+// fakeLibs builds fresh fake libraries and names them.
+func fakeLibs(t *testing.T) system.Libraries {
+	libs := cudatest.Build(t)
+	return system.Libraries{CUDA: libs.CUDA, CUBLAS: libs.CUBLAS}
+}
+
+// openFake opens the cuda backend on a fresh fake driver (or on the
+// libraries cfg names).
 func openFake(t *testing.T, env map[string]string, cfg tiers.BackendConfig) tiers.Backend {
 	t.Helper()
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	cudatest.Use(t)
+	if cfg.Libs.CUDA == "" {
+		cfg.Libs = fakeLibs(t)
+	}
 	b, _, err := tiers.OpenBackend(context.Background(), "cuda", cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -41,30 +51,28 @@ func openFake(t *testing.T, env map[string]string, cfg tiers.BackendConfig) tier
 
 func TestCUDABackendWithoutDriver(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "libcuda.so.1")
-	t.Setenv("KVTIER_LIBCUDA", bad)
-	_, _, err := tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{NUMA: -1})
-	if err == nil || !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "cuda: cannot load libcuda.so.1 (tried KVTIER_LIBCUDA="+bad+")") {
+	cfg := tiers.BackendConfig{NUMA: -1, Libs: system.Libraries{CUDA: bad}}
+	_, _, err := tiers.OpenBackend(context.Background(), "cuda", cfg)
+	if err == nil || !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "cuda: cannot load libcuda (tried "+bad+")") {
 		t.Fatalf("open without a driver: %v", err)
 	}
-	b, why, err := tiers.OpenBackend(context.Background(), "auto", tiers.BackendConfig{NUMA: -1})
+	b, why, err := tiers.OpenBackend(context.Background(), "auto", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if b.Name() != "host" || len(why) == 0 || !strings.Contains(strings.Join(why, ";"), "cuda: cuda: cannot load libcuda.so.1") {
+	if b.Name() != "host" || len(why) == 0 || !strings.Contains(strings.Join(why, ";"), "cuda: cuda: cannot load libcuda") {
 		t.Errorf("auto chose %s, why %q", b.Name(), why)
 	}
 }
 
 func TestCUDABackendOpenErrors(t *testing.T) {
-	cudatest.Use(t)
-	_, _, err := tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{GPU: 3, NUMA: -1})
+	_, _, err := tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{GPU: 3, NUMA: -1, Libs: fakeLibs(t)})
 	if err == nil || !strings.Contains(err.Error(), "--gpu 3, but the driver sees 1 device(s)") {
 		t.Errorf("gpu out of range: %v", err)
 	}
 	t.Setenv("FAKECUDA_INIT_FAIL", "1")
-	cudatest.Use(t)
-	_, _, err = tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{NUMA: -1})
+	_, _, err = tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{NUMA: -1, Libs: fakeLibs(t)})
 	if err == nil || !strings.Contains(err.Error(), "cuInit: CUDA_ERROR_NO_DEVICE") {
 		t.Errorf("cuInit failing: %v", err)
 	}
@@ -124,21 +132,25 @@ func gather(t *testing.T, b tiers.Backend, g kv.Geometry, srcKind tiers.MemKind,
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The first copy of a kind on a backend runs unheld (see
+	// TestCUDABackendWarmsUpUnheld); the second is held where the memory
+	// allows.
 	tm := b.Timer(tiers.Queued)
-	if err := tm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Copy(dst, src, plan, mode); err != nil {
-		tm.Stop()
-		t.Fatal(err)
-	}
-	sec, err := tm.Stop()
-	if err != nil || sec <= 0 {
-		t.Fatalf("Stop = %g, %v", sec, err)
-	}
-	held := tm.(tiers.HeldTimer).Held()
-	if held != (srcKind != tiers.Pageable) {
-		t.Errorf("held = %v for %s", held, srcKind)
+	for rep := range 2 {
+		if err := tm.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Copy(dst, src, plan, mode); err != nil {
+			tm.Stop()
+			t.Fatal(err)
+		}
+		sec, err := tm.Stop()
+		if err != nil || sec <= 0 {
+			t.Fatalf("Stop = %g, %v", sec, err)
+		}
+		if held := tm.(tiers.HeldTimer).Held(); rep == 1 && held != (srcKind != tiers.Pageable) {
+			t.Errorf("held = %v for %s", held, srcKind)
+		}
 	}
 	out := make([]byte, dp.Size())
 	if _, err := dst.ReadAt(out, 0); err != nil {
@@ -196,6 +208,58 @@ func TestCUDABackendFreeWhileHeld(t *testing.T) {
 	}
 }
 
+// TestCUDABackendWarmsUpUnheld: lazily loaded kernels must not load behind
+// a held stream, so the first copy of each kind and the first GEMM of
+// each shape run unheld; repeats are held.
+func TestCUDABackendWarmsUpUnheld(t *testing.T) {
+	b := openFake(t, nil, tiers.BackendConfig{NUMA: -1})
+	pin, _ := b.Alloc(tiers.Pinned, 1<<16)
+	defer pin.Close()
+	dev, _ := b.Alloc(tiers.Device, 1<<16)
+	defer dev.Close()
+	dev2, _ := b.Alloc(tiers.Device, 1<<16)
+	defer dev2.Close()
+	plan := []kv.Copy{{Dst: 0, Src: 4096, Bytes: 4096}}
+	small := []kv.GEMM{{Name: "small", M: 2, N: 2, K: 2}}
+	big := []kv.GEMM{{Name: "big", M: 4, N: 4, K: 4}}
+	tm := b.Timer(tiers.Queued)
+	sample := func(work func() error) bool {
+		if err := tm.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := work(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tm.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		return tm.(tiers.HeldTimer).Held()
+	}
+	h2d := func() error { return b.Copy(dev, pin, plan, tiers.PerCopy) }
+	d2d := func() error { return b.Copy(dev2, dev, plan, tiers.PerCopy) }
+	for i, step := range []struct {
+		name string
+		work func() error
+		held bool
+	}{
+		{"first H2D", h2d, false},
+		{"second H2D", h2d, true},
+		{"first D2D", d2d, false},
+		{"second D2D", d2d, true},
+		{"first GEMM of a shape", func() error { return b.GEMMs(big) }, false},
+		{"same shape again", func() error { return b.GEMMs(big) }, true},
+		// A smaller shape fits the scratch and the handle exists: only
+		// the warm-up lets go of the stream.
+		{"a new shape", func() error { return b.GEMMs(small) }, false},
+		{"the new shape again", func() error { return b.GEMMs(small) }, true},
+		{"H2D still warm", h2d, true},
+	} {
+		if held := sample(step.work); held != step.held {
+			t.Errorf("step %d, %s: held %v, want %v", i, step.name, held, step.held)
+		}
+	}
+}
+
 // TestCUDABackendLearnsQueueDepth: work larger than the fake's queue
 // blocks behind the hold; the watchdog lets it go, and later samples that
 // large are not held at all (no second stall) while small ones still are.
@@ -236,6 +300,9 @@ func TestCUDABackendLearnsQueueDepth(t *testing.T) {
 					t.Fatal(err)
 				}
 				return tm.(tiers.HeldTimer).Held(), took
+			}
+			if held, _ := sample(plan[:8]); held {
+				t.Error("the first copy of its kind was held")
 			}
 			if held, took := sample(plan); held || took < 400*time.Millisecond {
 				t.Errorf("first sample: held %v after %v; want a stall and held=false", held, took)
@@ -324,9 +391,9 @@ func TestCUDABackendGEMMs(t *testing.T) {
 	if err := b.GEMMs([]kv.GEMM{{Name: "empty"}}); err == nil {
 		t.Error("zero-size gemm accepted")
 	}
-	t.Setenv("KVTIER_LIBCUBLAS", filepath.Join(t.TempDir(), "libcublas.so.12"))
-	nob := openFake(t, nil, tiers.BackendConfig{NUMA: -1})
-	t.Setenv("KVTIER_LIBCUBLAS", filepath.Join(t.TempDir(), "libcublas.so.12"))
+	libs := fakeLibs(t)
+	libs.CUBLAS = filepath.Join(t.TempDir(), "libcublas.so.12")
+	nob := openFake(t, nil, tiers.BackendConfig{NUMA: -1, Libs: libs})
 	if err := nob.GEMMs(ops); err == nil || !strings.Contains(err.Error(), "cannot load libcublas") {
 		t.Errorf("gemm without cublas: %v", err)
 	}
@@ -338,13 +405,20 @@ func TestCUDABackendExportDMABuf(t *testing.T) {
 	if !ok {
 		t.Fatal("cuda backend is not a DMABufExporter")
 	}
-	d, _ := b.Alloc(tiers.Device, 10000)
+	d, _ := b.Alloc(tiers.Device, 100000)
 	defer d.Close()
 	fd, off, err := exp.ExportDMABuf(d)
 	if err != nil || fd < 0 || off != 0 {
 		t.Fatalf("export = %d, %d, %v", fd, off, err)
 	}
 	syscall.Close(fd)
+	// A small allocation from the driver's sub-allocator does not start on
+	// a page: no page-aligned range lies inside it, so it is not exported.
+	small, _ := b.Alloc(tiers.Device, 10000)
+	defer small.Close()
+	if _, _, err := exp.ExportDMABuf(small); !errors.Is(err, cuda.ErrUnsupported) || !strings.Contains(err.Error(), "does not start on a page") {
+		t.Errorf("export of a sub-allocated buffer: %v", err)
+	}
 	h, _ := b.Alloc(tiers.Pinned, 4096)
 	defer h.Close()
 	if _, _, err := exp.ExportDMABuf(h); !errors.Is(err, cuda.ErrUnsupported) {
@@ -363,7 +437,7 @@ const tinyConfig = `{"num_hidden_layers":2,"num_attention_heads":4,"num_key_valu
 "intermediate_size":64,"torch_dtype":"bfloat16"}`
 
 func TestCUDABackendSweep(t *testing.T) {
-	cudatest.Use(t)
+	libs := fakeLibs(t)
 	cfgPath := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(cfgPath, []byte(tinyConfig), 0o644); err != nil {
 		t.Fatal(err)
@@ -377,11 +451,12 @@ func TestCUDABackendSweep(t *testing.T) {
 			o.Prefixes = []int{16, 64}
 			o.Reps, o.Warmup = 2, 1
 			o.HostMem = mem
+			o.Libs = libs
 			if err := o.Validate(); err != nil {
 				t.Fatal(err)
 			}
 			dir := filepath.Join(t.TempDir(), "out")
-			out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, "/", nil)
+			out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -67,7 +67,7 @@ func (t *remoteTier) Available() string {
 	case peer.TCP:
 		return ""
 	case peer.Verbs:
-		names, err := rdma.DeviceNames("")
+		names, err := rdma.DeviceNames(t.env.Libs.IBVerbs)
 		if err != nil {
 			return "transport verbs: " + err.Error()
 		}
@@ -94,7 +94,7 @@ func (t *remoteTier) SetupBytes(maxBlocks int) int64 {
 }
 
 func (t *remoteTier) rdmaConfig() rdma.Config {
-	return rdma.Config{Device: t.env.RDMADevice, GIDIndex: t.env.GIDIndex, Root: "/"}
+	return rdma.Config{Device: t.env.RDMADevice, GIDIndex: t.env.GIDIndex, Root: "/", Library: t.env.Libs.IBVerbs}
 }
 
 // Setup connects to the peer (starting an embedded one if needed), places

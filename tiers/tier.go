@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/system"
 )
 
 // A Prefix is the reused prefix a Fetch brings back.
@@ -35,11 +36,12 @@ type Env struct {
 	Seed     uint64   // block placement
 
 	// Remote tier.
-	Peer       string // HOST:PORT of a kvtier serve peer; "" starts an embedded loopback peer
-	Transport  string // "tcp" or "verbs"
-	Conns      int    // parallel TCP connections or RC QPs
-	RDMADevice string // e.g. mlx5_0; "" picks the first active port
-	GIDIndex   int    // -1 selects a RoCE v2 GID automatically
+	Peer       string           // HOST:PORT of a kvtier serve peer; "" starts an embedded loopback peer
+	Transport  string           // "tcp" or "verbs"
+	Conns      int              // parallel TCP connections or RC QPs
+	RDMADevice string           // e.g. mlx5_0; "" picks the first active port
+	GIDIndex   int              // -1 selects a RoCE v2 GID automatically
+	Libs       system.Libraries // native libraries (libibverbs) to load
 
 	Log io.Writer // progress and warnings; never rows
 }

@@ -167,7 +167,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err != nil {
 		return usageErr(stderr, "interfere", err)
 	}
-	out, err := harness.CreateOutput(f.out, "mb1", append([]string{"kvtier", "interfere"}, args...), "/", stderr)
+	out, err := harness.CreateOutput(f.out, "mb1", append([]string{"kvtier", "interfere"}, args...), sysConfig("/"), stderr)
 	if err != nil {
 		return usageErr(stderr, "interfere", err)
 	}

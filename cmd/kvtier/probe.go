@@ -228,7 +228,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	info := p.Info()
 
-	out, err := harness.CreateOutput(f.out, "probe", append([]string{"kvtier", "probe"}, args...), "/", stderr)
+	out, err := harness.CreateOutput(f.out, "probe", append([]string{"kvtier", "probe"}, args...), sysConfig("/"), stderr)
 	if err != nil {
 		return usageErr(stderr, "probe", err)
 	}

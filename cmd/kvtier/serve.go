@@ -88,7 +88,8 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		return usageErr(stderr, "serve", err)
 	}
 
-	rcfg := rdma.Config{Device: o.Device, GIDIndex: o.GIDIndex, Root: "/"}
+	libs := libraries()
+	rcfg := rdma.Config{Device: o.Device, GIDIndex: o.GIDIndex, Root: "/", Library: libs.IBVerbs}
 	if o.Transport == peer.Verbs {
 		// Open one endpoint now so a missing device or a bad GID index is
 		// reported at start, not on the first client.
@@ -99,7 +100,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 
 	var p *peer.Pool
 	if o.Mem == peer.GPUMem {
-		b, _, err := tiers.OpenBackend(ctx, "cuda", tiers.BackendConfig{GPU: o.GPU, NUMA: -1, Log: stderr})
+		b, _, err := tiers.OpenBackend(ctx, "cuda", tiers.BackendConfig{GPU: o.GPU, NUMA: -1, Log: stderr, Libs: libs})
 		if err != nil {
 			return usageErr(stderr, "serve", fmt.Errorf("--mem gpu: %w", err))
 		}
@@ -147,7 +148,7 @@ func verbsProblem(err error) error {
 	switch {
 	case errors.Is(err, rdma.ErrNoDevice):
 		return fmt.Errorf("--transport verbs: %w", err)
-	case errors.Is(err, rdma.ErrNoLibrary), errors.Is(err, rdma.ErrNotBuilt):
+	case errors.Is(err, rdma.ErrNoLibrary):
 		return fmt.Errorf("--transport verbs: no RDMA device (%w)", err)
 	}
 	msg := err.Error()

@@ -168,7 +168,8 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 
 	// Open the backend before writing anything, so a backend that cannot
 	// open is one line and exit 2 with no results directory.
-	b, why, err := tiers.OpenBackend(ctx, opts.Backend, tiers.BackendConfig{GPU: opts.GPU, NUMA: opts.NUMA, Log: stderr})
+	opts.Libs = libraries()
+	b, why, err := tiers.OpenBackend(ctx, opts.Backend, tiers.BackendConfig{GPU: opts.GPU, NUMA: opts.NUMA, Log: stderr, Libs: opts.Libs})
 	if err != nil {
 		return usageErr(stderr, "sweep", fmt.Errorf("--backend %s: %w", opts.Backend, err))
 	}
@@ -178,7 +179,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	opts.Opened, opts.Fallback = b, why
 
-	out, err := harness.CreateOutput(f.out, "sweep", append([]string{"kvtier", "sweep"}, args...), "/", stderr)
+	out, err := harness.CreateOutput(f.out, "sweep", append([]string{"kvtier", "sweep"}, args...), sysConfig("/"), stderr)
 	if err != nil {
 		return usageErr(stderr, "sweep", err)
 	}

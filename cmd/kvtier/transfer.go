@@ -109,13 +109,14 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	if err != nil {
 		return usageErr(stderr, "transfer", err)
 	}
+	opts.Libs, opts.Faults = libraries(), peerFaults()
 	if opts.Transport == peer.Verbs {
-		if err := verbsReady(rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/"}); err != nil {
+		if err := verbsReady(rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/", Library: opts.Libs.IBVerbs}); err != nil {
 			return usageErr(stderr, "transfer", err)
 		}
 	}
 	if opts.DstMem == harness.DstGPU {
-		b, _, err := tiers.OpenBackend(ctx, "cuda", tiers.BackendConfig{GPU: opts.GPU, NUMA: -1, Log: stderr})
+		b, _, err := tiers.OpenBackend(ctx, "cuda", tiers.BackendConfig{GPU: opts.GPU, NUMA: -1, Log: stderr, Libs: opts.Libs})
 		if err != nil {
 			return usageErr(stderr, "transfer", fmt.Errorf("--dst-mem gpu: %w", err))
 		}
@@ -130,7 +131,7 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 			return usageErr(stderr, "transfer", err)
 		}
 	}
-	out, err := harness.CreateOutput(f.out, "transfer", append([]string{"kvtier", "transfer"}, args...), "/", stderr)
+	out, err := harness.CreateOutput(f.out, "transfer", append([]string{"kvtier", "transfer"}, args...), sysConfig("/"), stderr)
 	if err != nil {
 		return usageErr(stderr, "transfer", err)
 	}

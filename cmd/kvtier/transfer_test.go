@@ -320,7 +320,7 @@ func TestTransferGPUBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--dst-mem", "gpu"}, "--dst-mem gpu: cuda: cannot load libcuda.so.1"},
+		{[]string{"--dst-mem", "gpu"}, "--dst-mem gpu: cuda: cannot load libcuda (tried "},
 		{[]string{"--dst-mem", "hbm"}, `--dst-mem "hbm": want host or gpu`},
 		{[]string{"--peer-copy", "0"}, "--peer-copy [0]: want SRC,DST"},
 		{[]string{"--peer-copy", "0,0"}, "--peer-copy [0 0]: want SRC,DST"},

@@ -29,9 +29,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
 )
@@ -45,12 +46,6 @@ type benchConfig struct {
 	backend  string
 	peer     string
 	out      string
-}
-
-// benchLibs names the native libraries as kvtier's command does, from
-// KVTIER_LIBCUDA, KVTIER_LIBCUBLAS and KVTIER_LIBIBVERBS.
-func benchLibs() system.Libraries {
-	return system.Libraries{CUDA: env("KVTIER_LIBCUDA", ""), CUBLAS: env("KVTIER_LIBCUBLAS", ""), IBVerbs: env("KVTIER_LIBIBVERBS", "")}
 }
 
 func env(name, def string) string {
@@ -122,7 +117,7 @@ func TestMain(m *testing.M) {
 }
 
 func writeRows(path string) error {
-	s, err := results.CreateCSV(path, results.SweepColumns...)
+	s, err := results.CreateCSV(path, sweep.Suite.Main().Columns...)
 	if err != nil {
 		return err
 	}
@@ -140,7 +135,8 @@ func BenchmarkTiers(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	backend, why, err := tiers.OpenBackend(context.Background(), cfg.backend, tiers.BackendConfig{NUMA: -1, Log: os.Stderr, Libs: benchLibs()})
+	backend, why, err := tiers.OpenBackend(context.Background(), cfg.backend, tiers.BackendConfig{NUMA: -1, Log: os.Stderr,
+		LibCUDA: os.Getenv("KVTIER_LIBCUDA"), LibCUBLAS: os.Getenv("KVTIER_LIBCUBLAS")})
 	if err != nil {
 		b.Fatalf("KVTIER_BACKEND=%s: %v", cfg.backend, err)
 	}
@@ -177,11 +173,18 @@ func BenchmarkTiers(b *testing.B) {
 // and copy mode; the tier is set up once, on the first prefix that runs.
 func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) {
 	g := cfg.geom
-	e := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, HostMem: tiers.Pinned, Seed: 1,
-		Peer: cfg.peer, Transport: "tcp", Conns: 4, GIDIndex: -1, Log: os.Stderr, Libs: benchLibs()}
-	tier := spec.New(e)
-	defer tier.Close()
-	if reason := tier.Available(); reason != "" {
+	var opts tiers.Options
+	if spec.NewOptions != nil {
+		opts = spec.NewOptions()
+		if ro, ok := opts.(*tiers.RemoteOptions); ok {
+			ro.Peer = cfg.peer
+		}
+	}
+	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Seed: 1, Options: opts, Log: os.Stderr,
+		LibIBVerbs: env("KVTIER_LIBIBVERBS", "")}
+	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Geom: g, Seed: 1}
+	defer c.Tier.Close()
+	if reason := c.Tier.Available(); reason != "" {
 		b.Skip(reason)
 	}
 	if spec.Moves && !slices.Contains(backend.CopyModes(), mode) {
@@ -189,92 +192,55 @@ func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec
 	}
 	ready := false
 	for _, tok := range cfg.prefixes {
-		p := tiers.Prefix{Tokens: tok, Blocks: g.Blocks(tok)}
 		b.Run(fmt.Sprintf("prefix=%d", tok), func(b *testing.B) {
 			if !ready {
-				if err := tier.Setup(context.Background(), g.Blocks(cfg.prefixes[len(cfg.prefixes)-1])); err != nil {
+				if err := c.Tier.Setup(context.Background(), g.Blocks(cfg.prefixes[len(cfg.prefixes)-1])); err != nil {
 					b.Skipf("setup: %v", err)
 				}
 				ready = true
 			}
-			benchPrefix(b, backend, spec, tier, layout, mode, p, g)
+			benchPrefix(b, c, sweep.Prefix(g, tok))
 		})
 	}
 }
 
-// benchPrefix verifies one fetch of p, then times b.N fetches with the
-// backend's timer.
-func benchPrefix(b *testing.B, backend tiers.Backend, spec tiers.Spec, tier tiers.Tier, layout kv.Layout, mode tiers.CopyMode, p tiers.Prefix, g kv.Geometry) {
+// benchPrefix verifies one fetch of p the way a sweep verifies a rep,
+// then times b.N fetches through the same Sampler and case as the sweep,
+// so the row it records has the sweep's labels.
+func benchPrefix(b *testing.B, c sweep.Config, p tiers.Prefix) {
 	ctx := context.Background()
-	payload := int64(p.Blocks) * g.BlockBytes()
-	// Verify once, outside the timed loop.
-	if spec.Moves {
-		if s, ok := tier.(tiers.Scrubber); ok {
-			if err := s.Scrub(p); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := tier.Fetch(ctx, p); err != nil {
-			b.Fatal(err)
-		}
-		if err := backend.Sync(); err != nil {
-			b.Fatal(err)
-		}
-		if err := tier.Verify(p); err != nil {
-			b.Fatalf("verification failed: %v", err)
-		}
-		b.SetBytes(payload)
+	hc := c.Case(p)
+	var row results.Row
+	s := &harness.Sampler{Suite: "bench", Sink: sinkFunc(func(r results.Row) error { row = r; return nil }),
+		Policy: harness.Policy{Reps: 1}}
+	if _, err := s.Measure(ctx, hc); err != nil || row.Status != results.StatusOK {
+		b.Fatalf("verified sample: %v %s %s", err, row.Status, row.Reason)
+	}
+	if hc.Row.Bytes > 0 {
+		b.SetBytes(hc.Row.Bytes)
 	}
 	var total float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		t := backend.Timer(spec.Timing)
-		if err := t.Start(); err != nil {
-			b.Fatal(err)
-		}
-		if err := tier.Fetch(ctx, p); err != nil {
-			b.Fatal(err)
-		}
-		sec, err := t.Stop()
+		sec, _, err := s.Sample(ctx, &hc)
 		if err != nil {
 			b.Fatal(err)
 		}
 		total += sec
 	}
 	b.StopTimer()
-	mean := total / float64(b.N)
-	r := results.NewRow("bench")
-	r.Backend, r.Tier, r.Model = backend.Name(), spec.Name, g.Model
-	r.PrefixTokens, r.Blocks = int64(p.Tokens), int64(p.Blocks)
-	r.Set("device", backend.Device())
-	r.Set("seed", 1)
-	timing := "clock"
-	if backend.Name() != "host" && spec.Timing == tiers.Queued {
-		timing = "events"
+	row.SetTime(total / float64(b.N))
+	if hc.Work > 0 {
+		row.Set("tflops", hc.Work/row.Seconds/1e12)
+		b.ReportMetric(hc.Work/row.Seconds/1e12, "TFLOP/s")
+	} else if row.GBps > 0 {
+		b.ReportMetric(row.GBps, "GB/s")
 	}
-	r.Set("timing", timing)
-	for k, v := range tier.Attrs() {
-		switch k {
-		case "transport":
-			r.Transport = v
-		case "copy", "src_mem", "dst_mem", "path", "link_gbps", "compute_dtype":
-			r.Set(k, v)
-		}
-	}
-	if spec.Moves {
-		r.Layout = string(layout)
-		r.Bytes = payload
-		r.ChunkBytes = g.ChunkBytes(layout)
-		r.Set("copy", string(mode))
-		r.SetTime(mean)
-		b.ReportMetric(r.GBps, "GB/s")
-	} else {
-		r.SetTime(mean)
-		if w := tier.Work(p); w > 0 && mean > 0 {
-			r.Set("flops", w)
-			r.Set("tflops", w/mean/1e12)
-			b.ReportMetric(w/mean/1e12, "TFLOP/s")
-		}
-	}
-	record(b.Name(), r)
+	record(b.Name(), row)
 }
+
+// sinkFunc is a results.Sink of one function.
+type sinkFunc func(results.Row) error
+
+func (f sinkFunc) Write(r results.Row) error { return f(r) }
+func (f sinkFunc) Close() error              { return nil }

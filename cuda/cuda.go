@@ -120,11 +120,6 @@ func Open(path string) (*Driver, error) {
 	return r.v, r.err
 }
 
-// Close does nothing and returns nil: a driver stays loaded for the life
-// of the process (no dlclose: unloading a driver whose threads are alive
-// is not safe). Release contexts, streams and memory instead.
-func (d *Driver) Close() error { return nil }
-
 // VersionString formats the driver's CUDA version, e.g. "12.8".
 func (d *Driver) VersionString() string { return FormatVersion(d.Version) }
 

@@ -30,6 +30,8 @@ type Output struct {
 	mu      sync.Mutex
 	sinks   []*results.CSV
 	summary map[string][]string // CSV path -> key columns for its summary
+	// closedErrors counts the error rows of sinks already closed.
+	closedErrors int
 }
 
 // CreateOutput makes dir (and parents) and writes a first manifest.json
@@ -66,6 +68,29 @@ func CreateOutput(dir, suite string, command []string, sys system.Config, log io
 // keys are the columns a summary groups by; nil means no summary.
 func (o *Output) CSV(name string, keys []string, extra ...string) (*results.CSV, error) {
 	return o.csv(name, append(slices.Clone(results.CommonColumns), extra...), keys)
+}
+
+// Open creates the suite file f in the directory with the header its
+// declaration gives; when f has summary keys, Close writes its summary
+// beside it.
+func (o *Output) Open(f results.File) (*results.CSV, error) {
+	keys := f.Keys
+	if f.Raw {
+		keys = nil
+	}
+	return o.csv(f.Name, f.Header(), keys)
+}
+
+// Errors returns the number of error rows written through the output's
+// CSV files: a run with any is not a clean run (exit status 1).
+func (o *Output) Errors() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := o.closedErrors
+	for _, s := range o.sinks {
+		n += s.Errors()
+	}
+	return n
 }
 
 // RawCSV creates name with exactly the given columns (for files that are
@@ -116,6 +141,7 @@ func (o *Output) Close(interrupted bool) error {
 	o.mu.Lock()
 	var errs []error
 	for _, s := range o.sinks {
+		o.closedErrors += s.Errors()
 		if err := s.Close(); err != nil {
 			errs = append(errs, err)
 		}

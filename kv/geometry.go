@@ -89,24 +89,52 @@ func (g Geometry) ChunkBytes(l Layout) int64 {
 	return g.BlockBytes() / int64(g.ChunksPerBlock(l))
 }
 
-// Validate reports the first field that makes g unusable.
+// Limits of a geometry kvtier accepts: well beyond any published model,
+// small enough that no size computed from them overflows and no table
+// built per layer or expert grows without bound.
+const (
+	MaxLayers     = 1024
+	MaxHeads      = 4096 // attention heads, KV heads, experts
+	MaxDim        = 1 << 18
+	MaxBlockBytes = 1 << 32 // one KV block: 4 GiB
+)
+
+// Validate reports the first field that makes g unusable: a count that
+// is not positive, or one beyond the limits above.
 func (g Geometry) Validate() error {
 	for _, f := range []struct {
-		name string
-		v    int
+		name   string
+		v, max int
 	}{
-		{"num_hidden_layers", g.Layers},
-		{"num_attention_heads", g.Heads},
-		{"hidden_size", g.Hidden},
-		{"dtype bytes", g.DTypeBytes},
-		{"block size", g.BlockTokens},
+		{"num_hidden_layers", g.Layers, MaxLayers},
+		{"num_attention_heads", g.Heads, MaxHeads},
+		{"hidden_size", g.Hidden, MaxDim},
+		{"dtype bytes", g.DTypeBytes, 8},
+		{"block size", g.BlockTokens, MaxBlockTokens},
 	} {
-		if f.v <= 0 {
-			return fmt.Errorf("geometry %s: %s must be positive, got %d", g.Model, f.name, f.v)
+		if f.v <= 0 || f.v > f.max {
+			return fmt.Errorf("geometry %s: %s must be 1 to %d, got %d", g.Model, f.name, f.max, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name   string
+		v, max int
+	}{
+		{"num_key_value_heads", g.KVHeads, MaxHeads}, {"head_dim", g.HeadDim, MaxDim},
+		{"intermediate_size", g.Intermediate, MaxDim}, {"num_experts", g.Experts, MaxHeads},
+		{"num_experts_per_tok", g.ExpertsPerToken, MaxHeads}, {"moe_intermediate_size", g.MoEIntermediate, MaxDim},
+		{"kv_lora_rank", g.KVLoraRank, MaxDim}, {"q_lora_rank", g.QLoraRank, MaxDim},
+		{"qk_rope_head_dim", g.QKRopeHeadDim, MaxDim}, {"v_head_dim", g.VHeadDim, MaxDim},
+	} {
+		if f.v < 0 || f.v > f.max {
+			return fmt.Errorf("geometry %s: %s must be 0 to %d, got %d", g.Model, f.name, f.max, f.v)
 		}
 	}
 	if !g.MLA() && (g.KVHeads <= 0 || g.HeadDim <= 0) {
 		return fmt.Errorf("geometry %s: num_key_value_heads and head_dim must be positive", g.Model)
+	}
+	if b := g.BlockBytes(); b <= 0 || b > MaxBlockBytes {
+		return fmt.Errorf("geometry %s: a block of %d tokens would be %d bytes (at most %d)", g.Model, g.BlockTokens, b, int64(MaxBlockBytes))
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/kvtier/kvtier/option"
 )
 
 // DefaultBlockTokens is the KV block size vLLM uses by default.
@@ -67,5 +69,45 @@ func LookupModel(name string) (Geometry, error) {
 	}
 	g.Model = strings.ToLower(strings.TrimSpace(name))
 	g.BlockTokens = DefaultBlockTokens
+	return g, nil
+}
+
+// MaxBlockTokens bounds the tokens of one KV block (vLLM's largest block
+// sizes are in the hundreds; beyond this a block is a mistake).
+const MaxBlockTokens = 1 << 16
+
+// Resolve returns the geometry of preset model or, when config is not
+// empty, of that config.json (a file or a model directory), with blocks
+// of blockTokens tokens; model "" means DefaultModel. Its errors name the
+// option at fault: "model", "model-config" or "block-size".
+func Resolve(model, config string, blockTokens int) (Geometry, error) {
+	var g Geometry
+	var err error
+	switch {
+	case model != "" && config != "":
+		return Geometry{}, option.Errorf("model-config", "give a model preset or a config, not both")
+	case config != "":
+		if g, err = ParseConfig(config); err != nil {
+			return Geometry{}, option.Wrap("model-config", err)
+		}
+	default:
+		if model == "" {
+			model = DefaultModel
+		}
+		if g, err = LookupModel(model); err != nil {
+			return Geometry{}, option.Wrap("model", err)
+		}
+	}
+	if blockTokens < 1 || blockTokens > MaxBlockTokens {
+		return Geometry{}, option.Errorf("block-size", "want 1 to %d tokens, got %d", MaxBlockTokens, blockTokens)
+	}
+	g.BlockTokens = blockTokens
+	if err := g.Validate(); err != nil {
+		field := "model"
+		if config != "" {
+			field = "model-config"
+		}
+		return Geometry{}, option.Wrap(field, err)
+	}
 	return g, nil
 }

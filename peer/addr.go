@@ -2,7 +2,9 @@ package peer
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"strconv"
 )
 
 // Paths a transfer can take.
@@ -72,4 +74,21 @@ func (e *Embedded) Close() error {
 
 func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
+}
+
+// MaxConns bounds the parallel connections (or RC QPs) one client opens.
+const MaxConns = 64
+
+// CheckAddr says what is wrong with addr as the address of a peer: it
+// must be HOST:PORT with a port from 1 to 65535.
+func CheckAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return fmt.Errorf("%q: want HOST:PORT", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not 1 to 65535", addr, port)
+	}
+	return nil
 }

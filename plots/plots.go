@@ -27,6 +27,25 @@ type Result struct {
 	Absent []string // one line per suite or figure not drawn, with why
 }
 
+// A Drawer draws a suite's figures from a run into dir, adding what it
+// wrote to res.
+type Drawer func(dir string, run *report.Run, res *Result) error
+
+var drawers = map[string][]Drawer{}
+
+// Register adds a drawer for the suite called suite; it is called from
+// init functions of the files that draw each suite.
+func Register(suite string, d Drawer) { drawers[suite] = append(drawers[suite], d) }
+
+func drawersOf(suite string) []Drawer { return drawers[suite] }
+
+func init() {
+	Register("sweep", drawSweep)
+	Register("probe", drawProbe)
+	Register("mb1", drawMB1)
+	Register("transfer", drawTransfer)
+}
+
 // Dir draws every plot the CSV files in dir allow into dir/plots and
 // returns the paths it wrote. Use Draw to learn which suites were absent.
 func Dir(dir string) ([]string, error) {
@@ -45,22 +64,23 @@ func Draw(dir string) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
-	for _, s := range []struct {
-		file string
-		n    int
-		draw func(string, *report.Run, *Result) error
-	}{
-		{results.SweepFile, len(run.Sweep), drawSweep},
-		{results.ProbeFile, len(run.Probe), drawProbe},
-		{results.MB1File, len(run.MB1) + len(run.Tokens), drawMB1},
-		{results.TransferFile, len(run.Transfer), drawTransfer},
-	} {
-		if s.n == 0 {
-			res.Absent = append(res.Absent, fmt.Sprintf("%s absent: its plots not drawn", s.file))
+	for _, suite := range results.Suites() {
+		ds := drawersOf(suite.Name)
+		if len(ds) == 0 {
 			continue
 		}
-		if err := s.draw(dir, run, res); err != nil {
-			return res, err
+		n := 0
+		for _, f := range suite.Files {
+			n += len(run.Files[f.Name])
+		}
+		if n == 0 {
+			res.Absent = append(res.Absent, fmt.Sprintf("%s absent: its plots not drawn", suite.Main().Name))
+			continue
+		}
+		for _, d := range ds {
+			if err := d(dir, run, res); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, nil
@@ -177,7 +197,7 @@ const standInTitle = "host backend = CPU stand-in, not a GPU"
 func drawSweep(dir string, run *report.Run, res *Result) error {
 	var keys []report.SweepKey
 	groups := map[report.SweepKey][]results.Row{}
-	for _, r := range run.Sweep {
+	for _, r := range run.Rows("sweep") {
 		k := report.SweepKeyOf(r)
 		if _, seen := groups[k]; !seen {
 			keys = append(keys, k)
@@ -217,7 +237,7 @@ func drawSweep(dir string, run *report.Run, res *Result) error {
 }
 
 func drawCostModel(dir string, run *report.Run, res *Result) error {
-	fits, _ := report.Fits(run.Sweep)
+	fits, _ := report.Fits(run.Rows("sweep"))
 	if len(fits) == 0 {
 		res.Absent = append(res.Absent, "no sweep configuration has two prefix lengths: cost-model plot not drawn")
 		return nil
@@ -248,47 +268,9 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 		}
 		fig := newFigure(title, xl, "time per fetch (s)")
 		for i, f := range fs {
-			pts := make(plotter.XYs, 0, len(f.X))
-			for j := range f.X {
-				if f.X[j] > 0 && f.Y[j] > 0 {
-					pts = append(pts, plotter.XY{X: f.X[j], Y: f.Y[j]})
-				}
-			}
-			c, _ := style(i)
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
+			if err := addFit(fig, f, i); err != nil {
 				return err
 			}
-			sc.GlyphStyle.Color = c
-			sc.GlyphStyle.Radius = 2
-			sc.GlyphStyle.Shape = glyphs[i%len(glyphs)]
-			fig.p.Add(sc)
-			fig.extend(pts)
-			lo, hi := slices.Min(f.X), slices.Max(f.X)
-			var curve plotter.XYs
-			for k := 0; k <= 60; k++ {
-				x := lo * math.Pow(hi/lo, float64(k)/60)
-				if y := f.Predict(x); y > 0 {
-					curve = append(curve, plotter.XY{X: x, Y: y})
-				}
-			}
-			rate := fmt.Sprintf("β=%.3g GB/s", f.Rate/1e9)
-			switch {
-			case math.IsInf(f.Rate, 1):
-				rate = "no growth with size (slope ≤ 0)"
-			case f.Regressor == "flops":
-				rate = fmt.Sprintf("rate=%.3g TFLOP/s", f.Rate/1e12)
-			}
-			label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Label(), report.FmtSec(f.Alpha), rate, f.R2)
-			thumbs := []plot.Thumbnailer{sc}
-			if len(curve) >= 2 {
-				l, err := fig.curve(curve, i)
-				if err != nil {
-					return err
-				}
-				thumbs = append(thumbs, l)
-			}
-			fig.legend = append(fig.legend, legendEntry{name: label, thumbs: thumbs})
 		}
 		fig.logX(xfmt, false)
 		fig.logY(secLabel)
@@ -299,6 +281,53 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 	return nil
 }
 
+// addFit draws one fitted configuration on fig: its measured points and
+// the fitted line, with α, the rate and R² in the legend.
+func addFit(fig *figure, f report.Fit, i int) error {
+	pts := make(plotter.XYs, 0, len(f.X))
+	for j := range f.X {
+		if f.X[j] > 0 && f.Y[j] > 0 {
+			pts = append(pts, plotter.XY{X: f.X[j], Y: f.Y[j]})
+		}
+	}
+	c, _ := style(i)
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return err
+	}
+	sc.GlyphStyle.Color = c
+	sc.GlyphStyle.Radius = 2
+	sc.GlyphStyle.Shape = glyphs[i%len(glyphs)]
+	fig.p.Add(sc)
+	fig.extend(pts)
+	lo, hi := slices.Min(f.X), slices.Max(f.X)
+	var curve plotter.XYs
+	for k := 0; k <= 60; k++ {
+		x := lo * math.Pow(hi/lo, float64(k)/60)
+		if y := f.Predict(x); y > 0 {
+			curve = append(curve, plotter.XY{X: x, Y: y})
+		}
+	}
+	rate := fmt.Sprintf("β=%.3g GB/s", f.Rate/1e9)
+	switch {
+	case math.IsInf(f.Rate, 1):
+		rate = "no growth with size (slope ≤ 0)"
+	case f.Regressor == "flops":
+		rate = fmt.Sprintf("rate=%.3g TFLOP/s", f.Rate/1e12)
+	}
+	label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Label(), report.FmtSec(f.Alpha), rate, f.R2)
+	thumbs := []plot.Thumbnailer{sc}
+	if len(curve) >= 2 {
+		l, err := fig.curve(curve, i)
+		if err != nil {
+			return err
+		}
+		thumbs = append(thumbs, l)
+	}
+	fig.legend = append(fig.legend, legendEntry{name: label, thumbs: thumbs})
+	return nil
+}
+
 func drawProbe(dir string, run *report.Run, res *Result) error {
 	type key struct {
 		tier string
@@ -306,7 +335,7 @@ func drawProbe(dir string, run *report.Run, res *Result) error {
 	}
 	groups := map[key][]results.Row{}
 	var keys []key
-	for _, r := range run.Probe {
+	for _, r := range run.Rows("probe") {
 		k := key{r.Tier, r.Get("simulated") == "true"}
 		if _, seen := groups[k]; !seen {
 			keys = append(keys, k)
@@ -382,7 +411,7 @@ func drawMB1(dir string, run *report.Run, res *Result) error {
 	groups := map[key][]results.Row{}
 	var keys []key
 	sim := false
-	for _, r := range run.MB1 {
+	for _, r := range run.Rows("mb1") {
 		if r.Get("arm") != "interfere" && r.Get("arm") != "control" {
 			continue
 		}
@@ -527,7 +556,7 @@ func drawTransfer(dir string, run *report.Run, res *Result) error {
 	groups := map[key][]results.Row{}
 	var keys []key
 	lines := map[float64]string{}
-	for _, r := range run.Transfer {
+	for _, r := range run.Rows("transfer") {
 		k := key{r.Get("path"), r.Transport, r.Layout, memOf(r)}
 		if _, seen := groups[k]; !seen {
 			keys = append(keys, k)

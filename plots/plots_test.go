@@ -8,9 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/mb1"
+	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/harness/sweep"
+	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report/reporttest"
-	"github.com/kvtier/kvtier/results"
 )
 
 func TestDrawAllSuites(t *testing.T) {
@@ -80,14 +83,14 @@ func checkPNG(t *testing.T, path string) {
 
 func TestDrawSweepOnly(t *testing.T) {
 	dir := t.TempDir()
-	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 4, Small: true, Suites: []string{results.SweepFile}}); err != nil {
+	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 4, Small: true, Suites: []string{sweep.File}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := plots.Draw(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{results.ProbeFile, results.MB1File, results.TransferFile} {
+	for _, f := range []string{probe.File, mb1.File, transfer.File} {
 		found := false
 		for _, a := range res.Absent {
 			found = found || strings.HasPrefix(a, f+" absent")
@@ -111,7 +114,7 @@ func TestDir(t *testing.T) {
 		t.Errorf("empty dir: err = %v", err)
 	}
 	dir := t.TempDir()
-	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 5, Suites: []string{results.TransferFile}}); err != nil {
+	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 5, Suites: []string{transfer.File}}); err != nil {
 		t.Fatal(err)
 	}
 	files, err := plots.Dir(dir)

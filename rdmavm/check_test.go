@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/sweep"
+	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -65,10 +67,10 @@ func repeat(n int, f func(int) results.Row) []results.Row {
 
 // goodSet writes the CSVs of a passing run into dir.
 func goodSet(t *testing.T, dir string) {
-	writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), results.TransferColumns, repeat(12, transferRow))
-	writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), results.SweepColumns, repeat(8, sweepRow))
-	writeCSV(t, filepath.Join(dir, "bad_rkey-transfer.csv"), results.TransferColumns, []results.Row{errorRow()})
-	writeCSV(t, filepath.Join(dir, "out_of_pool-transfer.csv"), results.TransferColumns, []results.Row{errorRow()})
+	writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), transfer.Suite.Main().Columns, repeat(12, transferRow))
+	writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Columns, repeat(8, sweepRow))
+	writeCSV(t, filepath.Join(dir, "bad_rkey-transfer.csv"), transfer.Suite.Main().Columns, []results.Row{errorRow()})
+	writeCSV(t, filepath.Join(dir, "out_of_pool-transfer.csv"), transfer.Suite.Main().Columns, []results.Row{errorRow()})
 }
 
 func TestCSVProblems(t *testing.T) {
@@ -82,25 +84,25 @@ func TestCSVProblems(t *testing.T) {
 		{"unverified row", false, func(t *testing.T, dir string) {
 			rows := repeat(12, transferRow)
 			rows[5].Set("verified", false)
-			writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), results.TransferColumns, rows)
+			writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), transfer.Suite.Main().Columns, rows)
 		}, `row 6: verified = "false"`},
 		{"tcp fallback", false, func(t *testing.T, dir string) {
 			rows := repeat(12, transferRow)
 			for i := range rows {
 				rows[i].Set("device", "tcp")
 			}
-			writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), results.TransferColumns, rows)
+			writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), transfer.Suite.Main().Columns, rows)
 		}, `device = "tcp"`},
 		{"too few rows", false, func(t *testing.T, dir string) {
-			writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), results.SweepColumns, repeat(3, sweepRow))
+			writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Columns, repeat(3, sweepRow))
 		}, "3 rows, want at least 8"},
 		{"refused read measured", false, func(t *testing.T, dir string) {
-			writeCSV(t, filepath.Join(dir, "bad_rkey-transfer.csv"), results.TransferColumns, []results.Row{transferRow(0)})
+			writeCSV(t, filepath.Join(dir, "bad_rkey-transfer.csv"), transfer.Suite.Main().Columns, []results.Row{transferRow(0)})
 		}, `status = "ok", want "error"`},
 		{"ok row without a time", false, func(t *testing.T, dir string) {
 			rows := repeat(8, sweepRow)
 			rows[0].Seconds = 0
-			writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), results.SweepColumns, rows)
+			writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Columns, rows)
 		}, "ok row with seconds 0"},
 		{"missing file", false, func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "sweep-sweep.csv"))
@@ -145,9 +147,9 @@ func TestGuestCSVCheck(t *testing.T) {
 	}
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.csv")
-	writeCSV(t, good, results.TransferColumns, repeat(4, transferRow))
+	writeCSV(t, good, transfer.Suite.Main().Columns, repeat(4, transferRow))
 	mixed := filepath.Join(dir, "mixed.csv")
-	writeCSV(t, mixed, results.TransferColumns, append(repeat(2, transferRow), errorRow()))
+	writeCSV(t, mixed, transfer.Suite.Main().Columns, append(repeat(2, transferRow), errorRow()))
 
 	tests := []struct {
 		name string

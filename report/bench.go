@@ -87,10 +87,24 @@ var benchColumns = map[string]string{
 	"blocks": "blocks", "bytes": "bytes", "chunk_bytes": "chunk_bytes",
 }
 
-func init() {
-	for _, c := range results.SweepColumns {
-		benchColumns[c] = c
+// sweepFile is the sweep suite's sample file as registered (its columns
+// are the bench rows' columns); zero when no sweep suite is registered.
+func sweepFile() results.File {
+	if s, ok := results.LookupSuite("sweep"); ok {
+		return s.Main()
 	}
+	return results.File{}
+}
+
+// benchColumn returns the column a name or config key fills.
+func benchColumn(key string) (string, bool) {
+	if c, ok := benchColumns[key]; ok {
+		return c, true
+	}
+	if slices.Contains(sweepFile().Columns, key) {
+		return key, true
+	}
+	return "", false
 }
 
 func benchRow(res *benchfmt.Result, defaults map[string]string) (*results.Row, []string) {
@@ -99,7 +113,7 @@ func benchRow(res *benchfmt.Result, defaults map[string]string) (*results.Row, [
 	set := map[string]bool{}
 	bad := false
 	apply := func(key, val, where string) {
-		col, known := benchColumns[key]
+		col, known := benchColumn(key)
 		if !known {
 			warns = append(warns, fmt.Sprintf("%s %q is not a sweep column; dropped", where, key))
 			return
@@ -132,7 +146,7 @@ func benchRow(res *benchfmt.Result, defaults map[string]string) (*results.Row, [
 		if !c.File {
 			continue
 		}
-		if _, known := benchColumns[c.Key]; known {
+		if _, known := benchColumn(c.Key); known {
 			apply(c.Key, string(c.Value), "config key")
 		}
 	}
@@ -235,9 +249,7 @@ func setBenchCell(r *results.Row, col, val string) error {
 
 // SweepHeader is the header of a sweep.csv: the common columns, then the
 // sweep's own.
-func SweepHeader() []string {
-	return append(slices.Clone(results.CommonColumns), results.SweepColumns...)
-}
+func SweepHeader() []string { return sweepFile().Header() }
 
 // WriteRowsCSV writes rows under header to w in the form results.CSV
 // writes them (integers 0 as empty, floats shortest, NaN as empty).

@@ -32,66 +32,57 @@ type Change struct {
 	Note        string // too few samples, a side missing, ...
 }
 
-// A configuration for comparison: the rows of one run in one cell.
-type compareKey struct {
-	suite, config string
-}
-
+// A compareSpec is how one suite's configurations are compared: the
+// file's match columns name a configuration, its measurement is the
+// value.
 type compareSpec struct {
-	suite  string
-	metric string
-	rows   func(*Run) []results.Row
-	key    func(results.Row) string
-	value  func(results.Row) (float64, bool)
+	suite string
+	file  results.File
 }
 
-var compareSpecs = []compareSpec{
-	{
-		suite: "sweep", metric: "time",
-		rows: func(r *Run) []results.Row { return r.Sweep },
-		key: func(x results.Row) string {
-			return fmt.Sprintf("%s L=%s", sweepKey(x).Label(), fmtTokens(x.PrefixTokens))
-		},
-		value: func(x results.Row) (float64, bool) { return x.Seconds, ok(x) },
-	},
-	{
-		suite: "probe", metric: "TTFT",
-		rows: func(r *Run) []results.Row { return r.Probe },
-		key: func(x results.Row) string {
-			s := fmt.Sprintf("%s L=%s", x.Tier, fmtTokens(x.PrefixTokens))
-			if x.Get("simulated") == "true" {
-				s += " (simulated)"
+func (sp compareSpec) key(x results.Row) string {
+	var parts []string
+	for _, c := range sp.file.MatchColumns() {
+		v := x.Cell(c)
+		switch {
+		case v == "":
+			continue
+		case c == "prefix_tokens":
+			v = "L=" + fmtTokens(x.PrefixTokens)
+		case c == "bytes":
+			v = fmtBytes(float64(x.Bytes))
+		case c == "simulated":
+			if v != "true" {
+				continue
 			}
-			return s
-		},
-		value: func(x results.Row) (float64, bool) { return probeTTFT(x), probeCounted(x) },
-	},
-	{
-		suite: "transfer", metric: "time",
-		rows: func(r *Run) []results.Row { return r.Transfer },
-		key: func(x results.Row) string {
-			return fmt.Sprintf("%s %s %s %s", orDash(x.Get("path")), x.Transport, x.Layout, fmtBytes(float64(x.Bytes)))
-		},
-		value: func(x results.Row) (float64, bool) { return x.Seconds, ok(x) },
-	},
-	{
-		suite: "mb1", metric: "penalty",
-		rows: func(r *Run) []results.Row { return r.MB1 },
-		key: func(x results.Row) string {
-			return fmt.Sprintf("%s D=%s P=%s", x.Get("arm"), x.Get("decode_streams"), x.Get("prefill_tokens"))
-		},
-		value: func(x results.Row) (float64, bool) {
-			v := x.Float("penalty")
-			return v, ok(x) && !math.IsNaN(v)
-		},
-	},
+			v = "(simulated)"
+		case c == "decode_streams":
+			v = "D=" + v
+		case c == "prefill_tokens":
+			v = "P=" + v
+		}
+		parts = append(parts, v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// compareSpecs returns one spec per registered suite whose main file
+// names a measurement.
+func compareSpecs() []compareSpec {
+	var out []compareSpec
+	for _, s := range results.Suites() {
+		if f := s.Main(); f.Metric != "" {
+			out = append(out, compareSpec{s.Name, f})
+		}
+	}
+	return out
 }
 
 // Compare returns the change of every configuration found in either run,
 // suite by suite.
 func Compare(old, new *Run) []Change {
 	var out []Change
-	for _, sp := range compareSpecs {
+	for _, sp := range compareSpecs() {
 		ov, nv := samples(sp, old), samples(sp, new)
 		var keys []string
 		for k := range ov.vals {
@@ -126,13 +117,13 @@ type sampleSet struct {
 
 func samples(sp compareSpec, r *Run) sampleSet {
 	s := sampleSet{vals: map[string][]float64{}, order: map[string]int{}}
-	for _, x := range sp.rows(r) {
+	for _, x := range r.Rows(sp.suite) {
 		k := sp.key(x)
 		if _, seen := s.order[k]; !seen {
 			s.order[k] = len(s.order)
 			s.vals[k] = nil
 		}
-		if v, good := sp.value(x); good && !math.IsNaN(v) {
+		if v, good := sp.file.Measure(x); good {
 			s.vals[k] = append(s.vals[k], v)
 		}
 	}
@@ -145,7 +136,7 @@ func samples(sp compareSpec, r *Run) sampleSet {
 }
 
 func change(sp compareSpec, key string, o, n []float64) Change {
-	c := Change{Suite: sp.suite, Config: key, Metric: sp.metric, Old: Summarize(o), New: Summarize(n), P: math.NaN()}
+	c := Change{Suite: sp.suite, Config: key, Metric: sp.file.Metric, Old: Summarize(o), New: Summarize(n), P: math.NaN()}
 	switch {
 	case len(o) == 0:
 		c.Note = "only in new"

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/report/reporttest"
-	"github.com/kvtier/kvtier/results"
 )
 
 func loadSynth(t *testing.T, o reporttest.Options) *report.Run {
@@ -20,7 +20,7 @@ func loadSynth(t *testing.T, o reporttest.Options) *report.Run {
 }
 
 func TestCompareSameDistribution(t *testing.T) {
-	sweep := []string{results.SweepFile}
+	sweep := []string{sweep.File}
 	// At alpha 0.05 each configuration is a false positive one time in
 	// twenty or so (over 20 seed pairs the generator gave 15 of 460, 3.3%);
 	// the seeds are fixed so that the test is deterministic, and seeds 100
@@ -47,7 +47,7 @@ func TestCompareFlagsSlowTier(t *testing.T) {
 	changes := report.Compare(old, new)
 	flagged := 0
 	for _, c := range changes {
-		slowed := c.Suite == "sweep" && strings.HasPrefix(c.Config, "remote layerwise/batch (cuda")
+		slowed := c.Suite == "sweep" && strings.HasPrefix(c.Config, "remote layerwise batch cuda")
 		if slowed {
 			flagged++
 			if !c.Significant || !strings.HasPrefix(c.Delta, "+") {
@@ -71,7 +71,7 @@ func TestCompareFlagsSlowTier(t *testing.T) {
 }
 
 func TestCompareTooFewSamples(t *testing.T) {
-	sweep := []string{results.SweepFile}
+	sweep := []string{sweep.File}
 	old := loadSynth(t, reporttest.Options{Seed: 1, Reps: 2, Suites: sweep})
 	new := loadSynth(t, reporttest.Options{Seed: 2, Reps: 2, Suites: sweep, Slow: map[string]float64{"host": 3}})
 	for _, c := range report.Compare(old, new) {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/kvtier/kvtier/results"
 )
@@ -25,12 +26,21 @@ import (
 type Run struct {
 	Dir      string
 	Manifest *results.Manifest // nil when the directory has no manifest.json
-	Sweep    []results.Row     // sweep.csv
-	Transfer []results.Row     // transfer.csv
-	Probe    []results.Row     // probe.csv
-	MB1      []results.Row     // mb1.csv
-	Tokens   []Token           // mb1_tokens.csv
-	Warnings []string          // e.g. a manifest that could not be read
+	// Files holds the rows of every file of a registered suite found in
+	// the directory, by file name.
+	Files    map[string][]results.Row
+	Tokens   []Token  // MB1's per-token series, when present
+	Warnings []string // e.g. a manifest that could not be read
+}
+
+// Rows returns the rows of the main file of the suite called name, nil
+// when the run has none.
+func (r *Run) Rows(name string) []results.Row {
+	s, ok := results.LookupSuite(name)
+	if !ok {
+		return nil
+	}
+	return r.Files[s.Main().Name]
 }
 
 // A Token is one decoded token of an MB1 cell: when it arrived, relative
@@ -47,9 +57,6 @@ type Token struct {
 	PrefillDone float64 // when its first token came back
 }
 
-// Suites lists the sample files a directory may hold, in report order.
-var Suites = []string{results.SweepFile, results.ProbeFile, results.MB1File, results.TransferFile}
-
 // ErrNoResults is returned by Load for a directory holding none of
 // kvtier's CSV files.
 var ErrNoResults = errors.New("no kvtier CSV")
@@ -65,37 +72,25 @@ func Load(dir string) (*Run, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
-	r := &Run{Dir: dir}
-	found := 0
-	for _, f := range []struct {
-		name string
-		dst  *[]results.Row
-	}{
-		{results.SweepFile, &r.Sweep},
-		{results.TransferFile, &r.Transfer},
-		{results.ProbeFile, &r.Probe},
-		{results.MB1File, &r.MB1},
-	} {
-		rows, ok, err := readRows(filepath.Join(dir, f.name))
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			found++
-			*f.dst = rows
+	r := &Run{Dir: dir, Files: map[string][]results.Row{}}
+	var names []string
+	for _, suite := range results.Suites() {
+		for _, f := range suite.Files {
+			names = append(names, f.Name)
+			rows, ok, err := readRows(filepath.Join(dir, f.Name))
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				r.Files[f.Name] = rows
+			}
 		}
 	}
-	toks, ok, err := readTokens(filepath.Join(dir, results.MB1TokensFile))
-	if err != nil {
+	if len(r.Files) == 0 {
+		return nil, fmt.Errorf("%s: %w (%s)", dir, ErrNoResults, strings.Join(names, ", "))
+	}
+	if err := r.loadTokens(); err != nil {
 		return nil, err
-	}
-	if ok {
-		found++
-		r.Tokens = toks
-	}
-	if found == 0 {
-		return nil, fmt.Errorf("%s: %w (%s, %s, %s, %s or %s)", dir, ErrNoResults,
-			results.SweepFile, results.ProbeFile, results.MB1File, results.TransferFile, results.MB1TokensFile)
 	}
 	mpath := filepath.Join(dir, "manifest.json")
 	if _, err := os.Stat(mpath); err == nil {
@@ -123,48 +118,43 @@ func readRows(path string) (rows []results.Row, ok bool, err error) {
 	return rows, true, nil
 }
 
-// readTokens reads mb1_tokens.csv; ok is false when it does not exist.
-func readTokens(path string) ([]Token, bool, error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+// tokensFile is MB1's per-token series: the raw file of the mb1 suite.
+func tokensFile() string {
+	s, ok := results.LookupSuite("mb1")
+	if !ok {
+		return ""
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, true, fmt.Errorf("%s: %w", path, unwrapPath(err))
+	for _, f := range s.Files {
+		if f.Raw {
+			return f.Name
+		}
 	}
-	defer f.Close()
-	rows, _, err := results.ParseCSV(f, path)
-	if err != nil {
-		return nil, true, err
-	}
-	out := make([]Token, 0, len(rows))
-	for i, r := range rows {
-		// ParseCSV puts the common-named columns (suite, rep) in fields
-		// and the rest in Extra. A malformed count is an error, not a 0
-		// that would file the token under another stream or cell.
+	return ""
+}
+
+// loadTokens turns MB1's per-token rows into Tokens. A malformed count
+// is an error, not a 0 that would file the token under another stream
+// or cell.
+func (r *Run) loadTokens() error {
+	name := tokensFile()
+	rows := r.Files[name]
+	r.Tokens = make([]Token, 0, len(rows))
+	for i, x := range rows {
 		var ints [4]int
 		for j, col := range []string{"decode_streams", "prefill_tokens", "stream", "index"} {
-			n, err := strconv.Atoi(r.Get(col))
+			n, err := strconv.Atoi(x.Get(col))
 			if err != nil {
-				return nil, true, fmt.Errorf("%s: row %d: %s %q is not an integer", path, i+2, col, r.Get(col))
+				return fmt.Errorf("%s: row %d: %s %q is not an integer", filepath.Join(r.Dir, name), i+2, col, x.Get(col))
 			}
 			ints[j] = n
 		}
-		t := Token{
-			Arm:         r.Get("arm"),
-			Endpoint:    r.Get("endpoint"),
-			D:           ints[0],
-			P:           ints[1],
-			Rep:         r.Rep,
-			Stream:      ints[2],
-			Index:       ints[3],
-			T:           r.Float("t_s"),
-			Inject:      r.Float("inject_s"),
-			PrefillDone: r.Float("prefill_done_s"),
-		}
-		out = append(out, t)
+		r.Tokens = append(r.Tokens, Token{
+			Arm: x.Get("arm"), Endpoint: x.Get("endpoint"), D: ints[0], P: ints[1], Rep: x.Rep,
+			Stream: ints[2], Index: ints[3], T: x.Float("t_s"), Inject: x.Float("inject_s"),
+			PrefillDone: x.Float("prefill_done_s"),
+		})
 	}
-	return out, true, nil
+	return nil
 }
 
 func atoi(s string) int {

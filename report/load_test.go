@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/harness/mb1"
 )
 
 func TestReadTokensRefusesMalformedCounts(t *testing.T) {
-	header := strings.Join(results.MB1TokenColumns, ",")
+	header := strings.Join(mb1.TokenColumns, ",")
 	for _, tt := range []struct {
 		name, row, wantErr string
 	}{
@@ -19,13 +19,15 @@ func TestReadTokensRefusesMalformedCounts(t *testing.T) {
 		{"empty index", "mb1,http://x,interfere,8,2048,0,3,,1.5,1,1.2", `index "" is not an integer`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), results.MB1TokensFile)
+			dir := t.TempDir()
+			path := filepath.Join(dir, mb1.TokensFile)
 			if err := os.WriteFile(path, []byte(header+"\n"+tt.row+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			toks, ok, err := readTokens(path)
-			if !ok {
-				t.Fatal("file not seen")
+			run, err := Load(dir)
+			var toks []Token
+			if run != nil {
+				toks = run.Tokens
 			}
 			if tt.wantErr == "" {
 				if err != nil || len(toks) != 1 || toks[0].D != 8 || toks[0].P != 2048 || toks[0].Stream != 3 || toks[0].Index != 17 {

@@ -94,15 +94,15 @@ func writePredictions(w io.Writer, runs []*Run) {
 	var preds []Prediction
 	var pairs int
 	for _, s := range runs {
-		if len(s.Sweep) == 0 {
+		if len(s.Rows("sweep")) == 0 {
 			continue
 		}
 		for _, p := range runs {
-			if len(p.Probe) == 0 {
+			if len(p.Rows("probe")) == 0 {
 				continue
 			}
 			pairs++
-			preds = append(preds, Predict(s.Sweep, p.Probe)...)
+			preds = append(preds, Predict(s.Rows("sweep"), p.Rows("probe"))...)
 		}
 	}
 	if pairs == 0 {

@@ -28,30 +28,27 @@ func Write(w io.Writer, runs []*Run) {
 	writeEnvironment(w, runs)
 
 	var missing []string
-	section := func(title, file string, have func(*Run) bool, body func(io.Writer, *Run)) {
+	for _, suite := range results.Suites() {
 		var with []*Run
 		for _, r := range runs {
-			if have(r) {
+			if len(r.Rows(suite.Name)) > 0 {
 				with = append(with, r)
 			}
 		}
 		if len(with) == 0 {
-			missing = append(missing, fmt.Sprintf("%s (%s)", title, file))
-			return
+			missing = append(missing, fmt.Sprintf("%s (%s)", suite.Title, suite.Main().Name))
+			continue
 		}
-		fmt.Fprintf(w, "## %s\n\n", title)
-		for _, r := range with {
-			if len(runs) > 1 {
-				fmt.Fprintf(w, "### from `%s`\n\n", r.Dir)
+		for _, sec := range sectionsOf(suite) {
+			fmt.Fprintf(w, "## %s\n\n", sec.title)
+			for _, r := range with {
+				if len(runs) > 1 {
+					fmt.Fprintf(w, "### from `%s`\n\n", r.Dir)
+				}
+				sec.write(w, r)
 			}
-			body(w, r)
 		}
 	}
-	section("Device tiers", results.SweepFile, func(r *Run) bool { return len(r.Sweep) > 0 }, writeSweep)
-	section("Tier cost model", results.SweepFile, func(r *Run) bool { return len(r.Sweep) > 0 }, writeModel)
-	section("HTTP four-tier TTFT", results.ProbeFile, func(r *Run) bool { return len(r.Probe) > 0 }, writeProbe)
-	section("MB1: decode during a prefill", results.MB1File, func(r *Run) bool { return len(r.MB1) > 0 }, writeMB1)
-	section("MB2: KV transfer bandwidth", results.TransferFile, func(r *Run) bool { return len(r.Transfer) > 0 }, writeTransfer)
 	writePredictions(w, runs)
 
 	if len(missing) > 0 {
@@ -62,6 +59,91 @@ func Write(w io.Writer, runs []*Run) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// A Section renders a suite's rows (or a model fitted to them) as
+// Markdown under its own heading.
+type Section struct {
+	Suite string // the registered suite whose rows it reads
+	Title string // "" takes the suite's title
+	Write func(w io.Writer, r *Run)
+}
+
+// sections are the sections with more to say than a suite's summary, in
+// the order they follow each other within their suite.
+var sections []Section
+
+// RegisterSection adds a section for a suite; it is called from init
+// functions of the files that render them. A suite without one gets its
+// summary table.
+func RegisterSection(s Section) { sections = append(sections, s) }
+
+func init() {
+	RegisterSection(Section{Suite: "sweep", Write: writeSweep})
+	RegisterSection(Section{Suite: "sweep", Title: "Tier cost model", Write: writeModel})
+	RegisterSection(Section{Suite: "probe", Write: writeProbe})
+	RegisterSection(Section{Suite: "mb1", Write: writeMB1})
+	RegisterSection(Section{Suite: "transfer", Write: writeTransfer})
+}
+
+// a section with its title resolved.
+type titled struct {
+	title string
+	write func(io.Writer, *Run)
+}
+
+// sectionsOf returns the sections of suite, or its summary table when it
+// has none.
+func sectionsOf(suite results.Suite) []titled {
+	var out []titled
+	for _, s := range sections {
+		if s.Suite == suite.Name {
+			t := s.Title
+			if t == "" {
+				t = suite.Title
+			}
+			out = append(out, titled{t, s.Write})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, titled{suite.Title, func(w io.Writer, r *Run) { writeSummary(w, suite, r) }})
+	}
+	return out
+}
+
+// writeSummary is the section of a suite without one of its own: per
+// configuration (the summary keys) n and the p50 and spread of its
+// measurement.
+func writeSummary(w io.Writer, suite results.Suite, r *Run) {
+	f := suite.Main()
+	cols := f.MatchColumns()
+	keys, groups := groupBy(r.Rows(suite.Name), func(x results.Row) string {
+		return strings.Join(cellsOf(x, cols), "\x00")
+	}, strings.Compare)
+	metric := cmp.Or(f.Metric, "seconds")
+	t := newTable(append(append([]string{}, cols...), "n", metric+" p50", "p10–p90")...)
+	for _, k := range keys {
+		var xs []float64
+		for _, x := range groups[k] {
+			if v, ok := f.Measure(x); ok {
+				xs = append(xs, v)
+			}
+		}
+		d := Summarize(xs)
+		cells := append(cellsOf(groups[k][0], cols), fmt.Sprint(d.N), sig(d.P50), fmtRange(d.P10, d.P90, sig))
+		t.add(cells...)
+	}
+	t.write(w)
+	fmt.Fprintln(w)
+}
+
+// cellsOf returns x's cells of cols.
+func cellsOf(x results.Row, cols []string) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = x.Cell(c)
+	}
+	return out
 }
 
 func writeEnvironment(w io.Writer, runs []*Run) {
@@ -223,7 +305,7 @@ type sweepCell struct {
 }
 
 func writeSweep(w io.Writer, r *Run) {
-	keys, groups := groupBy(r.Sweep, func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
+	keys, groups := groupBy(r.Rows("sweep"), func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
 		func(a, b sweepCell) int {
 			return cmp.Or(compareSweepKey(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
 		})
@@ -291,7 +373,7 @@ func writeSweep(w io.Writer, r *Run) {
 }
 
 func writeModel(w io.Writer, r *Run) {
-	fits, skipped := Fits(r.Sweep)
+	fits, skipped := Fits(r.Rows("sweep"))
 	if len(fits) == 0 {
 		fmt.Fprintln(w, "No configuration has two or more prefix lengths measured, so no cost model can be fitted.")
 		fmt.Fprintln(w)
@@ -404,7 +486,7 @@ func countedTTFT(rows []results.Row) Dist {
 var probeTiers = []string{"miss", "remote", "cpu", "gpu"}
 
 func writeProbe(w io.Writer, r *Run) {
-	cells, groups := probeDists(r.Probe)
+	cells, groups := probeDists(r.Rows("probe"))
 	type lkey struct {
 		Sim bool
 		L   int64
@@ -494,7 +576,7 @@ func writeMB1(w io.Writer, r *Run) {
 	keyOf := func(x results.Row) armCell {
 		return armCell{mb1Cell{x.Get("simulated") == "true", x.Get("chunk_label"), atoi(x.Get("decode_streams")), atoi(x.Get("prefill_tokens"))}, x.Get("arm")}
 	}
-	cells, groups := groupBy(r.MB1, keyOf, func(a, b armCell) int {
+	cells, groups := groupBy(r.Rows("mb1"), keyOf, func(a, b armCell) int {
 		return cmp.Or(cmpBool(a.Sim, b.Sim), cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.D, b.D), cmp.Compare(a.P, b.P), cmp.Compare(a.Arm, b.Arm))
 	})
 	fmt.Fprintln(w, "Interference arm: p50 over reps. Effective TPOT during = prefill TTFT / (tokens during / D); penalty = that / base TPOT. The control arm sends the prefill elsewhere.")
@@ -563,7 +645,7 @@ type transferCell struct {
 }
 
 func writeTransfer(w io.Writer, r *Run) {
-	keys, groups := groupBy(r.Transfer, func(x results.Row) transferCell {
+	keys, groups := groupBy(r.Rows("transfer"), func(x results.Row) transferCell {
 		return transferCell{x.Get("path"), x.Transport, x.Get("device"), x.Layout, x.Get("src_mem"), x.Get("dst_mem"), x.Bytes}
 	}, func(a, b transferCell) int {
 		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Transport, b.Transport), cmp.Compare(a.Device, b.Device),

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/report/reporttest"
-	"github.com/kvtier/kvtier/results"
 )
 
 // fullDir writes a results directory with every suite.
@@ -80,7 +80,7 @@ func checkCells(t *testing.T, md string) {
 }
 
 func TestReportSweepOnly(t *testing.T) {
-	dir := fullDir(t, reporttest.Options{Seed: 2, Suites: []string{results.SweepFile}})
+	dir := fullDir(t, reporttest.Options{Seed: 2, Suites: []string{sweep.File}})
 	md := render(t, dir)
 	for _, want := range []string{"## Device tiers", "## Not in these results", "HTTP four-tier TTFT (probe.csv): suite not run",
 		"MB1: decode during a prefill (mb1.csv): suite not run", "MB2: KV transfer bandwidth (transfer.csv): suite not run"} {
@@ -103,7 +103,7 @@ func TestLoadErrors(t *testing.T) {
 		t.Error("missing dir: no error")
 	}
 	bad := t.TempDir()
-	os.WriteFile(filepath.Join(bad, results.SweepFile), []byte("suite,seconds\nsweep,notanumber\n"), 0o644)
+	os.WriteFile(filepath.Join(bad, sweep.File), []byte("suite,seconds\nsweep,notanumber\n"), 0o644)
 	if _, err := report.Load(bad); err == nil {
 		t.Error("malformed sweep.csv: no error")
 	}

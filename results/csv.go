@@ -26,6 +26,7 @@ type CSV struct {
 	w       *csv.Writer
 	columns []string
 	known   map[string]bool
+	errors  int // rows written with status error
 }
 
 // CreateCSV creates path (truncating it) and writes the header. The columns
@@ -79,7 +80,20 @@ func (s *CSV) Write(r Row) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.writeRecord(rec)
+	if err := s.writeRecord(rec); err != nil {
+		return err
+	}
+	if r.Status == StatusError {
+		s.errors++
+	}
+	return nil
+}
+
+// Errors returns how many rows with status error were written.
+func (s *CSV) Errors() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.errors
 }
 
 func (s *CSV) writeRecord(rec []string) error {

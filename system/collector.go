@@ -7,10 +7,10 @@
 package system
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
-	"sync"
 
+	"github.com/kvtier/kvtier/registry"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -30,14 +30,6 @@ type Libraries struct {
 	IBVerbs string // libibverbs; "" is libibverbs.so.1, then libibverbs.so
 }
 
-// root is c.Root, "/" when empty.
-func (c Config) root() string {
-	if c.Root == "" {
-		return "/"
-	}
-	return c.Root
-}
-
 // A Collector adds what it knows to a manifest. Collect must not fail the
 // run for a missing device or library: it records that as a BackendStatus
 // with a reason and returns nil. An error means the collector itself broke.
@@ -47,39 +39,20 @@ type Collector struct {
 	Collect func(c Config, m *results.Manifest) error
 }
 
-var (
-	mu         sync.Mutex
-	collectors = map[string]Collector{}
-)
+var collectors = registry.New("collector", func(c Collector) string { return c.Name },
+	func(a, b Collector) int { return cmp.Compare(a.Order, b.Order) })
 
 // Register adds a collector; it is called from init functions.
-func Register(c Collector) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := collectors[c.Name]; dup {
-		panic("system: collector " + c.Name + " registered twice")
-	}
-	collectors[c.Name] = c
-}
+func Register(c Collector) { collectors.Add(c) }
 
-// Collect runs every registered collector as c says and returns what
-// broke; the manifest keeps whatever the others found.
+// Collect runs every registered collector as c says (c.Root "" means "/")
+// and returns what broke; the manifest keeps whatever the others found.
 func Collect(c Config, m *results.Manifest) []error {
-	c.Root = c.root()
-	mu.Lock()
-	cs := make([]Collector, 0, len(collectors))
-	for _, c := range collectors {
-		cs = append(cs, c)
+	if c.Root == "" {
+		c.Root = "/"
 	}
-	mu.Unlock()
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].Order != cs[j].Order {
-			return cs[i].Order < cs[j].Order
-		}
-		return cs[i].Name < cs[j].Name
-	})
 	var errs []error
-	for _, col := range cs {
+	for _, col := range collectors.All() {
 		if err := col.Collect(c, m); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", col.Name, err))
 		}

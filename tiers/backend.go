@@ -1,15 +1,16 @@
 package tiers
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/kvtier/kvtier/kv"
-	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/registry"
 )
 
 // A MemKind is where a buffer lives.
@@ -78,7 +79,45 @@ type Timer interface {
 	// Stop releases the stream, waits for the work and returns the elapsed
 	// seconds.
 	Stop() (float64, error)
+	// Kind is how it measures, the timing column: "events" (CUDA events
+	// on the device) or "clock" (the host's monotonic clock).
+	Kind() string
 }
+
+// Timer kinds.
+const (
+	TimingEvents = "events"
+	TimingClock  = "clock"
+)
+
+// A ClockTimer times with the monotonic clock; Sync, when not nil, is
+// waited for before the clock is read at Stop.
+type ClockTimer struct {
+	Sync  func() error
+	start time.Time
+}
+
+// Start reads the clock.
+func (t *ClockTimer) Start() error {
+	t.start = time.Now()
+	return nil
+}
+
+// Stop waits for Sync and returns the seconds since Start.
+func (t *ClockTimer) Stop() (float64, error) {
+	if t.start.IsZero() {
+		return 0, errors.New("timer stopped before it started")
+	}
+	if t.Sync != nil {
+		if err := t.Sync(); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(t.start).Seconds(), nil
+}
+
+// Kind returns TimingClock.
+func (t *ClockTimer) Kind() string { return TimingClock }
 
 // A Backend is where the engine's working pool lives and how copies and
 // compute reach it.
@@ -105,18 +144,35 @@ type Backend interface {
 	Timer(t Timing) Timer
 	// Sync waits for all issued work.
 	Sync() error
+	// Caps says what the backend can do, so that tiers and suites branch
+	// on capabilities, never on the backend's name.
+	Caps() Caps
 	// LinkGBps is the payload limit in GB/s of the link between memory of
 	// kinds src and dst (PCIe gen×width for host to device), 0 if unknown.
 	LinkGBps(src, dst MemKind) float64
 	Close() error
 }
 
+// Caps are the capabilities of a backend.
+type Caps struct {
+	// DeviceMemory is true when Device buffers are a device's own memory;
+	// false on the host backend, whose "device" pool is DRAM standing in
+	// for a GPU.
+	DeviceMemory bool
+	// StandIn names what the backend stands in for when it is not the
+	// real device ("host stand-in (CPU DRAM), not a GPU"), "" otherwise.
+	StandIn string
+}
+
 // BackendConfig carries the options a backend is opened with.
 type BackendConfig struct {
 	GPU  int // CUDA device ordinal
 	NUMA int // NUMA node for host pools; -1 leaves placement to the kernel
-	Log  io.Writer
-	Libs system.Libraries // native libraries (libcuda, libcublas) to load
+	// LibCUDA and LibCUBLAS are the paths of the driver and cuBLAS
+	// libraries; "" tries the usual names. cmd/kvtier fills them from
+	// KVTIER_LIBCUDA and KVTIER_LIBCUBLAS.
+	LibCUDA, LibCUBLAS string
+	Log                io.Writer
 }
 
 // A BackendSpec registers a backend.
@@ -127,36 +183,15 @@ type BackendSpec struct {
 	Open     func(cfg BackendConfig) (Backend, error)
 }
 
-var (
-	backendMu sync.Mutex
-	backends  = map[string]BackendSpec{}
-)
+// backends are ordered by falling priority.
+var backends = registry.New("backend", func(s BackendSpec) string { return s.Name },
+	func(a, b BackendSpec) int { return cmp.Compare(b.Priority, a.Priority) })
 
 // RegisterBackend adds a backend; it is called from init functions.
-func RegisterBackend(s BackendSpec) {
-	backendMu.Lock()
-	defer backendMu.Unlock()
-	if _, dup := backends[s.Name]; dup {
-		panic("tiers: backend " + s.Name + " registered twice")
-	}
-	backends[s.Name] = s
-}
+func RegisterBackend(s BackendSpec) { backends.Add(s) }
 
 // BackendNames lists the registered backends by falling priority.
-func BackendNames() []string {
-	backendMu.Lock()
-	defer backendMu.Unlock()
-	var specs []BackendSpec
-	for _, s := range backends {
-		specs = append(specs, s)
-	}
-	sort.Slice(specs, func(i, j int) bool { return specs[i].Priority > specs[j].Priority })
-	names := make([]string, len(specs))
-	for i, s := range specs {
-		names[i] = s.Name
-	}
-	return names
-}
+func BackendNames() []string { return backends.Names() }
 
 // OpenBackend opens the named backend. "auto" tries every backend by
 // falling priority and returns the first that opens, with the reasons the
@@ -179,9 +214,7 @@ func OpenBackend(ctx context.Context, name string, cfg BackendConfig) (Backend, 
 }
 
 func openOne(name string, cfg BackendConfig) (Backend, error) {
-	backendMu.Lock()
-	s, ok := backends[name]
-	backendMu.Unlock()
+	s, ok := backends.Lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q (known: auto, %s)", name, strings.Join(BackendNames(), ", "))
 	}

@@ -58,11 +58,11 @@ type CUDABackend struct {
 	warm map[any]bool
 }
 
-// OpenCUDA opens device cfg.GPU through cfg.Libs.CUDA (libcuda.so.1 when
+// OpenCUDA opens device cfg.GPU through cfg.LibCUDA (libcuda.so.1 when
 // empty). Without a driver the error names the library that could not be
 // loaded.
 func OpenCUDA(cfg BackendConfig) (Backend, error) {
-	drv, err := cuda.Open(cfg.Libs.CUDA)
+	drv, err := cuda.Open(cfg.LibCUDA)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (b *CUDABackend) open() error {
 		return err
 	}
 	if b.cfg.GPU < 0 || b.cfg.GPU >= n {
-		return fmt.Errorf("cuda: --gpu %d, but the driver sees %d device(s)", b.cfg.GPU, n)
+		return fmt.Errorf("cuda: GPU %d asked for, but the driver sees %d device(s)", b.cfg.GPU, n)
 	}
 	if b.info, err = b.drv.Device(b.cfg.GPU); err != nil {
 		return err
@@ -115,6 +115,9 @@ func (b *CUDABackend) Info() cuda.DeviceInfo { return b.info }
 
 // DriverVersion is the driver's CUDA version, e.g. "12.8".
 func (b *CUDABackend) DriverVersion() string { return b.drv.VersionString() }
+
+// Caps says that device memory is the GPU's own.
+func (b *CUDABackend) Caps() Caps { return Caps{DeviceMemory: true} }
 
 // ComputeDType returns "bf16": GEMMs run in bf16 with fp32 accumulation.
 func (b *CUDABackend) ComputeDType() string { return "bf16" }
@@ -318,48 +321,18 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []kv.Copy, mode CopyMode) error
 	if err != nil {
 		return err
 	}
-	var dir cuda.Dir
-	var ops int // operations this plan queues, as counted against a hold
-	switch {
-	case s.kind != Device && d.kind == Device:
-		dir = cuda.HostToDevice
-	case s.kind == Device && d.kind != Device:
-		dir = cuda.DeviceToHost
-	case s.kind == Device && d.kind == Device:
-		dir = cuda.DeviceToDevice
-	default:
-		return fmt.Errorf("cuda backend: copy from %s to %s memory has no device side", s.kind, d.kind)
+	dir, err := copyDir(s.kind, d.kind)
+	if err != nil {
+		return err
 	}
-	how := cuda.PerCopy
-	switch mode {
-	case PerCopy:
-		if err := kv.CheckPlan(plan, s.size, d.size); err != nil {
-			return fmt.Errorf("cuda backend: %w", err)
-		}
-	case Batch:
-		if !b.drv.Has("cuMemcpyBatchAsync") {
-			return fmt.Errorf("cuda backend: %s: %w", UnsupportedModeReason(mode), cuda.ErrUnsupported)
-		}
-		how = cuda.Batch
-		if err := kv.CheckPlan(plan, s.size, d.size); err != nil {
-			return fmt.Errorf("cuda backend: %w", err)
-		}
-	case Contiguous:
-		c, err := kv.ContiguousSpan(plan, s.size, d.size)
-		if err != nil {
-			return fmt.Errorf("cuda backend: %w", err)
-		}
-		plan = []kv.Copy{c}
-	default:
-		return fmt.Errorf("cuda backend: %s", UnsupportedModeReason(mode))
+	how, plan, err := b.modePlan(mode, plan, s.size, d.size)
+	if err != nil || len(plan) == 0 {
+		return err
 	}
-	if len(plan) == 0 {
-		return nil
-	}
-
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.warmUp(copyKind{dir, how, s.kind, d.kind})
+	var ops int // operations this plan queues, as counted against a hold
 	if t := b.active; t != nil {
 		if s.kind == Pageable || d.kind == Pageable {
 			// The driver may stage pageable memory synchronously with the
@@ -377,19 +350,66 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []kv.Copy, mode CopyMode) error
 	for _, c := range plan {
 		b.plan.Add(dbase+uint64(c.Dst), sbase+uint64(c.Src), c.Bytes)
 	}
-	issue := func() error { _, err := b.stream.Copy(dir, how, &b.plan); return err }
-	if b.active != nil {
-		err = b.active.Guard(issue)
-		if b.active.GuardFired() {
-			b.learn(how == cuda.Batch, ops, len(plan))
+	return b.issue(func() error { _, err := b.stream.Copy(dir, how, &b.plan); return err }, how == cuda.Batch, ops, len(plan))
+}
+
+// copyDir is the direction of a copy between memory kinds: one side
+// must be the device.
+func copyDir(src, dst MemKind) (cuda.Dir, error) {
+	switch {
+	case src != Device && dst == Device:
+		return cuda.HostToDevice, nil
+	case src == Device && dst != Device:
+		return cuda.DeviceToHost, nil
+	case src == Device && dst == Device:
+		return cuda.DeviceToDevice, nil
+	}
+	return 0, fmt.Errorf("cuda backend: copy from %s to %s memory has no device side", src, dst)
+}
+
+// modePlan checks plan against buffers of srcSize and dstSize bytes and
+// returns how mode issues it: the plan itself, or one span (contiguous).
+func (b *CUDABackend) modePlan(mode CopyMode, plan []kv.Copy, srcSize, dstSize int64) (cuda.How, []kv.Copy, error) {
+	switch mode {
+	case PerCopy, Batch:
+		how := cuda.PerCopy
+		if mode == Batch {
+			if !b.drv.Has("cuMemcpyBatchAsync") {
+				return 0, nil, fmt.Errorf("cuda backend: %s: %w", UnsupportedModeReason(mode), cuda.ErrUnsupported)
+			}
+			how = cuda.Batch
 		}
-	} else {
-		err = issue()
+		if err := kv.CheckPlan(plan, srcSize, dstSize); err != nil {
+			return 0, nil, fmt.Errorf("cuda backend: %w", err)
+		}
+		return how, plan, nil
+	case Contiguous:
+		c, err := kv.ContiguousSpan(plan, srcSize, dstSize)
+		if err != nil {
+			return 0, nil, fmt.Errorf("cuda backend: %w", err)
+		}
+		return cuda.PerCopy, []kv.Copy{c}, nil
+	}
+	return 0, nil, fmt.Errorf("cuda backend: %s", UnsupportedModeReason(mode))
+}
+
+// issue runs one queuing call, behind the active timer's guard when a
+// sample is being held (learning from a call that blocked behind the
+// hold), and lets go of the hold when the call fails. b.mu is held.
+func (b *CUDABackend) issue(call func() error, batch bool, ops, copies int) error {
+	t := b.active
+	if t == nil {
+		if err := call(); err != nil {
+			return fmt.Errorf("cuda backend: %w", err)
+		}
+		return nil
+	}
+	err := t.Guard(call)
+	if t.GuardFired() {
+		b.learn(batch, ops, copies)
 	}
 	if err != nil {
-		if b.active != nil {
-			b.active.Unhold()
-		}
+		t.Unhold()
 		return fmt.Errorf("cuda backend: %w", err)
 	}
 	return nil
@@ -505,35 +525,20 @@ func (b *CUDABackend) GEMMs(ops []kv.GEMM) error {
 		// covers a queue that fills all the same).
 		b.active.Queue(len(ops))
 	}
-	var n int
-	issue := func() (err error) { n, err = b.handle.Gemms(list); return err }
-	var err error
-	if b.active != nil {
-		err = b.active.Guard(issue)
-		if b.active.GuardFired() {
-			b.learn(false, len(ops), len(ops))
+	return b.issue(func() error {
+		n, err := b.handle.Gemms(list)
+		if err != nil && n < len(ops) {
+			return fmt.Errorf("%s: %w", ops[n].Name, err)
 		}
-	} else {
-		err = issue()
-	}
-	if err != nil {
-		if b.active != nil {
-			b.active.Unhold()
-		}
-		name := ""
-		if n < len(ops) {
-			name = ops[n].Name + ": "
-		}
-		return fmt.Errorf("cuda backend: %s%w", name, err)
-	}
-	return nil
+		return err
+	}, false, len(ops), len(ops))
 }
 
 func (b *CUDABackend) openBLAS() error {
 	if b.blasErr != nil {
 		return b.blasErr
 	}
-	bl, err := cuda.OpenBLAS(b.cfg.Libs.CUBLAS, b.drv.Version)
+	bl, err := cuda.OpenBLAS(b.cfg.LibCUBLAS, b.drv.Version)
 	if err != nil {
 		b.blasErr = fmt.Errorf("cuda backend: %w", err)
 		return b.blasErr
@@ -603,6 +608,9 @@ func (t *cudaTimer) Stop() (float64, error) {
 // Held reports whether the last sample was held until its work was all
 // queued.
 func (t *cudaTimer) Held() bool { return t.t.Held() }
+
+// Kind returns TimingEvents: samples are timed with CUDA events.
+func (t *cudaTimer) Kind() string { return TimingEvents }
 
 // Sync lets go of a held stream and waits for all issued work.
 func (b *CUDABackend) Sync() error {

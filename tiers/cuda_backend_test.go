@@ -13,29 +13,23 @@ import (
 
 	"github.com/kvtier/kvtier/cuda"
 	"github.com/kvtier/kvtier/cuda/cudatest"
-	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
-	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
-// fakeLibs builds fresh fake libraries and names them.
-func fakeLibs(t *testing.T) system.Libraries {
-	libs := cudatest.Build(t)
-	return system.Libraries{CUDA: libs.CUDA, CUBLAS: libs.CUBLAS}
-}
-
-// openFake opens the cuda backend on a fresh fake driver (or on the
-// libraries cfg names).
+// openFake opens the cuda backend on a fresh fake driver.
 func openFake(t *testing.T, env map[string]string, cfg tiers.BackendConfig) tiers.Backend {
 	t.Helper()
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	if cfg.Libs.CUDA == "" {
-		cfg.Libs = fakeLibs(t)
+	libs := cudatest.Use(t)
+	if cfg.LibCUDA == "" {
+		cfg.LibCUDA = libs.CUDA
+	}
+	if cfg.LibCUBLAS == "" {
+		cfg.LibCUBLAS = libs.CUBLAS
 	}
 	b, _, err := tiers.OpenBackend(context.Background(), "cuda", cfg)
 	if err != nil {
@@ -51,12 +45,11 @@ func openFake(t *testing.T, env map[string]string, cfg tiers.BackendConfig) tier
 
 func TestCUDABackendWithoutDriver(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "libcuda.so.1")
-	cfg := tiers.BackendConfig{NUMA: -1, Libs: system.Libraries{CUDA: bad}}
-	_, _, err := tiers.OpenBackend(context.Background(), "cuda", cfg)
+	_, _, err := tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{NUMA: -1, LibCUDA: bad})
 	if err == nil || !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "cuda: cannot load libcuda (tried "+bad+")") {
 		t.Fatalf("open without a driver: %v", err)
 	}
-	b, why, err := tiers.OpenBackend(context.Background(), "auto", cfg)
+	b, why, err := tiers.OpenBackend(context.Background(), "auto", tiers.BackendConfig{NUMA: -1, LibCUDA: bad})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +60,14 @@ func TestCUDABackendWithoutDriver(t *testing.T) {
 }
 
 func TestCUDABackendOpenErrors(t *testing.T) {
-	_, _, err := tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{GPU: 3, NUMA: -1, Libs: fakeLibs(t)})
-	if err == nil || !strings.Contains(err.Error(), "--gpu 3, but the driver sees 1 device(s)") {
+	libs := cudatest.Use(t)
+	_, _, err := tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{GPU: 3, NUMA: -1, LibCUDA: libs.CUDA})
+	if err == nil || !strings.Contains(err.Error(), "GPU 3 asked for, but the driver sees 1 device(s)") {
 		t.Errorf("gpu out of range: %v", err)
 	}
 	t.Setenv("FAKECUDA_INIT_FAIL", "1")
-	_, _, err = tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{NUMA: -1, Libs: fakeLibs(t)})
+	libs = cudatest.Use(t)
+	_, _, err = tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{NUMA: -1, LibCUDA: libs.CUDA})
 	if err == nil || !strings.Contains(err.Error(), "cuInit: CUDA_ERROR_NO_DEVICE") {
 		t.Errorf("cuInit failing: %v", err)
 	}
@@ -391,9 +386,7 @@ func TestCUDABackendGEMMs(t *testing.T) {
 	if err := b.GEMMs([]kv.GEMM{{Name: "empty"}}); err == nil {
 		t.Error("zero-size gemm accepted")
 	}
-	libs := fakeLibs(t)
-	libs.CUBLAS = filepath.Join(t.TempDir(), "libcublas.so.12")
-	nob := openFake(t, nil, tiers.BackendConfig{NUMA: -1, Libs: libs})
+	nob := openFake(t, nil, tiers.BackendConfig{NUMA: -1, LibCUBLAS: filepath.Join(t.TempDir(), "libcublas.so.12")})
 	if err := nob.GEMMs(ops); err == nil || !strings.Contains(err.Error(), "cannot load libcublas") {
 		t.Errorf("gemm without cublas: %v", err)
 	}
@@ -429,77 +422,5 @@ func TestCUDABackendExportDMABuf(t *testing.T) {
 	defer d2.Close()
 	if _, _, err := hid.(tiers.DMABufExporter).ExportDMABuf(d2); !errors.Is(err, cuda.ErrUnsupported) {
 		t.Errorf("export without the symbol: %v", err)
-	}
-}
-
-// tinyConfig is a 2-layer model: 128 B per token, 2048 B per block.
-const tinyConfig = `{"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"hidden_size":32,
-"intermediate_size":64,"torch_dtype":"bfloat16"}`
-
-func TestCUDABackendSweep(t *testing.T) {
-	libs := fakeLibs(t)
-	cfgPath := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(cfgPath, []byte(tinyConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, mem := range []tiers.MemKind{tiers.Pinned, tiers.Pageable} {
-		t.Run(string(mem), func(t *testing.T) {
-			o := harness.DefaultSweepOptions()
-			o.Backend = "cuda"
-			o.ModelConfig = cfgPath
-			o.Tiers = []string{"hbm", "host", "recompute"}
-			o.Prefixes = []int{16, 64}
-			o.Reps, o.Warmup = 2, 1
-			o.HostMem = mem
-			o.Libs = libs
-			if err := o.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(t.TempDir(), "out")
-			out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var log bytes.Buffer
-			serr := harness.Sweep(context.Background(), o, out, &log)
-			if err := out.Close(serr != nil); err != nil {
-				t.Fatal(err)
-			}
-			if serr != nil {
-				t.Fatalf("sweep: %v\n%s", serr, log.String())
-			}
-			rows, _, err := results.ReadCSV(filepath.Join(dir, results.SweepFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := map[string]int{}
-			for _, r := range rows {
-				seen[r.Tier]++
-				if r.Status != results.StatusOK || r.Backend != "cuda" || r.Seconds <= 0 {
-					t.Errorf("row %s %s %s: %s %q backend %s seconds %g", r.Tier, r.Layout, r.Get("copy"), r.Status, r.Reason, r.Backend, r.Seconds)
-				}
-				if r.Tier != "recompute" && r.Rep == 0 && r.Get("verified") != "true" {
-					t.Errorf("row %s %s %s rep 0 not verified", r.Tier, r.Layout, r.Get("copy"))
-				}
-				if r.Get("device") != "Fake CUDA Device 0 [0000:19:00.0]" {
-					t.Errorf("device %q", r.Get("device"))
-				}
-			}
-			// 2 layouts × 3 modes × 2 prefixes × 2 reps for each mover.
-			if seen["hbm"] != 24 || seen["host"] != 24 || seen["recompute"] != 4 {
-				t.Errorf("rows per tier %v", seen)
-			}
-			m, err := results.ReadManifest(filepath.Join(dir, "manifest.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, s := range m.Backends {
-				names = append(names, s.Name)
-			}
-			if !strings.Contains(strings.Join(names, ","), "cuda") || !strings.Contains(strings.Join(names, ","), "nvml") {
-				t.Errorf("manifest backends %v", names)
-			}
-		})
 	}
 }

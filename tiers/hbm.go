@@ -42,7 +42,7 @@ type gatherTier struct {
 
 // Available says why the tier cannot run in its Env.
 func (t *gatherTier) Available() string {
-	if t.srcKind == Device && t.env.Backend.Name() == "host" {
+	if t.srcKind == Device && !t.env.Backend.Caps().DeviceMemory {
 		return "no device memory on the host backend (the DRAM stand-in would duplicate the host tier); run with --backend cuda"
 	}
 	return ""
@@ -53,10 +53,11 @@ func (t *gatherTier) Available() string {
 func (t *gatherTier) SetupBytes(maxBlocks int) int64 {
 	bb := t.env.Geometry.BlockBytes()
 	var n int64
-	if t.srcKind != Device || t.env.Backend.Name() == "host" {
+	dev := t.env.Backend.Caps().DeviceMemory
+	if t.srcKind != Device || !dev {
 		n += int64(kv.PoolSlots(maxBlocks)) * bb
 	}
-	if t.env.Backend.Name() == "host" {
+	if !dev {
 		n += int64(maxBlocks) * bb
 	}
 	return n
@@ -89,7 +90,7 @@ func (t *gatherTier) Setup(ctx context.Context, maxBlocks int) error {
 	if t.src, err = b.Alloc(t.srcKind, t.srcPool.Size()); err != nil {
 		return fmt.Errorf("%s: source pool: %w", t.name, err)
 	}
-	if err := fillPattern(ctx, t.src, t.env.Seed); err != nil {
+	if err := FillPattern(ctx, t.src, t.env.Seed); err != nil {
 		return fmt.Errorf("%s: source pool: %w", t.name, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -104,8 +105,9 @@ func (t *gatherTier) Setup(ctx context.Context, maxBlocks int) error {
 	return nil
 }
 
-// fillPattern writes the pattern of seed over all of buf.
-func fillPattern(ctx context.Context, buf Buffer, seed uint64) error {
+// FillPattern writes the pattern of seed over all of buf, checking ctx
+// between pieces.
+func FillPattern(ctx context.Context, buf Buffer, seed uint64) error {
 	if h := buf.Host(); h != nil {
 		const piece = 256 << 20 // check for cancellation between pieces
 		for off := 0; off < len(h); off += piece {
@@ -145,7 +147,7 @@ func (t *gatherTier) Scrub(p Prefix) error {
 		}
 		plan = []kv.Copy{c}
 	}
-	if err := scrubRanges(t.dst, plan); err != nil {
+	if err := ScrubRanges(t.dst, plan); err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	return nil
@@ -190,7 +192,7 @@ func (t *gatherTier) Verify(p Prefix) error {
 		}
 		return nil
 	}
-	if i, err := checkAll(t.dst, plan, t.env.Seed); err != nil {
+	if i, err := CheckRanges(t.dst, plan, t.env.Seed); err != nil {
 		return fmt.Errorf("%s: block %d chunk %d: %w", t.name, i/t.perBlock, i%t.perBlock, err)
 	}
 	return nil
@@ -225,7 +227,7 @@ func (t *gatherTier) Attrs() map[string]string {
 		"dst_mem":   string(Device),
 		"device":    b.Device(),
 	}
-	if b.Name() == "host" {
+	if !b.Caps().DeviceMemory {
 		a["path"] = "dram-to-dram (host stand-in)"
 	}
 	if l := b.LinkGBps(t.srcKind, Device); l > 0 {

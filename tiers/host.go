@@ -1,5 +1,9 @@
 package tiers
 
+import (
+	"github.com/kvtier/kvtier/option"
+)
+
 func init() {
 	Register(Spec{
 		Name:    "host",
@@ -8,14 +12,38 @@ func init() {
 		Moves:   true,
 		Timing:  Queued,
 		New: func(env Env) Tier {
-			kind := env.HostMem
-			if kind == "" {
-				kind = Pinned
-			}
+			o := OptionsOf(env, NewHostOptions)
 			// On the host backend the working pool is DRAM too: the row's
 			// path column says so (dram-to-dram), the device column names
 			// the CPU stand-in.
-			return &gatherTier{env: env, srcKind: kind, name: "host"}
+			return &gatherTier{env: env, srcKind: o.Mem, name: "host"}
 		},
+		NewOptions: func() Options { return NewHostOptions() },
 	})
+}
+
+// HostOptions are the host tier's own options.
+type HostOptions struct {
+	Mem MemKind // Pinned or Pageable: the source pool's memory
+}
+
+// NewHostOptions returns the host tier's defaults: a pinned source pool.
+func NewHostOptions() *HostOptions { return &HostOptions{Mem: Pinned} }
+
+// Fields declares host-mem.
+func (o *HostOptions) Fields() []option.Field {
+	return []option.Field{{Name: "host-mem", Ptr: (*string)(&o.Mem), Usage: "host tier source memory: pinned or pageable"}}
+}
+
+// Validate accepts pinned and pageable.
+func (o *HostOptions) Validate() error {
+	if o.Mem != Pinned && o.Mem != Pageable {
+		return option.Errorf("host-mem", "want pinned or pageable, got %q", o.Mem)
+	}
+	return nil
+}
+
+// Settings records host_mem.
+func (o *HostOptions) Settings() map[string]string {
+	return map[string]string{"host_mem": string(o.Mem)}
 }

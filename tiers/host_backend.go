@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -61,6 +60,12 @@ func (h *HostBackend) Device() string { return h.device }
 // CopyModes lists percopy and contiguous: there is no batched copy call
 // on the host.
 func (h *HostBackend) CopyModes() []CopyMode { return []CopyMode{PerCopy, Contiguous} }
+
+// StandIn is what the host backend's rows say it is.
+const StandIn = "host stand-in (CPU DRAM), not a GPU"
+
+// Caps says that "device" memory is DRAM standing in for a GPU.
+func (h *HostBackend) Caps() Caps { return Caps{StandIn: StandIn} }
 
 // ComputeDType returns "fp32".
 func (h *HostBackend) ComputeDType() string { return "fp32" }
@@ -201,27 +206,7 @@ func (h *HostBackend) GEMMs(ops []kv.GEMM) error {
 
 // Timer returns a monotonic-clock timer; the host runs work inside Fetch,
 // so both timings are the same.
-func (h *HostBackend) Timer(t Timing) Timer { return &hostTimer{b: h} }
-
-type hostTimer struct {
-	b     *HostBackend
-	start time.Time
-}
-
-func (t *hostTimer) Start() error {
-	t.start = time.Now()
-	return nil
-}
-
-func (t *hostTimer) Stop() (float64, error) {
-	if t.start.IsZero() {
-		return 0, errors.New("host backend: timer stopped before it started")
-	}
-	if err := t.b.Sync(); err != nil {
-		return 0, err
-	}
-	return time.Since(t.start).Seconds(), nil
-}
+func (h *HostBackend) Timer(t Timing) Timer { return &ClockTimer{Sync: h.Sync} }
 
 // A hostBuffer is an anonymous mapping.
 type hostBuffer struct {

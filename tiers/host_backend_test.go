@@ -158,7 +158,7 @@ func TestGatherTierFetchVerify(t *testing.T) {
 	for _, layout := range kv.Layouts() {
 		for _, mode := range []CopyMode{PerCopy, Contiguous} {
 			t.Run(string(layout)+"/"+string(mode), func(t *testing.T) {
-				env := Env{Backend: b, Geometry: tinyGeometry(), Layout: layout, Copy: mode, HostMem: Pageable, Seed: 7}
+				env := Env{Backend: b, Geometry: tinyGeometry(), Layout: layout, Copy: mode, Options: &HostOptions{Mem: Pageable}, Seed: 7}
 				tier := newTier(t, "host", env)
 				if r := tier.Available(); r != "" {
 					t.Fatalf("host tier unavailable: %s", r)
@@ -209,7 +209,7 @@ func TestGatherTierFetchVerify(t *testing.T) {
 // A plan that copies the wrong chunk must fail verification.
 func TestVerifyCatchesWrongChunk(t *testing.T) {
 	b := openHost(t)
-	env := Env{Backend: b, Geometry: tinyGeometry(), Layout: kv.Layerwise, Copy: PerCopy, HostMem: Pinned, Seed: 3}
+	env := Env{Backend: b, Geometry: tinyGeometry(), Layout: kv.Layerwise, Copy: PerCopy, Options: &HostOptions{Mem: Pinned}, Seed: 3}
 	tier := newTier(t, "host", env).(*gatherTier)
 	if err := tier.Setup(context.Background(), 4); err != nil {
 		t.Fatal(err)

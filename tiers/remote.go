@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"strconv"
 
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
 )
@@ -18,8 +19,66 @@ func init() {
 		Order:   2,
 		Moves:   true,
 		Timing:  Blocking,
-		New:     func(env Env) Tier { return &remoteTier{env: env} },
+		New: func(env Env) Tier {
+			return &remoteTier{env: env, opts: *OptionsOf(env, NewRemoteOptions)}
+		},
+		NewOptions: func() Options { return NewRemoteOptions() },
+		Columns:    []string{"peer_mem"},
 	})
+}
+
+// RemoteOptions are the remote tier's own options.
+type RemoteOptions struct {
+	Peer       string // HOST:PORT of a kvtier serve peer; "" starts an embedded loopback peer
+	Transport  string // "tcp" or "verbs"
+	Conns      int    // parallel TCP connections or RC QPs
+	RDMADevice string // e.g. mlx5_0; "" picks the first active port
+	GIDIndex   int    // -1 selects a RoCE v2 GID automatically
+}
+
+// NewRemoteOptions returns the remote tier's defaults: an embedded
+// loopback peer over TCP with four connections.
+func NewRemoteOptions() *RemoteOptions {
+	return &RemoteOptions{Transport: peer.TCP, Conns: 4, GIDIndex: -1}
+}
+
+// Fields declares peer, transport, conns, rdma-device and gid-index.
+func (o *RemoteOptions) Fields() []option.Field {
+	return []option.Field{
+		{Name: "peer", Ptr: &o.Peer, Usage: "HOST:PORT of a kvtier serve peer for the remote tier (default: an embedded loopback peer)"},
+		{Name: "transport", Ptr: &o.Transport, Usage: "remote tier transport: tcp or verbs"},
+		{Name: "conns", Ptr: &o.Conns, Usage: "remote tier: parallel TCP connections or RC QPs"},
+		{Name: "rdma-device", Ptr: &o.RDMADevice, Usage: "RDMA device, e.g. mlx5_0 (default: the first active port)"},
+		{Name: "gid-index", Ptr: &o.GIDIndex, Usage: "GID index (-1: a RoCE v2 GID picked automatically)"},
+	}
+}
+
+// Validate reports every problem at once.
+func (o *RemoteOptions) Validate() error {
+	var errs []error
+	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
+		errs = append(errs, option.Errorf("transport", "want tcp or verbs, got %q", o.Transport))
+	}
+	if o.Conns < 1 || o.Conns > peer.MaxConns {
+		errs = append(errs, option.Errorf("conns", "want 1 to %d, got %d", peer.MaxConns, o.Conns))
+	}
+	if o.GIDIndex < -1 {
+		errs = append(errs, option.Errorf("gid-index", "want an index or -1, got %d", o.GIDIndex))
+	}
+	if o.Peer != "" {
+		if err := peer.CheckAddr(o.Peer); err != nil {
+			errs = append(errs, option.Wrap("peer", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Settings records the remote tier's options.
+func (o *RemoteOptions) Settings() map[string]string {
+	return map[string]string{
+		"peer": o.Peer, "transport": o.Transport, "conns": strconv.Itoa(o.Conns),
+		"rdma_device": o.RDMADevice, "gid_index": strconv.Itoa(o.GIDIndex),
+	}
 }
 
 // A DMABufExporter is a backend that can export device memory as a
@@ -28,37 +87,30 @@ type DMABufExporter interface {
 	ExportDMABuf(b Buffer) (fd int, offset int64, err error)
 }
 
-// Remote paths beyond peer.PathLoopback/Intra/Inter: how bytes reach
-// device memory on a GPU backend.
-const (
-	pathGPUDirect = "gpudirect"
-	pathBounce    = "bounce"
-)
-
 // A remoteTier keeps the prefix's blocks at random slots of a peer's pool
-// (an embedded loopback peer when Env.Peer is empty) and reads every chunk
-// into the working pool: straight into it on the host backend or by
-// GPUDirect RDMA, else into a pinned bounce buffer copied to the device.
+// (an embedded loopback peer when no peer is given) and reads every chunk
+// into the working pool through a Dest: straight into it on the host
+// backend, by GPUDirect RDMA, or through a pinned bounce buffer.
 type remoteTier struct {
-	env Env
+	env  Env
+	opts RemoteOptions
 
 	embedded *peer.Embedded
 	client   *peer.Client
 	where    string // loopback | intra | inter
-	path     string // where, or gpudirect | bounce on a device backend
 	seed     uint64 // the peer pool's pattern seed
 
 	list     []peer.Chunk // the whole working set, block by block
 	perBlock int
 	dst      Buffer // working pool
-	bounce   Buffer // pinned mirror of the working pool (bounce path)
+	dest     *Dest
 }
 
 func (t *remoteTier) transport() string {
-	if t.env.Transport == "" {
+	if t.opts.Transport == "" {
 		return peer.TCP
 	}
-	return t.env.Transport
+	return t.opts.Transport
 }
 
 // Available says why the tier cannot run: verbs without a device.
@@ -67,7 +119,7 @@ func (t *remoteTier) Available() string {
 	case peer.TCP:
 		return ""
 	case peer.Verbs:
-		names, err := rdma.DeviceNames(t.env.Libs.IBVerbs)
+		names, err := rdma.DeviceNames(t.env.LibIBVerbs)
 		if err != nil {
 			return "transport verbs: " + err.Error()
 		}
@@ -76,7 +128,7 @@ func (t *remoteTier) Available() string {
 		}
 		return ""
 	}
-	return fmt.Sprintf("unknown transport %q (want tcp or verbs)", t.env.Transport)
+	return fmt.Sprintf("unknown transport %q (want tcp or verbs)", t.opts.Transport)
 }
 
 // SetupBytes is the host memory Setup allocates: the embedded peer's pool
@@ -84,17 +136,17 @@ func (t *remoteTier) Available() string {
 func (t *remoteTier) SetupBytes(maxBlocks int) int64 {
 	g := t.env.Geometry
 	n := int64(maxBlocks) * g.BlockBytes()
-	if t.env.Peer == "" {
+	if t.opts.Peer == "" {
 		n += int64(kv.PoolSlots(maxBlocks)) * g.BlockBytes()
 	}
-	if t.env.Backend.Name() != "host" {
+	if t.env.Backend.Caps().DeviceMemory {
 		n += int64(maxBlocks) * g.BlockBytes()
 	}
 	return n
 }
 
 func (t *remoteTier) rdmaConfig() rdma.Config {
-	return rdma.Config{Device: t.env.RDMADevice, GIDIndex: t.env.GIDIndex, Root: "/", Library: t.env.Libs.IBVerbs}
+	return rdma.Config{Device: t.opts.RDMADevice, GIDIndex: t.opts.GIDIndex, Root: root(t.env), Library: t.env.LibIBVerbs}
 }
 
 // Setup connects to the peer (starting an embedded one if needed), places
@@ -107,7 +159,7 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 	g, l := t.env.Geometry, t.env.Layout
 	src := kv.Pool{Geometry: g, Layout: l, Slots: kv.PoolSlots(maxBlocks)}
 	dstPool := kv.Pool{Geometry: g, Layout: l, Slots: maxBlocks}
-	addr := t.env.Peer
+	addr := t.opts.Peer
 	t.where = peer.PathTo(addr)
 	if addr == "" {
 		pool, err := peer.NewHostPool(src.Size(), t.env.Seed^0x7065657270)
@@ -121,7 +173,7 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 		}
 		t.embedded, addr, t.where = e, e.Addr, peer.PathLoopback
 	}
-	conns := max(t.env.Conns, 1)
+	conns := max(t.opts.Conns, 1)
 	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: t.transport(), Conns: conns, RDMA: t.rdmaConfig()})
 	if err != nil {
 		return fmt.Errorf("remote: %w", err)
@@ -150,44 +202,16 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 		t.list[i] = peer.Chunk{Src: p.Src, Dst: p.Dst, Len: p.Bytes}
 	}
 	t.perBlock = g.ChunksPerBlock(l)
-	b := t.env.Backend
-	if t.dst, err = b.Alloc(Device, dstPool.Size()); err != nil {
+	if t.dst, err = t.env.Backend.Alloc(Device, dstPool.Size()); err != nil {
 		return fmt.Errorf("remote: working pool: %w", err)
 	}
-	t.path = t.where
-	if t.dst.Host() == nil {
-		t.path = pathBounce
-		if t.transport() == peer.Verbs {
-			// GPUDirect when the device memory registers: try one chunk.
-			if err := c.ReadToDevice(ctx, t.deviceMem(), t.list[:1]); err == nil {
-				t.path = pathGPUDirect
-			} else if t.env.Log != nil {
-				fmt.Fprintf(t.env.Log, "kvtier: remote: GPUDirect unavailable, using a pinned bounce buffer: %v\n", err)
-			}
-		}
-		if t.path == pathBounce {
-			if t.bounce, err = b.Alloc(Pinned, dstPool.Size()); err != nil {
-				return fmt.Errorf("remote: bounce buffer: %w", err)
-			}
-		}
+	if t.dest, err = NewDest(ctx, t.env.Backend, c, t.dst, t.list[:1], t.env.Copy); err != nil {
+		return fmt.Errorf("remote: %w", err)
 	}
-	for _, b := range []Buffer{t.dst, t.bounce} {
-		if b == nil {
-			continue
-		}
-		if err := scrubAll(b); err != nil {
-			return fmt.Errorf("remote: %w", err)
-		}
+	if t.dest.Why != "" && t.env.Log != nil {
+		fmt.Fprintf(t.env.Log, "kvtier: remote: GPUDirect unavailable, using a pinned bounce buffer: %s\n", t.dest.Why)
 	}
-	return nil
-}
-
-func (t *remoteTier) deviceMem() peer.DeviceMem {
-	d := peer.DeviceMem{Addr: t.dst.Addr(), Size: t.dst.Size()}
-	if exp, ok := t.env.Backend.(DMABufExporter); ok {
-		d.Export = func() (int, int64, error) { return exp.ExportDMABuf(t.dst) }
-	}
-	return d
+	return t.dest.Scrub([]peer.Chunk{{Dst: 0, Len: t.dst.Size()}})
 }
 
 // Scrub overwrites what a Fetch of p writes, in the working pool and in
@@ -195,30 +219,18 @@ func (t *remoteTier) deviceMem() peer.DeviceMem {
 // (stale bytes left in the bounce buffer could otherwise pass for a read
 // that never happened).
 func (t *remoteTier) Scrub(p Prefix) error {
-	if t.dst == nil {
-		return errors.New("remote: not set up")
-	}
 	list, err := t.reads(p)
 	if err != nil {
 		return err
 	}
-	cs := asCopies(list)
-	for _, b := range []Buffer{t.dst, t.bounce} {
-		if b == nil {
-			continue
-		}
-		if err := scrubRanges(b, cs); err != nil {
-			return fmt.Errorf("remote: %w", err)
-		}
-	}
-	return nil
+	return t.dest.Scrub(list)
 }
 
 // reads returns the chunk reads of a fetch of p: one per chunk, or for
 // the contiguous copy mode one read of the same payload.
 func (t *remoteTier) reads(p Prefix) ([]peer.Chunk, error) {
-	if t.client == nil || t.dst == nil {
-		return nil, errors.New("remote: not set up")
+	if t.client == nil || t.dest == nil {
+		return nil, fmt.Errorf("remote: %w", errNotSetUp)
 	}
 	n := p.Blocks * t.perBlock
 	if p.Blocks <= 0 || n > len(t.list) {
@@ -226,11 +238,7 @@ func (t *remoteTier) reads(p Prefix) ([]peer.Chunk, error) {
 	}
 	list := t.list[:n]
 	if t.env.Copy == Contiguous {
-		plan := make([]kv.Copy, len(list))
-		for i, c := range list {
-			plan[i] = kv.Copy{Src: c.Src, Dst: c.Dst, Bytes: c.Len}
-		}
-		c, err := kv.ContiguousSpan(plan, t.client.Info().PoolBytes, t.dst.Size())
+		c, err := kv.ContiguousSpan(ChunkCopies(list), t.client.Info().PoolBytes, t.dst.Size())
 		if err != nil {
 			return nil, err
 		}
@@ -245,34 +253,7 @@ func (t *remoteTier) Fetch(ctx context.Context, p Prefix) error {
 	if err != nil {
 		return err
 	}
-	switch t.path {
-	case pathGPUDirect:
-		return t.client.ReadToDevice(ctx, t.deviceMem(), list)
-	case pathBounce:
-		if err := t.client.ReadChunks(ctx, t.bounce.Host(), list); err != nil {
-			return err
-		}
-		plan := make([]kv.Copy, len(list))
-		for i, c := range list {
-			plan[i] = kv.Copy{Dst: c.Dst, Src: c.Dst, Bytes: c.Len}
-		}
-		mode := t.env.Copy
-		if !slices.Contains(t.env.Backend.CopyModes(), mode) {
-			mode = PerCopy
-		}
-		return t.env.Backend.Copy(t.dst, t.bounce, plan, mode)
-	}
-	return t.client.ReadChunks(ctx, t.dst.Host(), list)
-}
-
-// asCopies turns peer reads into copy ranges (destination in the working
-// pool, source in the peer's pool) for scrubbing and verification.
-func asCopies(list []peer.Chunk) []kv.Copy {
-	cs := make([]kv.Copy, len(list))
-	for i, c := range list {
-		cs[i] = kv.Copy{Dst: c.Dst, Src: c.Src, Bytes: c.Len}
-	}
-	return cs
+	return t.client.Read(ctx, t.dest.Destination, list)
 }
 
 // Verify checks every chunk of the working pool against the pattern the
@@ -286,8 +267,7 @@ func (t *remoteTier) Verify(p Prefix) error {
 	if len(list) == 1 && t.env.Copy == Contiguous {
 		per = 1
 	}
-	cs := asCopies(list)
-	if i, err := checkAll(t.dst, cs, t.seed); err != nil {
+	if i, err := t.dest.Verify(list, t.seed); err != nil {
 		return fmt.Errorf("remote: block %d chunk %d: %w", i/per, i%per, err)
 	}
 	return nil
@@ -301,9 +281,12 @@ func (t *remoteTier) Attrs() map[string]string {
 		"dst_mem":   string(Device),
 		"device":    "tcp",
 	}
-	if t.path != "" {
-		a["path"] = t.path
-	} else if t.env.Peer == "" {
+	switch {
+	case t.dest != nil && t.dest.Path != peer.DestHost:
+		a["path"] = t.dest.Path
+	case t.where != "":
+		a["path"] = t.where
+	case t.opts.Peer == "":
 		a["path"] = peer.PathLoopback
 	}
 	if t.client != nil {
@@ -327,11 +310,13 @@ func (t *remoteTier) Close() error {
 		errs = append(errs, t.client.Close())
 		t.client = nil
 	}
-	for _, b := range []*Buffer{&t.dst, &t.bounce} {
-		if *b != nil {
-			errs = append(errs, (*b).Close())
-			*b = nil
-		}
+	if t.dest != nil {
+		errs = append(errs, t.dest.Close())
+		t.dest = nil
+	}
+	if t.dst != nil {
+		errs = append(errs, t.dst.Close())
+		t.dst = nil
 	}
 	if t.embedded != nil {
 		errs = append(errs, t.embedded.Close())

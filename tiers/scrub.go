@@ -3,9 +3,11 @@ package tiers
 import (
 	"fmt"
 	"runtime"
+	"sort"
 	"sync"
 
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/pattern"
 )
 
 // scrubByte overwrites working-pool bytes before a verified sample. It is
@@ -15,13 +17,13 @@ const scrubByte = 0xa5
 
 // scrubAll overwrites every byte of b.
 func scrubAll(b Buffer) error {
-	return scrubRanges(b, []kv.Copy{{Dst: 0, Bytes: b.Size()}})
+	return ScrubRanges(b, []kv.Copy{{Dst: 0, Bytes: b.Size()}})
 }
 
-// scrubRanges overwrites the destination ranges of cs in b: exactly those
+// ScrubRanges overwrites the destination ranges of cs in b: exactly those
 // ranges in host memory; all of a device buffer, where one large write
 // costs less than a synchronous driver copy per chunk.
-func scrubRanges(b Buffer, cs []kv.Copy) error {
+func ScrubRanges(b Buffer, cs []kv.Copy) error {
 	src := make([]byte, min(fillChunk, max(b.Size(), 1)))
 	for i := range src {
 		src[i] = scrubByte
@@ -42,12 +44,15 @@ func scrubRanges(b Buffer, cs []kv.Copy) error {
 	return nil
 }
 
-// checkAll checks every range of cs in dst against the source pattern, in
+// CheckRanges checks every range of cs in dst against the source pattern, in
 // parallel over the machine's CPUs, and returns the index of the first
 // (lowest) range that fails with its error, or -1 and nil.
-func checkAll(dst Buffer, cs []kv.Copy, seed uint64) (int, error) {
+func CheckRanges(dst Buffer, cs []kv.Copy, seed uint64) (int, error) {
+	if dst.Host() == nil {
+		return checkDevice(dst, cs, seed)
+	}
 	workers := min(runtime.GOMAXPROCS(0), len(cs))
-	if workers <= 1 || dst.Host() == nil {
+	if workers <= 1 {
 		for i, c := range cs {
 			if err := checkRange(dst, c, seed); err != nil {
 				return i, err
@@ -84,4 +89,41 @@ func checkAll(dst Buffer, cs []kv.Copy, seed uint64) (int, error) {
 		return firstIdx, firstErr
 	}
 	return -1, nil
+}
+
+// readbackWindow is how much of a device buffer checkDevice reads back
+// at once.
+const readbackWindow = 64 << 20
+
+// checkDevice checks the ranges cs of a device buffer by reading it back
+// in windows, in ascending order of destination, so that a check costs a
+// few large copies instead of one synchronous copy per chunk. It returns
+// the lowest index of a failing range, as CheckRanges does.
+func checkDevice(dst Buffer, cs []kv.Copy, seed uint64) (int, error) {
+	order := make([]int, len(cs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return cs[order[a]].Dst < cs[order[b]].Dst })
+	var win []byte
+	ws, we := int64(0), int64(-1)
+	first, firstErr := -1, error(nil)
+	for _, i := range order {
+		c := cs[i]
+		if c.Dst < ws || c.Dst+c.Bytes > we {
+			n := min(max(readbackWindow, c.Bytes), dst.Size()-c.Dst)
+			if int64(cap(win)) < n {
+				win = make([]byte, n)
+			}
+			if _, err := dst.ReadAt(win[:n], c.Dst); err != nil {
+				return i, fmt.Errorf("read back: %w", err)
+			}
+			ws, we = c.Dst, c.Dst+n
+		}
+		off := c.Dst - ws
+		if err := pattern.Check(win[off:off+c.Bytes], seed, c.Src); err != nil && (first < 0 || i < first) {
+			first, firstErr = i, err
+		}
+	}
+	return first, firstErr
 }

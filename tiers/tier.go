@@ -8,15 +8,15 @@
 package tiers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/kvtier/kvtier/kv"
-	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/registry"
 )
 
 // A Prefix is the reused prefix a Fetch brings back.
@@ -25,25 +25,39 @@ type Prefix struct {
 	Blocks int // ceil(L / block size)
 }
 
-// Env is what a tier is built from: the backend, the geometry, and the
-// options of the sweep that concern tiers.
+// Env is what a tier is built from: the backend, the geometry, the
+// layout and copy mode of the configuration, and the tier's own options.
 type Env struct {
 	Backend  Backend
 	Geometry kv.Geometry
 	Layout   kv.Layout
 	Copy     CopyMode // how chunk copies are issued
-	HostMem  MemKind  // Pinned or Pageable, for the host tier
-	Seed     uint64   // block placement
+	Seed     uint64   // block placement and the data pattern
+	// Options are the tier's own options as its Spec's NewOptions made
+	// them and the command line set them; nil for a tier without any,
+	// or to take the defaults.
+	Options Options
+	// Root is the root of sysfs and procfs reads ("/" on a live machine).
+	Root string
+	// LibIBVerbs is the libibverbs the remote tier's verbs transport
+	// loads ("" tries the usual names); cmd/kvtier fills it from
+	// KVTIER_LIBIBVERBS.
+	LibIBVerbs string
+	Log        io.Writer // progress and warnings; never rows
+}
 
-	// Remote tier.
-	Peer       string           // HOST:PORT of a kvtier serve peer; "" starts an embedded loopback peer
-	Transport  string           // "tcp" or "verbs"
-	Conns      int              // parallel TCP connections or RC QPs
-	RDMADevice string           // e.g. mlx5_0; "" picks the first active port
-	GIDIndex   int              // -1 selects a RoCE v2 GID automatically
-	Libs       system.Libraries // native libraries (libibverbs) to load
-
-	Log io.Writer // progress and warnings; never rows
+// Options are a tier's own settings. The tier declares them, so the
+// command line offers them as flags, the manifest records them and a new
+// tier needs no edits in the harness or the CLI.
+type Options interface {
+	// Fields lists the options for the command line; each points at its
+	// value, which holds the default.
+	Fields() []option.Field
+	// Validate reports every problem at once as option.Errors naming the
+	// fields.
+	Validate() error
+	// Settings renders the options for the manifest, keyed by field.
+	Settings() map[string]string
 }
 
 // A Tier brings a prefix's KV blocks back into the working pool from one
@@ -81,58 +95,51 @@ type Spec struct {
 	Moves  bool
 	Timing Timing
 	New    func(env Env) Tier
+	// NewOptions returns the tier's options with their defaults; nil when
+	// the tier has none.
+	NewOptions func() Options
+	// Columns are the row columns the tier's Attrs may set beyond those
+	// every sweep row has; the sweep's file carries the union over all
+	// tiers, so no attribute is dropped.
+	Columns []string
 }
 
-var (
-	tierMu sync.Mutex
-	specs  = map[string]Spec{}
-)
+var specs = registry.New("tier", func(s Spec) string { return s.Name },
+	func(a, b Spec) int { return cmp.Compare(a.Order, b.Order) })
 
 // Register adds a tier; it is called from init functions.
-func Register(s Spec) {
-	tierMu.Lock()
-	defer tierMu.Unlock()
-	if _, dup := specs[s.Name]; dup {
-		panic("tiers: tier " + s.Name + " registered twice")
-	}
-	specs[s.Name] = s
-}
+func Register(s Spec) { specs.Add(s) }
 
 // All returns every registered tier in display order.
-func All() []Spec {
-	tierMu.Lock()
-	defer tierMu.Unlock()
-	out := make([]Spec, 0, len(specs))
-	for _, s := range specs {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
+func All() []Spec { return specs.All() }
 
 // Names returns the registered tier names in display order.
-func Names() []string {
-	var n []string
-	for _, s := range All() {
-		n = append(n, s.Name)
-	}
-	return n
-}
+func Names() []string { return specs.Names() }
 
 // Lookup returns the tier named name.
 func Lookup(name string) (Spec, error) {
-	tierMu.Lock()
-	s, ok := specs[name]
-	tierMu.Unlock()
+	s, ok := specs.Lookup(name)
 	if !ok {
 		return Spec{}, fmt.Errorf("unknown tier %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
 	return s, nil
+}
+
+// OptionsOf returns the options in env when they are of type T, else the
+// defaults from newDefault: the one way a tier reads its own options.
+func OptionsOf[T Options](env Env, newDefault func() T) T {
+	if o, ok := env.Options.(T); ok {
+		return o
+	}
+	return newDefault()
+}
+
+// root returns env's sysfs root, "/" when unset.
+func root(env Env) string {
+	if env.Root == "" {
+		return "/"
+	}
+	return env.Root
 }
 
 // A Sizer is a tier that can say how many bytes of host memory its Setup

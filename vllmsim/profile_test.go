@@ -21,8 +21,8 @@ func TestLookupProfile(t *testing.T) {
 }
 
 func TestProfileFromCSV(t *testing.T) {
-	path := filepath.Join(t.TempDir(), results.SweepFile)
-	w, err := results.CreateCSV(path, results.SweepColumns...)
+	path := filepath.Join(t.TempDir(), "sweep.csv")
+	w, err := results.CreateCSV(path, "tflops")
 	if err != nil {
 		t.Fatal(err)
 	}

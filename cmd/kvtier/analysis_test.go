@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/mb1"
+	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/harness/sweep"
+	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/report/reporttest"
 	"github.com/kvtier/kvtier/results"
 )
@@ -33,7 +37,7 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("REPORT.md and stdout differ or lack the tier table")
 	}
 	out := filepath.Join(t.TempDir(), "r.md")
-	sweepOnly := synthDir(t, reporttest.Options{Seed: 2, Suites: []string{results.SweepFile}})
+	sweepOnly := synthDir(t, reporttest.Options{Seed: 2, Suites: []string{sweep.File}})
 	code, stdout, stderr = runCLI(t, "report", "--out", out, sweepOnly, dir)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -52,7 +56,7 @@ func TestReportCommand(t *testing.T) {
 }
 
 func TestPlotCommand(t *testing.T) {
-	dir := synthDir(t, reporttest.Options{Seed: 1, Small: true, Suites: []string{results.SweepFile}})
+	dir := synthDir(t, reporttest.Options{Seed: 1, Small: true, Suites: []string{sweep.File}})
 	code, stdout, stderr := runCLI(t, "plot", dir)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -60,7 +64,7 @@ func TestPlotCommand(t *testing.T) {
 	if !strings.Contains(stdout, filepath.Join(dir, "plots", "sweep_tiers.png")) {
 		t.Errorf("stdout does not list the tier plot:\n%s", stdout)
 	}
-	for _, f := range []string{results.ProbeFile, results.MB1File, results.TransferFile} {
+	for _, f := range []string{probe.File, mb1.File, transfer.File} {
 		if !strings.Contains(stderr, f+" absent") {
 			t.Errorf("stderr does not say %s is absent:\n%s", f, stderr)
 		}
@@ -68,8 +72,8 @@ func TestPlotCommand(t *testing.T) {
 }
 
 func TestCompareCommand(t *testing.T) {
-	a := synthDir(t, reporttest.Options{Seed: 100, Reps: 10, Suites: []string{results.SweepFile}})
-	b := synthDir(t, reporttest.Options{Seed: 101, Reps: 10, Suites: []string{results.SweepFile}, Slow: map[string]float64{"hbm": 2}})
+	a := synthDir(t, reporttest.Options{Seed: 100, Reps: 10, Suites: []string{sweep.File}})
+	b := synthDir(t, reporttest.Options{Seed: 101, Reps: 10, Suites: []string{sweep.File}, Slow: map[string]float64{"hbm": 2}})
 	code, stdout, stderr := runCLI(t, "compare", a, b)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -101,12 +105,12 @@ func TestAnalysisBadInput(t *testing.T) {
 	unreadable := t.TempDir()
 	// A directory where the CSV should be: open succeeds, read fails, even
 	// for root.
-	os.Mkdir(filepath.Join(unreadable, results.SweepFile), 0o755)
+	os.Mkdir(filepath.Join(unreadable, sweep.File), 0o755)
 	malformed := t.TempDir()
-	os.WriteFile(filepath.Join(malformed, results.ProbeFile), []byte("suite,rep\nprobe,x\n"), 0o644)
+	os.WriteFile(filepath.Join(malformed, probe.File), []byte("suite,rep\nprobe,x\n"), 0o644)
 	noBench := filepath.Join(t.TempDir(), "empty.txt")
 	os.WriteFile(noBench, []byte("PASS\n"), 0o644)
-	good := synthDir(t, reporttest.Options{Seed: 1, Suites: []string{results.SweepFile}})
+	good := synthDir(t, reporttest.Options{Seed: 1, Suites: []string{sweep.File}})
 	tests := []struct {
 		args []string
 		want string

@@ -11,12 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 )
@@ -65,16 +62,16 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 			errs = append(errs, fmt.Errorf("--control-endpoint: %w", err))
 		}
 	}
-	cfg.Decode = listFlag(&errs, "--decode", f.decode, func(s string) (int, error) {
+	cfg.Decode = listFlag(&errs, "decode", f.decode, func(s string) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
 			return 0, fmt.Errorf("%q is not a number of streams", s)
 		}
 		return n, nil
 	}, 1)
-	cfg.Prefill = listFlag(&errs, "--prefill", f.prefill, units.ParseTokens, 2048)
-	cfg.InjectAfter = durationFlag(&errs, "--inject-after", f.injectAfter)
-	cfg.Timeout = durationFlag(&errs, "--timeout", f.timeout)
+	cfg.Prefill = listFlag(&errs, "prefill", f.prefill, units.ParseTokens, 2048)
+	cfg.InjectAfter = durationFlag(&errs, "inject-after", f.injectAfter)
+	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
 	if err := checkOutDir(f.out); err != nil {
 		errs = append(errs, fmt.Errorf("--out: %w", err))
 	}
@@ -121,13 +118,13 @@ func startInterfereSims(ctx context.Context, cfg *mb1.Config, scale float64, chu
 // runInterfere runs MB1: decode streams, a prefill injected into them,
 // and per-token times, into mb1.csv and mb1_tokens.csv.
 func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("interfere", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("interfere", "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.", stderr)
 	var f interfereFlags
 	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured (env KVTIER_ENDPOINT)")
 	fs.BoolVar(&f.useSim, "sim", false, "measure an embedded kvtier sim, with a second one for the control arm (rows say simulated=true)")
 	fs.Float64Var(&f.simScale, "sim-time-scale", 1, "with --sim: scale of the sim's modeled delays (1 real time)")
-	fs.StringVar(&f.model, "model", "", "served model name (default: the first of GET /v1/models)")
+	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
+	alias(fs, "model", "served-model-name")
 	fs.StringVar(&f.decode, "decode", "1,4,8", "numbers of concurrent decode streams D")
 	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024)")
 	fs.IntVar(&f.reps, "reps", 3, "reps per (D, P) cell")
@@ -138,10 +135,6 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fs.StringVar(&f.timeout, "timeout", "600s", "limit of the prefill request")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
@@ -167,28 +160,27 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err != nil {
 		return usageErr(stderr, "interfere", err)
 	}
-	out, err := harness.CreateOutput(f.out, "mb1", append([]string{"kvtier", "interfere"}, args...), sysConfig("/"), stderr)
-	if err != nil {
-		return usageErr(stderr, "interfere", err)
-	}
-	out.Manifest.Settings = map[string]string{
-		"endpoint": cfg.Endpoint, "control_endpoint": cfg.ControlEndpoint, "model": r.Model(),
-		"decode": f.decode, "prefill": f.prefill, "reps": strconv.Itoa(cfg.Reps),
-		"chunk_label": cfg.ChunkLabel, "inject_after": cfg.InjectAfter.String(),
-		"decode_tokens": strconv.Itoa(cfg.DecodeTokens), "timeout": cfg.Timeout.String(),
-		"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
-	}
-	if f.useSim {
-		out.Manifest.Settings["sim_time_scale"] = strconv.FormatFloat(f.simScale, 'g', -1, 64)
-	}
-	rows, err := out.CSV(results.MB1File, []string{"arm", "decode_streams", "prefill_tokens", "endpoint"}, results.MB1Columns...)
-	if err != nil {
-		return usageErr(stderr, "interfere", errors.Join(err, out.Close(true)))
-	}
-	toks, err := out.RawCSV(results.MB1TokensFile, results.MB1TokenColumns)
-	if err != nil {
-		return usageErr(stderr, "interfere", errors.Join(err, out.Close(true)))
-	}
-	fmt.Fprintf(stderr, "kvtier interfere: %s at %s, writing %s\n", r.Model(), cfg.Endpoint, out.Dir)
-	return finishRun(ctx, stdout, stderr, "interfere", out, results.MB1File, r.Run(ctx, rows, toks))
+	return suiteRun{cmd: "interfere", suite: mb1.Suite, dir: f.out, args: args,
+		run: func(ctx context.Context, out *harness.Output) error {
+			out.Manifest.Settings = map[string]string{
+				"endpoint": cfg.Endpoint, "control_endpoint": cfg.ControlEndpoint, "model": r.Model(),
+				"decode": f.decode, "prefill": f.prefill, "reps": strconv.Itoa(cfg.Reps),
+				"chunk_label": cfg.ChunkLabel, "inject_after": cfg.InjectAfter.String(),
+				"decode_tokens": strconv.Itoa(cfg.DecodeTokens), "timeout": cfg.Timeout.String(),
+				"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
+			}
+			if f.useSim {
+				out.Manifest.Settings["sim_time_scale"] = strconv.FormatFloat(f.simScale, 'g', -1, 64)
+			}
+			rows, err := out.Open(mb1.Suite.Files[0])
+			if err != nil {
+				return err
+			}
+			toks, err := out.Open(mb1.Suite.Files[1])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "kvtier interfere: %s at %s\n", r.Model(), cfg.Endpoint)
+			return r.Run(ctx, rows, toks)
+		}}.exec(ctx, stdout, stderr)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -18,10 +19,10 @@ func TestInterfereCommandSim(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if strings.TrimSpace(stdout) != filepath.Join(out, results.MB1File) {
+	if strings.TrimSpace(stdout) != filepath.Join(out, mb1.File) {
 		t.Errorf("stdout %q", stdout)
 	}
-	rows, _, err := results.ReadCSV(filepath.Join(out, results.MB1File))
+	rows, _, err := results.ReadCSV(filepath.Join(out, mb1.File))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +39,11 @@ func TestInterfereCommandSim(t *testing.T) {
 	if arms["interfere"].Float("penalty") <= 1 {
 		t.Errorf("interfere penalty %s", arms["interfere"].Get("penalty"))
 	}
-	toks, header, err := results.ReadCSV(filepath.Join(out, results.MB1TokensFile))
+	toks, header, err := results.ReadCSV(filepath.Join(out, mb1.TokensFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(header, ",") != strings.Join(results.MB1TokenColumns, ",") || len(toks) < 3*40 {
+	if strings.Join(header, ",") != strings.Join(mb1.TokenColumns, ",") || len(toks) < 3*40 {
 		t.Errorf("mb1_tokens.csv: header %v, %d rows", header, len(toks))
 	}
 	m, err := results.ReadManifest(filepath.Join(out, "manifest.json"))

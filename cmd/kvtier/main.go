@@ -12,30 +12,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
-	"time"
-
-	"github.com/spf13/pflag"
-
-	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/units"
 )
 
 func main() { os.Exit(run(os.Stdout, os.Stderr, os.Args[1:])) }
-
-// Exit statuses.
-const (
-	exitOK    = 0
-	exitFail  = 1 // the command ran but a measurement or write failed
-	exitUsage = 2 // bad input: flags, files, endpoints; one line on stderr
-)
 
 // A command is one kvtier subcommand. run gets the arguments after the
 // command's name and returns the exit status; ctx is cancelled on SIGINT
@@ -98,83 +82,4 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun kvtier <command> -h for a command's flags.")
-}
-
-// usageErr prints one line naming the command and the problem and returns
-// exitUsage. Every bad-input path of every command ends here.
-func usageErr(stderr io.Writer, cmd string, err error) int {
-	msg := strings.TrimSpace(err.Error())
-	msg = strings.ReplaceAll(msg, "\n", "; ")
-	fmt.Fprintf(stderr, "kvtier %s: %s\n", cmd, msg)
-	return exitUsage
-}
-
-// parseFlags parses args into fs, a command's flag set named after the
-// command. ok is false when the command must return code at once: exitOK
-// after -h/--help (pflag has printed the usage), exitUsage after a bad flag
-// (one line on stderr). Positional arguments are left in fs.Args().
-func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK, false
-		}
-		return usageErr(stderr, fs.Name(), err), false
-	}
-	return exitOK, true
-}
-
-// parseNoArgs is parseFlags for a command that takes no positional
-// arguments: the first one is bad input.
-func parseNoArgs(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
-	if code, ok := parseFlags(fs, args, stderr); !ok {
-		return code, false
-	}
-	if fs.NArg() > 0 {
-		return usageErr(stderr, fs.Name(), fmt.Errorf("unexpected argument %q", fs.Arg(0))), false
-	}
-	return exitOK, true
-}
-
-// defaultOut is the default --out of the measuring commands: a directory
-// under results/ named for the UTC time the command started.
-func defaultOut() string {
-	return filepath.Join("results", time.Now().UTC().Format("20060102T150405Z"))
-}
-
-// finishRun closes out after a suite's run returned rerr (marking the run
-// interrupted when rerr is not nil), says on stderr what was written and
-// returns the exit status: exitInterrupted when ctx was cancelled,
-// exitFail when the run or the closing failed, else exitOK after printing
-// the path of the suite's file on stdout.
-func finishRun(ctx context.Context, stdout, stderr io.Writer, cmd string, out *harness.Output, file string, rerr error) int {
-	cerr := out.Close(rerr != nil)
-	if cerr != nil {
-		fmt.Fprintf(stderr, "kvtier %s: %v\n", cmd, cerr)
-	}
-	fmt.Fprintf(stderr, "kvtier %s: wrote %s (%s)\n", cmd, out.Dir, strings.Join(out.Manifest.Files, ", "))
-	switch {
-	case rerr != nil && ctx.Err() != nil:
-		fmt.Fprintf(stderr, "kvtier %s: interrupted; rows measured so far are kept\n", cmd)
-		return exitInterrupted
-	case rerr != nil:
-		fmt.Fprintf(stderr, "kvtier %s: %v\n", cmd, rerr)
-		return exitFail
-	case cerr != nil:
-		return exitFail
-	}
-	fmt.Fprintf(stdout, "%s\n", filepath.Join(out.Dir, file))
-	return exitOK
-}
-
-// listFlag parses the comma-separated value of the flag called name with
-// parse. A value that does not parse adds "name: error" to errs and yields
-// fallback, a valid placeholder, so that the options' Validate does not
-// report the same flag a second time.
-func listFlag[T any](errs *[]error, name, value string, parse func(string) (T, error), fallback ...T) []T {
-	v, err := units.ParseList(value, parse)
-	if err != nil {
-		*errs = append(*errs, fmt.Errorf("%s: %w", name, err))
-		return fallback
-	}
-	return v
 }

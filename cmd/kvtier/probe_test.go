@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -17,14 +18,14 @@ func TestProbeCommandSim(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if strings.TrimSpace(stdout) != filepath.Join(out, results.ProbeFile) {
+	if strings.TrimSpace(stdout) != filepath.Join(out, probe.File) {
 		t.Errorf("stdout %q", stdout)
 	}
-	rows, header, err := results.ReadCSV(filepath.Join(out, results.ProbeFile))
+	rows, header, err := results.ReadCSV(filepath.Join(out, probe.File))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(header) != len(results.CommonColumns)+len(results.ProbeColumns) {
+	if len(header) != len(results.CommonColumns)+len(probe.Suite.Main().Columns) {
 		t.Errorf("header %v", header)
 	}
 	if len(rows) != 8 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
 )
@@ -18,7 +19,7 @@ func TestSweepCommand(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if strings.TrimSpace(stdout) != filepath.Join(out, results.SweepFile) {
+	if strings.TrimSpace(stdout) != filepath.Join(out, sweep.File) {
 		t.Errorf("stdout %q", stdout)
 	}
 	for _, f := range []string{"sweep.csv", "sweep_summary.csv", "manifest.json"} {
@@ -26,7 +27,7 @@ func TestSweepCommand(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	rows, _, err := results.ReadCSV(filepath.Join(out, results.SweepFile))
+	rows, _, err := results.ReadCSV(filepath.Join(out, sweep.File))
 	if err != nil {
 		t.Fatal(err)
 	}

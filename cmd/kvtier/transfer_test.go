@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/cuda/cudatest"
+	"github.com/kvtier/kvtier/harness/sweep"
+	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/rdma/rdmatest"
 	"github.com/kvtier/kvtier/results"
@@ -16,7 +18,7 @@ import (
 
 func readTransfer(t *testing.T, dir string) []results.Row {
 	t.Helper()
-	rows, _, err := results.ReadCSV(filepath.Join(dir, results.TransferFile))
+	rows, _, err := results.ReadCSV(filepath.Join(dir, transfer.File))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,11 +29,11 @@ func TestTransferEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCLI(t, "transfer", "--sizes", "1MiB,4MiB", "--reps", "2", "--conns", "2",
 		"--layout", "layerwise,blockwise,contiguous", "--line-rate", "100", "--out", dir)
-	if code != exitOK || stderr != "" {
+	if code != exitOK || noisy(stderr) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	if !strings.Contains(stdout, "embedded loopback peer") {
-		t.Errorf("stdout does not say the peer is embedded: %s", stdout)
+	if !strings.Contains(stderr, "embedded loopback peer") || strings.TrimSpace(stdout) != filepath.Join(dir, transfer.File) {
+		t.Errorf("stderr does not say the peer is embedded, or stdout is not the CSV's path: %s\n%s", stderr, stdout)
 	}
 	rows := readTransfer(t, dir)
 	if len(rows) != 12 {
@@ -98,7 +100,7 @@ func TestTransferPeerKilledMidway(t *testing.T) {
 	// Stop the peer once some rows are on disk.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		b, _ := os.ReadFile(filepath.Join(dir, results.TransferFile))
+		b, _ := os.ReadFile(filepath.Join(dir, transfer.File))
 		if strings.Count(string(b), "\n") >= 4 {
 			break
 		}
@@ -115,8 +117,8 @@ func TestTransferPeerKilledMidway(t *testing.T) {
 		t.Fatal("transfer did not end after its peer stopped")
 	}
 	last := res[1]
-	if code != exitUsage || strings.Count(last, "\n") != 1 || !strings.HasPrefix(last, "kvtier transfer: ") || !strings.Contains(last, addr) {
-		t.Fatalf("exit %d, stderr %q (want one line naming the peer)", code, last)
+	if code != exitFail || !strings.Contains(last, "peer "+addr+" failed") || !strings.Contains(last, "1 rows are errors") {
+		t.Fatalf("exit %d, stderr %q (want exit 1 naming the peer and the error row)", code, last)
 	}
 	rows := readTransfer(t, dir)
 	var ok, bad int
@@ -139,7 +141,7 @@ func TestTransferBadInput(t *testing.T) {
 	if code != exitUsage || strings.Count(stderr, "\n") != 1 {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	for _, w := range []string{"--layout", "--reps 0", "--sizes"} {
+	for _, w := range []string{"--layout", "--reps: want 1 to 1000000, got 0", "--sizes"} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("stderr %q lacks %q", stderr, w)
 		}
@@ -152,7 +154,7 @@ func TestTransferBadInput(t *testing.T) {
 		{"sweep", "--tiers", "remote", "--peer", "127.0.0.1:1", "--prefix", "1k", "--out", filepath.Join(dir, "r")},
 	} {
 		code, _, stderr = runCLI(t, args...)
-		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--peer 127.0.0.1:1: unreachable") {
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--peer: 127.0.0.1:1: unreachable") {
 			t.Fatalf("%s unreachable: exit %d, stderr %q", args[0], code, stderr)
 		}
 		if _, err := os.Stat(filepath.Join(dir, "r")); !os.IsNotExist(err) {
@@ -195,7 +197,7 @@ func TestTransferVerbsFake(t *testing.T) {
 	dir := t.TempDir()
 	code, _, stderr := runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB,4MiB", "--layout", "layerwise,blockwise",
 		"--qps", "2", "--reps", "2", "--out", filepath.Join(dir, "ok"))
-	if code != exitOK || stderr != "" {
+	if code != exitOK || noisy(stderr) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	rows := readTransfer(t, filepath.Join(dir, "ok"))
@@ -211,7 +213,7 @@ func TestTransferVerbsFake(t *testing.T) {
 	t.Setenv("KVTIER_TEST_CORRUPT_RKEY", "1")
 	code, _, stderr = runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--layout", "blockwise", "--reps", "1",
 		"--out", filepath.Join(dir, "bad"))
-	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "remote access error") {
+	if code != exitFail || !strings.Contains(stderr, "remote access error") || !strings.Contains(stderr, "1 rows are errors") {
 		t.Fatalf("corrupt rkey: exit %d, stderr %q", code, stderr)
 	}
 	rows = readTransfer(t, filepath.Join(dir, "bad"))
@@ -257,7 +259,7 @@ func TestTransferVerbsFake(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("sweep: exit %d: %s", code, stderr)
 	}
-	srows, _, err := results.ReadCSV(filepath.Join(dir, "sweep", results.SweepFile))
+	srows, _, err := results.ReadCSV(filepath.Join(dir, "sweep", sweep.File))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +281,7 @@ func TestTransferGPU(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := runCLI(t, "transfer", "--sizes", "1MiB,2MiB", "--reps", "2", "--layout", "layerwise,contiguous",
 		"--pool", "8MiB", "--dst-mem", "gpu", "--gpu", "1", "--peer-copy", "0,1", "--out", dir)
-	if code != exitOK || stderr != "" {
+	if code != exitOK || noisy(stderr) {
 		t.Fatalf("exit %d, stderr %q, stdout %s", code, stderr, stdout)
 	}
 	rows := readTransfer(t, dir)
@@ -320,12 +322,12 @@ func TestTransferGPUBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--dst-mem", "gpu"}, "--dst-mem gpu: cuda: cannot load libcuda (tried "},
-		{[]string{"--dst-mem", "hbm"}, `--dst-mem "hbm": want host or gpu`},
-		{[]string{"--peer-copy", "0"}, "--peer-copy [0]: want SRC,DST"},
-		{[]string{"--peer-copy", "0,0"}, "--peer-copy [0 0]: want SRC,DST"},
+		{[]string{"--dst-mem", "gpu"}, "--dst-mem: cuda: cannot load libcuda (tried "},
+		{[]string{"--dst-mem", "hbm"}, `--dst-mem: want host or gpu, got "hbm"`},
+		{[]string{"--peer-copy", "0"}, "--peer-copy: want SRC,DST: two different GPU ordinals, got [0]"},
+		{[]string{"--peer-copy", "0,0"}, "--peer-copy: want SRC,DST: two different GPU ordinals, got [0 0]"},
 		{[]string{"--peer-copy", "0,x"}, "--peer-copy"},
-		{[]string{"--gpu", "-1"}, "--gpu -1"},
+		{[]string{"--gpu", "-1"}, "--gpu: want a device ordinal, got -1"},
 	} {
 		out := filepath.Join(dir, "out")
 		code, _, stderr := runCLI(t, append([]string{"transfer", "--sizes", "1MiB", "--out", out}, tc.args...)...)

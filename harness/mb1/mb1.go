@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -428,28 +427,12 @@ func compute(times [][]float64, warmup int, inject, window float64) stats {
 	return st
 }
 
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
+func mean(xs []float64) float64 { return results.Describe(xs).Mean }
 
-// quantile is the linear-interpolated q-quantile of xs (NaN if empty).
+// quantile is the q-quantile of xs (NaN if empty), as every kvtier
+// summary computes it.
 func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	pos := q * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(s)-1)
-	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+	return results.Quantile(results.Describe(xs).Values, q)
 }
 
 func (r *Runner) row(res armResult) results.Row {

@@ -11,6 +11,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kvtier/kvtier/harness/mb1"
+	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/harness/sweep"
+	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -71,22 +75,22 @@ func WriteDir(dir string, o Options) error {
 		o.Noise = 0.03
 	}
 	if o.Suites == nil {
-		o.Suites = []string{results.SweepFile, results.ProbeFile, results.MB1File, results.MB1TokensFile, results.TransferFile}
+		o.Suites = []string{sweep.File, probe.File, mb1.File, mb1.TokensFile, transfer.File}
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	noise := func() float64 { return math.Exp(o.Noise * rng.NormFloat64()) }
 	w := writer{dir: dir}
 	for _, s := range o.Suites {
 		switch s {
-		case results.SweepFile:
+		case sweep.File:
 			w.sweep(o, noise)
-		case results.ProbeFile:
+		case probe.File:
 			w.probe(o, noise)
-		case results.MB1File:
+		case mb1.File:
 			w.mb1(o, noise)
-		case results.MB1TokensFile:
+		case mb1.TokensFile:
 			w.tokens()
-		case results.TransferFile:
+		case transfer.File:
 			w.transfer(o, noise)
 		default:
 			return fmt.Errorf("reporttest: unknown suite file %q", s)
@@ -146,7 +150,7 @@ func (w *writer) close(c *results.CSV) {
 }
 
 func (w *writer) sweep(o Options, noise func() float64) {
-	c := w.open(results.SweepFile, results.SweepColumns)
+	c := w.open(sweep.File, sweep.Suite.Main().Columns)
 	defer w.close(c)
 	base := func(backend, transport, tier, layout string, L int64, rep int) results.Row {
 		r := results.NewRow("sweep")
@@ -234,7 +238,7 @@ var probeRef = map[int64]map[string]float64{
 }
 
 func (w *writer) probe(o Options, noise func() float64) {
-	c := w.open(results.ProbeFile, results.ProbeColumns)
+	c := w.open(probe.File, probe.Suite.Main().Columns)
 	defer w.close(c)
 	ls := []int64{8192, 16384, 32768, 65536}
 	for _, L := range ls {
@@ -284,7 +288,7 @@ var mb1Ref = []struct {
 }
 
 func (w *writer) mb1(o Options, noise func() float64) {
-	c := w.open(results.MB1File, results.MB1Columns)
+	c := w.open(mb1.File, mb1.Suite.Main().Columns)
 	defer w.close(c)
 	for _, m := range mb1Ref {
 		for _, arm := range []string{"interfere", "control"} {
@@ -329,7 +333,7 @@ func (w *writer) tokens() {
 	if w.err != nil {
 		return
 	}
-	c, err := results.OpenCSV(filepath.Join(w.dir, results.MB1TokensFile), results.MB1TokenColumns)
+	c, err := results.OpenCSV(filepath.Join(w.dir, mb1.TokensFile), mb1.TokenColumns)
 	if err != nil {
 		w.err = err
 		return
@@ -362,7 +366,7 @@ func (w *writer) tokens() {
 }
 
 func (w *writer) transfer(o Options, noise func() float64) {
-	c := w.open(results.TransferFile, results.TransferColumns)
+	c := w.open(transfer.File, transfer.Suite.Main().Columns)
 	defer w.close(c)
 	sizes := []int64{16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30}
 	for _, path := range []string{"intra", "inter"} {

@@ -1,4 +1,4 @@
-package harness
+package sweep
 
 import (
 	"bytes"
@@ -6,11 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
@@ -21,42 +24,58 @@ import (
 const tinyConfig = `{"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"hidden_size":32,
 "intermediate_size":64,"torch_dtype":"bfloat16"}`
 
-func tinyOptions(t *testing.T) SweepOptions {
+func tinyOptions(t *testing.T) Options {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(p, []byte(tinyConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o := DefaultSweepOptions()
-	o.Backend = "host"
-	o.ModelConfig = p
+	o := DefaultOptions()
+	g, err := kv.Resolve("", p, kv.DefaultBlockTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Geometry = g
 	o.Tiers = []string{"hbm", "host", "recompute"}
 	o.Prefixes = []int{64, 16}
-	o.Reps, o.Warmup = 3, 1
+	o.Policy.Reps, o.Policy.Warmup = 3, 1
 	return o
 }
 
-func runSweep(t *testing.T, ctx context.Context, o SweepOptions) (string, []results.Row, error, string) {
+// runSweep runs o on the host backend into a fresh directory and returns
+// it, its rows, Run's error, the progress log and the error rows counted.
+func runSweep(t *testing.T, ctx context.Context, o Options) (string, []results.Row, error, string) {
 	t.Helper()
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	b, err := tiers.OpenHost(tiers.BackendConfig{NUMA: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
 	dir := filepath.Join(t.TempDir(), "out")
-	out, err := CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
+	out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	serr := Sweep(ctx, o, out, &log)
-	if err := out.Close(serr != nil && !errors.Is(serr, ErrMeasurementFailed)); err != nil {
+	serr := Run(ctx, o, b, out, &log)
+	if serr == nil && out.Errors() > 0 {
+		serr = errRows
+	}
+	if err := out.Close(serr != nil && serr != errRows); err != nil {
 		t.Fatal(err)
 	}
-	rows, _, err := results.ReadCSV(filepath.Join(dir, results.SweepFile))
+	rows, _, err := results.ReadCSV(filepath.Join(dir, File))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dir, rows, serr, log.String()
 }
+
+// errRows stands for "the run wrote error rows" in these tests.
+var errRows = errors.New("some rows are errors")
 
 func TestSweepEndToEnd(t *testing.T) {
 	o := tinyOptions(t)
@@ -75,7 +94,7 @@ func TestSweepEndToEnd(t *testing.T) {
 	for _, r := range rows {
 		k := key{r.Tier, r.Layout, r.Get("copy"), r.PrefixTokens}
 		count[k]++
-		if r.Backend != "host" || r.Model != o.ModelConfig || r.Get("seed") != "1" {
+		if r.Backend != "host" || r.Model != o.Geometry.Model || r.Get("seed") != "1" {
 			t.Errorf("row %+v", r)
 		}
 		switch {
@@ -108,7 +127,7 @@ func TestSweepEndToEnd(t *testing.T) {
 				t.Errorf("%s chunk bytes %d", r.Layout, r.ChunkBytes)
 			}
 		case r.Tier == "recompute":
-			if r.Status != results.StatusOK || r.Layout != "" || r.Float("flops") != kv.PrefillFLOPs(o.Geometry(), int(r.PrefixTokens)) || r.Float("tflops") <= 0 || r.Bytes != 0 {
+			if r.Status != results.StatusOK || r.Layout != "" || r.Float("flops") != kv.PrefillFLOPs(o.Geometry, int(r.PrefixTokens)) || r.Float("tflops") <= 0 || r.Bytes != 0 {
 				t.Errorf("recompute row: %s %q layout %q %v", r.Status, r.Reason, r.Layout, r.Extra)
 			}
 		}
@@ -166,7 +185,7 @@ func TestSweepBudget(t *testing.T) {
 	o.Tiers = []string{"host"}
 	o.Layouts = []kv.Layout{kv.Layerwise}
 	o.Copy = []tiers.CopyMode{tiers.PerCopy}
-	o.Budget = time.Nanosecond
+	o.Policy.Budget = time.Nanosecond
 	o.Prefixes = []int{32, 64}
 	_, rows, err, _ := runSweep(t, context.Background(), o)
 	if err != nil {
@@ -177,7 +196,7 @@ func TestSweepBudget(t *testing.T) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	for _, r := range rows {
-		if r.Status != results.StatusSkipped || !strings.Contains(r.Reason, "per rep exceeds --budget 1ns") {
+		if r.Status != results.StatusSkipped || !strings.Contains(r.Reason, "per rep exceeds the budget of 1ns") {
 			t.Errorf("row %s %q", r.Status, r.Reason)
 		}
 	}
@@ -201,7 +220,7 @@ func TestSweepMemoryCheck(t *testing.T) {
 	o.Tiers = []string{"host"}
 	o.Layouts = []kv.Layout{kv.Layerwise}
 	o.Copy = []tiers.CopyMode{tiers.PerCopy}
-	o.SysRoot = root
+	o.Root = root
 	_, rows, err, _ := runSweep(t, context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +269,7 @@ func (brokenTier) Verify(p tiers.Prefix) error {
 	return errors.New("block 0 chunk 1: data mismatch")
 }
 func (brokenTier) Attrs() map[string]string {
-	return map[string]string{"transport": "test", "bogus": "x"}
+	return map[string]string{"transport": "test"}
 }
 func (brokenTier) Work(p tiers.Prefix) float64 { return 0 }
 func (brokenTier) Close() error                { return nil }
@@ -266,7 +285,7 @@ func TestSweepVerifyFailure(t *testing.T) {
 	o.Copy = []tiers.CopyMode{tiers.PerCopy}
 	o.Prefixes = []int{16}
 	_, rows, err, log := runSweep(t, context.Background(), o)
-	if !errors.Is(err, ErrMeasurementFailed) {
+	if err != errRows {
 		t.Fatalf("err = %v", err)
 	}
 	if len(rows) != 3 {
@@ -291,34 +310,64 @@ func TestSweepVerifyFailure(t *testing.T) {
 }
 
 func TestSweepOptionsValidate(t *testing.T) {
-	o := DefaultSweepOptions()
-	o.Backend = "gpu9"
+	o := DefaultOptions()
 	o.Tiers = []string{"host", "tape"}
-	o.Model = "gpt-5"
+	o.Geometry.Layers = 0
 	o.Prefixes = []int{0}
-	o.Reps = -1
-	o.Warmup = -1
-	o.HostMem = "hbm"
-	o.Transport = "udp"
-	o.Conns = 0
-	o.Budget = 0
+	o.Policy.Reps = -1
+	o.Policy.Warmup = -1
+	o.Policy.Budget = 0
+	o.TierOptions["host"].(*tiers.HostOptions).Mem = "hbm"
+	ro := o.TierOptions["remote"].(*tiers.RemoteOptions)
+	ro.Transport, ro.Conns = "udp", 0
 	o.Layouts = []kv.Layout{"rowwise"}
 	o.Copy = []tiers.CopyMode{"dma"}
 	err := o.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, flag := range []string{"--backend", "--tiers", "--model", "--prefix", "--reps", "--warmup", "--host-mem", "--transport", "--conns", "--budget", "--layout", "--copy"} {
-		if !strings.Contains(err.Error(), flag+":") {
-			t.Errorf("error does not name %s:\n%v", flag, err)
+	got := option.Fields(err)
+	for _, f := range []string{"tiers", "model", "prefix", "reps", "warmup", "host-mem", "transport", "conns", "budget", "layout", "copy"} {
+		if !slices.Contains(got, f) {
+			t.Errorf("error does not name %s: %v\n%v", f, got, err)
 		}
 	}
-	good := DefaultSweepOptions()
+	good := DefaultOptions()
 	good.Prefixes = []int{4096, 1024, 4096}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if len(good.Prefixes) != 2 || good.Prefixes[0] != 1024 || good.Geometry().BlockBytes() != 1572864 {
-		t.Errorf("prefixes %v geometry %+v", good.Prefixes, good.Geometry())
+	if len(good.Prefixes) != 2 || good.Prefixes[0] != 1024 || good.Geometry.BlockBytes() != 1572864 {
+		t.Errorf("prefixes %v geometry %+v", good.Prefixes, good.Geometry)
+	}
+}
+
+// Every registered tier declares the attributes it sets: each lands in a
+// column of sweep.csv (peer_mem was once dropped without a word).
+func TestTierAttrsHaveColumns(t *testing.T) {
+	b, err := tiers.OpenHost(tiers.BackendConfig{NUMA: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cols := Suite.Main().Header()
+	g := tinyOptions(t).Geometry
+	for _, spec := range tiers.All() {
+		if spec.Name == "broken-test" {
+			continue
+		}
+		tier := spec.New(tiers.Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: tiers.PerCopy, Seed: 1})
+		if err := tier.Setup(context.Background(), 2); err != nil {
+			t.Fatalf("%s: setup: %v", spec.Name, err)
+		}
+		for k := range tier.Attrs() {
+			if k != "transport" && !slices.Contains(cols, k) {
+				t.Errorf("tier %s sets attribute %q, which sweep.csv has no column for", spec.Name, k)
+			}
+		}
+		tier.Close()
+	}
+	if !slices.Contains(cols, "peer_mem") {
+		t.Error("sweep.csv lacks peer_mem")
 	}
 }

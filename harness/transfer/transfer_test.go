@@ -1,14 +1,16 @@
-package harness
+package transfer
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kvtier/kvtier/cuda/cudatest"
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
@@ -16,29 +18,33 @@ import (
 )
 
 func TestTransferOptionsValidate(t *testing.T) {
-	o := DefaultTransferOptions()
+	t.Parallel()
+	o := DefaultOptions()
 	if err := o.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	o.Reps, o.Warmup, o.Conns = 0, -1, 0
+	o.Policy.Reps, o.Policy.Warmup, o.Conns = 0, -1, 0
 	o.Layouts = []string{"layerwise", "diagonal"}
-	o.Transport, o.Path, o.Model = "smoke", "sideways", "gpt-9"
+	o.Transport, o.Path = "smoke", "sideways"
+	o.Geometry.Layers = 0
 	o.Peers = []string{"nohost"}
 	o.LineGbps = -1
+	o.Sizes = []int64{0}
 	err := o.Validate()
 	if err == nil {
 		t.Fatal("bad options accepted")
 	}
-	for _, w := range []string{"--reps 0", "--warmup -1", "--conns 0", `"diagonal"`, `--transport "smoke"`,
-		`--path "sideways"`, "--model", `--peer "nohost"`, "--line-rate"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error lacks %q: %v", w, err)
+	got := option.Fields(err)
+	for _, f := range []string{"reps", "warmup", "conns", "layout", "transport", "path", "model", "peer", "line-rate", "sizes"} {
+		if !slices.Contains(got, f) {
+			t.Errorf("error does not name %s: %v", f, err)
 		}
 	}
 }
 
-func TestDefaultTransferSizes(t *testing.T) {
-	s := DefaultTransferSizes()
+func TestDefaultSizes(t *testing.T) {
+	t.Parallel()
+	s := DefaultSizes()
 	if len(s) != 11 || s[0] != 16<<20 || s[len(s)-1] != 16<<30 {
 		t.Fatalf("sizes %v", s)
 	}
@@ -47,12 +53,8 @@ func TestDefaultTransferSizes(t *testing.T) {
 // TestTransferChunks checks the chunk lists: whole chunks of the layout's
 // size at distinct offsets inside the pool, the last cut to the size.
 func TestTransferChunks(t *testing.T) {
-	o := DefaultTransferOptions()
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	r := &transferRun{o: o}
-	g := o.geom
+	t.Parallel()
+	g := DefaultOptions().Geometry
 	info := peer.Info{PoolBytes: 100 * g.BlockBytes()}
 	for _, tc := range []struct {
 		layout string
@@ -60,12 +62,12 @@ func TestTransferChunks(t *testing.T) {
 		chunk  int64
 		n      int
 	}{
-		{TransferLayerwise, 3 * g.BlockBytes(), 16384, 3 * 96},
-		{TransferLayerwise, 1 << 20, 16384, 64},
-		{TransferBlockwise, 16 << 20, g.BlockBytes(), 11},
-		{TransferContiguous, 16 << 20, 16 << 20, 1},
+		{Layerwise, 3 * g.BlockBytes(), 16384, 3 * 96},
+		{Layerwise, 1 << 20, 16384, 64},
+		{Blockwise, 16 << 20, g.BlockBytes(), 11},
+		{Contiguous, 16 << 20, 16 << 20, 1},
 	} {
-		list, reason := r.chunks(tc.layout, tc.size, info)
+		list, reason := chunks(g, 1, tc.layout, tc.size, info.PoolBytes)
 		if reason != "" {
 			t.Fatalf("%s %d: %s", tc.layout, tc.size, reason)
 		}
@@ -82,10 +84,10 @@ func TestTransferChunks(t *testing.T) {
 			dst += c.Len
 		}
 	}
-	if _, reason := r.chunks(TransferBlockwise, 101*g.BlockBytes(), peer.Info{PoolBytes: 200 * g.BlockBytes()}); reason != "" {
+	if _, reason := chunks(g, 1, Blockwise, 101*g.BlockBytes(), 200*g.BlockBytes()); reason != "" {
 		t.Fatalf("fits: %s", reason)
 	}
-	if _, reason := r.chunks(TransferLayerwise, info.PoolBytes+1, info); !strings.Contains(reason, "exceeds the peer's pool") {
+	if _, reason := chunks(g, 1, Layerwise, info.PoolBytes+1, info.PoolBytes); !strings.Contains(reason, "exceeds the peer's pool") {
 		t.Fatalf("too big: %q", reason)
 	}
 }
@@ -103,23 +105,12 @@ func TestTransferMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	o := DefaultTransferOptions()
-	o.Peers, o.Sizes, o.Reps, o.Warmup = []string{e.Addr}, []int64{pool.Size()}, 1, 0
-	o.Layouts = []string{TransferContiguous}
-	dir := filepath.Join(t.TempDir(), "out")
-	out, err := CreateOutput(dir, "transfer", []string{"test"}, system.Config{Root: "/"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	terr := Transfer(context.Background(), o, out, &log)
-	out.Close(false)
-	if !errors.Is(terr, ErrMeasurementFailed) {
-		t.Fatalf("Transfer: %v", terr)
-	}
-	rows, _, err := results.ReadCSV(filepath.Join(dir, results.TransferFile))
-	if err != nil {
-		t.Fatal(err)
+	o := DefaultOptions()
+	o.Peers, o.Sizes, o.Policy = []string{e.Addr}, []int64{pool.Size()}, harness.Policy{Reps: 1}
+	o.Layouts = []string{Contiguous}
+	rows, errs := runTransfer(t, o, tiers.BackendConfig{NUMA: -1})
+	if errs != 1 {
+		t.Fatalf("%d error rows counted, want 1", errs)
 	}
 	if len(rows) != 1 || rows[0].Status != results.StatusError || rows[0].Get("verified") != "false" ||
 		!strings.Contains(rows[0].Reason, "mismatch at pool offset 0") {
@@ -127,67 +118,57 @@ func TestTransferMismatch(t *testing.T) {
 	}
 }
 
-// TestSweepRemoteTier runs the remote tier through the sweep harness with
-// an embedded loopback peer over TCP.
-func TestSweepRemoteTier(t *testing.T) {
-	o := tinyOptions(t)
-	o.Tiers = []string{"remote"}
-	o.Copy = []tiers.CopyMode{tiers.PerCopy, tiers.Contiguous}
-	o.Conns = 2
-	_, rows, err, log := runSweep(t, context.Background(), o)
-	if err != nil {
-		t.Fatalf("sweep: %v\n%s", err, log)
-	}
-	if len(rows) == 0 {
-		t.Fatal("no rows")
-	}
-	verified := 0
-	for _, r := range rows {
-		if r.Tier != "remote" || r.Status != results.StatusOK || r.Transport != "tcp" ||
-			r.Get("path") != "loopback" || r.Get("src_mem") != "peer" || r.Get("device") != "tcp" {
-			t.Fatalf("row %+v", r)
-		}
-		if r.Get("verified") == "true" {
-			verified++
-		}
-	}
-	if verified == 0 {
-		t.Fatal("no verified rows")
-	}
-}
-
-// runGPUTransfer runs Transfer against a fresh fake libcuda with env and
-// returns the error and the rows.
-func runGPUTransfer(t *testing.T, env map[string]string, o TransferOptions) (error, []results.Row) {
+// runTransfer runs o with the backends OpenBackends opens for cfg into
+// a fresh directory and returns the rows and the error rows counted.
+func runTransfer(t *testing.T, o Options, cfg tiers.BackendConfig) ([]results.Row, int) {
 	t.Helper()
-	for k, v := range env {
-		t.Setenv(k, v)
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
 	}
-	libs := cudatest.Build(t)
-	o.Libs = system.Libraries{CUDA: libs.CUDA, CUBLAS: libs.CUBLAS}
+	be, done, err := OpenBackends(context.Background(), o, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
 	dir := filepath.Join(t.TempDir(), "out")
-	out, err := CreateOutput(dir, "transfer", []string{"test"}, system.Config{Root: "/"}, nil)
+	out, err := harness.CreateOutput(dir, "transfer", []string{"test"}, system.Config{Root: "/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	terr := Transfer(context.Background(), o, out, &log)
-	out.Close(false)
-	rows, _, err := results.ReadCSV(filepath.Join(dir, results.TransferFile))
+	if err := Run(context.Background(), o, be, out, &log); err != nil {
+		t.Fatalf("Run: %v\n%s", err, log.String())
+	}
+	n := out.Errors()
+	if err := out.Close(false); err != nil {
+		t.Fatal(err)
+	}
+	rows, _, err := results.ReadCSV(filepath.Join(dir, File))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("log:\n%s", log.String())
-	return terr, rows
+	return rows, n
+}
+
+// fakeGPU sets env and builds a fresh fake libcuda for the test's
+// backends.
+func fakeGPU(t *testing.T, env map[string]string) tiers.BackendConfig {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	libs := cudatest.Use(t)
+	return tiers.BackendConfig{NUMA: -1, LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS}
 }
 
 func TestTransferToGPU(t *testing.T) {
-	o := DefaultTransferOptions()
-	o.Sizes, o.Reps, o.Warmup = []int64{1 << 20, 3 << 20}, 2, 1
+	o := DefaultOptions()
+	o.Sizes, o.Policy = []int64{1 << 20, 3 << 20}, harness.Policy{Reps: 2, Warmup: 1}
 	o.DstMem = DstGPU
-	terr, rows := runGPUTransfer(t, nil, o)
-	if terr != nil {
-		t.Fatalf("Transfer: %v", terr)
+	rows, errs := runTransfer(t, o, fakeGPU(t, nil))
+	if errs != 0 {
+		t.Fatalf("%d error rows", errs)
 	}
 	if len(rows) != 3*2*2 {
 		t.Fatalf("%d rows, want 3 layouts x 2 sizes x 2 reps", len(rows))
@@ -202,14 +183,14 @@ func TestTransferToGPU(t *testing.T) {
 }
 
 func TestTransferToGPUCorrupt(t *testing.T) {
-	o := DefaultTransferOptions()
-	o.Sizes, o.Reps, o.Warmup = []int64{1 << 20}, 2, 0
-	o.Layouts = []string{TransferContiguous}
+	o := DefaultOptions()
+	o.Sizes, o.Policy = []int64{1 << 20}, harness.Policy{Reps: 2}
+	o.Layouts = []string{Contiguous}
 	o.DstMem = DstGPU
 	// The first async copy is rep 0's H2D out of the bounce buffer.
-	terr, rows := runGPUTransfer(t, map[string]string{"FAKECUDA_CORRUPT_COPY_AT": "0"}, o)
-	if !errors.Is(terr, ErrMeasurementFailed) {
-		t.Fatalf("Transfer: %v", terr)
+	rows, errs := runTransfer(t, o, fakeGPU(t, map[string]string{"FAKECUDA_CORRUPT_COPY_AT": "0"}))
+	if errs != 1 {
+		t.Fatalf("%d error rows, want 1", errs)
 	}
 	if len(rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(rows))
@@ -235,33 +216,16 @@ func TestTransferPeerCopy(t *testing.T) {
 		{"no driver", nil, results.StatusSkipped, "peer copy needs two GPUs; cuda: cannot load"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := DefaultTransferOptions()
-			o.Sizes, o.Reps, o.Warmup = []int64{1 << 20, 2 << 20}, 2, 1
-			o.Layouts = []string{TransferLayerwise, TransferContiguous}
+			o := DefaultOptions()
+			o.Sizes, o.Policy = []int64{1 << 20, 2 << 20}, harness.Policy{Reps: 2, Warmup: 1}
+			o.Layouts = []string{Layerwise, Contiguous}
 			o.PeerCopy = []int{0, 1}
 			o.PoolBytes = 8 << 20
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			libs := cudatest.Build(t)
-			o.Libs = system.Libraries{CUDA: libs.CUDA, CUBLAS: libs.CUBLAS}
+			cfg := fakeGPU(t, tc.env)
 			if tc.name == "no driver" {
-				o.Libs.CUDA = filepath.Join(t.TempDir(), "libcuda.so.1")
+				cfg.LibCUDA = filepath.Join(t.TempDir(), "libcuda.so.1")
 			}
-			dir := filepath.Join(t.TempDir(), "out")
-			out, err := CreateOutput(dir, "transfer", []string{"test"}, system.Config{Root: "/"}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			terr := Transfer(context.Background(), o, out, nil)
-			out.Close(false)
-			if terr != nil {
-				t.Fatalf("Transfer: %v", terr)
-			}
-			rows, _, err := results.ReadCSV(filepath.Join(dir, results.TransferFile))
-			if err != nil {
-				t.Fatal(err)
-			}
+			rows, _ := runTransfer(t, o, cfg)
 			var pc []results.Row
 			for _, r := range rows {
 				if r.Get("path") == PathPeerCopy {
@@ -296,16 +260,15 @@ func TestTransferPeerCopy(t *testing.T) {
 }
 
 func TestTransferPeerCopyCorrupt(t *testing.T) {
-	o := DefaultTransferOptions()
-	o.Sizes, o.Reps, o.Warmup = []int64{1 << 20}, 1, 0
-	o.Layouts = []string{TransferContiguous}
-	o.Peers = nil
+	o := DefaultOptions()
+	o.Sizes, o.Policy = []int64{1 << 20}, harness.Policy{Reps: 1}
+	o.Layouts = []string{Contiguous}
 	o.PeerCopy = []int{1, 0}
 	// Copies 0: the network run has none (host destination), so the
 	// first async copy is the peer copy.
-	terr, rows := runGPUTransfer(t, map[string]string{"FAKECUDA_DEVICES": "2", "FAKECUDA_CORRUPT_COPY_AT": "0"}, o)
-	if !errors.Is(terr, ErrMeasurementFailed) {
-		t.Fatalf("Transfer: %v", terr)
+	rows, errs := runTransfer(t, o, fakeGPU(t, map[string]string{"FAKECUDA_DEVICES": "2", "FAKECUDA_CORRUPT_COPY_AT": "0"}))
+	if errs != 1 {
+		t.Fatalf("%d error rows, want 1", errs)
 	}
 	r := rows[len(rows)-1]
 	if r.Get("path") != PathPeerCopy || r.Status != results.StatusError || r.Get("verified") != "false" || r.Get("device") != "GPU1->GPU0 (P2P)" {

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
+)
+
+// The flag groups below are shared by the commands that take them, so
+// that one flag name has one meaning in every command. A group adds its
+// flags to a command's FlagSet and turns their raw values into options;
+// problems come back as option.Errors naming the flag without its
+// dashes, and usageErr prints them as "--name: problem".
+
+// outputFlags is --out: the results directory of a measuring command.
+type outputFlags struct{ dir string }
+
+func (f *outputFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.dir, "out", defaultOut(), "results directory")
+}
+
+// check says whether the directory could be created and written.
+func (f *outputFlags) check() error { return option.Wrap("out", checkOutDir(f.dir)) }
+
+// defaultOut is the default --out of the measuring commands: a directory
+// under results/ named for the UTC time the command started.
+func defaultOut() string {
+	return filepath.Join("results", time.Now().UTC().Format("20060102T150405Z"))
+}
+
+// checkOutDir says whether dir could be created and written, without
+// creating anything: the nearest existing ancestor must be a writable
+// directory.
+func checkOutDir(dir string) error {
+	if dir == "" {
+		return errors.New("empty directory name")
+	}
+	p := filepath.Clean(dir)
+	for {
+		fi, err := os.Stat(p)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s: %s is not a directory", dir, p)
+			}
+			if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
+				return fmt.Errorf("%s: %s is not writable: %w", dir, p, err)
+			}
+			return nil
+		}
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return fmt.Errorf("%s: no existing parent directory", dir)
+		}
+		p = parent
+	}
+}
+
+// modelFlags are --model, --model-config and --block-size: the KV
+// geometry of a model preset or a Hugging Face config.json.
+type modelFlags struct {
+	model, config string
+	blockSize     int
+}
+
+func (f *modelFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.model, "model", "", "model preset whose KV geometry is used ("+strings.Join(kv.ModelNames(), ", ")+"; default "+kv.DefaultModel+")")
+	fs.StringVar(&f.config, "model-config", "", "Hugging Face config.json of the model (or its directory), instead of --model")
+	fs.IntVar(&f.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block")
+}
+
+func (f *modelFlags) geometry() (kv.Geometry, error) {
+	return kv.Resolve(f.model, f.config, f.blockSize)
+}
+
+// policyFlags are --reps, --warmup and --budget: how each configuration
+// is sampled.
+type policyFlags struct {
+	reps, warmup int
+	budget       string
+}
+
+func (f *policyFlags) add(fs *pflag.FlagSet, d harness.Policy, withBudget bool) {
+	fs.IntVar(&f.reps, "reps", d.Reps, "measured samples per configuration")
+	fs.IntVar(&f.warmup, "warmup", d.Warmup, "discarded warm-up samples per configuration")
+	if withBudget {
+		fs.StringVar(&f.budget, "budget", d.Budget.String(), "time budget of one configuration: fewer reps, or a skipped row, beyond it")
+	}
+}
+
+func (f *policyFlags) policy() (harness.Policy, error) {
+	p := harness.Policy{Reps: f.reps, Warmup: f.warmup}
+	if f.budget == "" {
+		return p, nil
+	}
+	d, err := parseDuration(f.budget)
+	p.Budget = d
+	return p, option.Wrap("budget", err)
+}
+
+// backendFlags are --backend, --gpu and --numa: which backend measures.
+type backendFlags struct {
+	name      string
+	gpu, numa int
+}
+
+func (f *backendFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.name, "backend", "auto", "compute backend: auto, "+strings.Join(tiers.BackendNames(), ", ")+" (auto picks the best that opens and says why the others did not)")
+	fs.IntVar(&f.gpu, "gpu", 0, "CUDA device ordinal")
+	fs.IntVar(&f.numa, "numa", -1, "NUMA node for host pools (-1: leave to the kernel)")
+}
+
+func (f *backendFlags) validate() error {
+	var errs []error
+	if f.name != "auto" && !containsString(tiers.BackendNames(), f.name) {
+		errs = append(errs, option.Errorf("backend", "unknown backend %q (known: auto, %s)", f.name, strings.Join(tiers.BackendNames(), ", ")))
+	}
+	if f.gpu < 0 || f.gpu > 1023 {
+		errs = append(errs, option.Errorf("gpu", "want a device ordinal, got %d", f.gpu))
+	}
+	if f.numa < -1 || f.numa > 1023 {
+		errs = append(errs, option.Errorf("numa", "want a node number or -1, got %d", f.numa))
+	}
+	return errors.Join(errs...)
+}
+
+// backendConfig returns the configuration backends open with: this
+// group's device and node, the libraries from the environment
+// (libraries), and log.
+func (f *backendFlags) backendConfig(log io.Writer) tiers.BackendConfig {
+	libs := libraries()
+	return tiers.BackendConfig{GPU: f.gpu, NUMA: f.numa, Log: log, LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS}
+}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// addFields makes a flag of each option field.
+func addFields(fs *pflag.FlagSet, fields []option.Field) {
+	for _, f := range fields {
+		switch p := f.Ptr.(type) {
+		case *string:
+			fs.StringVar(p, f.Name, *p, f.Usage)
+		case *int:
+			fs.IntVar(p, f.Name, *p, f.Usage)
+		case *int64:
+			fs.Int64Var(p, f.Name, *p, f.Usage)
+		case *uint64:
+			fs.Uint64Var(p, f.Name, *p, f.Usage)
+		case *float64:
+			fs.Float64Var(p, f.Name, *p, f.Usage)
+		case *bool:
+			fs.BoolVar(p, f.Name, *p, f.Usage)
+		case *time.Duration:
+			fs.DurationVar(p, f.Name, *p, f.Usage)
+		default:
+			panic(fmt.Sprintf("option %s: unsupported type %T", f.Name, f.Ptr))
+		}
+	}
+}
+
+// alias adds old as a deprecated name of the flag name: it sets the same
+// value and says, once used, to use --name. Renamed flags keep their old
+// name this way for one release.
+func alias(fs *pflag.FlagSet, old, name string) {
+	f := fs.Lookup(name)
+	fs.Var(f.Value, old, "deprecated: use --"+name)
+	fs.MarkDeprecated(old, "use --"+name+" instead")
+}
+
+// listFlag parses the comma-separated value of the flag called name with
+// parse. A value that does not parse adds an option.Error to errs and
+// yields fallback, a valid placeholder, so that the options' Validate
+// does not report the same flag a second time.
+func listFlag[T any](errs *[]error, name, value string, parse func(string) (T, error), fallback ...T) []T {
+	v, err := units.ParseList(value, parse)
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return fallback
+	}
+	return v
+}
+
+// durationFlag parses the value of the flag called name with
+// parseDuration; a value that does not parse adds an option.Error to
+// errs and yields one second, a valid placeholder.
+func durationFlag(errs *[]error, name, value string) time.Duration {
+	d, err := parseDuration(value)
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return time.Second
+	}
+	return d
+}
+
+// maxDuration bounds every duration flag: a week.
+const maxDuration = 7 * 24 * time.Hour
+
+// parseDuration reads a duration ("30s", "2m") or plain seconds ("30"),
+// positive and at most a week.
+func parseDuration(s string) (time.Duration, error) {
+	var d time.Duration
+	if v, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+		if math.IsNaN(v) || v <= 0 || v > maxDuration.Seconds() {
+			return 0, fmt.Errorf("want a positive duration up to %s, got %q", maxDuration, s)
+		}
+		d = time.Duration(v * float64(time.Second))
+	} else if d, err = time.ParseDuration(strings.TrimSpace(s)); err != nil {
+		return 0, fmt.Errorf("%q is not a duration (want e.g. 30s, 2m, 30)", s)
+	}
+	if d <= 0 || d > maxDuration {
+		return 0, fmt.Errorf("want a positive duration up to %s, got %q", maxDuration, s)
+	}
+	return d, nil
+}

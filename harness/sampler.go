@@ -1,0 +1,311 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
+)
+
+// A Policy says how a Sampler measures each case.
+type Policy struct {
+	Warmup int // samples run and discarded before the measured ones
+	Reps   int // measured samples per case
+	// Budget bounds the time of one case: when the warm-up shows Reps
+	// samples would not fit, fewer are measured (at least one). Zero
+	// means no bound.
+	Budget time.Duration
+}
+
+// Validate reports the policy's problems as option.Errors naming reps,
+// warmup and budget; needBudget makes a zero budget one.
+func (p Policy) Validate(needBudget bool) error {
+	var errs []error
+	if p.Reps < 1 || p.Reps > 1e6 {
+		errs = append(errs, option.Errorf("reps", "want 1 to 1000000, got %d", p.Reps))
+	}
+	if p.Warmup < 0 || p.Warmup > 1e6 {
+		errs = append(errs, option.Errorf("warmup", "want 0 to 1000000, got %d", p.Warmup))
+	}
+	if p.Budget < 0 || (needBudget && p.Budget == 0) {
+		errs = append(errs, option.Errorf("budget", "must be positive, got %s", p.Budget))
+	}
+	return errors.Join(errs...)
+}
+
+// Verified reports whether measured rep rep of n is verified: the first
+// and the last, in every suite, so a case is checked at both ends of its
+// reps and a scrub never runs inside the timed ones between.
+func Verified(rep, n int) bool { return rep == 0 || rep == n-1 }
+
+// A Case is one configuration a Sampler measures.
+type Case struct {
+	// Row holds the columns every row of the case shares.
+	Row results.Row
+	// Label names the case in progress lines.
+	Label string
+	// Timer times one sample; its Kind is the rows' timing column. A
+	// tiers.HeldTimer also says per sample whether the stream was held
+	// until the work was queued (held); any other leaves held false.
+	Timer tiers.Timer
+	// Fetch does the work of one sample, between the timer's Start and
+	// Stop.
+	Fetch func(ctx context.Context) error
+	// Scrub, when not nil, overwrites the destination before a verified
+	// sample so that Verify sees only what that sample brought. It is
+	// never timed.
+	Scrub func() error
+	// Verify, when not nil, checks the destination after a verified
+	// sample; a mismatch makes that row an error. Nil means the case moves
+	// no data (recompute) and its rows leave verified empty.
+	Verify func() error
+	// Work is the FLOPs of one sample of a compute case (the flops and
+	// tflops columns); 0 for cases that move bytes.
+	Work float64
+	// Derive, when not nil, adds columns computed from an ok row's time
+	// (line_frac, ...).
+	Derive func(*results.Row)
+}
+
+// A Result is what Measure learnt of one case.
+type Result struct {
+	Seconds results.Stats // of the ok samples
+	Reps    int           // measured reps run: fewer than the policy's under the budget
+	Errors  int           // error rows written
+	// Err is the sample error that ended the case early (a failed fetch,
+	// a peer gone); nil when every rep ran.
+	Err error
+}
+
+// A Sampler measures cases and writes one row per measured sample. It is
+// the one timing loop of kvtier: the tier sweep, MB2's network reads and
+// peer copies and `go test -bench` all time through it, so warm-up,
+// verification, labels and progress are the same everywhere.
+type Sampler struct {
+	Suite  string // names the suite in progress lines
+	Sink   results.Sink
+	Log    io.Writer // progress lines (stderr); nil discards them
+	Policy Policy
+}
+
+// row returns the case's row labelled with its timer, for rep.
+func (s *Sampler) row(c *Case, rep int) results.Row {
+	r := c.Row
+	r.Extra = make(map[string]string, len(c.Row.Extra)+4)
+	for k, v := range c.Row.Extra {
+		r.Extra[k] = v
+	}
+	r.Suite = s.Suite
+	r.Rep = rep
+	r.Set("timing", c.Timer.Kind())
+	r.Set("held", false)
+	return r
+}
+
+// Sample times one Fetch of c and returns its seconds and whether the
+// stream was held (false where the timer cannot say).
+func (s *Sampler) Sample(ctx context.Context, c *Case) (float64, bool, error) {
+	if err := c.Timer.Start(); err != nil {
+		return 0, false, fmt.Errorf("timer start: %w", err)
+	}
+	ferr := c.Fetch(ctx)
+	sec, err := c.Timer.Stop()
+	if ferr != nil {
+		return 0, false, fmt.Errorf("fetch: %w", ferr)
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("timer stop: %w", err)
+	}
+	held := false
+	if h, ok := c.Timer.(tiers.HeldTimer); ok {
+		held = h.Held()
+	}
+	return sec, held, nil
+}
+
+// Skip writes one skipped row for c with the reason and says so.
+func (s *Sampler) Skip(c Case, reason string) error {
+	r := s.row(&c, 0)
+	r.Skip(reason)
+	s.progress(c.Label, "skipped: "+reason)
+	return s.write(r)
+}
+
+// Fail writes one error row for rep of c and says so.
+func (s *Sampler) Fail(c Case, rep int, err error) error {
+	r := s.row(&c, rep)
+	r.Fail(err)
+	s.progress(c.Label, "error: "+err.Error())
+	return s.write(r)
+}
+
+func (s *Sampler) write(r results.Row) error {
+	if err := s.Sink.Write(r); err != nil {
+		return fmt.Errorf("%s: %w", s.Suite, err)
+	}
+	return nil
+}
+
+func (s *Sampler) progress(label, what string) {
+	if s.Log != nil {
+		fmt.Fprintf(s.Log, "%s: %s %s\n", s.Suite, label, what)
+	}
+}
+
+// Measure runs the policy's warm-up and measured reps of c and writes a
+// row per measured rep. A failed sample is an error row and ends the
+// case (Result.Err says why); a failed verification is an error row and
+// the case goes on. The error returned is one that must stop the run:
+// ctx cancelled, or a row that could not be written.
+func (s *Sampler) Measure(ctx context.Context, c Case) (Result, error) {
+	var res Result
+	warm, err := s.warmup(ctx, &c)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		res.Errors, res.Err = 1, err
+		return res, s.Fail(c, 0, err)
+	}
+	res.Reps = s.reps(warm)
+	var secs []float64
+	for rep := 0; rep < res.Reps; rep++ {
+		r, err := s.measureRep(ctx, &c, rep, Verified(rep, res.Reps))
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		if r.Status == results.StatusOK {
+			secs = append(secs, r.Seconds)
+		} else {
+			res.Errors++
+		}
+		if werr := s.write(r); werr != nil {
+			return res, werr
+		}
+		if err != nil {
+			res.Err = err
+			break
+		}
+	}
+	res.Seconds = results.Describe(secs)
+	s.summary(&c, res)
+	return res, nil
+}
+
+// warmup runs the discarded samples and returns the last one's seconds;
+// it stops early when the warm-up alone would eat the budget.
+func (s *Sampler) warmup(ctx context.Context, c *Case) (float64, error) {
+	var warm float64
+	for w := 0; w < s.Policy.Warmup; w++ {
+		sec, _, err := s.Sample(ctx, c)
+		if err != nil {
+			return 0, fmt.Errorf("warm-up: %w", err)
+		}
+		warm = sec
+		if b := s.Policy.Budget; b > 0 && sec*float64(w+2) > b.Seconds() {
+			break
+		}
+	}
+	return warm, nil
+}
+
+// reps is how many measured reps fit the budget after a warm-up sample
+// of warm seconds.
+func (s *Sampler) reps(warm float64) int {
+	n := max(s.Policy.Reps, 1)
+	if b := s.Policy.Budget; b > 0 && warm > 0 {
+		n = min(n, max(1, int(b.Seconds()/warm)))
+	}
+	return n
+}
+
+// measureRep runs one measured rep and returns its row; err is the
+// sample's own failure (the row is then an error row).
+func (s *Sampler) measureRep(ctx context.Context, c *Case, rep int, verify bool) (results.Row, error) {
+	r := s.row(c, rep)
+	if verify && c.Verify != nil && c.Scrub != nil {
+		if err := c.Scrub(); err != nil {
+			err = fmt.Errorf("scrub: %w", err)
+			r.Fail(err)
+			return r, err
+		}
+	}
+	sec, held, err := s.Sample(ctx, c)
+	if err != nil {
+		r.Fail(err)
+		s.progress(c.Label, fmt.Sprintf("rep %d error: %v", rep, err))
+		return r, err
+	}
+	r.Set("held", held)
+	r.SetTime(sec)
+	if c.Work > 0 && sec > 0 {
+		r.Set("flops", c.Work)
+		r.Set("tflops", c.Work/sec/1e12)
+	}
+	if c.Derive != nil {
+		c.Derive(&r)
+	}
+	if verify && c.Verify != nil {
+		if err := c.Verify(); err != nil {
+			r.Set("verified", false)
+			r.Fail(fmt.Errorf("verify: %w", err))
+			s.progress(c.Label, fmt.Sprintf("VERIFICATION FAILED rep %d: %v", rep, err))
+		} else {
+			r.Set("verified", true)
+		}
+	}
+	return r, nil
+}
+
+// summary prints the case's progress line: p50, rate and n.
+func (s *Sampler) summary(c *Case, res Result) {
+	st := res.Seconds
+	if st.N == 0 {
+		return
+	}
+	what := fmt.Sprintf("p50 %9.3f ms", st.P50*1e3)
+	switch {
+	case c.Row.Bytes > 0:
+		what += fmt.Sprintf("  %8.2f GB/s", float64(c.Row.Bytes)/st.P50/1e9)
+	case c.Work > 0:
+		what += fmt.Sprintf("  %8.4f TFLOP/s", c.Work/st.P50/1e12)
+	}
+	what += fmt.Sprintf("  n=%d", st.N)
+	if res.Reps < s.Policy.Reps {
+		what += fmt.Sprintf(" (%d of %d reps within the budget of %s)", res.Reps, s.Policy.Reps, s.Policy.Budget)
+	}
+	s.progress(c.Label, what)
+}
+
+// MemoryShare is the share of available memory one case may plan to
+// use: the same rule for host memory (MemAvailable) and device memory
+// (free per the driver) in every suite.
+const MemoryShare = 0.8
+
+// FitReason returns "" when need bytes fit in MemoryShare of avail bytes
+// of what ("host memory", "GPU1 memory"), else the reason a skipped row
+// gives.
+func FitReason(what string, need, avail int64) string {
+	if float64(need) <= MemoryShare*float64(avail) {
+		return ""
+	}
+	return fmt.Sprintf("needs %s of %s, %s available", units.FormatBytes(need), what, units.FormatBytes(avail))
+}
+
+// HostFitReason is FitReason against the host's MemAvailable, read from
+// procfs under root. Where it cannot be read the answer is "" (fits) and
+// the error says why, for a warning.
+func HostFitReason(root string, need int64) (string, error) {
+	avail, err := system.MemAvailable(root)
+	if err != nil {
+		return "", fmt.Errorf("free memory unknown, not checked: %w", err)
+	}
+	return FitReason("host memory", need, avail), nil
+}

@@ -1,0 +1,160 @@
+package sweep
+
+import (
+	"errors"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/tiers"
+)
+
+// DefaultPrefixes are the prefix lengths a sweep measures by default.
+var DefaultPrefixes = []int{1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10}
+
+// Options are the resolved options of a tier sweep.
+type Options struct {
+	Geometry kv.Geometry // resolved model geometry (kv.Resolve)
+	Tiers    []string    // registry names; empty means every registered tier
+	Layouts  []kv.Layout
+	Prefixes []int // tokens; sorted ascending and deduplicated by Validate
+	Copy     []tiers.CopyMode
+	Seed     uint64
+	// Policy is the Sampler's: warm-up, reps, and the budget of one
+	// configuration (fewer reps when the warm-up shows they would not
+	// fit, a skipped row when one rep would not).
+	Policy harness.Policy
+	// TierOptions are the tiers' own options by tier name, as
+	// tiers.Spec.NewOptions made them and the command line set them.
+	TierOptions map[string]tiers.Options
+	// Root is the root of procfs and sysfs reads ("/").
+	Root string
+	// LibIBVerbs is the libibverbs the remote tier loads ("" the usual
+	// names).
+	LibIBVerbs string
+}
+
+// DefaultOptions returns the options of a plain `kvtier sweep`.
+func DefaultOptions() Options {
+	g, _ := kv.Resolve("", "", kv.DefaultBlockTokens)
+	o := Options{
+		Geometry: g, Layouts: kv.Layouts(), Prefixes: slices.Clone(DefaultPrefixes), Seed: 1,
+		Copy:   tiers.CopyModes(),
+		Policy: harness.Policy{Warmup: 2, Reps: 5, Budget: 30 * time.Second},
+		Root:   "/", TierOptions: map[string]tiers.Options{},
+	}
+	for _, s := range tiers.All() {
+		if s.NewOptions != nil {
+			o.TierOptions[s.Name] = s.NewOptions()
+		}
+	}
+	return o
+}
+
+// Validate checks every option, reporting every problem at once as
+// option.Errors, and sorts the prefixes.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) { errs = append(errs, option.Errorf(field, format, args...)) }
+	for _, t := range o.Tiers {
+		if _, err := tiers.Lookup(t); err != nil {
+			errs = append(errs, option.Wrap("tiers", err))
+		}
+	}
+	if err := o.Geometry.Validate(); err != nil {
+		errs = append(errs, option.Wrap("model", err))
+	}
+	if len(o.Layouts) == 0 {
+		bad("layout", "no layout given")
+	}
+	for _, l := range o.Layouts {
+		if _, err := kv.ParseLayout(string(l)); err != nil {
+			errs = append(errs, option.Wrap("layout", err))
+		}
+	}
+	errs = append(errs, o.validatePrefixes())
+	errs = append(errs, o.Policy.Validate(true))
+	if len(o.Copy) == 0 {
+		bad("copy", "no copy mode given")
+	}
+	for _, m := range o.Copy {
+		if _, err := tiers.ParseCopyMode(string(m)); err != nil {
+			errs = append(errs, option.Wrap("copy", err))
+		}
+	}
+	// Every tier's options, selected or not: each is a flag the user gave.
+	for _, name := range tiers.Names() {
+		if to := o.TierOptions[name]; to != nil {
+			errs = append(errs, to.Validate())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MaxPrefix bounds a prefix length: 16M tokens, beyond any context window.
+const MaxPrefix = 1 << 24
+
+func (o *Options) validatePrefixes() error {
+	if len(o.Prefixes) == 0 {
+		return option.Errorf("prefix", "no prefix length given")
+	}
+	for _, p := range o.Prefixes {
+		if p <= 0 || p > MaxPrefix {
+			return option.Errorf("prefix", "want 1 to %d tokens, got %d", MaxPrefix, p)
+		}
+	}
+	sort.Ints(o.Prefixes)
+	o.Prefixes = slices.Compact(o.Prefixes)
+	return nil
+}
+
+// selectedTiers returns the tiers to run in registry order, each once.
+func (o *Options) selectedTiers() []string {
+	if len(o.Tiers) == 0 {
+		return tiers.Names()
+	}
+	var out []string
+	for _, n := range tiers.Names() {
+		if slices.Contains(o.Tiers, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Settings renders the options for the manifest.
+func (o *Options) Settings() map[string]string {
+	join := func(xs []string) string { return strings.Join(xs, ",") }
+	var ls, cs, ps []string
+	for _, l := range o.Layouts {
+		ls = append(ls, string(l))
+	}
+	for _, c := range o.Copy {
+		cs = append(cs, string(c))
+	}
+	for _, p := range o.Prefixes {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	g := o.Geometry
+	m := map[string]string{
+		"tiers": join(o.selectedTiers()), "model": g.Model, "block_size": strconv.Itoa(g.BlockTokens),
+		"layouts": join(ls), "prefixes": join(ps), "copy": join(cs),
+		"reps": strconv.Itoa(o.Policy.Reps), "warmup": strconv.Itoa(o.Policy.Warmup),
+		"budget": o.Policy.Budget.String(), "seed": strconv.FormatUint(o.Seed, 10),
+		"bytes_per_token": strconv.FormatInt(g.BytesPerToken(), 10),
+		"block_bytes":     strconv.FormatInt(g.BlockBytes(), 10),
+	}
+	for _, name := range o.selectedTiers() {
+		if to := o.TierOptions[name]; to != nil {
+			for k, v := range to.Settings() {
+				m[k] = v
+			}
+		}
+	}
+	return m
+}

@@ -1,0 +1,58 @@
+// Package sweep is the tier sweep: for every layout, tier, copy mode and
+// prefix length it fetches a reused KV prefix from the tier through the
+// harness's Sampler and writes one row per measured sample to sweep.csv.
+package sweep
+
+import (
+	"slices"
+
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers"
+)
+
+// File is sweep.csv.
+const File = "sweep.csv"
+
+// columns follow results.CommonColumns in sweep.csv; the tiers' own
+// attribute columns (tiers.Spec.Columns) follow these.
+var columns = []string{
+	"device",        // "cpu (host stand-in)", "NVIDIA H200 [0000:19:00.0]"
+	"copy",          // percopy | batch | contiguous ("" for recompute)
+	"src_mem",       // device | pinned | pageable | peer
+	"dst_mem",       // device | pinned | pageable
+	"path",          // remote: loopback | intra | inter; cuda remote: gpudirect | bounce
+	"timing",        // events | clock
+	"held",          // true when the stream was held until the plan was queued
+	"verified",      // true | false | "" (not checked on this rep)
+	"flops",         // recompute: FLOPs of the prefill
+	"tflops",        // recompute: achieved TFLOP/s
+	"compute_dtype", // recompute: bf16 | fp32
+	"link_gbps",     // payload limit of the link, "" unknown
+	"link_frac",     // gbps / link_gbps
+	"seed",
+}
+
+// SummaryKeys are the columns sweep_summary.csv groups by.
+var SummaryKeys = []string{"tier", "layout", "copy", "backend", "transport", "prefix_tokens", "path", "src_mem"}
+
+// Columns returns sweep.csv's columns after the common ones: the sweep's
+// own, then every registered tier's attribute columns, each once.
+func Columns() []string {
+	cols := slices.Clone(columns)
+	for _, s := range tiers.All() {
+		for _, c := range s.Columns {
+			if !slices.Contains(cols, c) && !slices.Contains(results.CommonColumns, c) {
+				cols = append(cols, c)
+			}
+		}
+	}
+	return cols
+}
+
+// Suite declares the sweep's results.
+var Suite = results.Suite{
+	Name: "sweep", Title: "Device tiers", Command: "kvtier sweep", Order: 10,
+	Files: []results.File{{Name: File, Columns: Columns(), Keys: SummaryKeys, Metric: "time"}},
+}
+
+func init() { results.RegisterSuite(Suite) }

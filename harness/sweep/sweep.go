@@ -1,0 +1,252 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/tiers"
+)
+
+// Run runs the tier sweep on backend b: for every layout, selected tier
+// (in registry order), copy mode (tiers that move bytes only) and prefix
+// length, the Sampler's warm-up and measured samples, written to
+// sweep.csv in out as they are measured. It returns at once when ctx is
+// cancelled, with ctx's error; rows already written stay. Rows that are
+// errors do not stop it: out counts them. opts must have passed
+// Validate.
+func Run(ctx context.Context, opts Options, b tiers.Backend, out *harness.Output, log io.Writer) error {
+	settings := opts.Settings()
+	settings["backend_used"] = b.Name()
+	settings["device"] = b.Device()
+	out.Manifest.Settings = settings
+	if err := out.WriteManifest(); err != nil {
+		return err
+	}
+	sink, err := out.Open(Suite.Main())
+	if err != nil {
+		return err
+	}
+	s := &sweeper{opts: opts, b: b, log: log,
+		sampler: &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: log, Policy: opts.Policy}}
+	for li, layout := range opts.Layouts {
+		for _, name := range opts.selectedTiers() {
+			spec, _ := tiers.Lookup(name)
+			if !spec.Moves && li > 0 {
+				continue // nothing moves, so the layout does not matter: once is enough
+			}
+			modes := opts.Copy
+			if !spec.Moves {
+				modes = []tiers.CopyMode{""}
+			}
+			for _, mode := range modes {
+				if err := s.config(ctx, spec, layout, mode); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// A sweeper holds the state of one Run.
+type sweeper struct {
+	opts    Options
+	b       tiers.Backend
+	log     io.Writer
+	sampler *harness.Sampler
+}
+
+// newConfig builds the tier of one configuration.
+func (s *sweeper) newConfig(spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) Config {
+	env := tiers.Env{Backend: s.b, Geometry: s.opts.Geometry, Layout: layout, Copy: mode,
+		Seed: s.opts.Seed, Options: s.opts.TierOptions[spec.Name], Root: s.opts.Root, LibIBVerbs: s.opts.LibIBVerbs, Log: s.log}
+	if !spec.Moves {
+		env.Layout, env.Copy = kv.Layerwise, ""
+	}
+	return Config{Backend: s.b, Spec: spec, Tier: spec.New(env), Layout: env.Layout, Copy: mode,
+		Geom: s.opts.Geometry, Seed: s.opts.Seed}
+}
+
+// skipAll writes one skipped row per prefix.
+func (s *sweeper) skipAll(c Config, prefixes []int, reason string) error {
+	for _, tok := range prefixes {
+		if err := s.sampler.Skip(c.Case(Prefix(c.Geom, tok)), reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// config measures one tier, layout and copy mode over every prefix.
+func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c := s.newConfig(spec, layout, mode)
+	defer c.Tier.Close()
+	if reason := c.Tier.Available(); reason != "" {
+		return s.skipAll(c, s.opts.Prefixes, reason)
+	}
+	if spec.Moves && !slices.Contains(s.b.CopyModes(), mode) {
+		return s.skipAll(c, s.opts.Prefixes, tiers.UnsupportedModeReason(mode))
+	}
+	fit, err := s.fitting(c)
+	if err != nil || len(fit) == 0 {
+		return err
+	}
+	if err := c.Tier.Setup(ctx, c.Geom.Blocks(fit[len(fit)-1])); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		for _, tok := range fit {
+			if err := s.sampler.Fail(c.Case(Prefix(c.Geom, tok)), 0, fmt.Errorf("setup: %w", err)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return s.prefixes(ctx, c, fit)
+}
+
+// fitting writes a skipped row for each prefix whose pools would not fit
+// in free host memory and returns the others.
+func (s *sweeper) fitting(c Config) ([]int, error) {
+	sz, ok := c.Tier.(tiers.Sizer)
+	if !ok {
+		return s.opts.Prefixes, nil
+	}
+	var fit []int
+	for _, tok := range s.opts.Prefixes {
+		reason, err := harness.HostFitReason(s.opts.Root, sz.SetupBytes(c.Geom.Blocks(tok)))
+		if err != nil {
+			fmt.Fprintf(s.log, "kvtier: warning: %v\n", err)
+			return s.opts.Prefixes, nil
+		}
+		if reason != "" {
+			if err := s.sampler.Skip(c.Case(Prefix(c.Geom, tok)), reason); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		fit = append(fit, tok)
+	}
+	return fit, nil
+}
+
+// An estimator extrapolates a prefix's time per rep from the last
+// measured one, in proportion to the work (bytes or FLOPs).
+type estimator struct {
+	sec, work float64
+}
+
+func (e estimator) estimate(work float64) float64 {
+	if e.sec <= 0 || e.work <= 0 {
+		return 0
+	}
+	return e.sec * work / e.work
+}
+
+// work is the amount a fetch of p does: bytes moved, or FLOPs.
+func work(c Config, p tiers.Prefix) float64 {
+	if c.Spec.Moves {
+		return float64(p.Blocks) * float64(c.Geom.BlockBytes())
+	}
+	return c.Tier.Work(p)
+}
+
+// prefixes measures each prefix of a set-up configuration, skipping
+// those whose estimated time per rep exceeds the budget.
+func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int) error {
+	est, err := s.calibrate(ctx, c, Prefix(c.Geom, fit[0]))
+	if err != nil {
+		return err
+	}
+	budget := s.opts.Policy.Budget
+	for _, tok := range fit {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p := Prefix(c.Geom, tok)
+		hc := c.Case(p)
+		if sec := est.estimate(work(c, p)); budget > 0 && sec > budget.Seconds() {
+			if !c.Spec.Moves {
+				hc.Row.Set("flops", work(c, p))
+			}
+			if err := s.sampler.Skip(hc, fmt.Sprintf("estimated %.3g s per rep exceeds the budget of %s", sec, budget)); err != nil {
+				return err
+			}
+			continue
+		}
+		res, err := s.sampler.Measure(ctx, hc)
+		if err != nil {
+			return err
+		}
+		if res.Seconds.N > 0 {
+			est = estimator{res.Seconds.P50, work(c, p)}
+		}
+	}
+	return nil
+}
+
+// calibrate returns a first estimator so that a first prefix far over
+// the budget is not run: compute tiers by the backend's GEMM rate, tiers
+// that move bytes by one block when the first prefix is larger.
+func (s *sweeper) calibrate(ctx context.Context, c Config, first tiers.Prefix) (estimator, error) {
+	if !c.Spec.Moves {
+		rate, err := gemmRate(ctx, s.b, c.Geom)
+		if ctx.Err() != nil {
+			return estimator{}, ctx.Err()
+		}
+		if err != nil || rate <= 0 {
+			return estimator{}, nil
+		}
+		return estimator{1, rate}, nil
+	}
+	if first.Blocks <= 1 {
+		return estimator{}, nil
+	}
+	one := tiers.Prefix{Tokens: c.Geom.BlockTokens, Blocks: 1}
+	hc := c.Case(one)
+	sec, _, err := s.sampler.Sample(ctx, &hc)
+	if ctx.Err() != nil {
+		return estimator{}, ctx.Err()
+	}
+	if err != nil {
+		return estimator{}, nil
+	}
+	return estimator{sec, work(c, one)}, nil
+}
+
+// gemmRate measures the FLOP/s of b on one GEMM shaped like a projection
+// of the model (512 tokens × hidden × hidden), the second of two runs so
+// that scratch allocation stays out.
+func gemmRate(ctx context.Context, b tiers.Backend, g kv.Geometry) (float64, error) {
+	op := kv.GEMM{Name: "calibrate", M: 512, N: g.Hidden, K: g.Hidden, Batch: 1}
+	var sec float64
+	for range 2 {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		t := b.Timer(tiers.Queued)
+		if err := t.Start(); err != nil {
+			return 0, err
+		}
+		if err := b.GEMMs([]kv.GEMM{op}); err != nil {
+			t.Stop()
+			return 0, err
+		}
+		var err error
+		if sec, err = t.Stop(); err != nil {
+			return 0, err
+		}
+	}
+	if sec <= 0 {
+		return 0, errors.New("calibration GEMM took no time")
+	}
+	return op.FLOPs() / sec, nil
+}

@@ -1,0 +1,276 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
+)
+
+// Backends are what a transfer measures with, opened by the caller.
+type Backends struct {
+	// Dst holds the destinations: the host backend for host memory, the
+	// cuda backend of the destination GPU for GPU memory.
+	Dst tiers.Backend
+	// PeerCopy is the cuda backend of the source GPU of peer copies; nil
+	// with PeerCopyWhy saying why it could not be opened.
+	PeerCopy    tiers.PeerCopier
+	PeerCopyWhy string
+	// RDMA configures verbs endpoints (device, GID, sysfs root, library).
+	RDMA rdma.Config
+	// Faults are the test-only faults clients inject.
+	Faults peer.Faults
+}
+
+// A run is one Run call.
+type run struct {
+	o       Options
+	be      Backends
+	log     io.Writer
+	sampler *harness.Sampler
+	saidWhy bool // said once that GPUDirect is unavailable
+}
+
+// Run measures reads of each size and layout from each peer (an
+// embedded loopback peer when none is given) and, when asked, GPU peer
+// copies, writing one row per rep to transfer.csv in out. A peer that
+// cannot be reached or goes away gives error rows and the run goes on
+// with the next peer; ctx's error or a failed write ends it.
+func Run(ctx context.Context, o Options, be Backends, out *harness.Output, log io.Writer) error {
+	out.Manifest.Settings = o.Settings()
+	out.Manifest.Settings["backend_used"] = be.Dst.Name()
+	if err := out.WriteManifest(); err != nil {
+		return err
+	}
+	sink, err := out.Open(Suite.Main())
+	if err != nil {
+		return err
+	}
+	r := &run{o: o, be: be, log: log, sampler: &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: log, Policy: o.Policy}}
+	peers := o.Peers
+	if len(peers) == 0 {
+		peers = []string{""}
+	}
+	for _, addr := range peers {
+		if err := r.peer(ctx, addr); err != nil {
+			return err
+		}
+	}
+	if o.PeerCopy != nil {
+		return r.peerCopy(ctx)
+	}
+	return nil
+}
+
+// embeddedPoolBytes sizes an embedded peer's pool: a quarter more than
+// the largest size, within 40% of free memory (the client needs as much
+// again), whole blocks.
+func (r *run) embeddedPoolBytes() int64 {
+	if r.o.PoolBytes > 0 {
+		return r.o.PoolBytes
+	}
+	var want int64
+	for _, s := range r.o.Sizes {
+		want = max(want, s+s/4)
+	}
+	if avail, err := system.MemAvailable(r.o.Root); err == nil {
+		want = min(want, avail*2/5)
+	}
+	bb := r.o.Geometry.BlockBytes()
+	return max(bb, want/bb*bb)
+}
+
+// A target is one peer being measured.
+type target struct {
+	name, path string
+	client     *peer.Client
+	info       peer.Info
+	line       float64 // Gb/s, 0 unknown
+}
+
+// dial connects to addr, starting an embedded peer for "".
+func (r *run) dial(ctx context.Context, addr string) (*target, func(), error) {
+	t := &target{name: addr, path: r.o.Path}
+	var emb *peer.Embedded
+	if addr == "" {
+		pool, err := peer.NewHostPool(r.embeddedPoolBytes(), r.o.Seed^0x7065657270)
+		if err != nil {
+			return nil, nil, fmt.Errorf("embedded peer: %w", err)
+		}
+		cfg := peer.ServerConfig{Pool: pool, Transport: r.o.Transport, RDMA: r.be.RDMA, Log: r.log}
+		if emb, err = peer.StartEmbedded(cfg); err != nil {
+			pool.Close()
+			return nil, nil, fmt.Errorf("embedded peer: %w", err)
+		}
+		addr, t.name, t.path = emb.Addr, "embedded", peer.PathLoopback
+		fmt.Fprintf(r.log, "kvtier transfer: no peer given: measuring an embedded loopback peer (pool %s)\n", units.FormatBytes(pool.Size()))
+	} else if t.path == "" {
+		t.path = peer.PathTo(addr)
+	}
+	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: r.o.Transport, Conns: r.o.Conns, RDMA: r.be.RDMA, Faults: r.be.Faults})
+	if err != nil {
+		if emb != nil {
+			emb.Close()
+		}
+		return nil, nil, err
+	}
+	t.client, t.info = c, c.Info()
+	if t.line = r.o.LineGbps; t.line == 0 && r.o.Transport == peer.Verbs {
+		t.line = t.info.RateGbps
+	}
+	return t, func() {
+		c.Close()
+		if emb != nil {
+			emb.Close()
+		}
+	}, nil
+}
+
+// peer measures every layout and size against one peer ("" = embedded).
+func (r *run) peer(ctx context.Context, addr string) error {
+	t, done, err := r.dial(ctx, addr)
+	if err != nil {
+		return r.peerFailed(addr, err)
+	}
+	defer done()
+	i := t.info
+	fmt.Fprintf(r.log, "kvtier transfer: peer %s (%s), pool %s %s, transport %s, device %s, %d conns\n",
+		t.name, t.path, units.FormatBytes(i.PoolBytes), i.Mem, i.Transport, i.Device, r.o.Conns)
+	for _, layout := range r.o.Layouts {
+		for _, size := range r.o.Sizes {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			res, err := r.config(ctx, t, layout, size)
+			if err != nil {
+				return err
+			}
+			if res.Err != nil {
+				// A read that fails is the peer or the path failing: the
+				// rest of this peer would fail alike, or hang.
+				fmt.Fprintf(r.log, "kvtier transfer: peer %s failed (%v): its remaining sizes are not measured\n", t.name, res.Err)
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// peerFailed writes one error row per configuration of a peer that could
+// not be reached; only a failed write or a cancelled run stops the run.
+func (r *run) peerFailed(addr string, err error) error {
+	for _, layout := range r.o.Layouts {
+		for _, size := range r.o.Sizes {
+			c := harness.Case{Row: r.row(&target{name: addr, path: r.o.Path}, layout, size),
+				Label: r.label(addr, layout, size), Timer: &tiers.ClockTimer{}}
+			if werr := r.sampler.Fail(c, 0, fmt.Errorf("peer %s: %w", addr, err)); werr != nil {
+				return werr
+			}
+		}
+	}
+	return nil
+}
+
+func (r *run) label(peerName, layout string, size int64) string {
+	return fmt.Sprintf("%-10s %-10s %9s", peerName, layout, units.FormatBytes(size))
+}
+
+// row returns the columns every row of one configuration shares.
+func (r *run) row(t *target, layout string, size int64) results.Row {
+	row := results.NewRow(Suite.Name)
+	row.Backend = r.be.Dst.Name()
+	row.Transport = t.info.Transport
+	if row.Transport == "" {
+		row.Transport = r.o.Transport
+	}
+	row.Tier = "remote"
+	row.Layout = layout
+	row.Model = r.o.Geometry.Model
+	row.Bytes = size
+	row.ChunkBytes = chunkBytes(r.o.Geometry, layout, size)
+	row.Set("peer", t.name)
+	row.Set("path", t.path)
+	row.Set("device", t.info.Device)
+	row.Set("conns", r.o.Conns)
+	row.Set("src_mem", t.info.Mem)
+	row.Set("dst_mem", r.o.DstMem)
+	if r.o.DstMem == DstGPU {
+		row.Set("gpu", r.be.Dst.Device())
+	}
+	if t.line > 0 {
+		row.Set("line_gbps", t.line/8)
+	}
+	return row
+}
+
+func chunkBytes(g kv.Geometry, layout string, size int64) int64 {
+	switch layout {
+	case Layerwise:
+		return g.ChunkBytes(kv.Layerwise)
+	case Blockwise:
+		return g.ChunkBytes(kv.Blockwise)
+	}
+	return size
+}
+
+// derive sets the columns computed from a rep's rate.
+func derive(row *results.Row) {
+	if lg := row.Float("line_gbps"); lg > 0 {
+		row.Set("line_frac", row.GBps/lg)
+	}
+	if row.GBps > 0 {
+		row.Set("t_3gib_s", 3*float64(1<<30)/(row.GBps*1e9))
+		row.Set("t_11_5gib_s", 11.5*float64(1<<30)/(row.GBps*1e9))
+	}
+}
+
+// OpenBackends opens what o needs: the host backend for host
+// destinations or the cuda backend of cfg.GPU for GPU memory (an error
+// there is bad input: nothing can be measured), and for peer copies the
+// cuda backend of the source GPU, whose failure only becomes the reason
+// of the peer-copy rows. close releases them.
+func OpenBackends(ctx context.Context, o Options, cfg tiers.BackendConfig) (be Backends, close func(), err error) {
+	var opened []tiers.Backend
+	close = func() {
+		for _, b := range opened {
+			b.Close()
+		}
+	}
+	name := "host"
+	if o.DstMem == DstGPU {
+		name = "cuda"
+	}
+	if be.Dst, _, err = tiers.OpenBackend(ctx, name, cfg); err != nil {
+		return be, close, option.Wrap("dst-mem", err)
+	}
+	opened = append(opened, be.Dst)
+	if o.DstMem == DstGPU && !be.Dst.Caps().DeviceMemory {
+		close()
+		return be, func() {}, option.Errorf("dst-mem", "backend %s has no GPU memory", be.Dst.Name())
+	}
+	if o.PeerCopy != nil {
+		pcfg := cfg
+		pcfg.GPU = o.PeerCopy[0]
+		b, _, err := tiers.OpenBackend(ctx, "cuda", pcfg)
+		switch pc, ok := b.(tiers.PeerCopier); {
+		case err != nil:
+			be.PeerCopyWhy = "peer copy needs two GPUs; " + err.Error()
+		case !ok:
+			b.Close()
+			be.PeerCopyWhy = "backend " + b.Name() + " cannot copy between GPUs"
+		default:
+			opened = append(opened, b)
+			be.PeerCopy = pc
+		}
+	}
+	return be, close, nil
+}

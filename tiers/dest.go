@@ -1,0 +1,120 @@
+package tiers
+
+import (
+	"context"
+	"errors"
+
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/peer"
+)
+
+// A Dest is a peer.Destination in a backend's buffer dst: dst itself when
+// it is host memory, else GPUDirect into it or a pinned bounce buffer the
+// size of dst copied to it with the Dest's copy mode. It scrubs and
+// verifies what reads bring, on every path.
+type Dest struct {
+	*peer.Destination
+	b      Backend
+	dst    Buffer
+	bounce Buffer
+	mode   CopyMode
+}
+
+// NewDest chooses how the reads of client c reach dst, a buffer of b;
+// probe is a read tried to learn whether GPUDirect works. mode is how a
+// bounce buffer's ranges are copied to dst (PerCopy where b lacks it).
+func NewDest(ctx context.Context, b Backend, c *peer.Client, dst Buffer, probe []peer.Chunk, mode CopyMode) (*Dest, error) {
+	d := &Dest{b: b, dst: dst, mode: mode}
+	if h := dst.Host(); h != nil {
+		pd, err := c.HostDestination(h)
+		d.Destination = pd
+		return d, err
+	}
+	dev := peer.DeviceMem{Addr: dst.Addr(), Size: dst.Size()}
+	if exp, ok := b.(DMABufExporter); ok {
+		dev.Export = func() (int, int64, error) { return exp.ExportDMABuf(dst) }
+	}
+	pd, err := c.DeviceDestination(ctx, dev, probe, d.newBounce)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.Destination = pd
+	return d, nil
+}
+
+// newBounce allocates the pinned bounce buffer and its upload.
+func (d *Dest) newBounce() ([]byte, func([]peer.Chunk) error, error) {
+	var err error
+	if d.bounce, err = d.b.Alloc(Pinned, d.dst.Size()); err != nil {
+		return nil, nil, err
+	}
+	mode := d.mode
+	if !containsMode(d.b.CopyModes(), mode) {
+		mode = PerCopy
+	}
+	upload := func(list []peer.Chunk) error {
+		plan := make([]kv.Copy, len(list))
+		for i, c := range list {
+			plan[i] = kv.Copy{Dst: c.Dst, Src: c.Dst, Bytes: c.Len}
+		}
+		if err := d.b.Copy(d.dst, d.bounce, plan, mode); err != nil {
+			return err
+		}
+		return d.b.Sync()
+	}
+	return d.bounce.Host(), upload, nil
+}
+
+func containsMode(ms []CopyMode, m CopyMode) bool {
+	for _, x := range ms {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// Scrub overwrites the destination ranges of list in dst and in the
+// bounce buffer, so Verify sees only what the next read brought (stale
+// bytes in the bounce buffer could pass for a read that never happened).
+func (d *Dest) Scrub(list []peer.Chunk) error {
+	cs := ChunkCopies(list)
+	for _, b := range []Buffer{d.dst, d.bounce} {
+		if b != nil {
+			if err := ScrubRanges(b, cs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Verify checks every range of list in dst against the pattern of seed
+// at its source offset; on a mismatch it returns the index in list of
+// the first chunk that differs.
+func (d *Dest) Verify(list []peer.Chunk, seed uint64) (int, error) {
+	return CheckRanges(d.dst, ChunkCopies(list), seed)
+}
+
+// Close frees the bounce buffer; dst is the caller's.
+func (d *Dest) Close() error {
+	if d.bounce == nil {
+		return nil
+	}
+	err := d.bounce.Close()
+	d.bounce = nil
+	return err
+}
+
+// ChunkCopies turns peer reads into copy ranges (destination in the
+// working buffer, source in the peer's pool) for scrubbing and checking.
+func ChunkCopies(list []peer.Chunk) []kv.Copy {
+	cs := make([]kv.Copy, len(list))
+	for i, c := range list {
+		cs[i] = kv.Copy{Dst: c.Dst, Src: c.Src, Bytes: c.Len}
+	}
+	return cs
+}
+
+var errNotSetUp = errors.New("not set up")

@@ -49,6 +49,10 @@ type Libs struct {
 	CUDA, CUBLAS string
 }
 
+// libcudaFlags gives the fake libcuda the real one's soname, so a fake
+// cuBLAS elsewhere (where pip puts cuBLAS) finds the loaded driver.
+const libcudaFlags = "-Wl,-soname,libcuda.so.1"
+
 // An Option changes how the fake is compiled.
 type Option string
 
@@ -75,7 +79,7 @@ func Build(t testing.TB, opts ...Option) Libs {
 		flags = append(flags, string(o))
 	}
 	h := sha256.New()
-	fmt.Fprintln(h, cc, flags)
+	fmt.Fprintln(h, cc, flags, libcudaFlags)
 	h.Write(fakeCUDA)
 	h.Write(fakeCUBLAS)
 	cache := filepath.Join(os.TempDir(), fmt.Sprintf("kvtier-fakecuda-%x", h.Sum(nil)[:8]))
@@ -103,7 +107,7 @@ func compile(t testing.TB, cc string, flags []string, cache string) {
 			t.Fatalf("cudatest: %s %v: %v\n%s", cc, args, err, b)
 		}
 	}
-	build("libcuda.so.1", "fakecuda.c", fakeCUDA, flags...)
+	build("libcuda.so.1", "fakecuda.c", fakeCUDA, append([]string{libcudaFlags}, flags...)...)
 	build("libcublas.so.12", "fakecublas.c", fakeCUBLAS)
 	// Another test process may have won the race; either copy is good.
 	if err := os.Rename(tmp, cache); err != nil {

@@ -59,19 +59,6 @@ var (
 	ErrBadArg      = errors.New("bad argument")
 )
 
-// Shim status codes (csrc/ibvwrap).
-const (
-	codeOK      = ibvwrap.CodeOK
-	codeNoLib   = ibvwrap.CodeNoLib
-	codeNoDev   = ibvwrap.CodeNoDev
-	codeSys     = ibvwrap.CodeSys
-	codeWC      = ibvwrap.CodeWC
-	codeArg     = ibvwrap.CodeArg
-	codeUnsup   = ibvwrap.CodeUnsup
-	codeTimeout = ibvwrap.CodeTimeout
-	codeAgain   = ibvwrap.CodeAgain
-)
-
 // An Error is a failed verb: the operation, the shim's message and, for a
 // system error, its errno.
 type Error struct {
@@ -87,15 +74,15 @@ func (e *Error) Error() string { return "rdma: " + e.Op + ": " + e.Msg }
 // Is maps the shim's codes onto the package's sentinel errors.
 func (e *Error) Is(target error) bool {
 	switch e.Code {
-	case codeNoLib:
+	case ibvwrap.CodeNoLib:
 		return target == ErrNoLibrary
-	case codeNoDev:
+	case ibvwrap.CodeNoDev:
 		return target == ErrNoDevice
-	case codeUnsup:
+	case ibvwrap.CodeUnsup:
 		return target == ErrUnsupported
-	case codeTimeout:
+	case ibvwrap.CodeTimeout:
 		return target == ErrTimeout
-	case codeArg:
+	case ibvwrap.CodeArg:
 		return target == ErrBadArg
 	}
 	return false
@@ -130,9 +117,9 @@ type status = ibvwrap.Status
 // of a read (nil otherwise).
 func toError(op string, st status, wrs []WR) error {
 	switch st.Code {
-	case codeOK:
+	case ibvwrap.CodeOK:
 		return nil
-	case codeWC:
+	case ibvwrap.CodeWC:
 		ce := &CompletionError{Index: st.WRIndex, Status: st.WCStatus, Text: st.Msg}
 		if st.WRIndex >= 0 && st.WRIndex < len(wrs) {
 			ce.WR = wrs[st.WRIndex]
@@ -140,7 +127,7 @@ func toError(op string, st status, wrs []WR) error {
 		return ce
 	}
 	msg := st.Msg
-	if st.Code == codeSys && st.WRIndex >= 0 {
+	if st.Code == ibvwrap.CodeSys && st.WRIndex >= 0 {
 		msg = fmt.Sprintf("%s (work request %d)", msg, st.WRIndex)
 	}
 	return &Error{Op: op, Code: st.Code, Errno: syscall.Errno(st.Errno), Msg: msg}

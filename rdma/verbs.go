@@ -108,42 +108,10 @@ func Open(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	e := &Endpoint{ep: ep, rdAtom: RdAtom(attr.MaxQPRdAtom), maxMsg: attr.MaxMsgSize, timeout: 30 * time.Second}
-	name, port := attr.Device, attr.Port
-	where := fmt.Sprintf("%s port %d", name, port)
-	ll := "InfiniBand"
-	if attr.LinkLayer == 2 {
-		ll = "Ethernet"
-	}
-	table, terr := ReadGIDTable(cfg.Root, name, port)
-	if terr != nil || len(table) == 0 {
-		// No sysfs view: ask the device for its table, types unknown.
-		table = e.queryGIDs(attr.GIDTableLen)
-	}
-	// A requested index must exist in the port's table as the device
-	// sizes it, whatever sysfs shows.
-	if cfg.GIDIndex >= attr.GIDTableLen {
-		e.Close()
-		return nil, fmt.Errorf("rdma: GID index %d does not exist on %s (table of %d entries)", cfg.GIDIndex, where, attr.GIDTableLen)
-	}
-	gi, err := SelectGID(table, cfg.GIDIndex, ll, where)
-	if err != nil && cfg.GIDIndex < 0 && terr != nil {
-		// Types unreadable: take the first non-link-local address.
-		gi, err = firstRoutable(table, where)
-	}
+	gi, gid, err := e.selectGID(cfg, attr)
 	if err != nil {
 		e.Close()
 		return nil, err
-	}
-	var gid [16]byte
-	if gi >= 0 {
-		if gid, err = e.gid(gi); err != nil {
-			e.Close()
-			return nil, err
-		}
-		if gid == [16]byte{} {
-			e.Close()
-			return nil, fmt.Errorf("rdma: GID index %d on %s is empty", gi, where)
-		}
 	}
 	psns := make([]uint32, cfg.QPs)
 	var rnd [4]byte
@@ -152,13 +120,50 @@ func Open(cfg Config) (*Endpoint, error) {
 		psns[i] = binary.LittleEndian.Uint32(rnd[:]) & 0xffffff
 	}
 	e.info = QPInfo{
-		Device: name, Port: port, LID: attr.LID, GID: FormatGID(gid), GIDIndex: gi,
+		Device: attr.Device, Port: attr.Port, LID: attr.LID, GID: FormatGID(gid), GIDIndex: gi,
 		MTU: MTUBytes(attr.ActiveMTU), QPNs: attr.QPNs, PSNs: psns, RdAtom: e.rdAtom,
 	}
-	if r, err := PortRate(cfg.Root, name, port); err == nil {
+	if r, err := PortRate(cfg.Root, attr.Device, attr.Port); err == nil {
 		e.info.RateGbps = r
 	}
 	return e, nil
+}
+
+// selectGID picks the endpoint's GID index (-1 on InfiniBand, which
+// needs none) from the port's table in sysfs, or the device's own table
+// where sysfs has none, and reads the GID.
+func (e *Endpoint) selectGID(cfg Config, attr ibvwrap.EndpointAttr) (int, [16]byte, error) {
+	var gid [16]byte
+	where := fmt.Sprintf("%s port %d", attr.Device, attr.Port)
+	ll := "InfiniBand"
+	if attr.LinkLayer == 2 {
+		ll = "Ethernet"
+	}
+	table, terr := ReadGIDTable(cfg.Root, attr.Device, attr.Port)
+	if terr != nil || len(table) == 0 {
+		// No sysfs view: ask the device for its table, types unknown.
+		table = e.queryGIDs(attr.GIDTableLen)
+	}
+	// A requested index must exist in the port's table as the device
+	// sizes it, whatever sysfs shows.
+	if cfg.GIDIndex >= attr.GIDTableLen {
+		return 0, gid, fmt.Errorf("rdma: GID index %d does not exist on %s (table of %d entries)", cfg.GIDIndex, where, attr.GIDTableLen)
+	}
+	gi, err := SelectGID(table, cfg.GIDIndex, ll, where)
+	if err != nil && cfg.GIDIndex < 0 && terr != nil {
+		// Types unreadable: take the first non-link-local address.
+		gi, err = firstRoutable(table, where)
+	}
+	if err != nil || gi < 0 {
+		return gi, gid, err
+	}
+	if gid, err = e.gid(gi); err != nil {
+		return 0, gid, err
+	}
+	if gid == [16]byte{} {
+		return 0, gid, fmt.Errorf("rdma: GID index %d on %s is empty", gi, where)
+	}
+	return gi, gid, nil
 }
 
 func firstRoutable(table []GIDEntry, where string) (int, error) {
@@ -296,9 +301,9 @@ func (e *Endpoint) readBatch(ctx context.Context, b []WR, starts []int) error {
 		st := rd.Poll(slice, timeout)
 		var err error
 		switch st.Code {
-		case codeOK:
+		case ibvwrap.CodeOK:
 			return nil
-		case codeAgain:
+		case ibvwrap.CodeAgain:
 			if ctx.Err() == nil {
 				continue
 			}

@@ -492,21 +492,8 @@ func (b *CUDABackend) GEMMs(ops []kv.GEMM) error {
 			return err
 		}
 	}
-	if b.scratch == nil || b.scratch.Size() < need {
-		if b.active != nil {
-			b.active.Unhold()
-		}
-		if b.scratch != nil {
-			if err := b.scratch.Free(); err != nil {
-				return fmt.Errorf("cuda backend: gemm scratch: %w", err)
-			}
-			b.scratch = nil
-		}
-		m, err := b.ctx.AllocDevice(need)
-		if err != nil {
-			return fmt.Errorf("cuda backend: gemm scratch: %w", err)
-		}
-		b.scratch = m
+	if err := b.growScratch(need); err != nil {
+		return err
 	}
 	base := b.scratch.Ptr()
 	list := make([]cuda.Gemm, len(ops))
@@ -532,6 +519,30 @@ func (b *CUDABackend) GEMMs(ops []kv.GEMM) error {
 		}
 		return err
 	}, false, len(ops), len(ops))
+}
+
+// growScratch makes the GEMM operands' scratch at least need bytes,
+// letting go of a held stream first: freeing device memory synchronises
+// the device. b.mu is held.
+func (b *CUDABackend) growScratch(need int64) error {
+	if b.scratch != nil && b.scratch.Size() >= need {
+		return nil
+	}
+	if b.active != nil {
+		b.active.Unhold()
+	}
+	if b.scratch != nil {
+		if err := b.scratch.Free(); err != nil {
+			return fmt.Errorf("cuda backend: gemm scratch: %w", err)
+		}
+		b.scratch = nil
+	}
+	m, err := b.ctx.AllocDevice(need)
+	if err != nil {
+		return fmt.Errorf("cuda backend: gemm scratch: %w", err)
+	}
+	b.scratch = m
+	return nil
 }
 
 func (b *CUDABackend) openBLAS() error {

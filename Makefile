@@ -32,6 +32,8 @@ test:
 	@scripts/deps.sh test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
+	$(GO) test -run NONE -fuzz FuzzMooncakeTrace -fuzztime 4s ./harness/trace
+	$(GO) test -run NONE -fuzz FuzzAlibabaTrace -fuzztime 4s ./harness/trace
 
 test-rdma: build
 	scripts/rxe-vm-test.sh -b $(BIN)

@@ -21,7 +21,8 @@ import (
 // interfereFlags are the raw flag values of kvtier interfere.
 type interfereFlags struct {
 	endpoint, control, model, decode, prefill string
-	chunkLabel, injectAfter, timeout, out     string
+	chunkLabel, injectAfter, timeout          string
+	out                                       outputFlags
 	useSim, endpointSet                       bool
 	simScale                                  float64
 	reps, decodeTokens                        int
@@ -72,9 +73,7 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	cfg.Prefill = listFlag(&errs, "prefill", f.prefill, units.ParseTokens, 2048)
 	cfg.InjectAfter = durationFlag(&errs, "inject-after", f.injectAfter)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
-	if err := checkOutDir(f.out); err != nil {
-		errs = append(errs, fmt.Errorf("--out: %w", err))
-	}
+	errs = append(errs, f.out.check())
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -134,7 +133,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fs.IntVar(&f.decodeTokens, "decode-tokens", 0, "max_tokens of the decode streams (0: up to max_model_len; streams are cancelled once the prefill is done)")
 	fs.StringVar(&f.timeout, "timeout", "600s", "limit of the prefill request")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
-	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
+	f.out.add(fs)
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
@@ -160,7 +159,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err != nil {
 		return usageErr(stderr, "interfere", err)
 	}
-	return suiteRun{cmd: "interfere", suite: mb1.Suite, dir: f.out, args: args,
+	return suiteRun{cmd: "interfere", suite: mb1.Suite, out: f.out, args: args,
 		run: func(ctx context.Context, out *harness.Output) error {
 			out.Manifest.Settings = map[string]string{
 				"endpoint": cfg.Endpoint, "control_endpoint": cfg.ControlEndpoint, "model": r.Model(),

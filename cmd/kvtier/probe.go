@@ -22,7 +22,8 @@ import (
 // probeFlags are the raw flag values of kvtier probe.
 type probeFlags struct {
 	endpoint, producer, connector, model string
-	tiers, prefixes, timeout, out        string
+	tiers, prefixes, timeout             string
+	out                                  outputFlags
 	useSim                               bool
 	simScale                             float64
 	reps, blockSize, bootstrapPort       int
@@ -74,9 +75,7 @@ func (f *probeFlags) config() (probe.Config, error) {
 		errs = append(errs, fmt.Errorf("--connector %q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))
 		cfg.Connector = "nixl"
 	}
-	if err := checkOutDir(f.out); err != nil {
-		errs = append(errs, fmt.Errorf("--out: %w", err))
-	}
+	errs = append(errs, f.out.check())
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -191,7 +190,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.StringVar(&f.tiers, "tiers", strings.Join(probe.Tiers, ","), "tiers to force and measure: "+strings.Join(probe.Tiers, ", "))
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024)")
 	fs.IntVar(&f.reps, "reps", 3, "measured requests per tier and prefix")
-	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
+	f.out.add(fs)
 	fs.StringVar(&f.timeout, "timeout", "120s", "limit of one request")
 	fs.StringVar(&f.producer, "producer", "", "remote tier: base URL of the instance that prefills (kv_producer); the endpoint pulls from it")
 	fs.StringVar(&f.connector, "connector", "nixl", "remote tier: KV connector protocol, nixl or mooncake")
@@ -222,7 +221,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	info := p.Info()
 
-	return suiteRun{cmd: "probe", suite: probe.Suite, dir: f.out, args: args,
+	return suiteRun{cmd: "probe", suite: probe.Suite, out: f.out, args: args,
 		run: func(ctx context.Context, out *harness.Output) error {
 			probeManifest(ctx, stderr, out.Manifest, f, cfg, info)
 			if err := out.WriteManifest(); err != nil {

@@ -105,7 +105,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		fmt.Fprintf(stderr, "kvtier sweep: backend %s; using %s\n", w, b.Name())
 	}
 	fmt.Fprintf(stderr, "kvtier sweep: %s, backend %s (%s)\n", opts.Geometry.Model, b.Name(), b.Device())
-	return suiteRun{cmd: "sweep", suite: sweep.Suite, dir: f.out.dir, args: args, plots: true,
+	return suiteRun{cmd: "sweep", suite: sweep.Suite, out: f.out, args: args, plots: true,
 		run: func(ctx context.Context, out *harness.Output) error {
 			out.Manifest.Warnings = append(out.Manifest.Warnings, prefixAll("backend ", why)...)
 			if err := sweep.Run(ctx, opts, b, out, stderr); err != nil {

@@ -113,6 +113,11 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 			return usageErr(stderr, "transfer", err)
 		}
 	}
+	if opts.PoolBytes > 0 && len(opts.Peers) == 0 {
+		if reason, _ := harness.HostFitReason("/", opts.PoolBytes); reason != "" {
+			return usageErr(stderr, "transfer", option.Errorf("pool", "the embedded peer's pool %s", reason))
+		}
+	}
 	bf := backendFlags{gpu: f.gpu, numa: -1}
 	be, done, err := transfer.OpenBackends(ctx, opts, bf.backendConfig(stderr))
 	if err != nil {
@@ -128,7 +133,7 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 			return usageErr(stderr, "transfer", err)
 		}
 	}
-	return suiteRun{cmd: "transfer", suite: transfer.Suite, dir: f.out.dir, args: args,
+	return suiteRun{cmd: "transfer", suite: transfer.Suite, out: f.out, args: args,
 		run: func(ctx context.Context, out *harness.Output) error {
 			return transfer.Run(ctx, opts, be, out, stderr)
 		}}.exec(ctx, stdout, stderr)

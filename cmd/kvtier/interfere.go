@@ -23,6 +23,7 @@ type interfereFlags struct {
 	endpoint, control, model, decode, prefill string
 	chunkLabel, injectAfter, timeout          string
 	out                                       outputFlags
+	api                                       string
 	useSim, endpointSet                       bool
 	simScale                                  float64
 	reps, decodeTokens                        int
@@ -36,6 +37,10 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	cfg := mb1.Config{
 		Endpoint: strings.TrimSpace(f.endpoint), ControlEndpoint: strings.TrimSpace(f.control),
 		Model: f.model, Reps: f.reps, ChunkLabel: f.chunkLabel, DecodeTokens: f.decodeTokens, Seed: f.seed,
+		API: f.api,
+	}
+	if err := checkSimTimeScale(f.simScale); err != nil {
+		errs = append(errs, err)
 	}
 	if f.useSim {
 		if f.endpointSet {
@@ -43,9 +48,6 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 		}
 		if cfg.ControlEndpoint != "" {
 			errs = append(errs, errors.New("--sim starts its own control instance: drop --control-endpoint"))
-		}
-		if f.simScale < 0 {
-			errs = append(errs, fmt.Errorf("--sim-time-scale %g: must not be negative", f.simScale))
 		}
 		if f.chunkLabel != "" {
 			if _, err := units.ParseTokens(f.chunkLabel); err != nil {
@@ -82,12 +84,12 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 
 // startInterfereSims starts the measured sim and the control arm's sim,
 // with chunked prefill of chunk tokens per step.
-func startInterfereSims(ctx context.Context, cfg *mb1.Config, scale float64, chunk int) (func(), error) {
+func startInterfereSims(ctx context.Context, cfg *mb1.Config, chunk int) (func(), error) {
 	longest := slices.Max(cfg.Prefill)
 	base := vllmsim.Config{
 		Model: cfg.Model, MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024),
 		GPUBlocks: max(vllmsim.DefaultGPUBlocks, 2*longest/vllmsim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
-		TimeScale: scale, Seed: int64(cfg.Seed),
+		TimeScale: 1, Seed: int64(cfg.Seed),
 	}
 	var servers []*vllmsim.Server
 	closeAll := func() {
@@ -121,10 +123,11 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	var f interfereFlags
 	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured (env KVTIER_ENDPOINT)")
 	fs.BoolVar(&f.useSim, "sim", false, "measure an embedded kvtier sim, with a second one for the control arm (rows say simulated=true)")
-	fs.Float64Var(&f.simScale, "sim-time-scale", 1, "with --sim: scale of the sim's modeled delays (1 real time)")
+	addSimTimeScale(fs, &f.simScale)
 	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
 	alias(fs, "model", "served-model-name")
 	fs.StringVar(&f.decode, "decode", "1,4,8", "numbers of concurrent decode streams D")
+	fs.StringVar(&f.api, "api", probe.APICompletions, "API of the decode streams and the prefill: completions (prompts of token ids) or chat (as the H20 reference; the prefill sized with POST /tokenize)")
 	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024)")
 	fs.IntVar(&f.reps, "reps", 3, "reps per (D, P) cell")
 	fs.StringVar(&f.control, "control-endpoint", "", "a second instance: the control arm sends the prefill there (no control arm without it)")
@@ -142,13 +145,14 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err != nil {
 		return usageErr(stderr, "interfere", err)
 	}
+	warnSimTimeScale(fs, f.simScale, stderr)
 	if f.useSim {
 		chunk := vllmsim.DefaultMaxBatched
 		if f.chunkLabel != "" {
 			chunk, _ = units.ParseTokens(f.chunkLabel)
 		}
 		cfg.ChunkLabel = strconv.Itoa(chunk)
-		stop, err := startInterfereSims(ctx, &cfg, f.simScale, chunk)
+		stop, err := startInterfereSims(ctx, &cfg, chunk)
 		if err != nil {
 			return usageErr(stderr, "interfere", fmt.Errorf("--sim: %w", err))
 		}
@@ -167,9 +171,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 				"chunk_label": cfg.ChunkLabel, "inject_after": cfg.InjectAfter.String(),
 				"decode_tokens": strconv.Itoa(cfg.DecodeTokens), "timeout": cfg.Timeout.String(),
 				"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
-			}
-			if f.useSim {
-				out.Manifest.Settings["sim_time_scale"] = strconv.FormatFloat(f.simScale, 'g', -1, 64)
+				"api": cfg.API, "server_version": r.Version(),
 			}
 			rows, err := out.Open(mb1.Suite.Files[0])
 			if err != nil {

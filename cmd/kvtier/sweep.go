@@ -51,6 +51,7 @@ func (f *sweepFlags) add(fs *pflag.FlagSet) {
 // problem at once.
 func (f *sweepFlags) options() (sweep.Options, error) {
 	o := f.opts
+	o.LibIBVerbs = libraries().IBVerbs
 	var errs []error
 	if t := strings.TrimSpace(f.tiers); t != "" && t != "all" {
 		o.Tiers = nil

@@ -104,7 +104,7 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	if !ok {
 		return code
 	}
-	rcfg := rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/"}
+	rcfg := rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/", Library: libraries().IBVerbs}
 	if opts.Transport == peer.Verbs {
 		if err := verbsReady(rcfg); err != nil {
 			return usageErr(stderr, "transfer", err)
@@ -121,7 +121,7 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 		return usageErr(stderr, "transfer", err)
 	}
 	defer done()
-	be.RDMA = rcfg
+	be.RDMA, be.Faults = rcfg, peerFaults()
 	// A peer that cannot be reached at all is bad input: say so before
 	// the results directory exists. One that goes away later is an error
 	// row in it.

@@ -184,7 +184,7 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 		ep.SetTimeout(opt.IdleTimeout)
 	}
 	rkey := w.RKey
-	if os.Getenv(EnvCorruptRKey) != "" {
+	if opt.Faults.CorruptRKey {
 		rkey ^= 0x5a5a5a // test only: the peer's NIC must refuse
 	}
 	v := &verbsClient{

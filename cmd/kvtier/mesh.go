@@ -142,20 +142,12 @@ func slurmNodeAddr(name string) (string, error) {
 
 // runMesh runs one rank of kvtier mesh.
 func runMesh(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("mesh", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("mesh", "Usage: kvtier mesh [flags]   (once per rank, under srun, mpirun or a torchrun-style launcher)\n\nThe KV transfer matrix between every pair of ranks, intra- and inter-node: each rank serves a pool,\nrank 0 schedules the pairs and writes mesh.csv, mesh_matrix.csv, mesh_ranks.json, plots and the manifest.\nEvery rank needs the same run token (KVTIER_TOKEN or --token).", stderr)
 	var f meshFlags
 	f.add(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier mesh [flags]   (once per rank, under srun, mpirun or a torchrun-style launcher)\n\nThe KV transfer matrix between every pair of ranks, intra- and inter-node: each rank serves a pool,\nrank 0 schedules the pairs and writes mesh.csv, mesh_matrix.csv, mesh_ranks.json, plots and the manifest.\nEvery rank needs the same run token (KVTIER_TOKEN or --token).")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	p, code, ok := parseOptions(fs, args, stderr, func() (meshPlan, error) { return f.plan(os.Getenv) })
+	if !ok {
 		return code
-	}
-	p, err := f.plan(os.Getenv)
-	if err != nil {
-		return usageErr(stderr, "mesh", err)
 	}
 	p.cfg.Log = stderr
 	fmt.Fprintf(stderr, "kvtier mesh: %s\n", p.launch)
@@ -165,7 +157,7 @@ func runMesh(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	}
 	defer r.close()
 	if p.launch.Rank == 0 {
-		return r.coordinate(ctx, p, f.out.dir, args, stdout, stderr)
+		return r.coordinate(ctx, p, f.out, args, stdout, stderr)
 	}
 	return r.serve(ctx, p, stderr)
 }
@@ -230,7 +222,7 @@ func meshExit(ctx context.Context, stderr io.Writer, rank int, err error, code i
 // backends and serves its pool.
 func (r *meshRank) open(ctx context.Context, p meshPlan, ip net.IP, stderr io.Writer) error {
 	man := &results.Manifest{Tool: "kvtier", Version: harness.Version(), Command: os.Args, Suite: mesh.Suite.Name, Start: time.Now().UTC()}
-	for _, err := range system.Collect("/", man) {
+	for _, err := range system.Collect(sysConfig("/"), man) {
 		man.Warnings = append(man.Warnings, err.Error())
 	}
 	host, _ := os.Hostname()
@@ -267,12 +259,12 @@ func (r *meshRank) open(ctx context.Context, p meshPlan, ip net.IP, stderr io.Wr
 // pickNIC chooses the rank's NIC: for verbs the RDMA port nearest its
 // GPU (or --rdma-device), checked to open; for tcp the interface of ip.
 func (r *meshRank) pickNIC(self *mesh.Member, p meshPlan, ip net.IP) (rdma.Config, error) {
-	rcfg := rdma.Config{Device: p.opts.RDMADevice, GIDIndex: p.opts.GIDIndex, Root: "/"}
+	rcfg := rdma.Config{Device: p.opts.RDMADevice, GIDIndex: p.opts.GIDIndex, Root: "/", Library: libraries().IBVerbs}
 	if p.opts.Transport != peer.Verbs {
 		self.NIC = mesh.InterfaceOf(ip)
 		return rcfg, nil
 	}
-	dist := func(a, b string) string { return rdma.Distance("/", a, b) }
+	dist := func(a, b string) string { return system.Distance("/", a, b) }
 	nic, d, ok := mesh.PickNIC(self.Manifest.NICs, p.opts.RDMADevice, self.GPUBus, dist)
 	if !ok {
 		return rcfg, verbsProblem(rdma.ErrNoDevice)
@@ -290,7 +282,8 @@ func (r *meshRank) servePool(ctx context.Context, p meshPlan, self *mesh.Member,
 		size = meshPoolBytes(p.opts, p.launch.LocalSize)
 	}
 	seed := p.opts.Seed*1_000_003 + uint64(p.launch.Rank) + 1 // each rank's pool its own pattern
-	pool, closePool, err := openPool(ctx, p.mem, size, gpu, seed, stderr)
+	so := serveOptions{Mem: p.mem, Pool: size, Seed: seed, backend: backendFlags{name: "cuda", gpu: gpu, numa: -1}}
+	pool, closePool, err := so.openPool(ctx, stderr)
 	if err != nil {
 		return option.Wrap("pool", err)
 	}
@@ -330,12 +323,12 @@ func meshPoolBytes(o transfer.Options, local int) int64 {
 
 // coordinate is rank 0: rendezvous, then the run into the results
 // directory.
-func (r *meshRank) coordinate(ctx context.Context, p meshPlan, dir string, args []string, stdout, stderr io.Writer) int {
+func (r *meshRank) coordinate(ctx context.Context, p meshPlan, out outputFlags, args []string, stdout, stderr io.Writer) int {
 	if _, err := r.coord.Rendezvous(ctx, r.self); err != nil {
 		return meshExit(ctx, stderr, 0, err, exitUsage)
 	}
 	fmt.Fprintf(stderr, "kvtier mesh: all %d ranks joined\n", p.launch.Size)
-	return suiteRun{cmd: "mesh", suite: mesh.Suite, dir: dir, args: args, plots: true,
+	return suiteRun{cmd: "mesh", suite: mesh.Suite, out: out, args: args, plots: true,
 		run: func(ctx context.Context, out *harness.Output) error {
 			return r.coord.Run(ctx, out, r.worker, p.pattern, p.peerCopy)
 		}}.exec(ctx, stdout, stderr)

@@ -4,16 +4,16 @@ import (
 	"net"
 	"slices"
 
-	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
 )
 
 // distOrder ranks rdma's PCIe distances, nearest first.
-var distOrder = []string{rdma.DistSameSwitch, rdma.DistSameRoot, rdma.DistSameNUMA, rdma.DistCrossSocket, rdma.DistUnknown}
+var distOrder = []string{system.DistSameSwitch, system.DistSameRoot, system.DistSameNUMA, system.DistCrossSocket, system.DistUnknown}
 
 // PickNIC chooses the RDMA port a rank reads and serves through: named
 // by device when given, else the active port nearest the GPU whose PCI
-// bus id is gpuBus by dist (rdma.Distance under a sysfs root; ties go to
+// bus id is gpuBus by dist (system.Distance under a sysfs root; ties go to
 // the first listed), else the first active port. It returns the port and
 // its distance from the GPU ("" without a GPU); ok is false when there
 // is no such port.
@@ -29,7 +29,7 @@ func PickNIC(nics []results.NIC, device, gpuBus string, dist func(a, b string) s
 			nd = dist(gpuBus, n.PCIAddress)
 			rank = slices.Index(distOrder, nd)
 		} else if gpuBus != "" {
-			nd, rank = rdma.DistUnknown, len(distOrder)-1
+			nd, rank = system.DistUnknown, len(distOrder)-1
 		}
 		if !ok || rank < best {
 			nic, d, ok, best = n, nd, true, rank

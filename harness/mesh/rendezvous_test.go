@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
 )
 
 // A rank with the wrong token, or options that differ, is refused with
@@ -177,14 +177,14 @@ func TestPickNIC(t *testing.T) {
 		{Name: "mlx5_2", State: "ACTIVE", PCIAddress: "0000:9a:00.0"},
 	}
 	dist := func(gpu, nic string) string {
-		return map[string]string{"0000:9a:00.0": rdma.DistSameSwitch, "0000:1a:00.0": rdma.DistCrossSocket, "0000:3a:00.0": rdma.DistSameSwitch}[nic]
+		return map[string]string{"0000:9a:00.0": system.DistSameSwitch, "0000:1a:00.0": system.DistCrossSocket, "0000:3a:00.0": system.DistSameSwitch}[nic]
 	}
 	for _, tc := range []struct {
 		device, gpu, want, dist string
 	}{
-		{"", "0000:99:00.0", "mlx5_2", rdma.DistSameSwitch}, // nearest active port
-		{"", "", "mlx5_0", ""},                              // no GPU: the first active port
-		{"mlx5_1", "0000:99:00.0", "mlx5_1", rdma.DistSameSwitch},
+		{"", "0000:99:00.0", "mlx5_2", system.DistSameSwitch}, // nearest active port
+		{"", "", "mlx5_0", ""},                                // no GPU: the first active port
+		{"mlx5_1", "0000:99:00.0", "mlx5_1", system.DistSameSwitch},
 	} {
 		n, d, ok := PickNIC(nics, tc.device, tc.gpu, dist)
 		if !ok || n.Name != tc.want || d != tc.dist {

@@ -27,6 +27,8 @@ type Backends struct {
 	PeerCopyWhy string
 	// RDMA configures verbs endpoints (device, GID, sysfs root, library).
 	RDMA rdma.Config
+	// Faults are the test-only faults clients inject.
+	Faults peer.Faults
 }
 
 // A Measurer times MB2's configurations through a Sampler: reads of
@@ -144,7 +146,7 @@ func (r *Measurer) dial(ctx context.Context, addr string) (*Target, func(), erro
 // connections, token and idle timeout and the RDMA configuration.
 func (r *Measurer) connect(ctx context.Context, t *Target, addr string) error {
 	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: r.o.Transport, Conns: r.o.Conns, RDMA: r.be.RDMA,
-		Token: r.o.Token, IdleTimeout: r.o.IdleTimeout})
+		Faults: r.be.Faults, Token: r.o.Token, IdleTimeout: r.o.IdleTimeout})
 	if err != nil {
 		return err
 	}
@@ -168,6 +170,9 @@ func (r *Measurer) Open(ctx context.Context, addr, path string) (*Target, error)
 // peer measures every layout and size against one peer ("" = embedded).
 func (r *Measurer) peer(ctx context.Context, addr string) error {
 	t, done, err := r.dial(ctx, addr)
+	if err != nil && addr == "" {
+		return harness.Refused(err) // the embedded peer could not start: nothing can run
+	}
 	if err != nil {
 		return r.peerFailed(addr, err)
 	}

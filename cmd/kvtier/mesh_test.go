@@ -69,7 +69,7 @@ func TestMeshInProcess(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			args := []string{"mesh", "--token", "tok", "--launcher", "flags", "--rank", fmt.Sprint(r), "--world-size", "3",
-				"--node", nodes[r], "--coordinator", coord, "--sizes", "256KiB,1MiB", "--reps", "2", "--out", dir, "--rendezvous-timeout", "20s"}
+				"--node", nodes[r], "--coordinator", coord, "--sizes", "256KiB,1MiB", "--reps", "2", "--out", dir, "--rendezvous-timeout", "20s", "--intra-peer-copy"}
 			codes[r] = dispatch(context.Background(), &outs[r], &errs[r], args)
 		}()
 	}
@@ -92,7 +92,12 @@ func TestMeshInProcess(t *testing.T) {
 		}
 	}
 	m, _ := os.ReadFile(filepath.Join(dir, "mesh_matrix.csv"))
-	if n := strings.Count(string(m), ",intra,"); n != 4 { // 0↔1 at two sizes
-		t.Errorf("%d intra cells in mesh_matrix.csv, want 4:\n%s", n, m)
+	if n := strings.Count(string(m), "pairwise,net,") - strings.Count(string(m), ",inter,inter,"); n != 4 { // 0↔1 at two sizes
+		t.Errorf("%d intra cells over the network in mesh_matrix.csv, want 4:\n%s", n, m)
+	}
+	// Without GPUs the intra pairs' peer path is a skipped cell with the
+	// reason, never a number.
+	if n := strings.Count(string(m), "the GPUs' peer path needs a GPU on both ranks"); n != 4 || !strings.Contains(string(m), "pairwise,peercopy,") {
+		t.Errorf("%d skipped peer-copy cells, want 4 (0↔1 at two sizes):\n%s", n, m)
 	}
 }

@@ -38,7 +38,7 @@ const (
 
 // config validates the options, reporting every problem at once, and
 // returns the simulator's configuration.
-func (o simOptions) config() (vllmsim.Config, error) {
+func (o *simOptions) config() (vllmsim.Config, error) {
 	var errs []error
 	cfg := vllmsim.Config{
 		GPUBlocks: o.gpuBlocks, CPUBlocks: o.cpuBlocks,
@@ -79,7 +79,7 @@ func tokenFlag(errs *[]error, name, v string) int {
 }
 
 // costProfile is the calibration's profile, or the named one.
-func (o simOptions) costProfile() (vllmsim.Profile, error) {
+func (o *simOptions) costProfile() (vllmsim.Profile, error) {
 	if o.calibrate != "" {
 		p, err := vllmsim.ProfileFromCSV(o.calibrate)
 		return p, option.Wrap("calibrate", err)
@@ -89,7 +89,7 @@ func (o simOptions) costProfile() (vllmsim.Profile, error) {
 }
 
 // checkPD checks the disaggregated-prefill flags.
-func (o simOptions) checkPD() error {
+func (o *simOptions) checkPD() error {
 	var errs []error
 	if o.kvPeer != "" {
 		u, err := url.Parse(o.kvPeer)

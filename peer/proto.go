@@ -120,7 +120,12 @@ func writeFrameVersion(w io.Writer, ver uint16, v any) error {
 
 // ReadFrame reads one frame into v, refusing a wrong magic, a wrong
 // version (a *VersionError), an oversized or malformed message.
-func ReadFrame(r io.Reader, v any) error {
+func ReadFrame(r io.Reader, v any) error { return readFrame(r, v, maxMessage) }
+
+// readFrame is ReadFrame refusing a message over limit bytes. The
+// message is read as it arrives, so a frame that announces a large
+// message costs only the bytes actually sent.
+func readFrame(r io.Reader, v any, limit uint32) error {
 	var hdr [len(Magic) + 2 + 4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
@@ -133,16 +138,22 @@ func ReadFrame(r io.Reader, v any) error {
 	}
 	ver := binary.BigEndian.Uint16(hdr[len(Magic):])
 	n := binary.BigEndian.Uint32(hdr[len(Magic)+2:])
-	if n > maxMessage {
+	if n > limit {
 		if ver != Version {
 			return &VersionError{Got: ver}
 		}
-		return &ProtocolError{fmt.Sprintf("message of %d bytes exceeds %d", n, maxMessage)}
+		return &ProtocolError{fmt.Sprintf("message of %d bytes exceeds %d", n, limit)}
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
+	body, err := io.ReadAll(io.LimitReader(r, int64(n)))
+	if err == nil && len(body) < int(n) {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
 		if ver != Version {
 			return &VersionError{Got: ver}
+		}
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("peer: handshake: %w", err)
 		}
 		return &ProtocolError{"connection closed inside a message"}
 	}

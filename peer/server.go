@@ -40,7 +40,35 @@ type ServerConfig struct {
 	// HandshakeTimeout bounds the wait for a client's hello (default
 	// 10 s), so a connection that never speaks holds nothing for long.
 	HandshakeTimeout time.Duration
+	// IdleTimeout, when positive, ends a TCP session whose client sends
+	// nothing, or reads nothing of an answer, for that long (a frozen or
+	// vanished client). A verbs session lasts as long as its control
+	// connection: its reads do not pass through the server.
+	IdleTimeout time.Duration
+	// MaxSessions bounds the connections served at once, handshakes
+	// included (default DefaultMaxSessions); one more is refused with a
+	// Welcome saying so.
+	MaxSessions int
 }
+
+// Server limits (README "Limits").
+const (
+	// DefaultIdleTimeout is kvtier's default idle timeout on the data
+	// path: kvtier serve's sessions, transfer's and the remote tier's
+	// reads.
+	DefaultIdleTimeout = 30 * time.Second
+	// IdleTimeoutUsage is the one meaning of --idle-timeout, in every
+	// command that takes it.
+	IdleTimeoutUsage = "a peer, server or client that moves no data for this long is gone: its request, read or session fails (an error row where it measured)"
+	// DefaultMaxSessions is ServerConfig.MaxSessions when unset.
+	DefaultMaxSessions = 1024
+	// maxHello bounds a client's hello (a verbs hello of MaxConns QPs is
+	// a few KiB).
+	maxHello = 64 << 10
+	// writeGroup is the most bytes one write of an answer carries, so
+	// that the idle deadline moves with progress.
+	writeGroup = 4 << 20
+)
 
 // A Server answers chunk reads from its pool. It serves any number of
 // clients at once; a client that vanishes mid-read ends only its own
@@ -63,6 +91,9 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
 	}
 	return &Server{cfg: cfg, conns: map[net.Conn]struct{}{}}
 }
@@ -92,6 +123,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			c.Close()
 			break
 		}
+		if len(s.conns) >= s.cfg.MaxSessions {
+			s.mu.Unlock()
+			s.busy(c)
+			continue
+		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -117,6 +153,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return fmt.Errorf("peer: accept: %w", err)
 }
 
+// busy refuses c: the server serves MaxSessions connections already.
+func (s *Server) busy(c net.Conn) {
+	fmt.Fprintf(s.cfg.Log, "kvtier serve: %s: refused: %d sessions open\n", c.RemoteAddr(), s.cfg.MaxSessions)
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	WriteFrame(c, Welcome{Error: fmt.Sprintf("server busy: it serves %d connections at once (kvtier serve --max-sessions); try again later", s.cfg.MaxSessions)})
+	c.Close()
+}
+
 // session runs one client connection: handshake, then the transport.
 func (s *Server) session(ctx context.Context, c net.Conn) {
 	h, ok := s.hello(c)
@@ -129,7 +173,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 		if err := WriteFrame(c, w); err != nil {
 			return
 		}
-		if err := s.serveTCP(c); err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+		if err := s.serveTCP(idleConn{c, s.cfg.IdleTimeout}); err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
 			fmt.Fprintf(s.cfg.Log, "kvtier serve: %s: session ended: %v\n", c.RemoteAddr(), err)
 		}
 	case Verbs:
@@ -153,7 +197,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 func (s *Server) hello(c net.Conn) (Hello, bool) {
 	var h Hello
 	c.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	err := ReadFrame(c, &h)
+	err := readFrame(c, &h, maxHello)
 	c.SetReadDeadline(time.Time{})
 	if err == nil && s.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(h.Token), []byte(s.cfg.Token)) != 1 {
 		err = errors.New("refused: the hello does not carry this run's token (--token or KVTIER_TOKEN)")
@@ -176,34 +220,17 @@ func (s *Server) hello(c net.Conn) (Hello, bool) {
 // status byte, a message length and message, then on success the bytes of
 // every chunk in order. A request outside the pool is answered with an
 // error and the session goes on.
-func (s *Server) serveTCP(c net.Conn) error {
+func (s *Server) serveTCP(c idleConn) error {
 	r := bufio.NewReaderSize(c, 64<<10)
-	pool := s.cfg.Pool
+	var list []Chunk
 	var stage []byte
 	for {
-		var hdr [4]byte
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		var err error
+		list, err = s.readBatch(c, r, list[:0])
+		if err != nil {
 			return err
 		}
-		n := binary.BigEndian.Uint32(hdr[:])
-		if n > maxBatch {
-			writeStatus(c, statusErr, fmt.Sprintf("batch of %d chunks exceeds %d", n, maxBatch))
-			return fmt.Errorf("batch of %d chunks", n)
-		}
-		list := make([]Chunk, n)
-		var bad string
-		for i := range list {
-			var pair [16]byte
-			if _, err := io.ReadFull(r, pair[:]); err != nil {
-				return err
-			}
-			off, l := int64(binary.BigEndian.Uint64(pair[:])), int64(binary.BigEndian.Uint64(pair[8:]))
-			list[i] = Chunk{Src: off, Len: l}
-			if bad == "" && !pool.contains(off, l) {
-				bad = fmt.Sprintf("read of %d bytes at offset %d is outside the pool of %d bytes", l, off, pool.Size())
-			}
-		}
-		if bad != "" {
+		if bad := s.outside(list); bad != "" {
 			if err := writeStatus(c, statusErr, bad); err != nil {
 				return err
 			}
@@ -212,33 +239,127 @@ func (s *Server) serveTCP(c net.Conn) error {
 		if err := writeStatus(c, statusOK, ""); err != nil {
 			return err
 		}
-		if h := pool.Host(); h != nil {
-			bufs := make(net.Buffers, 0, len(list))
-			for _, ch := range list {
-				bufs = append(bufs, h[ch.Src:ch.Src+ch.Len])
-			}
-			if _, err := bufs.WriteTo(c); err != nil {
-				return err
-			}
-			continue
+		if h := s.cfg.Pool.Host(); h != nil {
+			err = c.writeChunks(h, list)
+		} else {
+			stage, err = s.stageChunks(c, stage, list)
 		}
-		// Device pool: stage through host memory.
-		for _, ch := range list {
-			for done := int64(0); done < ch.Len; {
-				k := min(ch.Len-done, 4<<20)
-				if int64(len(stage)) < k {
-					stage = make([]byte, 4<<20)
-				}
-				if _, err := pool.Buffer().ReadAt(stage[:k], ch.Src+done); err != nil {
-					return fmt.Errorf("read pool: %w", err)
-				}
-				if _, err := c.Write(stage[:k]); err != nil {
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// readBatch reads one request into list (reused), growing it as pairs
+// arrive so a client pays for what it sent.
+func (s *Server) readBatch(c net.Conn, r *bufio.Reader, list []Chunk) ([]Chunk, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return list, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > maxBatch {
+		writeStatus(c, statusErr, fmt.Sprintf("batch of %d chunks exceeds %d", n, maxBatch))
+		return list, fmt.Errorf("batch of %d chunks", n)
+	}
+	for range n {
+		var pair [16]byte
+		if _, err := io.ReadFull(r, pair[:]); err != nil {
+			return list, err
+		}
+		list = append(list, Chunk{Src: int64(binary.BigEndian.Uint64(pair[:])), Len: int64(binary.BigEndian.Uint64(pair[8:]))})
+	}
+	return list, nil
+}
+
+// outside says why a read of list falls outside the pool, "" if none.
+func (s *Server) outside(list []Chunk) string {
+	pool := s.cfg.Pool
+	for _, ch := range list {
+		if !pool.contains(ch.Src, ch.Len) {
+			return fmt.Sprintf("read of %d bytes at offset %d is outside the pool of %d bytes", ch.Len, ch.Src, pool.Size())
+		}
+	}
+	return ""
+}
+
+// stageChunks writes the chunks of a device pool through the host
+// buffer stage (grown to 4 MiB once) and returns it.
+func (s *Server) stageChunks(c idleConn, stage []byte, list []Chunk) ([]byte, error) {
+	for _, ch := range list {
+		for done := int64(0); done < ch.Len; {
+			k := min(ch.Len-done, writeGroup)
+			if int64(len(stage)) < k {
+				stage = make([]byte, writeGroup)
+			}
+			if _, err := s.cfg.Pool.Buffer().ReadAt(stage[:k], ch.Src+done); err != nil {
+				return stage, fmt.Errorf("read pool: %w", err)
+			}
+			if _, err := c.Write(stage[:k]); err != nil {
+				return stage, err
+			}
+			done += k
+		}
+	}
+	return stage, nil
+}
+
+// An idleConn is a session's connection with its idle timeout: each
+// read, and each write of at most writeGroup bytes, must make progress
+// within it (0: no timeout).
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c idleConn) extend(read bool) {
+	if c.idle <= 0 {
+		return
+	}
+	if read {
+		c.SetReadDeadline(time.Now().Add(c.idle))
+	} else {
+		c.SetWriteDeadline(time.Now().Add(c.idle))
+	}
+}
+
+func (c idleConn) Read(p []byte) (int, error) {
+	c.extend(true)
+	return c.Conn.Read(p)
+}
+
+func (c idleConn) Write(p []byte) (int, error) {
+	c.extend(false)
+	return c.Conn.Write(p)
+}
+
+// writeChunks writes the bytes of list from host memory h, gathered into
+// writes of at most writeGroup bytes, each within the idle timeout.
+func (c idleConn) writeChunks(h []byte, list []Chunk) error {
+	var bufs net.Buffers
+	var n int64
+	flush := func() error {
+		c.extend(false)
+		_, err := bufs.WriteTo(c.Conn)
+		bufs, n = bufs[:0], 0
+		return err
+	}
+	for _, ch := range list {
+		for off := ch.Src; off < ch.Src+ch.Len; {
+			k := min(ch.Src+ch.Len-off, writeGroup-n)
+			bufs = append(bufs, h[off:off+k])
+			off, n = off+k, n+k
+			if n == writeGroup {
+				if err := flush(); err != nil {
 					return err
 				}
-				done += k
 			}
 		}
 	}
+	if n > 0 {
+		return flush()
+	}
+	return nil
 }
 
 func writeStatus(w io.Writer, status byte, msg string) error {

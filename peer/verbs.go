@@ -64,6 +64,9 @@ func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome)
 	if h.Verbs == nil || len(h.Verbs.QPNs) == 0 {
 		return refuse(errors.New("verbs hello without queue pairs"))
 	}
+	if len(h.Verbs.QPNs) > MaxConns {
+		return refuse(fmt.Errorf("verbs hello with %d queue pairs (at most %d)", len(h.Verbs.QPNs), MaxConns))
+	}
 	cfg := s.cfg.RDMA
 	cfg.QPs = len(h.Verbs.QPNs)
 	ep, err := rdma.Open(cfg)

@@ -6,6 +6,7 @@ package redact
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -46,16 +47,27 @@ func redactRaw(s string, i int) string {
 	return s[:i+3] + user + rest[at:]
 }
 
+// secretFlags are the flags whose value is a secret as a whole (the run
+// token): Args writes *** for it.
+var secretFlags = []string{"--token", "-token"}
+
 // Args returns a copy of a command line with every URL's password
-// replaced, in plain arguments and in --flag=value ones.
+// replaced, in plain arguments and in --flag=value ones, and the value
+// of a secret flag (--token X, --token=X) replaced by ***.
 func Args(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "-") {
+		k, v, ok := strings.Cut(a, "=")
+		switch {
+		case ok && slices.Contains(secretFlags, k):
+			out[i] = k + "=***"
+		case ok && strings.HasPrefix(k, "-"):
 			out[i] = k + "=" + URL(v)
-			continue
+		case i > 0 && slices.Contains(secretFlags, args[i-1]):
+			out[i] = "***"
+		default:
+			out[i] = URL(a)
 		}
-		out[i] = URL(a)
 	}
 	return out
 }

@@ -33,4 +33,9 @@ func TestArgs(t *testing.T) {
 	if in[3] != "http://u:pw@h" {
 		t.Error("Args changed its input")
 	}
+	in = []string{"kvtier", "serve", "--token", "s3cret", "--token=s3cret", "--listen", "h:1"}
+	want = []string{"kvtier", "serve", "--token", "***", "--token=***", "--listen", "h:1"}
+	if got := Args(in); !slices.Equal(got, want) {
+		t.Errorf("Args = %q, want %q", got, want)
+	}
 }

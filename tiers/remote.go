@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
@@ -34,12 +35,15 @@ type RemoteOptions struct {
 	Conns      int    // parallel TCP connections or RC QPs
 	RDMADevice string // e.g. mlx5_0; "" picks the first active port
 	GIDIndex   int    // -1 selects a RoCE v2 GID automatically
+	// IdleTimeout turns a peer that moves no data for that long in the
+	// middle of a fetch into an error row (peer.DialOptions.IdleTimeout).
+	IdleTimeout time.Duration
 }
 
 // NewRemoteOptions returns the remote tier's defaults: an embedded
 // loopback peer over TCP with four connections.
 func NewRemoteOptions() *RemoteOptions {
-	return &RemoteOptions{Transport: peer.TCP, Conns: 4, GIDIndex: -1}
+	return &RemoteOptions{Transport: peer.TCP, Conns: 4, GIDIndex: -1, IdleTimeout: peer.DefaultIdleTimeout}
 }
 
 // Fields declares peer, transport, conns, rdma-device and gid-index.
@@ -50,6 +54,7 @@ func (o *RemoteOptions) Fields() []option.Field {
 		{Name: "conns", Ptr: &o.Conns, Usage: "remote tier: parallel TCP connections or RC QPs"},
 		{Name: "rdma-device", Ptr: &o.RDMADevice, Usage: "RDMA device, e.g. mlx5_0 (default: the first active port)"},
 		{Name: "gid-index", Ptr: &o.GIDIndex, Usage: "GID index (-1: a RoCE v2 GID picked automatically)"},
+		{Name: "idle-timeout", Ptr: &o.IdleTimeout, Usage: peer.IdleTimeoutUsage},
 	}
 }
 
@@ -62,8 +67,11 @@ func (o *RemoteOptions) Validate() error {
 	if o.Conns < 1 || o.Conns > peer.MaxConns {
 		errs = append(errs, option.Errorf("conns", "want 1 to %d, got %d", peer.MaxConns, o.Conns))
 	}
-	if o.GIDIndex < -1 {
+	if o.GIDIndex < -1 || o.GIDIndex > 1<<16 {
 		errs = append(errs, option.Errorf("gid-index", "want an index or -1, got %d", o.GIDIndex))
+	}
+	if o.IdleTimeout < 0 {
+		errs = append(errs, option.Errorf("idle-timeout", "want a positive duration, got %s", o.IdleTimeout))
 	}
 	if o.Peer != "" {
 		if err := peer.CheckAddr(o.Peer); err != nil {
@@ -77,7 +85,7 @@ func (o *RemoteOptions) Validate() error {
 func (o *RemoteOptions) Settings() map[string]string {
 	return map[string]string{
 		"peer": o.Peer, "transport": o.Transport, "conns": strconv.Itoa(o.Conns),
-		"rdma_device": o.RDMADevice, "gid_index": strconv.Itoa(o.GIDIndex),
+		"rdma_device": o.RDMADevice, "gid_index": strconv.Itoa(o.GIDIndex), "idle_timeout": o.IdleTimeout.String(),
 	}
 }
 
@@ -174,7 +182,7 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 		t.embedded, addr, t.where = e, e.Addr, peer.PathLoopback
 	}
 	conns := max(t.opts.Conns, 1)
-	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: t.transport(), Conns: conns, RDMA: t.rdmaConfig()})
+	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: t.transport(), Conns: conns, RDMA: t.rdmaConfig(), IdleTimeout: t.opts.IdleTimeout})
 	if err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
 )
@@ -207,7 +208,7 @@ func addFields(fs *pflag.FlagSet, fields []option.Field) {
 		case *bool:
 			fs.BoolVar(p, f.Name, *p, f.Usage)
 		case *time.Duration:
-			fs.DurationVar(p, f.Name, *p, f.Usage)
+			fs.Var(durationValue{p}, f.Name, f.Usage)
 		default:
 			panic(fmt.Sprintf("option %s: unsupported type %T", f.Name, f.Ptr))
 		}
@@ -305,4 +306,34 @@ func (f *tokenFlags) value() string {
 		return f.token
 	}
 	return os.Getenv(EnvToken)
+}
+
+// A durationValue is a duration flag read by parseDuration ("30s", "2m"
+// or plain seconds, positive, at most a week), as every duration flag of
+// kvtier is.
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func (v durationValue) Type() string { return "duration" }
+
+// addIdleTimeout adds --idle-timeout, the idle timeout of a command's
+// network operations, into p (default peer.DefaultIdleTimeout).
+func addIdleTimeout(fs *pflag.FlagSet, p *time.Duration) {
+	*p = peer.DefaultIdleTimeout
+	fs.Var(durationValue{p}, "idle-timeout", peer.IdleTimeoutUsage)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 )
@@ -28,6 +29,7 @@ type interfereFlags struct {
 	simScale                                  float64
 	reps, decodeTokens                        int
 	seed                                      uint64
+	idle                                      time.Duration
 }
 
 // config turns the flags into MB1's configuration, reporting every
@@ -75,6 +77,7 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	cfg.Prefill = listFlag(&errs, "prefill", f.prefill, units.ParseTokens, 2048)
 	cfg.InjectAfter = durationFlag(&errs, "inject-after", f.injectAfter)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
+	cfg.Idle = f.idle
 	errs = append(errs, f.out.check())
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
@@ -135,6 +138,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fs.StringVar(&f.injectAfter, "inject-after", "1s", "delay from the start of the decodes to the prefill")
 	fs.IntVar(&f.decodeTokens, "decode-tokens", 0, "max_tokens of the decode streams (0: up to max_model_len; streams are cancelled once the prefill is done)")
 	fs.StringVar(&f.timeout, "timeout", "600s", "limit of the prefill request")
+	addIdleTimeout(fs, &f.idle)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	f.out.add(fs)
 	cfg, code, ok := parseOptions(fs, args, stderr, func() (mb1.Config, error) {
@@ -165,10 +169,10 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	return suiteRun{cmd: "interfere", suite: mb1.Suite, out: f.out, args: args,
 		run: func(ctx context.Context, out *harness.Output) error {
 			out.Manifest.Settings = map[string]string{
-				"endpoint": cfg.Endpoint, "control_endpoint": cfg.ControlEndpoint, "model": r.Model(),
+				"endpoint": redact.URL(cfg.Endpoint), "control_endpoint": redact.URL(cfg.ControlEndpoint), "model": r.Model(),
 				"decode": f.decode, "prefill": f.prefill, "reps": strconv.Itoa(cfg.Reps),
 				"chunk_label": cfg.ChunkLabel, "inject_after": cfg.InjectAfter.String(),
-				"decode_tokens": strconv.Itoa(cfg.DecodeTokens), "timeout": cfg.Timeout.String(),
+				"decode_tokens": strconv.Itoa(cfg.DecodeTokens), "timeout": cfg.Timeout.String(), "idle_timeout": cfg.Idle.String(),
 				"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
 				"api": cfg.API, "server_version": r.Version(),
 			}
@@ -180,7 +184,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "kvtier interfere: %s at %s\n", r.Model(), cfg.Endpoint)
+			fmt.Fprintf(stderr, "kvtier interfere: %s at %s\n", r.Model(), redact.URL(cfg.Endpoint))
 			return r.Run(ctx, rows, toks)
 		}}.exec(ctx, stdout, stderr)
 }

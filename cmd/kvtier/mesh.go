@@ -20,6 +20,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/units"
@@ -34,7 +35,7 @@ type meshFlags struct {
 	listen             string
 	gpu                int
 	peerCopy           bool
-	rendezvous, idle   string
+	rendezvous         string
 }
 
 // meshDefaults are MB2's defaults with a lighter sweep: a matrix has
@@ -57,7 +58,7 @@ func (f *meshFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", "", "HOST[:PORT] this rank's pool listens on (default: the address it reaches the coordinator from, any free port)")
 	fs.BoolVar(&f.peerCopy, "intra-peer-copy", false, "also time intra-node pairs over the GPUs' peer path (rows path=peercopy; skipped without two GPUs in one process)")
 	fs.StringVar(&f.rendezvous, "rendezvous-timeout", "60s", "how long ranks wait for each other at the start")
-	fs.StringVar(&f.idle, "idle-timeout", "30s", "a rank or pool that moves no data and says nothing for this long is gone: its pairs become error rows")
+	addIdleTimeout(fs, &f.mb2.opts.IdleTimeout)
 	fs.StringVar(&f.ov.Coordinator, "coordinator", "", "HOST:PORT of rank 0 (default: MASTER_ADDR:MASTER_PORT, else the first node of SLURM_STEP_NODELIST)")
 	fs.StringVar(&f.ov.Launcher, "launcher", "", "launcher whose environment gives rank and world size: "+strings.Join(mesh.Launchers, ", ")+", or flags (default: detected)")
 	fs.IntVar(&f.ov.Rank, "rank", -1, "this process's rank (default: from the launcher)")
@@ -85,7 +86,6 @@ func (f *meshFlags) plan(getenv func(string) string) (meshPlan, error) {
 	var errs []error
 	p := meshPlan{pattern: f.pattern, mem: f.mem, gpu: f.gpu, listen: f.listen, peerCopy: f.peerCopy}
 	p.opts = f.mb2.options(&errs)
-	p.opts.IdleTimeout = durationFlag(&errs, "idle-timeout", f.idle)
 	rdv := durationFlag(&errs, "rendezvous-timeout", f.rendezvous)
 	errs = append(errs, p.opts.Validate(), f.out.check())
 	if f.pattern != mesh.Pairwise && f.pattern != mesh.Ring {
@@ -221,7 +221,7 @@ func meshExit(ctx context.Context, stderr io.Writer, rank int, err error, code i
 // open collects this rank's facts, picks its GPU and NIC, opens its
 // backends and serves its pool.
 func (r *meshRank) open(ctx context.Context, p meshPlan, ip net.IP, stderr io.Writer) error {
-	man := &results.Manifest{Tool: "kvtier", Version: harness.Version(), Command: os.Args, Suite: mesh.Suite.Name, Start: time.Now().UTC()}
+	man := &results.Manifest{Tool: "kvtier", Version: harness.Version(), Command: redact.Args(os.Args), Suite: mesh.Suite.Name, Start: time.Now().UTC()}
 	for _, err := range system.Collect(sysConfig("/"), man) {
 		man.Warnings = append(man.Warnings, err.Error())
 	}
@@ -299,7 +299,7 @@ func (r *meshRank) servePool(ctx context.Context, p meshPlan, self *mesh.Member,
 		return option.Wrap("listen", err)
 	}
 	sctx, stop := context.WithCancel(context.Background())
-	srv := peer.NewServer(peer.ServerConfig{Pool: pool, Transport: p.opts.Transport, RDMA: rcfg, Log: stderr, Token: p.opts.Token})
+	srv := peer.NewServer(peer.ServerConfig{Pool: pool, Transport: p.opts.Transport, RDMA: rcfg, Log: stderr, Token: p.opts.Token, IdleTimeout: p.opts.IdleTimeout})
 	served := make(chan struct{})
 	go func() { srv.Serve(sctx, ln); close(served) }()
 	r.closes = append(r.closes, func() { stop(); <-served })

@@ -18,6 +18,7 @@ import (
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
@@ -36,6 +37,7 @@ type probeFlags struct {
 	seed                                 uint64
 	evictMargin                          float64
 	endpointSet                          bool
+	idle                                 time.Duration
 }
 
 // config turns the flags into the probe's configuration, reporting every
@@ -77,6 +79,7 @@ func (f *probeFlags) config() (probe.Config, error) {
 	}, "miss")
 	cfg.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
+	cfg.Idle = f.idle
 	if !slices.Contains(probe.Connectors, f.connector) {
 		errs = append(errs, fmt.Errorf("--connector %q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))
 		cfg.Connector = "nixl"
@@ -244,6 +247,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.IntVar(&f.reps, "reps", 3, "measured requests per tier and prefix")
 	f.out.add(fs)
 	fs.StringVar(&f.timeout, "timeout", "120s", "limit of one request")
+	addIdleTimeout(fs, &f.idle)
 	fs.StringVar(&f.producer, "producer", "", "remote tier: base URL of the instance that prefills (kv_producer); the endpoint pulls from it")
 	fs.StringVar(&f.connector, "connector", "nixl", "remote tier: KV connector protocol, nixl or mooncake")
 	fs.IntVar(&f.bootstrapPort, "bootstrap-port", 8998, "remote tier, mooncake: the producer's bootstrap port")
@@ -287,7 +291,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "kvtier probe: %s at %s (block size %d, %s)\n", info.Model, cfg.Endpoint, info.BlockSize, info.BlockSource)
+			fmt.Fprintf(stderr, "kvtier probe: %s at %s (block size %d, %s)\n", info.Model, redact.URL(cfg.Endpoint), info.BlockSize, info.BlockSource)
 			return p.Run(ctx, sink)
 		}}.exec(ctx, stdout, stderr)
 }
@@ -325,10 +329,10 @@ func probeServerSettings(stderr io.Writer, m *results.Manifest, cfg probe.Config
 // and what /metrics said at start in m.
 func probeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f probeFlags, cfg probe.Config, info probe.Info) {
 	m.Settings = map[string]string{
-		"endpoint": cfg.Endpoint, "producer": cfg.Producer, "connector": cfg.Connector,
+		"endpoint": redact.URL(cfg.Endpoint), "producer": redact.URL(cfg.Producer), "connector": cfg.Connector,
 		"model": info.Model, "tiers": strings.Join(cfg.Tiers, ","), "prefixes": f.prefixes,
 		"reps": strconv.Itoa(cfg.Reps), "seed": strconv.FormatUint(cfg.Seed, 10),
-		"timeout": cfg.Timeout.String(), "evict_margin": strconv.FormatFloat(cfg.EvictMargin, 'g', -1, 64),
+		"timeout": cfg.Timeout.String(), "idle_timeout": cfg.Idle.String(), "evict_margin": strconv.FormatFloat(cfg.EvictMargin, 'g', -1, 64),
 		"block_size": strconv.Itoa(info.BlockSize), "block_size_source": info.BlockSource,
 		"num_gpu_blocks": strconv.Itoa(info.GPUBlocks), "max_model_len": strconv.Itoa(info.MaxModelLen),
 		"simulated": strconv.FormatBool(info.Simulated), "max_tokens": strconv.Itoa(probe.MaxTokens),

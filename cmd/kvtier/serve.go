@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
@@ -29,6 +30,8 @@ type serveOptions struct {
 	Seed      uint64
 	backend   backendFlags // --gpu for --mem gpu
 	token     tokenFlags   // --token: clients without it are refused
+	Idle      time.Duration
+	Sessions  int
 }
 
 func (o *serveOptions) add(fs *pflag.FlagSet) {
@@ -42,7 +45,15 @@ func (o *serveOptions) add(fs *pflag.FlagSet) {
 	fs.IntVar(&o.GIDIndex, "gid-index", -1, "GID index (-1: the first RoCE v2 GID with an address)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the pool's data pattern (clients verify against it)")
 	o.token.add(fs)
+	addIdleTimeout(fs, &o.Idle)
+	fs.IntVar(&o.Sessions, "max-sessions", peer.DefaultMaxSessions, "connections served at once, handshakes included; one more is refused with a message saying so")
 }
+
+// Bounds of kvtier serve's flags.
+const (
+	maxSessions = 1 << 16 // --max-sessions
+	maxGIDIndex = 1 << 16 // --gid-index: far past any NIC's table
+)
 
 // validate parses --pool and reports every problem at once.
 func (o *serveOptions) validate() error {
@@ -62,8 +73,11 @@ func (o *serveOptions) validate() error {
 	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
 		errs = append(errs, option.Errorf("transport", "want tcp or verbs, got %q", o.Transport))
 	}
-	if o.GIDIndex < -1 {
-		errs = append(errs, option.Errorf("gid-index", "want -1 (automatic) or an index, got %d", o.GIDIndex))
+	if o.GIDIndex < -1 || o.GIDIndex > maxGIDIndex {
+		errs = append(errs, option.Errorf("gid-index", "want -1 (automatic) or an index up to %d, got %d", maxGIDIndex, o.GIDIndex))
+	}
+	if o.Sessions < 1 || o.Sessions > maxSessions {
+		errs = append(errs, option.Errorf("max-sessions", "want 1 to %d, got %d", maxSessions, o.Sessions))
 	}
 	o.backend.name, o.backend.numa = "cuda", -1
 	return errors.Join(append(errs, o.backend.validate())...)
@@ -98,7 +112,8 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	if err != nil {
 		return usageErr(stderr, "serve", option.Wrap("listen", err))
 	}
-	srv := peer.NewServer(peer.ServerConfig{Pool: p, Transport: o.Transport, RDMA: rcfg, Log: stderr, Token: o.token.value()})
+	srv := peer.NewServer(peer.ServerConfig{Pool: p, Transport: o.Transport, RDMA: rcfg, Log: stderr, Token: o.token.value(),
+		IdleTimeout: o.Idle, HandshakeTimeout: min(o.Idle, 10*time.Second), MaxSessions: o.Sessions})
 	fmt.Fprintf(stdout, "kvtier serve: listening on %s (pool %s %s, transport %s)\n",
 		ln.Addr(), units.FormatBytes(o.Pool), o.Mem, o.Transport)
 	if f, ok := stdout.(interface{ Sync() error }); ok {

@@ -82,6 +82,7 @@ func (f *transferFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.path, "path", "", "label rows intra or inter (default: intra when the peer is on this host, else inter; loopback for the embedded peer)")
 	fs.StringVar(&f.pool, "pool", "", "pool of the embedded peer (default: fits the largest size in free memory)")
 	fs.IntVar(&f.gpu, "gpu", 0, "CUDA device ordinal for --dst-mem gpu")
+	addIdleTimeout(fs, &f.mb2.opts.IdleTimeout)
 	fs.StringVar(&f.peerCopy, "peer-copy", "", "SRC,DST GPU ordinals: also time cuMemcpyPeerAsync from SRC to DST for each size and layout (rows path=peercopy; skipped rows without two GPUs)")
 }
 

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -65,9 +66,13 @@ type Config struct {
 	Seed         uint64
 	Nonce        uint64 // 0: from the clock (a server keeps its cache between runs)
 	Timeout      time.Duration
-	Simulated    bool
-	HTTP         *http.Client // nil: a client of its own
-	Log          io.Writer
+	// Idle fails a request whose server sends nothing for that long
+	// (probe.Client.Idle); a decode stream may stall up to Timeout once
+	// the prefill is sent (that stall is what MB1 measures); 0 none.
+	Idle      time.Duration
+	Simulated bool
+	HTTP      *http.Client // nil: a client of its own
+	Log       io.Writer
 }
 
 // Validate reports every problem with c at once.
@@ -103,6 +108,9 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %s: must be positive", c.Timeout))
+	}
+	if c.Idle < 0 {
+		errs = append(errs, fmt.Errorf("--idle-timeout %s: must not be negative", c.Idle))
 	}
 	if c.API != "" && !slices.Contains(probe.APIs, c.API) {
 		errs = append(errs, fmt.Errorf("--api %q: want %s", c.API, strings.Join(probe.APIs, " or ")))
@@ -150,15 +158,15 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	models, err := r.c.Models(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", probe.ErrUnreachable, cfg.Endpoint, err)
+		return nil, fmt.Errorf("%w: %s: %w", probe.ErrUnreachable, redact.URL(cfg.Endpoint), err)
 	}
 	m, ok := probe.PickModel(models, cfg.Model)
 	if !ok {
-		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", cfg.Endpoint)
+		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", redact.URL(cfg.Endpoint))
 	}
 	r.model, r.maxModelLen = m.ID, m.MaxModelLen
 	r.simulated = cfg.Simulated || r.c.Simulated()
-	r.streams = &probe.Client{Base: r.c.Base, HTTP: r.c.HTTP}
+	r.streams = r.c.With(0, max(cfg.Idle, cfg.Timeout))
 	r.version, _ = r.c.Version(ctx)
 	nonce := cfg.Nonce
 	if nonce == 0 {
@@ -170,7 +178,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("--control-endpoint: %w", err)
 		}
 		if _, err := r.control.Models(ctx); err != nil {
-			return nil, fmt.Errorf("%w: control %s: %w", probe.ErrUnreachable, cfg.ControlEndpoint, err)
+			return nil, fmt.Errorf("%w: control %s: %w", probe.ErrUnreachable, redact.URL(cfg.ControlEndpoint), err)
 		}
 	}
 	return r, nil
@@ -181,10 +189,14 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 // as long as the cell does).
 func (r *Runner) client(endpoint string) (*probe.Client, error) {
 	c, err := probe.NewClient(endpoint, r.cfg.Timeout)
-	if err == nil && r.cfg.HTTP != nil {
+	if err != nil {
+		return nil, err
+	}
+	c.Idle = r.cfg.Idle
+	if r.cfg.HTTP != nil {
 		c.HTTP = r.cfg.HTTP
 	}
-	return c, err
+	return c, nil
 }
 
 // Model returns the model the runner drives.
@@ -257,7 +269,7 @@ func (r *Runner) write(done []armResult, rows, tokens results.Sink) error {
 		if err := rows.Write(row); err != nil {
 			return err
 		}
-		for _, t := range res.tokenRows(r.cfg.Endpoint) {
+		for _, t := range res.tokenRows(redact.URL(r.cfg.Endpoint)) {
 			if err := tokens.Write(t); err != nil {
 				return err
 			}
@@ -379,26 +391,41 @@ func (ds *decodes) finish(res *armResult) {
 	}
 }
 
+// ready reports whether every stream has passed need tokens, and the
+// first failure: a stream that ended, or one silent for idle (before
+// the prefill, a stall is not what is measured).
+func (ds *decodes) ready(need int, idle time.Duration) (bool, error) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	ready, now := true, ds.since()
+	for i, arr := range ds.streams {
+		if ds.tokens[i] < need {
+			ready = false
+		}
+		if ds.ended[i] {
+			if ds.errs[i] != nil {
+				return ready, ds.errs[i]
+			}
+			return ready, fmt.Errorf("decode stream %d ended after %d tokens, before its warm-up of %d", i, ds.tokens[i], need)
+		}
+		last := 0.0
+		if len(arr) > 0 {
+			last = arr[len(arr)-1].t
+		}
+		if idle > 0 && now-last > idle.Seconds() {
+			return ready, fmt.Errorf("decode stream %d: %w", i, &probe.IdleError{Wait: "token", Idle: idle})
+		}
+	}
+	return ready, nil
+}
+
 // waitReady waits until every stream has passed its warm-up and a few
 // base tokens and the inject delay has passed; it fails when a stream
 // ends or stalls first.
 func (r *Runner) waitReady(ctx context.Context, ds *decodes) error {
 	need := r.cfg.Warmup + minBase
 	for {
-		ds.mu.Lock()
-		ready, failed := true, error(nil)
-		for i := range ds.streams {
-			if ds.tokens[i] < need {
-				ready = false
-			}
-			if ds.ended[i] && failed == nil {
-				failed = ds.errs[i]
-				if failed == nil {
-					failed = fmt.Errorf("decode stream %d ended after %d tokens, before its warm-up of %d", i, ds.tokens[i], need)
-				}
-			}
-		}
-		ds.mu.Unlock()
+		ready, failed := ds.ready(need, r.cfg.Idle)
 		elapsed := time.Since(ds.t0)
 		switch {
 		case failed != nil:
@@ -574,7 +601,7 @@ func quantile(xs []float64, q float64) float64 {
 func (r *Runner) row(res armResult, base float64) results.Row {
 	row := results.NewRow("mb1")
 	row.Backend, row.Transport, row.Model, row.Rep = "http", "http", r.model, res.rep
-	row.Set("endpoint", r.cfg.Endpoint)
+	row.Set("endpoint", redact.URL(r.cfg.Endpoint))
 	row.Set("simulated", r.simulated)
 	row.Set("arm", res.arm)
 	row.Set("decode_streams", res.d)

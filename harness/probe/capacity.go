@@ -71,7 +71,7 @@ func (p *Prober) discoverOffload(ctx context.Context, snap Snapshot) Offload {
 	}
 	if o.Tokens == 0 || o.Grain == 0 {
 		var raw json.RawMessage
-		if err := p.c.getJSON(ctx, "/server_info", &raw); err == nil {
+		if _, err := p.c.getJSON(ctx, "/server_info", &raw); err == nil {
 			var perToken int64
 			if p.cfg.BlockBytes != nil {
 				perToken = p.cfg.BlockBytes(p.info.Model, bs) / int64(bs)

@@ -7,18 +7,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/kvtier/kvtier/redact"
 )
 
 // A Client talks to one OpenAI-compatible (vLLM) server.
 type Client struct {
-	Base    string       // "http://host:port", no trailing slash
+	Base    string       // "http://host:port", no trailing slash, no credentials
 	HTTP    *http.Client // nil: a client without a global timeout
 	Timeout time.Duration
+	// Idle, when positive, fails a request whose server sends nothing for
+	// that long: no response headers, or no byte of the answer once it
+	// has begun (an *IdleError). A generation's answer may begin only
+	// after its prefill, however long: until its first byte, the server
+	// must instead answer GET /v1/models within Idle, asked every Idle.
+	Idle time.Duration
+
+	// user holds the endpoint's credentials, sent as HTTP basic auth.
+	user *url.Userinfo
 
 	simulated atomic.Bool
 
@@ -28,15 +40,22 @@ type Client struct {
 }
 
 // NewClient returns a client for the server at endpoint ("http://h:p",
-// optionally ending in /v1). Each request is bounded by timeout.
+// optionally ending in /v1; "http://user:password@h:p" sends the
+// credentials as HTTP basic auth). Each request is bounded by timeout.
 func NewClient(endpoint string, timeout time.Duration) (*Client, error) {
 	u, err := url.Parse(strings.TrimSpace(endpoint))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", endpoint)
+		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", redact.URL(endpoint))
 	}
 	base := strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
 	base = strings.TrimSuffix(base, "/v1")
-	return &Client{Base: base, HTTP: &http.Client{}, Timeout: timeout}, nil
+	return &Client{Base: base, HTTP: &http.Client{}, Timeout: timeout, user: u.User}, nil
+}
+
+// With returns a client of the same server and credentials whose
+// requests are bounded by timeout and idle (0: none).
+func (c *Client) With(timeout, idle time.Duration) *Client {
+	return &Client{Base: c.Base, HTTP: c.HTTP, Timeout: timeout, Idle: idle, user: c.user}
 }
 
 func (c *Client) http() *http.Client {
@@ -55,28 +74,15 @@ type Model struct {
 
 // Models lists the served models.
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/v1/models", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.http().Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET /v1/models: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /v1/models: %w", statusError(resp))
-	}
-	if resp.Header.Get("X-Kvtier-Simulated") == "1" {
-		c.simulated.Store(true)
-	}
 	var body struct {
 		Data []Model `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("GET /v1/models: %w", err)
+	h, err := c.getJSON(ctx, "/v1/models", &body)
+	if err != nil {
+		return nil, err
+	}
+	if h.Get("X-Kvtier-Simulated") == "1" {
+		c.simulated.Store(true)
 	}
 	return body.Data, nil
 }
@@ -96,21 +102,18 @@ func PickModel(models []Model, want string) (m Model, ok bool) {
 
 // Metrics scrapes GET /metrics and parses it for model.
 func (c *Client) Metrics(ctx context.Context, model string) (Snapshot, error) {
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/metrics", nil)
+	x := c.begin(ctx)
+	defer x.end()
+	resp, err := c.send(x, http.MethodGet, "/metrics", nil, nil, true, MaxMetricsBytes)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	resp, err := c.http().Do(req)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body) // the whole text first: parsing is slower than reading
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("GET /metrics: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return Snapshot{}, fmt.Errorf("GET /metrics: %w", statusError(resp))
-	}
-	return ParseMetrics(resp.Body, model)
+	return ParseMetrics(bytes.NewReader(b), model)
 }
 
 func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -118,6 +121,84 @@ func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc
 		return context.WithTimeout(ctx, c.Timeout)
 	}
 	return context.WithCancel(ctx)
+}
+
+// An exchange is one request under way: its context, bounded by the
+// client's timeout and cancelled by its idle watch.
+type exchange struct {
+	ctx    context.Context
+	w      *watch
+	cancel context.CancelFunc
+}
+
+// begin starts an exchange; end it when its answer is read.
+func (c *Client) begin(ctx context.Context) *exchange {
+	ctx, cancel := c.bound(ctx)
+	ctx, w := c.watch(ctx)
+	return &exchange{ctx: ctx, w: w, cancel: cancel}
+}
+
+func (x *exchange) end() {
+	x.w.stop()
+	x.cancel()
+}
+
+// send sends one request of x with body (nil for none) and the extra
+// headers hdr, and returns the response whose body is read through x's
+// watch and a cap of limit bytes. waitHeaders says whether the idle
+// timeout covers the wait for the response headers; when it does not (a
+// generation, whose answer may begin only after the prefill), the server
+// must answer GET /v1/models meanwhile. A status other than 200 is an
+// *HTTPError. Errors name the method and path.
+func (c *Client) send(x *exchange, method, path string, body []byte, hdr map[string]string, waitHeaders bool, limit int64) (*http.Response, error) {
+	op := method + " " + path
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(x.ctx, method, c.Base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	if c.user != nil {
+		pw, _ := c.user.Password()
+		req.SetBasicAuth(c.user.Username(), pw)
+	}
+	if waitHeaders {
+		x.w.arm("response headers")
+	} else {
+		x.w.await(c.ping)
+	}
+	resp, err := c.http().Do(req)
+	x.w.data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, x.w.err(err))
+	}
+	resp.Body = readCloser{newBody(resp.Body, x.w, limit, op+" body"), resp.Body}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, fmt.Errorf("%s: %w", op, statusError(resp))
+	}
+	return resp, nil
+}
+
+// ping asks the server for GET /v1/models: whether it answers at all.
+func (c *Client) ping(ctx context.Context) error {
+	var v json.RawMessage
+	_, err := c.getJSON(ctx, "/v1/models", &v)
+	return err
+}
+
+// readCloser reads through one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // The OpenAI APIs a request can go to.
@@ -228,46 +309,39 @@ func statusError(resp *http.Response) *HTTPError {
 	return e
 }
 
-// post sends r's body and returns the response, retrying once without
-// cache_salt when the server refuses it with 400 (and remembering that).
-// start is set just before the POST that produced the response.
-func (c *Client) post(ctx context.Context, r Request, start *time.Time) (*http.Response, error) {
+// post sends r's body in x and returns the response, retrying once
+// without cache_salt when the server refuses it with 400 (and
+// remembering that). start is set just before the POST that produced
+// the response.
+func (c *Client) post(x *exchange, r Request, start *time.Time, limit int64) (*http.Response, error) {
 	withSalt := r.Salt != "" && c.salt.Load() >= 0
+	hdr := map[string]string{}
+	if r.Stream {
+		hdr["Accept"] = "text/event-stream"
+	}
+	if r.RequestID != "" {
+		hdr["X-Request-Id"] = r.RequestID
+	}
+	for k, v := range r.Header {
+		hdr[k] = v
+	}
 	retried := false
 	for {
 		b, err := r.body(withSalt)
 		if err != nil {
 			return nil, err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+r.path(), bytes.NewReader(b))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		if r.Stream {
-			req.Header.Set("Accept", "text/event-stream")
-		}
-		if r.RequestID != "" {
-			req.Header.Set("X-Request-Id", r.RequestID)
-		}
-		for k, v := range r.Header {
-			req.Header.Set(k, v)
-		}
 		*start = time.Now()
-		resp, err := c.http().Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("POST %s: %w", r.path(), err)
-		}
-		if resp.StatusCode == http.StatusBadRequest && withSalt && c.salt.Load() == 0 {
+		resp, err := c.send(x, http.MethodPost, r.path(), b, hdr, false, limit)
+		var he *HTTPError
+		if errors.As(err, &he) && he.Status == http.StatusBadRequest && withSalt && c.salt.Load() == 0 {
 			// Maybe the server does not take cache_salt (vLLM V0, other
 			// engines): retry without; only a success proves it.
-			resp.Body.Close()
 			withSalt, retried = false, true
 			continue
 		}
-		if resp.StatusCode != http.StatusOK {
-			defer resp.Body.Close()
-			return nil, statusError(resp)
+		if err != nil {
+			return nil, err
 		}
 		if retried {
 			c.salt.Store(-1)
@@ -290,19 +364,25 @@ func (c *Client) SaltSupported() int { return int(c.salt.Load()) }
 // Stream sends r as a streamed request and reads the stream, timing it
 // from just before the POST. onChoice, if not nil, sees each choice
 // chunk as it arrives. The error is an *HTTPError for a refused request,
-// a *ServerError for an error event, or a transport error.
+// a *ServerError for an error event, an *IdleError for a server silent
+// too long, or a transport error.
 func (c *Client) Stream(ctx context.Context, r Request, onChoice func(Chunk)) (Stream, error) {
 	r.Stream = true
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
+	x := c.begin(ctx)
+	defer x.end()
 	var start time.Time
-	resp, err := c.post(ctx, r, &start)
+	resp, err := c.post(x, r, &start, math.MaxInt64)
 	if err != nil {
 		return Stream{}, err
 	}
 	defer resp.Body.Close()
-	s, err := ReadStream(resp.Body, func() time.Duration { return time.Since(start) }, onChoice)
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+	x.w.await(c.ping) // the first event may come after a long prefill
+	limit := MaxStreamChunks
+	if r.MaxTokens > 0 {
+		limit = r.MaxTokens
+	}
+	s, err := readStream(resp.Body, func() time.Duration { return time.Since(start) }, onChoice, limit)
+	if err != nil && x.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%w (timeout %s)", err, c.Timeout)
 	}
 	return s, err
@@ -321,10 +401,10 @@ type Completion struct {
 // Complete sends r without streaming and returns the parsed response.
 func (c *Client) Complete(ctx context.Context, r Request) (Completion, error) {
 	r.Stream = false
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
+	x := c.begin(ctx)
+	defer x.end()
 	var start time.Time
-	resp, err := c.post(ctx, r, &start)
+	resp, err := c.post(x, r, &start, MaxJSONBytes)
 	if err != nil {
 		return Completion{}, err
 	}
@@ -347,26 +427,20 @@ func (c *Client) Complete(ctx context.Context, r Request) (Completion, error) {
 	return out, nil
 }
 
-// getJSON gets path and decodes a JSON body into v.
-func (c *Client) getJSON(ctx context.Context, path string, v any) error {
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+path, nil)
+// getJSON gets path and decodes a JSON body into v, returning the
+// response's headers.
+func (c *Client) getJSON(ctx context.Context, path string, v any) (http.Header, error) {
+	x := c.begin(ctx)
+	defer x.end()
+	resp, err := c.send(x, http.MethodGet, path, nil, nil, true, MaxJSONBytes)
 	if err != nil {
-		return err
-	}
-	resp, err := c.http().Do(req)
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %w", path, statusError(resp))
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
-	}
-	return nil
+	return resp.Header, nil
 }
 
 // Version returns what GET /version says ({"version": "0.18.1"}).
@@ -374,7 +448,7 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 	var v struct {
 		Version string `json:"version"`
 	}
-	if err := c.getJSON(ctx, "/version", &v); err != nil {
+	if _, err := c.getJSON(ctx, "/version", &v); err != nil {
 		return "", err
 	}
 	if v.Version == "" {
@@ -387,8 +461,8 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 // the server will see it (vLLM's POST /tokenize with messages and the
 // generation prompt).
 func (c *Client) Tokenize(ctx context.Context, model, text string) (int, error) {
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
+	x := c.begin(ctx)
+	defer x.end()
 	b, err := json.Marshal(map[string]any{
 		"model": model, "messages": []map[string]string{{"role": "user", "content": text}},
 		"add_generation_prompt": true,
@@ -396,19 +470,11 @@ func (c *Client) Tokenize(ctx context.Context, model, text string) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/tokenize", bytes.NewReader(b))
+	resp, err := c.send(x, http.MethodPost, "/tokenize", b, nil, true, MaxJSONBytes)
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http().Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("POST /tokenize: %w", err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("POST /tokenize: %w", statusError(resp))
-	}
 	var out struct {
 		Count *int `json:"count"`
 	}

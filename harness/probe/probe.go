@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -63,8 +64,11 @@ type Config struct {
 	CPUCapacity  int     // cpu: tokens the CPU offload store holds; 0 = discover
 	OffloadBlock int     // cpu: tokens per offload unit; 0 = discover, else the block
 	Timeout      time.Duration
-	Simulated    bool         // the server is a kvtier sim
-	HTTP         *http.Client // nil: a client of its own
+	// Idle fails a request whose server sends nothing for that long
+	// (Client.Idle); 0 none.
+	Idle      time.Duration
+	Simulated bool         // the server is a kvtier sim
+	HTTP      *http.Client // nil: a client of its own
 	// BlockBytes returns the KV bytes of one block of the served model,
 	// 0 when its geometry is unknown. nil means unknown.
 	BlockBytes func(model string, blockSize int) int64
@@ -109,6 +113,9 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %s: must be positive", c.Timeout))
+	}
+	if c.Idle < 0 {
+		errs = append(errs, fmt.Errorf("--idle-timeout %s: must not be negative", c.Idle))
 	}
 	if c.Connector != "" && !slices.Contains(Connectors, c.Connector) {
 		errs = append(errs, fmt.Errorf("unknown connector %q (known: %s)", c.Connector, strings.Join(Connectors, ", ")))
@@ -176,12 +183,12 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 	}
 	models, err := p.c.Models(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, cfg.Endpoint, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, redact.URL(cfg.Endpoint), err)
 	}
 	p.info.Simulated = cfg.Simulated || p.c.Simulated()
 	m, ok := PickModel(models, cfg.Model)
 	if !ok {
-		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", cfg.Endpoint)
+		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", redact.URL(cfg.Endpoint))
 	}
 	p.info.Model, p.info.MaxModelLen = m.ID, m.MaxModelLen
 	if strings.Contains(strings.ToLower(m.OwnedBy), "kvtier") {
@@ -198,10 +205,14 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 
 func (p *Prober) client(endpoint string) (*Client, error) {
 	c, err := NewClient(endpoint, p.cfg.Timeout)
-	if err == nil && p.cfg.HTTP != nil {
+	if err != nil {
+		return nil, err
+	}
+	c.Idle = p.cfg.Idle
+	if p.cfg.HTTP != nil {
 		c.HTTP = p.cfg.HTTP
 	}
-	return c, err
+	return c, nil
 }
 
 // learn reads what the server says of itself: version, counters, cache
@@ -300,9 +311,9 @@ func (p *Prober) newRow(tier string, l, rep int) results.Row {
 			r.Bytes = r.Blocks * b
 		}
 	}
-	r.Set("endpoint", p.cfg.Endpoint)
+	r.Set("endpoint", redact.URL(p.cfg.Endpoint))
 	if tier == "remote" {
-		r.Set("producer", p.cfg.Producer)
+		r.Set("producer", redact.URL(p.cfg.Producer))
 		r.Set("connector", p.connector())
 	}
 	r.Set("simulated", p.info.Simulated)
@@ -469,6 +480,10 @@ func (p *Prober) evict(ctx context.Context, id string, need int) error {
 // verification.
 func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req Request) {
 	before, berr := c.Metrics(ctx, p.info.Model)
+	if ie := (*IdleError)(nil); errors.As(berr, &ie) {
+		row.Fail(berr) // the server is silent: no request to time
+		return
+	}
 	s, err := c.Stream(ctx, req, nil)
 	aft, aerr := c.Metrics(ctx, p.info.Model)
 	var he *HTTPError

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -57,11 +58,11 @@ func (p *Prober) discoverMooncake(ctx context.Context) mooncake {
 		m.port = 8998
 	}
 	m.addr = "http://" + net.JoinHostPort(m.host, strconv.Itoa(m.port))
-	boot := &Client{Base: m.addr, HTTP: p.c.HTTP, Timeout: p.cfg.Timeout}
+	boot := &Client{Base: m.addr, HTTP: p.c.HTTP, Timeout: p.cfg.Timeout, Idle: p.c.Idle}
 	var ranks map[string]struct {
 		EngineID string `json:"engine_id"`
 	}
-	qerr := boot.getJSON(ctx, "/query", &ranks)
+	_, qerr := boot.getJSON(ctx, "/query", &ranks)
 	if qerr == nil {
 		if r, ok := ranks["0"]; ok && r.EngineID != "" {
 			m.engineID = r.EngineID
@@ -121,7 +122,7 @@ func (p *Prober) measureRemote(ctx context.Context, row *results.Row, req Reques
 			preq.Header = map[string]string{"X-data-parallel-rank": "0"}
 		}
 		if _, err := p.producer.Complete(ctx, preq); err != nil {
-			row.Fail(fmt.Errorf("producer %s: %w", p.cfg.Producer, err))
+			row.Fail(fmt.Errorf("producer %s: %w", redact.URL(p.cfg.Producer), err))
 			return
 		}
 	default:
@@ -132,11 +133,11 @@ func (p *Prober) measureRemote(ctx context.Context, row *results.Row, req Reques
 		}
 		resp, err := p.producer.Complete(ctx, preq)
 		if err != nil {
-			row.Fail(fmt.Errorf("producer %s: %w", p.cfg.Producer, err))
+			row.Fail(fmt.Errorf("producer %s: %w", redact.URL(p.cfg.Producer), err))
 			return
 		}
 		if len(resp.KVParams) == 0 {
-			row.Fail(fmt.Errorf("producer %s returned no kv_transfer_params (is it a kv_producer, and did it stop on max_tokens?)", p.cfg.Producer))
+			row.Fail(fmt.Errorf("producer %s returned no kv_transfer_params (is it a kv_producer, and did it stop on max_tokens?)", redact.URL(p.cfg.Producer)))
 			return
 		}
 		req.KVParams = resp.KVParams

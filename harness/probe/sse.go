@@ -19,6 +19,7 @@ import (
 // a line. It looks like bufio.Scanner.
 type EventReader struct {
 	r    *bufio.Reader
+	buf  []byte // the line being read
 	data []byte
 	has  bool // the current event has a data field
 	err  error
@@ -32,21 +33,22 @@ func NewEventReader(r io.Reader) *EventReader {
 // Next returns the data of the next event. At the end of the stream it
 // returns io.EOF; an event cut short by the end (no blank line after it)
 // is still returned first. Any other error is the reader's, and the event
-// it interrupted is dropped.
+// it interrupted is dropped. A line or an event longer than
+// MaxEventBytes is a *TooLargeError.
 func (e *EventReader) Next() ([]byte, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
 	for {
-		line, err := e.r.ReadBytes('\n')
+		line, err := e.line()
 		if len(line) > 0 {
 			line = bytes.TrimRight(line, "\r\n")
 			if len(line) == 0 {
 				if e.has {
 					return e.take(), nil
 				}
-			} else {
-				e.field(line)
+			} else if ferr := e.field(line); ferr != nil && err == nil {
+				err = ferr
 			}
 		}
 		if err != nil {
@@ -60,26 +62,46 @@ func (e *EventReader) Next() ([]byte, error) {
 	}
 }
 
+// line reads one line, its end included, of at most MaxEventBytes.
+func (e *EventReader) line() ([]byte, error) {
+	e.buf = e.buf[:0]
+	for {
+		frag, err := e.r.ReadSlice('\n')
+		if len(e.buf)+len(frag) > MaxEventBytes {
+			return nil, &TooLargeError{What: "stream line", Limit: MaxEventBytes}
+		}
+		e.buf = append(e.buf, frag...)
+		if err != bufio.ErrBufferFull {
+			return e.buf, err
+		}
+	}
+}
+
 func (e *EventReader) take() []byte {
 	d := e.data
 	e.data, e.has = nil, false
 	return d
 }
 
-func (e *EventReader) field(line []byte) {
+// field adds a line's data field to the current event.
+func (e *EventReader) field(line []byte) error {
 	if line[0] == ':' {
-		return // comment
+		return nil // comment
 	}
 	name, value, _ := bytes.Cut(line, []byte(":"))
 	if string(name) != "data" {
-		return
+		return nil
 	}
 	value = bytes.TrimPrefix(value, []byte(" "))
+	if len(e.data)+1+len(value) > MaxEventBytes {
+		return &TooLargeError{What: "stream event", Limit: MaxEventBytes}
+	}
 	if e.has {
 		e.data = append(e.data, '\n')
 	}
 	e.data = append(e.data, value...)
 	e.has = true
+	return nil
 }
 
 // Usage is the usage object of an OpenAI-compatible response.
@@ -277,6 +299,7 @@ func (s *Stream) ITL() []time.Duration {
 // the stream offers.
 type tokenCounter struct {
 	prev         int // running completion_tokens so far
+	total        int // tokens counted so far
 	usage, ids   int // chunks counted by each means
 	fallbacks    int
 	choiceChunks int
@@ -331,7 +354,16 @@ func (tc *tokenCounter) method() string {
 //
 // A stream without usage that ends with [DONE] is complete (the server
 // ignored include_usage); Usage is nil.
+//
+// A stream that carries more than MaxStreamChunks choice chunks or more
+// than MaxStreamChunks tokens is refused with an error.
 func ReadStream(r io.Reader, since func() time.Duration, onChoice func(Chunk)) (s Stream, err error) {
+	return readStream(r, since, onChoice, MaxStreamChunks)
+}
+
+// readStream is ReadStream refusing a stream of more than maxTokens
+// tokens.
+func readStream(r io.Reader, since func() time.Duration, onChoice func(Chunk), maxTokens int) (s Stream, err error) {
 	var tc tokenCounter
 	defer func() { s.Counting = tc.method() }()
 	er := NewEventReader(r)
@@ -373,7 +405,14 @@ func ReadStream(r io.Reader, since func() time.Duration, onChoice func(Chunk)) (
 			}
 			continue
 		}
-		s.choice(t, tc.count(&c), onChoice)
+		if len(s.ChunkTimes) >= MaxStreamChunks {
+			return s, fmt.Errorf("stream carried more than %d choice chunks: refused", MaxStreamChunks)
+		}
+		n := tc.count(&c)
+		if tc.total += n; tc.total > maxTokens {
+			return s, fmt.Errorf("stream carried more than %d tokens (max_tokens): refused", maxTokens)
+		}
+		s.choice(t, n, onChoice)
 	}
 }
 

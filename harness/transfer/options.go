@@ -75,8 +75,8 @@ type Options struct {
 	// Token is the run token sent to peers (never written anywhere).
 	Token string
 	// IdleTimeout turns a peer that moves no data for that long into an
-	// error row (peer.DialOptions.IdleTimeout); 0 waits as long as the
-	// connection lives.
+	// error row (peer.DialOptions.IdleTimeout; peer.DefaultIdleTimeout by
+	// default); 0 waits as long as the connection lives.
 	IdleTimeout time.Duration
 }
 
@@ -87,6 +87,7 @@ func DefaultOptions() Options {
 		Sizes: DefaultSizes(), Policy: harness.Policy{Warmup: 1, Reps: 5},
 		Layouts:  []string{Layerwise, Blockwise, Contiguous},
 		Geometry: g, Conns: 1, Transport: peer.TCP, GIDIndex: -1, Seed: 1, DstMem: DstHost, Root: "/",
+		IdleTimeout: peer.DefaultIdleTimeout,
 	}
 }
 

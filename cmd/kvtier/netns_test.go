@@ -25,20 +25,10 @@ import (
 // processes in two network namespaces it creates, joined by a veth pair
 // shaped with tbf, and checks that the inter-namespace rows measure the
 // shaped rate while the intra (loopback) rows land in the same
-// transfer.csv. The processes are this test binary re-executed with
-// KVTIER_NETNS_ROLE set, running the real command through run().
+// transfer.csv. The processes are this test binary re-executed as
+// kvtier (helperCmd).
 
 const netnsRate = 400e6 // bits per second of the tbf shaping
-
-// TestNetnsHelper is the re-executed process: it runs the kvtier command
-// in KVTIER_NETNS_ARGS (separated by \\x1f) and exits with its status.
-func TestNetnsHelper(t *testing.T) {
-	if os.Getenv("KVTIER_NETNS_ROLE") == "" {
-		t.Skip("helper process for TestNetnsTransfer")
-	}
-	args := strings.Split(os.Getenv("KVTIER_NETNS_ARGS"), "\x1f")
-	os.Exit(run(os.Stdout, os.Stderr, args))
-}
 
 // netnsSetup is what TestNetnsTransfer created, for cleanup.
 type netnsSetup struct {
@@ -96,8 +86,7 @@ func sh(t *testing.T, args ...string) {
 // helper starts this binary in namespace ns running kvtier args.
 func (s *netnsSetup) helper(t *testing.T, ns string, stdout io.Writer, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestNetnsHelper$")
-	cmd.Env = append(os.Environ(), "KVTIER_NETNS_ROLE=1", "KVTIER_NETNS_ARGS="+strings.Join(args, "\x1f"))
+	cmd := helperCmd(context.Background(), []string{"ip", "netns", "exec", ns}, args...)
 	cmd.Stdout = stdout
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -182,10 +171,9 @@ func TestNetnsTransfer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	var out strings.Builder
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", s.a, os.Args[0], "-test.run=^TestNetnsHelper$")
-	cmd.Env = append(os.Environ(), "KVTIER_NETNS_ROLE=1", "KVTIER_NETNS_ARGS="+strings.Join([]string{
-		"transfer", "--peer", intra + "," + inter, "--sizes", "24MiB", "--reps", "3", "--warmup", "1",
-		"--layout", "contiguous", "--line-rate", "0.4", "--out", dir}, "\x1f"))
+	cmd := helperCmd(ctx, []string{"ip", "netns", "exec", s.a},
+		"transfer", "--peer", intra+","+inter, "--sizes", "24MiB", "--reps", "3", "--warmup", "1",
+		"--layout", "contiguous", "--line-rate", "0.4", "--out", dir)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("transfer: %v\n%s", err, out.String())

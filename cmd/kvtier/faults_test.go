@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// serveProcess starts `kvtier serve args` as a process of its own and
+// returns its address once it listens; the test's cleanup resumes it
+// (after a SIGSTOP) and stops it.
+func serveProcess(t *testing.T, args ...string) (string, *os.Process) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	cmd := helperCmd(context.Background(), nil, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Stdout = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Error("kvtier serve did not stop on SIGTERM")
+		}
+		pw.Close()
+	})
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if i := strings.Index(sc.Text(), "listening on "); i >= 0 {
+				ready <- strings.Fields(sc.Text()[i+len("listening on "):])[0]
+			}
+		}
+	}()
+	select {
+	case addr := <-ready:
+		return addr, cmd.Process
+	case <-time.After(20 * time.Second):
+		t.Fatal("kvtier serve did not get ready")
+	}
+	return "", nil
+}
+
+// waitRows waits until path holds at least n rows.
+func waitRows(t *testing.T, path string, n int, done <-chan int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if tab, err := results.ReadTable(path); err == nil && len(tab.Rows) >= n {
+			return
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("the run ended (exit %d) before %d rows", code, n)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s: no %d rows within 30 s", path, n)
+}
+
+// A peer frozen mid-run (SIGSTOP of kvtier serve) becomes an error row
+// within the idle timeout, the measured rows stay, and the run ends with
+// exit status 1.
+func TestFrozenPeer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, file string
+		args       []string
+	}{
+		{"transfer", "transfer.csv", []string{"transfer", "--sizes", "16MiB", "--layout", "contiguous", "--reps", "100000", "--warmup", "0"}},
+		{"sweep", "sweep.csv", []string{"sweep", "--backend", "host", "--tiers", "remote", "--layout", "layerwise", "--copy", "percopy",
+			"--model-config", "testdata/tiny_config.json", "--prefix", "64k", "--reps", "100000", "--warmup", "0", "--budget", "60s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			addr, serve := serveProcess(t, "--pool", "64MiB")
+			out := filepath.Join(t.TempDir(), "run")
+			args := append(tc.args, "--peer", addr, "--idle-timeout", "1s", "--out", out)
+			done := make(chan int, 1)
+			var stderr strings.Builder
+			go func() { done <- dispatch(context.Background(), io.Discard, &lockedWriter{w: &stderr}, args) }()
+			waitRows(t, filepath.Join(out, tc.file), 2, done)
+			serve.Signal(syscall.SIGSTOP)
+			stopped := time.Now()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the run still waits on a frozen peer after 30 s")
+			}
+			took := time.Since(stopped)
+			tab, err := results.ReadTable(filepath.Join(out, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ok, idle int
+			for _, r := range tab.Rows {
+				switch {
+				case r.Status == results.StatusOK:
+					ok++
+				case r.Status == results.StatusError && strings.Contains(r.Reason, "moved no data for 1s (idle timeout)"):
+					idle++
+				}
+			}
+			if code != exitFail || ok < 2 || idle < 1 {
+				t.Errorf("exit %d after %s, %d ok rows, %d idle-timeout rows; stderr:\n%s", code, took, ok, idle, stderr.String())
+			}
+			if _, err := os.Stat(filepath.Join(out, "manifest.json.tmp")); err == nil {
+				t.Error("manifest.json.tmp left behind")
+			}
+		})
+	}
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestHelperProcess is this test binary re-executed as kvtier: it runs
+// the command in KVTIER_HELPER_ARGS (separated by \x1f) and exits with
+// its status. Tests start it with helperCmd.
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv("KVTIER_HELPER") == "" {
+		t.Skip("helper process of the tests that run kvtier as a process")
+	}
+	args := strings.Split(os.Getenv("KVTIER_HELPER_ARGS"), "\x1f")
+	os.Exit(run(os.Stdout, os.Stderr, args))
+}
+
+// helperCmd returns a command running kvtier args as a process of its
+// own, after prefix (e.g. ip netns exec NS; none for nil).
+func helperCmd(ctx context.Context, prefix []string, args ...string) *exec.Cmd {
+	argv := append(append([]string(nil), prefix...), os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "KVTIER_HELPER=1", "KVTIER_HELPER_ARGS="+strings.Join(args, "\x1f"))
+	return cmd
+}

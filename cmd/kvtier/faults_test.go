@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -138,4 +139,62 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// A disk that fills mid-run (a 48 KiB tmpfs as root, else a file-size
+// limit on the process) ends the run with exit status 1: the rows
+// written before stay readable and no temporary file is left.
+func TestFullDisk(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, file string
+		args       []string
+	}{
+		{"transfer", "transfer.csv", []string{"transfer", "--sizes", "64KiB", "--layout", "contiguous", "--reps", "100000", "--warmup", "0"}},
+		{"sweep", "sweep.csv", []string{"sweep", "--backend", "host", "--tiers", "host", "--layout", "blockwise", "--copy", "percopy",
+			"--model-config", "testdata/tiny_config.json", "--prefix", "16", "--reps", "100000", "--warmup", "0", "--budget", "60s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir, env := smallDisk(t, 48<<10)
+			out := filepath.Join(dir, "run")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := helperCmd(ctx, nil, append(tc.args, "--out", out)...)
+			cmd.Env = append(cmd.Env, env...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			code := cmd.ProcessState.ExitCode()
+			if err != nil && code < 0 {
+				t.Fatalf("%v\n%s", err, stderr.String())
+			}
+			tab, rerr := results.ReadTable(filepath.Join(out, tc.file))
+			if code != exitFail || rerr != nil || len(tab.Rows) == 0 || len(tab.Malformed) > 0 {
+				t.Fatalf("exit %d, table %v (%v); stderr:\n%s", code, tab, rerr, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "no space left on device") && !strings.Contains(stderr.String(), "file too large") {
+				t.Errorf("stderr does not say the disk is full:\n%s", stderr.String())
+			}
+			if tmp, _ := filepath.Glob(filepath.Join(out, "*.tmp")); len(tmp) > 0 {
+				t.Errorf("left behind: %v", tmp)
+			}
+		})
+	}
+}
+
+// smallDisk returns a directory on a tmpfs of size bytes (as root), or a
+// plain directory and the environment that limits the size of the files
+// the helper process writes.
+func smallDisk(t *testing.T, size int) (string, []string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "faults-tmpfs")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 && syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.Itoa(size)) == nil {
+		t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+		return dir, nil
+	}
+	return dir, []string{"KVTIER_HELPER_FSIZE=" + strconv.Itoa(size)}
 }

@@ -4,16 +4,27 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
 // TestHelperProcess is this test binary re-executed as kvtier: it runs
 // the command in KVTIER_HELPER_ARGS (separated by \x1f) and exits with
-// its status. Tests start it with helperCmd.
+// its status. Tests start it with helperCmd. KVTIER_HELPER_FSIZE limits
+// the size of the files it writes.
 func TestHelperProcess(t *testing.T) {
 	if os.Getenv("KVTIER_HELPER") == "" {
 		t.Skip("helper process of the tests that run kvtier as a process")
+	}
+	if n, err := strconv.ParseUint(os.Getenv("KVTIER_HELPER_FSIZE"), 10, 64); err == nil {
+		// A full disk without root: files past n bytes fail with EFBIG
+		// (Go ignores SIGXFSZ).
+		lim := syscall.Rlimit{Cur: n, Max: n}
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+			t.Fatal(err)
+		}
 	}
 	args := strings.Split(os.Getenv("KVTIER_HELPER_ARGS"), "\x1f")
 	os.Exit(run(os.Stdout, os.Stderr, args))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -27,14 +26,14 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/completions", s.handleCompletions)
 	m.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	m.HandleFunc("POST "+kvBlocksPath, s.handleKVBlocks)
-	s.mux = m
+	s.handler = s.limit(m)
 }
 
 // ServeHTTP serves the OpenAI API, /metrics, /health and the P/D transfer
 // endpoint. Every response says it is simulated.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Kvtier-Simulated", "1")
-	s.mux.ServeHTTP(w, r)
+	s.handler.ServeHTTP(w, r)
 }
 
 // apiError is vLLM's ErrorResponse: {"error": {message, type, param, code}}.
@@ -147,10 +146,10 @@ type streamOptions struct {
 }
 
 // decodeRequest reads a JSON body into a genRequest.
-func decodeRequest(r *http.Request) (*genRequest, *apiError) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
-	if err != nil {
-		return nil, badRequest("reading the request body: %v", err)
+func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request) (*genRequest, *apiError) {
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		return nil, aerr
 	}
 	var req genRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -282,7 +281,7 @@ var (
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	r = withArrival(r)
-	req, aerr := decodeRequest(r)
+	req, aerr := s.decodeRequest(w, r)
 	if aerr == nil {
 		aerr = s.checkCommon(req)
 	}
@@ -304,7 +303,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	r = withArrival(r)
-	req, aerr := decodeRequest(r)
+	req, aerr := s.decodeRequest(w, r)
 	if aerr == nil {
 		aerr = s.checkCommon(req)
 	}
@@ -469,6 +468,7 @@ func (s *Server) usage(last event) usageInfo {
 type streamWriter struct {
 	w          http.ResponseWriter
 	fl         http.Flusher
+	rc         *http.ResponseController
 	s          *Server
 	req        *genRequest
 	k          kind
@@ -486,13 +486,19 @@ func (sw *streamWriter) send(v any) bool {
 	if err != nil {
 		return false
 	}
+	sw.deadline()
 	if _, err := fmt.Fprintf(sw.w, "data: %s\n\n", b); err != nil {
 		return false
 	}
-	if sw.fl != nil {
-		sw.fl.Flush()
+	return sw.rc.Flush() == nil || sw.fl == nil
+}
+
+// deadline gives the client the idle timeout to take the next write: a
+// client that stops reading ends its request.
+func (sw *streamWriter) deadline() {
+	if d := sw.s.cfg.IdleTimeout; d > 0 {
+		sw.rc.SetWriteDeadline(time.Now().Add(d))
 	}
-	return true
 }
 
 // running is the usage so far, on every chunk with continuous_usage_stats.
@@ -565,7 +571,7 @@ func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req 
 	fl, _ := w.(http.Flusher)
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	sw := &streamWriter{
-		w: w, fl: fl, s: s, req: req, k: k, id: id, created: created, r: r, prompt: prompt,
+		w: w, fl: fl, rc: http.NewResponseController(w), s: s, req: req, k: k, id: id, created: created, r: r, prompt: prompt,
 		continuous: includeUsage && req.StreamOptions.ContinuousUsageStats,
 		tokenIDs:   req.ReturnTokenIDs != nil && *req.ReturnTokenIDs,
 	}
@@ -588,6 +594,7 @@ func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req 
 			return
 		}
 	}
+	sw.deadline()
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if fl != nil {
 		fl.Flush()
@@ -636,11 +643,12 @@ type tokenizeRequest struct {
 // handleTokenize is vLLM's POST /tokenize: {count, max_model_len, tokens}.
 func (s *Server) handleTokenize(w http.ResponseWriter, hr *http.Request) {
 	var req tokenizeRequest
-	body, err := io.ReadAll(io.LimitReader(hr.Body, 256<<20))
-	if err == nil {
-		err = json.Unmarshal(body, &req)
+	body, aerr := s.readBody(w, hr)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
 	}
-	if err != nil {
+	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, badRequest("JSON decode error: %v", err))
 		return
 	}
@@ -649,7 +657,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	var ids []int
-	var aerr *apiError
+	var err error
 	if req.Messages != nil {
 		ids, err = s.tok.chat(req.Messages, req.AddGenerationPrompt == nil || *req.AddGenerationPrompt)
 		if err != nil {

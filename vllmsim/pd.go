@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -147,7 +148,12 @@ type kvBlocksResponse struct {
 // id, compare hashes with the consumer's, release the blocks.
 func (s *Server) handleKVBlocks(w http.ResponseWriter, hr *http.Request) {
 	var q kvBlocksRequest
-	if err := json.NewDecoder(hr.Body).Decode(&q); err != nil {
+	body, aerr := s.readBody(w, hr)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if err := json.Unmarshal(body, &q); err != nil {
 		writeError(w, badRequest("kv_blocks: %v", err))
 		return
 	}
@@ -248,7 +254,7 @@ func (s *Server) pullRemote(ctx context.Context, p kvParams, xreq string, hashes
 	}
 	defer resp.Body.Close()
 	var r kvBlocksResponse
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&r) != nil || r.Blocks == 0 {
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&r) != nil || r.Blocks == 0 {
 		return nil
 	}
 	return &remoteKV{blocks: r.Blocks}

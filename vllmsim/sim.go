@@ -67,6 +67,16 @@ type Config struct {
 	// CacheSourceMetrics adds vllm:prompt_tokens_cached_by_source (device,
 	// host, p2p), the per-tier split of newer vLLM code.
 	CacheSourceMetrics bool
+
+	// MaxRequests bounds the requests served at once (DefaultMaxRequests);
+	// one more is answered 503.
+	MaxRequests int
+	// MaxConns bounds the connections held open by Start's listener
+	// (DefaultMaxConns); one more is answered 503 and closed.
+	MaxConns int
+	// IdleTimeout, when positive, drops a client that sends nothing of
+	// its request body, or takes nothing of a stream, for that long.
+	IdleTimeout time.Duration
 }
 
 // Defaults of Config.
@@ -98,6 +108,12 @@ func (c *Config) fillDefaults() {
 	if c.MaxNumBatchedTokens == 0 {
 		c.MaxNumBatchedTokens = DefaultMaxBatched
 	}
+	if c.MaxRequests == 0 {
+		c.MaxRequests = DefaultMaxRequests
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
 	if c.Profile.Name == "" {
 		c.Profile = h20
 	}
@@ -120,6 +136,7 @@ func (c *Config) setDefaults() error {
 	}{
 		{"block size", c.BlockSize}, {"gpu blocks", c.GPUBlocks},
 		{"max model len", c.MaxModelLen}, {"max num batched tokens", c.MaxNumBatchedTokens},
+		{"max requests", c.MaxRequests}, {"max conns", c.MaxConns},
 	} {
 		if f.v < 1 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %d", f.name, f.v))
@@ -159,7 +176,7 @@ type Server struct {
 	cfg     Config
 	tok     tokenizer
 	eng     *engine
-	mux     *http.ServeMux
+	handler http.Handler
 	client  *http.Client
 	started time.Time
 	nextID  atomic.Uint64
@@ -252,11 +269,11 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 
 // serveOn serves on ln until Close.
 func (s *Server) serveOn(ln net.Listener) *http.Server {
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: maxHeaderBytes, IdleTimeout: s.cfg.IdleTimeout}
 	s.smu.Lock()
 	s.servers = append(s.servers, hs)
 	s.smu.Unlock()
-	go hs.Serve(ln)
+	go hs.Serve(&connLimit{Listener: ln, max: s.cfg.MaxConns})
 	return hs
 }
 

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
@@ -27,6 +28,8 @@ type simOptions struct {
 	timeScale               float64
 	kvPeer, engineID, role  string
 	seed                    uint64
+	maxRequests, maxConns   int
+	idle                    time.Duration
 }
 
 // Limits of the simulated engine: beyond them a pool or a step is a
@@ -34,6 +37,7 @@ type simOptions struct {
 const (
 	maxSimBlocks = 1 << 24 // blocks in the GPU or CPU pool
 	maxSimTokens = 1 << 24 // max-model-len, max-num-batched-tokens
+	maxSimConns  = 1 << 20 // max-requests, max-conns
 )
 
 // config validates the options, reporting every problem at once, and
@@ -44,6 +48,15 @@ func (o *simOptions) config() (vllmsim.Config, error) {
 		GPUBlocks: o.gpuBlocks, CPUBlocks: o.cpuBlocks,
 		EnablePromptTokensDetails: o.details, TimeScale: o.timeScale, Seed: int64(o.seed),
 		KVPeer: strings.TrimRight(o.kvPeer, "/"), EngineID: o.engineID, Role: o.role,
+		MaxRequests: o.maxRequests, MaxConns: o.maxConns, IdleTimeout: o.idle,
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"max-requests", o.maxRequests}, {"max-conns", o.maxConns}} {
+		if f.v < 1 || f.v > maxSimConns {
+			errs = append(errs, option.Errorf(f.name, "want 1 to %d, got %d", maxSimConns, f.v))
+		}
 	}
 	if strings.TrimSpace(o.listen) == "" {
 		errs = append(errs, option.Errorf("listen", "empty address"))
@@ -124,6 +137,9 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.StringVar(&o.engineID, "engine-id", "", "P/D engine id (default random)")
 	fs.StringVar(&o.role, "role", "", "P/D role, for the record: producer, consumer or both (any instance plays both)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated tokens")
+	fs.IntVar(&o.maxRequests, "max-requests", vllmsim.DefaultMaxRequests, "requests served at once; one more is answered 503 with a JSON error")
+	fs.IntVar(&o.maxConns, "max-conns", vllmsim.DefaultMaxConns, "connections held open; one more is answered 503 and closed")
+	addIdleTimeout(fs, &o.idle)
 	cfg, code, ok := parseOptions(fs, args, stderr, o.config)
 	if !ok {
 		return code

@@ -26,7 +26,6 @@ const (
 	MaxStreamChunks = 1 << 20
 )
 
-
 // An IdleError is a request its server left silent for longer than the
 // idle timeout.
 type IdleError struct {

@@ -34,7 +34,8 @@ type Output struct {
 	summary map[string][]string // CSV path -> key columns for its summary
 	// closedErrors counts the error rows of sinks already closed.
 	closedErrors int
-	created      bool // Create made the directory
+	created      bool     // Create made the directory
+	parents      []string // the directory's parents Create made, deepest first
 }
 
 // An OutDir says where a run writes its results directory and what it
@@ -67,8 +68,10 @@ func CreateOutput(dir, suite string, command []string, sys system.Config, log io
 // are collected from: the root of sysfs and procfs reads ("/") and the
 // native libraries.
 func Create(d OutDir, suite string, command []string, sys system.Config, log io.Writer) (*Output, error) {
+	parents := missingParents(d.Path)
 	dir, created, err := makeDir(d)
 	if err != nil {
+		removeEmpty(parents)
 		return nil, err
 	}
 	probe := filepath.Join(dir, ".kvtier-write-test")
@@ -76,6 +79,7 @@ func Create(d OutDir, suite string, command []string, sys system.Config, log io.
 		if created {
 			os.Remove(dir)
 		}
+		removeEmpty(parents)
 		return nil, fmt.Errorf("%s: not writable: %w", dir, err)
 	}
 	os.Remove(probe)
@@ -88,7 +92,7 @@ func Create(d OutDir, suite string, command []string, sys system.Config, log io.
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)
 		}
 	}
-	o := &Output{Dir: dir, Manifest: m, summary: map[string][]string{}, created: created}
+	o := &Output{Dir: dir, Manifest: m, summary: map[string][]string{}, created: created, parents: parents}
 	if err := o.WriteManifest(); err != nil {
 		o.Remove()
 		return nil, err
@@ -151,8 +155,33 @@ func (o *Output) Remove() error {
 	}
 	if o.created {
 		errs = append(errs, os.Remove(o.Dir))
+		removeEmpty(o.parents)
 	}
 	return errors.Join(errs...)
+}
+
+// missingParents returns the parents of path that do not exist yet,
+// deepest first: what creating path would make.
+func missingParents(path string) []string {
+	var out []string
+	for p := filepath.Dir(filepath.Clean(path)); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return out
+		}
+		out = append(out, p)
+		if filepath.Dir(p) == p {
+			return out
+		}
+	}
+}
+
+// removeEmpty removes each of dirs, deepest first, while they are empty.
+func removeEmpty(dirs []string) {
+	for _, d := range dirs {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
 }
 
 // CSV creates name in the directory with the common columns and extra.

@@ -23,11 +23,16 @@ import (
 	"github.com/kvtier/kvtier/csrc/ibvwrap"
 )
 
+
+// MaxGIDIndex bounds a GID index: a port's GID table holds a few hundred
+// entries at most.
+const MaxGIDIndex = 1 << 16
+
 // A Config says which endpoint to open.
 type Config struct {
 	Device   string // e.g. mlx5_0, rxe0; "" picks the first with an active port
 	Port     int    // 0 picks the first active port
-	GIDIndex int    // -1 selects a RoCE v2 GID automatically
+	GIDIndex int    // -1 selects a RoCE v2 GID automatically; at most MaxGIDIndex
 	QPs      int    // RC queue pairs (default 1)
 	Root     string // sysfs root for the GID table ("/" on a live machine)
 	// Library is the libibverbs to load; "" tries libibverbs.so.1, then

@@ -67,7 +67,7 @@ func (o *RemoteOptions) Validate() error {
 	if o.Conns < 1 || o.Conns > peer.MaxConns {
 		errs = append(errs, option.Errorf("conns", "want 1 to %d, got %d", peer.MaxConns, o.Conns))
 	}
-	if o.GIDIndex < -1 || o.GIDIndex > 1<<16 {
+	if o.GIDIndex < -1 || o.GIDIndex > rdma.MaxGIDIndex {
 		errs = append(errs, option.Errorf("gid-index", "want an index or -1, got %d", o.GIDIndex))
 	}
 	if o.IdleTimeout < 0 {

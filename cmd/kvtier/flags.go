@@ -148,6 +148,9 @@ func (f *policyFlags) policy() (harness.Policy, error) {
 	return p, option.Wrap("budget", err)
 }
 
+// maxOrdinal bounds a GPU ordinal (--gpu) and a NUMA node (--numa).
+const maxOrdinal = 1023
+
 // backendFlags are --backend, --gpu and --numa: which backend measures.
 type backendFlags struct {
 	name      string
@@ -165,10 +168,10 @@ func (f *backendFlags) validate() error {
 	if f.name != "auto" && !containsString(tiers.BackendNames(), f.name) {
 		errs = append(errs, option.Errorf("backend", "unknown backend %q (known: auto, %s)", f.name, strings.Join(tiers.BackendNames(), ", ")))
 	}
-	if f.gpu < 0 || f.gpu > 1023 {
+	if f.gpu < 0 || f.gpu > maxOrdinal {
 		errs = append(errs, option.Errorf("gpu", "want a device ordinal, got %d", f.gpu))
 	}
-	if f.numa < -1 || f.numa > 1023 {
+	if f.numa < -1 || f.numa > maxOrdinal {
 		errs = append(errs, option.Errorf("numa", "want a node number or -1, got %d", f.numa))
 	}
 	return errors.Join(errs...)
@@ -252,6 +255,21 @@ func listFlag[T any](errs *[]error, name, value string, parse func(string) (T, e
 		return fallback
 	}
 	return v
+}
+
+// sizeFlag parses the size flag called name, from 1 byte to limit; a
+// value that does not parse or is out of range adds an option.Error to
+// errs and yields 0.
+func sizeFlag(errs *[]error, name, value string, limit int64) int64 {
+	n, err := units.ParseBytes(value)
+	if err == nil && n > limit {
+		err = fmt.Errorf("want 1 byte to %s, got %q", units.FormatBytes(limit), value)
+	}
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return 0
+	}
+	return n
 }
 
 // durationFlag parses the value of the flag called name with

@@ -14,6 +14,7 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
@@ -51,11 +52,6 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 		if cfg.ControlEndpoint != "" {
 			errs = append(errs, errors.New("--sim starts its own control instance: drop --control-endpoint"))
 		}
-		if f.chunkLabel != "" {
-			if _, err := units.ParseTokens(f.chunkLabel); err != nil {
-				errs = append(errs, fmt.Errorf("--chunk-label with --sim sets the sim's chunk size: %w", err))
-			}
-		}
 		cfg.Endpoint = "sim"
 	} else if cfg.Endpoint == "" {
 		errs = append(errs, errors.New("--endpoint URL is required (or KVTIER_ENDPOINT, or --sim)"))
@@ -75,6 +71,11 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 		return n, nil
 	}, 1)
 	cfg.Prefill = listFlag(&errs, "prefill", f.prefill, units.ParseTokens, 2048)
+	if f.chunkLabel != "" {
+		if n, err := units.ParseTokens(f.chunkLabel); err != nil || n > probe.MaxPromptTokens {
+			errs = append(errs, option.Errorf("chunk-label", "want the server's chunked-prefill size in tokens, 1 to %d, got %q", probe.MaxPromptTokens, f.chunkLabel))
+		}
+	}
 	cfg.InjectAfter = durationFlag(&errs, "inject-after", f.injectAfter)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
 	cfg.Idle = f.idle

@@ -23,7 +23,6 @@ import (
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
-	"github.com/kvtier/kvtier/units"
 )
 
 // meshFlags are the flags of kvtier mesh.
@@ -95,9 +94,10 @@ func (f *meshFlags) plan(getenv func(string) string) (meshPlan, error) {
 		errs = append(errs, option.Errorf("mem", "want host or gpu, got %q", f.mem))
 	}
 	if f.pool != "" {
-		n, err := units.ParseBytes(f.pool)
-		errs = append(errs, option.Wrap("pool", err))
-		p.pool = n
+		p.pool = sizeFlag(&errs, "pool", f.pool, transfer.MaxSize)
+	}
+	if f.gpu < -1 || f.gpu > maxOrdinal {
+		errs = append(errs, option.Errorf("gpu", "want -1 (the local rank) or a device ordinal, got %d", f.gpu))
 	}
 	if p.opts.Token == "" {
 		errs = append(errs, option.Errorf("token", "no run token: set %s in the job's environment (srun passes it; mpirun -x %s) or give --token", EnvToken, EnvToken))

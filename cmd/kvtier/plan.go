@@ -25,7 +25,11 @@ type planFlags struct {
 	inclusive               bool
 }
 
-// parseCapacity reads a tier capacity: "0", "inf", or a size.
+// maxCapacity bounds a tier capacity that is not "inf": 1 PiB.
+const maxCapacity = 1 << 50
+
+// parseCapacity reads a tier capacity: "0", "inf", or a size up to
+// maxCapacity.
 func parseCapacity(s string) (int64, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "0":
@@ -33,7 +37,11 @@ func parseCapacity(s string) (int64, error) {
 	case "inf", "unbounded":
 		return trace.Unbounded, nil
 	}
-	return units.ParseBytes(s)
+	n, err := units.ParseBytes(s)
+	if err == nil && n > maxCapacity {
+		return 0, fmt.Errorf("%q: at most %s (or inf)", s, units.FormatBytes(int64(maxCapacity)))
+	}
+	return n, err
 }
 
 // configs returns every combination of the tiers' capacities.
@@ -121,6 +129,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		costs = c
 	}
 	ro, ao, g := f.options(&errs)
+	errs = append(errs, ao.Validate())
 	configs := p.configs(&errs)
 	if err := errors.Join(errs...); err != nil {
 		return usageErr(stderr, "plan", err)

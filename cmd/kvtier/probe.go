@@ -80,6 +80,9 @@ func (f *probeFlags) config() (probe.Config, error) {
 	cfg.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
 	cfg.Idle = f.idle
+	if f.bootstrapPort == 0 {
+		errs = append(errs, option.Errorf("bootstrap-port", "want a port, 1 to 65535, got 0"))
+	}
 	if !slices.Contains(probe.Connectors, f.connector) {
 		errs = append(errs, fmt.Errorf("--connector %q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))
 		cfg.Connector = "nixl"

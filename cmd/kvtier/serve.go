@@ -49,21 +49,13 @@ func (o *serveOptions) add(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Sessions, "max-sessions", peer.DefaultMaxSessions, "connections served at once, handshakes included; one more is refused with a message saying so")
 }
 
-// Bounds of kvtier serve's flags.
-const (
-	maxSessions = 1 << 16 // --max-sessions
-	maxGIDIndex = 1 << 16 // --gid-index: far past any NIC's table
-)
+// maxSessions bounds kvtier serve's --max-sessions.
+const maxSessions = 1 << 16
 
 // validate parses --pool and reports every problem at once.
 func (o *serveOptions) validate() error {
 	var errs []error
-	n, err := units.ParseBytes(o.pool)
-	if err == nil && (n <= 0 || n > transfer.MaxSize) {
-		err = fmt.Errorf("want 1 byte to 1 TiB, got %q", o.pool)
-	}
-	errs = append(errs, option.Wrap("pool", err))
-	o.Pool = n
+	o.Pool = sizeFlag(&errs, "pool", o.pool, transfer.MaxSize)
 	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
 		errs = append(errs, option.Errorf("listen", "%q: want HOST:PORT", o.Listen))
 	}
@@ -73,8 +65,8 @@ func (o *serveOptions) validate() error {
 	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
 		errs = append(errs, option.Errorf("transport", "want tcp or verbs, got %q", o.Transport))
 	}
-	if o.GIDIndex < -1 || o.GIDIndex > maxGIDIndex {
-		errs = append(errs, option.Errorf("gid-index", "want -1 (automatic) or an index up to %d, got %d", maxGIDIndex, o.GIDIndex))
+	if o.GIDIndex < -1 || o.GIDIndex > rdma.MaxGIDIndex {
+		errs = append(errs, option.Errorf("gid-index", "want -1 (automatic) or an index up to %d, got %d", rdma.MaxGIDIndex, o.GIDIndex))
 	}
 	if o.Sessions < 1 || o.Sessions > maxSessions {
 		errs = append(errs, option.Errorf("max-sessions", "want 1 to %d, got %d", maxSessions, o.Sessions))

@@ -232,8 +232,8 @@ func addGenFlags(fs *pflag.FlagSet, t *traceOnlyFlags) {
 	fs.StringVar(&t.systemPrompt, "system-prompt", strconv.Itoa(g.SystemTokens), "--generate: tokens of each system prompt (k = 1024; 0: none)")
 	fs.StringVar(&t.turnTokens, "turn-tokens", strconv.Itoa(g.TurnTokens), "--generate: mean new user tokens per turn")
 	fs.StringVar(&t.outputTokens, "output-tokens", strconv.Itoa(g.OutputTokens), "--generate: mean output tokens per turn (0: none)")
-	fs.DurationVar(&g.Think, "think", g.Think, "--generate: mean think time between a session's turns (exponential)")
-	fs.DurationVar(&g.Duration, "arrival-window", g.Duration, "--generate: sessions start uniformly within this window")
+	fs.Var(durationValue{&g.Think}, "think", "--generate: mean think time between a session's turns (exponential)")
+	fs.Var(durationValue{&g.Duration}, "arrival-window", "--generate: sessions start uniformly within this window")
 }
 
 // tokens parses a token count flag that may be 0. A value that does not

@@ -99,21 +99,19 @@ func (f *transferFlags) options() (transfer.Options, error) {
 		}
 	}
 	if f.pool != "" {
-		n, err := units.ParseBytes(f.pool)
-		errs = append(errs, option.Wrap("pool", err))
-		o.PoolBytes = n
+		o.PoolBytes = sizeFlag(&errs, "pool", f.pool, transfer.MaxSize)
 	}
 	if f.peerCopy != "" {
 		o.PeerCopy = listFlag(&errs, "peer-copy", f.peerCopy, func(s string) (int, error) {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil {
+			if err != nil || n < 0 || n > maxOrdinal {
 				return 0, fmt.Errorf("%q is not a GPU ordinal", s)
 			}
 			return n, nil
 		})
 	}
 	errs = append(errs, o.Validate(), f.out.check())
-	if f.gpu < 0 {
+	if f.gpu < 0 || f.gpu > maxOrdinal {
 		errs = append(errs, option.Errorf("gpu", "want a device ordinal, got %d", f.gpu))
 	}
 	return o, errors.Join(errs...)

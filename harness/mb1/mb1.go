@@ -85,26 +85,26 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("--decode is empty"))
 	}
 	for _, d := range c.Decode {
-		if d < 1 {
-			errs = append(errs, fmt.Errorf("--decode %d: must be at least 1", d))
+		if d < 1 || d > MaxStreams {
+			errs = append(errs, fmt.Errorf("--decode %d: want 1 to %d streams", d, MaxStreams))
 		}
 	}
 	if len(c.Prefill) == 0 {
 		errs = append(errs, errors.New("--prefill is empty"))
 	}
 	for _, p := range c.Prefill {
-		if p < 2 {
-			errs = append(errs, fmt.Errorf("--prefill %d: too short", p))
+		if p < 2 || p > probe.MaxPromptTokens {
+			errs = append(errs, fmt.Errorf("--prefill %d: want 2 to %d tokens", p, probe.MaxPromptTokens))
 		}
 	}
-	if c.Reps < 1 {
-		errs = append(errs, fmt.Errorf("--reps %d: must be at least 1", c.Reps))
+	if c.Reps < 1 || c.Reps > probe.MaxReps {
+		errs = append(errs, fmt.Errorf("--reps %d: want 1 to %d", c.Reps, probe.MaxReps))
 	}
 	if c.InjectAfter <= 0 {
 		errs = append(errs, fmt.Errorf("--inject-after %s: must be positive", c.InjectAfter))
 	}
-	if c.DecodeTokens < 0 {
-		errs = append(errs, fmt.Errorf("--decode-tokens %d: must not be negative", c.DecodeTokens))
+	if c.DecodeTokens < 0 || c.DecodeTokens > probe.MaxPromptTokens {
+		errs = append(errs, fmt.Errorf("--decode-tokens %d: want 0 (from max_model_len) to %d", c.DecodeTokens, probe.MaxPromptTokens))
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %s: must be positive", c.Timeout))
@@ -117,6 +117,9 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MaxStreams bounds the decode streams of a cell (D).
+const MaxStreams = 4096
 
 // promptTokens is the length of each decode stream's prompt.
 const promptTokens = 16

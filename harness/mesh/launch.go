@@ -101,7 +101,7 @@ func Detect(env Env, ov Overrides) (Launch, error) {
 		errs = append(errs, option.Errorf("launcher", "unknown launcher %q (known: %s, %s)", l.Launcher, strings.Join(Launchers, ", "), LauncherFlags))
 	}
 	l.apply(ov)
-	errs = append(errs, l.node(env, ov), l.coordinator(env, ov), l.check())
+	errs = append(errs, ov.check(), l.node(env, ov), l.coordinator(env, ov), l.check())
 	return l, errors.Join(errs...)
 }
 
@@ -275,6 +275,23 @@ func (l *Launch) check() error {
 	}
 	if l.LocalRank < 0 {
 		l.LocalRank = 0
+	} else if l.LocalRank >= MaxRanks {
+		errs = append(errs, option.Errorf("local-rank", "%d, at most %d", l.LocalRank, MaxRanks-1))
+	}
+	return errors.Join(errs...)
+}
+
+// check refuses overrides that are neither -1 (from the launcher) nor a
+// rank, world size or local rank up to MaxRanks.
+func (ov Overrides) check() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"rank", ov.Rank}, {"world-size", ov.Size}, {"local-rank", ov.LocalRank}} {
+		if f.v < -1 || f.v > MaxRanks {
+			errs = append(errs, option.Errorf(f.name, "want -1 (from the launcher) up to %d, got %d", MaxRanks, f.v))
+		}
 	}
 	return errors.Join(errs...)
 }

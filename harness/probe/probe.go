@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 )
@@ -37,6 +38,17 @@ var Connectors = []string{"nixl", "mooncake"}
 // settle is how long the probe waits before reading /metrics again when
 // the first reading after a request does not confirm its tier.
 const settle = 100 * time.Millisecond
+
+// Bounds of a probe's configuration.
+const (
+	// MaxPromptTokens bounds a prompt (a prefix, a chunk): no served
+	// model takes more, and the prompt's ids are held in memory.
+	MaxPromptTokens = 1 << 24
+	// MaxReps bounds the requests per tier and prefix.
+	MaxReps = 1_000_000
+	// maxEvictMargin bounds --evict-margin.
+	maxEvictMargin = 1000
+)
 
 // MaxTokens is the max_tokens of every measured request: TTFT needs one
 // token, E2E, TPOT and usage need the stream to go on a little.
@@ -93,23 +105,29 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("--prefix is empty"))
 	}
 	for _, l := range c.Prefixes {
-		if l < 2 {
-			errs = append(errs, fmt.Errorf("prefix of %d tokens is too short", l))
+		if l < 2 || l > MaxPromptTokens {
+			errs = append(errs, fmt.Errorf("--prefix %d: want 2 to %d tokens", l, MaxPromptTokens))
 		}
 	}
-	if c.Reps < 1 {
-		errs = append(errs, fmt.Errorf("--reps %d: must be at least 1", c.Reps))
+	if c.Reps < 1 || c.Reps > MaxReps {
+		errs = append(errs, fmt.Errorf("--reps %d: want 1 to %d", c.Reps, MaxReps))
 	}
-	if c.EvictMargin < 1 {
-		errs = append(errs, fmt.Errorf("--evict-margin %g: must be at least 1", c.EvictMargin))
+	if !(c.EvictMargin >= 1 && c.EvictMargin <= maxEvictMargin) {
+		errs = append(errs, fmt.Errorf("--evict-margin %g: want 1 to %g", c.EvictMargin, float64(maxEvictMargin)))
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"--block-size", c.BlockSize}, {"--cpu-capacity", c.CPUCapacity}, {"--offload-block", c.OffloadBlock}} {
-		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("%s %d: must not be negative", f.name, f.v))
+		if f.v < 0 || f.v > 1<<30 {
+			errs = append(errs, fmt.Errorf("%s %d: want 0 (unknown) to %d tokens", f.name, f.v, 1<<30))
 		}
+	}
+	if c.BlockSize > kv.MaxBlockTokens || c.OffloadBlock > MaxPromptTokens {
+		errs = append(errs, fmt.Errorf("--block-size %d, --offload-block %d: at most %d and %d tokens", c.BlockSize, c.OffloadBlock, kv.MaxBlockTokens, MaxPromptTokens))
+	}
+	if c.BootstrapPort < 0 || c.BootstrapPort > 65535 {
+		errs = append(errs, fmt.Errorf("--bootstrap-port %d: want a port, 1 to 65535", c.BootstrapPort))
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %s: must be positive", c.Timeout))

@@ -91,8 +91,8 @@ func (o AnalyzeOptions) Validate() error {
 	if o.Sample > 0 && o.Sample < 1 && o.OnRequest != nil {
 		errs = append(errs, option.Errorf("sample", "per-request distances need the exact analysis: drop sampling"))
 	}
-	if o.SharedSessions < 0 {
-		errs = append(errs, option.Errorf("shared-sessions", "%d: must be positive", o.SharedSessions))
+	if o.SharedSessions < 0 || o.SharedSessions > maxLength {
+		errs = append(errs, option.Errorf("shared-sessions", "%d: want 1 to %d", o.SharedSessions, maxLength))
 	}
 	return errors.Join(errs...)
 }

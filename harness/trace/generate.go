@@ -42,16 +42,17 @@ func DefaultGenOptions() GenOptions {
 func (o GenOptions) Validate() error {
 	var errs []error
 	for _, f := range []struct {
-		name string
-		v    int
-		min  int
+		name     string
+		v        int
+		min, max int
 	}{
-		{"sessions", o.Sessions, 1}, {"turns", o.Turns, 1}, {"shared-prompts", o.SystemPrompts, 0},
-		{"system-prompt", o.SystemTokens, 0}, {"turn-tokens", o.TurnTokens, 1},
-		{"output-tokens", o.OutputTokens, 0}, {"trace-block", o.BlockTokens, 1},
+		{"sessions", o.Sessions, 1, maxGenSessions}, {"turns", o.Turns, 1, maxGenTurns},
+		{"shared-prompts", o.SystemPrompts, 0, maxGenSessions},
+		{"system-prompt", o.SystemTokens, 0, maxLength}, {"turn-tokens", o.TurnTokens, 1, maxLength},
+		{"output-tokens", o.OutputTokens, 0, maxLength}, {"trace-block", o.BlockTokens, 1, maxLength},
 	} {
-		if f.v < f.min || f.v > maxLength {
-			errs = append(errs, option.Errorf(f.name, "%d: must be between %d and %d", f.v, f.min, maxLength))
+		if f.v < f.min || f.v > f.max {
+			errs = append(errs, option.Errorf(f.name, "%d: must be between %d and %d", f.v, f.min, f.max))
 		}
 	}
 	if o.Think < 0 {
@@ -62,6 +63,13 @@ func (o GenOptions) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Bounds of the generator: it holds every session and system prompt in
+// memory while it writes.
+const (
+	maxGenSessions = 1 << 22
+	maxGenTurns    = 1 << 16
+)
 
 // GenStats count what Generate wrote.
 type GenStats struct {

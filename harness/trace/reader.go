@@ -29,6 +29,9 @@ type Options struct {
 // DefaultReorder is the reorder window when Options.Reorder is 0.
 const DefaultReorder = 4096
 
+// MaxReorder bounds the reorder window.
+const MaxReorder = 1 << 20
+
 // maxLineBytes bounds one line: a request of a million tokens in 16-token
 // blocks is 62,500 hash ids, well under a megabyte of text.
 const maxLineBytes = 64 << 20
@@ -36,11 +39,11 @@ const maxLineBytes = 64 << 20
 // Validate reports every unusable option, naming it.
 func (o Options) Validate() error {
 	var errs []error
-	if o.BlockTokens < 0 {
-		errs = append(errs, option.Errorf("trace-block", "%d: must be positive (0: the format's)", o.BlockTokens))
+	if o.BlockTokens < 0 || o.BlockTokens > maxLength {
+		errs = append(errs, option.Errorf("trace-block", "%d: want 1 to %d (0: the format's)", o.BlockTokens, maxLength))
 	}
-	if o.Reorder < 0 {
-		errs = append(errs, option.Errorf("reorder", "%d: must be positive (0: %d)", o.Reorder, DefaultReorder))
+	if o.Reorder < 0 || o.Reorder > MaxReorder {
+		errs = append(errs, option.Errorf("reorder", "%d: want 1 to %d (0: %d)", o.Reorder, MaxReorder, DefaultReorder))
 	}
 	return errors.Join(errs...)
 }

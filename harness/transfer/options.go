@@ -11,6 +11,7 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -130,8 +131,8 @@ func (o *Options) Validate() error {
 	if o.PeerCopy != nil && (len(o.PeerCopy) != 2 || o.PeerCopy[0] < 0 || o.PeerCopy[1] < 0 || o.PeerCopy[0] == o.PeerCopy[1]) {
 		bad("peer-copy", "want SRC,DST: two different GPU ordinals, got %v", o.PeerCopy)
 	}
-	if o.GIDIndex < -1 {
-		bad("gid-index", "want -1 (automatic) or an index, got %d", o.GIDIndex)
+	if o.GIDIndex < -1 || o.GIDIndex > rdma.MaxGIDIndex {
+		bad("gid-index", "want -1 (automatic) or an index up to %d, got %d", rdma.MaxGIDIndex, o.GIDIndex)
 	}
 	if o.IdleTimeout < 0 {
 		bad("idle-timeout", "want a positive duration, got %s", o.IdleTimeout)

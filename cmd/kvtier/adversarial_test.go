@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// flagsOf returns the flags command cmd lists in its usage, with their
+// types.
+func flagsOf(t *testing.T, cmd string) map[string]string {
+	t.Helper()
+	var stderr bytes.Buffer
+	dispatch(context.Background(), &bytes.Buffer{}, &stderr, []string{cmd, "-h"})
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z0-9-]+)(?:\[=[^\]]*\])?(?: (\w+))?`).FindAllStringSubmatch(stderr.String(), -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}
+
+// numericStrings are the string flags that hold sizes, token counts,
+// durations or lists of them.
+var numericStrings = []string{
+	"sizes", "prefix", "pool", "decode", "prefill", "cpu-capacity", "offload-block", "chunk-label",
+	"max-model-len", "max-num-batched-tokens", "hbm", "dram", "disk", "remote", "instances", "window",
+	"budget", "timeout", "inject-after", "rendezvous-timeout", "system-prompt", "turn-tokens",
+	"output-tokens", "think", "arrival-window", "peer-copy",
+}
+
+// extremes are the values tried on each type of flag: each is nonsense
+// for every flag of that type.
+var extremes = map[string][]string{
+	"int":      {"-9223372036854775808", "9223372036854775807", "-1000000"},
+	"float":    {"NaN", "+Inf", "-Inf", "-1e308", "1e308"},
+	"duration": {"NaN", "1e300", "-5s", "0", "9999999h"},
+	"string":   {"1e17", "99999999999999999999", "-1", "NaN", "99999999TiB", "1,99999999999999999999k", "0x10", "+Inf"},
+}
+
+// baseArgs are what each command needs besides the flag tried, so that
+// the flag is what gets checked.
+var baseArgs = map[string][]string{
+	"probe":     {"--endpoint", "http://127.0.0.1:1"},
+	"interfere": {"--endpoint", "http://127.0.0.1:1"},
+	"mesh":      {"--token", "t", "--launcher", "flags", "--coordinator", "127.0.0.1:1", "--world-size", "2", "--rank", "1"},
+	"trace":     {"t.jsonl"},
+	"plan":      {"t.jsonl", "--costs", "costs"},
+	"report":    {"costs"},
+	"plot":      {"costs"},
+	"compare":   {"costs", "costs"},
+}
+
+// genFlags are the flags of kvtier trace --generate.
+var genFlags = []string{"sessions", "turns", "shared-prompts", "system-prompt", "turn-tokens", "output-tokens", "think", "arrival-window"}
+
+// allowed are the flags for which an extreme value is valid input.
+var allowed = map[string]bool{
+	"seed": true, // any uint64 seeds
+}
+
+// Every numeric flag of every command refuses values out of range,
+// non-finite or nonsensical with one line naming the flag and exit
+// status 2: no panic, no hang, nothing measured.
+func TestAdversarialFlags(t *testing.T) {
+	wd, _ := os.Getwd()
+	dir := t.TempDir()
+	if err := os.Symlink(wd+"/testdata", dir+"/testdata"); err != nil {
+		t.Fatal(err)
+	}
+	os.Chdir(dir)
+	t.Cleanup(func() { os.Chdir(wd) })
+	if code, _, stderr := runCLI(t, "trace", "--generate", "t.jsonl", "--sessions", "4"); code != exitOK {
+		t.Fatal(stderr)
+	}
+	os.Mkdir("costs", 0o755)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // whatever starts stops at once
+	for _, c := range commands() {
+		for name, typ := range flagsOf(t, c.name) {
+			if typ == "string" && !slices.Contains(numericStrings, name) || allowed[name] || extremes[typ] == nil {
+				continue
+			}
+			for _, v := range extremes[typ] {
+				args := append(append([]string{c.name}, baseArgs[c.name]...), "--"+name+"="+v)
+				if c.name == "trace" && slices.Contains(genFlags, name) {
+					args = []string{c.name, "--" + name + "=" + v, "--generate", "g.jsonl"}
+				}
+				var stdout, stderr bytes.Buffer
+				done := make(chan int, 1)
+				go func() { done <- dispatch(ctx, &stdout, &stderr, args) }()
+				select {
+				case code := <-done:
+					if code != exitUsage || !strings.Contains(stderr.String(), "--"+name) {
+						t.Errorf("kvtier %s: exit %d, stderr %q", strings.Join(args, " "), code, firstLine(stderr.String()))
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatalf("kvtier %s: still running after 20 s", strings.Join(args, " "))
+				}
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 3 {
+		t.Errorf("refused runs left %v behind", entries)
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

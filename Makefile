@@ -28,6 +28,7 @@ bench: build
 vet:
 	$(GO) vet ./...
 
+# Every parser of outside input is fuzzed for a few seconds (28 s in all).
 # The last step runs one MB1 cell against the simulator in real time
 # without the race detector (under it the check skips itself): about 8 s.
 test: 
@@ -37,6 +38,13 @@ test:
 	$(GO) test -run NONE -fuzz FuzzMooncakeTrace -fuzztime 4s ./harness/trace
 	$(GO) test -run NONE -fuzz FuzzAlibabaTrace -fuzztime 4s ./harness/trace
 	$(GO) test -run NONE -fuzz FuzzExpandHostlist -fuzztime 3s ./harness/mesh
+	$(GO) test -run NONE -fuzz FuzzReadStream -fuzztime 2s ./harness/probe
+	$(GO) test -run NONE -fuzz FuzzParseMetrics -fuzztime 2s ./harness/probe
+	$(GO) test -run NONE -fuzz FuzzParse -fuzztime 2s ./units
+	$(GO) test -run NONE -fuzz FuzzParseConfig -fuzztime 3s ./kv
+	$(GO) test -run NONE -fuzz FuzzParseTable -fuzztime 3s ./results
+	$(GO) test -run NONE -fuzz FuzzReadFrame -fuzztime 3s ./peer
+	$(GO) test -run NONE -fuzz FuzzTokenize -fuzztime 2s ./vllmsim
 	$(GO) test -count=1 -run TestSimMB1RealTime ./harness/mb1
 
 test-rdma: build

@@ -39,19 +39,29 @@ func offloadFromServerInfo(body string, gpuBlock int, bytesPerToken int64) (toke
 			vals[m[1]], _ = strconv.ParseFloat(m[2], 64)
 		}
 	}
-	grain = int(vals["block_size"])
-	if grain < gpuBlock {
-		grain = gpuBlock
-	}
+	grain = max(serverCount(vals["block_size"]), gpuBlock)
 	switch {
-	case vals["num_cpu_blocks"] > 0:
-		return int(vals["num_cpu_blocks"]) * grain, grain, "num_cpu_blocks"
-	case vals["cpu_bytes_to_use"] > 0 && bytesPerToken > 0:
-		return int(vals["cpu_bytes_to_use"] / float64(bytesPerToken)), grain, "cpu_bytes_to_use"
-	case vals["kv_offloading_size"] > 0 && bytesPerToken > 0:
-		return int(vals["kv_offloading_size"] * (1 << 30) / float64(bytesPerToken)), grain, "kv_offloading_size"
+	case serverCount(vals["num_cpu_blocks"]*float64(grain)) > 0:
+		return serverCount(vals["num_cpu_blocks"] * float64(grain)), grain, "num_cpu_blocks"
+	case bytesPerToken > 0 && serverCount(vals["cpu_bytes_to_use"]/float64(bytesPerToken)) > 0:
+		return serverCount(vals["cpu_bytes_to_use"] / float64(bytesPerToken)), grain, "cpu_bytes_to_use"
+	case bytesPerToken > 0 && serverCount(vals["kv_offloading_size"]*(1<<30)/float64(bytesPerToken)) > 0:
+		return serverCount(vals["kv_offloading_size"] * (1 << 30) / float64(bytesPerToken)), grain, "kv_offloading_size"
 	}
 	return 0, grain, ""
+}
+
+// maxServerCount bounds a count a server reports (blocks, tokens): past
+// it the figure is nonsense and taken as unknown.
+const maxServerCount = 1 << 40
+
+// serverCount is a count a server reported, 0 (unknown) when it is not a
+// positive number up to maxServerCount.
+func serverCount(v float64) int {
+	if !(v > 0 && v <= maxServerCount) {
+		return 0
+	}
+	return int(v)
 }
 
 // discoverOffload fills what the flags left of the CPU store: capacity
@@ -94,6 +104,10 @@ func (p *Prober) discoverOffload(ctx context.Context, snap Snapshot) Offload {
 	return o
 }
 
+// maxFloodTokens bounds the eviction flood: a GPU pool larger than any
+// server's (about a day of prefill) is a figure not to act on.
+const maxFloodTokens = 1 << 30
+
 // floodTokens sizes the eviction flood for a prefix of l tokens: enough
 // to push it out of the GPU pool (the pool times the margin), but never so
 // much that the CPU store, when its size is known, must drop the prefix
@@ -101,6 +115,9 @@ func (p *Prober) discoverOffload(ctx context.Context, snap Snapshot) Offload {
 func (p *Prober) floodTokens(l int) (int, error) {
 	gpu := p.info.GPUBlocks * p.info.BlockSize
 	want := int(float64(gpu) * p.cfg.EvictMargin)
+	if gpu < 0 || float64(gpu)*p.cfg.EvictMargin > maxFloodTokens {
+		return 0, fmt.Errorf("the eviction flood for the GPU pool the server reports (%d blocks of %d tokens) would exceed %d tokens", p.info.GPUBlocks, p.info.BlockSize, maxFloodTokens)
+	}
 	cpu := p.info.Offload.Tokens
 	if cpu <= 0 {
 		return want, nil

@@ -82,8 +82,8 @@ func (s Snapshot) CPUBlocks() int { return s.configInt("num_cpu_blocks") }
 
 func (s Snapshot) configInt(k string) int {
 	v, err := strconv.Atoi(s.CacheConfig[k])
-	if err != nil || v < 0 {
-		return 0
+	if err != nil || v < 0 || v > maxServerCount>>10 {
+		return 0 // not a figure to size anything with
 	}
 	return v
 }

@@ -208,7 +208,7 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", redact.URL(cfg.Endpoint))
 	}
-	p.info.Model, p.info.MaxModelLen = m.ID, m.MaxModelLen
+	p.info.Model, p.info.MaxModelLen = m.ID, serverCount(float64(m.MaxModelLen))
 	if strings.Contains(strings.ToLower(m.OwnedBy), "kvtier") {
 		p.info.Simulated = true
 	}

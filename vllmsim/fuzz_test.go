@@ -1,0 +1,33 @@
+package vllmsim
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// FuzzTokenize: any body to POST /tokenize (prompts as text, token ids or
+// lists; chat messages of any shape) is answered 200 or with a JSON error
+// of status 4xx; nothing panics.
+func FuzzTokenize(f *testing.F) {
+	s, err := New(Config{GPUBlocks: 64, MaxModelLen: 4096, TimeScale: 0})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	for _, b := range []string{
+		`{"prompt": "the of and"}`, `{"prompt": [1, 2, 3]}`, `{"prompt": [[1, 2]]}`, `{"prompt": [-1]}`,
+		`{"messages": [{"role": "user", "content": "hi"}]}`, `{"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}]}`,
+		`{"messages": [{"content": {"a": 1}}], "add_generation_prompt": false}`, `{"prompt": 1e400}`, `[`, ``,
+	} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/tokenize", bytes.NewReader(b)))
+		if c := rec.Code; c != http.StatusOK && (c < 400 || c >= 500 || !bytes.Contains(rec.Body.Bytes(), []byte(`"error"`))) {
+			t.Fatalf("HTTP %d: %s", c, rec.Body.Bytes())
+		}
+	})
+}

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -76,4 +77,26 @@ func FuzzAlibabaTrace(f *testing.F) {
 `), 0)
 	f.Add([]byte(`{"chat_id": 3, "parent_chat_id": 3, "timestamp": 1, "input_length": 17, "hash_ids": [1, 2]}`), 8)
 	f.Fuzz(checkTrace)
+}
+
+// A window of lines that each carry many hash ids is bounded in memory:
+// past the budget the reader stops with an error naming --reorder.
+func TestWindowBounded(t *testing.T) {
+	defer func(b int64) { windowBytes = b }(windowBytes)
+	windowBytes = 1 << 20
+	var b strings.Builder
+	ids := strings.TrimSuffix(strings.Repeat("7,", 20000), ",")
+	for i := range 100 {
+		fmt.Fprintf(&b, `{"timestamp": %d, "input_length": 10240000, "output_length": 1, "hash_ids": [%s]}`+"\n", 100-i, ids)
+	}
+	r, err := NewReader(strings.NewReader(b.String()), "t", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = r.Next()
+	}
+	if err == io.EOF || !strings.Contains(err.Error(), "lower --reorder") {
+		t.Fatalf("err %v, want the window's budget", err)
+	}
 }

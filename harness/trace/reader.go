@@ -32,6 +32,13 @@ const DefaultReorder = 4096
 // MaxReorder bounds the reorder window.
 const MaxReorder = 1 << 20
 
+// MaxWindowBytes bounds the memory of the requests the reorder window
+// holds, whatever their lines hold.
+const MaxWindowBytes = 1 << 30
+
+// windowBytes is MaxWindowBytes; tests lower it.
+var windowBytes int64 = MaxWindowBytes
+
 // maxLineBytes bounds one line: a request of a million tokens in 16-token
 // blocks is 62,500 hash ids, well under a megabyte of text.
 const maxLineBytes = 64 << 20
@@ -76,6 +83,7 @@ type Reader struct {
 	malformed []Malformed
 	nBad      int
 	pending   lineHeap
+	held      int64 // bytes the pending lines hold
 	emitted   int
 	lastTime  float64
 	eof       bool
@@ -143,6 +151,7 @@ func (r *Reader) Next() (*Request, error) {
 		return nil, io.EOF
 	}
 	l := heap.Pop(&r.pending).(line)
+	r.held -= l.size()
 	r.lastTime = l.time
 	req := r.sess.resolve(&l, r.emitted, r.blockTokens)
 	r.emitted++
@@ -182,8 +191,16 @@ func (r *Reader) readLine() error {
 		return fmt.Errorf("line %d: timestamp %s s is earlier than requests already analysed (%s s): the trace is out of timestamp order by more than the reorder window of %d requests; sort it or raise the window",
 			l.num, strconv.FormatFloat(l.time, 'f', -1, 64), strconv.FormatFloat(r.lastTime, 'f', -1, 64), r.opts.Reorder)
 	}
+	if r.held += l.size(); r.held > windowBytes {
+		return fmt.Errorf("line %d: the reorder window of %d requests holds more than %d MiB: lower --reorder", l.num, r.opts.Reorder, windowBytes>>20)
+	}
 	heap.Push(&r.pending, l)
 	return nil
+}
+
+// size is about the memory a pending line holds.
+func (l *line) size() int64 {
+	return int64(8*len(l.hashes) + len(l.id) + len(l.parent) + len(l.session) + len(l.typ) + 128)
 }
 
 func (r *Reader) bad(err error) {

@@ -23,7 +23,6 @@ import (
 	"github.com/kvtier/kvtier/csrc/ibvwrap"
 )
 
-
 // MaxGIDIndex bounds a GID index: a port's GID table holds a few hundred
 // entries at most.
 const MaxGIDIndex = 1 << 16

@@ -7,6 +7,7 @@
 package plots
 
 import (
+	"errors"
 	"cmp"
 	"fmt"
 	"math"
@@ -56,8 +57,13 @@ func Dir(dir string) ([]string, error) {
 	return r.Files, nil
 }
 
+// ErrDraw is matched by errors.Is when a plot of readable results could
+// not be drawn or written (a full disk): the input was not at fault.
+var ErrDraw = errors.New("drawing plots")
+
 // Draw is Dir that also says which suites had nothing to draw. It fails
-// when dir holds no kvtier CSV or a file cannot be read.
+// when dir holds no kvtier CSV or a file cannot be read, and with an
+// error wrapping ErrDraw when a plot cannot be drawn or written.
 func Draw(dir string) (*Result, error) {
 	run, err := report.Load(dir)
 	if err != nil {
@@ -79,7 +85,7 @@ func Draw(dir string) (*Result, error) {
 		}
 		for _, d := range ds {
 			if err := d(dir, run, res); err != nil {
-				return res, err
+				return res, fmt.Errorf("%w: %w", ErrDraw, err)
 			}
 		}
 	}

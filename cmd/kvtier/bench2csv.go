@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 )
 
@@ -53,6 +54,11 @@ func bench2csv(stdin io.Reader, stdout, stderr io.Writer, args []string) int {
 	if err := o.Validate(); err != nil {
 		return usageErr(stderr, "bench2csv", err)
 	}
+	if o.Out != "" {
+		if err := checkFileDir(o.Out); err != nil {
+			return usageErr(stderr, "bench2csv", option.Wrap("out", err))
+		}
+	}
 	in, name := stdin, "stdin"
 	if o.In != "-" {
 		f, err := os.Open(o.In)
@@ -80,8 +86,9 @@ func bench2csv(stdin io.Reader, stdout, stderr io.Writer, args []string) int {
 		}
 		return exitOK
 	}
-	if err := os.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
-		return usageErr(stderr, "bench2csv", fmt.Errorf("--out: %w", err))
+	if err := writeFile(o.Out, buf.Bytes()); err != nil {
+		fmt.Fprintf(stderr, "kvtier bench2csv: %v\n", err)
+		return exitFail
 	}
 	fmt.Fprintf(stderr, "kvtier bench2csv: %d rows to %s\n", len(rows), o.Out)
 	return exitOK

@@ -170,7 +170,7 @@ func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planR
 		err = perr
 	}
 	if err != nil {
-		return usageErr(stderr, "plan", err)
+		return traceFailed(ctx, stderr, "plan", err)
 	}
 	var dir string
 	r := suiteRun{cmd: "plan", suite: trace.PlanSuite, out: pr.f.out, args: args, plots: true,

@@ -35,6 +35,10 @@ func runPlot(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	}
 	for _, d := range o.Dirs {
 		res, err := plots.Draw(d)
+		if errors.Is(err, plots.ErrDraw) {
+			fmt.Fprintf(stderr, "kvtier plot: %s: %v\n", d, err)
+			return exitFail
+		}
 		if err != nil {
 			return usageErr(stderr, "plot", err)
 		}

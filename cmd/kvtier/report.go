@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 )
 
@@ -27,6 +28,31 @@ func (o reportOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
+// checkFileDir says whether a file can be written at path: its
+// directory must exist and be writable.
+func checkFileDir(path string) error {
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s: no directory %s", path, dir)
+	}
+	return checkOutDir(dir)
+}
+
+// writeFile writes b to path whole or not at all: through a temporary
+// file beside it, removed when the write fails (a full disk).
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	err := os.WriteFile(tmp, b, 0o644)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
 // runReport writes REPORT.md for one or more results directories and
 // prints it.
 func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int {
@@ -39,6 +65,12 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	o.Dirs = fs.Args()
 	if err := o.Validate(); err != nil {
 		return usageErr(stderr, "report", err)
+	}
+	out := o.Out
+	if out == "" {
+		out = filepath.Join(o.Dirs[0], "REPORT.md") // checked by loading it
+	} else if err := checkFileDir(out); err != nil {
+		return usageErr(stderr, "report", option.Wrap("out", err))
 	}
 	// With several directories (make bench passes one per suite), one
 	// that holds no CSV, a suite that could not start, is said and left
@@ -64,12 +96,9 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	}
 	var buf bytes.Buffer
 	report.Write(&buf, runs)
-	out := o.Out
-	if out == "" {
-		out = filepath.Join(o.Dirs[0], "REPORT.md")
-	}
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-		return usageErr(stderr, "report", fmt.Errorf("--out: %w", err))
+	if err := writeFile(out, buf.Bytes()); err != nil {
+		fmt.Fprintf(stderr, "kvtier report: %v\n", err)
+		return exitFail
 	}
 	if _, err := stdout.Write(buf.Bytes()); err != nil {
 		return exitFail

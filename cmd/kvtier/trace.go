@@ -101,6 +101,16 @@ func analyzeTraces(ctx context.Context, stderr io.Writer, cmd string, paths []st
 	return out, nil
 }
 
+// traceFailed says why the analysis of a trace stopped and returns the
+// exit status: interrupted, or a trace that cannot be read or used.
+func traceFailed(ctx context.Context, stderr io.Writer, cmd string, err error) int {
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "kvtier %s: interrupted; nothing written\n", cmd)
+		return exitInterrupted
+	}
+	return usageErr(stderr, cmd, err)
+}
+
 // writeRows opens file f of the output and writes rows into it.
 func writeRows(out *harness.Output, f results.File, rows []results.Row) error {
 	sink, err := out.Open(f)
@@ -200,7 +210,7 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	res, err := analyzeTraces(ctx, stderr, "trace", fs.Args(), g, ro, ao)
 	if err != nil {
-		return usageErr(stderr, "trace", err)
+		return traceFailed(ctx, stderr, "trace", err)
 	}
 	var dir string
 	r := suiteRun{cmd: "trace", suite: trace.Suite, out: f.out, args: args, plots: true,

@@ -7,8 +7,8 @@
 package plots
 
 import (
-	"errors"
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"

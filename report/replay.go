@@ -1,0 +1,151 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+func init() {
+	RegisterSection(Section{Suite: "replay", Write: WriteReplay})
+	RegisterSection(Section{Suite: "knee", Write: WriteKnee})
+}
+
+// fmtGB renders bytes as decimal gigabytes with one decimal, the unit of
+// the reference's capacity table; "" for NaN.
+func fmtGB(b float64) string {
+	if math.IsNaN(b) || math.IsInf(b, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(b/1e9, 'f', 1, 64)
+}
+
+// runRows returns the rows of the suite's per-run (replay) or
+// per-capacity (knee) file: the one with the apc_source column.
+func runRows(run *Run, suite string) []results.Row { return run.FileWith(suite, "apc_source") }
+
+// serverSentence says what served a run: a simulator, labelled as one.
+func serverSentence(r results.Row) string {
+	what := "a live server"
+	if r.Get("simulated") == "true" {
+		what = "**kvtier's simulator** (simulated figures, not a GPU's)"
+	}
+	return fmt.Sprintf("%s, model %s, workload `%s` (%s dispatch, concurrency %s)", what, orDash(r.Model), r.Get("trace"), r.Get("dispatch"), concurrency(r.Get("concurrency")))
+}
+
+func concurrency(s string) string {
+	if s == "0" || s == "" {
+		return "unlimited"
+	}
+	return s
+}
+
+// requestCounts renders ok/failed/timed out/skipped of a run row.
+func requestCounts(r results.Row) string {
+	s := r.Get("ok") + " ok"
+	for _, c := range []struct{ col, name string }{{"failed", "failed"}, {"timed_out", "timed out"}, {"skipped", "skipped"}} {
+		if v := r.Get(c.col); v != "" && v != "0" {
+			s += ", " + v + " " + c.name
+		}
+	}
+	return s
+}
+
+// WriteReplay writes the replay section: per run the realized APC from
+// the server's counters beside the LRU model's prediction, the TTFT and
+// TPOT percentiles and goodput.
+func WriteReplay(w io.Writer, run *Run) {
+	for _, r := range runRows(run, "replay") {
+		fmt.Fprintf(w, "Replayed against %s at `%s`: %s requests (%s) in %s.\n\n", serverSentence(r), r.Get("endpoint"), r.Get("requests"), requestCounts(r), fmtSec(r.Float("duration_s")))
+		t := newTable("realized APC", "external APC", "predicted APC", "cached share (usage)", "TTFT p50", "p90", "p99", "TPOT p50", "goodput", "throughput")
+		pred := fmtShare(r.Float("predicted_apc"))
+		if pred == "" {
+			pred = t.dash("the server's capacity is unknown (no num_gpu_blocks in vllm:cache_config_info)")
+		}
+		apc := fmtShare(r.Float("apc"))
+		if apc == "" {
+			apc = t.dash(r.Get("apc_source"))
+		}
+		good := sig(r.Float("goodput_rps")) + " req/s"
+		if math.IsNaN(r.Float("goodput_rps")) {
+			good = t.dash("no --slo-ttft or --slo-tpot")
+		}
+		t.add(apc, fmtShare(r.Float("apc_external")), pred, fmtShare(r.Float("cached_share")),
+			fmtSec(r.Float("ttft_p50_s")), fmtSec(r.Float("ttft_p90_s")), fmtSec(r.Float("ttft_p99_s")), fmtSec(r.Float("tpot_p50_s")),
+			good, sig(r.Float("throughput_rps"))+" req/s")
+		t.write(w)
+		fmt.Fprintf(w, "Realized APC is the server's prefix-cache hits over its queries across the run (%s). The prediction is the LRU model's at the server's %s GPU blocks (%s tokens), fed the requests in the order they were sent.\n\n",
+			orDash(r.Get("apc_source")), orDash(r.Get("gpu_blocks")), orDash(r.Get("capacity_tokens")))
+		if r.Status != results.StatusOK {
+			fmt.Fprintf(w, "Run status %s: %s.\n\n", r.Status, r.Reason)
+		}
+	}
+}
+
+// WriteKnee writes the knee section, laid out like the reference's
+// capacity table: per GPU KV capacity the realized APC and TTFT p90,
+// with the LRU model's prediction, the other percentiles and the
+// workload's working set.
+func WriteKnee(w io.Writer, run *Run) {
+	rows := slices.Clone(runRows(run, "knee"))
+	if len(rows) == 0 {
+		return
+	}
+	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
+	first := rows[0]
+	fmt.Fprintf(w, "One server per GPU KV capacity (%s), the same workload replayed against each: %s.\n\n", first.Get("server"), serverSentence(first))
+	t := newTable("GPU KV (GB)", "realized APC", "TTFT p90", "blocks", "predicted APC", "TTFT p50", "TTFT p99", "requests")
+	for _, r := range rows {
+		gb := fmtGB(r.Float("capacity_bytes"))
+		if gb == "" {
+			gb = t.dash("the model's KV geometry is unknown: " + r.Get("capacity_tokens") + " tokens")
+		}
+		if r.Status == results.StatusError && r.Get("requests") == "" {
+			t.add(gb, t.dash(r.Reason), Dash, r.Get("gpu_blocks"), Dash, Dash, Dash, Dash)
+			continue
+		}
+		apc := fmtShare(r.Float("apc"))
+		if apc == "" {
+			apc = t.dash(orDash(r.Get("apc_source")))
+		}
+		reqs := requestCounts(r)
+		if r.Status != results.StatusOK {
+			reqs += " " + t.note(r.Reason)
+		}
+		t.add(gb, apc, fmtSec(r.Float("ttft_p90_s")), r.Get("gpu_blocks"), fmtShare(r.Float("predicted_apc")),
+			fmtSec(r.Float("ttft_p50_s")), fmtSec(r.Float("ttft_p99_s")), reqs)
+	}
+	t.write(w)
+	writeKneeFindings(w, rows)
+}
+
+// writeKneeFindings says where the working set is and where the realized
+// APC stops growing.
+func writeKneeFindings(w io.Writer, rows []results.Row) {
+	ws := rows[0].Float("working_set_tokens")
+	if !math.IsNaN(ws) {
+		size := commas(int64(ws)) + " tokens"
+		if b := rows[0].Float("working_set_bytes"); !math.IsNaN(b) {
+			size = fmtGB(b) + " GB (" + size + ")"
+		}
+		fmt.Fprintf(w, "Working set: %s, the smallest cache at which the LRU model (blocks touched tail first, as vLLM frees them) serves every hit an infinite cache would, fed the requests in the order they are expected to be sent (**predicted**).", size)
+	}
+	best := math.NaN()
+	for _, r := range rows {
+		if v := r.Float("apc"); r.Status == results.StatusOK && !math.IsNaN(v) && (math.IsNaN(best) || v > best) {
+			best = v
+		}
+	}
+	for _, r := range rows {
+		if v := r.Float("apc"); r.Status == results.StatusOK && v >= 0.95*best {
+			fmt.Fprintf(w, " The realized APC reaches 95 %% of its largest (%s) at %s GB (%s blocks).", fmtShare(best), orDash(fmtGB(r.Float("capacity_bytes"))), r.Get("gpu_blocks"))
+			break
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+}

@@ -123,8 +123,63 @@ func WriteKnee(w io.Writer, run *Run) {
 	writeKneeFindings(w, rows)
 }
 
-// writeKneeFindings says where the working set is and where the realized
-// APC stops growing.
+// A KneeShape is what a knee sweep's capacities (ok rows of knee.csv,
+// by capacity) say about its knee.
+type KneeShape struct {
+	// Knee is the first capacity whose realized APC reaches 95 % of the
+	// largest capacity's.
+	Knee int
+	// WorkingSet is the capacity nearest the workload's working set; -1
+	// when the rows do not give it.
+	WorkingSet int
+	APCGain    float64 // realized APC at the largest capacity over the smallest's
+	TTFTFall   float64 // TTFT p90 at the smallest capacity over the knee's
+	// Flat is the largest |TTFT p90 / the knee's − 1| beyond the knee; 0
+	// when the knee is the largest capacity.
+	Flat float64
+	Rows []results.Row // the capacities, ascending
+}
+
+// ShapeOfKnee returns the knee's shape from knee.csv's rows, which must
+// all be ok.
+func ShapeOfKnee(rows []results.Row) (KneeShape, error) {
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
+	for _, r := range rows {
+		if r.Status != results.StatusOK || math.IsNaN(r.Float("apc")) || math.IsNaN(r.Float("ttft_p90_s")) {
+			return KneeShape{}, fmt.Errorf("capacity of %s blocks: %s %s: no realized APC and TTFT p90", r.Get("gpu_blocks"), r.Status, r.Reason)
+		}
+	}
+	if len(rows) < 2 {
+		return KneeShape{}, fmt.Errorf("%d capacities: a knee needs at least two", len(rows))
+	}
+	n := len(rows)
+	apc := func(i int) float64 { return rows[i].Float("apc") }
+	p90 := func(i int) float64 { return rows[i].Float("ttft_p90_s") }
+	k := KneeShape{Knee: n - 1, WorkingSet: -1, APCGain: apc(n-1) / apc(0), Rows: rows}
+	for i := range rows {
+		if apc(i) >= 0.95*apc(n-1) {
+			k.Knee = i
+			break
+		}
+	}
+	k.TTFTFall = p90(0) / p90(k.Knee)
+	for i := k.Knee + 1; i < n; i++ {
+		k.Flat = max(k.Flat, math.Abs(p90(i)/p90(k.Knee)-1))
+	}
+	if ws := rows[0].Float("working_set_tokens"); !math.IsNaN(ws) {
+		k.WorkingSet = 0
+		for i, r := range rows {
+			if math.Abs(r.Float("capacity_tokens")-ws) < math.Abs(rows[k.WorkingSet].Float("capacity_tokens")-ws) {
+				k.WorkingSet = i
+			}
+		}
+	}
+	return k, nil
+}
+
+// writeKneeFindings says where the working set is, where the realized
+// APC stops growing and how the TTFT falls across the knee.
 func writeKneeFindings(w io.Writer, rows []results.Row) {
 	ws := rows[0].Float("working_set_tokens")
 	if !math.IsNaN(ws) {
@@ -134,18 +189,12 @@ func writeKneeFindings(w io.Writer, rows []results.Row) {
 		}
 		fmt.Fprintf(w, "Working set: %s, the smallest cache at which the LRU model (blocks touched tail first, as vLLM frees them) serves every hit an infinite cache would, fed the requests in the order they are expected to be sent (**predicted**).", size)
 	}
-	best := math.NaN()
-	for _, r := range rows {
-		if v := r.Float("apc"); r.Status == results.StatusOK && !math.IsNaN(v) && (math.IsNaN(best) || v > best) {
-			best = v
-		}
+	k, err := ShapeOfKnee(rows)
+	if err != nil {
+		fmt.Fprintf(w, " No knee: %v.\n\n", err)
+		return
 	}
-	for _, r := range rows {
-		if v := r.Float("apc"); r.Status == results.StatusOK && v >= 0.95*best {
-			fmt.Fprintf(w, " The realized APC reaches 95 %% of its largest (%s) at %s GB (%s blocks).", fmtShare(best), orDash(fmtGB(r.Float("capacity_bytes"))), r.Get("gpu_blocks"))
-			break
-		}
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w)
+	kr := k.Rows[k.Knee]
+	fmt.Fprintf(w, " The realized APC reaches 95 %% of its value at the largest capacity at %s GB (%s blocks), %s× the smallest capacity's; TTFT p90 falls %s× from the smallest capacity to there and stays within ±%s %% beyond it.\n\n",
+		orDash(fmtGB(kr.Float("capacity_bytes"))), kr.Get("gpu_blocks"), sig(k.APCGain), sig(k.TTFTFall), sig(100*k.Flat))
 }

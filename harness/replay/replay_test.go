@@ -262,7 +262,7 @@ func failing(noMetrics bool) func(http.Handler) http.Handler {
 				http.Error(w, `{"error":{"message":"boom","code":500}}`, http.StatusInternalServerError)
 			case strings.HasSuffix(id, "-2"):
 				io.Copy(io.Discard, r.Body) // so the server notices the client leave
-				select { // past the client's timeout (virtual time)
+				select {                    // past the client's timeout (virtual time)
 				case <-r.Context().Done():
 				case <-time.After(time.Hour):
 				}

@@ -74,7 +74,14 @@ func WriteReplay(w io.Writer, run *Run) {
 		if math.IsNaN(r.Float("goodput_rps")) {
 			good = t.dash("no --slo-ttft or --slo-tpot")
 		}
-		t.add(apc, fmtShare(r.Float("apc_external")), pred, fmtShare(r.Float("cached_share")),
+		ext, cached := fmtShare(r.Float("apc_external")), fmtShare(r.Float("cached_share"))
+		if ext == "" {
+			ext = t.dash("the server counted no external (KV connector) prefix-cache queries")
+		}
+		if cached == "" {
+			cached = t.dash("the server sent no usage cached_tokens (vLLM: --enable-prompt-tokens-details)")
+		}
+		t.add(apc, ext, pred, cached,
 			fmtSec(r.Float("ttft_p50_s")), fmtSec(r.Float("ttft_p90_s")), fmtSec(r.Float("ttft_p99_s")), fmtSec(r.Float("tpot_p50_s")),
 			good, sig(r.Float("throughput_rps"))+" req/s")
 		t.write(w)

@@ -139,7 +139,7 @@ func measure(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, i, bl
 		}
 	}()
 	row.Set("server", srv.Name())
-	row.Set("server_log", filepath.Base(srv.Log()))
+	row.Set("server_log", logName(srv))
 	sum, err := run(ctx, cfg, w, s, srv, blocks)
 	if err != nil {
 		if errors.Is(err, errWrite) || ctx.Err() != nil {
@@ -151,7 +151,7 @@ func measure(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, i, bl
 	sum.SetWorkingSet(ws)
 	out := sum.Row(Suite.Name)
 	out.Set("server", srv.Name())
-	out.Set("server_log", filepath.Base(srv.Log()))
+	out.Set("server_log", logName(srv))
 	select {
 	case <-srv.Exited():
 		out.Fail(fmt.Errorf("the server exited during the run (%v)%s", srv.ExitErr(), logHint(srv)))
@@ -178,7 +178,7 @@ func run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, srv serve
 	sum, err := rp.Run(ctx, s.Requests, func(r *results.Row) {
 		r.Suite = Suite.Name
 		r.Set("server", srv.Name())
-		r.Set("server_log", filepath.Base(srv.Log()))
+		r.Set("server_log", logName(srv))
 	})
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("%w: %w", errWrite, err)
@@ -219,12 +219,20 @@ func start(ctx context.Context, cfg Config, i, blocks int) (server, error) {
 	return srv, nil
 }
 
-// logHint points at a server's log, "" when it has none.
-func logHint(srv server) string {
+// logName is the file name of a server's log, "" when it has none.
+func logName(srv server) string {
 	if srv == nil || srv.Log() == "" {
 		return ""
 	}
-	return " (see " + filepath.Base(srv.Log()) + ")"
+	return filepath.Base(srv.Log())
+}
+
+// logHint points at a server's log, "" when it has none.
+func logHint(srv server) string {
+	if n := logName(srv); n != "" {
+		return " (see " + n + ")"
+	}
+	return ""
 }
 
 // capacityRow is the row of a capacity before it is measured: what it is.

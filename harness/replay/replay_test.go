@@ -261,8 +261,10 @@ func failing(noMetrics bool) func(http.Handler) http.Handler {
 			case strings.HasSuffix(id, "-1"):
 				http.Error(w, `{"error":{"message":"boom","code":500}}`, http.StatusInternalServerError)
 			case strings.HasSuffix(id, "-2"):
-				io.Copy(io.Discard, r.Body) // so the server notices the client leave
-				select {                    // past the client's timeout (virtual time)
+				// Read the body, so the server notices the client leave;
+				// hold past the client's timeout (virtual time).
+				io.Copy(io.Discard, r.Body)
+				select {
 				case <-r.Context().Done():
 				case <-time.After(time.Hour):
 				}

@@ -104,7 +104,14 @@ func WriteKnee(w io.Writer, run *Run) {
 	}
 	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
 	first := rows[0]
-	fmt.Fprintf(w, "One server per GPU KV capacity (%s), the same workload replayed against each: %s.\n\n", first.Get("server"), serverSentence(first))
+	if i := slices.IndexFunc(rows, ok); i >= 0 {
+		first = rows[i] // an error row may not know the workload
+	}
+	fmt.Fprintf(w, "One server per GPU KV capacity (%s), the same workload replayed against each: %s.", first.Get("server"), serverSentence(first))
+	if run.Manifest != nil && run.Manifest.Settings["generated"] != "" {
+		fmt.Fprintf(w, " The workload: synthetic sessions, %s.", run.Manifest.Settings["generated"])
+	}
+	fmt.Fprint(w, "\n\n")
 	t := newTable("GPU KV (GB)", "realized APC", "TTFT p90", "blocks", "predicted APC", "TTFT p50", "TTFT p99", "requests")
 	for _, r := range rows {
 		gb := fmtGB(r.Float("capacity_bytes"))
@@ -188,10 +195,9 @@ func ShapeOfKnee(rows []results.Row) (KneeShape, error) {
 // writeKneeFindings says where the working set is, where the realized
 // APC stops growing and how the TTFT falls across the knee.
 func writeKneeFindings(w io.Writer, rows []results.Row) {
-	ws := rows[0].Float("working_set_tokens")
-	if !math.IsNaN(ws) {
-		size := commas(int64(ws)) + " tokens"
-		if b := rows[0].Float("working_set_bytes"); !math.IsNaN(b) {
+	if i := slices.IndexFunc(rows, func(r results.Row) bool { return r.Get("working_set_tokens") != "" }); i >= 0 {
+		size := commas(int64(rows[i].Float("working_set_tokens"))) + " tokens"
+		if b := rows[i].Float("working_set_bytes"); !math.IsNaN(b) {
 			size = fmtGB(b) + " GB (" + size + ")"
 		}
 		fmt.Fprintf(w, "Working set: %s, the smallest cache at which the LRU model (blocks touched tail first, as vLLM frees them) serves every hit an infinite cache would, fed the requests in the order they are expected to be sent (**predicted**).", size)
@@ -201,7 +207,7 @@ func writeKneeFindings(w io.Writer, rows []results.Row) {
 		fmt.Fprintf(w, " No knee: %v.\n\n", err)
 		return
 	}
-	kr := k.Rows[k.Knee]
-	fmt.Fprintf(w, " The realized APC reaches 95 %% of its value at the largest capacity at %s GB (%s blocks), %s× the smallest capacity's; TTFT p90 falls %s× from the smallest capacity to there and stays within ±%s %% beyond it.\n\n",
-		orDash(fmtGB(kr.Float("capacity_bytes"))), kr.Get("gpu_blocks"), sig(k.APCGain), sig(k.TTFTFall), sig(100*k.Flat))
+	kr, last := k.Rows[k.Knee], k.Rows[len(k.Rows)-1]
+	fmt.Fprintf(w, " The realized APC rises from %s at the smallest capacity to %s at the largest and reaches 95 %% of that at %s GB (%s blocks); TTFT p90 falls %s× from the smallest capacity to there and stays within ±%s %% beyond it.\n\n",
+		fmtShare(k.Rows[0].Float("apc")), fmtShare(last.Float("apc")), orDash(fmtGB(kr.Float("capacity_bytes"))), kr.Get("gpu_blocks"), sig(k.TTFTFall), sig(100*k.Flat))
 }

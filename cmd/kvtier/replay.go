@@ -123,7 +123,16 @@ func (f *workloadFlags) settings(cfg replay.Config, w *replay.Workload) map[stri
 		"block_tokens": strconv.Itoa(w.BlockTokens), "prediction": "LRU model, blocks touched tail first (kvtier trace --touch reverse)",
 	}
 	if g := w.Generated; g != nil {
-		s["generated"] = fmt.Sprintf("%+v", *g)
+		shape := "mean"
+		if g.Fixed {
+			shape = "fixed"
+		}
+		sys := fmt.Sprintf("a %d-token system prompt of its own", g.SystemTokens)
+		if g.SystemPrompts > 0 {
+			sys = fmt.Sprintf("one of %d shared %d-token system prompts", g.SystemPrompts, g.SystemTokens)
+		}
+		s["generated"] = fmt.Sprintf("%d sessions of %d turns (%s) each with %s, %d new and %d output tokens a turn, think %s, arrivals over %s, %d-token blocks, seed %d",
+			g.Sessions, g.Turns, shape, sys, g.TurnTokens, g.OutputTokens, g.Think, g.Duration, g.BlockTokens, g.Seed)
 	}
 	return s
 }

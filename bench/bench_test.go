@@ -180,7 +180,8 @@ func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec
 			ro.Peer = cfg.peer
 		}
 	}
-	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Seed: 1, Options: opts, Log: os.Stderr}
+	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Seed: 1, Options: opts, Log: os.Stderr,
+		LibIBVerbs: env("KVTIER_LIBIBVERBS", "")}
 	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Geom: g, Seed: 1}
 	defer c.Tier.Close()
 	if reason := c.Tier.Available(); reason != "" {

@@ -39,7 +39,11 @@ type Env struct {
 	Options Options
 	// Root is the root of sysfs and procfs reads ("/" on a live machine).
 	Root string
-	Log  io.Writer // progress and warnings; never rows
+	// LibIBVerbs is the libibverbs the remote tier's verbs transport
+	// loads ("" tries the usual names); cmd/kvtier fills it from
+	// KVTIER_LIBIBVERBS.
+	LibIBVerbs string
+	Log        io.Writer // progress and warnings; never rows
 }
 
 // Options are a tier's own settings. The tier declares them, so the

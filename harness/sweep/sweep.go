@@ -64,7 +64,7 @@ type sweeper struct {
 // newConfig builds the tier of one configuration.
 func (s *sweeper) newConfig(spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) Config {
 	env := tiers.Env{Backend: s.b, Geometry: s.opts.Geometry, Layout: layout, Copy: mode,
-		Seed: s.opts.Seed, Options: s.opts.TierOptions[spec.Name], Root: s.opts.Root, Log: s.log}
+		Seed: s.opts.Seed, Options: s.opts.TierOptions[spec.Name], Root: s.opts.Root, LibIBVerbs: s.opts.LibIBVerbs, Log: s.log}
 	if !spec.Moves {
 		env.Layout, env.Copy = kv.Layerwise, ""
 	}

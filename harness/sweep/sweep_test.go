@@ -15,6 +15,7 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -54,7 +55,7 @@ func runSweep(t *testing.T, ctx context.Context, o Options) (string, []results.R
 	}
 	defer b.Close()
 	dir := filepath.Join(t.TempDir(), "out")
-	out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, "/", nil)
+	out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +78,7 @@ func runSweep(t *testing.T, ctx context.Context, o Options) (string, []results.R
 var errRows = errors.New("some rows are errors")
 
 func TestSweepEndToEnd(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -180,6 +182,7 @@ func TestSweepEndToEnd(t *testing.T) {
 }
 
 func TestSweepBudget(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	o.Tiers = []string{"host"}
 	o.Layouts = []kv.Layout{kv.Layerwise}
@@ -211,6 +214,7 @@ func TestSweepBudget(t *testing.T) {
 }
 
 func TestSweepMemoryCheck(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
 	// 19 KiB available: 16 tokens need (2+1)·2 KiB, 64 tokens (5+4)·2 KiB = 18 KiB > 90%.
@@ -239,6 +243,7 @@ func TestSweepMemoryCheck(t *testing.T) {
 }
 
 func TestSweepCancelled(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -278,6 +283,7 @@ func init() {
 }
 
 func TestSweepVerifyFailure(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	o.Tiers = []string{"broken-test"}
 	o.Layouts = []kv.Layout{kv.Layerwise}
@@ -309,6 +315,7 @@ func TestSweepVerifyFailure(t *testing.T) {
 }
 
 func TestSweepOptionsValidate(t *testing.T) {
+	t.Parallel()
 	o := DefaultOptions()
 	o.Tiers = []string{"host", "tape"}
 	o.Geometry.Layers = 0
@@ -344,6 +351,7 @@ func TestSweepOptionsValidate(t *testing.T) {
 // Every registered tier declares the attributes it sets: each lands in a
 // column of sweep.csv (peer_mem was once dropped without a word).
 func TestTierAttrsHaveColumns(t *testing.T) {
+	t.Parallel()
 	b, err := tiers.OpenHost(tiers.BackendConfig{NUMA: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -94,6 +95,7 @@ func TestTransferChunks(t *testing.T) {
 // TestTransferMismatch serves a pool with one corrupted byte: the rep is
 // an error row saying where, and the run ends with ErrMeasurementFailed.
 func TestTransferMismatch(t *testing.T) {
+	t.Parallel()
 	pool, err := peer.NewHostPool(8<<20, 5)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +132,7 @@ func runTransfer(t *testing.T, o Options, cfg tiers.BackendConfig) ([]results.Ro
 	}
 	defer done()
 	dir := filepath.Join(t.TempDir(), "out")
-	out, err := harness.CreateOutput(dir, "transfer", []string{"test"}, "/", nil)
+	out, err := harness.CreateOutput(dir, "transfer", []string{"test"}, system.Config{Root: "/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,21 +62,28 @@ func runKnee(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.StringVar(&k.healthTimeout, "health-timeout", "15m", "how long a server may take to answer GET /health")
 	fs.StringVar(&k.grace, "stop-grace", "30s", "between SIGTERM and SIGKILL when a server is stopped")
 	fs.IntVar(&k.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block of the servers (give the server command the same)")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	r, code, ok := parseOptions(fs, args, stderr, func() (kneeRun, error) {
+		cfg, w, err := k.config(ctx, fs, &f, out)
+		return kneeRun{cfg, w}, err
+	})
+	if !ok {
 		return code
 	}
-	cfg, w, err := k.config(ctx, fs, &f, out)
-	if err != nil {
-		return usageErr(stderr, "knee", err)
-	}
+	cfg, w := r.cfg, r.w
 	cfg.Log, cfg.Replay.Log = stderr, nil
 	var dir string
-	code := suiteRun{cmd: "knee", suite: knee.Suite, out: out, args: args, plots: true,
+	code = suiteRun{cmd: "knee", suite: knee.Suite, out: out, args: args, plots: true,
 		run: func(ctx context.Context, o *harness.Output) error {
 			dir = o.Dir
 			return kneeInto(ctx, o, &f, cfg, w)
 		}}.exec(ctx, stdout, stderr)
 	return printSection(stdout, stderr, "knee", dir, code, report.WriteKnee)
+}
+
+// kneeRun is a validated kvtier knee.
+type kneeRun struct {
+	cfg knee.Config
+	w   *replay.Workload
 }
 
 // config checks every flag and returns the sweep's configuration and

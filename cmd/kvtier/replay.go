@@ -158,28 +158,35 @@ func runReplay(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	fs.StringVar(&endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
 	fs.IntVar(&blockSize, "block-size", 0, "the server's KV block size in tokens (default: from vllm:cache_config_info)")
 	fs.IntVar(&gpuBlocks, "gpu-blocks", 0, "the server's GPU KV blocks, for the prediction (default: vllm:cache_config_info num_gpu_blocks)")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	r, code, ok := parseOptions(fs, args, stderr, func() (replayRun, error) {
+		var errs []error
+		cfg, w := f.config(ctx, fs, &errs)
+		cfg.Endpoint, cfg.BlockSize, cfg.GPUBlocks, cfg.Log = strings.TrimSpace(endpoint), blockSize, gpuBlocks, stderr
+		errs = append(errs, out.check(), cfg.Validate())
+		cfg.BlockBytes = f.blockBytes(&errs)
+		if err := errors.Join(errs...); err != nil {
+			return replayRun{}, err
+		}
+		rp, err := replay.New(ctx, cfg, w)
+		return replayRun{cfg, w, rp}, err
+	})
+	if !ok {
 		return code
 	}
-	var errs []error
-	cfg, w := f.config(ctx, fs, &errs)
-	cfg.Endpoint, cfg.BlockSize, cfg.GPUBlocks, cfg.Log = strings.TrimSpace(endpoint), blockSize, gpuBlocks, stderr
-	errs = append(errs, out.check(), cfg.Validate())
-	cfg.BlockBytes = f.blockBytes(&errs)
-	if err := errors.Join(errs...); err != nil {
-		return usageErr(stderr, "replay", err)
-	}
-	rp, err := replay.New(ctx, cfg, w)
-	if err != nil {
-		return usageErr(stderr, "replay", err)
-	}
 	var dir string
-	code := suiteRun{cmd: "replay", suite: replay.Suite, out: out, args: args,
+	code = suiteRun{cmd: "replay", suite: replay.Suite, out: out, args: args,
 		run: func(ctx context.Context, o *harness.Output) error {
 			dir = o.Dir
-			return replayInto(ctx, stderr, o, &f, rp, cfg, w)
+			return replayInto(ctx, stderr, o, &f, r)
 		}}.exec(ctx, stdout, stderr)
 	return printSection(stdout, stderr, "replay", dir, code, report.WriteReplay)
+}
+
+// replayRun is a validated kvtier replay, connected to its server.
+type replayRun struct {
+	cfg replay.Config
+	w   *replay.Workload
+	rp  *replay.Replayer
 }
 
 // blockBytes returns the KV bytes of a block of the served model: of the
@@ -199,7 +206,8 @@ func (f *workloadFlags) blockBytes(errs *[]error) func(model string, blockSize i
 
 // replayInto runs the replay into the results directory: the manifest's
 // settings, the request rows, the run row.
-func replayInto(ctx context.Context, stderr io.Writer, out *harness.Output, f *workloadFlags, rp *replay.Replayer, cfg replay.Config, w *replay.Workload) error {
+func replayInto(ctx context.Context, stderr io.Writer, out *harness.Output, f *workloadFlags, r replayRun) error {
+	cfg, w, rp := r.cfg, r.w, r.rp
 	info := rp.Info()
 	out.Manifest.Settings = f.settings(cfg, w)
 	replaySettings(out.Manifest.Settings, info)

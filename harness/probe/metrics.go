@@ -73,6 +73,19 @@ type Snapshot struct {
 // BlockSize returns cache_config_info's block_size, 0 when unknown.
 func (s Snapshot) BlockSize() int { return s.configInt("block_size") }
 
+// BlockSizeOr returns the server's KV block size and where it came
+// from: given (the --block-size flag), when positive; else
+// cache_config_info's; else vLLM's default of 16 tokens, assumed.
+func (s Snapshot) BlockSizeOr(given int) (int, string) {
+	switch {
+	case given > 0:
+		return given, "--block-size"
+	case s.BlockSize() > 0:
+		return s.BlockSize(), "vllm:cache_config_info"
+	}
+	return 16, "assumed (vLLM default; vllm:cache_config_info missing)"
+}
+
 // GPUBlocks returns cache_config_info's num_gpu_blocks, 0 when unknown.
 func (s Snapshot) GPUBlocks() int { return s.configInt("num_gpu_blocks") }
 

@@ -99,14 +99,7 @@ func (rp *Replayer) learn(ctx context.Context) {
 	if err != nil {
 		rp.info.MetricsError = err.Error()
 	}
-	switch {
-	case rp.cfg.BlockSize > 0:
-		rp.info.BlockSize, rp.info.BlockSource = rp.cfg.BlockSize, "--block-size"
-	case snap.BlockSize() > 0:
-		rp.info.BlockSize, rp.info.BlockSource = snap.BlockSize(), "vllm:cache_config_info"
-	default:
-		rp.info.BlockSize, rp.info.BlockSource = 16, "assumed (vLLM default; vllm:cache_config_info missing)"
-	}
+	rp.info.BlockSize, rp.info.BlockSource = snap.BlockSizeOr(rp.cfg.BlockSize)
 	switch {
 	case rp.cfg.GPUBlocks > 0:
 		rp.info.GPUBlocks, rp.info.GPUSource = rp.cfg.GPUBlocks, "--gpu-blocks"

@@ -1,4 +1,8 @@
-package report
+package knee
+
+// The knee's report section is tested here, where the knee suite is
+// registered: report's own tests render a full report of the suites
+// they register, which this one would join.
 
 import (
 	"bytes"
@@ -6,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtier/kvtier/harness/knee"
+	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -37,22 +41,22 @@ func (e errLike) Error() string { return string(e) }
 
 func TestShapeOfKnee(t *testing.T) {
 	rows := []results.Row{kneeRow(600, 0.75, 0.7), kneeRow(100, 0.07, 13), kneeRow(300, 0.74, 0.6), kneeRow(200, 0.36, 4.6), kneeRow(900, 0.75, 0.65)}
-	k, err := ShapeOfKnee(rows)
+	k, err := report.ShapeOfKnee(rows)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if k.Knee != 2 || k.WorkingSet != 2 || math.Abs(k.APCGain-0.75/0.07) > 1e-9 || math.Abs(k.TTFTFall-13/0.6) > 1e-9 || math.Abs(k.Flat-0.1/0.6) > 1e-9 {
 		t.Errorf("shape %+v", k)
 	}
-	if _, err := ShapeOfKnee(append(rows, kneeRow(50, math.NaN(), math.NaN()))); err == nil {
+	if _, err := report.ShapeOfKnee(append(rows, kneeRow(50, math.NaN(), math.NaN()))); err == nil {
 		t.Error("an error row must leave no shape")
 	}
 }
 
 func TestWriteKnee(t *testing.T) {
-	run := &Run{Files: map[string][]results.Row{knee.File: {kneeRow(200, 0.36, 4.6), kneeRow(50, math.NaN(), math.NaN()), kneeRow(300, 0.74, 0.6)}}}
+	run := &report.Run{Files: map[string][]results.Row{File: {kneeRow(200, 0.36, 4.6), kneeRow(50, math.NaN(), math.NaN()), kneeRow(300, 0.74, 0.6)}}}
 	var b bytes.Buffer
-	WriteKnee(&b, run)
+	report.WriteKnee(&b, run)
 	out := b.String()
 	for _, want := range []string{
 		"| GPU KV (GB) | realized APC | TTFT p90 |",

@@ -90,6 +90,7 @@ func WriteReplay(w io.Writer, run *Run) {
 		if r.Status != results.StatusOK {
 			fmt.Fprintf(w, "Run status %s: %s.\n\n", r.Status, r.Reason)
 		}
+		writeSimLag(w, []results.Row{r})
 	}
 }
 
@@ -135,6 +136,25 @@ func WriteKnee(w io.Writer, run *Run) {
 	}
 	t.write(w)
 	writeKneeFindings(w, rows)
+	writeSimLag(w, rows)
+}
+
+// simLagNotable is the simulator lag worth a sentence: beyond it the
+// machine's load shows in the TTFTs.
+const simLagNotable = 0.005
+
+// writeSimLag says how far a real-time simulator fell behind real time,
+// when it did notably: that much of this machine's load is in its TTFTs.
+func writeSimLag(w io.Writer, rows []results.Row) {
+	worst, at := 0.0, ""
+	for _, r := range rows {
+		if v := r.Float("sim_lag_s"); v > worst {
+			worst, at = v, r.Get("gpu_blocks")
+		}
+	}
+	if worst > simLagNotable {
+		fmt.Fprintf(w, "The simulator fell up to %s behind real time (kvtier_sim_lag_seconds, at %s GPU blocks): this machine's load, not the model, is in its TTFTs up to that much.\n\n", fmtSec(worst), at)
+	}
 }
 
 // A KneeShape is what a knee sweep's capacities (ok rows of knee.csv,

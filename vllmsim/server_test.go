@@ -243,6 +243,7 @@ func TestMetricsShape(t *testing.T) {
 		"vllm:time_to_first_token_seconds":         dto.MetricType_HISTOGRAM,
 		"vllm:cache_config_info":                   dto.MetricType_GAUGE,
 		"kvtier_simulated":                         dto.MetricType_GAUGE,
+		"kvtier_sim_lag_seconds":                   dto.MetricType_GAUGE,
 	}
 	for name, typ := range want {
 		f, ok := mf[name]

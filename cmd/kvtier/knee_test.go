@@ -135,11 +135,33 @@ func TestKneeInterruptStopsServer(t *testing.T) {
 // TestKneeExternalSimShape runs the reference's knee workload against
 // servers started as processes through --server-cmd (the test binary
 // as kvtier sim, its modeled delays scaled by 0.1 so the sweep takes
-// seconds) and checks the reference's shape.
+// seconds) and checks the reference's shape. It is real time: a loaded
+// machine delays the few slowest requests that make a p90, so it tries
+// three times, and when every try failed while the simulator fell
+// behind real time it skips rather than fails.
 func TestKneeExternalSimShape(t *testing.T) {
 	if raceDetector {
 		t.Skip("real time: the race detector's slowed request handling would count as TTFT; make test runs this without it")
 	}
+	var problems []string
+	laggedAll := true
+	for try := range 3 {
+		problem, lag := externalShape(t, try)
+		if problem == "" {
+			return
+		}
+		problems = append(problems, problem)
+		laggedAll = laggedAll && lag > 0.02
+	}
+	if laggedAll {
+		t.Skipf("the simulator fell behind real time in every try (a loaded machine): %s", strings.Join(problems, "; "))
+	}
+	t.Errorf("shape wrong in every try: %s", strings.Join(problems, "; "))
+}
+
+// externalShape runs the sweep once; it returns what is wrong with its
+// shape ("" when nothing is) and the simulator's largest lag.
+func externalShape(t *testing.T, try int) (string, float64) {
 	marker := fmt.Sprintf("kneeshape-%d", time.Now().UnixNano())
 	out := filepath.Join(t.TempDir(), "k")
 	start := time.Now()
@@ -147,18 +169,9 @@ func TestKneeExternalSimShape(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	t.Logf("took %v:\n%s", time.Since(start), stdout)
 	rows, _, err := results.ReadCSV(filepath.Join(out, "knee.csv"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	k, err := report.ShapeOfKnee(rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !(k.APCGain >= 2) || !(k.TTFTFall >= 5) || !(k.Flat <= 0.25) || k.WorkingSet < 0 || k.Knee-k.WorkingSet > 1 || k.WorkingSet-k.Knee > 1 {
-		t.Errorf("shape: APC gain %.2f× (want ≥ 2), TTFT p90 fall %.2f× (≥ 5), flat within ±%.0f %% (≤ 25), knee at capacity %d, working set nearest %d (one step at most)",
-			k.APCGain, k.TTFTFall, 100*k.Flat, k.Knee, k.WorkingSet)
 	}
 	// The server says it is kvtier's simulator: its rows say so too.
 	if rows[0].Get("simulated") != "true" || rows[0].Get("server") != filepath.Base(os.Args[0]) || !strings.HasPrefix(rows[0].Get("server_log"), "server-0-") {
@@ -167,4 +180,18 @@ func TestKneeExternalSimShape(t *testing.T) {
 	if left := processesWith(marker); len(left) > 0 {
 		t.Errorf("server processes %v outlived kvtier knee", left)
 	}
+	lag := 0.0
+	for _, r := range rows {
+		lag = max(lag, r.Float("sim_lag_s"))
+	}
+	t.Logf("try %d took %v, simulator lag up to %.3f s:\n%s", try, time.Since(start), lag, stdout)
+	k, err := report.ShapeOfKnee(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(k.APCGain >= 2) || !(k.TTFTFall >= 5) || !(k.Flat <= 0.25) || k.WorkingSet < 0 || k.Knee-k.WorkingSet > 1 || k.WorkingSet-k.Knee > 1 {
+		return fmt.Sprintf("APC gain %.2f× (want ≥ 2), TTFT p90 fall %.2f× (≥ 5), flat within ±%.0f %% (≤ 25), knee at capacity %d, working set nearest %d (one step at most)",
+			k.APCGain, k.TTFTFall, 100*k.Flat, k.Knee, k.WorkingSet), lag
+	}
+	return "", lag
 }

@@ -54,7 +54,9 @@ func TestShapeOfKnee(t *testing.T) {
 }
 
 func TestWriteKnee(t *testing.T) {
-	run := &report.Run{Files: map[string][]results.Row{File: {kneeRow(200, 0.36, 4.6), kneeRow(50, math.NaN(), math.NaN()), kneeRow(300, 0.74, 0.6)}}}
+	lagged := kneeRow(300, 0.74, 0.6)
+	lagged.Set("sim_lag_s", 0.042)
+	run := &report.Run{Files: map[string][]results.Row{File: {kneeRow(200, 0.36, 4.6), kneeRow(50, math.NaN(), math.NaN()), lagged}}}
 	var b bytes.Buffer
 	report.WriteKnee(&b, run)
 	out := b.String()
@@ -65,6 +67,7 @@ func TestWriteKnee(t *testing.T) {
 		"| 0.3 | 36.0 % | 4.60 s | 200 |",
 		"Working set: 0.5 GB (4,800 tokens)",
 		"No knee: capacity of 50 blocks: error",
+		"The simulator fell up to 42.0 ms behind real time (kvtier_sim_lag_seconds, at 300 GPU blocks)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("knee section lacks %q:\n%s", want, out)

@@ -68,6 +68,9 @@ type Snapshot struct {
 	// CacheConfig holds the labels of vllm:cache_config_info (block_size,
 	// num_gpu_blocks, num_cpu_blocks, ...); nil when it is absent.
 	CacheConfig map[string]string
+	// SimLag is kvtier sim's kvtier_sim_lag_seconds: the most its engine
+	// fell behind real time (not Found on any other server).
+	SimLag Counter
 }
 
 // BlockSize returns cache_config_info's block_size, 0 when unknown.
@@ -119,6 +122,7 @@ func ParseMetrics(r io.Reader, model string) (Snapshot, error) {
 	s.Prompt = counter(fams, promptNames, model)
 	s.BySource = byLabel(fams, bySourceNames, "source", model)
 	s.CachedBySource = byLabel(fams, cachedSrcNames, "source", model)
+	s.SimLag = counter(fams, []string{"kvtier_sim_lag_seconds"}, model)
 	if f, ok := fams["vllm:cache_config_info"]; ok && len(f.Metric) > 0 {
 		s.CacheConfig = map[string]string{}
 		for _, l := range f.Metric[0].Label {

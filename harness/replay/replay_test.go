@@ -295,8 +295,8 @@ func TestFailuresAndTimeoutsAreCounted(t *testing.T) {
 			t.Errorf("summary %d ok, %d failed, %d timed out, %d met the SLO", sum.OK, sum.Failed, sum.TimedOut, sum.SLOMet)
 		}
 		row := sum.Row(Suite.Name)
-		if row.Status != results.StatusError || row.Get("failed") != "1" || row.Get("timed_out") != "1" {
-			t.Errorf("run row %s %q", row.Status, row.Reason)
+		if row.Status != results.StatusError || row.Get("failed") != "1" || row.Get("timed_out") != "1" || row.Get("sim_lag_s") != "0" {
+			t.Errorf("run row %s %q, sim lag %q (virtual time: 0)", row.Status, row.Reason, row.Get("sim_lag_s"))
 		}
 		if g := row.Float("goodput_rps"); math.Abs(g-2/sum.Duration.Seconds()) > 1e-9 {
 			t.Errorf("goodput %g req/s, want 2 over %v", g, sum.Duration)
@@ -317,7 +317,7 @@ func TestNoMetricsNoAPC(t *testing.T) {
 			t.Fatal(err)
 		}
 		row := sum.Row(Suite.Name)
-		if row.Get("apc") != "" || !strings.Contains(row.Get("apc_source"), "no /metrics") || row.Get("gpu_blocks") != "100" {
+		if row.Get("apc") != "" || !strings.Contains(row.Get("apc_source"), "no /metrics") || row.Get("gpu_blocks") != "100" || row.Get("sim_lag_s") != "" {
 			t.Errorf("apc %q source %q gpu blocks %q", row.Get("apc"), row.Get("apc_source"), row.Get("gpu_blocks"))
 		}
 		if sum.Info.BlockSource != "assumed (vLLM default; vllm:cache_config_info missing)" {

@@ -76,6 +76,7 @@ var RunColumns = []string{
 	"goodput_rps",         // slo_met / duration_s (vllm bench's goodput)
 	"throughput_rps",      // ok / duration_s
 	"output_tokens_per_s", // output tokens of the ok requests / duration_s
+	"sim_lag_s",           // kvtier sim only: the most its engine fell behind real time (this machine's load is in its TTFTs)
 	"note",
 }
 

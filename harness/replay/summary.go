@@ -76,12 +76,15 @@ type Summary struct {
 	APC, ExtAPC                        float64
 	Hits, Queries, ExtHits, ExtQueries float64
 	APCSource                          string
-	CachedShare                        float64 // usage's cached tokens / prompt tokens; NaN when never sent
-	PredictedAPC                       float64 // the LRU model's, NaN when the capacity is unknown
-	Info                               Info
-	Trace                              string // the workload's name
-	cfg                                Config
-	workingSet                         int64
+	// SimLag is how far a kvtier sim fell behind real time in its life
+	// (its kvtier_sim_lag_seconds after the run); NaN for other servers.
+	SimLag       float64
+	CachedShare  float64 // usage's cached tokens / prompt tokens; NaN when never sent
+	PredictedAPC float64 // the LRU model's, NaN when the capacity is unknown
+	Info         Info
+	Trace        string // the workload's name
+	cfg          Config
+	workingSet   int64
 }
 
 // summarize turns the collected rows into the run's summary (without the
@@ -93,7 +96,7 @@ func (rp *Replayer) summarize(c *collector, d time.Duration) *Summary {
 		Skipped: c.outcomes[OutcomeSkipped], Duration: d, OutputTokens: c.outputTokens, SLOMet: c.met,
 		TTFT: results.Describe(c.ttft), TPOT: results.Describe(c.tpot), E2E: results.Describe(c.e2e),
 		APC: nan, ExtAPC: nan, Hits: nan, Queries: nan, ExtHits: nan, ExtQueries: nan,
-		CachedShare: nan, PredictedAPC: nan, Info: rp.info, Trace: rp.w.Name, cfg: rp.cfg,
+		CachedShare: nan, PredictedAPC: nan, SimLag: nan, Info: rp.info, Trace: rp.w.Name, cfg: rp.cfg,
 	}
 	s.Requests = s.OK + s.Failed + s.TimedOut + s.Skipped
 	if c.cachedRows > 0 && c.prompt > 0 {
@@ -108,6 +111,9 @@ func (rp *Replayer) summarize(c *collector, d time.Duration) *Summary {
 // setAPC computes the realized APC from the counters read before and
 // after the run.
 func (s *Summary) setAPC(before probe.Snapshot, berr error, after probe.Snapshot, aerr error) {
+	if aerr == nil && after.SimLag.Found {
+		s.SimLag = after.SimLag.Value
+	}
 	switch {
 	case berr != nil:
 		s.APCSource = "no /metrics before the run: " + berr.Error()
@@ -189,7 +195,7 @@ func (s *Summary) Row(suite string) results.Row {
 		{"ttft_p50_s", s.TTFT.P50}, {"ttft_p90_s", s.TTFT.P90}, {"ttft_p99_s", s.TTFT.P99},
 		{"tpot_p50_s", s.TPOT.P50}, {"tpot_p90_s", s.TPOT.P90}, {"e2e_p50_s", s.E2E.P50},
 		{"goodput_rps", s.Goodput()}, {"throughput_rps", float64(s.OK) / s.Duration.Seconds()},
-		{"output_tokens_per_s", s.OutputTokens / s.Duration.Seconds()},
+		{"output_tokens_per_s", s.OutputTokens / s.Duration.Seconds()}, {"sim_lag_s", s.SimLag},
 	} {
 		r.Set(c.col, c.v)
 	}

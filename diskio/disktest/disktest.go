@@ -1,0 +1,73 @@
+// Package disktest mounts small filesystems for tests of the disk tier's
+// failure paths: a loop-mounted ext4 that fills up, and a tmpfs. Mount
+// points are named kvtier-disk-* under the test's temporary directory
+// and unmounted when the test ends. Tests that need them are skipped
+// where the process cannot mount (not root, no loop devices).
+package disktest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// LoopExt4 returns a directory on a fresh ext4 of size bytes, loop
+// mounted from an image file; the test is skipped where that cannot be
+// done here.
+func LoopExt4(t testing.TB, size int64) string {
+	t.Helper()
+	need(t, "mkfs.ext4", "mount", "umount")
+	tmp := t.TempDir()
+	img := filepath.Join(tmp, "kvtier-disk.img")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", img).CombinedOutput(); err != nil {
+		t.Skipf("disktest: mkfs.ext4: %v: %s", err, out)
+	}
+	return mount(t, filepath.Join(tmp, "kvtier-disk-ext4"), "-o", "loop", img)
+}
+
+// Tmpfs returns a directory on a fresh tmpfs of size bytes; the test is
+// skipped where it cannot be mounted.
+func Tmpfs(t testing.TB, size int64) string {
+	t.Helper()
+	need(t, "mount", "umount")
+	dir := filepath.Join(t.TempDir(), "kvtier-disk-tmpfs")
+	return mount(t, dir, "-t", "tmpfs", "-o", "size="+strconv.FormatInt(size, 10), "kvtier-disk-tmpfs")
+}
+
+func mount(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", append(args, dir)...).CombinedOutput(); err != nil {
+		t.Skipf("disktest: mount %v: %v: %s", args, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("disktest: umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+func need(t testing.TB, cmds ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("disktest: mounting needs root")
+	}
+	for _, c := range cmds {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Skipf("disktest: no %s", c)
+		}
+	}
+}

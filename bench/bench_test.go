@@ -179,16 +179,16 @@ func benchVariants(b *testing.B, cfg benchConfig, backend tiers.Backend, spec ti
 			ro.Peer = cfg.peer
 		}
 	}
+	shared := tiers.NewShared() // e.g. one disk file for every variant
+	defer shared.Close()
 	vs := tiers.VariantsOf(opts)
 	if len(vs) == 1 {
-		benchConfigGroup(b, cfg, backend, spec, layout, mode, vs[0])
+		benchConfigGroup(b, cfg, backend, spec, layout, mode, vs[0], shared)
 		return
 	}
-	shared := tiers.NewShared() // one disk file for every variant
-	defer shared.Close()
 	for _, v := range vs {
 		b.Run("variant="+v.Name, func(b *testing.B) {
-			benchConfigGroup(b, cfg, backend, spec, layout, mode, v)
+			benchConfigGroup(b, cfg, backend, spec, layout, mode, v, shared)
 		})
 	}
 }
@@ -196,10 +196,11 @@ func benchVariants(b *testing.B, cfg benchConfig, backend tiers.Backend, spec ti
 // benchConfigGroup runs one sub-benchmark per prefix for one tier, layout,
 // copy mode and variant; the tier is set up once, on the first prefix
 // that runs. Tiers keep files in a temporary directory of the benchmark.
-func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, v tiers.Variant) {
+func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode,
+	v tiers.Variant, shared *tiers.Shared) {
 	g := cfg.geom
 	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Seed: 1, Options: v.Options, Log: os.Stderr,
-		Scratch: b.TempDir()}
+		Scratch: b.TempDir(), Shared: shared}
 	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Variant: v.Name, Geom: g, Seed: 1}
 	defer c.Tier.Close()
 	if reason := c.Tier.Available(); reason != "" {

@@ -179,28 +179,36 @@ func benchVariants(b *testing.B, cfg benchConfig, backend tiers.Backend, spec ti
 			ro.Peer = cfg.peer
 		}
 	}
-	shared := tiers.NewShared() // e.g. one disk file for every variant
-	defer shared.Close()
+	// The variants share one scratch directory and what they make in it
+	// (the disk tier's file, written once).
+	run := runState{scratch: b.TempDir(), shared: tiers.NewShared()}
+	defer run.shared.Close()
 	vs := tiers.VariantsOf(opts)
 	if len(vs) == 1 {
-		benchConfigGroup(b, cfg, backend, spec, layout, mode, vs[0], shared)
+		benchConfigGroup(b, cfg, backend, spec, layout, mode, vs[0], run)
 		return
 	}
 	for _, v := range vs {
 		b.Run("variant="+v.Name, func(b *testing.B) {
-			benchConfigGroup(b, cfg, backend, spec, layout, mode, v, shared)
+			benchConfigGroup(b, cfg, backend, spec, layout, mode, v, run)
 		})
 	}
 }
 
+// runState is what the configurations of one benchVariants share.
+type runState struct {
+	scratch string
+	shared  *tiers.Shared
+}
+
 // benchConfigGroup runs one sub-benchmark per prefix for one tier, layout,
 // copy mode and variant; the tier is set up once, on the first prefix
-// that runs. Tiers keep files in a temporary directory of the benchmark.
+// that runs.
 func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode,
-	v tiers.Variant, shared *tiers.Shared) {
+	v tiers.Variant, run runState) {
 	g := cfg.geom
 	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Seed: 1, Options: v.Options, Log: os.Stderr,
-		Scratch: b.TempDir(), Shared: shared}
+		Scratch: run.scratch, Shared: run.shared}
 	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Variant: v.Name, Geom: g, Seed: 1}
 	defer c.Tier.Close()
 	if reason := c.Tier.Available(); reason != "" {

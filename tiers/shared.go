@@ -37,6 +37,14 @@ func (s *Shared) Get(key string, make func() (io.Closer, error)) (io.Closer, err
 	return v, nil
 }
 
+// Lookup returns the value under key, if there is one.
+func (s *Shared) Lookup(key string) (io.Closer, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[key]
+	return v, ok
+}
+
 // Close closes every value, the newest first, and forgets them.
 func (s *Shared) Close() error {
 	s.mu.Lock()

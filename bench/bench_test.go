@@ -136,7 +136,8 @@ func BenchmarkTiers(b *testing.B) {
 		b.Fatal(err)
 	}
 	backend, why, err := tiers.OpenBackend(context.Background(), cfg.backend, tiers.BackendConfig{NUMA: -1, Log: os.Stderr,
-		LibCUDA: os.Getenv("KVTIER_LIBCUDA"), LibCUBLAS: os.Getenv("KVTIER_LIBCUBLAS")})
+		LibCUDA: os.Getenv("KVTIER_LIBCUDA"), LibCUBLAS: os.Getenv("KVTIER_LIBCUBLAS"),
+		LibCUFile: os.Getenv("KVTIER_LIBCUFILE")})
 	if err != nil {
 		b.Fatalf("KVTIER_BACKEND=%s: %v", cfg.backend, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -234,40 +233,15 @@ func TestDropCache(t *testing.T) {
 	if err := r.Read(context.Background(), f, []kv.Copy{{Bytes: 8 << 20}}); err != nil {
 		t.Fatal(err)
 	}
-	if resident(t, path) == 0 {
+	if disktest.Resident(t, path) == 0 {
 		t.Skip("a buffered read left no pages cached here; cannot tell a drop from no cache")
 	}
 	if err := f.DropCache(); err != nil {
 		t.Fatal(err)
 	}
-	if n := resident(t, path); n > 0 {
+	if n := disktest.Resident(t, path); n > 0 {
 		t.Errorf("%d pages still cached after DropCache", n)
 	}
-}
-
-// resident counts the file's pages in the page cache (mincore).
-func resident(t *testing.T, path string) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
-	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-		t.Fatal(e)
-	}
-	n := 0
-	for _, v := range vec {
-		n += int(v & 1)
-	}
-	return n
 }
 
 func TestBadPlans(t *testing.T) {

@@ -10,6 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 	"testing"
 )
 
@@ -70,4 +73,34 @@ func need(t testing.TB, cmds ...string) {
 			t.Skipf("disktest: no %s", c)
 		}
 	}
+}
+
+// Resident counts the pages of the file at path that are in the page
+// cache (mincore over a mapping of it).
+func Resident(t testing.TB, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		t.Fatalf("disktest: %s: %v (size %d)", path, err, st.Size())
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
+	if e != 0 {
+		t.Fatal(e)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }

@@ -355,7 +355,7 @@ func TestTierAttrsHaveColumns(t *testing.T) {
 		if spec.Name == "broken-test" {
 			continue
 		}
-		tier := spec.New(tiers.Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: tiers.PerCopy, Seed: 1})
+		tier := spec.New(tiers.Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: tiers.PerCopy, Seed: 1, Scratch: t.TempDir()})
 		if err := tier.Setup(context.Background(), 2); err != nil {
 			t.Fatalf("%s: setup: %v", spec.Name, err)
 		}

@@ -9,6 +9,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifdef IORING_SETUP_COOP_TASKRUN
+_Static_assert(KV_URING_COOP_TASKRUN == IORING_SETUP_COOP_TASKRUN, "IORING_SETUP_COOP_TASKRUN");
+#endif
+
+
 struct kv_uring {
 	int fd;
 	unsigned sq_entries, cq_entries;
@@ -94,10 +99,11 @@ static int map_rings(kv_uring *r, const struct io_uring_params *p, kv_uring_err 
 	return 0;
 }
 
-kv_uring *kv_uring_open(unsigned entries, kv_uring_err *e)
+kv_uring *kv_uring_open(unsigned entries, unsigned flags, kv_uring_err *e)
 {
 	struct io_uring_params p;
 	memset(&p, 0, sizeof p);
+	p.flags = flags;
 	int fd = sys_setup(entries ? entries : 1, &p);
 	if (fd < 0) {
 		fail(e, "io_uring_setup", errno);

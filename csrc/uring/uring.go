@@ -78,13 +78,24 @@ type Ring struct {
 	r *C.kv_uring
 }
 
-// Open sets up a ring with at least entries submission entries.
+// Open sets up a ring with at least entries submission entries, with
+// cooperative task running where the kernel has it (5.19 on): the
+// completions of O_DIRECT reads are then posted when the reader waits,
+// without interrupting it.
 func Open(entries int) (*Ring, error) {
 	if entries < 1 || entries > 1<<15 {
 		return nil, fmt.Errorf("uring: %d entries (want 1 to 32768)", entries)
 	}
+	r, err := setup(entries, C.KV_URING_COOP_TASKRUN)
+	if errors.Is(err, syscall.EINVAL) {
+		r, err = setup(entries, 0)
+	}
+	return r, err
+}
+
+func setup(entries int, flags C.uint) (*Ring, error) {
 	var e C.kv_uring_err
-	r := C.kv_uring_open(C.uint(entries), &e)
+	r := C.kv_uring_open(C.uint(entries), flags, &e)
 	if r == nil {
 		return nil, newError(&e)
 	}

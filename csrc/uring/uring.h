@@ -39,8 +39,14 @@ typedef struct {
 	int32_t buf;
 } kv_uring_req;
 
-/* kv_uring_open sets up a ring of at least entries submission entries. */
-kv_uring *kv_uring_open(unsigned entries, kv_uring_err *e);
+/* KV_URING_COOP_TASKRUN is IORING_SETUP_COOP_TASKRUN (Linux 5.19): no
+ * interrupt of the task to post completions, which it collects when it
+ * waits anyway. Older kernels refuse it with EINVAL. */
+#define KV_URING_COOP_TASKRUN (1U << 8)
+
+/* kv_uring_open sets up a ring of at least entries submission entries
+ * with the io_uring_setup flags given. */
+kv_uring *kv_uring_open(unsigned entries, unsigned flags, kv_uring_err *e);
 
 /* kv_uring_entries is the ring's submission queue size. */
 unsigned kv_uring_entries(const kv_uring *r);

@@ -586,15 +586,17 @@ func (t *diskTier) Attrs() map[string]string {
 		"disk":      t.disk.Name,
 		"disk_fs":   t.fs.Type,
 	}
-	path := peer.DestHost
+	// The path: O_DIRECT or the page cache, then how the bytes reach
+	// GPU memory (a pinned bounce buffer) or, for cuFile, GPUDirect.
+	path := "o_direct"
+	if t.v.cached {
+		a["src_mem"], path = "pagecache", "pagecache"
+	}
 	switch {
 	case t.v.io == diskio.CUFile:
 		path = peer.DestGPUDirect
 	case t.env.Backend.Caps().DeviceMemory:
-		path = peer.DestBounce
-	}
-	if t.v.cached {
-		a["src_mem"], path = "pagecache", "pagecache+"+path
+		path += "+" + peer.DestBounce
 	}
 	a["path"] = path
 	switch {

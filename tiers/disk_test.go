@@ -17,7 +17,6 @@ import (
 	"github.com/kvtier/kvtier/diskio/disktest"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
-	"github.com/kvtier/kvtier/peer"
 )
 
 // diskGeometry has 4 KiB chunks, which O_DIRECT reads on any disk.
@@ -96,9 +95,9 @@ func TestDiskTierHost(t *testing.T) {
 					fetchAll(t, tier, 3, 40)
 					a := tier.Attrs()
 					io, cached := strings.CutSuffix(v, "-cached")
-					wantPath, wantSrc := "host", "disk"
+					wantPath, wantSrc := "o_direct", "disk"
 					if cached {
-						wantPath, wantSrc = "pagecache+host", "pagecache"
+						wantPath, wantSrc = "pagecache", "pagecache"
 					}
 					if a["transport"] != io || a["path"] != wantPath || a["src_mem"] != wantSrc || a["disk_fs"] == "" || a["disk"] == "" {
 						t.Errorf("attrs %v", a)
@@ -334,7 +333,7 @@ func TestDiskTierCUDA(t *testing.T) {
 		for _, v := range []string{"uring", "pread", "cufile"} {
 			tier := newDisk(t, b, kv.Layerwise, mode, nil, v, nil)
 			fetchAll(t, tier, 2, 12)
-			want := map[string]string{"uring": peer.DestBounce, "pread": peer.DestBounce, "cufile": peer.DestGPUDirect}[v]
+			want := map[string]string{"uring": "o_direct+bounce", "pread": "o_direct+bounce", "cufile": "gpudirect"}[v]
 			if a := tier.Attrs(); a["path"] != want || a["transport"] != v {
 				t.Errorf("%s %s: attrs %v, want path %s", mode, v, a, want)
 			}

@@ -73,7 +73,7 @@ func TestSweepDisk(t *testing.T) {
 	for _, l := range []string{"layerwise", "blockwise"} {
 		for _, c := range []string{"percopy", "contiguous"} {
 			for _, io := range []string{"uring", "pread"} {
-				for _, path := range []string{"host", "pagecache+host"} {
+				for _, path := range []string{"o_direct", "pagecache"} {
 					if n := ok[strings.Join([]string{l, c, io, path}, "/")]; n != 6 {
 						t.Errorf("%s %s %s %s: %d ok rows, want 6 (3 reps of 2 prefixes)", l, c, io, path, n)
 					}

@@ -2,13 +2,15 @@
 # Installs the Debian packages kvtier's build and tests use, when they are
 # missing and we can (root with apt-get). Everything here is optional at run
 # time: without libibverbs-dev the verbs shim reports "built without
-# verbs.h", without qemu the soft-RoCE VM test skips with a line saying so.
+# verbs.h", without qemu the soft-RoCE VM test skips with a line saying so,
+# without fio the disk tier's anchor benchmark (bench/, go test -bench
+# DiskVsFio) skips.
 #
 # usage: scripts/deps.sh [build|test]
 set -u
 want=(gcc libc6-dev pkg-config libibverbs-dev ibverbs-providers)
 if [ "${1:-build}" = test ]; then
-	want+=(iproute2 qemu-system-x86 busybox-static cpio zstd kmod ibverbs-utils)
+	want+=(iproute2 qemu-system-x86 busybox-static cpio zstd kmod ibverbs-utils fio e2fsprogs)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -1,13 +1,17 @@
 package sweep
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/csrc/cufilewrap/cufiletest"
+	"github.com/kvtier/kvtier/cuda/cudatest"
 	"github.com/kvtier/kvtier/diskio/disktest"
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
@@ -111,5 +115,50 @@ func TestSweepDiskRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSweepDiskCUDA runs the disk tier on the cuda backend (the fake
+// driver and the fake libcufile): reads through the pinned bounce buffer
+// and by cuFile, every copy mode, timed with events, verified.
+func TestSweepDiskCUDA(t *testing.T) {
+	t.Parallel()
+	libs := cudatest.Build(t)
+	o := diskOptions(t, "uring,pread,cufile", false)
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{NUMA: -1,
+		LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS, LibCUFile: cufiletest.Build(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := filepath.Join(t.TempDir(), "out")
+	out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	serr := Run(context.Background(), o, b, out, &log)
+	if err := out.Close(serr != nil); err != nil || serr != nil {
+		t.Fatalf("%v %v\n%s", serr, err, log.String())
+	}
+	rows, _, err := results.ReadCSV(filepath.Join(dir, File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]int{}
+	for _, r := range rows {
+		if r.Status != results.StatusOK || r.Get("timing") != "events" {
+			t.Fatalf("%s %s %s: %s %q timing %s", r.Layout, r.Get("copy"), r.Transport, r.Status, r.Reason, r.Get("timing"))
+		}
+		paths[r.Transport+" "+r.Get("path")]++
+	}
+	// 2 layouts x 3 copy modes x 2 prefixes x 3 reps each.
+	for _, k := range []string{"uring o_direct+bounce", "pread o_direct+bounce", "cufile gpudirect"} {
+		if paths[k] != 36 {
+			t.Errorf("%s: %d rows, want 36 (all: %v)", k, paths[k], paths)
+		}
 	}
 }

@@ -28,10 +28,15 @@ bench: build
 vet:
 	$(GO) vet ./...
 
+# The last step runs one MB1 cell against the simulator in real time
+# without the race detector (under it the check skips itself): about 8 s.
 test: 
 	@scripts/deps.sh test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
+	$(GO) test -run NONE -fuzz FuzzMooncakeTrace -fuzztime 4s ./harness/trace
+	$(GO) test -run NONE -fuzz FuzzAlibabaTrace -fuzztime 4s ./harness/trace
+	$(GO) test -count=1 -run TestSimMB1RealTime ./harness/mb1
 
 test-rdma: build
 	scripts/rxe-vm-test.sh -b $(BIN)

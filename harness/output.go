@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
 )
@@ -32,26 +34,52 @@ type Output struct {
 	summary map[string][]string // CSV path -> key columns for its summary
 	// closedErrors counts the error rows of sinks already closed.
 	closedErrors int
+	created      bool // Create made the directory
 }
 
-// CreateOutput makes dir (and parents) and writes a first manifest.json
-// with the machine's facts. It fails, writing nothing, when dir cannot be
-// created or written. sysRoot is the root for sysfs/procfs reads ("/").
+// An OutDir says where a run writes its results directory and what it
+// may do with what is there.
+type OutDir struct {
+	Path string
+	// Unique makes the directory a fresh one: when Path exists, "-2",
+	// "-3", ... is appended until a name is free, so that runs started in
+	// the same second each get their own (the default --out).
+	Unique bool
+	// Overwrite allows a directory that already holds results; the files
+	// this run writes replace theirs. Without it such a directory is
+	// refused, so that no run's rows are lost to another's.
+	Overwrite bool
+}
+
+// ErrHasResults is matched by errors.Is when a directory already holds
+// a run's results.
+var ErrHasResults = errors.New("already holds results")
+
+// CreateOutput is Create of OutDir{Path: dir}.
 func CreateOutput(dir, suite string, command []string, sysRoot string, log io.Writer) (*Output, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("--out %s: %w", dir, err)
+	return Create(OutDir{Path: dir}, suite, command, sysRoot, log)
+}
+
+// Create makes the results directory d says (and its parents) and writes
+// a first manifest.json with the machine's facts. It fails, writing
+// nothing, when the directory cannot be created or written or already
+// holds results it may not replace. sysRoot is the root for sysfs and
+// procfs reads ("/").
+func Create(d OutDir, suite string, command []string, sysRoot string, log io.Writer) (*Output, error) {
+	dir, created, err := makeDir(d)
+	if err != nil {
+		return nil, err
 	}
 	probe := filepath.Join(dir, ".kvtier-write-test")
 	if err := os.WriteFile(probe, nil, 0o644); err != nil {
-		return nil, fmt.Errorf("--out %s: not writable: %w", dir, err)
+		if created {
+			os.Remove(dir)
+		}
+		return nil, fmt.Errorf("%s: not writable: %w", dir, err)
 	}
 	os.Remove(probe)
 	m := &results.Manifest{
-		Tool:    "kvtier",
-		Version: Version(),
-		Command: slices.Clone(command),
-		Suite:   suite,
-		Start:   time.Now().UTC(),
+		Tool: "kvtier", Version: Version(), Command: redact.Args(command), Suite: suite, Start: time.Now().UTC(),
 	}
 	for _, err := range system.Collect(sysRoot, m) {
 		m.Warnings = append(m.Warnings, err.Error())
@@ -59,8 +87,71 @@ func CreateOutput(dir, suite string, command []string, sysRoot string, log io.Wr
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)
 		}
 	}
-	o := &Output{Dir: dir, Manifest: m, summary: map[string][]string{}}
-	return o, o.WriteManifest()
+	o := &Output{Dir: dir, Manifest: m, summary: map[string][]string{}, created: created}
+	if err := o.WriteManifest(); err != nil {
+		o.Remove()
+		return nil, err
+	}
+	return o, nil
+}
+
+// makeDir creates the directory of d, returning its path and whether
+// this call created it.
+func makeDir(d OutDir) (string, bool, error) {
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(d.Path)), 0o755); err != nil {
+		return "", false, err
+	}
+	path := d.Path
+	for i := 2; ; i++ {
+		err := os.Mkdir(path, 0o755)
+		switch {
+		case err == nil:
+			return path, true, nil
+		case !errors.Is(err, fs.ErrExist):
+			return "", false, err
+		case d.Unique && i < 1000:
+			path = fmt.Sprintf("%s-%d", d.Path, i)
+			continue
+		}
+		if held := HeldResults(path); held != "" && !d.Overwrite {
+			return "", false, fmt.Errorf("%s %w (%s): give another directory, or allow replacing them", path, ErrHasResults, held)
+		}
+		return path, false, nil
+	}
+}
+
+// HeldResults names a file of a run's results in dir ("" when none):
+// its manifest.json or a CSV.
+func HeldResults(dir string) string {
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err == nil {
+		return "manifest.json"
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.csv")); len(m) > 0 {
+		return filepath.Base(m[0])
+	}
+	return ""
+}
+
+// Remove deletes what the output wrote (a run refused at start leaves
+// nothing behind), and the directory itself when Create made it.
+func (o *Output) Remove() error {
+	o.mu.Lock()
+	sinks := o.sinks
+	o.sinks = nil
+	o.mu.Unlock()
+	for _, s := range sinks {
+		s.Close()
+	}
+	var errs []error
+	for _, f := range append(slices.Clone(o.Manifest.Files), "manifest.json") {
+		if err := os.Remove(filepath.Join(o.Dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if o.created {
+		errs = append(errs, os.Remove(o.Dir))
+	}
+	return errors.Join(errs...)
 }
 
 // CSV creates name in the directory with the common columns and extra.
@@ -88,6 +179,18 @@ func (o *Output) Errors() int {
 	n := o.closedErrors
 	for _, s := range o.sinks {
 		n += s.Errors()
+	}
+	return n
+}
+
+// Rows returns the number of rows written through the output's open CSV
+// files.
+func (o *Output) Rows() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, s := range o.sinks {
+		n += s.Rows()
 	}
 	return n
 }
@@ -124,6 +227,22 @@ func (o *Output) AddFile(name string) {
 		o.Manifest.Files = append(o.Manifest.Files, name)
 	}
 }
+
+// Refused wraps err as the reason a run refused to start after its
+// results directory was created (before any row): the run lifecycle
+// removes the directory and reports bad input.
+func Refused(err error) error { return &refusedError{err} }
+
+// IsRefused reports whether err says the run refused to start.
+func IsRefused(err error) bool {
+	var r *refusedError
+	return errors.As(err, &r)
+}
+
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
 
 // WriteManifest rewrites manifest.json with the current state.
 func (o *Output) WriteManifest() error {

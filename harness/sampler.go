@@ -306,7 +306,7 @@ func FitReason(what string, need, avail int64) string {
 	if float64(need) <= MemoryShare*float64(avail) {
 		return ""
 	}
-	return fmt.Sprintf("needs %s of %s, %s available", sizeText(need), what, sizeText(avail))
+	return fmt.Sprintf("needs %s of %s, %s available", units.FormatBytes(need), what, units.FormatBytes(avail))
 }
 
 // HostFitReason is FitReason against the host's MemAvailable, read from
@@ -318,13 +318,4 @@ func HostFitReason(root string, need int64) (string, error) {
 		return "", fmt.Errorf("free memory unknown, not checked: %w", err)
 	}
 	return FitReason("host memory", need, avail), nil
-}
-
-// sizeText renders a memory size for a reason: GiB with one decimal from
-// 1 GiB on, as in "needs 12.5 GiB".
-func sizeText(n int64) string {
-	if n >= 1<<30 {
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	}
-	return units.FormatBytes(n)
 }

@@ -133,29 +133,49 @@ func jsonType(v any) string {
 }
 
 func parseConfig(b []byte, path string) (Geometry, error) {
-	var top map[string]any
-	if err := json.Unmarshal(b, &top); err != nil {
-		return Geometry{}, fmt.Errorf("model config %s: malformed JSON: %w", path, err)
-	}
-	if top == nil {
-		return Geometry{}, fmt.Errorf("model config %s: not a JSON object", path)
-	}
-	m := top
-	if tc, ok := top["text_config"].(map[string]any); ok {
-		if _, has := top["num_hidden_layers"]; !has {
-			// The language model of a multimodal config; keep top-level
-			// fields (torch_dtype often lives there) it does not override.
-			m = map[string]any{}
-			for k, v := range top {
-				m[k] = v
-			}
-			for k, v := range tc {
-				m[k] = v
-			}
-		}
+	m, err := configObject(b, path)
+	if err != nil {
+		return Geometry{}, err
 	}
 	c := &cfgFields{path: path, m: m}
 	g := Geometry{Model: path, BlockTokens: DefaultBlockTokens}
+	c.attention(&g)
+	c.mla(&g)
+	c.moe(&g)
+	if err := c.dtype(&g); err != nil {
+		return Geometry{}, err
+	}
+	return g, checkConfig(g, path)
+}
+
+// configObject decodes a config.json into the object its language model
+// is described by: the top level, or for a multimodal config its
+// text_config over the top-level fields it does not override
+// (torch_dtype often lives at the top).
+func configObject(b []byte, path string) (map[string]any, error) {
+	var top map[string]any
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, fmt.Errorf("model config %s: malformed JSON: %w", path, err)
+	}
+	if top == nil {
+		return nil, fmt.Errorf("model config %s: not a JSON object", path)
+	}
+	tc, ok := top["text_config"].(map[string]any)
+	if _, has := top["num_hidden_layers"]; !ok || has {
+		return top, nil
+	}
+	m := map[string]any{}
+	for k, v := range top {
+		m[k] = v
+	}
+	for k, v := range tc {
+		m[k] = v
+	}
+	return m, nil
+}
+
+// attention reads the layer count, widths and attention heads.
+func (c *cfgFields) attention(g *Geometry) {
 	g.Layers = c.int(0, "num_hidden_layers", "n_layer", "num_layers")
 	g.Heads = c.int(0, "num_attention_heads", "n_head")
 	g.Hidden = c.int(0, "hidden_size", "n_embd")
@@ -167,23 +187,28 @@ func parseConfig(b []byte, path string) (Geometry, error) {
 		headDef = g.Hidden / g.Heads
 	}
 	g.HeadDim = c.int(headDef, "head_dim")
+}
 
-	// MLA.
+// mla reads multi-head latent attention's ranks and head widths.
+func (c *cfgFields) mla(g *Geometry) {
 	g.KVLoraRank = c.int(0, "kv_lora_rank")
 	g.QLoraRank = c.int(0, "q_lora_rank")
 	g.QKRopeHeadDim = c.int(0, "qk_rope_head_dim")
 	g.QKNopeHeadDim = c.int(0, "qk_nope_head_dim")
 	g.VHeadDim = c.int(0, "v_head_dim")
-	if g.MLA() {
-		if _, has := m["head_dim"]; !has && g.QKNopeHeadDim+g.QKRopeHeadDim > 0 {
-			g.HeadDim = g.QKNopeHeadDim + g.QKRopeHeadDim
-		}
-		if g.VHeadDim == 0 {
-			g.VHeadDim = g.HeadDim
-		}
+	if !g.MLA() {
+		return
 	}
+	if _, has := c.m["head_dim"]; !has && g.QKNopeHeadDim+g.QKRopeHeadDim > 0 {
+		g.HeadDim = g.QKNopeHeadDim + g.QKRopeHeadDim
+	}
+	if g.VHeadDim == 0 {
+		g.VHeadDim = g.HeadDim
+	}
+}
 
-	// Mixture of experts.
+// moe reads the experts, routed and shared, and the dense layers.
+func (c *cfgFields) moe(g *Geometry) {
 	g.Experts = c.int(0, "num_experts", "n_routed_experts", "num_local_experts")
 	g.ExpertsPerToken = c.int(0, "num_experts_per_tok", "moe_topk")
 	g.MoEIntermediate = c.int(g.Intermediate, "moe_intermediate_size")
@@ -209,39 +234,46 @@ func parseConfig(b []byte, path string) (Geometry, error) {
 	} else if g.ExpertsPerToken == 0 {
 		c.fail("num_experts_per_tok", "must be set for a model with %d experts", g.Experts)
 	}
+}
 
+// dtype reads the KV dtype (bfloat16 when absent).
+func (c *cfgFields) dtype(g *Geometry) error {
 	dt, field := c.str("torch_dtype", "dtype")
 	if c.err != nil {
-		return Geometry{}, c.err
+		return c.err
 	}
 	if field == "" {
 		dt, field = "bfloat16", "torch_dtype"
 	}
 	n, ok := dtypeBytes[strings.ToLower(dt)]
 	if !ok {
-		return Geometry{}, fmt.Errorf("model config %s: field %s: unknown dtype %q (known: bfloat16, float16, float32, float8_e4m3fn, float8_e5m2)", path, field, dt)
+		return fmt.Errorf("model config %s: field %s: unknown dtype %q (known: bfloat16, float16, float32, float8_e4m3fn, float8_e5m2)", c.path, field, dt)
 	}
 	g.DType, g.DTypeBytes = strings.ToLower(dt), n
 	if g.DType == "bf16" {
 		g.DType = "bfloat16"
 	}
+	return nil
+}
 
+// checkConfig reports the first field that leaves g unusable.
+func checkConfig(g Geometry, path string) error {
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"num_hidden_layers", g.Layers}, {"num_attention_heads", g.Heads}, {"hidden_size", g.Hidden}} {
 		if f.v <= 0 {
-			return Geometry{}, fmt.Errorf("model config %s: field %s: missing or zero", path, f.name)
+			return fmt.Errorf("model config %s: field %s: missing or zero", path, f.name)
 		}
 	}
 	if !g.MLA() && (g.KVHeads <= 0 || g.HeadDim <= 0) {
-		return Geometry{}, fmt.Errorf("model config %s: field num_key_value_heads/head_dim: must be positive", path)
+		return fmt.Errorf("model config %s: field num_key_value_heads/head_dim: must be positive", path)
 	}
 	if g.DenseLayers > g.Layers {
-		return Geometry{}, fmt.Errorf("model config %s: field first_k_dense_replace: %d exceeds num_hidden_layers %d", path, g.DenseLayers, g.Layers)
+		return fmt.Errorf("model config %s: field first_k_dense_replace: %d exceeds num_hidden_layers %d", path, g.DenseLayers, g.Layers)
 	}
 	if err := g.Validate(); err != nil {
-		return Geometry{}, fmt.Errorf("model config %s: %w", path, err)
+		return fmt.Errorf("model config %s: %w", path, err)
 	}
-	return g, nil
+	return nil
 }

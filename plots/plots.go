@@ -268,47 +268,9 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 		}
 		fig := newFigure(title, xl, "time per fetch (s)")
 		for i, f := range fs {
-			pts := make(plotter.XYs, 0, len(f.X))
-			for j := range f.X {
-				if f.X[j] > 0 && f.Y[j] > 0 {
-					pts = append(pts, plotter.XY{X: f.X[j], Y: f.Y[j]})
-				}
-			}
-			c, _ := style(i)
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
+			if err := addFit(fig, f, i); err != nil {
 				return err
 			}
-			sc.GlyphStyle.Color = c
-			sc.GlyphStyle.Radius = 2
-			sc.GlyphStyle.Shape = glyphs[i%len(glyphs)]
-			fig.p.Add(sc)
-			fig.extend(pts)
-			lo, hi := slices.Min(f.X), slices.Max(f.X)
-			var curve plotter.XYs
-			for k := 0; k <= 60; k++ {
-				x := lo * math.Pow(hi/lo, float64(k)/60)
-				if y := f.Predict(x); y > 0 {
-					curve = append(curve, plotter.XY{X: x, Y: y})
-				}
-			}
-			rate := fmt.Sprintf("β=%.3g GB/s", f.Rate/1e9)
-			switch {
-			case math.IsInf(f.Rate, 1):
-				rate = "no growth with size (slope ≤ 0)"
-			case f.Regressor == "flops":
-				rate = fmt.Sprintf("rate=%.3g TFLOP/s", f.Rate/1e12)
-			}
-			label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Label(), report.FmtSec(f.Alpha), rate, f.R2)
-			thumbs := []plot.Thumbnailer{sc}
-			if len(curve) >= 2 {
-				l, err := fig.curve(curve, i)
-				if err != nil {
-					return err
-				}
-				thumbs = append(thumbs, l)
-			}
-			fig.legend = append(fig.legend, legendEntry{name: label, thumbs: thumbs})
 		}
 		fig.logX(xfmt, false)
 		fig.logY(secLabel)
@@ -316,6 +278,53 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// addFit draws one fitted configuration on fig: its measured points and
+// the fitted line, with α, the rate and R² in the legend.
+func addFit(fig *figure, f report.Fit, i int) error {
+	pts := make(plotter.XYs, 0, len(f.X))
+	for j := range f.X {
+		if f.X[j] > 0 && f.Y[j] > 0 {
+			pts = append(pts, plotter.XY{X: f.X[j], Y: f.Y[j]})
+		}
+	}
+	c, _ := style(i)
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return err
+	}
+	sc.GlyphStyle.Color = c
+	sc.GlyphStyle.Radius = 2
+	sc.GlyphStyle.Shape = glyphs[i%len(glyphs)]
+	fig.p.Add(sc)
+	fig.extend(pts)
+	lo, hi := slices.Min(f.X), slices.Max(f.X)
+	var curve plotter.XYs
+	for k := 0; k <= 60; k++ {
+		x := lo * math.Pow(hi/lo, float64(k)/60)
+		if y := f.Predict(x); y > 0 {
+			curve = append(curve, plotter.XY{X: x, Y: y})
+		}
+	}
+	rate := fmt.Sprintf("β=%.3g GB/s", f.Rate/1e9)
+	switch {
+	case math.IsInf(f.Rate, 1):
+		rate = "no growth with size (slope ≤ 0)"
+	case f.Regressor == "flops":
+		rate = fmt.Sprintf("rate=%.3g TFLOP/s", f.Rate/1e12)
+	}
+	label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Label(), report.FmtSec(f.Alpha), rate, f.R2)
+	thumbs := []plot.Thumbnailer{sc}
+	if len(curve) >= 2 {
+		l, err := fig.curve(curve, i)
+		if err != nil {
+			return err
+		}
+		thumbs = append(thumbs, l)
+	}
+	fig.legend = append(fig.legend, legendEntry{name: label, thumbs: thumbs})
 	return nil
 }
 

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
+
+	"github.com/kvtier/kvtier/units"
 )
 
 // Dash stands in a table cell for a value that cannot exist; a footnote
@@ -123,45 +124,10 @@ func fmtMS(s float64) string {
 
 // sig renders x with three significant digits, without exponent for the
 // magnitudes a table holds.
-func sig(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return ""
-	}
-	a := math.Abs(x)
-	switch {
-	case a == 0:
-		return "0"
-	case a >= 1000:
-		return commas(int64(math.Round(x)))
-	case a >= 100:
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(x, 'f', 1, 64)
-	case a >= 1:
-		return strconv.FormatFloat(x, 'f', 2, 64)
-	case a >= 0.001:
-		return strconv.FormatFloat(x, 'f', int(2-math.Floor(math.Log10(a))), 64)
-	}
-	return strconv.FormatFloat(x, 'g', 3, 64)
-}
+func sig(x float64) string { return units.FormatSig(x) }
 
 // commas renders n with thousands separators.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func commas(n int64) string { return units.Commas(n) }
 
 // fmtRatio renders a/b as "3.9×"; "" when it cannot exist.
 func fmtRatio(a, b float64) string {
@@ -180,29 +146,10 @@ func fmtRange(lo, hi float64, f func(float64) string) string {
 }
 
 // fmtTokens renders a prefix length as it is usually written (8k).
-func fmtTokens(n int64) string {
-	if n >= 1024 && n%1024 == 0 {
-		return strconv.FormatInt(n/1024, 10) + "k"
-	}
-	return commas(n)
-}
+func fmtTokens(n int64) string { return units.FormatTokens(n) }
 
 // fmtBytes renders a payload size with an IEC unit.
-func fmtBytes(n float64) string {
-	if math.IsNaN(n) {
-		return ""
-	}
-	for _, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
-		if math.Abs(n) < 1024 || u == "TiB" {
-			if u == "B" {
-				return strconv.FormatFloat(n, 'f', 0, 64) + " B"
-			}
-			return sig(n) + " " + u
-		}
-		n /= 1024
-	}
-	return ""
-}
+func fmtBytes(n float64) string { return units.FormatBytes(n) }
 
 func fmtPct(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {

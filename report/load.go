@@ -77,12 +77,8 @@ func Load(dir string) (*Run, error) {
 	for _, suite := range results.Suites() {
 		for _, f := range suite.Files {
 			names = append(names, f.Name)
-			rows, ok, err := readRows(filepath.Join(dir, f.Name))
-			if err != nil {
+			if err := r.readRows(f.Name); err != nil {
 				return nil, err
-			}
-			if ok {
-				r.Files[f.Name] = rows
 			}
 		}
 	}
@@ -106,16 +102,27 @@ func Load(dir string) (*Run, error) {
 	return r, nil
 }
 
-// readRows reads a sample CSV; ok is false when the file does not exist.
-func readRows(path string) (rows []results.Row, ok bool, err error) {
+// readRows reads a CSV of the run into r.Files; a file that does not
+// exist is left out. Lines that are not rows are left out and said in
+// r.Warnings; a file that cannot be read or is corrupt is an error
+// naming it.
+func (r *Run) readRows(name string) error {
+	path := filepath.Join(r.Dir, name)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+		return nil
 	}
-	rows, _, err = results.ReadCSV(path)
+	t, err := results.ReadTable(path)
 	if err != nil {
-		return nil, true, fmt.Errorf("%s: %w", path, unwrapPath(err))
+		return err // it names the file
 	}
-	return rows, true, nil
+	if len(t.Rows) == 0 && len(t.Malformed) > 0 {
+		return fmt.Errorf("%s: corrupt: no line is a row (%s)", path, t.Problems())
+	}
+	if p := t.Problems(); p != "" {
+		r.Warnings = append(r.Warnings, p)
+	}
+	r.Files[name] = t.Rows
+	return nil
 }
 
 // tokensFile is MB1's per-token series: the raw file of the mb1 suite.

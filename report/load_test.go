@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/results"
+
 	"github.com/kvtier/kvtier/harness/mb1"
 )
 
@@ -39,5 +41,30 @@ func TestReadTokensRefusesMalformedCounts(t *testing.T) {
 				t.Fatalf("err %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// One malformed row in the middle of a CSV is left out and said; the rows
+// after it stay (it is not taken for a file cut short).
+func TestLoadKeepsRowsAfterAMalformedOne(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	hdr := strings.Join(append(append([]string{}, results.CommonColumns...), "ttft_s"), ",")
+	row := func(rep string) string {
+		return "probe,http,http,gpu,,m,1024,,,," + rep + ",0.05,,ok,,0.05"
+	}
+	data := strings.Join([]string{hdr, row("0"), "probe,http,\"broken", row("2"), row("3")}, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "probe.csv"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(run.Rows("probe")); n != 3 {
+		t.Errorf("%d rows, want the 3 around the malformed line", n)
+	}
+	if w := strings.Join(run.Warnings, "\n"); !strings.Contains(w, "1 malformed line(s) left out; line 3") {
+		t.Errorf("warnings %q do not name the malformed line", w)
 	}
 }

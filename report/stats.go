@@ -3,61 +3,16 @@ package report
 import (
 	"math"
 	"slices"
-	"sort"
-
-	"gonum.org/v1/gonum/stat"
 
 	"github.com/kvtier/kvtier/results"
 )
 
-// A Dist summarises a sample of one quantity.
-type Dist struct {
-	N                       int
-	Mean                    float64
-	Min, P10, P50, P90, P99 float64
-	Max                     float64
-	Values                  []float64 // sorted
-}
+// A Dist summarises a sample of one quantity: results.Stats, kvtier's
+// one implementation of these statistics.
+type Dist = results.Stats
 
-// Summarize returns the distribution of the finite values in xs; a Dist
-// with N == 0 when there are none.
-func Summarize(xs []float64) Dist {
-	v := make([]float64, 0, len(xs))
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			v = append(v, x)
-		}
-	}
-	if len(v) == 0 {
-		return Dist{}
-	}
-	sort.Float64s(v)
-	q := func(p float64) float64 { return Quantile(v, p) }
-	return Dist{
-		N: len(v), Mean: stat.Mean(v, nil),
-		Min: v[0], P10: q(0.10), P50: q(0.50), P90: q(0.90), P99: q(0.99), Max: v[len(v)-1],
-		Values: v,
-	}
-}
-
-// Quantile returns the p-quantile of sorted by linear interpolation
-// between order statistics (the R-7 definition, as NumPy's default).
-func Quantile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	switch {
-	case n == 0:
-		return math.NaN()
-	case n == 1:
-		return sorted[0]
-	}
-	h := p * float64(n-1)
-	lo := math.Floor(h)
-	i := int(lo)
-	if i >= n-1 {
-		return sorted[n-1]
-	}
-	return sorted[i] + (h-lo)*(sorted[i+1]-sorted[i])
-}
+// Summarize returns the distribution of the finite values in xs.
+func Summarize(xs []float64) Dist { return results.Describe(xs) }
 
 func reasonOf(r results.Row) string {
 	if r.Reason == "" {

@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sync"
@@ -27,6 +26,7 @@ type CSV struct {
 	columns []string
 	known   map[string]bool
 	errors  int // rows written with status error
+	rows    int // rows written
 }
 
 // CreateCSV creates path (truncating it) and writes the header. The columns
@@ -83,10 +83,18 @@ func (s *CSV) Write(r Row) error {
 	if err := s.writeRecord(rec); err != nil {
 		return err
 	}
+	s.rows++
 	if r.Status == StatusError {
 		s.errors++
 	}
 	return nil
+}
+
+// Rows returns how many rows were written.
+func (s *CSV) Rows() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rows
 }
 
 // Errors returns how many rows with status error were written.
@@ -142,54 +150,4 @@ func (t Tee) Close() error {
 		}
 	}
 	return first
-}
-
-// ReadCSV reads every row of a kvtier CSV file. Columns it does not know as
-// common ones land in Extra. A file cut short mid-row (a killed run) yields
-// the complete rows before the cut and no error.
-func ReadCSV(path string) ([]Row, []string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("results: %w", err)
-	}
-	defer f.Close()
-	return ParseCSV(f, path)
-}
-
-// ParseCSV reads rows from r; name is used in errors.
-func ParseCSV(r io.Reader, name string) ([]Row, []string, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	header, err := cr.Read()
-	if err != nil {
-		return nil, nil, fmt.Errorf("results: %s: reading header: %w", name, err)
-	}
-	var rows []Row
-	for line := 2; ; line++ {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrQuote) {
-				break // a row cut short by an interrupted run
-			}
-			return rows, header, fmt.Errorf("results: %s:%d: %w", name, line, err)
-		}
-		if len(rec) != len(header) {
-			if len(rec) < len(header) {
-				break // cut short
-			}
-			return rows, header, fmt.Errorf("results: %s:%d: %d fields, header has %d", name, line, len(rec), len(header))
-		}
-		row := Row{Extra: map[string]string{}}
-		for i, c := range header {
-			if err := row.SetCell(c, rec[i]); err != nil {
-				return rows, header, fmt.Errorf("results: %s:%d: %w", name, line, err)
-			}
-		}
-		rows = append(rows, row)
-	}
-	return rows, header, nil
 }

@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 )
@@ -116,19 +117,33 @@ func WriteManifest(path string, m *Manifest) error {
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		os.Remove(tmp) // a full disk leaves no half-written file behind
 		return fmt.Errorf("results: manifest: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("results: manifest: %w", err)
 	}
 	return nil
 }
 
+// maxManifestBytes bounds a manifest.json a reader loads (one of a mesh
+// run holds every rank's: still far below this).
+const maxManifestBytes = 64 << 20
+
 // ReadManifest reads a manifest.json.
 func ReadManifest(path string) (*Manifest, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("results: %s: %w", path, err)
+	}
+	if len(b) > maxManifestBytes {
+		return nil, fmt.Errorf("results: %s: larger than %d bytes: %w", path, maxManifestBytes, ErrCorrupt)
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {

@@ -1,7 +1,7 @@
 // Package results holds kvtier's result model: one Row per measured sample
 // in base units (seconds, bytes), sinks that append rows to CSV as they are
 // measured, readers for the analysis commands, summaries and the run
-// manifest. It is a leaf: it imports nothing else from kvtier.
+// manifest. It is a leaf: of kvtier it imports only the registry package.
 package results
 
 import (

@@ -1,11 +1,12 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
-	"sync"
+
+	"github.com/kvtier/kvtier/registry"
 )
 
 // A Suite declares what one kvtier suite writes into a results directory.
@@ -90,57 +91,31 @@ func (f File) MatchColumns() []string {
 	return f.Keys
 }
 
-var (
-	suiteMu sync.Mutex
-	suites  = map[string]Suite{}
-)
+var suites = registry.New("suite", func(s Suite) string { return s.Name },
+	func(a, b Suite) int { return cmp.Compare(a.Order, b.Order) })
 
 // RegisterSuite adds a suite; it is called from init functions. A suite
-// registered twice, or a file name two suites claim, is a programming
-// error and panics.
+// registered twice, a file name two suites claim, or a suite whose first
+// file is not a sample file is a programming error and panics.
 func RegisterSuite(s Suite) {
-	suiteMu.Lock()
-	defer suiteMu.Unlock()
-	if _, dup := suites[s.Name]; dup {
-		panic("results: suite " + s.Name + " registered twice")
+	if len(s.Files) == 0 || s.Files[0].Raw {
+		panic("results: suite " + s.Name + " declares no sample file first")
 	}
-	for _, other := range suites {
+	for _, other := range suites.All() {
 		for _, f := range s.Files {
 			if _, ok := other.File(f.Name); ok {
 				panic(fmt.Sprintf("results: suites %s and %s both declare %s", other.Name, s.Name, f.Name))
 			}
 		}
 	}
-	if len(s.Files) == 0 || s.Files[0].Raw {
-		panic("results: suite " + s.Name + " declares no sample file first")
-	}
-	suites[s.Name] = s
+	suites.Add(s)
 }
 
 // Suites returns every registered suite in report order.
-func Suites() []Suite {
-	suiteMu.Lock()
-	defer suiteMu.Unlock()
-	out := make([]Suite, 0, len(suites))
-	for _, s := range suites {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
+func Suites() []Suite { return suites.All() }
 
 // LookupSuite returns the suite registered as name.
-func LookupSuite(name string) (Suite, bool) {
-	suiteMu.Lock()
-	defer suiteMu.Unlock()
-	s, ok := suites[name]
-	return s, ok
-}
+func LookupSuite(name string) (Suite, bool) { return suites.Lookup(name) }
 
 // File returns the suite's file called name.
 func (s Suite) File(name string) (File, bool) {

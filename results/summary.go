@@ -10,52 +10,70 @@ import (
 	"github.com/montanaflynn/stats"
 )
 
-// A Stats is the distribution of one column over the ok rows of a group.
-// Every field is NaN when the group has no value of that column: a
-// summary never invents a zero.
+// A Stats is the distribution of one quantity: of a column over the ok
+// rows of a group, of a sample a reader compares. Every field is NaN when
+// there is no finite value: a summary never invents a zero. It is kvtier's
+// one implementation of these statistics; report, plots, compare and the
+// suites all use it.
 type Stats struct {
 	N                                     int
 	Mean, Stddev, Min, P10, P50, P90, P99 float64
 	Max                                   float64
+	Values                                []float64 // the finite values, sorted
 }
 
 // StatNames are the statistics a summary CSV carries per column, in order;
 // the column names are "<column>_<stat>", e.g. seconds_p50.
 var StatNames = []string{"mean", "stddev", "min", "p10", "p50", "p90", "p99", "max"}
 
-// Values returns the statistics in the order of StatNames.
-func (s Stats) Values() []float64 {
+// Row returns the statistics in the order of StatNames.
+func (s Stats) Row() []float64 {
 	return []float64{s.Mean, s.Stddev, s.Min, s.P10, s.P50, s.P90, s.P99, s.Max}
 }
 
-// Describe computes the statistics of xs, ignoring NaNs. Percentiles are
-// linear interpolation between closest ranks (NumPy's default); the
-// standard deviation is the sample one and NaN for fewer than two values.
+// Describe computes the statistics of the finite values of xs (NaN and
+// ±Inf are left out). Percentiles are linear interpolation between order
+// statistics (the R-7 definition, NumPy's default); the standard
+// deviation is the sample one and NaN for fewer than two values.
 func Describe(xs []float64) Stats {
-	var d stats.Float64Data
+	v := make(stats.Float64Data, 0, len(xs))
 	for _, x := range xs {
-		if !math.IsNaN(x) {
-			d = append(d, x)
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			v = append(v, x)
 		}
 	}
 	nan := math.NaN()
-	s := Stats{N: len(d), Mean: nan, Stddev: nan, Min: nan, P10: nan, P50: nan, P90: nan, P99: nan, Max: nan}
-	if len(d) == 0 {
+	s := Stats{N: len(v), Mean: nan, Stddev: nan, Min: nan, P10: nan, P50: nan, P90: nan, P99: nan, Max: nan}
+	if len(v) == 0 {
 		return s
 	}
-	s.Mean, _ = stats.Mean(d)
-	if len(d) > 1 {
-		s.Stddev, _ = stats.StandardDeviationSample(d)
+	slices.Sort(v)
+	s.Values = v
+	s.Mean, _ = stats.Mean(v)
+	if len(v) > 1 {
+		s.Stddev, _ = stats.StandardDeviationSample(v)
 	}
-	s.Min, _ = stats.Min(d)
-	s.Max, _ = stats.Max(d)
-	for _, p := range []struct {
-		dst *float64
-		pct float64
-	}{{&s.P10, 10}, {&s.P50, 50}, {&s.P90, 90}, {&s.P99, 99}} {
-		*p.dst, _ = stats.Percentile(d, p.pct)
-	}
+	s.Min, s.Max = v[0], v[len(v)-1]
+	s.P10, s.P50, s.P90, s.P99 = Quantile(v, 0.10), Quantile(v, 0.50), Quantile(v, 0.90), Quantile(v, 0.99)
 	return s
+}
+
+// Quantile returns the p-quantile of sorted by linear interpolation
+// between order statistics, NaN when sorted is empty.
+func Quantile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	switch {
+	case n == 0:
+		return math.NaN()
+	case n == 1:
+		return sorted[0]
+	}
+	h := p * float64(n-1)
+	i := int(math.Floor(h))
+	if i >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[i] + (h-float64(i))*(sorted[i+1]-sorted[i])
 }
 
 // A Summary is one group of sample rows that share the key columns.
@@ -140,7 +158,7 @@ func WriteSummaries(path string, keys, statCols []string, sums []Summary) error 
 	for _, s := range sums {
 		rec := append(slices.Clone(s.Keys), fmt.Sprint(s.N), fmt.Sprint(s.Skipped), fmt.Sprint(s.Errors), s.Reason)
 		for _, c := range statCols {
-			for _, v := range s.Stats[c].Values() {
+			for _, v := range s.Stats[c].Row() {
 				rec = append(rec, FormatValue(v))
 			}
 		}

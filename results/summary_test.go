@@ -13,7 +13,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs
 func TestDescribeKnownData(t *testing.T) {
 	s := Describe([]float64{10, 1, 9, 2, 8, 3, 7, 4, 6, 5, math.NaN()})
 	want := Stats{N: 10, Mean: 5.5, Stddev: math.Sqrt(82.5 / 9), Min: 1, P10: 1.9, P50: 5.5, P90: 9.1, P99: 9.91, Max: 10}
-	got, exp := s.Values(), want.Values()
+	got, exp := s.Row(), want.Row()
 	if s.N != want.N {
 		t.Errorf("N = %d, want %d", s.N, want.N)
 	}
@@ -27,7 +27,7 @@ func TestDescribeKnownData(t *testing.T) {
 		t.Errorf("one value: %+v", one)
 	}
 	none := Describe(nil)
-	for i, v := range none.Values() {
+	for i, v := range none.Row() {
 		if !math.IsNaN(v) {
 			t.Errorf("empty %s = %v, want NaN", StatNames[i], v)
 		}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the tier sweep on whatever this machine has, then MB2, the
-# HTTP four-tier probe and MB1, then plots and REPORT.md, all under one
+# HTTP four-tier probe and MB1, a synthetic trace's analysis and a capacity
+# plan on the sweep's costs, then plots and REPORT.md, all under one
 # results directory. Each suite writes its own subdirectory (CSV, summary,
 # manifest.json); a suite that cannot run here writes skipped rows saying
 # why, and the others still run.
@@ -69,11 +70,20 @@ else
 	step interfere "$bin" interfere --sim --decode 1,8 --prefill 2k,8k,16k --reps 2 --out "$out/mb1"
 fi
 
+# The trace planner: a synthetic trace (about 12,000 requests and 290,000
+# block references), its analysis, and a plan on the sweep's measured tier
+# costs (seconds, not minutes; each draws its own plots).
+step "trace generate" "$bin" trace --generate "$out/trace.jsonl" --seed 1
+[ -f "$out/trace.jsonl" ] && step trace "$bin" trace "$out/trace.jsonl" --instances 4 --route session --out "$out/trace" >/dev/null
+[ -f "$out/trace.jsonl" ] && [ -f "$out/sweep/sweep.csv" ] &&
+	step plan "$bin" plan "$out/trace.jsonl" --costs "$out/sweep" --hbm 40GiB,80GiB,160GiB --dram 0,512GiB,2TiB \
+		--remote 0,inf --out "$out/plan" >/dev/null
+
 for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do
 	[ -d "$d" ] && step "plot $(basename "$d")" "$bin" plot "$d"
 done
 dirs=()
-for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do [ -d "$d" ] && dirs+=("$d"); done
+for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1 "$out"/trace "$out"/plan; do [ -d "$d" ] && dirs+=("$d"); done
 step report "$bin" report --out "$out/REPORT.md" "${dirs[@]}"
 echo "== results in $out" >&2
 [ "$interrupted" = 1 ] && exit 130

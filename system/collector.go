@@ -6,10 +6,10 @@
 package system
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
-	"sync"
 
+	"github.com/kvtier/kvtier/registry"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -22,39 +22,18 @@ type Collector struct {
 	Collect func(root string, m *results.Manifest) error
 }
 
-var (
-	mu         sync.Mutex
-	collectors = map[string]Collector{}
-)
+var collectors = registry.New("collector", func(c Collector) string { return c.Name },
+	func(a, b Collector) int { return cmp.Compare(a.Order, b.Order) })
 
 // Register adds a collector; it is called from init functions.
-func Register(c Collector) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := collectors[c.Name]; dup {
-		panic("system: collector " + c.Name + " registered twice")
-	}
-	collectors[c.Name] = c
-}
+func Register(c Collector) { collectors.Add(c) }
 
 // Collect runs every registered collector against the filesystem rooted
 // at root ("/" on a live machine) and returns what broke; the manifest
 // keeps whatever the others found.
 func Collect(root string, m *results.Manifest) []error {
-	mu.Lock()
-	cs := make([]Collector, 0, len(collectors))
-	for _, c := range collectors {
-		cs = append(cs, c)
-	}
-	mu.Unlock()
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].Order != cs[j].Order {
-			return cs[i].Order < cs[j].Order
-		}
-		return cs[i].Name < cs[j].Name
-	})
 	var errs []error
-	for _, c := range cs {
+	for _, c := range collectors.All() {
 		if err := c.Collect(root, m); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.Name, err))
 		}

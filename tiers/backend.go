@@ -1,16 +1,16 @@
 package tiers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/registry"
 )
 
 // A MemKind is where a buffer lives.
@@ -184,36 +184,15 @@ type BackendSpec struct {
 	Open     func(cfg BackendConfig) (Backend, error)
 }
 
-var (
-	backendMu sync.Mutex
-	backends  = map[string]BackendSpec{}
-)
+// backends are ordered by falling priority.
+var backends = registry.New("backend", func(s BackendSpec) string { return s.Name },
+	func(a, b BackendSpec) int { return cmp.Compare(b.Priority, a.Priority) })
 
 // RegisterBackend adds a backend; it is called from init functions.
-func RegisterBackend(s BackendSpec) {
-	backendMu.Lock()
-	defer backendMu.Unlock()
-	if _, dup := backends[s.Name]; dup {
-		panic("tiers: backend " + s.Name + " registered twice")
-	}
-	backends[s.Name] = s
-}
+func RegisterBackend(s BackendSpec) { backends.Add(s) }
 
 // BackendNames lists the registered backends by falling priority.
-func BackendNames() []string {
-	backendMu.Lock()
-	defer backendMu.Unlock()
-	var specs []BackendSpec
-	for _, s := range backends {
-		specs = append(specs, s)
-	}
-	sort.Slice(specs, func(i, j int) bool { return specs[i].Priority > specs[j].Priority })
-	names := make([]string, len(specs))
-	for i, s := range specs {
-		names[i] = s.Name
-	}
-	return names
-}
+func BackendNames() []string { return backends.Names() }
 
 // OpenBackend opens the named backend. "auto" tries every backend by
 // falling priority and returns the first that opens, with the reasons the
@@ -236,9 +215,7 @@ func OpenBackend(ctx context.Context, name string, cfg BackendConfig) (Backend, 
 }
 
 func openOne(name string, cfg BackendConfig) (Backend, error) {
-	backendMu.Lock()
-	s, ok := backends[name]
-	backendMu.Unlock()
+	s, ok := backends.Lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q (known: auto, %s)", name, strings.Join(BackendNames(), ", "))
 	}

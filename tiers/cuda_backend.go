@@ -316,47 +316,17 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []kv.Copy, mode CopyMode) error
 	if err != nil {
 		return err
 	}
-	var dir cuda.Dir
-	var ops int // operations this plan queues, as counted against a hold
-	switch {
-	case s.kind != Device && d.kind == Device:
-		dir = cuda.HostToDevice
-	case s.kind == Device && d.kind != Device:
-		dir = cuda.DeviceToHost
-	case s.kind == Device && d.kind == Device:
-		dir = cuda.DeviceToDevice
-	default:
-		return fmt.Errorf("cuda backend: copy from %s to %s memory has no device side", s.kind, d.kind)
+	dir, err := copyDir(s.kind, d.kind)
+	if err != nil {
+		return err
 	}
-	how := cuda.PerCopy
-	switch mode {
-	case PerCopy:
-		if err := kv.CheckPlan(plan, s.size, d.size); err != nil {
-			return fmt.Errorf("cuda backend: %w", err)
-		}
-	case Batch:
-		if !b.drv.Has("cuMemcpyBatchAsync") {
-			return fmt.Errorf("cuda backend: %s: %w", UnsupportedModeReason(mode), cuda.ErrUnsupported)
-		}
-		how = cuda.Batch
-		if err := kv.CheckPlan(plan, s.size, d.size); err != nil {
-			return fmt.Errorf("cuda backend: %w", err)
-		}
-	case Contiguous:
-		c, err := kv.ContiguousSpan(plan, s.size, d.size)
-		if err != nil {
-			return fmt.Errorf("cuda backend: %w", err)
-		}
-		plan = []kv.Copy{c}
-	default:
-		return fmt.Errorf("cuda backend: %s", UnsupportedModeReason(mode))
+	how, plan, err := b.modePlan(mode, plan, s.size, d.size)
+	if err != nil || len(plan) == 0 {
+		return err
 	}
-	if len(plan) == 0 {
-		return nil
-	}
-
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	var ops int // operations this plan queues, as counted against a hold
 	if t := b.active; t != nil {
 		if s.kind == Pageable || d.kind == Pageable {
 			// The driver may stage pageable memory synchronously with the
@@ -374,19 +344,66 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []kv.Copy, mode CopyMode) error
 	for _, c := range plan {
 		b.plan.Add(dbase+uint64(c.Dst), sbase+uint64(c.Src), c.Bytes)
 	}
-	issue := func() error { _, err := b.stream.Copy(dir, how, &b.plan); return err }
-	if b.active != nil {
-		err = b.active.Guard(issue)
-		if b.active.GuardFired() {
-			b.learn(how == cuda.Batch, ops, len(plan))
+	return b.issue(func() error { _, err := b.stream.Copy(dir, how, &b.plan); return err }, how == cuda.Batch, ops, len(plan))
+}
+
+// copyDir is the direction of a copy between memory kinds: one side
+// must be the device.
+func copyDir(src, dst MemKind) (cuda.Dir, error) {
+	switch {
+	case src != Device && dst == Device:
+		return cuda.HostToDevice, nil
+	case src == Device && dst != Device:
+		return cuda.DeviceToHost, nil
+	case src == Device && dst == Device:
+		return cuda.DeviceToDevice, nil
+	}
+	return 0, fmt.Errorf("cuda backend: copy from %s to %s memory has no device side", src, dst)
+}
+
+// modePlan checks plan against buffers of srcSize and dstSize bytes and
+// returns how mode issues it: the plan itself, or one span (contiguous).
+func (b *CUDABackend) modePlan(mode CopyMode, plan []kv.Copy, srcSize, dstSize int64) (cuda.How, []kv.Copy, error) {
+	switch mode {
+	case PerCopy, Batch:
+		how := cuda.PerCopy
+		if mode == Batch {
+			if !b.drv.Has("cuMemcpyBatchAsync") {
+				return 0, nil, fmt.Errorf("cuda backend: %s: %w", UnsupportedModeReason(mode), cuda.ErrUnsupported)
+			}
+			how = cuda.Batch
 		}
-	} else {
-		err = issue()
+		if err := kv.CheckPlan(plan, srcSize, dstSize); err != nil {
+			return 0, nil, fmt.Errorf("cuda backend: %w", err)
+		}
+		return how, plan, nil
+	case Contiguous:
+		c, err := kv.ContiguousSpan(plan, srcSize, dstSize)
+		if err != nil {
+			return 0, nil, fmt.Errorf("cuda backend: %w", err)
+		}
+		return cuda.PerCopy, []kv.Copy{c}, nil
+	}
+	return 0, nil, fmt.Errorf("cuda backend: %s", UnsupportedModeReason(mode))
+}
+
+// issue runs one queuing call, behind the active timer's guard when a
+// sample is being held (learning from a call that blocked behind the
+// hold), and lets go of the hold when the call fails. b.mu is held.
+func (b *CUDABackend) issue(call func() error, batch bool, ops, copies int) error {
+	t := b.active
+	if t == nil {
+		if err := call(); err != nil {
+			return fmt.Errorf("cuda backend: %w", err)
+		}
+		return nil
+	}
+	err := t.Guard(call)
+	if t.GuardFired() {
+		b.learn(batch, ops, copies)
 	}
 	if err != nil {
-		if b.active != nil {
-			b.active.Unhold()
-		}
+		t.Unhold()
 		return fmt.Errorf("cuda backend: %w", err)
 	}
 	return nil
@@ -468,28 +485,13 @@ func (b *CUDABackend) GEMMs(ops []kv.GEMM) error {
 		// covers a queue that fills all the same).
 		b.active.Queue(len(ops))
 	}
-	var n int
-	issue := func() (err error) { n, err = b.handle.Gemms(list); return err }
-	var err error
-	if b.active != nil {
-		err = b.active.Guard(issue)
-		if b.active.GuardFired() {
-			b.learn(false, len(ops), len(ops))
+	return b.issue(func() error {
+		n, err := b.handle.Gemms(list)
+		if err != nil && n < len(ops) {
+			return fmt.Errorf("%s: %w", ops[n].Name, err)
 		}
-	} else {
-		err = issue()
-	}
-	if err != nil {
-		if b.active != nil {
-			b.active.Unhold()
-		}
-		name := ""
-		if n < len(ops) {
-			name = ops[n].Name + ": "
-		}
-		return fmt.Errorf("cuda backend: %s%w", name, err)
-	}
-	return nil
+		return err
+	}, false, len(ops), len(ops))
 }
 
 func (b *CUDABackend) openBLAS() error {

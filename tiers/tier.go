@@ -8,15 +8,15 @@
 package tiers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/registry"
 )
 
 // A Prefix is the reused prefix a Fetch brings back.
@@ -108,52 +108,21 @@ type Spec struct {
 	Columns []string
 }
 
-var (
-	tierMu sync.Mutex
-	specs  = map[string]Spec{}
-)
+var specs = registry.New("tier", func(s Spec) string { return s.Name },
+	func(a, b Spec) int { return cmp.Compare(a.Order, b.Order) })
 
 // Register adds a tier; it is called from init functions.
-func Register(s Spec) {
-	tierMu.Lock()
-	defer tierMu.Unlock()
-	if _, dup := specs[s.Name]; dup {
-		panic("tiers: tier " + s.Name + " registered twice")
-	}
-	specs[s.Name] = s
-}
+func Register(s Spec) { specs.Add(s) }
 
 // All returns every registered tier in display order.
-func All() []Spec {
-	tierMu.Lock()
-	defer tierMu.Unlock()
-	out := make([]Spec, 0, len(specs))
-	for _, s := range specs {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
+func All() []Spec { return specs.All() }
 
 // Names returns the registered tier names in display order.
-func Names() []string {
-	var n []string
-	for _, s := range All() {
-		n = append(n, s.Name)
-	}
-	return n
-}
+func Names() []string { return specs.Names() }
 
 // Lookup returns the tier named name.
 func Lookup(name string) (Spec, error) {
-	tierMu.Lock()
-	s, ok := specs[name]
-	tierMu.Unlock()
+	s, ok := specs.Lookup(name)
 	if !ok {
 		return Spec{}, fmt.Errorf("unknown tier %q (known: %s)", name, strings.Join(Names(), ", "))
 	}

@@ -114,27 +114,82 @@ func ParseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
 	return out, nil
 }
 
-// FormatBytes renders n with an IEC suffix and three significant digits,
-// for display only ("1.5 MiB", "16 KiB", "11.5 GiB").
-func FormatBytes(n int64) string {
+// FormatBytes renders a byte count with an IEC unit and three
+// significant digits, for display only ("1.5 MiB", "16 KiB", "11.5 GiB");
+// whole bytes below 1 KiB ("512 B").
+func FormatBytes[T ~int | ~int64 | ~float64](n T) string {
 	f := float64(n)
+	if math.IsNaN(f) {
+		return ""
+	}
 	for _, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
 		if math.Abs(f) < 1024 || u == "TiB" {
 			if u == "B" {
-				return fmt.Sprintf("%d B", n)
+				return strconv.FormatFloat(f, 'f', 0, 64) + " B"
 			}
-			return strconv.FormatFloat(f, 'g', 3, 64) + " " + u
+			return trimZeros(FormatSig(f)) + " " + u
 		}
 		f /= 1024
 	}
-	return fmt.Sprintf("%d B", n)
+	return ""
 }
 
-// FormatTokens renders a token count the way it was probably written:
-// "8k" for 8192, "1000" for 1000.
-func FormatTokens(n int) string {
-	if n >= 1024 && n%1024 == 0 {
-		return strconv.Itoa(n/1024) + "k"
+// trimZeros drops trailing zeros after a decimal point: "16.0" is "16",
+// "1.50" is "1.5".
+func trimZeros(s string) string {
+	if !strings.Contains(s, ".") || strings.ContainsAny(s, "e") {
+		return s
 	}
-	return strconv.Itoa(n)
+	return strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+}
+
+// FormatTokens renders a token count the way it is usually written:
+// "8k" for 8192, "1,000" for 1000.
+func FormatTokens[T ~int | ~int64](n T) string {
+	if n >= 1024 && n%1024 == 0 {
+		return strconv.FormatInt(int64(n/1024), 10) + "k"
+	}
+	return Commas(int64(n))
+}
+
+// FormatSig renders x with three significant digits, without an exponent
+// from 0.001 up (thousands with commas); "" for NaN and ±Inf.
+func FormatSig(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return ""
+	}
+	a := math.Abs(x)
+	switch {
+	case a == 0:
+		return "0"
+	case a >= 1000:
+		return Commas(int64(math.Round(x)))
+	case a >= 100:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	case a >= 0.001:
+		return strconv.FormatFloat(x, 'f', int(2-math.Floor(math.Log10(a))), 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+// Commas renders n with thousands separated by commas.
+func Commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

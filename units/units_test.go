@@ -77,7 +77,12 @@ func TestFormat(t *testing.T) {
 			t.Errorf("FormatBytes(%d) = %q, want %q", in, got, want)
 		}
 	}
-	if FormatTokens(8192) != "8k" || FormatTokens(1000) != "1000" {
+	if FormatTokens(8192) != "8k" || FormatTokens(1000) != "1,000" || FormatTokens(int64(65536)) != "64k" {
 		t.Errorf("FormatTokens wrong")
+	}
+	for in, want := range map[float64]string{1023.9 * 1024: "1,024 KiB", 0.5: "0 B", 3 * 1024 * 1024 * 1024 * 1024 * 1024: "3,072 TiB"} {
+		if got := FormatBytes(in); got != want {
+			t.Errorf("FormatBytes(%g) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,11 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	m.HandleFunc("GET /v1/models", s.handleModels)
+	m.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"version": s.cfg.Version})
+	})
+	m.HandleFunc("POST /tokenize", s.handleTokenize)
+	m.HandleFunc("GET /query", s.handleBootstrapQuery)
 	m.HandleFunc("GET /metrics", s.handleMetrics)
 	m.HandleFunc("POST /v1/completions", s.handleCompletions)
 	m.HandleFunc("POST /v1/chat/completions", s.handleChat)
@@ -132,6 +138,7 @@ type genRequest struct {
 	IgnoreEOS           bool            `json:"ignore_eos"`
 	CacheSalt           *string         `json:"cache_salt"`
 	KVTransferParams    map[string]any  `json:"kv_transfer_params"`
+	ReturnTokenIDs      *bool           `json:"return_token_ids"`
 }
 
 type streamOptions struct {
@@ -179,7 +186,7 @@ func (s *Server) promptTokens(raw json.RawMessage) ([]int, *apiError) {
 		return nil, badRequest("Field required: prompt")
 	}
 	var text string
-	if json.Unmarshal(raw, &text) == nil {
+	if raw[0] == '"' && json.Unmarshal(raw, &text) == nil {
 		return s.tok.encode(text), nil
 	}
 	var ids []int
@@ -246,6 +253,21 @@ func (s *Server) checkLengths(req *genRequest, prompt []int, def *int) (int, *ap
 	return n, nil
 }
 
+type arrivalKey struct{}
+
+// withArrival notes in r's context when its handler started.
+func withArrival(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), arrivalKey{}, time.Now()))
+}
+
+// arrivedAt is when r's handler started (now if not noted).
+func arrivedAt(r *http.Request) time.Time {
+	if t, ok := r.Context().Value(arrivalKey{}).(time.Time); ok {
+		return t
+	}
+	return time.Now()
+}
+
 // kind is what differs between the two endpoints.
 type kind struct {
 	chat   bool
@@ -259,6 +281,7 @@ var (
 )
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	r = withArrival(r)
 	req, aerr := decodeRequest(r)
 	if aerr == nil {
 		aerr = s.checkCommon(req)
@@ -280,6 +303,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	r = withArrival(r)
 	req, aerr := decodeRequest(r)
 	if aerr == nil {
 		aerr = s.checkCommon(req)
@@ -290,7 +314,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			aerr = badRequest("Field required: messages")
 		} else {
 			var err error
-			if prompt, err = s.tok.chat(req.Messages); err != nil {
+			if prompt, err = s.tok.chat(req.Messages, true); err != nil {
 				aerr = badRequest("%v", err)
 			}
 		}
@@ -321,7 +345,7 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, req *genReque
 	kvp := parseKVParams(req.KVTransferParams)
 	if kvp.doRemoteDecode {
 		r.holdPeer = true
-		done := s.addPending(id, hr.Header.Get("X-Request-Id"))
+		done := s.addPending(id, hr.Header.Get("X-Request-Id"), kvp.transferID)
 		defer done()
 	}
 	if kvp.doRemotePrefill {
@@ -329,9 +353,15 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, req *genReque
 		r.remote = s.pullRemote(ctx, kvp, hr.Header.Get("X-Request-Id"), r.hashes)
 	}
 
-	// The front end's share: HTTP, tokenization, input processing.
-	r.apiTime = e.cost.apiTime(len(prompt))
-	if err := s.sleep(ctx, s.scaled(r.apiTime)); err != nil {
+	// The front end's share: HTTP, tokenization, input processing, slower
+	// the more requests it is already streaming.
+	e.mu.Lock()
+	load := len(e.running) + len(e.waiting) + len(e.loading)
+	e.mu.Unlock()
+	r.apiTime = e.cost.apiTime(len(prompt), load)
+	// The simulator's own reading and checking of the request counts
+	// toward the modeled front-end time, not on top of it.
+	if err := s.sleep(ctx, s.scaled(r.apiTime)-time.Since(arrivedAt(hr))); err != nil {
 		return
 	}
 	s.submit(r)
@@ -342,17 +372,25 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, req *genReque
 	}()
 
 	if req.Stream {
-		s.streamResponse(ctx, w, req, k, id, created, r)
+		s.streamResponse(ctx, w, req, k, id, created, r, prompt)
 		return
 	}
+	s.respond(ctx, w, hr, k, id, created, r)
+}
+
+// respond writes the non-streaming response of r once it finishes; a
+// producer's carries the kv_transfer_params of the KV it holds.
+func (s *Server) respond(ctx context.Context, w http.ResponseWriter, hr *http.Request, k kind, id string, created int64, r *request) {
 	var text strings.Builder
 	var last event
-	for ev, ok := range s.events(ctx, r) {
+	for evs, ok := range s.batches(ctx, r) {
 		if !ok {
 			return
 		}
-		text.WriteString(s.tok.decode(ev.token))
-		last = ev
+		for _, ev := range evs {
+			text.WriteString(s.tok.decode(ev.token))
+		}
+		last = evs[len(evs)-1]
 	}
 	if last.finish == "" {
 		return
@@ -383,26 +421,29 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, req *genReque
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// events yields r's events until it finishes; ok is false when the
-// client or the server went away first.
-func (s *Server) events(ctx context.Context, r *request) func(func(event, bool) bool) {
-	return func(yield func(event, bool) bool) {
+// batches yields r's events in the batches they were waiting in, as
+// vLLM's output collector merges the outputs a slow stream has not taken
+// yet into one, until r finishes; ok is false when the client or the
+// server went away first.
+func (s *Server) batches(ctx context.Context, r *request) func(func([]event, bool) bool) {
+	return func(yield func([]event, bool) bool) {
 		for {
-			for _, ev := range r.out.take() {
-				if !yield(ev, true) {
+			if evs := r.out.take(); len(evs) > 0 {
+				if i := slices.IndexFunc(evs, func(ev event) bool { return ev.finish != "" }); i >= 0 {
+					yield(evs[:i+1], true)
 					return
 				}
-				if ev.finish != "" {
+				if !yield(evs, true) {
 					return
 				}
 			}
 			select {
 			case <-r.out.notify:
 			case <-ctx.Done():
-				yield(event{}, false)
+				yield(nil, false)
 				return
 			case <-s.done:
-				yield(event{}, false)
+				yield(nil, false)
 				return
 			}
 		}
@@ -424,79 +465,116 @@ func (s *Server) usage(last event) usageInfo {
 	return u
 }
 
+// A streamWriter writes one response's server-sent events.
+type streamWriter struct {
+	w          http.ResponseWriter
+	fl         http.Flusher
+	s          *Server
+	req        *genRequest
+	k          kind
+	id         string
+	created    int64
+	r          *request
+	prompt     []int
+	continuous bool // continuous_usage_stats: usage so far on every chunk
+	tokenIDs   bool // return_token_ids
+	n          int  // tokens sent
+}
+
+func (sw *streamWriter) send(v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	if _, err := fmt.Fprintf(sw.w, "data: %s\n\n", b); err != nil {
+		return false
+	}
+	if sw.fl != nil {
+		sw.fl.Flush()
+	}
+	return true
+}
+
+// running is the usage so far, on every chunk with continuous_usage_stats.
+func (sw *streamWriter) running() *usageInfo {
+	if !sw.continuous {
+		return nil
+	}
+	return &usageInfo{PromptTokens: sw.r.promptLen, TotalTokens: sw.r.promptLen + sw.n, CompletionTokens: sw.n}
+}
+
+// chunk writes the events of one batch as one chunk (chat: after the role
+// chunk when it is the first).
+func (sw *streamWriter) chunk(evs []event) bool {
+	first := sw.n == 0
+	var text strings.Builder
+	ids := make([]int, 0, len(evs))
+	for _, ev := range evs {
+		text.WriteString(sw.s.tok.decode(ev.token))
+		ids = append(ids, ev.token)
+	}
+	var finish *string
+	if f := evs[len(evs)-1].finish; f != "" {
+		finish = &f
+	}
+	var tokIDs, promptIDs []int
+	if sw.tokenIDs {
+		tokIDs = ids
+		if first {
+			promptIDs = sw.prompt
+		}
+	}
+	content := text.String()
+	m := sw.s.cfg.Model
+	if !sw.k.chat {
+		sw.n += len(evs)
+		return sw.send(completionStreamResponse{
+			ID: sw.id, Object: "text_completion", Created: sw.created, Model: m,
+			Choices: []completionStreamChoice{{Text: content, FinishReason: finish, TokenIDs: tokIDs}},
+			Usage:   sw.running(), PromptTokenIDs: promptIDs,
+		})
+	}
+	if first {
+		empty := ""
+		if !sw.send(chatStreamResponse{
+			ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: m,
+			Choices: []chatStreamChoice{{Delta: deltaMessage{Role: "assistant", Content: &empty}}},
+			Usage:   sw.running(), PromptTokenIDs: promptIDs,
+		}) {
+			return false
+		}
+	}
+	sw.n += len(evs)
+	c := chatStreamChoice{Delta: deltaMessage{Content: &content}, FinishReason: finish, TokenIDs: tokIDs}
+	if finish != nil {
+		c.StopReason = json.RawMessage("null")
+	}
+	return sw.send(chatStreamResponse{
+		ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: m,
+		Choices: []chatStreamChoice{c}, Usage: sw.running(),
+	})
+}
+
 // streamResponse writes server-sent events as vLLM does: one chunk per
-// token, the finish reason on the last token's chunk, a usage chunk with
-// no choices when asked for, then [DONE].
-func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req *genRequest, k kind, id string, created int64, r *request) {
+// batch of tokens (one token, unless the stream fell behind the engine),
+// the finish reason on the last token's chunk, a usage chunk with no
+// choices when asked for, then [DONE].
+func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req *genRequest, k kind, id string, created int64, r *request, prompt []int) {
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
-	send := func(v any) bool {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return false
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return true
-	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	// continuous_usage_stats: usage so far on every chunk.
-	continuous := includeUsage && req.StreamOptions.ContinuousUsageStats
-	running := func(n int) *usageInfo {
-		if !continuous {
-			return nil
-		}
-		return &usageInfo{PromptTokens: r.promptLen, TotalTokens: r.promptLen + n, CompletionTokens: n}
+	sw := &streamWriter{
+		w: w, fl: fl, s: s, req: req, k: k, id: id, created: created, r: r, prompt: prompt,
+		continuous: includeUsage && req.StreamOptions.ContinuousUsageStats,
+		tokenIDs:   req.ReturnTokenIDs != nil && *req.ReturnTokenIDs,
 	}
-	first := true
-	n := 0
 	var last event
-	for ev, ok := range s.events(ctx, r) {
-		if !ok {
+	for evs, ok := range s.batches(ctx, r) {
+		if !ok || !sw.chunk(evs) {
 			return
 		}
-		var finish *string
-		if ev.finish != "" {
-			finish = &ev.finish
-		}
-		text := s.tok.decode(ev.token)
-		if k.chat {
-			if first {
-				empty := ""
-				role := chatStreamResponse{
-					ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model,
-					Choices: []chatStreamChoice{{Delta: deltaMessage{Role: "assistant", Content: &empty}}},
-					Usage:   running(0),
-				}
-				if !send(role) {
-					return
-				}
-			}
-			c := chatStreamChoice{Delta: deltaMessage{Content: &text}, FinishReason: finish}
-			if finish != nil {
-				c.StopReason = json.RawMessage("null")
-			}
-			if !send(chatStreamResponse{
-				ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model,
-				Choices: []chatStreamChoice{c}, Usage: running(n + 1),
-			}) {
-				return
-			}
-		} else if !send(completionStreamResponse{
-			ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model,
-			Choices: []completionStreamChoice{{Text: text, FinishReason: finish}},
-			Usage:   running(n + 1),
-		}) {
-			return
-		}
-		first = false
-		n++
-		last = ev
+		last = evs[len(evs)-1]
 	}
 	if includeUsage && last.finish != "" {
 		u := s.usage(last)
@@ -506,7 +584,7 @@ func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req 
 		} else {
 			chunk = completionStreamResponse{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model, Choices: []completionStreamChoice{}, Usage: &u}
 		}
-		if !send(chunk) {
+		if !sw.send(chunk) {
 			return
 		}
 	}
@@ -532,14 +610,57 @@ func (s *Server) producerParams(hr *http.Request, id string, blocks []int) map[s
 	}
 }
 
-// hostPort is the address the client reached this server at.
+// hostPort is the address the client reached this server at: the Host
+// header, with the scheme's port when it names none.
 func hostPort(hr *http.Request) (string, int) {
 	host, p, err := net.SplitHostPort(hr.Host)
 	if err != nil {
-		if la, ok := hr.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-			host, p, _ = net.SplitHostPort(la.String())
+		host, p = hr.Host, "80"
+		if hr.TLS != nil {
+			p = "443"
 		}
 	}
 	port, _ := strconv.Atoi(p)
 	return host, port
+}
+
+// tokenizeRequest is vLLM's TokenizeCompletionRequest or
+// TokenizeChatRequest: a prompt or messages.
+type tokenizeRequest struct {
+	Model               string          `json:"model"`
+	Prompt              json.RawMessage `json:"prompt"`
+	Messages            []chatMessage   `json:"messages"`
+	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
+}
+
+// handleTokenize is vLLM's POST /tokenize: {count, max_model_len, tokens}.
+func (s *Server) handleTokenize(w http.ResponseWriter, hr *http.Request) {
+	var req tokenizeRequest
+	body, err := io.ReadAll(io.LimitReader(hr.Body, 256<<20))
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
+		writeError(w, badRequest("JSON decode error: %v", err))
+		return
+	}
+	if req.Model != "" && req.Model != s.cfg.Model {
+		writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("The model `%s` does not exist.", req.Model), param: "model"})
+		return
+	}
+	var ids []int
+	var aerr *apiError
+	if req.Messages != nil {
+		ids, err = s.tok.chat(req.Messages, req.AddGenerationPrompt == nil || *req.AddGenerationPrompt)
+		if err != nil {
+			aerr = badRequest("%v", err)
+		}
+	} else {
+		ids, aerr = s.promptTokens(req.Prompt)
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(ids), "max_model_len": s.cfg.MaxModelLen, "tokens": ids, "token_strs": nil})
 }

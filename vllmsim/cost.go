@@ -120,9 +120,19 @@ func (c costModel) stepTime(s stepShape) float64 {
 	return t
 }
 
-// apiTime is the front-end cost of a request of prompt tokens.
-func (c costModel) apiTime(prompt int) float64 {
-	return c.p.APIBase + c.p.APIPerToken*float64(prompt)
+// apiTime is the front-end cost of a request of prompt tokens arriving
+// while load other requests are in the engine.
+func (c costModel) apiTime(prompt, load int) float64 {
+	return c.p.APIBase + c.p.APIPerToken*float64(prompt) + c.p.APIPerRunning*float64(load)
+}
+
+// decodeCredit is the number of decode steps a prefill step earns while
+// decoding sequences wait (see engine.schedule).
+func (c costModel) decodeCredit(decoding int) float64 {
+	if decoding <= 0 {
+		return 0
+	}
+	return c.p.InterleaveBase + c.p.InterleavePerSeq*float64(decoding-1)
 }
 
 // hostLoadTime is the time to bring tokens of KV back from CPU memory.
@@ -143,32 +153,36 @@ const (
 	tierRemote = "remote"
 )
 
-// estimateTTFT is the TTFT of a lone request of prompt tokens whose
-// reusable prefix sits in tier, with chunked prefill of budget tokens per
-// step and blocks of block tokens: what the engine does, in closed form.
-// With decodes sequences decoding alongside, each step also carries them.
+// estimateTTFT is the TTFT of a request of prompt tokens whose reusable
+// prefix sits in tier, with chunked prefill of budget tokens per step and
+// blocks of block tokens, beside decodes sequences decoding (their
+// interleaved decode steps included): what the engine does, in closed
+// form.
 func (c costModel) estimateTTFT(tier string, prompt, block, budget, decodes int) float64 {
 	hit := 0
 	if tier != tierMiss {
 		hit = (prompt - 1) / block * block
 	}
-	t := c.apiTime(prompt)
+	t := c.apiTime(prompt, decodes)
 	switch tier {
 	case tierCPU:
 		t += c.hostLoadTime(hit)
 	case tierRemote:
 		t += c.remoteLoadTime(hit)
 	}
-	done := hit
-	first := true
-	for done < prompt {
-		n := min(prompt-done, budget-decodes)
-		s := stepShape{Decodes: decodes, Chunks: []chunk{{Tokens: n, Context: done}}}
+	decodeStep := c.stepTime(stepShape{Decodes: decodes})
+	credit := 0.0
+	for done, first := hit, true; done < prompt; first = false {
+		for ; decodes > 0 && credit >= 1; credit-- {
+			t += decodeStep
+		}
+		n := min(prompt-done, budget)
+		s := stepShape{Chunks: []chunk{{Tokens: n, Context: done}}}
 		if first {
 			s.Admitted = []int{prompt}
-			first = false
 		}
 		t += c.stepTime(s)
+		credit += c.decodeCredit(decodes)
 		done += n
 	}
 	return t

@@ -31,6 +31,7 @@ type engine struct {
 	loading []*request // waiting for an external (CPU or remote) load
 	running []*request
 	held    map[string]*heldKV // producer: KV kept for a consumer
+	credit  float64            // decode steps earned by prefill steps (see schedule)
 
 	vt float64 // modeled seconds since start
 	m  counters
@@ -43,7 +44,12 @@ type counters struct {
 	prefixQueries, prefixHits float64
 	extQueries, extHits       float64
 	promptTokens, genTokens   float64
-	ttft                      histogram
+	// vllm:prompt_tokens_by_source, counted at a request's first token.
+	srcCompute, srcLocal, srcExternal float64
+	promptCached                      float64
+	// vllm:prompt_tokens_cached_by_source: device, host, p2p.
+	cachedDevice, cachedHost, cachedP2P float64
+	ttft                                histogram
 }
 
 // A finish reason of a request.
@@ -83,6 +89,8 @@ type request struct {
 	admitted   bool    // its engine admission cost was charged
 	firstAt    float64 // modeled time of the first token, -1 before
 	cached     int     // prompt tokens not computed: local + external hits
+	firstLocal int     // local hit of the first admission
+	firstExt   int     // external hit of the first admission
 	localHit   int
 	extHit     int
 	remote     *remoteKV // consumer: the peer holds this many leading blocks
@@ -242,23 +250,82 @@ func (e *engine) nextLoad() (float64, bool) {
 	return t, true
 }
 
-// schedule plans the next step at the current modeled time, as vLLM's V1
-// scheduler does: finished loads join the batch; running requests first,
-// in order, each one token if decoding or a chunk of its prefill within
-// the token budget; then waiting requests, in order, while the budget and
-// the pool allow. A plan with no items means there is nothing to compute
-// now (idle, or only loads in flight).
+// schedule plans the next step at the current modeled time. Finished
+// loads join the batch first. A step is either a prefill step or a decode
+// step:
+//
+//   - a prefill step computes prompt chunks within the token budget:
+//     first those of running requests still prefilling, in order, then
+//     waiting requests, in order, while the budget and the pool allow;
+//     requests that are decoding wait;
+//   - a decode step advances every decoding request by one token.
+//
+// While prompt work is pending, each prefill step earns the decoding
+// requests the cost model's decode credit (Profile.InterleaveBase and
+// InterleavePerSeq), and a decode step runs whenever a whole credit has
+// accumulated: so decodes get a few tokens per chunk of a long prefill,
+// more the more of them there are, as the H20 reference measured.
+// A plan with no items means there is nothing to compute now (idle, or
+// only loads in flight).
+//
+// Note: vLLM's V1 scheduler puts every running decode into every step,
+// beside the prefill chunk, which would give each decode one token per
+// chunk. The reference measurement contradicts that at D = 1 (5.7 tokens
+// during the 16 chunks of a 128k prefill) and exceeds it at D = 8 (40
+// tokens); the interleave credit is fitted to it rather than derived.
 func (e *engine) schedule() *plan {
-	p := &plan{}
 	e.finishLoads()
+	decoding, pending := e.census()
+	if !pending {
+		e.credit = 0
+	}
+	p := &plan{}
+	if pending && (e.credit < 1 || decoding == 0) {
+		e.planPrefill(p)
+		if len(p.items) > 0 {
+			e.credit += e.cost.decodeCredit(decoding)
+			p.dur = e.cost.stepTime(p.shape)
+			return p
+		}
+	}
+	e.planDecodes(p)
+	if len(p.items) > 0 && e.credit >= 1 {
+		e.credit--
+	}
+	p.dur = e.cost.stepTime(p.shape)
+	return p
+}
+
+// decodingNow reports whether r's next step is one decode token.
+func decodingNow(r *request) bool { return r.nOut > 0 && len(r.seq)-r.computed == 1 }
+
+// census counts the running requests that are decoding and reports
+// whether any prompt work is pending (running or waiting).
+func (e *engine) census() (decoding int, pending bool) {
+	pending = len(e.waiting) > 0
+	for _, r := range e.running {
+		if decodingNow(r) {
+			decoding++
+		} else {
+			pending = true
+		}
+	}
+	return decoding, pending
+}
+
+// planPrefill fills a prefill step: chunks of the running requests still
+// prefilling, then admissions, within the token budget.
+func (e *engine) planPrefill(p *plan) {
 	budget := e.budget
 	preempted := false
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		r := e.running[i]
+		if decodingNow(r) {
+			continue
+		}
 		k := min(len(r.seq)-r.computed, budget)
 		if !e.grow(r, r.computed+k, &preempted) {
-			// r itself was preempted to make room.
-			i--
+			i-- // r itself was preempted to make room
 			continue
 		}
 		e.plan(p, r, k)
@@ -281,14 +348,29 @@ func (e *engine) schedule() *plan {
 		e.plan(p, r, k)
 		budget -= k
 	}
-	p.dur = e.cost.stepTime(p.shape)
-	return p
+}
+
+// planDecodes fills a decode step: one token for every decoding request,
+// preempting (recompute) when the pool is short.
+func (e *engine) planDecodes(p *plan) {
+	preempted := false
+	for i := 0; i < len(e.running); i++ {
+		r := e.running[i]
+		if !decodingNow(r) {
+			continue
+		}
+		if !e.grow(r, r.computed+1, &preempted) {
+			i--
+			continue
+		}
+		e.plan(p, r, 1)
+	}
 }
 
 // plan adds k tokens of r to the step.
 func (e *engine) plan(p *plan, r *request, k int) {
 	p.items = append(p.items, item{r, k})
-	if r.nOut > 0 && len(r.seq)-r.computed == 1 {
+	if decodingNow(r) {
 		p.shape.Decodes++
 		p.shape.DecodeContext += int64(r.computed)
 	} else {
@@ -361,6 +443,7 @@ func (e *engine) admit(r *request) bool {
 	r.committed = len(local)
 	if r.preempted == 0 {
 		r.cached = r.localHit + r.extHit
+		r.firstLocal, r.firstExt = r.localHit, r.extHit
 	}
 	e.m.prefixQueries += float64(total)
 	e.m.prefixHits += float64(r.localHit)
@@ -432,7 +515,7 @@ func (e *engine) finish(p *plan, at float64) {
 		ev := event{token: tok, at: at}
 		if r.firstAt < 0 {
 			r.firstAt = at
-			e.m.promptTokens += float64(r.promptLen)
+			e.countPrompt(r)
 			e.m.ttft.observe(at - r.arrival + r.apiTime)
 		}
 		if r.nOut >= r.maxTokens {
@@ -451,6 +534,32 @@ func (e *engine) finish(p *plan, at float64) {
 			r.blocks = nil
 		}
 		r.out.push(ev)
+	}
+}
+
+// countPrompt counts r's prompt tokens by source, as vLLM does when a
+// request's prefill ends: computed, cached locally (device), loaded by a
+// connector (host for CPU offload, p2p from a producer). When every token
+// but the last was cached, the last is recomputed and counted twice, in
+// local_compute and in local_cache_hit.
+func (e *engine) countPrompt(r *request) {
+	m := &e.m
+	l := float64(r.promptLen)
+	cached, ext := float64(r.cached), float64(r.firstExt)
+	recomputed := 0.0
+	if r.cached+1 == r.promptLen {
+		recomputed = 1
+	}
+	m.promptTokens += l
+	m.promptCached += cached
+	m.srcCompute += l - cached
+	m.srcLocal += cached + recomputed - ext
+	m.srcExternal += ext
+	m.cachedDevice += float64(r.firstLocal)
+	if r.remote != nil {
+		m.cachedP2P += ext
+	} else {
+		m.cachedHost += ext
 	}
 }
 

@@ -76,6 +76,18 @@ func (x *expositionWriter) counter(name, help string, v float64) {
 	x.printf("%s_created{%s} %s\n", name, x.labels, pyFloat(x.create))
 }
 
+// labelled writes a counter with one series per value of label.
+func (x *expositionWriter) labelled(name, help, label string, values []string, v []float64) {
+	x.header(name+"_total", "counter", help)
+	for i, lv := range values {
+		x.printf("%s_total{%s,%s=\"%s\"} %s\n", name, x.labels, label, escapeLabel(lv), pyFloat(v[i]))
+	}
+	x.header(name+"_created", "gauge", help)
+	for _, lv := range values {
+		x.printf("%s_created{%s,%s=\"%s\"} %s\n", name, x.labels, label, escapeLabel(lv), pyFloat(x.create))
+	}
+}
+
 func (x *expositionWriter) histogram(name, help string, h histogram) {
 	x.header(name, "histogram", help)
 	var cum uint64
@@ -137,6 +149,13 @@ func (s *Server) writeMetrics(w io.Writer, snap snapshot) error {
 	x.counter("vllm:external_prefix_cache_queries", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.", snap.c.extQueries)
 	x.counter("vllm:external_prefix_cache_hits", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.", snap.c.extHits)
 	x.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", snap.c.promptTokens)
+	x.labelled("vllm:prompt_tokens_by_source", "Number of prompt tokens by source.", "source", []string{"local_compute", "local_cache_hit", "external_kv_transfer"},
+		[]float64{snap.c.srcCompute, snap.c.srcLocal, snap.c.srcExternal})
+	x.counter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).", snap.c.promptCached)
+	if s.cfg.CacheSourceMetrics {
+		x.labelled("vllm:prompt_tokens_cached_by_source", "Number of cached prompt tokens by source.", "source", []string{"device", "host", "p2p"},
+			[]float64{snap.c.cachedDevice, snap.c.cachedHost, snap.c.cachedP2P})
+	}
 	x.counter("vllm:generation_tokens", "Number of generation tokens processed.", snap.c.genTokens)
 	x.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", snap.c.ttft)
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -19,8 +20,10 @@ const kvBlocksPath = "/kvtier/kv_blocks"
 
 // kvParams are the kv_transfer_params of a request, in the NIXL shape
 // (remote_block_ids, remote_engine_id, remote_host, remote_port,
-// remote_request_id) or the Mooncake shape (bootstrap_server_host/port or
-// remote_bootstrap_addr).
+// remote_request_id) or one of the Mooncake connector's three:
+// bootstrap_server_host and _port; remote_bootstrap_addr (a URL or
+// HOST:PORT) with remote_engine_id and remote_dp_rank; and the same with
+// transfer_id, which both legs carry.
 type kvParams struct {
 	doRemoteDecode  bool
 	doRemotePrefill bool
@@ -30,6 +33,7 @@ type kvParams struct {
 	host            string
 	port            int
 	requestID       string
+	transferID      string
 }
 
 func parseKVParams(m map[string]any) kvParams {
@@ -49,6 +53,7 @@ func parseKVParams(m map[string]any) kvParams {
 	}
 	p.engineID, _ = m["remote_engine_id"].(string)
 	p.requestID, _ = m["remote_request_id"].(string)
+	p.transferID, _ = m["transfer_id"].(string)
 	p.host, _ = m["remote_host"].(string)
 	p.port = intOf(m["remote_port"])
 	if h, ok := m["bootstrap_server_host"].(string); ok && p.host == "" {
@@ -56,12 +61,22 @@ func parseKVParams(m map[string]any) kvParams {
 		p.port = intOf(m["bootstrap_server_port"])
 	}
 	if a, ok := m["remote_bootstrap_addr"].(string); ok && p.host == "" {
-		if h, port, err := net.SplitHostPort(a); err == nil {
-			p.host = h
-			p.port, _ = strconv.Atoi(port)
-		}
+		p.host, p.port = splitAddr(a)
 	}
 	return p
+}
+
+// splitAddr splits "http://HOST:PORT" or "HOST:PORT".
+func splitAddr(a string) (string, int) {
+	if u, err := url.Parse(a); err == nil && u.Host != "" {
+		a = u.Host
+	}
+	h, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return "", 0
+	}
+	n, _ := strconv.Atoi(port)
+	return h, n
 }
 
 func intOf(v any) int {
@@ -76,36 +91,46 @@ func intOf(v any) int {
 }
 
 // addPending marks a producer request in flight under its id and its
-// X-Request-Id, so a consumer asking early waits for it. The returned
-// function marks it done.
-func (s *Server) addPending(id, xreq string) func() {
+// other names (X-Request-Id, transfer_id), so a consumer asking early
+// waits for it. The returned function marks it done.
+func (s *Server) addPending(id string, names ...string) func() {
 	ch := make(chan struct{})
 	s.pmu.Lock()
 	s.pending[id] = ch
-	if xreq != "" {
-		s.pending[xreq] = ch
-		s.alias[xreq] = id
+	for _, n := range names {
+		if n != "" {
+			s.pending[n] = ch
+			s.alias[n] = id
+		}
 	}
 	s.pmu.Unlock()
 	return func() {
 		s.pmu.Lock()
-		if s.pending[id] == ch {
-			delete(s.pending, id)
-		}
-		if xreq != "" && s.pending[xreq] == ch {
-			delete(s.pending, xreq)
+		for _, n := range append(names, id) {
+			if n != "" && s.pending[n] == ch {
+				delete(s.pending, n)
+			}
 		}
 		s.pmu.Unlock()
 		close(ch)
 	}
 }
 
+// handleBootstrapQuery answers as the Mooncake connector's bootstrap
+// server does, GET /query: the engine of each data-parallel rank. The
+// simulator serves it on its API port, so the bootstrap address of a
+// simulated producer is its own base URL.
+func (s *Server) handleBootstrapQuery(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"0": map[string]any{"engine_id": s.cfg.EngineID, "dp_rank": 0}})
+}
+
 // kvBlocksRequest is what a consumer sends its producer.
 type kvBlocksRequest struct {
-	RequestID string   `json:"request_id"` // remote_request_id, or the shared X-Request-Id
-	BlockIDs  []int    `json:"block_ids"`  // NIXL: remote_block_ids; nil for Mooncake
-	EngineID  string   `json:"engine_id"`  // remote_engine_id the consumer was told
-	Hashes    []string `json:"hashes"`     // the consumer's full prompt blocks, hex
+	RequestID  string   `json:"request_id"`  // remote_request_id, or the shared X-Request-Id
+	TransferID string   `json:"transfer_id"` // Mooncake: the transfer_id both legs carry
+	BlockIDs   []int    `json:"block_ids"`   // NIXL: remote_block_ids; nil for Mooncake
+	EngineID   string   `json:"engine_id"`   // remote_engine_id the consumer was told
+	Hashes     []string `json:"hashes"`      // the consumer's full prompt blocks, hex
 }
 
 // kvBlocksResponse says how many of the consumer's leading blocks the
@@ -142,12 +167,16 @@ func (s *Server) handleKVBlocks(w http.ResponseWriter, hr *http.Request) {
 		want = append(want, blockHash(v))
 	}
 	// Wait for a producer request still running.
+	key := q.RequestID
+	if q.TransferID != "" {
+		key = q.TransferID
+	}
 	s.pmu.Lock()
-	ch := s.pending[q.RequestID]
-	id := q.RequestID
-	if a, ok := s.alias[q.RequestID]; ok {
+	ch := s.pending[key]
+	id := key
+	if a, ok := s.alias[key]; ok {
 		id = a
-		delete(s.alias, q.RequestID)
+		delete(s.alias, key)
 	}
 	s.pmu.Unlock()
 	if ch != nil {
@@ -162,15 +191,20 @@ func (s *Server) handleKVBlocks(w http.ResponseWriter, hr *http.Request) {
 	e.mu.Lock()
 	held, ok := e.takeHeld(id, q.BlockIDs)
 	n := 0
-	if ok {
+	switch {
+	case ok:
 		for n < len(held) && n < len(want) && held[n] == want[n] {
 			n++
 		}
-	} else if q.BlockIDs == nil {
-		// Mooncake shape with no kept request: whatever the producer's
-		// prefix cache holds.
+	case q.TransferID != "":
+		// As the Mooncake connector since its transfer ids: a prefill
+		// that did not carry this transfer_id pinned nothing for it.
+		resp.Reason = "no KV held for transfer_id " + q.TransferID
+	case q.BlockIDs == nil:
+		// Older Mooncake shapes with no kept request: whatever the
+		// producer's prefix cache holds.
 		n = e.gpu.contains(want)
-	} else {
+	default:
 		resp.Reason = "no KV held for request " + id + " with those block ids"
 	}
 	e.mu.Unlock()
@@ -189,7 +223,7 @@ func (s *Server) pullRemote(ctx context.Context, p kvParams, xreq string, hashes
 	if base == "" {
 		return nil
 	}
-	q := kvBlocksRequest{RequestID: p.requestID, EngineID: p.engineID}
+	q := kvBlocksRequest{RequestID: p.requestID, EngineID: p.engineID, TransferID: p.transferID}
 	if q.RequestID == "" {
 		q.RequestID = xreq
 	}

@@ -20,7 +20,8 @@ import (
 //	     + (AdmitBase + AdmitPerToken·prompt) for each request first scheduled
 //
 // and per request, outside the engine and concurrent with it,
-// APIBase + APIPerToken·prompt (HTTP, tokenization). A prefix loaded from
+// APIBase + APIPerToken·prompt + APIPerRunning·(requests in the engine)
+// (HTTP, tokenization, streaming the others). A prefix loaded from
 // CPU memory or a peer costs its bytes over HostGBps or RemoteGBps, while
 // the engine keeps stepping other requests, as vLLM's connectors load
 // asynchronously.
@@ -40,42 +41,58 @@ type Profile struct {
 	AdmitBase     float64 // seconds, engine cost when a request is first scheduled
 	AdmitPerToken float64 // seconds per prompt token of that cost
 
-	APIBase     float64 // seconds, front-end cost of a request
-	APIPerToken float64 // seconds per prompt token (tokenization, input processing)
+	APIBase       float64 // seconds, front-end cost of a request
+	APIPerToken   float64 // seconds per prompt token (tokenization, input processing)
+	APIPerRunning float64 // seconds per request already in the engine (the front end streams them too)
+
+	// A prefill step earns decoding sequences InterleaveBase +
+	// InterleavePerSeq·(D-1) decode steps, D the number decoding; the
+	// engine runs them between prompt chunks (see engine.schedule).
+	InterleaveBase   float64
+	InterleavePerSeq float64
 }
 
 // h20 is calibrated to the reference measurements of vLLM 0.18.1 serving
 // Qwen3-Coder-30B-A3B on one H20 (shared/reference/h20-reference.md):
 //
-//   - API + admit costs: GPU-hit TTFT grows from 42 ms at 1k to 111 ms at
-//     64k, 1.08 µs per prompt token, split half and half between the
-//     front end (concurrent with decode) and the engine (blocking it).
 //   - GEMMTFLOPS and AttnTFLOPS: a fit of miss TTFT (8k 0.588 s ... 64k
 //     15.23 s) to a·L + b·L², where b·L² is causal attention; the linear
 //     term is 2·2.73e9 FLOPs per token (the model's active weights).
+//   - StepBase, DecodePerSeq: MB1 base TPOT 4.79 ms at D=1, 7.7 ms at D=8.
+//   - Front end and admission: GPU-hit TTFT grows from 42 ms at 1k to
+//     111 ms at 64k, 1.08 µs per prompt token. The per-token share is
+//     engine work (block hashing, scheduling) that blocks decode steps:
+//     MB1 at D=1 sees only about four decode tokens slip through before
+//     a 2k, 32k or 128k prefill starts. The fixed share is split between
+//     the front end (18 ms, concurrent with decode, 2.1 ms more per
+//     request it is already streaming: about 4.5 tokens slip through at
+//     D=8 against 4 at D=1) and the engine's admission.
+//   - InterleaveBase, InterleavePerSeq: MB1 tokens per stream during the
+//     prefill, about 0.1 per prompt chunk at D=1 and 2.3 at D=8.
 //   - HostGBps: CPU-hit TTFT minus GPU-hit TTFT over the prefix bytes
 //     (vLLM's offload reaches about 40 of the 54 GB/s PCIe H2D).
 //   - RemoteGBps: the same for the remote tier (about 7 GB/s).
-//   - StepBase, DecodePerSeq: MB1 base TPOT 4.79 ms at D=1, 7.7 ms at D=8.
 //
 // Note: a weight-traffic decode model (each step reads the experts its
 // tokens route to, uniformly at random) predicts a D=8 step twice as long
 // as measured: real routing is correlated. The per-sequence cost is
 // therefore fitted, not derived.
 var h20 = Profile{
-	Name:          "h20",
-	Source:        "h20 reference (vLLM 0.18.1, Qwen3-Coder-30B-A3B, 1x H20)",
-	GEMMTFLOPS:    126,
-	AttnTFLOPS:    138,
-	HBMGBps:       3000,
-	HostGBps:      40,
-	RemoteGBps:    7,
-	StepBase:      4.37e-3,
-	DecodePerSeq:  0.416e-3,
-	AdmitBase:     0.020,
-	AdmitPerToken: 0.58e-6,
-	APIBase:       0.020,
-	APIPerToken:   0.50e-6,
+	Name:             "h20",
+	Source:           "h20 reference (vLLM 0.18.1, Qwen3-Coder-30B-A3B, 1x H20)",
+	GEMMTFLOPS:       126,
+	AttnTFLOPS:       138,
+	HBMGBps:          3000,
+	HostGBps:         40,
+	RemoteGBps:       7,
+	StepBase:         4.37e-3,
+	DecodePerSeq:     0.416e-3,
+	AdmitBase:        0.0186,
+	AdmitPerToken:    1.08e-6,
+	APIBase:          0.018,
+	APIPerRunning:    0.0021,
+	InterleaveBase:   0.1,
+	InterleavePerSeq: 0.32,
 }
 
 // zero models no cost at all: every delay is zero. It measures what a

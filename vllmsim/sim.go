@@ -57,20 +57,34 @@ type Config struct {
 	KVPeer   string // consumer: the producer's base URL (else remote_host:remote_port of the params)
 	EngineID string // P/D engine id (random when empty)
 	Role     string // "", "producer", "consumer" or "both": informational; any server plays both roles
+	// Client makes the consumer's pulls from its producer (nil: a client
+	// with a 60 s timeout); a MemNet's client for in-memory servers.
+	Client *http.Client
+
+	// Version is what GET /version says (DefaultVersion): the vLLM release
+	// whose wire format and counters the simulator follows.
+	Version string
+	// CacheSourceMetrics adds vllm:prompt_tokens_cached_by_source (device,
+	// host, p2p), the per-tier split of newer vLLM code.
+	CacheSourceMetrics bool
 }
 
 // Defaults of Config.
 const (
+	DefaultVersion     = "0.18.1"
 	DefaultBlockSize   = 16
 	DefaultGPUBlocks   = 16384
 	DefaultMaxModelLen = 131072
 	DefaultMaxBatched  = 8192
 )
 
-func (c *Config) setDefaults() error {
-	var errs []error
+// fillDefaults fills the zero fields of c with their defaults.
+func (c *Config) fillDefaults() {
 	if c.Model == "" {
 		c.Model = kv.DefaultModel
+	}
+	if c.Version == "" {
+		c.Version = DefaultVersion
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
@@ -95,6 +109,11 @@ func (c *Config) setDefaults() error {
 		c.Geometry = g
 	}
 	c.Geometry.BlockTokens = c.BlockSize
+}
+
+func (c *Config) setDefaults() error {
+	var errs []error
+	c.fillDefaults()
 	for _, f := range []struct {
 		name string
 		v    int
@@ -151,6 +170,10 @@ type Server struct {
 	pending map[string]chan struct{}
 	alias   map[string]string // X-Request-Id -> internal id of held KV
 
+	// lag is the most a step ended after its wall-clock deadline, in
+	// nanoseconds: how far the engine fell behind real time.
+	lag atomic.Int64
+
 	done      chan struct{}
 	loopDone  chan struct{}
 	closeOnce sync.Once
@@ -166,14 +189,25 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		tok:      tokenizer{vocab: cfg.Geometry.Vocab},
-		client:   &http.Client{Timeout: 60 * time.Second},
+		client:   cfg.Client,
 		started:  time.Now(),
 		pending:  map[string]chan struct{}{},
 		alias:    map[string]string{},
 		done:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
-	s.eng = newEngine(engineConfig{
+	if s.client == nil {
+		s.client = &http.Client{Timeout: 60 * time.Second}
+	}
+	s.eng = newEngine(engineConfigOf(cfg))
+	s.routes()
+	go s.loop()
+	return s, nil
+}
+
+// engineConfigOf is the engine a server of cfg (defaults filled in) runs.
+func engineConfigOf(cfg Config) engineConfig {
+	return engineConfig{
 		blockSize:  cfg.BlockSize,
 		gpuBlocks:  cfg.GPUBlocks,
 		cpuBlocks:  cfg.CPUBlocks,
@@ -182,11 +216,14 @@ func New(cfg Config) (*Server, error) {
 		seed:       cfg.Seed,
 		connector:  cfg.KVPeer != "" || cfg.Role != "",
 		cost:       newCostModel(cfg.Geometry, cfg.Profile),
-	})
-	s.routes()
-	go s.loop()
-	return s, nil
+	}
 }
+
+// Lag returns the most any engine step has ended after the wall-clock
+// time its modeled end maps to, since the server started: how far a
+// loaded machine made it fall behind real time. Tokens of late steps
+// still carry their modeled times in the engine, but reach clients late.
+func (s *Server) Lag() time.Duration { return time.Duration(s.lag.Load()) }
 
 // Config returns the server's configuration with defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
@@ -198,11 +235,7 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sim: listen: %w", err)
 	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	s.smu.Lock()
-	s.servers = append(s.servers, hs)
-	s.smu.Unlock()
-	go hs.Serve(ln)
+	hs := s.serveOn(ln)
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -215,6 +248,16 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 		}
 	}()
 	return "http://" + ln.Addr().String(), nil
+}
+
+// serveOn serves on ln until Close.
+func (s *Server) serveOn(ln net.Listener) *http.Server {
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.smu.Lock()
+	s.servers = append(s.servers, hs)
+	s.smu.Unlock()
+	go hs.Serve(ln)
+	return hs
 }
 
 // Close stops the engine and the listeners Start opened.
@@ -261,31 +304,44 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// submit hands r to the engine at the current modeled time.
+// submit hands r to the engine. An idle engine's clock catches up with
+// the wall clock first; a busy one keeps its own, so that the steps it
+// runs back to back keep their modeled durations.
 func (s *Server) submit(r *request) {
 	e := s.eng
 	e.mu.Lock()
-	e.vt = max(e.vt, s.modelNow())
+	now := s.modelNow()
+	if !e.busy() {
+		e.vt = max(e.vt, now)
+	}
 	e.submit(r)
+	r.arrival = max(r.arrival, now)
 	e.mu.Unlock()
 }
 
-// loop drives the engine: plan a step, sleep its scaled duration until the
-// wall-clock deadline its modeled end maps to (so oversleeping one step
-// is made up by the next), apply it. Idle, it waits for work or for the
-// next load to complete. With TimeScale 0 modeled time only advances by
-// the steps themselves.
+// loop drives the engine: plan a step, sleep until the wall-clock
+// deadline its modeled end maps to, apply it. Modeled time follows the
+// steps while the engine is busy and catches up with the wall clock only
+// after it was idle: the loop's own overhead and timer lateness delay one
+// step's tokens but never the modeled time of the next (the deadline of
+// each step is absolute), so a decode's token period stays the modeled
+// one. Idle, it waits for work or for the next load to complete. With
+// TimeScale 0 modeled time only advances by the steps themselves.
 func (s *Server) loop() {
 	defer close(s.loopDone)
 	e := s.eng
 	idle := time.NewTicker(time.Second)
 	defer idle.Stop()
+	wasIdle := true
 	for {
 		e.mu.Lock()
-		e.vt = max(e.vt, s.modelNow())
+		if wasIdle {
+			e.vt = max(e.vt, s.modelNow())
+		}
 		e.expireHeld(time.Now())
 		p := e.schedule()
 		if len(p.items) == 0 {
+			wasIdle = true
 			next, loading := e.nextLoad()
 			if loading && s.cfg.TimeScale == 0 {
 				e.vt = max(e.vt, next)
@@ -294,7 +350,7 @@ func (s *Server) loop() {
 			}
 			var wait <-chan time.Time
 			if loading {
-				wait = time.After(s.scaled(next-e.vt) + time.Microsecond)
+				wait = time.After(time.Until(s.started.Add(s.scaled(next))) + time.Microsecond)
 			}
 			e.mu.Unlock()
 			select {
@@ -306,24 +362,37 @@ func (s *Server) loop() {
 			}
 			continue
 		}
+		wasIdle = false
 		end := e.vt + p.dur
 		e.mu.Unlock()
-		if s.cfg.TimeScale > 0 {
-			deadline := s.started.Add(s.scaled(end))
-			if err := s.sleep(context.Background(), time.Until(deadline)); err != nil {
-				return
-			}
-		} else {
-			select {
-			case <-s.done:
-				return
-			default:
-			}
+		if !s.waitUntil(end) {
+			return
 		}
 		e.mu.Lock()
-		e.vt = max(e.vt, end) // a submit meanwhile may have moved it on
+		e.vt = end
 		e.finish(p, end)
 		e.mu.Unlock()
+	}
+}
+
+// waitUntil sleeps until the wall-clock time modeled time end maps to; it
+// reports false when the server closed meanwhile.
+func (s *Server) waitUntil(end float64) bool {
+	if s.cfg.TimeScale > 0 {
+		deadline := s.started.Add(s.scaled(end))
+		if s.sleep(context.Background(), time.Until(deadline)) != nil {
+			return false
+		}
+		if late := time.Since(deadline); late > time.Duration(s.lag.Load()) {
+			s.lag.Store(int64(late))
+		}
+		return true
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
 	}
 }
 

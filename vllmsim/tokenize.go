@@ -75,8 +75,8 @@ type chatMessage struct {
 }
 
 // chat applies a ChatML-like template: per message <|im_start|> role
-// content <|im_end|>, then <|im_start|> assistant.
-func (t tokenizer) chat(msgs []chatMessage) ([]int, error) {
+// content <|im_end|>, then, with generation, <|im_start|> assistant.
+func (t tokenizer) chat(msgs []chatMessage, generation bool) ([]int, error) {
 	var ids []int
 	for i, m := range msgs {
 		text, err := messageText(m.Content)
@@ -90,7 +90,9 @@ func (t tokenizer) chat(msgs []chatMessage) ([]int, error) {
 		ids = append(ids, t.encode(text)...)
 		ids = append(ids, t.imEnd())
 	}
-	ids = append(ids, t.imStart(), t.roleID("assistant"))
+	if generation {
+		ids = append(ids, t.imStart(), t.roleID("assistant"))
+	}
 	return ids, nil
 }
 

@@ -25,15 +25,17 @@ type completionStreamChoice struct {
 	Logprobs     any     `json:"logprobs"`
 	FinishReason *string `json:"finish_reason"`
 	StopReason   any     `json:"stop_reason"`
+	TokenIDs     []int   `json:"token_ids,omitempty"` // return_token_ids: this chunk's tokens
 }
 
 type completionStreamResponse struct {
-	ID      string                   `json:"id"`
-	Object  string                   `json:"object"`
-	Created int64                    `json:"created"`
-	Model   string                   `json:"model"`
-	Choices []completionStreamChoice `json:"choices"`
-	Usage   *usageInfo               `json:"usage"`
+	ID             string                   `json:"id"`
+	Object         string                   `json:"object"`
+	Created        int64                    `json:"created"`
+	Model          string                   `json:"model"`
+	Choices        []completionStreamChoice `json:"choices"`
+	Usage          *usageInfo               `json:"usage"`
+	PromptTokenIDs []int                    `json:"prompt_token_ids,omitempty"` // return_token_ids: first chunk only
 }
 
 type completionChoice struct {
@@ -68,15 +70,17 @@ type chatStreamChoice struct {
 	Logprobs     any             `json:"logprobs"`
 	FinishReason *string         `json:"finish_reason"`
 	StopReason   json.RawMessage `json:"stop_reason,omitempty"` // "null" on the last chunk
+	TokenIDs     []int           `json:"token_ids,omitempty"`   // return_token_ids: this chunk's tokens
 }
 
 type chatStreamResponse struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []chatStreamChoice `json:"choices"`
-	Usage   *usageInfo         `json:"usage,omitempty"`
+	ID             string             `json:"id"`
+	Object         string             `json:"object"`
+	Created        int64              `json:"created"`
+	Model          string             `json:"model"`
+	Choices        []chatStreamChoice `json:"choices"`
+	Usage          *usageInfo         `json:"usage,omitempty"`
+	PromptTokenIDs []int              `json:"prompt_token_ids,omitempty"` // return_token_ids: first chunk only
 }
 
 type chatMessageOut struct {

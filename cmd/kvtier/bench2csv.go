@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/report"
 )
 
@@ -36,12 +34,7 @@ func runBench2CSV(ctx context.Context, stdout, stderr io.Writer, args []string) 
 }
 
 func bench2csv(stdin io.Reader, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("bench2csv", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kvtier bench2csv [--out FILE] [FILE|-]\n\nTurns `go test -bench` output into sweep.csv rows (suite \"bench\"):\nkey=value parts of sub-benchmark names become columns, sec/op seconds,\nMB/s gbps.")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("bench2csv", "usage: kvtier bench2csv [--out FILE] [FILE|-]\n\nTurns `go test -bench` output into sweep.csv rows (suite \"bench\"):\nkey=value parts of sub-benchmark names become columns, sec/op seconds,\nMB/s gbps.", stderr)
 	o := bench2csvOptions{In: "-"}
 	fs.StringVarP(&o.Out, "out", "o", "", "write the CSV here instead of stdout")
 	fs.StringVar(&o.Backend, "backend", "", "backend column (host, cuda) where the names and config lines do not say")

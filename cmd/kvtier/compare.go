@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/report"
 )
 
@@ -29,12 +27,7 @@ func (o compareOptions) Validate() error {
 // runs with a Mann-Whitney U test, as benchstat does. It exits 0 whatever
 // changed.
 func runCompare(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kvtier compare OLD NEW\n\nChange in p50 per configuration between two results directories\n(sweep time, probe TTFT, transfer time, MB1 penalty), with a Mann-Whitney\nU test at alpha 0.05; \"~\" marks no significant change.")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("compare", "usage: kvtier compare OLD NEW\n\nChange in p50 per configuration between two results directories\n(sweep time, probe TTFT, transfer time, MB1 penalty), with a Mann-Whitney\nU test at alpha 0.05; \"~\" marks no significant change.", stderr)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

@@ -27,15 +27,40 @@ import (
 // problems come back as option.Errors naming the flag without its
 // dashes, and usageErr prints them as "--name: problem".
 
-// outputFlags is --out: the results directory of a measuring command.
-type outputFlags struct{ dir string }
-
-func (f *outputFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.dir, "out", defaultOut(), "results directory")
+// outputFlags are --out and --overwrite: the results directory of a
+// measuring command.
+type outputFlags struct {
+	dir       string
+	overwrite bool
 }
 
-// check says whether the directory could be created and written.
-func (f *outputFlags) check() error { return option.Wrap("out", checkOutDir(f.dir)) }
+func (f *outputFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.dir, "out", "", "results directory (default results/<UTC start time>, a fresh one for every run)")
+	fs.BoolVar(&f.overwrite, "overwrite", false, "allow an --out that already holds results: the files this run writes replace theirs")
+}
+
+// check says whether the directory could be created and written, and
+// whether it holds results that may not be replaced.
+func (f *outputFlags) check() error {
+	if f.dir == "" {
+		return nil
+	}
+	if err := checkOutDir(f.dir); err != nil {
+		return option.Wrap("out", err)
+	}
+	if held := harness.HeldResults(f.dir); held != "" && !f.overwrite {
+		return option.Errorf("out", "%s already holds results (%s): give another --out, or --overwrite to replace them", f.dir, held)
+	}
+	return nil
+}
+
+// outDir is where the run writes.
+func (f *outputFlags) outDir() harness.OutDir {
+	if f.dir == "" {
+		return harness.OutDir{Path: defaultOut(), Unique: true}
+	}
+	return harness.OutDir{Path: f.dir, Overwrite: f.overwrite}
+}
 
 // defaultOut is the default --out of the measuring commands: a directory
 // under results/ named for the UTC time the command started.
@@ -81,9 +106,16 @@ type modelFlags struct {
 }
 
 func (f *modelFlags) add(fs *pflag.FlagSet) {
+	f.addModel(fs)
+	fs.IntVar(&f.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block")
+}
+
+// addModel adds --model and --model-config alone, for the commands whose
+// block size comes from elsewhere (a trace's, --trace-block).
+func (f *modelFlags) addModel(fs *pflag.FlagSet) {
+	f.blockSize = kv.DefaultBlockTokens
 	fs.StringVar(&f.model, "model", "", "model preset whose KV geometry is used ("+strings.Join(kv.ModelNames(), ", ")+"; default "+kv.DefaultModel+")")
 	fs.StringVar(&f.config, "model-config", "", "Hugging Face config.json of the model (or its directory), instead of --model")
-	fs.IntVar(&f.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block")
 }
 
 func (f *modelFlags) geometry() (kv.Geometry, error) {
@@ -191,6 +223,23 @@ func alias(fs *pflag.FlagSet, old, name string) {
 	f := fs.Lookup(name)
 	fs.Var(f.Value, old, "deprecated: use --"+name)
 	fs.MarkDeprecated(old, "use --"+name+" instead")
+	fs.SetAnnotation(old, aliasOf, []string{name})
+}
+
+// aliasOf annotates a deprecated flag with the name of the flag it stands
+// for.
+const aliasOf = "kvtier-alias-of"
+
+// checkAliases reports a deprecated flag given together with the flag it
+// stands for: one would silently win over the other.
+func checkAliases(fs *pflag.FlagSet) error {
+	var errs []error
+	fs.Visit(func(f *pflag.Flag) {
+		if names := f.Annotations[aliasOf]; len(names) == 1 && fs.Changed(names[0]) {
+			errs = append(errs, option.Errorf(names[0], "given with --%s, its old name: give one of them", f.Name))
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // listFlag parses the comma-separated value of the flag called name with

@@ -2,70 +2,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-
-	"github.com/spf13/pflag"
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/units"
 )
 
-// geometryOptions are the flags of kvtier geometry.
-type geometryOptions struct {
-	model, config string
-	blockSize     int
-}
-
-// Validate resolves the geometry, reporting every problem at once.
-func (o geometryOptions) Validate() (kv.Geometry, error) {
-	var errs []error
-	var g kv.Geometry
-	var err error
-	switch {
-	case o.model != "" && o.config != "":
-		errs = append(errs, errors.New("--model-config: give --model or --model-config, not both"))
-	case o.config != "":
-		if g, err = kv.ParseConfig(o.config); err != nil {
-			errs = append(errs, fmt.Errorf("--model-config: %w", err))
-		}
-	default:
-		name := o.model
-		if name == "" {
-			name = kv.DefaultModel
-		}
-		if g, err = kv.LookupModel(name); err != nil {
-			errs = append(errs, fmt.Errorf("--model: %w", err))
-		}
-	}
-	if o.blockSize <= 0 {
-		errs = append(errs, fmt.Errorf("--block-size: must be positive, got %d", o.blockSize))
-	} else if g.Layers > 0 {
-		g.BlockTokens = o.blockSize
-		if err := g.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("--model: %w", err))
-		}
-	}
-	return g, errors.Join(errs...)
-}
-
 // runGeometry prints the KV geometry of a model.
 func runGeometry(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("geometry", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var o geometryOptions
-	fs.StringVar(&o.model, "model", "", fmt.Sprintf("model preset (%s; default %s)", joinNames(kv.ModelNames()), kv.DefaultModel))
-	fs.StringVar(&o.config, "model-config", "", "Hugging Face config.json of the model (or its directory)")
-	fs.IntVar(&o.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N]")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("geometry", "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N]", stderr)
+	var m modelFlags
+	m.add(fs)
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
-	g, err := o.Validate()
+	g, err := m.geometry()
 	if err != nil {
 		return usageErr(stderr, "geometry", err)
 	}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
@@ -20,14 +18,9 @@ import (
 // runInfo prints what this machine has, as the manifest of a run would
 // record it.
 func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("info", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("info", "Usage: kvtier info [--json]", stderr)
 	asJSON := fs.Bool("json", false, "print the manifest as JSON")
 	root := fs.String("sys-root", "/", "root of the procfs/sysfs tree to read (for tests)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier info [--json]")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/harness/probe"
@@ -23,7 +21,9 @@ import (
 // interfereFlags are the raw flag values of kvtier interfere.
 type interfereFlags struct {
 	endpoint, control, model, decode, prefill string
-	chunkLabel, injectAfter, timeout, out     string
+	chunkLabel, injectAfter, timeout          string
+	out                                       outputFlags
+	api                                       string
 	useSim, endpointSet                       bool
 	simScale                                  float64
 	reps, decodeTokens                        int
@@ -37,6 +37,10 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	cfg := mb1.Config{
 		Endpoint: strings.TrimSpace(f.endpoint), ControlEndpoint: strings.TrimSpace(f.control),
 		Model: f.model, Reps: f.reps, ChunkLabel: f.chunkLabel, DecodeTokens: f.decodeTokens, Seed: f.seed,
+		API: f.api,
+	}
+	if err := checkSimTimeScale(f.simScale); err != nil {
+		errs = append(errs, err)
 	}
 	if f.useSim {
 		if f.endpointSet {
@@ -44,9 +48,6 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 		}
 		if cfg.ControlEndpoint != "" {
 			errs = append(errs, errors.New("--sim starts its own control instance: drop --control-endpoint"))
-		}
-		if f.simScale < 0 {
-			errs = append(errs, fmt.Errorf("--sim-time-scale %g: must not be negative", f.simScale))
 		}
 		if f.chunkLabel != "" {
 			if _, err := units.ParseTokens(f.chunkLabel); err != nil {
@@ -74,9 +75,7 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	cfg.Prefill = listFlag(&errs, "prefill", f.prefill, units.ParseTokens, 2048)
 	cfg.InjectAfter = durationFlag(&errs, "inject-after", f.injectAfter)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
-	if err := checkOutDir(f.out); err != nil {
-		errs = append(errs, fmt.Errorf("--out: %w", err))
-	}
+	errs = append(errs, f.out.check())
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -85,12 +84,12 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 
 // startInterfereSims starts the measured sim and the control arm's sim,
 // with chunked prefill of chunk tokens per step.
-func startInterfereSims(ctx context.Context, cfg *mb1.Config, scale float64, chunk int) (func(), error) {
+func startInterfereSims(ctx context.Context, cfg *mb1.Config, chunk int) (func(), error) {
 	longest := slices.Max(cfg.Prefill)
 	base := vllmsim.Config{
 		Model: cfg.Model, MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024),
 		GPUBlocks: max(vllmsim.DefaultGPUBlocks, 2*longest/vllmsim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
-		TimeScale: scale, Seed: int64(cfg.Seed),
+		TimeScale: 1, Seed: int64(cfg.Seed),
 	}
 	var servers []*vllmsim.Server
 	closeAll := func() {
@@ -120,15 +119,15 @@ func startInterfereSims(ctx context.Context, cfg *mb1.Config, scale float64, chu
 // runInterfere runs MB1: decode streams, a prefill injected into them,
 // and per-token times, into mb1.csv and mb1_tokens.csv.
 func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("interfere", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("interfere", "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.", stderr)
 	var f interfereFlags
 	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured (env KVTIER_ENDPOINT)")
 	fs.BoolVar(&f.useSim, "sim", false, "measure an embedded kvtier sim, with a second one for the control arm (rows say simulated=true)")
-	fs.Float64Var(&f.simScale, "sim-time-scale", 1, "with --sim: scale of the sim's modeled delays (1 real time)")
+	addSimTimeScale(fs, &f.simScale)
 	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
 	alias(fs, "model", "served-model-name")
 	fs.StringVar(&f.decode, "decode", "1,4,8", "numbers of concurrent decode streams D")
+	fs.StringVar(&f.api, "api", probe.APICompletions, "API of the decode streams and the prefill: completions (prompts of token ids) or chat (as the H20 reference; the prefill sized with POST /tokenize)")
 	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024)")
 	fs.IntVar(&f.reps, "reps", 3, "reps per (D, P) cell")
 	fs.StringVar(&f.control, "control-endpoint", "", "a second instance: the control arm sends the prefill there (no control arm without it)")
@@ -137,11 +136,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fs.IntVar(&f.decodeTokens, "decode-tokens", 0, "max_tokens of the decode streams (0: up to max_model_len; streams are cancelled once the prefill is done)")
 	fs.StringVar(&f.timeout, "timeout", "600s", "limit of the prefill request")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
-	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.")
-		fs.PrintDefaults()
-	}
+	f.out.add(fs)
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
@@ -150,13 +145,14 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err != nil {
 		return usageErr(stderr, "interfere", err)
 	}
+	warnSimTimeScale(fs, f.simScale, stderr)
 	if f.useSim {
 		chunk := vllmsim.DefaultMaxBatched
 		if f.chunkLabel != "" {
 			chunk, _ = units.ParseTokens(f.chunkLabel)
 		}
 		cfg.ChunkLabel = strconv.Itoa(chunk)
-		stop, err := startInterfereSims(ctx, &cfg, f.simScale, chunk)
+		stop, err := startInterfereSims(ctx, &cfg, chunk)
 		if err != nil {
 			return usageErr(stderr, "interfere", fmt.Errorf("--sim: %w", err))
 		}
@@ -167,7 +163,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	if err != nil {
 		return usageErr(stderr, "interfere", err)
 	}
-	return suiteRun{cmd: "interfere", suite: mb1.Suite, dir: f.out, args: args,
+	return suiteRun{cmd: "interfere", suite: mb1.Suite, out: f.out, args: args,
 		run: func(ctx context.Context, out *harness.Output) error {
 			out.Manifest.Settings = map[string]string{
 				"endpoint": cfg.Endpoint, "control_endpoint": cfg.ControlEndpoint, "model": r.Model(),
@@ -175,9 +171,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 				"chunk_label": cfg.ChunkLabel, "inject_after": cfg.InjectAfter.String(),
 				"decode_tokens": strconv.Itoa(cfg.DecodeTokens), "timeout": cfg.Timeout.String(),
 				"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
-			}
-			if f.useSim {
-				out.Manifest.Settings["sim_time_scale"] = strconv.FormatFloat(f.simScale, 'g', -1, 64)
+				"api": cfg.API, "server_version": r.Version(),
 			}
 			rows, err := out.Open(mb1.Suite.Files[0])
 			if err != nil {

@@ -14,7 +14,7 @@ import (
 
 func TestInterfereCommandSim(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := runCLI(t, "interfere", "--sim", "--sim-time-scale", "0.25", "--decode", "1",
+	code, stdout, stderr := runCLI(t, "interfere", "--sim", "--api", "chat", "--decode", "1",
 		"--prefill", "1k", "--reps", "1", "--inject-after", "30ms", "--chunk-label", "4k", "--out", out)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -29,7 +29,8 @@ func TestInterfereCommandSim(t *testing.T) {
 	arms := map[string]results.Row{}
 	for _, r := range rows {
 		arms[r.Get("arm")] = r
-		if r.Status != results.StatusOK || r.Get("chunk_label") != "4096" || r.Get("simulated") != "true" {
+		if r.Status != results.StatusOK || r.Get("chunk_label") != "4096" || r.Get("simulated") != "true" ||
+			r.Get("api") != "chat" || r.Get("token_counting") != "continuous_usage" || r.Get("penalty_base") != "baseline" || r.Get("server_version") != "0.18.1" {
 			t.Errorf("%s: %s %q %v", r.Get("arm"), r.Status, r.Reason, r.Extra)
 		}
 	}
@@ -50,7 +51,7 @@ func TestInterfereCommandSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Suite != "mb1" || m.Settings["control_endpoint"] == "" {
+	if m.Suite != "mb1" || m.Settings["control_endpoint"] == "" || m.Settings["api"] != "chat" || m.Settings["server_version"] != "0.18.1" {
 		t.Errorf("manifest %+v", m.Settings)
 	}
 }
@@ -66,8 +67,8 @@ func TestInterfereCommandErrors(t *testing.T) {
 	}{
 		{"unreachable", []string{"--endpoint", downURL}, []string{"endpoint unreachable: " + downURL}},
 		{"no endpoint", nil, []string{"--endpoint URL is required"}},
-		{"everything wrong", []string{"--endpoint", "x", "--decode", "0,a", "--prefill", "2q", "--reps", "0", "--inject-after", "-1s"},
-			[]string{"--endpoint", "--decode", "--prefill", "--reps 0", "--inject-after"}},
+		{"everything wrong", []string{"--endpoint", "x", "--decode", "0,a", "--prefill", "2q", "--reps", "0", "--inject-after", "-1s", "--api", "grpc", "--sim-time-scale", "2"},
+			[]string{"--endpoint", "--decode", "--prefill", "--reps 0", "--inject-after", `--api "grpc"`, "--sim-time-scale: 2: removed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,6 +42,8 @@ func commands() []command {
 		{"sim", "a simulated vLLM server (OpenAI API, prefix cache, offload, P/D)", runSim},
 		{"probe", "four-tier TTFT of a reused prefix against a vLLM server", runProbe},
 		{"interfere", "MB1: decode stall caused by a prefill on the same server", runInterfere},
+		{"trace", "a trace's reuse, APC ceiling, exact LRU hit ratio vs capacity, working set", runTrace},
+		{"plan", "tier capacities for a trace: hit share per tier and predicted TTFT", runPlan},
 		{"plot", "plots (PNG and SVG) of every suite in a results directory", runPlot},
 		{"report", "REPORT.md: tables, tier cost model, break-even prefixes", runReport},
 		{"compare", "change in p50 between two runs, with a significance test", runCompare},

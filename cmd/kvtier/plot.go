@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/plots"
 )
 
@@ -27,12 +25,7 @@ func (o plotOptions) Validate() error {
 // runPlot draws every plot the CSV files of each directory allow into
 // DIR/plots/, PNG and SVG.
 func runPlot(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("plot", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kvtier plot DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/.")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("plot", "usage: kvtier plot DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/.", stderr)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
@@ -24,7 +26,10 @@ import (
 // probeFlags are the raw flag values of kvtier probe.
 type probeFlags struct {
 	endpoint, producer, connector, model string
-	tiers, prefixes, timeout, out        string
+	tiers, prefixes, timeout             string
+	out                                  outputFlags
+	api, mooncakeShape                   string
+	cpuCapacity, offloadBlock            string
 	useSim                               bool
 	simScale                             float64
 	reps, blockSize, bootstrapPort       int
@@ -41,16 +46,16 @@ func (f *probeFlags) config() (probe.Config, error) {
 		Endpoint: strings.TrimSpace(f.endpoint), Producer: strings.TrimSpace(f.producer),
 		Connector: f.connector, BootstrapPort: f.bootstrapPort, Model: f.model,
 		Reps: f.reps, Seed: f.seed, EvictMargin: f.evictMargin, BlockSize: f.blockSize,
+		API: f.api, MooncakeShape: f.mooncakeShape,
 	}
+	cfg.CPUCapacity = tokensFlag(&errs, "cpu-capacity", f.cpuCapacity)
+	cfg.OffloadBlock = tokensFlag(&errs, "offload-block", f.offloadBlock)
 	if f.useSim {
 		if f.endpointSet {
 			errs = append(errs, errors.New("--sim and --endpoint exclude each other"))
 		}
 		if cfg.Producer != "" {
 			errs = append(errs, errors.New("--sim starts its own producer: drop --producer"))
-		}
-		if f.simScale < 0 {
-			errs = append(errs, fmt.Errorf("--sim-time-scale %g: must not be negative", f.simScale))
 		}
 		cfg.Endpoint = "sim" // replaced by the sim's URL once it runs
 	} else if cfg.Endpoint == "" {
@@ -76,13 +81,53 @@ func (f *probeFlags) config() (probe.Config, error) {
 		errs = append(errs, fmt.Errorf("--connector %q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))
 		cfg.Connector = "nixl"
 	}
-	if err := checkOutDir(f.out); err != nil {
-		errs = append(errs, fmt.Errorf("--out: %w", err))
+	if err := checkSimTimeScale(f.simScale); err != nil {
+		errs = append(errs, err)
 	}
+	errs = append(errs, f.out.check())
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// tokensFlag parses an optional token count ("" or "0": none, "400k");
+// a value that does not parse adds an option.Error to errs.
+func tokensFlag(errs *[]error, name, value string) int {
+	if strings.TrimSpace(value) == "" {
+		return 0
+	}
+	n, err := units.ParseTokens(value)
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return 0
+	}
+	return n
+}
+
+// addSimTimeScale adds --sim-time-scale, removed: a simulator run faster
+// than real time cannot give back real-time figures (its own processing
+// time, which does not scale, is folded into what it models). Given 1, it
+// is accepted with a deprecation warning (warnSimTimeScale); any other
+// value is bad input (checkSimTimeScale). It is hidden from the usage.
+func addSimTimeScale(fs *pflag.FlagSet, v *float64) {
+	fs.Float64Var(v, "sim-time-scale", 1, "removed: the embedded sim runs in real time")
+	fs.MarkHidden("sim-time-scale")
+}
+
+// warnSimTimeScale says on stderr that --sim-time-scale 1 is deprecated.
+func warnSimTimeScale(fs *pflag.FlagSet, v float64, stderr io.Writer) {
+	if fs.Changed("sim-time-scale") && v == 1 {
+		fmt.Fprintf(stderr, "kvtier %s: warning: --sim-time-scale is deprecated and will go: the embedded sim always runs in real time (kvtier sim --time-scale still scales a standalone server)\n", fs.Name())
+	}
+}
+
+// checkSimTimeScale rejects --sim-time-scale other than 1.
+func checkSimTimeScale(v float64) error {
+	if v == 1 {
+		return nil
+	}
+	return option.Errorf("sim-time-scale", "%g: removed; a scaled simulator cannot give real-time figures back (its own processing time does not scale), so the embedded sim runs in real time: drop the flag (kvtier sim --time-scale still scales a standalone server)", v)
 }
 
 // presetBlockBytes returns the KV bytes of one block of a served model
@@ -131,7 +176,7 @@ func clientOverhead(ctx context.Context) (time.Duration, error) {
 // startProbeSims starts a consumer sim with CPU offload and, when remote
 // is wanted, a producer it pulls from. The GPU pool holds twice the
 // longest prefix, so forcing the cpu tier evicts little.
-func startProbeSims(ctx context.Context, cfg *probe.Config, scale float64) (func(), error) {
+func startProbeSims(ctx context.Context, cfg *probe.Config) (func(), error) {
 	longest := slices.Max(cfg.Prefixes)
 	bs := cfg.BlockSize
 	if bs == 0 {
@@ -140,7 +185,7 @@ func startProbeSims(ctx context.Context, cfg *probe.Config, scale float64) (func
 	gpu := max(2*longest/bs+64, 1024)
 	base := vllmsim.Config{
 		Model: cfg.Model, BlockSize: bs, GPUBlocks: gpu,
-		MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024), TimeScale: scale,
+		MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024), TimeScale: 1,
 		EnablePromptTokensDetails: true, Seed: int64(cfg.Seed),
 	}
 	var servers []*vllmsim.Server
@@ -169,6 +214,10 @@ func startProbeSims(ctx context.Context, cfg *probe.Config, scale float64) (func
 		}
 		cfg.Producer = url
 		consumer.Role, consumer.KVPeer = "consumer", url
+		// The sim's Mooncake bootstrap server is its API port.
+		if u, err := neturl.Parse(url); err == nil {
+			cfg.BootstrapPort, _ = strconv.Atoi(u.Port())
+		}
 	}
 	url, err := start(consumer)
 	if err != nil {
@@ -183,29 +232,28 @@ func startProbeSims(ctx context.Context, cfg *probe.Config, scale float64) (func
 // runProbe measures the TTFT of a reused prefix in each tier of a vLLM
 // server (or an embedded sim) and writes probe.csv.
 func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("probe", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("probe", "Usage: kvtier probe --endpoint URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.", stderr)
 	var f probeFlags
 	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
 	fs.BoolVar(&f.useSim, "sim", false, "measure an embedded kvtier sim instead of a server (rows say simulated=true)")
-	fs.Float64Var(&f.simScale, "sim-time-scale", 1, "with --sim: scale of the sim's modeled delays (1 real time, 0.1 ten times faster)")
+	addSimTimeScale(fs, &f.simScale)
 	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
 	alias(fs, "model", "served-model-name")
 	fs.StringVar(&f.tiers, "tiers", strings.Join(probe.Tiers, ","), "tiers to force and measure: "+strings.Join(probe.Tiers, ", "))
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024)")
 	fs.IntVar(&f.reps, "reps", 3, "measured requests per tier and prefix")
-	fs.StringVar(&f.out, "out", defaultOut(), "results directory")
+	f.out.add(fs)
 	fs.StringVar(&f.timeout, "timeout", "120s", "limit of one request")
 	fs.StringVar(&f.producer, "producer", "", "remote tier: base URL of the instance that prefills (kv_producer); the endpoint pulls from it")
 	fs.StringVar(&f.connector, "connector", "nixl", "remote tier: KV connector protocol, nixl or mooncake")
 	fs.IntVar(&f.bootstrapPort, "bootstrap-port", 8998, "remote tier, mooncake: the producer's bootstrap port")
+	fs.StringVar(&f.mooncakeShape, "mooncake-shape", probe.MooncakeAuto, "remote tier, mooncake: request shape of the proxy, "+strings.Join(probe.MooncakeShapes, ", ")+" (auto: transfer when the bootstrap server answers GET /query, else bootstrap)")
+	fs.StringVar(&f.api, "api", probe.APICompletions, "API of the requests: completions (prompts of token ids) or chat (one user message, sized with POST /tokenize)")
+	fs.StringVar(&f.cpuCapacity, "cpu-capacity", "", "cpu tier: tokens the server's CPU offload store holds (default: from vllm:cache_config_info or GET /server_info; unknown otherwise)")
+	fs.StringVar(&f.offloadBlock, "offload-block", "", "cpu tier: tokens per offload unit, when larger than the KV block (OffloadingConnector block_size, LMCache chunk; default: from GET /server_info, else the block)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	fs.Float64Var(&f.evictMargin, "evict-margin", 1.5, "cpu tier: filler tokens sent to evict the GPU cache, as a multiple of the GPU pool")
 	fs.IntVar(&f.blockSize, "block-size", 0, "KV block size in tokens (default: from vllm:cache_config_info)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier probe --endpoint URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
@@ -214,8 +262,9 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	if err != nil {
 		return usageErr(stderr, "probe", err)
 	}
+	warnSimTimeScale(fs, f.simScale, stderr)
 	if f.useSim {
-		stop, err := startProbeSims(ctx, &cfg, f.simScale)
+		stop, err := startProbeSims(ctx, &cfg)
 		if err != nil {
 			return usageErr(stderr, "probe", fmt.Errorf("--sim: %w", err))
 		}
@@ -229,7 +278,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	info := p.Info()
 
-	return suiteRun{cmd: "probe", suite: probe.Suite, dir: f.out, args: args,
+	return suiteRun{cmd: "probe", suite: probe.Suite, out: f.out, args: args,
 		run: func(ctx context.Context, out *harness.Output) error {
 			probeManifest(ctx, stderr, out.Manifest, f, cfg, info)
 			if err := out.WriteManifest(); err != nil {
@@ -244,6 +293,35 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		}}.exec(ctx, stdout, stderr)
 }
 
+// probeServerSettings records what the probe learnt of the server: its
+// version and counters, the CPU store, the Mooncake shape; a figure the
+// server does not expose is a warning.
+func probeServerSettings(stderr io.Writer, m *results.Manifest, cfg probe.Config, info probe.Info) {
+	m.Settings["api"] = cfg.API
+	m.Settings["server_version"] = info.Version
+	m.Settings["counter_generation"] = info.Generation.String()
+	warn := func(msg string) {
+		m.Warnings = append(m.Warnings, "probe: "+msg)
+		fmt.Fprintf(stderr, "kvtier probe: warning: %s\n", msg)
+	}
+	if info.VersionError != "" {
+		warn("GET /version: " + info.VersionError + ": counters read as of an unknown vLLM release")
+	}
+	if slices.Contains(cfg.Tiers, "cpu") {
+		m.Settings["cpu_capacity_tokens"] = strconv.Itoa(info.Offload.Tokens)
+		m.Settings["cpu_capacity_source"] = info.Offload.TokensSource
+		m.Settings["offload_grain_tokens"] = strconv.Itoa(info.Offload.Grain)
+		m.Settings["offload_grain_source"] = info.Offload.GrainSource
+		if info.Offload.Tokens == 0 {
+			warn("CPU store size " + info.Offload.TokensSource + ": the eviction flood may evict the warmed prefix from CPU memory too (give --cpu-capacity)")
+		}
+	}
+	if info.MooncakeShape != "" {
+		m.Settings["mooncake_shape"] = info.MooncakeShape
+		m.Settings["mooncake_shape_source"] = info.MooncakeSource
+	}
+}
+
 // probeManifest records the probe's settings, the client's own overhead
 // and what /metrics said at start in m.
 func probeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f probeFlags, cfg probe.Config, info probe.Info) {
@@ -256,9 +334,7 @@ func probeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f
 		"num_gpu_blocks": strconv.Itoa(info.GPUBlocks), "max_model_len": strconv.Itoa(info.MaxModelLen),
 		"simulated": strconv.FormatBool(info.Simulated), "max_tokens": strconv.Itoa(probe.MaxTokens),
 	}
-	if f.useSim {
-		m.Settings["sim_time_scale"] = strconv.FormatFloat(f.simScale, 'g', -1, 64)
-	}
+	probeServerSettings(stderr, m, cfg, info)
 	if info.MetricsError != "" {
 		m.Warnings = append(m.Warnings, "probe: /metrics at start: "+info.MetricsError)
 		fmt.Fprintf(stderr, "kvtier probe: warning: %s: rows cannot be verified\n", info.MetricsError)

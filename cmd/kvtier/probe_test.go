@@ -14,7 +14,8 @@ import (
 
 func TestProbeCommandSim(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := runCLI(t, "probe", "--sim", "--sim-time-scale", "0.05", "--prefix", "1k,2k", "--reps", "1", "--out", out)
+	// --sim-time-scale 1 is still accepted, with a deprecation warning.
+	code, stdout, stderr := runCLI(t, "probe", "--sim", "--sim-time-scale", "1", "--prefix", "1k", "--reps", "1", "--out", out)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
@@ -28,8 +29,11 @@ func TestProbeCommandSim(t *testing.T) {
 	if len(header) != len(results.CommonColumns)+len(probe.Suite.Main().Columns) {
 		t.Errorf("header %v", header)
 	}
-	if len(rows) != 8 {
-		t.Fatalf("%d rows, want 8 (4 tiers × 2 prefixes)", len(rows))
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4 (4 tiers × 1 prefix)", len(rows))
+	}
+	if !strings.Contains(stderr, "kvtier probe: warning: --sim-time-scale is deprecated") {
+		t.Errorf("no deprecation warning for --sim-time-scale: %q", stderr)
 	}
 	for _, r := range rows {
 		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Get("simulated") != "true" {
@@ -47,7 +51,8 @@ func TestProbeCommandSim(t *testing.T) {
 	if v, ok := m.Notes["client_overhead_ttft_p50_s"].(float64); !ok || v <= 0 {
 		t.Errorf("notes %v", m.Notes)
 	}
-	if m.Settings["simulated"] != "true" || m.Settings["sim_time_scale"] != "0.05" || m.Settings["block_size_source"] != "vllm:cache_config_info" {
+	if m.Settings["simulated"] != "true" || m.Settings["server_version"] != "0.18.1" || m.Settings["counter_generation"] != "queried+by_source" ||
+		m.Settings["block_size_source"] != "vllm:cache_config_info" || m.Settings["cpu_capacity_source"] != "vllm:cache_config_info num_cpu_blocks" {
 		t.Errorf("settings %v", m.Settings)
 	}
 	if _, err := os.Stat(filepath.Join(out, "probe_summary.csv")); err != nil {
@@ -69,6 +74,9 @@ func TestProbeCommandErrors(t *testing.T) {
 		{"everything wrong at once", []string{"--endpoint", "ftp://x", "--tiers", "gpu,disk", "--prefix", "1k,,2k", "--reps", "0", "--timeout", "soon", "--connector", "ucx"},
 			[]string{"--endpoint", `unknown tier "disk"`, "--prefix", "--reps 0", "--timeout", `--connector "ucx"`}},
 		{"sim and endpoint", []string{"--sim", "--endpoint", "http://127.0.0.1:1"}, []string{"--sim and --endpoint exclude each other"}},
+		{"scaled sim", []string{"--sim", "--sim-time-scale", "0.1"}, []string{"--sim-time-scale: 0.1: removed"}},
+		{"new flags wrong", []string{"--sim", "--api", "grpc", "--mooncake-shape", "v4", "--cpu-capacity", "lots", "--offload-block", "-3"},
+			[]string{`--api "grpc"`, `--mooncake-shape "v4"`, "--cpu-capacity", "--offload-block"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/report"
 )
 
@@ -32,12 +30,7 @@ func (o reportOptions) Validate() error {
 // runReport writes REPORT.md for one or more results directories and
 // prints it.
 func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kvtier report [--out FILE] DIR...\n\nWrites REPORT.md (tables, tier cost model, break-even prefixes,\npredicted vs measured TTFT) from kvtier results directories and prints it.")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("report", "usage: kvtier report [--out FILE] DIR...\n\nWrites REPORT.md (tables, tier cost model, break-even prefixes,\npredicted vs measured TTFT) from kvtier results directories and prints it.", stderr)
 	var o reportOptions
 	fs.StringVarP(&o.Out, "out", "o", "", "where to write the report (default DIR/REPORT.md of the first DIR)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {

@@ -43,6 +43,9 @@ func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, o
 		}
 		return usageErr(stderr, fs.Name(), err), false
 	}
+	if err := checkAliases(fs); err != nil {
+		return usageErr(stderr, fs.Name(), err), false
+	}
 	return exitOK, true
 }
 
@@ -65,7 +68,7 @@ func parseNoArgs(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, 
 type suiteRun struct {
 	cmd   string        // the command's name, for messages
 	suite results.Suite // what it writes
-	dir   string        // --out
+	out   outputFlags   // --out, --overwrite
 	args  []string      // the command line after the command's name
 	plots bool          // draw the suite's plots into the directory at the end
 	// run measures into out. Error rows do not make it fail: out counts
@@ -77,12 +80,18 @@ type suiteRun struct {
 // exec runs r and returns the exit status.
 func (r suiteRun) exec(ctx context.Context, stdout, stderr io.Writer) int {
 	command := append([]string{"kvtier", r.cmd}, r.args...)
-	out, err := harness.CreateOutput(r.dir, r.suite.Name, command, "/", stderr)
+	out, err := harness.Create(r.out.outDir(), r.suite.Name, command, "/", stderr)
 	if err != nil {
 		return usageErr(stderr, r.cmd, option.Wrap("out", err))
 	}
 	fmt.Fprintf(stderr, "kvtier %s: writing %s\n", r.cmd, out.Dir)
 	rerr := r.run(ctx, out)
+	if harness.IsRefused(rerr) && out.Rows() == 0 {
+		if err := out.Remove(); err != nil {
+			fmt.Fprintf(stderr, "kvtier %s: removing %s: %v\n", r.cmd, out.Dir, err)
+		}
+		return usageErr(stderr, r.cmd, rerr)
+	}
 	return r.finish(ctx, stdout, stderr, out, rerr)
 }
 
@@ -131,4 +140,16 @@ func (r suiteRun) drawPlots(stderr io.Writer, out *harness.Output) {
 			fmt.Fprintf(stderr, "kvtier %s: %v\n", r.cmd, err)
 		}
 	}
+}
+
+// newFlagSet returns the flag set of the command called name: errors and
+// -h go to stderr, -h printing usage (its first lines) and the flags.
+func newFlagSet(name, usage string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
 }

@@ -8,87 +8,77 @@ import (
 	"net"
 	"strings"
 
-	"github.com/spf13/pflag"
-
+	"github.com/kvtier/kvtier/harness/transfer"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
+	"github.com/spf13/pflag"
 )
 
-// serveOptions are the resolved options of kvtier serve.
+// serveOptions are the flags of kvtier serve.
 type serveOptions struct {
 	Listen    string
 	Mem       string // host | gpu
+	pool      string // --pool as given
 	Pool      int64
 	Transport string // tcp | verbs (verbs serves tcp clients too)
 	Device    string // RDMA device
-	GPU       int
 	GIDIndex  int
 	Seed      uint64
+	backend   backendFlags // --gpu for --mem gpu
 }
 
-// Validate reports every problem of o at once.
-func (o serveOptions) Validate() error {
+func (o *serveOptions) add(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Listen, "listen", "127.0.0.1:7471", "HOST:PORT to listen on (loopback unless told otherwise)")
+	fs.StringVar(&o.Mem, "mem", peer.HostMem, "pool memory: host (anonymous mmap) or gpu (device memory of the cuda backend)")
+	fs.StringVar(&o.pool, "pool", "1GiB", "pool size")
+	fs.StringVar(&o.Transport, "transport", peer.TCP, "tcp, or verbs (RDMA READ from the registered pool; TCP clients are served too)")
+	fs.StringVar(&o.Device, "rdma-device", "", "RDMA device, e.g. mlx5_0 (default: the first with an active port)")
+	alias(fs, "device", "rdma-device")
+	fs.IntVar(&o.backend.gpu, "gpu", 0, "CUDA device ordinal for --mem gpu")
+	fs.IntVar(&o.GIDIndex, "gid-index", -1, "GID index (-1: the first RoCE v2 GID with an address)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the pool's data pattern (clients verify against it)")
+}
+
+// validate parses --pool and reports every problem at once.
+func (o *serveOptions) validate() error {
 	var errs []error
+	n, err := units.ParseBytes(o.pool)
+	if err == nil && (n <= 0 || n > transfer.MaxSize) {
+		err = fmt.Errorf("want 1 byte to 1 TiB, got %q", o.pool)
+	}
+	errs = append(errs, option.Wrap("pool", err))
+	o.Pool = n
 	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
-		errs = append(errs, fmt.Errorf("--listen %q: want HOST:PORT", o.Listen))
+		errs = append(errs, option.Errorf("listen", "%q: want HOST:PORT", o.Listen))
 	}
 	if o.Mem != peer.HostMem && o.Mem != peer.GPUMem {
-		errs = append(errs, fmt.Errorf("--mem %q: want host or gpu", o.Mem))
+		errs = append(errs, option.Errorf("mem", "want host or gpu, got %q", o.Mem))
 	}
 	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
-		errs = append(errs, fmt.Errorf("--transport %q: want tcp or verbs", o.Transport))
-	}
-	if o.Pool <= 0 {
-		errs = append(errs, errors.New("--pool must be positive"))
+		errs = append(errs, option.Errorf("transport", "want tcp or verbs, got %q", o.Transport))
 	}
 	if o.GIDIndex < -1 {
-		errs = append(errs, fmt.Errorf("--gid-index %d: want -1 (automatic) or an index", o.GIDIndex))
+		errs = append(errs, option.Errorf("gid-index", "want -1 (automatic) or an index, got %d", o.GIDIndex))
 	}
-	return errors.Join(errs...)
+	o.backend.name, o.backend.numa = "cuda", -1
+	return errors.Join(append(errs, o.backend.validate())...)
 }
 
 // runServe holds a pattern-filled pool and answers reads from it until
 // SIGINT or SIGTERM.
 func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve", "Usage: kvtier serve [flags]\n\nHolds a KV pool filled with a verifiable pattern and serves chunk reads to kvtier transfer and the remote tier.\nPrints one line \"kvtier serve: listening on ADDR (...)\" on stdout once ready; SIGINT or SIGTERM stops it.", stderr)
 	var o serveOptions
-	var pool string
-	fs.StringVar(&o.Listen, "listen", "127.0.0.1:7471", "HOST:PORT to listen on (loopback unless told otherwise)")
-	fs.StringVar(&o.Mem, "mem", peer.HostMem, "pool memory: host (anonymous mmap) or gpu (device memory of the cuda backend)")
-	fs.StringVar(&pool, "pool", "1GiB", "pool size")
-	fs.StringVar(&o.Transport, "transport", peer.TCP, "tcp, or verbs (RDMA READ from the registered pool; TCP clients are served too)")
-	fs.StringVar(&o.Device, "rdma-device", "", "RDMA device, e.g. mlx5_0 (default: the first with an active port)")
-	alias(fs, "device", "rdma-device")
-	fs.IntVar(&o.GPU, "gpu", 0, "CUDA device ordinal for --mem gpu")
-	fs.IntVar(&o.GIDIndex, "gid-index", -1, "GID index (-1: the first RoCE v2 GID with an address)")
-	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the pool's data pattern (clients verify against it)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier serve [flags]\n\nHolds a KV pool filled with a verifiable pattern and serves chunk reads to kvtier transfer and the remote tier.\nPrints one line \"kvtier serve: listening on ADDR (...)\" on stdout once ready; SIGINT or SIGTERM stops it.")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	o.add(fs)
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
-	var errs []error
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	if n, err := units.ParseBytes(pool); err != nil {
-		errs = append(errs, fmt.Errorf("--pool: %w", err))
-		o.Pool = 1
-	} else {
-		o.Pool = n
-	}
-	if err := o.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := o.validate(); err != nil {
 		return usageErr(stderr, "serve", err)
 	}
-
 	rcfg := rdma.Config{Device: o.Device, GIDIndex: o.GIDIndex, Root: "/"}
 	if o.Transport == peer.Verbs {
 		// Open one endpoint now so a missing device or a bad GID index is
@@ -97,37 +87,14 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 			return usageErr(stderr, "serve", err)
 		}
 	}
-
-	var p *peer.Pool
-	if o.Mem == peer.GPUMem {
-		b, _, err := tiers.OpenBackend(ctx, "cuda", tiers.BackendConfig{GPU: o.GPU, NUMA: -1, Log: stderr})
-		if err != nil {
-			return usageErr(stderr, "serve", fmt.Errorf("--mem gpu: %w", err))
-		}
-		defer b.Close()
-		buf, err := b.Alloc(tiers.Device, o.Pool)
-		if err != nil {
-			return usageErr(stderr, "serve", fmt.Errorf("--mem gpu: %w", err))
-		}
-		var export func() (int, int64, error)
-		if exp, ok := b.(tiers.DMABufExporter); ok {
-			export = func() (int, int64, error) { return exp.ExportDMABuf(buf) }
-		}
-		if p, err = peer.NewBufferPool(buf, peer.GPUMem, export, o.Seed); err != nil {
-			buf.Close()
-			return usageErr(stderr, "serve", err)
-		}
-	} else {
-		var err error
-		if p, err = peer.NewHostPool(o.Pool, o.Seed); err != nil {
-			return usageErr(stderr, "serve", err)
-		}
+	p, done, err := o.openPool(ctx, stderr)
+	if err != nil {
+		return usageErr(stderr, "serve", err)
 	}
-	defer p.Close()
-
+	defer done()
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		return usageErr(stderr, "serve", fmt.Errorf("--listen: %w", err))
+		return usageErr(stderr, "serve", option.Wrap("listen", err))
 	}
 	srv := peer.NewServer(peer.ServerConfig{Pool: p, Transport: o.Transport, RDMA: rcfg, Log: stderr})
 	fmt.Fprintf(stdout, "kvtier serve: listening on %s (pool %s %s, transport %s)\n",
@@ -140,6 +107,36 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		return exitFail
 	}
 	return exitOK
+}
+
+// openPool fills the pool with the pattern: anonymous host memory, or
+// device memory of the cuda backend (exportable as a DMA-BUF where the
+// backend can) for --mem gpu.
+func (o *serveOptions) openPool(ctx context.Context, stderr io.Writer) (*peer.Pool, func(), error) {
+	if o.Mem != peer.GPUMem {
+		p, err := peer.NewHostPool(o.Pool, o.Seed)
+		return p, func() { p.Close() }, option.Wrap("pool", err)
+	}
+	b, _, err := tiers.OpenBackend(ctx, "cuda", o.backend.backendConfig(stderr))
+	if err != nil {
+		return nil, nil, option.Wrap("mem", err)
+	}
+	buf, err := b.Alloc(tiers.Device, o.Pool)
+	if err != nil {
+		b.Close()
+		return nil, nil, option.Wrap("mem", err)
+	}
+	var export func() (int, int64, error)
+	if exp, ok := b.(tiers.DMABufExporter); ok {
+		export = func() (int, int64, error) { return exp.ExportDMABuf(buf) }
+	}
+	p, err := peer.NewBufferPool(buf, peer.GPUMem, export, o.Seed)
+	if err != nil {
+		buf.Close()
+		b.Close()
+		return nil, nil, err
+	}
+	return p, func() { p.Close(); b.Close() }, nil
 }
 
 // verbsProblem phrases an endpoint failure for a one-line error: a

@@ -64,8 +64,8 @@ func TestServeBadFlags(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--pool", "0", "--mem", "disk"}, []string{"--pool", "--mem \"disk\""}},
-		{[]string{"--transport", "udp", "--listen", "nowhere"}, []string{"--transport \"udp\"", "--listen \"nowhere\""}},
+		{[]string{"--pool", "0", "--mem", "disk"}, []string{"--pool", "--mem: want host or gpu, got \"disk\""}},
+		{[]string{"--transport", "udp", "--listen", "nowhere"}, []string{"--transport: want tcp or verbs, got \"udp\"", "--listen: \"nowhere\": want HOST:PORT"}},
 		{[]string{"extra"}, []string{"unexpected argument"}},
 	} {
 		code, _, stderr := runCLI(t, append([]string{"serve"}, tc.args...)...)

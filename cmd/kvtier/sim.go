@@ -1,129 +1,117 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
 // simOptions are the flags of kvtier sim.
 type simOptions struct {
-	listen, model, modelConfig, served string
-	blockSize, gpuBlocks, cpuBlocks    int
-	maxModelLen, maxBatched            string
-	details                            bool
-	profile, calibrate                 string
-	timeScale                          float64
-	kvPeer, engineID, role             string
-	seed                               uint64
+	listen, served          string
+	model                   modelFlags
+	gpuBlocks, cpuBlocks    int
+	maxModelLen, maxBatched string
+	details                 bool
+	profile, calibrate      string
+	timeScale               float64
+	kvPeer, engineID, role  string
+	seed                    uint64
 }
+
+// Limits of the simulated engine: beyond them a pool or a step is a
+// mistake, and tables sized from them would not fit in memory.
+const (
+	maxSimBlocks = 1 << 24 // blocks in the GPU or CPU pool
+	maxSimTokens = 1 << 24 // max-model-len, max-num-batched-tokens
+)
 
 // config validates the options, reporting every problem at once, and
 // returns the simulator's configuration.
 func (o simOptions) config() (vllmsim.Config, error) {
 	var errs []error
 	cfg := vllmsim.Config{
-		BlockSize: o.blockSize, GPUBlocks: o.gpuBlocks, CPUBlocks: o.cpuBlocks,
+		GPUBlocks: o.gpuBlocks, CPUBlocks: o.cpuBlocks,
 		EnablePromptTokensDetails: o.details, TimeScale: o.timeScale, Seed: int64(o.seed),
 		KVPeer: strings.TrimRight(o.kvPeer, "/"), EngineID: o.engineID, Role: o.role,
 	}
 	if strings.TrimSpace(o.listen) == "" {
-		errs = append(errs, errors.New("--listen: empty address"))
+		errs = append(errs, option.Errorf("listen", "empty address"))
 	}
-	var g kv.Geometry
-	var err error
-	if o.modelConfig != "" {
-		g, err = kv.ParseConfig(o.modelConfig)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--model-config: %w", err))
-		}
-	} else {
-		g, err = kv.LookupModel(o.model)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--model: %w", err))
-		}
+	g, err := o.model.geometry()
+	errs = append(errs, err)
+	cfg.Geometry, cfg.BlockSize = g, o.model.blockSize
+	cfg.Model = cmp.Or(o.served, o.model.model, g.Model, kv.DefaultModel)
+	if o.gpuBlocks < 1 || o.gpuBlocks > maxSimBlocks {
+		errs = append(errs, option.Errorf("gpu-blocks", "want 1 to %d, got %d", maxSimBlocks, o.gpuBlocks))
 	}
-	cfg.Geometry = g
-	cfg.Model = o.served
-	if cfg.Model == "" {
-		cfg.Model = o.model
-		if o.modelConfig != "" && g.Model != "" {
-			cfg.Model = g.Model
-		}
+	if o.cpuBlocks < 0 || o.cpuBlocks > maxSimBlocks {
+		errs = append(errs, option.Errorf("cpu-blocks", "want 0 to %d, got %d", maxSimBlocks, o.cpuBlocks))
 	}
-	if o.blockSize < 1 {
-		errs = append(errs, fmt.Errorf("--block-size: must be positive, got %d", o.blockSize))
+	cfg.MaxModelLen = tokenFlag(&errs, "max-model-len", o.maxModelLen)
+	cfg.MaxNumBatchedTokens = tokenFlag(&errs, "max-num-batched-tokens", o.maxBatched)
+	if o.timeScale < 0 || math.IsNaN(o.timeScale) || math.IsInf(o.timeScale, 0) || o.timeScale > 1e6 {
+		errs = append(errs, option.Errorf("time-scale", "want 0 to 1000000, got %g", o.timeScale))
 	}
-	if o.gpuBlocks < 1 {
-		errs = append(errs, fmt.Errorf("--gpu-blocks: must be positive, got %d", o.gpuBlocks))
+	cfg.Profile, err = o.costProfile()
+	errs = append(errs, err, o.checkPD())
+	return cfg, errors.Join(errs...)
+}
+
+// tokenFlag parses a token count flag from 1 to maxSimTokens.
+func tokenFlag(errs *[]error, name, v string) int {
+	n, err := units.ParseTokens(v)
+	if err == nil && (n < 1 || n > maxSimTokens) {
+		err = fmt.Errorf("want 1 to %d tokens, got %q", maxSimTokens, v)
 	}
-	if o.cpuBlocks < 0 {
-		errs = append(errs, fmt.Errorf("--cpu-blocks: must not be negative, got %d", o.cpuBlocks))
-	}
-	for _, f := range []struct {
-		name, v string
-		dst     *int
-	}{
-		{"--max-model-len", o.maxModelLen, &cfg.MaxModelLen},
-		{"--max-num-batched-tokens", o.maxBatched, &cfg.MaxNumBatchedTokens},
-	} {
-		n, err := units.ParseTokens(f.v)
-		if err == nil && n < 1 {
-			err = fmt.Errorf("must be positive, got %q", f.v)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
-			continue
-		}
-		*f.dst = n
-	}
-	if o.timeScale < 0 {
-		errs = append(errs, fmt.Errorf("--time-scale: must not be negative, got %g", o.timeScale))
-	}
+	*errs = append(*errs, option.Wrap(name, err))
+	return n
+}
+
+// costProfile is the calibration's profile, or the named one.
+func (o simOptions) costProfile() (vllmsim.Profile, error) {
 	if o.calibrate != "" {
-		cfg.Profile, err = vllmsim.ProfileFromCSV(o.calibrate)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--calibrate: %w", err))
-		}
-	} else {
-		cfg.Profile, err = vllmsim.LookupProfile(o.profile)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--profile: %w", err))
-		}
+		p, err := vllmsim.ProfileFromCSV(o.calibrate)
+		return p, option.Wrap("calibrate", err)
 	}
+	p, err := vllmsim.LookupProfile(o.profile)
+	return p, option.Wrap("profile", err)
+}
+
+// checkPD checks the disaggregated-prefill flags.
+func (o simOptions) checkPD() error {
+	var errs []error
 	if o.kvPeer != "" {
 		u, err := url.Parse(o.kvPeer)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--kv-peer: %q is not an http:// base URL", o.kvPeer))
+			errs = append(errs, option.Errorf("kv-peer", "%q is not an http:// base URL", o.kvPeer))
 		}
 	}
 	switch o.role {
 	case "", "producer", "consumer", "both":
 	default:
-		errs = append(errs, fmt.Errorf("--role: %q: want producer, consumer or both", o.role))
+		errs = append(errs, option.Errorf("role", "%q: want producer, consumer or both", o.role))
 	}
-	return cfg, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // runSim serves a simulated vLLM instance until interrupted.
 func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sim", "Usage: kvtier sim [flags]\n\nServes a simulated vLLM instance: OpenAI API, vLLM metrics, prefix cache,\nCPU offload and P/D, with delays from a cost model. Every response carries\nX-Kvtier-Simulated: 1 and /metrics has kvtier_simulated 1.", stderr)
 	var o simOptions
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "HOST:PORT to serve on (:0 picks a port)")
-	fs.StringVar(&o.model, "model", kv.DefaultModel, "model preset ("+strings.Join(kv.ModelNames(), ", ")+"): KV geometry and compute")
-	fs.StringVar(&o.modelConfig, "model-config", "", "Hugging Face config.json of the model, instead of a preset")
+	o.model.add(fs)
 	fs.StringVar(&o.served, "served-model-name", "", "model name the API answers to (default --model)")
-	fs.IntVar(&o.blockSize, "block-size", vllmsim.DefaultBlockSize, "tokens per KV block")
 	fs.IntVar(&o.gpuBlocks, "gpu-blocks", vllmsim.DefaultGPUBlocks, "KV blocks in the simulated GPU pool")
 	fs.IntVar(&o.cpuBlocks, "cpu-blocks", 0, "KV blocks of CPU offload (0: none); hits there count as external prefix cache hits")
 	fs.StringVar(&o.maxModelLen, "max-model-len", "131072", "longest prompt + max_tokens (tokens; k = 1024)")
@@ -136,10 +124,6 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.StringVar(&o.engineID, "engine-id", "", "P/D engine id (default random)")
 	fs.StringVar(&o.role, "role", "", "P/D role, for the record: producer, consumer or both (any instance plays both)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated tokens")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier sim [flags]\n\nServes a simulated vLLM instance: OpenAI API, vLLM metrics, prefix cache,\nCPU offload and P/D, with delays from a cost model. Every response carries\nX-Kvtier-Simulated: 1 and /metrics has kvtier_simulated 1.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}

@@ -77,14 +77,9 @@ func (f *sweepFlags) options() (sweep.Options, error) {
 
 // runSweep runs the tier sweep and writes a results directory.
 func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sweep", "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.", stderr)
 	var f sweepFlags
 	f.add(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
@@ -109,7 +104,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		fmt.Fprintf(stderr, "kvtier sweep: backend %s; using %s\n", w, b.Name())
 	}
 	fmt.Fprintf(stderr, "kvtier sweep: %s, backend %s (%s)\n", opts.Geometry.Model, b.Name(), b.Device())
-	return suiteRun{cmd: "sweep", suite: sweep.Suite, dir: f.out.dir, args: args, plots: true,
+	return suiteRun{cmd: "sweep", suite: sweep.Suite, out: f.out, args: args, plots: true,
 		run: func(ctx context.Context, out *harness.Output) error {
 			out.Manifest.Warnings = append(out.Manifest.Warnings, prefixAll("backend ", why)...)
 			if err := sweep.Run(ctx, opts, b, out, stderr); err != nil {

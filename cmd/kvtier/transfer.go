@@ -97,14 +97,9 @@ func (f *transferFlags) options() (transfer.Options, error) {
 
 // runTransfer runs MB2: KV transfer bandwidth against one or more peers.
 func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := pflag.NewFlagSet("transfer", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("transfer", "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.", stderr)
 	var f transferFlags
 	f.add(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr); !ok {
 		return code
 	}
@@ -116,6 +111,11 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	if opts.Transport == peer.Verbs {
 		if err := verbsReady(rcfg); err != nil {
 			return usageErr(stderr, "transfer", err)
+		}
+	}
+	if opts.PoolBytes > 0 && len(opts.Peers) == 0 {
+		if reason, _ := harness.HostFitReason("/", opts.PoolBytes); reason != "" {
+			return usageErr(stderr, "transfer", option.Errorf("pool", "the embedded peer's pool %s", reason))
 		}
 	}
 	bf := backendFlags{gpu: f.gpu, numa: -1}
@@ -133,7 +133,7 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 			return usageErr(stderr, "transfer", err)
 		}
 	}
-	return suiteRun{cmd: "transfer", suite: transfer.Suite, dir: f.out.dir, args: args,
+	return suiteRun{cmd: "transfer", suite: transfer.Suite, out: f.out, args: args,
 		run: func(ctx context.Context, out *harness.Output) error {
 			return transfer.Run(ctx, opts, be, out, stderr)
 		}}.exec(ctx, stdout, stderr)

@@ -7,15 +7,19 @@
 // (max_tokens 1) is sent to the same endpoint (arm "interfere") or to a
 // second instance (arm "control"); arm "baseline" sends none and looks at
 // the same window the interfere arm's prefill took. Every token's arrival
-// is kept. From them:
+// is kept: tokens are counted as the server reports them
+// (continuous_usage_stats' running completion_tokens, or return_token_ids)
+// so a chunk that bundles several counts them all; a server that offers
+// neither is counted by chunks, and the rows say which. From them, as the
+// protocol of the H20 reference measurements defines:
 //
-//	base TPOT        mean per-stream token gap before the injection
-//	tokens during    tokens (all streams) in [inject, inject + prefill TTFT]
-//	effective TPOT   prefill TTFT / (tokens during / D)
-//	penalty          effective TPOT / base TPOT
-//	benefit          prefill TTFT - tokens per stream × base TPOT
-//
-// (the protocol of the H20 reference measurements).
+//	tokens during     tokens (all streams) in [inject, inject + prefill TTFT]
+//	effective TPOT    prefill TTFT / (tokens during / D)
+//	base TPOT         the baseline arm's effective TPOT over the same
+//	                  window (the protocol's); also each arm's mean
+//	                  per-stream token gap before the injection
+//	penalty           effective TPOT / base TPOT
+//	benefit           prefill TTFT - tokens per stream × base TPOT
 package mb1
 
 import (
@@ -24,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +50,7 @@ type Config struct {
 	Endpoint        string // decodes, and the interfering prefill
 	ControlEndpoint string // the control arm's prefill; "" for no control arm
 	Model           string // "" = first of /v1/models
+	API             string // completions (default) | chat: of the decodes and the prefill
 	Decode          []int  // D values
 	Prefill         []int  // P values, tokens
 	Reps            int
@@ -60,6 +66,7 @@ type Config struct {
 	Nonce        uint64 // 0: from the clock (a server keeps its cache between runs)
 	Timeout      time.Duration
 	Simulated    bool
+	HTTP         *http.Client // nil: a client of its own
 	Log          io.Writer
 }
 
@@ -97,6 +104,9 @@ func (c Config) Validate() error {
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %s: must be positive", c.Timeout))
 	}
+	if c.API != "" && !slices.Contains(probe.APIs, c.API) {
+		errs = append(errs, fmt.Errorf("--api %q: want %s", c.API, strings.Join(probe.APIs, " or ")))
+	}
 	return errors.Join(errs...)
 }
 
@@ -111,15 +121,18 @@ const minBase = 8
 type Runner struct {
 	cfg         Config
 	c, control  *probe.Client
+	streams     *probe.Client // the endpoint without a per-request timeout
+	prompts     *probe.Prompter
 	model       string
 	maxModelLen int
 	simulated   bool
-	nonce       uint64
+	version     string
 }
 
 // New checks the configuration, lists the models of the endpoint (and of
 // the control endpoint), failing with an error wrapping
-// probe.ErrUnreachable when one cannot be reached.
+// probe.ErrUnreachable when one cannot be reached, and reads the
+// server's version.
 func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Warmup == 0 {
 		cfg.Warmup = 32
@@ -130,16 +143,11 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, nonce: cfg.Nonce}
-	if r.nonce == 0 {
-		r.nonce = uint64(time.Now().UnixNano())
-	}
+	r := &Runner{cfg: cfg}
 	var err error
-	if r.c, err = probe.NewClient(cfg.Endpoint, cfg.Timeout); err != nil {
+	if r.c, err = r.client(cfg.Endpoint); err != nil {
 		return nil, err
 	}
-	// Decode streams run for as long as the cell does: no per-request
-	// timeout on them; the prefill and /v1/models keep cfg.Timeout.
 	models, err := r.c.Models(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", probe.ErrUnreachable, cfg.Endpoint, err)
@@ -150,8 +158,15 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	r.model, r.maxModelLen = m.ID, m.MaxModelLen
 	r.simulated = cfg.Simulated || r.c.Simulated()
+	r.streams = &probe.Client{Base: r.c.Base, HTTP: r.c.HTTP}
+	r.version, _ = r.c.Version(ctx)
+	nonce := cfg.Nonce
+	if nonce == 0 {
+		nonce = uint64(time.Now().UnixNano())
+	}
+	r.prompts = &probe.Prompter{Seed: cfg.Seed, Nonce: nonce, API: cfg.API, Client: r.c, Model: r.model}
 	if cfg.ControlEndpoint != "" {
-		if r.control, err = probe.NewClient(cfg.ControlEndpoint, cfg.Timeout); err != nil {
+		if r.control, err = r.client(cfg.ControlEndpoint); err != nil {
 			return nil, fmt.Errorf("--control-endpoint: %w", err)
 		}
 		if _, err := r.control.Models(ctx); err != nil {
@@ -161,15 +176,31 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	return r, nil
 }
 
+// client returns a client of endpoint whose requests are bounded by
+// --timeout (the decode streams use r.streams, which is not: they run for
+// as long as the cell does).
+func (r *Runner) client(endpoint string) (*probe.Client, error) {
+	c, err := probe.NewClient(endpoint, r.cfg.Timeout)
+	if err == nil && r.cfg.HTTP != nil {
+		c.HTTP = r.cfg.HTTP
+	}
+	return c, err
+}
+
 // Model returns the model the runner drives.
 func (r *Runner) Model() string { return r.model }
 
 // Simulated reports whether the server is a kvtier sim.
 func (r *Runner) Simulated() bool { return r.simulated }
 
+// Version returns what the server's GET /version said ("" unknown).
+func (r *Runner) Version() string { return r.version }
+
 // Run runs every cell, writing one row per arm to rows and every token's
-// arrival to tokens, as each arm ends. A failed arm is an error row and
-// the run goes on. It stops early, keeping what it wrote, when ctx ends.
+// arrival to tokens, as each cell ends (the interfere row needs the
+// baseline arm's base TPOT). A failed arm is an error row and the run
+// goes on. It stops early, keeping what it wrote and writing the arms of
+// the interrupted cell that had finished, when ctx ends.
 func (r *Runner) Run(ctx context.Context, rows, tokens results.Sink) error {
 	for _, p := range r.cfg.Prefill {
 		for _, d := range r.cfg.Decode {
@@ -189,20 +220,39 @@ func (r *Runner) cell(ctx context.Context, d, p, rep int, rows, tokens results.S
 		arms = append(arms, ArmControl)
 	}
 	arms = append(arms, ArmBaseline)
+	var done []armResult
 	var window float64 // the interfere arm's prefill TTFT
+	var stopped error
 	for _, arm := range arms {
-		if err := ctx.Err(); err != nil {
-			return err
+		if stopped = ctx.Err(); stopped != nil {
+			break
 		}
-		a := arm
-		res := r.arm(ctx, a, d, p, rep, window)
-		if err := ctx.Err(); err != nil {
-			return err // interrupted mid-arm: nothing whole to write
+		res := r.arm(ctx, arm, d, p, rep, window)
+		if stopped = ctx.Err(); stopped != nil {
+			break // interrupted mid-arm: nothing whole to write
 		}
-		if a == ArmInterfere && res.err == nil {
+		if arm == ArmInterfere && res.err == nil {
 			window = res.prefillTTFT
 		}
-		row := r.row(res)
+		done = append(done, res)
+	}
+	if err := r.write(done, rows, tokens); err != nil {
+		return err
+	}
+	return stopped
+}
+
+// write computes the rows of a cell's finished arms, each against the
+// baseline arm's base when it ran, and writes them with their tokens.
+func (r *Runner) write(done []armResult, rows, tokens results.Sink) error {
+	base := math.NaN()
+	for _, res := range done {
+		if res.arm == ArmBaseline && res.err == nil && res.skip == "" {
+			base = compute(res.streams, r.cfg.Warmup, res.inject, res.prefillTTFT).effTPOT
+		}
+	}
+	for _, res := range done {
+		row := r.row(res, base)
 		r.log(row)
 		if err := rows.Write(row); err != nil {
 			return err
@@ -216,12 +266,20 @@ func (r *Runner) cell(ctx context.Context, d, p, rep int, rows, tokens results.S
 	return nil
 }
 
+// An arrival is one choice chunk of a decode stream: when it came,
+// seconds since the arm started, and how many tokens it carried.
+type arrival struct {
+	t float64
+	n int
+}
+
 // armResult is what one arm measured; times are seconds since the arm
 // started.
 type armResult struct {
 	arm         string
 	d, p, rep   int
-	times       [][]float64 // per stream, every token
+	streams     [][]arrival // per stream, every chunk
+	counting    string      // how tokens were counted: the weakest of the streams
 	inject      float64
 	prefillTTFT float64 // interfere, control: measured; baseline: the window borrowed
 	done        float64 // inject + prefillTTFT; NaN for baseline
@@ -234,20 +292,132 @@ func (r *Runner) decodeTokens() int {
 	if r.cfg.DecodeTokens > 0 {
 		return r.cfg.DecodeTokens
 	}
-	if r.maxModelLen > promptTokens+1 {
-		return r.maxModelLen - promptTokens - 1
+	// A chat template adds a few tokens to the prompt.
+	if n := r.maxModelLen - promptTokens - 32; n > 0 {
+		return n
 	}
 	return 8192
 }
 
-func (r *Runner) prompt(purpose string, n int) ([]int, string) {
-	h := probe.PurposeHash(purpose)
-	return probe.TokenIDs(r.cfg.Seed^r.nonce, h, n), fmt.Sprintf("kvtier-mb1-%x-%x", r.nonce, h)
+// weaker returns the weaker of two ways of counting tokens.
+func weaker(a, b string) string {
+	rank := map[string]int{probe.CountUsage: 1, probe.CountTokenIDs: 2, probe.CountChunks: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// decodes are the D streams of one arm, recording every chunk.
+type decodes struct {
+	t0       time.Time
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	streams  [][]arrival
+	tokens   []int // per stream, counted
+	ended    []bool
+	errs     []error
+	counting string
+	note     string
+}
+
+func (ds *decodes) since() float64 { return time.Since(ds.t0).Seconds() }
+
+// startDecodes starts d decode streams on r's endpoint.
+func (r *Runner) startDecodes(ctx context.Context, id string, d int) (*decodes, error) {
+	sctx, stop := context.WithCancel(ctx)
+	ds := &decodes{t0: time.Now(), stop: stop, streams: make([][]arrival, d), tokens: make([]int, d), ended: make([]bool, d), errs: make([]error, d)}
+	for i := range d {
+		sid := fmt.Sprintf("%s-s%d", id, i)
+		pr, err := r.prompts.Make(ctx, sid, promptTokens, false)
+		if err != nil {
+			stop()
+			ds.wg.Wait()
+			return nil, err
+		}
+		req := r.prompts.Request(pr, r.decodeTokens(), sid)
+		req.CountTokens = true
+		ds.wg.Add(1)
+		go func() {
+			defer ds.wg.Done()
+			s, err := r.streams.Stream(sctx, req, func(c probe.Chunk) {
+				t := ds.since()
+				ds.mu.Lock()
+				ds.streams[i] = append(ds.streams[i], arrival{t, c.Tokens})
+				ds.tokens[i] += c.Tokens
+				ds.mu.Unlock()
+			})
+			ds.mu.Lock()
+			defer ds.mu.Unlock()
+			ds.ended[i] = true
+			if s.Counting != "" {
+				ds.counting = weaker(ds.counting, s.Counting)
+			}
+			if sctx.Err() == nil {
+				ds.errs[i] = err
+				if err == nil {
+					ds.note = fmt.Sprintf("decode stream %d ended after %d tokens before the window closed: raise --decode-tokens", i, ds.tokens[i])
+				}
+			}
+		}()
+	}
+	return ds, nil
+}
+
+// finish cancels the streams and moves what they recorded into res.
+func (ds *decodes) finish(res *armResult) {
+	ds.stop()
+	ds.wg.Wait()
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	res.streams, res.counting, res.note = ds.streams, ds.counting, ds.note
+	for i, e := range ds.errs {
+		if e != nil && res.err == nil {
+			res.err = fmt.Errorf("decode stream %d: %w", i, e)
+		}
+	}
+}
+
+// waitReady waits until every stream has passed its warm-up and a few
+// base tokens and the inject delay has passed; it fails when a stream
+// ends or stalls first.
+func (r *Runner) waitReady(ctx context.Context, ds *decodes) error {
+	need := r.cfg.Warmup + minBase
+	for {
+		ds.mu.Lock()
+		ready, failed := true, error(nil)
+		for i := range ds.streams {
+			if ds.tokens[i] < need {
+				ready = false
+			}
+			if ds.ended[i] && failed == nil {
+				failed = ds.errs[i]
+				if failed == nil {
+					failed = fmt.Errorf("decode stream %d ended after %d tokens, before its warm-up of %d", i, ds.tokens[i], need)
+				}
+			}
+		}
+		ds.mu.Unlock()
+		elapsed := time.Since(ds.t0)
+		switch {
+		case failed != nil:
+			return fmt.Errorf("decode streams: %w", failed)
+		case ready && elapsed >= r.cfg.InjectAfter:
+			return nil
+		case elapsed > r.cfg.InjectAfter+r.cfg.Timeout:
+			return fmt.Errorf("decode streams did not reach %d tokens each within %s", need, r.cfg.InjectAfter+r.cfg.Timeout)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // arm runs the decodes of one arm, injects its prefill (none for the
 // baseline, whose window is the interfere arm's prefill TTFT) and
-// collects the token times.
+// collects the token arrivals. The window starts when the prefill is
+// sent; its prompt is ready before.
 func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window float64) armResult {
 	res := armResult{arm: arm, d: d, p: p, rep: rep, done: math.NaN()}
 	if arm == ArmBaseline && window <= 0 {
@@ -255,144 +425,92 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 		return res
 	}
 	id := fmt.Sprintf("kvtier-mb1-%d-%s-d%d-p%d-%d", r.cfg.Seed, arm, d, p, rep)
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-
-	var mu sync.Mutex
-	times := make([][]float64, d)
-	ended := make([]bool, d)
-	errs := make([]error, d)
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	since := func() float64 { return time.Since(t0).Seconds() }
-	stream := probe.Client{Base: r.c.Base} // no per-request timeout
-	for i := range d {
-		ids, salt := r.prompt(fmt.Sprintf("%s-s%d", id, i), promptTokens)
-		req := probe.Request{Model: r.model, Prompt: ids, MaxTokens: r.decodeTokens(), Salt: salt, RequestID: fmt.Sprintf("%s-s%d", id, i)}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := stream.Stream(sctx, req, func(time.Duration) {
-				t := since()
-				mu.Lock()
-				times[i] = append(times[i], t)
-				mu.Unlock()
-			})
-			mu.Lock()
-			ended[i] = true
-			if sctx.Err() == nil {
-				errs[i] = err
-				if err == nil {
-					res.note = fmt.Sprintf("decode stream %d ended after %d tokens before the window closed: raise --decode-tokens", i, len(times[i]))
-				}
-			}
-			mu.Unlock()
-		}()
-	}
-	finish := func() {
-		stop()
-		wg.Wait()
-		mu.Lock()
-		res.times = times
-		mu.Unlock()
-	}
-	// Wait for every stream to pass its warm-up and a few base tokens,
-	// and for the inject delay.
-	need := r.cfg.Warmup + minBase
-	for {
-		mu.Lock()
-		ready, failed := true, error(nil)
-		for i := range d {
-			if len(times[i]) < need {
-				ready = false
-			}
-			if ended[i] && failed == nil {
-				failed = errs[i]
-				if failed == nil {
-					failed = fmt.Errorf("decode stream %d ended after %d tokens, before its warm-up of %d", i, len(times[i]), need)
-				}
-			}
-		}
-		mu.Unlock()
-		if failed != nil {
-			finish()
-			res.err = fmt.Errorf("decode streams: %w", failed)
-			return res
-		}
-		if ready && time.Since(t0) >= r.cfg.InjectAfter {
-			break
-		}
-		if time.Since(t0) > r.cfg.InjectAfter+r.cfg.Timeout {
-			finish()
-			res.err = fmt.Errorf("decode streams did not reach %d tokens each within %s", need, r.cfg.InjectAfter+r.cfg.Timeout)
-			return res
-		}
-		if ctx.Err() != nil {
-			finish()
-			res.err = ctx.Err()
-			return res
-		}
-		time.Sleep(time.Millisecond)
-	}
-	res.inject = since()
-	var end float64
-	switch arm {
-	case ArmBaseline:
-		res.prefillTTFT = window
-		end = res.inject + window
-	default:
-		c := r.c
-		if arm == ArmControl {
-			c = r.control
-		}
-		ids, salt := r.prompt(id+"-prefill", p)
-		s, err := c.Stream(ctx, probe.Request{Model: r.model, Prompt: ids, MaxTokens: 1, Salt: salt, RequestID: id + "-prefill"}, nil)
+	var pre probe.Request
+	if arm != ArmBaseline {
+		pr, err := r.prompts.Make(ctx, id+"-prefill", p, true)
 		if err != nil {
-			finish()
+			res.err = fmt.Errorf("prefill prompt: %w", err)
+			return res
+		}
+		pre = r.prompts.Request(pr, 1, id+"-prefill")
+	}
+	ds, err := r.startDecodes(ctx, id, d)
+	if err != nil {
+		res.err = fmt.Errorf("decode prompts: %w", err)
+		return res
+	}
+	if err := r.waitReady(ctx, ds); err != nil {
+		ds.finish(&res)
+		res.err = err
+		return res
+	}
+	res.inject, res.prefillTTFT = ds.since(), window
+	if arm != ArmBaseline {
+		ttft, err := r.prefill(ctx, arm, pre)
+		if err != nil {
+			ds.finish(&res)
 			res.err = fmt.Errorf("prefill of %d tokens: %w", p, err)
 			return res
 		}
-		res.prefillTTFT = s.TTFT.Seconds()
-		res.done = res.inject + res.prefillTTFT
-		end = res.done
+		res.prefillTTFT, res.done = ttft, res.inject+ttft
 	}
 	// Keep decoding past the window so its last gap is seen whole.
-	wait := time.Until(t0.Add(time.Duration((end)*float64(time.Second)) + r.cfg.Margin))
-	if wait > 0 {
+	end := res.inject + res.prefillTTFT
+	if wait := time.Until(ds.t0.Add(time.Duration(end*float64(time.Second)) + r.cfg.Margin)); wait > 0 {
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
 		}
 	}
-	finish()
-	for i, e := range errs {
-		if e != nil {
-			res.err = fmt.Errorf("decode stream %d: %w", i, e)
-			break
-		}
-	}
+	ds.finish(&res)
 	return res
+}
+
+// prefill sends the arm's prefill (to the control instance for the
+// control arm) and returns its TTFT.
+func (r *Runner) prefill(ctx context.Context, arm string, req probe.Request) (float64, error) {
+	c := r.c
+	if arm == ArmControl {
+		c = r.control
+	}
+	s, err := c.Stream(ctx, req, nil)
+	if err != nil {
+		return 0, err
+	}
+	return s.TTFT.Seconds(), nil
 }
 
 // stats are an arm's figures; NaN where they do not exist.
 type stats struct {
 	baseTPOT, tokensDuring, perStream, effTPOT float64
 	itlP50During, itlP90During, itlP50, itlP90 float64
-	penalty, benefit                           float64
 }
 
-// compute derives an arm's figures from its token times.
-func compute(times [][]float64, warmup int, inject, window float64) stats {
-	st := stats{}
+// tokenTimes expands a stream's chunks into one arrival time per token,
+// the first warmup tokens dropped.
+func tokenTimes(chunks []arrival, warmup int) []float64 {
+	var ts []float64
+	for _, c := range chunks {
+		for range c.n {
+			ts = append(ts, c.t)
+		}
+	}
+	if len(ts) <= warmup {
+		return nil
+	}
+	return ts[warmup:]
+}
+
+// compute derives an arm's figures from its chunk arrivals: tokens are
+// counted as the chunks carried them; the inter-token latencies are, as
+// vllm bench's, gaps between chunks.
+func compute(streams [][]arrival, warmup int, inject, window float64) stats {
+	var st stats
 	var tpots, baseGaps, duringGaps []float64
 	during := 0
 	end := inject + window
-	for _, ts := range times {
-		if len(ts) > warmup {
-			ts = ts[warmup:]
-		} else {
-			ts = nil
-		}
+	for _, chunks := range streams {
+		ts := tokenTimes(chunks, warmup)
 		var base []float64
 		for _, t := range ts {
 			if t < inject {
@@ -404,55 +522,56 @@ func compute(times [][]float64, warmup int, inject, window float64) stats {
 		}
 		if len(base) >= 2 {
 			tpots = append(tpots, (base[len(base)-1]-base[0])/float64(len(base)-1))
-			for i := 1; i < len(base); i++ {
-				baseGaps = append(baseGaps, base[i]-base[i-1])
-			}
 		}
-		for i := 1; i < len(ts); i++ {
-			if ts[i] > inject && ts[i-1] < end {
-				duringGaps = append(duringGaps, ts[i]-ts[i-1])
-			}
+		if len(ts) == 0 {
+			continue
 		}
+		b, d := chunkGaps(chunks, ts[0], inject, end)
+		baseGaps, duringGaps = append(baseGaps, b...), append(duringGaps, d...)
 	}
 	st.baseTPOT = mean(tpots)
 	st.tokensDuring = float64(during)
-	st.perStream = float64(during) / float64(len(times))
+	st.perStream = float64(during) / float64(len(streams))
 	st.effTPOT = math.NaN()
 	if during > 0 {
 		st.effTPOT = window / st.perStream
 	}
-	st.penalty = st.effTPOT / st.baseTPOT
-	st.benefit = window - st.perStream*st.baseTPOT
 	st.itlP50During, st.itlP90During = quantile(duringGaps, 0.5), quantile(duringGaps, 0.9)
 	st.itlP50, st.itlP90 = quantile(baseGaps, 0.5), quantile(baseGaps, 0.9)
 	return st
 }
 
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
+// chunkGaps returns the gaps between a stream's chunks from the first
+// one after the warm-up (at from): those before the injection, and those
+// overlapping [inject, end].
+func chunkGaps(chunks []arrival, from, inject, end float64) (base, during []float64) {
+	for i := 1; i < len(chunks); i++ {
+		a, b := chunks[i-1].t, chunks[i].t
+		if a < from {
+			continue
+		}
+		switch {
+		case b < inject:
+			base = append(base, b-a)
+		case b > inject && a < end:
+			during = append(during, b-a)
+		}
 	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
+	return base, during
 }
 
-// quantile is the linear-interpolated q-quantile of xs (NaN if empty).
+func mean(xs []float64) float64 { return results.Describe(xs).Mean }
+
+// quantile is the q-quantile of xs (NaN if empty), as every kvtier
+// summary computes it.
 func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	pos := q * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(s)-1)
-	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+	return results.Quantile(results.Describe(xs).Values, q)
 }
 
-func (r *Runner) row(res armResult) results.Row {
+// row turns an arm's arrivals into its mb1.csv row. base is the
+// baseline arm's effective TPOT over the same window (the protocol's
+// base TPOT), NaN when the baseline arm did not run.
+func (r *Runner) row(res armResult, base float64) results.Row {
 	row := results.NewRow("mb1")
 	row.Backend, row.Transport, row.Model, row.Rep = "http", "http", r.model, res.rep
 	row.Set("endpoint", r.cfg.Endpoint)
@@ -461,6 +580,8 @@ func (r *Runner) row(res armResult) results.Row {
 	row.Set("decode_streams", res.d)
 	row.Set("prefill_tokens", res.p)
 	row.Set("chunk_label", r.cfg.ChunkLabel)
+	row.Set("api", r.api())
+	row.Set("server_version", r.version)
 	switch {
 	case res.skip != "":
 		row.Skip(res.skip)
@@ -469,7 +590,7 @@ func (r *Runner) row(res armResult) results.Row {
 		row.Fail(res.err)
 		return row
 	}
-	st := compute(res.times, r.cfg.Warmup, res.inject, res.prefillTTFT)
+	st := compute(res.streams, r.cfg.Warmup, res.inject, res.prefillTTFT)
 	if res.arm == ArmBaseline {
 		// No prefill: the row's time is not a TTFT.
 		row.Status = results.StatusOK
@@ -477,25 +598,14 @@ func (r *Runner) row(res armResult) results.Row {
 		row.SetTime(res.prefillTTFT)
 		row.Set("prefill_ttft_s", res.prefillTTFT)
 	}
-	row.Set("base_tpot_s", st.baseTPOT)
-	row.Set("tokens_during", int(st.tokensDuring))
-	row.Set("tokens_per_stream_during", st.perStream)
-	row.Set("eff_tpot_s", st.effTPOT)
-	row.Set("itl_p50_during_s", st.itlP50During)
-	row.Set("itl_p90_during_s", st.itlP90During)
-	row.Set("itl_p50_base_s", st.itlP50)
-	row.Set("itl_p90_base_s", st.itlP90)
-	row.Set("penalty", st.penalty)
-	row.Set("benefit_s", st.benefit)
+	row.Set("token_counting", res.counting)
 	var notes []string
+	r.setFigures(&row, st, base, res.prefillTTFT, &notes)
 	if res.arm == ArmBaseline {
 		notes = append(notes, fmt.Sprintf("window %.6g s from the interfere arm's prefill TTFT", res.prefillTTFT))
 	}
-	if st.tokensDuring == 0 {
-		notes = append(notes, "no decode token arrived during the window: effective TPOT unbounded")
-	}
-	if math.IsNaN(st.baseTPOT) {
-		notes = append(notes, "too few tokens before the injection for a base TPOT: raise --inject-after")
+	if res.counting == probe.CountChunks {
+		notes = append(notes, "tokens counted by chunks: the server reports neither continuous usage nor token ids, so chunks that bundle tokens undercount")
 	}
 	if res.note != "" {
 		notes = append(notes, res.note)
@@ -504,22 +614,67 @@ func (r *Runner) row(res armResult) results.Row {
 	return row
 }
 
-// tokenRows returns one mb1_tokens.csv row per token of the arm.
+// setFigures writes the token counts, the two base TPOTs and the penalty
+// and benefit on the protocol's base (the baseline arm's), or on the
+// arm's own pre-injection base when there is no baseline arm; the
+// penalty_base column says which.
+func (r *Runner) setFigures(row *results.Row, st stats, base, window float64, notes *[]string) {
+	row.Set("tokens_during", int(st.tokensDuring))
+	row.Set("tokens_per_stream_during", st.perStream)
+	row.Set("eff_tpot_s", st.effTPOT)
+	row.Set("itl_p50_during_s", st.itlP50During)
+	row.Set("itl_p90_during_s", st.itlP90During)
+	row.Set("itl_p50_base_s", st.itlP50)
+	row.Set("itl_p90_base_s", st.itlP90)
+	row.Set("base_tpot_preinject_s", st.baseTPOT)
+	row.Set("penalty_vs_preinject", st.effTPOT/st.baseTPOT)
+	row.Set("base_tpot_baseline_s", base)
+	row.Set("penalty_vs_baseline", st.effTPOT/base)
+	used, which := base, "baseline"
+	if math.IsNaN(base) {
+		used, which = st.baseTPOT, "preinject"
+		*notes = append(*notes, "no baseline arm in this cell: penalty on the pre-injection base TPOT")
+	}
+	row.Set("penalty_base", which)
+	row.Set("base_tpot_s", used)
+	row.Set("penalty", st.effTPOT/used)
+	row.Set("benefit_s", window-st.perStream*used)
+	if st.tokensDuring == 0 {
+		*notes = append(*notes, "no decode token arrived during the window: effective TPOT unbounded")
+	}
+	if math.IsNaN(st.baseTPOT) {
+		*notes = append(*notes, "too few tokens before the injection for a base TPOT: raise --inject-after")
+	}
+}
+
+func (r *Runner) api() string {
+	if r.cfg.API == "" {
+		return probe.APICompletions
+	}
+	return r.cfg.API
+}
+
+// tokenRows returns one mb1_tokens.csv row per token of the arm; tokens
+// a chunk carried together share its time.
 func (res armResult) tokenRows(endpoint string) []results.Row {
 	var out []results.Row
-	for s, ts := range res.times {
-		for i, t := range ts {
-			row := results.Row{Suite: "mb1", Rep: res.rep, Status: results.StatusOK}
-			row.Set("endpoint", endpoint)
-			row.Set("arm", res.arm)
-			row.Set("decode_streams", res.d)
-			row.Set("prefill_tokens", res.p)
-			row.Set("stream", s)
-			row.Set("index", i)
-			row.Set("t_s", t)
-			row.Set("inject_s", res.inject)
-			row.Set("prefill_done_s", res.done)
-			out = append(out, row)
+	for s, chunks := range res.streams {
+		i := 0
+		for _, c := range chunks {
+			for range c.n {
+				row := results.Row{Suite: "mb1", Rep: res.rep, Status: results.StatusOK}
+				row.Set("endpoint", endpoint)
+				row.Set("arm", res.arm)
+				row.Set("decode_streams", res.d)
+				row.Set("prefill_tokens", res.p)
+				row.Set("stream", s)
+				row.Set("index", i)
+				row.Set("t_s", c.t)
+				row.Set("inject_s", res.inject)
+				row.Set("prefill_done_s", res.done)
+				out = append(out, row)
+				i++
+			}
 		}
 	}
 	return out
@@ -532,7 +687,7 @@ func (r *Runner) log(row results.Row) {
 	what := string(row.Status)
 	if row.Status == results.StatusOK {
 		ms := func(col string) string { return fmt.Sprintf("%.3g ms", 1e3*row.Float(col)) }
-		what = "base TPOT " + ms("base_tpot_s")
+		what = "base TPOT " + ms("base_tpot_s") + " (" + row.Get("penalty_base") + ")"
 		if row.Get("prefill_ttft_s") != "" {
 			what += ", prefill TTFT " + ms("prefill_ttft_s")
 		}
@@ -542,11 +697,5 @@ func (r *Runner) log(row results.Row) {
 	if row.Reason != "" {
 		what += " (" + row.Reason + ")"
 	}
-	fmt.Fprintf(r.cfg.Log, "mb1 %-9s D=%d P=%s rep %d: %s\n", row.Get("arm"), atoi(row.Get("decode_streams")), row.Get("prefill_tokens"), row.Rep, what)
-}
-
-func atoi(s string) int {
-	n := 0
-	fmt.Sscan(s, &n)
-	return n
+	fmt.Fprintf(r.cfg.Log, "mb1 %-9s D=%s P=%s rep %d: %s\n", row.Get("arm"), row.Get("decode_streams"), row.Get("prefill_tokens"), row.Rep, what)
 }

@@ -28,15 +28,26 @@ var columns = []string{
 	"itl_p90_during_s",
 	"itl_p50_base_s",
 	"itl_p90_base_s",
-	"penalty",
-	"benefit_s",
+	"penalty",   // eff_tpot_s / base_tpot_s
+	"benefit_s", // prefill_ttft_s - tokens_per_stream_during × base_tpot_s
+	// Added by issue 13. base_tpot_s, penalty and benefit_s are on the
+	// protocol's base, the baseline arm's, when the cell has one
+	// (penalty_base says which).
+	"penalty_base",          // baseline | preinject
+	"base_tpot_baseline_s",  // the baseline arm's effective TPOT over the same window (the protocol's)
+	"base_tpot_preinject_s", // this arm's mean per-stream token gap before the injection
+	"penalty_vs_baseline",
+	"penalty_vs_preinject",
+	"token_counting", // continuous_usage | token_ids | chunks: how tokens were counted
+	"api",            // completions | chat
+	"server_version", // GET /version, "" unknown
 }
 
 // TokenColumns are the whole header of mb1_tokens.csv.
 var TokenColumns = []string{
 	"suite", "endpoint", "arm", "decode_streams", "prefill_tokens", "rep",
 	"stream", "index", "t_s", // t_s: seconds since the cell started
-	"inject_s", "prefill_done_s",
+	"inject_s", "prefill_done_s", // tokens that came in one chunk share its t_s
 }
 
 // Suite declares MB1's results.

@@ -120,28 +120,68 @@ func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithCancel(ctx)
 }
 
-// A Request is a /v1/completions request with a prompt of token ids.
+// The OpenAI APIs a request can go to.
+const (
+	APICompletions = "completions" // POST /v1/completions, a prompt of token ids
+	APIChat        = "chat"        // POST /v1/chat/completions, one user message
+)
+
+// APIs lists the accepted values of Request.API.
+var APIs = []string{APICompletions, APIChat}
+
+// A Request is one generation request: a prompt of token ids to
+// /v1/completions, or a user message to /v1/chat/completions.
 type Request struct {
-	Model     string
-	Prompt    []int
-	MaxTokens int
-	Salt      string         // cache_salt; "" for none
-	Stream    bool           // stream with include_usage
-	KVParams  map[string]any // kv_transfer_params; nil for none
-	RequestID string         // X-Request-Id
+	API    string // APICompletions ("" too) or APIChat
+	Model  string
+	Prompt []int  // completions
+	Text   string // chat: the user message
+	// PromptTokens is the prompt's length as far as the sender knows it
+	// (a chat message's, after the template); not sent.
+	PromptTokens int
+	MaxTokens    int
+	Salt         string         // cache_salt; "" for none
+	Stream       bool           // stream with include_usage
+	KVParams     map[string]any // kv_transfer_params; nil for none
+	RequestID    string         // X-Request-Id
+	// CountTokens asks a streamed request for real token counts:
+	// continuous_usage_stats and return_token_ids (servers that do not
+	// know them ignore them, and the stream falls back to chunks).
+	CountTokens bool
+	Header      map[string]string // extra headers (X-data-parallel-rank)
+}
+
+// Chat reports whether r goes to the chat API.
+func (r Request) Chat() bool { return r.API == APIChat }
+
+// path is the endpoint r is posted to.
+func (r Request) path() string {
+	if r.Chat() {
+		return "/v1/chat/completions"
+	}
+	return "/v1/completions"
 }
 
 func (r Request) body(withSalt bool) ([]byte, error) {
 	b := map[string]any{
 		"model":       r.Model,
-		"prompt":      r.Prompt,
 		"max_tokens":  r.MaxTokens,
 		"temperature": 0,
 		"ignore_eos":  true,
 		"stream":      r.Stream,
 	}
+	if r.Chat() {
+		b["messages"] = []map[string]string{{"role": "user", "content": r.Text}}
+	} else {
+		b["prompt"] = r.Prompt
+	}
 	if r.Stream {
-		b["stream_options"] = map[string]any{"include_usage": true}
+		opts := map[string]any{"include_usage": true}
+		if r.CountTokens {
+			opts["continuous_usage_stats"] = true
+			b["return_token_ids"] = true
+		}
+		b["stream_options"] = opts
 	}
 	if withSalt && r.Salt != "" {
 		b["cache_salt"] = r.Salt
@@ -199,7 +239,7 @@ func (c *Client) post(ctx context.Context, r Request, start *time.Time) (*http.R
 		if err != nil {
 			return nil, err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/v1/completions", bytes.NewReader(b))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+r.path(), bytes.NewReader(b))
 		if err != nil {
 			return nil, err
 		}
@@ -210,10 +250,13 @@ func (c *Client) post(ctx context.Context, r Request, start *time.Time) (*http.R
 		if r.RequestID != "" {
 			req.Header.Set("X-Request-Id", r.RequestID)
 		}
+		for k, v := range r.Header {
+			req.Header.Set(k, v)
+		}
 		*start = time.Now()
 		resp, err := c.http().Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("POST /v1/completions: %w", err)
+			return nil, fmt.Errorf("POST %s: %w", r.path(), err)
 		}
 		if resp.StatusCode == http.StatusBadRequest && withSalt && c.salt.Load() == 0 {
 			// Maybe the server does not take cache_salt (vLLM V0, other
@@ -246,9 +289,9 @@ func (c *Client) SaltSupported() int { return int(c.salt.Load()) }
 
 // Stream sends r as a streamed request and reads the stream, timing it
 // from just before the POST. onChoice, if not nil, sees each choice
-// chunk's arrival time. The error is an *HTTPError for a refused request,
+// chunk as it arrives. The error is an *HTTPError for a refused request,
 // a *ServerError for an error event, or a transport error.
-func (c *Client) Stream(ctx context.Context, r Request, onChoice func(time.Duration)) (Stream, error) {
+func (c *Client) Stream(ctx context.Context, r Request, onChoice func(Chunk)) (Stream, error) {
 	r.Stream = true
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
@@ -302,4 +345,75 @@ func (c *Client) Complete(ctx context.Context, r Request) (Completion, error) {
 		return Completion{}, fmt.Errorf("response is not JSON: %q", clip(string(b), 120))
 	}
 	return out, nil
+}
+
+// getJSON gets path and decodes a JSON body into v.
+func (c *Client) getJSON(ctx context.Context, path string, v any) error {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %w", path, statusError(resp))
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	return nil
+}
+
+// Version returns what GET /version says ({"version": "0.18.1"}).
+func (c *Client) Version(ctx context.Context) (string, error) {
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := c.getJSON(ctx, "/version", &v); err != nil {
+		return "", err
+	}
+	if v.Version == "" {
+		return "", errors.New("GET /version: no version in the answer")
+	}
+	return v.Version, nil
+}
+
+// Tokenize counts the tokens of a chat request with one user message as
+// the server will see it (vLLM's POST /tokenize with messages and the
+// generation prompt).
+func (c *Client) Tokenize(ctx context.Context, model, text string) (int, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	b, err := json.Marshal(map[string]any{
+		"model": model, "messages": []map[string]string{{"role": "user", "content": text}},
+		"add_generation_prompt": true,
+	})
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/tokenize", bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("POST /tokenize: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("POST /tokenize: %w", statusError(resp))
+	}
+	var out struct {
+		Count *int `json:"count"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Count == nil {
+		return 0, fmt.Errorf("POST /tokenize: no count in the answer (%v)", err)
+	}
+	return *out.Count, nil
 }

@@ -3,6 +3,7 @@ package probe
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	dto "github.com/prometheus/client_model/go"
@@ -23,8 +24,29 @@ var (
 		"vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries",
 		"vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries",
 	}
-	extHitNames   = []string{"vllm:external_prefix_cache_hits_total", "vllm:external_prefix_cache_hits"}
-	extQueryNames = []string{"vllm:external_prefix_cache_queries_total", "vllm:external_prefix_cache_queries"}
+	extHitNames    = []string{"vllm:external_prefix_cache_hits_total", "vllm:external_prefix_cache_hits"}
+	extQueryNames  = []string{"vllm:external_prefix_cache_queries_total", "vllm:external_prefix_cache_queries"}
+	promptNames    = []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens"}
+	bySourceNames  = []string{"vllm:prompt_tokens_by_source_total", "vllm:prompt_tokens_by_source"}
+	cachedSrcNames = []string{"vllm:prompt_tokens_cached_by_source_total", "vllm:prompt_tokens_cached_by_source"}
+)
+
+// The sources of vllm:prompt_tokens_by_source (vLLM PR #33290): where each
+// prompt token's KV came from.
+const (
+	SourceCompute  = "local_compute"        // prefilled here
+	SourceLocalHit = "local_cache_hit"      // the GPU prefix cache
+	SourceExternal = "external_kv_transfer" // a KV connector: CPU offload, a peer, a store
+)
+
+// The sources of vllm:prompt_tokens_cached_by_source (newer vLLM code):
+// the cache tier each cached prompt token came from.
+const (
+	TierDevice      = "device"               // the GPU prefix cache
+	TierHost        = "host"                 // CPU offload
+	TierP2P         = "p2p"                  // engine to engine (NIXL, Mooncake transfer)
+	TierDisk        = "disk"                 // file-system offload
+	TierUnspecified = "external_unspecified" // a store (Mooncake Store) or an uninstrumented connector
 )
 
 // A Counter is one counter read from /metrics: its value, summed over the
@@ -39,6 +61,10 @@ type Counter struct {
 type Snapshot struct {
 	Hits, Queries       Counter // prefix_cache_hits / queries (tokens)
 	ExtHits, ExtQueries Counter // external_prefix_cache_hits / queries (tokens)
+	Prompt              Counter // prompt_tokens: every prompt token, once, when its prefill ends
+	// BySource holds prompt_tokens_by_source per source label, and
+	// CachedBySource prompt_tokens_cached_by_source; nil where absent.
+	BySource, CachedBySource map[string]float64
 	// CacheConfig holds the labels of vllm:cache_config_info (block_size,
 	// num_gpu_blocks, num_cpu_blocks, ...); nil when it is absent.
 	CacheConfig map[string]string
@@ -49,6 +75,10 @@ func (s Snapshot) BlockSize() int { return s.configInt("block_size") }
 
 // GPUBlocks returns cache_config_info's num_gpu_blocks, 0 when unknown.
 func (s Snapshot) GPUBlocks() int { return s.configInt("num_gpu_blocks") }
+
+// CPUBlocks returns cache_config_info's num_cpu_blocks, 0 when unknown
+// ("None" or absent).
+func (s Snapshot) CPUBlocks() int { return s.configInt("num_cpu_blocks") }
 
 func (s Snapshot) configInt(k string) int {
 	v, err := strconv.Atoi(s.CacheConfig[k])
@@ -73,6 +103,9 @@ func ParseMetrics(r io.Reader, model string) (Snapshot, error) {
 	s.Queries = counter(fams, queryNames, model)
 	s.ExtHits = counter(fams, extHitNames, model)
 	s.ExtQueries = counter(fams, extQueryNames, model)
+	s.Prompt = counter(fams, promptNames, model)
+	s.BySource = byLabel(fams, bySourceNames, "source", model)
+	s.CachedBySource = byLabel(fams, cachedSrcNames, "source", model)
 	if f, ok := fams["vllm:cache_config_info"]; ok && len(f.Metric) > 0 {
 		s.CacheConfig = map[string]string{}
 		for _, l := range f.Metric[0].Label {
@@ -110,6 +143,28 @@ func counter(fams map[string]*dto.MetricFamily, names []string, modelName string
 	return Counter{}
 }
 
+// byLabel sums the series of the first of names found per value of
+// label, over the series of the model when some carry it; nil when no
+// name is there.
+func byLabel(fams map[string]*dto.MetricFamily, names []string, lab, modelName string) map[string]float64 {
+	for _, n := range names {
+		f, ok := fams[n]
+		if !ok {
+			continue
+		}
+		matched := modelName != "" && slices.ContainsFunc(f.Metric, func(m *dto.Metric) bool { return label(m, "model_name") == modelName })
+		out := map[string]float64{}
+		for _, m := range f.Metric {
+			if matched && label(m, "model_name") != modelName {
+				continue
+			}
+			out[label(m, lab)] += value(m)
+		}
+		return out
+	}
+	return nil
+}
+
 func label(m *dto.Metric, name string) string {
 	for _, l := range m.Label {
 		if l.GetName() == name {
@@ -135,16 +190,37 @@ func value(m *dto.Metric) float64 {
 type Delta struct {
 	Hits, Queries, ExtHits, ExtQueries float64
 	HitsFound, ExtFound                bool
+	Prompt                             float64 // prompt_tokens
+	PromptFound                        bool
+	// BySource and CachedBySource are the moves of the labelled
+	// counters, nil where the server lacks them.
+	BySource, CachedBySource map[string]float64
 }
 
 // Sub returns after minus before.
 func Sub(before, after Snapshot) Delta {
 	return Delta{
-		Hits:       after.Hits.Value - before.Hits.Value,
-		Queries:    after.Queries.Value - before.Queries.Value,
-		ExtHits:    after.ExtHits.Value - before.ExtHits.Value,
-		ExtQueries: after.ExtQueries.Value - before.ExtQueries.Value,
-		HitsFound:  before.Hits.Found && after.Hits.Found,
-		ExtFound:   before.ExtHits.Found && after.ExtHits.Found,
+		Hits:           after.Hits.Value - before.Hits.Value,
+		Queries:        after.Queries.Value - before.Queries.Value,
+		ExtHits:        after.ExtHits.Value - before.ExtHits.Value,
+		ExtQueries:     after.ExtQueries.Value - before.ExtQueries.Value,
+		HitsFound:      before.Hits.Found && after.Hits.Found,
+		ExtFound:       before.ExtHits.Found && after.ExtHits.Found,
+		Prompt:         after.Prompt.Value - before.Prompt.Value,
+		PromptFound:    before.Prompt.Found && after.Prompt.Found,
+		BySource:       subMap(before.BySource, after.BySource),
+		CachedBySource: subMap(before.CachedBySource, after.CachedBySource),
 	}
+}
+
+// subMap is after - before per key; nil unless both scrapes had the counter.
+func subMap(before, after map[string]float64) map[string]float64 {
+	if before == nil || after == nil {
+		return nil
+	}
+	d := make(map[string]float64, len(after))
+	for k, v := range after {
+		d[k] = v - before[k]
+	}
+	return d
 }

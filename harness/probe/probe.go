@@ -18,10 +18,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"net"
-	"net/url"
+	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +38,7 @@ var Connectors = []string{"nixl", "mooncake"}
 const settle = 100 * time.Millisecond
 
 // MaxTokens is the max_tokens of every measured request: TTFT needs one
-// token, E2E and usage need the stream to go on a little.
+// token, E2E, TPOT and usage need the stream to go on a little.
 const MaxTokens = 2
 
 // A Config says what to probe.
@@ -49,6 +47,8 @@ type Config struct {
 	Producer      string // remote tier: the instance that prefills
 	Connector     string // nixl | mooncake
 	BootstrapPort int    // mooncake: the producer's bootstrap port (8998)
+	MooncakeShape string // mooncake: auto | bootstrap | engine | transfer
+	API           string // completions (default) | chat
 	Model         string // "" = first of /v1/models
 	Tiers         []string
 	Prefixes      []int // prompt lengths in tokens
@@ -57,11 +57,14 @@ type Config struct {
 	// Nonce makes this run's prompts differ from every earlier run's with
 	// the same seed (a server keeps its cache between runs); 0 picks one
 	// from the clock.
-	Nonce       uint64
-	EvictMargin float64 // cpu: filler tokens = GPU pool × margin
-	BlockSize   int     // 0 = from vllm:cache_config_info
-	Timeout     time.Duration
-	Simulated   bool // the server is a kvtier sim
+	Nonce        uint64
+	EvictMargin  float64 // cpu: filler tokens = GPU pool × margin
+	BlockSize    int     // 0 = from vllm:cache_config_info
+	CPUCapacity  int     // cpu: tokens the CPU offload store holds; 0 = discover
+	OffloadBlock int     // cpu: tokens per offload unit; 0 = discover, else the block
+	Timeout      time.Duration
+	Simulated    bool         // the server is a kvtier sim
+	HTTP         *http.Client // nil: a client of its own
 	// BlockBytes returns the KV bytes of one block of the served model,
 	// 0 when its geometry is unknown. nil means unknown.
 	BlockBytes func(model string, blockSize int) int64
@@ -96,14 +99,25 @@ func (c Config) Validate() error {
 	if c.EvictMargin < 1 {
 		errs = append(errs, fmt.Errorf("--evict-margin %g: must be at least 1", c.EvictMargin))
 	}
-	if c.BlockSize < 0 {
-		errs = append(errs, fmt.Errorf("--block-size %d: must be positive", c.BlockSize))
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"--block-size", c.BlockSize}, {"--cpu-capacity", c.CPUCapacity}, {"--offload-block", c.OffloadBlock}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %d: must not be negative", f.name, f.v))
+		}
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %s: must be positive", c.Timeout))
 	}
 	if c.Connector != "" && !slices.Contains(Connectors, c.Connector) {
 		errs = append(errs, fmt.Errorf("unknown connector %q (known: %s)", c.Connector, strings.Join(Connectors, ", ")))
+	}
+	if !validShape(c.MooncakeShape) {
+		errs = append(errs, fmt.Errorf("--mooncake-shape %q: want %s", c.MooncakeShape, strings.Join(MooncakeShapes, ", ")))
+	}
+	if c.API != "" && !slices.Contains(APIs, c.API) {
+		errs = append(errs, fmt.Errorf("--api %q: want %s", c.API, strings.Join(APIs, " or ")))
 	}
 	return errors.Join(errs...)
 }
@@ -122,6 +136,15 @@ type Info struct {
 	CacheConfig  map[string]string
 	MetricsError string // why /metrics could not be read at the start
 	Simulated    bool
+	Version      string // GET /version; "" unknown
+	VersionError string // why /version could not be read
+	Generation   Generation
+	Offload      Offload // cpu tier: the CPU store
+	// MooncakeShape and MooncakeSource: the remote tier's request shape
+	// with the Mooncake connector and how it was chosen.
+	MooncakeShape, MooncakeSource string
+
+	mooncake mooncake
 }
 
 // A Prober runs the probe against one server.
@@ -129,35 +152,33 @@ type Prober struct {
 	cfg      Config
 	c        *Client
 	producer *Client
+	prompts  *Prompter
 	info     Info
-	nonce    uint64
 }
 
 // New connects to the server: it lists the models (an error wrapping
-// ErrUnreachable if that fails), picks the model, and reads /metrics for
-// the cache configuration.
+// ErrUnreachable if that fails), picks the model, reads /version and
+// /metrics (the cache configuration and which counters it has), and for
+// the tiers asked for finds the CPU store's size and the Mooncake shape.
 func New(ctx context.Context, cfg Config) (*Prober, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := NewClient(cfg.Endpoint, cfg.Timeout)
-	if err != nil {
+	p := &Prober{cfg: cfg}
+	var err error
+	if p.c, err = p.client(cfg.Endpoint); err != nil {
 		return nil, err
 	}
-	p := &Prober{cfg: cfg, c: c, nonce: cfg.Nonce}
-	if p.nonce == 0 {
-		p.nonce = uint64(time.Now().UnixNano())
-	}
 	if cfg.Producer != "" {
-		if p.producer, err = NewClient(cfg.Producer, cfg.Timeout); err != nil {
+		if p.producer, err = p.client(cfg.Producer); err != nil {
 			return nil, fmt.Errorf("--producer: %w", err)
 		}
 	}
-	models, err := c.Models(ctx)
+	models, err := p.c.Models(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, cfg.Endpoint, err)
 	}
-	p.info.Simulated = cfg.Simulated || c.Simulated()
+	p.info.Simulated = cfg.Simulated || p.c.Simulated()
 	m, ok := PickModel(models, cfg.Model)
 	if !ok {
 		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", cfg.Endpoint)
@@ -166,21 +187,53 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 	if strings.Contains(strings.ToLower(m.OwnedBy), "kvtier") {
 		p.info.Simulated = true
 	}
-	snap, err := c.Metrics(ctx, p.info.Model)
+	nonce := cfg.Nonce
+	if nonce == 0 {
+		nonce = uint64(time.Now().UnixNano())
+	}
+	p.prompts = &Prompter{Seed: cfg.Seed, Nonce: nonce, API: cfg.API, Client: p.c, Model: m.ID}
+	p.learn(ctx)
+	return p, nil
+}
+
+func (p *Prober) client(endpoint string) (*Client, error) {
+	c, err := NewClient(endpoint, p.cfg.Timeout)
+	if err == nil && p.cfg.HTTP != nil {
+		c.HTTP = p.cfg.HTTP
+	}
+	return c, err
+}
+
+// learn reads what the server says of itself: version, counters, cache
+// configuration, CPU store, Mooncake bootstrap server.
+func (p *Prober) learn(ctx context.Context) {
+	if v, err := p.c.Version(ctx); err != nil {
+		p.info.VersionError = err.Error()
+	} else {
+		p.info.Version = v
+	}
+	snap, err := p.c.Metrics(ctx, p.info.Model)
 	if err != nil {
 		p.info.MetricsError = err.Error()
 	}
+	p.info.Generation = GenerationOf(p.info.Version, snap)
 	p.info.CacheConfig = snap.CacheConfig
 	p.info.GPUBlocks = snap.GPUBlocks()
 	switch {
-	case cfg.BlockSize > 0:
-		p.info.BlockSize, p.info.BlockSource = cfg.BlockSize, "--block-size"
+	case p.cfg.BlockSize > 0:
+		p.info.BlockSize, p.info.BlockSource = p.cfg.BlockSize, "--block-size"
 	case snap.BlockSize() > 0:
 		p.info.BlockSize, p.info.BlockSource = snap.BlockSize(), "vllm:cache_config_info"
 	default:
 		p.info.BlockSize, p.info.BlockSource = 16, "assumed (vLLM default; vllm:cache_config_info missing)"
 	}
-	return p, nil
+	if slices.Contains(p.cfg.Tiers, "cpu") {
+		p.info.Offload = p.discoverOffload(ctx, snap)
+	}
+	if slices.Contains(p.cfg.Tiers, "remote") && p.producer != nil && p.connector() == "mooncake" {
+		p.info.mooncake = p.discoverMooncake(ctx)
+		p.info.MooncakeShape, p.info.MooncakeSource = p.info.mooncake.shape, p.info.mooncake.source
+	}
 }
 
 // Info returns what New learnt about the server.
@@ -224,7 +277,7 @@ func (p *Prober) logRow(r results.Row) {
 	case results.StatusOK:
 		what = fmt.Sprintf("ttft %.4f s", r.Seconds)
 		if r.Get("verified") == "true" {
-			what += " verified"
+			what += " verified by " + r.Get("verified_by")
 		} else {
 			what += " NOT verified: " + r.Get("verify_reason")
 		}
@@ -254,30 +307,21 @@ func (p *Prober) newRow(tier string, l, rep int) results.Row {
 	}
 	r.Set("simulated", p.info.Simulated)
 	r.Set("request_id", p.requestID(tier, l, rep))
+	r.Set("api", p.api())
+	r.Set("server_version", p.info.Version)
+	r.Set("counter_generation", p.info.Generation.String())
 	return r
 }
 
-func (p *Prober) connector() string {
-	if p.cfg.Connector == "" {
-		return "nixl"
+func (p *Prober) api() string {
+	if p.cfg.API == "" {
+		return APICompletions
 	}
-	return p.cfg.Connector
+	return p.cfg.API
 }
 
 func (p *Prober) requestID(tier string, l, rep int) string {
 	return fmt.Sprintf("kvtier-%d-%s-%d-%d", p.cfg.Seed, tier, l, rep)
-}
-
-// prompt returns a prompt of exactly l token ids for the given purpose,
-// seeded by the run's seed and the purpose; its first block carries the
-// run's nonce so no earlier run can have cached it. Token ids stay in
-// [100, 30000), valid in every common vocabulary.
-func (p *Prober) prompt(purpose string, l int) ([]int, string) {
-	h := PurposeHash(purpose)
-	ids := TokenIDs(p.cfg.Seed, h, l)
-	copy(ids, TokenIDs(p.nonce, h, min(l, 4)))
-	salt := fmt.Sprintf("kvtier-%x-%x", p.nonce, h)
-	return ids, salt
 }
 
 // PurposeHash is the 64-bit FNV-1a hash of a prompt's purpose ("warm",
@@ -307,43 +351,66 @@ func TokenIDs(seed, stream uint64, n int) []int {
 func (p *Prober) measure(ctx context.Context, tier string, l, rep int) results.Row {
 	row := p.newRow(tier, l, rep)
 	id := p.requestID(tier, l, rep)
-	ids, salt := p.prompt(id, l)
-	req := Request{Model: p.info.Model, Prompt: ids, MaxTokens: MaxTokens, Salt: salt, RequestID: id}
 	if p.info.MaxModelLen > 0 && l+MaxTokens > p.info.MaxModelLen {
 		row.Skip(fmt.Sprintf("prefix of %d tokens exceeds the server's max_model_len %d", l, p.info.MaxModelLen))
 		return row
 	}
-	switch tier {
-	case "miss":
-		// A fresh prompt and salt: nothing can be cached.
-	case "gpu":
-		if err := p.warm(ctx, req); err != nil {
-			row.Fail(err)
-			return row
-		}
-	case "cpu":
-		need := p.evictTokens()
-		if need == 0 {
-			row.Skip("cannot size eviction: vllm:cache_config_info missing (no num_gpu_blocks)")
-			return row
-		}
-		if err := p.warm(ctx, req); err != nil {
-			row.Fail(err)
-			return row
-		}
-		if err := p.evict(ctx, id, need); err != nil {
-			row.Fail(err)
-			return row
-		}
-	case "remote":
-		if p.producer == nil {
-			row.Skip("remote tier needs --producer")
-			return row
-		}
-		return p.measureRemote(ctx, row, req)
+	if tier == "remote" && p.producer == nil {
+		row.Skip("remote tier needs --producer")
+		return row
 	}
-	p.measured(ctx, &row, p.c, req, nil)
+	pr, err := p.prompts.Make(ctx, id, l, true)
+	if err != nil {
+		row.Fail(err)
+		return row
+	}
+	if pr.Note != "" {
+		row.Reason = "note: " + pr.Note
+	}
+	req := p.prompts.Request(pr, MaxTokens, id)
+	if err := p.force(ctx, &row, tier, id, pr, req); err != nil {
+		row.Fail(err)
+		return row
+	}
+	if row.Status == results.StatusSkipped {
+		return row
+	}
+	if tier == "remote" {
+		p.measureRemote(ctx, &row, req)
+		return row
+	}
+	p.measured(ctx, &row, p.c, req)
 	return row
+}
+
+// force sends what must come before the measured request for tier to
+// serve it: nothing (miss, remote), a warm-up (gpu), a warm-up and an
+// eviction flood (cpu). A cpu row that cannot be forced here is skipped.
+func (p *Prober) force(ctx context.Context, row *results.Row, tier, id string, pr Prompt, req Request) error {
+	switch tier {
+	case "gpu":
+		return p.warm(ctx, req)
+	case "cpu":
+		row.Set("grain_tokens", p.info.Offload.Grain)
+		if p.info.Offload.Tokens > 0 {
+			row.Set("cpu_capacity_tokens", p.info.Offload.Tokens)
+		}
+		if p.info.GPUBlocks <= 0 {
+			row.Skip("cannot size eviction: vllm:cache_config_info missing (no num_gpu_blocks)")
+			return nil
+		}
+		need, err := p.floodTokens(pr.Tokens)
+		if err != nil {
+			row.Skip(err.Error())
+			return nil
+		}
+		row.Set("evict_tokens", need)
+		if err := p.warm(ctx, req); err != nil {
+			return err
+		}
+		return p.evict(ctx, id, need)
+	}
+	return nil
 }
 
 // warm sends the prompt once so the server caches its prefix.
@@ -356,21 +423,12 @@ func (p *Prober) warm(ctx context.Context, req Request) error {
 	return nil
 }
 
-// evictTokens returns how many filler tokens push everything out of the
-// GPU prefix cache: the GPU pool times the margin; 0 when the pool size
-// is unknown.
-func (p *Prober) evictTokens() int {
-	if p.info.GPUBlocks <= 0 {
-		return 0
-	}
-	return int(math.Ceil(float64(p.info.GPUBlocks*p.info.BlockSize) * p.cfg.EvictMargin))
-}
-
 // evict sends unique filler prompts totalling need tokens, four at a
 // time, so that the GPU prefix cache drops the warmed prompt.
 func (p *Prober) evict(ctx context.Context, id string, need int) error {
 	// Each filler fits the model's context and half the GPU pool, so the
-	// server can take it while other requests hold blocks.
+	// server can take it while other requests hold blocks; the last one
+	// takes what is left, so the flood is need tokens exactly.
 	size := min(8192, p.info.GPUBlocks/2*p.info.BlockSize)
 	if p.info.MaxModelLen > 0 {
 		size = min(size, p.info.MaxModelLen-2)
@@ -389,8 +447,10 @@ func (p *Prober) evict(ctx context.Context, id string, need int) error {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			fid := fmt.Sprintf("%s-fill-%d", id, i)
-			ids, salt := p.prompt(fid, size)
-			_, err := p.c.Complete(ctx, Request{Model: p.info.Model, Prompt: ids, MaxTokens: 1, Salt: salt, RequestID: fid})
+			pr, err := p.prompts.Make(ctx, fid, min(size, need-i*size), false)
+			if err == nil {
+				_, err = p.c.Complete(ctx, p.prompts.Request(pr, 1, fid))
+			}
 			if err != nil {
 				mu.Lock()
 				if first == nil {
@@ -404,71 +464,13 @@ func (p *Prober) evict(ctx context.Context, id string, need int) error {
 	return first
 }
 
-// measureRemote has the producer prefill the prompt, then measures the
-// consumer (the endpoint) pulling it.
-func (p *Prober) measureRemote(ctx context.Context, row results.Row, req Request) results.Row {
-	preq := req
-	preq.MaxTokens = 1
-	preq.KVParams = map[string]any{
-		"do_remote_decode": true, "do_remote_prefill": false,
-		"remote_engine_id": nil, "remote_block_ids": nil,
-		"remote_host": nil, "remote_port": nil,
-	}
-	switch p.connector() {
-	case "mooncake":
-		// The producer's request is fired and not waited for; the consumer
-		// learns where to pull from through the bootstrap server.
-		u, _ := url.Parse(p.producer.Base)
-		host := u.Hostname()
-		port := p.cfg.BootstrapPort
-		if port == 0 {
-			port = 8998
-		}
-		done := make(chan error, 1)
-		go func() {
-			_, err := p.producer.Complete(ctx, preq)
-			done <- err
-		}()
-		req.KVParams = map[string]any{
-			"do_remote_decode": false, "do_remote_prefill": true,
-			"bootstrap_server_host": host, "bootstrap_server_port": port,
-			"remote_bootstrap_addr": net.JoinHostPort(host, strconv.Itoa(port)),
-		}
-		p.measured(ctx, &row, p.c, req, func() error {
-			if err := <-done; err != nil {
-				return fmt.Errorf("producer %s: %w", p.cfg.Producer, err)
-			}
-			return nil
-		})
-	default:
-		resp, err := p.producer.Complete(ctx, preq)
-		if err != nil {
-			row.Fail(fmt.Errorf("producer %s: %w", p.cfg.Producer, err))
-			return row
-		}
-		if len(resp.KVParams) == 0 {
-			row.Fail(fmt.Errorf("producer %s returned no kv_transfer_params (is it a kv_producer, and did it stop on max_tokens?)", p.cfg.Producer))
-			return row
-		}
-		req.KVParams = resp.KVParams
-		p.measured(ctx, &row, p.c, req, nil)
-	}
-	return row
-}
-
 // measured sends the measured request with /metrics read just before and
 // just after it, and fills row with the times, the usage and the
-// verification. after, if not nil, runs when the stream has ended; its
-// error fails the row.
-func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req Request, after func() error) {
+// verification.
+func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req Request) {
 	before, berr := c.Metrics(ctx, p.info.Model)
 	s, err := c.Stream(ctx, req, nil)
 	aft, aerr := c.Metrics(ctx, p.info.Model)
-	if after != nil {
-		if perr := after(); perr != nil && err == nil {
-			err = perr
-		}
-	}
 	var he *HTTPError
 	switch {
 	case errors.As(err, &he):
@@ -480,35 +482,15 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req 
 		row.Fail(err)
 		return
 	}
-	row.SetTime(s.TTFT.Seconds())
-	// bytes is the prefix's KV footprint, but a TTFT is not a transfer of
-	// it (a miss moves nothing, a hit also prefills the last block and
-	// decodes a token): a bytes/TTFT rate would read as a bandwidth.
-	row.GBps = math.NaN()
-	if s.Note != "" {
-		row.Reason = "note: " + s.Note
-	}
-	row.Set("ttft_s", s.TTFT.Seconds())
-	row.Set("e2e_s", s.E2E.Seconds())
-	if s.Usage != nil {
-		row.Set("prompt_tokens", s.Usage.PromptTokens)
-		row.Set("completion_tokens", s.Usage.CompletionTokens)
-		if n, ok := s.Usage.CachedTokens(); ok {
-			row.Set("cached_tokens", n)
-		}
-	}
+	p.timings(row, &s, req.Chat())
+	merr := errors.Join(berr, aerr)
 	var d Delta
-	var merr error
-	switch {
-	case berr != nil:
-		merr = berr
-	case aerr != nil:
-		merr = aerr
-	default:
+	if merr == nil {
 		d = Sub(before, aft)
 	}
-	ok, why := Verify(row.Tier, len(req.Prompt), p.info.BlockSize, d, merr, s.Usage)
-	if !ok && merr == nil {
+	check := p.check(row.Tier, req, s.Usage)
+	v := Verify(check, d, merr, s.Usage)
+	if !v.OK && merr == nil {
 		// A server may publish its counters a moment after the stream
 		// ends: read them once more before concluding.
 		select {
@@ -516,106 +498,96 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req 
 		case <-time.After(settle):
 			if aft2, err := c.Metrics(ctx, p.info.Model); err == nil {
 				d = Sub(before, aft2)
-				ok, why = Verify(row.Tier, len(req.Prompt), p.info.BlockSize, d, nil, s.Usage)
+				v = Verify(check, d, nil, s.Usage)
 			}
 		}
 	}
+	p.verdict(row, d, v, check)
+}
+
+// timings fills the row's times: TTFT, E2E, vllm bench's TPOT and ITL,
+// and the usage counts.
+func (p *Prober) timings(row *results.Row, s *Stream, chat bool) {
+	row.SetTime(s.TTFT.Seconds())
+	// bytes is the prefix's KV footprint, but a TTFT is not a transfer of
+	// it (a miss moves nothing, a hit also prefills the last block and
+	// decodes a token): a bytes/TTFT rate would read as a bandwidth.
+	row.GBps = math.NaN()
+	if s.Note != "" {
+		row.Reason = strings.TrimPrefix(row.Reason+"; note: "+s.Note, "; ")
+	}
+	row.Set("ttft_s", s.TTFT.Seconds())
+	row.Set("e2e_s", s.E2E.Seconds())
+	if tpot, ok := s.TPOT(chat); ok {
+		row.Set("tpot_s", tpot.Seconds())
+	}
+	if itl := s.ITL(); len(itl) > 0 {
+		var total time.Duration
+		for _, g := range itl {
+			total += g
+		}
+		row.Set("itl_mean_s", (total / time.Duration(len(itl))).Seconds())
+	}
+	if s.Usage != nil {
+		row.Set("prompt_tokens", s.Usage.PromptTokens)
+		row.Set("completion_tokens", s.Usage.CompletionTokens)
+		if n, ok := s.Usage.CachedTokens(); ok {
+			row.Set("cached_tokens", n)
+		}
+	}
+}
+
+// check is what the measured request must show: the prompt's length as
+// the server counted it (usage) or as sent, and the unit a complete hit
+// may fall short by.
+func (p *Prober) check(tier string, req Request, u *Usage) Check {
+	l := req.PromptTokens
+	if l == 0 {
+		l = len(req.Prompt)
+	}
+	if u != nil && u.PromptTokens > 0 {
+		l = u.PromptTokens
+	}
+	grain := p.info.BlockSize
+	if tier == "cpu" && p.info.Offload.Grain > grain {
+		grain = p.info.Offload.Grain
+	}
+	return Check{Tier: tier, L: l, Grain: grain, Gen: p.info.Generation}
+}
+
+// verdict writes the verification and the counters it read into row.
+func (p *Prober) verdict(row *results.Row, d Delta, v Verdict, c Check) {
 	if d.HitsFound {
 		row.Set("hit_tokens", int64(d.Hits))
 	}
 	if d.ExtFound {
 		row.Set("external_hit_tokens", int64(d.ExtHits))
 	}
-	row.Set("verified", ok)
-	if !ok {
-		row.Set("verify_reason", why)
+	switch {
+	case d.CachedBySource != nil:
+		row.Set("source_tokens", fmtSources(d.CachedBySource))
+	case d.BySource != nil:
+		row.Set("source_tokens", fmtSources(d.BySource))
 	}
-}
-
-// Verify decides from the counters' movement over one request of l
-// tokens whether it was served from the given tier, and why not:
-//
-//   - miss: fewer than one block came from any cache;
-//   - gpu: prefix_cache_hits rose by at least l - blockSize (vLLM always
-//     recomputes the last block's worth at most);
-//   - cpu, remote: external_prefix_cache_hits rose by that much.
-//
-// Counters that rose by more than one request can account for mean other
-// traffic ran meanwhile: the row is then not verified, whatever the
-// deltas say. Without counters, gpu and miss fall back to usage's
-// cached_tokens; cpu and remote cannot (cached_tokens does not say where
-// the tokens came from).
-func Verify(tier string, l, blockSize int, d Delta, metricsErr error, u *Usage) (bool, string) {
-	need := float64(l - blockSize)
-	cached, hasCached := u.CachedTokens()
-	if metricsErr != nil {
-		d = Delta{}
+	if row.Get("grain_tokens") == "" {
+		row.Set("grain_tokens", c.Grain)
 	}
-	noCounters := func(what string) string {
-		if metricsErr != nil {
-			return fmt.Sprintf("cannot verify: %v", metricsErr)
-		}
-		return fmt.Sprintf("cannot verify: /metrics has no %s", what)
+	row.Set("verified", v.OK)
+	row.Set("verified_by", v.By)
+	if !v.OK {
+		row.Set("verify_reason", v.Reason)
 	}
-	if metricsErr == nil && (d.Queries > float64(l) || d.Hits > float64(l) || d.ExtHits > float64(l) || d.ExtQueries > float64(l)) {
-		return false, fmt.Sprintf("concurrent traffic: counters rose by more than one request of %d tokens explains (queries +%g, hits +%g, external hits +%g); deltas are ambiguous", l, d.Queries, d.Hits, d.ExtHits)
-	}
-	switch tier {
-	case "miss":
-		if d.HitsFound {
-			if got := d.Hits + d.ExtHits; got >= float64(blockSize) {
-				return false, fmt.Sprintf("prefix_cache_hits rose by %g (external %g) of %d: the prompt was already cached", d.Hits, d.ExtHits, l)
-			}
-			return true, ""
-		}
-		if hasCached {
-			if cached >= blockSize {
-				return false, fmt.Sprintf("usage reports %d cached tokens of %d: the prompt was already cached", cached, l)
-			}
-			return true, ""
-		}
-		return false, noCounters("vllm:prefix_cache_hits and usage has no cached_tokens")
-	case "gpu":
-		if d.HitsFound {
-			if d.Hits >= need {
-				return true, ""
-			}
-			return false, fmt.Sprintf("prefix_cache_hits rose by %g of %d: the warmed prefix was not served from the GPU prefix cache (prefix caching off?)", d.Hits, l)
-		}
-		if hasCached {
-			if float64(cached) >= need {
-				return true, ""
-			}
-			return false, fmt.Sprintf("usage reports %d cached tokens of %d: the warmed prefix was not served from cache", cached, l)
-		}
-		return false, noCounters("vllm:prefix_cache_hits and usage has no cached_tokens")
-	case "cpu", "remote":
-		if !d.ExtFound {
-			return false, noCounters("vllm:external_prefix_cache_hits: a GPU hit cannot be told from a " + tier + " hit")
-		}
-		if d.ExtHits >= need {
-			return true, ""
-		}
-		if tier == "cpu" {
-			if d.HitsFound && d.Hits >= need {
-				return false, fmt.Sprintf("prefix_cache_hits rose by %g of %d and external_prefix_cache_hits by %g: the prefix was still in GPU memory (eviction too small? raise --evict-margin)", d.Hits, l, d.ExtHits)
-			}
-			return false, fmt.Sprintf("external_prefix_cache_hits rose by %g of %d: the server has no CPU offload?", d.ExtHits, l)
-		}
-		return false, fmt.Sprintf("external_prefix_cache_hits rose by %g of %d: the consumer did not pull the prefix from the producer (no KV connector?)", d.ExtHits, l)
-	}
-	return false, fmt.Sprintf("unknown tier %q", tier)
 }
 
 // Overhead measures the client's own floor: the TTFT p50 of reps fresh
 // prompts of l tokens against a server that answers at no cost (an
 // in-process kvtier sim with no delays).
 func Overhead(ctx context.Context, c *Client, model string, l, reps int, seed uint64) (time.Duration, error) {
-	p := &Prober{cfg: Config{Seed: seed}, c: c, nonce: uint64(time.Now().UnixNano())}
+	pr := &Prompter{Seed: seed, Nonce: uint64(time.Now().UnixNano()), Model: model}
 	var ts []time.Duration
 	for i := range reps {
-		ids, salt := p.prompt(fmt.Sprintf("overhead-%d", i), l)
-		s, err := c.Stream(ctx, Request{Model: model, Prompt: ids, MaxTokens: MaxTokens, Salt: salt}, nil)
+		prompt, _ := pr.Make(ctx, fmt.Sprintf("overhead-%d", i), l, true)
+		s, err := c.Stream(ctx, pr.Request(prompt, MaxTokens, ""), nil)
 		if err != nil {
 			return 0, fmt.Errorf("client overhead: %w", err)
 		}

@@ -126,7 +126,7 @@ func TestProbeCPUNotVerifiedWithoutOffload(t *testing.T) {
 	p := mustNew(t, cfg)
 	sink := mustRun(t, p)
 	r := sink.rows[0]
-	if r.Status != results.StatusOK || r.Get("verified") != "false" || !strings.Contains(r.Get("verify_reason"), "external_prefix_cache_hits") {
+	if r.Status != results.StatusOK || r.Get("verified") != "false" || !strings.Contains(r.Get("verify_reason"), "still in GPU memory") {
 		t.Errorf("cpu row: %s verified=%s reason %q", r.Status, r.Get("verified"), r.Get("verify_reason"))
 	}
 	// 64 blocks × 16 × 1.5 = 1536 filler tokens, one request of 1536.
@@ -287,6 +287,7 @@ func TestVerify(t *testing.T) {
 		}{&n}
 		return u
 	}
+	gen := Generation{External: ExtQueried}
 	tests := []struct {
 		name   string
 		tier   string
@@ -304,18 +305,23 @@ func TestVerify(t *testing.T) {
 		{"cpu hit", "cpu", Delta{Hits: 0, ExtHits: 1008, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, true, ""},
 		{"cpu no offload", "cpu", Delta{ExtHits: 0, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, false, "external_prefix_cache_hits rose by 0 of 1024: the server has no CPU offload?"},
 		{"cpu still on gpu", "cpu", Delta{Hits: 1008, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, false, "still in GPU memory"},
-		{"cpu no external counter", "cpu", Delta{Hits: 1008, HitsFound: true}, nil, cached(1008), false, "no vllm:external_prefix_cache_hits"},
+		{"cpu no external counter", "cpu", Delta{Hits: 1008, HitsFound: true}, nil, cached(1008), false, "still in GPU memory"},
 		{"remote hit", "remote", Delta{ExtHits: 1024, ExtFound: true, HitsFound: true}, nil, nil, true, ""},
 		{"remote none", "remote", Delta{ExtFound: true, HitsFound: true}, nil, nil, false, "did not pull"},
 		{"miss", "miss", Delta{Queries: 1024, HitsFound: true}, nil, nil, true, ""},
 		{"miss but cached", "miss", Delta{Hits: 1008, Queries: 1024, HitsFound: true}, nil, nil, false, "already cached"},
 		{"concurrent", "gpu", Delta{Hits: 2016, Queries: 2048, HitsFound: true}, nil, nil, false, "concurrent traffic"},
+		{"too short for a hit", "gpu", Delta{HitsFound: true}, nil, nil, false, "no complete"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ok, why := Verify(tt.tier, l, bs, tt.d, tt.merr, tt.u)
-			if ok != tt.ok || !strings.Contains(why, tt.reason) || (ok && why != "") {
-				t.Errorf("Verify = %v %q, want %v %q", ok, why, tt.ok, tt.reason)
+			n := l
+			if tt.name == "too short for a hit" {
+				n = bs
+			}
+			v := Verify(Check{Tier: tt.tier, L: n, Grain: bs, Gen: gen}, tt.d, tt.merr, tt.u)
+			if v.OK != tt.ok || !strings.Contains(v.Reason, tt.reason) || (v.OK && v.Reason != "") {
+				t.Errorf("Verify = %+v, want %v %q", v, tt.ok, tt.reason)
 			}
 		})
 	}
@@ -386,9 +392,14 @@ func TestProbeRemoteRequests(t *testing.T) {
 			}
 			switch conn {
 			case "mooncake":
+				// No bootstrap server answers GET /query at :8998: the
+				// oldest shape.
 				ckv, _ := cb["kv_transfer_params"].(map[string]any)
-				if ckv["do_remote_prefill"] != true || ckv["bootstrap_server_port"] != 8998.0 || !strings.HasSuffix(fmt.Sprint(ckv["remote_bootstrap_addr"]), ":8998") {
+				if ckv["do_remote_prefill"] != true || ckv["bootstrap_server_port"] != 8998.0 || ckv["bootstrap_server_host"] != "127.0.0.1" || ckv["remote_bootstrap_addr"] != nil {
 					t.Errorf("consumer params %v", ckv)
+				}
+				if r.Get("mooncake_shape") != MooncakeBootstrap {
+					t.Errorf("mooncake_shape %q", r.Get("mooncake_shape"))
 				}
 				if r.Status != results.StatusOK || r.Get("verified") != "false" || r.Get("connector") != "mooncake" || r.Get("producer") != psrv.URL {
 					t.Errorf("row %s %q verified=%s", r.Status, r.Reason, r.Get("verified"))
@@ -427,5 +438,45 @@ func TestProbeInterrupted(t *testing.T) {
 	}
 	if len(sink.rows) != 1 || sink.rows[0].Status != results.StatusOK {
 		t.Errorf("rows kept: %d", len(sink.rows))
+	}
+}
+
+// TestCheckGrain: a cpu row may fall short of a complete hit by the
+// offload unit when it is larger than the block; other tiers by the block.
+func TestCheckGrain(t *testing.T) {
+	t.Parallel()
+	p := &Prober{info: Info{BlockSize: 16, Offload: Offload{Grain: 256}}}
+	u := &Usage{PromptTokens: 4096}
+	if c := p.check("cpu", Request{}, u); c.Grain != 256 || c.L != 4096 {
+		t.Errorf("cpu check %+v, want grain 256 of 4096 tokens", c)
+	}
+	if c := p.check("gpu", Request{Prompt: make([]int, 4096)}, nil); c.Grain != 16 || c.L != 4096 {
+		t.Errorf("gpu check %+v, want grain 16 of 4096 tokens", c)
+	}
+	// A connector that loads whole 256-token units serves 3840 of 4096.
+	d := Delta{ExtHits: 3840, ExtFound: true, HitsFound: true}
+	if v := Verify(p.check("cpu", Request{}, u), d, nil, u); !v.OK {
+		t.Errorf("a complete hit in 256-token units: %+v", v)
+	}
+}
+
+// TestOffloadFromServerInfo reads the offload store's size and unit out
+// of GET /server_info bodies, JSON or a Python repr of the config.
+func TestOffloadFromServerInfo(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, body string
+		tokens, gr int
+		what       string
+	}{
+		{"json blocks", `{"vllm_config": {"kv_transfer_config": {"kv_connector": "OffloadingConnector", "kv_connector_extra_config": {"num_cpu_blocks": 1000, "block_size": 64}}, "cache_config": {"block_size": 16}}}`, 64000, 64, "num_cpu_blocks"},
+		{"repr bytes", `{"vllm_config": "... kv_transfer_config=KVTransferConfig(kv_connector='OffloadingConnector', kv_connector_extra_config={'cpu_bytes_to_use': 1048576000}) ..."}`, 1048576000 / 65536, 16, "cpu_bytes_to_use"},
+		{"shorthand GiB", `{"vllm_config": {"kv_offloading_size": 2.0, "kv_transfer_config": null}}`, 2 << 30 / 65536, 16, "kv_offloading_size"},
+		{"no connector", `{"vllm_config": {"cache_config": {"block_size": 16, "num_cpu_blocks": 5}}}`, 0, 0, ""},
+	} {
+		tokens, grain, what := offloadFromServerInfo(tt.body, 16, 65536)
+		if tokens != tt.tokens || grain != tt.gr || what != tt.what {
+			t.Errorf("%s: %d tokens, grain %d, %q; want %d, %d, %q", tt.name, tokens, grain, what, tt.tokens, tt.gr, tt.what)
+		}
 	}
 }

@@ -101,11 +101,17 @@ func (u *Usage) CachedTokens() (int, bool) {
 	return *u.PromptTokensDetails.CachedTokens, true
 }
 
-// chunk is one streamed completion chunk, or an error event.
+// chunk is one streamed completion or chat chunk, or an error event.
 type chunk struct {
 	Choices []struct {
-		Text         string  `json:"text"`
+		Text  string `json:"text"`
+		Delta *struct {
+			Role             string  `json:"role"`
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
+		TokenIDs     []int   `json:"token_ids"` // return_token_ids
 	} `json:"choices"`
 	Usage *Usage `json:"usage"`
 	// vLLM streams errors as {"error": {...}} (newer) or as the error
@@ -114,6 +120,13 @@ type chunk struct {
 	Object  string          `json:"object"`
 	Message string          `json:"message"`
 	Code    any             `json:"code"`
+}
+
+// roleOnly reports whether a chat chunk carries only the assistant role,
+// no text: vLLM's first chat chunk.
+func (c *chunk) roleOnly() bool {
+	d := c.Choices[0].Delta
+	return d != nil && d.Role != "" && (d.Content == nil || *d.Content == "") && (d.ReasoningContent == nil || *d.ReasoningContent == "")
 }
 
 // apiError is the body of an OpenAI-style error.
@@ -178,6 +191,25 @@ var (
 	ErrTruncated = errors.New("stream ended without [DONE] and without usage")
 )
 
+// How the tokens of a stream were counted, best first.
+const (
+	// CountUsage: stream_options.continuous_usage_stats gave a running
+	// usage.completion_tokens on every chunk.
+	CountUsage = "continuous_usage"
+	// CountTokenIDs: return_token_ids gave each chunk's token ids.
+	CountTokenIDs = "token_ids"
+	// CountChunks: the server gave neither; every chunk with text counts
+	// as one token, so chunks that bundle several undercount.
+	CountChunks = "chunks"
+)
+
+// A Chunk is one choice chunk of a stream: when it arrived and how many
+// tokens it carried.
+type Chunk struct {
+	At     time.Duration
+	Tokens int
+}
+
 // A Stream is what one streamed completion delivered, timed against the
 // clock started just before the request was sent (as vllm bench serve
 // does: TTFT is the first chunk carrying a choice, even one with empty
@@ -186,17 +218,107 @@ type Stream struct {
 	TTFT       time.Duration   // first choice chunk; 0 if none arrived
 	E2E        time.Duration   // last choice chunk
 	ChunkTimes []time.Duration // every choice chunk
+	Chunks     []Chunk         // every choice chunk with its tokens
+	Counting   string          // how Chunks' tokens were counted: CountUsage, CountTokenIDs or CountChunks
 	Usage      *Usage          // from the usage chunk, nil if none
 	Done       bool            // [DONE] arrived
 	Events     int             // events read, [DONE] included
 	Note       string          // a tolerated oddity, e.g. no [DONE] after usage
+	// LastEvent is the arrival of the last data event before [DONE] (the
+	// usage chunk when there is one): vllm bench's latency for chat.
+	LastEvent time.Duration
+}
+
+// Tokens returns the number of tokens the chunks carried.
+func (s *Stream) Tokens() int {
+	n := 0
+	for _, c := range s.Chunks {
+		n += c.Tokens
+	}
+	return n
+}
+
+// OutputTokens is the output length vllm bench uses: usage's
+// completion_tokens, else the tokens counted in the stream.
+func (s *Stream) OutputTokens() int {
+	if s.Usage != nil && s.Usage.CompletionTokens > 0 {
+		return s.Usage.CompletionTokens
+	}
+	return s.Tokens()
+}
+
+// TPOT is vllm bench serve's time per output token: (latency − TTFT) /
+// (output tokens − 1), the latency being the last choice chunk for
+// completions and the last chunk of any kind for chat (as its request
+// functions time them); ok is false with fewer than two output tokens.
+func (s *Stream) TPOT(chat bool) (time.Duration, bool) {
+	n := s.OutputTokens()
+	if n < 2 || s.TTFT == 0 {
+		return 0, false
+	}
+	lat := s.E2E
+	if chat && s.LastEvent > lat {
+		lat = s.LastEvent
+	}
+	return (lat - s.TTFT) / time.Duration(n-1), true
+}
+
+// ITL returns vllm bench serve's inter-token latencies: the gaps between
+// consecutive choice chunks (per chunk, not per token).
+func (s *Stream) ITL() []time.Duration {
+	var g []time.Duration
+	for i := 1; i < len(s.ChunkTimes); i++ {
+		g = append(g, s.ChunkTimes[i]-s.ChunkTimes[i-1])
+	}
+	return g
+}
+
+// tokenCounter counts the tokens of each choice chunk by the best means
+// the stream offers.
+type tokenCounter struct {
+	prev         int // running completion_tokens so far
+	usage, ids   int // chunks counted by each means
+	fallbacks    int
+	choiceChunks int
+}
+
+func (tc *tokenCounter) count(c *chunk) int {
+	tc.choiceChunks++
+	switch {
+	case c.Usage != nil:
+		n := c.Usage.CompletionTokens - tc.prev
+		tc.prev = c.Usage.CompletionTokens
+		tc.usage++
+		return max(n, 0)
+	case c.Choices[0].TokenIDs != nil:
+		tc.ids++
+		return len(c.Choices[0].TokenIDs)
+	}
+	tc.fallbacks++
+	if c.roleOnly() {
+		return 0
+	}
+	return 1
+}
+
+func (tc *tokenCounter) method() string {
+	switch {
+	case tc.choiceChunks == 0:
+		return ""
+	case tc.usage == tc.choiceChunks:
+		return CountUsage
+	case tc.ids == tc.choiceChunks:
+		return CountTokenIDs
+	}
+	return CountChunks
 }
 
 // ReadStream reads a completion stream from r until [DONE] or the end,
 // with since giving the time elapsed since the request was sent, called
 // when each event arrives. onChoice, if not nil, is called for each choice
-// chunk with its arrival time. It returns what arrived and an error if the
-// stream does not hold a complete measurement:
+// chunk with its arrival time and the tokens it carried. It returns what
+// arrived and an error if the stream does not hold a complete
+// measurement:
 //
 //   - an error event ({"error": ...} or {"object": "error"}): a *ServerError;
 //   - the stream ends with no choice chunk: ErrNoChoice;
@@ -209,8 +331,9 @@ type Stream struct {
 //
 // A stream without usage that ends with [DONE] is complete (the server
 // ignored include_usage); Usage is nil.
-func ReadStream(r io.Reader, since func() time.Duration, onChoice func(time.Duration)) (Stream, error) {
-	var s Stream
+func ReadStream(r io.Reader, since func() time.Duration, onChoice func(Chunk)) (s Stream, err error) {
+	var tc tokenCounter
+	defer func() { s.Counting = tc.method() }()
 	er := NewEventReader(r)
 	for {
 		data, err := er.Next()
@@ -243,22 +366,31 @@ func ReadStream(r io.Reader, since func() time.Duration, onChoice func(time.Dura
 		if err := c.err(); err != nil {
 			return s, fmt.Errorf("after %d events: %w", s.Events-1, err)
 		}
-		if c.Usage != nil {
-			s.Usage = c.Usage
-		}
-		if len(c.Choices) > 0 {
-			if len(s.ChunkTimes) == 0 {
-				s.TTFT = t
-				if s.TTFT <= 0 {
-					s.TTFT = time.Nanosecond // a choice did arrive
-				}
+		s.LastEvent = t
+		if len(c.Choices) == 0 {
+			if c.Usage != nil {
+				s.Usage = c.Usage
 			}
-			s.E2E = t
-			s.ChunkTimes = append(s.ChunkTimes, t)
-			if onChoice != nil {
-				onChoice(t)
-			}
+			continue
 		}
+		s.choice(t, tc.count(&c), onChoice)
+	}
+}
+
+// choice records a choice chunk that arrived at t with n tokens.
+func (s *Stream) choice(t time.Duration, n int, onChoice func(Chunk)) {
+	if len(s.ChunkTimes) == 0 {
+		s.TTFT = t
+		if s.TTFT <= 0 {
+			s.TTFT = time.Nanosecond // a choice did arrive
+		}
+	}
+	s.E2E = t
+	s.ChunkTimes = append(s.ChunkTimes, t)
+	c := Chunk{At: t, Tokens: n}
+	s.Chunks = append(s.Chunks, c)
+	if onChoice != nil {
+		onChoice(c)
 	}
 }
 

@@ -25,6 +25,18 @@ var columns = []string{
 	"external_hit_tokens", // delta of external_prefix_cache_hits
 	"verified",            // true | false
 	"verify_reason",       // why not verified
+	// Added by issue 13.
+	"api",                 // completions | chat
+	"server_version",      // GET /version, "" unknown
+	"counter_generation",  // what the server's counters mean (probe.Generation): e.g. queried+by_source
+	"verified_by",         // the counter that decided: prompt_tokens_cached_by_source, prompt_tokens_by_source, ...
+	"source_tokens",       // delta of prompt_tokens_(cached_)by_source per source, "local_compute=16,..."
+	"grain_tokens",        // a complete hit may fall short by this: the block, or the offload unit
+	"cpu_capacity_tokens", // cpu tier: the CPU store's size where known
+	"evict_tokens",        // cpu tier: filler tokens sent to evict the GPU cache
+	"mooncake_shape",      // remote tier, mooncake: bootstrap | engine | transfer
+	"tpot_s",              // vllm bench: (latency - TTFT) / (output tokens - 1)
+	"itl_mean_s",          // vllm bench: mean gap between chunks
 }
 
 // Counted says whether an ok probe row's TTFT is a measurement of its

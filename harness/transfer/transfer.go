@@ -136,6 +136,9 @@ func (r *run) dial(ctx context.Context, addr string) (*target, func(), error) {
 // peer measures every layout and size against one peer ("" = embedded).
 func (r *run) peer(ctx context.Context, addr string) error {
 	t, done, err := r.dial(ctx, addr)
+	if err != nil && addr == "" {
+		return harness.Refused(err) // the embedded peer could not start: nothing can run
+	}
 	if err != nil {
 		return r.peerFailed(addr, err)
 	}

@@ -195,7 +195,7 @@ case_client_killed() {
 		--sizes 4MiB --layout layerwise --conns 2 --reps 200 --warmup 1 \
 		--out "$d/run" >"$d/transfer.out" 2>"$d/transfer.err" &
 	cli=$!
-	wait_rows "$d/run/transfer.csv" 2 $cli || { verdict "$d" FAIL "the transfer wrote no rows: $(tail -1 "$d/transfer.err")"; kill $cli; return; }
+	wait_rows "$d/run/transfer.csv" 2 $cli || { verdict "$d" FAIL "the transfer wrote no rows: $(grep -m1 -i 'error' "$d/transfer.err")"; kill $cli; return; }
 	ts "killing the client"
 	kill -KILL $cli
 	wait $cli

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
+)
+
+// planFlags are the flags of kvtier plan besides the trace's.
+type planFlags struct {
+	costs                   string
+	hbm, dram, disk, remote string
+	inclusive               bool
+}
+
+// parseCapacity reads a tier capacity: "0", "inf", or a size.
+func parseCapacity(s string) (int64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "0":
+		return 0, nil
+	case "inf", "unbounded":
+		return trace.Unbounded, nil
+	}
+	return units.ParseBytes(s)
+}
+
+// configs returns every combination of the tiers' capacities.
+func (f *planFlags) configs(errs *[]error) []trace.Config {
+	hbm := listFlag(errs, "hbm", f.hbm, parseCapacity)
+	dram := listFlag(errs, "dram", f.dram, parseCapacity)
+	disk := listFlag(errs, "disk", f.disk, parseCapacity)
+	remote := listFlag(errs, "remote", f.remote, parseCapacity)
+	var out []trace.Config
+	for _, h := range hbm {
+		for _, d := range dram {
+			for _, k := range disk {
+				for _, r := range remote {
+					out = append(out, trace.Config{HBM: h, DRAM: d, Disk: k, Remote: r})
+				}
+			}
+		}
+	}
+	if len(out) > 256 {
+		*errs = append(*errs, option.Errorf("hbm", "--hbm × --dram × --disk × --remote give %d configurations; at most 256", len(out)))
+	}
+	return out
+}
+
+// loadCosts reads the tier costs of the results directory and checks
+// they were measured for the model the plan sizes capacities with: the
+// costs' model when --model and --model-config are not given.
+func loadCosts(dir string, m *modelFlags) (*report.PlanCosts, error) {
+	run, err := report.Load(dir)
+	if err != nil {
+		return nil, option.Wrap("costs", err)
+	}
+	c, err := report.LoadPlanCosts(run)
+	if err != nil {
+		return nil, option.Wrap("costs", err)
+	}
+	switch {
+	case c.Model == "" || m.config != "":
+	case m.model == "":
+		if _, err := kv.LookupModel(c.Model); err == nil {
+			m.model = c.Model
+		} else {
+			return nil, option.Errorf("model-config", "the costs in %s were measured for %s, not a preset: give its config.json", dir, c.Model)
+		}
+	case m.model != c.Model:
+		return nil, option.Errorf("model", "%s: the costs in %s were measured for %s", m.model, dir, c.Model)
+	}
+	return c, nil
+}
+
+const planUsage = `Usage: kvtier plan TRACE --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
+
+Combines the trace's exact LRU stack distances with the tier costs measured in RESULTS_DIR
+(a sweep: fitted α + bytes/rate per tier; or a probe: TTFT per tier vs L) and writes, per
+capacity configuration, the share of tokens each tier serves and the predicted KV-load time
+and TTFT (plan.csv, plan_costs.csv), the trace's own files, plots and manifest.json; prints
+the path of plan.csv and the plan. Tiers with no measured cost are named as missing.`
+
+// runPlan predicts, per tier capacity configuration, what share of a
+// trace's tokens each tier serves and what TTFT that gives.
+func runPlan(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+	fs := newFlagSet("plan", planUsage, stderr)
+	var f traceFlags
+	var p planFlags
+	f.add(fs)
+	fs.StringVar(&p.costs, "costs", "", "results directory of a kvtier sweep (device tier costs) or probe (HTTP TTFT per tier)")
+	fs.StringVar(&p.hbm, "hbm", "40GiB,80GiB", "GPU KV capacities to plan")
+	fs.StringVar(&p.dram, "dram", "0,512GiB,2TiB", "host DRAM KV capacities (0: none)")
+	fs.StringVar(&p.disk, "disk", "0", "local disk KV capacities (0: none, inf: unbounded)")
+	fs.StringVar(&p.remote, "remote", "0", "remote KV store capacities (0: none, inf: unbounded)")
+	fs.BoolVar(&p.inclusive, "inclusive", false, "tiers are inclusive (write-through offload): each holds the most recent blocks that fit it; default exclusive")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	var errs []error
+	if fs.NArg() != 1 {
+		errs = append(errs, fmt.Errorf("need exactly one trace file (kvtier plan TRACE --costs DIR), got %d", fs.NArg()))
+	}
+	var costs *report.PlanCosts
+	if p.costs == "" {
+		errs = append(errs, option.Errorf("costs", "a results directory is required"))
+	} else if c, err := loadCosts(p.costs, &f.model); err != nil {
+		errs = append(errs, err)
+	} else {
+		costs = c
+	}
+	ro, ao, g := f.options(&errs)
+	configs := p.configs(&errs)
+	if err := errors.Join(errs...); err != nil {
+		return usageErr(stderr, "plan", err)
+	}
+	return plan(ctx, stdout, stderr, args, planRun{f: &f, p: &p, costs: costs, configs: configs, geom: g, ro: ro, ao: ao, trace: fs.Arg(0)})
+}
+
+// planRun is a validated kvtier plan.
+type planRun struct {
+	f       *traceFlags
+	p       *planFlags
+	costs   *report.PlanCosts
+	configs []trace.Config
+	geom    kv.Geometry
+	ro      trace.Options
+	ao      trace.AnalyzeOptions
+	trace   string
+}
+
+func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planRun) int {
+	// The block bytes need the trace's block size, known from its first
+	// line: the planner is made on the first request.
+	var planner *trace.Planner
+	var perr error
+	pr.ao.OnRequest = func(r *trace.Request, h *trace.Hits) {
+		if planner == nil && perr == nil {
+			planner, perr = trace.NewPlanner(trace.PlanOptions{
+				Configs: pr.configs, Inclusive: pr.p.inclusive, Costs: pr.costs,
+				BlockBytes: int64(r.BlockTokens) * pr.geom.BytesPerToken(),
+			})
+		}
+		if planner != nil {
+			planner.Observe(r, h)
+		}
+	}
+	res, err := analyzeTraces(ctx, stderr, "plan", []string{pr.trace}, pr.geom, pr.ro, pr.ao)
+	if err == nil {
+		err = perr
+	}
+	if err != nil {
+		return usageErr(stderr, "plan", err)
+	}
+	var dir string
+	r := suiteRun{cmd: "plan", suite: trace.PlanSuite, out: pr.f.out, args: args, plots: true,
+		run: func(ctx context.Context, out *harness.Output) error {
+			dir = out.Dir
+			out.Manifest.Settings = pr.f.settings(pr.ao, pr.geom)
+			for k, v := range map[string]string{"costs": pr.p.costs, "hbm": pr.p.hbm, "dram": pr.p.dram, "disk": pr.p.disk,
+				"remote": pr.p.remote, "inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source()} {
+				out.Manifest.Settings[k] = v
+			}
+			if err := writeTraceFiles(out, res); err != nil {
+				return err
+			}
+			return writePlanFiles(out, res[0], planner.Results(), pr.costs)
+		}}
+	code := r.exec(ctx, stdout, stderr)
+	return printSection(stdout, stderr, "plan", dir, code, report.WritePlan)
+}
+
+// writePlanFiles writes plan.csv and plan_costs.csv.
+func writePlanFiles(out *harness.Output, res *trace.Result, plan []trace.PlanResult, costs *report.PlanCosts) error {
+	if err := writeRows(out, trace.PlanSuite.Files[0], trace.PlanRows(res, plan, costs.Dir)); err != nil {
+		return err
+	}
+	return writeRows(out, trace.PlanSuite.Files[1], costRows(costs))
+}
+
+// costRows are the plan_costs.csv rows: one per plan tier.
+func costRows(c *report.PlanCosts) []results.Row {
+	var rows []results.Row
+	for _, t := range c.Tiers {
+		r := trace.RawRow()
+		r.Tier = t.Tier
+		r.Set("costs", c.Dir)
+		r.Set("measured", t.Measured)
+		if !t.Measured {
+			r.Reason = t.Reason
+			rows = append(rows, r)
+			continue
+		}
+		r.Set("source", t.Source)
+		r.Set("config", t.Config)
+		r.Set("formula", t.Model)
+		if f := t.Fit; f != nil {
+			r.Set("alpha_s", f.Alpha)
+			r.Set("rate", f.Rate)
+			r.Set("rate_unit", map[string]string{"bytes": "B/s", "flops": "FLOP/s"}[f.Regressor])
+			r.Set("r2", f.R2)
+			r.Set("n", f.N)
+			r.Set("min_tokens", f.MinL)
+			r.Set("max_tokens", f.MaxL)
+		} else if len(t.Points) > 0 {
+			r.Set("rate", math.NaN())
+			r.Set("n", len(t.Points))
+			r.Set("min_tokens", t.Points[0][0])
+			r.Set("max_tokens", t.Points[len(t.Points)-1][0])
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
+)
+
+// traceFlags are the flags kvtier trace and kvtier plan share: how a
+// trace is read and what its analysis keeps.
+type traceFlags struct {
+	model   modelFlags
+	out     outputFlags
+	read    trace.Options
+	windows string
+	touch   string
+	shared  int
+}
+
+func (f *traceFlags) add(fs *pflag.FlagSet) {
+	f.model.addModel(fs)
+	f.out.add(fs)
+	fs.IntVar(&f.read.BlockTokens, "trace-block", 0, "tokens per hash id (0: the format's: 512 Mooncake, 16 Alibaba)")
+	fs.IntVar(&f.read.Reorder, "reorder", trace.DefaultReorder, "requests held to put lines into timestamp order; a line out of order by more is an error")
+	fs.StringVar(&f.windows, "window", "60s,600s", "sliding windows of the working set")
+	fs.StringVar(&f.touch, "touch", string(trace.TouchForward), "order a request's blocks become most recent: forward (block 0 first) or reverse (tail first, as vLLM frees them)")
+	fs.IntVar(&f.shared, "shared-sessions", trace.DefaultSharedSessions, "sessions that must reference a hash id for its cross-session hits to count as shared prefix")
+}
+
+// options returns the reading and analysis options, adding every problem
+// to errs.
+func (f *traceFlags) options(errs *[]error) (trace.Options, trace.AnalyzeOptions, kv.Geometry) {
+	g, err := f.model.geometry()
+	if err != nil {
+		*errs = append(*errs, err)
+	}
+	ao := trace.AnalyzeOptions{BytesPerToken: g.BytesPerToken(), Touch: trace.Touch(f.touch), SharedSessions: f.shared}
+	if ao.BytesPerToken <= 0 {
+		ao.BytesPerToken = 1 // the geometry's error is said above
+	}
+	for _, d := range listFlag(errs, "window", f.windows, parseDuration) {
+		ao.Windows = append(ao.Windows, d.Seconds())
+	}
+	if err := f.read.Validate(); err != nil {
+		*errs = append(*errs, err)
+	}
+	if err := f.out.check(); err != nil {
+		*errs = append(*errs, err)
+	}
+	return f.read, ao, g
+}
+
+// settings are the resolved options for manifest.json.
+func (f *traceFlags) settings(ao trace.AnalyzeOptions, g kv.Geometry) map[string]string {
+	return map[string]string{
+		"model": g.Model, "bytes_per_token": strconv.FormatInt(g.BytesPerToken(), 10),
+		"trace_block": strconv.Itoa(f.read.BlockTokens), "reorder": strconv.Itoa(f.read.Reorder),
+		"window": f.windows, "touch": string(ao.Touch), "shared_sessions": strconv.Itoa(f.shared),
+		"instances": fmt.Sprint(ao.Instances), "route": string(ao.Route),
+		"sample": strconv.FormatFloat(ao.Sample, 'g', -1, 64),
+	}
+}
+
+// analyzeTraces analyses each trace, saying on stderr how long it took.
+// A trace that cannot be read or has no usable request is bad input.
+func analyzeTraces(ctx context.Context, stderr io.Writer, cmd string, paths []string, g kv.Geometry, ro trace.Options, ao trace.AnalyzeOptions) ([]*trace.Result, error) {
+	var out []*trace.Result
+	for _, p := range paths {
+		start := time.Now()
+		res, err := trace.AnalyzeFile(ctx, p, g.Model, ro, ao)
+		if err != nil {
+			return out, err
+		}
+		a := res.Analysis
+		sec := time.Since(start).Seconds()
+		fmt.Fprintf(stderr, "kvtier %s: %s: %s trace, %d requests, %d block references (%d distinct) in %.3f s (%.3g references/s), %s analysis\n",
+			cmd, p, res.Read.Format, a.Requests, a.BlockRefs, a.Distinct, sec, float64(a.BlockRefs)/sec, a.Method)
+		if res.Read.Malformed > 0 {
+			fmt.Fprintf(stderr, "kvtier %s: %s: warning: %s\n", cmd, p, res.Read.BadLines())
+		}
+		if res.Read.DanglingParents > 0 {
+			fmt.Fprintf(stderr, "kvtier %s: %s: warning: %d request(s) name a parent_chat_id never seen: each starts a session\n", cmd, p, res.Read.DanglingParents)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// writeRows opens file f of the output and writes rows into it.
+func writeRows(out *harness.Output, f results.File, rows []results.Row) error {
+	sink, err := out.Open(f)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := sink.Write(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTraceFiles writes the trace suite's files for every result.
+func writeTraceFiles(out *harness.Output, res []*trace.Result) error {
+	for i, rows := range []func(*trace.Result) []results.Row{
+		(*trace.Result).Rows, (*trace.Result).CurveRows, (*trace.Result).WindowRows,
+	} {
+		var all []results.Row
+		for _, r := range res {
+			all = append(all, rows(r)...)
+		}
+		if err := writeRows(out, trace.Suite.Files[i], all); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printSection prints a report section of the results directory on
+// stdout once the run wrote it cleanly.
+func printSection(stdout, stderr io.Writer, cmd, dir string, code int, section func(io.Writer, *report.Run)) int {
+	if code != exitOK {
+		return code
+	}
+	run, err := report.Load(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "kvtier %s: %v\n", cmd, err)
+		return exitFail
+	}
+	fmt.Fprintln(stdout)
+	section(stdout, run)
+	return code
+}
+
+// traceOnlyFlags are the flags of kvtier trace that plan does not take.
+type traceOnlyFlags struct {
+	instances, route string
+	sample           float64
+	seed             uint64
+	generate         string
+	gen              trace.GenOptions
+	// Token counts of the generator, as text: 2k is 2048.
+	systemPrompt, turnTokens, outputTokens string
+}
+
+const traceUsage = `Usage: kvtier trace [flags] TRACE...
+       kvtier trace --generate FILE [generator flags]
+
+Reads Mooncake or Alibaba-style traces (JSON lines, gzip or not) and writes trace.csv
+(request and session counts, lengths, KV footprint, APC ceiling, reuse split, knees),
+trace_curve.csv (the exact LRU prefix hit ratio at every capacity), trace_windows.csv
+(working set per sliding window), plots and manifest.json; prints the path of trace.csv
+and the summary.`
+
+// runTrace analyses traces, or writes a synthetic one with --generate.
+func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+	fs := newFlagSet("trace", traceUsage, stderr)
+	var f traceFlags
+	var t traceOnlyFlags
+	f.add(fs)
+	fs.StringVar(&t.instances, "instances", "1", "instance counts behind a router, one curve each (per-instance capacity)")
+	fs.StringVar(&t.route, "route", string(trace.RouteRandom), "router of --instances: random, session or hash (of the first block)")
+	fs.Float64Var(&t.sample, "sample", 1, "SHARDS sampling rate of blocks in (0, 1] (1: exact, every block tracked)")
+	fs.Uint64Var(&t.seed, "seed", 1, "seed of random routing and of --generate")
+	fs.StringVar(&t.generate, "generate", "", "write a synthetic Mooncake-format trace to this file instead of analysing (see the generator flags)")
+	addGenFlags(fs, &t)
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if t.generate != "" {
+		return runGenerate(stdout, stderr, fs, t)
+	}
+	var errs []error
+	ro, ao, g := f.options(&errs)
+	ao.Instances = listFlag(&errs, "instances", t.instances, atoiFlag, 1)
+	ao.Route, ao.Sample, ao.Seed = trace.Route(t.route), t.sample, t.seed
+	if err := ao.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if fs.NArg() == 0 {
+		errs = append(errs, errors.New("need at least one trace file (kvtier trace TRACE...), or --generate FILE"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return usageErr(stderr, "trace", err)
+	}
+	res, err := analyzeTraces(ctx, stderr, "trace", fs.Args(), g, ro, ao)
+	if err != nil {
+		return usageErr(stderr, "trace", err)
+	}
+	var dir string
+	r := suiteRun{cmd: "trace", suite: trace.Suite, out: f.out, args: args, plots: true,
+		run: func(ctx context.Context, out *harness.Output) error {
+			dir = out.Dir
+			out.Manifest.Settings = f.settings(ao, g)
+			return writeTraceFiles(out, res)
+		}}
+	code := r.exec(ctx, stdout, stderr)
+	return printSection(stdout, stderr, "trace", dir, code, report.WriteTrace)
+}
+
+func atoiFlag(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an integer", s)
+	}
+	return n, nil
+}
+
+// addGenFlags adds the generator's flags; their names are those of
+// kvtier replay's synthetic sessions.
+func addGenFlags(fs *pflag.FlagSet, t *traceOnlyFlags) {
+	g := &t.gen
+	*g = trace.DefaultGenOptions()
+	fs.IntVar(&g.Sessions, "sessions", g.Sessions, "--generate: sessions")
+	fs.IntVar(&g.Turns, "turns", g.Turns, "--generate: mean turns per session (uniform from 1 to 2·turns−1)")
+	fs.IntVar(&g.SystemPrompts, "shared-prompts", g.SystemPrompts, "--generate: distinct system prompts the sessions share")
+	fs.StringVar(&t.systemPrompt, "system-prompt", strconv.Itoa(g.SystemTokens), "--generate: tokens of each system prompt (k = 1024; 0: none)")
+	fs.StringVar(&t.turnTokens, "turn-tokens", strconv.Itoa(g.TurnTokens), "--generate: mean new user tokens per turn")
+	fs.StringVar(&t.outputTokens, "output-tokens", strconv.Itoa(g.OutputTokens), "--generate: mean output tokens per turn (0: none)")
+	fs.DurationVar(&g.Think, "think", g.Think, "--generate: mean think time between a session's turns (exponential)")
+	fs.DurationVar(&g.Duration, "arrival-window", g.Duration, "--generate: sessions start uniformly within this window")
+}
+
+// tokens parses a token count flag that may be 0. A value that does not
+// parse adds an option.Error to errs and yields fallback, a valid
+// placeholder, so that Validate does not report it again.
+func tokens(errs *[]error, name, v string, fallback int) int {
+	if strings.TrimSpace(v) == "0" {
+		return 0
+	}
+	n, err := units.ParseTokens(v)
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return fallback
+	}
+	return n
+}
+
+// runGenerate writes a synthetic trace: the generator's flags and
+// --trace-block and --seed apply.
+func runGenerate(stdout, stderr io.Writer, fs *pflag.FlagSet, t traceOnlyFlags) int {
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "trace", option.Errorf("generate", "writes a trace and takes no TRACE argument (got %q)", fs.Arg(0)))
+	}
+	o := t.gen
+	o.Seed = t.seed
+	if b, _ := fs.GetInt("trace-block"); b > 0 {
+		o.BlockTokens = b
+	}
+	var errs []error
+	o.SystemTokens = tokens(&errs, "system-prompt", t.systemPrompt, o.SystemTokens)
+	o.TurnTokens = tokens(&errs, "turn-tokens", t.turnTokens, o.TurnTokens)
+	o.OutputTokens = tokens(&errs, "output-tokens", t.outputTokens, o.OutputTokens)
+	if err := errors.Join(append(errs, o.Validate())...); err != nil {
+		return usageErr(stderr, "trace", err)
+	}
+	f, err := os.Create(t.generate)
+	if err != nil {
+		return usageErr(stderr, "trace", option.Wrap("generate", err))
+	}
+	st, err := trace.Generate(f, o)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kvtier trace: --generate %s: %v\n", t.generate, err)
+		return exitFail
+	}
+	fmt.Fprintf(stderr, "kvtier trace: generated %d requests in %d sessions, %d block references of %d tokens (seed %d)\n",
+		st.Requests, st.Sessions, st.BlockRefs, o.BlockTokens, o.Seed)
+	fmt.Fprintln(stdout, t.generate)
+	return exitOK
+}

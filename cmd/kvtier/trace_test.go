@@ -1,0 +1,168 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/results"
+)
+
+// genTrace writes a small synthetic trace and returns its path and the
+// number of requests.
+func genTrace(t *testing.T, dir string) (string, int) {
+	t.Helper()
+	path := filepath.Join(dir, "gen.jsonl")
+	code, stdout, stderr := runCLI(t, "trace", "--generate", path, "--sessions", "30", "--turns", "3", "--seed", "2", "--system-prompt", "1k", "--turn-tokens", "600")
+	if code != exitOK || strings.TrimSpace(stdout) != path {
+		t.Fatalf("generate: exit %d\n%s%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, strings.Count(string(data), "\n")
+}
+
+func metricRow(t *testing.T, rows []results.Row, metric string) results.Row {
+	t.Helper()
+	for _, r := range rows {
+		if r.Get("metric") == metric {
+			return r
+		}
+	}
+	t.Fatalf("no %s row", metric)
+	return results.Row{}
+}
+
+func TestTraceCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, n := genTrace(t, dir)
+	out := filepath.Join(dir, "run")
+	code, stdout, stderr := runCLI(t, "trace", path, "--instances", "2", "--route", "session", "--window", "30s", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, f := range []string{"trace.csv", "trace_curve.csv", "trace_windows.csv", "manifest.json", "plots/trace_hitratio.png", "plots/trace_workingset.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, want := range []string{"#### Trace `gen.jsonl`", "APC ceiling with an infinite cache", "exact analysis", "| 2 | session |"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	rows, _, err := results.ReadCSV(filepath.Join(out, trace.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := metricRow(t, rows, "requests").Get("value"); got != strconv.Itoa(n) {
+		t.Errorf("requests %s, want %d", got, n)
+	}
+	if r := metricRow(t, rows, "knee95"); r.Status != results.StatusOK || r.Bytes <= 0 || r.Get("predicted") != "true" || r.Backend != "trace" {
+		t.Errorf("knee row %+v", r)
+	}
+	// Sampled: the method and its bound are said in the rows and output.
+	out2 := filepath.Join(dir, "sampled")
+	code, stdout, stderr = runCLI(t, "trace", path, "--sample", "0.5", "--out", out2)
+	if code != exitOK || !strings.Contains(stdout, "SHARDS sampling") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	rows, _, _ = results.ReadCSV(filepath.Join(out2, trace.File))
+	if r := metricRow(t, rows, "apc_ceiling_any"); r.Get("method") != "shards" || r.Get("sample_rate") != "0.5" || r.Get("error_pp") == "" {
+		t.Errorf("sampled row %+v", r.Extra)
+	}
+}
+
+func TestTraceBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, _ := genTrace(t, dir)
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("nope\n{\"timestamp\": 1}\n"), 0o644)
+	unsorted := filepath.Join(dir, "unsorted.jsonl")
+	os.WriteFile(unsorted, []byte(`{"timestamp":5,"input_length":10,"hash_ids":[1]}
+{"timestamp":6,"input_length":10,"hash_ids":[1]}
+{"timestamp":7,"input_length":10,"hash_ids":[1]}
+{"timestamp":1,"input_length":10,"hash_ids":[1]}
+`), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no trace", nil, "need at least one trace file"},
+		{"missing file", []string{filepath.Join(dir, "none.jsonl")}, "no such file"},
+		{"nothing usable", []string{bad}, "no usable request (2 lines; 2 malformed line(s): line 1: not a JSON object"},
+		{"out of order", []string{unsorted, "--reorder", "1"}, "line 4: timestamp 0.001 s is earlier"},
+		{"bad sample", []string{path, "--sample", "2"}, "--sample: 2: must be in (0, 1]"},
+		{"bad route", []string{path, "--route", "nope", "--instances", "0"}, `--route: "nope"`},
+		{"bad window", []string{path, "--window", "60s,,"}, "--window"},
+		{"generate with a trace", []string{path, "--generate", filepath.Join(dir, "x")}, "takes no TRACE argument"},
+		{"generate, bad tokens", []string{"--generate", filepath.Join(dir, "x"), "--turn-tokens", "lots", "--sessions", "0"}, `--turn-tokens: "lots" is not a token count (want e.g. 1024, 8k, 64Ki); --sessions: 0: must be between 1 and 1073741824`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(t.TempDir(), "run")
+			code, _, stderr := runCLI(t, append([]string{"trace", "--out", out}, tc.args...)...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("exit %d, stderr %q, want one line with %q", code, stderr, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("bad input created the results directory")
+			}
+		})
+	}
+}
+
+func TestPlanCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, _ := genTrace(t, dir)
+	sweep := filepath.Join(dir, "sweep")
+	code, _, stderr := runCLI(t, "sweep", "--backend", "host", "--tiers", "host,hbm,recompute", "--layout", "layerwise", "--copy", "percopy",
+		"--prefix", "16,64,256", "--reps", "2", "--warmup", "1", "--budget", "2s", "--out", sweep)
+	if code != exitOK {
+		t.Fatalf("sweep: exit %d\n%s", code, stderr)
+	}
+	out := filepath.Join(dir, "plan")
+	code, stdout, stderr := runCLI(t, "plan", path, "--costs", sweep, "--hbm", "1GiB,4GiB", "--dram", "0,16GiB", "--out", out)
+	if code != exitOK {
+		t.Fatalf("plan: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"**host stand-in**", "Missing tier costs: hbm, disk, remote, recompute", "not predicted: no measured cost for hbm, recompute"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, f := range []string{"plan.csv", "plan_costs.csv", "trace.csv", "trace_curve.csv", "plots/plan_ttft_p90.png", "plots/trace_hitratio.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	rows, _, err := results.ReadCSV(filepath.Join(out, trace.PlanFile))
+	if err != nil || len(rows) != 4 {
+		t.Fatalf("%d plan rows, %v", len(rows), err)
+	}
+	for _, r := range rows {
+		if r.Get("cost_source") != "host stand-in" || r.Get("predicted") != "true" || r.Get("ttft_p90_s") != "" || !strings.Contains(r.Get("missing"), "recompute") {
+			t.Errorf("plan row %+v", r.Extra)
+		}
+		if r.Get("dram_bytes") != "0" && r.Get("load_p90_s") == "" {
+			t.Errorf("dram configuration without a predicted load: %+v", r.Extra)
+		}
+	}
+	code, _, stderr = runCLI(t, "plan", path, "--costs", sweep, "--model", "llama-3.1-8b", "--out", filepath.Join(dir, "x"))
+	if code != exitUsage || !strings.Contains(stderr, "were measured for qwen3-coder-30b-a3b") {
+		t.Errorf("model mismatch: exit %d %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "plan", path, "--costs", dir, "--hbm", "0,-1", "--out", filepath.Join(dir, "y"))
+	if code != exitUsage || !strings.Contains(stderr, "--costs") || !strings.Contains(stderr, "--hbm") {
+		t.Errorf("bad costs and hbm: exit %d %s", code, stderr)
+	}
+}

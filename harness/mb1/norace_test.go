@@ -1,0 +1,5 @@
+//go:build !race
+
+package mb1
+
+const raceDetector = false

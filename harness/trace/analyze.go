@@ -1,0 +1,269 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/kvtier/kvtier/option"
+)
+
+// A Route says how a router spreads requests over instances.
+type Route string
+
+// Routes.
+const (
+	RouteRandom  Route = "random"  // uniformly, seeded
+	RouteSession Route = "session" // by session: a session stays on one instance
+	RouteHash    Route = "hash"    // by the first block's hash id: equal prefixes meet
+)
+
+// Routes lists the routes in the order help shows them.
+func Routes() []Route { return []Route{RouteRandom, RouteSession, RouteHash} }
+
+// A Touch says in which order a request's blocks become the most recently
+// used once it has been looked up.
+type Touch string
+
+// Touch orders.
+const (
+	// TouchForward touches block 0 first, so the last block ends most
+	// recent and a cache evicts a prefix from its head.
+	TouchForward Touch = "forward"
+	// TouchReverse touches the last block first, so block 0 ends most
+	// recent and a cache evicts from the tail, as vLLM frees a finished
+	// request's blocks tail first.
+	TouchReverse Touch = "reverse"
+)
+
+// AnalyzeOptions say what an Analyzer computes.
+type AnalyzeOptions struct {
+	BytesPerToken int64     // KV bytes of one token, from the model geometry
+	Windows       []float64 // working-set window lengths, seconds (option "window")
+	// Instances are the instance counts to evaluate behind a router, one
+	// curve each (option "instances"); 1 is always evaluated.
+	Instances []int
+	Route     Route   // option "route"
+	Seed      uint64  // of random routing
+	Touch     Touch   // option "touch"; "" is TouchForward
+	Sample    float64 // SHARDS sampling rate in (0, 1]; 0 or 1 is exact (option "sample")
+	// SharedSessions is how many sessions must reference a hash id for
+	// its cross-session hits to count as shared prefix (option
+	// "shared-sessions").
+	SharedSessions int
+	// OnRequest, when not nil, is called after each request with the
+	// stack distances of its blocks in one cache. Exact analysis only:
+	// under sampling the distances of most blocks are not known.
+	OnRequest func(*Request, *Hits)
+}
+
+// DefaultSharedSessions is the default AnalyzeOptions.SharedSessions: a
+// hash two sessions share is a fork or a copy, one three or more share is
+// a common prefix such as a system prompt.
+const DefaultSharedSessions = 3
+
+// Validate reports every unusable option, naming it.
+func (o AnalyzeOptions) Validate() error {
+	var errs []error
+	if o.BytesPerToken <= 0 {
+		errs = append(errs, option.Errorf("model", "KV bytes per token %d: must be positive", o.BytesPerToken))
+	}
+	for _, w := range o.Windows {
+		if !(w > 0) || math.IsInf(w, 0) {
+			errs = append(errs, option.Errorf("window", "%gs: must be a positive duration", w))
+		}
+	}
+	for _, n := range o.Instances {
+		if n < 1 || n > 4096 {
+			errs = append(errs, option.Errorf("instances", "%d: must be between 1 and 4096", n))
+		}
+	}
+	if !slices.Contains(Routes(), o.Route) && o.Route != "" {
+		errs = append(errs, option.Errorf("route", "%q: want random, session or hash", o.Route))
+	}
+	if o.Touch != "" && o.Touch != TouchForward && o.Touch != TouchReverse {
+		errs = append(errs, option.Errorf("touch", "%q: want forward or reverse", o.Touch))
+	}
+	if o.Sample < 0 || o.Sample > 1 || math.IsNaN(o.Sample) {
+		errs = append(errs, option.Errorf("sample", "%g: must be in (0, 1] (1: exact)", o.Sample))
+	}
+	if o.Sample > 0 && o.Sample < 1 && o.OnRequest != nil {
+		errs = append(errs, option.Errorf("sample", "per-request distances need the exact analysis: drop sampling"))
+	}
+	if o.SharedSessions < 0 {
+		errs = append(errs, option.Errorf("shared-sessions", "%d: must be positive", o.SharedSessions))
+	}
+	return errors.Join(errs...)
+}
+
+// shardsGroups is how many independent hash-partitioned sub-samples a
+// SHARDS analysis keeps: their spread gives the error bound.
+const shardsGroups = 8
+
+// An Analyzer computes a trace's reuse, LRU hit-ratio curves and working
+// sets in one pass over its requests (in timestamp order).
+type Analyzer struct {
+	o         AnalyzeOptions
+	sampled   bool
+	threshold uint64 // a block is sampled when its mixed hash >> 40 is below it
+	groups    []*group
+	sessioned bool
+	hits      Hits
+
+	requests              int
+	refs                  int64
+	input, hashed         int64
+	inputs, outputs       []int32
+	thinks                []float64
+	sessionTokens         map[int]int64
+	first, last           float64
+	windows               []*workingSet
+	routeSeed             uint64
+	largestSession, nSess int
+}
+
+// NewAnalyzer returns an Analyzer for the options.
+func NewAnalyzer(o AnalyzeOptions) (*Analyzer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Route == "" {
+		o.Route = RouteRandom
+	}
+	if o.Touch == "" {
+		o.Touch = TouchForward
+	}
+	if o.SharedSessions == 0 {
+		o.SharedSessions = DefaultSharedSessions
+	}
+	o.Instances = instanceCounts(o.Instances)
+	a := &Analyzer{o: o, sessionTokens: map[int]int64{}, routeSeed: mix(o.Seed ^ 0x9e3779b97f4a7c15)}
+	n := 1
+	if o.Sample > 0 && o.Sample < 1 {
+		a.sampled, n = true, shardsGroups
+		a.threshold = uint64(math.Ceil(o.Sample * (1 << 24)))
+	}
+	for range n {
+		a.groups = append(a.groups, newGroup(o))
+	}
+	for _, w := range o.Windows {
+		a.windows = append(a.windows, &workingSet{w: w, step: w / 10})
+	}
+	return a, nil
+}
+
+// instanceCounts returns counts sorted, deduplicated, with 1 first.
+func instanceCounts(in []int) []int {
+	out := append([]int{1}, in...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// rate is the sampling rate of one group.
+func (a *Analyzer) rate() float64 {
+	if !a.sampled {
+		return 1
+	}
+	return float64(a.threshold) / (1 << 24) / shardsGroups
+}
+
+// groupOf returns the group block hash h is sampled into, -1 for none.
+func (a *Analyzer) groupOf(h uint64) int {
+	if !a.sampled {
+		return 0
+	}
+	m := mix(h)
+	if m>>40 >= a.threshold {
+		return -1
+	}
+	return int(m % shardsGroups)
+}
+
+// mix is SplitMix64's finaliser: a bijection that spreads hash ids.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// Add analyses the next request; requests must come in timestamp order.
+func (a *Analyzer) Add(r *Request) error {
+	if a.requests > 0 && r.Time < a.last {
+		return fmt.Errorf("request %d (line %d): time %g s before the previous request's %g s", r.Index, r.Line, r.Time, a.last)
+	}
+	if a.requests == 0 {
+		a.first, a.sessioned = r.Time, r.Sessioned
+	}
+	a.observe(r)
+	for gi, g := range a.groups {
+		g.collect(r, a, gi)
+		g.ceiling(r.Session, a.sessioned)
+		for ni, n := range a.o.Instances {
+			inst := a.route(r, n)
+			g.lookup(ni, inst)
+			if a.o.OnRequest != nil && ni == 0 {
+				a.hits.fill(r, g)
+			}
+		}
+		g.touch(r, a.o, a.sessioned, a.instancesOf(r))
+	}
+	if a.o.OnRequest != nil {
+		a.o.OnRequest(r, &a.hits)
+	}
+	for i, ws := range a.windows {
+		blocks := 0.0
+		for _, g := range a.groups {
+			blocks += float64(g.windows[i].blocks(g.stacks[0][0], r.Time))
+		}
+		ws.observe(r.Time, blocks/a.rate()/float64(len(a.groups)))
+	}
+	return nil
+}
+
+// observe counts the request's lengths and session.
+func (a *Analyzer) observe(r *Request) {
+	if a.requests == 0 {
+		for _, ws := range a.windows {
+			ws.start = r.Time
+		}
+	}
+	a.requests++
+	a.last = r.Time
+	a.refs += int64(len(r.Hashes))
+	a.input += int64(r.Input)
+	a.hashed += int64(r.HashedTokens())
+	a.inputs = append(a.inputs, int32(r.Input))
+	a.outputs = append(a.outputs, int32(r.Output))
+	if r.HasParent() {
+		a.thinks = append(a.thinks, r.Think)
+	}
+	a.sessionTokens[r.Session] += int64(r.Input)
+}
+
+// route returns the instance of n that request r goes to.
+func (a *Analyzer) route(r *Request, n int) int {
+	if n == 1 {
+		return 0
+	}
+	var key uint64
+	switch a.o.Route {
+	case RouteSession:
+		key = uint64(r.Session)
+	case RouteHash:
+		key = uint64(r.Index)
+		if len(r.Hashes) > 0 {
+			key = r.Hashes[0]
+		}
+	default:
+		key = uint64(r.Index) ^ a.routeSeed
+	}
+	return int(mix(key^uint64(a.o.Route[0])) % uint64(n))
+}
+
+// instancesOf returns the instance of every instance count r goes to.
+func (a *Analyzer) instancesOf(r *Request) func(ni int) int {
+	return func(ni int) int { return a.route(r, a.o.Instances[ni]) }
+}

@@ -1,0 +1,180 @@
+package trace
+
+import (
+	"math"
+	"slices"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// Hits are the LRU stack distances of one request's hashed blocks in one
+// cache, all looked up at its arrival, before any of them is touched.
+//
+// Block k is in a cache of C blocks exactly when Dist[k] ≤ C (an LRU cache
+// of C blocks holds the C most recently used distinct blocks). The hit is
+// the leading run of blocks present, so block k is part of it exactly when
+// every block 0..k is present: when Lead[k] = max(Dist[0..k]) ≤ C. The
+// hit of a cache of C blocks is therefore the tokens of the blocks with
+// Lead[k] ≤ C, and one histogram of tokens by Lead gives the hit of every
+// capacity at once.
+type Hits struct {
+	Dist   []int64 // per block: its stack distance; Inf when never seen
+	Lead   []int64 // per block: the largest Dist of blocks 0..k
+	Tokens []int   // per block: the tokens it holds
+	Input  int     // the request's input tokens (hashed or not)
+}
+
+func (h *Hits) fill(r *Request, g *group) {
+	h.Dist = append(h.Dist[:0], g.dist...)
+	h.Lead = append(h.Lead[:0], g.lead...)
+	h.Tokens = append(h.Tokens[:0], g.tokens...)
+	h.Input = r.Input
+}
+
+// HitTokens returns the tokens a cache of c blocks serves the request.
+func (h *Hits) HitTokens(c int64) int {
+	n := 0
+	for k, l := range h.Lead {
+		if l > c {
+			break
+		}
+		n += h.Tokens[k]
+	}
+	return n
+}
+
+// A Curve is the prefix hit ratio of LRU caches over their capacity, for
+// every capacity: one cache, or n instances of it behind a router.
+type Curve struct {
+	Instances int
+	Route     Route // "" for one instance
+	// Input is every input token of the trace; hit ratios are of it.
+	Input float64
+	// hashedShare is the share of input tokens the hash ids cover.
+	hashedShare float64
+	groups      []curveGroup
+}
+
+// curveGroup is one sub-sample's cumulative histogram.
+type curveGroup struct {
+	cum     []int64 // cum[d]: tokens whose leading distance is ≤ d (sampled units)
+	sampled int64   // tokens of the sub-sample's block references
+	rate    float64
+}
+
+func newCurveGroup(hist []int64, sampled int64, rate float64) curveGroup {
+	cum := make([]int64, len(hist))
+	var s int64
+	for d, v := range hist {
+		s += v
+		cum[d] = s
+	}
+	return curveGroup{cum: cum, sampled: sampled, rate: rate}
+}
+
+// at returns the sub-sample's hit share of its tokens at c blocks.
+func (g curveGroup) at(c int64) float64 {
+	if g.sampled == 0 || len(g.cum) == 0 {
+		return 0
+	}
+	d := int64(math.Floor(float64(c) * g.rate))
+	if c >= Inf/2 || d >= int64(len(g.cum)) {
+		d = int64(len(g.cum)) - 1
+	}
+	if d < 0 {
+		return 0
+	}
+	return float64(g.cum[d]) / float64(g.sampled)
+}
+
+// HitRatio returns the share of input tokens a cache of c blocks per
+// instance serves from its leading runs; Inf gives the ceiling.
+func (c *Curve) HitRatio(blocks int64) float64 {
+	var hit, sampled float64
+	for _, g := range c.groups {
+		hit += g.at(blocks) * float64(g.sampled)
+		sampled += float64(g.sampled)
+	}
+	if sampled == 0 {
+		return 0
+	}
+	return hit / sampled * c.hashedShare
+}
+
+// HitTokens returns the input tokens a cache of c blocks per instance
+// serves (an estimate under sampling).
+func (c *Curve) HitTokens(blocks int64) float64 { return c.HitRatio(blocks) * c.Input }
+
+// Ceiling returns the hit ratio of an infinite cache.
+func (c *Curve) Ceiling() float64 { return c.HitRatio(Inf) }
+
+// StdErr returns the standard error of HitRatio(c) under sampling, from
+// the spread of the independent sub-samples; 0 for an exact curve.
+func (c *Curve) StdErr(blocks int64) float64 {
+	if len(c.groups) < 2 {
+		return 0
+	}
+	xs := make([]float64, 0, len(c.groups))
+	for _, g := range c.groups {
+		xs = append(xs, g.at(blocks)*c.hashedShare)
+	}
+	return results.Describe(xs).Stddev / math.Sqrt(float64(len(xs)))
+}
+
+// Knee returns the smallest capacity in blocks per instance whose hit
+// ratio reaches frac of the ceiling, and false when the ceiling is 0.
+func (c *Curve) Knee(frac float64) (int64, bool) {
+	ceil := c.Ceiling()
+	if ceil <= 0 {
+		return 0, false
+	}
+	goal := frac * ceil * (1 - 1e-12)
+	lo, hi := int64(1), c.maxCapacity()
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if c.HitRatio(mid) >= goal {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, true
+}
+
+// maxCapacity is a capacity in blocks past which the curve is flat.
+func (c *Curve) maxCapacity() int64 {
+	m := int64(1)
+	for _, g := range c.groups {
+		if len(g.cum) > 0 {
+			m = max(m, int64(math.Ceil(float64(len(g.cum))/g.rate)))
+		}
+	}
+	return m
+}
+
+// Steps returns the capacities in blocks where the curve rises, at most
+// limit of them: every step when there are no more, else limit
+// capacities spaced evenly on a log scale up to the last step.
+func (c *Curve) Steps(limit int) []int64 {
+	var steps []int64
+	for _, g := range c.groups {
+		prev := int64(0)
+		for d, v := range g.cum {
+			if v != prev && d > 0 {
+				steps = append(steps, int64(math.Ceil(float64(d)/g.rate)))
+			}
+			prev = v
+		}
+	}
+	slices.Sort(steps)
+	steps = slices.Compact(steps)
+	if len(steps) <= limit || limit < 2 {
+		return steps
+	}
+	top := float64(steps[len(steps)-1])
+	grid := make([]int64, 0, limit)
+	for i := range limit {
+		grid = append(grid, int64(math.Round(math.Pow(top, float64(i)/float64(limit-1)))))
+	}
+	return slices.Compact(grid)
+}

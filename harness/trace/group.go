@@ -1,0 +1,157 @@
+package trace
+
+// A group is one sub-sample of the blocks with everything kept per block:
+// the whole trace in an exact analysis, one of shardsGroups
+// hash-partitioned sub-samples under SHARDS.
+type group struct {
+	ids    map[uint64]int32 // hash id -> dense block
+	stacks [][]*stack       // per instance count, per instance
+	hist   [][]int64        // per instance count: tokens by leading distance
+
+	sampled int64 // tokens of the group's block references
+	// The ceiling: tokens in the leading run of blocks seen before, by
+	// any session and by the same session; the any-session hits split
+	// into intra-session and, per block, cross-session.
+	anyHit, intraCeil, intraHit int64
+	crossHit                    map[int32]int64
+	pairs                       map[uint64]struct{} // session<<32 | block seen
+	sessions                    []int32             // per block: sessions that referenced it
+	windows                     []*window
+
+	// The current request's blocks in this group.
+	pos    []int   // position in the request
+	tokens []int   // tokens of the block
+	idx    []int32 // dense block, -1 when never seen before
+	dist   []int64 // stack distance in the instance's cache
+	lead   []int64 // running maximum of dist
+}
+
+func newGroup(o AnalyzeOptions) *group {
+	g := &group{ids: map[uint64]int32{}, crossHit: map[int32]int64{}, pairs: map[uint64]struct{}{}}
+	for _, n := range o.Instances {
+		ss := make([]*stack, n)
+		for i := range ss {
+			ss[i] = &stack{}
+		}
+		g.stacks = append(g.stacks, ss)
+		g.hist = append(g.hist, nil)
+	}
+	for _, w := range o.Windows {
+		g.windows = append(g.windows, &window{w: w})
+	}
+	return g
+}
+
+// collect gathers the request's blocks that belong to group gi and looks
+// each up: all of them before any is touched.
+func (g *group) collect(r *Request, a *Analyzer, gi int) {
+	g.pos, g.tokens, g.idx = g.pos[:0], g.tokens[:0], g.idx[:0]
+	for k, h := range r.Hashes {
+		if a.groupOf(h) != gi {
+			continue
+		}
+		t := r.BlockTokensAt(k)
+		g.pos = append(g.pos, k)
+		g.tokens = append(g.tokens, t)
+		g.sampled += int64(t)
+		b, seen := g.ids[h]
+		if !seen {
+			b = -1
+		}
+		g.idx = append(g.idx, b)
+	}
+}
+
+// ceiling adds the request's blocks to the infinite-cache figures: the
+// leading run of blocks seen before by anyone, split by whether the same
+// session saw them, and the leading run of blocks its session saw.
+func (g *group) ceiling(session int, sessioned bool) {
+	intraRun := sessioned
+	for i, b := range g.idx {
+		if b < 0 {
+			break
+		}
+		t := int64(g.tokens[i])
+		g.anyHit += t
+		if !sessioned {
+			continue
+		}
+		_, mine := g.pairs[pairKey(session, b)]
+		if mine {
+			g.intraHit += t
+		} else {
+			g.crossHit[b] += t
+		}
+		intraRun = intraRun && mine
+		if intraRun {
+			g.intraCeil += t
+		}
+	}
+}
+
+func pairKey(session int, b int32) uint64 { return uint64(session)<<32 | uint64(uint32(b)) }
+
+// lookup computes the stack distances of the request's blocks in instance
+// inst of instance count ni and adds each block's tokens to the histogram
+// at its leading distance.
+func (g *group) lookup(ni, inst int) {
+	s := g.stacks[ni][inst]
+	g.dist, g.lead = g.dist[:0], g.lead[:0]
+	lead := int64(0)
+	for i, b := range g.idx {
+		d := int64(Inf)
+		if b >= 0 {
+			d = s.distance(b)
+		}
+		lead = max(lead, d)
+		g.dist = append(g.dist, d)
+		g.lead = append(g.lead, lead)
+		if lead == Inf {
+			continue
+		}
+		h := g.hist[ni]
+		for int64(len(h)) <= lead {
+			h = append(h, 0)
+		}
+		h[lead] += int64(g.tokens[i])
+		g.hist[ni] = h
+	}
+}
+
+// touch makes the request's blocks the most recently used in every cache
+// it went to and records them in the session and window sets.
+func (g *group) touch(r *Request, o AnalyzeOptions, sessioned bool, instance func(ni int) int) {
+	for i, b := range g.idx {
+		if b >= 0 {
+			continue
+		}
+		h := r.Hashes[g.pos[i]]
+		if b2, ok := g.ids[h]; ok { // a repeat within the request
+			g.idx[i] = b2
+			continue
+		}
+		g.idx[i] = int32(len(g.ids))
+		g.ids[h] = g.idx[i]
+		g.sessions = append(g.sessions, 0)
+	}
+	for _, w := range g.windows {
+		w.arrive(r.Time, g.stacks[0][0].clock)
+	}
+	for ni := range g.stacks {
+		s := g.stacks[ni][instance(ni)]
+		for j := range g.idx {
+			if o.Touch == TouchReverse {
+				j = len(g.idx) - 1 - j
+			}
+			s.touch(g.idx[j])
+		}
+	}
+	for _, b := range g.idx {
+		if sessioned {
+			if _, ok := g.pairs[pairKey(r.Session, b)]; !ok {
+				g.pairs[pairKey(r.Session, b)] = struct{}{}
+				g.sessions[b]++
+			}
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// A line is one parsed line of a trace, before ordering.
+type line struct {
+	format  Format
+	id      string // chat_id; "" for Mooncake
+	parent  string // parent_chat_id; "" when none
+	session string // session_id; "" when absent
+	turn    int    // 0 when absent
+	time    float64
+	input   int
+	output  int
+	typ     string
+	hashes  []uint64
+	num     int // line number
+}
+
+// rawLine holds the fields of both formats; a nil field was absent.
+type rawLine struct {
+	Timestamp    *float64        `json:"timestamp"`
+	InputLength  *int64          `json:"input_length"`
+	OutputLength *int64          `json:"output_length"`
+	HashIDs      *[]int64        `json:"hash_ids"`
+	ChatID       json.RawMessage `json:"chat_id"`
+	ParentChatID json.RawMessage `json:"parent_chat_id"`
+	SessionID    json.RawMessage `json:"session_id"`
+	Turn         *int64          `json:"turn"`
+	Type         json.RawMessage `json:"type"`
+}
+
+// maxLength bounds input_length and output_length: no model has a context
+// of a billion tokens, and a larger value is a corrupt line.
+const maxLength = 1 << 30
+
+// parseLine parses one line of a trace. Block size B checks that the hash
+// ids fit the input: more ids than ceil(input_length/B) blocks is an error.
+func parseLine(b []byte, num, blockTokens int, want Format) (line, error) {
+	var raw rawLine
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return line{}, jsonError(err)
+	}
+	l := line{num: num, format: Mooncake}
+	if raw.ChatID != nil || raw.ParentChatID != nil {
+		l.format = Alibaba
+	}
+	if want != "" && l.format != want {
+		return line{}, fmt.Errorf("a %s line in a %s trace", l.format, want)
+	}
+	if err := l.required(&raw); err != nil {
+		return line{}, err
+	}
+	if blockTokens <= 0 {
+		blockTokens = l.format.DefaultBlockTokens()
+	}
+	if blocks := (l.input + blockTokens - 1) / blockTokens; len(l.hashes) > blocks {
+		return line{}, fmt.Errorf("%d hash_ids but input_length %d is %d blocks of %d tokens (is the block size right? --trace-block)",
+			len(l.hashes), l.input, blocks, blockTokens)
+	}
+	return l, l.optional(&raw)
+}
+
+// required checks and copies the fields both formats must have.
+func (l *line) required(raw *rawLine) error {
+	switch {
+	case raw.Timestamp == nil:
+		return errors.New("no timestamp")
+	case raw.InputLength == nil:
+		return errors.New("no input_length")
+	case raw.HashIDs == nil:
+		return errors.New("no hash_ids")
+	}
+	t := *raw.Timestamp
+	if math.IsNaN(t) || math.IsInf(t, 0) || t < 0 {
+		return fmt.Errorf("timestamp %v: must be a finite number ≥ 0", t)
+	}
+	if l.format == Mooncake {
+		t /= 1000 // milliseconds
+	}
+	l.time = t
+	in := *raw.InputLength
+	if in < 1 || in > maxLength {
+		return fmt.Errorf("input_length %d: must be between 1 and %d", in, maxLength)
+	}
+	l.input = int(in)
+	if raw.OutputLength != nil {
+		out := *raw.OutputLength
+		if out < 0 || out > maxLength {
+			return fmt.Errorf("output_length %d: must be between 0 and %d", out, maxLength)
+		}
+		l.output = int(out)
+	}
+	l.hashes = make([]uint64, len(*raw.HashIDs))
+	for i, h := range *raw.HashIDs {
+		l.hashes[i] = uint64(h)
+	}
+	return nil
+}
+
+// optional copies the identity fields: chat ids, session, turn, type.
+func (l *line) optional(raw *rawLine) error {
+	var err error
+	if l.id, err = idText(raw.ChatID); err != nil {
+		return fmt.Errorf("chat_id: %w", err)
+	}
+	if l.format == Alibaba && l.id == "" {
+		return errors.New("no chat_id")
+	}
+	if l.parent, err = idText(raw.ParentChatID); err != nil {
+		return fmt.Errorf("parent_chat_id: %w", err)
+	}
+	if l.parent == "-1" || l.parent == l.id {
+		l.parent = ""
+	}
+	if l.session, err = idText(raw.SessionID); err != nil {
+		return fmt.Errorf("session_id: %w", err)
+	}
+	if raw.Turn != nil {
+		if *raw.Turn < 0 || *raw.Turn > maxLength {
+			return fmt.Errorf("turn %d: must be between 0 and %d", *raw.Turn, maxLength)
+		}
+		l.turn = int(*raw.Turn)
+	}
+	if l.typ, err = idText(raw.Type); err != nil {
+		return fmt.Errorf("type: %w", err)
+	}
+	return nil
+}
+
+// idText returns an identifier given as a JSON string or integer as text;
+// null and absence are "".
+func idText(m json.RawMessage) (string, error) {
+	m = bytes.TrimSpace(m)
+	if len(m) == 0 || string(m) == "null" {
+		return "", nil
+	}
+	if m[0] == '"' {
+		var s string
+		err := json.Unmarshal(m, &s)
+		return s, err
+	}
+	n, err := strconv.ParseInt(string(m), 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("%s is neither a string nor an integer", truncate(string(m), 40))
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+// jsonError shortens encoding/json's messages to the point.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Errorf("not a JSON object but a JSON %s", te.Value)
+		}
+		return fmt.Errorf("%s: %s is not %s", te.Field, te.Value, jsonType(te.Type.Kind().String()))
+	}
+	return fmt.Errorf("not a JSON object: %v", err)
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "int64", "slice":
+		return "an integer (list)"
+	case "float64":
+		return "a number"
+	}
+	return "a " + kind
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

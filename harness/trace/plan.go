@@ -1,0 +1,311 @@
+package trace
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/results"
+)
+
+// Plan tiers, fastest first. Recompute serves what no tier holds.
+const (
+	TierHBM       = "hbm"
+	TierDRAM      = "dram"
+	TierDisk      = "disk"
+	TierRemote    = "remote"
+	TierRecompute = "recompute"
+)
+
+// PlanTiers lists the plan tiers in serving order.
+var PlanTiers = []string{TierHBM, TierDRAM, TierDisk, TierRemote, TierRecompute}
+
+// Unbounded is the capacity of a tier without a limit ("inf").
+const Unbounded = int64(math.MaxInt64)
+
+// A Config is one capacity configuration: bytes per tier (0 none,
+// Unbounded without limit).
+type Config struct {
+	HBM, DRAM, Disk, Remote int64
+}
+
+func (c Config) capacities() [4]int64 { return [4]int64{c.HBM, c.DRAM, c.Disk, c.Remote} }
+
+// A CostModel predicts what a request costs from the tokens each tier
+// serves it. The plan never invents a cost: a tier the model does not
+// have is named as missing.
+type CostModel interface {
+	// Has reports whether the model has a measured cost for the tier.
+	Has(tier string) bool
+	// Predict returns the predicted KV-load seconds (the fetches of the
+	// tiers it has a cost for) and TTFT seconds (NaN unless every tier
+	// that served tokens, recompute included, has a cost) of a request
+	// of input tokens served served[tier] tokens per tier; served holds
+	// PlanTiers, recompute being the tokens after the hit.
+	Predict(served map[string]int64, input int64) (load, ttft float64)
+	// Source says where the costs were measured: "GPU measured", "host
+	// stand-in", "simulated", or a mix of them.
+	Source() string
+}
+
+// PlanOptions say what a Planner evaluates.
+type PlanOptions struct {
+	Configs    []Config
+	Inclusive  bool  // write-through tiers: each holds the most recent blocks that fit it
+	BlockBytes int64 // KV bytes of one block of the trace's block size
+	Costs      CostModel
+}
+
+// Validate reports every unusable option, naming it.
+func (o PlanOptions) Validate() error {
+	var errs []error
+	if len(o.Configs) == 0 {
+		errs = append(errs, option.Errorf("hbm", "no capacity configuration"))
+	}
+	if o.BlockBytes <= 0 {
+		errs = append(errs, option.Errorf("model", "block bytes %d: must be positive", o.BlockBytes))
+	}
+	if o.Costs == nil {
+		errs = append(errs, option.Errorf("costs", "no cost model"))
+	}
+	return errors.Join(errs...)
+}
+
+// A Planner evaluates capacity configurations over a trace's stack
+// distances. Give Observe to the analyzer as AnalyzeOptions.OnRequest.
+type Planner struct {
+	o      PlanOptions
+	blocks [][4]int64 // per config: capacity in blocks per tier
+	evals  []planEval
+	served map[string]int64
+}
+
+type planEval struct {
+	tokens      map[string]int64 // per tier, recompute included
+	input       int64
+	load, ttft  []float32
+	usedMissing map[string]bool // tiers that served tokens with no cost
+}
+
+// NewPlanner returns a Planner for the options.
+func NewPlanner(o PlanOptions) (*Planner, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Planner{o: o, served: map[string]int64{}}
+	for _, c := range o.Configs {
+		var b [4]int64
+		for i, bytes := range c.capacities() {
+			b[i] = bytes
+			if bytes != Unbounded {
+				b[i] = bytes / o.BlockBytes
+			}
+		}
+		p.blocks = append(p.blocks, b)
+		p.evals = append(p.evals, planEval{tokens: map[string]int64{}, usedMissing: map[string]bool{}})
+	}
+	return p, nil
+}
+
+// tierOf returns the index in PlanTiers of the tier serving a block at
+// stack distance d, given the tiers' capacities in blocks; -1 when no
+// tier holds it. A block never seen before (Inf) is in none, however
+// large a tier.
+func (p *Planner) tierOf(caps [4]int64, d int64) int {
+	if d == Inf {
+		return -1
+	}
+	if p.o.Inclusive {
+		for i, c := range caps {
+			if d <= c {
+				return i
+			}
+		}
+		return -1
+	}
+	var below int64
+	for i, c := range caps {
+		if c == Unbounded {
+			return i
+		}
+		below += c
+		if d <= below {
+			return i
+		}
+	}
+	return -1
+}
+
+// Observe evaluates one request with its stack distances in every
+// configuration: the leading run of blocks some tier holds is the hit,
+// each block of it served by the tier its own distance falls in.
+func (p *Planner) Observe(r *Request, h *Hits) {
+	for ci, caps := range p.blocks {
+		clear(p.served)
+		var hit int64
+		for k, lead := range h.Lead {
+			if p.tierOf(caps, lead) < 0 {
+				break
+			}
+			t := int64(h.Tokens[k])
+			p.served[PlanTiers[p.tierOf(caps, h.Dist[k])]] += t
+			hit += t
+		}
+		p.served[TierRecompute] = int64(h.Input) - hit
+		e := &p.evals[ci]
+		for tier, n := range p.served {
+			e.tokens[tier] += n
+			if n > 0 && !p.o.Costs.Has(tier) {
+				e.usedMissing[tier] = true
+			}
+		}
+		e.input += int64(h.Input)
+		load, ttft := p.o.Costs.Predict(p.served, int64(h.Input))
+		e.load = append(e.load, float32(load))
+		e.ttft = append(e.ttft, float32(ttft))
+	}
+}
+
+// A PlanResult is one configuration's prediction.
+type PlanResult struct {
+	Config    Config
+	Inclusive bool
+	Input     int64            // input tokens of the trace
+	Tokens    map[string]int64 // tokens served per tier, recompute included
+	// Load and TTFT are the predicted per-request KV-load time and TTFT
+	// (N = 0 where nothing could be predicted).
+	Load, TTFT results.Stats
+	// LoadMissing names the tiers that served tokens with no measured
+	// cost: Load leaves their fetches out. TTFTMissing adds recompute
+	// when it has no cost; TTFT is not predicted when it is not empty.
+	LoadMissing, TTFTMissing []string
+	Source                   string
+}
+
+// Fraction returns the share of input tokens tier served.
+func (r PlanResult) Fraction(tier string) float64 {
+	if r.Input == 0 {
+		return math.NaN()
+	}
+	return float64(r.Tokens[tier]) / float64(r.Input)
+}
+
+// Results returns the prediction of every configuration.
+func (p *Planner) Results() []PlanResult {
+	var out []PlanResult
+	for ci, c := range p.o.Configs {
+		e := p.evals[ci]
+		r := PlanResult{Config: c, Inclusive: p.o.Inclusive, Input: e.input, Tokens: e.tokens, Source: p.o.Costs.Source()}
+		for _, t := range PlanTiers {
+			if e.usedMissing[t] && t != TierRecompute {
+				r.LoadMissing = append(r.LoadMissing, t)
+			}
+			if e.usedMissing[t] {
+				r.TTFTMissing = append(r.TTFTMissing, t)
+			}
+		}
+		r.Load = describe32(e.load)
+		if len(r.TTFTMissing) == 0 {
+			r.TTFT = describe32(e.ttft)
+		} else {
+			r.TTFT = results.Describe(nil)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func describe32(xs []float32) results.Stats {
+	f := make([]float64, len(xs))
+	for i, x := range xs {
+		f[i] = float64(x)
+	}
+	return results.Describe(f)
+}
+
+func sortedUnique(xs []int64) []int64 {
+	slices.Sort(xs)
+	return slices.Compact(xs)
+}
+
+// PlanColumns follow CommonColumns in plan.csv: one row per capacity
+// configuration. Every figure is predicted.
+var PlanColumns = []string{
+	"trace", "hbm_bytes", "dram_bytes", "disk_bytes", "remote_bytes", "inclusive", "touch",
+	"hit_ratio", "frac_hbm", "frac_dram", "frac_disk", "frac_remote", "frac_recompute", "recomputed_tokens",
+	"load_mean_s", "load_p50_s", "load_p90_s", "load_p99_s",
+	"load_excludes", // tiers that served tokens with no measured cost, left out of load_*
+	"ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
+	"missing",     // tiers with no measured cost that this configuration needs: TTFT not predicted
+	"cost_source", // GPU measured | host stand-in | simulated
+	"costs",       // the results directory the costs come from
+	"predicted",   // always true
+}
+
+// PlanCostColumns are the whole header of plan_costs.csv: the cost of
+// each plan tier, or why it is missing.
+var PlanCostColumns = []string{
+	"tier", "measured", // true, or false with the reason
+	"source", "config", "formula", "alpha_s", "rate", "rate_unit", "r2", "n",
+	"min_tokens", "max_tokens", "reason", "costs",
+}
+
+// PlanSuite declares what kvtier plan writes besides the trace's files.
+var PlanSuite = results.Suite{
+	Name: "plan", Title: "Plan: tier capacities and predicted TTFT", Command: "kvtier plan", Order: 61,
+	Files: []results.File{
+		{Name: PlanFile, Columns: PlanColumns}, // predictions, one per configuration: nothing to compare
+		{Name: PlanCostsFile, Columns: PlanCostColumns, Raw: true},
+	},
+}
+
+// PlanRows returns the plan.csv rows of a trace's plan.
+func PlanRows(res *Result, plan []PlanResult, costsDir string) []results.Row {
+	var rows []results.Row
+	for _, p := range plan {
+		r := results.NewRow(PlanSuite.Name)
+		r.Backend, r.Model, r.Status = Backend, res.Model, results.StatusOK
+		r.Set("trace", res.Name())
+		for i, b := range p.Config.capacities() {
+			r.Set(PlanTiers[i]+"_bytes", FormatCapacityBytes(b))
+		}
+		r.Set("inclusive", p.Inclusive)
+		r.Set("touch", string(res.Analysis.Touch))
+		r.Set("hit_ratio", 1-p.Fraction(TierRecompute))
+		for _, t := range PlanTiers {
+			r.Set("frac_"+t, p.Fraction(t))
+		}
+		r.Set("recomputed_tokens", p.Tokens[TierRecompute])
+		for _, s := range []struct {
+			name string
+			d    results.Stats
+		}{{"load", p.Load}, {"ttft", p.TTFT}} {
+			r.Set(s.name+"_mean_s", s.d.Mean)
+			r.Set(s.name+"_p50_s", s.d.P50)
+			r.Set(s.name+"_p90_s", s.d.P90)
+			r.Set(s.name+"_p99_s", s.d.P99)
+		}
+		r.Seconds = p.TTFT.P50
+		r.Set("load_excludes", strings.Join(p.LoadMissing, ";"))
+		r.Set("missing", strings.Join(p.TTFTMissing, ";"))
+		if len(p.TTFTMissing) > 0 {
+			r.Reason = "TTFT not predicted: no measured cost for " + strings.Join(p.TTFTMissing, ", ")
+		}
+		r.Set("cost_source", p.Source)
+		r.Set("costs", costsDir)
+		r.Set("predicted", true)
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// FormatCapacityBytes writes a capacity for a CSV cell: bytes, or "inf".
+func FormatCapacityBytes(b int64) string {
+	if b == Unbounded {
+		return "inf"
+	}
+	return strconv.FormatInt(b, 10)
+}

@@ -1,0 +1,256 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/kvtier/kvtier/option"
+)
+
+// Options say how a trace is read.
+type Options struct {
+	// BlockTokens overrides the tokens per hash id (option "trace-block");
+	// 0 takes the format's (512 Mooncake, 16 Alibaba).
+	BlockTokens int
+	// Reorder is how many requests the reader holds to put lines into
+	// timestamp order (option "reorder"); 0 takes DefaultReorder. A line
+	// earlier than a request already handed out is an error: the trace is
+	// out of order by more than the window.
+	Reorder int
+}
+
+// DefaultReorder is the reorder window when Options.Reorder is 0.
+const DefaultReorder = 4096
+
+// maxLineBytes bounds one line: a request of a million tokens in 16-token
+// blocks is 62,500 hash ids, well under a megabyte of text.
+const maxLineBytes = 64 << 20
+
+// Validate reports every unusable option, naming it.
+func (o Options) Validate() error {
+	var errs []error
+	if o.BlockTokens < 0 {
+		errs = append(errs, option.Errorf("trace-block", "%d: must be positive (0: the format's)", o.BlockTokens))
+	}
+	if o.Reorder < 0 {
+		errs = append(errs, option.Errorf("reorder", "%d: must be positive (0: %d)", o.Reorder, DefaultReorder))
+	}
+	return errors.Join(errs...)
+}
+
+// A Malformed is one line that could not be used.
+type Malformed struct {
+	Line int
+	Err  error
+}
+
+// maxMalformedKept bounds the malformed lines kept with their reasons; all
+// of them are counted.
+const maxMalformedKept = 20
+
+// A Reader streams the requests of one trace in timestamp order (file
+// order for ties), holding at most the reorder window in memory. Sessions
+// come from session_id where the trace has it, else from parent_chat_id
+// chains (Alibaba); a Mooncake trace without session ids has one session
+// per request (SessionsKnown reports which).
+type Reader struct {
+	Name string
+
+	sc          *bufio.Scanner
+	closer      io.Closer
+	opts        Options
+	format      Format
+	blockTokens int
+
+	lines     int
+	malformed []Malformed
+	nBad      int
+	pending   lineHeap
+	emitted   int
+	lastTime  float64
+	eof       bool
+	sess      sessions
+}
+
+// Open opens a trace file (gzip-compressed or not) for reading.
+func Open(path string, o Options) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewReader(f, path, o)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r.closer = f
+	return r, nil
+}
+
+// NewReader reads a trace from in, gunzipping it when it starts with the
+// gzip magic; name is used in errors.
+func NewReader(in io.Reader, name string, o Options) (*Reader, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Reorder == 0 {
+		o.Reorder = DefaultReorder
+	}
+	br := bufio.NewReaderSize(in, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		in = zr
+	} else {
+		in = br
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 1<<16), maxLineBytes)
+	return &Reader{Name: name, sc: sc, opts: o, sess: newSessions()}, nil
+}
+
+// Close closes the file Open opened.
+func (r *Reader) Close() error {
+	if r.closer == nil {
+		return nil
+	}
+	return r.closer.Close()
+}
+
+// Next returns the next request in timestamp order, or io.EOF after the
+// last. Malformed lines are skipped and counted; a read error, a line
+// longer than 64 MiB or a line out of order beyond the window ends the
+// stream with an error.
+func (r *Reader) Next() (*Request, error) {
+	for !r.eof && len(r.pending) <= r.opts.Reorder {
+		if err := r.readLine(); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.pending) == 0 {
+		return nil, io.EOF
+	}
+	l := heap.Pop(&r.pending).(line)
+	r.lastTime = l.time
+	req := r.sess.resolve(&l, r.emitted, r.blockTokens)
+	r.emitted++
+	return req, nil
+}
+
+// readLine reads one line into the window, or notes the end of the file.
+func (r *Reader) readLine() error {
+	if !r.sc.Scan() {
+		r.eof = true
+		if err := r.sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				return fmt.Errorf("line %d: longer than %d MiB", r.lines+1, maxLineBytes>>20)
+			}
+			return fmt.Errorf("line %d: %w", r.lines+1, err)
+		}
+		return nil
+	}
+	r.lines++
+	b := bytes.TrimSpace(r.sc.Bytes())
+	if len(b) == 0 {
+		return nil
+	}
+	l, err := parseLine(b, r.lines, r.opts.BlockTokens, r.format)
+	if err != nil {
+		r.bad(err)
+		return nil
+	}
+	if r.format == "" {
+		r.format = l.format
+		r.blockTokens = r.opts.BlockTokens
+		if r.blockTokens == 0 {
+			r.blockTokens = l.format.DefaultBlockTokens()
+		}
+	}
+	if r.emitted > 0 && l.time < r.lastTime {
+		return fmt.Errorf("line %d: timestamp %s s is earlier than requests already analysed (%s s): the trace is out of timestamp order by more than the reorder window of %d requests; sort it or raise the window",
+			l.num, strconv.FormatFloat(l.time, 'f', -1, 64), strconv.FormatFloat(r.lastTime, 'f', -1, 64), r.opts.Reorder)
+	}
+	heap.Push(&r.pending, l)
+	return nil
+}
+
+func (r *Reader) bad(err error) {
+	r.nBad++
+	if len(r.malformed) < maxMalformedKept {
+		r.malformed = append(r.malformed, Malformed{Line: r.lines, Err: err})
+	}
+}
+
+// ReadStats says what a Reader has read so far.
+type ReadStats struct {
+	Format        Format
+	BlockTokens   int
+	Lines         int         // lines read, blank ones included
+	Requests      int         // requests handed out
+	Malformed     int         // lines skipped as malformed
+	FirstBad      []Malformed // the first of them with their reasons
+	Sessions      int
+	SessionsKnown bool // false: no session ids and no parent chains
+	// DanglingParents counts requests whose parent_chat_id names no
+	// earlier request (a sample cut from a larger trace): each starts a
+	// session of its own.
+	DanglingParents int
+}
+
+// Stats returns what the reader has read so far.
+func (r *Reader) Stats() ReadStats {
+	return ReadStats{
+		Format: r.format, BlockTokens: r.blockTokens, Lines: r.lines, Requests: r.emitted,
+		Malformed: r.nBad, FirstBad: r.malformed, Sessions: r.sess.count,
+		SessionsKnown: r.sess.known, DanglingParents: r.sess.dangling,
+	}
+}
+
+// BadLines describes the malformed lines in one line of text: the count
+// and the first ones with their reasons.
+func (s ReadStats) BadLines() string {
+	if s.Malformed == 0 {
+		return "no malformed lines"
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%d malformed line(s):", s.Malformed)
+	for i, m := range s.FirstBad {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " line %d: %v", m.Line, m.Err)
+	}
+	if s.Malformed > len(s.FirstBad) {
+		fmt.Fprintf(&b, "; and %d more", s.Malformed-len(s.FirstBad))
+	}
+	return b.String()
+}
+
+// lineHeap orders pending lines by timestamp, then line number.
+type lineHeap []line
+
+func (h lineHeap) Len() int { return len(h) }
+func (h lineHeap) Less(i, j int) bool {
+	if h[i].time != h[j].time {
+		return h[i].time < h[j].time
+	}
+	return h[i].num < h[j].num
+}
+func (h lineHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *lineHeap) Push(x any)   { *h = append(*h, x.(line)) }
+func (h *lineHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = line{}
+	*h = old[:len(old)-1]
+	return x
+}

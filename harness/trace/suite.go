@@ -1,0 +1,244 @@
+package trace
+
+import (
+	"math"
+	"path/filepath"
+	"strconv"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// The files of the trace and plan suites.
+const (
+	File          = "trace.csv"         // a trace's figures, one row each
+	CurveFile     = "trace_curve.csv"   // raw: LRU hit ratio vs capacity
+	WindowsFile   = "trace_windows.csv" // raw: working set per sliding window over time
+	PlanFile      = "plan.csv"          // one row per capacity configuration
+	PlanCostsFile = "plan_costs.csv"    // raw: the tier costs a plan used, or why missing
+)
+
+// Backend is the backend column of trace and plan rows: figures computed
+// from a trace, not measured on a device.
+const Backend = "trace"
+
+// TraceColumns follow CommonColumns in trace.csv: one row per figure.
+var TraceColumns = []string{
+	"trace",        // file name
+	"format",       // mooncake | alibaba
+	"block_tokens", // tokens per hash id
+	"metric",       // requests, input_tokens, apc_ceiling_any, knee95, working_set, ...
+	"stat",         // mean | p50 | p90 | p99 | max | "" for a single figure
+	"value",
+	"unit",        // count | tokens | bytes | s | fraction
+	"predicted",   // true for LRU-model figures (curves, knees), false for counts
+	"method",      // exact | shards
+	"sample_rate", // 1 when exact
+	"error_pp",    // SHARDS: the error bound in hit-ratio points; "" exact
+	"instances",   // knees: the instance count
+	"route",       // knees of several instances: the router
+	"window_s",    // working set: the window
+	"touch",       // forward | reverse
+	"note",
+}
+
+// CurveColumns are the whole header of trace_curve.csv.
+var CurveColumns = []string{
+	"trace", "model", "block_tokens", "block_bytes", "instances", "route", "touch",
+	"capacity_blocks", "capacity_tokens", "capacity_bytes", // per instance
+	"hit_ratio", "hit_tokens", "ceiling", "stderr", "method", "sample_rate", "predicted",
+}
+
+// WindowColumns are the whole header of trace_windows.csv.
+var WindowColumns = []string{"trace", "window_s", "t_s", "distinct_blocks", "kv_bytes", "method", "sample_rate"}
+
+// Suite declares what kvtier trace writes.
+var Suite = results.Suite{
+	Name: "trace", Title: "Trace: reuse, LRU capacity and working set", Command: "kvtier trace", Order: 60,
+	Files: []results.File{
+		{Name: File, Columns: TraceColumns}, // single figures: nothing for compare to test
+		{Name: CurveFile, Columns: CurveColumns, Raw: true},
+		{Name: WindowsFile, Columns: WindowColumns, Raw: true},
+	},
+}
+
+func init() {
+	results.RegisterSuite(Suite)
+	results.RegisterSuite(PlanSuite)
+}
+
+// A Result is one trace's analysis with what identifies it in rows.
+type Result struct {
+	Path     string // the trace file
+	Model    string // the geometry's model
+	Read     ReadStats
+	Analysis *Analysis
+}
+
+// Name is the trace column: the file's base name.
+func (res *Result) Name() string { return filepath.Base(res.Path) }
+
+// row returns a trace.csv row for metric and stat.
+func (res *Result) row(metric, stat string, v float64, unit string, predicted bool) results.Row {
+	a := res.Analysis
+	r := results.NewRow(Suite.Name)
+	r.Backend, r.Model, r.Status = Backend, res.Model, results.StatusOK
+	r.Set("trace", res.Name())
+	r.Set("format", string(res.Read.Format))
+	r.Set("block_tokens", res.Read.BlockTokens)
+	r.Set("metric", metric)
+	r.Set("stat", stat)
+	r.Set("value", v)
+	r.Set("unit", unit)
+	r.Set("predicted", predicted)
+	r.Set("method", a.Method)
+	r.Set("sample_rate", a.Sample)
+	if a.Method != MethodExact {
+		r.Set("error_pp", 100*a.ErrorBound())
+	}
+	r.Set("touch", string(a.Touch))
+	return r
+}
+
+// Rows returns the trace.csv rows of the result.
+func (res *Result) Rows() []results.Row {
+	a := res.Analysis
+	var rows []results.Row
+	add := func(metric, stat string, v float64, unit string) {
+		rows = append(rows, res.row(metric, stat, v, unit, false))
+	}
+	add("requests", "", float64(a.Requests), "count")
+	sess := res.row("sessions", "", float64(a.Sessions), "count", false)
+	if !a.SessionsKnown {
+		sess.Set("note", "the trace has no session ids: one session per request")
+	}
+	rows = append(rows, sess)
+	bad := res.row("malformed_lines", "", float64(res.Read.Malformed), "count", false)
+	bad.Set("note", res.Read.BadLines())
+	rows = append(rows, bad)
+	add("block_refs", "", float64(a.BlockRefs), "count")
+	add("distinct_blocks", "", float64(a.Distinct), "count")
+	add("span", "", a.Span, "s")
+	for _, d := range []struct {
+		metric, unit string
+		s            results.Stats
+	}{{"input_tokens", "tokens", a.Input}, {"output_tokens", "tokens", a.Output}, {"kv_footprint", "bytes", a.Footprint}, {"think", "s", a.Think}} {
+		for _, st := range []struct {
+			name string
+			v    float64
+		}{{"mean", d.s.Mean}, {"p50", d.s.P50}, {"p90", d.s.P90}, {"p99", d.s.P99}, {"max", d.s.Max}} {
+			add(d.metric, st.name, st.v, d.unit)
+		}
+	}
+	add("top1pct_sessions_input_share", "", a.TopSessionShare, "fraction")
+	add("apc_ceiling_any", "", a.CeilingAny, "fraction")
+	add("apc_ceiling_intra", "", a.CeilingIntra, "fraction")
+	add("reuse_intra", "", a.ReuseIntra, "fraction")
+	add("reuse_cross", "", a.ReuseCross, "fraction")
+	shared := res.row("reuse_shared", "", a.ReuseShared, "fraction", false)
+	shared.Set("note", "hash ids referenced by at least "+strconv.Itoa(a.SharedSessions)+" sessions")
+	rows = append(rows, shared)
+	rows = append(rows, res.kneeRows()...)
+	for _, w := range a.Windows {
+		r := res.row("working_set_peak", "max", w.PeakBytes, "bytes", false)
+		r.Set("window_s", w.Window)
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// kneeRows returns the knees of every curve: the smallest capacity per
+// instance reaching 95 % and 99 % of the ceiling.
+func (res *Result) kneeRows() []results.Row {
+	var rows []results.Row
+	bt := int64(res.Read.BlockTokens)
+	for _, c := range res.Analysis.Curves {
+		for _, k := range []struct {
+			name string
+			frac float64
+		}{{"knee95", 0.95}, {"knee99", 0.99}} {
+			blocks, ok := c.Knee(k.frac)
+			r := res.row(k.name, "", math.NaN(), "bytes", true)
+			if ok {
+				r.Blocks, r.PrefixTokens, r.Bytes = blocks, blocks*bt, blocks*res.Analysis.BlockBytes
+				r.Set("value", float64(r.Bytes))
+			} else {
+				r.Status, r.Reason = results.StatusSkipped, "no reuse in the trace: the ceiling is 0"
+			}
+			r.Set("instances", c.Instances)
+			r.Set("route", string(c.Route))
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// maxCurvePoints bounds the rows of one curve in trace_curve.csv: the
+// curve in memory is exact at every capacity; the file holds every step
+// or, past this many, this many capacities spaced on a log scale.
+const maxCurvePoints = 2000
+
+// CurveRows returns the trace_curve.csv rows: every curve at its steps
+// and its knees.
+func (res *Result) CurveRows() []results.Row {
+	a := res.Analysis
+	var rows []results.Row
+	for _, c := range a.Curves {
+		caps := c.Steps(maxCurvePoints)
+		for _, f := range []float64{0.95, 0.99} {
+			if k, ok := c.Knee(f); ok {
+				caps = append(caps, k)
+			}
+		}
+		caps = sortedUnique(caps)
+		ceil := c.Ceiling()
+		for _, cap := range caps {
+			r := RawRow()
+			r.Model = res.Model
+			r.Set("trace", res.Name())
+			r.Set("block_tokens", res.Read.BlockTokens)
+			r.Set("block_bytes", a.BlockBytes)
+			r.Set("instances", c.Instances)
+			r.Set("route", string(c.Route))
+			r.Set("touch", string(a.Touch))
+			r.Set("capacity_blocks", cap)
+			r.Set("capacity_tokens", cap*int64(res.Read.BlockTokens))
+			r.Set("capacity_bytes", cap*a.BlockBytes)
+			r.Set("hit_ratio", c.HitRatio(cap))
+			r.Set("hit_tokens", c.HitTokens(cap))
+			r.Set("ceiling", ceil)
+			if a.Method != MethodExact {
+				r.Set("stderr", c.StdErr(cap))
+			}
+			r.Set("method", a.Method)
+			r.Set("sample_rate", a.Sample)
+			r.Set("predicted", true)
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// WindowRows returns the trace_windows.csv rows.
+func (res *Result) WindowRows() []results.Row {
+	a := res.Analysis
+	var rows []results.Row
+	for _, w := range a.Windows {
+		for _, p := range w.Points {
+			r := RawRow()
+			r.Set("trace", res.Name())
+			r.Set("window_s", w.Window)
+			r.Set("t_s", p.T)
+			r.Set("distinct_blocks", p.Blocks)
+			r.Set("kv_bytes", p.Blocks*float64(a.BlockBytes))
+			r.Set("method", a.Method)
+			r.Set("sample_rate", a.Sample)
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// RawRow returns an empty row for a raw file (no common columns).
+func RawRow() results.Row {
+	return results.Row{Status: results.StatusOK, Extra: map[string]string{}}
+}

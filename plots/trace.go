@@ -1,0 +1,261 @@
+package plots
+
+import (
+	"cmp"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/results"
+)
+
+func init() {
+	Register("trace", drawTrace)
+	Register("plan", drawPlan)
+}
+
+// predictedNote is the legend entry every figure of the trace model
+// carries.
+const predictedNote = "predicted by the LRU model, not measured"
+
+// drawTrace draws the LRU hit ratio against capacity per trace and
+// instance count (with the plan's tier boundaries when the directory has
+// a plan) and the working set over time.
+func drawTrace(dir string, run *report.Run, res *Result) error {
+	if curve := run.FileWith("trace", "capacity_blocks"); len(curve) > 0 {
+		if err := drawHitCurve(dir, curve, run.Rows("plan"), res); err != nil {
+			return err
+		}
+	} else {
+		res.Absent = append(res.Absent, "no hit-ratio curve: its plot not drawn")
+	}
+	windows := run.FileWith("trace", "t_s")
+	if len(windows) == 0 {
+		res.Absent = append(res.Absent, "no working-set series: its plot not drawn")
+		return nil
+	}
+	return drawWorkingSet(dir, windows, res)
+}
+
+// curveKey names one curve of trace_curve.csv.
+type curveKey struct{ trace, instances, route string }
+
+func (k curveKey) label() string {
+	s := k.trace + ", 1 instance"
+	if k.instances != "1" {
+		s = fmt.Sprintf("%s, %s instances (route %s), per instance", k.trace, k.instances, k.route)
+	}
+	return s
+}
+
+func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
+	var keys []curveKey
+	pts := map[curveKey]plotter.XYs{}
+	method := ""
+	for _, r := range curve {
+		k := curveKey{r.Get("trace"), r.Get("instances"), r.Get("route")}
+		if _, seen := pts[k]; !seen {
+			keys = append(keys, k)
+		}
+		x, y := r.Float("capacity_bytes"), r.Float("hit_ratio")
+		if x > 0 && finite(y) {
+			pts[k] = append(pts[k], plotter.XY{X: x, Y: 100 * y})
+		}
+		if r.Get("method") == "shards" {
+			method = fmt.Sprintf(", SHARDS sample %s", r.Get("sample_rate"))
+		}
+	}
+	f := newFigure("LRU prefix hit ratio vs KV capacity (predicted"+method+")", "KV capacity per instance", "prefix hit ratio (% of input tokens)")
+	for i, k := range keys {
+		l, err := f.curve(pts[k], i)
+		if err != nil {
+			return err
+		}
+		f.legend = append(f.legend, legendEntry{k.label(), []plot.Thumbnailer{l}})
+	}
+	if len(f.legend) == 0 {
+		res.Absent = append(res.Absent, "the hit-ratio curve has no point: its plot not drawn")
+		return nil
+	}
+	var ceilTraces []string
+	for _, r := range curve {
+		if r.Get("instances") == "1" && !slices.Contains(ceilTraces, r.Get("trace")) {
+			ceilTraces = append(ceilTraces, r.Get("trace"))
+			if err := f.reference(100*r.Float("ceiling"), "APC ceiling (infinite cache), "+r.Get("trace")); err != nil {
+				return err
+			}
+		}
+	}
+	f.bandNote(predictedNote)
+	f.logX(bytesLabel, true)
+	if err := markBoundaries(f, plan); err != nil {
+		return err
+	}
+	f.p.Y.Min, f.p.Y.Max = 0, 100
+	f.p.Y.Tick.Marker = linearTicks(func(v float64) string { return plainLabel(v) })
+	return emit(dir, "trace_hitratio", f, res)
+}
+
+// boundaries returns the capacities where the plan's configurations put
+// a tier boundary, with their labels: exclusive tiers stack (hbm, then
+// hbm + dram, ...), inclusive ones each end at their own size.
+func boundaries(plan []results.Row) map[float64]string {
+	out := map[float64]string{}
+	for _, r := range plan {
+		inclusive := r.Get("inclusive") == "true"
+		sum := 0.0
+		var parts []string
+		for _, t := range []string{"hbm", "dram", "disk", "remote"} {
+			b := r.Float(t + "_bytes")
+			if !(b > 0) || math.IsInf(b, 0) {
+				continue
+			}
+			parts = append(parts, t+" "+report.FmtBytes(b))
+			x, label := sum+b, strings.Join(parts, " + ")
+			if inclusive {
+				x, label = b, t+" "+report.FmtBytes(b)
+			} else {
+				sum += b
+			}
+			if _, seen := out[x]; !seen {
+				out[x] = label
+			}
+		}
+	}
+	return out
+}
+
+// markBoundaries draws the plan's tier boundaries as labelled vertical
+// lines inside the x range.
+func markBoundaries(f *figure, plan []results.Row) error {
+	b := boundaries(plan)
+	if len(b) == 0 {
+		return nil
+	}
+	xs := make([]float64, 0, len(b))
+	for x := range b {
+		if x >= f.p.X.Min && x <= f.p.X.Max {
+			xs = append(xs, x)
+		}
+	}
+	slices.Sort(xs)
+	var lbl plotter.XYLabels
+	for i, x := range xs {
+		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: 100}})
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width, l.Dashes = color.Gray{0x66}, vg.Points(0.8), []vg.Length{vg.Points(2), vg.Points(2)}
+		f.p.Add(l)
+		if i == 0 {
+			f.legend = append(f.legend, legendEntry{"plan's tier boundaries (exclusive tiers stack)", []plot.Thumbnailer{l}})
+		}
+		lbl.XYs = append(lbl.XYs, plotter.XY{X: x, Y: 4 + float64(i%4)*7})
+		lbl.Labels = append(lbl.Labels, b[x])
+	}
+	labels, err := plotter.NewLabels(lbl)
+	if err != nil {
+		return err
+	}
+	for i := range labels.TextStyle {
+		labels.TextStyle[i].Font.Size = 7
+	}
+	f.p.Add(labels)
+	return nil
+}
+
+func drawWorkingSet(dir string, windows []results.Row, res *Result) error {
+	type key struct{ trace, window string }
+	var keys []key
+	pts := map[key]plotter.XYs{}
+	for _, r := range windows {
+		k := key{r.Get("trace"), r.Get("window_s")}
+		if _, seen := pts[k]; !seen {
+			keys = append(keys, k)
+		}
+		pts[k] = append(pts[k], plotter.XY{X: r.Float("t_s"), Y: r.Float("kv_bytes")})
+	}
+	f := newFigure("Working set: distinct KV referenced in a sliding window", "time since the first request (s)", "KV bytes (whole blocks)")
+	for i, k := range keys {
+		l, err := f.curve(pts[k], i)
+		if err != nil {
+			return err
+		}
+		f.legend = append(f.legend, legendEntry{fmt.Sprintf("%s, %s window (largest in each tenth of it)", k.trace, report.FmtSec(atof(k.window))), []plot.Thumbnailer{l}})
+	}
+	f.linearY(bytesLabel)
+	return emit(dir, "trace_workingset", f, res)
+}
+
+// drawPlan draws the predicted TTFT p90 against the HBM capacity, one
+// line per size of the slower tiers; the predicted KV-load p90 where no
+// TTFT could be predicted.
+func drawPlan(dir string, run *report.Run, res *Result) error {
+	plan := run.Rows("plan")
+	col, what, note := "ttft_p90_s", "TTFT p90", ""
+	if !slices.ContainsFunc(plan, func(r results.Row) bool { return finite(r.Float(col)) }) {
+		col, what = "load_p90_s", "KV-load time p90"
+		note = "TTFT not predicted: no measured cost for " + strings.ReplaceAll(plan[0].Get("missing"), ";", ", ")
+		if ex := plan[0].Get("load_excludes"); ex != "" {
+			note += "; load leaves out " + strings.ReplaceAll(ex, ";", ", ")
+		}
+	}
+	type key struct{ dram, disk, remote string }
+	var keys []key
+	pts := map[key]plotter.XYs{}
+	for _, r := range plan {
+		k := key{r.Get("dram_bytes"), r.Get("disk_bytes"), r.Get("remote_bytes")}
+		if _, seen := pts[k]; !seen {
+			keys = append(keys, k)
+		}
+		if x, y := r.Float("hbm_bytes"), r.Float(col); x > 0 && finite(y) {
+			pts[k] = append(pts[k], plotter.XY{X: x, Y: y})
+		}
+	}
+	title := fmt.Sprintf("Predicted %s vs HBM capacity\n(predicted; costs: %s)", what, cmp.Or(plan[0].Get("cost_source"), "unknown"))
+	f := newFigure(title, "HBM KV capacity", "predicted "+what+" (s)")
+	var xs []float64
+	for i, k := range keys {
+		slices.SortFunc(pts[k], func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+		label := fmt.Sprintf("dram %s, disk %s, remote %s (predicted)", capLabel(k.dram), capLabel(k.disk), capLabel(k.remote))
+		if err := f.line(pts[k], i, false, label); err != nil {
+			return err
+		}
+		for _, p := range pts[k] {
+			xs = append(xs, p.X)
+		}
+	}
+	if len(xs) == 0 {
+		res.Absent = append(res.Absent, "plan.csv has no predicted figure: plan plot not drawn")
+		return nil
+	}
+	if note != "" {
+		f.bandNote(note)
+	}
+	f.logX(bytesLabel, true)
+	f.ticksAt(xs, bytesLabel)
+	f.linearY(secLabel)
+	return emit(dir, "plan_ttft_p90", f, res)
+}
+
+func capLabel(s string) string {
+	if s == "inf" || s == "0" || s == "" {
+		return cmp.Or(s, "0")
+	}
+	return report.FmtBytes(atof(s))
+}
+
+func atof(s string) float64 {
+	var v float64
+	if _, err := fmt.Sscan(s, &v); err != nil {
+		return math.NaN()
+	}
+	return v
+}

@@ -1,0 +1,290 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// Cost sources, as every predicted figure is labelled.
+const (
+	SourceGPU      = "GPU measured"
+	SourceStandIn  = "host stand-in"
+	SourceSim      = "simulated"
+	SourceHTTPReal = "measured (HTTP)"
+)
+
+// planTiers are the tiers of a capacity plan in serving order, and the
+// sweep and probe tiers that measure them.
+var planTiers = []struct{ plan, sweep, probe string }{
+	{"hbm", "hbm", "gpu"},
+	{"dram", "host", "cpu"},
+	{"disk", "disk", ""},
+	{"remote", "remote", "remote"},
+	{"recompute", "recompute", "miss"},
+}
+
+// A PlanTierCost is the measured cost of serving tokens from one plan
+// tier, or why there is none.
+type PlanTierCost struct {
+	Tier     string // hbm, dram, disk, remote, recompute
+	Measured bool
+	Source   string // SourceGPU, SourceStandIn, SourceSim, SourceHTTPReal
+	Config   string // the configuration measured
+	Model    string // the formula the cost follows
+	Fit      *Fit   // device sweep: the fitted cost
+	// Points are the probe's TTFT p50 per prefix length, by length.
+	Points [][2]float64
+	Reason string // why not measured
+}
+
+// PlanCosts are the tier costs a capacity plan draws on: fitted from a
+// device sweep (α + bytes/rate per fetch tier, α + FLOPs/rate for
+// recompute), or the HTTP probe's TTFT per tier against prefix length.
+// A tier without a measurement is missing, never filled in.
+type PlanCosts struct {
+	Dir   string
+	Tiers []PlanTierCost // one per plan tier, in serving order
+	Model string         // the model the costs were measured for ("" unknown)
+	probe bool
+}
+
+// LoadPlanCosts returns the plan costs of a results directory: its sweep
+// when it has one with measured rows, else its probe.
+func LoadPlanCosts(run *Run) (*PlanCosts, error) {
+	c := &PlanCosts{Dir: run.Dir}
+	switch {
+	case anyOK(run.Rows("sweep")):
+		c.fromSweep(run.Rows("sweep"))
+	case anyOK(run.Rows("probe")):
+		c.probe = true
+		c.fromProbe(run.Rows("probe"))
+	default:
+		return nil, fmt.Errorf("%s: no measured sweep or probe rows to take tier costs from", run.Dir)
+	}
+	return c, nil
+}
+
+func anyOK(rows []results.Row) bool { return slices.ContainsFunc(rows, ok) }
+
+// fromSweep picks, per tier, the fit of the configuration closest to a
+// serving engine: a GPU backend before the stand-in, the layer-wise
+// layout, batched copies before per-chunk ones, contiguous last (an upper
+// bound, not a real layout).
+func (c *PlanCosts) fromSweep(rows []results.Row) {
+	fits, failed := Fits(rows)
+	c.Model = modelOf(rows)
+	for _, t := range planTiers {
+		pc := PlanTierCost{Tier: t.plan}
+		var cands []Fit
+		for _, f := range fits {
+			if f.Key.Tier == t.sweep {
+				cands = append(cands, f)
+			}
+		}
+		if len(cands) == 0 {
+			pc.Reason = missingReason(rows, failed, t.sweep)
+			c.Tiers = append(c.Tiers, pc)
+			continue
+		}
+		slices.SortStableFunc(cands, func(a, b Fit) int { return compareForPlan(a.Key, b.Key) })
+		f := cands[0]
+		pc.Measured, pc.Fit, pc.Config = true, &f, f.Key.Label()
+		pc.Source = SourceGPU
+		if IsStandIn(f.Key.Backend) {
+			pc.Source = SourceStandIn
+		}
+		pc.Model = "α + bytes/rate"
+		if f.Regressor == "flops" {
+			pc.Model = "α + FLOPs/rate (FLOPs of the recomputed positions)"
+		}
+		c.Tiers = append(c.Tiers, pc)
+	}
+}
+
+func compareForPlan(a, b SweepKey) int {
+	rank := func(s string, order ...string) int {
+		if i := slices.Index(order, s); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	stand := func(k SweepKey) int {
+		if IsStandIn(k.Backend) {
+			return 1
+		}
+		return 0
+	}
+	return cmp.Or(
+		cmp.Compare(stand(a), stand(b)),
+		cmp.Compare(rank(a.Layout, "layerwise", "blockwise", ""), rank(b.Layout, "layerwise", "blockwise", "")),
+		cmp.Compare(rank(a.Copy, "batch", "percopy", ""), rank(b.Copy, "batch", "percopy", "")),
+		compareSweepKey(a, b),
+	)
+}
+
+// missingReason says why a sweep tier has no fit: not run, every row
+// skipped (the first reason), or the fit failed.
+func missingReason(rows []results.Row, failed []string, tier string) string {
+	var reason string
+	n := 0
+	for _, r := range rows {
+		if r.Tier == tier {
+			n++
+			if reason == "" && r.Reason != "" {
+				reason = r.Reason
+			}
+		}
+	}
+	switch {
+	case n == 0:
+		return "not in these results (tier " + tier + " not run)"
+	case reason != "":
+		return "no measured rows: " + reason
+	}
+	for _, f := range failed {
+		if strings.HasPrefix(f, tier+" ") {
+			return "no fit: " + f
+		}
+	}
+	return "no measured rows"
+}
+
+func modelOf(rows []results.Row) string {
+	for _, r := range rows {
+		if ok(r) && r.Model != "" {
+			return r.Model
+		}
+	}
+	return ""
+}
+
+// fromProbe takes, per tier, the p50 TTFT of the verified rows at each
+// prefix length.
+func (c *PlanCosts) fromProbe(rows []results.Row) {
+	c.Model = modelOf(rows)
+	for _, t := range planTiers {
+		pc := PlanTierCost{Tier: t.plan, Model: "probe TTFT p50 vs L, linear between the measured L"}
+		byL := map[float64][]float64{}
+		sim := false
+		for _, r := range rows {
+			if t.probe != "" && r.Tier == t.probe && probeCounted(r) {
+				byL[float64(r.PrefixTokens)] = append(byL[float64(r.PrefixTokens)], probeTTFT(r))
+				sim = sim || r.Get("simulated") == "true"
+			}
+		}
+		if len(byL) == 0 {
+			pc.Reason = "no verified probe rows of tier " + cmp.Or(t.probe, t.plan)
+			c.Tiers = append(c.Tiers, pc)
+			continue
+		}
+		for L, ys := range byL {
+			pc.Points = append(pc.Points, [2]float64{L, Summarize(ys).P50})
+		}
+		sort.Slice(pc.Points, func(i, j int) bool { return pc.Points[i][0] < pc.Points[j][0] })
+		pc.Measured, pc.Config, pc.Source = true, "probe tier "+t.probe, SourceHTTPReal
+		if sim {
+			pc.Source = SourceSim
+		}
+		c.Tiers = append(c.Tiers, pc)
+	}
+}
+
+// tier returns the cost of a plan tier, nil when missing.
+func (c *PlanCosts) tier(name string) *PlanTierCost {
+	for i := range c.Tiers {
+		if c.Tiers[i].Tier == name && c.Tiers[i].Measured {
+			return &c.Tiers[i]
+		}
+	}
+	return nil
+}
+
+// Has reports whether tier has a measured cost.
+func (c *PlanCosts) Has(tier string) bool { return c.tier(tier) != nil }
+
+// Source names where the measured costs come from, joined with " + "
+// when the tiers differ.
+func (c *PlanCosts) Source() string {
+	var srcs []string
+	for _, t := range c.Tiers {
+		if t.Measured && !slices.Contains(srcs, t.Source) {
+			srcs = append(srcs, t.Source)
+		}
+	}
+	return strings.Join(srcs, " + ")
+}
+
+// Predict returns the predicted KV-load time and TTFT of a request of
+// input tokens served[tier] tokens from each plan tier ("recompute": the
+// tokens after the hit). From a sweep, load is the sum of one fetch per
+// tier that served tokens and has a cost (never below 0), and TTFT adds
+// the prefill of the recomputed positions; TTFT is NaN when a tier that served tokens
+// has no cost. From a probe, load is NaN (HTTP TTFT does not separate it)
+// and TTFT mixes the tiers' TTFT at the hit length by their share of the
+// hit, plus the miss TTFT's growth from the hit length to the input.
+func (c *PlanCosts) Predict(served map[string]int64, input int64) (load, ttft float64) {
+	missing := false
+	for _, t := range planTiers {
+		if served[t.plan] > 0 && !c.Has(t.plan) {
+			missing = true
+		}
+	}
+	if c.probe {
+		if missing {
+			return math.NaN(), math.NaN()
+		}
+		return math.NaN(), c.probeTTFT(served, input)
+	}
+	for _, t := range planTiers[:len(planTiers)-1] {
+		if n := served[t.plan]; n > 0 && c.Has(t.plan) {
+			// A fit's negative intercept would make a short fetch cost
+			// less than nothing.
+			f := c.tier(t.plan).Fit
+			load += max(0, f.Alpha+float64(n)*f.BlockBytes/float64(f.BlockTokens)/f.Rate)
+		}
+	}
+	if missing {
+		return load, math.NaN()
+	}
+	ttft = load
+	if n := served["recompute"]; n > 0 {
+		f := c.tier("recompute").Fit
+		ttft += max(0, f.Alpha+(f.Flops(input)-f.Flops(input-n))/f.Rate)
+	}
+	return load, ttft
+}
+
+func (c *PlanCosts) probeTTFT(served map[string]int64, input int64) float64 {
+	miss := c.tier("recompute").Points
+	hit := input - served["recompute"]
+	ttft := interpolate(miss, float64(input))
+	if hit == 0 {
+		return ttft
+	}
+	ttft -= interpolate(miss, float64(hit))
+	for _, t := range planTiers[:len(planTiers)-1] {
+		if n := served[t.plan]; n > 0 {
+			ttft += float64(n) / float64(hit) * interpolate(c.tier(t.plan).Points, float64(hit))
+		}
+	}
+	return ttft
+}
+
+// interpolate returns y at x on the polyline through pts (sorted by x),
+// extended along its end segments, never below 0.
+func interpolate(pts [][2]float64, x float64) float64 {
+	if len(pts) == 1 {
+		return pts[0][1]
+	}
+	i := sort.Search(len(pts), func(i int) bool { return pts[i][0] >= x })
+	i = min(max(i, 1), len(pts)-1)
+	a, b := pts[i-1], pts[i]
+	y := a[1] + (x-a[0])*(b[1]-a[1])/(b[0]-a[0])
+	return max(y, 0)
+}

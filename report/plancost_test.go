@@ -1,0 +1,123 @@
+package report
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/harness/sweep"
+	"github.com/kvtier/kvtier/report/reporttest"
+	"github.com/kvtier/kvtier/results"
+)
+
+// synthRun loads a synthetic results directory.
+func synthRun(t *testing.T, o reporttest.Options) *Run {
+	t.Helper()
+	dir := t.TempDir()
+	if err := reporttest.WriteDir(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	run, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func TestPlanCostsFromSweep(t *testing.T) {
+	t.Parallel()
+	run := synthRun(t, reporttest.Options{Seed: 3, Suites: []string{sweep.File}})
+	c, err := LoadPlanCosts(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The GPU configurations win over the stand-in, layer-wise batch over
+	// block-wise per-copy; there is no disk tier in the sweep.
+	want := map[string]string{"hbm": "hbm layerwise/batch", "dram": "host layerwise/batch", "remote": "remote layerwise/batch", "recompute": "recompute"}
+	for _, tier := range c.Tiers {
+		if tier.Tier == "disk" {
+			if tier.Measured || !strings.Contains(tier.Reason, "not in these results") {
+				t.Errorf("disk: %+v", tier)
+			}
+			continue
+		}
+		if !tier.Measured || tier.Source != SourceGPU || !strings.HasPrefix(tier.Config, want[tier.Tier]) {
+			t.Errorf("%s: %+v", tier.Tier, tier)
+		}
+	}
+	if c.Source() != SourceGPU || c.Model != "qwen3-coder-30b-a3b" || c.Has("disk") || !c.Has("hbm") {
+		t.Errorf("source %q model %q", c.Source(), c.Model)
+	}
+	// 1024 tokens from hbm, 2048 from dram, 1024 recomputed after them:
+	// the synthetic models within their 3 % noise.
+	load, ttft := c.Predict(map[string]int64{"hbm": 1024, "dram": 2048, "recompute": 1024}, 4096)
+	bpt := float64(reporttest.BlockBytes / reporttest.BlockTokens)
+	wantLoad := 12e-6 + 1024*bpt/1.6e12 + 25e-6 + 2048*bpt/50e9
+	wantTTFT := wantLoad + reporttest.RecomputeAlpha + (reporttest.Flops(4096)-reporttest.Flops(3072))/reporttest.RecomputeRate
+	if math.Abs(load/wantLoad-1) > 0.1 || math.Abs(ttft/wantTTFT-1) > 0.1 {
+		t.Errorf("load %g ttft %g, want about %g and %g", load, ttft, wantLoad, wantTTFT)
+	}
+	// A tier without a cost that serves tokens: TTFT is not predicted.
+	if _, ttft := c.Predict(map[string]int64{"disk": 16, "recompute": 16}, 32); !math.IsNaN(ttft) {
+		t.Errorf("disk served with no cost: TTFT %g", ttft)
+	}
+}
+
+func TestPlanCostsStandInAndMissing(t *testing.T) {
+	t.Parallel()
+	run := synthRun(t, reporttest.Options{Seed: 4, Suites: []string{sweep.File}})
+	var host []results.Row
+	for _, r := range run.Files[sweep.File] {
+		if r.Backend == "host" {
+			host = append(host, r)
+		}
+	}
+	run.Files[sweep.File] = host
+	c, err := LoadPlanCosts(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source() != SourceStandIn || c.Has("hbm") || !c.Has("dram") {
+		t.Fatalf("source %q, tiers %+v", c.Source(), c.Tiers)
+	}
+	for _, tier := range c.Tiers {
+		if tier.Tier == "hbm" && !strings.Contains(tier.Reason, "no measured rows") {
+			t.Errorf("hbm reason %q", tier.Reason)
+		}
+	}
+	load, ttft := c.Predict(map[string]int64{"hbm": 100, "dram": 100, "recompute": 0}, 200)
+	if !(load > 0) || !math.IsNaN(ttft) {
+		t.Errorf("load %g (dram only), ttft %g (hbm missing)", load, ttft)
+	}
+	if _, err := LoadPlanCosts(&Run{Dir: "x"}); err == nil {
+		t.Error("no rows: no error")
+	}
+}
+
+func TestPlanCostsFromProbe(t *testing.T) {
+	t.Parallel()
+	run := synthRun(t, reporttest.Options{Seed: 5, Suites: []string{probe.File}})
+	c, err := LoadPlanCosts(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source() != SourceHTTPReal || !c.Has("hbm") || !c.Has("recompute") || c.Has("disk") {
+		t.Fatalf("source %q tiers %+v", c.Source(), c.Tiers)
+	}
+	// A whole prompt served from one tier at a measured L is that tier's
+	// TTFT p50 there; a miss is the miss TTFT; load is not separable.
+	gpu := c.tier("hbm").Points
+	L := int64(gpu[1][0])
+	load, ttft := c.Predict(map[string]int64{"hbm": L}, L)
+	if !math.IsNaN(load) || math.Abs(ttft-gpu[1][1]) > 1e-12 {
+		t.Errorf("full GPU hit at %d: load %g ttft %g, want %g", L, load, ttft, gpu[1][1])
+	}
+	miss := c.tier("recompute").Points
+	if _, ttft := c.Predict(map[string]int64{"recompute": L}, L); math.Abs(ttft-interpolate(miss, float64(L))) > 1e-12 {
+		t.Errorf("miss at %d: %g", L, ttft)
+	}
+	if got := interpolate([][2]float64{{1, 1}, {3, 5}}, 5); got != 9 {
+		t.Errorf("extrapolation %g, want 9", got)
+	}
+}

@@ -1,0 +1,295 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+func init() {
+	RegisterSection(Section{Suite: "trace", Write: WriteTrace})
+	RegisterSection(Section{Suite: "plan", Write: WritePlan})
+}
+
+// FileWith returns the rows of the file of the named suite that has
+// column col: how a reader tells a suite's raw files apart without
+// importing the package that declares them.
+func (r *Run) FileWith(suite, col string) []results.Row {
+	s, ok := results.LookupSuite(suite)
+	if !ok {
+		return nil
+	}
+	for _, f := range s.Files {
+		if slices.Contains(f.Columns, col) {
+			return r.Files[f.Name]
+		}
+	}
+	return nil
+}
+
+// fmtShare renders a fraction as a percentage ("79.6 %"); "" for NaN.
+func fmtShare(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(100*x, 'f', 1, 64) + " %"
+}
+
+// traceFigures indexes one trace's rows of trace.csv by metric and stat.
+type traceFigures struct {
+	name string
+	rows []results.Row
+}
+
+func (f traceFigures) row(metric, stat string, match ...string) (results.Row, bool) {
+	for _, r := range f.rows {
+		if r.Get("metric") != metric || r.Get("stat") != stat {
+			continue
+		}
+		good := true
+		for i := 0; i+1 < len(match); i += 2 {
+			good = good && r.Get(match[i]) == match[i+1]
+		}
+		if good {
+			return r, true
+		}
+	}
+	return results.Row{}, false
+}
+
+func (f traceFigures) value(metric, stat string) float64 {
+	r, ok := f.row(metric, stat)
+	if !ok {
+		return math.NaN()
+	}
+	return r.Float("value")
+}
+
+// byTrace splits rows by their trace column, in order of first
+// appearance.
+func byTrace(rows []results.Row) []traceFigures {
+	var out []traceFigures
+	for _, r := range rows {
+		i := slices.IndexFunc(out, func(f traceFigures) bool { return f.name == r.Get("trace") })
+		if i < 0 {
+			out = append(out, traceFigures{name: r.Get("trace")})
+			i = len(out) - 1
+		}
+		out[i].rows = append(out[i].rows, r)
+	}
+	return out
+}
+
+// WriteTrace writes the trace section of a results directory: per trace
+// its requests, lengths and footprint, the APC ceiling and its reuse
+// split, the LRU knees (predicted by the LRU model) and working sets.
+func WriteTrace(w io.Writer, run *Run) {
+	for _, f := range byTrace(run.Rows("trace")) {
+		first := f.rows[0]
+		fmt.Fprintf(w, "#### Trace `%s`\n\n", f.name)
+		fmt.Fprintf(w, "%s format, %s tokens per hash id, model %s; %s.\n\n", first.Get("format"), first.Get("block_tokens"), orDash(first.Model), methodSentence(first))
+		writeTraceCounts(w, f)
+		writeTraceLengths(w, f)
+		writeTraceReuse(w, f)
+		writeTraceKnees(w, f)
+		writeTraceWindows(w, f)
+	}
+}
+
+func methodSentence(r results.Row) string {
+	if r.Get("method") == "exact" {
+		return "exact analysis (every block tracked)"
+	}
+	return fmt.Sprintf("SHARDS sampling (Waldspurger et al., FAST'15) of %s of the blocks in 8 hash-partitioned sub-samples: hit ratios within ±%s points (two standard errors of the sub-samples, the largest over capacities), capacities below 8/rate blocks not resolved",
+		fmtShare(r.Float("sample_rate")), sig(r.Float("error_pp")))
+}
+
+func writeTraceCounts(w io.Writer, f traceFigures) {
+	sess := commas(int64(f.value("sessions", "")))
+	if r, ok := f.row("sessions", ""); ok && r.Get("note") != "" {
+		sess = "unknown (" + r.Get("note") + ")"
+	}
+	fmt.Fprintf(w, "- %s requests, sessions: %s, over %s; %s block references, %s distinct\n",
+		commas(int64(f.value("requests", ""))), sess, fmtSec(f.value("span", "")),
+		commas(int64(f.value("block_refs", ""))), commas(int64(f.value("distinct_blocks", ""))))
+	if r, ok := f.row("malformed_lines", ""); ok && r.Float("value") > 0 {
+		fmt.Fprintf(w, "- %s\n", r.Get("note"))
+	}
+	if v := f.value("top1pct_sessions_input_share", ""); !math.IsNaN(v) {
+		fmt.Fprintf(w, "- the top 1 %% of sessions send %s of the input tokens\n", fmtShare(v))
+	}
+	fmt.Fprintln(w)
+}
+
+func writeTraceLengths(w io.Writer, f traceFigures) {
+	t := newTable("per request", "mean", "p50", "p90", "p99", "max")
+	for _, m := range []struct {
+		metric, label string
+		format        func(float64) string
+	}{
+		{"input_tokens", "input tokens", func(v float64) string { return commas(int64(math.Round(v))) }},
+		{"output_tokens", "output tokens", func(v float64) string { return commas(int64(math.Round(v))) }},
+		{"kv_footprint", "KV footprint of the input", fmtBytes},
+		{"think", "gap to the parent request", fmtSec},
+	} {
+		cells := []string{m.label}
+		for _, s := range []string{"mean", "p50", "p90", "p99", "max"} {
+			v := f.value(m.metric, s)
+			if math.IsNaN(v) {
+				cells = append(cells, t.dash("no request has a parent"))
+				continue
+			}
+			cells = append(cells, m.format(v))
+		}
+		t.add(cells...)
+	}
+	t.write(w)
+}
+
+func writeTraceReuse(w io.Writer, f traceFigures) {
+	fmt.Fprintf(w, "APC ceiling with an infinite cache (tokens in the leading run of blocks seen before): **%s any session**, %s within the session.",
+		fmtShare(f.value("apc_ceiling_any", "")), orDash(fmtShare(f.value("apc_ceiling_intra", ""))))
+	if v := f.value("reuse_intra", ""); !math.IsNaN(v) {
+		note := ""
+		if r, ok := f.row("reuse_shared", ""); ok {
+			note = " (" + r.Get("note") + ")"
+		}
+		fmt.Fprintf(w, " Its hits split into intra-session %s, cross-session %s, shared prefix %s%s.",
+			fmtShare(v), fmtShare(f.value("reuse_cross", "")), fmtShare(f.value("reuse_shared", "")), note)
+	} else {
+		fmt.Fprint(w, " The trace has no sessions, so its hits are not split by session.")
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+}
+
+func writeTraceKnees(w io.Writer, f traceFigures) {
+	touch := f.rows[0].Get("touch")
+	fmt.Fprintf(w, "LRU capacity knees, **predicted** by the LRU model (a request's blocks looked up at arrival, the hit is the leading run present, then its blocks touched %s): the smallest capacity per instance reaching 95 %% and 99 %% of the ceiling.\n\n", touch)
+	t := newTable("instances", "router", "knee 95 %", "tokens", "knee 99 %", "tokens")
+	for _, r := range f.rows {
+		if r.Get("metric") != "knee95" {
+			continue
+		}
+		r99, _ := f.row("knee99", "", "instances", r.Get("instances"), "route", r.Get("route"))
+		cells := []string{r.Get("instances"), orDash(r.Get("route"))}
+		for _, k := range []results.Row{r, r99} {
+			if k.Status != results.StatusOK {
+				cells = append(cells, t.dash(orDash(k.Reason)), Dash)
+				continue
+			}
+			cells = append(cells, fmtBytes(float64(k.Bytes)), commas(k.PrefixTokens))
+		}
+		t.add(cells...)
+	}
+	t.write(w)
+}
+
+func writeTraceWindows(w io.Writer, f traceFigures) {
+	var ws []string
+	for _, r := range f.rows {
+		if r.Get("metric") == "working_set_peak" {
+			ws = append(ws, fmt.Sprintf("%s in %s windows", fmtBytes(r.Float("value")), fmtSec(r.Float("window_s"))))
+		}
+	}
+	if len(ws) > 0 {
+		fmt.Fprintf(w, "Working set (distinct KV referenced in a sliding window, whole blocks), peak: %s.\n\n", strings.Join(ws, ", "))
+	}
+}
+
+// WritePlan writes the plan section: the tier costs used (or why a tier
+// has none) and, per capacity configuration, the share of tokens each
+// tier serves and the predicted KV-load time and TTFT.
+func WritePlan(w io.Writer, run *Run) {
+	plan := run.Rows("plan")
+	if len(plan) == 0 {
+		return
+	}
+	first := plan[0]
+	mode := "exclusive (a block lives in one tier; a tier's capacity adds to the faster ones')"
+	if first.Get("inclusive") == "true" {
+		mode = "inclusive (write-through: each tier holds the most recent blocks that fit it)"
+	}
+	fmt.Fprintf(w, "Every figure here is **predicted**: the trace's LRU stack distances (touch %s) combined with tier costs measured in `%s` (**%s**). Tiers are %s; a hit is the leading run of blocks some tier holds, each block served by the fastest tier holding it, the rest recomputed.\n\n",
+		first.Get("touch"), first.Get("costs"), orDash(first.Get("cost_source")), mode)
+	writePlanCosts(w, run.FileWith("plan", "alpha_s"))
+	t := newTable("trace", "HBM", "DRAM", "disk", "remote", "hit", "hbm %", "dram %", "disk %", "remote %", "recomputed %",
+		"pred. load p50", "pred. load p90", "pred. TTFT mean", "p50", "p90", "p99")
+	for _, r := range plan {
+		cells := []string{r.Get("trace")}
+		for _, tier := range []string{"hbm", "dram", "disk", "remote"} {
+			cells = append(cells, fmtCapacity(r.Get(tier+"_bytes")))
+		}
+		cells = append(cells, fmtShare(r.Float("hit_ratio")))
+		for _, tier := range []string{"hbm", "dram", "disk", "remote", "recompute"} {
+			cells = append(cells, fmtShare(r.Float("frac_"+tier)))
+		}
+		load := []string{fmtSec(r.Float("load_p50_s")), fmtSec(r.Float("load_p90_s"))}
+		if ex := r.Get("load_excludes"); ex != "" {
+			n := t.note("excludes the fetches from " + strings.ReplaceAll(ex, ";", ", ") + ": no measured cost (a lower bound)")
+			load[0], load[1] = load[0]+" "+n, load[1]+" "+n
+		}
+		cells = append(cells, load...)
+		for _, s := range []string{"mean", "p50", "p90", "p99"} {
+			v := r.Float("ttft_" + s + "_s")
+			switch {
+			case !math.IsNaN(v):
+				cells = append(cells, fmtSec(v))
+			case r.Get("missing") != "":
+				cells = append(cells, t.dash("not predicted: no measured cost for "+strings.ReplaceAll(r.Get("missing"), ";", ", ")))
+			default:
+				cells = append(cells, t.dash("the costs give no TTFT"))
+			}
+		}
+		t.add(cells...)
+	}
+	t.write(w)
+}
+
+// writePlanCosts lists the cost of every plan tier, or why it is missing.
+func writePlanCosts(w io.Writer, rows []results.Row) {
+	if len(rows) == 0 {
+		return
+	}
+	t := newTable("tier", "cost", "source", "measured configuration", "α", "rate")
+	var missing []string
+	for _, r := range rows {
+		if r.Get("measured") != "true" {
+			t.add(r.Tier, t.dash(r.Reason), Dash, Dash, Dash, Dash)
+			missing = append(missing, r.Tier)
+			continue
+		}
+		rate := sig(r.Float("rate")/1e9) + " GB/s"
+		if r.Get("rate_unit") == "FLOP/s" {
+			rate = sig(r.Float("rate")/1e12) + " TFLOP/s"
+		}
+		if math.IsNaN(r.Float("rate")) {
+			rate = t.dash("probe TTFT points, no rate")
+		}
+		t.add(r.Tier, r.Get("formula"), r.Get("source"), r.Get("config"), fmtSec(r.Float("alpha_s")), rate)
+	}
+	t.write(w)
+	if len(missing) > 0 {
+		fmt.Fprintf(w, "Missing tier costs: %s. They are not filled in: a configuration that needs one has no predicted TTFT.\n\n", strings.Join(missing, ", "))
+	}
+}
+
+// fmtCapacity renders a capacity cell of plan.csv: bytes or "inf".
+func fmtCapacity(s string) string {
+	if s == "inf" || s == "" {
+		return s
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return s
+	}
+	if n == 0 {
+		return "0"
+	}
+	return fmtBytes(n)
+}

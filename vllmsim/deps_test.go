@@ -1,0 +1,33 @@
+package vllmsim
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// The simulator is cgo-free: it links no driver, verbs or NVML package,
+// so it builds and runs where none of them exist.
+func TestNoNativeDependencies(t *testing.T) {
+	t.Parallel()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(goBin, "list", "-deps", "-f", "{{.ImportPath}} {{len .CgoFiles}}", ".").CombinedOutput()
+	if err != nil {
+		t.Skipf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, ncgo, _ := strings.Cut(line, " ")
+		for _, bad := range []string{"kvtier/cuda", "kvtier/rdma", "kvtier/csrc", "kvtier/tiers", "kvtier/harness", "go-nvml"} {
+			if strings.Contains(path, bad) {
+				t.Errorf("vllmsim depends on %s", path)
+			}
+		}
+		// The standard library's own cgo (runtime/cgo, the net resolver)
+		// is not a native library kvtier loads.
+		if ncgo != "0" && strings.Contains(path, ".") {
+			t.Errorf("vllmsim depends on %s, which has cgo files", path)
+		}
+	}
+}

@@ -3,11 +3,13 @@ package diskio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -310,5 +312,36 @@ func TestTmpfsIsMemory(t *testing.T) {
 	}
 	if r := fs.MemoryReason(dir); !strings.Contains(r, "tmpfs") || !strings.Contains(r, "not a disk") {
 		t.Errorf("tmpfs reason %q", r)
+	}
+}
+
+// TestHugePages checks that memory HugePages accepts is backed by huge
+// pages (AnonHugePages of its mapping in /proc/self/smaps).
+func TestHugePages(t *testing.T) {
+	t.Parallel()
+	b := buffer(t, 8<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	if err := HugePages(b); err != nil {
+		t.Skipf("the kernel declined huge pages here: %v", err)
+	}
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip(err)
+	}
+	start := fmt.Sprintf("%x-", uintptr(unsafe.Pointer(&b[0])))
+	var huge int
+	in := false
+	for _, l := range strings.Split(string(smaps), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			in = strings.HasPrefix(l, start)
+		}
+		if in && strings.HasPrefix(l, "AnonHugePages:") {
+			fmt.Sscanf(strings.TrimPrefix(l, "AnonHugePages:"), "%d", &huge)
+		}
+	}
+	if huge < 2048 {
+		t.Errorf("HugePages succeeded but the mapping has %d kB of huge pages", huge)
 	}
 }

@@ -75,3 +75,23 @@ func (fs FS) MemoryReason(dir string) string {
 
 // ErrNoSpace says a write found the filesystem full.
 var ErrNoSpace = errors.New("no space left on the filesystem")
+
+// HugePages asks the kernel to back b, anonymous memory not yet pinned,
+// with transparent huge pages: MADV_HUGEPAGE, then MADV_COLLAPSE (Linux
+// 6.1) for pages already there. A read into a huge page is one
+// physically contiguous DMA segment instead of one per 4 KiB page, as
+// it is into a GPU's memory or a driver's pinned pool; in a virtual
+// machine each segment costs the host a copy of its own. It is best
+// effort: the error says the kernel declined, and b is unchanged then.
+func HugePages(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if err := unix.Madvise(b, unix.MADV_HUGEPAGE); err != nil {
+		return fmt.Errorf("madvise MADV_HUGEPAGE: %w", err)
+	}
+	if err := unix.Madvise(b, unix.MADV_COLLAPSE); err != nil {
+		return fmt.Errorf("madvise MADV_COLLAPSE: %w", err)
+	}
+	return nil
+}

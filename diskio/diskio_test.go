@@ -11,8 +11,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/kvtier/kvtier/diskio/disktest"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
@@ -20,17 +18,7 @@ import (
 
 const seed = 42
 
-// buffer returns n bytes of anonymous memory, off the Go heap as a
-// backend's buffer is.
-func buffer(t *testing.T, n int) []byte {
-	t.Helper()
-	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Munmap(b) })
-	return b
-}
+func buffer(t *testing.T, n int) []byte { return disktest.Buffer(t, n) }
 
 // patternFile writes a pattern file of size bytes in a new directory.
 func patternFile(t *testing.T, size int64) string {

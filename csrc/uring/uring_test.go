@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/kvtier/kvtier/diskio/disktest"
 )
 
 // open returns a ring or skips the test where the kernel refuses one.
@@ -47,16 +47,6 @@ func dataFile(t *testing.T, n int) (*os.File, []byte) {
 	return f, data
 }
 
-func mapped(t *testing.T, n int) []byte {
-	t.Helper()
-	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Munmap(b) })
-	return b
-}
-
 func TestReqLayout(t *testing.T) {
 	t.Parallel()
 	var r Req
@@ -86,7 +76,7 @@ func TestReadMatchesPread(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := open(t, 64)
-			buf := mapped(t, chunk*chunks)
+			buf := disktest.Buffer(t, chunk*chunks)
 			rng := rand.New(rand.NewPCG(3, uint64(tc.depth)))
 			src := rng.Perm(chunks * 2)[:chunks]
 			dst := rng.Perm(chunks)
@@ -124,7 +114,7 @@ func TestReadFailures(t *testing.T) {
 	t.Parallel()
 	f, _ := dataFile(t, 8192)
 	r := open(t, 8)
-	buf := mapped(t, 3*4096)
+	buf := disktest.Buffer(t, 3*4096)
 	addr := func(i int) uintptr { return uintptr(unsafe.Pointer(&buf[i*4096])) }
 	short := []Req{{Off: 0, Addr: addr(0), Len: 4096, Buf: -1}, {Off: 4096, Addr: addr(1), Len: 4096, Buf: -1}, {Off: 6144, Addr: addr(2), Len: 4096, Buf: -1}}
 	var ue *Error

@@ -1,5 +1,7 @@
-// Package disktest mounts small filesystems for tests of the disk tier's
-// failure paths: a loop-mounted ext4 that fills up, and a tmpfs. Mount
+// Package disktest holds what the disk tier's tests share: small
+// filesystems for its failure paths (a loop-mounted ext4 that fills up,
+// a tmpfs), buffers off the Go heap, and a count of a file's pages in
+// the page cache. Mount
 // points are named kvtier-disk-* under the test's temporary directory
 // and unmounted when the test ends. Tests that need them are skipped
 // where the process cannot mount (not root, no loop devices).
@@ -73,6 +75,19 @@ func need(t testing.TB, cmds ...string) {
 			t.Skipf("disktest: no %s", c)
 		}
 	}
+}
+
+// Buffer returns n bytes of anonymous memory, off the Go heap as the
+// backends' buffers are (so it may be registered with a ring), unmapped
+// when the test ends.
+func Buffer(t testing.TB, n int) []byte {
+	t.Helper()
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(b) })
+	return b
 }
 
 // Resident counts the pages of the file at path that are in the page

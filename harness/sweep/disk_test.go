@@ -1,9 +1,7 @@
 package sweep
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,8 +9,6 @@ import (
 	"github.com/kvtier/kvtier/csrc/cufilewrap/cufiletest"
 	"github.com/kvtier/kvtier/cuda/cudatest"
 	"github.com/kvtier/kvtier/diskio/disktest"
-	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
 )
@@ -24,16 +20,8 @@ const diskConfig = `{"num_hidden_layers":2,"num_attention_heads":4,"num_key_valu
 
 func diskOptions(t *testing.T, io string, cached bool) Options {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(p, []byte(diskConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	o := DefaultOptions()
-	g, err := kv.Resolve("", p, kv.DefaultBlockTokens)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Geometry, o.Tiers, o.Prefixes = g, []string{"disk"}, []int{256, 64}
+	o.Geometry, o.Tiers, o.Prefixes = geometryOf(t, diskConfig), []string{"disk"}, []int{256, 64}
 	o.Copy = []tiers.CopyMode{tiers.PerCopy, tiers.Batch, tiers.Contiguous}
 	o.Policy.Reps, o.Policy.Warmup = 3, 1
 	d := o.TierOptions["disk"].(*tiers.DiskOptions)
@@ -124,29 +112,15 @@ func TestSweepDiskRefused(t *testing.T) {
 func TestSweepDiskCUDA(t *testing.T) {
 	t.Parallel()
 	libs := cudatest.Build(t)
-	o := diskOptions(t, "uring,pread,cufile", false)
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	b, _, err := tiers.OpenBackend(context.Background(), "cuda", tiers.BackendConfig{NUMA: -1,
 		LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS, LibCUFile: cufiletest.Build(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	dir := filepath.Join(t.TempDir(), "out")
-	out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, "/", nil)
+	_, rows, err, log := runSweepOn(t, context.Background(), diskOptions(t, "uring,pread,cufile", false), b)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	serr := Run(context.Background(), o, b, out, &log)
-	if err := out.Close(serr != nil); err != nil || serr != nil {
-		t.Fatalf("%v %v\n%s", serr, err, log.String())
-	}
-	rows, _, err := results.ReadCSV(filepath.Join(dir, File))
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, log)
 	}
 	paths := map[string]int{}
 	for _, r := range rows {

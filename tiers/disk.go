@@ -390,7 +390,12 @@ func (t *diskTier) Setup(ctx context.Context, maxBlocks int) error {
 		return err
 	}
 	if t.v.cached {
-		if err := t.reader.Read(ctx, t.f, t.plan); err != nil {
+		// What fetches of the largest prefix read, into the page cache.
+		reads, _, err := t.reads(Prefix{Blocks: maxBlocks})
+		if err == nil {
+			err = t.reader.Read(ctx, t.f, reads)
+		}
+		if err != nil {
 			return fmt.Errorf("disk: filling the page cache: %w", err)
 		}
 	}

@@ -70,7 +70,7 @@ func (c Config) label(prefix string) string {
 	if c.Variant != "" {
 		name += "/" + c.Variant
 	}
-	return fmt.Sprintf("%-9s %-9s %-10s %-12s", name, l, m, prefix)
+	return fmt.Sprintf("%-16s %-9s %-10s %-12s", name, l, m, prefix)
 }
 
 // row returns the columns every row of the configuration at p shares.

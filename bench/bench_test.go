@@ -209,7 +209,7 @@ func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec
 	v tiers.Variant, run runState) {
 	g := cfg.geom
 	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Seed: 1, Options: v.Options, Log: os.Stderr,
-		Scratch: run.scratch, Shared: run.shared}
+		LibIBVerbs: env("KVTIER_LIBIBVERBS", ""), Scratch: run.scratch, Shared: run.shared}
 	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Variant: v.Name, Geom: g, Seed: 1}
 	defer c.Tier.Close()
 	if reason := c.Tier.Available(); reason != "" {

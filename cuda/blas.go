@@ -1,109 +1,116 @@
 package cuda
 
-/*
-#include <stdlib.h>
-#include "cudawrap.h"
-#include "cublaswrap.h"
-
-static int kv_blas_ctx(kv_cuda *L, CUcontext ctx, kv_cublas_err *e)
-{
-	CUresult r = L->cuCtxSetCurrent(ctx);
-	if (r != 0) {
-		e->op = "cuCtxSetCurrent";
-		e->code = r;
-	}
-	return r;
-}
-*/
-import "C"
-
 import (
-	"errors"
 	"fmt"
-	"os"
-	"sync"
+	"strings"
 	"unsafe"
+
+	"github.com/kvtier/kvtier/csrc/cublaswrap"
 )
 
 // BLAS is a loaded libcublas.
 type BLAS struct {
-	b    *C.kv_cublas
+	b    *cublaswrap.Lib
 	Path string
 }
 
-var loadedBLAS struct {
-	once sync.Once
-	b    *BLAS
-	err  error
-}
-
-// LoadBLAS opens libcublas once: $KVTIER_LIBCUBLAS if set, else
-// libcublas.so.13, .12, .11.
-func LoadBLAS() (*BLAS, error) {
-	loadedBLAS.once.Do(func() {
-		loadedBLAS.b, loadedBLAS.err = OpenBLAS(os.Getenv("KVTIER_LIBCUBLAS"))
-	})
-	return loadedBLAS.b, loadedBLAS.err
-}
-
-// OpenBLAS loads the cuBLAS library at path ("" for the usual sonames).
-// Each call loads its own copy; most callers want LoadBLAS.
-func OpenBLAS(path string) (*BLAS, error) {
-	var cpath *C.char
-	if path != "" {
-		cpath = C.CString(path)
-		defer C.free(unsafe.Pointer(cpath))
+// BLASNames lists the libcublas sonames OpenBLAS tries for a driver of
+// CUDA version driverVersion: the driver's major first, then older majors
+// down to 11. A cuBLAS newer than the driver cannot create a handle (its
+// runtime needs a driver of at least its own major), so newer majors come
+// only where the driver's version is unknown (0): 13, 12, 11.
+func BLASNames(driverVersion int) []string {
+	major := driverVersion / 1000
+	if major < 11 {
+		major = 0
 	}
-	var e C.kv_cublas_err
-	b := C.kv_cublas_load(cpath, &e)
-	if b == nil {
-		return nil, &Error{Op: C.GoString(e.op), Code: int(e.code), Msg: C.GoString(&e.msg[0])}
+	var names []string
+	if major == 0 {
+		for m := 13; m >= 11; m-- {
+			names = append(names, fmt.Sprintf("libcublas.so.%d", m))
+		}
+		return names
 	}
-	return &BLAS{b: b, Path: C.GoString(&b.path[0])}, nil
+	for m := major; m >= 11; m-- {
+		names = append(names, fmt.Sprintf("libcublas.so.%d", m))
+	}
+	return names
 }
 
-// Close unloads a library from OpenBLAS; its handles must be gone.
-func (b *BLAS) Close() error {
-	if b.b != nil {
-		C.kv_cublas_unload(b.b)
-		b.b = nil
+// OpenBLAS returns cuBLAS for a driver of CUDA version driverVersion:
+// the library at path when path is not "", else the first of
+// BLASNames(driverVersion) that loads. Each path is loaded once for the
+// life of the process; later calls return the same library or error.
+func OpenBLAS(path string, driverVersion int) (*BLAS, error) {
+	names := []string{path}
+	if path == "" {
+		names = BLASNames(driverVersion)
 	}
-	return nil
+	var tried []string
+	for _, n := range names {
+		b, err := openBLAS(n)
+		if err == nil {
+			return b, nil
+		}
+		tried = append(tried, err.Error())
+	}
+	msg := fmt.Sprintf("cannot load libcublas (tried %s)", strings.Join(tried, "; "))
+	if path == "" && driverVersion > 0 {
+		msg = fmt.Sprintf("cannot load libcublas for driver CUDA %s (tried %s)", FormatVersion(driverVersion), strings.Join(tried, "; "))
+	}
+	return nil, &Error{Op: "dlopen", Code: cublaswrap.CodeNoLibrary, Msg: msg}
 }
 
-func (b *BLAS) err(rc C.int, e *C.kv_cublas_err) error {
-	if rc == 0 {
+// openBLAS loads one path once; the error names the path and why.
+func openBLAS(path string) (*BLAS, error) {
+	loaded.Lock()
+	defer loaded.Unlock()
+	if r, ok := loaded.blas[path]; ok {
+		return r.v, r.err
+	}
+	var r loadResult[*BLAS]
+	if b, st := cublaswrap.Load(path); st.OK() {
+		r.v = &BLAS{b: b, Path: b.Path}
+	} else if st.Code == cublaswrap.CodeNoSymbol {
+		r.err = fmt.Errorf("%s", st.Msg)
+	} else {
+		r.err = fmt.Errorf("%s: %s", path, st.Msg)
+	}
+	loaded.blas[path] = r
+	return r.v, r.err
+}
+
+func (b *BLAS) err(st cublaswrap.Status, d *Driver) error {
+	if st.OK() {
 		return nil
 	}
-	err := &Error{Op: C.GoString(e.op), Code: int(e.code)}
-	if n := C.kv_cublas_status_name(b.b, e.code); n != nil && err.Op != "cuCtxSetCurrent" {
-		err.Name = C.GoString(n)
+	err := &Error{Op: st.Op, Code: st.Code, Msg: st.Msg}
+	if st.Op == "cuCtxSetCurrent" {
+		err.Name, err.Msg = d.l.ErrorName(st.Code)
+	} else {
+		err.Name = b.b.StatusName(st.Code)
 	}
 	return err
 }
 
-// A Handle is a cuBLAS handle bound to a stream.
+// A Handle is a cuBLAS handle of one context, bound to a stream. Every
+// call through it makes that context current in the same C call.
 type Handle struct {
 	b       *BLAS
 	s       *Stream
-	h       C.cublasHandle_t
+	h       *cublaswrap.Handle
 	Version int // cublasGetVersion, e.g. 120900
 }
 
 // NewHandle creates a cuBLAS handle on s's context that issues its work
 // on s.
 func (b *BLAS) NewHandle(s *Stream) (*Handle, error) {
-	var e C.kv_cublas_err
 	c := s.c
-	if err := b.err(C.kv_blas_ctx(c.d.l, c.ctx, &e), &e); err != nil {
+	h, v, st := b.b.Create(c.d.l.SetCtxFunc(), unsafe.Pointer(c.ctx), unsafe.Pointer(s.s))
+	if err := b.err(st, c.d); err != nil {
 		return nil, err
 	}
-	var h C.cublasHandle_t
-	var v C.int
-	if err := b.err(C.kv_cublas_create(b.b, &h, C.kv_blas_stream(unsafe.Pointer(s.s)), &v, &e), &e); err != nil {
-		return nil, err
-	}
-	return &Handle{b: b, s: s, h: h, Version: int(v)}, nil
+	return &Handle{b: b, s: s, h: h, Version: v}, nil
 }
 
 // Destroy releases the handle.
@@ -111,23 +118,15 @@ func (h *Handle) Destroy() error {
 	if h.h == nil {
 		return nil
 	}
-	var e C.kv_cublas_err
-	c := h.s.c
-	if err := h.b.err(C.kv_blas_ctx(c.d.l, c.ctx, &e), &e); err != nil {
-		return err
-	}
 	x := h.h
 	h.h = nil
-	return h.b.err(C.kv_cublas_destroy(h.b.b, x, &e), &e)
+	return h.b.err(h.b.b.Destroy(x), h.s.c.d)
 }
 
 // A Gemm is C[M×N] = A[M×K]·B[K×N] in row-major bf16 with fp32
 // accumulation, Batch times over consecutive matrices (strided batch);
 // A, B and C are device pointers.
-type Gemm struct {
-	M, N, K, Batch int
-	A, B, C        uint64
-}
+type Gemm = cublaswrap.Gemm
 
 // Gemms issues ops on the handle's stream in one cgo call and returns
 // how many were issued before an error.
@@ -140,24 +139,12 @@ func (h *Handle) Gemms(ops []Gemm) (int, error) {
 			return 0, fmt.Errorf("cuda: gemm %dx%dx%d", g.M, g.N, g.K)
 		}
 	}
-	arr := (*C.kv_gemm)(C.calloc(C.size_t(len(ops)), C.size_t(unsafe.Sizeof(C.kv_gemm{}))))
-	if arr == nil {
-		return 0, errors.New("cuda: out of memory for gemm list")
-	}
-	defer C.free(unsafe.Pointer(arr))
-	cs := unsafe.Slice(arr, len(ops))
-	for i, g := range ops {
-		cs[i] = C.kv_gemm{m: C.int(g.M), n: C.int(g.N), k: C.int(g.K), batch: C.int(max(g.Batch, 1)),
-			a: C.uint64_t(g.A), b: C.uint64_t(g.B), c: C.uint64_t(g.C)}
-	}
-	var e C.kv_cublas_err
-	c := h.s.c
-	if err := h.b.err(C.kv_blas_ctx(c.d.l, c.ctx, &e), &e); err != nil {
+	done, st, err := h.b.b.Gemms(h.h, ops)
+	if err != nil {
 		return 0, err
 	}
-	var done C.size_t
-	if err := h.b.err(C.kv_cublas_gemms(h.b.b, h.h, arr, C.size_t(len(ops)), &done, &e), &e); err != nil {
-		return int(done), fmt.Errorf("gemm %d of %d: %w", int(done), len(ops), err)
+	if err := h.b.err(st, h.s.c.d); err != nil {
+		return done, fmt.Errorf("gemm %d of %d: %w", done, len(ops), err)
 	}
 	return len(ops), nil
 }

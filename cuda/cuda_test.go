@@ -25,7 +25,6 @@ func open(t *testing.T, env map[string]string, opts ...cudatest.Option) (*cuda.D
 	if err != nil {
 		t.Fatalf("open fake driver: %v", err)
 	}
-	t.Cleanup(func() { d.Close() })
 	return d, libs
 }
 
@@ -59,20 +58,36 @@ func TestOpenMissingLibrary(t *testing.T) {
 	if !errors.Is(err, cuda.ErrNoDriver) {
 		t.Errorf("error %v is not ErrNoDriver", err)
 	}
-	for _, want := range []string{"cannot load libcuda.so.1", "tried KVTIER_LIBCUDA=" + bad, "No such file"} {
+	for _, want := range []string{"cannot load libcuda", "tried " + bad, "No such file"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+	if _, again := cuda.Open(bad); again != err {
+		t.Errorf("second Open of %s: %v, want the first error again", bad, again)
+	}
+}
+
+// TestOpenOncePerPath: a path is loaded once per process; another path is
+// another library.
+func TestOpenOncePerPath(t *testing.T) {
+	d, libs := open(t, nil)
+	again, err := cuda.Open(libs.CUDA)
+	if err != nil || again != d {
+		t.Fatalf("second Open of %s = %p, %v; want the first driver %p", libs.CUDA, again, err, d)
+	}
+	other, _ := open(t, nil)
+	if other == d {
+		t.Fatal("two library files share one driver")
 	}
 }
 
 func TestOpenDefaultNameListsTried(t *testing.T) {
 	d, err := cuda.Open("")
 	if err == nil {
-		d.Close()
-		t.Skip("a CUDA driver is installed here")
+		t.Skipf("a CUDA driver is installed here (%s)", d.Path)
 	}
-	if !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "tried KVTIER_LIBCUDA unset, libcuda.so.1") {
+	if !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "tried libcuda.so.1") {
 		t.Errorf("error %q does not list the paths tried", err)
 	}
 }
@@ -109,8 +124,7 @@ func TestLoaderVersions(t *testing.T) {
 			d, err := cuda.Open(libs.CUDA)
 			if tt.wantErr != "" {
 				if err == nil {
-					d.Close()
-					t.Fatalf("loaded; want error %q", tt.wantErr)
+					t.Fatalf("loaded %s; want error %q", d.Path, tt.wantErr)
 				}
 				if !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %q, want %q", err, tt.wantErr)
@@ -120,7 +134,6 @@ func TestLoaderVersions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer d.Close()
 			for sym, want := range tt.has {
 				if got := d.Has(sym); got != want {
 					t.Errorf("Has(%s) = %v, want %v", sym, got, want)
@@ -519,6 +532,23 @@ func TestDMABuf(t *testing.T) {
 	if _, err := c.DMABuf(m.Ptr()+8, 100); err == nil {
 		t.Error("unaligned export accepted")
 	}
+	// A small allocation comes from the driver's sub-allocator: it does
+	// not start on a page, and its range is what was asked for.
+	small, err := c.AllocDevice(3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Free()
+	base, size, err := c.AddressRange(small.Ptr() + 100)
+	if err != nil || base != small.Ptr() || size != 3000 {
+		t.Errorf("AddressRange inside a 3000-byte allocation = %#x, %d, %v; want %#x, 3000", base, size, err, small.Ptr())
+	}
+	if small.Ptr()%uint64(os.Getpagesize()) == 0 {
+		t.Errorf("small allocation %#x is page aligned: the fake no longer models sub-allocation", small.Ptr())
+	}
+	if _, err := c.DMABuf(small.Ptr()&^uint64(os.Getpagesize()-1), int64(os.Getpagesize())); err == nil {
+		t.Error("export of a page reaching outside the allocation accepted")
+	}
 
 	d2, _ := open(t, map[string]string{"FAKECUDA_HIDE": "cuMemGetHandleForAddressRange"})
 	c2, _ := context(t, d2)
@@ -537,11 +567,10 @@ func bf16(f float32) uint16 { return uint16(mathFloat32bits(f) >> 16) }
 func TestGemm(t *testing.T) {
 	d, libs := open(t, nil)
 	c, s := context(t, d)
-	b, err := cuda.OpenBLAS(libs.CUBLAS)
+	b, err := cuda.OpenBLAS(libs.CUBLAS, d.Version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
 	h, err := b.NewHandle(s)
 	if err != nil {
 		t.Fatal(err)
@@ -602,8 +631,9 @@ func TestGemm(t *testing.T) {
 }
 
 func TestOpenBLASMissing(t *testing.T) {
-	_, err := cuda.OpenBLAS(filepath.Join(t.TempDir(), "libcublas.so.12"))
-	if !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "cannot load libcublas (tried KVTIER_LIBCUBLAS=") {
+	bad := filepath.Join(t.TempDir(), "libcublas.so.12")
+	_, err := cuda.OpenBLAS(bad, 12080)
+	if !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "cannot load libcublas (tried "+bad+": ") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -1,31 +1,29 @@
 package cuda
 
-/*
-#include "cudawrap.h"
-*/
-import "C"
-
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kvtier/kvtier/csrc/cudawrap"
 )
 
 // An Attr is a CUdevice_attribute.
 type Attr int
 
-// Device attributes kvtier reads (values from CUDA's cuda.h).
+// Device attributes kvtier reads (values from CUDA's cuda.h, checked
+// against NVIDIA's headers by csrc's ABI test).
 const (
-	AttrMultiprocessorCount  Attr = 16
-	AttrPCIBusID             Attr = 33
-	AttrPCIDeviceID          Attr = 34
-	AttrAsyncEngineCount     Attr = 40
-	AttrUnifiedAddressing    Attr = 41
-	AttrPCIDomainID          Attr = 50
-	AttrComputeCapMajor      Attr = 75
-	AttrComputeCapMinor      Attr = 76
-	AttrCanUseStreamMemOps   Attr = 92 // _V1 in CUDA 12 headers; see CanHoldStreams
-	AttrGPUDirectRDMASupport Attr = 116
-	AttrDMABufSupported      Attr = 124
+	AttrMultiprocessorCount  Attr = cudawrap.AttrMultiprocessorCount
+	AttrPCIBusID             Attr = cudawrap.AttrPCIBusID
+	AttrPCIDeviceID          Attr = cudawrap.AttrPCIDeviceID
+	AttrAsyncEngineCount     Attr = cudawrap.AttrAsyncEngineCount
+	AttrUnifiedAddressing    Attr = cudawrap.AttrUnifiedAddressing
+	AttrPCIDomainID          Attr = cudawrap.AttrPCIDomainID
+	AttrComputeCapMajor      Attr = cudawrap.AttrComputeCapMajor
+	AttrComputeCapMinor      Attr = cudawrap.AttrComputeCapMinor
+	AttrCanUseStreamMemOps   Attr = cudawrap.AttrCanUseStreamMemOps // _V1 in CUDA 12 headers; see CanHoldStreams
+	AttrGPUDirectRDMASupport Attr = cudawrap.AttrGPUDirectRDMASupport
+	AttrDMABufSupported      Attr = cudawrap.AttrDMABufSupported
 )
 
 // DeviceInfo describes one device as the driver sees it.
@@ -40,29 +38,24 @@ type DeviceInfo struct {
 
 // DeviceCount is the number of CUDA devices.
 func (d *Driver) DeviceCount() (int, error) {
-	var n C.int
-	var e C.kv_cuda_err
-	if err := d.err(C.kv_cuda_device_count(d.l, &n, &e), &e); err != nil {
+	n, st := d.l.DeviceCount()
+	if err := d.err(st); err != nil {
 		return 0, err
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // Device describes device ordinal.
 func (d *Driver) Device(ordinal int) (DeviceInfo, error) {
-	var name [256]C.char
-	var bus [64]C.char
-	var total C.size_t
-	var e C.kv_cuda_err
-	rc := C.kv_cuda_device_info(d.l, C.int(ordinal), &name[0], C.int(len(name)), &bus[0], C.int(len(bus)), &total, &e)
-	if err := d.err(rc, &e); err != nil {
+	name, bus, total, st := d.l.DeviceInfo(ordinal)
+	if err := d.err(st); err != nil {
 		return DeviceInfo{}, fmt.Errorf("device %d: %w", ordinal, err)
 	}
 	info := DeviceInfo{
 		Ordinal:     ordinal,
-		Name:        C.GoString(&name[0]),
-		BusID:       strings.ToLower(C.GoString(&bus[0])),
-		MemoryBytes: int64(total),
+		Name:        name,
+		BusID:       strings.ToLower(bus),
+		MemoryBytes: total,
 		Attrs:       map[Attr]int{},
 	}
 	for _, a := range []Attr{AttrMultiprocessorCount, AttrPCIBusID, AttrPCIDeviceID, AttrPCIDomainID,
@@ -77,12 +70,11 @@ func (d *Driver) Device(ordinal int) (DeviceInfo, error) {
 
 // Attribute reads one device attribute.
 func (d *Driver) Attribute(ordinal int, a Attr) (int, error) {
-	var v C.int
-	var e C.kv_cuda_err
-	if err := d.err(C.kv_cuda_device_attr(d.l, C.int(ordinal), C.int(a), &v, &e), &e); err != nil {
+	v, st := d.l.DeviceAttr(ordinal, int(a))
+	if err := d.err(st); err != nil {
 		return 0, err
 	}
-	return int(v), nil
+	return v, nil
 }
 
 // CanHoldStreams reports whether a stream can wait on a host-mapped flag
@@ -101,14 +93,13 @@ func (d *Driver) CanHoldStreams(info DeviceInfo) bool {
 type Context struct {
 	d       *Driver
 	ordinal int
-	ctx     C.CUcontext
+	ctx     cudawrap.Ctx
 }
 
 // PrimaryContext retains device ordinal's primary context.
 func (d *Driver) PrimaryContext(ordinal int) (*Context, error) {
-	var ctx C.CUcontext
-	var e C.kv_cuda_err
-	if err := d.err(C.kv_cuda_ctx_retain(d.l, C.int(ordinal), &ctx, &e), &e); err != nil {
+	ctx, st := d.l.CtxRetain(ordinal)
+	if err := d.err(st); err != nil {
 		return nil, fmt.Errorf("device %d: %w", ordinal, err)
 	}
 	return &Context{d: d, ordinal: ordinal, ctx: ctx}, nil
@@ -125,29 +116,37 @@ func (c *Context) Release() error {
 	if c.ctx == nil {
 		return nil
 	}
-	var e C.kv_cuda_err
 	c.ctx = nil
-	return c.d.err(C.kv_cuda_ctx_release(c.d.l, C.int(c.ordinal), &e), &e)
+	return c.d.err(c.d.l.CtxRelease(c.ordinal))
 }
 
 // MemInfo returns the device's free and total memory.
 func (c *Context) MemInfo() (free, total int64, err error) {
-	var f, t C.size_t
-	var e C.kv_cuda_err
-	if err := c.d.err(C.kv_cuda_mem_info(c.d.l, c.ctx, &f, &t, &e), &e); err != nil {
+	f, t, st := c.d.l.MemInfo(c.ctx)
+	if err := c.d.err(st); err != nil {
 		return 0, 0, err
 	}
-	return int64(f), int64(t), nil
+	return f, t, nil
+}
+
+// AddressRange returns the allocation that holds device address ptr:
+// its base and size (cuMemGetAddressRange).
+func (c *Context) AddressRange(ptr uint64) (base uint64, size int64, err error) {
+	base, size, st := c.d.l.AddressRange(c.ctx, ptr)
+	if err := c.d.err(st); err != nil {
+		return 0, 0, err
+	}
+	return base, size, nil
 }
 
 // DMABuf exports [ptr, ptr+size) of device memory as a DMA-BUF file
 // descriptor (cuMemGetHandleForAddressRange). ptr and size must be page
-// aligned. The caller closes the descriptor.
+// aligned and lie in one allocation (see AddressRange). The caller closes
+// the descriptor.
 func (c *Context) DMABuf(ptr uint64, size int64) (int, error) {
-	var fd C.int
-	var e C.kv_cuda_err
-	if err := c.d.err(C.kv_cuda_dmabuf(c.d.l, c.ctx, C.CUdeviceptr(ptr), C.size_t(size), &fd, &e), &e); err != nil {
+	fd, st := c.d.l.DMABuf(c.ctx, ptr, size)
+	if err := c.d.err(st); err != nil {
 		return -1, err
 	}
-	return int(fd), nil
+	return fd, nil
 }

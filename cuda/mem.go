@@ -1,15 +1,11 @@
 package cuda
 
-/*
-#include <stdlib.h>
-#include "cudawrap.h"
-*/
-import "C"
-
 import (
 	"fmt"
 	"io"
 	"unsafe"
+
+	"github.com/kvtier/kvtier/csrc/cudawrap"
 )
 
 // DeviceMem is device memory from cuMemAlloc.
@@ -24,12 +20,11 @@ func (c *Context) AllocDevice(size int64) (*DeviceMem, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("cuda: device allocation of %d bytes", size)
 	}
-	var p C.CUdeviceptr
-	var e C.kv_cuda_err
-	if err := c.d.err(C.kv_cuda_mem_alloc(c.d.l, c.ctx, C.size_t(size), &p, &e), &e); err != nil {
+	p, st := c.d.l.MemAlloc(c.ctx, size)
+	if err := c.d.err(st); err != nil {
 		return nil, fmt.Errorf("alloc %d device bytes: %w", size, err)
 	}
-	return &DeviceMem{c: c, ptr: uint64(p), size: size}, nil
+	return &DeviceMem{c: c, ptr: p, size: size}, nil
 }
 
 // Ptr is the device pointer of byte 0.
@@ -53,9 +48,7 @@ func (m *DeviceMem) ReadAt(p []byte, off int64) (int, error) {
 	}
 	// p is Go memory: the shim copies into it during the call and keeps
 	// nothing.
-	var e C.kv_cuda_err
-	rc := C.kv_cuda_dtoh(m.c.d.l, m.c.ctx, unsafe.Pointer(&p[0]), C.CUdeviceptr(m.ptr+uint64(off)), C.size_t(len(p)), &e)
-	if err := m.c.d.err(rc, &e); err != nil {
+	if err := m.c.d.err(m.c.d.l.DtoH(m.c.ctx, p, m.ptr+uint64(off))); err != nil {
 		return 0, err
 	}
 	return len(p), eof
@@ -69,9 +62,7 @@ func (m *DeviceMem) WriteAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var e C.kv_cuda_err
-	rc := C.kv_cuda_htod(m.c.d.l, m.c.ctx, C.CUdeviceptr(m.ptr+uint64(off)), unsafe.Pointer(&p[0]), C.size_t(len(p)), &e)
-	if err := m.c.d.err(rc, &e); err != nil {
+	if err := m.c.d.err(m.c.d.l.HtoD(m.c.ctx, m.ptr+uint64(off), p)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -82,16 +73,15 @@ func (m *DeviceMem) Free() error {
 	if m.ptr == 0 {
 		return nil
 	}
-	var e C.kv_cuda_err
 	p := m.ptr
 	m.ptr = 0
-	return m.c.d.err(C.kv_cuda_mem_free(m.c.d.l, m.c.ctx, C.CUdeviceptr(p), &e), &e)
+	return m.c.d.err(m.c.d.l.MemFree(m.c.ctx, p))
 }
 
 // Host memory flags for AllocHost.
 const (
-	HostPortable  = C.KV_CU_MEMHOSTALLOC_PORTABLE
-	HostDeviceMap = C.KV_CU_MEMHOSTALLOC_DEVICEMAP
+	HostPortable  = cudawrap.MemHostAllocPortable
+	HostDeviceMap = cudawrap.MemHostAllocDeviceMap
 )
 
 // HostMem is page-locked host memory: allocated by cuMemHostAlloc, or
@@ -109,9 +99,8 @@ func (c *Context) AllocHost(size int64, flags int) (*HostMem, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("cuda: host allocation of %d bytes", size)
 	}
-	var p unsafe.Pointer
-	var e C.kv_cuda_err
-	if err := c.d.err(C.kv_cuda_host_alloc(c.d.l, c.ctx, C.size_t(size), C.uint(flags), &p, &e), &e); err != nil {
+	p, st := c.d.l.HostAlloc(c.ctx, size, flags)
+	if err := c.d.err(st); err != nil {
 		return nil, fmt.Errorf("alloc %d pinned bytes: %w", size, err)
 	}
 	return &HostMem{c: c, ptr: p, size: size}, nil
@@ -124,10 +113,8 @@ func (c *Context) RegisterHost(b []byte) (*HostMem, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("cuda: register of 0 bytes")
 	}
-	var e C.kv_cuda_err
 	p, size := unsafe.Pointer(&b[0]), len(b)
-	rc := C.kv_cuda_host_register(c.d.l, c.ctx, p, C.size_t(size), C.KV_CU_MEMHOSTREGISTER_PORTABLE|C.KV_CU_MEMHOSTREGISTER_DEVICEMAP, &e)
-	if err := c.d.err(rc, &e); err != nil {
+	if err := c.d.err(c.d.l.HostRegister(c.ctx, p, int64(size), cudawrap.MemHostRegisterDefault)); err != nil {
 		return nil, fmt.Errorf("register %d host bytes: %w", size, err)
 	}
 	return &HostMem{c: c, ptr: p, size: int64(size), registered: true}, nil
@@ -145,12 +132,11 @@ func (m *HostMem) Size() int64 { return m.size }
 // DevicePtr is the device address of the memory (allocated with
 // HostDeviceMap, or registered).
 func (m *HostMem) DevicePtr() (uint64, error) {
-	var d C.CUdeviceptr
-	var e C.kv_cuda_err
-	if err := m.c.d.err(C.kv_cuda_host_devptr(m.c.d.l, m.c.ctx, m.ptr, &d, &e), &e); err != nil {
+	d, st := m.c.d.l.HostDevicePtr(m.c.ctx, m.ptr)
+	if err := m.c.d.err(st); err != nil {
 		return 0, err
 	}
-	return uint64(d), nil
+	return d, nil
 }
 
 // Free releases (or unregisters) the memory.
@@ -160,9 +146,8 @@ func (m *HostMem) Free() error {
 	}
 	p := m.ptr
 	m.ptr = nil
-	var e C.kv_cuda_err
 	if m.registered {
-		return m.c.d.err(C.kv_cuda_host_unregister(m.c.d.l, m.c.ctx, p, &e), &e)
+		return m.c.d.err(m.c.d.l.HostUnregister(m.c.ctx, p))
 	}
-	return m.c.d.err(C.kv_cuda_host_free(m.c.d.l, m.c.ctx, p, &e), &e)
+	return m.c.d.err(m.c.d.l.HostFree(m.c.ctx, p))
 }

@@ -3,9 +3,9 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // DefaultMaxHeldOps is how many operations a Timer lets queue behind a
@@ -26,6 +26,19 @@ const DefaultGuardDelay = 500 * time.Millisecond
 // or the work must not be queued behind a hold (pageable copies, which
 // the driver may stage synchronously), the sample runs unheld and Held
 // reports false.
+//
+// A Timer is a state machine:
+//
+//	idle --Start--> held (or running where it cannot hold)
+//	held --Unhold, Queue past MaxOps, Guard's watchdog--> running
+//	held, running --Stop--> idle (the sample's seconds)
+//	held, running --Start--> held|running (the open sample is abandoned)
+//
+// Stop in idle is an error. The flag only ever grows: each hold waits for
+// the flag to reach its own sequence number and releasing stores that
+// number, so a Start that abandons a held sample never writes a lower
+// value after a higher one (a flag set to 1 and back to 0 within a
+// microsecond may never be seen by the GPU, leaving its wait blocked).
 type Timer struct {
 	s           *Stream
 	start, stop *Event
@@ -37,11 +50,21 @@ type Timer struct {
 	// stream is held before the flag is set from another thread.
 	GuardDelay time.Duration
 
-	holding bool // the stream waits on the flag now
-	held    bool // the current sample has been held throughout
-	ops     int
-	fired   bool // the last Guard let the stream go
+	state timerState
+	seq   uint32 // the flag value the current (or last) hold waits for
+	held  bool   // the current sample has been held throughout
+	ops   int
+	fired bool // the last Guard let the stream go
 }
+
+// timerState is where a Timer is in a sample.
+type timerState uint8
+
+const (
+	timerIdle    timerState = iota // no sample open
+	timerHeld                      // a sample is open; the stream waits on the flag
+	timerRunning                   // a sample is open; the stream runs
+)
 
 // NewTimer makes a timer on s. With hold, it holds the stream where the
 // device can (Driver.CanHoldStreams).
@@ -64,13 +87,17 @@ func NewTimer(s *Stream, info DeviceInfo, hold bool) (*Timer, error) {
 			t.Close()
 			return nil, fmt.Errorf("timer flag: %w", err)
 		}
+		t.setFlag(0)
 	}
 	return t, nil
 }
 
+// flagWord is the flag as a Go pointer to C memory.
+func (t *Timer) flagWord() *uint32 { return (*uint32)(t.flag.ptr) }
+
 func (t *Timer) setFlag(v uint32) {
 	// The flag is C memory, written with a sequentially consistent store.
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(t.flag.ptr)), v)
+	atomic.StoreUint32(t.flagWord(), v)
 }
 
 // Guard runs f, a call that queues work on the held stream. Should f block
@@ -80,21 +107,21 @@ func (t *Timer) setFlag(v uint32) {
 // sample is then not held. Without a hold Guard just runs f.
 func (t *Timer) Guard(f func() error) error {
 	t.fired = false
-	if !t.holding {
+	if t.state != timerHeld {
 		return f()
 	}
-	flag := (*uint32)(t.flag.ptr)
+	flag, seq := t.flagWord(), t.seq
 	done := make(chan struct{})
 	w := time.AfterFunc(t.GuardDelay, func() {
 		defer close(done)
-		atomic.StoreUint32(flag, 1)
+		atomic.StoreUint32(flag, seq)
 	})
 	err := f()
 	if !w.Stop() {
 		// The watchdog ran or is running: wait for its store, which let
 		// the stream go.
 		<-done
-		t.holding, t.held, t.fired = false, false, true
+		t.state, t.held, t.fired = timerRunning, false, true
 	}
 	return err
 }
@@ -104,15 +131,18 @@ func (t *Timer) Guard(f func() error) error {
 func (t *Timer) GuardFired() bool { return t.fired }
 
 // Start begins a sample: holds the stream (when this timer holds) and
-// records the start event.
+// records the start event. A sample still open is abandoned: its hold is
+// released first.
 func (t *Timer) Start() error {
 	t.release()
-	t.ops, t.held = 0, false
+	t.state, t.ops, t.held = timerIdle, 0, false
 	if t.flag != nil {
-		t.setFlag(0)
-		switch err := t.s.WaitFlag(t.flagDev, 1); {
+		if err := t.nextSeq(); err != nil {
+			return err
+		}
+		switch err := t.s.WaitFlag(t.flagDev, t.seq); {
 		case err == nil:
-			t.holding, t.held = true, true
+			t.state, t.held = timerHeld, true
 		case errors.Is(err, ErrUnsupported):
 			_ = t.flag.Free()
 			t.flag = nil
@@ -122,8 +152,27 @@ func (t *Timer) Start() error {
 	}
 	if err := t.start.Record(t.s); err != nil {
 		t.release()
+		t.state = timerIdle
 		return err
 	}
+	if t.state == timerIdle {
+		t.state = timerRunning
+	}
+	return nil
+}
+
+// nextSeq advances the sequence number a hold waits for. Where it would
+// wrap, the stream is drained first, so no wait can still read the flag,
+// and the flag starts again from 0.
+func (t *Timer) nextSeq() error {
+	if t.seq == math.MaxUint32 {
+		if err := t.s.Sync(); err != nil {
+			return fmt.Errorf("hold stream: %w", err)
+		}
+		t.seq = 0
+		t.setFlag(0)
+	}
+	t.seq++
 	return nil
 }
 
@@ -131,7 +180,7 @@ func (t *Timer) Start() error {
 // past MaxOps it lets the stream go and the sample is not held.
 func (t *Timer) Queue(n int) {
 	t.ops += n
-	if t.holding && t.ops > t.MaxOps {
+	if t.state == timerHeld && t.ops > t.MaxOps {
 		t.Unhold()
 	}
 }
@@ -139,26 +188,31 @@ func (t *Timer) Queue(n int) {
 // Unhold lets the stream go before the sample's work is all queued; the
 // sample then reports Held false.
 func (t *Timer) Unhold() {
-	if t.holding {
+	if t.state == timerHeld {
 		t.release()
 		t.held = false
 	}
 }
 
 // Holding reports whether the stream is held now.
-func (t *Timer) Holding() bool { return t.holding }
+func (t *Timer) Holding() bool { return t.state == timerHeld }
 
+// release lets a held stream go: the flag reaches the hold's number.
 func (t *Timer) release() {
-	if t.holding {
-		t.setFlag(1)
-		t.holding = false
+	if t.state == timerHeld {
+		t.setFlag(t.seq)
+		t.state = timerRunning
 	}
 }
 
 // Stop releases the stream, records the stop event, waits for it and
-// returns the sample's seconds.
+// returns the sample's seconds. Stop without a Start is an error.
 func (t *Timer) Stop() (float64, error) {
+	if t.state == timerIdle {
+		return 0, errors.New("cuda: timer: Stop without Start")
+	}
 	t.release()
+	t.state = timerIdle
 	if err := t.stop.Record(t.s); err != nil {
 		return 0, err
 	}
@@ -172,6 +226,7 @@ func (t *Timer) Held() bool { return t.held }
 // Close releases the stream if held and frees the timer's resources.
 func (t *Timer) Close() error {
 	t.release()
+	t.state = timerIdle
 	var errs []error
 	if t.start != nil {
 		errs = append(errs, t.start.Destroy())

@@ -56,16 +56,17 @@ type OutDir struct {
 var ErrHasResults = errors.New("already holds results")
 
 // CreateOutput is Create of OutDir{Path: dir}.
-func CreateOutput(dir, suite string, command []string, sysRoot string, log io.Writer) (*Output, error) {
-	return Create(OutDir{Path: dir}, suite, command, sysRoot, log)
+func CreateOutput(dir, suite string, command []string, sys system.Config, log io.Writer) (*Output, error) {
+	return Create(OutDir{Path: dir}, suite, command, sys, log)
 }
 
 // Create makes the results directory d says (and its parents) and writes
 // a first manifest.json with the machine's facts. It fails, writing
 // nothing, when the directory cannot be created or written or already
-// holds results it may not replace. sysRoot is the root for sysfs and
-// procfs reads ("/").
-func Create(d OutDir, suite string, command []string, sysRoot string, log io.Writer) (*Output, error) {
+// holds results it may not replace. sys says where the machine's facts
+// are collected from: the root of sysfs and procfs reads ("/") and the
+// native libraries.
+func Create(d OutDir, suite string, command []string, sys system.Config, log io.Writer) (*Output, error) {
 	dir, created, err := makeDir(d)
 	if err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func Create(d OutDir, suite string, command []string, sysRoot string, log io.Wri
 	m := &results.Manifest{
 		Tool: "kvtier", Version: Version(), Command: redact.Args(command), Suite: suite, Start: time.Now().UTC(),
 	}
-	for _, err := range system.Collect(sysRoot, m) {
+	for _, err := range system.Collect(sys, m) {
 		m.Warnings = append(m.Warnings, err.Error())
 		if log != nil {
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -24,6 +23,24 @@ type DialOptions struct {
 	RDMA  rdma.Config // verbs endpoint; QPs is set from Conns
 	// Timeout bounds connecting and the handshake (default 10 s).
 	Timeout time.Duration
+	// Faults are test-only faults the client injects.
+	Faults Faults
+}
+
+// Faults are test-only switches: they make a client send reads the peer
+// must refuse, to check that it does. cmd/kvtier sets them from the
+// environment variables named by EnvCorruptRKey, EnvSkipBounds and
+// EnvOutOfPool (the soft-RoCE VM test sets those).
+type Faults struct {
+	// CorruptRKey makes a verbs client use a wrong rkey.
+	CorruptRKey bool
+	// SkipBounds makes a client skip its own pool-bounds check, so an
+	// out-of-pool read reaches the peer (or its NIC).
+	SkipBounds bool
+	// OutOfPool makes a client shift every read past the end of the
+	// peer's pool (and skip its own check): the TCP server must refuse
+	// it, and for verbs the peer's NIC must (remote access error).
+	OutOfPool bool
 }
 
 // Info is what a client learned about its peer.
@@ -39,23 +56,18 @@ type Info struct {
 
 // A Client reads chunks from a peer's pool.
 type Client struct {
-	info  Info
-	tcp   []*tcpConn
-	verbs *verbsClient
+	info   Info
+	tcp    []*tcpConn
+	verbs  *verbsClient
+	faults Faults
 }
 
-// Test-only switches, read from the environment by the client: they
-// make the client send reads the peer must refuse, to check that it does.
+// The environment variables cmd/kvtier reads into Faults (set to a
+// non-empty value to inject the fault).
 const (
-	// EnvCorruptRKey makes a verbs client use a wrong rkey.
-	EnvCorruptRKey = "KVTIER_TEST_CORRUPT_RKEY"
-	// EnvSkipBounds makes a client skip its own pool-bounds check, so an
-	// out-of-pool read reaches the peer (or its NIC).
-	EnvSkipBounds = "KVTIER_TEST_SKIP_BOUNDS"
-	// EnvOutOfPool makes a client shift every read past the end of the
-	// peer's pool (and skip its own check): the TCP server must refuse
-	// it, and for verbs the peer's NIC must (remote access error).
-	EnvOutOfPool = "KVTIER_TEST_OUT_OF_POOL"
+	EnvCorruptRKey = "KVTIER_TEST_CORRUPT_RKEY" // Faults.CorruptRKey
+	EnvSkipBounds  = "KVTIER_TEST_SKIP_BOUNDS"  // Faults.SkipBounds
+	EnvOutOfPool   = "KVTIER_TEST_OUT_OF_POOL"  // Faults.OutOfPool
 )
 
 // Dial connects to the peer at addr and shakes hands on every connection.
@@ -69,7 +81,7 @@ func Dial(ctx context.Context, addr string, opt DialOptions) (*Client, error) {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 10 * time.Second
 	}
-	c := &Client{}
+	c := &Client{faults: opt.Faults}
 	switch opt.Transport {
 	case TCP:
 		for i := 0; i < opt.Conns; i++ {
@@ -124,7 +136,7 @@ func (c *Client) Info() Info { return c.info }
 
 // check refuses a list that falls outside dst or the peer's pool.
 func (c *Client) check(dstLen int64, list []Chunk) error {
-	skipPool := os.Getenv(EnvSkipBounds) != "" || os.Getenv(EnvOutOfPool) != ""
+	skipPool := c.faults.SkipBounds || c.faults.OutOfPool
 	for i, ch := range list {
 		if ch.Len <= 0 || ch.Dst < 0 || ch.Dst > dstLen-ch.Len {
 			return fmt.Errorf("peer: chunk %d (%d bytes to offset %d) outside the destination of %d bytes", i, ch.Len, ch.Dst, dstLen)
@@ -139,7 +151,7 @@ func (c *Client) check(dstLen int64, list []Chunk) error {
 // ReadChunks reads every chunk of list from the peer's pool into dst,
 // spread over the client's connections or QPs.
 func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error {
-	if os.Getenv(EnvOutOfPool) != "" {
+	if c.faults.OutOfPool {
 		shifted := make([]Chunk, len(list))
 		for i, ch := range list {
 			shifted[i] = Chunk{Src: ch.Src + c.info.PoolBytes, Dst: ch.Dst, Len: ch.Len}

@@ -147,22 +147,31 @@ func TestOutOfPoolRefused(t *testing.T) {
 		t.Fatalf("client check: %v", err)
 	}
 	// The server's check, with the client's disabled.
-	t.Setenv(EnvSkipBounds, "1")
-	err = c.ReadChunks(context.Background(), dst, []Chunk{{Src: 1<<20 - 100, Len: 4096}})
+	sb, err := Dial(context.Background(), addr, DialOptions{Faults: Faults{SkipBounds: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	err = sb.ReadChunks(context.Background(), dst, []Chunk{{Src: 1<<20 - 100, Len: 4096}})
 	if err == nil || !strings.Contains(err.Error(), "refused a read") || !strings.Contains(err.Error(), "outside the pool") {
 		t.Fatalf("server check: %v", err)
 	}
+	// The connection survives the refusal.
+	if err := sb.ReadChunks(context.Background(), dst, []Chunk{{Src: 0, Len: 8192}}); err != nil {
+		t.Fatalf("read after refusal: %v", err)
+	}
 	// The test switch that shifts reads past the pool is refused too.
-	t.Setenv(EnvSkipBounds, "")
-	t.Setenv(EnvOutOfPool, "1")
-	err = c.ReadChunks(context.Background(), dst, []Chunk{{Src: 0, Len: 4096}})
+	oop, err := Dial(context.Background(), addr, DialOptions{Faults: Faults{OutOfPool: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oop.Close()
+	err = oop.ReadChunks(context.Background(), dst, []Chunk{{Src: 0, Len: 4096}})
 	if err == nil || !strings.Contains(err.Error(), "at offset 1048576 is outside the pool") {
 		t.Fatalf("out-of-pool switch: %v", err)
 	}
-	t.Setenv(EnvOutOfPool, "")
-	// The connection survives the refusals.
 	if err := c.ReadChunks(context.Background(), dst, []Chunk{{Src: 0, Len: 8192}}); err != nil {
-		t.Fatalf("read after refusal: %v", err)
+		t.Fatalf("read after refusals: %v", err)
 	}
 	if err := pattern.Check(dst, 1, 0); err != nil {
 		t.Fatal(err)

@@ -181,7 +181,7 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 		return nil, err
 	}
 	rkey := w.RKey
-	if os.Getenv(EnvCorruptRKey) != "" {
+	if opt.Faults.CorruptRKey {
 		rkey ^= 0x5a5a5a // test only: the peer's NIC must refuse
 	}
 	v := &verbsClient{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,18 +16,15 @@ import (
 )
 
 // TestVerbsFake runs the verbs transport end to end against the fake
-// libibverbs (rdma/rdmatest) in a child process, where it is the first
-// libibverbs loaded: handshake with QPNs, PSNs, GIDs and the rkey, QP
+// libibverbs (rdma/rdmatest): handshake with QPNs, PSNs, GIDs and the rkey, QP
 // state changes, registration, READs spread over QPs within the
 // reads-in-flight limit, and the responder's refusals.
 func TestVerbsFake(t *testing.T) {
-	if os.Getenv("KVTIER_FAKE_CHILD") == "" {
-		runFakeChild(t, "TestVerbsFake")
-		return
-	}
-
+	rc := fakeVerbs(t)
 	const seed = 11
-	ep, err := rdma.Open(rdma.Config{GIDIndex: -1, QPs: 2, Root: "/"})
+	two := rc
+	two.QPs = 2
+	ep, err := rdma.Open(two)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +37,9 @@ func TestVerbsFake(t *testing.T) {
 		idx  int
 		want string
 	}{{99, "GID index 99 does not exist"}, {2, "GID index 2 on fake0 port 1 is empty"}} {
-		if _, err := rdma.Open(rdma.Config{GIDIndex: tc.idx, Root: "/"}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		bad := rc
+		bad.GIDIndex = tc.idx
+		if _, err := rdma.Open(bad); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("GID index %d: %v", tc.idx, err)
 		}
 	}
@@ -50,12 +48,12 @@ func TestVerbsFake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := StartEmbedded(ServerConfig{Pool: pool, Transport: Verbs, RDMA: rdma.Config{GIDIndex: -1, Root: "/"}})
+	e, err := StartEmbedded(ServerConfig{Pool: pool, Transport: Verbs, RDMA: rc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	c, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, Conns: 3, RDMA: rdma.Config{GIDIndex: -1, Root: "/"}})
+	c, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, Conns: 3, RDMA: rc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,22 +85,27 @@ func TestVerbsFake(t *testing.T) {
 			}
 		}
 	}
+	c.Close()
 	// A read past the pool is refused by the responder, naming the
 	// failing work request; the endpoint is unusable afterwards.
-	t.Setenv(EnvOutOfPool, "1")
-	err = c.ReadChunks(context.Background(), dst, list[:4])
+	oop, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, RDMA: rc, Faults: Faults{OutOfPool: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oop.Prepare(dst); err != nil {
+		t.Fatal(err)
+	}
+	err = oop.ReadChunks(context.Background(), dst, list[:4])
 	if err == nil || !strings.Contains(err.Error(), "remote access error") || !strings.Contains(err.Error(), "work request") {
 		t.Fatalf("out-of-pool read: %v", err)
 	}
-	t.Setenv(EnvOutOfPool, "")
-	if err := c.ReadChunks(context.Background(), dst, list[:4]); err == nil || !strings.Contains(err.Error(), "unusable") {
+	if err := oop.ReadChunks(context.Background(), dst, list[:4]); err == nil || !strings.Contains(err.Error(), "unusable") {
 		t.Fatalf("read after a failure: %v", err)
 	}
-	c.Close()
+	oop.Close()
 
 	// A wrong rkey is refused the same way; a new client is served.
-	t.Setenv(EnvCorruptRKey, "1")
-	bad, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, RDMA: rdma.Config{GIDIndex: -1, Root: "/"}})
+	bad, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, RDMA: rc, Faults: Faults{CorruptRKey: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +113,7 @@ func TestVerbsFake(t *testing.T) {
 		t.Fatalf("corrupt rkey: %v", err)
 	}
 	bad.Close()
-	t.Setenv(EnvCorruptRKey, "")
-	good, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, RDMA: rdma.Config{GIDIndex: -1, Root: "/"}})
+	good, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, RDMA: rc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,20 +135,19 @@ func TestVerbsFake(t *testing.T) {
 	}
 }
 
-// runFakeChild runs test name in a child process whose libibverbs is the
-// fake, with env added.
-func runFakeChild(t *testing.T, name string, env ...string) {
+// fakeVerbs builds a fresh fake libibverbs, sets env ("K=V") for the
+// test, and returns an endpoint configuration that loads the fake.
+func fakeVerbs(t *testing.T, env ...string) rdma.Config {
 	t.Helper()
 	lib, err := rdmatest.Build(t.TempDir())
 	if err != nil {
 		t.Skipf("cannot build the fake libibverbs: %v", err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.v")
-	cmd.Env = append(append(os.Environ(), "KVTIER_FAKE_CHILD=1", "KVTIER_LIBIBVERBS="+lib), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
-		t.Fatalf("child: %v\n%s", err, out)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
 	}
+	return rdma.Config{GIDIndex: -1, Root: "/", Library: lib}
 }
 
 // fakeLog returns the lines the fake libibverbs logged so far.
@@ -177,23 +178,20 @@ func countPrefix(lines []string, prefix string) int {
 // the destination's registration is released, and the endpoint refuses
 // further reads.
 func TestVerbsAbort(t *testing.T) {
-	if os.Getenv("KVTIER_FAKE_CHILD") == "" {
-		runFakeChild(t, "TestVerbsAbort", "FAKE_IBV_STALL_AFTER=20", "FAKE_IBV_LOG="+filepath.Join(t.TempDir(), "fake.log"))
-		return
-	}
+	rc := fakeVerbs(t, "FAKE_IBV_STALL_AFTER=20", "FAKE_IBV_LOG="+filepath.Join(t.TempDir(), "fake.log"))
 	const seed = 5
 	pool, err := NewHostPool(4<<20, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := StartEmbedded(ServerConfig{Pool: pool, Transport: Verbs, RDMA: rdma.Config{GIDIndex: -1, Root: "/"}})
+	e, err := StartEmbedded(ServerConfig{Pool: pool, Transport: Verbs, RDMA: rc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	closeServer := sync.OnceValue(e.Close)
 	defer closeServer()
 	dial := func() *Client {
-		c, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, Conns: 2, RDMA: rdma.Config{GIDIndex: -1, Root: "/"}})
+		c, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, Conns: 2, RDMA: rc})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,8 +12,8 @@ type GIDEntry struct {
 	Type  string // "RoCE v2", "IB/RoCE v1", "" when unreadable
 }
 
-// zero reports whether the entry holds no address.
-func (e GIDEntry) zero() bool {
+// Zero reports whether the entry holds no address.
+func (e GIDEntry) Zero() bool {
 	g, err := ParseGID(e.GID)
 	return err != nil || g == [16]byte{}
 }
@@ -33,7 +33,7 @@ func SelectGID(table []GIDEntry, requested int, linkLayer, where string) (int, e
 	if requested >= 0 {
 		for _, e := range table {
 			if e.Index == requested {
-				if e.zero() {
+				if e.Zero() {
 					return 0, fmt.Errorf("rdma: GID index %d on %s is empty", requested, where)
 				}
 				return requested, nil
@@ -45,7 +45,7 @@ func SelectGID(table []GIDEntry, requested int, linkLayer, where string) (int, e
 		return -1, nil
 	}
 	for _, e := range table {
-		if e.Type == "RoCE v2" && !e.zero() && !e.linkLocal() {
+		if e.Type == "RoCE v2" && !e.Zero() && !e.linkLocal() {
 			return e.Index, nil
 		}
 	}

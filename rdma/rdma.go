@@ -1,7 +1,9 @@
-// Package rdma finds RDMA NICs (rdmamap and sysfs, through one root path)
-// and drives RC queue pairs for RDMA READ through the libibverbs shim in
-// csrc/ibvwrap.c, which is loaded at run time: kvtier builds and runs
-// where libibverbs or an RDMA device is absent, and says so.
+// Package rdma drives RC queue pairs for RDMA READ through the libibverbs
+// shim in csrc/ibvwrap, which finds libibverbs at run time and needs no
+// verbs headers to build: kvtier builds anywhere and runs where
+// libibverbs or an RDMA device is absent, and says so. It also reads a
+// port's GID table from sysfs (through one root path) to pick a RoCE v2
+// GID; the NIC collector of the run manifest is in package system.
 //
 // The policy lives here, in Go: which device, port and GID to use, how a
 // chunk list is split into work requests and spread over QPs, how many
@@ -17,6 +19,8 @@ import (
 	"net"
 	"strings"
 	"syscall"
+
+	"github.com/kvtier/kvtier/csrc/ibvwrap"
 )
 
 // A Config says which endpoint to open.
@@ -26,8 +30,8 @@ type Config struct {
 	GIDIndex int    // -1 selects a RoCE v2 GID automatically
 	QPs      int    // RC queue pairs (default 1)
 	Root     string // sysfs root for the GID table ("/" on a live machine)
-	// Library overrides the libibverbs path; "" uses $KVTIER_LIBIBVERBS,
-	// then libibverbs.so.1 and libibverbs.so.
+	// Library is the libibverbs to load; "" tries libibverbs.so.1, then
+	// libibverbs.so. Each path is loaded once per process.
 	Library string
 }
 
@@ -48,26 +52,11 @@ type QPInfo struct {
 
 // Errors callers branch on with errors.Is.
 var (
-	ErrNotBuilt    = errors.New("built without verbs.h")
 	ErrNoLibrary   = errors.New("libibverbs not available")
 	ErrNoDevice    = errors.New("no RDMA device")
 	ErrUnsupported = errors.New("unsupported by this libibverbs")
 	ErrTimeout     = errors.New("no completion in time")
 	ErrBadArg      = errors.New("bad argument")
-)
-
-// Shim status codes (csrc/ibvwrap.h).
-const (
-	codeOK      = 0
-	codeNoHdr   = 1
-	codeNoLib   = 2
-	codeNoDev   = 3
-	codeSys     = 4
-	codeWC      = 5
-	codeArg     = 6
-	codeUnsup   = 7
-	codeTimeout = 8
-	codeAgain   = 9
 )
 
 // An Error is a failed verb: the operation, the shim's message and, for a
@@ -85,17 +74,15 @@ func (e *Error) Error() string { return "rdma: " + e.Op + ": " + e.Msg }
 // Is maps the shim's codes onto the package's sentinel errors.
 func (e *Error) Is(target error) bool {
 	switch e.Code {
-	case codeNoHdr:
-		return target == ErrNotBuilt
-	case codeNoLib:
+	case ibvwrap.CodeNoLib:
 		return target == ErrNoLibrary
-	case codeNoDev:
+	case ibvwrap.CodeNoDev:
 		return target == ErrNoDevice
-	case codeUnsup:
+	case ibvwrap.CodeUnsup:
 		return target == ErrUnsupported
-	case codeTimeout:
+	case ibvwrap.CodeTimeout:
 		return target == ErrTimeout
-	case codeArg:
+	case ibvwrap.CodeArg:
 		return target == ErrBadArg
 	}
 	return false
@@ -123,31 +110,27 @@ func (e *CompletionError) Error() string {
 		e.Index, e.WR.QP, e.WR.Len, e.WR.Remote, e.WR.RKey, e.Text, e.Status)
 }
 
-// status is the Go copy of a kvt_ibv_status.
-type status struct {
-	code, errno, wcStatus int
-	wrIndex               int
-	msg                   string
-}
+// status is the shim's outcome of one call.
+type status = ibvwrap.Status
 
 // toError maps a shim status onto an error; wrs names the failing request
 // of a read (nil otherwise).
 func toError(op string, st status, wrs []WR) error {
-	switch st.code {
-	case codeOK:
+	switch st.Code {
+	case ibvwrap.CodeOK:
 		return nil
-	case codeWC:
-		ce := &CompletionError{Index: st.wrIndex, Status: st.wcStatus, Text: st.msg}
-		if st.wrIndex >= 0 && st.wrIndex < len(wrs) {
-			ce.WR = wrs[st.wrIndex]
+	case ibvwrap.CodeWC:
+		ce := &CompletionError{Index: st.WRIndex, Status: st.WCStatus, Text: st.Msg}
+		if st.WRIndex >= 0 && st.WRIndex < len(wrs) {
+			ce.WR = wrs[st.WRIndex]
 		}
 		return ce
 	}
-	msg := st.msg
-	if st.code == codeSys && st.wrIndex >= 0 {
-		msg = fmt.Sprintf("%s (work request %d)", msg, st.wrIndex)
+	msg := st.Msg
+	if st.Code == ibvwrap.CodeSys && st.WRIndex >= 0 {
+		msg = fmt.Sprintf("%s (work request %d)", msg, st.WRIndex)
 	}
-	return &Error{Op: op, Code: st.code, Errno: syscall.Errno(st.errno), Msg: msg}
+	return &Error{Op: op, Code: st.Code, Errno: syscall.Errno(st.Errno), Msg: msg}
 }
 
 // IBMTU converts between bytes and enum ibv_mtu (1 = 256 ... 5 = 4096).

@@ -13,11 +13,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/kvtier/kvtier/csrc/ibvwrap"
 	"github.com/kvtier/kvtier/rdma/rdmatest"
-	"github.com/kvtier/kvtier/results"
 )
-
-const fixture = "testdata"
 
 func TestParseRate(t *testing.T) {
 	for _, tc := range []struct {
@@ -58,6 +56,7 @@ func TestMTU(t *testing.T) {
 }
 
 func TestSelectGID(t *testing.T) {
+	fixture := rdmatest.SysfsTree(t)
 	mlx, err := ReadGIDTable(fixture, "mlx5_0", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -110,87 +109,13 @@ func TestGIDFormat(t *testing.T) {
 	}
 }
 
-func TestDiscoverFixture(t *testing.T) {
-	nics, err := Discover(fixture)
-	if err != nil {
-		t.Fatal(err)
+func TestPortRate(t *testing.T) {
+	fixture := rdmatest.SysfsTree(t)
+	if r, err := PortRate(fixture, "mlx5_0", 1); err != nil || r != 200 {
+		t.Errorf("PortRate(mlx5_0) = %v, %v", r, err)
 	}
-	if len(nics) != 3 {
-		t.Fatalf("%d NICs: %+v", len(nics), nics)
-	}
-	by := map[string]results.NIC{}
-	for _, n := range nics {
-		by[n.Name] = n
-	}
-	m := by["mlx5_0"]
-	if m.State != "ACTIVE" || m.LinkLayer != "Ethernet" || m.RateGbps != 200 || m.MTU != 4096 ||
-		m.NetDev != "ens1f0np0" || m.PCIAddress != "0000:1b:00.0" || m.NUMANode != 0 || len(m.GIDs) != 4 {
-		t.Fatalf("mlx5_0: %+v", m)
-	}
-	if m.GIDs[3].Type != "RoCE v2" || m.GIDs[3].GID != "10.0.1.1" {
-		t.Fatalf("mlx5_0 GID 3: %+v", m.GIDs[3])
-	}
-	r := by["rxe0"]
-	if r.NetDev != "eth0" || r.MTU != 1024 || r.PCIAddress != "" || r.NUMANode != -1 || r.RateGbps != 100 {
-		t.Fatalf("rxe0: %+v", r)
-	}
-	if d := by["mlx5_1"]; d.State != "DOWN" || d.LinkLayer != "InfiniBand" || d.RateGbps != 400 || d.NUMANode != 1 {
-		t.Fatalf("mlx5_1: %+v", d)
-	}
-}
-
-func TestDistance(t *testing.T) {
-	nic := "0000:1b:00.0"
-	for _, tc := range []struct{ gpu, want string }{
-		{"00000000:1A:00.0", DistSameSwitch}, // NVML's form
-		{"0000:20:00.0", DistSameRoot},
-		{"0000:5e:00.0", DistSameNUMA},
-		{"0000:af:00.0", DistCrossSocket},
-		{"0000:99:00.0", DistUnknown},
-	} {
-		if got := Distance(fixture, tc.gpu, nic); got != tc.want {
-			t.Errorf("Distance(%s, %s) = %q, want %q", tc.gpu, nic, got, tc.want)
-		}
-	}
-	near := results.GPU{Index: 0, BusID: "00000000:1A:00.0"}
-	far := results.GPU{Index: 1, BusID: "0000:af:00.0"}
-	n := results.NIC{Name: "mlx5_0", PCIAddress: nic}
-	if w := FarWarning(fixture, near, n); w != "" {
-		t.Errorf("near GPU warned: %s", w)
-	}
-	if w := FarWarning(fixture, far, n); !strings.Contains(w, "across sockets") || !strings.Contains(w, "gpu1") {
-		t.Errorf("far GPU warning %q", w)
-	}
-}
-
-func TestCollectFixture(t *testing.T) {
-	m := &results.Manifest{GPUs: []results.GPU{{Index: 0, BusID: "0000:af:00.0"}}}
-	if err := collect(fixture, m); err != nil {
-		t.Fatal(err)
-	}
-	if len(m.NICs) != 3 {
-		t.Fatalf("NICs %+v", m.NICs)
-	}
-	var st *results.BackendStatus
-	for i := range m.Backends {
-		if m.Backends[i].Name == "verbs" {
-			st = &m.Backends[i]
-		}
-	}
-	if st == nil || (!st.Available && st.Reason == "") {
-		t.Fatalf("verbs status %+v", st)
-	}
-	found := false
-	for _, w := range m.Warnings {
-		found = found || strings.Contains(w, "across sockets")
-	}
-	if !found {
-		t.Fatalf("no far-NIC warning in %v", m.Warnings)
-	}
-	for _, n := range m.NICs {
-		if n.Name == "mlx5_0" && (len(n.GPUDist) != 1 || n.GPUDist[0] != "gpu0: across sockets") {
-			t.Fatalf("gpu distance %v", n.GPUDist)
-		}
+	if _, err := PortRate(fixture, "mlx5_9", 1); err == nil {
+		t.Error("rate of a missing device")
 	}
 }
 
@@ -248,7 +173,7 @@ func TestPlanSpreadsOverQPs(t *testing.T) {
 
 func TestErrorMapping(t *testing.T) {
 	wrs := []WR{{QP: 1, Len: 16384, Remote: 0x1000, RKey: 0xbad}}
-	err := toError("read", status{code: codeWC, wcStatus: 10, wrIndex: 0, msg: "remote access error"}, wrs)
+	err := toError("read", status{Code: ibvwrap.CodeWC, WCStatus: 10, WRIndex: 0, Msg: "remote access error"}, wrs)
 	var ce *CompletionError
 	if !errors.As(err, &ce) || ce.Index != 0 || ce.WR.QP != 1 ||
 		!strings.Contains(err.Error(), "work request 0") || !strings.Contains(err.Error(), "remote access error") {
@@ -257,17 +182,17 @@ func TestErrorMapping(t *testing.T) {
 	for _, tc := range []struct {
 		code int
 		want error
-	}{{codeNoHdr, ErrNotBuilt}, {codeNoLib, ErrNoLibrary}, {codeNoDev, ErrNoDevice}, {codeUnsup, ErrUnsupported}, {codeTimeout, ErrTimeout}, {codeArg, ErrBadArg}} {
-		err := toError("op", status{code: tc.code, wrIndex: -1, msg: "m"}, nil)
+	}{{ibvwrap.CodeNoLib, ErrNoLibrary}, {ibvwrap.CodeNoDev, ErrNoDevice}, {ibvwrap.CodeUnsup, ErrUnsupported}, {ibvwrap.CodeTimeout, ErrTimeout}, {ibvwrap.CodeArg, ErrBadArg}} {
+		err := toError("op", status{Code: tc.code, WRIndex: -1, Msg: "m"}, nil)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("code %d: %v is not %v", tc.code, err, tc.want)
 		}
 	}
-	err = toError("reg mr", status{code: codeSys, errno: int(syscall.ENOMEM), wrIndex: -1, msg: "ibv_reg_mr: Cannot allocate memory"}, nil)
+	err = toError("reg mr", status{Code: ibvwrap.CodeSys, Errno: int(syscall.ENOMEM), WRIndex: -1, Msg: "ibv_reg_mr: Cannot allocate memory"}, nil)
 	if !errors.Is(err, syscall.ENOMEM) || !strings.HasPrefix(err.Error(), "rdma: reg mr: ") {
 		t.Fatalf("sys error: %v", err)
 	}
-	if toError("x", status{code: codeOK}, nil) != nil {
+	if toError("x", status{Code: ibvwrap.CodeOK}, nil) != nil {
 		t.Fatal("ok mapped to an error")
 	}
 }
@@ -288,62 +213,39 @@ func TestOpenWithoutDevice(t *testing.T) {
 	}
 }
 
-func TestLoadOverrideMissing(t *testing.T) {
-	// A fresh process, so the library is not loaded yet: the override and
-	// the sonames are all named when none loads.
-	if os.Getenv("KVTIER_RDMA_CHILD") == "1" {
-		err := Load("/nonexistent/libibverbs.so.1")
-		if err == nil {
-			// The real library loaded after the override failed: fine.
-			return
-		}
-		if !strings.Contains(err.Error(), "/nonexistent/libibverbs.so.1") {
-			t.Fatalf("error %q does not name the override", err)
-		}
-		return
+// TestLoadOncePerPath: a path that does not load is named in the error,
+// and asking again gives the same answer without loading again; the
+// default sonames are another path.
+func TestLoadOncePerPath(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "libibverbs.so.1")
+	err := Load(bad)
+	if !errors.Is(err, ErrNoLibrary) || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("Load(%s) = %v", bad, err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadOverrideMissing$")
-	cmd.Env = append(os.Environ(), "KVTIER_RDMA_CHILD=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
+	if again := Load(bad); again != err {
+		t.Fatalf("second Load = %v, want the first error", again)
+	}
+	if _, err := DeviceNames(bad); !errors.Is(err, ErrNoLibrary) {
+		t.Fatalf("DeviceNames(%s) = %v", bad, err)
 	}
 }
 
-// TestShimWithoutHeader compiles the shim as it builds where verbs.h is
-// absent and checks every entry point says so.
-func TestShimWithoutHeader(t *testing.T) {
+// TestShimNeedsNoVerbsHeader compiles the shim with an include directory
+// whose infiniband/verbs.h fails the build: the shim must not need it.
+func TestShimNeedsNoVerbsHeader(t *testing.T) {
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("no gcc")
 	}
 	dir := t.TempDir()
-	src := filepath.Join(dir, "main.c")
-	os.WriteFile(src, []byte(`#include "ibvwrap.c"
-#include <stdio.h>
-#include <string.h>
-int main(void) {
-	kvt_ibv_status st;
-	kvt_ibv_ep *ep = 0;
-	kvt_ibv_ep_attr a;
-	if (kvt_ibv_load(NULL, &st) != KVT_IBV_ENOHDR) return 1;
-	if (strcmp(st.msg, "built without verbs.h") != 0) return 2;
-	if (kvt_ibv_ep_open(NULL, 0, 1, 1, &ep, &a, &st) != KVT_IBV_ENOHDR) return 3;
-	kvt_ibv_rd *rd = 0;
-	if (kvt_ibv_rd_start(NULL, NULL, 0, NULL, 1, &rd, &st) != KVT_IBV_ENOHDR) return 4;
-	if (kvt_ibv_rd_poll(rd, 100, 0, &st) != KVT_IBV_ENOHDR) return 6;
-	if (kvt_ibv_has_dmabuf()) return 5;
-	puts(st.msg);
-	return 0;
-}
-`), 0o644)
-	bin := filepath.Join(dir, "nohdr")
-	csrc, _ := filepath.Abs("../csrc")
-	if out, err := exec.Command(cc, "-Wall", "-Werror", "-DKVT_IBV_FORCE_NOHDR", "-I", csrc, "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("compile: %v\n%s", err, out)
+	if err := os.MkdirAll(filepath.Join(dir, "infiniband"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	out, err := exec.Command(bin).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "built without verbs.h") {
-		t.Fatalf("run: %v\n%s", err, out)
+	os.WriteFile(filepath.Join(dir, "infiniband", "verbs.h"), []byte("#error \"the verbs shim must build without verbs.h\"\n"), 0o644)
+	src, _ := filepath.Abs("../csrc/ibvwrap/ibvwrap.c")
+	out, err := exec.Command(cc, "-Wall", "-Werror", "-I", dir, "-c", "-o", filepath.Join(dir, "ibvwrap.o"), src).CombinedOutput()
+	if err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
 	}
 }
 
@@ -352,21 +254,14 @@ int main(void) {
 // after the endpoint's timeout, having polled in slices, with the
 // timeout error; the QPs go to ERR and the flushed reads are drained.
 func TestReadNoCompletionTimeout(t *testing.T) {
-	if os.Getenv("KVTIER_RDMA_CHILD") != "timeout" {
-		dir := t.TempDir()
-		lib, err := rdmatest.Build(dir)
-		if err != nil {
-			t.Skipf("cannot build the fake libibverbs: %v", err)
-		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestReadNoCompletionTimeout$", "-test.v")
-		cmd.Env = append(os.Environ(), "KVTIER_RDMA_CHILD=timeout", "KVTIER_LIBIBVERBS="+lib,
-			"FAKE_IBV_STALL_AFTER=0", "FAKE_IBV_LOG="+filepath.Join(dir, "fake.log"))
-		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestReadNoCompletionTimeout") {
-			t.Fatalf("child: %v\n%s", err, out)
-		}
-		return
+	dir := t.TempDir()
+	lib, err := rdmatest.Build(dir)
+	if err != nil {
+		t.Skipf("cannot build the fake libibverbs: %v", err)
 	}
-	cfg := Config{GIDIndex: -1, Root: "/", QPs: 1}
+	t.Setenv("FAKE_IBV_STALL_AFTER", "0")
+	t.Setenv("FAKE_IBV_LOG", filepath.Join(dir, "fake.log"))
+	cfg := Config{GIDIndex: -1, Root: "/", QPs: 1, Library: lib}
 	a, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,89 +1,74 @@
 package rdma
 
-// The shim lives in csrc/; ibvwrap.c and ibvwrap.h here are symbolic
-// links to it, so cgo compiles it and the build cache sees its edits.
-
-/*
-#cgo LDFLAGS: -ldl -lpthread
-#include "ibvwrap.h"
-#include <stdlib.h>
-
-// reg_addr registers memory given as an integer address, so Go need not
-// turn a uintptr into a pointer.
-static int reg_addr(kvt_ibv_ep *ep, uint64_t addr, size_t len, void **mr,
-		    uint32_t *lkey, uint32_t *rkey, kvt_ibv_status *st)
-{
-	return kvt_ibv_ep_reg(ep, (void *)(uintptr_t)addr, len, mr, lkey, rkey, st);
-}
-*/
-import "C"
-
 import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"time"
-	"unsafe"
+
+	"github.com/kvtier/kvtier/csrc/ibvwrap"
 )
 
-// Load loads libibverbs (once per process): lib if not empty, else
-// $KVTIER_LIBIBVERBS, then libibverbs.so.1 and libibverbs.so.
+// libs caches every load by the path asked for, failures included.
+var libs = struct {
+	sync.Mutex
+	m map[string]libResult
+}{m: map[string]libResult{}}
+
+type libResult struct {
+	l   *ibvwrap.Lib
+	err error
+}
+
+// load returns libibverbs at path ("" = libibverbs.so.1, then
+// libibverbs.so), loaded once per path for the life of the process.
+func load(path string) (*ibvwrap.Lib, error) {
+	libs.Lock()
+	defer libs.Unlock()
+	if r, ok := libs.m[path]; ok {
+		return r.l, r.err
+	}
+	l, st := ibvwrap.Load(path)
+	r := libResult{l: l, err: toError("load libibverbs", st, nil)}
+	libs.m[path] = r
+	return r.l, r.err
+}
+
+// Load loads libibverbs from lib, or where lib is "" from libibverbs.so.1,
+// then libibverbs.so, once per path for the life of the process.
 func Load(lib string) error {
-	if lib == "" {
-		lib = os.Getenv("KVTIER_LIBIBVERBS")
-	}
-	var st C.kvt_ibv_status
-	var cs *C.char
-	if lib != "" {
-		cs = C.CString(lib)
-		defer C.free(unsafe.Pointer(cs))
-	}
-	C.kvt_ibv_load(cs, &st)
-	return toError("load libibverbs", goStatus(&st), nil)
+	_, err := load(lib)
+	return err
 }
 
-// DeviceNames lists the devices libibverbs sees.
+// DeviceNames lists the devices libibverbs (loaded from lib) sees.
 func DeviceNames(lib string) ([]string, error) {
-	if err := Load(lib); err != nil {
+	l, err := load(lib)
+	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 4096)
-	var st C.kvt_ibv_status
-	C.kvt_ibv_devices((*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &st)
-	if err := toError("list devices", goStatus(&st), nil); err != nil {
+	names, st := l.Devices()
+	if err := toError("list devices", st, nil); err != nil {
 		return nil, err
 	}
-	s := string(buf[:clen(buf)])
-	return strings.Fields(s), nil
+	return names, nil
 }
 
-// HasDMABuf reports whether the loaded libibverbs has ibv_reg_dmabuf_mr.
-func HasDMABuf() bool { return C.kvt_ibv_has_dmabuf() != 0 }
-
-func clen(b []byte) int {
-	for i, c := range b {
-		if c == 0 {
-			return i
-		}
-	}
-	return len(b)
-}
-
-func goStatus(st *C.kvt_ibv_status) status {
-	msg := C.GoString(&st.msg[0])
-	return status{code: int(st.code), errno: int(st.sys_errno), wcStatus: int(st.wc_status), wrIndex: int(st.wr_index), msg: msg}
+// HasDMABuf reports whether libibverbs loaded from lib has
+// ibv_reg_dmabuf_mr.
+func HasDMABuf(lib string) bool {
+	l, err := load(lib)
+	return err == nil && l.HasDMABuf()
 }
 
 // An Endpoint is one device context with a PD, a CQ and a set of RC QPs.
 // Its methods are not safe for concurrent use, except Close.
 type Endpoint struct {
 	mu      sync.Mutex
-	ep      *C.kvt_ibv_ep
+	ep      *ibvwrap.Endpoint
 	info    QPInfo
 	rdAtom  int
 	maxMsg  uint32
@@ -102,7 +87,7 @@ type MR struct {
 	Addr       uint64
 	Len        int64
 	LKey, RKey uint32
-	h          unsafe.Pointer
+	h          ibvwrap.MR
 }
 
 // Open opens an endpoint as cfg says and selects its GID.
@@ -113,62 +98,20 @@ func Open(cfg Config) (*Endpoint, error) {
 	if cfg.Root == "" {
 		cfg.Root = "/"
 	}
-	if err := Load(cfg.Library); err != nil {
+	l, err := load(cfg.Library)
+	if err != nil {
 		return nil, err
 	}
-	var dev *C.char
-	if cfg.Device != "" {
-		dev = C.CString(cfg.Device)
-		defer C.free(unsafe.Pointer(dev))
-	}
-	var (
-		st   C.kvt_ibv_status
-		attr C.kvt_ibv_ep_attr
-		ep   *C.kvt_ibv_ep
-	)
 	const sqDepth = 64
-	C.kvt_ibv_ep_open(dev, C.int(cfg.Port), C.int(cfg.QPs), sqDepth, &ep, &attr, &st)
-	if err := toError("open device", goStatus(&st), nil); err != nil {
+	ep, attr, st := l.Open(cfg.Device, cfg.Port, cfg.QPs, sqDepth)
+	if err := toError("open device", st, nil); err != nil {
 		return nil, err
 	}
-	e := &Endpoint{ep: ep, rdAtom: RdAtom(int(attr.max_qp_rd_atom)), maxMsg: uint32(attr.max_msg_sz), timeout: 30 * time.Second}
-	name := C.GoString(&attr.device[0])
-	port := int(attr.port)
-	where := fmt.Sprintf("%s port %d", name, port)
-	ll := "InfiniBand"
-	if attr.link_layer == 2 {
-		ll = "Ethernet"
-	}
-	table, terr := ReadGIDTable(cfg.Root, name, port)
-	if terr != nil || len(table) == 0 {
-		// No sysfs view: ask the device for its table, types unknown.
-		table = e.queryGIDs(int(attr.gid_tbl_len))
-	}
-	// A requested index must exist in the port's table as the device
-	// sizes it, whatever sysfs shows.
-	if cfg.GIDIndex >= int(attr.gid_tbl_len) {
-		e.Close()
-		return nil, fmt.Errorf("rdma: GID index %d does not exist on %s (table of %d entries)", cfg.GIDIndex, where, int(attr.gid_tbl_len))
-	}
-	gi, err := SelectGID(table, cfg.GIDIndex, ll, where)
-	if err != nil && cfg.GIDIndex < 0 && terr != nil {
-		// Types unreadable: take the first non-link-local address.
-		gi, err = firstRoutable(table, where)
-	}
+	e := &Endpoint{ep: ep, rdAtom: RdAtom(attr.MaxQPRdAtom), maxMsg: attr.MaxMsgSize, timeout: 30 * time.Second}
+	gi, gid, err := e.selectGID(cfg, attr)
 	if err != nil {
 		e.Close()
 		return nil, err
-	}
-	var gid [16]byte
-	if gi >= 0 {
-		if gid, err = e.gid(gi); err != nil {
-			e.Close()
-			return nil, err
-		}
-		if gid == [16]byte{} {
-			e.Close()
-			return nil, fmt.Errorf("rdma: GID index %d on %s is empty", gi, where)
-		}
 	}
 	psns := make([]uint32, cfg.QPs)
 	var rnd [4]byte
@@ -176,23 +119,56 @@ func Open(cfg Config) (*Endpoint, error) {
 		rand.Read(rnd[:])
 		psns[i] = binary.LittleEndian.Uint32(rnd[:]) & 0xffffff
 	}
-	qpns := make([]uint32, cfg.QPs)
-	for i := range qpns {
-		qpns[i] = uint32(attr.qpn[i])
-	}
 	e.info = QPInfo{
-		Device: name, Port: port, LID: uint16(attr.lid), GID: FormatGID(gid), GIDIndex: gi,
-		MTU: MTUBytes(int(attr.active_mtu)), QPNs: qpns, PSNs: psns, RdAtom: e.rdAtom,
+		Device: attr.Device, Port: attr.Port, LID: attr.LID, GID: FormatGID(gid), GIDIndex: gi,
+		MTU: MTUBytes(attr.ActiveMTU), QPNs: attr.QPNs, PSNs: psns, RdAtom: e.rdAtom,
 	}
-	if nic, err := ReadPort(cfg.Root, name, port); err == nil {
-		e.info.RateGbps = nic.RateGbps
+	if r, err := PortRate(cfg.Root, attr.Device, attr.Port); err == nil {
+		e.info.RateGbps = r
 	}
 	return e, nil
 }
 
+// selectGID picks the endpoint's GID index (-1 on InfiniBand, which
+// needs none) from the port's table in sysfs, or the device's own table
+// where sysfs has none, and reads the GID.
+func (e *Endpoint) selectGID(cfg Config, attr ibvwrap.EndpointAttr) (int, [16]byte, error) {
+	var gid [16]byte
+	where := fmt.Sprintf("%s port %d", attr.Device, attr.Port)
+	ll := "InfiniBand"
+	if attr.LinkLayer == 2 {
+		ll = "Ethernet"
+	}
+	table, terr := ReadGIDTable(cfg.Root, attr.Device, attr.Port)
+	if terr != nil || len(table) == 0 {
+		// No sysfs view: ask the device for its table, types unknown.
+		table = e.queryGIDs(attr.GIDTableLen)
+	}
+	// A requested index must exist in the port's table as the device
+	// sizes it, whatever sysfs shows.
+	if cfg.GIDIndex >= attr.GIDTableLen {
+		return 0, gid, fmt.Errorf("rdma: GID index %d does not exist on %s (table of %d entries)", cfg.GIDIndex, where, attr.GIDTableLen)
+	}
+	gi, err := SelectGID(table, cfg.GIDIndex, ll, where)
+	if err != nil && cfg.GIDIndex < 0 && terr != nil {
+		// Types unreadable: take the first non-link-local address.
+		gi, err = firstRoutable(table, where)
+	}
+	if err != nil || gi < 0 {
+		return gi, gid, err
+	}
+	if gid, err = e.gid(gi); err != nil {
+		return 0, gid, err
+	}
+	if gid == [16]byte{} {
+		return 0, gid, fmt.Errorf("rdma: GID index %d on %s is empty", gi, where)
+	}
+	return gi, gid, nil
+}
+
 func firstRoutable(table []GIDEntry, where string) (int, error) {
 	for _, t := range table {
-		if !t.zero() && !t.linkLocal() {
+		if !t.Zero() && !t.linkLocal() {
 			return t.Index, nil
 		}
 	}
@@ -200,10 +176,8 @@ func firstRoutable(table []GIDEntry, where string) (int, error) {
 }
 
 func (e *Endpoint) gid(i int) ([16]byte, error) {
-	var g [16]byte
-	var st C.kvt_ibv_status
-	C.kvt_ibv_ep_gid(e.ep, C.int(i), (*C.uint8_t)(unsafe.Pointer(&g[0])), &st)
-	return g, toError(fmt.Sprintf("query GID %d", i), goStatus(&st), nil)
+	g, st := e.ep.GID(i)
+	return g, toError(fmt.Sprintf("query GID %d", i), st, nil)
 }
 
 func (e *Endpoint) queryGIDs(n int) []GIDEntry {
@@ -242,32 +216,19 @@ func (e *Endpoint) Connect(r QPInfo) error {
 	if r.RdAtom > 0 {
 		e.rdAtom = min(e.rdAtom, r.RdAtom)
 	}
-	lpsn := make([]C.uint32_t, n)
-	rqpn := make([]C.uint32_t, n)
-	rpsn := make([]C.uint32_t, n)
-	for i := 0; i < n; i++ {
-		lpsn[i], rqpn[i], rpsn[i] = C.uint32_t(e.info.PSNs[i]), C.uint32_t(r.QPNs[i]), C.uint32_t(r.PSNs[i])
-	}
-	var st C.kvt_ibv_status
-	C.kvt_ibv_ep_connect(e.ep, C.int(e.info.GIDIndex), C.int(mtu), C.int(e.rdAtom),
-		&lpsn[0], &rqpn[0], &rpsn[0], C.uint16_t(r.LID), (*C.uint8_t)(unsafe.Pointer(&rgid[0])), &st)
-	return toError("connect", goStatus(&st), nil)
+	st := e.ep.Connect(e.info.GIDIndex, mtu, e.rdAtom, e.info.PSNs, ibvwrap.Remote{LID: r.LID, GID: rgid, QPNs: r.QPNs, PSNs: r.PSNs})
+	return toError("connect", st, nil)
 }
 
 // Reg registers n bytes of memory at addr (host memory, or device memory
 // where nvidia-peermem is loaded). The caller keeps the memory alive and
 // unmoved until the endpoint is closed.
 func (e *Endpoint) Reg(addr uintptr, n int64) (*MR, error) {
-	var (
-		st         C.kvt_ibv_status
-		h          unsafe.Pointer
-		lkey, rkey C.uint32_t
-	)
-	C.reg_addr(e.ep, C.uint64_t(addr), C.size_t(n), &h, &lkey, &rkey, &st)
-	if err := toError("reg mr", goStatus(&st), nil); err != nil {
+	h, st := e.ep.Reg(uint64(addr), n)
+	if err := toError("reg mr", st, nil); err != nil {
 		return nil, err
 	}
-	mr := &MR{Addr: uint64(addr), Len: n, LKey: uint32(lkey), RKey: uint32(rkey), h: h}
+	mr := &MR{Addr: uint64(addr), Len: n, LKey: h.LKey, RKey: h.RKey, h: h}
 	e.mrs = append(e.mrs, mr)
 	return mr, nil
 }
@@ -276,16 +237,11 @@ func (e *Endpoint) Reg(addr uintptr, n int64) (*MR, error) {
 // addressed as iova (the device pointer): GPUDirect RDMA without
 // nvidia-peermem.
 func (e *Endpoint) RegDMABuf(fd int, offset int64, iova uint64, n int64) (*MR, error) {
-	var (
-		st         C.kvt_ibv_status
-		h          unsafe.Pointer
-		lkey, rkey C.uint32_t
-	)
-	C.kvt_ibv_ep_reg_dmabuf(e.ep, C.uint64_t(offset), C.size_t(n), C.uint64_t(iova), C.int(fd), &h, &lkey, &rkey, &st)
-	if err := toError("reg dmabuf mr", goStatus(&st), nil); err != nil {
+	h, st := e.ep.RegDMABuf(fd, offset, iova, n)
+	if err := toError("reg dmabuf mr", st, nil); err != nil {
 		return nil, err
 	}
-	mr := &MR{Addr: iova, Len: n, LKey: uint32(lkey), RKey: uint32(rkey), h: h}
+	mr := &MR{Addr: iova, Len: n, LKey: h.LKey, RKey: h.RKey, h: h}
 	e.mrs = append(e.mrs, mr)
 	return mr, nil
 }
@@ -331,38 +287,29 @@ func (e *Endpoint) Read(ctx context.Context, reads []WR) error {
 
 // readBatch runs one batch to completion, slice by slice.
 func (e *Endpoint) readBatch(ctx context.Context, b []WR, starts []int) error {
-	cw := make([]C.kvt_ibv_wr, len(b))
+	ws := make([]ibvwrap.WR, len(b))
 	for j, w := range b {
-		cw[j] = C.kvt_ibv_wr{laddr: C.uint64_t(w.Local), raddr: C.uint64_t(w.Remote), len: C.uint32_t(w.Len),
-			lkey: C.uint32_t(w.LKey), rkey: C.uint32_t(w.RKey), qp: C.uint32_t(w.QP)}
+		ws[j] = ibvwrap.WR(w)
 	}
-	cs := make([]C.int, len(starts))
-	for j, s := range starts {
-		cs[j] = C.int(s)
-	}
-	var (
-		st C.kvt_ibv_status
-		rd *C.kvt_ibv_rd
-	)
-	C.kvt_ibv_rd_start(e.ep, &cw[0], C.int(len(cw)), &cs[0], C.int(e.rdAtom), &rd, &st)
-	if err := toError("read", goStatus(&st), nil); err != nil {
+	rd, st := e.ep.StartRead(ws, starts, e.rdAtom)
+	if err := toError("read", st, nil); err != nil {
 		return err
 	}
-	defer C.kvt_ibv_rd_free(rd)
-	slice, timeout := C.int(readSlice.Milliseconds()), C.int(e.timeout.Milliseconds())
+	defer rd.Free()
+	slice, timeout := int(readSlice.Milliseconds()), int(e.timeout.Milliseconds())
 	for {
-		rc := C.kvt_ibv_rd_poll(rd, slice, timeout, &st)
+		st := rd.Poll(slice, timeout)
 		var err error
-		switch rc {
-		case codeOK:
+		switch st.Code {
+		case ibvwrap.CodeOK:
 			return nil
-		case codeAgain:
+		case ibvwrap.CodeAgain:
 			if ctx.Err() == nil {
 				continue
 			}
 			err = fmt.Errorf("rdma: read aborted: %w", context.Cause(ctx))
 		default:
-			err = toError("read", goStatus(&st), b)
+			err = toError("read", st, b)
 		}
 		return e.abort(rd, err)
 	}
@@ -372,13 +319,9 @@ func (e *Endpoint) readBatch(ctx context.Context, b []WR, starts []int) error {
 // cause is the error the read returns. If the flushed completions do not
 // all come, the endpoint keeps its memory registrations and resources
 // for good (Close and Dereg leave them), as the device may still write.
-func (e *Endpoint) abort(rd *C.kvt_ibv_rd, cause error) error {
-	var (
-		st      C.kvt_ibv_status
-		flushed C.int
-	)
-	C.kvt_ibv_rd_abort(rd, C.int(drainTimeout.Milliseconds()), &flushed, &st)
-	if err := toError("abort read", goStatus(&st), nil); err != nil {
+func (e *Endpoint) abort(rd *ibvwrap.Read, cause error) error {
+	_, st := rd.Abort(int(drainTimeout.Milliseconds()))
+	if err := toError("abort read", st, nil); err != nil {
 		if errors.Is(err, ErrTimeout) {
 			e.undrained = true
 		}
@@ -400,14 +343,12 @@ func (e *Endpoint) Close() error {
 	}
 	var first error
 	for i := len(e.mrs) - 1; i >= 0; i-- {
-		var st C.kvt_ibv_status
-		C.kvt_ibv_ep_dereg(e.mrs[i].h, &st)
-		if err := toError("dereg mr", goStatus(&st), nil); err != nil && first == nil {
+		if err := toError("dereg mr", e.ep.Dereg(e.mrs[i].h), nil); err != nil && first == nil {
 			first = err
 		}
 	}
 	e.mrs = nil
-	C.kvt_ibv_ep_close(e.ep)
+	e.ep.Close()
 	e.ep = nil
 	return first
 }
@@ -420,9 +361,7 @@ func (e *Endpoint) Dereg(mr *MR) error {
 	for i, m := range e.mrs {
 		if m == mr {
 			e.mrs = append(e.mrs[:i], e.mrs[i+1:]...)
-			var st C.kvt_ibv_status
-			C.kvt_ibv_ep_dereg(mr.h, &st)
-			return toError("dereg mr", goStatus(&st), nil)
+			return toError("dereg mr", e.ep.Dereg(mr.h), nil)
 		}
 	}
 	return nil

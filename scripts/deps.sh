@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kvtier's build and tests use, when they are
-# missing and we can (root with apt-get). Everything here is optional at run
-# time: without libibverbs-dev the verbs shim reports "built without
-# verbs.h", without qemu the soft-RoCE VM test skips with a line saying so,
-# without fio the disk tier's anchor benchmark (bench/, go test -bench
-# DiskVsFio) skips.
+# missing and we can (root with apt-get). The build needs only gcc and libc
+# (the shims declare what they use of CUDA and libibverbs and load both at
+# run time); libibverbs-dev serves the tests (the fake libibverbs and the
+# verbs ABI facts test), without qemu the soft-RoCE VM test skips with a
+# line saying so, without fio the disk tier's anchor benchmark (bench/,
+# go test -bench DiskVsFio) skips.
 #
 # usage: scripts/deps.sh [build|test]
 set -u

@@ -14,9 +14,10 @@ func init() {
 	Register(Collector{Name: "disk", Order: 30, Collect: collectDisks})
 }
 
-// collectDisks records every block device with a size under root's
+// collectDisks records every block device with a size under the root's
 // /sys/block in m.Disks.
-func collectDisks(root string, m *results.Manifest) error {
+func collectDisks(c Config, m *results.Manifest) error {
+	root := c.Root
 	ents, err := os.ReadDir(filepath.Join(root, "sys/block"))
 	if err != nil {
 		return nil // no sysfs: nothing to say

@@ -95,7 +95,7 @@ func TestDiskOf(t *testing.T) {
 func TestCollectDisks(t *testing.T) {
 	t.Parallel()
 	var m results.Manifest
-	if err := collectDisks(diskTree(t), &m); err != nil {
+	if err := collectDisks(Config{Root: diskTree(t)}, &m); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -105,7 +105,7 @@ func TestCollectDisks(t *testing.T) {
 	if strings.Join(names, ",") != "nvme0n1,vda" {
 		t.Errorf("disks %v, want nvme0n1 and vda (zram0 has no size)", names)
 	}
-	if err := collectDisks(t.TempDir(), &m); err != nil {
+	if err := collectDisks(Config{Root: t.TempDir()}, &m); err != nil {
 		t.Errorf("no sysfs: %v", err)
 	}
 }

@@ -17,9 +17,10 @@ func init() {
 	Register(Collector{Name: "host", Order: 0, Collect: collectHost})
 }
 
-// collectHost fills m.Host from procfs and sysfs under root and records
+// collectHost fills m.Host from procfs and sysfs under c.Root and records
 // the host backend, which is always available.
-func collectHost(root string, m *results.Manifest) error {
+func collectHost(c Config, m *results.Manifest) error {
+	root := c.Root
 	h := &m.Host
 	h.Arch = runtime.GOARCH
 	h.GoVersion = runtime.Version()

@@ -9,7 +9,7 @@ import (
 
 func TestCollectHostFixture(t *testing.T) {
 	var m results.Manifest
-	if err := collectHost("testdata/host", &m); err != nil {
+	if err := collectHost(Config{Root: "testdata/host"}, &m); err != nil {
 		t.Fatal(err)
 	}
 	want := results.Host{
@@ -27,7 +27,7 @@ func TestCollectHostFixture(t *testing.T) {
 
 func TestCollectHostEmptyRoot(t *testing.T) {
 	var m results.Manifest
-	if err := collectHost(t.TempDir(), &m); err != nil {
+	if err := collectHost(Config{Root: t.TempDir()}, &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Host.Kernel != "" || m.Host.CPUs != 0 || m.Host.NUMANodes != 1 || m.Host.MemoryBytes != 0 {
@@ -70,7 +70,7 @@ func TestParsers(t *testing.T) {
 
 func TestCollectRegistersHost(t *testing.T) {
 	var m results.Manifest
-	Collect("testdata/host", &m)
+	Collect(Config{Root: "testdata/host"}, &m)
 	if m.Host.Hostname != "fixture-node" {
 		t.Errorf("registered host collector did not run: %+v", m.Host)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvtier/kvtier/cuda"
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/system"
 )
 
 func init() {
@@ -37,7 +38,7 @@ type CUDABackend struct {
 	ctx    *cuda.Context
 	stream *cuda.Stream
 	info   cuda.DeviceInfo
-	link   cuda.Link
+	link   system.Link
 
 	queued, blocking *cuda.Timer
 
@@ -52,16 +53,20 @@ type CUDABackend struct {
 	// driver then takes a batch as many queue entries, and later batches
 	// count one operation per copy against the hold.
 	batchBlocks bool
+	// warm holds the GEMM shapes and copy kinds already issued once
+	// unheld; see warmUp.
+	warm map[any]bool
 }
 
-// OpenCUDA opens device cfg.GPU through $KVTIER_LIBCUDA or libcuda.so.1.
-// Without a driver the error names the library that could not be loaded.
+// OpenCUDA opens device cfg.GPU through cfg.LibCUDA (libcuda.so.1 when
+// empty). Without a driver the error names the library that could not be
+// loaded.
 func OpenCUDA(cfg BackendConfig) (Backend, error) {
 	drv, err := cuda.Open(cfg.LibCUDA)
 	if err != nil {
 		return nil, err
 	}
-	b := &CUDABackend{cfg: cfg, drv: drv}
+	b := &CUDABackend{cfg: cfg, drv: drv, warm: map[any]bool{}}
 	if err := b.open(); err != nil {
 		b.Close()
 		return nil, err
@@ -92,7 +97,7 @@ func (b *CUDABackend) open() error {
 	if b.blocking, err = cuda.NewTimer(b.stream, b.info, false); err != nil {
 		return err
 	}
-	b.link = cuda.DeviceLink("/", b.info.BusID)
+	b.link = system.DeviceLink("/", b.info.BusID)
 	if b.cfg.Log != nil && !b.drv.CanHoldStreams(b.info) {
 		fmt.Fprintf(b.cfg.Log, "kvtier: warning: cuda: %s cannot hold a stream (no stream memory operations): launch cost is inside timings (held=false)\n", b.Device())
 	}
@@ -126,12 +131,12 @@ func (b *CUDABackend) CopyModes() []CopyMode {
 	return []CopyMode{PerCopy, Contiguous}
 }
 
-// LinkGBps is the PCIe payload limit (cuda.LinkGBps of the link's current
-// generation and width) between host memory and the device, 0 for other
-// pairs and where the link is unknown.
+// LinkGBps is the PCIe payload limit (system.LinkGBps of the link's
+// current generation and width) between host memory and the device, 0
+// for other pairs and where the link is unknown.
 func (b *CUDABackend) LinkGBps(src, dst MemKind) float64 {
 	if (src == Device) != (dst == Device) {
-		return cuda.LinkGBps(b.link.Gen, b.link.Width)
+		return system.LinkGBps(b.link.Gen, b.link.Width)
 	}
 	return 0
 }
@@ -326,6 +331,7 @@ func (b *CUDABackend) Copy(dst, src Buffer, plan []kv.Copy, mode CopyMode) error
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.warmUp(copyKind{dir, how, s.kind, d.kind})
 	var ops int // operations this plan queues, as counted against a hold
 	if t := b.active; t != nil {
 		if s.kind == Pageable || d.kind == Pageable {
@@ -409,6 +415,37 @@ func (b *CUDABackend) issue(call func() error, batch bool, ops, copies int) erro
 	return nil
 }
 
+// A copyKind is what decides which copy path (and maybe kernel) the
+// driver uses.
+type copyKind struct {
+	dir      cuda.Dir
+	how      cuda.How
+	src, dst MemKind
+}
+
+// warmUp lets go of a held stream before work of a kind this backend has
+// not issued before: a copyKind, or a cuda.Gemm (its shape). CUDA 12.2 and later load kernels lazily, at their first
+// launch, and loading may need a synchronisation that cannot happen while
+// the stream waits on the host flag: the first GEMM of a shape (or copy
+// that runs as a kernel) would stall until the guard's watchdog, and
+// learn would then cut MaxOps for the rest of the run. So the first use of
+// each runs unheld (that sample reports held=false; warm-up reps absorb
+// it) and later ones are held. b.mu is held.
+//
+// Note: CUDA_MODULE_LOADING=EAGER before cuInit would avoid the stall
+// too, but it loads every kernel of cuBLAS at start (seconds, and memory)
+// and lives in the process environment, which belongs to the user; warming
+// keeps the default and says what it did in the held column.
+func (b *CUDABackend) warmUp(key any) {
+	if b.warm[key] {
+		return
+	}
+	b.warm[key] = true
+	if b.active != nil {
+		b.active.Unhold()
+	}
+}
+
 // learn adapts the hold to a queuing call that blocked behind it (the
 // driver's queue was full): a batch taken as one operation is counted by
 // its copies from then on; otherwise the timer's cap on held operations
@@ -455,21 +492,8 @@ func (b *CUDABackend) GEMMs(ops []kv.GEMM) error {
 			return err
 		}
 	}
-	if b.scratch == nil || b.scratch.Size() < need {
-		if b.active != nil {
-			b.active.Unhold()
-		}
-		if b.scratch != nil {
-			if err := b.scratch.Free(); err != nil {
-				return fmt.Errorf("cuda backend: gemm scratch: %w", err)
-			}
-			b.scratch = nil
-		}
-		m, err := b.ctx.AllocDevice(need)
-		if err != nil {
-			return fmt.Errorf("cuda backend: gemm scratch: %w", err)
-		}
-		b.scratch = m
+	if err := b.growScratch(need); err != nil {
+		return err
 	}
 	base := b.scratch.Ptr()
 	list := make([]cuda.Gemm, len(ops))
@@ -479,6 +503,9 @@ func (b *CUDABackend) GEMMs(ops []kv.GEMM) error {
 		bb := a + 2*bt*uint64(g.M)*uint64(g.K)
 		c := bb + 2*bt*uint64(g.K)*uint64(g.N)
 		list[i] = cuda.Gemm{M: g.M, N: g.N, K: g.K, Batch: int(bt), A: a, B: bb, C: c}
+	}
+	for _, g := range list {
+		b.warmUp(cuda.Gemm{M: g.M, N: g.N, K: g.K, Batch: g.Batch}) // the shape alone
 	}
 	if b.active != nil {
 		// About one kernel per GEMM (split-K may add one; the guard
@@ -494,18 +521,41 @@ func (b *CUDABackend) GEMMs(ops []kv.GEMM) error {
 	}, false, len(ops), len(ops))
 }
 
+// growScratch makes the GEMM operands' scratch at least need bytes,
+// letting go of a held stream first: freeing device memory synchronises
+// the device. b.mu is held.
+func (b *CUDABackend) growScratch(need int64) error {
+	if b.scratch != nil && b.scratch.Size() >= need {
+		return nil
+	}
+	if b.active != nil {
+		b.active.Unhold()
+	}
+	if b.scratch != nil {
+		if err := b.scratch.Free(); err != nil {
+			return fmt.Errorf("cuda backend: gemm scratch: %w", err)
+		}
+		b.scratch = nil
+	}
+	m, err := b.ctx.AllocDevice(need)
+	if err != nil {
+		return fmt.Errorf("cuda backend: gemm scratch: %w", err)
+	}
+	b.scratch = m
+	return nil
+}
+
 func (b *CUDABackend) openBLAS() error {
 	if b.blasErr != nil {
 		return b.blasErr
 	}
-	bl, err := cuda.OpenBLAS(b.cfg.LibCUBLAS)
+	bl, err := cuda.OpenBLAS(b.cfg.LibCUBLAS, b.drv.Version)
 	if err != nil {
 		b.blasErr = fmt.Errorf("cuda backend: %w", err)
 		return b.blasErr
 	}
 	h, err := bl.NewHandle(b.stream)
 	if err != nil {
-		bl.Close()
 		b.blasErr = fmt.Errorf("cuda backend: cublas: %w", err)
 		return b.blasErr
 	}
@@ -587,10 +637,14 @@ func (b *CUDABackend) Sync() error {
 }
 
 // ExportDMABuf exports the device buffer x as a DMA-BUF for GPUDirect
-// RDMA (cuMemGetHandleForAddressRange): the range is x's pages, from its
-// address aligned down to the page to its end rounded up; offset is where
-// x starts in it. errors.Is(err, cuda.ErrUnsupported) where the driver
-// or the device cannot.
+// RDMA (cuMemGetHandleForAddressRange): the range is the whole allocation
+// that holds x (cuMemGetAddressRange), its size rounded up to the page;
+// offset is where x starts in it. A range must be page aligned inside one
+// allocation: rounding x's own start down to a page could step into
+// another allocation, so an allocation that does not start on a page (a
+// small one from the driver's sub-allocator) is not exported.
+// errors.Is(err, cuda.ErrUnsupported) where the driver, the device or the
+// allocation cannot.
 func (b *CUDABackend) ExportDMABuf(x Buffer) (fd int, offset int64, err error) {
 	c, err := b.buffer(x, "exported")
 	if err != nil {
@@ -602,15 +656,20 @@ func (b *CUDABackend) ExportDMABuf(x Buffer) (fd int, offset int64, err error) {
 	if !b.drv.Has("cuMemGetHandleForAddressRange") || b.info.Attrs[cuda.AttrDMABufSupported] != 1 {
 		return -1, 0, fmt.Errorf("cuda backend: DMA-BUF export on %s (driver %s): %w", b.Device(), b.drv.VersionString(), cuda.ErrUnsupported)
 	}
-	pg := uint64(os.Getpagesize())
 	p := c.dev.Ptr()
-	start := p &^ (pg - 1)
-	end := (p + uint64(c.size) + pg - 1) &^ (pg - 1)
-	fd, err = b.ctx.DMABuf(start, int64(end-start))
+	base, size, err := b.ctx.AddressRange(p)
 	if err != nil {
 		return -1, 0, fmt.Errorf("cuda backend: DMA-BUF export: %w", err)
 	}
-	return fd, int64(p - start), nil
+	pg := int64(os.Getpagesize())
+	if base%uint64(pg) != 0 {
+		return -1, 0, fmt.Errorf("cuda backend: DMA-BUF export: allocation at %#x does not start on a page: %w", base, cuda.ErrUnsupported)
+	}
+	fd, err = b.ctx.DMABuf(base, (size+pg-1)/pg*pg)
+	if err != nil {
+		return -1, 0, fmt.Errorf("cuda backend: DMA-BUF export: %w", err)
+	}
+	return fd, int64(p - base), nil
 }
 
 // Close releases the backend's own resources; buffers are their owners'.

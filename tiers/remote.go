@@ -119,7 +119,7 @@ func (t *remoteTier) Available() string {
 	case peer.TCP:
 		return ""
 	case peer.Verbs:
-		names, err := rdma.DeviceNames("")
+		names, err := rdma.DeviceNames(t.env.LibIBVerbs)
 		if err != nil {
 			return "transport verbs: " + err.Error()
 		}
@@ -146,7 +146,7 @@ func (t *remoteTier) SetupBytes(maxBlocks int) int64 {
 }
 
 func (t *remoteTier) rdmaConfig() rdma.Config {
-	return rdma.Config{Device: t.opts.RDMADevice, GIDIndex: t.opts.GIDIndex, Root: root(t.env)}
+	return rdma.Config{Device: t.opts.RDMADevice, GIDIndex: t.opts.GIDIndex, Root: root(t.env), Library: t.env.LibIBVerbs}
 }
 
 // Setup connects to the peer (starting an embedded one if needed), places

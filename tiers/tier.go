@@ -39,7 +39,11 @@ type Env struct {
 	Options Options
 	// Root is the root of sysfs and procfs reads ("/" on a live machine).
 	Root string
-	Log  io.Writer // progress and warnings; never rows
+	// LibIBVerbs is the libibverbs the remote tier's verbs transport
+	// loads ("" tries the usual names); cmd/kvtier fills it from
+	// KVTIER_LIBIBVERBS.
+	LibIBVerbs string
+	Log        io.Writer // progress and warnings; never rows
 	// Scratch is a directory on the results directory's filesystem where
 	// a tier may keep large files for the run (the disk tier's data file
 	// by default); "" where the run has none.

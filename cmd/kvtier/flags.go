@@ -174,13 +174,11 @@ func (f *backendFlags) validate() error {
 }
 
 // backendConfig returns the configuration backends open with: this
-// group's device and node, the libraries named by KVTIER_LIBCUDA,
-// KVTIER_LIBCUBLAS and KVTIER_LIBCUFILE (the one place they are read),
-// and log.
+// group's device and node, the libraries from the environment
+// (libraries), and log.
 func (f *backendFlags) backendConfig(log io.Writer) tiers.BackendConfig {
-	return tiers.BackendConfig{GPU: f.gpu, NUMA: f.numa, Log: log,
-		LibCUDA: os.Getenv("KVTIER_LIBCUDA"), LibCUBLAS: os.Getenv("KVTIER_LIBCUBLAS"),
-		LibCUFile: os.Getenv("KVTIER_LIBCUFILE")}
+	libs := libraries()
+	return tiers.BackendConfig{GPU: f.gpu, NUMA: f.numa, Log: log, LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS, LibCUFile: libs.CUFile}
 }
 
 func containsString(xs []string, s string) bool {

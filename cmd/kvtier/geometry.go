@@ -14,12 +14,9 @@ func runGeometry(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	fs := newFlagSet("geometry", "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N]", stderr)
 	var m modelFlags
 	m.add(fs)
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	g, code, ok := parseOptions(fs, args, stderr, m.geometry)
+	if !ok {
 		return code
-	}
-	g, err := m.geometry()
-	if err != nil {
-		return usageErr(stderr, "geometry", err)
 	}
 	printGeometry(stdout, g)
 	return exitOK

@@ -26,7 +26,7 @@ func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	}
 	m := &results.Manifest{Tool: "kvtier", Version: harness.Version(), Suite: "info",
 		Command: append([]string{"kvtier", "info"}, args...), Start: time.Now().UTC()}
-	for _, err := range system.Collect(*root, m) {
+	for _, err := range system.Collect(sysConfig(*root), m) {
 		m.Warnings = append(m.Warnings, err.Error())
 	}
 	if *asJSON {

@@ -137,13 +137,12 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fs.StringVar(&f.timeout, "timeout", "600s", "limit of the prefill request")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	f.out.add(fs)
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	cfg, code, ok := parseOptions(fs, args, stderr, func() (mb1.Config, error) {
+		f.endpointSet = fs.Changed("endpoint")
+		return f.config()
+	})
+	if !ok {
 		return code
-	}
-	f.endpointSet = fs.Changed("endpoint")
-	cfg, err := f.config()
-	if err != nil {
-		return usageErr(stderr, "interfere", err)
 	}
 	warnSimTimeScale(fs, f.simScale, stderr)
 	if f.useSim {

@@ -254,13 +254,12 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	fs.Float64Var(&f.evictMargin, "evict-margin", 1.5, "cpu tier: filler tokens sent to evict the GPU cache, as a multiple of the GPU pool")
 	fs.IntVar(&f.blockSize, "block-size", 0, "KV block size in tokens (default: from vllm:cache_config_info)")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	cfg, code, ok := parseOptions(fs, args, stderr, func() (probe.Config, error) {
+		f.endpointSet = fs.Changed("endpoint")
+		return f.config()
+	})
+	if !ok {
 		return code
-	}
-	f.endpointSet = fs.Changed("endpoint")
-	cfg, err := f.config()
-	if err != nil {
-		return usageErr(stderr, "probe", err)
 	}
 	warnSimTimeScale(fs, f.simScale, stderr)
 	if f.useSim {

@@ -80,7 +80,7 @@ type suiteRun struct {
 // exec runs r and returns the exit status.
 func (r suiteRun) exec(ctx context.Context, stdout, stderr io.Writer) int {
 	command := append([]string{"kvtier", r.cmd}, r.args...)
-	out, err := harness.Create(r.out.outDir(), r.suite.Name, command, "/", stderr)
+	out, err := harness.Create(r.out.outDir(), r.suite.Name, command, sysConfig("/"), stderr)
 	if err != nil {
 		return usageErr(stderr, r.cmd, option.Wrap("out", err))
 	}
@@ -152,4 +152,18 @@ func newFlagSet(name, usage string, stderr io.Writer) *pflag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// parseOptions parses args (no positional ones) into fs and resolves the
+// command's options with resolve, reporting bad input as usageErr does.
+// ok is false when the command must return code at once.
+func parseOptions[T any](fs *pflag.FlagSet, args []string, stderr io.Writer, resolve func() (T, error)) (opts T, code int, ok bool) {
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return opts, code, false
+	}
+	opts, err := resolve()
+	if err != nil {
+		return opts, usageErr(stderr, fs.Name(), err), false
+	}
+	return opts, exitOK, true
 }

@@ -79,7 +79,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	if err := o.validate(); err != nil {
 		return usageErr(stderr, "serve", err)
 	}
-	rcfg := rdma.Config{Device: o.Device, GIDIndex: o.GIDIndex, Root: "/"}
+	rcfg := rdma.Config{Device: o.Device, GIDIndex: o.GIDIndex, Root: "/", Library: libraries().IBVerbs}
 	if o.Transport == peer.Verbs {
 		// Open one endpoint now so a missing device or a bad GID index is
 		// reported at start, not on the first client.
@@ -145,7 +145,7 @@ func verbsProblem(err error) error {
 	switch {
 	case errors.Is(err, rdma.ErrNoDevice):
 		return fmt.Errorf("--transport verbs: %w", err)
-	case errors.Is(err, rdma.ErrNoLibrary), errors.Is(err, rdma.ErrNotBuilt):
+	case errors.Is(err, rdma.ErrNoLibrary):
 		return fmt.Errorf("--transport verbs: no RDMA device (%w)", err)
 	}
 	msg := err.Error()

@@ -38,7 +38,7 @@ const (
 
 // config validates the options, reporting every problem at once, and
 // returns the simulator's configuration.
-func (o simOptions) config() (vllmsim.Config, error) {
+func (o *simOptions) config() (vllmsim.Config, error) {
 	var errs []error
 	cfg := vllmsim.Config{
 		GPUBlocks: o.gpuBlocks, CPUBlocks: o.cpuBlocks,
@@ -79,7 +79,7 @@ func tokenFlag(errs *[]error, name, v string) int {
 }
 
 // costProfile is the calibration's profile, or the named one.
-func (o simOptions) costProfile() (vllmsim.Profile, error) {
+func (o *simOptions) costProfile() (vllmsim.Profile, error) {
 	if o.calibrate != "" {
 		p, err := vllmsim.ProfileFromCSV(o.calibrate)
 		return p, option.Wrap("calibrate", err)
@@ -89,7 +89,7 @@ func (o simOptions) costProfile() (vllmsim.Profile, error) {
 }
 
 // checkPD checks the disaggregated-prefill flags.
-func (o simOptions) checkPD() error {
+func (o *simOptions) checkPD() error {
 	var errs []error
 	if o.kvPeer != "" {
 		u, err := url.Parse(o.kvPeer)
@@ -124,12 +124,9 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.StringVar(&o.engineID, "engine-id", "", "P/D engine id (default random)")
 	fs.StringVar(&o.role, "role", "", "P/D role, for the record: producer, consumer or both (any instance plays both)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated tokens")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	cfg, code, ok := parseOptions(fs, args, stderr, o.config)
+	if !ok {
 		return code
-	}
-	cfg, err := o.config()
-	if err != nil {
-		return usageErr(stderr, "sim", err)
 	}
 	s, err := vllmsim.New(cfg)
 	if err != nil {

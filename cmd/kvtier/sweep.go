@@ -51,6 +51,7 @@ func (f *sweepFlags) add(fs *pflag.FlagSet) {
 // problem at once.
 func (f *sweepFlags) options() (sweep.Options, error) {
 	o := f.opts
+	o.LibIBVerbs = libraries().IBVerbs
 	var errs []error
 	if t := strings.TrimSpace(f.tiers); t != "" && t != "all" {
 		o.Tiers = nil
@@ -80,12 +81,9 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs := newFlagSet("sweep", "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.", stderr)
 	var f sweepFlags
 	f.add(fs)
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	opts, code, ok := parseOptions(fs, args, stderr, f.options)
+	if !ok {
 		return code
-	}
-	opts, err := f.options()
-	if err != nil {
-		return usageErr(stderr, "sweep", err)
 	}
 	ro, _ := opts.TierOptions["remote"].(*tiers.RemoteOptions)
 	if ro != nil && ro.Peer != "" && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, "remote")) {

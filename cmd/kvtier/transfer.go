@@ -100,14 +100,11 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	fs := newFlagSet("transfer", "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.", stderr)
 	var f transferFlags
 	f.add(fs)
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	opts, code, ok := parseOptions(fs, args, stderr, f.options)
+	if !ok {
 		return code
 	}
-	opts, err := f.options()
-	if err != nil {
-		return usageErr(stderr, "transfer", err)
-	}
-	rcfg := rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/"}
+	rcfg := rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/", Library: libraries().IBVerbs}
 	if opts.Transport == peer.Verbs {
 		if err := verbsReady(rcfg); err != nil {
 			return usageErr(stderr, "transfer", err)
@@ -124,7 +121,7 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 		return usageErr(stderr, "transfer", err)
 	}
 	defer done()
-	be.RDMA = rcfg
+	be.RDMA, be.Faults = rcfg, peerFaults()
 	// A peer that cannot be reached at all is bad input: say so before
 	// the results directory exists. One that goes away later is an error
 	// row in it.

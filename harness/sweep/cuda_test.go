@@ -12,6 +12,7 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -42,7 +43,7 @@ func TestCUDABackendSweep(t *testing.T) {
 			}
 			defer b.Close()
 			dir := filepath.Join(t.TempDir(), "out")
-			out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, "/", nil)
+			out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

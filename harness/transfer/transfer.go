@@ -27,6 +27,8 @@ type Backends struct {
 	PeerCopyWhy string
 	// RDMA configures verbs endpoints (device, GID, sysfs root, library).
 	RDMA rdma.Config
+	// Faults are the test-only faults clients inject.
+	Faults peer.Faults
 }
 
 // A run is one Run call.
@@ -114,7 +116,7 @@ func (r *run) dial(ctx context.Context, addr string) (*target, func(), error) {
 	} else if t.path == "" {
 		t.path = peer.PathTo(addr)
 	}
-	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: r.o.Transport, Conns: r.o.Conns, RDMA: r.be.RDMA})
+	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: r.o.Transport, Conns: r.o.Conns, RDMA: r.be.RDMA, Faults: r.be.Faults})
 	if err != nil {
 		if emb != nil {
 			emb.Close()

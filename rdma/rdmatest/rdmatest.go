@@ -1,9 +1,12 @@
 // Package rdmatest builds a fake libibverbs for tests on machines without
 // RDMA: RDMA READs between endpoints of one process run as memcpy, with
 // the key and bounds checks a responder makes and the posting discipline
-// (RTS, signalled, reads in flight within max_rd_atomic) enforced. Point
-// KVTIER_LIBIBVERBS at the library before anything loads libibverbs,
-// which in practice means in a fresh process.
+// (RTS, signalled, reads in flight within max_rd_atomic) enforced. Name
+// the built library in rdma.Config.Library (or, for kvtier commands, in
+// KVTIER_LIBIBVERBS): libibverbs is loaded once per path, so each Build
+// is a fresh instance. The fake is compiled against rdma-core's verbs.h,
+// which also cross-checks the shim's own declarations (ibvcore.h). It also
+// writes sysfs fixture trees (SysfsTree).
 package rdmatest
 
 import (

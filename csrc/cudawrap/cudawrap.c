@@ -1,0 +1,409 @@
+/* cudawrap.c: loads libcuda.so.1 and wraps the driver calls kvtier makes.
+ * See cudawrap.h. Built by cgo as part of package cudawrap. */
+#include "cudawrap.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef CUresult (*kv_getproc_v2_t)(const char *, void **, int, unsigned long long, int *);
+typedef CUresult (*kv_getproc_t)(const char *, void **, int, unsigned long long);
+typedef CUresult (*kv_drvver_t)(int *);
+
+static int kv_fail(kv_cuda_err *e, const char *op, int code)
+{
+	if (e) {
+		e->op = op;
+		e->code = code;
+	}
+	return code;
+}
+
+#define KV_CHECK(e, call, name)                     \
+	do {                                        \
+		CUresult kv_r_ = (call);            \
+		if (kv_r_ != 0)                     \
+			return kv_fail(e, name, kv_r_); \
+	} while (0)
+
+kv_cuda *kv_cuda_load(const char *path, kv_cuda_err *e)
+{
+	const char *opened = path && path[0] ? path : "libcuda.so.1";
+
+	e->msg[0] = 0;
+	e->name[0] = 0;
+	dlerror();
+	void *lib = dlopen(opened, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		const char *d = dlerror();
+		snprintf(e->msg, sizeof e->msg, "cannot load libcuda (tried %s): %s", opened,
+			 d ? d : "unknown dlopen error");
+		kv_fail(e, "dlopen", KV_ERR_NO_LIBRARY);
+		return NULL;
+	}
+	/* From here on the library stays open whatever happens: no dlclose. */
+	kv_getproc_v2_t gp2 = (kv_getproc_v2_t)dlsym(lib, "cuGetProcAddress_v2");
+	kv_getproc_t gp1 = gp2 ? NULL : (kv_getproc_t)dlsym(lib, "cuGetProcAddress");
+	kv_drvver_t ver = (kv_drvver_t)dlsym(lib, "cuDriverGetVersion");
+	if ((!gp2 && !gp1) || !ver) {
+		snprintf(e->msg, sizeof e->msg, "%s: no %s (driver older than CUDA 11.3?)", opened,
+			 ver ? "cuGetProcAddress" : "cuDriverGetVersion");
+		kv_fail(e, "dlsym", KV_ERR_NO_SYMBOL);
+		return NULL;
+	}
+	kv_cuda *L = calloc(1, sizeof *L);
+	if (!L) {
+		kv_fail(e, "calloc", KV_ERR_NO_MEMORY);
+		return NULL;
+	}
+	L->lib = lib;
+	snprintf(L->path, sizeof L->path, "%s", opened);
+	CUresult r = ver(&L->driver_version);
+	if (r != 0) {
+		kv_fail(e, "cuDriverGetVersion", r);
+		goto fail;
+	}
+
+	/* Resolve the table. A required symbol missing fails the load; an
+	 * optional one stays NULL and its callers report unsupported. */
+#define KV_CUDA_RESOLVE(name, abi, req, args)                                                       \
+	do {                                                                                          \
+		void *p_ = NULL;                                                                      \
+		int st_ = 0;                                                                          \
+		CUresult r_ = 1;                                                                      \
+		if ((abi) <= L->driver_version)                                                       \
+			r_ = gp2 ? gp2(#name, &p_, (abi), 0, &st_) : gp1(#name, &p_, (abi), 0);       \
+		if (r_ != 0 || st_ != 0 || !p_)                                                       \
+			p_ = NULL;                                                                    \
+		L->name = (CUresult(*) args)p_;                                                       \
+		if (!p_ && (req)) {                                                                   \
+			snprintf(e->msg, sizeof e->msg, "%s: required %s (ABI %d) not found (driver %d)", \
+				 opened, #name, (abi), L->driver_version);                            \
+			kv_fail(e, #name, KV_ERR_NO_SYMBOL);                                          \
+			goto fail;                                                                    \
+		}                                                                                     \
+	} while (0);
+	KV_CUDA_SYMBOLS(KV_CUDA_RESOLVE)
+#undef KV_CUDA_RESOLVE
+
+	r = L->cuInit(0);
+	if (r != 0) {
+		const char *n = NULL, *m = NULL;
+		if (L->cuGetErrorName(r, &n) == 0 && n)
+			snprintf(e->name, sizeof e->name, "%s", n);
+		if (L->cuGetErrorString(r, &m) == 0 && m)
+			snprintf(e->msg, sizeof e->msg, "%s", m);
+		kv_fail(e, "cuInit", r);
+		goto fail;
+	}
+	return L;
+fail:
+	free(L);
+	return NULL;
+}
+
+kv_cuda_set_ctx_fn kv_cuda_set_ctx(const kv_cuda *L) { return L->cuCtxSetCurrent; }
+
+int kv_cuda_has(const kv_cuda *L, const char *name)
+{
+#define KV_CUDA_HAS(sym, abi, req, args) \
+	if (strcmp(name, #sym) == 0)     \
+		return L->sym != NULL;
+	KV_CUDA_SYMBOLS(KV_CUDA_HAS)
+#undef KV_CUDA_HAS
+	return 0;
+}
+
+int kv_cuda_error_name(kv_cuda *L, int code, const char **name, const char **str)
+{
+	*name = NULL;
+	*str = NULL;
+	if (L->cuGetErrorName(code, name) != 0)
+		*name = NULL;
+	if (L->cuGetErrorString(code, str) != 0)
+		*str = NULL;
+	return 0;
+}
+
+int kv_cuda_device_count(kv_cuda *L, int *n, kv_cuda_err *e)
+{
+	KV_CHECK(e, L->cuDeviceGetCount(n), "cuDeviceGetCount");
+	return 0;
+}
+
+int kv_cuda_device_info(kv_cuda *L, int ordinal, char *name, int namelen, char *bus, int buslen,
+			size_t *total, kv_cuda_err *e)
+{
+	CUdevice d;
+	KV_CHECK(e, L->cuDeviceGet(&d, ordinal), "cuDeviceGet");
+	KV_CHECK(e, L->cuDeviceGetName(name, namelen, d), "cuDeviceGetName");
+	KV_CHECK(e, L->cuDeviceGetPCIBusId(bus, buslen, d), "cuDeviceGetPCIBusId");
+	KV_CHECK(e, L->cuDeviceTotalMem(total, d), "cuDeviceTotalMem");
+	return 0;
+}
+
+int kv_cuda_device_attr(kv_cuda *L, int ordinal, int attr, int *v, kv_cuda_err *e)
+{
+	CUdevice d;
+	KV_CHECK(e, L->cuDeviceGet(&d, ordinal), "cuDeviceGet");
+	KV_CHECK(e, L->cuDeviceGetAttribute(v, attr, d), "cuDeviceGetAttribute");
+	return 0;
+}
+
+int kv_cuda_ctx_retain(kv_cuda *L, int ordinal, CUcontext *ctx, kv_cuda_err *e)
+{
+	CUdevice d;
+	KV_CHECK(e, L->cuDeviceGet(&d, ordinal), "cuDeviceGet");
+	KV_CHECK(e, L->cuDevicePrimaryCtxRetain(ctx, d), "cuDevicePrimaryCtxRetain");
+	KV_CHECK(e, L->cuCtxSetCurrent(*ctx), "cuCtxSetCurrent");
+	return 0;
+}
+
+int kv_cuda_ctx_release(kv_cuda *L, int ordinal, kv_cuda_err *e)
+{
+	CUdevice d;
+	KV_CHECK(e, L->cuDeviceGet(&d, ordinal), "cuDeviceGet");
+	KV_CHECK(e, L->cuDevicePrimaryCtxRelease(d), "cuDevicePrimaryCtxRelease");
+	return 0;
+}
+
+/* Go moves goroutines between threads and the current context is per
+ * thread: every call that needs the context makes it current first. */
+#define KV_CTX(e, L, ctx) KV_CHECK(e, (L)->cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+int kv_cuda_mem_info(kv_cuda *L, CUcontext ctx, size_t *free_b, size_t *total_b, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemGetInfo(free_b, total_b), "cuMemGetInfo");
+	return 0;
+}
+
+int kv_cuda_mem_alloc(kv_cuda *L, CUcontext ctx, size_t size, CUdeviceptr *p, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemAlloc(p, size), "cuMemAlloc");
+	return 0;
+}
+
+int kv_cuda_mem_free(kv_cuda *L, CUcontext ctx, CUdeviceptr p, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemFree(p), "cuMemFree");
+	return 0;
+}
+
+int kv_cuda_addr_range(kv_cuda *L, CUcontext ctx, CUdeviceptr p, CUdeviceptr *base, size_t *size, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemGetAddressRange(base, size, p), "cuMemGetAddressRange");
+	return 0;
+}
+
+int kv_cuda_host_alloc(kv_cuda *L, CUcontext ctx, size_t size, unsigned int flags, void **p, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemHostAlloc(p, size, flags), "cuMemHostAlloc");
+	return 0;
+}
+
+int kv_cuda_host_free(kv_cuda *L, CUcontext ctx, void *p, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemFreeHost(p), "cuMemFreeHost");
+	return 0;
+}
+
+int kv_cuda_host_register(kv_cuda *L, CUcontext ctx, void *p, size_t size, unsigned int flags, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemHostRegister(p, size, flags), "cuMemHostRegister");
+	return 0;
+}
+
+int kv_cuda_host_unregister(kv_cuda *L, CUcontext ctx, void *p, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemHostUnregister(p), "cuMemHostUnregister");
+	return 0;
+}
+
+int kv_cuda_host_devptr(kv_cuda *L, CUcontext ctx, void *p, CUdeviceptr *d, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemHostGetDevicePointer(d, p, 0), "cuMemHostGetDevicePointer");
+	return 0;
+}
+
+int kv_cuda_htod(kv_cuda *L, CUcontext ctx, CUdeviceptr dst, const void *src, size_t n, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemcpyHtoD(dst, src, n), "cuMemcpyHtoD");
+	return 0;
+}
+
+int kv_cuda_dtoh(kv_cuda *L, CUcontext ctx, void *dst, CUdeviceptr src, size_t n, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemcpyDtoH(dst, src, n), "cuMemcpyDtoH");
+	return 0;
+}
+
+int kv_cuda_stream_create(kv_cuda *L, CUcontext ctx, CUstream *s, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuStreamCreate(s, KV_CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	return 0;
+}
+
+int kv_cuda_stream_destroy(kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuStreamDestroy(s), "cuStreamDestroy");
+	return 0;
+}
+
+int kv_cuda_stream_sync(kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuStreamSynchronize(s), "cuStreamSynchronize");
+	return 0;
+}
+
+int kv_cuda_stream_wait32(kv_cuda *L, CUcontext ctx, CUstream s, CUdeviceptr flag, uint32_t v, kv_cuda_err *e)
+{
+	if (!L->cuStreamWaitValue32)
+		return kv_fail(e, "cuStreamWaitValue32", KV_ERR_UNSUPPORTED);
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuStreamWaitValue32(s, flag, v, KV_CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32");
+	return 0;
+}
+
+int kv_cuda_event_create(kv_cuda *L, CUcontext ctx, CUevent *ev, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuEventCreate(ev, KV_CU_EVENT_DEFAULT), "cuEventCreate");
+	return 0;
+}
+
+int kv_cuda_event_destroy(kv_cuda *L, CUcontext ctx, CUevent ev, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuEventDestroy(ev), "cuEventDestroy");
+	return 0;
+}
+
+int kv_cuda_event_record(kv_cuda *L, CUcontext ctx, CUevent ev, CUstream s, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuEventRecord(ev, s), "cuEventRecord");
+	return 0;
+}
+
+int kv_cuda_event_elapsed(kv_cuda *L, CUcontext ctx, CUevent start, CUevent stop, float *ms, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuEventSynchronize(stop), "cuEventSynchronize");
+	KV_CHECK(e, L->cuEventElapsedTime(ms, start, stop), "cuEventElapsedTime");
+	return 0;
+}
+
+int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int device, int dir, int how, const uint64_t *dsts,
+		      const uint64_t *srcs, const uint64_t *sizes, size_t n, size_t *done, kv_cuda_err *e)
+{
+	*done = 0;
+	KV_CTX(e, L, ctx);
+	if (how == KV_BATCH) {
+		if (!L->cuMemcpyBatchAsync)
+			return kv_fail(e, "cuMemcpyBatchAsync", KV_ERR_UNSUPPORTED);
+		if (n == 0)
+			return 0;
+		kv_CUmemcpyAttributes attr;
+		memset(&attr, 0, sizeof attr);
+		attr.srcAccessOrder = KV_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+		attr.srcLocHint.type = dir == KV_H2D ? KV_CU_MEM_LOCATION_TYPE_HOST : KV_CU_MEM_LOCATION_TYPE_DEVICE;
+		attr.dstLocHint.type = dir == KV_D2H ? KV_CU_MEM_LOCATION_TYPE_HOST : KV_CU_MEM_LOCATION_TYPE_DEVICE;
+		if (attr.srcLocHint.type == KV_CU_MEM_LOCATION_TYPE_DEVICE)
+			attr.srcLocHint.id = device;
+		if (attr.dstLocHint.type == KV_CU_MEM_LOCATION_TYPE_DEVICE)
+			attr.dstLocHint.id = device;
+		size_t idx = 0, fail = (size_t)-1;
+		CUresult r = L->cuMemcpyBatchAsync((CUdeviceptr *)dsts, (CUdeviceptr *)srcs, (size_t *)sizes, n,
+						   &attr, &idx, 1, &fail, s);
+		if (r != 0) {
+			*done = fail == (size_t)-1 ? 0 : fail;
+			return kv_fail(e, "cuMemcpyBatchAsync", r);
+		}
+		*done = n;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		CUresult r;
+		const char *op;
+		switch (dir) {
+		case KV_H2D:
+			op = "cuMemcpyHtoDAsync";
+			r = L->cuMemcpyHtoDAsync(dsts[i], (const void *)(uintptr_t)srcs[i], sizes[i], s);
+			break;
+		case KV_D2H:
+			op = "cuMemcpyDtoHAsync";
+			r = L->cuMemcpyDtoHAsync((void *)(uintptr_t)dsts[i], srcs[i], sizes[i], s);
+			break;
+		default:
+			op = "cuMemcpyDtoDAsync";
+			r = L->cuMemcpyDtoDAsync(dsts[i], srcs[i], sizes[i], s);
+			break;
+		}
+		if (r != 0)
+			return kv_fail(e, op, r);
+		*done = i + 1;
+	}
+	return 0;
+}
+
+int kv_cuda_dmabuf(kv_cuda *L, CUcontext ctx, CUdeviceptr p, size_t size, int *fd, kv_cuda_err *e)
+{
+	if (!L->cuMemGetHandleForAddressRange)
+		return kv_fail(e, "cuMemGetHandleForAddressRange", KV_ERR_UNSUPPORTED);
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e, L->cuMemGetHandleForAddressRange(fd, p, size, KV_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
+		 "cuMemGetHandleForAddressRange");
+	return 0;
+}
+
+int kv_cuda_can_access_peer(kv_cuda *L, int dev, int peer, int *can, kv_cuda_err *e)
+{
+	CUdevice d, p;
+	*can = 0;
+	if (!L->cuDeviceCanAccessPeer)
+		return kv_fail(e, "cuDeviceCanAccessPeer", KV_ERR_UNSUPPORTED);
+	KV_CHECK(e, L->cuDeviceGet(&d, dev), "cuDeviceGet");
+	KV_CHECK(e, L->cuDeviceGet(&p, peer), "cuDeviceGet");
+	KV_CHECK(e, L->cuDeviceCanAccessPeer(can, d, p), "cuDeviceCanAccessPeer");
+	return 0;
+}
+
+int kv_cuda_enable_peer(kv_cuda *L, CUcontext ctx, CUcontext peer, kv_cuda_err *e)
+{
+	if (!L->cuCtxEnablePeerAccess)
+		return kv_fail(e, "cuCtxEnablePeerAccess", KV_ERR_UNSUPPORTED);
+	KV_CTX(e, L, ctx);
+	CUresult r = L->cuCtxEnablePeerAccess(peer, 0);
+	if (r != 0 && r != KV_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+		return kv_fail(e, "cuCtxEnablePeerAccess", r);
+	return 0;
+}
+
+int kv_cuda_copy_peer(kv_cuda *L, CUcontext ctx, CUstream s, CUcontext dctx, CUcontext sctx, const uint64_t *dsts,
+		      const uint64_t *srcs, const uint64_t *sizes, size_t n, size_t *done, kv_cuda_err *e)
+{
+	*done = 0;
+	if (!L->cuMemcpyPeerAsync)
+		return kv_fail(e, "cuMemcpyPeerAsync", KV_ERR_UNSUPPORTED);
+	KV_CTX(e, L, ctx);
+	for (size_t i = 0; i < n; i++) {
+		KV_CHECK(e, L->cuMemcpyPeerAsync(dsts[i], dctx, srcs[i], sctx, sizes[i], s), "cuMemcpyPeerAsync");
+		*done = i + 1;
+	}
+	return 0;
+}

@@ -1,0 +1,264 @@
+// Package cudawrap is the cgo binding of kvtier's CUDA driver shim
+// (cudawrap.c in this directory): it loads libcuda at run time and calls
+// the shim's functions with Go types. It holds no policy; package cuda is
+// the API to use.
+//
+// Every call returns a Status whose Code is 0 on success, else the raw
+// CUresult or a negative loader code, with the driver function that
+// failed.
+package cudawrap
+
+/*
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "cudawrap.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+)
+
+// Handles the driver returns, opaque to Go.
+type (
+	Ctx    unsafe.Pointer // CUcontext
+	Stream unsafe.Pointer // CUstream
+	Event  unsafe.Pointer // CUevent
+)
+
+// Loader codes in Status.Code, outside the CUresult range, and the
+// CUresults callers branch on.
+const (
+	CodeNoLibrary   = C.KV_ERR_NO_LIBRARY
+	CodeNoSymbol    = C.KV_ERR_NO_SYMBOL
+	CodeUnsupported = C.KV_ERR_UNSUPPORTED
+	CodeNoMemory    = C.KV_ERR_NO_MEMORY
+
+	ErrorNotSupported = C.KV_CUDA_ERROR_NOT_SUPPORTED
+)
+
+// Flags and attributes, by their cuda.h values (csrc's ABI test checks
+// them against NVIDIA's headers).
+const (
+	MemHostAllocPortable   = C.KV_CU_MEMHOSTALLOC_PORTABLE
+	MemHostAllocDeviceMap  = C.KV_CU_MEMHOSTALLOC_DEVICEMAP
+	MemHostRegisterDefault = C.KV_CU_MEMHOSTREGISTER_PORTABLE | C.KV_CU_MEMHOSTREGISTER_DEVICEMAP
+
+	AttrMultiprocessorCount  = C.KV_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+	AttrPCIBusID             = C.KV_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID
+	AttrPCIDeviceID          = C.KV_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID
+	AttrAsyncEngineCount     = C.KV_CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT
+	AttrUnifiedAddressing    = C.KV_CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
+	AttrPCIDomainID          = C.KV_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID
+	AttrComputeCapMajor      = C.KV_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+	AttrComputeCapMinor      = C.KV_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+	AttrCanUseStreamMemOps   = C.KV_CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1
+	AttrGPUDirectRDMASupport = C.KV_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED
+	AttrDMABufSupported      = C.KV_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
+)
+
+// Copy directions and ways of issuing a plan.
+const (
+	H2D      = C.KV_H2D
+	D2H      = C.KV_D2H
+	D2D      = C.KV_D2D
+	PerCopy  = C.KV_PERCOPY
+	BatchAPI = C.KV_BATCH
+)
+
+// A Status is the outcome of one shim call.
+type Status struct {
+	Op   string // the driver function or loader step that failed
+	Code int    // 0, a raw CUresult, or a Code* loader code
+	Name string // the CUresult's name where the loader could ask
+	Msg  string // the loader's detail (path tried, dlerror)
+}
+
+// OK reports success.
+func (s Status) OK() bool { return s.Code == 0 }
+
+func status(rc C.int, e *C.kv_cuda_err) Status {
+	if rc == 0 {
+		return Status{}
+	}
+	return Status{Op: C.GoString(e.op), Code: int(e.code), Name: C.GoString(&e.name[0]), Msg: C.GoString(&e.msg[0])}
+}
+
+// A Lib is one loaded libcuda. It is never unloaded.
+type Lib struct {
+	l       *C.kv_cuda
+	Path    string // what dlopen opened
+	Version int    // cuDriverGetVersion, e.g. 12080
+}
+
+// Load opens the driver at path ("" for libcuda.so.1), resolves its
+// functions and runs cuInit. Each call loads anew; callers cache.
+func Load(path string) (*Lib, Status) {
+	var cpath *C.char
+	if path != "" {
+		cpath = C.CString(path)
+		defer C.free(unsafe.Pointer(cpath))
+	}
+	var e C.kv_cuda_err
+	l := C.kv_cuda_load(cpath, &e)
+	if l == nil {
+		return nil, Status{Op: C.GoString(e.op), Code: int(e.code), Name: C.GoString(&e.name[0]), Msg: C.GoString(&e.msg[0])}
+	}
+	return &Lib{l: l, Path: C.GoString(&l.path[0]), Version: int(l.driver_version)}, Status{}
+}
+
+// Has reports whether the driver provided the named function (its base
+// name in cudawrap.h).
+func (l *Lib) Has(name string) bool {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return C.kv_cuda_has(l.l, cs) != 0
+}
+
+// ErrorName returns the driver's name and description of a CUresult.
+func (l *Lib) ErrorName(code int) (name, desc string) {
+	var n, s *C.char
+	C.kv_cuda_error_name(l.l, C.int(code), &n, &s)
+	if n != nil {
+		name = C.GoString(n)
+	}
+	if s != nil {
+		desc = C.GoString(s)
+	}
+	return name, desc
+}
+
+// SetCtxFunc is the loaded cuCtxSetCurrent, for another shim that must
+// make a context current in the same C call as its own work.
+func (l *Lib) SetCtxFunc() unsafe.Pointer { return unsafe.Pointer(C.kv_cuda_set_ctx(l.l)) }
+
+// DeviceCount is cuDeviceGetCount.
+func (l *Lib) DeviceCount() (int, Status) {
+	var n C.int
+	var e C.kv_cuda_err
+	st := status(C.kv_cuda_device_count(l.l, &n, &e), &e)
+	return int(n), st
+}
+
+// DeviceInfo returns a device's name, PCI bus id and memory size.
+func (l *Lib) DeviceInfo(ordinal int) (name, bus string, total int64, st Status) {
+	var cname [256]C.char
+	var cbus [64]C.char
+	var t C.size_t
+	var e C.kv_cuda_err
+	rc := C.kv_cuda_device_info(l.l, C.int(ordinal), &cname[0], C.int(len(cname)), &cbus[0], C.int(len(cbus)), &t, &e)
+	if st = status(rc, &e); !st.OK() {
+		return "", "", 0, st
+	}
+	return C.GoString(&cname[0]), C.GoString(&cbus[0]), int64(t), st
+}
+
+// DeviceAttr reads one device attribute.
+func (l *Lib) DeviceAttr(ordinal, attr int) (int, Status) {
+	var v C.int
+	var e C.kv_cuda_err
+	st := status(C.kv_cuda_device_attr(l.l, C.int(ordinal), C.int(attr), &v, &e), &e)
+	return int(v), st
+}
+
+// CtxRetain retains device ordinal's primary context.
+func (l *Lib) CtxRetain(ordinal int) (Ctx, Status) {
+	var c C.CUcontext
+	var e C.kv_cuda_err
+	st := status(C.kv_cuda_ctx_retain(l.l, C.int(ordinal), &c, &e), &e)
+	return Ctx(unsafe.Pointer(c)), st
+}
+
+// CtxRelease releases device ordinal's primary context.
+func (l *Lib) CtxRelease(ordinal int) Status {
+	var e C.kv_cuda_err
+	return status(C.kv_cuda_ctx_release(l.l, C.int(ordinal), &e), &e)
+}
+
+func cctx(c Ctx) C.CUcontext { return C.CUcontext(unsafe.Pointer(c)) }
+
+// MemInfo is cuMemGetInfo in context c.
+func (l *Lib) MemInfo(c Ctx) (free, total int64, st Status) {
+	var f, t C.size_t
+	var e C.kv_cuda_err
+	st = status(C.kv_cuda_mem_info(l.l, cctx(c), &f, &t, &e), &e)
+	return int64(f), int64(t), st
+}
+
+// MemAlloc is cuMemAlloc in context c.
+func (l *Lib) MemAlloc(c Ctx, size int64) (uint64, Status) {
+	var p C.CUdeviceptr
+	var e C.kv_cuda_err
+	st := status(C.kv_cuda_mem_alloc(l.l, cctx(c), C.size_t(size), &p, &e), &e)
+	return uint64(p), st
+}
+
+// MemFree is cuMemFree in context c.
+func (l *Lib) MemFree(c Ctx, p uint64) Status {
+	var e C.kv_cuda_err
+	return status(C.kv_cuda_mem_free(l.l, cctx(c), C.CUdeviceptr(p), &e), &e)
+}
+
+// AddressRange is cuMemGetAddressRange: the allocation holding p.
+func (l *Lib) AddressRange(c Ctx, p uint64) (base uint64, size int64, st Status) {
+	var b C.CUdeviceptr
+	var n C.size_t
+	var e C.kv_cuda_err
+	st = status(C.kv_cuda_addr_range(l.l, cctx(c), C.CUdeviceptr(p), &b, &n, &e), &e)
+	return uint64(b), int64(n), st
+}
+
+// HostAlloc is cuMemHostAlloc in context c.
+func (l *Lib) HostAlloc(c Ctx, size int64, flags int) (unsafe.Pointer, Status) {
+	var p unsafe.Pointer
+	var e C.kv_cuda_err
+	st := status(C.kv_cuda_host_alloc(l.l, cctx(c), C.size_t(size), C.uint(flags), &p, &e), &e)
+	return p, st
+}
+
+// HostFree is cuMemFreeHost.
+func (l *Lib) HostFree(c Ctx, p unsafe.Pointer) Status {
+	var e C.kv_cuda_err
+	return status(C.kv_cuda_host_free(l.l, cctx(c), p, &e), &e)
+}
+
+// HostRegister is cuMemHostRegister of memory outside the Go heap.
+func (l *Lib) HostRegister(c Ctx, p unsafe.Pointer, size int64, flags int) Status {
+	var e C.kv_cuda_err
+	return status(C.kv_cuda_host_register(l.l, cctx(c), p, C.size_t(size), C.uint(flags), &e), &e)
+}
+
+// HostUnregister is cuMemHostUnregister.
+func (l *Lib) HostUnregister(c Ctx, p unsafe.Pointer) Status {
+	var e C.kv_cuda_err
+	return status(C.kv_cuda_host_unregister(l.l, cctx(c), p, &e), &e)
+}
+
+// HostDevicePtr is cuMemHostGetDevicePointer.
+func (l *Lib) HostDevicePtr(c Ctx, p unsafe.Pointer) (uint64, Status) {
+	var d C.CUdeviceptr
+	var e C.kv_cuda_err
+	st := status(C.kv_cuda_host_devptr(l.l, cctx(c), p, &d, &e), &e)
+	return uint64(d), st
+}
+
+// HtoD copies src to device address dst, synchronously. src may be Go
+// memory: the shim keeps nothing after the call.
+func (l *Lib) HtoD(c Ctx, dst uint64, src []byte) Status {
+	var e C.kv_cuda_err
+	return status(C.kv_cuda_htod(l.l, cctx(c), C.CUdeviceptr(dst), unsafe.Pointer(&src[0]), C.size_t(len(src)), &e), &e)
+}
+
+// DtoH copies device address src into dst, synchronously.
+func (l *Lib) DtoH(c Ctx, dst []byte, src uint64) Status {
+	var e C.kv_cuda_err
+	return status(C.kv_cuda_dtoh(l.l, cctx(c), unsafe.Pointer(&dst[0]), C.CUdeviceptr(src), C.size_t(len(dst)), &e), &e)
+}
+
+// DMABuf exports [p, p+size) as a DMA-BUF file descriptor.
+func (l *Lib) DMABuf(c Ctx, p uint64, size int64) (int, Status) {
+	var fd C.int
+	var e C.kv_cuda_err
+	st := status(C.kv_cuda_dmabuf(l.l, cctx(c), C.CUdeviceptr(p), C.size_t(size), &fd, &e), &e)
+	return int(fd), st
+}

@@ -1,0 +1,73 @@
+package main
+
+import "fmt"
+
+// structFacts writes the size of each struct the shim declares and the
+// offset and size of each of its fields, laid out by C's rules.
+func structFacts(v int, b *Bindings, want shimLists) ([]string, error) {
+	var out []string
+	for _, s := range want.structs {
+		fields, ok := b.structOf(s, v)
+		if !ok {
+			return nil, fmt.Errorf("CUDA %d declares no struct %s", v, s)
+		}
+		size, _, offs, err := b.layout(fields, v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s, err)
+		}
+		out = append(out, fmt.Sprintf("%d struct %s %d", v, s, size))
+		for _, f := range want.fields {
+			if f[0] != s {
+				continue
+			}
+			o, ok := offs[f[1]]
+			if !ok {
+				return nil, fmt.Errorf("CUDA %d: %s has no field %s", v, s, f[1])
+			}
+			out = append(out, fmt.Sprintf("%d field %s.%s %d %d", v, s, f[1], o[0], o[1]))
+		}
+	}
+	return out, nil
+}
+
+// structOf follows aliases from name to a struct declaration.
+func (b *Bindings) structOf(name string, v int) ([]field, bool) {
+	for i := 0; i < 8; i++ {
+		if fs, ok := lookup(b.Structs, name, v); ok {
+			return fs, true
+		}
+		a, ok := lookup(b.Aliases, name, v)
+		if !ok {
+			return nil, false
+		}
+		name = a
+	}
+	return nil, false
+}
+
+// layout returns a struct's size, alignment and each field's offset and
+// size.
+func (b *Bindings) layout(fields []field, v int) (int, int, map[string][2]int, error) {
+	offs := map[string][2]int{}
+	off, align := 0, 1
+	for _, f := range fields {
+		size, al, err := b.sizeAlign(f.typ, v)
+		if err != nil {
+			return 0, 0, nil, fmt.Errorf("field %s: %w", f.name, err)
+		}
+		off = (off + al - 1) / al * al
+		offs[f.name] = [2]int{off, size}
+		off += size
+		align = max(align, al)
+	}
+	return (off + align - 1) / align * align, align, offs, nil
+}
+
+func (b *Bindings) sizeAlign(t string, v int) (int, int, error) {
+	if fs, ok := b.structOf(t, v); ok {
+		size, align, _, err := b.layout(fs, v)
+		return size, align, err
+	}
+	_, n, err := b.Class(t, v)
+	return n, n, err
+}

@@ -1,1 +1,0 @@
-../csrc/ibvwrap.h

@@ -164,29 +164,3 @@ int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfi
 	}
 	return 0;
 }
-
-int kv_cufile_abi(char *buf, int len)
-{
-	int used = 0;
-#define KV_PUT(...)                                                                       \
-	do {                                                                              \
-		int n_ = snprintf(buf + (used < len ? used : len), used < len ? len - used : 0, \
-				  __VA_ARGS__);                                          \
-		used += n_;                                                               \
-	} while (0)
-	KV_PUT("struct CUfileError_t size %zu\n", sizeof(kv_CUfileError_t));
-	KV_PUT("struct CUfileDescr_t size %zu\n", sizeof(kv_CUfileDescr_t));
-#define KV_FIELD(st, f)                                                                 \
-	KV_PUT("field %s.%s offset %zu size %zu\n", #st, #f, offsetof(kv_##st, f),      \
-	       sizeof(((kv_##st *)0)->f));
-	KV_CUFILE_FIELDS(KV_FIELD)
-#undef KV_FIELD
-#define KV_CONST(name, value) KV_PUT("const %s %d\n", #name, (int)KV_##name);
-	KV_CUFILE_CONSTANTS(KV_CONST)
-#undef KV_CONST
-#define KV_SYM(name, sym, req, ret, args) KV_PUT("func %s %s %s\n", sym, #ret, #args);
-	KV_CUFILE_SYMBOLS(KV_SYM)
-#undef KV_SYM
-#undef KV_PUT
-	return used;
-}

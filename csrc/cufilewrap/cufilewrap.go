@@ -144,13 +144,3 @@ func (l *Lib) Read(c Ctx, h Handle, base uintptr, reqs []Req) Status {
 	p := (*C.kv_cufile_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
 	return status(C.kv_cufile_read(l.l, c.set(), C.uint64_t(c.Ctx), C.kv_CUfileHandle_t(h), C.uint64_t(base), p, C.long(len(reqs)), &e), &e)
 }
-
-// ABIFacts returns the shim's own view of the cuFile ABI it relies on:
-// struct sizes and field offsets, constants and symbols with their
-// return and parameter types, one per line.
-func ABIFacts() string {
-	n := C.kv_cufile_abi(nil, 0)
-	buf := make([]byte, n+1)
-	C.kv_cufile_abi((*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
-	return string(buf[:n])
-}

@@ -2,11 +2,12 @@
  * loaded at run time.
  *
  * No cufile.h: the few types are declared here from the facts of
- * NVIDIA's header (their layout is checked by the ABI test in this
- * directory). libcufile.so.0 is dlopen'd and every function found by
- * dlsym under the exported name written beside it in KV_CUFILE_SYMBOLS,
- * the one symbol list, expanded for the table, the loader and the ABI
- * facts. cufile.h binds cuFileDriverClose to cuFileDriverClose_v2 (a
+ * NVIDIA's header. libcufile.so.0 is dlopen'd and every function found
+ * by dlsym under the exported name written beside it in
+ * KV_CUFILE_SYMBOLS, the one symbol list, expanded for the table, the
+ * loader and csrc's ABI facts test, which checks it, the structs and the
+ * constants against testdata/cufile-abi.golden (cufile.h's facts).
+ * cufile.h binds cuFileDriverClose to cuFileDriverClose_v2 (a
  * reference-counted close); libraries older than that export only the
  * unversioned name, which the loader takes in its place.
  *
@@ -53,13 +54,10 @@ typedef void *kv_CUfileHandle_t;
 
 /* X(name, value): the cufile.h constants the shim uses; each becomes
  * KV_<name>. */
-#define KV_CUFILE_CONSTANTS(X)                     \
-	X(CU_FILE_SUCCESS, 0)                      \
-	X(CUFILEOP_BASE_ERR, 5000)                 \
-	X(CU_FILE_DRIVER_NOT_INITIALIZED, 5001)    \
-	X(CU_FILE_CUDA_DRIVER_ERROR, 5011)         \
-	X(CU_FILE_INVALID_VALUE, 5022)             \
-	X(CU_FILE_MEMORY_ALREADY_REGISTERED, 5023) \
+#define KV_CUFILE_CONSTANTS(X)                  \
+	X(CU_FILE_SUCCESS, 0)                   \
+	X(CU_FILE_DRIVER_NOT_INITIALIZED, 5001) \
+	X(CU_FILE_CUDA_DRIVER_ERROR, 5011)      \
 	X(CU_FILE_HANDLE_TYPE_OPAQUE_FD, 1)
 
 #define KV_CUFILE_ENUM(name, value) KV_##name = (value),
@@ -134,10 +132,5 @@ int kv_cufile_buf_deregister(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ct
  * base; the first that fails or reads short ends it. */
 int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
 		   const kv_cufile_req *req, long n, kv_cufile_err *e);
-
-/* kv_cufile_abi writes the shim's view of the ABI facts (sizes and
- * offsets of KV_CUFILE_FIELDS, KV_CUFILE_CONSTANTS, KV_CUFILE_SYMBOLS)
- * into buf, one per line, and returns the length it needed. */
-int kv_cufile_abi(char *buf, int len);
 
 #endif

@@ -64,13 +64,39 @@ func cuFileErr(st cufilewrap.Status) error {
 	return &CUFileError{Op: st.Op, Code: st.Code, CUErr: st.CUErr, Errno: syscall.Errno(st.Errno), Msg: st.Msg}
 }
 
+// libs are the libcufiles loaded, by path: each is loaded once per
+// process and never unloaded, as the other native libraries are.
+var libs struct {
+	sync.Mutex
+	m map[string]*cufilewrap.Lib
+}
+
+// load returns libcufile from path ("" for the usual names), loading it
+// the first time.
+func load(path string) (*cufilewrap.Lib, error) {
+	libs.Lock()
+	defer libs.Unlock()
+	if l, ok := libs.m[path]; ok {
+		return l, nil
+	}
+	l, st := cufilewrap.Load(path)
+	if !st.OK() {
+		return nil, cuFileErr(st)
+	}
+	if libs.m == nil {
+		libs.m = map[string]*cufilewrap.Lib{}
+	}
+	libs.m[path] = l
+	return l, nil
+}
+
 // ProbeGDS loads libcufile from lib ("" for the usual names) and opens
 // and closes its driver with ctx current: nil when GPUDirect Storage can
 // run here, else why not.
 func ProbeGDS(lib string, ctx DeviceContext) error {
-	l, st := cufilewrap.Load(lib)
-	if !st.OK() {
-		return cuFileErr(st)
+	l, err := load(lib)
+	if err != nil {
+		return err
 	}
 	if err := cuFileErr(l.DriverOpen(ctx)); err != nil {
 		return err
@@ -99,9 +125,9 @@ func OpenGDS(lib string, ctx DeviceContext, base uintptr, size int64, depth int)
 	if depth < 1 {
 		return nil, fmt.Errorf("diskio: io depth %d", depth)
 	}
-	l, st := cufilewrap.Load(lib)
-	if !st.OK() {
-		return nil, cuFileErr(st)
+	l, err := load(lib)
+	if err != nil {
+		return nil, err
 	}
 	if err := cuFileErr(l.DriverOpen(ctx)); err != nil {
 		return nil, err

@@ -90,6 +90,17 @@ func load(path string) (*cufilewrap.Lib, error) {
 	return l, nil
 }
 
+// LoadCUFile loads libcufile from path ("" for the usual names) and
+// says which library and which cuFileDriverClose it found, for the
+// manifest; it opens no driver (that needs a GPU context).
+func LoadCUFile(path string) (string, error) {
+	l, err := load(path)
+	if err != nil {
+		return "", err
+	}
+	return l.Path + " (" + l.Close + ")", nil
+}
+
 // ProbeGDS loads libcufile from lib ("" for the usual names) and opens
 // and closes its driver with ctx current: nil when GPUDirect Storage can
 // run here, else why not.
@@ -142,9 +153,6 @@ func OpenGDS(lib string, ctx DeviceContext, base uintptr, size int64, depth int)
 
 // Depth is the number of goroutines reading at once.
 func (g *GDS) Depth() int { return g.depth }
-
-// Library is the libcufile that loaded and its cuFileDriverClose symbol.
-func (g *GDS) Library() string { return g.lib.Path + " (" + g.lib.Close + ")" }
 
 func (g *GDS) handle(f *File) (cufilewrap.Handle, error) {
 	g.mu.Lock()

@@ -57,6 +57,16 @@ func NewReader(mode string, depth int, dst []byte) (Reader, error) {
 	return nil, fmt.Errorf("diskio: unknown mode %q (want %s or %s)", mode, Uring, Pread)
 }
 
+// ProbeUring sets up and tears down a small ring: nil where io_uring
+// runs here, else an error wrapping ErrRefused (or another setup error).
+func ProbeUring() error {
+	r, err := uring.Open(1)
+	if err != nil {
+		return Refused(err)
+	}
+	return r.Close()
+}
+
 // Refused wraps an io_uring_setup failure that means the kernel will not
 // run rings here in ErrRefused; other errors come back as they are.
 func Refused(err error) error {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvtier/kvtier/diskio"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -15,8 +16,23 @@ func init() {
 }
 
 // collectDisks records every block device with a size under the root's
-// /sys/block in m.Disks.
+// /sys/block in m.Disks, and in m.Backends whether io_uring runs here and
+// whether libcufile (GPUDirect Storage) loads: what the disk tier reads
+// with.
 func collectDisks(c Config, m *results.Manifest) error {
+	st := results.BackendStatus{Name: "io_uring", Available: true, Detail: "kernel rings (O_DIRECT reads, registered buffers)"}
+	if err := diskio.ProbeUring(); err != nil {
+		st = results.BackendStatus{Name: "io_uring", Reason: err.Error()}
+		if v := readLine(c.Root, "proc/sys/kernel/io_uring_disabled"); v != "" && v != "0" {
+			st.Reason += "; kernel.io_uring_disabled = " + v
+		}
+	}
+	m.Backends = append(m.Backends, st)
+	if lib, err := diskio.LoadCUFile(c.Libs.CUFile); err != nil {
+		m.Backends = append(m.Backends, results.BackendStatus{Name: "cufile", Reason: err.Error()})
+	} else {
+		m.Backends = append(m.Backends, results.BackendStatus{Name: "cufile", Available: true, Detail: lib})
+	}
 	root := c.Root
 	ents, err := os.ReadDir(filepath.Join(root, "sys/block"))
 	if err != nil {

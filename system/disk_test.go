@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/csrc/cufilewrap/cufiletest"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -120,6 +121,36 @@ func TestDiskText(t *testing.T) {
 	for in, want := range map[string]string{"none [mq-deadline] kyber": "mq-deadline", "[none] mq-deadline": "none", "none": "none", "": ""} {
 		if got := ParseScheduler(in); got != want {
 			t.Errorf("ParseScheduler(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCollectDiskLibraries records io_uring and libcufile in the
+// manifest: the fake libcufile found, a missing one with the paths tried.
+func TestCollectDiskLibraries(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lib       string
+		available bool
+		want      string
+	}{
+		{cufiletest.Build(t), true, "(cuFileDriverClose_v2)"},
+		{filepath.Join(t.TempDir(), "libcufile.so.0"), false, "cannot load libcufile"},
+	} {
+		var m results.Manifest
+		if err := collectDisks(Config{Root: t.TempDir(), Libs: Libraries{CUFile: tc.lib}}, &m); err != nil {
+			t.Fatal(err)
+		}
+		st := map[string]results.BackendStatus{}
+		for _, b := range m.Backends {
+			st[b.Name] = b
+		}
+		cf := st["cufile"]
+		if cf.Available != tc.available || !strings.Contains(cf.Detail+cf.Reason, tc.want) {
+			t.Errorf("cufile status %+v, want available=%v and %q", cf, tc.available, tc.want)
+		}
+		if u, ok := st["io_uring"]; !ok || (!u.Available && u.Reason == "") {
+			t.Errorf("io_uring status %+v", u)
 		}
 	}
 }

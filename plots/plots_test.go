@@ -17,6 +17,7 @@ import (
 )
 
 func TestDrawAllSuites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if p := os.Getenv("KVTIER_PLOT_DIR"); p != "" {
 		dir = p
@@ -82,6 +83,7 @@ func checkPNG(t *testing.T, path string) {
 }
 
 func TestDrawSweepOnly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 4, Small: true, Suites: []string{sweep.File}}); err != nil {
 		t.Fatal(err)
@@ -110,6 +112,7 @@ func TestDrawSweepOnly(t *testing.T) {
 }
 
 func TestDir(t *testing.T) {
+	t.Parallel()
 	if _, err := plots.Dir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no kvtier CSV") {
 		t.Errorf("empty dir: err = %v", err)
 	}

@@ -90,6 +90,7 @@ func runSweepOn(t *testing.T, ctx context.Context, o Options, b tiers.Backend) (
 var errRows = errors.New("some rows are errors")
 
 func TestSweepEndToEnd(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -193,6 +194,7 @@ func TestSweepEndToEnd(t *testing.T) {
 }
 
 func TestSweepBudget(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	o.Tiers = []string{"host"}
 	o.Layouts = []kv.Layout{kv.Layerwise}
@@ -224,6 +226,7 @@ func TestSweepBudget(t *testing.T) {
 }
 
 func TestSweepMemoryCheck(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
 	// 19 KiB available: 16 tokens need (2+1)·2 KiB, 64 tokens (5+4)·2 KiB = 18 KiB > 90%.
@@ -252,6 +255,7 @@ func TestSweepMemoryCheck(t *testing.T) {
 }
 
 func TestSweepCancelled(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -291,6 +295,7 @@ func init() {
 }
 
 func TestSweepVerifyFailure(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	o.Tiers = []string{"broken-test"}
 	o.Layouts = []kv.Layout{kv.Layerwise}
@@ -322,6 +327,7 @@ func TestSweepVerifyFailure(t *testing.T) {
 }
 
 func TestSweepOptionsValidate(t *testing.T) {
+	t.Parallel()
 	o := DefaultOptions()
 	o.Tiers = []string{"host", "tape"}
 	o.Geometry.Layers = 0
@@ -357,6 +363,7 @@ func TestSweepOptionsValidate(t *testing.T) {
 // Every registered tier declares the attributes it sets: each lands in a
 // column of sweep.csv (peer_mem was once dropped without a word).
 func TestTierAttrsHaveColumns(t *testing.T) {
+	t.Parallel()
 	b, err := tiers.OpenHost(tiers.BackendConfig{NUMA: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@
 set -u
 want=(gcc libc6-dev pkg-config libibverbs-dev ibverbs-providers)
 if [ "${1:-build}" = test ]; then
-	want+=(iproute2 qemu-system-x86 busybox-static cpio zstd kmod ibverbs-utils fio e2fsprogs)
+	want+=(iproute2 qemu-system-x86 busybox-static cpio zstd kmod ibverbs-utils openmpi-bin slurm-wlm munge fio e2fsprogs)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -50,14 +50,12 @@ static void *ctx_of(void *f, long *calls) { return ((void *(*)(long *))f)(calls)
 import "C"
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"unsafe"
+
+	"github.com/kvtier/kvtier/internal/fakelib"
 )
 
 //go:embed fakecufile.c.src
@@ -71,61 +69,16 @@ type Option string
 const NoV2 Option = "-DFAKECUFILE_NO_V2"
 
 // Build returns the path of a fresh copy of the fake libcufile in a new
-// temporary directory, compiled once per source and options into a cache
-// under os.TempDir. The test is skipped when there is no C compiler.
+// temporary directory (compiled once per source and options). The test
+// is skipped when there is no C compiler.
 func Build(t testing.TB, opts ...Option) string {
 	t.Helper()
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("cufiletest: no C compiler (%s) to build the fake libcufile", cc)
-	}
-	var flags []string
+	flags := []string{"-Werror"}
 	for _, o := range opts {
 		flags = append(flags, string(o))
 	}
-	h := sha256.New()
-	fmt.Fprintln(h, cc, flags)
-	h.Write(fakeCUFile)
-	cache := filepath.Join(os.TempDir(), fmt.Sprintf("kvtier-fakecufile-%x", h.Sum(nil)[:8]))
-	lib := filepath.Join(cache, "libcufile.so.0")
-	if _, err := os.Stat(lib); err != nil {
-		compile(t, cc, flags, cache)
-	}
-	b, err := os.ReadFile(lib)
-	if err != nil {
-		t.Fatalf("cufiletest: %v", err)
-	}
-	out := filepath.Join(t.TempDir(), "libcufile.so.0")
-	if err := os.WriteFile(out, b, 0o755); err != nil {
-		t.Fatalf("cufiletest: %v", err)
-	}
-	return out
-}
-
-func compile(t testing.TB, cc string, flags []string, cache string) {
-	tmp, err := os.MkdirTemp(os.TempDir(), "kvtier-fakecufile-build-")
-	if err != nil {
-		t.Fatalf("cufiletest: %v", err)
-	}
-	defer os.RemoveAll(tmp)
-	src := filepath.Join(tmp, "fakecufile.c")
-	if err := os.WriteFile(src, fakeCUFile, 0o644); err != nil {
-		t.Fatalf("cufiletest: %v", err)
-	}
-	args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", filepath.Join(tmp, "libcufile.so.0")}, flags...)
-	args = append(args, src, "-lpthread")
-	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		t.Fatalf("cufiletest: %s %v: %v\n%s", cc, args, err, b)
-	}
-	// Another test process may have won the race; either copy is good.
-	if err := os.Rename(tmp, cache); err != nil {
-		if _, serr := os.Stat(filepath.Join(cache, "libcufile.so.0")); serr != nil {
-			t.Fatalf("cufiletest: %v", err)
-		}
-	}
+	dir := fakelib.Build(t, fakelib.Lib{Name: "libcufile.so.0", Source: fakeCUFile, Flags: flags})
+	return filepath.Join(dir, "libcufile.so.0")
 }
 
 // Fail makes every later call of sym in the loaded fake at lib fail with

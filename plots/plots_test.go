@@ -33,7 +33,8 @@ func TestDrawAllSuites(t *testing.T) {
 		t.Errorf("absent with every suite present: %q", res.Absent)
 	}
 	want := []string{"sweep_tiers", "costmodel_hbm", "costmodel_host", "costmodel_remote", "costmodel_recompute",
-		"probe_ttft", "mb1_penalty", "mb1_timeline_D1_P32768", "mb1_timeline_D8_P32768", "transfer_bw"}
+		"probe_ttft", "mb1_penalty", "mb1_timeline_D1_P32768", "mb1_timeline_D8_P32768", "transfer_bw",
+		"mesh_matrix_net_blockwise_67108864", "mesh_matrix_net_blockwise_1073741824", "mesh_intra_inter"}
 	for _, w := range want {
 		for _, ext := range []string{".png", ".svg"} {
 			p := filepath.Join(dir, "plots", w+ext)

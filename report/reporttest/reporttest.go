@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/mb1"
+	"github.com/kvtier/kvtier/harness/mesh"
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/harness/transfer"
@@ -75,7 +76,7 @@ func WriteDir(dir string, o Options) error {
 		o.Noise = 0.03
 	}
 	if o.Suites == nil {
-		o.Suites = []string{sweep.File, probe.File, mb1.File, mb1.TokensFile, transfer.File}
+		o.Suites = []string{sweep.File, probe.File, mb1.File, mb1.TokensFile, transfer.File, mesh.File}
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	noise := func() float64 { return math.Exp(o.Noise * rng.NormFloat64()) }
@@ -92,6 +93,8 @@ func WriteDir(dir string, o Options) error {
 			w.tokens()
 		case transfer.File:
 			w.transfer(o, noise)
+		case mesh.File:
+			w.mesh(o)
 		default:
 			return fmt.Errorf("reporttest: unknown suite file %q", s)
 		}
@@ -409,4 +412,53 @@ func (w *writer) transfer(o Options, noise func() float64) {
 	s.Set("path", "intra")
 	s.Skip("no second GPU for an intra-node peer")
 	w.put(c, s)
+}
+
+// mesh writes a 4-rank mesh over two nodes (ranks 0, 1 on node-a, 2, 3
+// on node-b): intra pairs near 9 GB/s, inter near 22 GB/s, rank 3's
+// pairs as source error rows (it was killed). Its noise does not depend
+// on the seed: two runs hold the same mesh, which compare never flags.
+func (w *writer) mesh(o Options) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	noise := func() float64 { return math.Exp(o.Noise * rng.NormFloat64()) }
+	c := w.open(mesh.File, mesh.Suite.Main().Columns)
+	defer w.close(c)
+	node := func(r int) string { return []string{"node-a", "node-a", "node-b", "node-b"}[r] }
+	for _, size := range []int64{64 << 20, 1 << 30} {
+		for src := range 4 {
+			for dst := range 4 {
+				if src == dst {
+					continue
+				}
+				pair := "inter"
+				if node(src) == node(dst) {
+					pair = "intra"
+				}
+				for rep := range o.Reps {
+					r := results.NewRow("mesh")
+					r.Backend, r.Transport, r.Tier, r.Layout, r.Rep = "cuda", "verbs", "remote", "blockwise", rep
+					r.Bytes, r.ChunkBytes = size, BlockBytes
+					if src == 3 {
+						r.Fail(fmt.Errorf("source rank 3 (node-b) gone before this pair: its control connection closed (the process ended)"))
+					} else {
+						peak := map[string]float64{"intra": 9e9, "inter": 22e9}[pair]
+						r.SetTime((30e-6 + float64(size)/peak) * noise())
+						r.Set("verified", rep == 0)
+					}
+					r.Set("path", pair)
+					r.Set("pair", pair)
+					r.Set("line_gbps", 50)
+					r.Set("src_rank", src)
+					r.Set("dst_rank", dst)
+					r.Set("src_node", node(src))
+					r.Set("dst_node", node(dst))
+					r.Set("pattern", "pairwise")
+					r.Set("src_nic", fmt.Sprintf("mlx5_%d", src%2))
+					r.Set("dst_nic", fmt.Sprintf("mlx5_%d", dst%2))
+					r.Set("launcher", "slurm")
+					w.put(c, r)
+				}
+			}
+		}
+	}
 }

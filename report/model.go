@@ -46,10 +46,12 @@ func tierOrder(t string) int {
 		return 1
 	case "remote":
 		return 2
-	case "recompute", "miss":
+	case "disk":
 		return 3
+	case "recompute", "miss":
+		return 4
 	}
-	return 4
+	return 5
 }
 
 // IsStandIn reports whether backend is the CPU stand-in for a GPU.

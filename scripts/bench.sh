@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: the tier sweep on whatever this machine has, then MB2, the
 # HTTP four-tier probe and MB1, a synthetic trace's analysis and a capacity
-# plan on the sweep's costs, then plots and REPORT.md, all under one
+# plan on the sweep's costs, a capacity knee on the embedded simulator,
+# then plots and REPORT.md, all under one
 # results directory. Each suite writes its own subdirectory (CSV, summary,
 # manifest.json); a suite that cannot run here writes skipped rows saying
 # why, and the others still run.
@@ -15,6 +16,11 @@
 #   KVTIER_PREFIXES   tier sweep prefixes (default 1k,2k,4k,8k,16k,32k,64k)
 #   KVTIER_REPS       measured reps per configuration (default 3)
 #   KVTIER_SIZES      transfer sizes (default 16MiB,64MiB,256MiB,1GiB)
+#   KVTIER_DISK_DIR   the disk tier's directory (default: the results directory)
+#   KVTIER_DISK_MAX   the disk tier's file at most (default 256MiB: prefixes
+#                     up to 2k tokens for Qwen3-Coder, about 20 s on a
+#                     1 GB/s virtual disk, a few on NVMe; larger ones are
+#                     skipped rows saying so)
 set -u
 bin=${1:?usage: bench.sh BIN OUTDIR}
 out=${2:?usage: bench.sh BIN OUTDIR}
@@ -45,8 +51,10 @@ step() { # name, command...
 
 peer=()
 [ -n "${KVTIER_PEER:-}" ] && peer=(--peer "$KVTIER_PEER")
+disk=(--disk-max "${KVTIER_DISK_MAX:-256MiB}")
+[ -n "${KVTIER_DISK_DIR:-}" ] && disk+=(--disk-dir "$KVTIER_DISK_DIR")
 step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --reps "$reps" --warmup 1 \
-	"${peer[@]}" --out "$out/sweep"
+	"${peer[@]}" "${disk[@]}" --out "$out/sweep"
 step transfer "$bin" transfer "${peer[@]}" --sizes "$sizes" --reps "$reps" \
 	--layout layerwise,blockwise,contiguous --out "$out/transfer"
 
@@ -72,11 +80,19 @@ step "trace generate" "$bin" trace --generate "$out/trace.jsonl" --seed 1
 	step plan "$bin" plan "$out/trace.jsonl" --costs "$out/sweep" --hbm 40GiB,80GiB,160GiB --dram 0,512GiB,2TiB \
 		--remote 0,inf --out "$out/plan" >/dev/null
 
+# The capacity knee on the embedded simulator, in real time: a load
+# scaled down from the reference's so that it takes about 11 s (4
+# sessions of 4 turns, 1k-token system prompts, 512 new and 16 output
+# tokens a turn: a 1.2 GB working set) over five capacities around its
+# working set. Its rows and plots say simulated and name the load.
+step knee "$bin" knee --sessions 4 --turns 4 --system-prompt 1k --turn-tokens 512 --output-tokens 16 \
+	--capacities 0.4GB,0.8GB,1.2GB,3.2GB,4.8GB --out "$out/knee" >/dev/null
+
 for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do
 	[ -d "$d" ] && step "plot $(basename "$d")" "$bin" plot "$d"
 done
 dirs=()
-for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1 "$out"/trace "$out"/plan; do [ -d "$d" ] && dirs+=("$d"); done
+for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1 "$out"/trace "$out"/plan "$out"/knee; do [ -d "$d" ] && dirs+=("$d"); done
 step report "$bin" report --out "$out/REPORT.md" "${dirs[@]}"
 echo "== results in $out" >&2
 [ "$interrupted" = 1 ] && exit 130

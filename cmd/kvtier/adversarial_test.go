@@ -55,8 +55,8 @@ var baseArgs = map[string][]string{
 	"compare":   {"costs", "costs"},
 }
 
-// genFlags are the flags of kvtier trace --generate.
-var genFlags = []string{"sessions", "turns", "shared-prompts", "system-prompt", "turn-tokens", "output-tokens", "think", "arrival-window"}
+// generatorFlags are the flags of kvtier trace --generate.
+var generatorFlags = []string{"sessions", "turns", "shared-prompts", "system-prompt", "turn-tokens", "output-tokens", "think", "arrival-window"}
 
 // allowed are the flags for which an extreme value is valid input.
 var allowed = map[string]bool{
@@ -87,7 +87,7 @@ func TestAdversarialFlags(t *testing.T) {
 			}
 			for _, v := range extremes[typ] {
 				args := append(append([]string{c.name}, baseArgs[c.name]...), "--"+name+"="+v)
-				if c.name == "trace" && slices.Contains(genFlags, name) {
+				if c.name == "trace" && slices.Contains(generatorFlags, name) {
 					args = []string{c.name, "--" + name + "=" + v, "--generate", "g.jsonl"}
 				}
 				var stdout, stderr bytes.Buffer

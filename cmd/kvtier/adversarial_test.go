@@ -47,6 +47,7 @@ var extremes = map[string][]string{
 var baseArgs = map[string][]string{
 	"probe":     {"--endpoint", "http://127.0.0.1:1"},
 	"interfere": {"--endpoint", "http://127.0.0.1:1"},
+	"replay":    {"--endpoint", "http://127.0.0.1:1"},
 	"mesh":      {"--token", "t", "--launcher", "flags", "--coordinator", "127.0.0.1:1", "--world-size", "2", "--rank", "1"},
 	"trace":     {"t.jsonl"},
 	"plan":      {"t.jsonl", "--costs", "costs"},

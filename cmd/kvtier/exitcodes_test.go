@@ -35,7 +35,8 @@ type exitCase struct {
 }
 
 // exitCases are every measuring and analysing command in each status it
-// can reach; mesh's are in mesh_test.go and the meshcluster package.
+// can reach; mesh's are in mesh_test.go (0, 2) and the meshcluster
+// package (a rank killed: 1).
 func exitCases(costs string) []exitCase {
 	tiny := []string{"--model-config", "testdata/tiny_config.json"}
 	sweep := append([]string{"sweep", "--backend", "host", "--tiers", "host", "--layout", "blockwise", "--copy", "percopy", "--prefix", "16"}, tiny...)
@@ -44,6 +45,7 @@ func exitCases(costs string) []exitCase {
 	probe := []string{"probe", "--sim", "--tiers", "miss", "--prefix", "64"}
 	interfere := []string{"interfere", "--sim", "--decode", "1", "--prefill", "64", "--inject-after", "0.3s", "--reps", "1"}
 	const full = -1
+	replaySmall := append([]string{"replay", "--endpoint", "SIM"}, smallSessions...)
 	many := []string{"--reps", "100000", "--warmup", "0", "--budget", "600s"}
 	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
 	return []exitCase{
@@ -66,6 +68,13 @@ func exitCases(costs string) []exitCase {
 		{name: "interfere error rows", args: []string{"interfere", "--endpoint", "SRV", "--decode", "1", "--prefill", "64", "--reps", "1", "--timeout", "5s", "--out", "OUT"}, want: exitFail},
 		{name: "interfere bad input", args: with(interfere, "--decode", "0", "--out", "OUT"), want: exitUsage},
 		{name: "interfere interrupted", args: with(interfere, "--reps", "100000", "--out", "OUT"), interruptAt: "mb1.csv", want: exitInterrupted},
+		{name: "replay ok", args: with(replaySmall, "--out", "OUT"), want: exitOK},
+		{name: "replay error rows", args: []string{"replay", "--endpoint", "SRV", "--sessions", "1", "--turns", "1", "--out", "OUT"}, want: exitFail},
+		{name: "replay bad input", args: with(replaySmall, "--speedup", "NaN", "--out", "OUT"), want: exitUsage},
+		{name: "replay unreachable", args: []string{"replay", "--endpoint", "http://127.0.0.1:1", "--out", "OUT"}, want: exitUsage},
+		{name: "replay interrupted", args: []string{"replay", "--endpoint", "SIM", "--sessions", "1000", "--out", "OUT"}, interruptAt: "replay.csv", want: exitInterrupted},
+		{name: "knee ok", args: with([]string{"knee", "--capacity-blocks", "10,40", "--out", "OUT"}, smallSessions...), want: exitOK},
+		{name: "knee bad input", args: []string{"knee", "--capacity-blocks", "0", "--out", "OUT"}, want: exitUsage},
 		{name: "trace ok", args: []string{"trace", "TRACE", "--out", "OUT"}, want: exitOK},
 		{name: "trace full disk", args: []string{"trace", "TRACE", "--out", "OUT"}, disk: 16 << 10, want: exitFail},
 		{name: "trace bad input", args: []string{"trace", "missing.jsonl", "--out", "OUT"}, want: exitUsage},
@@ -105,7 +114,7 @@ func TestExitCodes(t *testing.T) {
 	if code, _, stderr := runCLI(t, "trace", "--generate", traceFile, "--sessions", "20"); code != exitOK {
 		t.Fatal(stderr)
 	}
-	srv := failingServer(t)
+	srv, sim := failingServer(t), realtimeSim(t)
 	for _, tc := range exitCases(costs) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -123,6 +132,7 @@ func TestExitCodes(t *testing.T) {
 			for _, a := range tc.args {
 				a = strings.ReplaceAll(a, "OUT", out)
 				a = strings.ReplaceAll(a, "SRV", srv)
+				a = strings.ReplaceAll(a, "SIM", sim)
 				a = strings.ReplaceAll(a, "TRACE", traceFile)
 				if a == "COPY" {
 					a = copyResults(t, costs, out)

@@ -37,6 +37,7 @@ type workloadFlags struct {
 	sloTTFT, sloTPOT  string
 	maxOutput         string
 	seed              uint64
+	idle              time.Duration
 }
 
 // genNames are the generator's flags, which only apply without --trace
@@ -61,21 +62,22 @@ func (f *workloadFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.sloTPOT, "slo-tpot", "", "TPOT objective of goodput (e.g. 50ms; default none)")
 	fs.StringVar(&f.maxOutput, "max-output", "0", "cap on max_tokens (k = 1024; 0: the trace's output_length)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids and of synthetic sessions")
+	addIdleTimeout(fs, &f.idle)
 }
 
 // config returns the replay configuration (without endpoint) and the
 // workload, adding every problem to errs. The workload is nil when the
 // flags are bad.
 func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]error) (replay.Config, *replay.Workload) {
-	cfg := replay.Config{Model: f.served, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.seed, Think: f.gen.gen.Think}
+	cfg := replay.Config{Model: f.served, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.seed, Think: f.gen.gen.Think, Idle: f.idle}
 	cfg.Dispatch = replay.Dispatch(cmp.Or(f.dispatch, map[bool]string{true: "timestamp", false: "session"}[f.tracePath != ""]))
 	cfg.Timeout = durationFlag(errs, "timeout", f.timeout)
 	cfg.Duration = optionalDuration(errs, "duration", f.duration)
 	cfg.SLOTTFT = optionalDuration(errs, "slo-ttft", f.sloTTFT)
 	cfg.SLOTPOT = optionalDuration(errs, "slo-tpot", f.sloTPOT)
 	cfg.MaxOutput = tokens(errs, "max-output", f.maxOutput, 0)
-	if f.maxRequests < 0 {
-		*errs = append(*errs, option.Errorf("max-requests", "%d: must not be negative", f.maxRequests))
+	if f.maxRequests < 0 || f.maxRequests > 1<<30 {
+		*errs = append(*errs, option.Errorf("max-requests", "%d: want 0 (all) to %d", f.maxRequests, 1<<30))
 	}
 	if err := f.read.Validate(); err != nil {
 		*errs = append(*errs, err)
@@ -118,7 +120,7 @@ func (f *workloadFlags) settings(cfg replay.Config, w *replay.Workload) map[stri
 	s := map[string]string{
 		"trace": w.Name, "dispatch": string(cfg.Dispatch), "speedup": strconv.FormatFloat(cfg.Speedup, 'g', -1, 64),
 		"concurrency": strconv.Itoa(cfg.Concurrency), "duration": cfg.Duration.String(), "think": cfg.Think.String(),
-		"max_output": strconv.Itoa(cfg.MaxOutput), "timeout": cfg.Timeout.String(), "seed": strconv.FormatUint(cfg.Seed, 10),
+		"max_output": strconv.Itoa(cfg.MaxOutput), "timeout": cfg.Timeout.String(), "idle_timeout": cfg.Idle.String(), "seed": strconv.FormatUint(cfg.Seed, 10),
 		"slo_ttft": cfg.SLOTTFT.String(), "slo_tpot": cfg.SLOTPOT.String(), "requests": strconv.Itoa(len(w.Requests)),
 		"block_tokens": strconv.Itoa(w.BlockTokens), "prediction": "LRU model, blocks touched tail first (kvtier trace --touch reverse)",
 	}

@@ -3,11 +3,11 @@ package replay
 import (
 	"errors"
 	"io"
-	"math"
 	"net/http"
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 )
 
@@ -44,6 +44,9 @@ type Config struct {
 	Think     time.Duration
 	MaxOutput int           // caps max_tokens (0: the trace's output_length)
 	Timeout   time.Duration // of one request
+	// Idle fails a request whose server sends nothing for that long
+	// (probe.Client.Idle); 0 none.
+	Idle time.Duration
 	// SLOTTFT and SLOTPOT are the service-level objectives goodput counts
 	// requests against; 0: none.
 	SLOTTFT, SLOTPOT time.Duration
@@ -61,6 +64,12 @@ type Config struct {
 	Log        io.Writer // one line per request; nil for none
 }
 
+// Bounds of a replay: past them a figure is a mistake.
+const (
+	maxSpeedup     = 1e6
+	maxConcurrency = 1 << 16 // requests or sessions at once, each a connection
+)
+
 // Validate reports every unusable field, naming its option.
 func (c Config) Validate() error {
 	var errs []error
@@ -72,15 +81,17 @@ func (c Config) Validate() error {
 	if c.Dispatch != DispatchTimestamp && c.Dispatch != DispatchSession {
 		errs = append(errs, option.Errorf("dispatch", "%q: want timestamp or session", c.Dispatch))
 	}
-	if !(c.Speedup > 0) || math.IsInf(c.Speedup, 0) {
-		errs = append(errs, option.Errorf("speedup", "%g: must be positive", c.Speedup))
+	if !(c.Speedup > 0 && c.Speedup <= maxSpeedup) {
+		errs = append(errs, option.Errorf("speedup", "%g: want more than 0, up to %g", c.Speedup, float64(maxSpeedup)))
 	}
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"concurrency", c.Concurrency}, {"max-output", c.MaxOutput}, {"block-size", c.BlockSize}, {"gpu-blocks", c.GPUBlocks}} {
-		if f.v < 0 {
-			errs = append(errs, option.Errorf(f.name, "%d: must not be negative", f.v))
+		max  int
+	}{{"concurrency", c.Concurrency, maxConcurrency}, {"max-output", c.MaxOutput, probe.MaxPromptTokens},
+		{"block-size", c.BlockSize, kv.MaxBlockTokens}, {"gpu-blocks", c.GPUBlocks, 1 << 30}} {
+		if f.v < 0 || f.v > f.max {
+			errs = append(errs, option.Errorf(f.name, "%d: want 0 to %d", f.v, f.max))
 		}
 	}
 	for _, f := range []struct {
@@ -93,6 +104,9 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, option.Errorf("timeout", "%v: must be positive", c.Timeout))
+	}
+	if c.Idle < 0 {
+		errs = append(errs, option.Errorf("idle-timeout", "%v: must not be negative", c.Idle))
 	}
 	return errors.Join(errs...)
 }

@@ -55,6 +55,7 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.Idle = cfg.Idle
 	if cfg.HTTP != nil {
 		c.HTTP = cfg.HTTP
 	}

@@ -92,7 +92,7 @@ func TestRequestAndConnLimits(t *testing.T) {
 	defer cancel()
 	for range 2 { // two streams that go on for a while
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions",
-			strings.NewReader(`{"prompt": "a b c", "max_tokens": 100000, "stream": true}`))
+			strings.NewReader(`{"prompt": "a b c", "max_tokens": 20000, "stream": true}`))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

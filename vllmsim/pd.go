@@ -147,14 +147,9 @@ type kvBlocksResponse struct {
 // (waiting for it if it is still running), check the block ids and engine
 // id, compare hashes with the consumer's, release the blocks.
 func (s *Server) handleKVBlocks(w http.ResponseWriter, hr *http.Request) {
-	var q kvBlocksRequest
-	body, aerr := s.readBody(w, hr)
+	q, want, aerr := s.kvRequest(w, hr)
 	if aerr != nil {
 		writeError(w, aerr)
-		return
-	}
-	if err := json.Unmarshal(body, &q); err != nil {
-		writeError(w, badRequest("kv_blocks: %v", err))
 		return
 	}
 	resp := kvBlocksResponse{EngineID: s.cfg.EngineID}
@@ -162,15 +157,6 @@ func (s *Server) handleKVBlocks(w http.ResponseWriter, hr *http.Request) {
 		resp.Reason = fmt.Sprintf("engine id %q is not this producer's (%s)", q.EngineID, s.cfg.EngineID)
 		writeJSON(w, http.StatusOK, resp)
 		return
-	}
-	want := make([]blockHash, 0, len(q.Hashes))
-	for _, h := range q.Hashes {
-		v, err := strconv.ParseUint(h, 16, 64)
-		if err != nil {
-			writeError(w, badRequest("kv_blocks: hash %q: %v", h, err))
-			return
-		}
-		want = append(want, blockHash(v))
 	}
 	// Wait for a producer request still running.
 	key := q.RequestID
@@ -217,6 +203,28 @@ func (s *Server) handleKVBlocks(w http.ResponseWriter, hr *http.Request) {
 	resp.Blocks = n
 	resp.Bytes = int64(n) * s.cfg.Geometry.BlockBytes()
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// kvRequest reads a consumer's request for blocks and the hashes it
+// names.
+func (s *Server) kvRequest(w http.ResponseWriter, hr *http.Request) (kvBlocksRequest, []blockHash, *apiError) {
+	var q kvBlocksRequest
+	body, aerr := s.readBody(w, hr)
+	if aerr != nil {
+		return q, nil, aerr
+	}
+	if err := json.Unmarshal(body, &q); err != nil {
+		return q, nil, badRequest("kv_blocks: %v", err)
+	}
+	want := make([]blockHash, 0, len(q.Hashes))
+	for _, h := range q.Hashes {
+		v, err := strconv.ParseUint(h, 16, 64)
+		if err != nil {
+			return q, nil, badRequest("kv_blocks: hash %q: %v", h, err)
+		}
+		want = append(want, blockHash(v))
+	}
+	return q, want, nil
 }
 
 // pullRemote is the consumer's side: ask the producer for the request's

@@ -165,8 +165,8 @@ func runExitCase(t *testing.T, tc exitCase, args, env []string, out string) (int
 	defer cancel()
 	cmd := helperCmd(ctx, nil, args...)
 	cmd.Env = append(cmd.Env, env...)
-	var stderr strings.Builder
-	cmd.Stderr = &lockedWriter{w: &stderr}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	ready := make(chan struct{})

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,15 +38,7 @@ func serveProcess(t *testing.T, args ...string) (string, *os.Process) {
 		}
 		pw.Close()
 	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if i := strings.Index(sc.Text(), "listening on "); i >= 0 {
-				ready <- strings.Fields(sc.Text()[i+len("listening on "):])[0]
-			}
-		}
-	}()
+	ready := listenAddr(pr)
 	select {
 	case addr := <-ready:
 		return addr, cmd.Process
@@ -94,8 +84,8 @@ func TestFrozenPeer(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
 			args := append(tc.args, "--peer", addr, "--idle-timeout", "1s", "--out", out)
 			done := make(chan int, 1)
-			var stderr strings.Builder
-			go func() { done <- dispatch(context.Background(), io.Discard, &lockedWriter{w: &stderr}, args) }()
+			var stderr syncBuffer
+			go func() { done <- dispatch(context.Background(), io.Discard, &stderr, args) }()
 			waitRows(t, filepath.Join(out, tc.file), 2, done)
 			serve.Signal(syscall.SIGSTOP)
 			stopped := time.Now()
@@ -127,18 +117,6 @@ func TestFrozenPeer(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // A disk that fills mid-run (a 48 KiB tmpfs as root, else a file-size

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -37,4 +39,19 @@ func helperCmd(ctx context.Context, prefix []string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "KVTIER_HELPER=1", "KVTIER_HELPER_ARGS="+strings.Join(args, "\x1f"))
 	return cmd
+}
+
+// listenAddr reads kvtier serve's stdout from r and sends the address of
+// its ready line ("kvtier serve: listening on ADDR ...").
+func listenAddr(r io.Reader) <-chan string {
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if i := strings.Index(sc.Text(), "listening on "); i >= 0 {
+				ready <- strings.Fields(sc.Text()[i+len("listening on "):])[0]
+			}
+		}
+	}()
+	return ready
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -102,15 +101,7 @@ func (s *netnsSetup) serveIn(t *testing.T, ns string, args ...string) string {
 	t.Helper()
 	pr, pw := io.Pipe()
 	s.helper(t, ns, pw, append([]string{"serve"}, args...)...)
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if i := strings.Index(sc.Text(), "listening on "); i >= 0 {
-				ready <- strings.Fields(sc.Text()[i+len("listening on "):])[0]
-			}
-		}
-	}()
+	ready := listenAddr(pr)
 	select {
 	case addr := <-ready:
 		return addr

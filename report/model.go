@@ -27,11 +27,11 @@ func sweepKey(r results.Row) SweepKey {
 
 func compareSweepKey(a, b SweepKey) int {
 	return cmp.Or(
-		cmp.Compare(a.Backend, b.Backend),
 		cmp.Compare(tierOrder(a.Tier), tierOrder(b.Tier)),
 		cmp.Compare(a.Tier, b.Tier),
 		cmp.Compare(a.Layout, b.Layout),
 		cmp.Compare(a.Copy, b.Copy),
+		cmp.Compare(a.Backend, b.Backend),
 		cmp.Compare(a.Path, b.Path),
 		cmp.Compare(a.Transport, b.Transport),
 		cmp.Compare(a.Dtype, b.Dtype),
@@ -44,10 +44,12 @@ func tierOrder(t string) int {
 		return 0
 	case "host", "cpu":
 		return 1
-	case "remote":
+	case "disk":
 		return 2
-	case "recompute", "miss":
+	case "remote":
 		return 3
+	case "recompute", "miss":
+		return 5
 	}
 	return 4
 }
@@ -80,13 +82,19 @@ func (k SweepKey) Label() string {
 	if k.Transport != "" && k.Transport != k.Backend {
 		via = append(via, k.Transport)
 	}
-	if p := k.Path; p != "" {
-		if IsStandIn(k.Backend) {
-			p = strings.TrimSpace(strings.TrimSuffix(p, "(host stand-in)"))
-		}
+	if p := k.path(); p != "" {
 		via = append(via, p)
 	}
 	return strings.Join(parts, " ") + " (" + strings.Join(via, ", ") + ")"
+}
+
+// path returns the configuration's path, without the "(host stand-in)"
+// the stand-in's rows add to it: their backend says so already.
+func (k SweepKey) path() string {
+	if IsStandIn(k.Backend) {
+		return strings.TrimSpace(strings.TrimSuffix(k.Path, "(host stand-in)"))
+	}
+	return k.Path
 }
 
 // A Fit is the tier cost model t = Alpha + X/Rate fitted by weighted least

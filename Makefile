@@ -36,6 +36,7 @@ test:
 	$(GO) test -race -count=1 -timeout 8m ./...
 	$(GO) test -run NONE -fuzz FuzzMooncakeTrace -fuzztime 4s ./harness/trace
 	$(GO) test -run NONE -fuzz FuzzAlibabaTrace -fuzztime 4s ./harness/trace
+	$(GO) test -run NONE -fuzz FuzzExpandHostlist -fuzztime 3s ./harness/mesh
 	$(GO) test -count=1 -run TestSimMB1RealTime ./harness/mb1
 
 test-rdma: build

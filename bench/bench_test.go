@@ -136,7 +136,8 @@ func BenchmarkTiers(b *testing.B) {
 		b.Fatal(err)
 	}
 	backend, why, err := tiers.OpenBackend(context.Background(), cfg.backend, tiers.BackendConfig{NUMA: -1, Log: os.Stderr,
-		LibCUDA: os.Getenv("KVTIER_LIBCUDA"), LibCUBLAS: os.Getenv("KVTIER_LIBCUBLAS")})
+		LibCUDA: os.Getenv("KVTIER_LIBCUDA"), LibCUBLAS: os.Getenv("KVTIER_LIBCUBLAS"),
+		LibCUFile: os.Getenv("KVTIER_LIBCUFILE")})
 	if err != nil {
 		b.Fatalf("KVTIER_BACKEND=%s: %v", cfg.backend, err)
 	}
@@ -153,14 +154,14 @@ func BenchmarkTiers(b *testing.B) {
 				if backend.Name() == "host" && !slices.Contains(cfg.tiers, spec.Name) {
 					b.Skip(spec.Name + " on the host backend runs the prefill GEMMs on the CPU, which takes minutes per prefix: name it in KVTIER_TIERS to run it")
 				}
-				benchConfigGroup(b, cfg, backend, spec, kv.Layerwise, "")
+				benchVariants(b, cfg, backend, spec, kv.Layerwise, "")
 				return
 			}
 			for _, layout := range cfg.layouts {
 				b.Run("layout="+string(layout), func(b *testing.B) {
 					for _, mode := range tiers.CopyModes() {
 						b.Run("copy="+string(mode), func(b *testing.B) {
-							benchConfigGroup(b, cfg, backend, spec, layout, mode)
+							benchVariants(b, cfg, backend, spec, layout, mode)
 						})
 					}
 				})
@@ -169,10 +170,9 @@ func BenchmarkTiers(b *testing.B) {
 	}
 }
 
-// benchConfigGroup runs one sub-benchmark per prefix for one tier, layout
-// and copy mode; the tier is set up once, on the first prefix that runs.
-func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) {
-	g := cfg.geom
+// benchVariants runs the configurations the tier's default options ask
+// for (tiers.Varier), each under variant=NAME when there are several.
+func benchVariants(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) {
 	var opts tiers.Options
 	if spec.NewOptions != nil {
 		opts = spec.NewOptions()
@@ -180,9 +180,37 @@ func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec
 			ro.Peer = cfg.peer
 		}
 	}
-	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Seed: 1, Options: opts, Log: os.Stderr,
-		LibIBVerbs: env("KVTIER_LIBIBVERBS", "")}
-	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Geom: g, Seed: 1}
+	// The variants share one scratch directory and what they make in it
+	// (the disk tier's file, written once).
+	run := runState{scratch: b.TempDir(), shared: tiers.NewShared()}
+	defer run.shared.Close()
+	vs := tiers.VariantsOf(opts)
+	if len(vs) == 1 {
+		benchConfigGroup(b, cfg, backend, spec, layout, mode, vs[0], run)
+		return
+	}
+	for _, v := range vs {
+		b.Run("variant="+v.Name, func(b *testing.B) {
+			benchConfigGroup(b, cfg, backend, spec, layout, mode, v, run)
+		})
+	}
+}
+
+// runState is what the configurations of one benchVariants share.
+type runState struct {
+	scratch string
+	shared  *tiers.Shared
+}
+
+// benchConfigGroup runs one sub-benchmark per prefix for one tier, layout,
+// copy mode and variant; the tier is set up once, on the first prefix
+// that runs.
+func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode,
+	v tiers.Variant, run runState) {
+	g := cfg.geom
+	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Seed: 1, Options: v.Options, Log: os.Stderr,
+		LibIBVerbs: env("KVTIER_LIBIBVERBS", ""), Scratch: run.scratch, Shared: run.shared}
+	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Variant: v.Name, Geom: g, Seed: 1}
 	defer c.Tier.Close()
 	if reason := c.Tier.Available(); reason != "" {
 		b.Skip(reason)

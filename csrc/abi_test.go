@@ -37,10 +37,11 @@ func output(t *testing.T, bin string, args ...string) []string {
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
-// golden reads testdata/cuda-abi.golden: each fact line by CUDA version.
-func golden(t *testing.T) map[string][]string {
+// golden reads testdata/NAME (cuda-abi.golden, cufile-abi.golden): each
+// fact line by CUDA version.
+func golden(t *testing.T, name string) map[string][]string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/cuda-abi.golden")
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func golden(t *testing.T) map[string][]string {
 // wherever it is declared; everything else must match in all three.
 func TestCUDAABIGolden(t *testing.T) {
 	shim := output(t, compile(t, "cudafacts.c"))
-	g := golden(t)
+	g := golden(t, "cuda-abi.golden")
 	versions := []string{"12080", "12090", "13000"}
 	for _, v := range versions {
 		if len(g[v]) == 0 {
@@ -83,6 +84,28 @@ func TestCUDAABIGolden(t *testing.T) {
 				if !hasFact(g[v], fact) {
 					t.Errorf("shim: %s; CUDA %s headers: %s", fact, v, near(g[v], f[0]+" "+f[1]+" "))
 				}
+			}
+		}
+	}
+}
+
+// TestCUFileABIGolden compiles a program over the cuFile shim's lists and
+// compares what it prints (each symbol by the exported name it looks up,
+// with its parameter classes and return type; struct sizes and offsets;
+// constants) with the facts of NVIDIA's cufile.h for CUDA 12.8, 12.9 and
+// 13.0 (testdata/cufile-abi.golden, written by internal/abigen -cufile):
+// every fact must hold in all three.
+func TestCUFileABIGolden(t *testing.T) {
+	shim := output(t, compile(t, "cufilefacts.c"))
+	g := golden(t, "cufile-abi.golden")
+	for _, v := range []string{"12080", "12090", "13000"} {
+		if len(g[v]) == 0 {
+			t.Fatalf("the golden has no facts for CUDA %s", v)
+		}
+		for _, fact := range shim {
+			f := strings.Fields(fact)
+			if !hasFact(g[v], fact) {
+				t.Errorf("shim: %s; CUDA %s cufile.h: %s", fact, v, near(g[v], f[0]+" "+f[1]+" "))
 			}
 		}
 	}

@@ -58,6 +58,11 @@ type Case struct {
 	// Fetch does the work of one sample, between the timer's Start and
 	// Stop.
 	Fetch func(ctx context.Context) error
+	// Before, when not nil, runs before every sample (warm-up,
+	// calibration and measured ones), untimed: it restores what each
+	// sample must start from (the disk tier drops its file's pages from
+	// the page cache). Its error fails the sample.
+	Before func() error
 	// Scrub, when not nil, overwrites the destination before a verified
 	// sample so that Verify sees only what that sample brought. It is
 	// never timed.
@@ -112,6 +117,11 @@ func (s *Sampler) row(c *Case, rep int) results.Row {
 // Sample times one Fetch of c and returns its seconds and whether the
 // stream was held (false where the timer cannot say).
 func (s *Sampler) Sample(ctx context.Context, c *Case) (float64, bool, error) {
+	if c.Before != nil {
+		if err := c.Before(); err != nil {
+			return 0, false, fmt.Errorf("before the sample: %w", err)
+		}
+	}
 	if err := c.Timer.Start(); err != nil {
 		return 0, false, fmt.Errorf("timer start: %w", err)
 	}

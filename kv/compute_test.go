@@ -3,6 +3,7 @@ package kv
 import "testing"
 
 func TestPrefillGEMMsDense(t *testing.T) {
+	t.Parallel()
 	g := tinyGeometry() // 2 layers, 4 heads, 2 KV heads, dim 8, hidden 32, mlp 64
 	ops := PrefillGEMMs(g, 20)
 	// Per layer: qkv, one attention tile (scores, pv), o, gate_up, down.
@@ -21,6 +22,7 @@ func TestPrefillGEMMsDense(t *testing.T) {
 }
 
 func TestPrefillGEMMsQwen3Coder(t *testing.T) {
+	t.Parallel()
 	g, _ := LookupModel("qwen3-coder-30b-a3b")
 	const tokens = 1024
 	// Per layer and token, without attention: qkv 2·2048·(32+8)·128, o 2·4096·2048,
@@ -38,6 +40,7 @@ func TestPrefillGEMMsQwen3Coder(t *testing.T) {
 }
 
 func TestPrefillGEMMsTiledCausal(t *testing.T) {
+	t.Parallel()
 	g, _ := LookupModel("qwen3-coder-30b-a3b")
 	const tokens = 65536
 	tile := AttnTile(g, tokens)
@@ -65,6 +68,7 @@ func TestPrefillGEMMsTiledCausal(t *testing.T) {
 }
 
 func TestPrefillGEMMsDeepSeek(t *testing.T) {
+	t.Parallel()
 	g, _ := LookupModel("deepseek-v3")
 	ops := PrefillGEMMs(g, 16)
 	count := map[string]int{}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPresets(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		model                string
 		perTokenLayer        int64
@@ -63,6 +64,7 @@ func TestPresets(t *testing.T) {
 }
 
 func TestPresetDetails(t *testing.T) {
+	t.Parallel()
 	g, _ := LookupModel("Qwen3-Coder-30B-A3B")
 	if g.Hidden != 2048 || g.MoEIntermediate != 768 || g.Heads != 32 || g.BlockTokens != 16 {
 		t.Errorf("qwen3-coder preset = %+v", g)
@@ -77,6 +79,7 @@ func TestPresetDetails(t *testing.T) {
 }
 
 func TestLookupModelUnknown(t *testing.T) {
+	t.Parallel()
 	_, err := LookupModel("gpt-5")
 	if err == nil {
 		t.Fatal("no error for an unknown model")
@@ -98,6 +101,7 @@ func writeConfig(t *testing.T, body string) string {
 }
 
 func TestParseConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		body string
@@ -194,6 +198,7 @@ func TestParseConfig(t *testing.T) {
 }
 
 func TestParseConfigDirectory(t *testing.T) {
+	t.Parallel()
 	p := writeConfig(t, `{"num_hidden_layers":2,"num_attention_heads":4,"hidden_size":64}`)
 	g, err := ParseConfig(filepath.Dir(p))
 	if err != nil {
@@ -205,6 +210,7 @@ func TestParseConfigDirectory(t *testing.T) {
 }
 
 func TestParseConfigErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, body string
 		want       []string // substrings of the error

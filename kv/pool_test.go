@@ -3,6 +3,7 @@ package kv
 import "testing"
 
 func TestContiguousSpanClamps(t *testing.T) {
+	t.Parallel()
 	c, err := ContiguousSpan([]Copy{{Src: 900, Dst: 50, Bytes: 100}, {Src: 10, Dst: 900, Bytes: 100}}, 1000, 1000)
 	if err != nil || c != (Copy{Src: 800, Dst: 50, Bytes: 200}) {
 		t.Errorf("span = %+v, %v", c, err)
@@ -13,6 +14,7 @@ func TestContiguousSpanClamps(t *testing.T) {
 }
 
 func TestPlacementScattered(t *testing.T) {
+	t.Parallel()
 	g := tinyGeometry()
 	src := Pool{Geometry: g, Layout: Layerwise, Slots: PoolSlots(8)}
 	slots, err := Placement(1, src.Slots, 8)

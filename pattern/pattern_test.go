@@ -6,6 +6,7 @@ import (
 )
 
 func TestFillCheck(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		off, size int64
@@ -42,6 +43,7 @@ func TestFillCheck(t *testing.T) {
 }
 
 func TestParallelMatchesSerial(t *testing.T) {
+	t.Parallel()
 	serial := make([]byte, 3<<20+13)
 	fill(serial, 9, 21)
 	par := make([]byte, len(serial))
@@ -52,6 +54,7 @@ func TestParallelMatchesSerial(t *testing.T) {
 }
 
 func TestSubrangeMatchesWhole(t *testing.T) {
+	t.Parallel()
 	whole := make([]byte, 1024)
 	Fill(whole, 7, 0)
 	part := make([]byte, 100)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -23,6 +24,14 @@ type DialOptions struct {
 	RDMA  rdma.Config // verbs endpoint; QPs is set from Conns
 	// Timeout bounds connecting and the handshake (default 10 s).
 	Timeout time.Duration
+	// Token is the run token sent in the hello (servers started with one
+	// refuse clients without it).
+	Token string
+	// IdleTimeout, when positive, turns a peer that moves no data for
+	// that long in the middle of a read into an error: on TCP no byte
+	// read or written, on verbs no completion. Zero waits as long as the
+	// connection lives (and, for verbs, the endpoint's own 30 s).
+	IdleTimeout time.Duration
 	// Faults are test-only faults the client injects.
 	Faults Faults
 }
@@ -85,7 +94,7 @@ func Dial(ctx context.Context, addr string, opt DialOptions) (*Client, error) {
 	switch opt.Transport {
 	case TCP:
 		for i := 0; i < opt.Conns; i++ {
-			tc, w, err := dialTCP(ctx, addr, opt.Timeout, Hello{Transport: TCP})
+			tc, w, err := dialTCP(ctx, addr, opt, Hello{Transport: TCP})
 			if err != nil {
 				c.Close()
 				return nil, err
@@ -107,7 +116,9 @@ func Dial(ctx context.Context, addr string, opt DialOptions) (*Client, error) {
 }
 
 // dialTCP opens one connection and shakes hands.
-func dialTCP(ctx context.Context, addr string, timeout time.Duration, h Hello) (*tcpConn, Welcome, error) {
+func dialTCP(ctx context.Context, addr string, opt DialOptions, h Hello) (*tcpConn, Welcome, error) {
+	timeout := opt.Timeout
+	h.Token = opt.Token
 	d := net.Dialer{Timeout: timeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -115,11 +126,11 @@ func dialTCP(ctx context.Context, addr string, timeout time.Duration, h Hello) (
 	}
 	conn.SetDeadline(time.Now().Add(timeout))
 	var w Welcome
-	if err := writeFrame(conn, h); err != nil {
+	if err := WriteFrame(conn, h); err != nil {
 		conn.Close()
 		return nil, w, fmt.Errorf("peer %s: handshake: %w", addr, err)
 	}
-	if err := readFrame(conn, &w); err != nil {
+	if err := ReadFrame(conn, &w); err != nil {
 		conn.Close()
 		return nil, w, fmt.Errorf("peer %s: %w", addr, err)
 	}
@@ -128,7 +139,9 @@ func dialTCP(ctx context.Context, addr string, timeout time.Duration, h Hello) (
 		return nil, w, fmt.Errorf("peer %s refused: %s", addr, w.Error)
 	}
 	conn.SetDeadline(time.Time{})
-	return &tcpConn{addr: addr, c: conn, r: bufio.NewReaderSize(conn, 1<<20)}, w, nil
+	t := &tcpConn{addr: addr, c: conn, idle: opt.IdleTimeout}
+	t.r = bufio.NewReaderSize(idleReader{t}, 1<<20)
+	return t, w, nil
 }
 
 // Info describes the peer.
@@ -231,13 +244,53 @@ type tcpConn struct {
 	c    net.Conn
 	r    *bufio.Reader
 	mu   sync.Mutex
+	// idle is the idle timeout (0 none). Each read and write of the
+	// connection moves its deadline idle ahead, unless a cancelled read
+	// has set it in the past (cancelled, under dmu).
+	idle      time.Duration
+	dmu       sync.Mutex
+	cancelled bool
+}
+
+// extend moves the read or write deadline idle ahead of now.
+func (t *tcpConn) extend(read bool) {
+	if t.idle <= 0 {
+		return
+	}
+	t.dmu.Lock()
+	defer t.dmu.Unlock()
+	if t.cancelled {
+		return
+	}
+	if read {
+		t.c.SetReadDeadline(time.Now().Add(t.idle))
+	} else {
+		t.c.SetWriteDeadline(time.Now().Add(t.idle))
+	}
+}
+
+// cancel makes every pending and later read and write fail at once.
+func (t *tcpConn) cancel() {
+	t.dmu.Lock()
+	defer t.dmu.Unlock()
+	t.cancelled = true
+	t.c.SetDeadline(time.Unix(1, 0))
+}
+
+// An idleReader reads the connection with the idle deadline moved ahead
+// before each read.
+type idleReader struct{ t *tcpConn }
+
+func (r idleReader) Read(p []byte) (int, error) {
+	r.t.extend(true)
+	return r.t.c.Read(p)
 }
 
 // read sends list as batches and reads each answer into dst.
 func (t *tcpConn) read(ctx context.Context, dst []byte, list []Chunk) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() { t.c.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, t.cancel)
 	defer stop()
 	var batches [][]Chunk
 	for len(list) > 0 {
@@ -254,6 +307,7 @@ func (t *tcpConn) read(ctx context.Context, dst []byte, list []Chunk) error {
 				buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Src))
 				buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Len))
 			}
+			t.extend(false)
 			if _, err := t.c.Write(buf); err != nil {
 				werr <- err
 				return
@@ -319,6 +373,9 @@ func (t *tcpConn) readAnswer(dst []byte, b []Chunk) error {
 func (t *tcpConn) wrap(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("peer %s closed the connection mid-read", t.addr)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && t.idle > 0 {
+		return fmt.Errorf("peer %s moved no data for %s (idle timeout): %w", t.addr, t.idle, err)
 	}
 	return fmt.Errorf("peer %s: %w", t.addr, err)
 }

@@ -17,6 +17,12 @@ import (
 // its address and a stop function that waits for Serve to return.
 func startServer(t *testing.T, size int64, seed uint64) (string, func()) {
 	t.Helper()
+	return startServerConfig(t, size, seed, ServerConfig{})
+}
+
+// startServerConfig is startServer with the other fields of cfg.
+func startServerConfig(t *testing.T, size int64, seed uint64, cfg ServerConfig) (string, func()) {
+	t.Helper()
 	pool, err := NewHostPool(size, seed)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +32,8 @@ func startServer(t *testing.T, size int64, seed uint64) (string, func()) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := NewServer(ServerConfig{Pool: pool})
+	cfg.Pool = pool
+	srv := NewServer(cfg)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	var once sync.Once
@@ -50,11 +57,11 @@ func startServer(t *testing.T, size int64, seed uint64) (string, func()) {
 
 func TestProtocolFrames(t *testing.T) {
 	var buf bytes.Buffer
-	if err := writeFrame(&buf, Hello{Transport: TCP}); err != nil {
+	if err := WriteFrame(&buf, Hello{Transport: TCP}); err != nil {
 		t.Fatal(err)
 	}
 	var h Hello
-	if err := readFrame(bytes.NewReader(buf.Bytes()), &h); err != nil || h.Transport != TCP {
+	if err := ReadFrame(bytes.NewReader(buf.Bytes()), &h); err != nil || h.Transport != TCP {
 		t.Fatalf("round trip: %+v, %v", h, err)
 	}
 	good := buf.Bytes()
@@ -64,18 +71,22 @@ func TestProtocolFrames(t *testing.T) {
 		name, in, want string
 	}{
 		{"bad magic", "GET / HTTP/1.1\r\n\r\n", "bad magic"},
-		{"wrong version", string(wrongVersion), "protocol version 9"},
 		{"short", "KVT", "closed before a complete header"},
-		{"bad json", Magic + "\x00\x01\x00\x00\x00\x03{x}", "malformed message"},
-		{"huge", Magic + "\x00\x01\x7f\x00\x00\x00", "exceeds"},
+		{"bad json", Magic + "\x00\x02\x00\x00\x00\x03{x}", "malformed message"},
+		{"huge", Magic + "\x00\x02\x7f\x00\x00\x00", "exceeds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := readFrame(strings.NewReader(tc.in), &h)
+			err := ReadFrame(strings.NewReader(tc.in), &h)
 			var pe *ProtocolError
 			if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want a ProtocolError containing %q", err, tc.want)
 			}
 		})
+	}
+	err := ReadFrame(bytes.NewReader(wrongVersion), &h)
+	var ve *VersionError
+	if !errors.As(err, &ve) || ve.Got != 9 || !strings.Contains(err.Error(), "version 9, this kvtier speaks 2") {
+		t.Fatalf("wrong version: got %v, want a VersionError naming both versions", err)
 	}
 }
 
@@ -188,7 +199,7 @@ func TestMalformedHandshakeRefused(t *testing.T) {
 	conn.Write([]byte("HELLO THERE, THIS IS NOT KVTIER\n"))
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var w Welcome
-	if err := readFrame(conn, &w); err != nil {
+	if err := ReadFrame(conn, &w); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(w.Error, "bad magic") {
@@ -202,7 +213,7 @@ func TestMalformedHandshakeRefused(t *testing.T) {
 	// A tcp-only server refuses verbs clearly (before any device is
 	// touched on this side, the hello goes out only after the endpoint
 	// opens, so test the server's refusal directly).
-	tc, _, err := dialTCP(context.Background(), addr, time.Second, Hello{Transport: Verbs})
+	tc, _, err := dialTCP(context.Background(), addr, DialOptions{Timeout: time.Second}, Hello{Transport: Verbs})
 	if err == nil {
 		tc.c.Close()
 		t.Fatal("verbs hello accepted by a tcp server")
@@ -219,9 +230,9 @@ func TestClientVanishesServerSurvives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFrame(conn, Hello{Transport: TCP})
+	WriteFrame(conn, Hello{Transport: TCP})
 	var w Welcome
-	if err := readFrame(conn, &w); err != nil {
+	if err := ReadFrame(conn, &w); err != nil {
 		t.Fatal(err)
 	}
 	req := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0}

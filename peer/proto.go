@@ -4,7 +4,9 @@
 //
 // Every connection opens with a versioned handshake on the control
 // channel: the magic "KVTIER", a protocol version, then one JSON message
-// each way (Hello from the client, Welcome from the server). The data then
+// each way (Hello from the client, Welcome from the server). A server
+// started with a run token refuses a Hello that does not carry it. The
+// data then
 // moves over the same TCP connection (transport "tcp") or by RDMA READ
 // from the server's registered pool over RC queue pairs whose numbers,
 // GIDs and keys the handshake carried (transport "verbs").
@@ -25,7 +27,18 @@ const Magic = "KVTIER"
 
 // Version is the control protocol version. A peer speaking another version
 // is refused with a message naming both.
-const Version uint16 = 1
+//
+// Version 2 added Hello.Token (the run token of kvtier mesh and of
+// servers started with --token). Its frames are those of version 1, so
+// the two still understand each other's refusals: a version 2 server
+// answers a version 1 hello with a Welcome.Error written as a version 1
+// frame (an old client prints it as the peer's refusal), and a version 2
+// client shows the text of an old server's refusal beside both versions.
+const Version uint16 = 2
+
+// minVersion is the oldest version whose frames this kvtier can read to
+// tell the other side why it is refused.
+const minVersion uint16 = 1
 
 // maxMessage bounds a handshake message so a stray client cannot make the
 // server allocate without limit.
@@ -40,6 +53,9 @@ const (
 // A Hello is the client's half of the handshake.
 type Hello struct {
 	Transport string `json:"transport"` // tcp | verbs
+	// Token is the run token; a server started with one refuses a hello
+	// without it (version 2).
+	Token string `json:"token,omitempty"`
 	// Verbs is the client's endpoint (GID, LID, QPNs, PSNs) for transport
 	// verbs.
 	Verbs *rdma.QPInfo `json:"verbs,omitempty"`
@@ -66,24 +82,45 @@ type ProtocolError struct{ Msg string }
 // Error says what in the handshake was not understood.
 func (e *ProtocolError) Error() string { return "peer: handshake: " + e.Msg }
 
-// writeFrame writes magic, version, length and the JSON of v.
-func writeFrame(w io.Writer, v any) error {
+// A VersionError is a frame of another protocol version. Said is the
+// error text its message carried, when it was a refusal this kvtier could
+// read ("" otherwise).
+type VersionError struct {
+	Got  uint16
+	Said string
+}
+
+// Error names both versions, and what the other side said.
+func (e *VersionError) Error() string {
+	msg := fmt.Sprintf("peer: handshake: the other side speaks protocol version %d, this kvtier speaks %d (run the same kvtier release on both ends)", e.Got, Version)
+	if e.Said != "" {
+		msg += "; it said: " + e.Said
+	}
+	return msg
+}
+
+// WriteFrame writes magic, version, length and the JSON of v: the
+// framing of every kvtier control connection (peers and kvtier mesh).
+func WriteFrame(w io.Writer, v any) error { return writeFrameVersion(w, Version, v) }
+
+// writeFrameVersion writes a frame stamped with version ver.
+func writeFrameVersion(w io.Writer, ver uint16, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("peer: handshake: %w", err)
 	}
 	buf := make([]byte, 0, len(Magic)+2+4+len(body))
 	buf = append(buf, Magic...)
-	buf = binary.BigEndian.AppendUint16(buf, Version)
+	buf = binary.BigEndian.AppendUint16(buf, ver)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(body)))
 	buf = append(buf, body...)
 	_, err = w.Write(buf)
 	return err
 }
 
-// readFrame reads one frame into v, refusing a wrong magic, a wrong
-// version, an oversized or malformed message.
-func readFrame(r io.Reader, v any) error {
+// ReadFrame reads one frame into v, refusing a wrong magic, a wrong
+// version (a *VersionError), an oversized or malformed message.
+func ReadFrame(r io.Reader, v any) error {
 	var hdr [len(Magic) + 2 + 4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
@@ -94,16 +131,28 @@ func readFrame(r io.Reader, v any) error {
 	if string(hdr[:len(Magic)]) != Magic {
 		return &ProtocolError{fmt.Sprintf("bad magic %q (not a kvtier peer?)", printable(hdr[:len(Magic)]))}
 	}
-	if v := binary.BigEndian.Uint16(hdr[len(Magic):]); v != Version {
-		return &ProtocolError{fmt.Sprintf("protocol version %d, this kvtier speaks %d", v, Version)}
-	}
+	ver := binary.BigEndian.Uint16(hdr[len(Magic):])
 	n := binary.BigEndian.Uint32(hdr[len(Magic)+2:])
 	if n > maxMessage {
+		if ver != Version {
+			return &VersionError{Got: ver}
+		}
 		return &ProtocolError{fmt.Sprintf("message of %d bytes exceeds %d", n, maxMessage)}
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {
+		if ver != Version {
+			return &VersionError{Got: ver}
+		}
 		return &ProtocolError{"connection closed inside a message"}
+	}
+	if ver != Version {
+		// Every version so far says a refusal in an "error" field.
+		var said struct {
+			Error string `json:"error"`
+		}
+		json.Unmarshal(body, &said)
+		return &VersionError{Got: ver, Said: said.Error}
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return &ProtocolError{fmt.Sprintf("malformed message: %v", err)}

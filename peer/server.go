@@ -3,12 +3,14 @@ package peer
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/kvtier/kvtier/rdma"
 )
@@ -32,6 +34,12 @@ type ServerConfig struct {
 	RDMA rdma.Config
 	// Log receives one line per refused or failed session; nil discards.
 	Log io.Writer
+	// Token, when not empty, is the run token every client's hello must
+	// carry; others are refused.
+	Token string
+	// HandshakeTimeout bounds the wait for a client's hello (default
+	// 10 s), so a connection that never speaks holds nothing for long.
+	HandshakeTimeout time.Duration
 }
 
 // A Server answers chunk reads from its pool. It serves any number of
@@ -52,6 +60,9 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 10 * time.Second
 	}
 	return &Server{cfg: cfg, conns: map[net.Conn]struct{}{}}
 }
@@ -108,17 +119,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // session runs one client connection: handshake, then the transport.
 func (s *Server) session(ctx context.Context, c net.Conn) {
-	var h Hello
-	if err := readFrame(c, &h); err != nil {
-		fmt.Fprintf(s.cfg.Log, "kvtier serve: %s: refused: %v\n", c.RemoteAddr(), err)
-		// Tell a client that speaks the frame format why, when we can.
-		writeFrame(c, Welcome{Error: err.Error()})
+	h, ok := s.hello(c)
+	if !ok {
 		return
 	}
 	w := Welcome{PoolBytes: s.cfg.Pool.Size(), Seed: s.cfg.Pool.Seed(), Mem: s.cfg.Pool.Mem(), Transport: h.Transport}
 	switch h.Transport {
 	case TCP:
-		if err := writeFrame(c, w); err != nil {
+		if err := WriteFrame(c, w); err != nil {
 			return
 		}
 		if err := s.serveTCP(c); err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
@@ -127,7 +135,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 	case Verbs:
 		if s.cfg.Transport != Verbs {
 			w.Error = "this peer serves transport tcp only (start it with --transport verbs)"
-			writeFrame(c, w)
+			WriteFrame(c, w)
 			return
 		}
 		if err := s.serveVerbs(ctx, c, h, w); err != nil && ctx.Err() == nil {
@@ -135,8 +143,32 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 		}
 	default:
 		w.Error = fmt.Sprintf("unknown transport %q (want tcp or verbs)", h.Transport)
-		writeFrame(c, w)
+		WriteFrame(c, w)
 	}
+}
+
+// hello reads the client's hello within the handshake timeout and
+// checks its token; a refused client is told why, in frames of its own
+// protocol version where it speaks an older one.
+func (s *Server) hello(c net.Conn) (Hello, bool) {
+	var h Hello
+	c.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	err := ReadFrame(c, &h)
+	c.SetReadDeadline(time.Time{})
+	if err == nil && s.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(h.Token), []byte(s.cfg.Token)) != 1 {
+		err = errors.New("refused: the hello does not carry this run's token (--token or KVTIER_TOKEN)")
+	}
+	if err == nil {
+		return h, true
+	}
+	fmt.Fprintf(s.cfg.Log, "kvtier serve: %s: refused: %v\n", c.RemoteAddr(), err)
+	// Tell a client that speaks the frame format why, when we can.
+	ver := Version
+	if ve, ok := err.(*VersionError); ok && ve.Got >= minVersion && ve.Got < Version {
+		ver = ve.Got
+	}
+	writeFrameVersion(c, ver, Welcome{Error: err.Error()})
+	return h, false
 }
 
 // serveTCP answers request batches until the client closes. A request is

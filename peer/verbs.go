@@ -58,7 +58,7 @@ func hostAddr(p []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData
 func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome) error {
 	refuse := func(err error) error {
 		w.Error = err.Error()
-		writeFrame(c, w)
+		WriteFrame(c, w)
 		return err
 	}
 	if h.Verbs == nil || len(h.Verbs.QPNs) == 0 {
@@ -86,7 +86,7 @@ func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome)
 	}
 	info := ep.Info()
 	w.Verbs, w.RKey, w.Addr = &info, mr.RKey, mr.Addr
-	if err := writeFrame(c, w); err != nil {
+	if err := WriteFrame(c, w); err != nil {
 		return err
 	}
 	// The client reads by RDMA; the control connection only says when it
@@ -165,7 +165,7 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 		return nil, err
 	}
 	li := ep.Info()
-	tc, w, err := dialTCP(ctx, addr, opt.Timeout, Hello{Transport: Verbs, Verbs: &li})
+	tc, w, err := dialTCP(ctx, addr, opt, Hello{Transport: Verbs, Verbs: &li})
 	if err != nil {
 		ep.Close()
 		return nil, err
@@ -179,6 +179,9 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 		tc.c.Close()
 		ep.Close()
 		return nil, err
+	}
+	if opt.IdleTimeout > 0 {
+		ep.SetTimeout(opt.IdleTimeout)
 	}
 	rkey := w.RKey
 	if opt.Faults.CorruptRKey {

@@ -18,6 +18,7 @@ import (
 )
 
 func TestDrawAllSuites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if p := os.Getenv("KVTIER_PLOT_DIR"); p != "" {
 		dir = p
@@ -35,7 +36,8 @@ func TestDrawAllSuites(t *testing.T) {
 		t.Errorf("absent with every device and serving suite present: %q", res.Absent)
 	}
 	want := []string{"sweep_tiers", "costmodel_hbm", "costmodel_host", "costmodel_remote", "costmodel_recompute",
-		"probe_ttft", "mb1_penalty", "mb1_timeline_D1_P32768", "mb1_timeline_D8_P32768", "transfer_bw"}
+		"probe_ttft", "mb1_penalty", "mb1_timeline_D1_P32768", "mb1_timeline_D8_P32768", "transfer_bw",
+		"mesh_matrix_net_blockwise_67108864", "mesh_matrix_net_blockwise_1073741824", "mesh_intra_inter"}
 	for _, w := range want {
 		for _, ext := range []string{".png", ".svg"} {
 			p := filepath.Join(dir, "plots", w+ext)
@@ -85,6 +87,7 @@ func checkPNG(t *testing.T, path string) {
 }
 
 func TestDrawSweepOnly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 4, Small: true, Suites: []string{sweep.File}}); err != nil {
 		t.Fatal(err)
@@ -113,6 +116,7 @@ func TestDrawSweepOnly(t *testing.T) {
 }
 
 func TestDir(t *testing.T) {
+	t.Parallel()
 	if _, err := plots.Dir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no kvtier CSV") {
 		t.Errorf("empty dir: err = %v", err)
 	}

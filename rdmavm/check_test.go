@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/mesh"
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/results"
@@ -71,6 +72,15 @@ func goodSet(t *testing.T, dir string) {
 	writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Columns, repeat(8, sweepRow))
 	writeCSV(t, filepath.Join(dir, "bad_rkey-transfer.csv"), transfer.Suite.Main().Columns, []results.Row{errorRow()})
 	writeCSV(t, filepath.Join(dir, "out_of_pool-transfer.csv"), transfer.Suite.Main().Columns, []results.Row{errorRow()})
+	writeCSV(t, filepath.Join(dir, "mesh-mesh.csv"), mesh.Suite.Main().Columns, repeat(8, meshRow))
+}
+
+// meshRow is a row as a two-rank kvtier mesh writes it over rxe0.
+func meshRow(rep int) results.Row {
+	r := transferRow(rep)
+	r.Suite = "mesh"
+	r.Set("pair", "intra")
+	return r
 }
 
 func TestCSVProblems(t *testing.T) {

@@ -137,6 +137,8 @@ var wantCSVs = []want{
 		"suite": "sweep", "transport": "verbs", "tier": "remote", "status": "ok", "verified": "true"}},
 	{"bad_rkey-transfer.csv", 1, map[string]string{"transport": "verbs", "status": "error"}},
 	{"out_of_pool-transfer.csv", 1, map[string]string{"transport": "verbs", "status": "error"}},
+	{"mesh-mesh.csv", 4, map[string]string{
+		"suite": "mesh", "transport": "verbs", "device": "rxe0", "status": "ok", "verified": "true", "pair": "intra"}},
 }
 
 // csvProblems re-reads the CSVs in dir that wantCSVs names and says what

@@ -11,6 +11,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestParseBenchGolden(t *testing.T) {
+	t.Parallel()
 	in, err := os.ReadFile("testdata/bench.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +62,7 @@ func TestParseBenchGolden(t *testing.T) {
 }
 
 func TestParseBenchEmpty(t *testing.T) {
+	t.Parallel()
 	if _, _, err := ParseBench(strings.NewReader("PASS\nok x 1s\n"), "x"); err == nil {
 		t.Error("no benchmarks: no error")
 	}

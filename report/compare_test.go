@@ -20,6 +20,7 @@ func loadSynth(t *testing.T, o reporttest.Options) *report.Run {
 }
 
 func TestCompareSameDistribution(t *testing.T) {
+	t.Parallel()
 	sweep := []string{sweep.File}
 	// At alpha 0.05 each configuration is a false positive one time in
 	// twenty or so (over 20 seed pairs the generator gave 15 of 460, 3.3%);
@@ -42,6 +43,7 @@ func TestCompareSameDistribution(t *testing.T) {
 }
 
 func TestCompareFlagsSlowTier(t *testing.T) {
+	t.Parallel()
 	old := loadSynth(t, reporttest.Options{Seed: 100, Reps: 10})
 	new := loadSynth(t, reporttest.Options{Seed: 101, Reps: 10, Slow: map[string]float64{"remote": 2}})
 	changes := report.Compare(old, new)
@@ -71,6 +73,7 @@ func TestCompareFlagsSlowTier(t *testing.T) {
 }
 
 func TestCompareTooFewSamples(t *testing.T) {
+	t.Parallel()
 	sweep := []string{sweep.File}
 	old := loadSynth(t, reporttest.Options{Seed: 1, Reps: 2, Suites: sweep})
 	new := loadSynth(t, reporttest.Options{Seed: 2, Reps: 2, Suites: sweep, Slow: map[string]float64{"host": 3}})

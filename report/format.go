@@ -33,7 +33,7 @@ func newTable(header ...string) *table { return &table{header: header, hoist: tr
 func (t *table) numeric(i int) bool {
 	digits := false
 	for _, r := range t.rows {
-		c := strings.TrimLeft(r[i], "+-")
+		c := strings.TrimLeft(r[i], "+-*") // *…*: a predicted figure in italics
 		switch {
 		case c == "":
 		case c[0] >= '0' && c[0] <= '9':

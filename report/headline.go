@@ -34,6 +34,7 @@ func init() {
 	RegisterHeadline(Headline{Suite: "probe", Write: probeHeadline})
 	RegisterHeadline(Headline{Suite: "mb1", Write: mb1Headline})
 	RegisterHeadline(Headline{Suite: "transfer", Write: transferHeadline})
+	RegisterHeadline(Headline{Suite: "mesh", Write: meshHeadline})
 	RegisterHeadline(Headline{Suite: "trace", Write: traceHeadline})
 	RegisterHeadline(Headline{Suite: "plan", Write: planHeadline})
 }

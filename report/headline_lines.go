@@ -115,6 +115,42 @@ func pathsLine(rows []results.Row, path func(results.Row) string) string {
 	return s + fmt.Sprintf(". %s: intra %s, inter %s GB/s.", Reference, sig(ReferenceMB2["intra"]), sig(ReferenceMB2["inter"]))
 }
 
+// meshHeadline is the mesh's intra- against inter-node pairs at the
+// largest size: the median over the pairs of each pair's p50 GB/s.
+func meshHeadline(runs []*Run) (string, string) {
+	keys, stats := MeshCells(allRows(runs, "mesh"))
+	var size int64
+	for _, k := range keys {
+		if k.Route == "net" && stats[k].N > 0 {
+			size = max(size, k.Bytes)
+		}
+	}
+	if size == 0 {
+		return "no pair has an ok row; " + statusCounts(allRows(runs, "mesh")), ""
+	}
+	vals := map[string][]float64{}
+	var pairs, layouts []string
+	for _, k := range keys {
+		st := stats[k]
+		if k.Route != "net" || k.Bytes != size || st.N == 0 {
+			continue
+		}
+		if _, seen := vals[st.Pair]; !seen {
+			pairs = append(pairs, st.Pair)
+		}
+		vals[st.Pair] = append(vals[st.Pair], st.GBps)
+		if !slices.Contains(layouts, k.Layout) {
+			layouts = append(layouts, k.Layout)
+		}
+	}
+	var parts []string
+	for _, p := range pairs {
+		parts = append(parts, fmt.Sprintf("%s %s GB/s (median of %d pairs' p50)", orDash(p), sig(Summarize(vals[p]).P50), len(vals[p])))
+	}
+	return fmt.Sprintf("at %s (%s): %s. %s: intra %s, inter %s GB/s.", fmtBytes(float64(size)), strings.Join(layouts, ", "),
+		strings.Join(parts, ", "), Reference, sig(ReferenceMB2["intra"]), sig(ReferenceMB2["inter"])), ""
+}
+
 // traceHeadline is each trace's APC ceiling and LRU knee.
 func traceHeadline(runs []*Run) (string, string) {
 	var parts []string

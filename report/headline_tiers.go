@@ -117,8 +117,13 @@ func sweepHeadline(runs []*Run) (string, string) {
 	for i, L := range ls {
 		grid[i] = []string{fmtTokens(L)}
 	}
+	fits, _ := Fits(rows)
 	for _, k := range best {
-		tierColumn(t, grid, k, ls, cells)
+		var fit *Fit
+		if i := slices.IndexFunc(fits, func(f Fit) bool { return f.Key == k }); i >= 0 {
+			fit = &fits[i]
+		}
+		tierColumn(t, grid, k, ls, cells, fit)
 	}
 	for _, row := range grid {
 		t.add(row...)
@@ -129,10 +134,11 @@ func sweepHeadline(runs []*Run) (string, string) {
 	return line, t.String()
 }
 
-// tierColumn appends one tier's cells at each L to grid: time · rate, or
-// a dash with one note for the column saying why, per L where the
-// reasons differ.
-func tierColumn(t *table, grid [][]string, k SweepKey, ls []int64, cells map[sweepCell][]results.Row) {
+// tierColumn appends one tier's cells at each L to grid: time · rate;
+// where it was not measured, the tier's fitted cost model's (in italics,
+// noted as predicted), or a dash; one note for the column says why, per
+// L where the reasons differ.
+func tierColumn(t *table, grid [][]string, k SweepKey, ls []int64, cells map[sweepCell][]results.Row, fit *Fit) {
 	var why []string
 	same := true
 	for i, L := range ls {
@@ -153,11 +159,34 @@ func tierColumn(t *table, grid [][]string, k SweepKey, ls []int64, cells map[swe
 		_, r, _ := strings.Cut(why[0], ": ")
 		note = k.Tier + " not measured: " + r
 	}
-	for i := range grid {
-		if last := len(grid[i]) - 1; grid[i][last] == "" {
+	if fit != nil {
+		note = fmt.Sprintf("%s: in italics, predicted by the tier's fitted cost model (measured at L %s – %s); %s",
+			k.Tier, fmtTokens(fit.MinL), fmtTokens(fit.MaxL), strings.TrimPrefix(note, k.Tier+" "))
+	}
+	for i, L := range ls {
+		last := len(grid[i]) - 1
+		switch {
+		case grid[i][last] != "":
+		case fit != nil && predictedCell(*fit, L) != "":
+			grid[i][last] = predictedCell(*fit, L) + " " + t.note(note)
+		default:
 			grid[i][last] = t.dash(note)
 		}
 	}
+}
+
+// predictedCell renders a fitted model's time and rate at L in italics,
+// "" where the model gives no positive time.
+func predictedCell(f Fit, L int64) string {
+	sec := f.TimeAt(L)
+	if !(sec > 0) {
+		return ""
+	}
+	rate := f.Bytes(L) / sec / 1e9
+	if f.Regressor == "flops" {
+		rate = f.Flops(L) / sec / 1e12
+	}
+	return "*" + fmtSec(sec) + " · " + sig(rate) + "*"
 }
 
 // tierCell renders one tier at one L: time · rate, "" when unmeasured.

@@ -21,7 +21,7 @@ import (
 func benchTree(t *testing.T, draw bool) (string, []*report.Run) {
 	t.Helper()
 	root := t.TempDir()
-	dirs, err := reporttest.WriteTree(root, reporttest.Options{Seed: 7, Reps: 3})
+	dirs, err := reporttest.WriteTree(root, reporttest.Options{Seed: 7, Reps: 3, Disk: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +90,10 @@ func TestHeadlineFirstScreen(t *testing.T) {
 	}
 	head := strings.Join(lines[h2[0]:h2[1]], "\n")
 	for _, want := range []string{
-		"| L | hbm | host | remote | recompute |", "| 8k |", "| 64k |", "| break-even |",
+		"| L | hbm | host | remote | disk | recompute |", "| 16k |", "| 64k |", "| break-even |",
 		"| L | miss | remote | cpu | gpu | miss/remote | remote/cpu | cpu/gpu |",
-		"D=8, P=32,768", "(control", "intra 9.", "inter 10.", "at 4 GiB", "APC ceiling 80.3 %", "the smallest configuration within 10 %",
+		"D=8, P=32,768", "(control", "intra 9.", "inter 10.", "at 4 GiB", "at 1 GiB (blockwise): intra 8.", "inter 2",
+		"disk: in italics, predicted by the tier's fitted cost model (measured at L 1k – 4k); not measured at 16k: skipped: the file would exceed", "| *1.", "APC ceiling 80.3 %", "the smallest configuration within 10 %",
 	} {
 		if !strings.Contains(head, want) {
 			t.Errorf("headline lacks %q:\n%s", want, head)
@@ -100,8 +101,8 @@ func TestHeadlineFirstScreen(t *testing.T) {
 	}
 	have := anchors(md)
 	leads := regexp.MustCompile(`\*\*([^*]+)\*\* \(([^;]+); \[details\]\(#([^)]+)\)\)`).FindAllStringSubmatch(head, -1)
-	if len(leads) != 6 {
-		t.Errorf("headline has %d labelled suites, want 6 (sweep, probe, mb1, transfer, trace, plan): %q", len(leads), leads)
+	if len(leads) != 7 {
+		t.Errorf("headline has %d labelled suites, want 7 (sweep, probe, mb1, transfer, mesh, trace, plan): %q", len(leads), leads)
 	}
 	kinds := regexp.MustCompile(`^(measured|host stand-in|simulated|predicted)(, (measured|host stand-in|simulated|predicted))*$`)
 	for _, l := range leads {

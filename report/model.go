@@ -44,14 +44,14 @@ func tierOrder(t string) int {
 		return 0
 	case "host", "cpu":
 		return 1
-	case "disk":
-		return 2
 	case "remote":
+		return 2
+	case "disk":
 		return 3
 	case "recompute", "miss":
-		return 5
+		return 4
 	}
-	return 4
+	return 5
 }
 
 // IsStandIn reports whether backend is the CPU stand-in for a GPU.

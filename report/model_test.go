@@ -40,6 +40,7 @@ func synthSweep(noise float64, seed uint64) []results.Row {
 }
 
 func TestFitRecoversModel(t *testing.T) {
+	t.Parallel()
 	fits, skipped := Fits(synthSweep(0.005, 7))
 	if len(skipped) != 0 {
 		t.Fatalf("skipped: %q", skipped)
@@ -67,6 +68,7 @@ func TestFitRecoversModel(t *testing.T) {
 }
 
 func TestBreakEven(t *testing.T) {
+	t.Parallel()
 	fits, _ := Fits(synthSweep(0.002, 8))
 	bes := BreakEvens(fits)
 	if len(bes) != 1 {
@@ -106,6 +108,7 @@ func TestBreakEven(t *testing.T) {
 }
 
 func TestFitNeedsTwoSizes(t *testing.T) {
+	t.Parallel()
 	r := results.NewRow("sweep")
 	r.Backend, r.Tier, r.PrefixTokens, r.Blocks, r.Bytes = "cuda", "host", 1024, 64, 64*1572864
 	r.SetTime(1e-3)
@@ -116,6 +119,7 @@ func TestFitNeedsTwoSizes(t *testing.T) {
 }
 
 func TestFitSaysWhyNot(t *testing.T) {
+	t.Parallel()
 	r := results.NewRow("sweep")
 	r.Backend, r.Tier, r.PrefixTokens = "host", "recompute", 1024
 	r.SetTime(1) // ok, but no flops column

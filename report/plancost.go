@@ -120,10 +120,21 @@ func compareForPlan(a, b SweepKey) int {
 		}
 		return 0
 	}
+	// The disk tier: reads through the page cache measure DRAM, so they
+	// come last; of its I/O modes, what an engine would use first
+	// (cuFile where it reaches GPU memory, then io_uring, then pread).
+	cached := func(k SweepKey) int {
+		if strings.HasPrefix(k.Path, "pagecache") {
+			return 1
+		}
+		return 0
+	}
 	return cmp.Or(
 		cmp.Compare(stand(a), stand(b)),
+		cmp.Compare(cached(a), cached(b)),
 		cmp.Compare(rank(a.Layout, "layerwise", "blockwise", ""), rank(b.Layout, "layerwise", "blockwise", "")),
 		cmp.Compare(rank(a.Copy, "batch", "percopy", ""), rank(b.Copy, "batch", "percopy", "")),
+		cmp.Compare(rank(a.Transport, "cufile", "uring"), rank(b.Transport, "cufile", "uring")),
 		compareSweepKey(a, b),
 	)
 }

@@ -64,6 +64,32 @@ func TestPlanCostsFromSweep(t *testing.T) {
 	}
 }
 
+// TestPlanPicksDiskConfig checks which disk configuration a plan takes:
+// O_DIRECT before the page cache, io_uring before pread, cuFile first.
+func TestPlanPicksDiskConfig(t *testing.T) {
+	t.Parallel()
+	keys := []SweepKey{
+		{Backend: "cuda", Tier: "disk", Layout: "layerwise", Copy: "batch", Transport: "pread", Path: "o_direct+bounce"},
+		{Backend: "cuda", Tier: "disk", Layout: "layerwise", Copy: "batch", Transport: "uring", Path: "pagecache+bounce"},
+		{Backend: "cuda", Tier: "disk", Layout: "layerwise", Copy: "batch", Transport: "uring", Path: "o_direct+bounce"},
+		{Backend: "cuda", Tier: "disk", Layout: "layerwise", Copy: "batch", Transport: "cufile", Path: "gpudirect"},
+	}
+	for _, tc := range []struct {
+		from []int
+		want int
+	}{{[]int{0, 1, 2}, 2}, {[]int{0, 1}, 0}, {[]int{0, 1, 2, 3}, 3}, {[]int{3, 0}, 3}} {
+		best := keys[tc.from[0]]
+		for _, i := range tc.from[1:] {
+			if compareForPlan(keys[i], best) < 0 {
+				best = keys[i]
+			}
+		}
+		if best != keys[tc.want] {
+			t.Errorf("from %v: picked %+v, want %+v", tc.from, best, keys[tc.want])
+		}
+	}
+}
+
 func TestPlanCostsStandInAndMissing(t *testing.T) {
 	t.Parallel()
 	run := synthRun(t, reporttest.Options{Seed: 4, Suites: []string{sweep.File}})

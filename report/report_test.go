@@ -38,6 +38,7 @@ func render(t *testing.T, dirs ...string) string {
 }
 
 func TestReportFull(t *testing.T) {
+	t.Parallel()
 	md := render(t, fullDir(t, reporttest.Options{Seed: 1, Suites: reporttest.Everything}))
 	if p := os.Getenv("KVTIER_REPORT_OUT"); p != "" {
 		os.WriteFile(p, []byte(md), 0o644)
@@ -80,6 +81,7 @@ func checkCells(t *testing.T, md string) {
 }
 
 func TestReportSweepOnly(t *testing.T) {
+	t.Parallel()
 	dir := fullDir(t, reporttest.Options{Seed: 2, Suites: []string{sweep.File}})
 	md := render(t, dir)
 	for _, want := range []string{"## Device tiers", "## Not in these results", "HTTP four-tier TTFT (probe.csv): suite not run",
@@ -95,6 +97,7 @@ func TestReportSweepOnly(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
+	t.Parallel()
 	empty := t.TempDir()
 	if _, err := report.Load(empty); err == nil || !strings.Contains(err.Error(), "no kvtier CSV") {
 		t.Errorf("empty dir: err = %v", err)
@@ -112,6 +115,7 @@ func TestLoadErrors(t *testing.T) {
 // TestReportGolden pins the whole report of a synthetic directory, so a
 // change in any table shows up in review (go test -update rewrites it).
 func TestReportGolden(t *testing.T) {
+	t.Parallel()
 	dir := fullDir(t, reporttest.Options{Seed: 42, Suites: reporttest.Everything})
 	md := strings.ReplaceAll(render(t, dir), dir, "DIR")
 	const golden = "testdata/report.golden.md"

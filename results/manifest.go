@@ -23,6 +23,7 @@ type Manifest struct {
 	Backends    []BackendStatus   `json:"backends"`
 	GPUs        []GPU             `json:"gpus,omitempty"`
 	NICs        []NIC             `json:"nics,omitempty"`
+	Disks       []Disk            `json:"disks,omitempty"`
 	Settings    map[string]string `json:"settings,omitempty"` // resolved options of the command
 	Notes       map[string]any    `json:"notes,omitempty"`    // suite facts, e.g. probe client overhead
 	Warnings    []string          `json:"warnings,omitempty"` // e.g. a PCIe link below its max
@@ -81,6 +82,23 @@ type NIC struct {
 	NUMANode   int      `json:"numa_node"` // -1 unknown
 	GIDs       []GID    `json:"gids,omitempty"`
 	GPUDist    []string `json:"gpu_distance,omitempty"` // "gpu0: same switch", ...
+}
+
+// Disk is one block device as sysfs describes it: what a disk tier's
+// reads went to.
+type Disk struct {
+	Name       string `json:"name"`             // vda, nvme0n1, sda
+	Model      string `json:"model,omitempty"`  // "SAMSUNG MZQL27T6HBLA-00A07"
+	Driver     string `json:"driver,omitempty"` // nvme, virtio_blk, sd
+	NVMe       bool   `json:"nvme"`
+	Rotational bool   `json:"rotational"`
+	SizeBytes  int64  `json:"size_bytes"`
+	Scheduler  string `json:"scheduler,omitempty"` // the active I/O scheduler: none, mq-deadline, ...
+	// Queue limits of the block layer.
+	NrRequests   int `json:"nr_requests,omitempty"`        // requests per hardware queue
+	HWQueues     int `json:"hw_queues,omitempty"`          // hardware queues (blk-mq)
+	MaxSectorsKB int `json:"max_sectors_kb,omitempty"`     // largest request the block layer sends
+	LogicalBlock int `json:"logical_block_size,omitempty"` // bytes; O_DIRECT alignment
 }
 
 // GID is one entry of a port's GID table.

@@ -11,6 +11,7 @@ import (
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
 func TestDescribeKnownData(t *testing.T) {
+	t.Parallel()
 	s := Describe([]float64{10, 1, 9, 2, 8, 3, 7, 4, 6, 5, math.NaN()})
 	want := Stats{N: 10, Mean: 5.5, Stddev: math.Sqrt(82.5 / 9), Min: 1, P10: 1.9, P50: 5.5, P90: 9.1, P99: 9.91, Max: 10}
 	got, exp := s.Row(), want.Row()
@@ -35,6 +36,7 @@ func TestDescribeKnownData(t *testing.T) {
 }
 
 func TestSummarizeFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "sweep.csv")
 	s, err := CreateCSV(in, "copy", "tflops")
@@ -125,6 +127,7 @@ func TestSummarizeFile(t *testing.T) {
 }
 
 func TestSummarizeFileMissingInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := SummarizeFile(filepath.Join(dir, "none.csv"), filepath.Join(dir, "s.csv"), []string{"tier"}); err == nil {
 		t.Error("no error for a missing input")

@@ -16,6 +16,11 @@
 #   KVTIER_PREFIXES   tier sweep prefixes (default 1k,2k,4k,8k,16k,32k,64k)
 #   KVTIER_REPS       measured reps per configuration (default 3)
 #   KVTIER_SIZES      transfer sizes (default 16MiB,64MiB,256MiB,1GiB)
+#   KVTIER_DISK_DIR   the disk tier's directory (default: the results directory)
+#   KVTIER_DISK_MAX   the disk tier's file at most (default 256MiB: prefixes
+#                     up to 2k tokens for Qwen3-Coder, about 20 s on a
+#                     1 GB/s virtual disk, a few on NVMe; larger ones are
+#                     skipped rows saying so)
 set -u
 bin=${1:?usage: bench.sh BIN OUTDIR}
 out=${2:?usage: bench.sh BIN OUTDIR}
@@ -46,8 +51,10 @@ step() { # name, command...
 
 peer=()
 [ -n "${KVTIER_PEER:-}" ] && peer=(--peer "$KVTIER_PEER")
+disk=(--disk-max "${KVTIER_DISK_MAX:-256MiB}")
+[ -n "${KVTIER_DISK_DIR:-}" ] && disk+=(--disk-dir "$KVTIER_DISK_DIR")
 step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --reps "$reps" --warmup 1 \
-	"${peer[@]}" --out "$out/sweep"
+	"${peer[@]}" "${disk[@]}" --out "$out/sweep"
 step transfer "$bin" transfer "${peer[@]}" --sizes "$sizes" --reps "$reps" \
 	--layout layerwise,blockwise,contiguous --out "$out/transfer"
 

@@ -4,13 +4,14 @@
 # (the shims declare what they use of CUDA and libibverbs and load both at
 # run time); libibverbs-dev serves the tests (the fake libibverbs and the
 # verbs ABI facts test), without qemu the soft-RoCE VM test skips with a
-# line saying so.
+# line saying so, without fio the disk tier's anchor benchmark (bench/,
+# go test -bench DiskVsFio) skips.
 #
 # usage: scripts/deps.sh [build|test]
 set -u
 want=(gcc libc6-dev pkg-config libibverbs-dev ibverbs-providers)
 if [ "${1:-build}" = test ]; then
-	want+=(iproute2 qemu-system-x86 busybox-static cpio zstd kmod ibverbs-utils)
+	want+=(iproute2 qemu-system-x86 busybox-static cpio zstd kmod ibverbs-utils openmpi-bin slurm-wlm munge fio e2fsprogs)
 fi
 missing=()
 for p in "${want[@]}"; do

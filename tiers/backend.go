@@ -168,11 +168,12 @@ type Caps struct {
 type BackendConfig struct {
 	GPU  int // CUDA device ordinal
 	NUMA int // NUMA node for host pools; -1 leaves placement to the kernel
-	// LibCUDA and LibCUBLAS are the paths of the driver and cuBLAS
-	// libraries; "" tries the usual names. cmd/kvtier fills them from
-	// KVTIER_LIBCUDA and KVTIER_LIBCUBLAS.
-	LibCUDA, LibCUBLAS string
-	Log                io.Writer
+	// LibCUDA, LibCUBLAS and LibCUFile are the paths of the driver,
+	// cuBLAS and cuFile (GPUDirect Storage) libraries; "" tries the usual
+	// names. cmd/kvtier fills them from KVTIER_LIBCUDA, KVTIER_LIBCUBLAS
+	// and KVTIER_LIBCUFILE.
+	LibCUDA, LibCUBLAS, LibCUFile string
+	Log                           io.Writer
 }
 
 // A BackendSpec registers a backend.

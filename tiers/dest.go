@@ -45,25 +45,39 @@ func NewDest(ctx context.Context, b Backend, c *peer.Client, dst Buffer, probe [
 
 // newBounce allocates the pinned bounce buffer and its upload.
 func (d *Dest) newBounce() ([]byte, func([]peer.Chunk) error, error) {
-	var err error
-	if d.bounce, err = d.b.Alloc(Pinned, d.dst.Size()); err != nil {
+	bounce, upload, err := bounceTo(d.b, d.dst, d.mode)
+	if err != nil {
 		return nil, nil, err
 	}
-	mode := d.mode
-	if !containsMode(d.b.CopyModes(), mode) {
-		mode = PerCopy
-	}
-	upload := func(list []peer.Chunk) error {
+	d.bounce = bounce
+	return bounce.Host(), func(list []peer.Chunk) error {
 		plan := make([]kv.Copy, len(list))
 		for i, c := range list {
 			plan[i] = kv.Copy{Dst: c.Dst, Src: c.Dst, Bytes: c.Len}
 		}
-		if err := d.b.Copy(d.dst, d.bounce, plan, mode); err != nil {
+		return upload(plan)
+	}, nil
+}
+
+// bounceTo allocates a pinned buffer of b the size of dst, for reads
+// that cannot land in dst itself, and returns it with its upload: a copy
+// of plan (whose Src and Dst are the same offsets) from it to dst in
+// mode (PerCopy where b lacks mode), waited for.
+func bounceTo(b Backend, dst Buffer, mode CopyMode) (Buffer, func(plan []kv.Copy) error, error) {
+	bounce, err := b.Alloc(Pinned, dst.Size())
+	if err != nil {
+		return nil, nil, err
+	}
+	if !containsMode(b.CopyModes(), mode) {
+		mode = PerCopy
+	}
+	upload := func(plan []kv.Copy) error {
+		if err := b.Copy(dst, bounce, plan, mode); err != nil {
 			return err
 		}
-		return d.b.Sync()
+		return b.Sync()
 	}
-	return d.bounce.Host(), upload, nil
+	return bounce, upload, nil
 }
 
 func containsMode(ms []CopyMode, m CopyMode) bool {

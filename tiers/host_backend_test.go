@@ -33,6 +33,7 @@ func alloc(t *testing.T, b Backend, kind MemKind, size int64) Buffer {
 }
 
 func TestHostBackendBasics(t *testing.T) {
+	t.Parallel()
 	b := openHost(t)
 	if b.Name() != "host" || !strings.Contains(b.Device(), "host stand-in") || b.ComputeDType() != "fp32" || b.LinkGBps(Pinned, Device) != 0 {
 		t.Errorf("host backend: name %q device %q dtype %q", b.Name(), b.Device(), b.ComputeDType())
@@ -66,6 +67,7 @@ func TestHostBackendBasics(t *testing.T) {
 }
 
 func TestHostBackendCopy(t *testing.T) {
+	t.Parallel()
 	b := openHost(t)
 	const size = 1 << 16
 	src := alloc(t, b, Pinned, size)
@@ -110,6 +112,7 @@ func TestHostBackendCopy(t *testing.T) {
 }
 
 func TestHostBackendGEMMsAndTimer(t *testing.T) {
+	t.Parallel()
 	b := openHost(t)
 	ops := []kv.GEMM{{Name: "a", M: 1500, N: 8, K: 16, Batch: 2}, {Name: "b", M: 4, N: 64, K: 3}}
 	tm := b.Timer(Queued)
@@ -154,6 +157,7 @@ func newTier(t *testing.T, name string, env Env) Tier {
 }
 
 func TestGatherTierFetchVerify(t *testing.T) {
+	t.Parallel()
 	b := openHost(t)
 	for _, layout := range kv.Layouts() {
 		for _, mode := range []CopyMode{PerCopy, Contiguous} {
@@ -208,6 +212,7 @@ func TestGatherTierFetchVerify(t *testing.T) {
 
 // A plan that copies the wrong chunk must fail verification.
 func TestVerifyCatchesWrongChunk(t *testing.T) {
+	t.Parallel()
 	b := openHost(t)
 	env := Env{Backend: b, Geometry: tinyGeometry(), Layout: kv.Layerwise, Copy: PerCopy, Options: &HostOptions{Mem: Pinned}, Seed: 3}
 	tier := newTier(t, "host", env).(*gatherTier)
@@ -236,6 +241,7 @@ func TestVerifyCatchesWrongChunk(t *testing.T) {
 }
 
 func TestHBMUnavailableOnHost(t *testing.T) {
+	t.Parallel()
 	b := openHost(t)
 	tier := newTier(t, "hbm", Env{Backend: b, Geometry: tinyGeometry(), Layout: kv.Layerwise, Copy: PerCopy})
 	if r := tier.Available(); !strings.Contains(r, "no device memory on the host backend") {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestRecomputeTier(t *testing.T) {
+	t.Parallel()
 	b := openHost(t)
 	g := tinyGeometry()
 	tier := newTier(t, "recompute", Env{Backend: b, Geometry: g})

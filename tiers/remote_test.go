@@ -27,6 +27,7 @@ func remoteTestBackend(t *testing.T) Backend {
 }
 
 func TestRemoteEmbeddedLoopback(t *testing.T) {
+	t.Parallel()
 	b := remoteTestBackend(t)
 	for _, tc := range []struct {
 		layout kv.Layout
@@ -71,6 +72,7 @@ func TestRemoteEmbeddedLoopback(t *testing.T) {
 }
 
 func TestRemoteExternalPeer(t *testing.T) {
+	t.Parallel()
 	b := remoteTestBackend(t)
 	g := smallGeometry()
 	pool, err := peer.NewHostPool(int64(kv.PoolSlots(8))*g.BlockBytes(), 99)
@@ -108,6 +110,7 @@ func TestRemoteExternalPeer(t *testing.T) {
 }
 
 func TestRemoteVerbsWithoutDevice(t *testing.T) {
+	t.Parallel()
 	b := remoteTestBackend(t)
 	tier := (&remoteTier{env: Env{Backend: b, Geometry: smallGeometry(), Layout: kv.Layerwise}, opts: RemoteOptions{Transport: "verbs", GIDIndex: -1}})
 	if r := tier.Available(); !strings.Contains(r, "verbs") {

@@ -44,6 +44,14 @@ type Env struct {
 	// KVTIER_LIBIBVERBS.
 	LibIBVerbs string
 	Log        io.Writer // progress and warnings; never rows
+	// Scratch is a directory on the results directory's filesystem where
+	// a tier may keep large files for the run (the disk tier's data file
+	// by default); "" where the run has none.
+	Scratch string
+	// Shared holds what tiers keep across the configurations of one run
+	// (the disk tier's data file, written once), closed when the run
+	// ends; nil makes each tier own everything it makes.
+	Shared *Shared
 }
 
 // Options are a tier's own settings. The tier declares them, so the
@@ -147,6 +155,43 @@ func root(env Env) string {
 // that would not fit instead of running the machine out of memory.
 type Sizer interface {
 	SetupBytes(maxBlocks int) int64
+}
+
+// A Fitter is a tier whose Setup needs room beyond host memory (the disk
+// tier's file on a filesystem): FitReason returns "" when a Setup for
+// maxBlocks blocks fits, else the reason its rows are skipped.
+type Fitter interface {
+	FitReason(maxBlocks int) string
+}
+
+// A Preparer is a tier with a state to restore before every sample,
+// untimed: Prepare(p) runs before each Fetch of p that is timed (the disk
+// tier checks its file is whole and drops its pages from the page cache,
+// so that no sample is served from memory by accident).
+type Preparer interface {
+	Prepare(p Prefix) error
+}
+
+// A Variant is one configuration among several that a tier's options ask
+// for (the disk tier's --io uring,pread asks for two).
+type Variant struct {
+	Name    string  // short, for progress lines and benchmark names: "uring"
+	Options Options // the options of this configuration alone
+}
+
+// A Varier is tier Options that ask for several configurations; the
+// sweep and the benchmarks measure each as a configuration of its own.
+type Varier interface {
+	Variants() []Variant
+}
+
+// VariantsOf returns the configurations o asks for: its Variants when it
+// is a Varier, else o alone with no name.
+func VariantsOf(o Options) []Variant {
+	if v, ok := o.(Varier); ok {
+		return v.Variants()
+	}
+	return []Variant{{Options: o}}
 }
 
 // A Scrubber is a tier whose working pool can be overwritten before a

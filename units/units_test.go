@@ -3,6 +3,7 @@ package units
 import "testing"
 
 func TestParseTokens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    int
@@ -32,6 +33,7 @@ func TestParseTokens(t *testing.T) {
 }
 
 func TestParseBytes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    int64
@@ -60,6 +62,7 @@ func TestParseBytes(t *testing.T) {
 }
 
 func TestParseList(t *testing.T) {
+	t.Parallel()
 	got, err := ParseList("1k,4k,16k", ParseTokens)
 	if err != nil || len(got) != 3 || got[0] != 1024 || got[2] != 16384 {
 		t.Fatalf("ParseList = %v, %v", got, err)
@@ -72,6 +75,7 @@ func TestParseList(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[int64]string{512: "512 B", 16384: "16 KiB", 1572864: "1.5 MiB", 12348030976: "11.5 GiB"} {
 		if got := FormatBytes(in); got != want {
 			t.Errorf("FormatBytes(%d) = %q, want %q", in, got, want)

@@ -178,7 +178,7 @@ func (f *backendFlags) validate() error {
 // (libraries), and log.
 func (f *backendFlags) backendConfig(log io.Writer) tiers.BackendConfig {
 	libs := libraries()
-	return tiers.BackendConfig{GPU: f.gpu, NUMA: f.numa, Log: log, LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS}
+	return tiers.BackendConfig{GPU: f.gpu, NUMA: f.numa, Log: log, LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS, LibCUFile: libs.CUFile}
 }
 
 func containsString(xs []string, s string) bool {
@@ -284,4 +284,25 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("want a positive duration up to %s, got %q", maxDuration, s)
 	}
 	return d, nil
+}
+
+// tokenFlags is --token: the run token kvtier mesh's ranks and kvtier
+// serve's pools demand of every connection, and that kvtier transfer
+// sends. KVTIER_TOKEN stands in for the flag (launchers pass the
+// environment: srun by default, mpirun with -x KVTIER_TOKEN).
+type tokenFlags struct{ token string }
+
+// EnvToken names the environment variable of the run token.
+const EnvToken = "KVTIER_TOKEN"
+
+func (f *tokenFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.token, "token", "", "run token every connection to a pool or coordinator must carry (default $"+EnvToken+")")
+}
+
+// value is the flag, else the environment's token.
+func (f *tokenFlags) value() string {
+	if f.token != "" {
+		return f.token
+	}
+	return os.Getenv(EnvToken)
 }

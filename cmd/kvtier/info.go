@@ -114,10 +114,22 @@ func printInfo(w io.Writer, m *results.Manifest) {
 			fmt.Fprintf(w, "        %s\n", d)
 		}
 	}
+	printDisks(w, m.Disks)
 	if len(m.Warnings) > 0 {
 		fmt.Fprintln(w, "\nWarnings")
 		for _, warn := range m.Warnings {
 			fmt.Fprintf(w, "  %s\n", warn)
 		}
+	}
+}
+
+// printDisks lists the block devices a disk tier could read from.
+func printDisks(w io.Writer, disks []results.Disk) {
+	fmt.Fprintln(w, "\nDisks")
+	if len(disks) == 0 {
+		fmt.Fprintln(w, "  none found")
+	}
+	for _, d := range disks {
+		fmt.Fprintf(w, "  %s  %s\n", system.DiskText(d), units.FormatBytes(d.SizeBytes))
 	}
 }

@@ -39,6 +39,7 @@ func commands() []command {
 		{"sweep", "the tier sweep: fetch a reused prefix from hbm, host, remote, recompute", runSweep},
 		{"serve", "a peer holding a KV pool for the remote tier and transfers", runServe},
 		{"transfer", "MB2: KV transfer bandwidth vs size against a peer", runTransfer},
+		{"mesh", "the transfer matrix between every pair of ranks, under srun, mpirun or torchrun", runMesh},
 		{"sim", "a simulated vLLM server (OpenAI API, prefix cache, offload, P/D)", runSim},
 		{"probe", "four-tier TTFT of a reused prefix against a vLLM server", runProbe},
 		{"interfere", "MB1: decode stall caused by a prefill on the same server", runInterfere},

@@ -13,6 +13,7 @@ const (
 	envLibCUDA    = "KVTIER_LIBCUDA"
 	envLibCUBLAS  = "KVTIER_LIBCUBLAS"
 	envLibIBVerbs = "KVTIER_LIBIBVERBS"
+	envLibCUFile  = "KVTIER_LIBCUFILE"
 )
 
 // libraries names the native libraries to load, from the environment
@@ -22,6 +23,7 @@ func libraries() system.Libraries {
 		CUDA:    os.Getenv(envLibCUDA),
 		CUBLAS:  os.Getenv(envLibCUBLAS),
 		IBVerbs: os.Getenv(envLibIBVerbs),
+		CUFile:  os.Getenv(envLibCUFile),
 	}
 }
 

@@ -28,6 +28,7 @@ type serveOptions struct {
 	GIDIndex  int
 	Seed      uint64
 	backend   backendFlags // --gpu for --mem gpu
+	token     tokenFlags   // --token: clients without it are refused
 }
 
 func (o *serveOptions) add(fs *pflag.FlagSet) {
@@ -40,6 +41,7 @@ func (o *serveOptions) add(fs *pflag.FlagSet) {
 	fs.IntVar(&o.backend.gpu, "gpu", 0, "CUDA device ordinal for --mem gpu")
 	fs.IntVar(&o.GIDIndex, "gid-index", -1, "GID index (-1: the first RoCE v2 GID with an address)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the pool's data pattern (clients verify against it)")
+	o.token.add(fs)
 }
 
 // validate parses --pool and reports every problem at once.
@@ -96,7 +98,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	if err != nil {
 		return usageErr(stderr, "serve", option.Wrap("listen", err))
 	}
-	srv := peer.NewServer(peer.ServerConfig{Pool: p, Transport: o.Transport, RDMA: rcfg, Log: stderr})
+	srv := peer.NewServer(peer.ServerConfig{Pool: p, Transport: o.Transport, RDMA: rcfg, Log: stderr, Token: o.token.value()})
 	fmt.Fprintf(stdout, "kvtier serve: listening on %s (pool %s %s, transport %s)\n",
 		ln.Addr(), units.FormatBytes(o.Pool), o.Mem, o.Transport)
 	if f, ok := stdout.(interface{ Sync() error }); ok {

@@ -87,7 +87,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	ro, _ := opts.TierOptions["remote"].(*tiers.RemoteOptions)
 	if ro != nil && ro.Peer != "" && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, "remote")) {
-		if err := peerReachable(ctx, ro.Peer); err != nil {
+		if err := peerReachable(ctx, ro.Peer, ""); err != nil {
 			return usageErr(stderr, "sweep", err)
 		}
 	}

@@ -19,36 +19,68 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
+// mb2Flags are the flags of an MB2 measurement that kvtier transfer and
+// kvtier mesh share: what is read, how, and where it lands.
+type mb2Flags struct {
+	model          modelFlags
+	policy         policyFlags
+	token          tokenFlags
+	sizes, layouts string
+	opts           transfer.Options
+}
+
+func (f *mb2Flags) add(fs *pflag.FlagSet, o transfer.Options, sizesHelp string) {
+	f.opts = o
+	p := &f.opts
+	f.model.add(fs)
+	f.policy.add(fs, o.Policy, false)
+	f.token.add(fs)
+	fs.StringVar(&f.sizes, "sizes", "", sizesHelp)
+	fs.StringVar(&f.layouts, "layout", strings.Join(o.Layouts, ","), "layouts: layerwise (16 KiB chunks), blockwise (one chunk per KV block), contiguous (one message)")
+	fs.IntVar(&p.Conns, "conns", o.Conns, "parallel TCP connections (or RC QPs for verbs)")
+	alias(fs, "qps", "conns")
+	fs.StringVar(&p.Transport, "transport", o.Transport, "tcp or verbs")
+	fs.Float64Var(&p.LineGbps, "line-rate", 0, "link rate in Gb/s for line_frac (default: the NIC's rate for verbs, unknown for tcp)")
+	fs.StringVar(&p.RDMADevice, "rdma-device", "", "RDMA device, e.g. mlx5_0 (default: the first active port)")
+	fs.IntVar(&p.GIDIndex, "gid-index", o.GIDIndex, "GID index (-1: the first RoCE v2 GID with an address)")
+	fs.Uint64Var(&p.Seed, "seed", o.Seed, "seed of chunk placement")
+	fs.StringVar(&p.DstMem, "dst-mem", transfer.DstHost, "where reads land: host, or gpu (device memory through the cuda backend: GPUDirect on verbs when it registers, else a pinned bounce buffer + H2D, timed together; the path column gets +gpudirect or +bounce)")
+}
+
+// options turns the shared flags into options, adding every problem to
+// errs.
+func (f *mb2Flags) options(errs *[]error) transfer.Options {
+	o := f.opts
+	if f.sizes != "" {
+		o.Sizes = listFlag(errs, "sizes", f.sizes, func(s string) (int64, error) { return units.ParseBytes(strings.TrimSpace(s)) }, 1)
+	}
+	o.Layouts = listFlag(errs, "layout", f.layouts, func(s string) (string, error) { return strings.TrimSpace(s), nil }, transfer.Layerwise)
+	var err error
+	if o.Geometry, err = f.model.geometry(); err != nil {
+		*errs = append(*errs, err)
+		o.Geometry = f.opts.Geometry
+	}
+	o.Policy, err = f.policy.policy()
+	*errs = append(*errs, err)
+	o.Token = f.token.value()
+	return o
+}
+
 // transferFlags are the flags of kvtier transfer.
 type transferFlags struct {
-	out                         outputFlags
-	model                       modelFlags
-	policy                      policyFlags
-	peers, sizes, layouts, pool string
-	peerCopy                    string
-	gpu                         int
-	opts                        transfer.Options
+	out            outputFlags
+	mb2            mb2Flags
+	peers, pool    string
+	peerCopy, path string
+	gpu            int
 }
 
 func (f *transferFlags) add(fs *pflag.FlagSet) {
-	f.opts = transfer.DefaultOptions()
-	o := &f.opts
 	f.out.add(fs)
-	f.model.add(fs)
-	f.policy.add(fs, o.Policy, false)
+	f.mb2.add(fs, transfer.DefaultOptions(), "transfer sizes (default 16MiB to 16GiB, doubling; sizes over the peer's pool or free memory are skipped rows)")
 	fs.StringVar(&f.peers, "peer", "", "HOST:PORT of kvtier serve peers, comma-separated, measured in turn into one transfer.csv (default: an embedded loopback peer)")
-	fs.StringVar(&f.sizes, "sizes", "", "transfer sizes (default 16MiB to 16GiB, doubling; sizes over the peer's pool or free memory are skipped rows)")
-	fs.StringVar(&f.layouts, "layout", strings.Join(o.Layouts, ","), "layouts: layerwise (16 KiB chunks), blockwise (one chunk per KV block), contiguous (one message)")
-	fs.IntVar(&o.Conns, "conns", o.Conns, "parallel TCP connections (or RC QPs for verbs)")
-	alias(fs, "qps", "conns")
-	fs.StringVar(&o.Transport, "transport", o.Transport, "tcp or verbs")
-	fs.StringVar(&o.Path, "path", "", "label rows intra or inter (default: intra when the peer is on this host, else inter; loopback for the embedded peer)")
-	fs.Float64Var(&o.LineGbps, "line-rate", 0, "link rate in Gb/s for line_frac (default: the NIC's rate for verbs, unknown for tcp)")
-	fs.StringVar(&o.RDMADevice, "rdma-device", "", "RDMA device, e.g. mlx5_0 (default: the first active port)")
-	fs.IntVar(&o.GIDIndex, "gid-index", o.GIDIndex, "GID index (-1: the first RoCE v2 GID with an address)")
-	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of chunk placement")
+	fs.StringVar(&f.path, "path", "", "label rows intra or inter (default: intra when the peer is on this host, else inter; loopback for the embedded peer)")
 	fs.StringVar(&f.pool, "pool", "", "pool of the embedded peer (default: fits the largest size in free memory)")
-	fs.StringVar(&o.DstMem, "dst-mem", transfer.DstHost, "where reads land: host, or gpu (device memory through the cuda backend: GPUDirect on verbs when it registers, else a pinned bounce buffer + H2D, timed together; the path column gets +gpudirect or +bounce)")
 	fs.IntVar(&f.gpu, "gpu", 0, "CUDA device ordinal for --dst-mem gpu")
 	fs.StringVar(&f.peerCopy, "peer-copy", "", "SRC,DST GPU ordinals: also time cuMemcpyPeerAsync from SRC to DST for each size and layout (rows path=peercopy; skipped rows without two GPUs)")
 }
@@ -56,18 +88,15 @@ func (f *transferFlags) add(fs *pflag.FlagSet) {
 // options turns the flags into the transfer's options, reporting every
 // problem at once.
 func (f *transferFlags) options() (transfer.Options, error) {
-	o := f.opts
 	var errs []error
+	o := f.mb2.options(&errs)
+	o.Path = f.path
 	o.Peers = nil
 	if strings.TrimSpace(f.peers) != "" {
 		for _, p := range strings.Split(f.peers, ",") {
 			o.Peers = append(o.Peers, strings.TrimSpace(p))
 		}
 	}
-	if f.sizes != "" {
-		o.Sizes = listFlag(&errs, "sizes", f.sizes, func(s string) (int64, error) { return units.ParseBytes(strings.TrimSpace(s)) }, 1)
-	}
-	o.Layouts = listFlag(&errs, "layout", f.layouts, func(s string) (string, error) { return strings.TrimSpace(s), nil }, transfer.Layerwise)
 	if f.pool != "" {
 		n, err := units.ParseBytes(f.pool)
 		errs = append(errs, option.Wrap("pool", err))
@@ -82,13 +111,7 @@ func (f *transferFlags) options() (transfer.Options, error) {
 			return n, nil
 		})
 	}
-	var err error
-	if o.Geometry, err = f.model.geometry(); err != nil {
-		errs = append(errs, err)
-		o.Geometry = f.opts.Geometry
-	}
-	o.Policy, err = f.policy.policy()
-	errs = append(errs, err, o.Validate(), f.out.check())
+	errs = append(errs, o.Validate(), f.out.check())
 	if f.gpu < 0 {
 		errs = append(errs, option.Errorf("gpu", "want a device ordinal, got %d", f.gpu))
 	}
@@ -126,7 +149,7 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	// the results directory exists. One that goes away later is an error
 	// row in it.
 	for _, addr := range opts.Peers {
-		if err := peerReachable(ctx, addr); err != nil {
+		if err := peerReachable(ctx, addr, opts.Token); err != nil {
 			return usageErr(stderr, "transfer", err)
 		}
 	}
@@ -140,8 +163,8 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 // handshake within five seconds (nothing listening, or not a kvtier peer),
 // naming the flag; commands check it before they create a results
 // directory. Every peer also serves TCP clients, so TCP asks for all.
-func peerReachable(ctx context.Context, addr string) error {
-	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: peer.TCP, Timeout: 5 * time.Second})
+func peerReachable(ctx context.Context, addr, token string) error {
+	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: peer.TCP, Timeout: 5 * time.Second, Token: token})
 	if err != nil {
 		return option.Errorf("peer", "%s: unreachable: %w", addr, err)
 	}

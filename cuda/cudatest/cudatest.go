@@ -27,14 +27,13 @@ static long wrong_calls(const char *path)
 import "C"
 
 import (
-	"crypto/sha256"
 	_ "embed"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"unsafe"
+
+	"github.com/kvtier/kvtier/internal/fakelib"
 )
 
 //go:embed fakecuda.c.src
@@ -61,77 +60,18 @@ type Option string
 const V1Only Option = "-DFAKECUDA_GETPROC_V1_ONLY"
 
 // Build returns a fresh copy of the fake libraries in a new temporary
-// directory. They are compiled once per source version and options into
-// a cache directory under os.TempDir (named by a hash of both) and copied
-// from there, so each test loads its own instance. The test is skipped
-// when there is no C compiler.
+// directory (compiled once per source and options), so each test loads
+// its own instance. The test is skipped when there is no C compiler.
 func Build(t testing.TB, opts ...Option) Libs {
 	t.Helper()
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("cudatest: no C compiler (%s) to build the fake libcuda", cc)
-	}
-	var flags []string
+	flags := []string{libcudaFlags}
 	for _, o := range opts {
 		flags = append(flags, string(o))
 	}
-	h := sha256.New()
-	fmt.Fprintln(h, cc, flags, libcudaFlags)
-	h.Write(fakeCUDA)
-	h.Write(fakeCUBLAS)
-	cache := filepath.Join(os.TempDir(), fmt.Sprintf("kvtier-fakecuda-%x", h.Sum(nil)[:8]))
-	if _, err := os.Stat(filepath.Join(cache, "libcublas.so.12")); err != nil {
-		compile(t, cc, flags, cache)
-	}
-	return Copy(t, cache, t.TempDir())
-}
-
-// compile builds both libraries into cache.
-func compile(t testing.TB, cc string, flags []string, cache string) {
-	tmp, err := os.MkdirTemp(os.TempDir(), "kvtier-fakecuda-build-")
-	if err != nil {
-		t.Fatalf("cudatest: %v", err)
-	}
-	defer os.RemoveAll(tmp)
-	build := func(out, name string, src []byte, extra ...string) {
-		in := filepath.Join(tmp, name)
-		if err := os.WriteFile(in, src, 0o644); err != nil {
-			t.Fatalf("cudatest: %v", err)
-		}
-		args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-o", filepath.Join(tmp, out)}, extra...)
-		args = append(args, in, "-ldl", "-lpthread")
-		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-			t.Fatalf("cudatest: %s %v: %v\n%s", cc, args, err, b)
-		}
-	}
-	build("libcuda.so.1", "fakecuda.c", fakeCUDA, append([]string{libcudaFlags}, flags...)...)
-	build("libcublas.so.12", "fakecublas.c", fakeCUBLAS)
-	// Another test process may have won the race; either copy is good.
-	if err := os.Rename(tmp, cache); err != nil {
-		if _, serr := os.Stat(filepath.Join(cache, "libcublas.so.12")); serr != nil {
-			t.Fatalf("cudatest: %v", err)
-		}
-	}
-}
-
-// Copy copies the built libraries from dir src into dir dst (the fake
-// cuBLAS needs the fake libcuda beside it) and returns their paths there.
-func Copy(t testing.TB, src, dst string) Libs {
-	t.Helper()
-	libs := Libs{CUDA: filepath.Join(dst, "libcuda.so.1"), CUBLAS: filepath.Join(dst, "libcublas.so.12")}
-	for _, f := range []string{libs.CUDA, libs.CUBLAS} {
-		b, err := os.ReadFile(filepath.Join(src, filepath.Base(f)))
-		if err != nil {
-			t.Fatalf("cudatest: %v", err)
-		}
-		if err := os.WriteFile(f, b, 0o755); err != nil {
-			t.Fatalf("cudatest: %v", err)
-		}
-	}
-	return libs
+	dir := fakelib.Build(t,
+		fakelib.Lib{Name: "libcuda.so.1", Source: fakeCUDA, Flags: flags},
+		fakelib.Lib{Name: "libcublas.so.12", Source: fakeCUBLAS})
+	return Libs{CUDA: filepath.Join(dir, "libcuda.so.1"), CUBLAS: filepath.Join(dir, "libcublas.so.12")}
 }
 
 // Use builds the fake libraries and points KVTIER_LIBCUDA and

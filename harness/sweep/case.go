@@ -11,29 +11,35 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// A Config is one configuration of a sweep: a tier in a layout and copy
-// mode on a backend. Tiers that move no bytes have no layout or mode.
+// A Config is one configuration of a sweep: a tier in a layout, copy
+// mode and variant of its options on a backend. Tiers that move no bytes
+// have no layout or mode.
 type Config struct {
 	Backend tiers.Backend
 	Spec    tiers.Spec
 	Tier    tiers.Tier
 	Layout  kv.Layout
 	Copy    tiers.CopyMode
+	Variant string // the tiers.Variant's name; "" for a tier with one
 	Geom    kv.Geometry
 	Seed    uint64
 }
 
 // Case returns the Sampler case of one fetch of p: the row every sample
 // shares (with the tier's attributes, timed by the backend's timer for
-// the tier's timing), the fetch, its scrub and verification for tiers
-// that move bytes, and the FLOPs of tiers that compute. The sweep and
-// `go test -bench` both measure through it.
+// the tier's timing), the fetch, what runs before each sample
+// (tiers.Preparer), its scrub and verification for tiers that move
+// bytes, and the FLOPs of tiers that compute. The sweep and `go test
+// -bench` both measure through it.
 func (c Config) Case(p tiers.Prefix) harness.Case {
 	hc := harness.Case{
 		Row:   c.row(p),
 		Label: c.label(units.FormatTokens(p.Tokens)),
 		Timer: c.Backend.Timer(c.Spec.Timing),
 		Fetch: func(ctx context.Context) error { return c.Tier.Fetch(ctx, p) },
+	}
+	if pr, ok := c.Tier.(tiers.Preparer); ok {
+		hc.Before = func() error { return pr.Prepare(p) }
 	}
 	if c.Spec.Moves {
 		hc.Verify = func() error { return c.Tier.Verify(p) }
@@ -60,7 +66,11 @@ func (c Config) label(prefix string) string {
 	if !c.Spec.Moves {
 		l, m = "-", "-"
 	}
-	return fmt.Sprintf("%-9s %-9s %-10s %-12s", c.Spec.Name, l, m, prefix)
+	name := c.Spec.Name
+	if c.Variant != "" {
+		name += "/" + c.Variant
+	}
+	return fmt.Sprintf("%-16s %-9s %-10s %-12s", name, l, m, prefix)
 }
 
 // row returns the columns every row of the configuration at p shares.

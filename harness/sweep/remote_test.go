@@ -11,6 +11,7 @@ import (
 // TestSweepRemoteTier runs the remote tier through the sweep harness with
 // an embedded loopback peer over TCP.
 func TestSweepRemoteTier(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	o.Tiers = []string{"remote"}
 	o.Copy = []tiers.CopyMode{tiers.PerCopy, tiers.Contiguous}

@@ -18,9 +18,9 @@ const File = "sweep.csv"
 var columns = []string{
 	"device",        // "cpu (host stand-in)", "NVIDIA H200 [0000:19:00.0]"
 	"copy",          // percopy | batch | contiguous ("" for recompute)
-	"src_mem",       // device | pinned | pageable | peer
+	"src_mem",       // device | pinned | pageable | peer | disk | pagecache
 	"dst_mem",       // device | pinned | pageable
-	"path",          // remote: loopback | intra | inter; cuda remote: gpudirect | bounce
+	"path",          // remote: loopback | intra | inter; cuda remote: gpudirect | bounce; disk: o_direct | pagecache [+bounce] | gpudirect
 	"timing",        // events | clock
 	"held",          // true when the stream was held until the plan was queued
 	"verified",      // true | false | "" (not checked on this rep)

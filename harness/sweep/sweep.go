@@ -13,9 +13,12 @@ import (
 )
 
 // Run runs the tier sweep on backend b: for every layout, selected tier
-// (in registry order), copy mode (tiers that move bytes only) and prefix
-// length, the Sampler's warm-up and measured samples, written to
-// sweep.csv in out as they are measured. It returns at once when ctx is
+// (in registry order), copy mode (tiers that move bytes only), variant
+// of the tier's options (tiers.Varier) and prefix length, the Sampler's
+// warm-up and measured samples, written to sweep.csv in out as they are
+// measured. Tiers keep large files in out's directory (Env.Scratch) and
+// share what they make across configurations (Env.Shared) until Run
+// returns. It returns at once when ctx is
 // cancelled, with ctx's error; rows already written stay. Rows that are
 // errors do not stop it: out counts them. opts must have passed
 // Validate.
@@ -31,8 +34,13 @@ func Run(ctx context.Context, opts Options, b tiers.Backend, out *harness.Output
 	if err != nil {
 		return err
 	}
-	s := &sweeper{opts: opts, b: b, log: log,
+	s := &sweeper{opts: opts, b: b, log: log, scratch: out.Dir, shared: tiers.NewShared(),
 		sampler: &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: log, Policy: opts.Policy}}
+	defer func() {
+		if err := s.shared.Close(); err != nil {
+			fmt.Fprintf(log, "kvtier: warning: %v\n", err)
+		}
+	}()
 	for li, layout := range opts.Layouts {
 		for _, name := range opts.selectedTiers() {
 			spec, _ := tiers.Lookup(name)
@@ -44,8 +52,10 @@ func Run(ctx context.Context, opts Options, b tiers.Backend, out *harness.Output
 				modes = []tiers.CopyMode{""}
 			}
 			for _, mode := range modes {
-				if err := s.config(ctx, spec, layout, mode); err != nil {
-					return err
+				for _, v := range tiers.VariantsOf(opts.TierOptions[name]) {
+					if err := s.config(ctx, spec, layout, mode, v); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -59,17 +69,20 @@ type sweeper struct {
 	b       tiers.Backend
 	log     io.Writer
 	sampler *harness.Sampler
+	scratch string
+	shared  *tiers.Shared
 }
 
 // newConfig builds the tier of one configuration.
-func (s *sweeper) newConfig(spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) Config {
+func (s *sweeper) newConfig(spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, v tiers.Variant) Config {
 	env := tiers.Env{Backend: s.b, Geometry: s.opts.Geometry, Layout: layout, Copy: mode,
-		Seed: s.opts.Seed, Options: s.opts.TierOptions[spec.Name], Root: s.opts.Root, LibIBVerbs: s.opts.LibIBVerbs, Log: s.log}
+		Seed: s.opts.Seed, Options: v.Options, Root: s.opts.Root, LibIBVerbs: s.opts.LibIBVerbs, Log: s.log,
+		Scratch: s.scratch, Shared: s.shared}
 	if !spec.Moves {
 		env.Layout, env.Copy = kv.Layerwise, ""
 	}
 	return Config{Backend: s.b, Spec: spec, Tier: spec.New(env), Layout: env.Layout, Copy: mode,
-		Geom: s.opts.Geometry, Seed: s.opts.Seed}
+		Variant: v.Name, Geom: s.opts.Geometry, Seed: s.opts.Seed}
 }
 
 // skipAll writes one skipped row per prefix.
@@ -83,11 +96,11 @@ func (s *sweeper) skipAll(c Config, prefixes []int, reason string) error {
 }
 
 // config measures one tier, layout and copy mode over every prefix.
-func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) error {
+func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, v tiers.Variant) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c := s.newConfig(spec, layout, mode)
+	c := s.newConfig(spec, layout, mode, v)
 	defer c.Tier.Close()
 	if reason := c.Tier.Available(); reason != "" {
 		return s.skipAll(c, s.opts.Prefixes, reason)
@@ -113,19 +126,25 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout,
 	return s.prefixes(ctx, c, fit)
 }
 
-// fitting writes a skipped row for each prefix whose pools would not fit
-// in free host memory and returns the others.
+// fitting writes a skipped row for each prefix whose set-up would not
+// fit (its pools in free host memory, tiers.Sizer; its other needs,
+// tiers.Fitter) and returns the others.
 func (s *sweeper) fitting(c Config) ([]int, error) {
-	sz, ok := c.Tier.(tiers.Sizer)
-	if !ok {
-		return s.opts.Prefixes, nil
-	}
+	checkMem := true
 	var fit []int
 	for _, tok := range s.opts.Prefixes {
-		reason, err := harness.HostFitReason(s.opts.Root, sz.SetupBytes(c.Geom.Blocks(tok)))
-		if err != nil {
-			fmt.Fprintf(s.log, "kvtier: warning: %v\n", err)
-			return s.opts.Prefixes, nil
+		blocks := c.Geom.Blocks(tok)
+		reason := ""
+		if sz, ok := c.Tier.(tiers.Sizer); ok && checkMem {
+			r, err := harness.HostFitReason(s.opts.Root, sz.SetupBytes(blocks))
+			if err != nil {
+				fmt.Fprintf(s.log, "kvtier: warning: %v\n", err)
+				checkMem = false
+			}
+			reason = r
+		}
+		if f, ok := c.Tier.(tiers.Fitter); ok && reason == "" {
+			reason = f.FitReason(blocks)
 		}
 		if reason != "" {
 			if err := s.sampler.Skip(c.Case(Prefix(c.Geom, tok)), reason); err != nil {

@@ -26,34 +26,46 @@ const tinyConfig = `{"num_hidden_layers":2,"num_attention_heads":4,"num_key_valu
 
 func tinyOptions(t *testing.T) Options {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(p, []byte(tinyConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	o := DefaultOptions()
-	g, err := kv.Resolve("", p, kv.DefaultBlockTokens)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Geometry = g
+	o.Geometry = geometryOf(t, tinyConfig)
 	o.Tiers = []string{"hbm", "host", "recompute"}
 	o.Prefixes = []int{64, 16}
 	o.Policy.Reps, o.Policy.Warmup = 3, 1
 	return o
 }
 
+// geometryOf resolves the geometry of a config.json's text.
+func geometryOf(t *testing.T, config string) kv.Geometry {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(p, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := kv.Resolve("", p, kv.DefaultBlockTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // runSweep runs o on the host backend into a fresh directory and returns
 // it, its rows, Run's error, the progress log and the error rows counted.
 func runSweep(t *testing.T, ctx context.Context, o Options) (string, []results.Row, error, string) {
 	t.Helper()
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	b, err := tiers.OpenHost(tiers.BackendConfig{NUMA: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	return runSweepOn(t, ctx, o, b)
+}
+
+// runSweepOn is runSweep on backend b.
+func runSweepOn(t *testing.T, ctx context.Context, o Options, b tiers.Backend) (string, []results.Row, error, string) {
+	t.Helper()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Join(t.TempDir(), "out")
 	out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
 	if err != nil {
@@ -78,6 +90,7 @@ func runSweep(t *testing.T, ctx context.Context, o Options) (string, []results.R
 var errRows = errors.New("some rows are errors")
 
 func TestSweepEndToEnd(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -181,6 +194,7 @@ func TestSweepEndToEnd(t *testing.T) {
 }
 
 func TestSweepBudget(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	o.Tiers = []string{"host"}
 	o.Layouts = []kv.Layout{kv.Layerwise}
@@ -212,6 +226,7 @@ func TestSweepBudget(t *testing.T) {
 }
 
 func TestSweepMemoryCheck(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
 	// 19 KiB available: 16 tokens need (2+1)·2 KiB, 64 tokens (5+4)·2 KiB = 18 KiB > 90%.
@@ -240,6 +255,7 @@ func TestSweepMemoryCheck(t *testing.T) {
 }
 
 func TestSweepCancelled(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -279,6 +295,7 @@ func init() {
 }
 
 func TestSweepVerifyFailure(t *testing.T) {
+	t.Parallel()
 	o := tinyOptions(t)
 	o.Tiers = []string{"broken-test"}
 	o.Layouts = []kv.Layout{kv.Layerwise}
@@ -310,6 +327,7 @@ func TestSweepVerifyFailure(t *testing.T) {
 }
 
 func TestSweepOptionsValidate(t *testing.T) {
+	t.Parallel()
 	o := DefaultOptions()
 	o.Tiers = []string{"host", "tape"}
 	o.Geometry.Layers = 0
@@ -345,6 +363,7 @@ func TestSweepOptionsValidate(t *testing.T) {
 // Every registered tier declares the attributes it sets: each lands in a
 // column of sweep.csv (peer_mem was once dropped without a word).
 func TestTierAttrsHaveColumns(t *testing.T) {
+	t.Parallel()
 	b, err := tiers.OpenHost(tiers.BackendConfig{NUMA: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +375,7 @@ func TestTierAttrsHaveColumns(t *testing.T) {
 		if spec.Name == "broken-test" {
 			continue
 		}
-		tier := spec.New(tiers.Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: tiers.PerCopy, Seed: 1})
+		tier := spec.New(tiers.Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: tiers.PerCopy, Seed: 1, Scratch: t.TempDir()})
 		if err := tier.Setup(context.Background(), 2); err != nil {
 			t.Fatalf("%s: setup: %v", spec.Name, err)
 		}

@@ -11,11 +11,13 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// config measures one layout and size against a peer: the chunks over
+// Config measures one layout and size against a peer: the chunks over
 // the peer's pool, a destination for them, and the Sampler's reps.
-func (r *run) config(ctx context.Context, t *target, layout string, size int64) (harness.Result, error) {
-	hc := harness.Case{Row: r.row(t, layout, size), Label: r.label(t.name, layout, size), Derive: derive}
-	list, reason := chunks(r.o.Geometry, r.o.Seed, layout, size, t.info.PoolBytes)
+// Result.Err is a read that failed (the peer or the path failing); the
+// error returned must stop the run (ctx cancelled, a row not written).
+func (r *Measurer) Config(ctx context.Context, t *Target, layout string, size int64) (harness.Result, error) {
+	hc := harness.Case{Row: r.row(t, layout, size), Label: r.label(t.Name, layout, size), Derive: derive}
+	list, reason := chunks(r.o.Geometry, r.o.Seed, layout, size, t.Info.PoolBytes)
 	if reason == "" {
 		reason = r.fits(size)
 	}
@@ -29,21 +31,21 @@ func (r *run) config(ctx context.Context, t *target, layout string, size int64) 
 		return harness.Result{}, r.sampler.Skip(hc, fmt.Sprintf("destination of %s: %v", units.FormatBytes(size), err))
 	}
 	defer buf.Close()
-	dest, err := tiers.NewDest(ctx, r.be.Dst, t.client, buf, list[:1], tiers.Contiguous)
+	dest, err := tiers.NewDest(ctx, r.be.Dst, t.Client, buf, list[:1], tiers.Contiguous)
 	if err != nil {
 		hc.Timer = &tiers.ClockTimer{}
 		return harness.Result{Err: err}, r.sampler.Fail(hc, 0, fmt.Errorf("register destination: %w", err))
 	}
 	defer dest.Close()
 	if dest.Path != peer.DestHost {
-		hc.Row.Set("path", t.path+"+"+dest.Path)
+		hc.Row.Set("path", t.Path+"+"+dest.Path)
 		r.sayWhy(dest.Why)
 	}
 	hc.Timer = &tiers.ClockTimer{}
-	hc.Fetch = func(ctx context.Context) error { return t.client.Read(ctx, dest.Destination, list) }
+	hc.Fetch = func(ctx context.Context) error { return t.Client.Read(ctx, dest.Destination, list) }
 	hc.Scrub = func() error { return dest.Scrub(list) }
 	hc.Verify = func() error {
-		if i, err := dest.Verify(list, t.info.Seed); err != nil {
+		if i, err := dest.Verify(list, t.Info.Seed); err != nil {
 			return fmt.Errorf("chunk %d: %w", i, err)
 		}
 		return nil
@@ -52,7 +54,7 @@ func (r *run) config(ctx context.Context, t *target, layout string, size int64) 
 }
 
 // sayWhy says once per run why reads into GPU memory bounce.
-func (r *run) sayWhy(why string) {
+func (r *Measurer) sayWhy(why string) {
 	if why != "" && !r.saidWhy {
 		r.saidWhy = true
 		fmt.Fprintf(r.log, "kvtier transfer: GPUDirect unavailable, using a pinned bounce buffer: %s\n", why)
@@ -61,7 +63,7 @@ func (r *run) sayWhy(why string) {
 
 // fits says why a destination of size bytes does not fit (with its
 // read-back for GPU memory), "" when it does.
-func (r *run) fits(size int64) string {
+func (r *Measurer) fits(size int64) string {
 	reason, err := harness.HostFitReason(r.o.Root, size)
 	if err != nil {
 		fmt.Fprintf(r.log, "kvtier: warning: %v\n", err)

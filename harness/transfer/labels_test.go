@@ -102,6 +102,7 @@ func (f sinkFunc) Close() error              { return nil }
 // the rows carry the same labels rep by rep, and a fetch too large for
 // memory is skipped by the same rule with the same words.
 func TestSameFetchSameLabels(t *testing.T) {
+	t.Parallel()
 	g := tiny(t)
 	p := harness.Policy{Warmup: 1, Reps: 3, Budget: time.Minute}
 	sw := sweepRows(t, g, p, "/")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
@@ -71,6 +72,12 @@ type Options struct {
 	// size and layout is also copied (path peercopy).
 	PeerCopy []int
 	Root     string // root of procfs and sysfs reads
+	// Token is the run token sent to peers (never written anywhere).
+	Token string
+	// IdleTimeout turns a peer that moves no data for that long into an
+	// error row (peer.DialOptions.IdleTimeout); 0 waits as long as the
+	// connection lives.
+	IdleTimeout time.Duration
 }
 
 // DefaultOptions are the options of a plain kvtier transfer.
@@ -125,6 +132,9 @@ func (o *Options) Validate() error {
 	if o.GIDIndex < -1 {
 		bad("gid-index", "want -1 (automatic) or an index, got %d", o.GIDIndex)
 	}
+	if o.IdleTimeout < 0 {
+		bad("idle-timeout", "want a positive duration, got %s", o.IdleTimeout)
+	}
 	if o.PoolBytes < 0 || o.PoolBytes > MaxSize {
 		bad("pool", "want 0 (automatic) up to 1 TiB, got %d", o.PoolBytes)
 	}
@@ -155,5 +165,6 @@ func (o *Options) Settings() map[string]string {
 		"block_size": fmt.Sprint(o.Geometry.BlockTokens), "conns": fmt.Sprint(o.Conns), "transport": o.Transport,
 		"path": o.Path, "line_rate_gbit": fmt.Sprint(o.LineGbps), "rdma_device": o.RDMADevice,
 		"gid_index": fmt.Sprint(o.GIDIndex), "seed": fmt.Sprint(o.Seed), "dst_mem": o.DstMem, "peer_copy": pc,
+		"idle_timeout": o.IdleTimeout.String(),
 	}
 }

@@ -10,14 +10,13 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// peerCopy copies each size and layout from a pattern-filled pool on GPU
-// PeerCopy[0] to GPU PeerCopy[1] through the backend's peer copy, timed
+// PeerCopy copies each size and layout from a pattern-filled pool on GPU
+// src to GPU dst through the backend's peer copy, timed
 // with CUDA events on a stream of the source. Rows: peer "local", path
 // peercopy, transport cuda, device "GPU0->GPU1 (P2P)" or "(staged
 // through host)". Where it cannot run, every row is skipped with the
 // reason and the run goes on.
-func (r *run) peerCopy(ctx context.Context) error {
-	src, dst := r.o.PeerCopy[0], r.o.PeerCopy[1]
+func (r *Measurer) PeerCopy(ctx context.Context, src, dst int) error {
 	name := fmt.Sprintf("GPU%d->GPU%d", src, dst)
 	var pc tiers.PeerCopy
 	why := r.be.PeerCopyWhy
@@ -39,14 +38,14 @@ func (r *run) peerCopy(ctx context.Context) error {
 	}
 	defer pool.Close()
 	fmt.Fprintf(r.log, "kvtier transfer: peer copy %s (%s), pool %s on GPU%d\n", name, pc.Link(), units.FormatBytes(pool.Size()), src)
-	t := &target{name: "local", path: PathPeerCopy,
-		info: peer.Info{Transport: "cuda", Device: name + " (" + pc.Link() + ")", Mem: DstGPU, PoolBytes: pool.Size()}}
+	t := &Target{Name: "local", Path: PathPeerCopy,
+		Info: peer.Info{Transport: "cuda", Device: name + " (" + pc.Link() + ")", Mem: DstGPU, PoolBytes: pool.Size()}}
 	for _, layout := range r.o.Layouts {
 		for _, size := range r.o.Sizes {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := r.peerCopyConfig(ctx, pc, pool, t, layout, size); err != nil {
+			if err := r.peerCopyConfig(ctx, pc, pool, t, dst, layout, size); err != nil {
 				return err
 			}
 		}
@@ -55,7 +54,7 @@ func (r *run) peerCopy(ctx context.Context) error {
 }
 
 // peerCopyRow is the row of a peer copy configuration.
-func (r *run) peerCopyRow(t *target, pc tiers.PeerCopy, layout string, size int64) harness.Case {
+func (r *Measurer) peerCopyRow(t *Target, pc tiers.PeerCopy, layout string, size int64) harness.Case {
 	hc := harness.Case{Row: r.row(t, layout, size), Label: r.label(PathPeerCopy, layout, size), Derive: derive}
 	hc.Row.Backend = "cuda"
 	hc.Row.Set("conns", 1)
@@ -69,8 +68,8 @@ func (r *run) peerCopyRow(t *target, pc tiers.PeerCopy, layout string, size int6
 	return hc
 }
 
-func (r *run) skipPeerCopy(name, why string) error {
-	t := &target{name: "local", path: PathPeerCopy, info: peer.Info{Transport: "cuda", Device: name, Mem: DstGPU}}
+func (r *Measurer) skipPeerCopy(name, why string) error {
+	t := &Target{Name: "local", Path: PathPeerCopy, Info: peer.Info{Transport: "cuda", Device: name, Mem: DstGPU}}
 	for _, layout := range r.o.Layouts {
 		for _, size := range r.o.Sizes {
 			if err := r.sampler.Skip(r.peerCopyRow(t, nil, layout, size), why); err != nil {
@@ -84,7 +83,7 @@ func (r *run) skipPeerCopy(name, why string) error {
 // peerCopyPool allocates the source pool on the source GPU, large enough
 // for the largest size over whole blocks within the GPU's free memory,
 // filled with the pattern.
-func (r *run) peerCopyPool(ctx context.Context, pc tiers.PeerCopy) (tiers.Buffer, error) {
+func (r *Measurer) peerCopyPool(ctx context.Context, pc tiers.PeerCopy) (tiers.Buffer, error) {
 	bb := r.o.Geometry.BlockBytes()
 	var want int64
 	for _, s := range r.o.Sizes {
@@ -105,30 +104,30 @@ func (r *run) peerCopyPool(ctx context.Context, pc tiers.PeerCopy) (tiers.Buffer
 	return pool, nil
 }
 
-func (r *run) peerCopySeed() uint64 { return r.o.Seed ^ 0x7065657270 }
+func (r *Measurer) peerCopySeed() uint64 { return r.o.Seed ^ 0x7065657270 }
 
 // peerCopyConfig measures one layout and size of a peer copy.
-func (r *run) peerCopyConfig(ctx context.Context, pc tiers.PeerCopy, pool tiers.Buffer, t *target, layout string, size int64) error {
+func (r *Measurer) peerCopyConfig(ctx context.Context, pc tiers.PeerCopy, pool tiers.Buffer, t *Target, dst int, layout string, size int64) error {
 	hc := r.peerCopyRow(t, pc, layout, size)
 	list, reason := chunks(r.o.Geometry, r.o.Seed, layout, size, pool.Size())
 	if reason == "" {
 		if free, err := pc.FreeMem(1); err == nil {
-			reason = harness.FitReason(fmt.Sprintf("GPU%d memory", r.o.PeerCopy[1]), size, free)
+			reason = harness.FitReason(fmt.Sprintf("GPU%d memory", dst), size, free)
 		}
 	}
 	if reason != "" {
 		return r.sampler.Skip(hc, reason)
 	}
-	dst, err := pc.Alloc(1, size)
+	buf, err := pc.Alloc(1, size)
 	if err != nil {
-		return r.sampler.Skip(hc, fmt.Sprintf("destination of %s on GPU%d: %v", units.FormatBytes(size), r.o.PeerCopy[1], err))
+		return r.sampler.Skip(hc, fmt.Sprintf("destination of %s on GPU%d: %v", units.FormatBytes(size), dst, err))
 	}
-	defer dst.Close()
+	defer buf.Close()
 	plan := tiers.ChunkCopies(list)
-	hc.Fetch = func(context.Context) error { return pc.Copy(dst, pool, plan) }
-	hc.Scrub = func() error { return tiers.ScrubRanges(dst, plan) }
+	hc.Fetch = func(context.Context) error { return pc.Copy(buf, pool, plan) }
+	hc.Scrub = func() error { return tiers.ScrubRanges(buf, plan) }
 	hc.Verify = func() error {
-		if i, err := tiers.CheckRanges(dst, plan, r.peerCopySeed()); err != nil {
+		if i, err := tiers.CheckRanges(buf, plan, r.peerCopySeed()); err != nil {
 			return fmt.Errorf("chunk %d: %w", i, err)
 		}
 		return nil

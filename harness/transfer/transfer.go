@@ -31,13 +31,24 @@ type Backends struct {
 	Faults peer.Faults
 }
 
-// A run is one Run call.
-type run struct {
+// A Measurer times MB2's configurations through a Sampler: reads of
+// each layout and size from a peer's pool (the chunks over the pool, a
+// destination for them, verification), and GPU peer copies. Run uses
+// one for kvtier transfer; kvtier mesh uses one per rank.
+type Measurer struct {
 	o       Options
 	be      Backends
 	log     io.Writer
 	sampler *harness.Sampler
 	saidWhy bool // said once that GPUDirect is unavailable
+	// Decorate, when not nil, adds columns to every row.
+	Decorate func(*results.Row)
+}
+
+// NewMeasurer returns a Measurer of o's configurations that writes its
+// rows through sampler and its progress to log.
+func NewMeasurer(o Options, be Backends, sampler *harness.Sampler, log io.Writer) *Measurer {
+	return &Measurer{o: o, be: be, log: log, sampler: sampler}
 }
 
 // Run measures reads of each size and layout from each peer (an
@@ -55,7 +66,7 @@ func Run(ctx context.Context, o Options, be Backends, out *harness.Output, log i
 	if err != nil {
 		return err
 	}
-	r := &run{o: o, be: be, log: log, sampler: &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: log, Policy: o.Policy}}
+	r := NewMeasurer(o, be, &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: log, Policy: o.Policy}, log)
 	peers := o.Peers
 	if len(peers) == 0 {
 		peers = []string{""}
@@ -66,7 +77,7 @@ func Run(ctx context.Context, o Options, be Backends, out *harness.Output, log i
 		}
 	}
 	if o.PeerCopy != nil {
-		return r.peerCopy(ctx)
+		return r.PeerCopy(ctx, o.PeerCopy[0], o.PeerCopy[1])
 	}
 	return nil
 }
@@ -74,7 +85,7 @@ func Run(ctx context.Context, o Options, be Backends, out *harness.Output, log i
 // embeddedPoolBytes sizes an embedded peer's pool: a quarter more than
 // the largest size, within 40% of free memory (the client needs as much
 // again), whole blocks.
-func (r *run) embeddedPoolBytes() int64 {
+func (r *Measurer) embeddedPoolBytes() int64 {
 	if r.o.PoolBytes > 0 {
 		return r.o.PoolBytes
 	}
@@ -89,17 +100,18 @@ func (r *run) embeddedPoolBytes() int64 {
 	return max(bb, want/bb*bb)
 }
 
-// A target is one peer being measured.
-type target struct {
-	name, path string
-	client     *peer.Client
-	info       peer.Info
-	line       float64 // Gb/s, 0 unknown
+// A Target is one peer being measured.
+type Target struct {
+	Name   string // the peer column: HOST:PORT, "embedded", "local"
+	Path   string // the path column: intra, inter, loopback, peercopy
+	Client *peer.Client
+	Info   peer.Info
+	Line   float64 // Gb/s, 0 unknown
 }
 
 // dial connects to addr, starting an embedded peer for "".
-func (r *run) dial(ctx context.Context, addr string) (*target, func(), error) {
-	t := &target{name: addr, path: r.o.Path}
+func (r *Measurer) dial(ctx context.Context, addr string) (*Target, func(), error) {
+	t := &Target{Name: addr, Path: r.o.Path}
 	var emb *peer.Embedded
 	if addr == "" {
 		pool, err := peer.NewHostPool(r.embeddedPoolBytes(), r.o.Seed^0x7065657270)
@@ -111,32 +123,52 @@ func (r *run) dial(ctx context.Context, addr string) (*target, func(), error) {
 			pool.Close()
 			return nil, nil, fmt.Errorf("embedded peer: %w", err)
 		}
-		addr, t.name, t.path = emb.Addr, "embedded", peer.PathLoopback
+		addr, t.Name, t.Path = emb.Addr, "embedded", peer.PathLoopback
 		fmt.Fprintf(r.log, "kvtier transfer: no peer given: measuring an embedded loopback peer (pool %s)\n", units.FormatBytes(pool.Size()))
-	} else if t.path == "" {
-		t.path = peer.PathTo(addr)
+	} else if t.Path == "" {
+		t.Path = peer.PathTo(addr)
 	}
-	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: r.o.Transport, Conns: r.o.Conns, RDMA: r.be.RDMA, Faults: r.be.Faults})
-	if err != nil {
+	if err := r.connect(ctx, t, addr); err != nil {
 		if emb != nil {
 			emb.Close()
 		}
 		return nil, nil, err
 	}
-	t.client, t.info = c, c.Info()
-	if t.line = r.o.LineGbps; t.line == 0 && r.o.Transport == peer.Verbs {
-		t.line = t.info.RateGbps
-	}
 	return t, func() {
-		c.Close()
+		t.Client.Close()
 		if emb != nil {
 			emb.Close()
 		}
 	}, nil
 }
 
+// connect dials the peer at addr into t with the options' transport,
+// connections, token and idle timeout and the RDMA configuration.
+func (r *Measurer) connect(ctx context.Context, t *Target, addr string) error {
+	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: r.o.Transport, Conns: r.o.Conns, RDMA: r.be.RDMA,
+		Faults: r.be.Faults, Token: r.o.Token, IdleTimeout: r.o.IdleTimeout})
+	if err != nil {
+		return err
+	}
+	t.Client, t.Info = c, c.Info()
+	if t.Line = r.o.LineGbps; t.Line == 0 && r.o.Transport == peer.Verbs {
+		t.Line = t.Info.RateGbps
+	}
+	return nil
+}
+
+// Open connects to the peer at addr and returns it as a Target labelled
+// path, named by its address; Close its Client when done.
+func (r *Measurer) Open(ctx context.Context, addr, path string) (*Target, error) {
+	t := &Target{Name: addr, Path: path}
+	if err := r.connect(ctx, t, addr); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 // peer measures every layout and size against one peer ("" = embedded).
-func (r *run) peer(ctx context.Context, addr string) error {
+func (r *Measurer) peer(ctx context.Context, addr string) error {
 	t, done, err := r.dial(ctx, addr)
 	if err != nil && addr == "" {
 		return harness.Refused(err) // the embedded peer could not start: nothing can run
@@ -145,22 +177,22 @@ func (r *run) peer(ctx context.Context, addr string) error {
 		return r.peerFailed(addr, err)
 	}
 	defer done()
-	i := t.info
+	i := t.Info
 	fmt.Fprintf(r.log, "kvtier transfer: peer %s (%s), pool %s %s, transport %s, device %s, %d conns\n",
-		t.name, t.path, units.FormatBytes(i.PoolBytes), i.Mem, i.Transport, i.Device, r.o.Conns)
+		t.Name, t.Path, units.FormatBytes(i.PoolBytes), i.Mem, i.Transport, i.Device, r.o.Conns)
 	for _, layout := range r.o.Layouts {
 		for _, size := range r.o.Sizes {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			res, err := r.config(ctx, t, layout, size)
+			res, err := r.Config(ctx, t, layout, size)
 			if err != nil {
 				return err
 			}
 			if res.Err != nil {
 				// A read that fails is the peer or the path failing: the
 				// rest of this peer would fail alike, or hang.
-				fmt.Fprintf(r.log, "kvtier transfer: peer %s failed (%v): its remaining sizes are not measured\n", t.name, res.Err)
+				fmt.Fprintf(r.log, "kvtier transfer: peer %s failed (%v): its remaining sizes are not measured\n", t.Name, res.Err)
 				return nil
 			}
 		}
@@ -170,12 +202,10 @@ func (r *run) peer(ctx context.Context, addr string) error {
 
 // peerFailed writes one error row per configuration of a peer that could
 // not be reached; only a failed write or a cancelled run stops the run.
-func (r *run) peerFailed(addr string, err error) error {
+func (r *Measurer) peerFailed(addr string, err error) error {
 	for _, layout := range r.o.Layouts {
 		for _, size := range r.o.Sizes {
-			c := harness.Case{Row: r.row(&target{name: addr, path: r.o.Path}, layout, size),
-				Label: r.label(addr, layout, size), Timer: &tiers.ClockTimer{}}
-			if werr := r.sampler.Fail(c, 0, fmt.Errorf("peer %s: %w", addr, err)); werr != nil {
+			if werr := r.Fail(&Target{Name: addr, Path: r.o.Path}, layout, size, fmt.Errorf("peer %s: %w", addr, err)); werr != nil {
 				return werr
 			}
 		}
@@ -183,15 +213,23 @@ func (r *run) peerFailed(addr string, err error) error {
 	return nil
 }
 
-func (r *run) label(peerName, layout string, size int64) string {
+// Fail writes the error row of one configuration of t that could not be
+// measured (its peer unreachable or gone); only a failed write is
+// returned.
+func (r *Measurer) Fail(t *Target, layout string, size int64, err error) error {
+	c := harness.Case{Row: r.row(t, layout, size), Label: r.label(t.Name, layout, size), Timer: &tiers.ClockTimer{}}
+	return r.sampler.Fail(c, 0, err)
+}
+
+func (r *Measurer) label(peerName, layout string, size int64) string {
 	return fmt.Sprintf("%-10s %-10s %9s", peerName, layout, units.FormatBytes(size))
 }
 
 // row returns the columns every row of one configuration shares.
-func (r *run) row(t *target, layout string, size int64) results.Row {
+func (r *Measurer) row(t *Target, layout string, size int64) results.Row {
 	row := results.NewRow(Suite.Name)
 	row.Backend = r.be.Dst.Name()
-	row.Transport = t.info.Transport
+	row.Transport = t.Info.Transport
 	if row.Transport == "" {
 		row.Transport = r.o.Transport
 	}
@@ -200,17 +238,20 @@ func (r *run) row(t *target, layout string, size int64) results.Row {
 	row.Model = r.o.Geometry.Model
 	row.Bytes = size
 	row.ChunkBytes = chunkBytes(r.o.Geometry, layout, size)
-	row.Set("peer", t.name)
-	row.Set("path", t.path)
-	row.Set("device", t.info.Device)
+	row.Set("peer", t.Name)
+	row.Set("path", t.Path)
+	row.Set("device", t.Info.Device)
 	row.Set("conns", r.o.Conns)
-	row.Set("src_mem", t.info.Mem)
+	row.Set("src_mem", t.Info.Mem)
 	row.Set("dst_mem", r.o.DstMem)
 	if r.o.DstMem == DstGPU {
 		row.Set("gpu", r.be.Dst.Device())
 	}
-	if t.line > 0 {
-		row.Set("line_gbps", t.line/8)
+	if t.Line > 0 {
+		row.Set("line_gbps", t.Line/8)
+	}
+	if r.Decorate != nil {
+		r.Decorate(&row)
 	}
 	return row
 }
@@ -261,19 +302,27 @@ func OpenBackends(ctx context.Context, o Options, cfg tiers.BackendConfig) (be B
 		return be, func() {}, option.Errorf("dst-mem", "backend %s has no GPU memory", be.Dst.Name())
 	}
 	if o.PeerCopy != nil {
-		pcfg := cfg
-		pcfg.GPU = o.PeerCopy[0]
-		b, _, err := tiers.OpenBackend(ctx, "cuda", pcfg)
-		switch pc, ok := b.(tiers.PeerCopier); {
-		case err != nil:
-			be.PeerCopyWhy = "peer copy needs two GPUs; " + err.Error()
-		case !ok:
-			b.Close()
-			be.PeerCopyWhy = "backend " + b.Name() + " cannot copy between GPUs"
-		default:
+		var b tiers.Backend
+		if be.PeerCopy, b, be.PeerCopyWhy = OpenPeerCopier(ctx, cfg, o.PeerCopy[0]); b != nil {
 			opened = append(opened, b)
-			be.PeerCopy = pc
 		}
 	}
 	return be, close, nil
+}
+
+// OpenPeerCopier opens the cuda backend of GPU gpu for peer copies from
+// it. Where it cannot, the copier is nil and why says why (the reason of
+// the peer-copy rows); otherwise the caller closes the backend b.
+func OpenPeerCopier(ctx context.Context, cfg tiers.BackendConfig, gpu int) (pc tiers.PeerCopier, b tiers.Backend, why string) {
+	cfg.GPU = gpu
+	b, _, err := tiers.OpenBackend(ctx, "cuda", cfg)
+	if err != nil {
+		return nil, nil, "peer copy needs two GPUs; " + err.Error()
+	}
+	pc, ok := b.(tiers.PeerCopier)
+	if !ok {
+		b.Close()
+		return nil, nil, "backend " + b.Name() + " cannot copy between GPUs"
+	}
+	return pc, b, ""
 }

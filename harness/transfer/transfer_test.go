@@ -95,6 +95,7 @@ func TestTransferChunks(t *testing.T) {
 // TestTransferMismatch serves a pool with one corrupted byte: the rep is
 // an error row saying where, and the run ends with ErrMeasurementFailed.
 func TestTransferMismatch(t *testing.T) {
+	t.Parallel()
 	pool, err := peer.NewHostPool(8<<20, 5)
 	if err != nil {
 		t.Fatal(err)

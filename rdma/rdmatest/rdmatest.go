@@ -11,10 +11,11 @@ package rdmatest
 
 import (
 	_ "embed"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"testing"
+
+	"github.com/kvtier/kvtier/internal/fakelib"
 )
 
 //go:embed fakeibverbs.c.src
@@ -23,22 +24,17 @@ var fakeSource []byte
 //go:embed fake.map
 var fakeMap []byte
 
-// Build compiles the fake library into dir and returns its path. It needs
-// gcc and verbs.h (libibverbs-dev).
-func Build(dir string) (string, error) {
-	src := filepath.Join(dir, "fakeibverbs.c")
-	ver := filepath.Join(dir, "fake.map")
-	lib := filepath.Join(dir, "libibverbs-fake.so.1")
-	if err := os.WriteFile(src, fakeSource, 0o644); err != nil {
-		return "", err
+// Build returns the path of a fresh copy of the fake library (compiled
+// once, cached). It needs rdma-core's verbs.h (libibverbs-dev): the test
+// is skipped with the reason without it or without a C compiler.
+func Build(t testing.TB) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/include/infiniband/verbs.h"); err != nil {
+		t.Skipf("rdmatest: no verbs.h to build the fake libibverbs against (install libibverbs-dev): %v", err)
 	}
-	if err := os.WriteFile(ver, fakeMap, 0o644); err != nil {
-		return "", err
-	}
-	out, err := exec.Command("gcc", "-shared", "-fPIC", "-O1", "-Wall", "-Wno-deprecated-declarations",
-		"-Wl,--version-script="+ver, "-o", lib, src, "-lpthread").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("rdmatest: build fake libibverbs: %v: %s", err, out)
-	}
-	return lib, nil
+	dir := fakelib.Build(t, fakelib.Lib{
+		Name: "libibverbs-fake.so.1", Source: fakeSource, Files: map[string][]byte{"fake.map": fakeMap},
+		Flags: []string{"-Wno-deprecated-declarations", "-Wl,--version-script=fake.map"},
+	})
+	return filepath.Join(dir, "libibverbs-fake.so.1")
 }

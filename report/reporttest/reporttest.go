@@ -10,10 +10,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/kvtier/kvtier/harness/mb1"
+	"github.com/kvtier/kvtier/harness/mesh"
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/harness/trace"
@@ -31,12 +33,15 @@ type Options struct {
 	// Small limits the sweep to the host tier (one cuda configuration and
 	// the stand-in), for tests that draw and must stay quick under -race.
 	Small bool
+	// Disk adds DiskTier to the sweep.
+	Disk bool
 }
 
-// Default are the files WriteDir writes unless told: the device and
-// serving suites. Everything adds a trace's figures and a plan.
+// Default are the files WriteDir writes unless told: the device,
+// serving and transfer suites. Everything adds a trace's figures and a
+// plan.
 var (
-	Default    = []string{sweep.File, probe.File, mb1.File, mb1.TokensFile, transfer.File}
+	Default    = []string{sweep.File, probe.File, mb1.File, mb1.TokensFile, transfer.File, mesh.File}
 	Everything = append(append([]string{}, Default...), trace.File, trace.PlanFile)
 )
 
@@ -49,17 +54,24 @@ const (
 
 // Tier models of the synthetic cuda sweep: t = Alpha + bytes/Beta.
 var (
-	Tiers = []struct {
-		Tier, Layout, Copy, Transport, Path string
-		Alpha, Beta                         float64 // s, bytes/s
-	}{
-		{"hbm", "layerwise", "batch", "cuda", "", 12e-6, 1.6e12},
-		{"host", "layerwise", "batch", "cuda", "", 25e-6, 50e9},
-		{"host", "blockwise", "percopy", "cuda", "", 18e-6, 53e9},
-		{"remote", "layerwise", "batch", "verbs", "inter", 60e-6, 20e9},
+	Tiers = []tierModel{
+		{"hbm", "layerwise", "batch", "cuda", "", 12e-6, 1.6e12, 0},
+		{"host", "layerwise", "batch", "cuda", "", 25e-6, 50e9, 0},
+		{"host", "blockwise", "percopy", "cuda", "", 18e-6, 53e9, 0},
+		{"remote", "layerwise", "batch", "verbs", "inter", 60e-6, 20e9, 0},
 	}
+	// DiskTier is the disk tier as make bench runs it, its file capped:
+	// written with Options.Disk.
+	DiskTier = tierModel{"disk", "layerwise", "percopy", "uring", "o_direct+bounce", 90e-6, 6e9, 4096}
 	Prefixes = []int64{1024, 4096, 16384, 65536}
 )
+
+// A tierModel is one configuration of the synthetic sweep.
+type tierModel struct {
+	Tier, Layout, Copy, Transport, Path string
+	Alpha, Beta                         float64 // s, bytes/s
+	MaxL                                int64   // longer prefixes are skipped rows; 0: none
+}
 
 // Recompute model of the synthetic sweep: t = RecomputeAlpha +
 // Flops(L)/RecomputeRate, Flops(L) = FlopsA·L + FlopsB·L².
@@ -106,6 +118,8 @@ func WriteDir(dir string, o Options) error {
 			w.trace()
 		case trace.PlanFile:
 			w.plan()
+		case mesh.File:
+			w.mesh(o)
 		default:
 			return fmt.Errorf("reporttest: unknown suite file %q", s)
 		}
@@ -123,7 +137,8 @@ var Tree = []struct {
 	Files []string
 }{
 	{"sweep", []string{sweep.File}}, {"transfer", []string{transfer.File}}, {"probe", []string{probe.File}},
-	{"mb1", []string{mb1.File, mb1.TokensFile}}, {"trace", []string{trace.File}}, {"plan", []string{trace.PlanFile}},
+	{"mb1", []string{mb1.File, mb1.TokensFile}}, {"mesh", []string{mesh.File}}, {"trace", []string{trace.File}},
+	{"plan", []string{trace.PlanFile}},
 }
 
 // WriteTree writes a results tree as make bench does into root and
@@ -216,7 +231,11 @@ func (w *writer) sweep(o Options, noise func() float64) {
 		}
 		return 1
 	}
-	for _, tc := range Tiers {
+	tiers := Tiers
+	if o.Disk {
+		tiers = append(slices.Clone(tiers), DiskTier)
+	}
+	for _, tc := range tiers {
 		if o.Small && (tc.Tier != "host" || tc.Copy != "batch") {
 			continue
 		}
@@ -224,9 +243,18 @@ func (w *writer) sweep(o Options, noise func() float64) {
 			for rep := range o.Reps {
 				r := base("cuda", tc.Transport, tc.Tier, tc.Layout, L, rep)
 				r.Bytes = Bytes(L)
+				if tc.MaxL > 0 && L > tc.MaxL {
+					if rep == 0 {
+						r.Set("copy", tc.Copy)
+						r.Set("path", tc.Path)
+						r.Skip(fmt.Sprintf("the file would exceed --disk-max 256MiB at %d tokens", L))
+						w.put(c, r)
+					}
+					continue
+				}
 				r.Set("device", "NVIDIA H200 [0000:19:00.0]")
 				r.Set("copy", tc.Copy)
-				r.Set("src_mem", map[string]string{"hbm": "device", "host": "pinned", "remote": "peer"}[tc.Tier])
+				r.Set("src_mem", map[string]string{"hbm": "device", "host": "pinned", "remote": "peer", "disk": "disk"}[tc.Tier])
 				r.Set("dst_mem", "device")
 				r.Set("path", tc.Path)
 				r.Set("timing", "events")
@@ -529,6 +557,55 @@ func (w *writer) plan() {
 			}
 			r.Seconds = p90 / 3
 			w.put(c, r)
+		}
+	}
+}
+
+// mesh writes a 4-rank mesh over two nodes (ranks 0, 1 on node-a, 2, 3
+// on node-b): intra pairs near 9 GB/s, inter near 22 GB/s, rank 3's
+// pairs as source error rows (it was killed). Its noise does not depend
+// on the seed: two runs hold the same mesh, which compare never flags.
+func (w *writer) mesh(o Options) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	noise := func() float64 { return math.Exp(o.Noise * rng.NormFloat64()) }
+	c := w.open(mesh.File, mesh.Suite.Main().Columns)
+	defer w.close(c)
+	node := func(r int) string { return []string{"node-a", "node-a", "node-b", "node-b"}[r] }
+	for _, size := range []int64{64 << 20, 1 << 30} {
+		for src := range 4 {
+			for dst := range 4 {
+				if src == dst {
+					continue
+				}
+				pair := "inter"
+				if node(src) == node(dst) {
+					pair = "intra"
+				}
+				for rep := range o.Reps {
+					r := results.NewRow("mesh")
+					r.Backend, r.Transport, r.Tier, r.Layout, r.Rep = "cuda", "verbs", "remote", "blockwise", rep
+					r.Bytes, r.ChunkBytes = size, BlockBytes
+					if src == 3 {
+						r.Fail(fmt.Errorf("source rank 3 (node-b) gone before this pair: its control connection closed (the process ended)"))
+					} else {
+						peak := map[string]float64{"intra": 9e9, "inter": 22e9}[pair]
+						r.SetTime((30e-6 + float64(size)/peak) * noise())
+						r.Set("verified", rep == 0)
+					}
+					r.Set("path", pair)
+					r.Set("pair", pair)
+					r.Set("line_gbps", 50)
+					r.Set("src_rank", src)
+					r.Set("dst_rank", dst)
+					r.Set("src_node", node(src))
+					r.Set("dst_node", node(dst))
+					r.Set("pattern", "pairwise")
+					r.Set("src_nic", fmt.Sprintf("mlx5_%d", src%2))
+					r.Set("dst_nic", fmt.Sprintf("mlx5_%d", dst%2))
+					r.Set("launcher", "slurm")
+					w.put(c, r)
+				}
+			}
 		}
 	}
 }

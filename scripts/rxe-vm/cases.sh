@@ -9,7 +9,7 @@
 # that vanished), serve_stop stops it.
 
 # ALL_CASES is what "all" runs, in order. Not in it: timing (diagnostic).
-ALL_CASES="infra info transfer bad_rkey out_of_pool client_killed sweep serve_stop peer_killed bad_gid"
+ALL_CASES="infra info transfer bad_rkey out_of_pool client_killed sweep serve_stop peer_killed bad_gid mesh"
 
 PORT=7470
 POOL=32MiB
@@ -285,6 +285,32 @@ case_bad_gid() {
 	if ! m=$(one_error "$d/transfer.err"); then verdict "$d" FAIL "transfer --gid-index 99: $m"; return; fi
 	if ! tail -1 "$d/transfer.err" | grep -qi gid; then verdict "$d" FAIL "transfer --gid-index 99: error does not name the GID: $(tail -1 "$d/transfer.err")"; return; fi
 	verdict "$d" PASS "$(tail -1 "$d/serve.err")"
+}
+
+# Two kvtier mesh ranks over rxe0 (the flags launcher, one node): both
+# pairs measured by RDMA READ, every row ok, verified, verbs on rxe0,
+# labelled intra; both ranks exit 0.
+case_mesh() {
+	d=$1
+	ts "mesh, two ranks"
+	args="--launcher flags --world-size 2 --coordinator 127.0.0.1:29500 --transport verbs --sizes 1MiB --layout blockwise --reps 2 --warmup 1 --rendezvous-timeout 60s"
+	# shellcheck disable=SC2086
+	KVTIER_TOKEN=vm-token timeout 120 kvtier mesh $args --rank 1 --out "$d/r1" >"$d/r1.out" 2>"$d/r1.err" &
+	r1=$!
+	# shellcheck disable=SC2086
+	KVTIER_TOKEN=vm-token timeout 120 kvtier mesh $args --rank 0 --out "$d/run" >"$d/mesh.out" 2>"$d/mesh.err"
+	rc=$?
+	wait $r1; rc1=$?
+	cat "$d/mesh.out" "$d/mesh.err" "$d/r1.err"
+	cp "$d/run/mesh.csv" "$d/mesh.csv" 2>/dev/null
+	if [ $rc != 0 ] || [ $rc1 != 0 ]; then
+		verdict "$d" FAIL "mesh exit $rc (rank 0), $rc1 (rank 1): $(tail -1 "$d/mesh.err") / $(tail -1 "$d/r1.err")"; return
+	fi
+	# 2 pairs x 2 reps
+	if ! m=$($CHECK -v all="suite=mesh,status=ok,verified=true,transport=verbs,device=rxe0,pair=intra" -v min=4 "$d/mesh.csv" 2>&1); then
+		verdict "$d" FAIL "$m"; return
+	fi
+	verdict "$d" PASS "$m"
 }
 
 # Diagnostic, not in ALL_CASES: where a kvtier run spends its time here.

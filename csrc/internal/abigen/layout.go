@@ -7,11 +7,11 @@ import "fmt"
 func structFacts(v int, b *Bindings, want shimLists) ([]string, error) {
 	var out []string
 	for _, s := range want.structs {
-		fields, ok := b.structOf(s, v)
+		fields, union, ok := b.structOf(s, v)
 		if !ok {
 			return nil, fmt.Errorf("CUDA %d declares no struct %s", v, s)
 		}
-		size, _, offs, err := b.layout(fields, v)
+		size, _, offs, err := b.layout(fields, union, v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s, err)
 		}
@@ -30,42 +30,46 @@ func structFacts(v int, b *Bindings, want shimLists) ([]string, error) {
 	return out, nil
 }
 
-// structOf follows aliases from name to a struct declaration.
-func (b *Bindings) structOf(name string, v int) ([]field, bool) {
+// structOf follows aliases from name to a struct or union declaration.
+func (b *Bindings) structOf(name string, v int) (fields []field, union, ok bool) {
 	for i := 0; i < 8; i++ {
 		if fs, ok := lookup(b.Structs, name, v); ok {
-			return fs, true
+			return fs, b.Unions[name], true
 		}
 		a, ok := lookup(b.Aliases, name, v)
 		if !ok {
-			return nil, false
+			return nil, false, false
 		}
 		name = a
 	}
-	return nil, false
+	return nil, false, false
 }
 
-// layout returns a struct's size, alignment and each field's offset and
-// size.
-func (b *Bindings) layout(fields []field, v int) (int, int, map[string][2]int, error) {
+// layout returns a struct's (or a union's) size, alignment and each
+// field's offset and size, by C's rules.
+func (b *Bindings) layout(fields []field, union bool, v int) (int, int, map[string][2]int, error) {
 	offs := map[string][2]int{}
-	off, align := 0, 1
+	off, end, align := 0, 0, 1
 	for _, f := range fields {
 		size, al, err := b.sizeAlign(f.typ, v)
 		if err != nil {
 			return 0, 0, nil, fmt.Errorf("field %s: %w", f.name, err)
 		}
+		if union {
+			off = 0
+		}
 		off = (off + al - 1) / al * al
 		offs[f.name] = [2]int{off, size}
 		off += size
+		end = max(end, off)
 		align = max(align, al)
 	}
-	return (off + align - 1) / align * align, align, offs, nil
+	return (end + align - 1) / align * align, align, offs, nil
 }
 
 func (b *Bindings) sizeAlign(t string, v int) (int, int, error) {
-	if fs, ok := b.structOf(t, v); ok {
-		size, align, _, err := b.layout(fs, v)
+	if fs, union, ok := b.structOf(t, v); ok {
+		size, align, _, err := b.layout(fs, union, v)
 		return size, align, err
 	}
 	_, n, err := b.Class(t, v)

@@ -21,6 +21,12 @@
 //
 //	go run ./csrc/internal/abigen -cudarc CUDARC_CHECKOUT -abi ABI_LINES >csrc/testdata/cuda-abi.golden
 //
+// With -cufile it writes csrc/testdata/cufile-abi.golden instead: the
+// cuFile shim's symbols (by the exported name it looks up), structs and
+// constants from cudarc's src/cufile/sys/mod.rs (cufile.h):
+//
+//	go run ./csrc/internal/abigen -cufile -cudarc CUDARC_CHECKOUT >csrc/testdata/cufile-abi.golden
+//
 // No NVIDIA file is committed; only the facts below are.
 package main
 
@@ -43,8 +49,13 @@ func main() {
 	cudarc := flag.String("cudarc", "", "a cudarc checkout (src/driver/sys/mod.rs, src/cublas/sys/mod.rs)")
 	abi := flag.String("abi", "", "a file of cuGetProcAddress loader lines and PFN #define lines")
 	shims := flag.String("csrc", "csrc", "the shims' directory")
+	cufile := flag.Bool("cufile", false, "write the cuFile facts (src/cufile/sys/mod.rs) instead")
 	flag.Parse()
-	if err := run(os.Stdout, *cudarc, *abi, *shims); err != nil {
+	run := func() error { return run(os.Stdout, *cudarc, *abi, *shims) }
+	if *cufile {
+		run = func() error { return runCUFile(os.Stdout, *cudarc, *shims) }
+	}
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "abigen:", err)
 		os.Exit(1)
 	}

@@ -16,8 +16,10 @@ type Bindings struct {
 	Aliases map[string][]item[string]    // pub type NAME = TYPE;
 	Consts  map[string][]item[int64]     // pub const NAME: T = V; and enum variants
 	Enums   map[string]bool              // enum type names
-	Structs map[string][]item[[]field]   // pub struct NAME { fields }
+	Structs map[string][]item[[]field]   // pub struct NAME { fields } and pub union NAME { fields }
+	Unions  map[string]bool              // the Structs that are unions
 	Funcs   map[string][]item[[]string]  // pub fn NAME(params) in extern "C"
+	Returns map[string][]item[string]    // each Funcs item's return type, "" for none
 	alias   map[string][]item[[2]string] // pub const NAME: T = ENUM::VARIANT;
 }
 
@@ -49,14 +51,15 @@ var (
 	reVarCon  = regexp.MustCompile(`^pub const (\w+): \w+ =\s*(\w+)::(\w+);$`)
 	reVariant = regexp.MustCompile(`^(\w+) = (-?\d+),$`)
 	reField   = regexp.MustCompile(`^pub (\w+): (.+),$`)
-	reOpen    = regexp.MustCompile(`^pub (enum|struct) (\w+) \{$`)
-	reFunc    = regexp.MustCompile(`^pub fn (\w+)\((.*)\)(?: -> .+)?;$`)
+	reOpen    = regexp.MustCompile(`^pub (enum|struct|union) (\w+) \{$`)
+	reFunc    = regexp.MustCompile(`^pub fn (\w+)\((.*)\)(?: -> (.+))?;$`)
 )
 
 // ParseBindings reads one bindgen file.
 func ParseBindings(r io.Reader) (*Bindings, error) {
 	b := &Bindings{Aliases: map[string][]item[string]{}, Consts: map[string][]item[int64]{}, Enums: map[string]bool{},
-		Structs: map[string][]item[[]field]{}, Funcs: map[string][]item[[]string]{}, alias: map[string][]item[[2]string]{}}
+		Structs: map[string][]item[[]field]{}, Unions: map[string]bool{}, Funcs: map[string][]item[[]string]{},
+		Returns: map[string][]item[string]{}, alias: map[string][]item[[2]string]{}}
 	p := parser{b: b}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -77,7 +80,7 @@ type parser struct {
 	cfg        string // attribute text so far
 	inCfg      bool
 	pending    map[int]bool // versions of the next item
-	block      string       // "enum" or "struct"
+	block      string       // "enum", "struct" or "union"
 	blockName  string
 	blockVers  map[int]bool
 	fields     []field
@@ -155,8 +158,9 @@ func (p *parser) top(l string) {
 // member reads one line inside an enum or struct.
 func (p *parser) member(l string) {
 	if l == "}" {
-		if p.block == "struct" {
+		if p.block != "enum" {
 			p.b.Structs[p.blockName] = append(p.b.Structs[p.blockName], item[[]field]{p.blockVers, p.fields})
+			p.b.Unions[p.blockName] = p.block == "union"
 		}
 		p.block = ""
 		return
@@ -198,7 +202,9 @@ func (p *parser) joinFunc(l string) {
 			params = append(params, t)
 		}
 	}
-	p.b.Funcs[m[1]] = append(p.b.Funcs[m[1]], item[[]string]{p.take(), params})
+	vers := p.take()
+	p.b.Funcs[m[1]] = append(p.b.Funcs[m[1]], item[[]string]{vers, params})
+	p.b.Returns[m[1]] = append(p.b.Returns[m[1]], item[string]{vers, strings.TrimSpace(m[3])})
 }
 
 func intersect(a, b map[int]bool) map[int]bool {

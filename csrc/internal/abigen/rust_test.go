@@ -78,15 +78,56 @@ func TestParseBindings(t *testing.T) {
 	if n, _ := lookup(b.Consts, "CU_MEMHOSTALLOC_PORTABLE", 13000); n != 1 {
 		t.Errorf("CU_MEMHOSTALLOC_PORTABLE = %d", n)
 	}
-	fields, ok := b.structOf("Pair_st", 12080)
-	if !ok {
+	fields, union, ok := b.structOf("Pair_st", 12080)
+	if !ok || union {
 		t.Fatal("no Pair_st")
 	}
-	size, _, offs, err := b.layout(fields, 12080)
+	size, _, offs, err := b.layout(fields, false, 12080)
 	if err != nil || size != 24 || offs["loc"] != [2]int{4, 8} || offs["p"] != [2]int{16, 8} {
 		t.Errorf("layout: size %d, offsets %v, %v", size, offs, err)
 	}
-	if f, _ := b.structOf("CUmemLocation", 12080); len(f) != 2 || f[0].name != "type" {
+	if f, _, _ := b.structOf("CUmemLocation", 12080); len(f) != 2 || f[0].name != "type" {
 		t.Errorf("CUmemLocation fields %+v (bindgen's type_ is C's type)", f)
+	}
+}
+
+// TestUnionsAndReturns lays out a struct holding a union (the bindgen
+// form of cufile.h's CUfileDescr_t) and reads functions' return types.
+func TestUnionsAndReturns(t *testing.T) {
+	const src = `#[repr(C)]
+pub struct CUfileDescr_t {
+    pub type_: CUfileFileHandleType,
+    pub handle: CUfileDescr_t__bindgen_ty_1,
+    pub fs_ops: *const CUfileFSOps_t,
+}
+#[repr(C)]
+pub union CUfileDescr_t__bindgen_ty_1 {
+    pub fd: ::core::ffi::c_int,
+    pub handle: *mut ::core::ffi::c_void,
+}
+pub enum CUfileFileHandleType {
+    CU_FILE_HANDLE_TYPE_OPAQUE_FD = 1,
+}
+extern "C" {
+    pub fn cuFileRead(fh: CUfileHandle_t, size: usize) -> isize;
+    pub fn cuFileHandleDeregister(fh: CUfileHandle_t);
+}
+`
+	b, err := ParseBindings(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields, union, ok := b.structOf("CUfileDescr_t", 12080)
+	if !ok || union {
+		t.Fatal("no struct CUfileDescr_t")
+	}
+	size, _, offs, err := b.layout(fields, false, 12080)
+	if err != nil || size != 24 || offs["handle"] != [2]int{8, 8} || offs["fs_ops"] != [2]int{16, 8} {
+		t.Errorf("layout: size %d, offsets %v, %v", size, offs, err)
+	}
+	for fn, want := range map[string]string{"cuFileRead": "ssize_t", "cuFileHandleDeregister": "void"} {
+		if ret, _ := lookup(b.Returns, fn, 12080); cReturn(ret) != want {
+			t.Errorf("%s returns %q, want %s", fn, cReturn(ret), want)
+		}
 	}
 }

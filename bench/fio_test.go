@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/kvtier/kvtier/diskio"
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/harness/sweep"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
+)
+
+// BenchmarkDiskVsFio is the disk tier's anchor: fio, what users would run
+// instead, and kvtier read the same file with the same block size, queue
+// depth and O_DIRECT in three rounds; in each, kvtier's median of three
+// samples (the Sampler, as in a sweep) is set against the median of three
+// fio runs, one after the other in turn. Each sub-benchmark reports the median of the
+// three rounds' kvtier/fio throughput ratios (goal: 0.9 or more) and logs
+// every round. On a disk shared with other work single runs vary by half;
+// the medians are what to read.
+//
+//	go test -run '^$' -bench DiskVsFio -benchtime 1x ./bench
+//
+// contiguous: kvtier's contiguous copy mode (the prefix's payload as
+// block-sized sequential reads, io_uring) against fio --rw=read with
+// --bs of one block. scattered16k: the layerwise layout's 16 KiB chunks
+// scattered over the file, one read each (io_uring), against fio
+// --rw=randread --bs=16k over the same file and as many bytes.
+//
+// Environment: KVTIER_DISK_DIR (default a temporary directory; tmpfs is
+// refused), KVTIER_FIO_PREFIX (tokens, default 4k), KVTIER_IODEPTH
+// (default 32).
+func BenchmarkDiskVsFio(b *testing.B) {
+	if _, err := exec.LookPath("fio"); err != nil {
+		b.Skip("no fio (Debian package fio; make test installs it)")
+	}
+	a := newAnchor(b)
+	for _, c := range []struct {
+		name   string
+		layout kv.Layout
+		mode   tiers.CopyMode
+	}{{"contiguous", kv.Blockwise, tiers.Contiguous}, {"scattered16k", kv.Layerwise, tiers.PerCopy}} {
+		b.Run(c.name, func(b *testing.B) {
+			var ratios []float64
+			for round := range 3 {
+				k, f := a.round(b, c.layout, c.mode)
+				ratios = append(ratios, k/f)
+				b.Logf("round %d: kvtier %.3f GB/s, fio %.3f GB/s, ratio %.3f", round+1, k/1e9, f/1e9, k/f)
+			}
+			sort.Float64s(ratios)
+			b.ReportMetric(ratios[1], "kvtier/fio")
+			b.Logf("%s: median kvtier/fio %.3f (goal >= 0.9), depth %d, %s per read", c.name, ratios[1], a.depth,
+				units.FormatBytes(a.readSize(c.mode == tiers.Contiguous)))
+		})
+	}
+}
+
+// round measures kvtier (a sample) and fio (a run) in turn, three times
+// each, and returns the medians of their bytes per second.
+func (a *anchor) round(b *testing.B, layout kv.Layout, mode tiers.CopyMode) (kvtier, fio float64) {
+	c := a.config(b, layout, mode)
+	defer c.Tier.Close()
+	var ks, fs []float64
+	for i := range 3 {
+		ks = append(ks, a.sample(b, c, i == 0))
+		fs = append(fs, a.fio(b, mode == tiers.Contiguous))
+	}
+	return median(ks), median(fs)
+}
+
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	return xs[len(xs)/2]
+}
+
+// An anchor is the shared state of BenchmarkDiskVsFio: the host backend,
+// the geometry and prefix, the run's scratch directory and the tier's
+// file in it (written by the first configuration, read by every one).
+type anchor struct {
+	backend tiers.Backend
+	geom    kv.Geometry
+	prefix  tiers.Prefix
+	depth   int
+	dir     string
+	shared  *tiers.Shared
+	file    string
+}
+
+func newAnchor(b *testing.B) *anchor {
+	b.Helper()
+	a := &anchor{geom: mustModel(b), shared: tiers.NewShared(), dir: env("KVTIER_DISK_DIR", "")}
+	b.Cleanup(func() { a.shared.Close() })
+	if a.dir == "" {
+		a.dir = b.TempDir()
+	}
+	if fs, err := diskio.StatFS(a.dir); err != nil || fs.Memory {
+		b.Skipf("no disk under %s: %v %s (set KVTIER_DISK_DIR)", a.dir, err, fs.MemoryReason(a.dir))
+	}
+	tok, err := units.ParseTokens(env("KVTIER_FIO_PREFIX", "4k"))
+	if err != nil {
+		b.Fatalf("KVTIER_FIO_PREFIX: %v", err)
+	}
+	a.prefix = sweep.Prefix(a.geom, tok)
+	if a.depth, err = strconv.Atoi(env("KVTIER_IODEPTH", "32")); err != nil || a.depth < 1 {
+		b.Fatalf("KVTIER_IODEPTH: %v", err)
+	}
+	if a.backend, err = tiers.OpenHost(tiers.BackendConfig{NUMA: -1}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.backend.Close() })
+	return a
+}
+
+func mustModel(b *testing.B) kv.Geometry {
+	g, err := kv.LookupModel(kv.DefaultModel)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+// readSize is the size of one read: a block for contiguous reads, a
+// chunk (16 KiB) for scattered ones.
+func (a *anchor) readSize(contiguous bool) int64 {
+	if contiguous {
+		return a.geom.BlockBytes()
+	}
+	return a.geom.ChunkBytes(kv.Layerwise)
+}
+
+// config sets up the disk tier (io_uring, O_DIRECT) in layout and mode
+// for the prefix; the first writes the file.
+func (a *anchor) config(b *testing.B, layout kv.Layout, mode tiers.CopyMode) sweep.Config {
+	b.Helper()
+	spec, err := tiers.Lookup("disk")
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := tiers.NewDiskOptions()
+	o.IO, o.IODepth = diskio.Uring, a.depth
+	env := tiers.Env{Backend: a.backend, Geometry: a.geom, Layout: layout, Copy: mode, Seed: 1,
+		Options: o, Scratch: a.dir, Shared: a.shared}
+	c := sweep.Config{Backend: a.backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Geom: a.geom, Seed: 1}
+	if r := c.Tier.Available(); r != "" {
+		b.Skip(r)
+	}
+	if err := c.Tier.Setup(context.Background(), a.prefix.Blocks); err != nil {
+		b.Fatal(err)
+	}
+	if a.file == "" {
+		files, _ := filepath.Glob(filepath.Join(a.dir, "kvtier-disk-*.kv"))
+		if len(files) != 1 {
+			b.Fatalf("the disk tier's file in %s: %v", a.dir, files)
+		}
+		a.file = files[0]
+	}
+	return c
+}
+
+// sample measures one verified sample of c through the sweep's Sampler
+// (after a discarded one when warm) and returns its bytes per second.
+func (a *anchor) sample(b *testing.B, c sweep.Config, warm bool) float64 {
+	b.Helper()
+	var row results.Row
+	p := harness.Policy{Reps: 1}
+	if warm {
+		p.Warmup = 1
+	}
+	s := &harness.Sampler{Suite: "bench", Sink: sinkFunc(func(r results.Row) error { row = r; return nil }), Policy: p}
+	res, err := s.Measure(context.Background(), c.Case(a.prefix))
+	if err != nil || res.Err != nil || row.Status != results.StatusOK {
+		b.Fatalf("kvtier: %v %v %s %s", err, res.Err, row.Status, row.Reason)
+	}
+	return float64(row.Bytes) / row.Seconds
+}
+
+// spanStart is where in the file the contiguous copy mode's span starts:
+// the tier's placement (seed 1) of the prefix's first block in the file,
+// moved back as kv.ContiguousSpan moves it.
+func (a *anchor) spanStart(b *testing.B) int64 {
+	n := a.prefix.Blocks
+	src := kv.Pool{Geometry: a.geom, Layout: kv.Blockwise, Slots: kv.PoolSlots(n)}
+	dst := kv.Pool{Geometry: a.geom, Layout: kv.Blockwise, Slots: n}
+	ss, err := kv.Placement(1, src.Slots, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ds, err := kv.Placement(1^0x5bd1e995, dst.Slots, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := kv.GatherPlan(src, ss, dst, ds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	span, err := kv.ContiguousSpan(plan, src.Size(), dst.Size())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return span.Src
+}
+
+// fio runs fio on the tier's file with the same read size, depth and
+// O_DIRECT, over as many bytes as the prefix, and returns its bytes per
+// second: sequential over the bytes kvtier's contiguous reads cover, or
+// random reads over the whole file.
+func (a *anchor) fio(b *testing.B, contiguous bool) float64 {
+	b.Helper()
+	payload := int64(a.prefix.Blocks) * a.geom.BlockBytes()
+	args := []string{"--name=kvtier-anchor", "--filename=" + a.file, "--direct=1", "--ioengine=io_uring", "--fixedbufs",
+		"--iodepth=" + strconv.Itoa(a.depth), "--bs=" + strconv.FormatInt(a.readSize(contiguous), 10),
+		"--output-format=json", "--invalidate=1"}
+	if contiguous {
+		args = append(args, "--rw=read", "--offset="+strconv.FormatInt(a.spanStart(b), 10), "--size="+strconv.FormatInt(payload, 10))
+	} else {
+		args = append(args, "--rw=randread", "--io_size="+strconv.FormatInt(payload, 10))
+	}
+	out, err := exec.Command("fio", args...).Output()
+	if err != nil {
+		b.Fatalf("fio %v: %v\n%s", args, err, out)
+	}
+	var r struct {
+		Jobs []struct {
+			Read struct {
+				BWBytes float64 `json:"bw_bytes"`
+			} `json:"read"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(r.Jobs) != 1 || r.Jobs[0].Read.BWBytes <= 0 {
+		b.Fatalf("fio output: %v\n%s", err, out)
+	}
+	return r.Jobs[0].Read.BWBytes
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestMeshBadInput(t *testing.T) {
+	t.Setenv(EnvToken, "")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no token", []string{"--launcher", "flags", "--rank", "0", "--world-size", "2", "--coordinator", "127.0.0.1:1"}, "--token: no run token"},
+		{"no world size", []string{"--token", "x", "--launcher", "flags", "--rank", "0", "--coordinator", "127.0.0.1:1"}, "--world-size: unknown"},
+		{"bad pattern", []string{"--token", "x", "--launcher", "flags", "--rank", "0", "--world-size", "2", "--coordinator", "127.0.0.1:1", "--pattern", "star"}, "--pattern: want pairwise or ring"},
+		{"bad coordinator", []string{"--token", "x", "--launcher", "flags", "--rank", "0", "--world-size", "2", "--coordinator", "nowhere"}, "--coordinator: \"nowhere\""},
+		{"unknown launcher", []string{"--token", "x", "--launcher", "lsf"}, "--launcher: unknown launcher"},
+		{"coordinator not here", []string{"--token", "x", "--launcher", "flags", "--rank", "0", "--world-size", "2", "--coordinator", "192.0.2.1:29500"}, "rank 0 cannot listen there"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"mesh", "--out", t.TempDir()}, tc.args...)
+			if code := dispatch(context.Background(), &stdout, &stderr, args); code != exitUsage {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUsage, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			last := lines[len(lines)-1]
+			if !strings.HasPrefix(last, "kvtier mesh: ") || !strings.Contains(last, tc.want) {
+				t.Fatalf("last line %q, want one naming %q", last, tc.want)
+			}
+		})
+	}
+}
+
+// freePort returns a loopback address nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Three ranks in this process (the flags launcher, two nodes named by
+// --node): every rank exits 0, rank 0 prints mesh.csv and writes the
+// matrix, the ranks' manifests and the plots.
+func TestMeshInProcess(t *testing.T) {
+	coord := freePort(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	nodes := []string{"a", "a", "b"}
+	codes := make([]int, 3)
+	outs := make([]bytes.Buffer, 3)
+	errs := make([]bytes.Buffer, 3)
+	var wg sync.WaitGroup
+	for r := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := []string{"mesh", "--token", "tok", "--launcher", "flags", "--rank", fmt.Sprint(r), "--world-size", "3",
+				"--node", nodes[r], "--coordinator", coord, "--sizes", "256KiB,1MiB", "--reps", "2", "--out", dir, "--rendezvous-timeout", "20s", "--intra-peer-copy"}
+			codes[r] = dispatch(context.Background(), &outs[r], &errs[r], args)
+		}()
+	}
+	wg.Wait()
+	for r, code := range codes {
+		if code != exitOK {
+			t.Fatalf("rank %d: exit %d:\n%s", r, code, errs[r].String())
+		}
+	}
+	if got := strings.TrimSpace(outs[0].String()); got != filepath.Join(dir, "mesh.csv") {
+		t.Errorf("rank 0 printed %q, want the path of mesh.csv", got)
+	}
+	if !strings.Contains(errs[1].String(), "kvtier mesh: rank 1: done") {
+		t.Errorf("rank 1 did not say it was done:\n%s", errs[1].String())
+	}
+	for _, f := range []string{"mesh.csv", "mesh_matrix.csv", "mesh_ranks.json", "mesh_summary.csv", "manifest.json",
+		"plots/mesh_intra_inter.png", "plots/mesh_matrix_net_blockwise_1048576.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	m, _ := os.ReadFile(filepath.Join(dir, "mesh_matrix.csv"))
+	if n := strings.Count(string(m), "pairwise,net,") - strings.Count(string(m), ",inter,inter,"); n != 4 { // 0↔1 at two sizes
+		t.Errorf("%d intra cells over the network in mesh_matrix.csv, want 4:\n%s", n, m)
+	}
+	// Without GPUs the intra pairs' peer path is a skipped cell with the
+	// reason, never a number.
+	if n := strings.Count(string(m), "the GPUs' peer path needs a GPU on both ranks"); n != 4 || !strings.Contains(string(m), "pairwise,peercopy,") {
+		t.Errorf("%d skipped peer-copy cells, want 4 (0↔1 at two sizes):\n%s", n, m)
+	}
+}

@@ -1,0 +1,145 @@
+// Package cufiletest builds the fake libcufile kept beside it
+// (fakecufile.c.src) for tests, with the system C compiler, so the
+// cuFile shim, package diskio's GPUDirect Storage reads and the disk
+// tier's gpudirect path are tested on machines without GPUDirect
+// Storage. Each Build is a fresh copy of the library (a new file, so
+// dlopen loads a new instance), so the failures one test asks of it do
+// not leak into others.
+package cufiletest
+
+/*
+#cgo LDFLAGS: -ldl
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+
+static void *loaded(const char *path) { return dlopen(path, RTLD_NOW | RTLD_NOLOAD); }
+
+static int fail(const char *path, const char *sym, int code)
+{
+	void *h = loaded(path);
+	if (!h)
+		return -1;
+	void (*f)(const char *, int) = (void (*)(const char *, int))dlsym(h, "fakecufile_fail");
+	if (!f)
+		return -1;
+	f(sym, code);
+	return 0;
+}
+
+static int state(const char *path, long *o, long *hd, long *b, long *r)
+{
+	void *h = loaded(path);
+	if (!h)
+		return -1;
+	void (*f)(long *, long *, long *, long *) = (void (*)(long *, long *, long *, long *))dlsym(h, "fakecufile_state");
+	if (!f)
+		return -1;
+	f(o, hd, b, r);
+	return 0;
+}
+
+static void *sym(const char *path, const char *name)
+{
+	void *h = loaded(path);
+	return h ? dlsym(h, name) : NULL;
+}
+
+static void *ctx_of(void *f, long *calls) { return ((void *(*)(long *))f)(calls); }
+*/
+import "C"
+
+import (
+	_ "embed"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"github.com/kvtier/kvtier/internal/fakelib"
+)
+
+//go:embed fakecufile.c.src
+var fakeCUFile []byte
+
+// An Option changes how the fake is compiled.
+type Option string
+
+// NoV2 builds a library without cuFileDriverClose_v2, like GDS releases
+// before the reference-counted close.
+const NoV2 Option = "-DFAKECUFILE_NO_V2"
+
+// Build returns the path of a fresh copy of the fake libcufile in a new
+// temporary directory (compiled once per source and options). The test
+// is skipped when there is no C compiler.
+func Build(t testing.TB, opts ...Option) string {
+	t.Helper()
+	flags := []string{"-Werror"}
+	for _, o := range opts {
+		flags = append(flags, string(o))
+	}
+	dir := fakelib.Build(t, fakelib.Lib{Name: "libcufile.so.0", Source: fakeCUFile, Flags: flags})
+	return filepath.Join(dir, "libcufile.so.0")
+}
+
+// Fail makes every later call of sym in the loaded fake at lib fail with
+// code (a CUfileOpError such as 5001; for cuFileRead, -1 fails with
+// errno EIO); code 0 clears it.
+func Fail(t testing.TB, lib, sym string, code int) {
+	t.Helper()
+	cp, cs := C.CString(lib), C.CString(sym)
+	defer C.free(unsafe.Pointer(cp))
+	defer C.free(unsafe.Pointer(cs))
+	if C.fail(cp, cs, C.int(code)) != 0 {
+		t.Fatalf("cufiletest: %s is not loaded", lib)
+	}
+}
+
+// A State is what the loaded fake holds.
+type State struct {
+	Open    int64 // cuFileDriverOpen calls not yet closed
+	Handles int64 // registered file handles
+	Buffers int64 // registered buffers
+	Reads   int64 // cuFileRead calls that read
+}
+
+// StateOf returns the state of the loaded fake at lib.
+func StateOf(t testing.TB, lib string) State {
+	t.Helper()
+	cp := C.CString(lib)
+	defer C.free(unsafe.Pointer(cp))
+	var o, h, b, r C.long
+	if C.state(cp, &o, &h, &b, &r) != 0 {
+		t.Fatalf("cufiletest: %s is not loaded", lib)
+	}
+	return State{Open: int64(o), Handles: int64(h), Buffers: int64(b), Reads: int64(r)}
+}
+
+// SetCtxFunc returns the fake's stand-in for cuCtxSetCurrent in the
+// loaded fake at lib: it records the context and fails with 201 for the
+// context 0xbad.
+func SetCtxFunc(t testing.TB, lib string) unsafe.Pointer {
+	t.Helper()
+	p := sym(t, lib, "fakecufile_set_ctx")
+	return p
+}
+
+// LastCtx returns the last context the fake's stand-in made current and
+// how many times it was called.
+func LastCtx(t testing.TB, lib string) (uintptr, int64) {
+	t.Helper()
+	var n C.long
+	c := C.ctx_of(sym(t, lib, "fakecufile_ctx"), &n)
+	return uintptr(c), int64(n)
+}
+
+func sym(t testing.TB, lib, name string) unsafe.Pointer {
+	t.Helper()
+	cp, cn := C.CString(lib), C.CString(name)
+	defer C.free(unsafe.Pointer(cp))
+	defer C.free(unsafe.Pointer(cn))
+	p := C.sym(cp, cn)
+	if p == nil {
+		t.Fatalf("cufiletest: %s is not loaded or lacks %s", lib, name)
+	}
+	return p
+}

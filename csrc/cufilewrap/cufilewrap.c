@@ -1,0 +1,166 @@
+/* cufilewrap.c: loads libcufile and wraps the cuFile calls kvtier makes.
+ * See cufilewrap.h. Built by cgo as part of package cufilewrap. */
+#include "cufilewrap.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int kv_fail(kv_cufile_err *e, const char *op, int code)
+{
+	e->op = op;
+	e->code = code;
+	e->cu_err = 0;
+	e->sys_errno = 0;
+	e->index = -1;
+	e->res = 0;
+	return code;
+}
+
+/* kv_status turns a returned CUfileError_t into the shim's code. */
+static int kv_status(kv_cufile_err *e, const char *op, kv_CUfileError_t s)
+{
+	if (s.err == KV_CU_FILE_SUCCESS)
+		return 0;
+	kv_fail(e, op, s.err);
+	e->cu_err = s.cu_err;
+	return s.err;
+}
+
+static int kv_ctx(kv_cufile_set_ctx_fn set, uint64_t ctx, kv_cufile_err *e)
+{
+	if (!set)
+		return 0;
+	int r = set((void *)(uintptr_t)ctx);
+	if (r != 0) {
+		kv_fail(e, "cuCtxSetCurrent", KV_CUFILE_ERR_CONTEXT);
+		e->cu_err = r;
+		return KV_CUFILE_ERR_CONTEXT;
+	}
+	return 0;
+}
+
+static void *kv_open(const char *path, kv_cufile_err *e)
+{
+	const char *tries[] = {"libcufile.so.0", "libcufile.so"};
+	int n = 2;
+	if (path && path[0]) {
+		tries[0] = path;
+		n = 1;
+	}
+	size_t used = 0;
+	for (int i = 0; i < n; i++) {
+		dlerror();
+		void *lib = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
+		if (lib)
+			return lib;
+		const char *d = dlerror();
+		used += snprintf(e->msg + used, sizeof e->msg - used, "%s%s", i ? "; " : "cannot load libcufile: ",
+				 d ? d : tries[i]);
+		if (used >= sizeof e->msg)
+			break;
+	}
+	return NULL;
+}
+
+kv_cufile *kv_cufile_load(const char *path, kv_cufile_err *e)
+{
+	e->msg[0] = 0;
+	void *lib = kv_open(path, e);
+	if (!lib) {
+		kv_fail(e, "dlopen", KV_CUFILE_ERR_NO_LIBRARY);
+		return NULL;
+	}
+	/* From here on the library stays open whatever happens: no dlclose. */
+	kv_cufile *L = calloc(1, sizeof *L);
+	if (!L) {
+		kv_fail(e, "calloc", KV_CUFILE_ERR_NO_MEMORY);
+		return NULL;
+	}
+	L->lib = lib;
+	snprintf(L->path, sizeof L->path, "%s", path && path[0] ? path : "libcufile.so.0");
+#define KV_CUFILE_RESOLVE(name, sym, req, ret, args)                                            \
+	do {                                                                                    \
+		const char *s_ = sym;                                                           \
+		void *p_ = dlsym(lib, s_);                                                      \
+		if (!p_ && strcmp(s_, #name) != 0)                                              \
+			p_ = dlsym(lib, s_ = #name);                                            \
+		L->name = (ret(*) args)p_;                                                      \
+		if (p_ && strcmp(#name, "cuFileDriverClose") == 0)                              \
+			snprintf(L->close_symbol, sizeof L->close_symbol, "%s", s_);            \
+		if (!p_ && (req)) {                                                             \
+			snprintf(e->msg, sizeof e->msg, "%s: required %s not found", L->path, sym); \
+			kv_fail(e, sym, KV_CUFILE_ERR_NO_SYMBOL);                               \
+			free(L);                                                                \
+			return NULL;                                                            \
+		}                                                                               \
+	} while (0);
+	KV_CUFILE_SYMBOLS(KV_CUFILE_RESOLVE)
+#undef KV_CUFILE_RESOLVE
+	return L;
+}
+
+int kv_cufile_driver_open(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_cufile_err *e)
+{
+	if (kv_ctx(set, ctx, e))
+		return e->code;
+	return kv_status(e, "cuFileDriverOpen", L->cuFileDriverOpen());
+}
+
+int kv_cufile_driver_close(kv_cufile *L, kv_cufile_err *e)
+{
+	return kv_status(e, "cuFileDriverClose", L->cuFileDriverClose());
+}
+
+int kv_cufile_handle_register(kv_cufile *L, int fd, kv_CUfileHandle_t *h, kv_cufile_err *e)
+{
+	kv_CUfileDescr_t d;
+	memset(&d, 0, sizeof d);
+	d.type = KV_CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	d.handle.fd = fd;
+	return kv_status(e, "cuFileHandleRegister", L->cuFileHandleRegister(h, &d));
+}
+
+void kv_cufile_handle_deregister(kv_cufile *L, kv_CUfileHandle_t h) { L->cuFileHandleDeregister(h); }
+
+int kv_cufile_buf_register(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, uint64_t p, size_t n,
+			   kv_cufile_err *e)
+{
+	if (kv_ctx(set, ctx, e))
+		return e->code;
+	return kv_status(e, "cuFileBufRegister", L->cuFileBufRegister((const void *)(uintptr_t)p, n, 0));
+}
+
+int kv_cufile_buf_deregister(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, uint64_t p, kv_cufile_err *e)
+{
+	if (kv_ctx(set, ctx, e))
+		return e->code;
+	return kv_status(e, "cuFileBufDeregister", L->cuFileBufDeregister((const void *)(uintptr_t)p));
+}
+
+int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
+		   const kv_cufile_req *req, long n, kv_cufile_err *e)
+{
+	if (kv_ctx(set, ctx, e))
+		return e->code;
+	for (long i = 0; i < n; i++) {
+		errno = 0;
+		ssize_t r = L->cuFileRead(h, (void *)(uintptr_t)base, (size_t)req[i].len, (off_t)req[i].off, (off_t)req[i].dst);
+		if (r == req[i].len)
+			continue;
+		if (r == -1) {
+			kv_fail(e, "cuFileRead", KV_CUFILE_ERR_ERRNO);
+			e->sys_errno = errno;
+		} else if (r < 0) {
+			kv_fail(e, "cuFileRead", (int)-r);
+		} else {
+			kv_fail(e, "cuFileRead", KV_CUFILE_ERR_SHORT);
+			e->res = r;
+		}
+		e->index = i;
+		return e->code;
+	}
+	return 0;
+}

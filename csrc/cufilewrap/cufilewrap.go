@@ -1,0 +1,146 @@
+// Package cufilewrap is the cgo binding of kvtier's cuFile shim
+// (cufilewrap.c in this directory): it loads libcufile (GPUDirect
+// Storage) at run time and calls the shim's functions with Go types. It
+// holds no policy; package diskio is the API to use.
+//
+// Every call returns a Status whose Code is 0 on success, else a
+// CUfileOpError (5001...) or a negative shim code, with the cuFile
+// function that failed.
+package cufilewrap
+
+/*
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "cufilewrap.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+)
+
+// Shim codes in Status.Code, outside cuFile's, and the cuFile codes
+// callers name.
+const (
+	CodeNoLibrary = C.KV_CUFILE_ERR_NO_LIBRARY
+	CodeNoSymbol  = C.KV_CUFILE_ERR_NO_SYMBOL
+	CodeNoMemory  = C.KV_CUFILE_ERR_NO_MEMORY
+	CodeContext   = C.KV_CUFILE_ERR_CONTEXT // making the CUDA context current failed; CUErr says how
+	CodeErrno     = C.KV_CUFILE_ERR_ERRNO   // cuFileRead returned -1; Errno says why
+	CodeShort     = C.KV_CUFILE_ERR_SHORT   // cuFileRead returned fewer bytes than asked
+
+	DriverNotInitialized = C.KV_CU_FILE_DRIVER_NOT_INITIALIZED
+	CUDADriverError      = C.KV_CU_FILE_CUDA_DRIVER_ERROR
+)
+
+// A Status is the outcome of one shim call.
+type Status struct {
+	Op    string // the cuFile function or shim step that failed
+	Code  int    // 0, a CUfileOpError, or a Code* shim code
+	CUErr int    // the CUresult of a CUDA driver error
+	Errno int    // errno of CodeErrno
+	Index int    // the request of a failed read; -1 else
+	Got   int64  // bytes a short read returned
+	Msg   string // loader detail
+}
+
+// OK reports success.
+func (s Status) OK() bool { return s.Code == 0 }
+
+func status(rc C.int, e *C.kv_cufile_err) Status {
+	if rc == 0 {
+		return Status{}
+	}
+	return Status{Op: C.GoString(e.op), Code: int(e.code), CUErr: int(e.cu_err), Errno: int(e.sys_errno),
+		Index: int(e.index), Got: int64(e.res), Msg: C.GoString(&e.msg[0])}
+}
+
+// A Ctx is what makes the caller's CUDA context current in a cuFile
+// call: the loaded cuCtxSetCurrent and the CUcontext (a driver handle,
+// passed as an integer). The zero Ctx makes nothing current.
+type Ctx struct {
+	SetCurrent unsafe.Pointer
+	Ctx        uintptr
+}
+
+func (c Ctx) set() C.kv_cufile_set_ctx_fn { return C.kv_cufile_set_ctx_fn(c.SetCurrent) }
+
+// A Lib is one loaded libcufile. It is never unloaded.
+type Lib struct {
+	l     *C.kv_cufile
+	Path  string // what dlopen opened
+	Close string // the cuFileDriverClose symbol that resolved
+}
+
+// Load opens libcufile at path ("" for libcufile.so.0, then libcufile.so)
+// and resolves its functions.
+func Load(path string) (*Lib, Status) {
+	var cpath *C.char
+	if path != "" {
+		cpath = C.CString(path)
+		defer C.free(unsafe.Pointer(cpath))
+	}
+	var e C.kv_cufile_err
+	l := C.kv_cufile_load(cpath, &e)
+	if l == nil {
+		return nil, Status{Op: C.GoString(e.op), Code: int(e.code), Index: -1, Msg: C.GoString(&e.msg[0])}
+	}
+	return &Lib{l: l, Path: C.GoString(&l.path[0]), Close: C.GoString(&l.close_symbol[0])}, Status{}
+}
+
+// DriverOpen is cuFileDriverOpen with c current.
+func (l *Lib) DriverOpen(c Ctx) Status {
+	var e C.kv_cufile_err
+	return status(C.kv_cufile_driver_open(l.l, c.set(), C.uint64_t(c.Ctx), &e), &e)
+}
+
+// DriverClose is cuFileDriverClose (its _v2 where the library has it).
+func (l *Lib) DriverClose() Status {
+	var e C.kv_cufile_err
+	return status(C.kv_cufile_driver_close(l.l, &e), &e)
+}
+
+// A Handle is a registered file.
+type Handle unsafe.Pointer
+
+// HandleRegister registers the file descriptor fd.
+func (l *Lib) HandleRegister(fd int) (Handle, Status) {
+	var h C.kv_CUfileHandle_t
+	var e C.kv_cufile_err
+	st := status(C.kv_cufile_handle_register(l.l, C.int(fd), &h, &e), &e)
+	return Handle(h), st
+}
+
+// HandleDeregister deregisters h.
+func (l *Lib) HandleDeregister(h Handle) { C.kv_cufile_handle_deregister(l.l, C.kv_CUfileHandle_t(h)) }
+
+// BufRegister registers n bytes of device memory at addr with c current.
+func (l *Lib) BufRegister(c Ctx, addr uintptr, n int64) Status {
+	var e C.kv_cufile_err
+	return status(C.kv_cufile_buf_register(l.l, c.set(), C.uint64_t(c.Ctx), C.uint64_t(addr), C.size_t(n), &e), &e)
+}
+
+// BufDeregister deregisters the device memory at addr with c current.
+func (l *Lib) BufDeregister(c Ctx, addr uintptr) Status {
+	var e C.kv_cufile_err
+	return status(C.kv_cufile_buf_deregister(l.l, c.set(), C.uint64_t(c.Ctx), C.uint64_t(addr), &e), &e)
+}
+
+// A Req is one read: Len bytes at file offset Off into the device
+// buffer at offset Dst.
+type Req struct {
+	Off, Dst, Len int64
+}
+
+var _ = [1]struct{}{}[unsafe.Sizeof(Req{})-C.sizeof_kv_cufile_req]
+
+// Read reads reqs in order from h into the device memory at base with c
+// current; the first that fails or reads short ends it.
+func (l *Lib) Read(c Ctx, h Handle, base uintptr, reqs []Req) Status {
+	if len(reqs) == 0 {
+		return Status{}
+	}
+	var e C.kv_cufile_err
+	p := (*C.kv_cufile_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
+	return status(C.kv_cufile_read(l.l, c.set(), C.uint64_t(c.Ctx), C.kv_CUfileHandle_t(h), C.uint64_t(base), p, C.long(len(reqs)), &e), &e)
+}

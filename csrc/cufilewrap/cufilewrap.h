@@ -1,0 +1,136 @@
+/* cufilewrap.h: the cuFile (GPUDirect Storage) calls kvtier makes,
+ * loaded at run time.
+ *
+ * No cufile.h: the few types are declared here from the facts of
+ * NVIDIA's header. libcufile.so.0 is dlopen'd and every function found
+ * by dlsym under the exported name written beside it in
+ * KV_CUFILE_SYMBOLS, the one symbol list, expanded for the table, the
+ * loader and csrc's ABI facts test, which checks it, the structs and the
+ * constants against testdata/cufile-abi.golden (cufile.h's facts).
+ * cufile.h binds cuFileDriverClose to cuFileDriverClose_v2 (a
+ * reference-counted close); libraries older than that export only the
+ * unversioned name, which the loader takes in its place.
+ *
+ * Every shim function returns 0 or a code and fills a kv_cufile_err with
+ * the call that failed. Calls that touch GPU memory first make the
+ * caller's CUDA context current on the calling thread through the
+ * set-current function the CUDA shim loaded (cuCtxSetCurrent). Nothing
+ * here prints or retries, and a loaded library is never closed.
+ */
+#ifndef KVTIER_CUFILEWRAP_H
+#define KVTIER_CUFILEWRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* CUfileError_t: two int-sized enums, the cuFile status and, when it is
+ * CU_FILE_CUDA_DRIVER_ERROR, the CUresult. Returned by value. */
+typedef struct {
+	int err;
+	int cu_err;
+} kv_CUfileError_t;
+
+/* CUfileDescr_t: the handle type, a union of a Linux fd and a Windows
+ * handle (pointer-sized), and the file system operation table. */
+typedef struct {
+	int type;
+	union {
+		int fd;
+		void *handle;
+	} handle;
+	const void *fs_ops;
+} kv_CUfileDescr_t;
+
+typedef void *kv_CUfileHandle_t;
+
+/* X(struct, field): every field of the structs above, for the ABI test. */
+#define KV_CUFILE_FIELDS(X)                \
+	X(CUfileError_t, err)              \
+	X(CUfileError_t, cu_err)           \
+	X(CUfileDescr_t, type)             \
+	X(CUfileDescr_t, handle)           \
+	X(CUfileDescr_t, fs_ops)
+
+/* X(name, value): the cufile.h constants the shim uses; each becomes
+ * KV_<name>. */
+#define KV_CUFILE_CONSTANTS(X)                  \
+	X(CU_FILE_SUCCESS, 0)                   \
+	X(CU_FILE_DRIVER_NOT_INITIALIZED, 5001) \
+	X(CU_FILE_CUDA_DRIVER_ERROR, 5011)      \
+	X(CU_FILE_HANDLE_TYPE_OPAQUE_FD, 1)
+
+#define KV_CUFILE_ENUM(name, value) KV_##name = (value),
+enum { KV_CUFILE_CONSTANTS(KV_CUFILE_ENUM) };
+#undef KV_CUFILE_ENUM
+
+enum {
+	/* Loader and shim failures, outside cuFile's codes. */
+	KV_CUFILE_ERR_NO_LIBRARY = -1,
+	KV_CUFILE_ERR_NO_SYMBOL = -2,
+	KV_CUFILE_ERR_NO_MEMORY = -3,
+	KV_CUFILE_ERR_CONTEXT = -4, /* making the CUDA context current failed; cu_err says how */
+	KV_CUFILE_ERR_ERRNO = -5,   /* cuFileRead returned -1: errno says why */
+	KV_CUFILE_ERR_SHORT = -6,   /* cuFileRead returned fewer bytes than asked */
+};
+
+/* X(name, exported symbol, required, return type, parameter list). */
+#define KV_CUFILE_SYMBOLS(X)                                                                              \
+	X(cuFileDriverOpen, "cuFileDriverOpen", 1, kv_CUfileError_t, (void))                              \
+	X(cuFileDriverClose, "cuFileDriverClose_v2", 1, kv_CUfileError_t, (void))                         \
+	X(cuFileHandleRegister, "cuFileHandleRegister", 1, kv_CUfileError_t,                              \
+	  (kv_CUfileHandle_t *, kv_CUfileDescr_t *))                                                      \
+	X(cuFileHandleDeregister, "cuFileHandleDeregister", 1, void, (kv_CUfileHandle_t))                 \
+	X(cuFileBufRegister, "cuFileBufRegister", 1, kv_CUfileError_t, (const void *, size_t, int))      \
+	X(cuFileBufDeregister, "cuFileBufDeregister", 1, kv_CUfileError_t, (const void *))                \
+	X(cuFileRead, "cuFileRead", 1, ssize_t, (kv_CUfileHandle_t, void *, size_t, off_t, off_t))
+
+/* A kv_cufile is one loaded libcufile: its handle and function table. */
+typedef struct kv_cufile {
+	void *lib;
+	char path[512];         /* the path that opened */
+	char close_symbol[64];  /* the cuFileDriverClose that resolved */
+#define KV_CUFILE_FIELD(name, sym, req, ret, args) ret(*name) args;
+	KV_CUFILE_SYMBOLS(KV_CUFILE_FIELD)
+#undef KV_CUFILE_FIELD
+} kv_cufile;
+
+/* A kv_cufile_err says which call failed and how. */
+typedef struct {
+	const char *op; /* static string: the cuFile function or shim step */
+	int code;       /* a CUfileOpError, or a KV_CUFILE_ERR_* code */
+	int cu_err;     /* the CUresult of a CUDA driver error */
+	int sys_errno;  /* errno of KV_CUFILE_ERR_ERRNO */
+	long index;     /* the request of a failed read; -1 else */
+	long long res;  /* bytes a short read returned */
+	char msg[512];  /* loader detail (paths tried, dlerror); "" else */
+} kv_cufile_err;
+
+/* kv_cufile_set_ctx_fn makes a CUDA context current (cuCtxSetCurrent). */
+typedef int (*kv_cufile_set_ctx_fn)(void *ctx);
+
+/* One read: len bytes at file offset off into the device buffer at
+ * buffer offset dst. */
+typedef struct {
+	int64_t off;
+	int64_t dst;
+	int64_t len;
+} kv_cufile_req;
+
+/* kv_cufile_load opens path ("" or NULL: libcufile.so.0, then
+ * libcufile.so) and resolves the table. */
+kv_cufile *kv_cufile_load(const char *path, kv_cufile_err *e);
+
+int kv_cufile_driver_open(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_cufile_err *e);
+int kv_cufile_driver_close(kv_cufile *L, kv_cufile_err *e);
+int kv_cufile_handle_register(kv_cufile *L, int fd, kv_CUfileHandle_t *h, kv_cufile_err *e);
+void kv_cufile_handle_deregister(kv_cufile *L, kv_CUfileHandle_t h);
+int kv_cufile_buf_register(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, uint64_t p, size_t n,
+			   kv_cufile_err *e);
+int kv_cufile_buf_deregister(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, uint64_t p, kv_cufile_err *e);
+/* kv_cufile_read reads the n requests in order into the device buffer at
+ * base; the first that fails or reads short ends it. */
+int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
+		   const kv_cufile_req *req, long n, kv_cufile_err *e);
+
+#endif

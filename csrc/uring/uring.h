@@ -1,0 +1,69 @@
+/* uring.h: a minimal io_uring ring for reads, over the kernel's
+ * <linux/io_uring.h> and the raw syscalls (no liburing).
+ *
+ * A ring reads a list of (file offset, address, length) requests from one
+ * file descriptor, keeping up to a given number in flight and submitting
+ * them in batches; requests into registered buffers use READ_FIXED. The
+ * shim has no policy: it retries nothing but an interrupted wait, treats
+ * a short read as a failure of that request, and returns a code with the
+ * step that failed. Nothing here prints.
+ */
+#ifndef KVTIER_URING_H
+#define KVTIER_URING_H
+
+#include <stdint.h>
+#include <sys/uio.h>
+
+typedef struct kv_uring kv_uring;
+
+enum {
+	/* kv_uring_err.code of a read that returned fewer bytes than asked
+	 * (the file was truncated under the reader); other codes are errnos. */
+	KV_URING_SHORT = -1,
+};
+
+/* A kv_uring_err says which step failed and how. */
+typedef struct {
+	const char *op; /* "io_uring_setup", "mmap", "io_uring_register", "io_uring_enter", "read" */
+	int code;       /* errno, or KV_URING_SHORT */
+	long index;     /* for op "read": the request that failed; -1 else */
+	long long res;  /* for a short read: the bytes it returned */
+} kv_uring_err;
+
+/* One read: len bytes at file offset off into addr. buf is the index of
+ * the registered buffer that holds [addr, addr+len), or -1. */
+typedef struct {
+	uint64_t off;
+	uint64_t addr;
+	uint32_t len;
+	int32_t buf;
+} kv_uring_req;
+
+/* KV_URING_COOP_TASKRUN is IORING_SETUP_COOP_TASKRUN (Linux 5.19): no
+ * interrupt of the task to post completions, which it collects when it
+ * waits anyway. Older kernels refuse it with EINVAL. */
+#define KV_URING_COOP_TASKRUN (1U << 8)
+
+/* kv_uring_open sets up a ring of at least entries submission entries
+ * with the io_uring_setup flags given. */
+kv_uring *kv_uring_open(unsigned entries, unsigned flags, kv_uring_err *e);
+
+/* kv_uring_entries is the ring's submission queue size. */
+unsigned kv_uring_entries(const kv_uring *r);
+
+/* kv_uring_register registers n buffers (each at most 1 GiB) for
+ * READ_FIXED; a second call replaces the first set. */
+int kv_uring_register(kv_uring *r, const struct iovec *iov, unsigned n, kv_uring_err *e);
+
+/* kv_uring_read reads the n requests from fd with up to depth in flight
+ * (depth is clamped to the ring's size). On the first failed request it
+ * submits no more, waits for those in flight and returns -1 with e naming
+ * that request; it never returns with a read still in flight unless the
+ * kernel refuses io_uring_enter itself (op "io_uring_enter"), after which
+ * the ring must be closed. */
+int kv_uring_read(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned depth, kv_uring_err *e);
+
+/* kv_uring_close unmaps and closes the ring. */
+void kv_uring_close(kv_uring *r);
+
+#endif

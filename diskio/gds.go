@@ -1,0 +1,253 @@
+package diskio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/kvtier/kvtier/csrc/cufilewrap"
+	"github.com/kvtier/kvtier/kv"
+)
+
+// CUFile is the way of submitting reads of GPUDirect Storage (the disk
+// tier's --io cufile): cuFileRead straight into GPU memory.
+const CUFile = "cufile"
+
+// A DeviceContext makes the CUDA context that owns the device buffer
+// current in cuFile's calls: the loaded cuCtxSetCurrent and the
+// CUcontext, from the CUDA backend.
+type DeviceContext = cufilewrap.Ctx
+
+// A CUFileError is a failed cuFile call.
+type CUFileError struct {
+	Op    string // the cuFile function, or the step that failed
+	Code  int    // the CUfileOpError, or a cufilewrap.Code* value
+	CUErr int    // the CUresult of a CUDA driver error
+	Errno syscall.Errno
+	Msg   string // the loader's detail
+}
+
+var cuFileCodes = map[int]string{
+	5001: "CU_FILE_DRIVER_NOT_INITIALIZED", 5007: "CU_FILE_PLATFORM_NOT_SUPPORTED",
+	5008: "CU_FILE_IO_NOT_SUPPORTED", 5009: "CU_FILE_DEVICE_NOT_SUPPORTED", 5010: "CU_FILE_NVFS_DRIVER_ERROR",
+	5011: "CU_FILE_CUDA_DRIVER_ERROR", 5012: "CU_FILE_CUDA_POINTER_INVALID", 5020: "CU_FILE_DIO_NOT_SET",
+	5022: "CU_FILE_INVALID_VALUE", 5023: "CU_FILE_MEMORY_ALREADY_REGISTERED", 5030: "CU_FILE_INTERNAL_ERROR",
+}
+
+func (e *CUFileError) Error() string {
+	switch {
+	case e.Msg != "":
+		return e.Op + ": " + e.Msg
+	case e.Code == cufilewrap.CodeErrno:
+		return fmt.Sprintf("%s: %v", e.Op, e.Errno)
+	case e.Code == cufilewrap.CodeContext:
+		return fmt.Sprintf("%s: CUresult %d", e.Op, e.CUErr)
+	}
+	name := cuFileCodes[e.Code]
+	if name == "" {
+		name = "cuFile error"
+	}
+	s := fmt.Sprintf("%s: %s (%d)", e.Op, name, e.Code)
+	if e.CUErr != 0 {
+		s += fmt.Sprintf(", CUresult %d", e.CUErr)
+	}
+	return s
+}
+
+func cuFileErr(st cufilewrap.Status) error {
+	if st.OK() {
+		return nil
+	}
+	return &CUFileError{Op: st.Op, Code: st.Code, CUErr: st.CUErr, Errno: syscall.Errno(st.Errno), Msg: st.Msg}
+}
+
+// libs are the libcufiles loaded, by path: each is loaded once per
+// process and never unloaded, as the other native libraries are.
+var libs struct {
+	sync.Mutex
+	m map[string]*cufilewrap.Lib
+}
+
+// load returns libcufile from path ("" for the usual names), loading it
+// the first time.
+func load(path string) (*cufilewrap.Lib, error) {
+	libs.Lock()
+	defer libs.Unlock()
+	if l, ok := libs.m[path]; ok {
+		return l, nil
+	}
+	l, st := cufilewrap.Load(path)
+	if !st.OK() {
+		return nil, cuFileErr(st)
+	}
+	if libs.m == nil {
+		libs.m = map[string]*cufilewrap.Lib{}
+	}
+	libs.m[path] = l
+	return l, nil
+}
+
+// LoadCUFile loads libcufile from path ("" for the usual names) and
+// says which library and which cuFileDriverClose it found, for the
+// manifest; it opens no driver (that needs a GPU context).
+func LoadCUFile(path string) (string, error) {
+	l, err := load(path)
+	if err != nil {
+		return "", err
+	}
+	return l.Path + " (" + l.Close + ")", nil
+}
+
+// ProbeGDS loads libcufile from lib ("" for the usual names) and opens
+// and closes its driver with ctx current: nil when GPUDirect Storage can
+// run here, else why not.
+func ProbeGDS(lib string, ctx DeviceContext) error {
+	l, err := load(lib)
+	if err != nil {
+		return err
+	}
+	if err := cuFileErr(l.DriverOpen(ctx)); err != nil {
+		return err
+	}
+	return cuFileErr(l.DriverClose())
+}
+
+// A GDS reads files into one device buffer with cuFile (GPUDirect
+// Storage): the buffer is registered once, each file on its first read,
+// and Depth goroutines issue cuFileRead calls, a batch per cgo call.
+type GDS struct {
+	lib   *cufilewrap.Lib
+	ctx   DeviceContext
+	base  uintptr
+	size  int64
+	depth int
+
+	mu      sync.Mutex
+	handles map[*File]cufilewrap.Handle
+	reqs    [][]cufilewrap.Req // per goroutine, reused
+}
+
+// OpenGDS loads libcufile from lib, opens its driver and registers the
+// size bytes of device memory at base, with ctx current.
+func OpenGDS(lib string, ctx DeviceContext, base uintptr, size int64, depth int) (*GDS, error) {
+	if depth < 1 {
+		return nil, fmt.Errorf("diskio: io depth %d", depth)
+	}
+	l, err := load(lib)
+	if err != nil {
+		return nil, err
+	}
+	if err := cuFileErr(l.DriverOpen(ctx)); err != nil {
+		return nil, err
+	}
+	if err := cuFileErr(l.BufRegister(ctx, base, size)); err != nil {
+		l.DriverClose()
+		return nil, err
+	}
+	return &GDS{lib: l, ctx: ctx, base: base, size: size, depth: depth,
+		handles: map[*File]cufilewrap.Handle{}, reqs: make([][]cufilewrap.Req, depth)}, nil
+}
+
+// Depth is the number of goroutines reading at once.
+func (g *GDS) Depth() int { return g.depth }
+
+func (g *GDS) handle(f *File) (cufilewrap.Handle, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if h, ok := g.handles[f]; ok {
+		return h, nil
+	}
+	h, st := g.lib.HandleRegister(f.Fd())
+	if err := cuFileErr(st); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	g.handles[f] = h
+	return h, nil
+}
+
+// Read reads every chunk of plan from f into the device buffer (Dst is
+// the offset in it), spread over Depth goroutines; the first failure
+// stops them all and is returned, naming the chunk's file offset.
+func (g *GDS) Read(ctx context.Context, f *File, plan []kv.Copy) error {
+	h, err := g.handle(f)
+	if err != nil {
+		return err
+	}
+	n := min(g.depth, len(plan))
+	errs := make([]error, n)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[w] = g.worker(ctx, f, h, plan, w, n, &stop); errs[w] != nil {
+				stop.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, errStopped) {
+			return err
+		}
+	}
+	return nil
+}
+
+var errStopped = errors.New("stopped: another reader failed")
+
+// worker reads chunks w, w+n, w+2n, ... of plan, a batch per cgo call.
+func (g *GDS) worker(ctx context.Context, f *File, h cufilewrap.Handle, plan []kv.Copy, w, n int, stop *atomic.Bool) error {
+	reqs := g.reqs[w][:0]
+	defer func() { g.reqs[w] = reqs }()
+	for i := w; i < len(plan); i += n {
+		c := plan[i]
+		if c.Bytes <= 0 || c.Dst < 0 || c.Src < 0 || c.Dst+c.Bytes > g.size {
+			return fmt.Errorf("diskio: read of %d bytes to %d outside a device buffer of %d", c.Bytes, c.Dst, g.size)
+		}
+		reqs = append(reqs, cufilewrap.Req{Off: c.Src, Dst: c.Dst, Len: c.Bytes})
+		if len(reqs) < batch && i+n < len(plan) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if stop.Load() {
+			return errStopped
+		}
+		if st := g.lib.Read(g.ctx, h, g.base, reqs); !st.OK() {
+			q := reqs[max(st.Index, 0)]
+			if st.Code == cufilewrap.CodeShort {
+				return fmt.Errorf("read %s at offset %d: %d of %d bytes (the file is shorter than expected)", f.Path, q.Off, st.Got, q.Len)
+			}
+			return fmt.Errorf("read %s at offset %d (%d bytes): %w", f.Path, q.Off, q.Len, cuFileErr(st))
+		}
+		reqs = reqs[:0]
+	}
+	return nil
+}
+
+// Forget deregisters f, which the caller is about to close.
+func (g *GDS) Forget(f *File) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if h, ok := g.handles[f]; ok {
+		g.lib.HandleDeregister(h)
+		delete(g.handles, f)
+	}
+}
+
+// Close deregisters the files and the buffer and closes the driver.
+func (g *GDS) Close() error {
+	g.mu.Lock()
+	for f, h := range g.handles {
+		g.lib.HandleDeregister(h)
+		delete(g.handles, f)
+	}
+	g.mu.Unlock()
+	return errors.Join(cuFileErr(g.lib.BufDeregister(g.ctx, g.base)), cuFileErr(g.lib.DriverClose()))
+}

@@ -1,0 +1,143 @@
+package mesh
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MaxHosts bounds one expanded host list (Slurm's own limit on a range is
+// 64 Ki hosts), so a malformed list cannot make a rank allocate without
+// bound.
+const MaxHosts = 1 << 16
+
+// ExpandHostlist expands Slurm's hostlist syntax into host names, in
+// order, duplicates kept, as `scontrol show hostnames` prints them:
+// entries separated by commas (outside brackets) or white space; in an
+// entry each bracket group "[1-3,7]" holds numbers and ranges whose
+// width is that of the range's first number ("[01-10]" gives 01..10),
+// and several groups expand as a product ("r[1-2]n[1-3]"). Text after
+// the last group ("gpu[01-04]-ib") is kept as a suffix: newer Slurm and
+// pdsh accept it; Slurm 22.05's scontrol calls such a list invalid.
+func ExpandHostlist(list string) ([]string, error) {
+	var out []string
+	for _, entry := range splitEntries(list) {
+		hosts, err := expandEntry(entry)
+		if err != nil {
+			return nil, fmt.Errorf("hostlist %q: %w", list, err)
+		}
+		if len(out)+len(hosts) > MaxHosts {
+			return nil, fmt.Errorf("hostlist %q: more than %d hosts", list, MaxHosts)
+		}
+		out = append(out, hosts...)
+	}
+	return out, nil
+}
+
+// splitEntries cuts list at commas outside brackets and at white space,
+// dropping empty entries.
+func splitEntries(list string) []string {
+	var out []string
+	depth, start := 0, 0
+	cut := func(i int) {
+		if e := list[start:i]; e != "" {
+			out = append(out, e)
+		}
+		start = i + 1
+	}
+	for i := 0; i < len(list); i++ {
+		switch c := list[i]; {
+		case c == '[':
+			depth++
+		case c == ']':
+			depth--
+		case depth <= 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n'):
+			cut(i)
+		}
+	}
+	cut(len(list))
+	return out
+}
+
+// expandEntry expands one entry: literal text and bracket groups.
+func expandEntry(entry string) ([]string, error) {
+	hosts := []string{""}
+	for entry != "" {
+		open := strings.IndexByte(entry, '[')
+		shut := strings.IndexByte(entry, ']')
+		if open < 0 {
+			if shut >= 0 {
+				return nil, errors.New("']' without '['")
+			}
+			return appendAll(hosts, []string{entry}), nil
+		}
+		if shut < open {
+			return nil, errors.New("unbalanced brackets")
+		}
+		if next := strings.IndexByte(entry[open+1:], '['); next >= 0 && open+1+next < shut {
+			return nil, errors.New("nested '['")
+		}
+		nums, err := expandRanges(entry[open+1 : shut])
+		if err != nil {
+			return nil, err
+		}
+		if len(hosts)*len(nums) > MaxHosts {
+			return nil, fmt.Errorf("more than %d hosts", MaxHosts)
+		}
+		hosts = appendAll(appendAll(hosts, []string{entry[:open]}), nums)
+		entry = entry[shut+1:]
+	}
+	return hosts, nil
+}
+
+// appendAll returns every a followed by every b, a-major.
+func appendAll(as, bs []string) []string {
+	out := make([]string, 0, len(as)*len(bs))
+	for _, a := range as {
+		for _, b := range bs {
+			out = append(out, a+b)
+		}
+	}
+	return out
+}
+
+// expandRanges expands the inside of a bracket group: "1-3,07,10-11".
+func expandRanges(s string) ([]string, error) {
+	var out []string
+	for _, r := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err := parseIndex(lo)
+		if err != nil {
+			return nil, fmt.Errorf("range %q: %w", r, err)
+		}
+		b := a
+		if isRange {
+			if b, err = parseIndex(hi); err != nil {
+				return nil, fmt.Errorf("range %q: %w", r, err)
+			}
+		}
+		if b < a {
+			return nil, fmt.Errorf("range %q runs backwards", r)
+		}
+		if b-a >= MaxHosts || len(out)+int(b-a)+1 > MaxHosts {
+			return nil, fmt.Errorf("range %q: more than %d hosts", r, MaxHosts)
+		}
+		for n := a; n <= b; n++ {
+			out = append(out, fmt.Sprintf("%0*d", len(lo), n))
+		}
+	}
+	return out, nil
+}
+
+func parseIndex(s string) (int64, error) {
+	if s == "" {
+		return 0, errors.New("empty number")
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%q is not a number", s)
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
+}

@@ -1,0 +1,169 @@
+package mesh
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/kvtier/kvtier/harness/transfer"
+	"github.com/kvtier/kvtier/results"
+)
+
+// Routes of a matrix cell: through the pools' data path (NIC or TCP), or
+// over the GPUs' peer path.
+const (
+	RouteNet      = "net"
+	RoutePeerCopy = "peercopy"
+)
+
+// A cellKey is one cell of one matrix.
+type cellKey struct {
+	route, layout string
+	bytes         int64
+	src, dst      int
+}
+
+// A cell gathers the rows of one cell.
+type cell struct {
+	first           results.Row
+	gbps            []float64
+	line            float64
+	verified        int // ok reps that were verified
+	errors, skipped int
+	reason          string
+}
+
+// A collector writes every row to the sample file and keeps what the
+// matrix needs; it is safe for concurrent use (ring steps).
+type collector struct {
+	mu    sync.Mutex
+	sink  results.Sink
+	cells map[cellKey]*cell
+}
+
+func newCollector(sink results.Sink) *collector {
+	return &collector{sink: sink, cells: map[cellKey]*cell{}}
+}
+
+// Write writes r and adds it to its cell.
+func (c *collector) Write(r results.Row) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.sink.Write(r); err != nil {
+		return err
+	}
+	src, err1 := strconv.Atoi(r.Get("src_rank"))
+	dst, err2 := strconv.Atoi(r.Get("dst_rank"))
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	route := RouteNet
+	if r.Get("path") == transfer.PathPeerCopy {
+		route = RoutePeerCopy
+	}
+	k := cellKey{route, r.Layout, r.Bytes, src, dst}
+	x := c.cells[k]
+	if x == nil {
+		x = &cell{first: r}
+		c.cells[k] = x
+	}
+	switch r.Status {
+	case results.StatusOK:
+		x.gbps = append(x.gbps, r.GBps)
+		if r.Get("verified") == "true" {
+			x.verified++
+		}
+		if lg := r.Float("line_gbps"); lg > 0 {
+			x.line = lg
+		}
+	case results.StatusError:
+		x.errors++
+		x.reason = cmp.Or(x.reason, r.Reason)
+	case results.StatusSkipped:
+		x.skipped++
+		x.reason = cmp.Or(x.reason, r.Reason)
+	}
+	return nil
+}
+
+// Close leaves the sink to its owner.
+func (c *collector) Close() error { return nil }
+
+// matrix returns one row per cell, in order of route, layout, size,
+// source and destination, with MatrixColumns.
+func (c *collector) matrix() []results.Row {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]cellKey, 0, len(c.cells))
+	for k := range c.cells {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b cellKey) int {
+		return cmp.Or(strings.Compare(a.route, b.route), strings.Compare(a.layout, b.layout),
+			cmp.Compare(a.bytes, b.bytes), cmp.Compare(a.src, b.src), cmp.Compare(a.dst, b.dst))
+	})
+	out := make([]results.Row, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, c.cells[k].row(k))
+	}
+	return out
+}
+
+// row renders a cell as a matrix row.
+func (x *cell) row(k cellKey) results.Row {
+	f := x.first
+	r := results.Row{Layout: k.layout, Bytes: k.bytes, Transport: f.Transport, Reason: x.reason, Extra: map[string]string{}}
+	for _, col := range []string{"pattern", "src_rank", "dst_rank", "src_node", "dst_node", "pair", "path"} {
+		r.Extra[col] = f.Get(col)
+	}
+	r.Set("route", k.route)
+	st := results.Describe(x.gbps)
+	r.Set("n", st.N)
+	r.Set("gbps_p50", st.P50)
+	r.Set("gbps_p10", st.P10)
+	r.Set("gbps_p90", st.P90)
+	if x.line > 0 {
+		r.Set("line_gbps", x.line)
+	}
+	r.Set("verified", st.N > 0 && x.verified > 0)
+	r.Set("errors", x.errors)
+	r.Set("skipped", x.skipped)
+	return r
+}
+
+// schedule lists the steps of a mesh of n ranks: pairwise, one task per
+// step for each ordered pair (source-major); ring, per layout and size
+// one step in which every rank i reads from rank i+1. Intra pairs carry
+// peerCopy.
+func schedule(pattern string, members []Member, layouts []string, sizes []int64, peerCopy bool) [][]Task {
+	n := len(members)
+	var steps [][]Task
+	task := func(src, dst int, ls []string, ss []int64) Task {
+		return Task{Step: len(steps), Pattern: pattern, Src: src, Dst: dst, Layouts: ls, Sizes: ss,
+			PeerCopy: peerCopy && pairOf(members[src], members[dst]) == PairIntra}
+	}
+	if pattern == Ring {
+		for _, l := range layouts {
+			for _, s := range sizes {
+				var step []Task
+				for dst := 0; dst < n && n > 1; dst++ {
+					t := task((dst+1)%n, dst, []string{l}, []int64{s})
+					t.PeerCopy = false
+					step = append(step, t)
+				}
+				steps = append(steps, step)
+			}
+		}
+		return steps
+	}
+	for src := 0; src < n; src++ {
+		for dst := 0; dst < n; dst++ {
+			if src != dst {
+				steps = append(steps, []Task{task(src, dst, layouts, sizes)})
+			}
+		}
+	}
+	return steps
+}

@@ -1,0 +1,204 @@
+package mesh
+
+import (
+	"context"
+	"encoding/csv"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/harness/transfer"
+	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/tiers"
+)
+
+const testToken = "t0ken"
+
+// testRank is one rank of an in-process mesh: a host pool served on
+// loopback with the run token, and a Worker on the host backend.
+type testRank struct {
+	member Member
+	worker *Worker
+}
+
+func testOptions() transfer.Options {
+	o := transfer.DefaultOptions()
+	o.Sizes, o.Layouts = []int64{256 << 10, 1 << 20}, []string{transfer.Blockwise}
+	o.Policy.Reps, o.Token, o.IdleTimeout = 2, testToken, 2*time.Second
+	return o
+}
+
+func testConfig(size int) Config {
+	o := testOptions()
+	s := o.Settings()
+	s["world_size"] = string(rune('0' + size))
+	return Config{Token: testToken, RendezvousTimeout: 5 * time.Second, IdleTimeout: 2 * time.Second, Settings: s, Log: io.Discard}
+}
+
+func newTestRank(t *testing.T, rank, size int, node string) *testRank {
+	t.Helper()
+	pool, err := peer.NewHostPool(2<<20, uint64(rank+1)*7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { peer.NewServer(peer.ServerConfig{Pool: pool, Token: testToken}).Serve(ctx, ln); close(done) }()
+	o := testOptions()
+	be, closeBe, err := transfer.OpenBackends(context.Background(), o, tiers.BackendConfig{NUMA: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-done; pool.Close(); closeBe() })
+	l := Launch{Launcher: LauncherFlags, Rank: rank, Size: size, Node: node}
+	return &testRank{
+		member: Member{Launch: l, Addr: ln.Addr().String(), Transport: peer.TCP, Mem: peer.HostMem, GPU: -1, NIC: "lo"},
+		worker: &Worker{Options: o, Backends: be, Log: io.Discard},
+	}
+}
+
+// runMesh runs rank 0 as coordinator and the others as ranks (serve
+// replaced by join for the ranks in skipServe) and returns rank 0's
+// results directory and Run's error.
+func runMesh(t *testing.T, ranks []*testRank, pattern string, joinOnly map[int]bool) (string, error) {
+	t.Helper()
+	cfg := testConfig(len(ranks))
+	co, err := Listen(cfg, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, r := range ranks[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rk, _, err := DialCoordinator(context.Background(), cfg, co.Addr().String())
+			if err != nil {
+				t.Errorf("rank %d: %v", r.member.Rank, err)
+				return
+			}
+			defer rk.Close()
+			if _, err := rk.Join(context.Background(), r.member); err != nil {
+				t.Errorf("rank %d: %v", r.member.Rank, err)
+				return
+			}
+			if joinOnly[r.member.Rank] {
+				return // gone: its connection closes
+			}
+			if err := rk.Serve(context.Background(), r.worker); err != nil {
+				t.Errorf("rank %d: %v", r.member.Rank, err)
+			}
+		}()
+	}
+	if _, err := co.Rendezvous(context.Background(), ranks[0].member); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, err := harness.CreateOutput(dir, Suite.Name, []string{"kvtier", "mesh"}, system.Config{Root: "/"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = co.Run(context.Background(), out, ranks[0].worker, pattern, false)
+	wg.Wait()
+	if cerr := out.Close(err != nil); cerr != nil {
+		t.Fatal(cerr)
+	}
+	return dir, err
+}
+
+// matrixOf reads mesh_matrix.csv as SRC->DST -> its cells (last size wins).
+func matrixOf(t *testing.T, dir string) map[string]map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, MatrixFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]string{}
+	for _, rec := range recs[1:] {
+		m := map[string]string{}
+		for i, c := range recs[0] {
+			m[c] = rec[i]
+		}
+		out[m["src_rank"]+"->"+m["dst_rank"]] = m
+	}
+	return out
+}
+
+func TestMeshPairwise(t *testing.T) {
+	t.Parallel()
+	ranks := []*testRank{newTestRank(t, 0, 3, "a"), newTestRank(t, 1, 3, "a"), newTestRank(t, 2, 3, "b")}
+	dir, err := runMesh(t, ranks, Pairwise, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := matrixOf(t, dir)
+	want := map[string]string{"0->1": "intra", "1->0": "intra", "0->2": "inter", "2->0": "inter", "1->2": "inter", "2->1": "inter"}
+	if len(m) != len(want) {
+		t.Fatalf("matrix pairs %v, want %v", m, want)
+	}
+	for p, pair := range want {
+		c := m[p]
+		if c["pair"] != pair || c["n"] != "2" || c["verified"] != "true" || c["errors"] != "0" || c["route"] != RouteNet {
+			t.Errorf("pair %s: %v, want %s with 2 ok verified reps", p, c, pair)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, RanksFile)); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestMeshRing(t *testing.T) {
+	t.Parallel()
+	ranks := []*testRank{newTestRank(t, 0, 3, "a"), newTestRank(t, 1, 3, "b"), newTestRank(t, 2, 3, "c")}
+	dir, err := runMesh(t, ranks, Ring, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := matrixOf(t, dir)
+	for _, p := range []string{"1->0", "2->1", "0->2"} {
+		if c := m[p]; c == nil || c["pattern"] != Ring || c["n"] != "2" || c["verified"] != "true" {
+			t.Errorf("ring pair %s: %v", p, c)
+		}
+	}
+	if len(m) != 3 {
+		t.Errorf("ring matrix has %d pairs, want the 3 neighbours: %v", len(m), m)
+	}
+}
+
+// A rank that joins and then goes away leaves error rows naming it for
+// every pair it is in; the other pairs are measured.
+func TestMeshRankGone(t *testing.T) {
+	t.Parallel()
+	ranks := []*testRank{newTestRank(t, 0, 3, "a"), newTestRank(t, 1, 3, "b"), newTestRank(t, 2, 3, "c")}
+	dir, err := runMesh(t, ranks, Pairwise, map[int]bool{2: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := matrixOf(t, dir)
+	for _, p := range []string{"0->1", "1->0"} {
+		if c := m[p]; c["n"] != "2" || c["errors"] != "0" {
+			t.Errorf("pair %s: %v, want measured", p, c)
+		}
+	}
+	for _, p := range []string{"0->2", "2->0", "1->2", "2->1"} {
+		if c := m[p]; c == nil || c["errors"] == "0" || !strings.Contains(c["reason"], "rank 2") {
+			t.Errorf("pair %s of the gone rank: %v, want error rows naming rank 2", p, c)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers"
+)
+
+type rowSink struct{ rows []results.Row }
+
+func (s *rowSink) Write(r results.Row) error { s.rows = append(s.rows, r); return nil }
+func (s *rowSink) Close() error              { return nil }
+
+// TestBefore checks that Case.Before runs before every sample, warm-up
+// included, outside the timed part, and that its failure is an error row
+// that ends the case.
+func TestBefore(t *testing.T) {
+	t.Parallel()
+	const pause = 30 * time.Millisecond
+	var calls, fetches int
+	var failAt int
+	c := Case{
+		Row:   results.NewRow("test"),
+		Timer: &tiers.ClockTimer{},
+		Fetch: func(context.Context) error { fetches++; return nil },
+		Before: func() error {
+			calls++
+			if calls == failAt {
+				return errors.New("file removed")
+			}
+			time.Sleep(pause)
+			return nil
+		},
+	}
+	sink := &rowSink{}
+	s := &Sampler{Suite: "test", Sink: sink, Policy: Policy{Warmup: 2, Reps: 3}}
+	res, err := s.Measure(context.Background(), c)
+	if err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	if calls != 5 || fetches != 5 {
+		t.Errorf("Before ran %d times for %d fetches, want 5 and 5", calls, fetches)
+	}
+	for _, r := range sink.rows {
+		if r.Status != results.StatusOK || r.Seconds >= pause.Seconds() {
+			t.Errorf("rep %d: %s %.3f s: Before was timed", r.Rep, r.Status, r.Seconds)
+		}
+	}
+	calls, fetches, failAt, sink.rows = 0, 0, 4, nil
+	res, err = s.Measure(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Err == nil || res.Errors != 1 || len(sink.rows) != 2 || fetches != 3 {
+		t.Fatalf("failing Before: %v, %d error rows of %d, %d fetches", res.Err, res.Errors, len(sink.rows), fetches)
+	}
+	if r := sink.rows[1]; r.Status != results.StatusError || !strings.Contains(r.Reason, "file removed") {
+		t.Errorf("row after a failing Before: %s %q", r.Status, r.Reason)
+	}
+}

@@ -1,0 +1,202 @@
+package plots
+
+import (
+	"cmp"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/results"
+)
+
+func init() {
+	Register("mesh", drawMeshMatrices)
+	Register("mesh", drawMeshPairs)
+}
+
+// heat is a colour ramp for the matrices, light (low) to dark (high):
+// viridis' anchors, readable in grey.
+var heat = []color.RGBA{{0xfd, 0xe7, 0x25, 0xff}, {0x5e, 0xc9, 0x62, 0xff}, {0x21, 0x91, 0x8c, 0xff}, {0x3b, 0x52, 0x8b, 0xff}, {0x44, 0x01, 0x54, 0xff}}
+
+// heatColor is the colour of v on [lo, hi].
+func heatColor(v, lo, hi float64) color.RGBA {
+	f := 0.0
+	if hi > lo {
+		f = math.Max(0, math.Min(1, (v-lo)/(hi-lo)))
+	}
+	x := f * float64(len(heat)-1)
+	i := min(int(x), len(heat)-2)
+	t := x - float64(i)
+	mix := func(a, b uint8) uint8 { return uint8(float64(a) + t*(float64(b)-float64(a)) + 0.5) }
+	a, b := heat[i], heat[i+1]
+	return color.RGBA{mix(a.R, b.R), mix(a.G, b.G), mix(a.B, b.B), 0xff}
+}
+
+// drawMeshMatrices draws one heat map per route, layout and size: p50
+// GB/s of each source (row) → destination (column) pair.
+func drawMeshMatrices(dir string, run *report.Run, res *Result) error {
+	keys, stats := report.MeshCells(run.Rows("mesh"))
+	type view struct {
+		route, layout string
+		bytes         int64
+	}
+	cells := map[view][]report.MeshCell{}
+	var views []view
+	n := 0
+	for _, k := range keys {
+		v := view{k.Route, k.Layout, k.Bytes}
+		if cells[v] == nil {
+			views = append(views, v)
+		}
+		cells[v] = append(cells[v], k)
+		n = max(n, k.Src+1, k.Dst+1)
+	}
+	for _, v := range views {
+		title := fmt.Sprintf("Mesh: p50 GB/s, source rank → destination rank (%s, %s, %s)", v.route, v.layout, report.FmtBytes(float64(v.bytes)))
+		f, err := meshHeatMap(title, n, cells[v], stats)
+		if err != nil {
+			return err
+		}
+		if err := emit(dir, fmt.Sprintf("mesh_matrix_%s_%s_%d", v.route, v.layout, v.bytes), f, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// meshHeatMap draws the cells of one matrix of n ranks: source rank 0 on
+// the top row, each cell coloured by its p50 and labelled with it
+// (grey "err" or "skip" where it has no ok rep).
+func meshHeatMap(title string, n int, cells []report.MeshCell, stats map[report.MeshCell]*report.MeshStat) (*figure, error) {
+	f := newFigure(title, "destination rank (reads)", "source rank (pool)")
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, k := range cells {
+		if g := stats[k].GBps; !math.IsNaN(g) {
+			lo, hi = math.Min(lo, g), math.Max(hi, g)
+		}
+	}
+	var labels plotter.XYLabels
+	var dark []bool
+	for _, k := range cells {
+		st := stats[k]
+		y := float64(n - 1 - k.Src)
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: float64(k.Dst) - .5, Y: y - .5}, {X: float64(k.Dst) + .5, Y: y - .5},
+			{X: float64(k.Dst) + .5, Y: y + .5}, {X: float64(k.Dst) - .5, Y: y + .5}})
+		if err != nil {
+			return nil, err
+		}
+		poly.LineStyle.Color, poly.LineStyle.Width = color.White, vg.Points(1)
+		text := "err"
+		if st.N == 0 && st.NotOK > 0 && !slices.ContainsFunc(st.Rows, func(r results.Row) bool { return r.Status == results.StatusError }) {
+			text = "skip"
+		}
+		c := color.RGBA{0xc8, 0xc8, 0xc8, 0xff}
+		if !math.IsNaN(st.GBps) {
+			c, text = heatColor(st.GBps, lo, hi), fmt.Sprintf("%.3g", st.GBps)
+		}
+		poly.Color = c
+		dark = append(dark, 0.299*float64(c.R)+0.587*float64(c.G)+0.114*float64(c.B) < 128)
+		f.p.Add(poly)
+		if n <= 16 {
+			labels.XYs = append(labels.XYs, plotter.XY{X: float64(k.Dst), Y: y})
+			labels.Labels = append(labels.Labels, text)
+		}
+	}
+	if err := f.cellLabels(labels, dark); err != nil {
+		return nil, err
+	}
+	f.p.X.Min, f.p.X.Max, f.p.Y.Min, f.p.Y.Max = -.5, float64(n)-.5, -.5, float64(n)-.5
+	var xt, yt plot.ConstantTicks
+	for r := range n {
+		xt = append(xt, plot.Tick{Value: float64(r), Label: fmt.Sprint(r)})
+		yt = append(yt, plot.Tick{Value: float64(n - 1 - r), Label: fmt.Sprint(r)})
+	}
+	f.p.X.Tick.Marker, f.p.Y.Tick.Marker = xt, yt
+	if !math.IsInf(lo, 0) {
+		f.legendSwatch(heatColor(lo, lo, hi), fmt.Sprintf("lightest: %.3g GB/s", lo))
+		f.legendSwatch(heatColor(hi, lo, hi), fmt.Sprintf("darkest: %.3g GB/s", hi))
+	}
+	f.legendSwatch(color.Gray{0xc8}, "grey: no ok rep (err: error rows, skip: could not run)")
+	return f, nil
+}
+
+// cellLabels writes each label centred on its cell, white on dark cells.
+func (f *figure) cellLabels(labels plotter.XYLabels, dark []bool) error {
+	if len(labels.XYs) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLabels(labels)
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+		l.TextStyle[i].Font.Size = vg.Points(8)
+		l.TextStyle[i].Color = color.Gray{0x20}
+		if dark[i] {
+			l.TextStyle[i].Color = color.White
+		}
+	}
+	f.p.Add(l)
+	return nil
+}
+
+// legendSwatch adds a legend entry with a filled square of c.
+func (f *figure) legendSwatch(c color.Color, name string) {
+	poly, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}, {X: 1, Y: 1}, {X: 0, Y: 1}})
+	if err != nil {
+		return
+	}
+	poly.Color, poly.LineStyle.Width = c, 0
+	f.legend = append(f.legend, legendEntry{name, []plot.Thumbnailer{poly}})
+}
+
+// drawMeshPairs draws bandwidth against size for intra- and inter-node
+// pairs (each route and layout a series over the samples of its pairs).
+func drawMeshPairs(dir string, run *report.Run, res *Result) error {
+	type key struct{ pair, route, layout string }
+	groups := map[key][]results.Row{}
+	var keys []key
+	for _, r := range run.Rows("mesh") {
+		route := "net"
+		if r.Get("path") == "peercopy" {
+			route = "peercopy"
+		}
+		k := key{r.Get("pair"), route, r.Layout}
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.route, b.route), cmp.Compare(a.pair, b.pair), cmp.Compare(a.layout, b.layout))
+	})
+	var ss []series
+	for _, k := range keys {
+		s := collect(fmt.Sprintf("%s-node pairs / %s / %s", k.pair, k.route, k.layout), groups[k],
+			func(r results.Row) float64 { return float64(r.Bytes) },
+			func(r results.Row) (float64, bool) { return r.GBps, report.OK(r) && r.GBps > 0 })
+		if len(s.x) > 0 {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		res.Absent = append(res.Absent, "mesh.csv has no ok rows with a rate: intra/inter plot not drawn")
+		return nil
+	}
+	f := newFigure("Mesh: intra- vs inter-node bandwidth vs size (samples of all pairs)", "transfer size", "bandwidth (GB/s)")
+	if err := addSeries(f, ss); err != nil {
+		return err
+	}
+	f.logX(bytesLabel, true)
+	f.ticksAt(allX(ss), bytesLabel)
+	f.linearY(plainLabel)
+	return emit(dir, "mesh_intra_inter", f, res)
+}

@@ -288,18 +288,25 @@ func probeHeadline(runs []*Run) (string, string) {
 				row = append(row, t.dash(tier+": no verified ok sample (see the section)"))
 			}
 		}
-		for _, pr := range [][2]string{{"miss", "remote"}, {"remote", "cpu"}, {"cpu", "gpu"}} {
-			r := fmtRatio(p50[pr[0]], p50[pr[1]])
-			if r == "" {
-				r = t.dash("a side of the ratio was not measured")
-			}
-			row = append(row, r)
-		}
-		t.add(row...)
+		t.add(append(row, tierRatios(t, p50)...)...)
 	}
 	src := "a real server"
 	if sim {
 		src = "kvtier sim"
 	}
 	return fmt.Sprintf("TTFT p50 of %s; hits count only where the server's counters confirmed the tier.", src), t.String()
+}
+
+// tierRatios returns the ratios of neighbouring HTTP tiers' p50s:
+// miss/remote, remote/cpu, cpu/gpu.
+func tierRatios(t *table, p50 map[string]float64) []string {
+	var out []string
+	for _, pr := range [][2]string{{"miss", "remote"}, {"remote", "cpu"}, {"cpu", "gpu"}} {
+		v := fmtRatio(p50[pr[0]], p50[pr[1]])
+		if v == "" {
+			v = t.dash("a side of the ratio was not measured")
+		}
+		out = append(out, v)
+	}
+	return out
 }

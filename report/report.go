@@ -444,14 +444,7 @@ func writeProbe(w io.Writer, r *Run) {
 			}
 			row = append(row, cell)
 		}
-		for _, pr := range [][2]string{{"miss", "remote"}, {"remote", "cpu"}, {"cpu", "gpu"}} {
-			v := fmtRatio(p50[pr[0]], p50[pr[1]])
-			if v == "" {
-				v = t.dash("a side of the ratio was not measured")
-			}
-			row = append(row, v)
-		}
-		t.add(row...)
+		t.add(append(row, tierRatios(t, p50)...)...)
 	}
 	t.write(w)
 	if len(unverified) > 0 {

@@ -216,57 +216,65 @@ func (w *writer) close(c *results.CSV) {
 	}
 }
 
+// sweepRow returns a sweep row of one configuration at L, rep.
+func sweepRow(backend, transport, tier, layout string, L int64, rep int) results.Row {
+	r := results.NewRow("sweep")
+	r.Backend, r.Transport, r.Tier, r.Layout, r.Model = backend, transport, tier, layout, "qwen3-coder-30b-a3b"
+	r.PrefixTokens, r.Blocks, r.ChunkBytes, r.Rep = L, (L+BlockTokens-1)/BlockTokens, ChunkBytes, rep
+	return r
+}
+
+// slow returns the factor the times of tier are multiplied by.
+func (o Options) slow(tier string) float64 {
+	if f, ok := o.Slow[tier]; ok {
+		return f
+	}
+	return 1
+}
+
+// tierRows writes the rows of one synthetic cuda configuration: a
+// sample per prefix and rep, a skipped row per prefix past its MaxL.
+func (w *writer) tierRows(c *results.CSV, tc tierModel, o Options, noise func() float64) {
+	for _, L := range Prefixes {
+		for rep := range o.Reps {
+			r := sweepRow("cuda", tc.Transport, tc.Tier, tc.Layout, L, rep)
+			r.Bytes = Bytes(L)
+			r.Set("copy", tc.Copy)
+			r.Set("path", tc.Path)
+			if tc.MaxL > 0 && L > tc.MaxL {
+				if rep == 0 {
+					r.Skip(fmt.Sprintf("the file would exceed --disk-max 256MiB at %d tokens", L))
+					w.put(c, r)
+				}
+				continue
+			}
+			r.Set("device", "NVIDIA H200 [0000:19:00.0]")
+			r.Set("src_mem", map[string]string{"hbm": "device", "host": "pinned", "remote": "peer", "disk": "disk"}[tc.Tier])
+			r.Set("dst_mem", "device")
+			r.Set("timing", "events")
+			r.Set("held", true)
+			r.Set("verified", rep == 0)
+			r.SetTime((tc.Alpha + float64(r.Bytes)/tc.Beta) * noise() * o.slow(tc.Tier))
+			if tc.Tier == "host" {
+				r.Set("link_gbps", 53.2)
+				r.Set("link_frac", r.GBps/53.2)
+			}
+			w.put(c, r)
+		}
+	}
+}
+
 func (w *writer) sweep(o Options, noise func() float64) {
 	c := w.open(sweep.File, sweep.Suite.Main().Columns)
 	defer w.close(c)
-	base := func(backend, transport, tier, layout string, L int64, rep int) results.Row {
-		r := results.NewRow("sweep")
-		r.Backend, r.Transport, r.Tier, r.Layout, r.Model = backend, transport, tier, layout, "qwen3-coder-30b-a3b"
-		r.PrefixTokens, r.Blocks, r.ChunkBytes, r.Rep = L, (L+BlockTokens-1)/BlockTokens, ChunkBytes, rep
-		return r
-	}
-	slow := func(tier string) float64 {
-		if f, ok := o.Slow[tier]; ok {
-			return f
-		}
-		return 1
-	}
+	base := sweepRow
 	tiers := Tiers
 	if o.Disk {
 		tiers = append(slices.Clone(tiers), DiskTier)
 	}
 	for _, tc := range tiers {
-		if o.Small && (tc.Tier != "host" || tc.Copy != "batch") {
-			continue
-		}
-		for _, L := range Prefixes {
-			for rep := range o.Reps {
-				r := base("cuda", tc.Transport, tc.Tier, tc.Layout, L, rep)
-				r.Bytes = Bytes(L)
-				if tc.MaxL > 0 && L > tc.MaxL {
-					if rep == 0 {
-						r.Set("copy", tc.Copy)
-						r.Set("path", tc.Path)
-						r.Skip(fmt.Sprintf("the file would exceed --disk-max 256MiB at %d tokens", L))
-						w.put(c, r)
-					}
-					continue
-				}
-				r.Set("device", "NVIDIA H200 [0000:19:00.0]")
-				r.Set("copy", tc.Copy)
-				r.Set("src_mem", map[string]string{"hbm": "device", "host": "pinned", "remote": "peer", "disk": "disk"}[tc.Tier])
-				r.Set("dst_mem", "device")
-				r.Set("path", tc.Path)
-				r.Set("timing", "events")
-				r.Set("held", true)
-				r.Set("verified", rep == 0)
-				r.SetTime((tc.Alpha + float64(r.Bytes)/tc.Beta) * noise() * slow(tc.Tier))
-				if tc.Tier == "host" {
-					r.Set("link_gbps", 53.2)
-					r.Set("link_frac", r.GBps/53.2)
-				}
-				w.put(c, r)
-			}
+		if !o.Small || (tc.Tier == "host" && tc.Copy == "batch") {
+			w.tierRows(c, tc, o, noise)
 		}
 	}
 	for _, L := range Prefixes {
@@ -276,7 +284,7 @@ func (w *writer) sweep(o Options, noise func() float64) {
 		for rep := range o.Reps {
 			r := base("cuda", "cublas", "recompute", "", L, rep)
 			f := Flops(L)
-			r.SetTime((RecomputeAlpha + f/RecomputeRate) * noise() * slow("recompute"))
+			r.SetTime((RecomputeAlpha + f/RecomputeRate) * noise() * o.slow("recompute"))
 			r.Set("device", "NVIDIA H200 [0000:19:00.0]")
 			r.Set("flops", f)
 			r.Set("tflops", f/r.Seconds/1e12)

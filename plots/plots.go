@@ -22,6 +22,7 @@ import (
 
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
 // A Result lists what Draw wrote and which suites it found nothing for.
@@ -344,7 +345,7 @@ func addFit(fig *figure, f report.Fit, i int) error {
 	case f.Regressor == "flops":
 		rate = fmt.Sprintf("rate=%.3g TFLOP/s", f.Rate/1e12)
 	}
-	label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Label(), report.FmtSec(f.Alpha), rate, f.R2)
+	label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Short(), report.FmtSec(f.Alpha), rate, f.R2)
 	thumbs := []plot.Thumbnailer{sc}
 	if len(curve) >= 2 {
 		l, err := fig.curve(curve, i)
@@ -675,7 +676,7 @@ func drawTransferReference(f *figure) error {
 	for j, path := range paths {
 		gb := report.ReferenceMB2[path]
 		pts := plotter.XYs{{X: f.xmin, Y: gb}, {X: f.xmax, Y: gb}}
-		name := fmt.Sprintf("%s %.3g GB/s (mean over sizes): %s", path, gb, report.Reference)
+		name := fmt.Sprintf("%s %s GB/s (mean over sizes): %s", path, units.FormatSig(gb), report.Reference)
 		if err := f.refLine(pts, len(palette)-1-j, name); err != nil {
 			return err
 		}

@@ -88,6 +88,17 @@ func (k SweepKey) Label() string {
 	return strings.Join(parts, " ") + " (" + strings.Join(via, ", ") + ")"
 }
 
+// Short names the configuration within its tier, for a figure whose
+// title names the tier: layout/copy, then backend, transport and path.
+func (k SweepKey) Short() string {
+	be := k.Backend
+	if IsStandIn(be) {
+		be = "stand-in"
+	}
+	via := JoinNonEmpty(", ", be, k.Transport, k.path())
+	return JoinNonEmpty(" ", JoinNonEmpty("/", k.Layout, k.Copy, k.Dtype), "("+via+")")
+}
+
 // path returns the configuration's path, without the "(host stand-in)"
 // the stand-in's rows add to it: their backend says so already.
 func (k SweepKey) path() string {

@@ -28,8 +28,12 @@ bench: build
 vet:
 	$(GO) vet ./...
 
-# The last step runs one MB1 cell against the simulator in real time
-# without the race detector (under it the check skips itself): about 8 s.
+# The last steps run what the race detector would slow past its checks
+# (under it those tests skip themselves): one MB1 cell against the
+# simulator in real time (about 8 s); replay's fidelity to the trace
+# model and the reference's knee on embedded simulators, in virtual time
+# (about 3 s); the knee with kvtier sim started through --server-cmd,
+# in real time at a tenth of the modeled delays (about 11 s).
 test: 
 	@scripts/deps.sh test
 	$(GO) vet ./...
@@ -38,6 +42,7 @@ test:
 	$(GO) test -run NONE -fuzz FuzzAlibabaTrace -fuzztime 4s ./harness/trace
 	$(GO) test -run NONE -fuzz FuzzExpandHostlist -fuzztime 3s ./harness/mesh
 	$(GO) test -count=1 -run TestSimMB1RealTime ./harness/mb1
+	$(GO) test -count=1 -run 'TestReplayMatchesTracePrediction|TestKneeEmbeddedReference|TestKneeExternalSimShape' ./harness/replay ./harness/knee ./cmd/kvtier
 
 test-rdma: build
 	scripts/rxe-vm-test.sh -b $(BIN)

@@ -37,6 +37,8 @@ func init() {
 	RegisterHeadline(Headline{Suite: "mesh", Write: meshHeadline})
 	RegisterHeadline(Headline{Suite: "trace", Write: traceHeadline})
 	RegisterHeadline(Headline{Suite: "plan", Write: planHeadline})
+	RegisterHeadline(Headline{Suite: "replay", Write: replayHeadline})
+	RegisterHeadline(Headline{Suite: "knee", Write: kneeHeadline})
 }
 
 // writeHeadline writes the headline: every suite the runs hold, in

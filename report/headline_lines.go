@@ -243,3 +243,44 @@ func planCapacity(r results.Row) float64 {
 	}
 	return total
 }
+
+// kneeHeadline is the capacity knee: where the realized APC reaches 95 %
+// of its largest, the TTFT p90 there and how far it fell, the working
+// set beside it.
+func kneeHeadline(runs []*Run) (string, string) {
+	var rows []results.Row
+	for _, r := range runs {
+		rows = append(rows, runRows(r, "knee")...)
+	}
+	if len(rows) == 0 {
+		return "", ""
+	}
+	k, err := ShapeOfKnee(rows)
+	if err != nil {
+		return "no knee: " + err.Error() + ".", ""
+	}
+	kr := k.Rows[k.Knee]
+	s := fmt.Sprintf("the realized APC reaches 95 %% of its largest (%s) at %s GB of GPU KV, TTFT p90 %s there, %s× below the smallest capacity's",
+		fmtShare(k.Rows[len(k.Rows)-1].Float("apc")), orDash(fmtGB(kr.Float("capacity_bytes"))), fmtSec(kr.Float("ttft_p90_s")), sig(k.TTFTFall))
+	if ws := kr.Float("working_set_bytes"); !math.IsNaN(ws) {
+		s += fmt.Sprintf("; working set %s GB (%s)", fmtGB(ws), Predicted)
+	}
+	return s + ".", ""
+}
+
+// replayHeadline is each replay's realized APC against the LRU model's
+// and its TTFT percentiles.
+func replayHeadline(runs []*Run) (string, string) {
+	var parts []string
+	for _, r := range runs {
+		for _, x := range runRows(r, "replay") {
+			parts = append(parts, fmt.Sprintf("`%s`: realized APC %s (%s: %s), TTFT p50 %s, p90 %s", x.Get("trace"),
+				orDash(fmtShare(x.Float("apc"))), Predicted, orDash(fmtShare(x.Float("predicted_apc"))),
+				orDash(fmtSec(x.Float("ttft_p50_s"))), orDash(fmtSec(x.Float("ttft_p90_s")))))
+		}
+	}
+	if len(parts) == 0 {
+		return "", ""
+	}
+	return strings.Join(parts, "; ") + ".", ""
+}

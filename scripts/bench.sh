@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make bench: the tier sweep on whatever this machine has, then MB2, the
 # HTTP four-tier probe and MB1, a synthetic trace's analysis and a capacity
-# plan on the sweep's costs, then plots, REPORT.md and REPORT.html (the same
-# report as one self-contained page, figures inline), all under one
+# plan on the sweep's costs, a capacity knee on the embedded simulator,
+# then plots, REPORT.md and REPORT.html (the same report as one
+# self-contained page, figures inline), all under one
 # results directory. Each suite writes its own subdirectory (CSV, summary,
 # manifest.json); a suite that cannot run here writes skipped rows saying
 # why, and the others still run.
@@ -80,11 +81,19 @@ step "trace generate" "$bin" trace --generate "$out/trace.jsonl" --seed 1
 	step plan "$bin" plan "$out/trace.jsonl" --costs "$out/sweep" --hbm 40GiB,80GiB,160GiB --dram 0,512GiB,2TiB \
 		--remote 0,inf --out "$out/plan" >/dev/null
 
+# The capacity knee on the embedded simulator, in real time: a load
+# scaled down from the reference's so that it takes about 11 s (4
+# sessions of 4 turns, 1k-token system prompts, 512 new and 16 output
+# tokens a turn: a 1.2 GB working set) over five capacities around its
+# working set. Its rows and plots say simulated and name the load.
+step knee "$bin" knee --sessions 4 --turns 4 --system-prompt 1k --turn-tokens 512 --output-tokens 16 \
+	--capacities 0.4GB,0.8GB,1.2GB,3.2GB,4.8GB --out "$out/knee" >/dev/null
+
 for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do
 	[ -d "$d" ] && step "plot $(basename "$d")" "$bin" plot "$d"
 done
 dirs=()
-for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1 "$out"/trace "$out"/plan; do [ -d "$d" ] && dirs+=("$d"); done
+for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1 "$out"/trace "$out"/plan "$out"/knee; do [ -d "$d" ] && dirs+=("$d"); done
 step report "$bin" report --html --out "$out/REPORT.md" "${dirs[@]}"
 echo "== results in $out" >&2
 [ "$interrupted" = 1 ] && exit 130

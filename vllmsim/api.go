@@ -247,8 +247,15 @@ func (s *Server) checkLengths(req *genRequest, prompt []int, def *int) (int, *ap
 	if req.MinTokens != nil && (*req.MinTokens < 0 || *req.MinTokens > n) {
 		return 0, badRequest("min_tokens must be between 0 and max_tokens=%d, got %d.", n, *req.MinTokens)
 	}
-	if need := (len(prompt) + 1 + s.cfg.BlockSize - 1) / s.cfg.BlockSize; need > s.cfg.GPUBlocks {
-		return 0, badRequest("the prompt needs %d KV blocks and the simulated GPU pool has %d", need, s.cfg.GPUBlocks)
+	// A request the pool cannot hold whole, prompt and completion, would
+	// preempt itself for ever once it outgrew the pool (vLLM never sees
+	// one: it refuses to start with a pool smaller than max_model_len).
+	what, tokens := "prompt", len(prompt)+1
+	if mt != nil {
+		what, tokens = "prompt and max_tokens", len(prompt)+n
+	}
+	if need := (tokens + s.cfg.BlockSize - 1) / s.cfg.BlockSize; need > s.cfg.GPUBlocks {
+		return 0, badRequest("the %s need %d KV blocks and the simulated GPU pool has %d", what, need, s.cfg.GPUBlocks)
 	}
 	return n, nil
 }

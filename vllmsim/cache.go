@@ -165,10 +165,14 @@ func (p *gpuPool) commit(id int, h blockHash) {
 	p.cached[h] = id
 }
 
-// release drops one reference on each slot; unreferenced cached slots
-// become evictable (most recent last), the others free.
+// release drops one reference on each slot of a request's blocks (in
+// sequence order); unreferenced cached slots become evictable, the others
+// free. As vLLM's KV cache manager, it frees them tail first, so that a
+// request's last blocks are evicted before its first ones: block 0,
+// shared by every longer prefix, ends most recent.
 func (p *gpuPool) release(ids []int) {
-	for _, id := range ids {
+	for i := len(ids) - 1; i >= 0; i-- {
+		id := ids[i]
 		b := &p.blocks[id]
 		b.ref--
 		if b.ref > 0 {

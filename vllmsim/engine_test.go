@@ -240,3 +240,24 @@ func TestGPUPoolLRU(t *testing.T) {
 		t.Errorf("lookup found %d blocks, want 1 (hash 2 was evicted)", n)
 	}
 }
+
+// TestGPUPoolFreesTailFirst checks vLLM's free order: the blocks of a
+// finished request become evictable tail first, so eviction takes its
+// last block before its first and a later request still hits the head.
+func TestGPUPoolFreesTailFirst(t *testing.T) {
+	p := newGPUPool(4)
+	var evicted []blockHash
+	p.onEvict = func(h blockHash) { evicted = append(evicted, h) }
+	ids := p.alloc(4)
+	for i, id := range ids {
+		p.commit(id, blockHash(i+1))
+	}
+	p.release(ids) // one request's blocks, in sequence order
+	p.alloc(2)
+	if !slices.Equal(evicted, []blockHash{4, 3}) {
+		t.Errorf("evicted %v, want the tail first: [4 3]", evicted)
+	}
+	if n := len(p.lookup([]blockHash{1, 2, 3}, 3)); n != 2 {
+		t.Errorf("lookup found %d leading blocks, want 2 (the head survives)", n)
+	}
+}

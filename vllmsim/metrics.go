@@ -187,6 +187,8 @@ func (s *Server) writeMetrics(w io.Writer, snap snapshot) error {
 
 	x.header("kvtier_simulated", "gauge", "1: this server is kvtier's simulator, not vLLM.")
 	x.printf("kvtier_simulated{%s} 1.0\n", x.labels)
+	x.header("kvtier_sim_lag_seconds", "gauge", "The most an engine step has ended after the wall-clock time its modeled end maps to: how far this machine's load made the simulator fall behind real time.")
+	x.printf("kvtier_sim_lag_seconds{%s} %s\n", x.labels, strconv.FormatFloat(s.Lag().Seconds(), 'g', -1, 64))
 	return x.err
 }
 

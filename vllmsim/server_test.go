@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -242,6 +243,7 @@ func TestMetricsShape(t *testing.T) {
 		"vllm:time_to_first_token_seconds":         dto.MetricType_HISTOGRAM,
 		"vllm:cache_config_info":                   dto.MetricType_GAUGE,
 		"kvtier_simulated":                         dto.MetricType_GAUGE,
+		"kvtier_sim_lag_seconds":                   dto.MetricType_GAUGE,
 	}
 	for name, typ := range want {
 		f, ok := mf[name]
@@ -515,7 +517,7 @@ func TestClientGoneFreesBlocks(t *testing.T) {
 	s, url := newTestServer(t, Config{TimeScale: 0.01})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions",
-		strings.NewReader(`{"prompt": "`+promptWords(1, 300)+`", "max_tokens": 100000, "stream": true}`))
+		strings.NewReader(`{"prompt": "`+promptWords(1, 300)+`", "max_tokens": 30000, "stream": true}`))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -621,6 +623,26 @@ func TestBundledChunks(t *testing.T) {
 		}
 		if chunks >= 40 {
 			t.Errorf("%s: %d chunks for 40 tokens: nothing was bundled", path, chunks)
+		}
+	}
+}
+
+// TestRequestOutgrowingThePool checks that a request whose prompt and
+// max_tokens need more blocks than the whole pool is refused up front:
+// admitted, it would preempt itself for ever once it outgrew the pool.
+func TestRequestOutgrowingThePool(t *testing.T) {
+	_, url := newTestServer(t, Config{TimeScale: 0, GPUBlocks: 4, BlockSize: 16})
+	ids := make([]string, 40)
+	for i := range ids {
+		ids[i] = strconv.Itoa(100 + i)
+	}
+	prompt := "[" + strings.Join(ids, ",") + "]"
+	for _, tc := range []struct {
+		maxTokens, status int
+	}{{24, 200}, {25, 400}} { // 40 + 24 tokens fill the 4 blocks; one more needs a fifth
+		status, v := post(t, url, "/v1/completions", fmt.Sprintf(`{"prompt": %s, "max_tokens": %d}`, prompt, tc.maxTokens))
+		if status != tc.status {
+			t.Errorf("max_tokens %d: status %d, want %d (%v)", tc.maxTokens, status, tc.status, v)
 		}
 	}
 }

@@ -45,6 +45,8 @@ func commands() []command {
 		{"interfere", "MB1: decode stall caused by a prefill on the same server", runInterfere},
 		{"trace", "a trace's reuse, APC ceiling, exact LRU hit ratio vs capacity, working set", runTrace},
 		{"plan", "tier capacities for a trace: hit share per tier and predicted TTFT", runPlan},
+		{"replay", "send a trace (or multi-turn sessions) to a server: realized vs predicted APC, TTFT", runReplay},
+		{"knee", "sweep a server's GPU KV capacity with one workload: the capacity knee", runKnee},
 		{"plot", "plots (PNG and SVG) of every suite in a results directory", runPlot},
 		{"report", "REPORT.md: tables, tier cost model, break-even prefixes", runReport},
 		{"compare", "change in p50 between two runs, with a significance test", runCompare},

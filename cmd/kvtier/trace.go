@@ -153,9 +153,7 @@ type traceOnlyFlags struct {
 	sample           float64
 	seed             uint64
 	generate         string
-	gen              trace.GenOptions
-	// Token counts of the generator, as text: 2k is 2048.
-	systemPrompt, turnTokens, outputTokens string
+	gen              genFlags
 }
 
 const traceUsage = `Usage: kvtier trace [flags] TRACE...
@@ -178,7 +176,7 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.Float64Var(&t.sample, "sample", 1, "SHARDS sampling rate of blocks in (0, 1] (1: exact, every block tracked)")
 	fs.Uint64Var(&t.seed, "seed", 1, "seed of random routing and of --generate")
 	fs.StringVar(&t.generate, "generate", "", "write a synthetic Mooncake-format trace to this file instead of analysing (see the generator flags)")
-	addGenFlags(fs, &t)
+	t.gen.add(fs, trace.DefaultGenOptions(), "--generate: ")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -221,19 +219,45 @@ func atoiFlag(s string) (int, error) {
 	return n, nil
 }
 
-// addGenFlags adds the generator's flags; their names are those of
-// kvtier replay's synthetic sessions.
-func addGenFlags(fs *pflag.FlagSet, t *traceOnlyFlags) {
-	g := &t.gen
-	*g = trace.DefaultGenOptions()
-	fs.IntVar(&g.Sessions, "sessions", g.Sessions, "--generate: sessions")
-	fs.IntVar(&g.Turns, "turns", g.Turns, "--generate: mean turns per session (uniform from 1 to 2·turns−1)")
-	fs.IntVar(&g.SystemPrompts, "shared-prompts", g.SystemPrompts, "--generate: distinct system prompts the sessions share")
-	fs.StringVar(&t.systemPrompt, "system-prompt", strconv.Itoa(g.SystemTokens), "--generate: tokens of each system prompt (k = 1024; 0: none)")
-	fs.StringVar(&t.turnTokens, "turn-tokens", strconv.Itoa(g.TurnTokens), "--generate: mean new user tokens per turn")
-	fs.StringVar(&t.outputTokens, "output-tokens", strconv.Itoa(g.OutputTokens), "--generate: mean output tokens per turn (0: none)")
-	fs.DurationVar(&g.Think, "think", g.Think, "--generate: mean think time between a session's turns (exponential)")
-	fs.DurationVar(&g.Duration, "arrival-window", g.Duration, "--generate: sessions start uniformly within this window")
+// genFlags are the synthetic-session flags: kvtier trace --generate
+// writes such sessions, kvtier replay and kvtier knee send them. The
+// names mean the same in each; the defaults differ.
+type genFlags struct {
+	gen trace.GenOptions
+	// Token counts, as text: 2k is 2048.
+	systemPrompt, turnTokens, outputTokens string
+}
+
+// add adds the flags with the defaults of d, each usage after prefix.
+func (f *genFlags) add(fs *pflag.FlagSet, d trace.GenOptions, prefix string) {
+	g := &f.gen
+	*g = d
+	fs.IntVar(&g.Sessions, "sessions", g.Sessions, prefix+"sessions")
+	fs.IntVar(&g.Turns, "turns", g.Turns, prefix+"mean turns per session (uniform from 1 to 2·turns−1; exactly this with --fixed-sessions)")
+	fs.IntVar(&g.SystemPrompts, "shared-prompts", g.SystemPrompts, prefix+"distinct system prompts the sessions share")
+	fs.StringVar(&f.systemPrompt, "system-prompt", strconv.Itoa(g.SystemTokens), prefix+"tokens of each system prompt (k = 1024; 0: none)")
+	fs.StringVar(&f.turnTokens, "turn-tokens", strconv.Itoa(g.TurnTokens), prefix+"mean new user tokens per turn")
+	fs.StringVar(&f.outputTokens, "output-tokens", strconv.Itoa(g.OutputTokens), prefix+"mean output tokens per turn (0: none)")
+	fs.DurationVar(&g.Think, "think", g.Think, prefix+"mean think time between a session's turns (exponential)")
+	fs.DurationVar(&g.Duration, "arrival-window", g.Duration, prefix+"sessions start uniformly within this window")
+	fs.BoolVar(&g.Fixed, "fixed-sessions", g.Fixed, prefix+"every session exactly --turns turns of exactly --turn-tokens new and --output-tokens output tokens (default: uniform from half to one and a half times each)")
+}
+
+// options returns the generator's options with seed and block size,
+// adding every problem to errs.
+func (f *genFlags) options(errs *[]error, seed uint64, blockTokens int) trace.GenOptions {
+	o := f.gen
+	o.Seed = seed
+	if blockTokens > 0 {
+		o.BlockTokens = blockTokens
+	}
+	o.SystemTokens = tokens(errs, "system-prompt", f.systemPrompt, o.SystemTokens)
+	o.TurnTokens = tokens(errs, "turn-tokens", f.turnTokens, o.TurnTokens)
+	o.OutputTokens = tokens(errs, "output-tokens", f.outputTokens, o.OutputTokens)
+	if err := o.Validate(); err != nil {
+		*errs = append(*errs, err)
+	}
+	return o
 }
 
 // tokens parses a token count flag that may be 0. A value that does not
@@ -257,16 +281,10 @@ func runGenerate(stdout, stderr io.Writer, fs *pflag.FlagSet, t traceOnlyFlags) 
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "trace", option.Errorf("generate", "writes a trace and takes no TRACE argument (got %q)", fs.Arg(0)))
 	}
-	o := t.gen
-	o.Seed = t.seed
-	if b, _ := fs.GetInt("trace-block"); b > 0 {
-		o.BlockTokens = b
-	}
 	var errs []error
-	o.SystemTokens = tokens(&errs, "system-prompt", t.systemPrompt, o.SystemTokens)
-	o.TurnTokens = tokens(&errs, "turn-tokens", t.turnTokens, o.TurnTokens)
-	o.OutputTokens = tokens(&errs, "output-tokens", t.outputTokens, o.OutputTokens)
-	if err := errors.Join(append(errs, o.Validate())...); err != nil {
+	b, _ := fs.GetInt("trace-block")
+	o := t.gen.options(&errs, t.seed, b)
+	if err := errors.Join(errs...); err != nil {
 		return usageErr(stderr, "trace", err)
 	}
 	f, err := os.Create(t.generate)

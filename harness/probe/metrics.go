@@ -68,10 +68,26 @@ type Snapshot struct {
 	// CacheConfig holds the labels of vllm:cache_config_info (block_size,
 	// num_gpu_blocks, num_cpu_blocks, ...); nil when it is absent.
 	CacheConfig map[string]string
+	// SimLag is kvtier sim's kvtier_sim_lag_seconds: the most its engine
+	// fell behind real time (not Found on any other server).
+	SimLag Counter
 }
 
 // BlockSize returns cache_config_info's block_size, 0 when unknown.
 func (s Snapshot) BlockSize() int { return s.configInt("block_size") }
+
+// BlockSizeOr returns the server's KV block size and where it came
+// from: given (the --block-size flag), when positive; else
+// cache_config_info's; else vLLM's default of 16 tokens, assumed.
+func (s Snapshot) BlockSizeOr(given int) (int, string) {
+	switch {
+	case given > 0:
+		return given, "--block-size"
+	case s.BlockSize() > 0:
+		return s.BlockSize(), "vllm:cache_config_info"
+	}
+	return 16, "assumed (vLLM default; vllm:cache_config_info missing)"
+}
 
 // GPUBlocks returns cache_config_info's num_gpu_blocks, 0 when unknown.
 func (s Snapshot) GPUBlocks() int { return s.configInt("num_gpu_blocks") }
@@ -106,6 +122,7 @@ func ParseMetrics(r io.Reader, model string) (Snapshot, error) {
 	s.Prompt = counter(fams, promptNames, model)
 	s.BySource = byLabel(fams, bySourceNames, "source", model)
 	s.CachedBySource = byLabel(fams, cachedSrcNames, "source", model)
+	s.SimLag = counter(fams, []string{"kvtier_sim_lag_seconds"}, model)
 	if f, ok := fams["vllm:cache_config_info"]; ok && len(f.Metric) > 0 {
 		s.CacheConfig = map[string]string{}
 		for _, l := range f.Metric[0].Label {

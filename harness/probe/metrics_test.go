@@ -108,3 +108,22 @@ func FuzzParseMetrics(f *testing.F) {
 		_ = Sub(s, s)
 	})
 }
+
+func TestBlockSizeOr(t *testing.T) {
+	t.Parallel()
+	withConfig := Snapshot{CacheConfig: map[string]string{"block_size": "64"}}
+	for _, tc := range []struct {
+		snap   Snapshot
+		given  int
+		want   int
+		source string
+	}{
+		{withConfig, 32, 32, "--block-size"},
+		{withConfig, 0, 64, "vllm:cache_config_info"},
+		{Snapshot{}, 0, 16, "assumed (vLLM default; vllm:cache_config_info missing)"},
+	} {
+		if n, src := tc.snap.BlockSizeOr(tc.given); n != tc.want || src != tc.source {
+			t.Errorf("given %d: %d from %q, want %d from %q", tc.given, n, src, tc.want, tc.source)
+		}
+	}
+}

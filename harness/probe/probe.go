@@ -219,14 +219,7 @@ func (p *Prober) learn(ctx context.Context) {
 	p.info.Generation = GenerationOf(p.info.Version, snap)
 	p.info.CacheConfig = snap.CacheConfig
 	p.info.GPUBlocks = snap.GPUBlocks()
-	switch {
-	case p.cfg.BlockSize > 0:
-		p.info.BlockSize, p.info.BlockSource = p.cfg.BlockSize, "--block-size"
-	case snap.BlockSize() > 0:
-		p.info.BlockSize, p.info.BlockSource = snap.BlockSize(), "vllm:cache_config_info"
-	default:
-		p.info.BlockSize, p.info.BlockSource = 16, "assumed (vLLM default; vllm:cache_config_info missing)"
-	}
+	p.info.BlockSize, p.info.BlockSource = snap.BlockSizeOr(p.cfg.BlockSize)
 	if slices.Contains(p.cfg.Tiers, "cpu") {
 		p.info.Offload = p.discoverOffload(ctx, snap)
 	}

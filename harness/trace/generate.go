@@ -13,8 +13,10 @@ import (
 )
 
 // GenOptions describe a synthetic multi-session trace. Every mean is the
-// middle of a uniform range from half to one and a half times it, except
-// think times, which are exponential.
+// middle of a uniform range from half to one and a half times it (turns:
+// from 1 to 2·Turns−1), except think times, which are exponential; with
+// Fixed, every session has exactly Turns turns of exactly TurnTokens new
+// tokens and OutputTokens output.
 type GenOptions struct {
 	Sessions      int           // sessions, starting uniformly over Duration
 	Turns         int           // mean turns per session (1 to 2·Turns−1)
@@ -26,6 +28,9 @@ type GenOptions struct {
 	Duration      time.Duration // the window sessions start in
 	BlockTokens   int           // tokens per hash id (512, Mooncake's)
 	Seed          uint64
+	// Fixed makes every session the same shape: Turns turns, TurnTokens
+	// and OutputTokens exactly (option "fixed-sessions").
+	Fixed bool
 }
 
 // DefaultGenOptions gives about 12,000 requests and 290,000 block
@@ -91,7 +96,10 @@ func Generate(w io.Writer, o GenOptions) (GenStats, error) {
 	g := &generator{o: o, rng: rand.New(rand.NewPCG(o.Seed, 0x6b76746965722074)), w: bufio.NewWriter(w)}
 	g.systemPrompts()
 	for i := range o.Sessions {
-		s := &genSession{id: i, turns: 1 + g.rng.IntN(2*o.Turns-1)}
+		s := &genSession{id: i, turns: o.Turns}
+		if !o.Fixed {
+			s.turns = 1 + g.rng.IntN(2*o.Turns-1)
+		}
 		if o.SystemPrompts > 0 {
 			s.sys = g.rng.IntN(o.SystemPrompts)
 		}
@@ -140,9 +148,10 @@ func (g *generator) systemPrompts() {
 	}
 }
 
-// around returns a uniform integer from mean/2 to 3·mean/2.
+// around returns a uniform integer from mean/2 to 3·mean/2; mean itself
+// with Fixed.
 func (g *generator) around(mean int) int {
-	if mean <= 1 {
+	if mean <= 1 || g.o.Fixed {
 		return mean
 	}
 	return mean/2 + g.rng.IntN(mean+1)

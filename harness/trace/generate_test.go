@@ -75,3 +75,33 @@ func TestGenerateOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateFixed checks that fixed sessions all have the same shape:
+// Turns turns, each adding exactly TurnTokens to the previous prompt and
+// its OutputTokens answer.
+func TestGenerateFixed(t *testing.T) {
+	t.Parallel()
+	o := smallGen(3)
+	o.Fixed, o.SystemTokens, o.TurnTokens, o.OutputTokens = true, 1000, 300, 70
+	var buf bytes.Buffer
+	if _, err := Generate(&buf, o); err != nil {
+		t.Fatal(err)
+	}
+	reqs, _ := readAll(t, buf.Bytes(), Options{})
+	turns := map[int]int{}
+	for _, r := range reqs {
+		turns[r.Session]++
+		want := o.SystemTokens + (r.Turn-1)*(o.TurnTokens+o.OutputTokens) + o.TurnTokens
+		if r.Input != want || r.Output != o.OutputTokens {
+			t.Fatalf("session %d turn %d: input %d output %d, want %d and %d", r.Session, r.Turn, r.Input, r.Output, want, o.OutputTokens)
+		}
+	}
+	for s, n := range turns {
+		if n != o.Turns {
+			t.Errorf("session %d has %d turns, want %d", s, n, o.Turns)
+		}
+	}
+	if len(turns) != o.Sessions {
+		t.Errorf("%d sessions, want %d", len(turns), o.Sessions)
+	}
+}

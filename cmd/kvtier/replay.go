@@ -1,0 +1,252 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/harness/replay"
+	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/report"
+)
+
+// workloadFlags are the flags kvtier replay and kvtier knee share: the
+// workload (a trace or synthetic sessions) and how it is sent.
+type workloadFlags struct {
+	model             modelFlags
+	served            string
+	tracePath         string
+	read              trace.Options
+	maxRequests       int
+	gen               genFlags
+	dispatch          string
+	speedup           float64
+	concurrency       int
+	duration, timeout string
+	sloTTFT, sloTPOT  string
+	maxOutput         string
+	seed              uint64
+}
+
+// genNames are the generator's flags, which only apply without --trace
+// (--think applies to both).
+var genNames = []string{"sessions", "turns", "shared-prompts", "system-prompt", "turn-tokens", "output-tokens", "arrival-window", "fixed-sessions"}
+
+func (f *workloadFlags) add(fs *pflag.FlagSet) {
+	f.model.addModel(fs)
+	fs.StringVar(&f.served, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
+	fs.StringVar(&f.tracePath, "trace", "", "trace to replay (Mooncake or Alibaba JSON lines, gzip or not); default: synthetic sessions (the generator flags)")
+	fs.IntVar(&f.read.BlockTokens, "trace-block", 0, "tokens per hash id (0: the format's: 512 Mooncake, 16 Alibaba; 16 for synthetic sessions); a multiple of the server's block")
+	fs.IntVar(&f.read.Reorder, "reorder", trace.DefaultReorder, "requests held to put the trace's lines into timestamp order")
+	fs.IntVar(&f.maxRequests, "max-requests", 0, "send at most the first N requests in timestamp order (0: all)")
+	f.gen.add(fs, replay.DefaultSessions(), "without --trace: ")
+	fs.Lookup("think").Usage = "think time between a session's turns: of synthetic sessions the mean (exponential; 0: back to back); with --trace, of a turn the trace gives no gap to its parent for"
+	fs.StringVar(&f.dispatch, "dispatch", "", "when requests are sent: timestamp (trace times / --speedup, open loop) or session (closed loop: a turn after the previous answer and its think time); default timestamp with --trace, session without")
+	fs.Float64Var(&f.speedup, "speedup", 1, "divide the trace's times and think times by this")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "timestamp: most requests in flight; session: sessions at once (0: no limit, every session)")
+	fs.StringVar(&f.duration, "duration", "", "send no request after this long (default: the whole workload)")
+	fs.StringVar(&f.timeout, "timeout", "300s", "limit of one request; one that runs past it is counted as timed out")
+	fs.StringVar(&f.sloTTFT, "slo-ttft", "", "TTFT objective of goodput (e.g. 2s; default none)")
+	fs.StringVar(&f.sloTPOT, "slo-tpot", "", "TPOT objective of goodput (e.g. 50ms; default none)")
+	fs.StringVar(&f.maxOutput, "max-output", "0", "cap on max_tokens (k = 1024; 0: the trace's output_length)")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids and of synthetic sessions")
+}
+
+// config returns the replay configuration (without endpoint) and the
+// workload, adding every problem to errs. The workload is nil when the
+// flags are bad.
+func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]error) (replay.Config, *replay.Workload) {
+	cfg := replay.Config{Model: f.served, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.seed, Think: f.gen.gen.Think}
+	cfg.Dispatch = replay.Dispatch(cmp.Or(f.dispatch, map[bool]string{true: "timestamp", false: "session"}[f.tracePath != ""]))
+	cfg.Timeout = durationFlag(errs, "timeout", f.timeout)
+	cfg.Duration = optionalDuration(errs, "duration", f.duration)
+	cfg.SLOTTFT = optionalDuration(errs, "slo-ttft", f.sloTTFT)
+	cfg.SLOTPOT = optionalDuration(errs, "slo-tpot", f.sloTPOT)
+	cfg.MaxOutput = tokens(errs, "max-output", f.maxOutput, 0)
+	if f.maxRequests < 0 {
+		*errs = append(*errs, option.Errorf("max-requests", "%d: must not be negative", f.maxRequests))
+	}
+	if err := f.read.Validate(); err != nil {
+		*errs = append(*errs, err)
+	}
+	if f.tracePath == "" {
+		o := f.gen.options(errs, f.seed, cmp.Or(f.read.BlockTokens, replay.DefaultSessions().BlockTokens))
+		if len(*errs) > 0 {
+			return cfg, nil
+		}
+		w, err := replay.Generate(o, f.maxRequests)
+		*errs = append(*errs, err)
+		return cfg, w
+	}
+	for _, n := range genNames {
+		if fs.Changed(n) {
+			*errs = append(*errs, option.Errorf(n, "shapes synthetic sessions: drop it with --trace"))
+		}
+	}
+	if len(*errs) > 0 {
+		return cfg, nil
+	}
+	w, err := replay.LoadTrace(ctx, f.tracePath, f.read, f.maxRequests)
+	if err != nil {
+		*errs = append(*errs, option.Wrap("trace", err))
+	}
+	return cfg, w
+}
+
+// optionalDuration is durationFlag for a flag whose empty value means
+// none (0).
+func optionalDuration(errs *[]error, name, value string) time.Duration {
+	if strings.TrimSpace(value) == "" {
+		return 0
+	}
+	return durationFlag(errs, name, value)
+}
+
+// settings are the workload's settings for manifest.json.
+func (f *workloadFlags) settings(cfg replay.Config, w *replay.Workload) map[string]string {
+	s := map[string]string{
+		"trace": w.Name, "dispatch": string(cfg.Dispatch), "speedup": strconv.FormatFloat(cfg.Speedup, 'g', -1, 64),
+		"concurrency": strconv.Itoa(cfg.Concurrency), "duration": cfg.Duration.String(), "think": cfg.Think.String(),
+		"max_output": strconv.Itoa(cfg.MaxOutput), "timeout": cfg.Timeout.String(), "seed": strconv.FormatUint(cfg.Seed, 10),
+		"slo_ttft": cfg.SLOTTFT.String(), "slo_tpot": cfg.SLOTPOT.String(), "requests": strconv.Itoa(len(w.Requests)),
+		"block_tokens": strconv.Itoa(w.BlockTokens), "prediction": "LRU model, blocks touched tail first (kvtier trace --touch reverse)",
+	}
+	if g := w.Generated; g != nil {
+		shape := "mean"
+		if g.Fixed {
+			shape = "fixed"
+		}
+		sys := fmt.Sprintf("a %d-token system prompt of its own", g.SystemTokens)
+		if g.SystemPrompts > 0 {
+			sys = fmt.Sprintf("one of %d shared %d-token system prompts", g.SystemPrompts, g.SystemTokens)
+		}
+		s["generated"] = fmt.Sprintf("%d sessions of %d turns (%s) each with %s, %d new and %d output tokens a turn, think %s, arrivals over %s, %d-token blocks, seed %d",
+			g.Sessions, g.Turns, shape, sys, g.TurnTokens, g.OutputTokens, g.Think, g.Duration, g.BlockTokens, g.Seed)
+	}
+	return s
+}
+
+const replayUsage = `Usage: kvtier replay --endpoint URL [--trace FILE] [flags]
+
+Sends a trace's requests (or synthetic closed-loop multi-turn sessions) to a vLLM server
+as prompts of token ids that share exactly what the trace's hash ids share, and writes
+replay.csv (per request: dispatch time, TTFT, TPOT, ITL p50/p90, E2E, tokens, cached
+tokens, the LRU model's predicted hit at the server's capacity) and replay_run.csv (per
+run: realized APC from /metrics deltas, external hits apart, predicted APC, TTFT
+percentiles, goodput against --slo-ttft/--slo-tpot, failed and timed-out requests).`
+
+// runReplay replays a workload against a server.
+func runReplay(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+	fs := newFlagSet("replay", replayUsage, stderr)
+	var f workloadFlags
+	var out outputFlags
+	var endpoint string
+	var blockSize, gpuBlocks int
+	f.add(fs)
+	out.add(fs)
+	fs.StringVar(&endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
+	fs.IntVar(&blockSize, "block-size", 0, "the server's KV block size in tokens (default: from vllm:cache_config_info)")
+	fs.IntVar(&gpuBlocks, "gpu-blocks", 0, "the server's GPU KV blocks, for the prediction (default: vllm:cache_config_info num_gpu_blocks)")
+	r, code, ok := parseOptions(fs, args, stderr, func() (replayRun, error) {
+		var errs []error
+		cfg, w := f.config(ctx, fs, &errs)
+		cfg.Endpoint, cfg.BlockSize, cfg.GPUBlocks, cfg.Log = strings.TrimSpace(endpoint), blockSize, gpuBlocks, stderr
+		errs = append(errs, out.check(), cfg.Validate())
+		cfg.BlockBytes = f.blockBytes(&errs)
+		if err := errors.Join(errs...); err != nil {
+			return replayRun{}, err
+		}
+		rp, err := replay.New(ctx, cfg, w)
+		return replayRun{cfg, w, rp}, err
+	})
+	if !ok {
+		return code
+	}
+	var dir string
+	code = suiteRun{cmd: "replay", suite: replay.Suite, out: out, args: args,
+		run: func(ctx context.Context, o *harness.Output) error {
+			dir = o.Dir
+			return replayInto(ctx, stderr, o, &f, r)
+		}}.exec(ctx, stdout, stderr)
+	return printSection(stdout, stderr, "replay", dir, code, report.WriteReplay)
+}
+
+// replayRun is a validated kvtier replay, connected to its server.
+type replayRun struct {
+	cfg replay.Config
+	w   *replay.Workload
+	rp  *replay.Replayer
+}
+
+// blockBytes returns the KV bytes of a block of the served model: of the
+// geometry --model or --model-config give, else of the preset the served
+// model's name matches (0 when none does).
+func (f *workloadFlags) blockBytes(errs *[]error) func(model string, blockSize int) int64 {
+	if f.model.model == "" && f.model.config == "" {
+		return presetBlockBytes
+	}
+	g, err := kv.Resolve(f.model.model, f.model.config, kv.DefaultBlockTokens)
+	if err != nil {
+		*errs = append(*errs, err)
+		return nil
+	}
+	return func(_ string, bs int) int64 { return g.BytesPerToken() * int64(bs) }
+}
+
+// replayInto runs the replay into the results directory: the manifest's
+// settings, the request rows, the run row.
+func replayInto(ctx context.Context, stderr io.Writer, out *harness.Output, f *workloadFlags, r replayRun) error {
+	cfg, w, rp := r.cfg, r.w, r.rp
+	info := rp.Info()
+	out.Manifest.Settings = f.settings(cfg, w)
+	replaySettings(out.Manifest.Settings, info)
+	if err := out.WriteManifest(); err != nil {
+		return err
+	}
+	reqs, err := out.Open(replay.Suite.Files[0])
+	if err != nil {
+		return err
+	}
+	runs, err := out.Open(replay.Suite.Files[1])
+	if err != nil {
+		return err
+	}
+	ws, err := w.WorkingSet(cfg.Dispatch, cfg.Concurrency)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "kvtier replay: %d requests of %s to %s at %s (%s dispatch; block %d, %s; %d GPU blocks, %s)\n",
+		len(w.Requests), w.Name, info.Model, info.Endpoint, cfg.Dispatch, info.BlockSize, info.BlockSource, info.GPUBlocks, info.GPUSource)
+	sum, rerr := rp.Run(ctx, reqs, nil)
+	if ctx.Err() != nil {
+		return rerr
+	}
+	sum.SetWorkingSet(ws)
+	if err := runs.Write(sum.Row(replay.Suite.Name)); err != nil {
+		return err
+	}
+	return rerr
+}
+
+// replaySettings records what the replay learnt of the server.
+func replaySettings(s map[string]string, info replay.Info) {
+	s["endpoint"], s["model"], s["server_version"] = info.Endpoint, info.Model, info.Version
+	s["block_size"], s["block_size_source"] = strconv.Itoa(info.BlockSize), info.BlockSource
+	s["num_gpu_blocks"], s["num_gpu_blocks_source"] = strconv.Itoa(info.GPUBlocks), info.GPUSource
+	s["max_model_len"], s["simulated"] = strconv.Itoa(info.MaxModelLen), strconv.FormatBool(info.Simulated)
+	s["nonce"], s["bytes_per_token"] = strconv.FormatUint(info.Nonce, 10), strconv.FormatInt(info.BytesPerToken, 10)
+	if info.MetricsError != "" {
+		s["metrics_error"] = info.MetricsError
+	}
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/vllmsim"
+)
+
+// smallSessions are generator flags of a workload small enough for a
+// real-time test: 2 sessions of 2 turns, prompts under 200 tokens.
+var smallSessions = []string{"--sessions", "2", "--turns", "2", "--system-prompt", "64", "--turn-tokens", "32", "--output-tokens", "4"}
+
+// realtimeSim starts an in-process simulator on a socket, 100× faster
+// than real time.
+func realtimeSim(t *testing.T) string {
+	t.Helper()
+	s, err := vllmsim.New(vllmsim.Config{GPUBlocks: 512, TimeScale: 0.01, EnablePromptTokensDetails: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	url, err := s.Start(t.Context(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+// checkOneLine checks a bad-input exit: status 2, one line on stderr
+// naming the command and every flag in want, nothing on stdout.
+func checkOneLine(t *testing.T, cmd string, args []string, want ...string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := dispatch(context.Background(), &stdout, &stderr, append([]string{cmd}, args...))
+	if code != exitUsage || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.HasPrefix(stderr.String(), "kvtier "+cmd+": ") {
+		t.Errorf("%v: exit %d, stdout %q, stderr %q: want exit 2 and one line", args, code, stdout.String(), stderr.String())
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("%v: stderr %q does not name %s", args, stderr.String(), w)
+		}
+	}
+}
+
+func TestReplayBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "t.jsonl")
+	os.WriteFile(tr, []byte(`{"chat_id":1,"timestamp":0,"input_length":100,"output_length":3,"hash_ids":[1]}`+"\n"), 0o644)
+	url := realtimeSim(t)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--endpoint", url, "--dispatch", "nope"}, []string{"--dispatch"}},
+		{[]string{"--endpoint", url, "--speedup", "0", "--timeout", "soon"}, []string{"--speedup", "--timeout"}},
+		{[]string{"--endpoint", url, "--slo-ttft", "-1s", "--max-output", "lots", "--max-requests", "-1"}, []string{"--slo-ttft", "--max-output", "--max-requests"}},
+		{[]string{"--endpoint", url, "--trace", filepath.Join(dir, "none.jsonl")}, []string{"--trace"}},
+		{[]string{"--endpoint", url, "--trace", tr, "--sessions", "3"}, []string{"--sessions: shapes synthetic sessions"}},
+		{[]string{"--endpoint", "ftp://x"}, []string{"--endpoint"}},
+		{[]string{"--endpoint", ""}, []string{"--endpoint: required"}},
+		{[]string{"--endpoint", url, "--turns", "0"}, []string{"--turns"}},
+		{[]string{"--endpoint", url, "--trace", tr, "--trace-block", "24"}, []string{"not a whole number of the server's 16-token blocks"}},
+		{[]string{"--endpoint", "http://127.0.0.1:1"}, []string{"endpoint unreachable"}},
+	} {
+		checkOneLine(t, "replay", append(tc.args, "--out", filepath.Join(dir, "out")), tc.want...)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Error("bad input left a results directory")
+	}
+}
+
+func TestReplayCommand(t *testing.T) {
+	t.Parallel()
+	url := realtimeSim(t)
+	out := filepath.Join(t.TempDir(), "r")
+	code, stdout, stderr := runCLI(t, append([]string{"replay", "--endpoint", url, "--out", out, "--slo-ttft", "10s"}, smallSessions...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	reqs, _, err := results.ReadCSV(filepath.Join(out, "replay.csv"))
+	if err != nil || len(reqs) != 4 {
+		t.Fatalf("%v, %d request rows", err, len(reqs))
+	}
+	runs, _, err := results.ReadCSV(filepath.Join(out, "replay_run.csv"))
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("%v, %d run rows", err, len(runs))
+	}
+	r := runs[0]
+	// Turn 2 of each session reuses turn 1's full blocks: realized and
+	// predicted APC agree and are neither 0 nor 1.
+	if apc, pred := r.Float("apc"), r.Float("predicted_apc"); !(apc > 0.2 && apc < 0.9) || apc != pred || r.Get("simulated") != "true" || r.Get("goodput_rps") == "" {
+		t.Errorf("run row: apc %g predicted %g simulated %s goodput %s", apc, pred, r.Get("simulated"), r.Get("goodput_rps"))
+	}
+	for _, want := range []string{"Replayed against **kvtier's simulator**", "| realized APC | external APC | predicted APC |", "4 ok"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -1,0 +1,260 @@
+// Package knee measures a server's capacity knee: for each GPU KV
+// capacity it starts a server with that many KV blocks (from a command,
+// or kvtier's embedded simulator), waits for GET /health, replays the
+// same workload against it (package replay), records the realized APC
+// and the TTFT percentiles, and stops it; the realized APC against
+// capacity, beside the LRU model's prediction and the workload's working
+// set, shows where adding KV capacity stops paying.
+//
+// A server started from a command leads a process group of its own and
+// is stopped with SIGTERM to the group, then SIGKILL after a grace
+// period, so no process it started outlives the sweep, also when kvtier
+// is interrupted; its stdout and stderr go to a file of the results
+// directory. A server that fails to start or exits during its run gives
+// an error row for its capacity and the sweep goes on.
+package knee
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/kvtier/kvtier/harness/replay"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/vllmsim"
+)
+
+// A Config says what a knee sweep runs.
+type Config struct {
+	// Capacities are the GPU KV pools to measure, in blocks, one server
+	// each, in the order given.
+	Capacities    []int
+	BlockSize     int   // tokens per block of the servers started
+	BytesPerToken int64 // KV bytes of one token of the model; 0 unknown
+	// Server is the command that starts a server; nil: the embedded
+	// simulator, configured by Sim (its GPU pool and max_model_len are
+	// set per capacity).
+	Server *Command
+	Sim    vllmsim.Config
+	// Net, when not nil, serves the embedded simulators on this in-memory
+	// network instead of sockets (tests, in virtual time).
+	Net           *vllmsim.MemNet
+	HealthTimeout time.Duration // for GET /health to answer 200
+	Grace         time.Duration // between SIGTERM and SIGKILL
+	// Replay is how the workload is sent; its Endpoint and GPUBlocks are
+	// set per capacity.
+	Replay replay.Config
+	Dir    string    // where server logs go: the results directory
+	Log    io.Writer // progress; nil for none
+}
+
+// Validate reports every unusable field, naming its option.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Capacities) == 0 {
+		errs = append(errs, option.Errorf("capacities", "no capacity to measure"))
+	}
+	for _, b := range c.Capacities {
+		if b < 1 {
+			errs = append(errs, option.Errorf("capacities", "%d blocks: must be positive", b))
+		}
+	}
+	if c.BlockSize < 1 {
+		errs = append(errs, option.Errorf("block-size", "%d: must be positive", c.BlockSize))
+	}
+	if c.Server != nil && !c.Server.UsesPort() {
+		errs = append(errs, option.Errorf("server-cmd", "takes no {port}: kvtier would not know where the server listens"))
+	}
+	if c.HealthTimeout <= 0 {
+		errs = append(errs, option.Errorf("health-timeout", "%v: must be positive", c.HealthTimeout))
+	}
+	if c.Grace <= 0 {
+		errs = append(errs, option.Errorf("stop-grace", "%v: must be positive", c.Grace))
+	}
+	return errors.Join(errs...)
+}
+
+// Sinks are where a sweep writes: per request and per capacity.
+type Sinks struct {
+	Requests, Capacities results.Sink
+	// Curve receives the LRU model's curve (CurveColumns); nil: none.
+	Curve results.Sink
+	// AddFile records a file the sweep wrote (a server log); nil: none.
+	AddFile func(path string)
+}
+
+// Run measures every capacity in turn with the workload w, writing
+// request rows and one row per capacity as they are measured. A capacity
+// whose server cannot start, or exits during its run, is an error row;
+// the sweep goes on. Run returns early, with every server stopped, when
+// ctx is cancelled or a row cannot be written.
+func Run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ws, err := w.WorkingSet(cfg.Replay.Dispatch, cfg.Replay.Concurrency)
+	if err != nil {
+		return err
+	}
+	if s.Curve != nil {
+		if err := writeCurve(s.Curve, cfg, w, ws); err != nil {
+			return err
+		}
+	}
+	for i, blocks := range cfg.Capacities {
+		row, err := measure(ctx, cfg, w, s, i, blocks, ws)
+		if err != nil {
+			return err
+		}
+		if err := s.Capacities.Write(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure runs the workload against a server of blocks GPU blocks and
+// returns its row; the error is an interruption or a failed write.
+func measure(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, i, blocks int, ws int64) (results.Row, error) {
+	row := capacityRow(cfg, blocks, ws)
+	srv, err := start(ctx, cfg, i, blocks)
+	if srv != nil && srv.Log() != "" && s.AddFile != nil {
+		s.AddFile(srv.Log())
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return row, ctx.Err()
+		}
+		row.Fail(fmt.Errorf("server of %d blocks did not start: %w%s", blocks, err, logHint(srv)))
+		return row, nil
+	}
+	defer func() {
+		if err := srv.Stop(); err != nil && cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "knee: %d blocks: stopping the server: %v\n", blocks, err)
+		}
+	}()
+	row.Set("server", srv.Name())
+	row.Set("server_log", logName(srv))
+	sum, err := run(ctx, cfg, w, s, srv, blocks)
+	if err != nil {
+		if errors.Is(err, errWrite) || ctx.Err() != nil {
+			return row, err
+		}
+		row.Fail(fmt.Errorf("%w%s", err, logHint(srv)))
+		return row, nil
+	}
+	sum.SetWorkingSet(ws)
+	out := sum.Row(Suite.Name)
+	out.Set("server", srv.Name())
+	out.Set("server_log", logName(srv))
+	select {
+	case <-srv.Exited():
+		out.Fail(fmt.Errorf("the server exited during the run (%v)%s", srv.ExitErr(), logHint(srv)))
+	default:
+	}
+	return out, nil
+}
+
+// errWrite marks a row that could not be written: it ends the sweep.
+var errWrite = errors.New("writing a row")
+
+// run replays the workload against srv.
+func run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, srv server, blocks int) (*replay.Summary, error) {
+	rc := cfg.Replay
+	rc.Endpoint, rc.GPUBlocks, rc.Simulated = srv.URL(), blocks, srv.Simulated()
+	rc.BlockBytes = func(_ string, bs int) int64 { return cfg.BytesPerToken * int64(bs) }
+	rp, err := replay.New(ctx, rc, w)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "knee: %d blocks (%s): replaying %d requests\n", blocks, srv.Name(), len(w.Requests))
+	}
+	sum, err := rp.Run(ctx, s.Requests, func(r *results.Row) {
+		r.Suite = Suite.Name
+		r.Set("server", srv.Name())
+		r.Set("server_log", logName(srv))
+	})
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %w", errWrite, err)
+	}
+	return sum, err
+}
+
+// start starts the server of capacity i and waits for its /health.
+func start(ctx context.Context, cfg Config, i, blocks int) (server, error) {
+	var srv server
+	client := cfg.Replay.HTTP
+	if cfg.Server == nil {
+		e, err := startEmbedded(ctx, cfg.Sim, blocks, cfg.Net, fmt.Sprintf("knee-%d", i))
+		if err != nil {
+			return nil, err
+		}
+		srv = e
+	} else {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		v := Values{Blocks: blocks, Tokens: blocks * cfg.BlockSize, Bytes: int64(blocks*cfg.BlockSize) * cfg.BytesPerToken, Port: port}
+		log := filepath.Join(cfg.Dir, fmt.Sprintf("server-%d-%dblocks.log", i, blocks))
+		p, err := startProcess(cfg.Server.Expand(v), port, log, cfg.Grace)
+		if err != nil {
+			return nil, err
+		}
+		srv = p
+	}
+	if client == nil {
+		client = &http.Client{}
+	}
+	if err := waitHealth(ctx, client, srv, cfg.HealthTimeout); err != nil {
+		srv.Stop()
+		return srv, err
+	}
+	return srv, nil
+}
+
+// logName is the file name of a server's log, "" when it has none.
+func logName(srv server) string {
+	if srv == nil || srv.Log() == "" {
+		return ""
+	}
+	return filepath.Base(srv.Log())
+}
+
+// logHint points at a server's log, "" when it has none.
+func logHint(srv server) string {
+	if n := logName(srv); n != "" {
+		return " (see " + n + ")"
+	}
+	return ""
+}
+
+// capacityRow is the row of a capacity before it is measured: what it is.
+func capacityRow(cfg Config, blocks int, ws int64) results.Row {
+	r := results.NewRow(Suite.Name)
+	r.Backend, r.Transport, r.Status = replay.Backend, replay.Transport, results.StatusOK
+	r.Set("simulated", cfg.Server == nil)
+	r.Set("gpu_blocks", blocks)
+	r.Set("block_size", cfg.BlockSize)
+	r.Set("capacity_tokens", blocks*cfg.BlockSize)
+	if cfg.BytesPerToken > 0 {
+		r.Set("capacity_bytes", int64(blocks*cfg.BlockSize)*cfg.BytesPerToken)
+	}
+	if ws > 0 {
+		r.Set("working_set_tokens", ws)
+		if cfg.BytesPerToken > 0 {
+			r.Set("working_set_bytes", ws*cfg.BytesPerToken)
+		}
+	}
+	r.Set("server", EmbeddedName)
+	if cfg.Server != nil {
+		r.Set("server", filepath.Base(cfg.Server.Args[0]))
+	}
+	return r
+}

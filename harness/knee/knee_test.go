@@ -1,0 +1,155 @@
+package knee
+
+import (
+	"context"
+	"math"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/kvtier/kvtier/harness/replay"
+	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/vllmsim"
+)
+
+// memSink keeps rows in memory.
+type memSink struct {
+	mu   sync.Mutex
+	rows []results.Row
+}
+
+func (s *memSink) Write(r results.Row) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rows = append(s.rows, r)
+	return nil
+}
+func (s *memSink) Close() error { return nil }
+
+// referenceWorkload is the knee workload of the reference: 4 closed-loop
+// sessions of 6 turns, each ending near 0.9 GB of Qwen3-Coder-30B-A3B KV.
+func referenceWorkload(t *testing.T) *replay.Workload {
+	t.Helper()
+	w, err := replay.Generate(trace.GenOptions{
+		Sessions: 4, Turns: 6, SystemTokens: 2048, TurnTokens: 1024, OutputTokens: 256,
+		BlockTokens: 16, Seed: 1, Fixed: true,
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// referenceGB are the reference's capacities (h20-reference.md).
+var referenceGB = []float64{1.2, 2.4, 3.6, 9.7, 14.5}
+
+func blocksOf(gb []float64, blockBytes int64) []int {
+	var out []int
+	for _, g := range gb {
+		out = append(out, int(g*1e9/float64(blockBytes)))
+	}
+	return out
+}
+
+// TestKneeEmbeddedReference sweeps the reference's capacities with its
+// knee workload on embedded simulators (virtual time) and checks the
+// reference's shape.
+func TestKneeEmbeddedReference(t *testing.T) {
+	if raceDetector {
+		t.Skip("120 requests of up to 9.5k tokens take 20 s under the race detector; make test runs this without it")
+	}
+	t.Parallel()
+	g, _ := kv.LookupModel(kv.DefaultModel)
+	w := referenceWorkload(t)
+	synctest.Test(t, func(t *testing.T) {
+		var net vllmsim.MemNet
+		defer net.Close()
+		cfg := Config{
+			Capacities: blocksOf(referenceGB, g.BlockBytes()), BlockSize: 16, BytesPerToken: g.BytesPerToken(),
+			Sim: vllmsim.Config{TimeScale: 1, Seed: 1, EnablePromptTokensDetails: true}, Net: &net,
+			HealthTimeout: time.Minute, Grace: time.Second,
+			Replay: replay.Config{Dispatch: replay.DispatchSession, Concurrency: 4, Speedup: 1, Timeout: 10 * time.Minute, HTTP: net.Client(), Seed: 1},
+		}
+		var reqs, caps, curve memSink
+		if err := Run(context.Background(), cfg, w, Sinks{Requests: &reqs, Capacities: &caps, Curve: &curve}); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range caps.rows {
+			t.Logf("%.1f GB (%s blocks): %s %s APC %.1f %% (predicted %.1f %%), TTFT p50 %.3f p90 %.3f p99 %.3f s, working set %.2f GB", referenceGB[i], r.Get("gpu_blocks"), r.Status, r.Reason,
+				100*r.Float("apc"), 100*r.Float("predicted_apc"), r.Float("ttft_p50_s"), r.Float("ttft_p90_s"), r.Float("ttft_p99_s"), r.Float("working_set_bytes")/1e9)
+			if r.Get("simulated") != "true" || r.Get("server") != EmbeddedName {
+				t.Errorf("row not marked simulated: %v", r.Extra)
+			}
+		}
+		if len(reqs.rows) != 5*len(w.Requests) || len(curve.rows) < 100 {
+			t.Errorf("%d request rows, %d curve rows", len(reqs.rows), len(curve.rows))
+		}
+		checkShape(t, caps.rows)
+	})
+}
+
+// checkShape checks the reference's shape: realized APC at the largest
+// capacity at least twice the smallest's, TTFT p90 falling at least 5×
+// across the knee and flat (±25 %) beyond it, the knee within one
+// capacity step of the working set.
+func checkShape(t *testing.T, rows []results.Row) {
+	t.Helper()
+	k, err := report.ShapeOfKnee(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("APC gain %.2f×, TTFT p90 fall %.2f×, flat within ±%.0f %%, knee at capacity %d, working set nearest %d", k.APCGain, k.TTFTFall, 100*k.Flat, k.Knee, k.WorkingSet)
+	if !(k.APCGain >= 2) {
+		t.Errorf("realized APC at the largest capacity %.2f× the smallest's: want at least 2×", k.APCGain)
+	}
+	if !(k.TTFTFall >= 5) {
+		t.Errorf("TTFT p90 falls %.2f× across the knee: want at least 5×", k.TTFTFall)
+	}
+	if !(k.Flat <= 0.25) {
+		t.Errorf("TTFT p90 beyond the knee moves %.0f %% from the knee's: want within ±25 %%", 100*k.Flat)
+	}
+	if k.WorkingSet < 0 || k.Knee-k.WorkingSet > 1 || k.WorkingSet-k.Knee > 1 {
+		t.Errorf("knee at capacity %d, the working set nearest capacity %d: want at most one step apart", k.Knee, k.WorkingSet)
+	}
+}
+
+// TestKneeEmbeddedSmall runs a small sweep on embedded simulators under
+// the race detector too: three capacities, the realized APC rising to
+// the LRU model's at the working set and flat beyond it, rows of every kind written.
+func TestKneeEmbeddedSmall(t *testing.T) {
+	t.Parallel()
+	w, err := replay.Generate(trace.GenOptions{Sessions: 3, Turns: 3, SystemTokens: 256, TurnTokens: 128, OutputTokens: 8, BlockTokens: 16, Seed: 1, Fixed: true}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := w.WorkingSet(replay.DispatchSession, 0)
+	caps := []int{int(ws/16) / 2, int(ws / 16), int(ws/16) * 2}
+	synctest.Test(t, func(t *testing.T) {
+		var net vllmsim.MemNet
+		defer net.Close()
+		cfg := Config{
+			Capacities: caps, BlockSize: 16, Sim: vllmsim.Config{TimeScale: 1}, Net: &net, HealthTimeout: time.Minute, Grace: time.Second,
+			Replay: replay.Config{Dispatch: replay.DispatchSession, Speedup: 1, Timeout: time.Minute, HTTP: net.Client()},
+		}
+		var reqs, rows, curve memSink
+		if err := Run(context.Background(), cfg, w, Sinks{Requests: &reqs, Capacities: &rows, Curve: &curve}); err != nil {
+			t.Fatal(err)
+		}
+		if len(rows.rows) != 3 || len(reqs.rows) != 3*len(w.Requests) || len(curve.rows) == 0 {
+			t.Fatalf("%d capacity rows, %d request rows, %d curve rows", len(rows.rows), len(reqs.rows), len(curve.rows))
+		}
+		for _, r := range reqs.rows {
+			if r.Suite != Suite.Name || r.Get("server") != EmbeddedName || r.Status != results.StatusOK {
+				t.Fatalf("request row %s %s %q %v", r.Suite, r.Status, r.Reason, r.Extra)
+			}
+		}
+		a := func(i int) float64 { return rows.rows[i].Float("apc") }
+		if !(a(0) < a(1)) || math.Abs(a(1)-a(2)) > 0.01 || math.Abs(a(1)-rows.rows[1].Float("predicted_apc")) > 0.05 {
+			t.Errorf("realized APC %.3f %.3f %.3f (predicted at the working set %.3f)", a(0), a(1), a(2), rows.rows[1].Float("predicted_apc"))
+		}
+	})
+}

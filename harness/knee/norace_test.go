@@ -1,0 +1,5 @@
+//go:build !race
+
+package knee
+
+const raceDetector = false

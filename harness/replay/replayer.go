@@ -1,0 +1,149 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/redact"
+)
+
+// Info is what a Replayer learnt about the server before sending.
+type Info struct {
+	Endpoint     string // redacted
+	Model        string
+	MaxModelLen  int // 0 unknown
+	BlockSize    int
+	BlockSource  string // "--block-size", "vllm:cache_config_info", "assumed (vLLM default)"
+	GPUBlocks    int    // 0 unknown: no prediction
+	GPUSource    string
+	Version      string // GET /version, "" unknown
+	MetricsError string // why /metrics could not be read at the start
+	Simulated    bool
+	Nonce        uint64
+	// BytesPerToken is the KV of one token of the served model; 0
+	// unknown.
+	BytesPerToken int64
+}
+
+// CapacityTokens is the server's KV pool in tokens, 0 unknown.
+func (i Info) CapacityTokens() int64 { return int64(i.GPUBlocks) * int64(i.BlockSize) }
+
+// A Replayer sends one workload to one server.
+type Replayer struct {
+	cfg     Config
+	w       *Workload
+	c       *probe.Client
+	info    Info
+	prompts Prompts
+	pred    *predictor
+}
+
+// New connects to the server: it lists the models (an error wrapping
+// probe.ErrUnreachable if that fails), reads /version and /metrics (the
+// cache configuration), and refuses a workload whose blocks are not a
+// whole number of the server's.
+func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := probe.NewClient(cfg.Endpoint, cfg.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.HTTP != nil {
+		c.HTTP = cfg.HTTP
+	}
+	rp := &Replayer{cfg: cfg, w: w, c: c}
+	rp.info.Endpoint = redact.URL(cfg.Endpoint)
+	models, err := c.Models(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", probe.ErrUnreachable, rp.info.Endpoint, err)
+	}
+	m, ok := probe.PickModel(models, cfg.Model)
+	if !ok {
+		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", rp.info.Endpoint)
+	}
+	rp.info.Model, rp.info.MaxModelLen = m.ID, m.MaxModelLen
+	rp.info.Simulated = cfg.Simulated || c.Simulated() || strings.Contains(strings.ToLower(m.OwnedBy), "kvtier")
+	rp.learn(ctx)
+	if w.BlockTokens%rp.info.BlockSize != 0 {
+		return nil, fmt.Errorf("the workload's blocks of %d tokens are not a whole number of the server's %d-token blocks (%s): its prompts cannot realize the trace's sharing; give --trace-block a multiple of %d",
+			w.BlockTokens, rp.info.BlockSize, rp.info.BlockSource, rp.info.BlockSize)
+	}
+	if cfg.BlockBytes != nil {
+		rp.info.BytesPerToken = cfg.BlockBytes(rp.info.Model, rp.info.BlockSize) / int64(rp.info.BlockSize)
+	}
+	rp.info.Nonce = cfg.Nonce
+	if rp.info.Nonce == 0 {
+		rp.info.Nonce = uint64(time.Now().UnixNano())
+	}
+	rp.prompts = Prompts{Seed: mixSeed(cfg.Seed, rp.info.Nonce)}
+	capBlocks := rp.info.CapacityTokens() / int64(w.BlockTokens)
+	if rp.pred, err = newPredictor(capBlocks); err != nil {
+		return nil, err
+	}
+	return rp, nil
+}
+
+// learn reads the server's version and cache configuration.
+func (rp *Replayer) learn(ctx context.Context) {
+	if v, err := rp.c.Version(ctx); err == nil {
+		rp.info.Version = v
+	}
+	snap, err := rp.c.Metrics(ctx, rp.info.Model)
+	if err != nil {
+		rp.info.MetricsError = err.Error()
+	}
+	rp.info.BlockSize, rp.info.BlockSource = snap.BlockSizeOr(rp.cfg.BlockSize)
+	switch {
+	case rp.cfg.GPUBlocks > 0:
+		rp.info.GPUBlocks, rp.info.GPUSource = rp.cfg.GPUBlocks, "--gpu-blocks"
+	case snap.GPUBlocks() > 0:
+		rp.info.GPUBlocks, rp.info.GPUSource = snap.GPUBlocks(), "vllm:cache_config_info"
+	default:
+		rp.info.GPUSource = "unknown (no num_gpu_blocks in vllm:cache_config_info): no prediction"
+	}
+}
+
+// Info returns what New learnt about the server.
+func (rp *Replayer) Info() Info { return rp.info }
+
+// A predictor is the trace's LRU model fed the requests in the order
+// they are sent: the hit it predicts for each at the server's capacity.
+type predictor struct {
+	mu       sync.Mutex
+	a        *trace.Analyzer
+	capacity int64 // in hash-id blocks; 0: unknown
+	seq      int
+	hit      int
+}
+
+func newPredictor(capacity int64) (*predictor, error) {
+	p := &predictor{capacity: capacity}
+	a, err := trace.NewAnalyzer(trace.AnalyzeOptions{
+		BytesPerToken: 1, Touch: trace.TouchReverse,
+		OnRequest: func(_ *trace.Request, h *trace.Hits) { p.hit = h.HitTokens(p.capacity) },
+	})
+	p.a = a
+	return p, err
+}
+
+// predict adds r as the next request sent and returns the tokens the
+// model says a cache of the server's capacity serves it; ok is false
+// when the capacity is unknown.
+func (p *predictor) predict(r *trace.Request) (hit int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := *r
+	c.Time = float64(p.seq)
+	p.seq++
+	if err := p.a.Add(&c); err != nil {
+		return 0, false
+	}
+	return p.hit, p.capacity > 0
+}

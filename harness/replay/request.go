@@ -1,0 +1,134 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/results"
+)
+
+// Outcomes of a request (the outcome column).
+const (
+	OutcomeOK      = "ok"
+	OutcomeFailed  = "failed"  // an HTTP error, an error event, a cut stream
+	OutcomeTimeout = "timeout" // no complete answer within the request timeout
+	OutcomeSkipped = "skipped" // not sent: the server could not take it
+)
+
+// newRow fills the columns every request row of the run has.
+func (rp *Replayer) newRow(r *trace.Request) results.Row {
+	row := results.NewRow(Suite.Name)
+	row.Backend, row.Transport, row.Model = Backend, Transport, rp.info.Model
+	row.PrefixTokens = int64(r.Input)
+	bs := int64(rp.info.BlockSize)
+	row.Blocks = (row.PrefixTokens + bs - 1) / bs
+	row.Bytes = row.PrefixTokens * rp.info.BytesPerToken
+	row.Set("endpoint", rp.info.Endpoint)
+	row.Set("simulated", rp.info.Simulated)
+	row.Set("trace", rp.w.Name)
+	row.Set("dispatch", string(rp.cfg.Dispatch))
+	row.Set("request_index", r.Index)
+	row.Set("trace_line", r.Line)
+	row.Set("request_id", rp.requestID(r))
+	row.Set("session", r.Session)
+	row.Set("turn", r.Turn)
+	row.Set("input_tokens", r.Input)
+	if rp.info.GPUBlocks > 0 {
+		row.Set("gpu_blocks", rp.info.GPUBlocks)
+	}
+	return row
+}
+
+func (rp *Replayer) requestID(r *trace.Request) string {
+	return fmt.Sprintf("kvtier-replay-%x-%d", rp.info.Nonce, r.Index)
+}
+
+// maxTokens is the max_tokens of r: its output_length (at least 1)
+// capped by MaxOutput.
+func (rp *Replayer) maxTokens(r *trace.Request) int {
+	n := max(r.Output, 1)
+	if rp.cfg.MaxOutput > 0 {
+		n = min(n, rp.cfg.MaxOutput)
+	}
+	return n
+}
+
+// send sends r, due at due after start, and returns its row; ok is false
+// when ctx ended before its answer did (an interruption, not the
+// server's failure: no row).
+func (rp *Replayer) send(ctx context.Context, r *trace.Request, start time.Time, due time.Duration) (row results.Row, ok bool) {
+	row = rp.newRow(r)
+	row.Set("sched_s", due.Seconds())
+	mt := rp.maxTokens(r)
+	row.Set("max_tokens", mt)
+	if l := rp.info.MaxModelLen; l > 0 && r.Input+mt > l {
+		row.Skip(fmt.Sprintf("prompt of %d tokens + max_tokens %d exceed the server's max_model_len %d", r.Input, mt, l))
+		row.Set("outcome", OutcomeSkipped)
+		return row, true
+	}
+	if hit, known := rp.pred.predict(r); known {
+		row.Set("predicted_hit_tokens", hit)
+	}
+	req := probe.Request{Model: rp.info.Model, Prompt: rp.prompts.Tokens(r), MaxTokens: mt, RequestID: rp.requestID(r), CountTokens: true}
+	row.Set("dispatch_s", time.Since(start).Seconds())
+	s, err := rp.c.Stream(ctx, req, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return row, false
+		}
+		outcome := OutcomeFailed
+		if errors.Is(err, context.DeadlineExceeded) {
+			outcome = OutcomeTimeout
+		}
+		row.Fail(err)
+		row.Set("outcome", outcome)
+		return row, true
+	}
+	rp.fill(&row, s)
+	return row, true
+}
+
+// fill records what stream s delivered: vllm bench's timings, the token
+// counts, the cached tokens and whether the SLOs were met.
+func (rp *Replayer) fill(row *results.Row, s probe.Stream) {
+	ttft := s.TTFT.Seconds()
+	row.Seconds, row.Status = ttft, results.StatusOK
+	row.Set("outcome", OutcomeOK)
+	row.Set("ttft_s", ttft)
+	tpot := math.NaN()
+	if d, ok := s.TPOT(false); ok {
+		tpot = d.Seconds()
+	}
+	row.Set("tpot_s", tpot)
+	itl := results.Describe(seconds(s.ITL()))
+	row.Set("itl_p50_s", itl.P50)
+	row.Set("itl_p90_s", itl.P90)
+	row.Set("e2e_s", s.E2E.Seconds())
+	if s.Usage != nil {
+		row.Set("prompt_tokens", s.Usage.PromptTokens)
+	}
+	row.Set("output_tokens", s.OutputTokens())
+	row.Set("token_counting", s.Counting)
+	if n, ok := s.Usage.CachedTokens(); ok {
+		row.Set("cached_tokens", n)
+	}
+	if rp.cfg.SLOTTFT > 0 || rp.cfg.SLOTPOT > 0 {
+		met := rp.cfg.SLOTTFT <= 0 || s.TTFT <= rp.cfg.SLOTTFT
+		// As vllm bench: a request without a TPOT (one output token) meets its SLO.
+		met = met && (rp.cfg.SLOTPOT <= 0 || math.IsNaN(tpot) || tpot <= rp.cfg.SLOTPOT.Seconds())
+		row.Set("slo_met", met)
+	}
+}
+
+func seconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
+}

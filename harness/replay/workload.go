@@ -1,0 +1,185 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+
+	"github.com/kvtier/kvtier/harness/trace"
+)
+
+// GeneratedName is the trace column of a workload of generated sessions.
+const GeneratedName = "generated"
+
+// A Workload is what a replay sends: the requests of a trace, or of
+// synthetic multi-turn sessions, in timestamp order.
+type Workload struct {
+	Name        string           // the trace file's base name, or GeneratedName
+	Requests    []*trace.Request // in timestamp order
+	BlockTokens int              // tokens per hash id
+	Read        trace.ReadStats
+	// Generated holds the generator's options of a synthetic workload;
+	// nil for a trace file.
+	Generated *trace.GenOptions
+}
+
+// LoadTrace reads the first max requests (0: all) of a trace file in
+// timestamp order.
+func LoadTrace(ctx context.Context, path string, o trace.Options, max int) (*Workload, error) {
+	r, err := trace.Open(path, o)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	w, err := readAll(ctx, r, max)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	w.Name = filepath.Base(path)
+	return w, nil
+}
+
+// Generate returns the first max requests (0: all) of synthetic sessions
+// as kvtier trace --generate writes them: each turn sends the session's
+// system prompt, every earlier turn and answer, and new tokens.
+func Generate(o trace.GenOptions, max int) (*Workload, error) {
+	var buf bytes.Buffer
+	if _, err := trace.Generate(&buf, o); err != nil {
+		return nil, err
+	}
+	r, err := trace.NewReader(&buf, GeneratedName, trace.Options{BlockTokens: o.BlockTokens})
+	if err != nil {
+		return nil, err
+	}
+	w, err := readAll(context.Background(), r, max)
+	if err != nil {
+		return nil, err
+	}
+	w.Name, w.Generated = GeneratedName, &o
+	return w, nil
+}
+
+func readAll(ctx context.Context, r *trace.Reader, max int) (*Workload, error) {
+	w := &Workload{}
+	for max <= 0 || len(w.Requests) < max {
+		if len(w.Requests)%1024 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		req, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		w.Requests = append(w.Requests, req)
+	}
+	w.Read = r.Stats()
+	w.BlockTokens = w.Read.BlockTokens
+	if len(w.Requests) == 0 {
+		return nil, fmt.Errorf("%w (%d lines; %s)", trace.ErrNoRequests, w.Read.Lines, w.Read.BadLines())
+	}
+	return w, nil
+}
+
+// Sessions returns the requests grouped by session: sessions in the
+// order of their first request, turns in timestamp order.
+func (w *Workload) Sessions() [][]*trace.Request {
+	index := map[int]int{}
+	var out [][]*trace.Request
+	for _, r := range w.Requests {
+		i, ok := index[r.Session]
+		if !ok {
+			i = len(out)
+			index[r.Session] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], r)
+	}
+	return out
+}
+
+// Order returns the requests in the order dispatch d is expected to send
+// them: timestamp order, or for closed-loop sessions, concurrency of
+// them at a time (0: all) taking turns, one turn each per round, a
+// finished session's slot going to the next session: the order when
+// every turn takes as long as every other.
+func (w *Workload) Order(d Dispatch, concurrency int) []*trace.Request {
+	if d != DispatchSession {
+		return slices.Clone(w.Requests)
+	}
+	sess := w.Sessions()
+	n := concurrency
+	if n <= 0 || n > len(sess) {
+		n = len(sess)
+	}
+	slots := slices.Clone(sess[:n])
+	next := n
+	out := make([]*trace.Request, 0, len(w.Requests))
+	for len(out) < len(w.Requests) {
+		for i, s := range slots {
+			if len(s) == 0 {
+				continue
+			}
+			out = append(out, s[0])
+			slots[i] = s[1:]
+			if len(slots[i]) == 0 && next < len(sess) {
+				slots[i] = sess[next]
+				next++
+			}
+		}
+	}
+	return out
+}
+
+// Model returns the LRU model's single-cache curve of the requests in
+// the order given (touched tail first, as vLLM frees a request's blocks),
+// with bytesPerToken (0: unknown, 1 is used) for its byte figures.
+func Model(reqs []*trace.Request, blockTokens int, bytesPerToken int64) (*trace.Curve, error) {
+	a, err := trace.NewAnalyzer(trace.AnalyzeOptions{BytesPerToken: max(bytesPerToken, 1), Touch: trace.TouchReverse})
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range reqs {
+		c := *r
+		c.Time = float64(i) // the order given is the order of arrival
+		if err := a.Add(&c); err != nil {
+			return nil, err
+		}
+	}
+	return a.Finish(blockTokens).Curves[0], nil
+}
+
+// WorkingSet returns the workload's working set in tokens: the smallest
+// cache at which the LRU model, fed the requests in the order d is
+// expected to send them (Order), serves every hit an infinite cache
+// would; 0 when the workload has no reuse.
+func (w *Workload) WorkingSet(d Dispatch, concurrency int) (int64, error) {
+	c, err := Model(w.Order(d, concurrency), w.BlockTokens, 1)
+	if err != nil {
+		return 0, err
+	}
+	k, ok := c.Knee(1)
+	if !ok {
+		return 0, nil
+	}
+	return k * int64(w.BlockTokens), nil
+}
+
+// DefaultSessions are the synthetic sessions replay and knee send when
+// given no trace: the closed-loop multi-turn load of the reference's
+// capacity knee (h20-reference.md). Four sessions of exactly six turns,
+// each with a 2k-token system prompt of its own, 1k new tokens and a
+// 256-token answer per turn, end at 9,472-token prompts (0.93 GB of
+// Qwen3-Coder-30B-A3B KV); their working set is 36,608 tokens (3.6 GB),
+// the reference's 4 × 0.91 GB.
+func DefaultSessions() trace.GenOptions {
+	return trace.GenOptions{
+		Sessions: 4, Turns: 6, SystemPrompts: 0, SystemTokens: 2048, TurnTokens: 1024, OutputTokens: 256,
+		BlockTokens: 16, Seed: 1, Fixed: true,
+	}
+}

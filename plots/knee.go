@@ -1,0 +1,139 @@
+package plots
+
+import (
+	"image/color"
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/results"
+)
+
+func init() { Register("knee", drawKnee) }
+
+// kneeAxis is the x axis of the knee's figures: GPU KV in decimal GB as
+// the reference's table, or in tokens where the model's geometry was
+// unknown.
+type kneeAxis struct {
+	label string
+	of    func(results.Row) float64
+}
+
+func kneeAxisOf(rows []results.Row) kneeAxis {
+	for _, r := range rows {
+		if math.IsNaN(r.Float("capacity_bytes")) {
+			return kneeAxis{"GPU KV capacity (tokens)", func(r results.Row) float64 { return r.Float("capacity_tokens") }}
+		}
+	}
+	return kneeAxis{"GPU KV capacity (GB)", func(r results.Row) float64 { return r.Float("capacity_bytes") / 1e9 }}
+}
+
+// drawKnee draws the realized APC and the TTFT p90 against the GPU KV
+// capacity, the LRU model's predicted APC curve beside the measured
+// points and the working set marked, as the reference's knee table.
+func drawKnee(dir string, run *report.Run, res *Result) error {
+	rows := slices.Clone(run.FileWith("knee", "apc_source"))
+	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
+	var measured []results.Row
+	for _, r := range rows {
+		if r.Status == results.StatusOK {
+			measured = append(measured, r)
+		}
+	}
+	if len(measured) == 0 {
+		res.Absent = append(res.Absent, "knee: no capacity measured: its plots not drawn")
+		return nil
+	}
+	ax := kneeAxisOf(rows)
+	sim := ""
+	if measured[0].Get("simulated") == "true" {
+		sim = " (kvtier simulator)"
+	}
+	if err := drawKneeAPC(dir, measured, run.FileWith("knee", "order"), ax, sim, res); err != nil {
+		return err
+	}
+	return drawKneeTTFT(dir, measured, ax, sim, res)
+}
+
+func drawKneeAPC(dir string, rows, curve []results.Row, ax kneeAxis, sim string, res *Result) error {
+	f := newFigure("Realized APC vs GPU KV capacity"+sim, ax.label, "prefix-cache hit ratio (% of prompt tokens)")
+	var pts plotter.XYs
+	for _, r := range rows {
+		pts = append(pts, plotter.XY{X: ax.of(r), Y: 100 * r.Float("apc")})
+	}
+	if err := f.line(pts, 0, false, "realized APC (server's /metrics: hits / queries)"); err != nil {
+		return err
+	}
+	var model plotter.XYs
+	order := ""
+	for _, r := range curve {
+		if x := ax.of(r); x > 0 {
+			model = append(model, plotter.XY{X: x, Y: 100 * r.Float("hit_ratio")})
+			order = r.Get("order")
+		}
+	}
+	if len(model) > 1 {
+		l, err := f.curve(model, 1)
+		if err != nil {
+			return err
+		}
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		f.legend = append(f.legend, legendEntry{"LRU model (" + order + " order): predicted, not measured", []plot.Thumbnailer{l}})
+	}
+	f.p.X.Min, f.p.Y.Min, f.p.Y.Max = 0, 0, 100
+	f.p.Y.Tick.Marker = linearTicks(plainLabel)
+	f.p.X.Tick.Marker = linearTicks(plainLabel)
+	if err := markWorkingSet(f, rows[0], ax, 100); err != nil {
+		return err
+	}
+	return emit(dir, "knee_apc", f, res)
+}
+
+func drawKneeTTFT(dir string, rows []results.Row, ax kneeAxis, sim string, res *Result) error {
+	f := newFigure("TTFT vs GPU KV capacity"+sim, ax.label, "TTFT (s)")
+	for i, p := range []struct{ col, name string }{{"ttft_p90_s", "TTFT p90"}, {"ttft_p50_s", "TTFT p50"}} {
+		var pts plotter.XYs
+		for _, r := range rows {
+			if v := r.Float(p.col); v > 0 {
+				pts = append(pts, plotter.XY{X: ax.of(r), Y: v})
+			}
+		}
+		if err := f.line(pts, i, i > 0, p.name); err != nil {
+			return err
+		}
+	}
+	f.logY(func(v float64) string { return report.FmtSec(v) })
+	f.p.X.Min = 0
+	f.p.X.Tick.Marker = linearTicks(plainLabel)
+	if err := markWorkingSet(f, rows[0], ax, f.p.Y.Max); err != nil {
+		return err
+	}
+	return emit(dir, "knee_ttft", f, res)
+}
+
+// markWorkingSet draws the workload's working set as a vertical line up
+// to top, when the rows know it.
+func markWorkingSet(f *figure, r results.Row, ax kneeAxis, top float64) error {
+	ws := r
+	ws.Extra = map[string]string{"capacity_bytes": r.Get("working_set_bytes"), "capacity_tokens": r.Get("working_set_tokens")}
+	x := ax.of(ws)
+	if !(x > 0) {
+		return nil
+	}
+	bottom := f.p.Y.Min
+	if bottom <= 0 {
+		bottom = math.Min(0, f.ymin)
+	}
+	l, err := plotter.NewLine(plotter.XYs{{X: x, Y: bottom}, {X: x, Y: top}})
+	if err != nil {
+		return err
+	}
+	l.Color, l.Width, l.Dashes = color.Gray{0x44}, vg.Points(1), []vg.Length{vg.Points(2), vg.Points(2)}
+	f.p.Add(l)
+	f.legend = append(f.legend, legendEntry{"working set (LRU model: no hit lost; predicted)", []plot.Thumbnailer{l}})
+	return nil
+}

@@ -1,0 +1,233 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+func init() {
+	RegisterSection(Section{Suite: "replay", Write: WriteReplay})
+	RegisterSection(Section{Suite: "knee", Write: WriteKnee})
+}
+
+// fmtGB renders bytes as decimal gigabytes with one decimal, the unit of
+// the reference's capacity table; "" for NaN.
+func fmtGB(b float64) string {
+	if math.IsNaN(b) || math.IsInf(b, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(b/1e9, 'f', 1, 64)
+}
+
+// runRows returns the rows of the suite's per-run (replay) or
+// per-capacity (knee) file: the one with the apc_source column.
+func runRows(run *Run, suite string) []results.Row { return run.FileWith(suite, "apc_source") }
+
+// serverSentence says what served a run: a simulator, labelled as one.
+func serverSentence(r results.Row) string {
+	what := "a live server"
+	if r.Get("simulated") == "true" {
+		what = "**kvtier's simulator** (simulated figures, not a GPU's)"
+	}
+	return fmt.Sprintf("%s, model %s, workload `%s` (%s dispatch, concurrency %s)", what, orDash(r.Model), r.Get("trace"), r.Get("dispatch"), concurrency(r.Get("concurrency")))
+}
+
+func concurrency(s string) string {
+	if s == "0" || s == "" {
+		return "unlimited"
+	}
+	return s
+}
+
+// requestCounts renders ok/failed/timed out/skipped of a run row.
+func requestCounts(r results.Row) string {
+	s := r.Get("ok") + " ok"
+	for _, c := range []struct{ col, name string }{{"failed", "failed"}, {"timed_out", "timed out"}, {"skipped", "skipped"}} {
+		if v := r.Get(c.col); v != "" && v != "0" {
+			s += ", " + v + " " + c.name
+		}
+	}
+	return s
+}
+
+// WriteReplay writes the replay section: per run the realized APC from
+// the server's counters beside the LRU model's prediction, the TTFT and
+// TPOT percentiles and goodput.
+func WriteReplay(w io.Writer, run *Run) {
+	for _, r := range runRows(run, "replay") {
+		fmt.Fprintf(w, "Replayed against %s at `%s`: %s requests (%s) in %s.\n\n", serverSentence(r), r.Get("endpoint"), r.Get("requests"), requestCounts(r), fmtSec(r.Float("duration_s")))
+		t := newTable("realized APC", "external APC", "predicted APC", "cached share (usage)", "TTFT p50", "p90", "p99", "TPOT p50", "goodput", "throughput")
+		pred := fmtShare(r.Float("predicted_apc"))
+		if pred == "" {
+			pred = t.dash("the server's capacity is unknown (no num_gpu_blocks in vllm:cache_config_info)")
+		}
+		apc := fmtShare(r.Float("apc"))
+		if apc == "" {
+			apc = t.dash(r.Get("apc_source"))
+		}
+		good := sig(r.Float("goodput_rps")) + " req/s"
+		if math.IsNaN(r.Float("goodput_rps")) {
+			good = t.dash("no --slo-ttft or --slo-tpot")
+		}
+		ext, cached := fmtShare(r.Float("apc_external")), fmtShare(r.Float("cached_share"))
+		if ext == "" {
+			ext = t.dash("the server counted no external (KV connector) prefix-cache queries")
+		}
+		if cached == "" {
+			cached = t.dash("the server sent no usage cached_tokens (vLLM: --enable-prompt-tokens-details)")
+		}
+		t.add(apc, ext, pred, cached,
+			fmtSec(r.Float("ttft_p50_s")), fmtSec(r.Float("ttft_p90_s")), fmtSec(r.Float("ttft_p99_s")), fmtSec(r.Float("tpot_p50_s")),
+			good, sig(r.Float("throughput_rps"))+" req/s")
+		t.write(w)
+		fmt.Fprintf(w, "Realized APC is the server's prefix-cache hits over its queries across the run (%s). The prediction is the LRU model's at the server's %s GPU blocks (%s tokens), fed the requests in the order they were sent.\n\n",
+			orDash(r.Get("apc_source")), orDash(r.Get("gpu_blocks")), orDash(r.Get("capacity_tokens")))
+		if r.Status != results.StatusOK {
+			fmt.Fprintf(w, "Run status %s: %s.\n\n", r.Status, r.Reason)
+		}
+		writeSimLag(w, []results.Row{r})
+	}
+}
+
+// WriteKnee writes the knee section, laid out like the reference's
+// capacity table: per GPU KV capacity the realized APC and TTFT p90,
+// with the LRU model's prediction, the other percentiles and the
+// workload's working set.
+func WriteKnee(w io.Writer, run *Run) {
+	rows := slices.Clone(runRows(run, "knee"))
+	if len(rows) == 0 {
+		return
+	}
+	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
+	first := rows[0]
+	if i := slices.IndexFunc(rows, ok); i >= 0 {
+		first = rows[i] // an error row may not know the workload
+	}
+	fmt.Fprintf(w, "One server per GPU KV capacity (%s), the same workload replayed against each: %s.", first.Get("server"), serverSentence(first))
+	if run.Manifest != nil && run.Manifest.Settings["generated"] != "" {
+		fmt.Fprintf(w, " The workload: synthetic sessions, %s.", run.Manifest.Settings["generated"])
+	}
+	fmt.Fprint(w, "\n\n")
+	t := newTable("GPU KV (GB)", "realized APC", "TTFT p90", "blocks", "predicted APC", "TTFT p50", "TTFT p99", "requests")
+	for _, r := range rows {
+		gb := fmtGB(r.Float("capacity_bytes"))
+		if gb == "" {
+			gb = t.dash("the model's KV geometry is unknown: " + r.Get("capacity_tokens") + " tokens")
+		}
+		if r.Status == results.StatusError && r.Get("requests") == "" {
+			t.add(gb, t.dash(r.Reason), Dash, r.Get("gpu_blocks"), Dash, Dash, Dash, Dash)
+			continue
+		}
+		apc := fmtShare(r.Float("apc"))
+		if apc == "" {
+			apc = t.dash(orDash(r.Get("apc_source")))
+		}
+		reqs := requestCounts(r)
+		if r.Status != results.StatusOK {
+			reqs += " " + t.note(r.Reason)
+		}
+		t.add(gb, apc, fmtSec(r.Float("ttft_p90_s")), r.Get("gpu_blocks"), fmtShare(r.Float("predicted_apc")),
+			fmtSec(r.Float("ttft_p50_s")), fmtSec(r.Float("ttft_p99_s")), reqs)
+	}
+	t.write(w)
+	writeKneeFindings(w, rows)
+	writeSimLag(w, rows)
+}
+
+// simLagNotable is the simulator lag worth a sentence: beyond it the
+// machine's load shows in the TTFTs.
+const simLagNotable = 0.005
+
+// writeSimLag says how far a real-time simulator fell behind real time,
+// when it did notably: that much of this machine's load is in its TTFTs.
+func writeSimLag(w io.Writer, rows []results.Row) {
+	worst, at := 0.0, ""
+	for _, r := range rows {
+		if v := r.Float("sim_lag_s"); v > worst {
+			worst, at = v, r.Get("gpu_blocks")
+		}
+	}
+	if worst > simLagNotable {
+		fmt.Fprintf(w, "The simulator fell up to %s behind real time (kvtier_sim_lag_seconds, at %s GPU blocks): this machine's load, not the model, is in its TTFTs up to that much.\n\n", fmtSec(worst), at)
+	}
+}
+
+// A KneeShape is what a knee sweep's capacities (ok rows of knee.csv,
+// by capacity) say about its knee.
+type KneeShape struct {
+	// Knee is the first capacity whose realized APC reaches 95 % of the
+	// largest capacity's.
+	Knee int
+	// WorkingSet is the capacity nearest the workload's working set; -1
+	// when the rows do not give it.
+	WorkingSet int
+	APCGain    float64 // realized APC at the largest capacity over the smallest's
+	TTFTFall   float64 // TTFT p90 at the smallest capacity over the knee's
+	// Flat is the largest |TTFT p90 / the knee's − 1| beyond the knee; 0
+	// when the knee is the largest capacity.
+	Flat float64
+	Rows []results.Row // the capacities, ascending
+}
+
+// ShapeOfKnee returns the knee's shape from knee.csv's rows, which must
+// all be ok.
+func ShapeOfKnee(rows []results.Row) (KneeShape, error) {
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
+	for _, r := range rows {
+		if r.Status != results.StatusOK || math.IsNaN(r.Float("apc")) || math.IsNaN(r.Float("ttft_p90_s")) {
+			return KneeShape{}, fmt.Errorf("capacity of %s blocks: %s %s: no realized APC and TTFT p90", r.Get("gpu_blocks"), r.Status, r.Reason)
+		}
+	}
+	if len(rows) < 2 {
+		return KneeShape{}, fmt.Errorf("%d capacities: a knee needs at least two", len(rows))
+	}
+	n := len(rows)
+	apc := func(i int) float64 { return rows[i].Float("apc") }
+	p90 := func(i int) float64 { return rows[i].Float("ttft_p90_s") }
+	k := KneeShape{Knee: n - 1, WorkingSet: -1, APCGain: apc(n-1) / apc(0), Rows: rows}
+	for i := range rows {
+		if apc(i) >= 0.95*apc(n-1) {
+			k.Knee = i
+			break
+		}
+	}
+	k.TTFTFall = p90(0) / p90(k.Knee)
+	for i := k.Knee + 1; i < n; i++ {
+		k.Flat = max(k.Flat, math.Abs(p90(i)/p90(k.Knee)-1))
+	}
+	if ws := rows[0].Float("working_set_tokens"); !math.IsNaN(ws) {
+		k.WorkingSet = 0
+		for i, r := range rows {
+			if math.Abs(r.Float("capacity_tokens")-ws) < math.Abs(rows[k.WorkingSet].Float("capacity_tokens")-ws) {
+				k.WorkingSet = i
+			}
+		}
+	}
+	return k, nil
+}
+
+// writeKneeFindings says where the working set is, where the realized
+// APC stops growing and how the TTFT falls across the knee.
+func writeKneeFindings(w io.Writer, rows []results.Row) {
+	if i := slices.IndexFunc(rows, func(r results.Row) bool { return r.Get("working_set_tokens") != "" }); i >= 0 {
+		size := commas(int64(rows[i].Float("working_set_tokens"))) + " tokens"
+		if b := rows[i].Float("working_set_bytes"); !math.IsNaN(b) {
+			size = fmtGB(b) + " GB (" + size + ")"
+		}
+		fmt.Fprintf(w, "Working set: %s, the smallest cache at which the LRU model (blocks touched tail first, as vLLM frees them) serves every hit an infinite cache would, fed the requests in the order they are expected to be sent (**predicted**).", size)
+	}
+	k, err := ShapeOfKnee(rows)
+	if err != nil {
+		fmt.Fprintf(w, " No knee: %v.\n\n", err)
+		return
+	}
+	kr, last := k.Rows[k.Knee], k.Rows[len(k.Rows)-1]
+	fmt.Fprintf(w, " The realized APC rises from %s at the smallest capacity to %s at the largest and reaches 95 %% of that at %s GB (%s blocks); TTFT p90 falls %s× from the smallest capacity to there and stays within ±%s %% beyond it.\n\n",
+		fmtShare(k.Rows[0].Float("apc")), fmtShare(last.Float("apc")), orDash(fmtGB(kr.Float("capacity_bytes"))), kr.Get("gpu_blocks"), sig(k.TTFTFall), sig(100*k.Flat))
+}

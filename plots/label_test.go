@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kvtier/kvtier/plots"
@@ -15,34 +16,51 @@ import (
 	"github.com/kvtier/kvtier/report/reporttest"
 )
 
-// drawTree draws every directory of a bench-like tree and returns the
-// figures the index lists, by name, and each figure's SVG text.
+// drawTree draws every directory of a bench-like tree, once for the
+// tests that read it, and returns the figures the index lists, by name,
+// and each figure's SVG text.
 func drawTree(t *testing.T) (map[string]report.Figure, map[string]string) {
 	t.Helper()
-	dirs, err := reporttest.WriteTree(t.TempDir(), reporttest.Options{Seed: 9, Reps: 3})
-	if err != nil {
-		t.Fatal(err)
+	d := drawn()
+	if d.err != nil {
+		t.Fatal(d.err)
 	}
-	figs, svgs := map[string]report.Figure{}, map[string]string{}
-	for _, d := range dirs {
-		if _, err := plots.Draw(d); err != nil {
-			t.Fatal(err)
+	return d.figs, d.svgs
+}
+
+var drawn = sync.OnceValue(func() (d struct {
+	figs map[string]report.Figure
+	svgs map[string]string
+	err  error
+}) {
+	root, err := os.MkdirTemp("", "kvtier-plots-test-")
+	if d.err = err; err != nil {
+		return d
+	}
+	defer os.RemoveAll(root) // the SVGs are read into memory
+	dirs, err := reporttest.WriteTree(root, reporttest.Options{Seed: 9, Reps: 3})
+	if d.err = err; err != nil {
+		return d
+	}
+	d.figs, d.svgs = map[string]report.Figure{}, map[string]string{}
+	for _, dir := range dirs {
+		if _, d.err = plots.Draw(dir); d.err != nil {
+			return d
 		}
-		run, err := report.Load(d)
-		if err != nil {
-			t.Fatal(err)
+		run, err := report.Load(dir)
+		if d.err = err; err != nil {
+			return d
 		}
 		for _, f := range run.Figures {
-			figs[f.Name] = f
 			b, err := os.ReadFile(f.File("svg"))
-			if err != nil {
-				t.Fatal(err)
+			if d.err = err; err != nil {
+				return d
 			}
-			svgs[f.Name] = string(b)
+			d.figs[f.Name], d.svgs[f.Name] = f, string(b)
 		}
 	}
-	return figs, svgs
-}
+	return d
+})
 
 // TestFiguresLabelled: every figure the index lists says in its title
 // what its figures are, and the index says the same; the reference's

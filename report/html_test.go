@@ -11,26 +11,41 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kvtier/kvtier/report"
 )
 
-// htmlPage renders the bench tree's report as HTML into root/REPORT.html.
+// htmlPage renders the drawn tree's report as HTML into
+// root/REPORT.html, once for the tests that read it.
 func htmlPage(t *testing.T) (string, []*report.Run, string) {
 	t.Helper()
 	root, runs := benchTree(t, true)
-	var b bytes.Buffer
-	if err := report.HTML(&b, runs, report.Options{Base: root}); err != nil {
-		t.Fatal(err)
+	p := page()
+	if p.err != nil {
+		t.Fatal(p.err)
 	}
-	page := filepath.Join(root, "REPORT.html")
-	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return page, runs, b.String()
+	return filepath.Join(root, "REPORT.html"), runs, p.text
 }
+
+var page = sync.OnceValue(func() (p struct {
+	text string
+	err  error
+}) {
+	d := drawn()
+	if p.err = d.err; p.err != nil {
+		return p
+	}
+	var b bytes.Buffer
+	if p.err = report.HTML(&b, d.runs, report.Options{Base: d.root}); p.err != nil {
+		return p
+	}
+	p.text = b.String()
+	p.err = os.WriteFile(filepath.Join(d.root, "REPORT.html"), b.Bytes(), 0o644)
+	return p
+})
 
 // TestHTMLSelfContained: the page loads nothing from anywhere (no
 // stylesheet, image or script by URL, no remote link), inlines every
@@ -93,7 +108,7 @@ func TestHTMLInChromium(t *testing.T) {
 	t.Parallel()
 	chrome := chromium(t)
 	page, runs, _ := htmlPage(t)
-	shot := filepath.Join(filepath.Dir(page), "screenshot.png")
+	shot := filepath.Join(t.TempDir(), "screenshot.png")
 	home := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

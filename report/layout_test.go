@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kvtier/kvtier/harness/sweep"
@@ -17,28 +18,70 @@ import (
 
 // benchTree writes a results tree laid out as make bench lays it out (one
 // directory per suite, each with its manifest), draws its plots when
-// asked, and loads it.
+// asked, and loads it. The drawn tree is drawn once for the tests that
+// read it (drawing is the slow part under -race) and left alone by them.
 func benchTree(t *testing.T, draw bool) (string, []*report.Run) {
 	t.Helper()
-	root := t.TempDir()
-	dirs, err := reporttest.WriteTree(root, reporttest.Options{Seed: 7, Reps: 3, Disk: true})
+	if draw {
+		d := drawn()
+		if d.err != nil {
+			t.Fatal(d.err)
+		}
+		return d.root, d.runs
+	}
+	root, runs, err := writeTree(t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return root, runs
+}
+
+type tree struct {
+	root string
+	runs []*report.Run
+	err  error
+}
+
+// drawn is the drawn tree, in a directory TestMain removes.
+var drawn = sync.OnceValue(func() tree {
+	root, err := os.MkdirTemp("", "kvtier-report-test-")
+	if err != nil {
+		return tree{err: err}
+	}
+	drawnRoot = root
+	root, runs, err := writeTree(root, true)
+	return tree{root, runs, err}
+})
+
+var drawnRoot string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if drawnRoot != "" {
+		os.RemoveAll(drawnRoot)
+	}
+	os.Exit(code)
+}
+
+func writeTree(root string, draw bool) (string, []*report.Run, error) {
+	dirs, err := reporttest.WriteTree(root, reporttest.Options{Seed: 7, Reps: 3, Disk: true})
+	if err != nil {
+		return root, nil, err
 	}
 	var runs []*report.Run
 	for _, d := range dirs {
 		if draw {
 			if _, err := plots.Draw(d); err != nil {
-				t.Fatal(err)
+				return root, nil, err
 			}
 		}
 		r, err := report.Load(d)
 		if err != nil {
-			t.Fatal(err)
+			return root, nil, err
 		}
 		runs = append(runs, r)
 	}
-	return root, runs
+	return root, runs, nil
 }
 
 func markdown(runs []*report.Run, base string) string {
@@ -224,7 +267,7 @@ func TestFigureIndex(t *testing.T) {
 	t.Parallel()
 	root, runs := benchTree(t, true)
 	md := markdown(runs, root)
-	if out := os.Getenv("KVTIER_REPORT_TREE"); out != "" { // a look by eye: go test -run FigureIndex
+	if out := os.Getenv("KVTIER_REPORT_TREE"); out != "" { // a look by eye: go test -run FigureIndex (a directory that does not exist)
 		os.CopyFS(out, os.DirFS(root))
 		os.WriteFile(filepath.Join(out, "REPORT.md"), []byte(md), 0o644)
 	}

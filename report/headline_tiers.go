@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -139,25 +140,31 @@ func sweepHeadline(runs []*Run) (string, string) {
 // noted as predicted), or a dash; one note for the column says why, per
 // L where the reasons differ.
 func tierColumn(t *table, grid [][]string, k SweepKey, ls []int64, cells map[sweepCell][]results.Row, fit *Fit) {
-	var why []string
-	same := true
+	var why, at []string
 	for i, L := range ls {
 		rows := cells[sweepCell{k, L}]
 		c := tierCell(k, rows)
 		grid[i] = append(grid[i], c)
 		if c == "" {
-			r := cmp.Or(reasonAt(rows), "not run at this L")
-			same = same && (len(why) == 0 || strings.HasSuffix(why[0], ": "+r))
-			why = append(why, fmtTokens(L)+": "+r)
+			why = append(why, cmp.Or(reasonAt(rows), "not run at this L"))
+			at = append(at, fmtTokens(L))
 		}
 	}
 	if len(why) == 0 {
 		return
 	}
-	note := k.Tier + " not measured at " + strings.Join(why, "; ")
-	if same {
-		_, r, _ := strings.Cut(why[0], ": ")
-		note = k.Tier + " not measured: " + r
+	note := k.Tier + " not measured: " + why[0]
+	if len(slices.Compact(slices.Clone(why))) > 1 {
+		note = k.Tier + " not measured at " + at[0] + ": " + why[0] + "; alike at " + strings.Join(at[1:], ", ")
+		if digits := regexp.MustCompile(`[0-9][0-9.,e+]*( ?[KMGT]i?B)?`); len(slices.CompactFunc(slices.Clone(why), func(a, b string) bool {
+			return digits.ReplaceAllString(a, "#") == digits.ReplaceAllString(b, "#")
+		})) > 1 {
+			var parts []string
+			for i := range why {
+				parts = append(parts, at[i]+": "+why[i])
+			}
+			note = k.Tier + " not measured at " + strings.Join(parts, "; ")
+		}
 	}
 	if fit != nil {
 		note = fmt.Sprintf("%s: in italics, predicted by the tier's fitted cost model (measured at L %s – %s); %s",

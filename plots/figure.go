@@ -17,6 +17,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/kvtier/kvtier/report"
 )
 
 // Figure size: the plot area is 6 × 4 in; the legend goes below it so that
@@ -67,6 +69,11 @@ type figure struct {
 	legend []legendEntry
 	// x and y ranges of the data, for axes the figure sets itself.
 	xmin, xmax, ymin, ymax float64
+	// kinds say what the figures are (report.Measured, ...); emit takes
+	// the suite's when none is set. reference is set once a reference
+	// curve is drawn.
+	kinds     []string
+	reference bool
 }
 
 type legendEntry struct {
@@ -433,8 +440,9 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// reference adds a horizontal reference line at y across the x range.
-func (f *figure) reference(y float64, name string) error {
+// hline adds a horizontal line at y (a line rate, a ceiling) across the
+// x range.
+func (f *figure) hline(y float64, name string) error {
 	ref := plotter.NewFunction(func(float64) float64 { return y })
 	ref.Color = color.Gray{0x55}
 	ref.Width = vg.Points(1.2)
@@ -447,7 +455,7 @@ func (f *figure) reference(y float64, name string) error {
 
 // fileBase returns DIR/plots/name, creating DIR/plots.
 func fileBase(dir, name string) (string, error) {
-	pd := filepath.Join(dir, "plots")
+	pd := filepath.Join(dir, report.PlotsDir)
 	if err := os.MkdirAll(pd, 0o755); err != nil {
 		return "", fmt.Errorf("plots: %w", err)
 	}
@@ -481,4 +489,29 @@ func (streamTicks) Ticks(min, max float64) []plot.Tick {
 		ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%d", int(v))})
 	}
 	return ticks
+}
+
+// refLine draws a curve of the reference's figures in series colour i,
+// dotted with hollow markers so that it reads as not kvtier's, and marks
+// the figure as holding a reference.
+func (f *figure) refLine(xys plotter.XYs, i int, name string) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	c, _ := style(i)
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return err
+	}
+	l.Color, l.Width, l.Dashes = c, vg.Points(1.1), []vg.Length{vg.Points(1.5), vg.Points(2)}
+	s, err := plotter.NewScatter(xys)
+	if err != nil {
+		return err
+	}
+	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.6), Shape: draw.RingGlyph{}}
+	f.p.Add(l, s)
+	f.extend(xys)
+	f.legend = append(f.legend, legendEntry{name, []plot.Thumbnailer{l, s}})
+	f.reference = true
+	return nil
 }

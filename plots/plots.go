@@ -10,9 +10,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -20,12 +23,17 @@ import (
 
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
 // A Result lists what Draw wrote and which suites it found nothing for.
 type Result struct {
-	Files  []string // paths of the PNG and SVG files
-	Absent []string // one line per suite or figure not drawn, with why
+	Files   []string        // paths of the PNG and SVG files, and of the figure index
+	Figures []report.Figure // every figure drawn, as the index lists it
+	Absent  []string        // one line per suite or figure not drawn, with why
+
+	run   *report.Run   // the run being drawn
+	suite results.Suite // the suite being drawn
 }
 
 // A Drawer draws a suite's figures from a run into dir, adding what it
@@ -69,8 +77,9 @@ func Draw(dir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{}
+	res := &Result{run: run}
 	for _, suite := range results.Suites() {
+		res.suite = suite
 		ds := drawersOf(suite.Name)
 		if len(ds) == 0 {
 			continue
@@ -89,17 +98,45 @@ func Draw(dir string) (*Result, error) {
 			}
 		}
 	}
+	if len(res.Figures) == 0 {
+		return res, nil
+	}
+	if err := report.WriteFigures(filepath.Join(dir, report.PlotsDir), res.Figures); err != nil {
+		return res, fmt.Errorf("plots: %w", err)
+	}
+	res.Files = append(res.Files, filepath.Join(dir, report.PlotsDir, report.FigureIndex))
 	return res, nil
 }
 
-// emit saves f as name under dir/plots and records the files.
+// emit saves f as name under dir/plots and records the files and the
+// figure. Its title gets a line saying what its figures are: the kinds
+// the drawer set, else those of the suite's rows, and the reference when
+// one is drawn.
 func emit(dir, name string, f *figure, res *Result) error {
 	base, err := fileBase(dir, name)
 	if err != nil {
 		return err
 	}
+	kinds := f.kinds
+	if len(kinds) == 0 {
+		var rows [][]results.Row
+		for _, file := range res.suite.Files {
+			rows = append(rows, res.run.Files[file.Name])
+		}
+		kinds = report.KindsOf(rows...)
+	}
+	if f.reference {
+		kinds = append(slices.Clone(kinds), report.Reference)
+	}
+	title, _, _ := strings.Cut(f.p.Title.Text, "\n")
+	f.p.Title.Text += "\n(" + report.KindNote(kinds) + ")"
 	files, err := f.save(base)
 	res.Files = append(res.Files, files...)
+	fig := report.Figure{Name: name, Suite: res.suite.Name, Title: title, Kinds: kinds}
+	for _, p := range files {
+		fig.Files = append(fig.Files, filepath.Base(p))
+	}
+	res.Figures = append(res.Figures, fig)
 	return err
 }
 
@@ -198,8 +235,6 @@ func siLabel(unit string) func(float64) string {
 
 func plainLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-const standInTitle = "host backend = CPU stand-in, not a GPU"
-
 func drawSweep(dir string, run *report.Run, res *Result) error {
 	var keys []report.SweepKey
 	groups := map[report.SweepKey][]results.Row{}
@@ -212,23 +247,17 @@ func drawSweep(dir string, run *report.Run, res *Result) error {
 	}
 	slices.SortFunc(keys, report.CompareSweepKeys)
 	var ss []series
-	standIn := false
 	for _, k := range keys {
 		s := collect(k.Label(), groups[k], prefixX, okSeconds)
 		if len(s.x) == 0 {
 			continue
 		}
-		standIn = standIn || report.IsStandIn(k.Backend)
 		ss = append(ss, s)
 	}
 	if len(ss) == 0 {
 		res.Absent = append(res.Absent, "sweep.csv has no ok rows: tier curve not drawn")
 	} else {
-		title := "Device tiers: time to bring back an L-token KV prefix"
-		if standIn {
-			title += "\n(" + standInTitle + ")"
-		}
-		f := newFigure(title, "prefix length L (tokens)", "time per fetch (s)")
+		f := newFigure("Device tiers: time to bring back an L-token KV prefix", "prefix length L (tokens)", "time per fetch (s)")
 		if err := addSeries(f, ss); err != nil {
 			return err
 		}
@@ -256,11 +285,15 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 	}
 	for _, tier := range tiers {
 		var fs []report.Fit
-		standIn := false
+		var rows []results.Row
 		for _, f := range fits {
 			if f.Key.Tier == tier {
 				fs = append(fs, f)
-				standIn = standIn || report.IsStandIn(f.Key.Backend)
+			}
+		}
+		for _, r := range run.Rows("sweep") {
+			if r.Tier == tier {
+				rows = append(rows, r)
 			}
 		}
 		xl, model := "payload (bytes)", "t = α + bytes/β"
@@ -268,11 +301,8 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 		if fs[0].Regressor == "flops" {
 			xl, model, xfmt = "prefill work (FLOPs)", "t = α + flops/rate", siLabel("FLOP")
 		}
-		title := fmt.Sprintf("Tier cost model: %s (%s)", tier, model)
-		if standIn {
-			title += "\n(" + standInTitle + ")"
-		}
-		fig := newFigure(title, xl, "time per fetch (s)")
+		fig := newFigure(fmt.Sprintf("Tier cost model: %s (%s)", tier, model), xl, "time per fetch (s)")
+		fig.kinds = report.KindsOf(rows)
 		for i, f := range fs {
 			if err := addFit(fig, f, i); err != nil {
 				return err
@@ -321,7 +351,7 @@ func addFit(fig *figure, f report.Fit, i int) error {
 	case f.Regressor == "flops":
 		rate = fmt.Sprintf("rate=%.3g TFLOP/s", f.Rate/1e12)
 	}
-	label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Label(), report.FmtSec(f.Alpha), rate, f.R2)
+	label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Short(), report.FmtSec(f.Alpha), rate, f.R2)
 	thumbs := []plot.Thumbnailer{sc}
 	if len(curve) >= 2 {
 		l, err := fig.curve(curve, i)
@@ -348,22 +378,23 @@ func drawProbe(dir string, run *report.Run, res *Result) error {
 		}
 		groups[k] = append(groups[k], r)
 	}
-	order := map[string]int{"miss": 0, "remote": 1, "cpu": 2, "gpu": 3}
 	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(order[a.tier], order[b.tier]), cmp.Compare(a.tier, b.tier), cmpBool(a.sim, b.sim))
+		return cmp.Or(cmp.Compare(slices.Index(probeTiers, a.tier), slices.Index(probeTiers, b.tier)), cmp.Compare(a.tier, b.tier), cmpBool(a.sim, b.sim))
 	})
 	var ss []series
-	sim := false
+	colour := map[string]int{} // tier -> the colour of its first series
 	for _, k := range keys {
 		label := fmt.Sprintf("%s (http)", tierName(k.tier))
 		if k.sim {
 			label = fmt.Sprintf("%s (http, simulated)", tierName(k.tier))
-			sim = true
 		}
 		s := collect(label, groups[k], prefixX, func(r results.Row) (float64, bool) {
 			return report.ProbeTTFT(r), report.ProbeCounted(r)
 		})
 		if len(s.x) > 0 {
+			if _, seen := colour[k.tier]; !seen {
+				colour[k.tier] = len(ss)
+			}
 			ss = append(ss, s)
 		}
 	}
@@ -371,19 +402,34 @@ func drawProbe(dir string, run *report.Run, res *Result) error {
 		res.Absent = append(res.Absent, "probe.csv has no verified ok rows: TTFT curve not drawn")
 		return nil
 	}
-	title := "HTTP four tiers: time to first token of a reused prefix"
-	if sim {
-		title += "\n(simulated server: kvtier sim, not vLLM)"
-	}
-	f := newFigure(title, "prefix length L (tokens)", "time to first token (s)")
+	f := newFigure("HTTP four tiers: time to first token of a reused prefix", "prefix length L (tokens)", "time to first token (s)")
 	if err := addSeries(f, ss); err != nil {
 		return err
 	}
+	xs := allX(ss)
+	for _, tier := range probeTiers {
+		i, seen := colour[tier]
+		if !seen {
+			i = len(ss) + len(colour)
+			colour[tier] = i
+		}
+		var pts plotter.XYs
+		for _, ref := range report.ReferenceTTFT {
+			pts = append(pts, plotter.XY{X: float64(ref.L), Y: ref.Tier(tier)})
+			xs = append(xs, float64(ref.L))
+		}
+		if err := f.refLine(pts, i, tierName(tier)+": "+report.Reference); err != nil {
+			return err
+		}
+	}
 	f.logX(tokensLabel, true)
-	f.ticksAt(allX(ss), tokensLabel)
+	f.ticksAt(xs, tokensLabel)
 	f.logY(secLabel)
 	return emit(dir, "probe_ttft", f, res)
 }
+
+// probeTiers are the HTTP tiers in the order the figures list them.
+var probeTiers = []string{"miss", "remote", "cpu", "gpu"}
 
 func tierName(t string) string {
 	switch t {
@@ -416,7 +462,6 @@ func drawMB1(dir string, run *report.Run, res *Result) error {
 	}
 	groups := map[key][]results.Row{}
 	var keys []key
-	sim := false
 	for _, r := range run.Rows("mb1") {
 		if r.Get("arm") != "interfere" && r.Get("arm") != "control" {
 			continue
@@ -426,7 +471,6 @@ func drawMB1(dir string, run *report.Run, res *Result) error {
 			keys = append(keys, k)
 		}
 		groups[k] = append(groups[k], r)
-		sim = sim || r.Get("simulated") == "true"
 	}
 	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(b.arm, a.arm)) })
 	ds := []int{}
@@ -453,36 +497,54 @@ func drawMB1(dir string, run *report.Run, res *Result) error {
 	}
 	if len(ss) == 0 {
 		res.Absent = append(res.Absent, "mb1.csv has no ok interfere or control rows: penalty plot not drawn")
-	} else {
-		title := "MB1: decode slowdown while a prefill of P tokens runs"
-		if sim {
-			title += "\n(simulated server: kvtier sim, not vLLM)"
+	} else if err := drawPenalty(dir, ss, idx, ds, res); err != nil {
+		return err
+	}
+	return drawTimelines(dir, run, res)
+}
+
+// drawPenalty draws MB1's penalty against P: one colour per D, the
+// control arm in its D's colour dashed, the reference's cells dotted.
+func drawPenalty(dir string, ss []series, idx, ds []int, res *Result) error {
+	f := newFigure("MB1: decode slowdown while a prefill of P tokens runs", "prefill length P (tokens)", "penalty (eff. / base TPOT)")
+	for j, s := range ss {
+		i := idx[j]
+		if err := f.band(s.xys(s.p10), s.xys(s.p90), i); err != nil {
+			return err
 		}
-		f := newFigure(title, "prefill length P (tokens)", "penalty (eff. / base TPOT)")
-		// One colour per D; the control arm takes its D's colour, dashed.
-		for j, s := range ss {
-			i := idx[j]
-			if err := f.band(s.xys(s.p10), s.xys(s.p90), i); err != nil {
-				return err
-			}
-			if err := f.line(s.xys(s.p50), i, s.dash, s.label); err != nil {
-				return err
-			}
-		}
-		f.bandNote("line: p50 over reps; shaded band: p10–p90")
-		f.logX(tokensLabel, true)
-		f.ticksAt(allX(ss), tokensLabel)
-		f.logY(func(v float64) string { return plainLabel(v) + "×" })
-		if err := emit(dir, "mb1_penalty", f, res); err != nil {
+		if err := f.line(s.xys(s.p50), i, s.dash, s.label); err != nil {
 			return err
 		}
 	}
-	return drawTimelines(dir, run, res, sim)
+	f.bandNote("line: p50 over reps; shaded band: p10–p90")
+	xs := allX(ss)
+	refs := map[int]plotter.XYs{}
+	var refDs []int
+	for _, c := range report.ReferenceMB1 {
+		if _, seen := refs[c.D]; !seen {
+			refDs = append(refDs, c.D)
+		}
+		refs[c.D] = append(refs[c.D], plotter.XY{X: float64(c.P), Y: c.Penalty})
+		xs = append(xs, float64(c.P))
+	}
+	for _, d := range refDs {
+		i := slices.Index(ds, d)
+		if i < 0 {
+			i = len(ds) + slices.Index(refDs, d)
+		}
+		if err := f.refLine(refs[d], i, fmt.Sprintf("D=%d interfere: %s", d, report.Reference)); err != nil {
+			return err
+		}
+	}
+	f.logX(tokensLabel, true)
+	f.ticksAt(xs, tokensLabel)
+	f.logY(func(v float64) string { return plainLabel(v) + "×" })
+	return emit(dir, "mb1_penalty", f, res)
 }
 
 // drawTimelines draws the token arrivals of one cell per D: the largest P
 // of the interference arm, its first rep.
-func drawTimelines(dir string, run *report.Run, res *Result, sim bool) error {
+func drawTimelines(dir string, run *report.Run, res *Result) error {
 	if len(run.Tokens) == 0 {
 		res.Absent = append(res.Absent, "mb1_tokens.csv absent or empty: token timelines not drawn")
 		return nil
@@ -520,9 +582,6 @@ func drawTimelines(dir string, run *report.Run, res *Result, sim bool) error {
 			continue
 		}
 		title := fmt.Sprintf("MB1 token arrivals: D=%d decode streams, prefill P=%s (rep %d)", c.d, report.FmtTokens(int64(c.p)), c.rep)
-		if sim {
-			title += "\n(simulated server: kvtier sim, not vLLM)"
-		}
 		f := newFigure(title, "time since the cell started (s)", "decode stream")
 		f.extend(pts)
 		if finite(inject) && finite(done) && done > inject {
@@ -602,14 +661,33 @@ func drawTransfer(dir string, run *report.Run, res *Result) error {
 		if dev := lines[lr]; dev != "" {
 			name += " (" + dev + ")"
 		}
-		if err := f.reference(lr, name); err != nil {
+		if err := f.hline(lr, name); err != nil {
 			return err
 		}
+	}
+	if err := drawTransferReference(f); err != nil {
+		return err
 	}
 	f.logX(bytesLabel, true)
 	f.ticksAt(allX(ss), bytesLabel)
 	f.linearY(plainLabel)
 	return emit(dir, "transfer_bw", f, res)
+}
+
+// drawTransferReference draws the reference's bandwidth per path across
+// the figure's sizes: the reference gives one rate per path, not one per
+// size.
+func drawTransferReference(f *figure) error {
+	paths := slices.Sorted(maps.Keys(report.ReferenceMB2))
+	for j, path := range paths {
+		gb := report.ReferenceMB2[path]
+		pts := plotter.XYs{{X: f.xmin, Y: gb}, {X: f.xmax, Y: gb}}
+		name := fmt.Sprintf("%s %s GB/s (mean over sizes): %s", path, units.FormatSig(gb), report.Reference)
+		if err := f.refLine(pts, len(palette)-1-j, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func memOf(r results.Row) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/plots"
+	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/report/reporttest"
 )
 
@@ -29,8 +30,10 @@ func TestDrawAllSuites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Absent) != 0 {
-		t.Errorf("absent with every suite present: %q", res.Absent)
+	// The default directory holds the device and serving suites, not a
+	// trace or a plan.
+	if !slices.Equal(res.Absent, []string{"trace.csv absent: its plots not drawn", "plan.csv absent: its plots not drawn"}) {
+		t.Errorf("absent with every device and serving suite present: %q", res.Absent)
 	}
 	want := []string{"sweep_tiers", "costmodel_hbm", "costmodel_host", "costmodel_remote", "costmodel_recompute",
 		"probe_ttft", "mb1_penalty", "mb1_timeline_D1_P32768", "mb1_timeline_D8_P32768", "transfer_bw",
@@ -43,8 +46,8 @@ func TestDrawAllSuites(t *testing.T) {
 			}
 		}
 	}
-	if len(res.Files) != 2*len(want) {
-		t.Errorf("wrote %d files, want %d: %q", len(res.Files), 2*len(want), res.Files)
+	if len(res.Files) != 2*len(want)+1 {
+		t.Errorf("wrote %d files, want %d and the index: %q", len(res.Files), 2*len(want), res.Files)
 	}
 	for _, f := range res.Files {
 		switch filepath.Ext(f) {
@@ -103,12 +106,12 @@ func TestDrawSweepOnly(t *testing.T) {
 		}
 	}
 	for _, f := range res.Files {
-		if b := filepath.Base(f); !strings.HasPrefix(b, "sweep_") && !strings.HasPrefix(b, "costmodel_") {
+		if b := filepath.Base(f); !strings.HasPrefix(b, "sweep_") && !strings.HasPrefix(b, "costmodel_") && b != report.FigureIndex {
 			t.Errorf("drew %s without its suite", f)
 		}
 	}
-	if len(res.Files) != 4 {
-		t.Errorf("wrote %q, want the tier curve and the host cost model, PNG and SVG", res.Files)
+	if len(res.Files) != 5 {
+		t.Errorf("wrote %q, want the tier curve and the host cost model, PNG and SVG, and the index", res.Files)
 	}
 }
 
@@ -125,7 +128,7 @@ func TestDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{filepath.Join(dir, "plots", "transfer_bw.png"), filepath.Join(dir, "plots", "transfer_bw.svg")}
+	want := []string{filepath.Join(dir, "plots", "transfer_bw.png"), filepath.Join(dir, "plots", "transfer_bw.svg"), filepath.Join(dir, "plots", report.FigureIndex)}
 	if !slices.Equal(files, want) {
 		t.Errorf("Dir = %q, want %q", files, want)
 	}

@@ -21,10 +21,6 @@ func init() {
 	Register("plan", drawPlan)
 }
 
-// predictedNote is the legend entry every figure of the trace model
-// carries.
-const predictedNote = "predicted by the LRU model, not measured"
-
 // drawTrace draws the LRU hit ratio against capacity per trace and
 // instance count (with the plan's tier boundaries when the directory has
 // a plan) and the working set over time.
@@ -69,10 +65,11 @@ func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
 			pts[k] = append(pts[k], plotter.XY{X: x, Y: 100 * y})
 		}
 		if r.Get("method") == "shards" {
-			method = fmt.Sprintf(", SHARDS sample %s", r.Get("sample_rate"))
+			method = fmt.Sprintf(" (SHARDS sample %s)", r.Get("sample_rate"))
 		}
 	}
-	f := newFigure("LRU prefix hit ratio vs KV capacity (predicted"+method+")", "KV capacity per instance", "prefix hit ratio (% of input tokens)")
+	f := newFigure("LRU prefix hit ratio vs KV capacity"+method, "KV capacity per instance", "prefix hit ratio (% of input tokens)")
+	f.kinds = []string{report.Predicted}
 	for i, k := range keys {
 		l, err := f.curve(pts[k], i)
 		if err != nil {
@@ -88,12 +85,11 @@ func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
 	for _, r := range curve {
 		if r.Get("instances") == "1" && !slices.Contains(ceilTraces, r.Get("trace")) {
 			ceilTraces = append(ceilTraces, r.Get("trace"))
-			if err := f.reference(100*r.Float("ceiling"), "APC ceiling (infinite cache), "+r.Get("trace")); err != nil {
+			if err := f.hline(100*r.Float("ceiling"), "APC ceiling (infinite cache), "+r.Get("trace")); err != nil {
 				return err
 			}
 		}
 	}
-	f.bandNote(predictedNote)
 	f.logX(bytesLabel, true)
 	if err := markBoundaries(f, plan); err != nil {
 		return err
@@ -183,6 +179,7 @@ func drawWorkingSet(dir string, windows []results.Row, res *Result) error {
 		pts[k] = append(pts[k], plotter.XY{X: r.Float("t_s"), Y: r.Float("kv_bytes")})
 	}
 	f := newFigure("Working set: distinct KV referenced in a sliding window", "time since the first request (s)", "KV bytes (whole blocks)")
+	f.kinds = report.KindsOf(windows)
 	for i, k := range keys {
 		l, err := f.curve(pts[k], i)
 		if err != nil {
@@ -219,7 +216,7 @@ func drawPlan(dir string, run *report.Run, res *Result) error {
 			pts[k] = append(pts[k], plotter.XY{X: x, Y: y})
 		}
 	}
-	title := fmt.Sprintf("Predicted %s vs HBM capacity\n(predicted; costs: %s)", what, cmp.Or(plan[0].Get("cost_source"), "unknown"))
+	title := fmt.Sprintf("Predicted %s vs HBM capacity\n(costs: %s)", what, cmp.Or(plan[0].Get("cost_source"), "unknown"))
 	f := newFigure(title, "HBM KV capacity", "predicted "+what+" (s)")
 	var xs []float64
 	for i, k := range keys {

@@ -19,15 +19,21 @@ type table struct {
 	header []string
 	rows   [][]string
 	notes  []string // footnote texts; note i is marked "[i+1]"
+	// hoist moves a column whose cell is the same in every row (of two
+	// or more) out of the table into one line above it: a label said
+	// once, not in every row.
+	hoist bool
+	// inline writes the footnotes on one line (the headline's tables).
+	inline bool
 }
 
-func newTable(header ...string) *table { return &table{header: header} }
+func newTable(header ...string) *table { return &table{header: header, hoist: true} }
 
 // numeric reports whether column i holds numbers only.
 func (t *table) numeric(i int) bool {
 	digits := false
 	for _, r := range t.rows {
-		c := strings.TrimLeft(r[i], "+-")
+		c := strings.TrimLeft(r[i], "+-*") // *…*: a predicted figure in italics
 		switch {
 		case c == "":
 		case c[0] >= '0' && c[0] <= '9':
@@ -63,27 +69,83 @@ func (t *table) note(text string) string {
 // dash returns Dash marked with footnote text.
 func (t *table) dash(text string) string { return Dash + " " + t.note(text) }
 
+// constant returns the columns whose cell is the same in every row, when
+// hoisting applies, and the others.
+func (t *table) constant() (same, keep []int) {
+	for i := range t.header {
+		one := t.hoist && len(t.rows) >= 2
+		for _, r := range t.rows {
+			one = one && r[i] == t.rows[0][i]
+		}
+		if one {
+			same = append(same, i)
+		} else {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) == 0 {
+		return nil, same
+	}
+	return same, keep
+}
+
 func (t *table) write(w io.Writer) {
 	esc := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-	fmt.Fprintf(w, "| %s |\n", strings.Join(mapStrings(t.header, esc), " | "))
-	seps := make([]string, len(t.header))
-	for i := range seps {
-		seps[i] = "---"
+	same, keep := t.constant()
+	if len(same) > 0 {
+		var parts []string
+		for _, i := range same {
+			parts = append(parts, t.header[i]+": "+t.rows[0][i])
+		}
+		fmt.Fprintf(w, "In every row: %s.\n\n", strings.Join(parts, "; "))
+	}
+	pick := func(cells []string) string {
+		out := make([]string, len(keep))
+		for j, i := range keep {
+			out[j] = esc(cells[i])
+		}
+		return strings.Join(out, " | ")
+	}
+	fmt.Fprintf(w, "| %s |\n", pick(t.header))
+	seps := make([]string, len(keep))
+	for j, i := range keep {
+		seps[j] = "---"
 		if t.numeric(i) {
-			seps[i] = "--:"
+			seps[j] = "--:"
 		}
 	}
 	fmt.Fprintf(w, "|%s|\n", strings.Join(seps, "|"))
 	for _, r := range t.rows {
-		fmt.Fprintf(w, "| %s |\n", strings.Join(mapStrings(r, esc), " | "))
+		fmt.Fprintf(w, "| %s |\n", pick(r))
 	}
-	if len(t.notes) > 0 {
-		fmt.Fprintln(w)
-		for i, n := range t.notes {
-			fmt.Fprintf(w, "[%d] %s  \n", i+1, n)
-		}
+	t.writeNotes(w)
+	fmt.Fprintln(w)
+}
+
+// writeNotes writes the footnotes, one a line or all on one.
+func (t *table) writeNotes(w io.Writer) {
+	if len(t.notes) == 0 {
+		return
 	}
 	fmt.Fprintln(w)
+	if t.inline {
+		var ns []string
+		for i, n := range t.notes {
+			ns = append(ns, fmt.Sprintf("[%d] %s", i+1, n))
+		}
+		fmt.Fprintln(w, strings.Join(ns, " · "))
+		return
+	}
+	for i, n := range t.notes {
+		fmt.Fprintf(w, "[%d] %s  \n", i+1, n)
+	}
+}
+
+// String returns the table as write writes it.
+func (t *table) String() string {
+	var b strings.Builder
+	t.write(&b)
+	return b.String()
 }
 
 func mapStrings(xs []string, f func(string) string) []string {

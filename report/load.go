@@ -30,6 +30,7 @@ type Run struct {
 	// the directory, by file name.
 	Files    map[string][]results.Row
 	Tokens   []Token  // MB1's per-token series, when present
+	Figures  []Figure // the plots drawn into DIR/plots, from its index
 	Warnings []string // e.g. a manifest that could not be read
 }
 
@@ -88,6 +89,7 @@ func Load(dir string) (*Run, error) {
 	if err := r.loadTokens(); err != nil {
 		return nil, err
 	}
+	r.loadFigures()
 	mpath := filepath.Join(dir, "manifest.json")
 	if _, err := os.Stat(mpath); err == nil {
 		m, err := results.ReadManifest(mpath)

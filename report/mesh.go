@@ -114,6 +114,7 @@ func writeMeshMatrix(w io.Writer, order []int, nodes map[int]string, cell func(s
 		header = append(header, fmt.Sprintf("%d (%s)", d, nodes[d]))
 	}
 	t := newTable(header...)
+	t.hoist = false // a matrix keeps every column, the same or not
 	for _, s := range order {
 		row := []string{fmt.Sprintf("%d (%s)", s, nodes[s])}
 		for _, d := range order {

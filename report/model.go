@@ -27,11 +27,11 @@ func sweepKey(r results.Row) SweepKey {
 
 func compareSweepKey(a, b SweepKey) int {
 	return cmp.Or(
-		cmp.Compare(a.Backend, b.Backend),
 		cmp.Compare(tierOrder(a.Tier), tierOrder(b.Tier)),
 		cmp.Compare(a.Tier, b.Tier),
 		cmp.Compare(a.Layout, b.Layout),
 		cmp.Compare(a.Copy, b.Copy),
+		cmp.Compare(a.Backend, b.Backend),
 		cmp.Compare(a.Path, b.Path),
 		cmp.Compare(a.Transport, b.Transport),
 		cmp.Compare(a.Dtype, b.Dtype),
@@ -82,13 +82,30 @@ func (k SweepKey) Label() string {
 	if k.Transport != "" && k.Transport != k.Backend {
 		via = append(via, k.Transport)
 	}
-	if p := k.Path; p != "" {
-		if IsStandIn(k.Backend) {
-			p = strings.TrimSpace(strings.TrimSuffix(p, "(host stand-in)"))
-		}
+	if p := k.path(); p != "" {
 		via = append(via, p)
 	}
 	return strings.Join(parts, " ") + " (" + strings.Join(via, ", ") + ")"
+}
+
+// Short names the configuration within its tier, for a figure whose
+// title names the tier: layout/copy, then backend, transport and path.
+func (k SweepKey) Short() string {
+	be := k.Backend
+	if IsStandIn(be) {
+		be = "stand-in"
+	}
+	via := JoinNonEmpty(", ", be, k.Transport, k.path())
+	return JoinNonEmpty(" ", JoinNonEmpty("/", k.Layout, k.Copy, k.Dtype), "("+via+")")
+}
+
+// path returns the configuration's path, without the "(host stand-in)"
+// the stand-in's rows add to it: their backend says so already.
+func (k SweepKey) path() string {
+	if IsStandIn(k.Backend) {
+		return strings.TrimSpace(strings.TrimSuffix(k.Path, "(host stand-in)"))
+	}
+	return k.Path
 }
 
 // A Fit is the tier cost model t = Alpha + X/Rate fitted by weighted least

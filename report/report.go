@@ -7,59 +7,9 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kvtier/kvtier/results"
 )
-
-// Write renders the report of runs as Markdown: the environment of each
-// run, then one section per suite found in any of them, the tier cost
-// model and the TTFT predictions. A suite no run holds gets one line
-// saying so instead of a table.
-func Write(w io.Writer, runs []*Run) {
-	fmt.Fprintln(w, "# kvtier report")
-	fmt.Fprintln(w)
-	var dirs []string
-	for _, r := range runs {
-		dirs = append(dirs, "`"+r.Dir+"`")
-	}
-	fmt.Fprintf(w, "Results: %s. Times are p50 over the ok samples with the p10–p90 spread; n counts those samples. Rows that were skipped or failed are counted with their reasons, never as numbers.\n\n", strings.Join(dirs, ", "))
-
-	writeEnvironment(w, runs)
-
-	var missing []string
-	for _, suite := range results.Suites() {
-		var with []*Run
-		for _, r := range runs {
-			if len(r.Rows(suite.Name)) > 0 {
-				with = append(with, r)
-			}
-		}
-		if len(with) == 0 {
-			missing = append(missing, fmt.Sprintf("%s (%s)", suite.Title, suite.Main().Name))
-			continue
-		}
-		for _, sec := range sectionsOf(suite) {
-			fmt.Fprintf(w, "## %s\n\n", sec.title)
-			for _, r := range with {
-				if len(runs) > 1 {
-					fmt.Fprintf(w, "### from `%s`\n\n", r.Dir)
-				}
-				sec.write(w, r)
-			}
-		}
-	}
-	writePredictions(w, runs)
-
-	if len(missing) > 0 {
-		fmt.Fprintln(w, "## Not in these results")
-		fmt.Fprintln(w)
-		for _, m := range missing {
-			fmt.Fprintf(w, "- %s: suite not run (no file in %s).\n", m, strings.Join(dirs, ", "))
-		}
-		fmt.Fprintln(w)
-	}
-}
 
 // A Section renders a suite's rows (or a model fitted to them) as
 // Markdown under its own heading.
@@ -67,6 +17,9 @@ type Section struct {
 	Suite string // the registered suite whose rows it reads
 	Title string // "" takes the suite's title
 	Write func(w io.Writer, r *Run)
+	// Figures is the name prefix of the suite's figures shown after this
+	// section; the figures no section claims follow the suite's last.
+	Figures string
 }
 
 // sections are the sections with more to say than a suite's summary, in
@@ -79,8 +32,8 @@ var sections []Section
 func RegisterSection(s Section) { sections = append(sections, s) }
 
 func init() {
-	RegisterSection(Section{Suite: "sweep", Write: writeSweep})
-	RegisterSection(Section{Suite: "sweep", Title: "Tier cost model", Write: writeModel})
+	RegisterSection(Section{Suite: "sweep", Write: writeSweep, Figures: "sweep_"})
+	RegisterSection(Section{Suite: "sweep", Title: "Tier cost model", Write: writeModel, Figures: "costmodel_"})
 	RegisterSection(Section{Suite: "probe", Write: writeProbe})
 	RegisterSection(Section{Suite: "mb1", Write: writeMB1})
 	RegisterSection(Section{Suite: "transfer", Write: writeTransfer})
@@ -88,8 +41,9 @@ func init() {
 
 // a section with its title resolved.
 type titled struct {
-	title string
-	write func(io.Writer, *Run)
+	title   string
+	write   func(io.Writer, *Run)
+	figures string
 }
 
 // sectionsOf returns the sections of suite, or its summary table when it
@@ -102,11 +56,11 @@ func sectionsOf(suite results.Suite) []titled {
 			if t == "" {
 				t = suite.Title
 			}
-			out = append(out, titled{t, s.Write})
+			out = append(out, titled{t, s.Write, s.Figures})
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, titled{suite.Title, func(w io.Writer, r *Run) { writeSummary(w, suite, r) }})
+		out = append(out, titled{suite.Title, func(w io.Writer, r *Run) { writeSummary(w, suite, r) }, ""})
 	}
 	return out
 }
@@ -144,74 +98,6 @@ func cellsOf(x results.Row, cols []string) []string {
 		out[i] = x.Cell(c)
 	}
 	return out
-}
-
-func writeEnvironment(w io.Writer, runs []*Run) {
-	fmt.Fprintln(w, "## Environment")
-	fmt.Fprintln(w)
-	for _, r := range runs {
-		if len(runs) > 1 {
-			fmt.Fprintf(w, "### `%s`\n\n", r.Dir)
-		}
-		for _, warn := range r.Warnings {
-			fmt.Fprintf(w, "- note: %s\n", warn)
-		}
-		m := r.Manifest
-		if m == nil {
-			fmt.Fprintln(w)
-			continue
-		}
-		fmt.Fprintf(w, "- suite: %s, kvtier %s\n", orDash(m.Suite), orDash(m.Version))
-		fmt.Fprintf(w, "- command: `%s`\n", orDash(strings.Join(m.Command, " ")))
-		end := "not finished (no end time)"
-		if !m.End.IsZero() {
-			end = m.End.Format(time.RFC3339) + fmt.Sprintf(" (%s)", m.End.Sub(m.Start).Round(time.Second))
-		}
-		fmt.Fprintf(w, "- start: %s, end: %s", m.Start.Format(time.RFC3339), end)
-		if m.Interrupted {
-			fmt.Fprint(w, ", **interrupted**: the results are what was measured before the stop")
-		}
-		fmt.Fprintln(w)
-		h := m.Host
-		fmt.Fprintf(w, "- host: %s, %s %s, kernel %s, %s\n", orDash(h.Hostname), orDash(h.OS), orDash(h.Arch), orDash(h.Kernel), orDash(h.GoVersion))
-		fmt.Fprintf(w, "- CPU: %s × %d, %d NUMA node(s), %s memory\n", orDash(h.CPUModel), h.CPUs, h.NUMANodes, fmtBytes(float64(h.MemoryBytes)))
-		if len(m.GPUs) == 0 {
-			fmt.Fprintln(w, "- GPUs: none found")
-		}
-		for _, g := range m.GPUs {
-			link := "link limit unknown"
-			if g.LinkGBps > 0 {
-				link = fmt.Sprintf("%.1f GB/s link", g.LinkGBps)
-			}
-			fmt.Fprintf(w, "- GPU %d: %s [%s], %s, NUMA %d, PCIe gen%d x%d (max gen%d x%d), %s, driver %s, CUDA %s\n",
-				g.Index, g.Name, g.BusID, fmtBytes(float64(g.MemoryBytes)), g.NUMANode, g.PCIeGen, g.PCIeWidth,
-				g.PCIeMaxGen, g.PCIeMaxWidth, link, orDash(g.DriverVersion), orDash(g.CUDAVersion))
-			for _, gw := range g.Warnings {
-				fmt.Fprintf(w, "  - warning: %s\n", gw)
-			}
-		}
-		if len(m.NICs) == 0 {
-			fmt.Fprintln(w, "- RDMA NICs: none found")
-		}
-		for _, n := range m.NICs {
-			fmt.Fprintf(w, "- NIC %s port %d: %s, %s, %g Gb/s, MTU %d, NUMA %d", n.Name, n.Port, orDash(n.State), orDash(n.LinkLayer), n.RateGbps, n.MTU, n.NUMANode)
-			if n.NetDev != "" {
-				fmt.Fprintf(w, ", netdev %s", n.NetDev)
-			}
-			fmt.Fprintln(w)
-		}
-		for _, b := range m.Backends {
-			if b.Available {
-				fmt.Fprintf(w, "- backend %s: available%s\n", b.Name, prefixed(", ", b.Detail))
-			} else {
-				fmt.Fprintf(w, "- backend %s: not available: %s\n", b.Name, orDash(b.Reason))
-			}
-		}
-		for _, warn := range m.Warnings {
-			fmt.Fprintf(w, "- warning: %s\n", warn)
-		}
-		fmt.Fprintln(w)
-	}
 }
 
 // joinWhere lists places, saying a shared "L=" once: "L=1k, 2k, 4k".
@@ -304,12 +190,13 @@ type sweepCell struct {
 	L int64
 }
 
+// writeSweep writes the fetch tiers' table and recompute's, one row per
+// configuration and prefix length, sorted by tier, layout, copy mode and
+// L; what every row shares is said once above each.
 func writeSweep(w io.Writer, r *Run) {
-	keys, groups := groupBy(r.Rows("sweep"), func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
-		func(a, b sweepCell) int {
-			return cmp.Or(compareSweepKey(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
-		})
-	t := newTable("tier", "layout", "copy", "backend", "transport", "L", "bytes", "n", "time p50", "time p10–p90", "GB/s p50", "GB/s p10–p90", "link frac", "TFLOP/s p50")
+	keys, groups := sweepCells(r.Rows("sweep"))
+	fetch := newTable("tier", "layout", "copy", "backend", "transport", "L", "bytes", "n", "time p50", "time p10–p90", "GB/s p50", "GB/s p10–p90", "link frac")
+	rc := newTable("backend", "transport", "dtype", "L", "n", "time p50", "time p10–p90", "TFLOP/s p50")
 	var g gaps
 	for _, k := range keys {
 		rows := groups[k]
@@ -322,54 +209,60 @@ func writeSweep(w io.Writer, r *Run) {
 		if IsStandIn(k.Backend) {
 			backend = "host stand-in (CPU DRAM), not a GPU"
 		}
-		transport := k.Transport
-		if k.Path != "" {
-			transport += " / " + k.Path
-		}
-		layout, copyMode := k.Layout, k.Copy
-		if layout == "" {
-			layout = t.dash("not applicable to this tier")
-		}
-		if copyMode == "" {
-			copyMode = t.dash("not applicable to this tier")
-		}
-		bytes, gb, gbRange, frac, tf := "", "", "", "", ""
+		transport := JoinNonEmpty(" / ", k.Transport, k.path())
 		if k.Tier == "recompute" {
-			bytes = t.dash("recompute moves no KV bytes; its rate is in TFLOP/s")
-			gb, gbRange, frac = bytes, bytes, bytes
-			tfd := Summarize(column(rows, func(x results.Row) float64 { return x.Float("tflops") }))
-			if tfd.N > 0 {
-				tf = sig(tfd.P50)
-			} else {
-				tf = t.dash("no tflops column in the rows")
+			tf := Summarize(column(rows, func(x results.Row) float64 { return x.Float("tflops") }))
+			tfc := sig(tf.P50)
+			if tf.N == 0 {
+				tfc = rc.dash("no tflops column in the rows")
 			}
-		} else {
-			tf = t.dash("fetch tiers move bytes; their rate is in GB/s")
-			bytes = fmtBytes(float64(rows[0].Bytes))
-			g := Summarize(column(rows, gbps))
-			if g.N > 0 {
-				gb, gbRange = sig(g.P50), fmtRange(g.P10, g.P90, sig)
-				link := Summarize(column(rows, func(x results.Row) float64 { return x.Float("link_gbps") }))
-				if link.N > 0 && link.P50 > 0 {
-					frac = fmt.Sprintf("%.2f", g.P50/link.P50)
-				} else {
-					frac = t.dash("link limit unknown (link_gbps empty)")
-				}
-			} else {
-				gb = t.dash("no bytes recorded")
-				gbRange, frac = gb, gb
-			}
+			rc.add(backend, orDash(transport), orDash(k.Dtype), fmtTokens(k.L), fmt.Sprint(sec.N),
+				fmtSec(sec.P50), fmtRange(sec.P10, sec.P90, fmtSec), tfc)
+			continue
 		}
-		t.add(k.Tier, layout, copyMode, backend, orDash(transport), fmtTokens(k.L), bytes, fmt.Sprint(sec.N),
-			fmtSec(sec.P50), fmtRange(sec.P10, sec.P90, fmtSec), gb, gbRange, frac, tf)
+		gb, gbRange, frac := rateCells(fetch, rows)
+		fetch.add(k.Tier, orNote(fetch, k.Layout, "not applicable to this tier"), orNote(fetch, k.Copy, "not applicable to this tier"),
+			backend, orDash(transport), fmtTokens(k.L), fmtBytes(float64(rows[0].Bytes)), fmt.Sprint(sec.N),
+			fmtSec(sec.P50), fmtRange(sec.P10, sec.P90, fmtSec), gb, gbRange, frac)
 	}
-	if len(t.rows) == 0 {
+	if len(fetch.rows)+len(rc.rows) == 0 {
 		fmt.Fprintln(w, "No ok rows in sweep.csv.")
 		fmt.Fprintln(w)
-	} else {
-		t.write(w)
+	}
+	if len(fetch.rows) > 0 {
+		fetch.write(w)
+	}
+	if len(rc.rows) > 0 {
+		fmt.Fprintln(w, "Recompute: the model's prefill GEMMs and attention for L tokens; it moves no KV bytes, so its rate is in TFLOP/s.")
+		fmt.Fprintln(w)
+		rc.write(w)
 	}
 	g.write(w, "sweep")
+}
+
+// orNote returns s, or a dash marked with note when s is empty.
+func orNote(t *table, s, note string) string {
+	if s == "" {
+		return t.dash(note)
+	}
+	return s
+}
+
+// rateCells returns the GB/s p50, its p10–p90 and the fraction of the
+// link's rate of a fetch cell's rows.
+func rateCells(t *table, rows []results.Row) (gb, gbRange, frac string) {
+	g := Summarize(column(rows, gbps))
+	if g.N == 0 {
+		gb = t.dash("no bytes recorded")
+		return gb, gb, gb
+	}
+	link := Summarize(column(rows, func(x results.Row) float64 { return x.Float("link_gbps") }))
+	if link.N > 0 && link.P50 > 0 {
+		frac = fmt.Sprintf("%.2f", g.P50/link.P50)
+	} else {
+		frac = t.dash("link limit unknown (link_gbps empty)")
+	}
+	return sig(g.P50), fmtRange(g.P10, g.P90, sig), frac
 }
 
 func writeModel(w io.Writer, r *Run) {
@@ -380,7 +273,7 @@ func writeModel(w io.Writer, r *Run) {
 	} else {
 		fmt.Fprintln(w, "Least-squares fit over every ok sample, weighted by 1/t² so that relative errors count (R² is the weighted one): fetch tiers t(L) = α + bytes(L)/β with bytes(L) = ceil(L/block)·block_bytes; recompute t(L) = α + flops(L)/rate.")
 		fmt.Fprintln(w)
-		t := newTable("configuration", "model", "n", "L measured", "α", "β / rate", "R²")
+		t := newTable("tier", "layout/copy", "backend", "transport", "model", "n", "L measured", "α", "β / rate", "R²")
 		for _, f := range fits {
 			rate := ""
 			if math.IsInf(f.Rate, 1) {
@@ -394,7 +287,12 @@ func writeModel(w io.Writer, r *Run) {
 			if f.Regressor == "flops" {
 				model = "α + flops/rate"
 			}
-			t.add(f.Key.Label(), model, fmt.Sprint(f.N), fmtTokens(f.MinL)+" – "+fmtTokens(f.MaxL),
+			backend := f.Key.Backend
+			if IsStandIn(backend) {
+				backend = StandInLabel
+			}
+			t.add(f.Key.Tier, orDash(JoinNonEmpty("/", f.Key.Layout, f.Key.Copy, f.Key.Dtype)), backend,
+				orDash(JoinNonEmpty(" / ", f.Key.Transport, f.Key.path())), model, fmt.Sprint(f.N), fmtTokens(f.MinL)+" – "+fmtTokens(f.MaxL),
 				fmtSec(f.Alpha), rate, fmt.Sprintf("%.4f", f.R2))
 		}
 		t.write(w)
@@ -546,14 +444,7 @@ func writeProbe(w io.Writer, r *Run) {
 			}
 			row = append(row, cell)
 		}
-		for _, pr := range [][2]string{{"miss", "remote"}, {"remote", "cpu"}, {"cpu", "gpu"}} {
-			v := fmtRatio(p50[pr[0]], p50[pr[1]])
-			if v == "" {
-				v = t.dash("a side of the ratio was not measured")
-			}
-			row = append(row, v)
-		}
-		t.add(row...)
+		t.add(append(row, tierRatios(t, p50)...)...)
 	}
 	t.write(w)
 	if len(unverified) > 0 {

@@ -39,12 +39,12 @@ func render(t *testing.T, dirs ...string) string {
 
 func TestReportFull(t *testing.T) {
 	t.Parallel()
-	md := render(t, fullDir(t, reporttest.Options{Seed: 1}))
+	md := render(t, fullDir(t, reporttest.Options{Seed: 1, Suites: reporttest.Everything}))
 	if p := os.Getenv("KVTIER_REPORT_OUT"); p != "" {
 		os.WriteFile(p, []byte(md), 0o644)
 	}
 	for _, want := range []string{
-		"## Environment", "gpu-node-7", "NVIDIA H200", "backend verbs: not available: libibverbs",
+		"## Environment", "gpu-node-7", "NVIDIA H200", "verbs: libibverbs.so.1: cannot open",
 		"## Device tiers", "host stand-in (CPU DRAM), not a GPU",
 		"## Tier cost model", "Break-even prefix",
 		"## HTTP four-tier TTFT", "miss/remote", "unverified",
@@ -116,7 +116,7 @@ func TestLoadErrors(t *testing.T) {
 // change in any table shows up in review (go test -update rewrites it).
 func TestReportGolden(t *testing.T) {
 	t.Parallel()
-	dir := fullDir(t, reporttest.Options{Seed: 42})
+	dir := fullDir(t, reporttest.Options{Seed: 42, Suites: reporttest.Everything})
 	md := strings.ReplaceAll(render(t, dir), dir, "DIR")
 	const golden = "testdata/report.golden.md"
 	if *report.UpdateGolden {

@@ -2,7 +2,8 @@
 # make bench: the tier sweep on whatever this machine has, then MB2, the
 # HTTP four-tier probe and MB1, a synthetic trace's analysis and a capacity
 # plan on the sweep's costs, a capacity knee on the embedded simulator,
-# then plots and REPORT.md, all under one
+# then plots, REPORT.md and REPORT.html (the same report as one
+# self-contained page, figures inline), all under one
 # results directory. Each suite writes its own subdirectory (CSV, summary,
 # manifest.json); a suite that cannot run here writes skipped rows saying
 # why, and the others still run.
@@ -93,7 +94,7 @@ for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do
 done
 dirs=()
 for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1 "$out"/trace "$out"/plan "$out"/knee; do [ -d "$d" ] && dirs+=("$d"); done
-step report "$bin" report --out "$out/REPORT.md" "${dirs[@]}"
+step report "$bin" report --html --out "$out/REPORT.md" "${dirs[@]}"
 echo "== results in $out" >&2
 [ "$interrupted" = 1 ] && exit 130
 exit $status

@@ -12,6 +12,8 @@ set -u
 want=(gcc libc6-dev pkg-config libibverbs-dev ibverbs-providers)
 if [ "${1:-build}" = test ]; then
 	want+=(iproute2 qemu-system-x86 busybox-static cpio zstd kmod ibverbs-utils openmpi-bin slurm-wlm munge fio e2fsprogs)
+	# report's REPORT.html test renders the page in headless Chromium.
+	want+=(chromium)
 fi
 missing=()
 for p in "${want[@]}"; do

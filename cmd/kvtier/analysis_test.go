@@ -146,3 +146,40 @@ func TestAnalysisBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestReportHTML: --html writes REPORT.html beside --out, the figures
+// drawn into the directory inline, their PNG linked relative to it; a
+// page that cannot be written is exit 1 after REPORT.md is written.
+func TestReportHTML(t *testing.T) {
+	dir := synthDir(t, reporttest.Options{Seed: 1, Small: true, Suites: []string{sweep.File}})
+	if code, _, stderr := runCLI(t, "plot", dir); code != exitOK {
+		t.Fatalf("plot: exit %d: %s", code, stderr)
+	}
+	out := filepath.Join(filepath.Dir(dir), "REPORT.md")
+	code, _, stderr := runCLI(t, "report", "--html", "--out", out, dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	page, err := os.ReadFile(filepath.Join(filepath.Dir(dir), "REPORT.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := filepath.Base(dir) + "/plots/sweep_tiers.png"
+	for _, want := range []string{"<h2 id=\"headline\">", "<svg ", `href="` + rel + `"`, "kvtier report: wrote " + out} {
+		if !strings.Contains(string(page)+stderr, want) {
+			t.Errorf("REPORT.html or stderr lacks %q", want)
+		}
+	}
+	md, _ := os.ReadFile(out)
+	if !strings.Contains(string(md), "]("+rel+")") {
+		t.Errorf("REPORT.md does not link %s relative to itself", rel)
+	}
+	blocked := filepath.Join(t.TempDir(), "r.md")
+	if err := os.Mkdir(strings.TrimSuffix(blocked, ".md")+".html", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, "report", "--html", "--out", blocked, dir)
+	if _, err := os.Stat(blocked); code != exitFail || err != nil || !strings.Contains(stderr, "--html") {
+		t.Errorf("unwritable page: exit %d (want %d), REPORT.md %v, stderr %q", code, exitFail, err, stderr)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
@@ -17,6 +18,7 @@ import (
 type reportOptions struct {
 	Dirs []string
 	Out  string // REPORT.md path; default DIR/REPORT.md of the first DIR
+	HTML bool   // also write REPORT.html beside it
 }
 
 // Validate reports every problem with the options at once.
@@ -56,9 +58,10 @@ func writeFile(path string, b []byte) error {
 // runReport writes REPORT.md for one or more results directories and
 // prints it.
 func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("report", "usage: kvtier report [--out FILE] DIR...\n\nWrites REPORT.md (tables, tier cost model, break-even prefixes,\npredicted vs measured TTFT) from kvtier results directories and prints it.", stderr)
+	fs := newFlagSet("report", "usage: kvtier report [--out FILE] [--html] DIR...\n\nWrites REPORT.md (the headline, the environment once, each suite's tables,\nthe tier cost model, break-even prefixes, predicted vs measured TTFT and an\nindex of the figures) from kvtier results directories and prints it; with\n--html also one self-contained REPORT.html beside it, figures inline.", stderr)
 	var o reportOptions
 	fs.StringVarP(&o.Out, "out", "o", "", "where to write the report (default DIR/REPORT.md of the first DIR)")
+	fs.BoolVar(&o.HTML, "html", false, "also write the report as one self-contained HTML page (inline SVG figures, no network) beside --out, named like it with .html")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -94,8 +97,9 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	for _, err := range empty {
 		fmt.Fprintf(stderr, "kvtier report: warning: %v; left out\n", err)
 	}
+	ro := report.Options{Base: filepath.Dir(out)}
 	var buf bytes.Buffer
-	report.Write(&buf, runs)
+	report.Markdown(&buf, runs, ro)
 	if err := writeFile(out, buf.Bytes()); err != nil {
 		fmt.Fprintf(stderr, "kvtier report: %v\n", err)
 		return exitFail
@@ -104,6 +108,24 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 		return exitFail
 	}
 	fmt.Fprintf(stderr, "kvtier report: wrote %s\n", out)
+	if o.HTML {
+		return writeHTML(stderr, runs, ro, strings.TrimSuffix(out, filepath.Ext(out))+".html")
+	}
+	return exitOK
+}
+
+// writeHTML writes the report as one HTML page to path.
+func writeHTML(stderr io.Writer, runs []*report.Run, ro report.Options, path string) int {
+	var buf bytes.Buffer
+	if err := report.HTML(&buf, runs, ro); err != nil {
+		fmt.Fprintf(stderr, "kvtier report: %v\n", err)
+		return exitFail
+	}
+	if err := writeFile(path, buf.Bytes()); err != nil {
+		fmt.Fprintf(stderr, "kvtier report: --html: %v\n", err)
+		return exitFail
+	}
+	fmt.Fprintf(stderr, "kvtier report: wrote %s\n", path)
 	return exitOK
 }
 

@@ -74,3 +74,22 @@ func TestWriteKnee(t *testing.T) {
 		}
 	}
 }
+
+// TestKneeHeadline: the report's headline says where the knee is, with
+// the TTFT there and the working set, labelled and linking to the
+// knee's section.
+func TestKneeHeadline(t *testing.T) {
+	rows := []results.Row{kneeRow(100, 0.07, 13), kneeRow(200, 0.36, 4.6), kneeRow(300, 0.80, 0.53), kneeRow(800, 0.73, 0.65)}
+	for i := range rows {
+		rows[i].Set("simulated", true)
+	}
+	run := &report.Run{Dir: "knee", Files: map[string][]results.Row{File: rows}}
+	var b bytes.Buffer
+	report.Markdown(&b, []*report.Run{run}, report.Options{})
+	head, _, _ := strings.Cut(b.String(), "\n## Environment")
+	want := "- **" + Suite.Title + "** (simulated; [details](#capacity-knee-realized-apc-and-ttft-against-gpu-kv-capacity)): " +
+		"the realized APC reaches 95 % of its largest (73.0 %) at 0.5 GB of GPU KV, TTFT p90 530 ms there, 24.5× below the smallest capacity's; working set 0.5 GB (predicted)."
+	if !strings.Contains(head, want) {
+		t.Errorf("headline lacks\n%s\n%s", want, head)
+	}
+}

@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/harness/mesh"
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/harness/sweep"
+	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/results"
 )
@@ -25,11 +29,21 @@ type Options struct {
 	Reps   int                // samples per configuration (default 5)
 	Noise  float64            // relative spread of the samples (default 0.03)
 	Slow   map[string]float64 // sweep tier -> factor its times are multiplied by
-	Suites []string           // files to write (default all of them)
+	Suites []string           // files to write (default Default)
 	// Small limits the sweep to the host tier (one cuda configuration and
 	// the stand-in), for tests that draw and must stay quick under -race.
 	Small bool
+	// Disk adds DiskTier to the sweep.
+	Disk bool
 }
+
+// Default are the files WriteDir writes unless told: the device,
+// serving and transfer suites. Everything adds a trace's figures and a
+// plan.
+var (
+	Default    = []string{sweep.File, probe.File, mb1.File, mb1.TokensFile, transfer.File, mesh.File}
+	Everything = append(append([]string{}, Default...), trace.File, trace.PlanFile)
+)
 
 // Geometry of the synthetic model: Qwen3-Coder-30B-A3B, 16-token blocks.
 const (
@@ -40,17 +54,24 @@ const (
 
 // Tier models of the synthetic cuda sweep: t = Alpha + bytes/Beta.
 var (
-	Tiers = []struct {
-		Tier, Layout, Copy, Transport, Path string
-		Alpha, Beta                         float64 // s, bytes/s
-	}{
-		{"hbm", "layerwise", "batch", "cuda", "", 12e-6, 1.6e12},
-		{"host", "layerwise", "batch", "cuda", "", 25e-6, 50e9},
-		{"host", "blockwise", "percopy", "cuda", "", 18e-6, 53e9},
-		{"remote", "layerwise", "batch", "verbs", "inter", 60e-6, 20e9},
+	Tiers = []tierModel{
+		{"hbm", "layerwise", "batch", "cuda", "", 12e-6, 1.6e12, 0},
+		{"host", "layerwise", "batch", "cuda", "", 25e-6, 50e9, 0},
+		{"host", "blockwise", "percopy", "cuda", "", 18e-6, 53e9, 0},
+		{"remote", "layerwise", "batch", "verbs", "inter", 60e-6, 20e9, 0},
 	}
+	// DiskTier is the disk tier as make bench runs it, its file capped:
+	// written with Options.Disk.
+	DiskTier = tierModel{"disk", "layerwise", "percopy", "uring", "o_direct+bounce", 90e-6, 6e9, 4096}
 	Prefixes = []int64{1024, 4096, 16384, 65536}
 )
+
+// A tierModel is one configuration of the synthetic sweep.
+type tierModel struct {
+	Tier, Layout, Copy, Transport, Path string
+	Alpha, Beta                         float64 // s, bytes/s
+	MaxL                                int64   // longer prefixes are skipped rows; 0: none
+}
 
 // Recompute model of the synthetic sweep: t = RecomputeAlpha +
 // Flops(L)/RecomputeRate, Flops(L) = FlopsA·L + FlopsB·L².
@@ -76,7 +97,7 @@ func WriteDir(dir string, o Options) error {
 		o.Noise = 0.03
 	}
 	if o.Suites == nil {
-		o.Suites = []string{sweep.File, probe.File, mb1.File, mb1.TokensFile, transfer.File, mesh.File}
+		o.Suites = Default
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	noise := func() float64 { return math.Exp(o.Noise * rng.NormFloat64()) }
@@ -93,6 +114,10 @@ func WriteDir(dir string, o Options) error {
 			w.tokens()
 		case transfer.File:
 			w.transfer(o, noise)
+		case trace.File:
+			w.trace()
+		case trace.PlanFile:
+			w.plan()
 		case mesh.File:
 			w.mesh(o)
 		default:
@@ -103,6 +128,45 @@ func WriteDir(dir string, o Options) error {
 		return w.err
 	}
 	return results.WriteManifest(filepath.Join(dir, "manifest.json"), Manifest())
+}
+
+// Tree is how make bench lays out its results: one directory per suite
+// (its name) with the suite's files and a manifest of its own.
+var Tree = []struct {
+	Suite string
+	Files []string
+}{
+	{"sweep", []string{sweep.File}}, {"transfer", []string{transfer.File}}, {"probe", []string{probe.File}},
+	{"mb1", []string{mb1.File, mb1.TokensFile}}, {"mesh", []string{mesh.File}}, {"trace", []string{trace.File}},
+	{"plan", []string{trace.PlanFile}},
+}
+
+// WriteTree writes a results tree as make bench does into root and
+// returns its directories: every suite of Tree, each run a minute after
+// the one before.
+func WriteTree(root string, o Options) ([]string, error) {
+	var dirs []string
+	for i, t := range Tree {
+		dir := filepath.Join(root, t.Suite)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return dirs, err
+		}
+		o.Suites = t.Files
+		if err := WriteDir(dir, o); err != nil {
+			return dirs, err
+		}
+		m := Manifest()
+		m.Suite = t.Suite
+		s, _ := results.LookupSuite(t.Suite)
+		m.Command = append(strings.Fields(s.Command), "--out", dir)
+		m.Start = m.Start.Add(time.Duration(i) * time.Minute)
+		m.End = m.Start.Add(30 * time.Second)
+		if err := results.WriteManifest(filepath.Join(dir, "manifest.json"), m); err != nil {
+			return dirs, err
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs, nil
 }
 
 // Manifest returns a plausible manifest of an H200 node.
@@ -152,44 +216,65 @@ func (w *writer) close(c *results.CSV) {
 	}
 }
 
+// sweepRow returns a sweep row of one configuration at L, rep.
+func sweepRow(backend, transport, tier, layout string, L int64, rep int) results.Row {
+	r := results.NewRow("sweep")
+	r.Backend, r.Transport, r.Tier, r.Layout, r.Model = backend, transport, tier, layout, "qwen3-coder-30b-a3b"
+	r.PrefixTokens, r.Blocks, r.ChunkBytes, r.Rep = L, (L+BlockTokens-1)/BlockTokens, ChunkBytes, rep
+	return r
+}
+
+// slow returns the factor the times of tier are multiplied by.
+func (o Options) slow(tier string) float64 {
+	if f, ok := o.Slow[tier]; ok {
+		return f
+	}
+	return 1
+}
+
+// tierRows writes the rows of one synthetic cuda configuration: a
+// sample per prefix and rep, a skipped row per prefix past its MaxL.
+func (w *writer) tierRows(c *results.CSV, tc tierModel, o Options, noise func() float64) {
+	for _, L := range Prefixes {
+		for rep := range o.Reps {
+			r := sweepRow("cuda", tc.Transport, tc.Tier, tc.Layout, L, rep)
+			r.Bytes = Bytes(L)
+			r.Set("copy", tc.Copy)
+			r.Set("path", tc.Path)
+			if tc.MaxL > 0 && L > tc.MaxL {
+				if rep == 0 {
+					r.Skip(fmt.Sprintf("the file would exceed --disk-max 256MiB at %d tokens", L))
+					w.put(c, r)
+				}
+				continue
+			}
+			r.Set("device", "NVIDIA H200 [0000:19:00.0]")
+			r.Set("src_mem", map[string]string{"hbm": "device", "host": "pinned", "remote": "peer", "disk": "disk"}[tc.Tier])
+			r.Set("dst_mem", "device")
+			r.Set("timing", "events")
+			r.Set("held", true)
+			r.Set("verified", rep == 0)
+			r.SetTime((tc.Alpha + float64(r.Bytes)/tc.Beta) * noise() * o.slow(tc.Tier))
+			if tc.Tier == "host" {
+				r.Set("link_gbps", 53.2)
+				r.Set("link_frac", r.GBps/53.2)
+			}
+			w.put(c, r)
+		}
+	}
+}
+
 func (w *writer) sweep(o Options, noise func() float64) {
 	c := w.open(sweep.File, sweep.Suite.Main().Columns)
 	defer w.close(c)
-	base := func(backend, transport, tier, layout string, L int64, rep int) results.Row {
-		r := results.NewRow("sweep")
-		r.Backend, r.Transport, r.Tier, r.Layout, r.Model = backend, transport, tier, layout, "qwen3-coder-30b-a3b"
-		r.PrefixTokens, r.Blocks, r.ChunkBytes, r.Rep = L, (L+BlockTokens-1)/BlockTokens, ChunkBytes, rep
-		return r
+	base := sweepRow
+	tiers := Tiers
+	if o.Disk {
+		tiers = append(slices.Clone(tiers), DiskTier)
 	}
-	slow := func(tier string) float64 {
-		if f, ok := o.Slow[tier]; ok {
-			return f
-		}
-		return 1
-	}
-	for _, tc := range Tiers {
-		if o.Small && (tc.Tier != "host" || tc.Copy != "batch") {
-			continue
-		}
-		for _, L := range Prefixes {
-			for rep := range o.Reps {
-				r := base("cuda", tc.Transport, tc.Tier, tc.Layout, L, rep)
-				r.Bytes = Bytes(L)
-				r.Set("device", "NVIDIA H200 [0000:19:00.0]")
-				r.Set("copy", tc.Copy)
-				r.Set("src_mem", map[string]string{"hbm": "device", "host": "pinned", "remote": "peer"}[tc.Tier])
-				r.Set("dst_mem", "device")
-				r.Set("path", tc.Path)
-				r.Set("timing", "events")
-				r.Set("held", true)
-				r.Set("verified", rep == 0)
-				r.SetTime((tc.Alpha + float64(r.Bytes)/tc.Beta) * noise() * slow(tc.Tier))
-				if tc.Tier == "host" {
-					r.Set("link_gbps", 53.2)
-					r.Set("link_frac", r.GBps/53.2)
-				}
-				w.put(c, r)
-			}
+	for _, tc := range tiers {
+		if !o.Small || (tc.Tier == "host" && tc.Copy == "batch") {
+			w.tierRows(c, tc, o, noise)
 		}
 	}
 	for _, L := range Prefixes {
@@ -199,7 +284,7 @@ func (w *writer) sweep(o Options, noise func() float64) {
 		for rep := range o.Reps {
 			r := base("cuda", "cublas", "recompute", "", L, rep)
 			f := Flops(L)
-			r.SetTime((RecomputeAlpha + f/RecomputeRate) * noise() * slow("recompute"))
+			r.SetTime((RecomputeAlpha + f/RecomputeRate) * noise() * o.slow("recompute"))
 			r.Set("device", "NVIDIA H200 [0000:19:00.0]")
 			r.Set("flops", f)
 			r.Set("tflops", f/r.Seconds/1e12)
@@ -412,6 +497,76 @@ func (w *writer) transfer(o Options, noise func() float64) {
 	s.Set("path", "intra")
 	s.Skip("no second GPU for an intra-node peer")
 	w.put(c, s)
+}
+
+// trace writes the figures of one synthetic trace: counts, the APC
+// ceiling and its split, and the LRU knees of one and four instances.
+func (w *writer) trace() {
+	c := w.open(trace.File, trace.Suite.Main().Columns)
+	defer w.close(c)
+	row := func(metric, stat string, v float64, unit string, predicted bool) results.Row {
+		r := results.NewRow("trace")
+		r.Backend, r.Model, r.Status = trace.Backend, "qwen3-coder-30b-a3b", results.StatusOK
+		for k, x := range map[string]any{"trace": "agentic.jsonl", "format": "mooncake", "block_tokens": 16, "metric": metric,
+			"stat": stat, "value": v, "unit": unit, "predicted": predicted, "method": "exact", "sample_rate": 1, "touch": "reverse"} {
+			r.Set(k, x)
+		}
+		return r
+	}
+	for _, m := range []struct {
+		metric string
+		v      float64
+		unit   string
+	}{{"requests", 850, "count"}, {"sessions", 120, "count"}, {"block_refs", 1.2e6, "count"}, {"distinct_blocks", 2.4e5, "count"},
+		{"span", 780, "s"}, {"apc_ceiling_any", 0.803, "fraction"}, {"apc_ceiling_intra", 0.796, "fraction"},
+		{"reuse_intra", 0.932, "fraction"}, {"reuse_cross", 0.057, "fraction"}, {"reuse_shared", 0.011, "fraction"}} {
+		w.put(c, row(m.metric, "", m.v, m.unit, false))
+	}
+	for _, st := range []string{"mean", "p50", "p90", "p99", "max"} {
+		for metric, v := range map[string]float64{"input_tokens": 33600, "output_tokens": 400, "kv_footprint": 3.3e9, "think": 4.5} {
+			w.put(c, row(metric, st, v, "", false))
+		}
+	}
+	for _, k := range []struct {
+		instances int
+		route     string
+		k95, k99  int64
+	}{{1, "", 230000, 260000}, {4, "session", 70000, 90000}} {
+		for name, blocks := range map[string]int64{"knee95": k.k95, "knee99": k.k99} {
+			r := row(name, "", float64(blocks*BlockBytes), "bytes", true)
+			r.Blocks, r.PrefixTokens, r.Bytes = blocks, blocks*BlockTokens, blocks*BlockBytes
+			r.Set("instances", k.instances)
+			r.Set("route", k.route)
+			w.put(c, r)
+		}
+	}
+}
+
+// plan writes a plan over three HBM sizes and two DRAM sizes: the
+// predicted TTFT falls with capacity and flattens past the working set.
+func (w *writer) plan() {
+	c := w.open(trace.PlanFile, trace.PlanSuite.Main().Columns)
+	defer w.close(c)
+	for _, dram := range []int64{0, 512 << 30} {
+		for i, hbm := range []int64{40 << 30, 80 << 30, 160 << 30} {
+			r := results.NewRow("plan")
+			r.Backend, r.Model, r.Status = trace.Backend, "qwen3-coder-30b-a3b", results.StatusOK
+			hit := 0.5 + 0.1*float64(i)
+			if dram > 0 {
+				hit = 0.78
+			}
+			p90 := 0.2 + 4*(0.8-hit)
+			for k, x := range map[string]any{"trace": "agentic.jsonl", "hbm_bytes": hbm, "dram_bytes": dram, "disk_bytes": 0,
+				"remote_bytes": 0, "inclusive": false, "touch": "reverse", "hit_ratio": hit, "frac_hbm": hit * 0.8,
+				"frac_dram": hit * 0.2, "frac_disk": 0, "frac_remote": 0, "frac_recompute": 1 - hit,
+				"load_p50_s": 0.01, "load_p90_s": 0.05, "ttft_mean_s": p90 / 2, "ttft_p50_s": p90 / 3, "ttft_p90_s": p90,
+				"ttft_p99_s": p90 * 2, "cost_source": "GPU measured", "costs": "sweep", "predicted": true} {
+				r.Set(k, x)
+			}
+			r.Seconds = p90 / 3
+			w.put(c, r)
+		}
+	}
 }
 
 // mesh writes a 4-rank mesh over two nodes (ranks 0, 1 on node-a, 2, 3

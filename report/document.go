@@ -1,0 +1,217 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// Options say where a report is written.
+type Options struct {
+	// Base is the directory the report is written into: its links to
+	// figure files are relative to it. "" links them as the runs' Dir
+	// say.
+	Base string
+}
+
+// A part is a piece of the report: its Markdown, then the figures shown
+// after it. The figure index is written per format (index).
+type part struct {
+	md      string
+	figures []Figure
+	index   bool
+}
+
+// placed is a figure with the section it is shown in.
+type placed struct {
+	Figure
+	section string
+}
+
+// A layout is the whole report: its parts in order and every figure with
+// its section, for the index.
+type layout struct {
+	parts   []part
+	figures []placed
+}
+
+// Write renders the report of runs as Markdown, as Markdown does with
+// links relative to the current directory.
+func Write(w io.Writer, runs []*Run) { Markdown(w, runs, Options{}) }
+
+// Markdown renders the report of runs as Markdown: a title, the headline
+// (each suite's answer in a table or a line, labelled, linking to its
+// section), the environment said once, one section per suite with its
+// figures linked, the predictions, the suites not run and an index of
+// every figure.
+func Markdown(w io.Writer, runs []*Run, o Options) {
+	l := layOut(runs)
+	for _, p := range l.parts {
+		io.WriteString(w, p.md)
+		if len(p.figures) > 0 {
+			var links []string
+			for _, f := range p.figures {
+				links = append(links, fmt.Sprintf("[%s](%s)", f.Title, o.link(f.File("png"))))
+			}
+			fmt.Fprintf(w, "Figures: %s.\n\n", strings.Join(links, " · "))
+		}
+		if p.index {
+			writeIndex(w, l.figures, func(f Figure) string { return o.link(f.File("png")) })
+		}
+	}
+}
+
+// link returns path relative to the report's directory, with slashes.
+func (o Options) link(path string) string {
+	if o.Base != "" {
+		if rel, err := filepath.Rel(o.Base, path); err == nil {
+			path = rel
+		}
+	}
+	return filepath.ToSlash(path)
+}
+
+// layOut builds the report's parts from runs.
+func layOut(runs []*Run) layout {
+	var l layout
+	var b strings.Builder
+	fmt.Fprintln(&b, "# kvtier report")
+	fmt.Fprintln(&b)
+	var dirs []string
+	for _, r := range runs {
+		dirs = append(dirs, "`"+r.Dir+"`")
+	}
+	fmt.Fprintf(&b, "Results: %s. Every figure says what it is: %s (on a GPU or a NIC), %s (the CPU standing in for a GPU), %s (kvtier sim standing in for vLLM) or %s (a model's, not a measurement). Times are p50 over the ok samples with the p10–p90 spread; rows that were skipped or failed are counted with their reasons, never as numbers.\n\n",
+		strings.Join(dirs, ", "), Measured, StandIn, Simulated, Predicted)
+	writeHeadline(&b, runs)
+	writeEnvironment(&b, runs)
+	l.add(&b, nil)
+	var missing []string
+	for _, suite := range results.Suites() {
+		with := runsWith(runs, suite)
+		if len(with) == 0 {
+			missing = append(missing, fmt.Sprintf("%s (%s)", suite.Title, suite.Main().Name))
+			continue
+		}
+		l.suite(runs, with, suite)
+	}
+	writePredictions(&b, runs)
+	if len(missing) > 0 {
+		fmt.Fprintln(&b, "## Not in these results")
+		fmt.Fprintln(&b)
+		for _, m := range missing {
+			fmt.Fprintf(&b, "- %s: suite not run (no file in %s).\n", m, strings.Join(dirs, ", "))
+		}
+		fmt.Fprintln(&b)
+	}
+	if len(l.figures) > 0 {
+		fmt.Fprintln(&b, "## Figures")
+		fmt.Fprintln(&b)
+	}
+	l.add(&b, nil)
+	l.parts[len(l.parts)-1].index = len(l.figures) > 0
+	return l
+}
+
+// add ends a part with what b holds and the figures shown after it.
+func (l *layout) add(b *strings.Builder, figs []placed) {
+	p := part{md: b.String()}
+	for _, f := range figs {
+		p.figures = append(p.figures, f.Figure)
+	}
+	l.parts = append(l.parts, p)
+	l.figures = append(l.figures, figs...)
+	b.Reset()
+}
+
+// suite adds the sections of one suite: each under its heading, with what
+// its figures are, from every run that holds the suite, and the suite's
+// figures after the section they belong to.
+func (l *layout) suite(runs, with []*Run, suite results.Suite) {
+	secs := sectionsOf(suite)
+	figs := make([][]placed, len(secs))
+	for _, r := range with {
+		for _, f := range r.Figures {
+			if f.Suite != suite.Name {
+				continue
+			}
+			i := len(secs) - 1
+			for j, s := range secs {
+				if s.figures != "" && strings.HasPrefix(f.Name, s.figures) {
+					i = j
+					break
+				}
+			}
+			figs[i] = append(figs[i], placed{f, secs[i].title})
+		}
+	}
+	var b strings.Builder
+	for i, sec := range secs {
+		fmt.Fprintf(&b, "## %s\n\n", sec.title)
+		if i == 0 {
+			fmt.Fprintf(&b, "What these figures are: %s.\n\n", KindNote(suiteKinds(runs, suite)))
+		}
+		for _, r := range with {
+			if len(with) > 1 {
+				fmt.Fprintf(&b, "### from `%s`\n\n", r.Dir)
+			}
+			sec.write(&b, r)
+		}
+		l.add(&b, figs[i])
+	}
+}
+
+// runsWith returns the runs that hold rows of any file of suite; of
+// those, the runs of the suite itself (their manifest names it) when
+// there are any: kvtier plan writes the trace's files again beside its
+// own, and they are the trace run's.
+func runsWith(runs []*Run, suite results.Suite) []*Run {
+	var with, own []*Run
+	for _, r := range runs {
+		for _, f := range suite.Files {
+			if len(r.Files[f.Name]) > 0 {
+				with = append(with, r)
+				if r.Manifest != nil && r.Manifest.Suite == suite.Name {
+					own = append(own, r)
+				}
+				break
+			}
+		}
+	}
+	if len(own) > 0 {
+		return own
+	}
+	return with
+}
+
+// writeIndex lists every figure: its title linking to it, the section it
+// is shown in, and what its figures are.
+func writeIndex(w io.Writer, figs []placed, link func(Figure) string) {
+	t := newTable("figure", "section", "what it shows", "file")
+	t.hoist = false
+	for _, f := range figs {
+		t.add(fmt.Sprintf("[%s](%s)", f.Title, link(f.Figure)), fmt.Sprintf("[%s](#%s)", f.section, anchor(f.section)),
+			KindLabel(f.Kinds), "`"+f.Name+"`")
+	}
+	t.write(w)
+}
+
+// anchor returns the id GitHub and REPORT.html give a heading: lower
+// case, letters, digits, '-' and '_' kept, spaces turned into '-', the
+// rest dropped.
+func anchor(title string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(title) {
+		switch {
+		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}

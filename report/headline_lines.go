@@ -1,0 +1,286 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// mb1Headline is MB1's penalty at the largest prefill per D, with the
+// control arm's beside it; a real server's rows before the simulator's.
+func mb1Headline(runs []*Run) (string, string) {
+	type cell struct {
+		D, P int
+		arm  string
+	}
+	rows := allRows(runs, "mb1")
+	sim := !slices.ContainsFunc(rows, func(r results.Row) bool { return ok(r) && r.Get("simulated") != "true" })
+	pen := map[cell][]float64{}
+	var ds []int
+	for _, r := range rows {
+		if !ok(r) || (r.Get("simulated") == "true") != sim {
+			continue
+		}
+		c := cell{atoi(r.Get("decode_streams")), atoi(r.Get("prefill_tokens")), r.Get("arm")}
+		pen[c] = append(pen[c], r.Float("penalty"))
+		if c.arm == "interfere" && !slices.Contains(ds, c.D) {
+			ds = append(ds, c.D)
+		}
+	}
+	slices.Sort(ds)
+	var parts []string
+	for _, d := range ds {
+		p := 0
+		for c, v := range pen {
+			if c.D == d && c.arm == "interfere" && Summarize(v).N > 0 {
+				p = max(p, c.P)
+			}
+		}
+		if p == 0 {
+			continue
+		}
+		s := fmt.Sprintf("D=%d, P=%s: %s×", d, commas(int64(p)), sig(Summarize(pen[cell{d, p, "interfere"}]).P50))
+		if c := Summarize(pen[cell{d, p, "control"}]); c.N > 0 {
+			s += fmt.Sprintf(" (control %s×)", sig(c.P50))
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "no interference cell has an ok rep; " + statusCounts(rows), ""
+	}
+	return "decode penalty (effective / base TPOT, p50) at the largest prefill per D: " + strings.Join(parts, "; ") + ".", ""
+}
+
+// transferHeadline is MB2 at the largest size: per path (intra, inter,
+// loopback, ...) the p50 GB/s of its best layout, the line rate and the
+// reference's intra and inter rates.
+func transferHeadline(runs []*Run) (string, string) {
+	return pathsLine(allRows(runs, "transfer"), func(r results.Row) string { return r.Get("path") }), ""
+}
+
+// pathsLine says the p50 GB/s of each path's best layout at the largest
+// size of rows.
+func pathsLine(rows []results.Row, path func(results.Row) string) string {
+	var size int64
+	for _, r := range rows {
+		if ok(r) && r.GBps > 0 {
+			size = max(size, r.Bytes)
+		}
+	}
+	if size == 0 {
+		return "no ok row with a rate; " + statusCounts(rows)
+	}
+	type key struct{ path, layout string }
+	keys, groups := groupBy(rows, func(r results.Row) key { return key{path(r), r.Layout} },
+		func(a, b key) int { return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.layout, b.layout)) })
+	best := map[string]key{}
+	rate := map[key]float64{}
+	var paths []string
+	for _, k := range keys {
+		var at []results.Row
+		for _, r := range groups[k] {
+			if r.Bytes == size {
+				at = append(at, r)
+			}
+		}
+		g := Summarize(column(at, gbps))
+		if g.N == 0 {
+			continue
+		}
+		rate[k] = g.P50
+		if b, seen := best[k.path]; !seen || g.P50 > rate[b] {
+			best[k.path] = k
+		}
+		if !slices.Contains(paths, k.path) {
+			paths = append(paths, k.path)
+		}
+	}
+	var parts []string
+	for _, p := range paths {
+		k := best[p]
+		parts = append(parts, fmt.Sprintf("%s %s GB/s (%s)", orDash(p), sig(rate[k]), orDash(k.layout)))
+	}
+	s := fmt.Sprintf("p50 GB/s at %s, each path's best layout: %s", fmtBytes(float64(size)), strings.Join(parts, ", "))
+	if line := Summarize(column(rows, func(r results.Row) float64 { return r.Float("line_gbps") })); line.N > 0 {
+		s += fmt.Sprintf("; line rate %s GB/s", sig(line.P50))
+	}
+	if !slices.Contains(paths, "intra") && !slices.Contains(paths, "inter") {
+		s += "; no intra- or inter-node peer in these results"
+	}
+	return s + fmt.Sprintf(". %s: intra %s, inter %s GB/s.", Reference, sig(ReferenceMB2["intra"]), sig(ReferenceMB2["inter"]))
+}
+
+// meshHeadline is the mesh's intra- against inter-node pairs at the
+// largest size: the median over the pairs of each pair's p50 GB/s.
+func meshHeadline(runs []*Run) (string, string) {
+	keys, stats := MeshCells(allRows(runs, "mesh"))
+	var size int64
+	for _, k := range keys {
+		if k.Route == "net" && stats[k].N > 0 {
+			size = max(size, k.Bytes)
+		}
+	}
+	if size == 0 {
+		return "no pair has an ok row; " + statusCounts(allRows(runs, "mesh")), ""
+	}
+	vals := map[string][]float64{}
+	var pairs, layouts []string
+	for _, k := range keys {
+		st := stats[k]
+		if k.Route != "net" || k.Bytes != size || st.N == 0 {
+			continue
+		}
+		if _, seen := vals[st.Pair]; !seen {
+			pairs = append(pairs, st.Pair)
+		}
+		vals[st.Pair] = append(vals[st.Pair], st.GBps)
+		if !slices.Contains(layouts, k.Layout) {
+			layouts = append(layouts, k.Layout)
+		}
+	}
+	var parts []string
+	for _, p := range pairs {
+		parts = append(parts, fmt.Sprintf("%s %s GB/s (median of %d pairs' p50)", orDash(p), sig(Summarize(vals[p]).P50), len(vals[p])))
+	}
+	return fmt.Sprintf("at %s (%s): %s. %s: intra %s, inter %s GB/s.", fmtBytes(float64(size)), strings.Join(layouts, ", "),
+		strings.Join(parts, ", "), Reference, sig(ReferenceMB2["intra"]), sig(ReferenceMB2["inter"])), ""
+}
+
+// traceHeadline is each trace's APC ceiling and LRU knee.
+func traceHeadline(runs []*Run) (string, string) {
+	var parts []string
+	for _, f := range byTrace(allRows(runs, "trace")) {
+		s := fmt.Sprintf("`%s`: APC ceiling %s", f.name, orDash(fmtShare(f.value("apc_ceiling_any", ""))))
+		var knee results.Row
+		for _, r := range f.rows {
+			if r.Get("metric") == "knee95" && r.Status == results.StatusOK && (knee.Status == "" || r.Get("instances") == "1") {
+				knee = r
+			}
+		}
+		if knee.Status != "" {
+			s += fmt.Sprintf(", 95 %% of it from %s of KV per instance (%s instance(s), LRU model)", fmtBytes(float64(knee.Bytes)), knee.Get("instances"))
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ") + ".", ""
+}
+
+// planHeadline is the planner's recommendation: of the capacity
+// configurations, the smallest (total bytes over the tiers) whose
+// predicted TTFT p90 is within 10 % of the best; where no TTFT could be
+// predicted, the smallest within one point of the best prefix hit.
+func planHeadline(runs []*Run) (string, string) {
+	rows := allRows(runs, "plan")
+	if len(rows) == 0 {
+		return "", ""
+	}
+	ttft := func(r results.Row) float64 { return r.Float("ttft_p90_s") }
+	hit := func(r results.Row) float64 { return r.Float("hit_ratio") }
+	var lead string
+	var within func(results.Row) bool
+	var better func(a, b results.Row) bool
+	if slices.ContainsFunc(rows, func(r results.Row) bool { return !math.IsNaN(ttft(r)) }) {
+		best := extreme(rows, ttft, -1)
+		lead = fmt.Sprintf("the smallest configuration within 10 %% of the best predicted TTFT p90 (%s)", fmtSec(best))
+		within = func(r results.Row) bool { return ttft(r) <= 1.1*best }
+		better = func(a, b results.Row) bool { return ttft(a) < ttft(b) }
+	} else {
+		best := extreme(rows, hit, 1)
+		lead = fmt.Sprintf("TTFT not predicted (no measured cost for %s); the smallest configuration within 1 point of the best predicted prefix hit (%s)",
+			strings.ReplaceAll(orDash(rows[0].Get("missing")), ";", ", "), fmtShare(best))
+		within = func(r results.Row) bool { return hit(r) >= best-0.01 }
+		better = func(a, b results.Row) bool { return hit(a) > hit(b) }
+	}
+	var pick results.Row
+	size := math.Inf(1)
+	for _, r := range rows {
+		if c := planCapacity(r); within(r) && (pick.Extra == nil || c < size || (c == size && better(r, pick))) {
+			pick, size = r, c
+		}
+	}
+	var caps []string
+	for _, tier := range []string{"hbm", "dram", "disk", "remote"} {
+		if c := fmtCapacity(pick.Get(tier + "_bytes")); c != "" && c != "0" {
+			caps = append(caps, tier+" "+c)
+		}
+	}
+	what := "prefix hit " + orDash(fmtShare(hit(pick)))
+	if v := ttft(pick); !math.IsNaN(v) {
+		what = "TTFT p90 " + fmtSec(v) + ", " + what
+	}
+	return fmt.Sprintf("%s is %s: %s.", lead, strings.Join(caps, ", "), what), ""
+}
+
+// extreme returns the largest (sign 1) or smallest (sign -1) finite
+// value of v over rows, NaN when none is finite.
+func extreme(rows []results.Row, v func(results.Row) float64, sign float64) float64 {
+	best := math.NaN()
+	for _, r := range rows {
+		if x := v(r); !math.IsNaN(x) && (math.IsNaN(best) || sign*x > sign*best) {
+			best = x
+		}
+	}
+	return best
+}
+
+// planCapacity returns the bytes of every tier of a plan row ("inf" is
+// +Inf).
+func planCapacity(r results.Row) float64 {
+	total := 0.0
+	for _, tier := range []string{"hbm", "dram", "disk", "remote"} {
+		s := r.Get(tier + "_bytes")
+		if s == "inf" {
+			return math.Inf(1)
+		}
+		if v, err := strconv.ParseFloat(s, 64); err == nil {
+			total += v
+		}
+	}
+	return total
+}
+
+// kneeHeadline is the capacity knee: where the realized APC reaches 95 %
+// of its largest, the TTFT p90 there and how far it fell, the working
+// set beside it.
+func kneeHeadline(runs []*Run) (string, string) {
+	var rows []results.Row
+	for _, r := range runs {
+		rows = append(rows, runRows(r, "knee")...)
+	}
+	if len(rows) == 0 {
+		return "", ""
+	}
+	k, err := ShapeOfKnee(rows)
+	if err != nil {
+		return "no knee: " + err.Error() + ".", ""
+	}
+	kr := k.Rows[k.Knee]
+	s := fmt.Sprintf("the realized APC reaches 95 %% of its largest (%s) at %s GB of GPU KV, TTFT p90 %s there, %s× below the smallest capacity's",
+		fmtShare(k.Rows[len(k.Rows)-1].Float("apc")), orDash(fmtGB(kr.Float("capacity_bytes"))), fmtSec(kr.Float("ttft_p90_s")), sig(k.TTFTFall))
+	if ws := kr.Float("working_set_bytes"); !math.IsNaN(ws) {
+		s += fmt.Sprintf("; working set %s GB (%s)", fmtGB(ws), Predicted)
+	}
+	return s + ".", ""
+}
+
+// replayHeadline is each replay's realized APC against the LRU model's
+// and its TTFT percentiles.
+func replayHeadline(runs []*Run) (string, string) {
+	var parts []string
+	for _, r := range runs {
+		for _, x := range runRows(r, "replay") {
+			parts = append(parts, fmt.Sprintf("`%s`: realized APC %s (%s: %s), TTFT p50 %s, p90 %s", x.Get("trace"),
+				orDash(fmtShare(x.Float("apc"))), Predicted, orDash(fmtShare(x.Float("predicted_apc"))),
+				orDash(fmtSec(x.Float("ttft_p50_s"))), orDash(fmtSec(x.Float("ttft_p90_s")))))
+		}
+	}
+	if len(parts) == 0 {
+		return "", ""
+	}
+	return strings.Join(parts, "; ") + ".", ""
+}

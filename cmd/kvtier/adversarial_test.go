@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -113,4 +114,41 @@ func TestAdversarialFlags(t *testing.T) {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
+}
+
+// Adversarial model configs and calibration files are refused in one
+// line, within a bound on what is read: a device that never ends, a
+// file past the cap, counts that would build tables without bound.
+func TestAdversarialConfigs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	huge := write("huge.json", `{"num_hidden_layers": 2, "pad": "`+strings.Repeat("x", 5<<20)+`"}`)
+	layers := write("layers.json", `{"num_hidden_layers": 2000000, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 32}`)
+	experts := write("experts.json", `{"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 32, "num_experts": 1e12, "num_experts_per_tok": 8}`)
+	nan := write("nan.json", `{"num_hidden_layers": NaN}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"geometry", "--model-config", "/dev/zero"}, "--model-config"},
+		{[]string{"geometry", "--model-config", huge}, "larger than"},
+		{[]string{"geometry", "--model-config", layers}, "num_hidden_layers"},
+		{[]string{"geometry", "--model-config", experts}, "num_experts"},
+		{[]string{"geometry", "--model-config", nan}, "--model-config"},
+		{[]string{"sweep", "--model-config", layers, "--out", filepath.Join(dir, "out")}, "num_hidden_layers"},
+		{[]string{"sim", "--calibrate", "/dev/zero"}, "--calibrate"},
+		{[]string{"sim", "--calibrate", huge}, "--calibrate"},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("kvtier %s: exit %d, stderr %q", strings.Join(tc.args, " "), code, stderr)
+		}
+	}
 }

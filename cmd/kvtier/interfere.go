@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/harness/probe"
@@ -120,11 +122,8 @@ func startInterfereSims(ctx context.Context, cfg *mb1.Config, chunk int) (func()
 	return closeAll, nil
 }
 
-// runInterfere runs MB1: decode streams, a prefill injected into them,
-// and per-token times, into mb1.csv and mb1_tokens.csv.
-func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("interfere", "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.", stderr)
-	var f interfereFlags
+// add adds the flags of kvtier interfere.
+func (f *interfereFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured (env KVTIER_ENDPOINT)")
 	fs.BoolVar(&f.useSim, "sim", false, "measure an embedded kvtier sim, with a second one for the control arm (rows say simulated=true)")
 	addSimTimeScale(fs, &f.simScale)
@@ -142,6 +141,14 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	addIdleTimeout(fs, &f.idle)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	f.out.add(fs)
+}
+
+// runInterfere runs MB1: decode streams, a prefill injected into them,
+// and per-token times, into mb1.csv and mb1_tokens.csv.
+func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+	fs := newFlagSet("interfere", "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.", stderr)
+	var f interfereFlags
+	f.add(fs)
 	cfg, code, ok := parseOptions(fs, args, stderr, func() (mb1.Config, error) {
 		f.endpointSet = fs.Changed("endpoint")
 		return f.config()

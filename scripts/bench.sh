@@ -39,8 +39,10 @@ step() { # name, command...
 	shift
 	[ "$interrupted" = 1 ] && return
 	echo "== $name: $*" >&2
+	local t0=$SECONDS
 	"$@"
 	local rc=$?
+	echo "== $name: $((SECONDS - t0)) s" >&2
 	if [ $rc -ne 0 ]; then
 		echo "== $name exited $rc (rows measured so far are kept)" >&2
 		[ $rc -ge 128 ] && interrupted=1

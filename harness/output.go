@@ -1,7 +1,9 @@
-// Package harness runs kvtier's experiments: the tier sweep (this
-// package), the MB2 transfer sweep, and through its subpackages the HTTP
-// TTFT probe (probe), MB1 interference (mb1) and the simulated vLLM server
-// (sim). It owns timing, warm-up, verification and the results directory.
+// Package harness holds what every suite measures with: the Sampler (the
+// one timing loop: warm-up, reps, budget, which reps are verified, the
+// timing label, the memory-fit rule, progress) and the Output (a results
+// directory: its CSV files, their summaries and manifest.json). Each suite
+// is a package below it — sweep, transfer (MB2), probe, mb1, trace, replay,
+// knee, mesh — that declares its results.Suite once.
 package harness
 
 import (

@@ -12,10 +12,17 @@ import (
 	"sync"
 )
 
+// golden is splitmix64's increment: word k's state is seed + k·golden.
+const golden = 0x9e3779b97f4a7c15
+
 // word returns the pattern word at byte offset off (a multiple of 8).
 func word(seed uint64, off int64) uint64 {
 	// splitmix64 of the word index, keyed by the seed.
-	z := seed + uint64(off/8)*0x9e3779b97f4a7c15
+	return mix(seed + uint64(off/8)*golden)
+}
+
+// mix is splitmix64's output function of a state.
+func mix(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
@@ -54,8 +61,10 @@ func fill(p []byte, seed uint64, off int64) {
 		binary.LittleEndian.PutUint64(buf[:], word(seed, o-o%8))
 		p[i] = buf[o%8]
 	}
+	z := seed + uint64((off+int64(i))/8)*golden
 	for ; i+8 <= len(p); i += 8 {
-		binary.LittleEndian.PutUint64(p[i:], word(seed, off+int64(i)))
+		binary.LittleEndian.PutUint64(p[i:], mix(z))
+		z += golden
 	}
 	if i < len(p) {
 		binary.LittleEndian.PutUint64(buf[:], word(seed, off+int64(i)))
@@ -79,10 +88,28 @@ func (m *Mismatch) Error() string {
 // Check verifies that p holds the pattern of pool seed from offset off.
 // It returns nil or a *Mismatch.
 func Check(p []byte, seed uint64, off int64) error {
+	i := 0
+	if off%8 == 0 {
+		// Whole aligned words, the common case, in a tight loop; the
+		// first word that differs, and any tail, go the careful way.
+		z := seed + uint64(off/8)*golden
+		for ; i+8 <= len(p) && binary.LittleEndian.Uint64(p[i:]) == mix(z); i += 8 {
+			z += golden
+		}
+		if i == len(p) {
+			return nil
+		}
+	}
+	return checkFrom(p, seed, off, i)
+}
+
+// checkFrom is Check of p from index i on (p[:i] is known good), byte by
+// byte where a word differs, counting every bad byte.
+func checkFrom(p []byte, seed uint64, off int64, i int) error {
 	var want [8]byte
 	var first *Mismatch
 	var bad int64
-	for i := 0; i < len(p); {
+	for i < len(p) {
 		o := off + int64(i)
 		base := o - o%8
 		binary.LittleEndian.PutUint64(want[:], word(seed, base))

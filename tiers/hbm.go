@@ -187,12 +187,12 @@ func (t *gatherTier) Verify(p Prefix) error {
 		if err != nil {
 			return err
 		}
-		if err := checkRange(t.dst, c, t.env.Seed); err != nil {
+		if _, err := checkFrom(t.dst, t.src, []kv.Copy{c}, t.env.Seed); err != nil {
 			return fmt.Errorf("%s: contiguous span: %w", t.name, err)
 		}
 		return nil
 	}
-	if i, err := CheckRanges(t.dst, plan, t.env.Seed); err != nil {
+	if i, err := checkFrom(t.dst, t.src, plan, t.env.Seed); err != nil {
 		return fmt.Errorf("%s: block %d chunk %d: %w", t.name, i/t.perBlock, i%t.perBlock, err)
 	}
 	return nil

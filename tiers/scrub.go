@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"sort"
@@ -51,10 +52,36 @@ func CheckRanges(dst Buffer, cs []kv.Copy, seed uint64) (int, error) {
 	if dst.Host() == nil {
 		return checkDevice(dst, cs, seed)
 	}
+	return checkEach(cs, func(c kv.Copy) error { return checkRange(dst, c, seed) })
+}
+
+// checkFrom is CheckRanges for a source pool in host memory: each range
+// of dst is compared with the bytes of src it was copied from (a memory
+// compare, several times faster than recomputing the pattern), and a
+// range that differs is then named by the pattern.
+func checkFrom(dst, src Buffer, cs []kv.Copy, seed uint64) (int, error) {
+	d, s := dst.Host(), src.Host()
+	if d == nil || s == nil {
+		return CheckRanges(dst, cs, seed)
+	}
+	return checkEach(cs, func(c kv.Copy) error {
+		if bytes.Equal(d[c.Dst:c.Dst+c.Bytes], s[c.Src:c.Src+c.Bytes]) {
+			return nil
+		}
+		if err := checkRange(dst, c, seed); err != nil {
+			return err
+		}
+		return fmt.Errorf("working pool at %d differs from the source pool at %d, which no longer holds the pattern", c.Dst, c.Src)
+	})
+}
+
+// checkEach runs check on every range, in parallel over the machine's
+// CPUs, and returns the lowest index that fails with its error, or -1.
+func checkEach(cs []kv.Copy, check func(kv.Copy) error) (int, error) {
 	workers := min(runtime.GOMAXPROCS(0), len(cs))
 	if workers <= 1 {
 		for i, c := range cs {
-			if err := checkRange(dst, c, seed); err != nil {
+			if err := check(c); err != nil {
 				return i, err
 			}
 		}
@@ -73,7 +100,7 @@ func CheckRanges(dst Buffer, cs []kv.Copy, seed uint64) (int, error) {
 		go func(lo, hi int) {
 			defer wg.Done()
 			for i := lo; i < hi; i++ {
-				if err := checkRange(dst, cs[i], seed); err != nil {
+				if err := check(cs[i]); err != nil {
 					mu.Lock()
 					if i < firstIdx {
 						firstIdx, firstErr = i, err

@@ -1,6 +1,8 @@
-# kvtier: two commands matter. `make bench` runs the tier sweep on whatever
-# this machine has and writes CSV, manifest, plots and REPORT.md under
-# results/; `make test` runs vet and the tests.
+# kvtier: two commands matter. `make bench` runs every suite on whatever
+# this machine has, each in its shortest meaningful configuration (about
+# 5 minutes on 2 cores; `make bench FULL=1` for the full sweeps), and
+# writes CSV, manifests, plots, REPORT.md and REPORT.html under results/;
+# `make test` runs vet and the tests.
 
 GO      ?= go
 BIN     := bin/kvtier
@@ -23,7 +25,7 @@ build: deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kvtier
 
 bench: build
-	scripts/bench.sh $(BIN) $(OUT)
+	FULL=$(FULL) scripts/bench.sh $(BIN) $(OUT)
 
 vet:
 	$(GO) vet ./...

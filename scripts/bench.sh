@@ -8,15 +8,23 @@
 # manifest.json); a suite that cannot run here writes skipped rows saying
 # why, and the others still run.
 #
-# usage: scripts/bench.sh BIN OUTDIR
+# Each suite runs its shortest meaningful configuration, planned so that
+# the whole run takes about 5 minutes on a 2-core machine without a GPU
+# (sweep ~2 min, probe ~1 min, MB1 ~1.5 min, transfer, trace, plan and the
+# knee under 30 s together); FULL=1 runs the full sweeps (every layout,
+# L = 1k to 64k, MB2 to 4 GiB, the probe at 1k-64k, MB1 at D = 1,4,8 and
+# P = 2k-128k, the reference's knee), which take the better part of an hour.
+#
+# usage: [FULL=1] scripts/bench.sh BIN OUTDIR
 # Environment:
 #   KVTIER_ENDPOINT   a vLLM server (http://host:port); unset: embedded kvtier sim
 #   KVTIER_PRODUCER   a second vLLM instance for the remote HTTP tier
 #   KVTIER_PEER       a kvtier serve peer HOST:PORT; unset: embedded loopback peer
 #   KVTIER_BACKEND    auto (default), host or cuda
-#   KVTIER_PREFIXES   tier sweep prefixes (default 1k,2k,4k,8k,16k,32k,64k)
+#   KVTIER_PREFIXES   tier sweep prefixes (default 1k,8k,16k,32k,64k; FULL 1k-64k doubling)
+#   KVTIER_LAYOUTS    tier sweep layouts (default layerwise; FULL layerwise,blockwise)
 #   KVTIER_REPS       measured reps per configuration (default 3)
-#   KVTIER_SIZES      transfer sizes (default 16MiB,64MiB,256MiB,1GiB)
+#   KVTIER_SIZES      transfer sizes (default 16MiB,64MiB,256MiB,1GiB; FULL to 4GiB)
 #   KVTIER_DISK_DIR   the disk tier's directory (default: the results directory)
 #   KVTIER_DISK_MAX   the disk tier's file at most (default 256MiB: prefixes
 #                     up to 2k tokens for Qwen3-Coder, about 20 s on a
@@ -27,9 +35,24 @@ bin=${1:?usage: bench.sh BIN OUTDIR}
 out=${2:?usage: bench.sh BIN OUTDIR}
 mkdir -p "$out" || exit 2
 backend=${KVTIER_BACKEND:-auto}
-prefixes=${KVTIER_PREFIXES:-1k,2k,4k,8k,16k,32k,64k}
+full=${FULL:-}
+if [ -n "$full" ]; then
+	prefixes=${KVTIER_PREFIXES:-1k,2k,4k,8k,16k,32k,64k}
+	layouts=${KVTIER_LAYOUTS:-layerwise,blockwise}
+	sizes=${KVTIER_SIZES:-16MiB,64MiB,256MiB,1GiB,4GiB}
+	probe_prefixes=1k,2k,4k,8k,16k,32k,64k mb1=(--decode 1,4,8 --prefill 2k,8k,32k,64k,128k --reps 3)
+	knee=()
+else
+	# The reference's prefix lengths and 1k for the cost model's fit, the
+	# engine's layout; the knee's load scaled down (see below).
+	prefixes=${KVTIER_PREFIXES:-1k,8k,16k,32k,64k}
+	layouts=${KVTIER_LAYOUTS:-layerwise}
+	sizes=${KVTIER_SIZES:-16MiB,64MiB,256MiB,1GiB}
+	probe_prefixes=1k,4k,16k mb1=(--decode 1,8 --prefill 2k,8k,16k --reps 2)
+	knee=(--sessions 4 --turns 4 --system-prompt 1k --turn-tokens 512 --output-tokens 16
+		--capacities 0.4GB,0.8GB,1.2GB,3.2GB,4.8GB)
+fi
 reps=${KVTIER_REPS:-3}
-sizes=${KVTIER_SIZES:-16MiB,64MiB,256MiB,1GiB}
 status=0
 interrupted=0
 trap 'interrupted=1' INT TERM
@@ -56,7 +79,7 @@ peer=()
 [ -n "${KVTIER_PEER:-}" ] && peer=(--peer "$KVTIER_PEER")
 disk=(--disk-max "${KVTIER_DISK_MAX:-256MiB}")
 [ -n "${KVTIER_DISK_DIR:-}" ] && disk+=(--disk-dir "$KVTIER_DISK_DIR")
-step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --reps "$reps" --warmup 1 \
+step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --layout "$layouts" --reps "$reps" --warmup 1 \
 	"${peer[@]}" "${disk[@]}" --out "$out/sweep"
 step transfer "$bin" transfer "${peer[@]}" --sizes "$sizes" --reps "$reps" \
 	--layout layerwise,blockwise,contiguous --out "$out/transfer"
@@ -70,8 +93,8 @@ if [ -n "${KVTIER_ENDPOINT:-}" ]; then
 else
 	# The embedded sim runs in real time so its TTFTs read like the h20
 	# reference; a short list keeps make bench to a few minutes.
-	step probe "$bin" probe --sim --prefix 1k,4k,16k --reps 3 --out "$out/probe"
-	step interfere "$bin" interfere --sim --decode 1,8 --prefill 2k,8k,16k --reps 2 --out "$out/mb1"
+	step probe "$bin" probe --sim --prefix "$probe_prefixes" --reps 3 --out "$out/probe"
+	step interfere "$bin" interfere --sim "${mb1[@]}" --out "$out/mb1"
 fi
 
 # The trace planner: a synthetic trace (about 12,000 requests and 290,000
@@ -83,13 +106,13 @@ step "trace generate" "$bin" trace --generate "$out/trace.jsonl" --seed 1
 	step plan "$bin" plan "$out/trace.jsonl" --costs "$out/sweep" --hbm 40GiB,80GiB,160GiB --dram 0,512GiB,2TiB \
 		--remote 0,inf --out "$out/plan" >/dev/null
 
-# The capacity knee on the embedded simulator, in real time: a load
-# scaled down from the reference's so that it takes about 11 s (4
+# The capacity knee on the embedded simulator, in real time: by default a
+# load scaled down from the reference's so that it takes about 11 s (4
 # sessions of 4 turns, 1k-token system prompts, 512 new and 16 output
 # tokens a turn: a 1.2 GB working set) over five capacities around its
-# working set. Its rows and plots say simulated and name the load.
-step knee "$bin" knee --sessions 4 --turns 4 --system-prompt 1k --turn-tokens 512 --output-tokens 16 \
-	--capacities 0.4GB,0.8GB,1.2GB,3.2GB,4.8GB --out "$out/knee" >/dev/null
+# working set; FULL=1 runs the reference's (about 1.5 min). Its rows and
+# plots say simulated and name the load.
+step knee "$bin" knee "${knee[@]}" --out "$out/knee" >/dev/null
 
 for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do
 	[ -d "$d" ] && step "plot $(basename "$d")" "$bin" plot "$d"

@@ -26,10 +26,10 @@
 #   KVTIER_REPS       measured reps per configuration (default 3)
 #   KVTIER_SIZES      transfer sizes (default 16MiB,64MiB,256MiB,1GiB; FULL to 4GiB)
 #   KVTIER_DISK_DIR   the disk tier's directory (default: the results directory)
-#   KVTIER_DISK_MAX   the disk tier's file at most (default 256MiB: prefixes
-#                     up to 2k tokens for Qwen3-Coder, about 20 s on a
-#                     1 GB/s virtual disk, a few on NVMe; larger ones are
-#                     skipped rows saying so)
+#   KVTIER_DISK_MAX   the disk tier's file at most (default 1GiB: prefixes
+#                     up to 8k tokens for Qwen3-Coder, about 20 s on a
+#                     1 GB/s virtual disk, a few on NVMe; FULL 4GiB, up to
+#                     32k; larger ones are skipped rows saying so)
 set -u
 bin=${1:?usage: bench.sh BIN OUTDIR}
 out=${2:?usage: bench.sh BIN OUTDIR}
@@ -42,6 +42,7 @@ if [ -n "$full" ]; then
 	sizes=${KVTIER_SIZES:-16MiB,64MiB,256MiB,1GiB,4GiB}
 	probe_prefixes=1k,2k,4k,8k,16k,32k,64k mb1=(--decode 1,4,8 --prefill 2k,8k,32k,64k,128k --reps 3)
 	knee=()
+	disk_max=${KVTIER_DISK_MAX:-4GiB}
 else
 	# The reference's prefix lengths and 1k for the cost model's fit, the
 	# engine's layout; the knee's load scaled down (see below).
@@ -51,6 +52,7 @@ else
 	probe_prefixes=1k,4k,16k mb1=(--decode 1,8 --prefill 2k,8k,16k --reps 2)
 	knee=(--sessions 4 --turns 4 --system-prompt 1k --turn-tokens 512 --output-tokens 16
 		--capacities 0.4GB,0.8GB,1.2GB,3.2GB,4.8GB)
+	disk_max=${KVTIER_DISK_MAX:-1GiB}
 fi
 reps=${KVTIER_REPS:-3}
 status=0
@@ -77,7 +79,7 @@ step() { # name, command...
 
 peer=()
 [ -n "${KVTIER_PEER:-}" ] && peer=(--peer "$KVTIER_PEER")
-disk=(--disk-max "${KVTIER_DISK_MAX:-256MiB}")
+disk=(--disk-max "$disk_max")
 [ -n "${KVTIER_DISK_DIR:-}" ] && disk+=(--disk-dir "$KVTIER_DISK_DIR")
 step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --layout "$layouts" --reps "$reps" --warmup 1 \
 	"${peer[@]}" "${disk[@]}" --out "$out/sweep"

@@ -1,15 +1,15 @@
 package peer
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"net"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kvtier/kvtier/internal/syncbuf"
 )
 
 // slowHello connects to addr and sends the start of a hello announcing
@@ -31,7 +31,7 @@ func slowHello(t *testing.T, addr string, n uint32) net.Conn {
 // is refused at once, a client past the limit is refused at once saying
 // so, and the server serves again once the handshakes time out.
 func TestSlowHandshakeFlood(t *testing.T) {
-	var log syncBuffer
+	var log syncbuf.Buffer
 	addr, _ := startServerConfig(t, 1<<20, 3, ServerConfig{HandshakeTimeout: time.Second, MaxSessions: 400, Log: &log})
 	runtime.GC()
 	var before runtime.MemStats
@@ -93,7 +93,7 @@ func TestHelloTooLarge(t *testing.T) {
 // dropped after the server's idle timeout; other clients go on.
 func TestServerIdleTimeout(t *testing.T) {
 	t.Parallel()
-	var log syncBuffer
+	var log syncbuf.Buffer
 	addr, _ := startServerConfig(t, 64<<20, 3, ServerConfig{IdleTimeout: 300 * time.Millisecond, Log: &log})
 	for _, tc := range []struct {
 		name string
@@ -139,22 +139,4 @@ func TestServerIdleTimeout(t *testing.T) {
 	if err := c.ReadChunks(context.Background(), make([]byte, 4096), []Chunk{{Len: 4096}}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

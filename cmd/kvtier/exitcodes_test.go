@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/internal/syncbuf"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -165,7 +166,7 @@ func runExitCase(t *testing.T, tc exitCase, args, env []string, out string) (int
 	defer cancel()
 	cmd := helperCmd(ctx, nil, args...)
 	cmd.Env = append(cmd.Env, env...)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw

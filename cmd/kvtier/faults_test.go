@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/internal/syncbuf"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -84,7 +85,7 @@ func TestFrozenPeer(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
 			args := append(tc.args, "--peer", addr, "--idle-timeout", "1s", "--out", out)
 			done := make(chan int, 1)
-			var stderr syncBuffer
+			var stderr syncbuf.Buffer
 			go func() { done <- dispatch(context.Background(), io.Discard, &stderr, args) }()
 			waitRows(t, filepath.Join(out, tc.file), 2, done)
 			serve.Signal(syscall.SIGSTOP)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/internal/syncbuf"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
@@ -102,7 +103,7 @@ func TestKneeInterruptStopsServer(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "k")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	rc := make(chan int, 1)
 	go func() {
 		rc <- dispatch(ctx, &stdout, &stderr, []string{"knee", "--capacity-blocks", "2000", "--server-cmd", simCommand(1, marker), "--out", out, "--stop-grace", "5s"})

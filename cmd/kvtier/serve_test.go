@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/internal/syncbuf"
 	"github.com/kvtier/kvtier/pattern"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
@@ -17,7 +18,7 @@ import (
 func startServe(t *testing.T, args ...string) (addr string, stop func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- dispatch(ctx, &stdout, &stderr, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))

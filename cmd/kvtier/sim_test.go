@@ -6,29 +6,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kvtier/kvtier/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestSimBadFlags(t *testing.T) {
 	for _, args := range [][]string{
@@ -64,7 +46,7 @@ func TestSimBadFlags(t *testing.T) {
 func TestSimServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	rc := make(chan int, 1)
 	go func() {
 		rc <- dispatch(ctx, &stdout, &stderr, []string{"sim", "--listen", "127.0.0.1:0", "--time-scale", "0", "--gpu-blocks", "256", "--enable-prompt-tokens-details"})

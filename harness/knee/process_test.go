@@ -1,7 +1,6 @@
 package knee
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -11,13 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/internal/syncbuf"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/vllmsim"
 )
@@ -115,24 +114,6 @@ func pids(t *testing.T, pidfile string) []int {
 	return out
 }
 
-// syncBuffer is a log written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // processConfig is a sweep of the helper server with extra flags over a
 // small workload; the pidfile is in dir.
 func processConfig(t *testing.T, dir string, caps []int, extra string) Config {
@@ -143,7 +124,7 @@ func processConfig(t *testing.T, dir string, caps []int, extra string) Config {
 	}
 	return Config{
 		Capacities: caps, BlockSize: 16, BytesPerToken: 1, Server: cmd, Dir: dir,
-		HealthTimeout: 20 * time.Second, Grace: 5 * time.Second, Log: &syncBuffer{},
+		HealthTimeout: 20 * time.Second, Grace: 5 * time.Second, Log: &syncbuf.Buffer{},
 		Replay: replay.Config{Dispatch: replay.DispatchTimestamp, Speedup: 1, Timeout: 20 * time.Second, Seed: 1},
 	}
 }
@@ -214,7 +195,7 @@ func TestServerIgnoringSIGTERMIsKilled(t *testing.T) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	if log := cfg.Log.(*syncBuffer).String(); !strings.Contains(log, "did not stop within 300ms of SIGTERM: killed") {
+	if log := cfg.Log.(*syncbuf.Buffer).String(); !strings.Contains(log, "did not stop within 300ms of SIGTERM: killed") {
 		t.Errorf("log %q does not say the server was killed", log)
 	}
 }

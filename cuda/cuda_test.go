@@ -14,14 +14,22 @@ import (
 	"github.com/kvtier/kvtier/pattern"
 )
 
-// open loads a fresh fake driver with the given FAKECUDA_* settings.
-func open(t *testing.T, env map[string]string, opts ...cudatest.Option) (*cuda.Driver, cudatest.Libs) {
+// load builds a fresh fake driver with the given FAKECUDA_* settings and
+// returns what cuda.Open makes of it.
+func load(t *testing.T, env map[string]string, opts ...cudatest.Option) (*cuda.Driver, cudatest.Libs, error) {
 	t.Helper()
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
 	libs := cudatest.Build(t, opts...)
 	d, err := cuda.Open(libs.CUDA)
+	return d, libs, err
+}
+
+// open loads a fresh fake driver with the given FAKECUDA_* settings.
+func open(t *testing.T, env map[string]string, opts ...cudatest.Option) (*cuda.Driver, cudatest.Libs) {
+	t.Helper()
+	d, libs, err := load(t, env, opts...)
 	if err != nil {
 		t.Fatalf("open fake driver: %v", err)
 	}
@@ -117,11 +125,7 @@ func TestLoaderVersions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for k, v := range tt.env {
-				t.Setenv(k, v)
-			}
-			libs := cudatest.Build(t, tt.opts...)
-			d, err := cuda.Open(libs.CUDA)
+			d, _, err := load(t, tt.env, tt.opts...)
 			if tt.wantErr != "" {
 				if err == nil {
 					t.Fatalf("loaded %s; want error %q", d.Path, tt.wantErr)
@@ -244,6 +248,21 @@ func verify(t *testing.T, dst side, perm []int) error {
 
 var perm = []int{5, 2, 7, 0, 3, 6, 1, 4}
 
+// hostToDevice opens a fake driver with env and opts and returns its
+// stream, a device destination of len(perm) chunks and a plan that
+// scatters a pattern-filled host source into it in the given order; the
+// plan is freed when the test ends.
+func hostToDevice(t *testing.T, env map[string]string, order []int, opts ...cudatest.Option) (*cuda.Stream, side, *cuda.Plan) {
+	t.Helper()
+	d, _ := open(t, env, opts...)
+	c, s := context(t, d)
+	dst, src := sides(t, c, cuda.HostToDevice, len(perm))
+	p := new(cuda.Plan)
+	t.Cleanup(p.Free)
+	scatter(p, dst.addr, src.addr, order)
+	return s, dst, p
+}
+
 func TestCopyPlans(t *testing.T) {
 	d, _ := open(t, nil)
 	c, s := context(t, d)
@@ -300,15 +319,10 @@ func TestPlanGrows(t *testing.T) {
 }
 
 func TestWrongPlanFailsVerification(t *testing.T) {
-	d, _ := open(t, nil)
-	c, s := context(t, d)
-	dst, src := sides(t, c, cuda.HostToDevice, len(perm))
-	var p cuda.Plan
-	defer p.Free()
 	wrong := append([]int(nil), perm...)
 	wrong[2], wrong[3] = wrong[3], wrong[2] // the plan swaps two chunks
-	scatter(&p, dst.addr, src.addr, wrong)
-	if _, err := s.Copy(cuda.HostToDevice, cuda.PerCopy, &p); err != nil {
+	s, dst, p := hostToDevice(t, nil, wrong)
+	if _, err := s.Copy(cuda.HostToDevice, cuda.PerCopy, p); err != nil {
 		t.Fatal(err)
 	}
 	s.Sync()
@@ -319,13 +333,8 @@ func TestWrongPlanFailsVerification(t *testing.T) {
 }
 
 func TestCorruptedCopyFailsVerification(t *testing.T) {
-	d, _ := open(t, map[string]string{"FAKECUDA_CORRUPT_COPY_AT": "4"})
-	c, s := context(t, d)
-	dst, src := sides(t, c, cuda.HostToDevice, len(perm))
-	var p cuda.Plan
-	defer p.Free()
-	scatter(&p, dst.addr, src.addr, perm)
-	if _, err := s.Copy(cuda.HostToDevice, cuda.Batch, &p); err != nil {
+	s, dst, p := hostToDevice(t, map[string]string{"FAKECUDA_CORRUPT_COPY_AT": "4"}, perm)
+	if _, err := s.Copy(cuda.HostToDevice, cuda.Batch, p); err != nil {
 		t.Fatal(err)
 	}
 	s.Sync()
@@ -351,13 +360,8 @@ func TestCopyFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, _ := open(t, tt.env, tt.opts...)
-			c, s := context(t, d)
-			dst, src := sides(t, c, cuda.HostToDevice, len(perm))
-			var p cuda.Plan
-			defer p.Free()
-			scatter(&p, dst.addr, src.addr, perm)
-			n, err := s.Copy(cuda.HostToDevice, tt.how, &p)
+			s, _, p := hostToDevice(t, tt.env, perm, tt.opts...)
+			n, err := s.Copy(cuda.HostToDevice, tt.how, p)
 			var ce *cuda.Error
 			if !errors.As(err, &ce) || ce.Op != tt.op || n != tt.issued {
 				t.Fatalf("Copy = %d, %v; want %d issued and %s failing", n, err, tt.issued, tt.op)

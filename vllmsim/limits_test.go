@@ -18,22 +18,13 @@ import (
 // sim does.
 func startLimited(t *testing.T, cfg Config) (*Server, string) {
 	t.Helper()
-	if cfg.GPUBlocks == 0 {
-		cfg.GPUBlocks = 2048
-	}
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newSim(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	url, err := s.Start(ctx, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		s.Close()
-	})
 	return s, url
 }
 

@@ -21,25 +21,31 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// newTestServer starts a simulator behind httptest with small pools.
-func newTestServer(t *testing.T, cfg Config) (*Server, string) {
+// newSim makes a simulator of cfg, with 2048 GPU blocks unless cfg says
+// otherwise, that is closed when the test ends.
+func newSim(t *testing.T, cfg Config) *Server {
 	t.Helper()
 	if cfg.GPUBlocks == 0 {
 		cfg.GPUBlocks = 2048
 	}
-	if cfg.Model == "" {
-		cfg.Model = "qwen3-coder-30b-a3b"
-	}
-	cfg.EnablePromptTokensDetails = true
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// newTestServer starts a simulator behind httptest with small pools.
+func newTestServer(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	if cfg.Model == "" {
+		cfg.Model = "qwen3-coder-30b-a3b"
+	}
+	cfg.EnablePromptTokensDetails = true
+	s := newSim(t, cfg)
 	hs := httptest.NewServer(s)
-	t.Cleanup(func() {
-		hs.Close()
-		s.Close()
-	})
+	t.Cleanup(hs.Close)
 	return s, hs.URL
 }
 

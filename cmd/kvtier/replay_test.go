@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/vllmsim/simtest"
 )
 
 // smallSessions are generator flags of a workload small enough for a
@@ -20,15 +21,7 @@ var smallSessions = []string{"--sessions", "2", "--turns", "2", "--system-prompt
 // than real time.
 func realtimeSim(t *testing.T) string {
 	t.Helper()
-	s, err := vllmsim.New(vllmsim.Config{GPUBlocks: 512, TimeScale: 0.01, EnablePromptTokensDetails: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	url, err := s.Start(t.Context(), "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, url := simtest.Start(t, vllmsim.Config{GPUBlocks: 512, TimeScale: 0.01, EnablePromptTokensDetails: true})
 	return url
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/vllmsim/simtest"
 )
 
 // mb1Ref is the MB1 table of the H20 reference
@@ -226,15 +227,7 @@ func TestSimMB1RealTime(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector slows request handling: no real-time check under -race")
 	}
-	s, err := vllmsim.New(vllmsim.Config{TimeScale: 1, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	url, err := s.Start(t.Context(), "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, url := simtest.Start(t, vllmsim.Config{TimeScale: 1, Seed: 1})
 	r, err := New(t.Context(), Config{Endpoint: url, Decode: []int{8}, Prefill: []int{8192}, Reps: 3,
 		InjectAfter: 500 * time.Millisecond, Margin: 200 * time.Millisecond, Timeout: 30 * time.Second, Seed: 4})
 	if err != nil {

@@ -11,22 +11,8 @@ import (
 
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/vllmsim/simtest"
 )
-
-// startSim starts an in-process kvtier sim on a socket and returns its URL.
-func startSim(t *testing.T, cfg vllmsim.Config) string {
-	t.Helper()
-	s, err := vllmsim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	url, err := s.Start(t.Context(), "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return url
-}
 
 // memSim starts a sim on net (inside a synctest bubble: virtual time).
 func memSim(t *testing.T, net *vllmsim.MemNet, host string, cfg vllmsim.Config) string {
@@ -235,7 +221,7 @@ func TestOverheadSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := startSim(t, vllmsim.Config{Profile: zero, TimeScale: 0})
+	_, url := simtest.Start(t, vllmsim.Config{Profile: zero, TimeScale: 0})
 	c, err := NewClient(url, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -8,13 +8,9 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/tiers"
 )
-
-type rowSink struct{ rows []results.Row }
-
-func (s *rowSink) Write(r results.Row) error { s.rows = append(s.rows, r); return nil }
-func (s *rowSink) Close() error              { return nil }
 
 // TestBefore checks that Case.Before runs before every sample, warm-up
 // included, outside the timed part, and that its failure is an error row
@@ -37,7 +33,7 @@ func TestBefore(t *testing.T) {
 			return nil
 		},
 	}
-	sink := &rowSink{}
+	sink := &resultstest.Sink{}
 	s := &Sampler{Suite: "test", Sink: sink, Policy: Policy{Warmup: 2, Reps: 3}}
 	res, err := s.Measure(context.Background(), c)
 	if err != nil || res.Err != nil {
@@ -46,20 +42,21 @@ func TestBefore(t *testing.T) {
 	if calls != 5 || fetches != 5 {
 		t.Errorf("Before ran %d times for %d fetches, want 5 and 5", calls, fetches)
 	}
-	for _, r := range sink.rows {
+	for _, r := range sink.Rows() {
 		if r.Status != results.StatusOK || r.Seconds >= pause.Seconds() {
 			t.Errorf("rep %d: %s %.3f s: Before was timed", r.Rep, r.Status, r.Seconds)
 		}
 	}
-	calls, fetches, failAt, sink.rows = 0, 0, 4, nil
+	calls, fetches, failAt = 0, 0, 4
+	sink.Reset()
 	res, err = s.Measure(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Err == nil || res.Errors != 1 || len(sink.rows) != 2 || fetches != 3 {
-		t.Fatalf("failing Before: %v, %d error rows of %d, %d fetches", res.Err, res.Errors, len(sink.rows), fetches)
+	if res.Err == nil || res.Errors != 1 || sink.Len() != 2 || fetches != 3 {
+		t.Fatalf("failing Before: %v, %d error rows of %d, %d fetches", res.Err, res.Errors, sink.Len(), fetches)
 	}
-	if r := sink.rows[1]; r.Status != results.StatusError || !strings.Contains(r.Reason, "file removed") {
+	if r := sink.Rows()[1]; r.Status != results.StatusError || !strings.Contains(r.Reason, "file removed") {
 		t.Errorf("row after a failing Before: %s %q", r.Status, r.Reason)
 	}
 }

@@ -3,7 +3,6 @@ package knee
 import (
 	"context"
 	"math"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,22 +12,9 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
-
-// memSink keeps rows in memory.
-type memSink struct {
-	mu   sync.Mutex
-	rows []results.Row
-}
-
-func (s *memSink) Write(r results.Row) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rows = append(s.rows, r)
-	return nil
-}
-func (s *memSink) Close() error { return nil }
 
 // referenceWorkload is the knee workload of the reference: 4 closed-loop
 // sessions of 6 turns, each ending near 0.9 GB of Qwen3-Coder-30B-A3B KV.
@@ -74,21 +60,21 @@ func TestKneeEmbeddedReference(t *testing.T) {
 			HealthTimeout: time.Minute, Grace: time.Second,
 			Replay: replay.Config{Dispatch: replay.DispatchSession, Concurrency: 4, Speedup: 1, Timeout: 10 * time.Minute, HTTP: net.Client(), Seed: 1},
 		}
-		var reqs, caps, curve memSink
+		var reqs, caps, curve resultstest.Sink
 		if err := Run(context.Background(), cfg, w, Sinks{Requests: &reqs, Capacities: &caps, Curve: &curve}); err != nil {
 			t.Fatal(err)
 		}
-		for i, r := range caps.rows {
+		for i, r := range caps.Rows() {
 			t.Logf("%.1f GB (%s blocks): %s %s APC %.1f %% (predicted %.1f %%), TTFT p50 %.3f p90 %.3f p99 %.3f s, working set %.2f GB", referenceGB[i], r.Get("gpu_blocks"), r.Status, r.Reason,
 				100*r.Float("apc"), 100*r.Float("predicted_apc"), r.Float("ttft_p50_s"), r.Float("ttft_p90_s"), r.Float("ttft_p99_s"), r.Float("working_set_bytes")/1e9)
 			if r.Get("simulated") != "true" || r.Get("server") != EmbeddedName {
 				t.Errorf("row not marked simulated: %v", r.Extra)
 			}
 		}
-		if len(reqs.rows) != 5*len(w.Requests) || len(curve.rows) < 100 {
-			t.Errorf("%d request rows, %d curve rows", len(reqs.rows), len(curve.rows))
+		if reqs.Len() != 5*len(w.Requests) || curve.Len() < 100 {
+			t.Errorf("%d request rows, %d curve rows", reqs.Len(), curve.Len())
 		}
-		checkShape(t, caps.rows)
+		checkShape(t, caps.Rows())
 	})
 }
 
@@ -135,21 +121,22 @@ func TestKneeEmbeddedSmall(t *testing.T) {
 			Capacities: caps, BlockSize: 16, Sim: vllmsim.Config{TimeScale: 1}, Net: &net, HealthTimeout: time.Minute, Grace: time.Second,
 			Replay: replay.Config{Dispatch: replay.DispatchSession, Speedup: 1, Timeout: time.Minute, HTTP: net.Client()},
 		}
-		var reqs, rows, curve memSink
+		var reqs, rows, curve resultstest.Sink
 		if err := Run(context.Background(), cfg, w, Sinks{Requests: &reqs, Capacities: &rows, Curve: &curve}); err != nil {
 			t.Fatal(err)
 		}
-		if len(rows.rows) != 3 || len(reqs.rows) != 3*len(w.Requests) || len(curve.rows) == 0 {
-			t.Fatalf("%d capacity rows, %d request rows, %d curve rows", len(rows.rows), len(reqs.rows), len(curve.rows))
+		if rows.Len() != 3 || reqs.Len() != 3*len(w.Requests) || curve.Len() == 0 {
+			t.Fatalf("%d capacity rows, %d request rows, %d curve rows", rows.Len(), reqs.Len(), curve.Len())
 		}
-		for _, r := range reqs.rows {
+		for _, r := range reqs.Rows() {
 			if r.Suite != Suite.Name || r.Get("server") != EmbeddedName || r.Status != results.StatusOK {
 				t.Fatalf("request row %s %s %q %v", r.Suite, r.Status, r.Reason, r.Extra)
 			}
 		}
-		a := func(i int) float64 { return rows.rows[i].Float("apc") }
-		if !(a(0) < a(1)) || math.Abs(a(1)-a(2)) > 0.01 || math.Abs(a(1)-rows.rows[1].Float("predicted_apc")) > 0.05 {
-			t.Errorf("realized APC %.3f %.3f %.3f (predicted at the working set %.3f)", a(0), a(1), a(2), rows.rows[1].Float("predicted_apc"))
+		capRows := rows.Rows()
+		a := func(i int) float64 { return capRows[i].Float("apc") }
+		if !(a(0) < a(1)) || math.Abs(a(1)-a(2)) > 0.01 || math.Abs(a(1)-capRows[1].Float("predicted_apc")) > 0.05 {
+			t.Errorf("realized APC %.3f %.3f %.3f (predicted at the working set %.3f)", a(0), a(1), a(2), capRows[1].Float("predicted_apc"))
 		}
 	})
 }

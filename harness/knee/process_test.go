@@ -18,6 +18,7 @@ import (
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/internal/syncbuf"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -142,12 +143,12 @@ func smallWorkload(t *testing.T) *replay.Workload {
 
 // hookSink calls hook after each row it keeps.
 type hookSink struct {
-	memSink
+	resultstest.Sink
 	hook func()
 }
 
 func (s *hookSink) Write(r results.Row) error {
-	s.memSink.Write(r)
+	s.Sink.Write(r)
 	if s.hook != nil {
 		s.hook()
 	}
@@ -161,7 +162,7 @@ func TestServerProcessesGoneAfterCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	reqs := &hookSink{hook: cancel} // interrupted once the first request answered
-	var caps memSink
+	var caps resultstest.Sink
 	err := Run(ctx, cfg, smallWorkload(t), Sinks{Requests: reqs, Capacities: &caps})
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("Run returned %v after the context was cancelled", err)
@@ -182,12 +183,12 @@ func TestServerIgnoringSIGTERMIsKilled(t *testing.T) {
 	dir := t.TempDir()
 	cfg := processConfig(t, dir, []int{256}, "-ignore-term")
 	cfg.Grace = 300 * time.Millisecond
-	var reqs, caps memSink
+	var reqs, caps resultstest.Sink
 	if err := Run(context.Background(), cfg, smallWorkload(t), Sinks{Requests: &reqs, Capacities: &caps}); err != nil {
 		t.Fatal(err)
 	}
-	if len(caps.rows) != 1 || caps.rows[0].Status != results.StatusOK || len(reqs.rows) != 8 {
-		t.Fatalf("%d capacity rows (%v), %d request rows", len(caps.rows), caps.rows, len(reqs.rows))
+	if caps.Len() != 1 || caps.Rows()[0].Status != results.StatusOK || reqs.Len() != 8 {
+		t.Fatalf("%d capacity rows (%v), %d request rows", caps.Len(), caps.Rows(), reqs.Len())
 	}
 	for _, pid := range pids(t, filepath.Join(dir, "pids")) {
 		if alive(pid) {
@@ -217,14 +218,14 @@ func TestServerFailuresAreErrorRows(t *testing.T) {
 			cfg := processConfig(t, dir, tc.caps, tc.extra)
 			cfg.HealthTimeout = time.Second
 			cfg.Replay.Timeout = 2 * time.Second
-			var reqs, caps memSink
+			var reqs, caps resultstest.Sink
 			if err := Run(context.Background(), cfg, smallWorkload(t), Sinks{Requests: &reqs, Capacities: &caps}); err != nil {
 				t.Fatal(err)
 			}
-			if len(caps.rows) != len(tc.want) {
-				t.Fatalf("%d capacity rows, want %d", len(caps.rows), len(tc.want))
+			if caps.Len() != len(tc.want) {
+				t.Fatalf("%d capacity rows, want %d", caps.Len(), len(tc.want))
 			}
-			for i, r := range caps.rows {
+			for i, r := range caps.Rows() {
 				ok := r.Status == results.StatusOK
 				if (tc.want[i] == "ok") != ok || (!ok && !strings.Contains(r.Reason, tc.want[i])) {
 					t.Errorf("capacity %d: %s %q, want %q", i, r.Status, r.Reason, tc.want[i])
@@ -247,11 +248,11 @@ func TestServerProgramMissing(t *testing.T) {
 	cmd, _ := ParseCommand("/nonexistent/kvtier-test-server --port {port}")
 	cfg := Config{Capacities: []int{64}, BlockSize: 16, Server: cmd, Dir: t.TempDir(), HealthTimeout: time.Second, Grace: time.Second,
 		Replay: replay.Config{Dispatch: replay.DispatchTimestamp, Speedup: 1, Timeout: time.Second}}
-	var reqs, caps memSink
+	var reqs, caps resultstest.Sink
 	if err := Run(context.Background(), cfg, smallWorkload(t), Sinks{Requests: &reqs, Capacities: &caps}); err != nil {
 		t.Fatal(err)
 	}
-	if len(caps.rows) != 1 || caps.rows[0].Status != results.StatusError || !strings.Contains(caps.rows[0].Reason, "did not start") {
-		t.Errorf("rows %v", caps.rows)
+	if caps.Len() != 1 || caps.Rows()[0].Status != results.StatusError || !strings.Contains(caps.Rows()[0].Reason, "did not start") {
+		t.Errorf("rows %v", caps.Rows())
 	}
 }

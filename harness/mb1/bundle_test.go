@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -110,7 +111,7 @@ func (b *bundler) decode(w http.ResponseWriter, r *http.Request) {
 // runBundler runs one MB1 cell (D=2) against a bundler in virtual time.
 func runBundler(t *testing.T, b *bundler) (interfere, baseline results.Row) {
 	t.Helper()
-	var rows, toks memSink
+	var rows, toks resultstest.Sink
 	synctest.Test(t, func(t *testing.T) {
 		var net vllmsim.MemNet
 		defer net.Close()
@@ -129,10 +130,10 @@ func runBundler(t *testing.T, b *bundler) (interfere, baseline results.Row) {
 		net.Close()
 		time.Sleep(time.Second) // the fake's handlers see their clients gone
 	})
-	if len(rows.rows) != 2 {
-		t.Fatalf("%d rows", len(rows.rows))
+	if rows.Len() != 2 {
+		t.Fatalf("%d rows", rows.Len())
 	}
-	return rows.rows[0], rows.rows[1]
+	return rows.Rows()[0], rows.Rows()[1]
 }
 
 // TestBundledChunksCountTheSame is issue 13's check: a server that

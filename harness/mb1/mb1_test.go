@@ -13,12 +13,8 @@ import (
 
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 )
-
-type memSink struct{ rows []results.Row }
-
-func (m *memSink) Write(r results.Row) error { m.rows = append(m.rows, r); return nil }
-func (m *memSink) Close() error              { return nil }
 
 // ones turns token times into chunks of one token each.
 func ones(ts []float64) []arrival {
@@ -103,20 +99,20 @@ func TestDecodeStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows, toks memSink
+	var rows, toks resultstest.Sink
 	if err := r.Run(t.Context(), &rows, &toks); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows.rows) != 2 {
-		t.Fatalf("%d rows", len(rows.rows))
+	if rows.Len() != 2 {
+		t.Fatalf("%d rows", rows.Len())
 	}
-	if r := rows.rows[0]; r.Status != results.StatusError || !strings.Contains(r.Reason, "did not reach 40 tokens") && !strings.Contains(r.Reason, "no data for 200ms (idle timeout)") {
+	if r := rows.Rows()[0]; r.Status != results.StatusError || !strings.Contains(r.Reason, "did not reach 40 tokens") && !strings.Contains(r.Reason, "no data for 200ms (idle timeout)") {
 		t.Errorf("interfere row: %s %q", r.Status, r.Reason)
 	}
-	if r := rows.rows[1]; r.Status != results.StatusSkipped || !strings.Contains(r.Reason, "no window") {
+	if r := rows.Rows()[1]; r.Status != results.StatusSkipped || !strings.Contains(r.Reason, "no window") {
 		t.Errorf("baseline row: %s %q", r.Status, r.Reason)
 	}
-	if len(toks.rows) != 6 {
-		t.Errorf("%d token rows, want the 6 that arrived", len(toks.rows))
+	if toks.Len() != 6 {
+		t.Errorf("%d token rows, want the 6 that arrived", toks.Len())
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/vllmsim/simtest"
 )
@@ -30,7 +31,7 @@ var mb1Ref = []struct {
 // the reference protocol: 32 warm-up tokens, the prefill after 1 s.
 func simMB1(t *testing.T, decode, prefill []int, api string) []results.Row {
 	t.Helper()
-	var rows, toks memSink
+	var rows, toks resultstest.Sink
 	synctest.Test(t, func(t *testing.T) {
 		var net vllmsim.MemNet
 		defer net.Close()
@@ -48,7 +49,7 @@ func simMB1(t *testing.T, decode, prefill []int, api string) []results.Row {
 			t.Fatal(err)
 		}
 	})
-	return rows.rows
+	return rows.Rows()
 }
 
 // interfereRows returns the interfere rows by "D/P".
@@ -233,12 +234,12 @@ func TestSimMB1RealTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows, toks memSink
+	var rows, toks resultstest.Sink
 	if err := r.Run(t.Context(), &rows, &toks); err != nil {
 		t.Fatal(err)
 	}
 	var per, pen, pre []float64
-	for _, in := range rows.rows {
+	for _, in := range rows.Rows() {
 		if in.Status != results.StatusOK {
 			t.Fatalf("%s rep %d: %s %q", in.Get("arm"), in.Rep, in.Status, in.Reason)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/system"
 )
 
@@ -104,7 +105,7 @@ func TestSilentRankGone(t *testing.T) {
 	if _, err := co.Rendezvous(context.Background(), r0.member); err != nil {
 		t.Fatal(err)
 	}
-	col := newCollector(&memSink{})
+	col := newCollector(&resultstest.Sink{})
 	start := time.Now()
 	errc := make(chan error, 1)
 	go func() {
@@ -121,21 +122,15 @@ func TestSilentRankGone(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("a silent rank held the coordinator for %v (idle timeout 300ms)", d)
 	}
-	rows := col.sink.(*memSink).rows
+	rows := col.sink.(*resultstest.Sink).Rows()
 	if len(rows) != 1 || rows[0].Status != results.StatusError || !strings.Contains(rows[0].Reason, "idle timeout") {
 		t.Fatalf("rows %+v, want one error row saying idle timeout", rows)
 	}
 }
 
-// memSink keeps rows in memory.
-type memSink struct{ rows []results.Row }
-
-func (s *memSink) Write(r results.Row) error { s.rows = append(s.rows, r); return nil }
-func (s *memSink) Close() error              { return nil }
-
 func TestCollectorMatrix(t *testing.T) {
 	t.Parallel()
-	col := newCollector(&memSink{})
+	col := newCollector(&resultstest.Sink{})
 	row := func(src, dst string, status results.Status, verified string, gbps float64) results.Row {
 		r := results.NewRow(Suite.Name)
 		r.Layout, r.Bytes, r.Status, r.GBps = "blockwise", 1<<20, status, gbps

@@ -10,13 +10,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 )
-
-// memSink keeps rows in memory.
-type memSink struct{ rows []results.Row }
-
-func (m *memSink) Write(r results.Row) error { m.rows = append(m.rows, r); return nil }
-func (m *memSink) Close() error              { return nil }
 
 // mustNew is New that fails the test on an error.
 func mustNew(t *testing.T, cfg Config) *Prober {
@@ -28,10 +23,10 @@ func mustNew(t *testing.T, cfg Config) *Prober {
 	return p
 }
 
-// mustRun runs p into a memSink, failing the test on an error.
-func mustRun(t *testing.T, p *Prober) *memSink {
+// mustRun runs p into a resultstest.Sink, failing the test on an error.
+func mustRun(t *testing.T, p *Prober) *resultstest.Sink {
 	t.Helper()
-	var sink memSink
+	var sink resultstest.Sink
 	if err := p.Run(t.Context(), &sink); err != nil {
 		t.Fatal(err)
 	}
@@ -54,10 +49,10 @@ func TestProbeFakeMissAndGPU(t *testing.T) {
 		t.Errorf("info = %+v", p.Info())
 	}
 	sink := mustRun(t, p)
-	if len(sink.rows) != 4 {
-		t.Fatalf("%d rows, want 4", len(sink.rows))
+	if sink.Len() != 4 {
+		t.Fatalf("%d rows, want 4", sink.Len())
 	}
-	for _, r := range sink.rows {
+	for _, r := range sink.Rows() {
 		if r.Status != results.StatusOK || r.Get("verified") != "true" {
 			t.Errorf("%s rep %d: status %s verified %s (%s %s)", r.Tier, r.Rep, r.Status, r.Get("verified"), r.Reason, r.Get("verify_reason"))
 		}
@@ -71,10 +66,10 @@ func TestProbeFakeMissAndGPU(t *testing.T) {
 			t.Errorf("times: seconds %g ttft %g e2e %g", r.Seconds, r.Float("ttft_s"), r.Float("e2e_s"))
 		}
 	}
-	if h := sink.rows[2].Get("hit_tokens"); h != "240" {
+	if h := sink.Rows()[2].Get("hit_tokens"); h != "240" {
 		t.Errorf("gpu hit_tokens = %s, want 240", h)
 	}
-	if h := sink.rows[0].Get("hit_tokens"); h != "0" {
+	if h := sink.Rows()[0].Get("hit_tokens"); h != "0" {
 		t.Errorf("miss hit_tokens = %s, want 0", h)
 	}
 	// Every prompt has exactly L token ids; the gpu warm-up and its
@@ -109,7 +104,7 @@ func TestProbeSkips(t *testing.T) {
 		"cpu":    "cannot size eviction: vllm:cache_config_info missing",
 		"remote": "remote tier needs --producer",
 	}
-	for _, r := range sink.rows {
+	for _, r := range sink.Rows() {
 		if r.Status != results.StatusSkipped || !strings.HasPrefix(r.Reason, want[r.Tier]) {
 			t.Errorf("%s: %s %q", r.Tier, r.Status, r.Reason)
 		}
@@ -125,7 +120,7 @@ func TestProbeCPUNotVerifiedWithoutOffload(t *testing.T) {
 	cfg.Tiers, cfg.Reps = []string{"cpu"}, 1
 	p := mustNew(t, cfg)
 	sink := mustRun(t, p)
-	r := sink.rows[0]
+	r := sink.Rows()[0]
 	if r.Status != results.StatusOK || r.Get("verified") != "false" || !strings.Contains(r.Get("verify_reason"), "still in GPU memory") {
 		t.Errorf("cpu row: %s verified=%s reason %q", r.Status, r.Get("verified"), r.Get("verify_reason"))
 	}
@@ -195,18 +190,18 @@ func TestProbeErrorRows(t *testing.T) {
 			p := mustNew(t, cfg)
 			f.failNext = tt.fail
 			sink := mustRun(t, p)
-			if len(sink.rows) != 2 {
-				t.Fatalf("%d rows, want 2: the sweep must go on", len(sink.rows))
+			if sink.Len() != 2 {
+				t.Fatalf("%d rows, want 2: the sweep must go on", sink.Len())
 			}
-			r := sink.rows[0]
+			r := sink.Rows()[0]
 			if r.Status != results.StatusError || !strings.Contains(r.Reason, tt.reason) || r.Get("http_status") != tt.status {
 				t.Errorf("row: %s http_status %q reason %q; want error, %q, %q", r.Status, r.Get("http_status"), r.Reason, tt.status, tt.reason)
 			}
 			if r.Get("ttft_s") != "" || r.Get("seconds") != "" {
 				t.Errorf("an error row carries a time: %+v", r)
 			}
-			if sink.rows[1].Status != results.StatusOK {
-				t.Errorf("the next rep: %s %s", sink.rows[1].Status, sink.rows[1].Reason)
+			if sink.Rows()[1].Status != results.StatusOK {
+				t.Errorf("the next rep: %s %s", sink.Rows()[1].Status, sink.Rows()[1].Reason)
 			}
 		})
 	}
@@ -223,7 +218,7 @@ func TestProbeTimeout(t *testing.T) {
 		return true
 	}
 	sink := mustRun(t, p)
-	if r := sink.rows[0]; r.Status != results.StatusError || !strings.Contains(r.Reason, "deadline exceeded") {
+	if r := sink.Rows()[0]; r.Status != results.StatusError || !strings.Contains(r.Reason, "deadline exceeded") {
 		t.Errorf("row: %s %q", r.Status, r.Reason)
 	}
 }
@@ -234,7 +229,7 @@ func TestProbeSaltRefused(t *testing.T) {
 	cfg := testConfig(srv.URL)
 	p := mustNew(t, cfg)
 	sink := mustRun(t, p)
-	for _, r := range sink.rows {
+	for _, r := range sink.Rows() {
 		if r.Status != results.StatusOK || r.Get("verified") != "true" {
 			t.Errorf("%s: %s %s %s", r.Tier, r.Status, r.Reason, r.Get("verify_reason"))
 		}
@@ -337,7 +332,7 @@ func TestProbeNoMetrics(t *testing.T) {
 		t.Errorf("metrics error %q", p.Info().MetricsError)
 	}
 	sink := mustRun(t, p)
-	for _, r := range sink.rows {
+	for _, r := range sink.Rows() {
 		if r.Status != results.StatusOK || r.Get("verified") != "false" || !strings.Contains(r.Get("verify_reason"), "cannot verify: GET /metrics: HTTP 404") {
 			t.Errorf("%s: %s verified=%s %q", r.Tier, r.Status, r.Get("verified"), r.Get("verify_reason"))
 		}
@@ -359,7 +354,7 @@ func TestProbeRemoteRequests(t *testing.T) {
 			cfg.Producer, cfg.Connector, cfg.Tiers, cfg.Reps = psrv.URL, conn, []string{"remote"}, 1
 			p := mustNew(t, cfg)
 			sink := mustRun(t, p)
-			r := sink.rows[0]
+			r := sink.Rows()[0]
 			prod.mu.Lock()
 			defer prod.mu.Unlock()
 			cons.mu.Lock()
@@ -411,14 +406,14 @@ func TestProbeRemoteRequests(t *testing.T) {
 
 // cancelSink cancels the run after n rows.
 type cancelSink struct {
-	memSink
+	resultstest.Sink
 	n      int
 	cancel context.CancelFunc
 }
 
 func (c *cancelSink) Write(r results.Row) error {
-	c.memSink.Write(r)
-	if len(c.rows) == c.n {
+	c.Sink.Write(r)
+	if c.Len() == c.n {
 		c.cancel()
 	}
 	return nil
@@ -436,8 +431,8 @@ func TestProbeInterrupted(t *testing.T) {
 	if err := p.Run(ctx, sink); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
-	if len(sink.rows) != 1 || sink.rows[0].Status != results.StatusOK {
-		t.Errorf("rows kept: %d", len(sink.rows))
+	if sink.Len() != 1 || sink.Rows()[0].Status != results.StatusOK {
+		t.Errorf("rows kept: %d", sink.Len())
 	}
 }
 

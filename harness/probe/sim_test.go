@@ -83,7 +83,7 @@ func TestProbeSimFourTierGrid(t *testing.T) {
 			t.Errorf("generation %s, version %q", g, p.Info().Version)
 		}
 		sink := mustRun(t, p)
-		for _, r := range sink.rows {
+		for _, r := range sink.Rows() {
 			if r.Status != results.StatusOK || r.Get("verified") != "true" {
 				t.Errorf("%s %d: %s %q verified=%s %q", r.Tier, r.PrefixTokens, r.Status, r.Reason, r.Get("verified"), r.Get("verify_reason"))
 				continue
@@ -97,7 +97,7 @@ func TestProbeSimFourTierGrid(t *testing.T) {
 		}
 		for l := range fourTierRef {
 			var at []results.Row
-			for _, r := range sink.rows {
+			for _, r := range sink.Rows() {
 				if int(r.PrefixTokens) == l {
 					at = append(at, r)
 				}
@@ -130,7 +130,7 @@ func TestProbeSimMooncakeShapes(t *testing.T) {
 				}
 				p := mustNew(t, cfg)
 				sink := mustRun(t, p)
-				for _, r := range sink.rows {
+				for _, r := range sink.Rows() {
 					if r.Status != results.StatusOK || r.Get("verified") != "true" {
 						t.Fatalf("%s: %s %q verified=%s %q", shape, r.Status, r.Reason, r.Get("verified"), r.Get("verify_reason"))
 					}
@@ -143,7 +143,7 @@ func TestProbeSimMooncakeShapes(t *testing.T) {
 						t.Errorf("mooncake_shape %q for %s", r.Get("mooncake_shape"), shape)
 					}
 				}
-				t.Logf("%s: remote TTFT %.4f s (%s)", shape, sink.rows[0].Seconds, p.Info().MooncakeSource)
+				t.Logf("%s: remote TTFT %.4f s (%s)", shape, sink.Rows()[0].Seconds, p.Info().MooncakeSource)
 			})
 		})
 	}
@@ -171,7 +171,7 @@ func TestProbeSimNoOffload(t *testing.T) {
 			EvictMargin: 1.5, Timeout: 30 * time.Second}
 		p := mustNew(t, cfg)
 		sink := mustRun(t, p)
-		for _, r := range sink.rows {
+		for _, r := range sink.Rows() {
 			if r.Status != results.StatusOK || r.Get("verified") != "false" ||
 				!strings.Contains(r.Get("verify_reason"), "external_kv_transfer=0,local_cache_hit=0,local_compute=1024") {
 				t.Errorf("cpu rep %d: %s %q verified=%s %q", r.Rep, r.Status, r.Reason, r.Get("verified"), r.Get("verify_reason"))
@@ -199,7 +199,7 @@ func TestProbeSimCPUCapacity(t *testing.T) {
 				if o := p.Info().Offload; o.Tokens != tc.cpuBlocks*16 || o.TokensSource != "vllm:cache_config_info num_cpu_blocks" {
 					t.Errorf("offload %+v", o)
 				}
-				r := mustRun(t, p).rows[0]
+				r := mustRun(t, p).Rows()[0]
 				if tc.skip {
 					if r.Status != results.StatusSkipped || !strings.Contains(r.Reason, "cannot keep a 2048-token prefix") {
 						t.Errorf("row %s %q", r.Status, r.Reason)
@@ -256,7 +256,7 @@ func TestProbeSimCacheTiers(t *testing.T) {
 			t.Fatalf("generation %s: the tier split was not seen", p.Info().Generation)
 		}
 		want := map[string]string{"gpu": "device=4080", "cpu": "host=4080", "remote": "p2p=4080"}
-		for _, r := range mustRun(t, p).rows {
+		for _, r := range mustRun(t, p).Rows() {
 			if r.Get("verified") != "true" || r.Get("verified_by") != "prompt_tokens_cached_by_source" || !strings.Contains(r.Get("source_tokens"), want[r.Tier]) {
 				t.Errorf("%s: verified=%s by %s (%s) %q", r.Tier, r.Get("verified"), r.Get("verified_by"), r.Get("source_tokens"), r.Get("verify_reason"))
 			}
@@ -274,7 +274,7 @@ func TestProbeSimChat(t *testing.T) {
 		consumer, producer := virtualPair(t, &net, 1024, 4096, nil)
 		p := mustNew(t, Config{Endpoint: consumer, Producer: producer, HTTP: net.Client(), API: APIChat, Tiers: Tiers,
 			Prefixes: []int{3000}, Reps: 1, Seed: 3, EvictMargin: 1.5, Timeout: 30 * time.Second})
-		for _, r := range mustRun(t, p).rows {
+		for _, r := range mustRun(t, p).Rows() {
 			if r.Get("api") != APIChat || r.Get("prompt_tokens") != "3000" || r.Get("verified") != "true" || r.Reason != "" {
 				t.Errorf("%s: api %s, %s prompt tokens, verified=%s %q, reason %q", r.Tier, r.Get("api"), r.Get("prompt_tokens"), r.Get("verified"), r.Get("verify_reason"), r.Reason)
 			}

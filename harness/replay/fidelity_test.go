@@ -11,14 +11,9 @@ import (
 
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
-
-// memSink keeps rows in memory.
-type memSink struct{ rows []results.Row }
-
-func (s *memSink) Write(r results.Row) error { s.rows = append(s.rows, r); return nil }
-func (s *memSink) Close() error              { return nil }
 
 // replayOnSim replays w against a simulator of gpuBlocks on an in-memory
 // network; call it inside a synctest bubble.
@@ -42,12 +37,12 @@ func replayOnSim(t *testing.T, w *Workload, gpuBlocks int, cfg Config) (*Summary
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink memSink
+	var sink resultstest.Sink
 	sum, err := rp.Run(context.Background(), &sink, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sum, sink.rows
+	return sum, sink.Rows()
 }
 
 // fidelityTrace writes a synthetic Mooncake trace (512-token hash-id

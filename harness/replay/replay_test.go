@@ -17,6 +17,7 @@ import (
 
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -161,10 +162,11 @@ func run(t *testing.T, url string, c *http.Client, w *Workload, cfg Config) (*Su
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink memSink
+	var sink resultstest.Sink
 	sum, err := rp.Run(context.Background(), &sink, nil)
-	slices.SortFunc(sink.rows, func(a, b results.Row) int { return int(a.Float("request_index") - b.Float("request_index")) })
-	return sum, sink.rows, err
+	rows := sink.Rows()
+	slices.SortFunc(rows, func(a, b results.Row) int { return int(a.Float("request_index") - b.Float("request_index")) })
+	return sum, rows, err
 }
 
 func TestNewRefusesBlocksNotAWholeNumberOfTheServers(t *testing.T) {
@@ -354,10 +356,10 @@ func TestInterruptedRunKeepsRows(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		var sink memSink
+		var sink resultstest.Sink
 		_, err = rp.Run(ctx, &sink, nil)
-		if !errors.Is(err, context.DeadlineExceeded) || len(sink.rows) != 2 {
-			t.Errorf("%v, %d rows; want the context's error and the 2 requests sent before it", err, len(sink.rows))
+		if !errors.Is(err, context.DeadlineExceeded) || sink.Len() != 2 {
+			t.Errorf("%v, %d rows; want the context's error and the 2 requests sent before it", err, sink.Len())
 		}
 	})
 }

@@ -27,19 +27,17 @@ func startServerConfig(t *testing.T, size int64, seed uint64, cfg ServerConfig) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	cfg.Pool = pool
+	e, err := StartEmbedded(cfg)
 	if err != nil {
+		pool.Close()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg.Pool = pool
-	srv := NewServer(cfg)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			cancel()
+			done := make(chan error, 1)
+			go func() { done <- e.Close() }()
 			select {
 			case err := <-done:
 				if err != nil {
@@ -48,11 +46,10 @@ func startServerConfig(t *testing.T, size int64, seed uint64, cfg ServerConfig) 
 			case <-time.After(5 * time.Second):
 				t.Error("Serve did not return after cancel")
 			}
-			pool.Close()
 		})
 	}
 	t.Cleanup(stop)
-	return ln.Addr().String(), stop
+	return e.Addr, stop
 }
 
 func TestProtocolFrames(t *testing.T) {

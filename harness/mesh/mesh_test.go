@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,22 +47,26 @@ func newTestRank(t *testing.T, rank, size int, node string) *testRank {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	e, err := peer.StartEmbedded(peer.ServerConfig{Pool: pool, Token: testToken})
 	if err != nil {
+		pool.Close()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { peer.NewServer(peer.ServerConfig{Pool: pool, Token: testToken}).Serve(ctx, ln); close(done) }()
 	o := testOptions()
 	be, closeBe, err := transfer.OpenBackends(context.Background(), o, tiers.BackendConfig{NUMA: -1})
 	if err != nil {
+		e.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); <-done; pool.Close(); closeBe() })
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("stop the peer server: %v", err)
+		}
+		closeBe()
+	})
 	l := Launch{Launcher: LauncherFlags, Rank: rank, Size: size, Node: node}
 	return &testRank{
-		member: Member{Launch: l, Addr: ln.Addr().String(), Transport: peer.TCP, Mem: peer.HostMem, GPU: -1, NIC: "lo"},
+		member: Member{Launch: l, Addr: e.Addr, Transport: peer.TCP, Mem: peer.HostMem, GPU: -1, NIC: "lo"},
 		worker: &Worker{Options: o, Backends: be, Log: io.Discard},
 	}
 }

@@ -131,11 +131,7 @@ func TestServerIdleTimeout(t *testing.T) {
 			}
 		})
 	}
-	c, err := Dial(context.Background(), addr, DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mustDial(t, addr, DialOptions{})
 	if err := c.ReadChunks(context.Background(), make([]byte, 4096), []Chunk{{Len: 4096}}); err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,18 @@ func startServerConfig(t *testing.T, size int64, seed uint64, cfg ServerConfig) 
 	return e.Addr, stop
 }
 
+// mustDial dials addr with opts, failing the test on an error; the client
+// is closed when the test ends.
+func mustDial(t *testing.T, addr string, opts DialOptions) *Client {
+	t.Helper()
+	c, err := Dial(context.Background(), addr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func TestProtocolFrames(t *testing.T) {
 	var buf bytes.Buffer
 	if err := WriteFrame(&buf, Hello{Transport: TCP}); err != nil {
@@ -144,23 +156,15 @@ func TestTCPReadVerifies(t *testing.T) {
 
 func TestOutOfPoolRefused(t *testing.T) {
 	addr, _ := startServer(t, 1<<20, 1)
-	c, err := Dial(context.Background(), addr, DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mustDial(t, addr, DialOptions{})
 	dst := make([]byte, 8192)
 	// The client's own check.
 	if err := c.ReadChunks(context.Background(), dst, []Chunk{{Src: 1<<20 - 100, Len: 4096}}); err == nil || !strings.Contains(err.Error(), "outside the peer's pool") {
 		t.Fatalf("client check: %v", err)
 	}
 	// The server's check, with the client's disabled.
-	sb, err := Dial(context.Background(), addr, DialOptions{Faults: Faults{SkipBounds: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
-	err = sb.ReadChunks(context.Background(), dst, []Chunk{{Src: 1<<20 - 100, Len: 4096}})
+	sb := mustDial(t, addr, DialOptions{Faults: Faults{SkipBounds: true}})
+	err := sb.ReadChunks(context.Background(), dst, []Chunk{{Src: 1<<20 - 100, Len: 4096}})
 	if err == nil || !strings.Contains(err.Error(), "refused a read") || !strings.Contains(err.Error(), "outside the pool") {
 		t.Fatalf("server check: %v", err)
 	}
@@ -169,11 +173,7 @@ func TestOutOfPoolRefused(t *testing.T) {
 		t.Fatalf("read after refusal: %v", err)
 	}
 	// The test switch that shifts reads past the pool is refused too.
-	oop, err := Dial(context.Background(), addr, DialOptions{Faults: Faults{OutOfPool: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer oop.Close()
+	oop := mustDial(t, addr, DialOptions{Faults: Faults{OutOfPool: true}})
 	err = oop.ReadChunks(context.Background(), dst, []Chunk{{Src: 0, Len: 4096}})
 	if err == nil || !strings.Contains(err.Error(), "at offset 1048576 is outside the pool") {
 		t.Fatalf("out-of-pool switch: %v", err)
@@ -238,11 +238,7 @@ func TestClientVanishesServerSurvives(t *testing.T) {
 	conn.Read(buf)
 	conn.Close()
 	// A second client is served in full.
-	c, err := Dial(context.Background(), addr, DialOptions{Conns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mustDial(t, addr, DialOptions{Conns: 2})
 	dst := make([]byte, 1<<20)
 	if err := c.ReadChunks(context.Background(), dst, []Chunk{{Src: 5 << 20, Len: 1 << 20}}); err != nil {
 		t.Fatal(err)
@@ -254,11 +250,7 @@ func TestClientVanishesServerSurvives(t *testing.T) {
 
 func TestServerDiesMidRead(t *testing.T) {
 	addr, stop := startServer(t, 64<<20, 3)
-	c, err := Dial(context.Background(), addr, DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mustDial(t, addr, DialOptions{})
 	dst := make([]byte, 64<<20)
 	var list []Chunk
 	for off := int64(0); off < 64<<20; off += 16384 {

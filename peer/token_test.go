@@ -155,11 +155,7 @@ func silentPeer(t *testing.T) string {
 func TestIdleTimeout(t *testing.T) {
 	t.Parallel()
 	addr := silentPeer(t)
-	c, err := Dial(context.Background(), addr, DialOptions{IdleTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mustDial(t, addr, DialOptions{IdleTimeout: 300 * time.Millisecond})
 	start := time.Now()
 	errc := make(chan error, 1)
 	go func() { errc <- c.ReadChunks(context.Background(), make([]byte, 4096), []Chunk{{Len: 4096}}) }()
@@ -175,11 +171,7 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatal("read from a silent peer did not end")
 	}
 	// A cancelled read still ends at once with the context's error.
-	c2, err := Dial(context.Background(), addr, DialOptions{IdleTimeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
+	c2 := mustDial(t, addr, DialOptions{IdleTimeout: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if err := c2.ReadChunks(ctx, make([]byte, 4096), []Chunk{{Len: 4096}}); !errors.Is(err, context.DeadlineExceeded) {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,16 +43,8 @@ func TestVerbsFake(t *testing.T) {
 		}
 	}
 
-	pool, err := NewHostPool(8<<20, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := StartEmbedded(ServerConfig{Pool: pool, Transport: Verbs, RDMA: rc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	c, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, Conns: 3, RDMA: rc})
+	addr, _ := startServerConfig(t, 8<<20, seed, ServerConfig{Transport: Verbs, RDMA: rc})
+	c, err := Dial(context.Background(), addr, DialOptions{Transport: Verbs, Conns: 3, RDMA: rc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +79,7 @@ func TestVerbsFake(t *testing.T) {
 	c.Close()
 	// A read past the pool is refused by the responder, naming the
 	// failing work request; the endpoint is unusable afterwards.
-	oop, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, RDMA: rc, Faults: Faults{OutOfPool: true}})
+	oop, err := Dial(context.Background(), addr, DialOptions{Transport: Verbs, RDMA: rc, Faults: Faults{OutOfPool: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +96,7 @@ func TestVerbsFake(t *testing.T) {
 	oop.Close()
 
 	// A wrong rkey is refused the same way; a new client is served.
-	bad, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, RDMA: rc, Faults: Faults{CorruptRKey: true}})
+	bad, err := Dial(context.Background(), addr, DialOptions{Transport: Verbs, RDMA: rc, Faults: Faults{CorruptRKey: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +104,7 @@ func TestVerbsFake(t *testing.T) {
 		t.Fatalf("corrupt rkey: %v", err)
 	}
 	bad.Close()
-	good, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, RDMA: rc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer good.Close()
+	good := mustDial(t, addr, DialOptions{Transport: Verbs, RDMA: rc})
 	if err := good.ReadChunks(context.Background(), dst[:16384], list[:1]); err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +112,7 @@ func TestVerbsFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	// TCP clients of a verbs server are served too.
-	tc, err := Dial(context.Background(), e.Addr, DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
+	tc := mustDial(t, addr, DialOptions{})
 	if err := tc.ReadChunks(context.Background(), dst[:16384], list[:1]); err != nil {
 		t.Fatal(err)
 	}
@@ -177,18 +160,9 @@ func countPrefix(lines []string, prefix string) int {
 func TestVerbsAbort(t *testing.T) {
 	rc := fakeVerbs(t, "FAKE_IBV_STALL_AFTER=20", "FAKE_IBV_LOG="+filepath.Join(t.TempDir(), "fake.log"))
 	const seed = 5
-	pool, err := NewHostPool(4<<20, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := StartEmbedded(ServerConfig{Pool: pool, Transport: Verbs, RDMA: rc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeServer := sync.OnceValue(e.Close)
-	defer closeServer()
+	addr, closeServer := startServerConfig(t, 4<<20, seed, ServerConfig{Transport: Verbs, RDMA: rc})
 	dial := func() *Client {
-		c, err := Dial(context.Background(), e.Addr, DialOptions{Transport: Verbs, Conns: 2, RDMA: rc})
+		c, err := Dial(context.Background(), addr, DialOptions{Transport: Verbs, Conns: 2, RDMA: rc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,11 +180,11 @@ func TestVerbsAbort(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	err = c.ReadChunks(ctx, dst, list)
+	err := c.ReadChunks(ctx, dst, list)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("cancelled read returned after %v", took)
 	}
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), e.Addr) {
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("cancelled read: %v", err)
 	}
 	if err := pattern.Check(dst[:16384], seed, list[0].Src); err != nil {
@@ -254,7 +228,7 @@ func TestVerbsAbort(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("read from a closed peer returned after %v", took)
 	}
-	if err == nil || !strings.Contains(err.Error(), "peer "+e.Addr+" closed the control connection mid-read") || errors.Is(err, rdma.ErrTimeout) {
+	if err == nil || !strings.Contains(err.Error(), "peer "+addr+" closed the control connection mid-read") || errors.Is(err, rdma.ErrTimeout) {
 		t.Fatalf("read from a closed peer: %v", err)
 	}
 	if n := countPrefix(fakeLog(t), "modify_qp_qpn="); n != 4 {

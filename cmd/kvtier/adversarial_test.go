@@ -76,9 +76,7 @@ func TestAdversarialFlags(t *testing.T) {
 	}
 	os.Chdir(dir)
 	t.Cleanup(func() { os.Chdir(wd) })
-	if code, _, stderr := runCLI(t, "trace", "--generate", "t.jsonl", "--sessions", "4"); code != exitOK {
-		t.Fatal(stderr)
-	}
+	mustRunCLI(t, "trace", "--generate", "t.jsonl", "--sessions", "4")
 	os.Mkdir("costs", 0o755)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // whatever starts stops at once

@@ -25,10 +25,7 @@ func synthDir(t *testing.T, o reporttest.Options) string {
 
 func TestReportCommand(t *testing.T) {
 	dir := synthDir(t, reporttest.Options{Seed: 1})
-	code, stdout, stderr := runCLI(t, "report", dir)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout, _ := mustRunCLI(t, "report", dir)
 	b, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -38,10 +35,7 @@ func TestReportCommand(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "r.md")
 	sweepOnly := synthDir(t, reporttest.Options{Seed: 2, Suites: []string{sweep.File}})
-	code, stdout, stderr = runCLI(t, "report", "--out", out, sweepOnly, dir)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout, _ = mustRunCLI(t, "report", "--out", out, sweepOnly, dir)
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("--out not written: %v", err)
 	}
@@ -49,7 +43,7 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("two dirs: no per-dir section")
 	}
 	// A suite directory without CSV among others is left out with a warning.
-	code, _, stderr = runCLI(t, "report", "--out", out, dir, t.TempDir())
+	code, _, stderr := runCLI(t, "report", "--out", out, dir, t.TempDir())
 	if code != exitOK || !strings.Contains(stderr, "no kvtier CSV") || !strings.Contains(stderr, "left out") {
 		t.Errorf("dir without CSV among others: exit %d, stderr %q", code, stderr)
 	}
@@ -57,10 +51,7 @@ func TestReportCommand(t *testing.T) {
 
 func TestPlotCommand(t *testing.T) {
 	dir := synthDir(t, reporttest.Options{Seed: 1, Small: true, Suites: []string{sweep.File}})
-	code, stdout, stderr := runCLI(t, "plot", dir)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout, stderr := mustRunCLI(t, "plot", dir)
 	if !strings.Contains(stdout, filepath.Join(dir, "plots", "sweep_tiers.png")) {
 		t.Errorf("stdout does not list the tier plot:\n%s", stdout)
 	}
@@ -74,25 +65,17 @@ func TestPlotCommand(t *testing.T) {
 func TestCompareCommand(t *testing.T) {
 	a := synthDir(t, reporttest.Options{Seed: 100, Reps: 10, Suites: []string{sweep.File}})
 	b := synthDir(t, reporttest.Options{Seed: 101, Reps: 10, Suites: []string{sweep.File}, Slow: map[string]float64{"hbm": 2}})
-	code, stdout, stderr := runCLI(t, "compare", a, b)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout, _ := mustRunCLI(t, "compare", a, b)
 	if !strings.Contains(stdout, "4 of 23 configurations changed significantly") {
 		t.Errorf("compare output:\n%s", stdout)
 	}
 }
 
 func TestBench2CSVCommand(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "bench2csv", "testdata/bench2csv_in.txt")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout, _ := mustRunCLI(t, "bench2csv", "testdata/bench2csv_in.txt")
 	checkGolden(t, "bench2csv.golden", stdout)
 	out := filepath.Join(t.TempDir(), "b.csv")
-	if code, _, stderr := runCLI(t, "bench2csv", "--out", out, "testdata/bench2csv_in.txt"); code != exitOK {
-		t.Fatalf("--out: exit %d: %s", code, stderr)
-	}
+	mustRunCLI(t, "bench2csv", "--out", out, "testdata/bench2csv_in.txt")
 	rows, _, err := results.ReadCSV(out)
 	if err != nil || len(rows) != 3 {
 		t.Errorf("--out file: %d rows, %v", len(rows), err)
@@ -152,14 +135,9 @@ func TestAnalysisBadInput(t *testing.T) {
 // page that cannot be written is exit 1 after REPORT.md is written.
 func TestReportHTML(t *testing.T) {
 	dir := synthDir(t, reporttest.Options{Seed: 1, Small: true, Suites: []string{sweep.File}})
-	if code, _, stderr := runCLI(t, "plot", dir); code != exitOK {
-		t.Fatalf("plot: exit %d: %s", code, stderr)
-	}
+	mustRunCLI(t, "plot", dir)
 	out := filepath.Join(filepath.Dir(dir), "REPORT.md")
-	code, _, stderr := runCLI(t, "report", "--html", "--out", out, dir)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	_, stderr := mustRunCLI(t, "report", "--html", "--out", out, dir)
 	page, err := os.ReadFile(filepath.Join(filepath.Dir(dir), "REPORT.html"))
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +156,7 @@ func TestReportHTML(t *testing.T) {
 	if err := os.Mkdir(strings.TrimSuffix(blocked, ".md")+".html", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr = runCLI(t, "report", "--html", "--out", blocked, dir)
+	code, _, stderr := runCLI(t, "report", "--html", "--out", blocked, dir)
 	if _, err := os.Stat(blocked); code != exitFail || err != nil || !strings.Contains(stderr, "--html") {
 		t.Errorf("unwritable page: exit %d (want %d), REPORT.md %v, stderr %q", code, exitFail, err, stderr)
 	}

@@ -16,12 +16,9 @@ import (
 // options in the manifest, its curve in the plots, its fit in the report.
 func TestSweepDiskCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
-	code, _, stderr := runCLI(t, "sweep", "--backend", "host", "--tiers", "host,disk", "--copy", "percopy,contiguous",
+	mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "host,disk", "--copy", "percopy,contiguous",
 		"--model-config", "testdata/disk_config.json", "--prefix", "64,256", "--reps", "2", "--warmup", "1",
 		"--io", "uring,pread", "--iodepth", "8", "--out", out)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
 	rows, _, err := results.ReadCSV(filepath.Join(out, sweep.File))
 	if err != nil {
 		t.Fatal(err)
@@ -61,9 +58,7 @@ func TestSweepDiskCommand(t *testing.T) {
 		t.Error("the tier curve has no labelled disk series")
 	}
 	report := filepath.Join(t.TempDir(), "REPORT.md")
-	if code, _, stderr := runCLI(t, "report", "--out", report, out); code != exitOK {
-		t.Fatalf("report: exit %d\n%s", code, stderr)
-	}
+	mustRunCLI(t, "report", "--out", report, out)
 	b, _ := os.ReadFile(report)
 	_, model, _ := strings.Cut(string(b), "## Tier cost model")
 	model, _, _ = strings.Cut(model, "\n## ")
@@ -77,11 +72,8 @@ func TestSweepDiskCommand(t *testing.T) {
 func TestSweepDiskOnTmpfs(t *testing.T) {
 	dir := disktest.Tmpfs(t, 16<<20)
 	out := filepath.Join(t.TempDir(), "run")
-	code, _, stderr := runCLI(t, "sweep", "--backend", "host", "--tiers", "disk", "--model-config", "testdata/disk_config.json",
+	mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "disk", "--model-config", "testdata/disk_config.json",
 		"--prefix", "64", "--reps", "1", "--disk-dir", dir, "--out", out)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
 	rows, _, err := results.ReadCSV(filepath.Join(out, sweep.File))
 	if err != nil {
 		t.Fatal(err)

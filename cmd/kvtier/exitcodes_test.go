@@ -107,14 +107,10 @@ func TestExitCodes(t *testing.T) {
 	t.Parallel()
 	work := t.TempDir()
 	costs := filepath.Join(work, "costs")
-	if code, _, stderr := runCLI(t, "sweep", "--backend", "host", "--tiers", "host", "--model-config", "testdata/tiny_config.json",
-		"--prefix", "16,32", "--reps", "2", "--out", costs); code != exitOK {
-		t.Fatal(stderr)
-	}
+	mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "host", "--model-config", "testdata/tiny_config.json",
+		"--prefix", "16,32", "--reps", "2", "--out", costs)
 	traceFile := filepath.Join(work, "t.jsonl")
-	if code, _, stderr := runCLI(t, "trace", "--generate", traceFile, "--sessions", "20"); code != exitOK {
-		t.Fatal(stderr)
-	}
+	mustRunCLI(t, "trace", "--generate", traceFile, "--sessions", "20")
 	srv, sim := failingServer(t), realtimeSim(t)
 	for _, tc := range exitCases(costs) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -275,14 +271,10 @@ func TestTraceInterrupted(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tr := filepath.Join(dir, "t.jsonl")
-	if code, _, stderr := runCLI(t, "trace", "--generate", tr, "--sessions", "20"); code != exitOK {
-		t.Fatal(stderr)
-	}
+	mustRunCLI(t, "trace", "--generate", tr, "--sessions", "20")
 	costs := filepath.Join(dir, "costs")
-	if code, _, stderr := runCLI(t, "sweep", "--backend", "host", "--tiers", "host", "--model-config", "testdata/tiny_config.json",
-		"--prefix", "16", "--reps", "1", "--out", costs); code != exitOK {
-		t.Fatal(stderr)
-	}
+	mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "host", "--model-config", "testdata/tiny_config.json",
+		"--prefix", "16", "--reps", "1", "--out", costs)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, args := range [][]string{

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,14 +8,6 @@ import (
 
 	"github.com/kvtier/kvtier/tiers"
 )
-
-// runCLI runs kvtier with args and returns exit status, stdout and stderr.
-func runCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	code := dispatch(context.Background(), &stdout, &stderr, args)
-	return code, stdout.String(), stderr.String()
-}
 
 // checkGolden compares got with testdata/name; KVTIER_UPDATE_GOLDEN=1
 // rewrites the file instead.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -11,6 +12,25 @@ import (
 	"syscall"
 	"testing"
 )
+
+// runCLI runs kvtier with args and returns exit status, stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := dispatch(context.Background(), &stdout, &stderr, args)
+	return code, stdout.String(), stderr.String()
+}
+
+// mustRunCLI runs kvtier with args, failing the test unless it exits 0,
+// and returns its stdout and stderr.
+func mustRunCLI(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, args...)
+	if code != exitOK {
+		t.Fatalf("kvtier %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+	}
+	return stdout, stderr
+}
 
 // TestHelperProcess is this test binary re-executed as kvtier: it runs
 // the command in KVTIER_HELPER_ARGS (separated by \x1f) and exits with

@@ -14,11 +14,8 @@ import (
 
 func TestInterfereCommandSim(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := runCLI(t, "interfere", "--sim", "--api", "chat", "--decode", "1",
+	stdout, _ := mustRunCLI(t, "interfere", "--sim", "--api", "chat", "--decode", "1",
 		"--prefill", "1k", "--reps", "1", "--inject-after", "30ms", "--chunk-label", "4k", "--out", out)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
 	if strings.TrimSpace(stdout) != filepath.Join(out, mb1.File) {
 		t.Errorf("stdout %q", stdout)
 	}

@@ -75,10 +75,7 @@ func TestKneeBadInput(t *testing.T) {
 func TestKneeCommandEmbedded(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "k")
-	code, stdout, stderr := runCLI(t, append([]string{"knee", "--capacity-blocks", "10,40", "--out", out}, smallSessions...)...)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout, _ := mustRunCLI(t, append([]string{"knee", "--capacity-blocks", "10,40", "--out", out}, smallSessions...)...)
 	rows, _, err := results.ReadCSV(filepath.Join(out, "knee.csv"))
 	if err != nil || len(rows) != 2 || rows[0].Get("simulated") != "true" || !(rows[0].Float("apc") < rows[1].Float("apc")) {
 		t.Fatalf("%v, knee rows %v", err, rows)
@@ -166,10 +163,7 @@ func externalShape(t *testing.T, try int) (string, float64) {
 	marker := fmt.Sprintf("kneeshape-%d", time.Now().UnixNano())
 	out := filepath.Join(t.TempDir(), "k")
 	start := time.Now()
-	code, stdout, stderr := runCLI(t, "knee", "--server-cmd", simCommand(0.1, marker), "--out", out)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout, _ := mustRunCLI(t, "knee", "--server-cmd", simCommand(0.1, marker), "--out", out)
 	rows, _, err := results.ReadCSV(filepath.Join(out, "knee.csv"))
 	if err != nil {
 		t.Fatal(err)

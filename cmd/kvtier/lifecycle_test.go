@@ -14,9 +14,7 @@ import (
 func TestOutNeverOverwritten(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	args := []string{"transfer", "--sizes", "1MiB", "--reps", "1", "--warmup", "0", "--layout", "contiguous"}
-	if code, _, stderr := runCLI(t, append(args, "--out", dir)...); code != exitOK {
-		t.Fatalf("first run: exit %d %s", code, stderr)
-	}
+	mustRunCLI(t, append(args, "--out", dir)...)
 	before, _ := os.ReadFile(filepath.Join(dir, "transfer.csv"))
 	code, _, stderr := runCLI(t, append(args, "--out", dir)...)
 	if code != exitUsage || !strings.Contains(stderr, "already holds results (manifest.json)") || strings.Count(stderr, "\n") != 1 {
@@ -25,19 +23,14 @@ func TestOutNeverOverwritten(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(dir, "transfer.csv")); string(after) != string(before) {
 		t.Fatal("the refused run touched the earlier rows")
 	}
-	if code, _, stderr := runCLI(t, append(args, "--out", dir, "--overwrite")...); code != exitOK {
-		t.Fatalf("--overwrite: exit %d %s", code, stderr)
-	}
+	mustRunCLI(t, append(args, "--out", dir, "--overwrite")...)
 
 	wd, _ := os.Getwd()
 	t.Cleanup(func() { os.Chdir(wd) })
 	os.Chdir(t.TempDir())
 	var outs []string
 	for range 3 {
-		code, stdout, stderr := runCLI(t, args...)
-		if code != exitOK {
-			t.Fatalf("default --out: exit %d %s", code, stderr)
-		}
+		stdout, _ := mustRunCLI(t, args...)
 		outs = append(outs, filepath.Dir(strings.TrimSpace(stdout)))
 	}
 	if outs[0] == outs[1] || outs[1] == outs[2] || outs[0] == outs[2] {

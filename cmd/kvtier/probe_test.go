@@ -15,10 +15,7 @@ import (
 func TestProbeCommandSim(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	// --sim-time-scale 1 is still accepted, with a deprecation warning.
-	code, stdout, stderr := runCLI(t, "probe", "--sim", "--sim-time-scale", "1", "--prefix", "1k", "--reps", "1", "--out", out)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
+	stdout, stderr := mustRunCLI(t, "probe", "--sim", "--sim-time-scale", "1", "--prefix", "1k", "--reps", "1", "--out", out)
 	if strings.TrimSpace(stdout) != filepath.Join(out, probe.File) {
 		t.Errorf("stdout %q", stdout)
 	}

@@ -73,10 +73,7 @@ func TestReplayCommand(t *testing.T) {
 	t.Parallel()
 	url := realtimeSim(t)
 	out := filepath.Join(t.TempDir(), "r")
-	code, stdout, stderr := runCLI(t, append([]string{"replay", "--endpoint", url, "--out", out, "--slo-ttft", "10s"}, smallSessions...)...)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout, _ := mustRunCLI(t, append([]string{"replay", "--endpoint", url, "--out", out, "--slo-ttft", "10s"}, smallSessions...)...)
 	reqs, _, err := results.ReadCSV(filepath.Join(out, "replay.csv"))
 	if err != nil || len(reqs) != 4 {
 		t.Fatalf("%v, %d request rows", err, len(reqs))

@@ -14,11 +14,8 @@ import (
 
 func TestSweepCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := runCLI(t, "sweep", "--backend", "host", "--tiers", "host,recompute,hbm",
+	stdout, stderr := mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "host,recompute,hbm",
 		"--model-config", "testdata/tiny_config.json", "--prefix", "16,32", "--reps", "2", "--warmup", "1", "--out", out)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
 	if strings.TrimSpace(stdout) != filepath.Join(out, sweep.File) {
 		t.Errorf("stdout %q", stdout)
 	}

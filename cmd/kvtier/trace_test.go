@@ -43,10 +43,7 @@ func TestTraceCommand(t *testing.T) {
 	dir := t.TempDir()
 	path, n := genTrace(t, dir)
 	out := filepath.Join(dir, "run")
-	code, stdout, stderr := runCLI(t, "trace", path, "--instances", "2", "--route", "session", "--window", "30s", "--out", out)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
+	stdout, stderr := mustRunCLI(t, "trace", path, "--instances", "2", "--route", "session", "--window", "30s", "--out", out)
 	for _, f := range []string{"trace.csv", "trace_curve.csv", "trace_windows.csv", "manifest.json", "plots/trace_hitratio.png", "plots/trace_workingset.svg"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
@@ -69,7 +66,7 @@ func TestTraceCommand(t *testing.T) {
 	}
 	// Sampled: the method and its bound are said in the rows and output.
 	out2 := filepath.Join(dir, "sampled")
-	code, stdout, stderr = runCLI(t, "trace", path, "--sample", "0.5", "--out", out2)
+	code, stdout, stderr := runCLI(t, "trace", path, "--sample", "0.5", "--out", out2)
 	if code != exitOK || !strings.Contains(stdout, "SHARDS sampling") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -125,16 +122,10 @@ func TestPlanCommand(t *testing.T) {
 	dir := t.TempDir()
 	path, _ := genTrace(t, dir)
 	sweep := filepath.Join(dir, "sweep")
-	code, _, stderr := runCLI(t, "sweep", "--backend", "host", "--tiers", "host,hbm,recompute", "--layout", "layerwise", "--copy", "percopy",
+	_, stderr := mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "host,hbm,recompute", "--layout", "layerwise", "--copy", "percopy",
 		"--prefix", "16,64,256", "--reps", "2", "--warmup", "1", "--budget", "2s", "--out", sweep)
-	if code != exitOK {
-		t.Fatalf("sweep: exit %d\n%s", code, stderr)
-	}
 	out := filepath.Join(dir, "plan")
-	code, stdout, stderr := runCLI(t, "plan", path, "--costs", sweep, "--hbm", "1GiB,4GiB", "--dram", "0,16GiB", "--out", out)
-	if code != exitOK {
-		t.Fatalf("plan: exit %d\n%s", code, stderr)
-	}
+	stdout, stderr := mustRunCLI(t, "plan", path, "--costs", sweep, "--hbm", "1GiB,4GiB", "--dram", "0,16GiB", "--out", out)
 	for _, want := range []string{"**host stand-in**", "Missing tier costs: hbm, disk, remote, recompute", "not predicted: no measured cost for hbm, recompute"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
@@ -157,7 +148,7 @@ func TestPlanCommand(t *testing.T) {
 			t.Errorf("dram configuration without a predicted load: %+v", r.Extra)
 		}
 	}
-	code, _, stderr = runCLI(t, "plan", path, "--costs", sweep, "--model", "llama-3.1-8b", "--out", filepath.Join(dir, "x"))
+	code, _, stderr := runCLI(t, "plan", path, "--costs", sweep, "--model", "llama-3.1-8b", "--out", filepath.Join(dir, "x"))
 	if code != exitUsage || !strings.Contains(stderr, "were measured for qwen3-coder-30b-a3b") {
 		t.Errorf("model mismatch: exit %d %s", code, stderr)
 	}

@@ -61,11 +61,8 @@ func TestTransferTwoPeers(t *testing.T) {
 	a, _ := startServe(t, "--pool", "8MiB")
 	b, _ := startServe(t, "--pool", "8MiB", "--seed", "9")
 	dir := t.TempDir()
-	code, _, stderr := runCLI(t, "transfer", "--peer", a+","+b, "--sizes", "2MiB,16MiB", "--reps", "1",
+	mustRunCLI(t, "transfer", "--peer", a+","+b, "--sizes", "2MiB,16MiB", "--reps", "1",
 		"--layout", "blockwise", "--out", dir)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
 	rows := readTransfer(t, dir)
 	seen := map[string]int{}
 	for _, r := range rows {
@@ -233,11 +230,8 @@ func TestTransferVerbsFake(t *testing.T) {
 	// device memory registers through the fake verbs, else the bounce
 	// path; verified either way.
 	cudatest.Use(t)
-	code, stdout, stderr := runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--layout", "layerwise,contiguous",
+	stdout, stderr := mustRunCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--layout", "layerwise,contiguous",
 		"--reps", "2", "--dst-mem", "gpu", "--out", filepath.Join(dir, "gpu"))
-	if code != exitOK {
-		t.Fatalf("--dst-mem gpu: exit %d: %s", code, stderr)
-	}
 	rows = readTransfer(t, filepath.Join(dir, "gpu"))
 	if len(rows) != 4 {
 		t.Fatalf("%d rows", len(rows))
@@ -251,11 +245,8 @@ func TestTransferVerbsFake(t *testing.T) {
 	}
 	t.Logf("verbs into GPU memory: path %s; %s", rows[0].Get("path"), stdout)
 
-	code, _, stderr = runCLI(t, "sweep", "--backend", "host", "--tiers", "remote", "--transport", "verbs", "--prefix", "32",
+	mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "remote", "--transport", "verbs", "--prefix", "32",
 		"--copy", "percopy", "--reps", "2", "--out", filepath.Join(dir, "sweep"))
-	if code != exitOK {
-		t.Fatalf("sweep: exit %d: %s", code, stderr)
-	}
 	srows, _, err := results.ReadCSV(filepath.Join(dir, "sweep", sweep.File))
 	if err != nil {
 		t.Fatal(err)
@@ -306,9 +297,7 @@ func TestTransferGPU(t *testing.T) {
 		t.Fatalf("%d network and %d peer copy rows, want 8 and 8", net, pc)
 	}
 	for _, cmd := range []string{"plot", "report"} {
-		if code, _, stderr := runCLI(t, cmd, dir); code != exitOK {
-			t.Fatalf("%s: exit %d, stderr %q", cmd, code, stderr)
-		}
+		mustRunCLI(t, cmd, dir)
 	}
 }
 

@@ -29,12 +29,7 @@ func serveProcess(t *testing.T, args ...string) (string, *os.Process) {
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGCONT)
 		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
+		if !waitOrKill(cmd, 10*time.Second) {
 			t.Error("kvtier serve did not stop on SIGTERM")
 		}
 		pw.Close()

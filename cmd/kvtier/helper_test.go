@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // runCLI runs kvtier with args and returns exit status, stdout and stderr.
@@ -59,6 +60,20 @@ func helperCmd(ctx context.Context, prefix []string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "KVTIER_HELPER=1", "KVTIER_HELPER_ARGS="+strings.Join(args, "\x1f"))
 	return cmd
+}
+
+// waitOrKill waits up to d for cmd, already told to stop, to exit, and
+// kills it if it has not; it reports whether cmd exited in time.
+func waitOrKill(cmd *exec.Cmd, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		cmd.Process.Kill()
+		return false
+	}
 }
 
 // listenAddr reads kvtier serve's stdout from r and sends the address of

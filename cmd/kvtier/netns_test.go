@@ -43,13 +43,7 @@ func (s *netnsSetup) cleanup() {
 	}
 	for _, p := range s.procs {
 		if p.Process != nil {
-			done := make(chan struct{})
-			go func() { p.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				p.Process.Kill()
-			}
+			waitOrKill(p, 5*time.Second)
 		}
 	}
 	// Deleting the namespaces removes the veth pair with them.

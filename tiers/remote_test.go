@@ -16,19 +16,9 @@ func smallGeometry() kv.Geometry {
 		DType: "bfloat16", DTypeBytes: 2, BlockTokens: 16}
 }
 
-func remoteTestBackend(t *testing.T) Backend {
-	t.Helper()
-	b, err := OpenHost(BackendConfig{NUMA: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
-
 func TestRemoteEmbeddedLoopback(t *testing.T) {
 	t.Parallel()
-	b := remoteTestBackend(t)
+	b := openHost(t)
 	for _, tc := range []struct {
 		layout kv.Layout
 		copy   CopyMode
@@ -73,7 +63,7 @@ func TestRemoteEmbeddedLoopback(t *testing.T) {
 
 func TestRemoteExternalPeer(t *testing.T) {
 	t.Parallel()
-	b := remoteTestBackend(t)
+	b := openHost(t)
 	g := smallGeometry()
 	pool, err := peer.NewHostPool(int64(kv.PoolSlots(8))*g.BlockBytes(), 99)
 	if err != nil {
@@ -111,7 +101,7 @@ func TestRemoteExternalPeer(t *testing.T) {
 
 func TestRemoteVerbsWithoutDevice(t *testing.T) {
 	t.Parallel()
-	b := remoteTestBackend(t)
+	b := openHost(t)
 	tier := (&remoteTier{env: Env{Backend: b, Geometry: smallGeometry(), Layout: kv.Layerwise}, opts: RemoteOptions{Transport: "verbs", GIDIndex: -1}})
 	if r := tier.Available(); !strings.Contains(r, "verbs") {
 		t.Skipf("this machine has an RDMA device (Available = %q)", r)

@@ -103,16 +103,8 @@ func gather(t *testing.T, b tiers.Backend, g kv.Geometry, srcKind tiers.MemKind,
 	const blocks, seed = 6, 42
 	sp := kv.Pool{Geometry: g, Layout: layout, Slots: kv.PoolSlots(blocks)}
 	dp := kv.Pool{Geometry: g, Layout: layout, Slots: blocks}
-	src, err := b.Alloc(srcKind, sp.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := b.Alloc(tiers.Device, dp.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	src := tiers.AllocTest(t, b, srcKind, sp.Size())
+	dst := tiers.AllocTest(t, b, tiers.Device, dp.Size())
 	if (src.Host() == nil) != (srcKind == tiers.Device) || dst.Host() != nil {
 		t.Fatalf("Host() of %s / device buffers", srcKind)
 	}
@@ -321,22 +313,14 @@ func TestCUDABackendFailures(t *testing.T) {
 	plan, _ := kv.GatherPlan(sp, []int{3, 5}, sp, []int{0, 1})
 
 	b := openFake(t, map[string]string{"FAKECUDA_FAIL_COPY_AT": "2", "FAKECUDA_FAIL_ALLOC_AFTER": "3"}, tiers.BackendConfig{NUMA: -1})
-	src, err := b.Alloc(tiers.Pinned, sp.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := b.Alloc(tiers.Device, sp.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	src := tiers.AllocTest(t, b, tiers.Pinned, sp.Size())
+	dst := tiers.AllocTest(t, b, tiers.Device, sp.Size())
 	if _, err := b.Alloc(tiers.Device, 1<<20); err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_OUT_OF_MEMORY") {
 		t.Errorf("alloc past the limit: %v", err)
 	}
 	tm := b.Timer(tiers.Queued)
 	tm.Start()
-	err = b.Copy(dst, src, plan, tiers.PerCopy)
+	err := b.Copy(dst, src, plan, tiers.PerCopy)
 	if err == nil || !strings.Contains(err.Error(), "cuMemcpyHtoDAsync") {
 		t.Errorf("copy failing mid-plan: %v", err)
 	}
@@ -359,10 +343,8 @@ func TestCUDABackendFailures(t *testing.T) {
 	if got := old.CopyModes(); len(got) != 2 {
 		t.Errorf("11.8 copy modes %v", got)
 	}
-	src2, _ := old.Alloc(tiers.Pinned, sp.Size())
-	defer src2.Close()
-	dst2, _ := old.Alloc(tiers.Device, sp.Size())
-	defer dst2.Close()
+	src2 := tiers.AllocTest(t, old, tiers.Pinned, sp.Size())
+	dst2 := tiers.AllocTest(t, old, tiers.Device, sp.Size())
 	if err := old.Copy(dst2, src2, plan, tiers.Batch); !errors.Is(err, cuda.ErrUnsupported) {
 		t.Errorf("batch on 11.8: %v", err)
 	}

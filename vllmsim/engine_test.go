@@ -219,22 +219,30 @@ func TestCacheSaltSeparates(t *testing.T) {
 	}
 }
 
-func TestGPUPoolLRU(t *testing.T) {
-	p := newGPUPool(3)
-	var evicted []blockHash
-	p.onEvict = func(h blockHash) { evicted = append(evicted, h) }
-	ids := p.alloc(3)
+// committedPool returns a GPU pool of n blocks, all allocated and
+// committed with hashes 1 to n, their ids, and the hashes it evicts, in
+// order.
+func committedPool(n int) (*gpuPool, []int, *[]blockHash) {
+	p := newGPUPool(n)
+	evicted := new([]blockHash)
+	p.onEvict = func(h blockHash) { *evicted = append(*evicted, h) }
+	ids := p.alloc(n)
 	for i, id := range ids {
 		p.commit(id, blockHash(i+1))
 	}
+	return p, ids, evicted
+}
+
+func TestGPUPoolLRU(t *testing.T) {
+	p, ids, evicted := committedPool(3)
 	p.release(ids[1:2]) // hash 2 released first: least recent
 	p.release(ids[0:1])
 	if p.alloc(3) != nil {
 		t.Fatal("allocated past the free and evictable blocks")
 	}
 	got := p.alloc(1)
-	if len(got) != 1 || got[0] != ids[1] || !slices.Equal(evicted, []blockHash{2}) {
-		t.Errorf("evicted %v (slot %v), want hash 2 in slot %d", evicted, got, ids[1])
+	if len(got) != 1 || got[0] != ids[1] || !slices.Equal(*evicted, []blockHash{2}) {
+		t.Errorf("evicted %v (slot %v), want hash 2 in slot %d", *evicted, got, ids[1])
 	}
 	if n := len(p.lookup([]blockHash{1, 2}, 2)); n != 1 {
 		t.Errorf("lookup found %d blocks, want 1 (hash 2 was evicted)", n)
@@ -245,17 +253,11 @@ func TestGPUPoolLRU(t *testing.T) {
 // finished request become evictable tail first, so eviction takes its
 // last block before its first and a later request still hits the head.
 func TestGPUPoolFreesTailFirst(t *testing.T) {
-	p := newGPUPool(4)
-	var evicted []blockHash
-	p.onEvict = func(h blockHash) { evicted = append(evicted, h) }
-	ids := p.alloc(4)
-	for i, id := range ids {
-		p.commit(id, blockHash(i+1))
-	}
+	p, ids, evicted := committedPool(4)
 	p.release(ids) // one request's blocks, in sequence order
 	p.alloc(2)
-	if !slices.Equal(evicted, []blockHash{4, 3}) {
-		t.Errorf("evicted %v, want the tail first: [4 3]", evicted)
+	if !slices.Equal(*evicted, []blockHash{4, 3}) {
+		t.Errorf("evicted %v, want the tail first: [4 3]", *evicted)
 	}
 	if n := len(p.lookup([]blockHash{1, 2, 3}, 3)); n != 2 {
 		t.Errorf("lookup found %d leading blocks, want 2 (the head survives)", n)

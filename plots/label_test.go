@@ -144,10 +144,7 @@ func TestSizeAxesLogScaled(t *testing.T) {
 // the files present.
 func TestIndexLists(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 5, Suites: reporttest.Default}); err != nil {
-		t.Fatal(err)
-	}
+	dir := reporttest.TempDir(t, reporttest.Options{Seed: 5, Suites: reporttest.Default})
 	res, err := plots.Draw(dir)
 	if err != nil {
 		t.Fatal(err)

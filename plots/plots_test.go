@@ -88,10 +88,7 @@ func checkPNG(t *testing.T, path string) {
 
 func TestDrawSweepOnly(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 4, Small: true, Suites: []string{sweep.File}}); err != nil {
-		t.Fatal(err)
-	}
+	dir := reporttest.TempDir(t, reporttest.Options{Seed: 4, Small: true, Suites: []string{sweep.File}})
 	res, err := plots.Draw(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -120,10 +117,7 @@ func TestDir(t *testing.T) {
 	if _, err := plots.Dir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no kvtier CSV") {
 		t.Errorf("empty dir: err = %v", err)
 	}
-	dir := t.TempDir()
-	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 5, Suites: []string{transfer.File}}); err != nil {
-		t.Fatal(err)
-	}
+	dir := reporttest.TempDir(t, reporttest.Options{Seed: 5, Suites: []string{transfer.File}})
 	files, err := plots.Dir(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 
 func loadSynth(t *testing.T, o reporttest.Options) *report.Run {
 	t.Helper()
-	r, err := report.Load(fullDir(t, o))
+	r, err := report.Load(reporttest.TempDir(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,10 +182,7 @@ func TestEnvironmentOnce(t *testing.T) {
 // section's heading or a label said above.
 func TestDetailTablesCompact(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := reporttest.WriteDir(dir, reporttest.Options{Seed: 3, Small: true, Suites: []string{sweep.File}}); err != nil {
-		t.Fatal(err)
-	}
+	dir := reporttest.TempDir(t, reporttest.Options{Seed: 3, Small: true, Suites: []string{sweep.File}})
 	// A host-only sweep: every row is the stand-in's.
 	standIn := t.TempDir()
 	if err := os.WriteFile(filepath.Join(standIn, sweep.File), filterCSV(t, filepath.Join(dir, sweep.File), ",host,memcpy,"), 0o644); err != nil {

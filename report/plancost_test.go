@@ -14,11 +14,7 @@ import (
 // synthRun loads a synthetic results directory.
 func synthRun(t *testing.T, o reporttest.Options) *Run {
 	t.Helper()
-	dir := t.TempDir()
-	if err := reporttest.WriteDir(dir, o); err != nil {
-		t.Fatal(err)
-	}
-	run, err := Load(dir)
+	run, err := Load(reporttest.TempDir(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}

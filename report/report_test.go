@@ -12,16 +12,6 @@ import (
 	"github.com/kvtier/kvtier/report/reporttest"
 )
 
-// fullDir writes a results directory with every suite.
-func fullDir(t *testing.T, o reporttest.Options) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := reporttest.WriteDir(dir, o); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 func render(t *testing.T, dirs ...string) string {
 	t.Helper()
 	var runs []*report.Run
@@ -39,7 +29,7 @@ func render(t *testing.T, dirs ...string) string {
 
 func TestReportFull(t *testing.T) {
 	t.Parallel()
-	md := render(t, fullDir(t, reporttest.Options{Seed: 1, Suites: reporttest.Everything}))
+	md := render(t, reporttest.TempDir(t, reporttest.Options{Seed: 1, Suites: reporttest.Everything}))
 	if p := os.Getenv("KVTIER_REPORT_OUT"); p != "" {
 		os.WriteFile(p, []byte(md), 0o644)
 	}
@@ -82,7 +72,7 @@ func checkCells(t *testing.T, md string) {
 
 func TestReportSweepOnly(t *testing.T) {
 	t.Parallel()
-	dir := fullDir(t, reporttest.Options{Seed: 2, Suites: []string{sweep.File}})
+	dir := reporttest.TempDir(t, reporttest.Options{Seed: 2, Suites: []string{sweep.File}})
 	md := render(t, dir)
 	for _, want := range []string{"## Device tiers", "## Not in these results", "HTTP four-tier TTFT (probe.csv): suite not run",
 		"MB1: decode during a prefill (mb1.csv): suite not run", "MB2: KV transfer bandwidth (transfer.csv): suite not run"} {
@@ -116,7 +106,7 @@ func TestLoadErrors(t *testing.T) {
 // change in any table shows up in review (go test -update rewrites it).
 func TestReportGolden(t *testing.T) {
 	t.Parallel()
-	dir := fullDir(t, reporttest.Options{Seed: 42, Suites: reporttest.Everything})
+	dir := reporttest.TempDir(t, reporttest.Options{Seed: 42, Suites: reporttest.Everything})
 	md := strings.ReplaceAll(render(t, dir), dir, "DIR")
 	const golden = "testdata/report.golden.md"
 	if *report.UpdateGolden {

@@ -14,17 +14,8 @@ import (
 	"github.com/kvtier/kvtier/results"
 )
 
-func synthDir(t *testing.T, o reporttest.Options) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := reporttest.WriteDir(dir, o); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 func TestReportCommand(t *testing.T) {
-	dir := synthDir(t, reporttest.Options{Seed: 1})
+	dir := reporttest.TempDir(t, reporttest.Options{Seed: 1})
 	stdout, _ := mustRunCLI(t, "report", dir)
 	b, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
 	if err != nil {
@@ -34,7 +25,7 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("REPORT.md and stdout differ or lack the tier table")
 	}
 	out := filepath.Join(t.TempDir(), "r.md")
-	sweepOnly := synthDir(t, reporttest.Options{Seed: 2, Suites: []string{sweep.File}})
+	sweepOnly := reporttest.TempDir(t, reporttest.Options{Seed: 2, Suites: []string{sweep.File}})
 	stdout, _ = mustRunCLI(t, "report", "--out", out, sweepOnly, dir)
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("--out not written: %v", err)
@@ -50,7 +41,7 @@ func TestReportCommand(t *testing.T) {
 }
 
 func TestPlotCommand(t *testing.T) {
-	dir := synthDir(t, reporttest.Options{Seed: 1, Small: true, Suites: []string{sweep.File}})
+	dir := reporttest.TempDir(t, reporttest.Options{Seed: 1, Small: true, Suites: []string{sweep.File}})
 	stdout, stderr := mustRunCLI(t, "plot", dir)
 	if !strings.Contains(stdout, filepath.Join(dir, "plots", "sweep_tiers.png")) {
 		t.Errorf("stdout does not list the tier plot:\n%s", stdout)
@@ -63,8 +54,8 @@ func TestPlotCommand(t *testing.T) {
 }
 
 func TestCompareCommand(t *testing.T) {
-	a := synthDir(t, reporttest.Options{Seed: 100, Reps: 10, Suites: []string{sweep.File}})
-	b := synthDir(t, reporttest.Options{Seed: 101, Reps: 10, Suites: []string{sweep.File}, Slow: map[string]float64{"hbm": 2}})
+	a := reporttest.TempDir(t, reporttest.Options{Seed: 100, Reps: 10, Suites: []string{sweep.File}})
+	b := reporttest.TempDir(t, reporttest.Options{Seed: 101, Reps: 10, Suites: []string{sweep.File}, Slow: map[string]float64{"hbm": 2}})
 	stdout, _ := mustRunCLI(t, "compare", a, b)
 	if !strings.Contains(stdout, "4 of 23 configurations changed significantly") {
 		t.Errorf("compare output:\n%s", stdout)
@@ -93,7 +84,7 @@ func TestAnalysisBadInput(t *testing.T) {
 	os.WriteFile(filepath.Join(malformed, probe.File), []byte("suite,rep\nprobe,x\n"), 0o644)
 	noBench := filepath.Join(t.TempDir(), "empty.txt")
 	os.WriteFile(noBench, []byte("PASS\n"), 0o644)
-	good := synthDir(t, reporttest.Options{Seed: 1, Suites: []string{sweep.File}})
+	good := reporttest.TempDir(t, reporttest.Options{Seed: 1, Suites: []string{sweep.File}})
 	tests := []struct {
 		args []string
 		want string
@@ -134,7 +125,7 @@ func TestAnalysisBadInput(t *testing.T) {
 // drawn into the directory inline, their PNG linked relative to it; a
 // page that cannot be written is exit 1 after REPORT.md is written.
 func TestReportHTML(t *testing.T) {
-	dir := synthDir(t, reporttest.Options{Seed: 1, Small: true, Suites: []string{sweep.File}})
+	dir := reporttest.TempDir(t, reporttest.Options{Seed: 1, Small: true, Suites: []string{sweep.File}})
 	mustRunCLI(t, "plot", dir)
 	out := filepath.Join(filepath.Dir(dir), "REPORT.md")
 	_, stderr := mustRunCLI(t, "report", "--html", "--out", out, dir)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/kvtier/kvtier/harness/mb1"
@@ -87,6 +88,17 @@ func Bytes(L int64) int64 { return (L + BlockTokens - 1) / BlockTokens * BlockBy
 
 // Flops returns the prefill FLOPs of L tokens.
 func Flops(L int64) float64 { return FlopsA*float64(L) + FlopsB*float64(L)*float64(L) }
+
+// TempDir writes a results directory into a fresh temporary directory of
+// t and returns its path; a directory that cannot be written fails t.
+func TempDir(t testing.TB, o Options) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := WriteDir(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 // WriteDir writes a results directory into dir.
 func WriteDir(dir string, o Options) error {

@@ -30,6 +30,18 @@ func patternFile(t *testing.T, size int64) string {
 	return path
 }
 
+// openFile opens path, direct or through the page cache, failing the
+// test on an error; the file is closed when the test ends.
+func openFile(t *testing.T, path string, direct bool) *File {
+	t.Helper()
+	f, err := Open(path, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // scattered returns n chunks of size bytes at random distinct places of
 // a file of slots chunks, into random distinct places of a buffer of n.
 func scattered(n, slots int, size int64) []kv.Copy {
@@ -70,11 +82,7 @@ func TestReadersAgree(t *testing.T) {
 	}{{Uring, 32, true}, {Uring, 1, true}, {Uring, 8, false}, {Pread, 1, true}, {Pread, 1, false}} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
-			f, err := Open(path, tc.direct)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := openFile(t, path, tc.direct)
 			dst := buffer(t, n*chunk)
 			r := reader(t, tc.mode, tc.depth, dst)
 			if tc.mode == Uring && !r.Fixed() {
@@ -99,11 +107,7 @@ func TestRingSplitsAtRegisteredBuffers(t *testing.T) {
 	t.Parallel()
 	const region, chunk = 64 << 10, 24 << 10
 	path := patternFile(t, 1<<20)
-	f, err := Open(path, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openFile(t, path, true)
 	dst := buffer(t, 4*region)
 	r, err := newRingReader(4, dst, region)
 	if errors.Is(err, ErrRefused) {
@@ -170,14 +174,11 @@ func TestFileChanged(t *testing.T) {
 		t.Run(change, func(t *testing.T) {
 			t.Parallel()
 			path := patternFile(t, 64*chunk)
-			f, err := Open(path, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := openFile(t, path, true)
 			if err := f.Check(64 * chunk); err != nil {
 				t.Fatalf("fresh file: %v", err)
 			}
+			var err error
 			switch change {
 			case "truncate":
 				err = os.Truncate(path, 10*chunk)
@@ -213,11 +214,7 @@ func TestFileChanged(t *testing.T) {
 func TestDropCache(t *testing.T) {
 	t.Parallel()
 	path := patternFile(t, 8<<20)
-	f, err := Open(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openFile(t, path, false)
 	dst := buffer(t, 8<<20)
 	r := reader(t, Pread, 1, dst)
 	if err := r.Read(context.Background(), f, []kv.Copy{{Bytes: 8 << 20}}); err != nil {
@@ -237,11 +234,7 @@ func TestDropCache(t *testing.T) {
 func TestBadPlans(t *testing.T) {
 	t.Parallel()
 	path := patternFile(t, 1<<20)
-	f, err := Open(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openFile(t, path, false)
 	for _, mode := range []string{Uring, Pread} {
 		r := reader(t, mode, 2, buffer(t, 8192))
 		for _, c := range []kv.Copy{{Dst: 4096, Bytes: 8192}, {Dst: -1, Bytes: 10}, {Bytes: 0}} {

@@ -71,10 +71,20 @@ func newTestRank(t *testing.T, rank, size int, node string) *testRank {
 	}
 }
 
+// ranksOn returns a test rank on each of nodes, in rank order.
+func ranksOn(t *testing.T, nodes ...string) []*testRank {
+	t.Helper()
+	ranks := make([]*testRank, len(nodes))
+	for i, node := range nodes {
+		ranks[i] = newTestRank(t, i, len(nodes), node)
+	}
+	return ranks
+}
+
 // runMesh runs rank 0 as coordinator and the others as ranks (serve
-// replaced by join for the ranks in skipServe) and returns rank 0's
-// results directory and Run's error.
-func runMesh(t *testing.T, ranks []*testRank, pattern string, joinOnly map[int]bool) (string, error) {
+// replaced by join for the ranks in joinOnly), fails the test if Run
+// fails, and returns rank 0's results directory.
+func runMesh(t *testing.T, ranks []*testRank, pattern string, joinOnly map[int]bool) string {
 	t.Helper()
 	cfg := testConfig(len(ranks))
 	co, err := Listen(cfg, "127.0.0.1:0")
@@ -117,7 +127,10 @@ func runMesh(t *testing.T, ranks []*testRank, pattern string, joinOnly map[int]b
 	if cerr := out.Close(err != nil); cerr != nil {
 		t.Fatal(cerr)
 	}
-	return dir, err
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // matrixOf reads mesh_matrix.csv as SRC->DST -> its cells (last size wins).
@@ -145,11 +158,7 @@ func matrixOf(t *testing.T, dir string) map[string]map[string]string {
 
 func TestMeshPairwise(t *testing.T) {
 	t.Parallel()
-	ranks := []*testRank{newTestRank(t, 0, 3, "a"), newTestRank(t, 1, 3, "a"), newTestRank(t, 2, 3, "b")}
-	dir, err := runMesh(t, ranks, Pairwise, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := runMesh(t, ranksOn(t, "a", "a", "b"), Pairwise, nil)
 	m := matrixOf(t, dir)
 	want := map[string]string{"0->1": "intra", "1->0": "intra", "0->2": "inter", "2->0": "inter", "1->2": "inter", "2->1": "inter"}
 	if len(m) != len(want) {
@@ -168,11 +177,7 @@ func TestMeshPairwise(t *testing.T) {
 
 func TestMeshRing(t *testing.T) {
 	t.Parallel()
-	ranks := []*testRank{newTestRank(t, 0, 3, "a"), newTestRank(t, 1, 3, "b"), newTestRank(t, 2, 3, "c")}
-	dir, err := runMesh(t, ranks, Ring, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := runMesh(t, ranksOn(t, "a", "b", "c"), Ring, nil)
 	m := matrixOf(t, dir)
 	for _, p := range []string{"1->0", "2->1", "0->2"} {
 		if c := m[p]; c == nil || c["pattern"] != Ring || c["n"] != "2" || c["verified"] != "true" {
@@ -188,11 +193,7 @@ func TestMeshRing(t *testing.T) {
 // every pair it is in; the other pairs are measured.
 func TestMeshRankGone(t *testing.T) {
 	t.Parallel()
-	ranks := []*testRank{newTestRank(t, 0, 3, "a"), newTestRank(t, 1, 3, "b"), newTestRank(t, 2, 3, "c")}
-	dir, err := runMesh(t, ranks, Pairwise, map[int]bool{2: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := runMesh(t, ranksOn(t, "a", "b", "c"), Pairwise, map[int]bool{2: true})
 	m := matrixOf(t, dir)
 	for _, p := range []string{"0->1", "1->0"} {
 		if c := m[p]; c["n"] != "2" || c["errors"] != "0" {

@@ -21,13 +21,19 @@ func synthRun(t *testing.T, o reporttest.Options) *Run {
 	return run
 }
 
-func TestPlanCostsFromSweep(t *testing.T) {
-	t.Parallel()
-	run := synthRun(t, reporttest.Options{Seed: 3, Suites: []string{sweep.File}})
-	c, err := LoadPlanCosts(run)
+// synthCosts loads the plan costs of a synthetic results directory.
+func synthCosts(t *testing.T, o reporttest.Options) *PlanCosts {
+	t.Helper()
+	c, err := LoadPlanCosts(synthRun(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func TestPlanCostsFromSweep(t *testing.T) {
+	t.Parallel()
+	c := synthCosts(t, reporttest.Options{Seed: 3, Suites: []string{sweep.File}})
 	// The GPU configurations win over the stand-in, layer-wise batch over
 	// block-wise per-copy; there is no disk tier in the sweep.
 	want := map[string]string{"hbm": "hbm layerwise/batch", "dram": "host layerwise/batch", "remote": "remote layerwise/batch", "recompute": "recompute"}
@@ -119,11 +125,7 @@ func TestPlanCostsStandInAndMissing(t *testing.T) {
 
 func TestPlanCostsFromProbe(t *testing.T) {
 	t.Parallel()
-	run := synthRun(t, reporttest.Options{Seed: 5, Suites: []string{probe.File}})
-	c, err := LoadPlanCosts(run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := synthCosts(t, reporttest.Options{Seed: 5, Suites: []string{probe.File}})
 	if c.Source() != SourceHTTPReal || !c.Has("hbm") || !c.Has("recompute") || c.Has("disk") {
 		t.Fatalf("source %q tiers %+v", c.Source(), c.Tiers)
 	}

@@ -202,3 +202,18 @@ func VariantsOf(o Options) []Variant {
 type Scrubber interface {
 	Scrub(p Prefix) error
 }
+
+// closeOnce closes each of cs that is set and clears it, so that a
+// second Close finds nothing to close, adding each error to errs.
+func closeOnce[C interface {
+	comparable
+	io.Closer
+}](errs *[]error, cs ...*C) {
+	var none C
+	for _, c := range cs {
+		if *c != none {
+			*errs = append(*errs, (*c).Close())
+			*c = none
+		}
+	}
+}

@@ -98,7 +98,7 @@ func SummaryLine(runs []*Run, suite results.Suite) string {
 		return counts
 	}
 	cols := f.MatchColumns()
-	keys, groups := groupBy(rows, func(x results.Row) string { return strings.Join(cellsOf(x, cols), ", ") }, strings.Compare)
+	keys, groups := GroupBy(rows, func(x results.Row) string { return strings.Join(cellsOf(x, cols), ", ") }, strings.Compare)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	var loK, hiK string
 	for _, k := range keys {

@@ -37,7 +37,7 @@ type MeshStat struct {
 // MeshCells groups a mesh run's rows by cell, in order of route, layout,
 // size, source and destination.
 func MeshCells(rows []results.Row) ([]MeshCell, map[MeshCell]*MeshStat) {
-	keys, groups := groupBy(rows, func(x results.Row) MeshCell {
+	keys, groups := GroupBy(rows, func(x results.Row) MeshCell {
 		route := "net"
 		if x.Get("path") == "peercopy" {
 			route = "peercopy"

@@ -41,7 +41,7 @@ func Predict(sweep, probe []results.Row) []Prediction {
 	for _, f := range fits {
 		fitOf[f.Key] = f
 	}
-	skeys, sgroups := groupBy(sweep, func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
+	skeys, sgroups := GroupBy(sweep, func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
 		func(a, b sweepCell) int {
 			return cmp.Or(compareSweepKey(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
 		})

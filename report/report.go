@@ -71,7 +71,7 @@ func sectionsOf(suite results.Suite) []titled {
 func writeSummary(w io.Writer, suite results.Suite, r *Run) {
 	f := suite.Main()
 	cols := f.MatchColumns()
-	keys, groups := groupBy(r.Rows(suite.Name), func(x results.Row) string {
+	keys, groups := GroupBy(r.Rows(suite.Name), func(x results.Row) string {
 		return strings.Join(cellsOf(x, cols), "\x00")
 	}, strings.Compare)
 	metric := cmp.Or(f.Metric, "seconds")
@@ -354,14 +354,15 @@ func probeTTFT(r results.Row) float64 {
 // probeDists returns the TTFT distribution of every (source, L, tier) with
 // the rows behind it.
 func probeDists(rows []results.Row) ([]probeCell, map[probeCell][]results.Row) {
-	return groupBy(rows, func(x results.Row) probeCell {
+	return GroupBy(rows, func(x results.Row) probeCell {
 		return probeCell{x.Get("simulated") == "true", x.PrefixTokens, x.Tier}
 	}, func(a, b probeCell) int {
-		return cmp.Or(cmpBool(a.Sim, b.Sim), cmp.Compare(a.L, b.L), cmp.Compare(tierOrder(a.Tier), tierOrder(b.Tier)))
+		return cmp.Or(CompareBool(a.Sim, b.Sim), cmp.Compare(a.L, b.L), cmp.Compare(tierOrder(a.Tier), tierOrder(b.Tier)))
 	})
 }
 
-func cmpBool(a, b bool) int {
+// CompareBool orders false before true, as cmp.Compare orders numbers.
+func CompareBool(a, b bool) int {
 	switch {
 	case a == b:
 		return 0
@@ -467,8 +468,8 @@ func writeMB1(w io.Writer, r *Run) {
 	keyOf := func(x results.Row) armCell {
 		return armCell{mb1Cell{x.Get("simulated") == "true", x.Get("chunk_label"), atoi(x.Get("decode_streams")), atoi(x.Get("prefill_tokens"))}, x.Get("arm")}
 	}
-	cells, groups := groupBy(r.Rows("mb1"), keyOf, func(a, b armCell) int {
-		return cmp.Or(cmpBool(a.Sim, b.Sim), cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.D, b.D), cmp.Compare(a.P, b.P), cmp.Compare(a.Arm, b.Arm))
+	cells, groups := GroupBy(r.Rows("mb1"), keyOf, func(a, b armCell) int {
+		return cmp.Or(CompareBool(a.Sim, b.Sim), cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.D, b.D), cmp.Compare(a.P, b.P), cmp.Compare(a.Arm, b.Arm))
 	})
 	fmt.Fprintln(w, "Interference arm: p50 over reps. Effective TPOT during = prefill TTFT / (tokens during / D); penalty = that / base TPOT. The control arm sends the prefill elsewhere.")
 	fmt.Fprintln(w)
@@ -536,7 +537,7 @@ type transferCell struct {
 }
 
 func writeTransfer(w io.Writer, r *Run) {
-	keys, groups := groupBy(r.Rows("transfer"), func(x results.Row) transferCell {
+	keys, groups := GroupBy(r.Rows("transfer"), func(x results.Row) transferCell {
 		return transferCell{x.Get("path"), x.Transport, x.Get("device"), x.Layout, x.Get("src_mem"), x.Get("dst_mem"), x.Bytes}
 	}, func(a, b transferCell) int {
 		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Transport, b.Transport), cmp.Compare(a.Device, b.Device),

@@ -171,13 +171,9 @@ func drawMeshPairs(dir string, run *report.Run, res *Result) error {
 	}, func(a, b key) int {
 		return cmp.Or(cmp.Compare(a.route, b.route), cmp.Compare(a.pair, b.pair), cmp.Compare(a.layout, b.layout))
 	})
-	var ss []series
-	for _, k := range keys {
-		s := collect(fmt.Sprintf("%s-node pairs / %s / %s", k.pair, k.route, k.layout), groups[k], bytesX, okGBps)
-		if len(s.x) > 0 {
-			ss = append(ss, s)
-		}
-	}
+	ss := seriesOf(keys, groups, func(k key) string {
+		return fmt.Sprintf("%s-node pairs / %s / %s", k.pair, k.route, k.layout)
+	}, bytesX, okGBps)
 	if len(ss) == 0 {
 		res.Absent = append(res.Absent, "mesh.csv has no ok rows with a rate: intra/inter plot not drawn")
 		return nil

@@ -202,6 +202,19 @@ func collect(label string, rows []results.Row, x func(results.Row) float64, v fu
 	return s
 }
 
+// seriesOf collects a series over each key's rows, in the order of keys,
+// and leaves out those with no point.
+func seriesOf[K comparable](keys []K, groups map[K][]results.Row, label func(K) string,
+	x func(results.Row) float64, v func(results.Row) (float64, bool)) []series {
+	var ss []series
+	for _, k := range keys {
+		if s := collect(label(k), groups[k], x, v); len(s.x) > 0 {
+			ss = append(ss, s)
+		}
+	}
+	return ss
+}
+
 // allX returns the x values of every series.
 func allX(ss []series) []float64 {
 	var xs []float64
@@ -239,14 +252,7 @@ func plainLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 func drawSweep(dir string, run *report.Run, res *Result) error {
 	keys, groups := report.GroupBy(run.Rows("sweep"), report.SweepKeyOf, report.CompareSweepKeys)
-	var ss []series
-	for _, k := range keys {
-		s := collect(k.Label(), groups[k], prefixX, okSeconds)
-		if len(s.x) == 0 {
-			continue
-		}
-		ss = append(ss, s)
-	}
+	ss := seriesOf(keys, groups, report.SweepKey.Label, prefixX, okSeconds)
 	if len(ss) == 0 {
 		res.Absent = append(res.Absent, "sweep.csv has no ok rows: tier curve not drawn")
 	} else {
@@ -597,14 +603,9 @@ func drawTransfer(dir string, run *report.Run, res *Result) error {
 			lines[lg] = r.Get("device")
 		}
 	}
-	var ss []series
-	for _, k := range keys {
-		label := report.JoinNonEmpty(" / ", k.path, k.transport, k.layout, k.mem)
-		s := collect(label, groups[k], bytesX, okGBps)
-		if len(s.x) > 0 {
-			ss = append(ss, s)
-		}
-	}
+	ss := seriesOf(keys, groups, func(k key) string {
+		return report.JoinNonEmpty(" / ", k.path, k.transport, k.layout, k.mem)
+	}, bytesX, okGBps)
 	if len(ss) == 0 {
 		res.Absent = append(res.Absent, "transfer.csv has no ok rows with a rate: bandwidth plot not drawn")
 		return nil

@@ -44,8 +44,7 @@ func init() {
 // writeHeadline writes the headline: every suite the runs hold, in
 // report order, tables as captioned tables and the rest as one list.
 func writeHeadline(w io.Writer, runs []*Run) {
-	fmt.Fprintln(w, "## Headline")
-	fmt.Fprintln(w)
+	paragraph(w, "## Headline")
 	inList := false
 	for _, suite := range results.Suites() {
 		with := runsWith(runs, suite)

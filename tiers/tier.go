@@ -96,7 +96,7 @@ type Tier interface {
 
 // A Spec registers a tier.
 type Spec struct {
-	Name    string // "hbm", "host", "remote", "recompute"
+	Name    string // "hbm", "host", "remote", "disk", "recompute"
 	Summary string // one line for --help and kvtier info
 	Order   int    // display order, fastest tier first
 	// Moves says the tier moves KV bytes: rows carry bytes and GB/s and the

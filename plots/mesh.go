@@ -162,31 +162,18 @@ func (f *figure) legendSwatch(c color.Color, name string) {
 // pairs (each route and layout a series over the samples of its pairs).
 func drawMeshPairs(dir string, run *report.Run, res *Result) error {
 	type key struct{ pair, route, layout string }
-	groups := map[key][]results.Row{}
-	var keys []key
-	for _, r := range run.Rows("mesh") {
+	keys, groups := report.GroupBy(run.Rows("mesh"), func(r results.Row) key {
 		route := "net"
 		if r.Get("path") == "peercopy" {
 			route = "peercopy"
 		}
-		k := key{r.Get("pair"), route, r.Layout}
-		if groups[k] == nil {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
-	slices.SortFunc(keys, func(a, b key) int {
+		return key{r.Get("pair"), route, r.Layout}
+	}, func(a, b key) int {
 		return cmp.Or(cmp.Compare(a.route, b.route), cmp.Compare(a.pair, b.pair), cmp.Compare(a.layout, b.layout))
 	})
-	var ss []series
-	for _, k := range keys {
-		s := collect(fmt.Sprintf("%s-node pairs / %s / %s", k.pair, k.route, k.layout), groups[k],
-			func(r results.Row) float64 { return float64(r.Bytes) },
-			func(r results.Row) (float64, bool) { return r.GBps, report.OK(r) && r.GBps > 0 })
-		if len(s.x) > 0 {
-			ss = append(ss, s)
-		}
-	}
+	ss := seriesOf(keys, groups, func(k key) string {
+		return fmt.Sprintf("%s-node pairs / %s / %s", k.pair, k.route, k.layout)
+	}, bytesX, okGBps)
 	if len(ss) == 0 {
 		res.Absent = append(res.Absent, "mesh.csv has no ok rows with a rate: intra/inter plot not drawn")
 		return nil

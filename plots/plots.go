@@ -202,6 +202,19 @@ func collect(label string, rows []results.Row, x func(results.Row) float64, v fu
 	return s
 }
 
+// seriesOf collects a series over each key's rows, in the order of keys,
+// and leaves out those with no point.
+func seriesOf[K comparable](keys []K, groups map[K][]results.Row, label func(K) string,
+	x func(results.Row) float64, v func(results.Row) (float64, bool)) []series {
+	var ss []series
+	for _, k := range keys {
+		if s := collect(label(k), groups[k], x, v); len(s.x) > 0 {
+			ss = append(ss, s)
+		}
+	}
+	return ss
+}
+
 // allX returns the x values of every series.
 func allX(ss []series) []float64 {
 	var xs []float64
@@ -212,7 +225,9 @@ func allX(ss []series) []float64 {
 }
 
 func okSeconds(r results.Row) (float64, bool) { return r.Seconds, report.OK(r) }
+func okGBps(r results.Row) (float64, bool)    { return r.GBps, report.OK(r) && r.GBps > 0 }
 func prefixX(r results.Row) float64           { return float64(r.PrefixTokens) }
+func bytesX(r results.Row) float64            { return float64(r.Bytes) }
 
 func tokensLabel(v float64) string { return report.FmtTokens(int64(math.Round(v))) }
 func secLabel(v float64) string    { return report.FmtSec(v) }
@@ -236,24 +251,8 @@ func siLabel(unit string) func(float64) string {
 func plainLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 func drawSweep(dir string, run *report.Run, res *Result) error {
-	var keys []report.SweepKey
-	groups := map[report.SweepKey][]results.Row{}
-	for _, r := range run.Rows("sweep") {
-		k := report.SweepKeyOf(r)
-		if _, seen := groups[k]; !seen {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
-	slices.SortFunc(keys, report.CompareSweepKeys)
-	var ss []series
-	for _, k := range keys {
-		s := collect(k.Label(), groups[k], prefixX, okSeconds)
-		if len(s.x) == 0 {
-			continue
-		}
-		ss = append(ss, s)
-	}
+	keys, groups := report.GroupBy(run.Rows("sweep"), report.SweepKeyOf, report.CompareSweepKeys)
+	ss := seriesOf(keys, groups, report.SweepKey.Label, prefixX, okSeconds)
 	if len(ss) == 0 {
 		res.Absent = append(res.Absent, "sweep.csv has no ok rows: tier curve not drawn")
 	} else {
@@ -369,17 +368,10 @@ func drawProbe(dir string, run *report.Run, res *Result) error {
 		tier string
 		sim  bool
 	}
-	groups := map[key][]results.Row{}
-	var keys []key
-	for _, r := range run.Rows("probe") {
-		k := key{r.Tier, r.Get("simulated") == "true"}
-		if _, seen := groups[k]; !seen {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(slices.Index(probeTiers, a.tier), slices.Index(probeTiers, b.tier)), cmp.Compare(a.tier, b.tier), cmpBool(a.sim, b.sim))
+	keys, groups := report.GroupBy(run.Rows("probe"), func(r results.Row) key {
+		return key{r.Tier, r.Get("simulated") == "true"}
+	}, func(a, b key) int {
+		return cmp.Or(cmp.Compare(slices.Index(probeTiers, a.tier), slices.Index(probeTiers, b.tier)), cmp.Compare(a.tier, b.tier), report.CompareBool(a.sim, b.sim))
 	})
 	var ss []series
 	colour := map[string]int{} // tier -> the colour of its first series
@@ -445,34 +437,16 @@ func tierName(t string) string {
 	return t
 }
 
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case !a:
-		return -1
-	}
-	return 1
-}
-
 func drawMB1(dir string, run *report.Run, res *Result) error {
 	type key struct {
 		arm string
 		d   int
 	}
-	groups := map[key][]results.Row{}
-	var keys []key
-	for _, r := range run.Rows("mb1") {
-		if r.Get("arm") != "interfere" && r.Get("arm") != "control" {
-			continue
-		}
-		k := key{r.Get("arm"), atoi(r.Get("decode_streams"))}
-		if _, seen := groups[k]; !seen {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
-	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(b.arm, a.arm)) })
+	rows := slices.DeleteFunc(slices.Clone(run.Rows("mb1")), func(r results.Row) bool {
+		return r.Get("arm") != "interfere" && r.Get("arm") != "control"
+	})
+	keys, groups := report.GroupBy(rows, func(r results.Row) key { return key{r.Get("arm"), atoi(r.Get("decode_streams"))} },
+		func(a, b key) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(b.arm, a.arm)) })
 	ds := []int{}
 	for _, k := range keys {
 		if !slices.Contains(ds, k.d) {
@@ -618,31 +592,20 @@ func drawTimelines(dir string, run *report.Run, res *Result) error {
 
 func drawTransfer(dir string, run *report.Run, res *Result) error {
 	type key struct{ path, transport, layout, mem string }
-	groups := map[key][]results.Row{}
-	var keys []key
+	rows := run.Rows("transfer")
+	keys, groups := report.GroupBy(rows, func(r results.Row) key { return key{r.Get("path"), r.Transport, r.Layout, memOf(r)} },
+		func(a, b key) int {
+			return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.transport, b.transport), cmp.Compare(a.layout, b.layout), cmp.Compare(a.mem, b.mem))
+		})
 	lines := map[float64]string{}
-	for _, r := range run.Rows("transfer") {
-		k := key{r.Get("path"), r.Transport, r.Layout, memOf(r)}
-		if _, seen := groups[k]; !seen {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
+	for _, r := range rows {
 		if lg := r.Float("line_gbps"); lg > 0 && report.OK(r) {
 			lines[lg] = r.Get("device")
 		}
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.transport, b.transport), cmp.Compare(a.layout, b.layout), cmp.Compare(a.mem, b.mem))
-	})
-	var ss []series
-	for _, k := range keys {
-		label := report.JoinNonEmpty(" / ", k.path, k.transport, k.layout, k.mem)
-		s := collect(label, groups[k], func(r results.Row) float64 { return float64(r.Bytes) },
-			func(r results.Row) (float64, bool) { return r.GBps, report.OK(r) && r.GBps > 0 })
-		if len(s.x) > 0 {
-			ss = append(ss, s)
-		}
-	}
+	ss := seriesOf(keys, groups, func(k key) string {
+		return report.JoinNonEmpty(" / ", k.path, k.transport, k.layout, k.mem)
+	}, bytesX, okGBps)
 	if len(ss) == 0 {
 		res.Absent = append(res.Absent, "transfer.csv has no ok rows with a rate: bandwidth plot not drawn")
 		return nil

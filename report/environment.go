@@ -71,8 +71,7 @@ func facts(m *results.Manifest) []fact {
 // libraries, one line per library that did not load), then per run only
 // its suite, command, time span and what differs from that.
 func writeEnvironment(w io.Writer, runs []*Run) {
-	fmt.Fprintln(w, "## Environment")
-	fmt.Fprintln(w)
+	paragraph(w, "## Environment")
 	var all [][]fact
 	for _, r := range runs {
 		if r.Manifest != nil {
@@ -81,8 +80,7 @@ func writeEnvironment(w io.Writer, runs []*Run) {
 	}
 	shared := sharedFacts(all)
 	if len(runs) > 1 && len(shared) > 0 {
-		fmt.Fprintln(w, "What every run shares:")
-		fmt.Fprintln(w)
+		paragraph(w, "What every run shares:")
 	}
 	var loader []fact
 	for _, f := range shared {

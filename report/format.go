@@ -231,3 +231,9 @@ func JoinNonEmpty(sep string, parts ...string) string {
 	}
 	return strings.Join(out, sep)
 }
+
+// paragraph writes text as a Markdown paragraph: its line, then a blank one.
+func paragraph(w io.Writer, text string) {
+	fmt.Fprintln(w, text)
+	fmt.Fprintln(w)
+}

@@ -44,8 +44,7 @@ func init() {
 // writeHeadline writes the headline: every suite the runs hold, in
 // report order, tables as captioned tables and the rest as one list.
 func writeHeadline(w io.Writer, runs []*Run) {
-	fmt.Fprintln(w, "## Headline")
-	fmt.Fprintln(w)
+	paragraph(w, "## Headline")
 	inList := false
 	for _, suite := range results.Suites() {
 		with := runsWith(runs, suite)
@@ -98,7 +97,7 @@ func SummaryLine(runs []*Run, suite results.Suite) string {
 		return counts
 	}
 	cols := f.MatchColumns()
-	keys, groups := groupBy(rows, func(x results.Row) string { return strings.Join(cellsOf(x, cols), ", ") }, strings.Compare)
+	keys, groups := GroupBy(rows, func(x results.Row) string { return strings.Join(cellsOf(x, cols), ", ") }, strings.Compare)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	var loK, hiK string
 	for _, k := range keys {

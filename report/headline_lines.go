@@ -76,7 +76,7 @@ func pathsLine(rows []results.Row, path func(results.Row) string) string {
 		return "no ok row with a rate; " + statusCounts(rows)
 	}
 	type key struct{ path, layout string }
-	keys, groups := groupBy(rows, func(r results.Row) key { return key{path(r), r.Layout} },
+	keys, groups := GroupBy(rows, func(r results.Row) key { return key{path(r), r.Layout} },
 		func(a, b key) int { return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.layout, b.layout)) })
 	best := map[string]key{}
 	rate := map[key]float64{}

@@ -13,7 +13,7 @@ import (
 
 // sweepCells groups sweep rows by configuration and prefix length.
 func sweepCells(rows []results.Row) ([]sweepCell, map[sweepCell][]results.Row) {
-	return groupBy(rows, func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
+	return GroupBy(rows, func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
 		func(a, b sweepCell) int {
 			return cmp.Or(compareSweepKey(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
 		})

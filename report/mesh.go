@@ -37,7 +37,7 @@ type MeshStat struct {
 // MeshCells groups a mesh run's rows by cell, in order of route, layout,
 // size, source and destination.
 func MeshCells(rows []results.Row) ([]MeshCell, map[MeshCell]*MeshStat) {
-	keys, groups := groupBy(rows, func(x results.Row) MeshCell {
+	keys, groups := GroupBy(rows, func(x results.Row) MeshCell {
 		route := "net"
 		if x.Get("path") == "peercopy" {
 			route = "peercopy"
@@ -74,8 +74,7 @@ func MeshCells(rows []results.Row) ([]MeshCell, map[MeshCell]*MeshStat) {
 // and what was not measured.
 func writeMesh(w io.Writer, r *Run) {
 	keys, stats := MeshCells(r.Rows("mesh"))
-	fmt.Fprintln(w, "Each matrix: p50 GB/s of reads by the destination rank (column) from the source rank's pool (row); intra = both ranks on one node. `err` marks a cell with error rows, `skip` one that could not run, — the diagonal.")
-	fmt.Fprintln(w)
+	paragraph(w, "Each matrix: p50 GB/s of reads by the destination rank (column) from the source rank's pool (row); intra = both ranks on one node. `err` marks a cell with error rows, `skip` one that could not run, — the diagonal.")
 	type view struct {
 		route, layout string
 		bytes         int64
@@ -170,12 +169,10 @@ func writeMeshPairs(w io.Writer, keys []MeshCell, stats map[MeshCell]*MeshStat) 
 		}
 	}
 	if len(order) == 0 {
-		fmt.Fprintln(w, "No ok rows in mesh.csv.")
-		fmt.Fprintln(w)
+		paragraph(w, "No ok rows in mesh.csv.")
 		return
 	}
-	fmt.Fprintln(w, "### Intra- against inter-node pairs")
-	fmt.Fprintln(w)
+	paragraph(w, "### Intra- against inter-node pairs")
 	t := newTable("route", "layout", "size", "pair", "pairs", "GB/s median of p50s", "lowest", "highest", "line frac")
 	for _, gk := range order {
 		d := Summarize(vals[gk])

@@ -156,7 +156,7 @@ func (f Fit) TimeAt(L int64) float64 {
 // two distinct regressor values; the others come back in skipped with the
 // reason.
 func Fits(rows []results.Row) (fits []Fit, skipped []string) {
-	keys, groups := groupBy(rows, sweepKey, compareSweepKey)
+	keys, groups := GroupBy(rows, sweepKey, compareSweepKey)
 	for _, k := range keys {
 		f, err := fitGroup(k, groups[k])
 		if err != nil {

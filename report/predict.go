@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -41,7 +40,7 @@ func Predict(sweep, probe []results.Row) []Prediction {
 	for _, f := range fits {
 		fitOf[f.Key] = f
 	}
-	skeys, sgroups := groupBy(sweep, func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
+	skeys, sgroups := GroupBy(sweep, func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
 		func(a, b sweepCell) int {
 			return cmp.Or(compareSweepKey(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
 		})
@@ -108,15 +107,12 @@ func writePredictions(w io.Writer, runs []*Run) {
 	if pairs == 0 {
 		return // the missing suite is already said
 	}
-	fmt.Fprintln(w, "## Predicted vs measured hit TTFT")
-	fmt.Fprintln(w)
+	paragraph(w, "## Predicted vs measured hit TTFT")
 	if len(preds) == 0 {
-		fmt.Fprintln(w, "No prefix length has both a verified GPU hit and a verified cpu or remote hit with a device-level fetch of the matching tier (host for cpu, remote for remote) at that L, so the model cannot be tested on these results.")
-		fmt.Fprintln(w)
+		paragraph(w, "No prefix length has both a verified GPU hit and a verified cpu or remote hit with a device-level fetch of the matching tier (host for cpu, remote for remote) at that L, so the model cannot be tested on these results.")
 		return
 	}
-	fmt.Fprintln(w, "Model: hit TTFT = GPU-hit TTFT + device-level fetch time at the same L (cpu ← host tier, remote ← remote tier). A large error means the fetch is not what the server pays on a hit.")
-	fmt.Fprintln(w)
+	paragraph(w, "Model: hit TTFT = GPU-hit TTFT + device-level fetch time at the same L (cpu ← host tier, remote ← remote tier). A large error means the fetch is not what the server pays on a hit.")
 	t := newTable("L", "hit tier", "device fetch", "GPU TTFT", "fetch", "predicted", "measured", "error")
 	for _, p := range preds {
 		tier := p.Tier

@@ -71,7 +71,7 @@ func sectionsOf(suite results.Suite) []titled {
 func writeSummary(w io.Writer, suite results.Suite, r *Run) {
 	f := suite.Main()
 	cols := f.MatchColumns()
-	keys, groups := groupBy(r.Rows(suite.Name), func(x results.Row) string {
+	keys, groups := GroupBy(r.Rows(suite.Name), func(x results.Row) string {
 		return strings.Join(cellsOf(x, cols), "\x00")
 	}, strings.Compare)
 	metric := cmp.Or(f.Metric, "seconds")
@@ -226,15 +226,13 @@ func writeSweep(w io.Writer, r *Run) {
 			fmtSec(sec.P50), fmtRange(sec.P10, sec.P90, fmtSec), gb, gbRange, frac)
 	}
 	if len(fetch.rows)+len(rc.rows) == 0 {
-		fmt.Fprintln(w, "No ok rows in sweep.csv.")
-		fmt.Fprintln(w)
+		paragraph(w, "No ok rows in sweep.csv.")
 	}
 	if len(fetch.rows) > 0 {
 		fetch.write(w)
 	}
 	if len(rc.rows) > 0 {
-		fmt.Fprintln(w, "Recompute: the model's prefill GEMMs and attention for L tokens; it moves no KV bytes, so its rate is in TFLOP/s.")
-		fmt.Fprintln(w)
+		paragraph(w, "Recompute: the model's prefill GEMMs and attention for L tokens; it moves no KV bytes, so its rate is in TFLOP/s.")
 		rc.write(w)
 	}
 	g.write(w, "sweep")
@@ -268,11 +266,9 @@ func rateCells(t *table, rows []results.Row) (gb, gbRange, frac string) {
 func writeModel(w io.Writer, r *Run) {
 	fits, skipped := Fits(r.Rows("sweep"))
 	if len(fits) == 0 {
-		fmt.Fprintln(w, "No configuration has two or more prefix lengths measured, so no cost model can be fitted.")
-		fmt.Fprintln(w)
+		paragraph(w, "No configuration has two or more prefix lengths measured, so no cost model can be fitted.")
 	} else {
-		fmt.Fprintln(w, "Least-squares fit over every ok sample, weighted by 1/t² so that relative errors count (R² is the weighted one): fetch tiers t(L) = α + bytes(L)/β with bytes(L) = ceil(L/block)·block_bytes; recompute t(L) = α + flops(L)/rate.")
-		fmt.Fprintln(w)
+		paragraph(w, "Least-squares fit over every ok sample, weighted by 1/t² so that relative errors count (R² is the weighted one): fetch tiers t(L) = α + bytes(L)/β with bytes(L) = ceil(L/block)·block_bytes; recompute t(L) = α + flops(L)/rate.")
 		t := newTable("tier", "layout/copy", "backend", "transport", "model", "n", "L measured", "α", "β / rate", "R²")
 		for _, f := range fits {
 			rate := ""
@@ -310,12 +306,10 @@ func writeModel(w io.Writer, r *Run) {
 	}
 	bes := BreakEvens(fits)
 	if len(bes) == 0 {
-		fmt.Fprintln(w, "Break-even prefixes need a recompute fit and a fetch fit on the same backend; these results have no such pair.")
-		fmt.Fprintln(w)
+		paragraph(w, "Break-even prefixes need a recompute fit and a fetch fit on the same backend; these results have no such pair.")
 		return
 	}
-	fmt.Fprintln(w, "Break-even prefix: below it recompute is cheaper than the fetch (searched token by token over the measured range, with the fitted models).")
-	fmt.Fprintln(w)
+	paragraph(w, "Break-even prefix: below it recompute is cheaper than the fetch (searched token by token over the measured range, with the fitted models).")
 	t := newTable("fetch", "recompute", "break-even L")
 	for _, b := range bes {
 		t.add(b.Fetch.Label(), b.Recompute.Label(), b.String())
@@ -354,14 +348,15 @@ func probeTTFT(r results.Row) float64 {
 // probeDists returns the TTFT distribution of every (source, L, tier) with
 // the rows behind it.
 func probeDists(rows []results.Row) ([]probeCell, map[probeCell][]results.Row) {
-	return groupBy(rows, func(x results.Row) probeCell {
+	return GroupBy(rows, func(x results.Row) probeCell {
 		return probeCell{x.Get("simulated") == "true", x.PrefixTokens, x.Tier}
 	}, func(a, b probeCell) int {
-		return cmp.Or(cmpBool(a.Sim, b.Sim), cmp.Compare(a.L, b.L), cmp.Compare(tierOrder(a.Tier), tierOrder(b.Tier)))
+		return cmp.Or(CompareBool(a.Sim, b.Sim), cmp.Compare(a.L, b.L), cmp.Compare(tierOrder(a.Tier), tierOrder(b.Tier)))
 	})
 }
 
-func cmpBool(a, b bool) int {
+// CompareBool orders false before true, as cmp.Compare orders numbers.
+func CompareBool(a, b bool) int {
 	switch {
 	case a == b:
 		return 0
@@ -396,8 +391,7 @@ func writeProbe(w io.Writer, r *Run) {
 			ls = append(ls, k)
 		}
 	}
-	fmt.Fprintln(w, "TTFT in seconds: p50 (p90, n). Hits count only when the server's counters confirmed the tier; the ratios compare p50s.")
-	fmt.Fprintln(w)
+	paragraph(w, "TTFT in seconds: p50 (p90, n). Hits count only when the server's counters confirmed the tier; the ratios compare p50s.")
 	t := newTable("L", "source", "miss", "remote", "cpu", "gpu", "miss/remote", "remote/cpu", "cpu/gpu")
 	var unverified []string
 	var g gaps
@@ -467,11 +461,10 @@ func writeMB1(w io.Writer, r *Run) {
 	keyOf := func(x results.Row) armCell {
 		return armCell{mb1Cell{x.Get("simulated") == "true", x.Get("chunk_label"), atoi(x.Get("decode_streams")), atoi(x.Get("prefill_tokens"))}, x.Get("arm")}
 	}
-	cells, groups := groupBy(r.Rows("mb1"), keyOf, func(a, b armCell) int {
-		return cmp.Or(cmpBool(a.Sim, b.Sim), cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.D, b.D), cmp.Compare(a.P, b.P), cmp.Compare(a.Arm, b.Arm))
+	cells, groups := GroupBy(r.Rows("mb1"), keyOf, func(a, b armCell) int {
+		return cmp.Or(CompareBool(a.Sim, b.Sim), cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.D, b.D), cmp.Compare(a.P, b.P), cmp.Compare(a.Arm, b.Arm))
 	})
-	fmt.Fprintln(w, "Interference arm: p50 over reps. Effective TPOT during = prefill TTFT / (tokens during / D); penalty = that / base TPOT. The control arm sends the prefill elsewhere.")
-	fmt.Fprintln(w)
+	paragraph(w, "Interference arm: p50 over reps. Effective TPOT during = prefill TTFT / (tokens during / D); penalty = that / base TPOT. The control arm sends the prefill elsewhere.")
 	t := newTable("D", "P", "chunk", "source", "n", "base TPOT ms", "prefill TTFT ms", "tokens/stream during", "eff. TPOT ms", "penalty", "control penalty")
 	var g gaps
 	p50 := func(rows []results.Row, col string) (float64, int) {
@@ -522,8 +515,7 @@ func writeMB1(w io.Writer, r *Run) {
 			val("eff_tpot_s", fmtMS), sig(pen)+"×", ctrlCell)
 	}
 	if len(t.rows) == 0 {
-		fmt.Fprintln(w, "No interference cell has an ok rep.")
-		fmt.Fprintln(w)
+		paragraph(w, "No interference cell has an ok rep.")
 	} else {
 		t.write(w)
 	}
@@ -536,14 +528,13 @@ type transferCell struct {
 }
 
 func writeTransfer(w io.Writer, r *Run) {
-	keys, groups := groupBy(r.Rows("transfer"), func(x results.Row) transferCell {
+	keys, groups := GroupBy(r.Rows("transfer"), func(x results.Row) transferCell {
 		return transferCell{x.Get("path"), x.Transport, x.Get("device"), x.Layout, x.Get("src_mem"), x.Get("dst_mem"), x.Bytes}
 	}, func(a, b transferCell) int {
 		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Transport, b.Transport), cmp.Compare(a.Device, b.Device),
 			cmp.Compare(a.Layout, b.Layout), cmp.Compare(a.Src, b.Src), cmp.Compare(a.Dst, b.Dst), cmp.Compare(a.Bytes, b.Bytes))
 	})
-	fmt.Fprintln(w, "GB/s = payload bytes / time (1 GB = 10⁹ B). Time for 3 GiB and 11.5 GiB is extrapolated from each rep's rate (p50 over reps).")
-	fmt.Fprintln(w)
+	paragraph(w, "GB/s = payload bytes / time (1 GB = 10⁹ B). Time for 3 GiB and 11.5 GiB is extrapolated from each rep's rate (p50 over reps).")
 	t := newTable("path", "transport", "device", "layout", "mem", "size", "n", "GB/s p50", "GB/s p10–p90", "line frac", "time p50", "time p99", "3 GiB p50", "11.5 GiB p50")
 	var g gaps
 	for _, k := range keys {
@@ -592,8 +583,7 @@ func writeTransfer(w io.Writer, r *Run) {
 			gb, gbr, frac, fmtSec(sec.P50), fmtSec(sec.P99), extrap("t_3gib_s", 3*(1<<30)), extrap("t_11_5gib_s", 11.5*(1<<30)))
 	}
 	if len(t.rows) == 0 {
-		fmt.Fprintln(w, "No ok rows in transfer.csv.")
-		fmt.Fprintln(w)
+		paragraph(w, "No ok rows in transfer.csv.")
 	} else {
 		t.write(w)
 	}

@@ -26,8 +26,9 @@ func ok(r results.Row) bool {
 	return r.Status == results.StatusOK && !math.IsNaN(r.Seconds) && !math.IsInf(r.Seconds, 0)
 }
 
-// groupBy partitions rows by key, keeping keys in the order given by less.
-func groupBy[K comparable](rows []results.Row, key func(results.Row) K, less func(a, b K) int) ([]K, map[K][]results.Row) {
+// GroupBy partitions rows by key: it returns the keys sorted by less and
+// each key's rows in the order they came.
+func GroupBy[K comparable](rows []results.Row, key func(results.Row) K, less func(a, b K) int) ([]K, map[K][]results.Row) {
 	m := map[K][]results.Row{}
 	var keys []K
 	for _, r := range rows {

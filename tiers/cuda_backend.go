@@ -693,12 +693,7 @@ func (b *CUDABackend) Close() error {
 		errs = append(errs, b.scratch.Free())
 		b.scratch = nil
 	}
-	for _, t := range []**cuda.Timer{&b.queued, &b.blocking} {
-		if *t != nil {
-			errs = append(errs, (*t).Close())
-			*t = nil
-		}
-	}
+	closeOnce(&errs, &b.queued, &b.blocking)
 	b.plan.Free()
 	if b.stream != nil {
 		errs = append(errs, b.stream.Destroy())

@@ -627,24 +627,10 @@ func (t *diskTier) Work(p Prefix) float64 { return 0 }
 // the tier's own (no run to share it with) is removed.
 func (t *diskTier) Close() error {
 	var errs []error
-	if t.reader != nil {
-		errs = append(errs, t.reader.Close())
-		t.reader = nil
-	}
-	if t.gds != nil {
-		errs = append(errs, t.gds.Close())
-		t.gds = nil
-	}
-	if t.f != nil {
-		errs = append(errs, t.f.Close())
-		t.f = nil
-	}
-	for _, b := range []*Buffer{&t.dst, &t.bounce} {
-		if *b != nil {
-			errs = append(errs, (*b).Close())
-			*b = nil
-		}
-	}
+	closeOnce(&errs, &t.reader)
+	closeOnce(&errs, &t.gds)
+	closeOnce(&errs, &t.f)
+	closeOnce(&errs, &t.dst, &t.bounce)
 	t.push = nil
 	if t.file != nil && t.file.owned {
 		errs = append(errs, t.file.Close())

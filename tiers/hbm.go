@@ -136,21 +136,28 @@ func FillPattern(ctx context.Context, buf Buffer, seed uint64) error {
 // chunks, or its contiguous span) so a later Verify sees only what that
 // Fetch brought.
 func (t *gatherTier) Scrub(p Prefix) error {
-	plan, err := t.planFor(p)
+	written, err := t.writtenBy(p)
 	if err != nil {
 		return err
 	}
-	if t.env.Copy == Contiguous {
-		c, err := kv.ContiguousSpan(plan, t.src.Size(), t.dst.Size())
-		if err != nil {
-			return err
-		}
-		plan = []kv.Copy{c}
-	}
-	if err := ScrubRanges(t.dst, plan); err != nil {
+	if err := ScrubRanges(t.dst, written); err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	return nil
+}
+
+// writtenBy returns the copies a Fetch of p writes: the plan's chunks, or
+// with Contiguous the one span that covers them.
+func (t *gatherTier) writtenBy(p Prefix) ([]kv.Copy, error) {
+	plan, err := t.planFor(p)
+	if err != nil || t.env.Copy != Contiguous {
+		return plan, err
+	}
+	c, err := kv.ContiguousSpan(plan, t.src.Size(), t.dst.Size())
+	if err != nil {
+		return nil, err
+	}
+	return []kv.Copy{c}, nil
 }
 
 // planFor returns the copies of the first p.Blocks blocks.
@@ -178,24 +185,18 @@ func (t *gatherTier) Fetch(ctx context.Context, p Prefix) error {
 // every chunk of the plan for percopy and batch, the one span for
 // contiguous.
 func (t *gatherTier) Verify(p Prefix) error {
-	plan, err := t.planFor(p)
+	written, err := t.writtenBy(p)
 	if err != nil {
 		return err
 	}
-	if t.env.Copy == Contiguous {
-		c, err := kv.ContiguousSpan(plan, t.src.Size(), t.dst.Size())
-		if err != nil {
-			return err
-		}
-		if _, err := checkFrom(t.dst, t.src, []kv.Copy{c}, t.env.Seed); err != nil {
-			return fmt.Errorf("%s: contiguous span: %w", t.name, err)
-		}
+	i, err := checkFrom(t.dst, t.src, written, t.env.Seed)
+	switch {
+	case err == nil:
 		return nil
+	case t.env.Copy == Contiguous:
+		return fmt.Errorf("%s: contiguous span: %w", t.name, err)
 	}
-	if i, err := checkFrom(t.dst, t.src, plan, t.env.Seed); err != nil {
-		return fmt.Errorf("%s: block %d chunk %d: %w", t.name, i/t.perBlock, i%t.perBlock, err)
-	}
-	return nil
+	return fmt.Errorf("%s: block %d chunk %d: %w", t.name, i/t.perBlock, i%t.perBlock, err)
 }
 
 // checkRange checks that dst[c.Dst:+c.Bytes] holds the source pattern
@@ -242,11 +243,6 @@ func (t *gatherTier) Work(p Prefix) float64 { return 0 }
 // Close frees both pools.
 func (t *gatherTier) Close() error {
 	var errs []error
-	for _, b := range []*Buffer{&t.src, &t.dst} {
-		if *b != nil {
-			errs = append(errs, (*b).Close())
-			*b = nil
-		}
-	}
+	closeOnce(&errs, &t.src, &t.dst)
 	return errors.Join(errs...)
 }

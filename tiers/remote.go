@@ -314,21 +314,9 @@ func (t *remoteTier) Work(p Prefix) float64 { return 0 }
 // Close disconnects, frees the pools and stops an embedded peer.
 func (t *remoteTier) Close() error {
 	var errs []error
-	if t.client != nil {
-		errs = append(errs, t.client.Close())
-		t.client = nil
-	}
-	if t.dest != nil {
-		errs = append(errs, t.dest.Close())
-		t.dest = nil
-	}
-	if t.dst != nil {
-		errs = append(errs, t.dst.Close())
-		t.dst = nil
-	}
-	if t.embedded != nil {
-		errs = append(errs, t.embedded.Close())
-		t.embedded = nil
-	}
+	closeOnce(&errs, &t.client)
+	closeOnce(&errs, &t.dest)
+	closeOnce(&errs, &t.dst)
+	closeOnce(&errs, &t.embedded)
 	return errors.Join(errs...)
 }

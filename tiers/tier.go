@@ -96,7 +96,7 @@ type Tier interface {
 
 // A Spec registers a tier.
 type Spec struct {
-	Name    string // "hbm", "host", "remote", "recompute"
+	Name    string // "hbm", "host", "remote", "disk", "recompute"
 	Summary string // one line for --help and kvtier info
 	Order   int    // display order, fastest tier first
 	// Moves says the tier moves KV bytes: rows carry bytes and GB/s and the
@@ -201,4 +201,19 @@ func VariantsOf(o Options) []Variant {
 // a Fetch of p writes and Verify(p) reads; it is never timed.
 type Scrubber interface {
 	Scrub(p Prefix) error
+}
+
+// closeOnce closes each of cs that is set and clears it, so that a
+// second Close finds nothing to close, adding each error to errs.
+func closeOnce[C interface {
+	comparable
+	io.Closer
+}](errs *[]error, cs ...*C) {
+	var none C
+	for _, c := range cs {
+		if *c != none {
+			*errs = append(*errs, (*c).Close())
+			*c = none
+		}
+	}
 }

@@ -16,24 +16,8 @@ import (
 // are spoken of in powers of two ("8k" is 8192 tokens, as in vLLM's
 // benchmarks). The count must be positive.
 func ParseTokens(s string) (int, error) {
-	t := strings.TrimSpace(s)
-	if t == "" {
-		return 0, fmt.Errorf("empty token count")
-	}
-	n, ok := scaled(t, tokenSuffixes)
-	if !ok {
-		return 0, fmt.Errorf("%q is not a token count (want e.g. 1024, 8k, 64Ki)", s)
-	}
-	if n != math.Trunc(n) {
-		return 0, fmt.Errorf("%q is not a whole number of tokens", s)
-	}
-	if n <= 0 {
-		return 0, fmt.Errorf("%q: token count must be positive", s)
-	}
-	if n > math.MaxInt32 {
-		return 0, fmt.Errorf("%q: token count too large", s)
-	}
-	return int(n), nil
+	n, err := tokenCount.parse(s)
+	return int(n), err
 }
 
 // A suffix is a unit suffix (lower case) and the multiplier it stands for.
@@ -77,24 +61,44 @@ var byteSuffixes = []suffix{
 // ten, IEC suffixes (KiB, MiB, GiB, TiB, or K/M/G/T alone) powers of two.
 // The size must be positive and a whole number of bytes.
 func ParseBytes(s string) (int64, error) {
+	n, err := byteSize.parse(s)
+	return int64(n), err
+}
+
+// A quantity is a kind of positive whole count a flag takes: its name in
+// errors, its unit, examples of it, its suffixes and its largest value.
+type quantity struct {
+	name, unit, examples string
+	suffixes             []suffix
+	max                  float64
+}
+
+var (
+	tokenCount = quantity{"token count", "tokens", "1024, 8k, 64Ki", tokenSuffixes, math.MaxInt32}
+	byteSize   = quantity{"size", "bytes", "16MiB, 1.5GB, 4096", byteSuffixes, math.MaxInt64 / 2}
+)
+
+// parse parses s as a positive whole number of q's unit, with one of its
+// suffixes.
+func (q quantity) parse(s string) (float64, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
-		return 0, fmt.Errorf("empty size")
+		return 0, fmt.Errorf("empty %s", q.name)
 	}
-	n, ok := scaled(t, byteSuffixes)
+	n, ok := scaled(t, q.suffixes)
 	if !ok {
-		return 0, fmt.Errorf("%q is not a size (want e.g. 16MiB, 1.5GB, 4096)", s)
+		return 0, fmt.Errorf("%q is not a %s (want e.g. %s)", s, q.name, q.examples)
 	}
 	if n != math.Trunc(n) {
-		return 0, fmt.Errorf("%q is not a whole number of bytes", s)
+		return 0, fmt.Errorf("%q is not a whole number of %s", s, q.unit)
 	}
 	if n <= 0 {
-		return 0, fmt.Errorf("%q: size must be positive", s)
+		return 0, fmt.Errorf("%q: %s must be positive", s, q.name)
 	}
-	if n > math.MaxInt64/2 {
-		return 0, fmt.Errorf("%q: size too large", s)
+	if n > q.max {
+		return 0, fmt.Errorf("%q: %s too large", s, q.name)
 	}
-	return int64(n), nil
+	return n, nil
 }
 
 // ParseList splits a comma-separated flag value and parses each element

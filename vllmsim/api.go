@@ -276,39 +276,41 @@ func arrivedAt(r *http.Request) time.Time {
 
 // kind is what differs between the two endpoints.
 type kind struct {
-	chat   bool
-	prefix string // id prefix
-	object string // non-streaming object
+	chat       bool
+	prefix     string // id prefix
+	object     string // non-streaming object
+	defaultMax int    // max_tokens when the request gives none (0: fill the context)
 }
 
 var (
-	completionKind = kind{prefix: "cmpl-", object: "text_completion"}
+	completionKind = kind{prefix: "cmpl-", object: "text_completion", defaultMax: 16}
 	chatKind       = kind{chat: true, prefix: "chatcmpl-", object: "chat.completion"}
 )
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
-	r = withArrival(r)
-	req, aerr := s.decodeRequest(w, r)
-	if aerr == nil {
-		aerr = s.checkCommon(req)
-	}
-	var prompt []int
-	if aerr == nil {
-		prompt, aerr = s.promptTokens(req.Prompt)
-	}
-	def := 16
-	var maxTokens int
-	if aerr == nil {
-		maxTokens, aerr = s.checkLengths(req, prompt, &def)
-	}
-	if aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	s.generate(w, r, req, completionKind, prompt, maxTokens)
+	s.handle(w, r, completionKind, func(req *genRequest) ([]int, *apiError) { return s.promptTokens(req.Prompt) })
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, chatKind, s.chatPrompt)
+}
+
+// chatPrompt renders a chat request's messages with the chat template.
+func (s *Server) chatPrompt(req *genRequest) ([]int, *apiError) {
+	if len(req.Messages) == 0 {
+		return nil, badRequest("Field required: messages")
+	}
+	prompt, err := s.tok.chat(req.Messages, true)
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return prompt, nil
+}
+
+// handle checks a request of kind k as vLLM does, in vLLM's order (the
+// body, the common fields, the prompt that promptOf makes of it, the
+// lengths), and generates its answer or writes the first error.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request, k kind, promptOf func(*genRequest) ([]int, *apiError)) {
 	r = withArrival(r)
 	req, aerr := s.decodeRequest(w, r)
 	if aerr == nil {
@@ -316,24 +318,21 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	var prompt []int
 	if aerr == nil {
-		if len(req.Messages) == 0 {
-			aerr = badRequest("Field required: messages")
-		} else {
-			var err error
-			if prompt, err = s.tok.chat(req.Messages, true); err != nil {
-				aerr = badRequest("%v", err)
-			}
-		}
+		prompt, aerr = promptOf(req)
 	}
 	var maxTokens int
 	if aerr == nil {
-		maxTokens, aerr = s.checkLengths(req, prompt, nil)
+		var def *int
+		if k.defaultMax > 0 {
+			def = &k.defaultMax
+		}
+		maxTokens, aerr = s.checkLengths(req, prompt, def)
 	}
 	if aerr != nil {
 		writeError(w, aerr)
 		return
 	}
-	s.generate(w, r, req, chatKind, prompt, maxTokens)
+	s.generate(w, r, req, k, prompt, maxTokens)
 }
 
 // generate runs one request through the engine and writes its response.

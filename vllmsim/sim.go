@@ -15,6 +15,7 @@
 package vllmsim
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -90,30 +91,14 @@ const (
 
 // fillDefaults fills the zero fields of c with their defaults.
 func (c *Config) fillDefaults() {
-	if c.Model == "" {
-		c.Model = kv.DefaultModel
-	}
-	if c.Version == "" {
-		c.Version = DefaultVersion
-	}
-	if c.BlockSize == 0 {
-		c.BlockSize = DefaultBlockSize
-	}
-	if c.GPUBlocks == 0 {
-		c.GPUBlocks = DefaultGPUBlocks
-	}
-	if c.MaxModelLen == 0 {
-		c.MaxModelLen = DefaultMaxModelLen
-	}
-	if c.MaxNumBatchedTokens == 0 {
-		c.MaxNumBatchedTokens = DefaultMaxBatched
-	}
-	if c.MaxRequests == 0 {
-		c.MaxRequests = DefaultMaxRequests
-	}
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
+	c.Model = cmp.Or(c.Model, kv.DefaultModel)
+	c.Version = cmp.Or(c.Version, DefaultVersion)
+	c.BlockSize = cmp.Or(c.BlockSize, DefaultBlockSize)
+	c.GPUBlocks = cmp.Or(c.GPUBlocks, DefaultGPUBlocks)
+	c.MaxModelLen = cmp.Or(c.MaxModelLen, DefaultMaxModelLen)
+	c.MaxNumBatchedTokens = cmp.Or(c.MaxNumBatchedTokens, DefaultMaxBatched)
+	c.MaxRequests = cmp.Or(c.MaxRequests, DefaultMaxRequests)
+	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
 	if c.Profile.Name == "" {
 		c.Profile = h20
 	}

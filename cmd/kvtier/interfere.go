@@ -47,24 +47,8 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	if err := checkSimTimeScale(f.simScale); err != nil {
 		errs = append(errs, err)
 	}
-	if f.useSim {
-		if f.endpointSet {
-			errs = append(errs, errors.New("--sim and --endpoint exclude each other"))
-		}
-		if cfg.ControlEndpoint != "" {
-			errs = append(errs, errors.New("--sim starts its own control instance: drop --control-endpoint"))
-		}
-		cfg.Endpoint = "sim"
-	} else if cfg.Endpoint == "" {
-		errs = append(errs, errors.New("--endpoint URL is required (or KVTIER_ENDPOINT, or --sim)"))
-	} else if _, err := probe.NewClient(cfg.Endpoint, time.Second); err != nil {
-		errs = append(errs, fmt.Errorf("--endpoint: %w", err))
-	}
-	if cfg.ControlEndpoint != "" {
-		if _, err := probe.NewClient(cfg.ControlEndpoint, time.Second); err != nil {
-			errs = append(errs, fmt.Errorf("--control-endpoint: %w", err))
-		}
-	}
+	cfg.Endpoint = checkEndpoints(&errs, f.useSim, f.endpointSet, cfg.Endpoint,
+		secondEndpoint{flag: "control-endpoint", role: "control instance", url: cfg.ControlEndpoint})
 	cfg.Decode = listFlag(&errs, "decode", f.decode, func(s string) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -97,29 +81,18 @@ func startInterfereSims(ctx context.Context, cfg *mb1.Config, chunk int) (func()
 		GPUBlocks: max(vllmsim.DefaultGPUBlocks, 2*longest/vllmsim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
 		TimeScale: 1, Seed: int64(cfg.Seed),
 	}
-	var servers []*vllmsim.Server
-	closeAll := func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}
+	var sims simFleet
 	var urls []string
 	for range 2 {
-		s, err := vllmsim.New(base)
+		url, err := sims.start(ctx, base)
 		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		servers = append(servers, s)
-		url, err := s.Start(ctx, "127.0.0.1:0")
-		if err != nil {
-			closeAll()
+			sims.close()
 			return nil, err
 		}
 		urls = append(urls, url)
 	}
 	cfg.Endpoint, cfg.ControlEndpoint, cfg.Simulated = urls[0], urls[1], true
-	return closeAll, nil
+	return sims.close, nil
 }
 
 // add adds the flags of kvtier interfere.

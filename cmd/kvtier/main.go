@@ -36,7 +36,7 @@ func commands() []command {
 	return []command{
 		{"info", "what this machine has: CPU, NUMA, memory, GPUs, RDMA NICs, libraries", runInfo},
 		{"geometry", "KV geometry of a model: bytes per token and block, chunks per layout", runGeometry},
-		{"sweep", "the tier sweep: fetch a reused prefix from hbm, host, remote, recompute", runSweep},
+		{"sweep", "the tier sweep: fetch a reused prefix from hbm, host, remote, disk, or recompute it", runSweep},
 		{"serve", "a peer holding a KV pool for the remote tier and transfers", runServe},
 		{"transfer", "MB2: KV transfer bandwidth vs size against a peer", runTransfer},
 		{"mesh", "the transfer matrix between every pair of ranks, under srun, mpirun or torchrun", runMesh},

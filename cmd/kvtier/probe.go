@@ -52,24 +52,8 @@ func (f *probeFlags) config() (probe.Config, error) {
 	}
 	cfg.CPUCapacity = tokensFlag(&errs, "cpu-capacity", f.cpuCapacity)
 	cfg.OffloadBlock = tokensFlag(&errs, "offload-block", f.offloadBlock)
-	if f.useSim {
-		if f.endpointSet {
-			errs = append(errs, errors.New("--sim and --endpoint exclude each other"))
-		}
-		if cfg.Producer != "" {
-			errs = append(errs, errors.New("--sim starts its own producer: drop --producer"))
-		}
-		cfg.Endpoint = "sim" // replaced by the sim's URL once it runs
-	} else if cfg.Endpoint == "" {
-		errs = append(errs, errors.New("--endpoint URL is required (or KVTIER_ENDPOINT, or --sim)"))
-	} else if _, err := probe.NewClient(cfg.Endpoint, time.Second); err != nil {
-		errs = append(errs, fmt.Errorf("--endpoint: %w", err))
-	}
-	if cfg.Producer != "" {
-		if _, err := probe.NewClient(cfg.Producer, time.Second); err != nil {
-			errs = append(errs, fmt.Errorf("--producer: %w", err))
-		}
-	}
+	cfg.Endpoint = checkEndpoints(&errs, f.useSim, f.endpointSet, cfg.Endpoint,
+		secondEndpoint{flag: "producer", role: "producer", url: cfg.Producer})
 	cfg.Tiers = listFlag(&errs, "tiers", f.tiers, func(s string) (string, error) {
 		s = strings.TrimSpace(s)
 		if !slices.Contains(probe.Tiers, s) {
@@ -194,28 +178,15 @@ func startProbeSims(ctx context.Context, cfg *probe.Config) (func(), error) {
 		MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024), TimeScale: 1,
 		EnablePromptTokensDetails: true, Seed: int64(cfg.Seed),
 	}
-	var servers []*vllmsim.Server
-	closeAll := func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}
-	start := func(c vllmsim.Config) (string, error) {
-		s, err := vllmsim.New(c)
-		if err != nil {
-			return "", err
-		}
-		servers = append(servers, s)
-		return s.Start(ctx, "127.0.0.1:0")
-	}
+	var sims simFleet
 	consumer := base
 	consumer.CPUBlocks = 4 * gpu
 	if slices.Contains(cfg.Tiers, "remote") {
 		producer := base
 		producer.Role = "producer"
-		url, err := start(producer)
+		url, err := sims.start(ctx, producer)
 		if err != nil {
-			closeAll()
+			sims.close()
 			return nil, err
 		}
 		cfg.Producer = url
@@ -225,14 +196,14 @@ func startProbeSims(ctx context.Context, cfg *probe.Config) (func(), error) {
 			cfg.BootstrapPort, _ = strconv.Atoi(u.Port())
 		}
 	}
-	url, err := start(consumer)
+	url, err := sims.start(ctx, consumer)
 	if err != nil {
-		closeAll()
+		sims.close()
 		return nil, err
 	}
 	cfg.Endpoint = url
 	cfg.Simulated = true
-	return closeAll, nil
+	return sims.close, nil
 }
 
 // runProbe measures the TTFT of a reused prefix in each tier of a vLLM

@@ -38,6 +38,11 @@ func status(rc C.int, e *C.kv_cublas_err) Status {
 	if rc == 0 {
 		return Status{}
 	}
+	return failure(e)
+}
+
+// failure is the Status of a failed call, from what the shim put in e.
+func failure(e *C.kv_cublas_err) Status {
 	return Status{Op: C.GoString(e.op), Code: int(e.code), Msg: C.GoString(&e.msg[0])}
 }
 
@@ -55,7 +60,7 @@ func Load(path string) (*Lib, Status) {
 	var e C.kv_cublas_err
 	b := C.kv_cublas_load(cpath, &e)
 	if b == nil {
-		return nil, Status{Op: C.GoString(e.op), Code: int(e.code), Msg: C.GoString(&e.msg[0])}
+		return nil, failure(&e)
 	}
 	return &Lib{b: b, Path: C.GoString(&b.path[0])}, Status{}
 }

@@ -81,6 +81,11 @@ func status(rc C.int, e *C.kv_cuda_err) Status {
 	if rc == 0 {
 		return Status{}
 	}
+	return failure(e)
+}
+
+// failure is the Status of a failed call, from what the shim put in e.
+func failure(e *C.kv_cuda_err) Status {
 	return Status{Op: C.GoString(e.op), Code: int(e.code), Name: C.GoString(&e.name[0]), Msg: C.GoString(&e.msg[0])}
 }
 
@@ -102,7 +107,7 @@ func Load(path string) (*Lib, Status) {
 	var e C.kv_cuda_err
 	l := C.kv_cuda_load(cpath, &e)
 	if l == nil {
-		return nil, Status{Op: C.GoString(e.op), Code: int(e.code), Name: C.GoString(&e.name[0]), Msg: C.GoString(&e.msg[0])}
+		return nil, failure(&e)
 	}
 	return &Lib{l: l, Path: C.GoString(&l.path[0]), Version: int(l.driver_version)}, Status{}
 }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/vllmsim"
+)
+
+// secondEndpoint is a server a command talks to besides --endpoint: its
+// flag, what it is (said when --sim makes it redundant) and its URL.
+type secondEndpoint struct{ flag, role, url string }
+
+// checkEndpoints checks --endpoint, --sim and a second server's flag
+// together, adding each problem to errs, and returns the endpoint to
+// use: "sim" with --sim (replaced by the sim's URL once it runs).
+func checkEndpoints(errs *[]error, useSim, endpointSet bool, endpoint string, second secondEndpoint) string {
+	switch {
+	case useSim:
+		if endpointSet {
+			*errs = append(*errs, errors.New("--sim and --endpoint exclude each other"))
+		}
+		if second.url != "" {
+			*errs = append(*errs, fmt.Errorf("--sim starts its own %s: drop --%s", second.role, second.flag))
+		}
+		endpoint = "sim"
+	case endpoint == "":
+		*errs = append(*errs, errors.New("--endpoint URL is required (or KVTIER_ENDPOINT, or --sim)"))
+	default:
+		if _, err := probe.NewClient(endpoint, time.Second); err != nil {
+			*errs = append(*errs, fmt.Errorf("--endpoint: %w", err))
+		}
+	}
+	if second.url != "" {
+		if _, err := probe.NewClient(second.url, time.Second); err != nil {
+			*errs = append(*errs, fmt.Errorf("--%s: %w", second.flag, err))
+		}
+	}
+	return endpoint
+}
+
+// simFleet is the embedded sims one command starts, closed together.
+type simFleet []*vllmsim.Server
+
+// start starts a sim on a free loopback port and returns its URL.
+func (f *simFleet) start(ctx context.Context, c vllmsim.Config) (string, error) {
+	s, err := vllmsim.New(c)
+	if err != nil {
+		return "", err
+	}
+	*f = append(*f, s)
+	return s.Start(ctx, "127.0.0.1:0")
+}
+
+// close closes every sim started.
+func (f *simFleet) close() {
+	for _, s := range *f {
+		s.Close()
+	}
+}

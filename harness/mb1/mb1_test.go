@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/results/resultstest"
 )
 
 // ones turns token times into chunks of one token each.
@@ -99,7 +99,7 @@ func TestDecodeStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows, toks resultstest.Sink
+	var rows, toks memsink.Sink
 	if err := r.Run(t.Context(), &rows, &toks); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/vllmsim/simtest"
 )
@@ -31,7 +31,7 @@ var mb1Ref = []struct {
 // the reference protocol: 32 warm-up tokens, the prefill after 1 s.
 func simMB1(t *testing.T, decode, prefill []int, api string) []results.Row {
 	t.Helper()
-	var rows, toks resultstest.Sink
+	var rows, toks memsink.Sink
 	synctest.Test(t, func(t *testing.T) {
 		var net vllmsim.MemNet
 		defer net.Close()
@@ -234,7 +234,7 @@ func TestSimMB1RealTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows, toks resultstest.Sink
+	var rows, toks memsink.Sink
 	if err := r.Run(t.Context(), &rows, &toks); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/results/resultstest"
 )
 
 // mustNew is New that fails the test on an error.
@@ -23,10 +23,10 @@ func mustNew(t *testing.T, cfg Config) *Prober {
 	return p
 }
 
-// mustRun runs p into a resultstest.Sink, failing the test on an error.
-func mustRun(t *testing.T, p *Prober) *resultstest.Sink {
+// mustRun runs p into a memsink.Sink, failing the test on an error.
+func mustRun(t *testing.T, p *Prober) *memsink.Sink {
 	t.Helper()
-	var sink resultstest.Sink
+	var sink memsink.Sink
 	if err := p.Run(t.Context(), &sink); err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestProbeRemoteRequests(t *testing.T) {
 
 // cancelSink cancels the run after n rows.
 type cancelSink struct {
-	resultstest.Sink
+	memsink.Sink
 	n      int
 	cancel context.CancelFunc
 }

@@ -157,15 +157,11 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 				"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
 				"api": cfg.API, "server_version": r.Version(),
 			}
-			rows, err := out.Open(mb1.Suite.Files[0])
-			if err != nil {
-				return err
-			}
-			toks, err := out.Open(mb1.Suite.Files[1])
+			sinks, err := out.OpenAll(mb1.Suite.Files)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(stderr, "kvtier interfere: %s at %s\n", r.Model(), redact.URL(cfg.Endpoint))
-			return r.Run(ctx, rows, toks)
+			return r.Run(ctx, sinks[0], sinks[1])
 		}}.exec(ctx, stdout, stderr)
 }

@@ -172,15 +172,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 // --timeout (the decode streams use r.streams, which is not: they run for
 // as long as the cell does).
 func (r *Runner) client(endpoint string) (*probe.Client, error) {
-	c, err := probe.NewClient(endpoint, r.cfg.Timeout)
-	if err != nil {
-		return nil, err
-	}
-	c.Idle = r.cfg.Idle
-	if r.cfg.HTTP != nil {
-		c.HTTP = r.cfg.HTTP
-	}
-	return c, nil
+	return probe.NewClientWith(endpoint, r.cfg.Timeout, r.cfg.Idle, r.cfg.HTTP)
 }
 
 // Model returns the model the runner drives.

@@ -239,15 +239,7 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 }
 
 func (p *Prober) client(endpoint string) (*Client, error) {
-	c, err := NewClient(endpoint, p.cfg.Timeout)
-	if err != nil {
-		return nil, err
-	}
-	c.Idle = p.cfg.Idle
-	if p.cfg.HTTP != nil {
-		c.HTTP = p.cfg.HTTP
-	}
-	return c, nil
+	return NewClientWith(endpoint, p.cfg.Timeout, p.cfg.Idle, p.cfg.HTTP)
 }
 
 // learn reads what the server says of itself: version, counters, cache

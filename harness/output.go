@@ -203,6 +203,20 @@ func (o *Output) Open(f results.File) (*results.CSV, error) {
 	return o.csv(f.Name, f.Header(), keys)
 }
 
+// OpenAll opens each of files in turn (Open), for a suite that writes all
+// of its files: its CSVs in the order of files.
+func (o *Output) OpenAll(files []results.File) ([]*results.CSV, error) {
+	out := make([]*results.CSV, len(files))
+	for i, f := range files {
+		c, err := o.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
 // Errors returns the number of error rows written through the output's
 // CSV files: a run with any is not a clean run (exit status 1).
 func (o *Output) Errors() int {

@@ -174,12 +174,9 @@ func drawMeshPairs(dir string, run *report.Run, res *Result) error {
 	ss := seriesOf(keys, groups, func(k key) string {
 		return fmt.Sprintf("%s-node pairs / %s / %s", k.pair, k.route, k.layout)
 	}, bytesX, okGBps)
-	if len(ss) == 0 {
-		res.Absent = append(res.Absent, "mesh.csv has no ok rows with a rate: intra/inter plot not drawn")
-		return nil
-	}
-	f := newFigure("Mesh: intra- vs inter-node bandwidth vs size (samples of all pairs)", "transfer size", "bandwidth (GB/s)")
-	if err := addSeries(f, ss); err != nil {
+	f, err := seriesFigure(res, ss, "mesh.csv has no ok rows with a rate: intra/inter plot not drawn",
+		"Mesh: intra- vs inter-node bandwidth vs size (samples of all pairs)", "transfer size", "bandwidth (GB/s)")
+	if f == nil || err != nil {
 		return err
 	}
 	f.logX(bytesLabel, true)

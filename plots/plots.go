@@ -158,6 +158,17 @@ func (s series) xys(ys []float64) plotter.XYs {
 	return out
 }
 
+// seriesFigure returns a new figure with the series ss drawn (addSeries);
+// with no series it notes absent in res and returns no figure.
+func seriesFigure(res *Result, ss []series, absent, title, xlabel, ylabel string) (*figure, error) {
+	if len(ss) == 0 {
+		res.Absent = append(res.Absent, absent)
+		return nil, nil
+	}
+	f := newFigure(title, xlabel, ylabel)
+	return f, addSeries(f, ss)
+}
+
 // addSeries draws each series as a p50 line with its p10–p90 band.
 func addSeries(f *figure, ss []series) error {
 	bands := false
@@ -253,13 +264,12 @@ func plainLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 func drawSweep(dir string, run *report.Run, res *Result) error {
 	keys, groups := report.GroupBy(run.Rows("sweep"), report.SweepKeyOf, report.CompareSweepKeys)
 	ss := seriesOf(keys, groups, report.SweepKey.Label, prefixX, okSeconds)
-	if len(ss) == 0 {
-		res.Absent = append(res.Absent, "sweep.csv has no ok rows: tier curve not drawn")
-	} else {
-		f := newFigure("Device tiers: time to bring back an L-token KV prefix", "prefix length L (tokens)", "time per fetch (s)")
-		if err := addSeries(f, ss); err != nil {
-			return err
-		}
+	f, err := seriesFigure(res, ss, "sweep.csv has no ok rows: tier curve not drawn",
+		"Device tiers: time to bring back an L-token KV prefix", "prefix length L (tokens)", "time per fetch (s)")
+	if err != nil {
+		return err
+	}
+	if f != nil {
 		f.logX(tokensLabel, true)
 		f.ticksAt(allX(ss), tokensLabel)
 		f.logY(secLabel)
@@ -390,12 +400,9 @@ func drawProbe(dir string, run *report.Run, res *Result) error {
 			ss = append(ss, s)
 		}
 	}
-	if len(ss) == 0 {
-		res.Absent = append(res.Absent, "probe.csv has no verified ok rows: TTFT curve not drawn")
-		return nil
-	}
-	f := newFigure("HTTP four tiers: time to first token of a reused prefix", "prefix length L (tokens)", "time to first token (s)")
-	if err := addSeries(f, ss); err != nil {
+	f, err := seriesFigure(res, ss, "probe.csv has no verified ok rows: TTFT curve not drawn",
+		"HTTP four tiers: time to first token of a reused prefix", "prefix length L (tokens)", "time to first token (s)")
+	if f == nil || err != nil {
 		return err
 	}
 	xs := allX(ss)
@@ -606,12 +613,9 @@ func drawTransfer(dir string, run *report.Run, res *Result) error {
 	ss := seriesOf(keys, groups, func(k key) string {
 		return report.JoinNonEmpty(" / ", k.path, k.transport, k.layout, k.mem)
 	}, bytesX, okGBps)
-	if len(ss) == 0 {
-		res.Absent = append(res.Absent, "transfer.csv has no ok rows with a rate: bandwidth plot not drawn")
-		return nil
-	}
-	f := newFigure("MB2: KV transfer bandwidth vs size (path / transport / layout / memory)", "transfer size", "bandwidth (GB/s)")
-	if err := addSeries(f, ss); err != nil {
+	f, err := seriesFigure(res, ss, "transfer.csv has no ok rows with a rate: bandwidth plot not drawn",
+		"MB2: KV transfer bandwidth vs size (path / transport / layout / memory)", "transfer size", "bandwidth (GB/s)")
+	if f == nil || err != nil {
 		return err
 	}
 	var rates []float64

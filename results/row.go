@@ -145,37 +145,17 @@ func FormatValue(v any) string {
 // suite-specific columns from Extra ("" when absent). It is the inverse of
 // what ReadCSV parses.
 func (r Row) Cell(col string) string {
-	switch col {
-	case "suite":
-		return r.Suite
-	case "backend":
-		return r.Backend
-	case "transport":
-		return r.Transport
-	case "tier":
-		return r.Tier
-	case "layout":
-		return r.Layout
-	case "model":
-		return r.Model
-	case "prefix_tokens":
-		return zeroEmpty(r.PrefixTokens)
-	case "blocks":
-		return zeroEmpty(r.Blocks)
-	case "chunk_bytes":
-		return zeroEmpty(r.ChunkBytes)
-	case "bytes":
-		return zeroEmpty(r.Bytes)
-	case "rep":
-		return strconv.Itoa(r.Rep)
-	case "seconds":
-		return FormatValue(r.Seconds)
-	case "gbps":
-		return FormatValue(r.GBps)
-	case "status":
-		return string(r.Status)
-	case "reason":
-		return r.Reason
+	switch p := r.common(col).(type) {
+	case *string:
+		return *p
+	case *int64:
+		return zeroEmpty(*p)
+	case *int:
+		return strconv.Itoa(*p)
+	case *float64:
+		return FormatValue(*p)
+	case *Status:
+		return string(*p)
 	}
 	return r.Extra[col]
 }
@@ -191,39 +171,19 @@ func zeroEmpty(n int64) string {
 // inverse of Cell. Columns that are not common ones land in Extra.
 func (r *Row) SetCell(col, text string) error {
 	var err error
-	switch col {
-	case "suite":
-		r.Suite = text
-	case "backend":
-		r.Backend = text
-	case "transport":
-		r.Transport = text
-	case "tier":
-		r.Tier = text
-	case "layout":
-		r.Layout = text
-	case "model":
-		r.Model = text
-	case "prefix_tokens":
-		r.PrefixTokens, err = parseInt(text)
-	case "blocks":
-		r.Blocks, err = parseInt(text)
-	case "chunk_bytes":
-		r.ChunkBytes, err = parseInt(text)
-	case "bytes":
-		r.Bytes, err = parseInt(text)
-	case "rep":
+	switch p := r.common(col).(type) {
+	case *string:
+		*p = text
+	case *int64:
+		*p, err = parseInt(text)
+	case *int:
 		var n int64
 		n, err = parseInt(text)
-		r.Rep = int(n)
-	case "seconds":
-		r.Seconds, err = parseFloat(text)
-	case "gbps":
-		r.GBps, err = parseFloat(text)
-	case "status":
-		r.Status = Status(text)
-	case "reason":
-		r.Reason = text
+		*p = int(n)
+	case *float64:
+		*p, err = parseFloat(text)
+	case *Status:
+		*p = Status(text)
 	default:
 		if r.Extra == nil {
 			r.Extra = map[string]string{}
@@ -232,6 +192,45 @@ func (r *Row) SetCell(col, text string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("column %s: %w", col, err)
+	}
+	return nil
+}
+
+// common returns a pointer to the field that holds common column col,
+// nil for a suite-specific column: the one list of which column is which
+// field, for Cell and SetCell.
+func (r *Row) common(col string) any {
+	switch col {
+	case "suite":
+		return &r.Suite
+	case "backend":
+		return &r.Backend
+	case "transport":
+		return &r.Transport
+	case "tier":
+		return &r.Tier
+	case "layout":
+		return &r.Layout
+	case "model":
+		return &r.Model
+	case "prefix_tokens":
+		return &r.PrefixTokens
+	case "blocks":
+		return &r.Blocks
+	case "chunk_bytes":
+		return &r.ChunkBytes
+	case "bytes":
+		return &r.Bytes
+	case "rep":
+		return &r.Rep
+	case "seconds":
+		return &r.Seconds
+	case "gbps":
+		return &r.GBps
+	case "status":
+		return &r.Status
+	case "reason":
+		return &r.Reason
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
@@ -14,13 +15,14 @@ import (
 // flag, what it is (said when --sim makes it redundant) and its URL.
 type secondEndpoint struct{ flag, role, url string }
 
-// checkEndpoints checks --endpoint, --sim and a second server's flag
+// endpointURL checks --endpoint, --sim and a second server's flag
 // together, adding each problem to errs, and returns the endpoint to
 // use: "sim" with --sim (replaced by the sim's URL once it runs).
-func checkEndpoints(errs *[]error, useSim, endpointSet bool, endpoint string, second secondEndpoint) string {
+func (f *serverFlags) endpointURL(errs *[]error, second secondEndpoint) string {
+	endpoint := strings.TrimSpace(f.endpoint)
 	switch {
-	case useSim:
-		if endpointSet {
+	case f.useSim:
+		if f.fs.Changed("endpoint") {
 			*errs = append(*errs, errors.New("--sim and --endpoint exclude each other"))
 		}
 		if second.url != "" {

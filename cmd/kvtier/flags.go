@@ -151,6 +151,29 @@ func (f *policyFlags) policy() (harness.Policy, error) {
 // maxOrdinal bounds a GPU ordinal (--gpu) and a NUMA node (--numa).
 const maxOrdinal = 1023
 
+// serverFlags choose the vLLM server a client command measures:
+// --endpoint or --sim (an embedded kvtier sim), --served-model-name,
+// --idle-timeout and the removed --sim-time-scale.
+type serverFlags struct {
+	fs       *pflag.FlagSet // the command's, to tell whether --endpoint was given
+	endpoint string
+	model    string
+	useSim   bool
+	simScale float64
+	idle     time.Duration
+}
+
+// add adds the group's flags to fs; simUsage says what --sim measures.
+func (f *serverFlags) add(fs *pflag.FlagSet, simUsage string) {
+	f.fs = fs
+	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
+	fs.BoolVar(&f.useSim, "sim", false, simUsage)
+	addSimTimeScale(fs, &f.simScale)
+	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
+	alias(fs, "model", "served-model-name")
+	addIdleTimeout(fs, &f.idle)
+}
+
 // backendFlags are --backend, --gpu and --numa: which backend measures.
 type backendFlags struct {
 	name      string

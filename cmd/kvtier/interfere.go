@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -24,15 +22,13 @@ import (
 
 // interfereFlags are the raw flag values of kvtier interfere.
 type interfereFlags struct {
-	endpoint, control, model, decode, prefill string
-	chunkLabel, injectAfter, timeout          string
-	out                                       outputFlags
-	api                                       string
-	useSim, endpointSet                       bool
-	simScale                                  float64
-	reps, decodeTokens                        int
-	seed                                      uint64
-	idle                                      time.Duration
+	server                           serverFlags
+	control, decode, prefill         string
+	chunkLabel, injectAfter, timeout string
+	out                              outputFlags
+	api                              string
+	reps, decodeTokens               int
+	seed                             uint64
 }
 
 // config turns the flags into MB1's configuration, reporting every
@@ -40,15 +36,13 @@ type interfereFlags struct {
 func (f *interfereFlags) config() (mb1.Config, error) {
 	var errs []error
 	cfg := mb1.Config{
-		Endpoint: strings.TrimSpace(f.endpoint), ControlEndpoint: strings.TrimSpace(f.control),
-		Model: f.model, Reps: f.reps, ChunkLabel: f.chunkLabel, DecodeTokens: f.decodeTokens, Seed: f.seed,
-		API: f.api,
+		ControlEndpoint: strings.TrimSpace(f.control), Model: f.server.model, API: f.api,
+		Reps: f.reps, ChunkLabel: f.chunkLabel, DecodeTokens: f.decodeTokens, Seed: f.seed,
 	}
-	if err := checkSimTimeScale(f.simScale); err != nil {
+	if err := checkSimTimeScale(f.server.simScale); err != nil {
 		errs = append(errs, err)
 	}
-	cfg.Endpoint = checkEndpoints(&errs, f.useSim, f.endpointSet, cfg.Endpoint,
-		secondEndpoint{flag: "control-endpoint", role: "control instance", url: cfg.ControlEndpoint})
+	cfg.Endpoint = f.server.endpointURL(&errs, secondEndpoint{flag: "control-endpoint", role: "control instance", url: cfg.ControlEndpoint})
 	cfg.Decode = listFlag(&errs, "decode", f.decode, func(s string) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -64,7 +58,7 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	}
 	cfg.InjectAfter = durationFlag(&errs, "inject-after", f.injectAfter)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
-	cfg.Idle = f.idle
+	cfg.Idle = f.server.idle
 	errs = append(errs, f.out.check())
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
@@ -97,11 +91,7 @@ func startInterfereSims(ctx context.Context, cfg *mb1.Config, chunk int) (func()
 
 // add adds the flags of kvtier interfere.
 func (f *interfereFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured (env KVTIER_ENDPOINT)")
-	fs.BoolVar(&f.useSim, "sim", false, "measure an embedded kvtier sim, with a second one for the control arm (rows say simulated=true)")
-	addSimTimeScale(fs, &f.simScale)
-	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
-	alias(fs, "model", "served-model-name")
+	f.server.add(fs, "measure an embedded kvtier sim, with a second one for the control arm (rows say simulated=true)")
 	fs.StringVar(&f.decode, "decode", "1,4,8", "numbers of concurrent decode streams D")
 	fs.StringVar(&f.api, "api", probe.APICompletions, "API of the decode streams and the prefill: completions (prompts of token ids) or chat (as the H20 reference; the prefill sized with POST /tokenize)")
 	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024)")
@@ -111,7 +101,6 @@ func (f *interfereFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.injectAfter, "inject-after", "1s", "delay from the start of the decodes to the prefill")
 	fs.IntVar(&f.decodeTokens, "decode-tokens", 0, "max_tokens of the decode streams (0: up to max_model_len; streams are cancelled once the prefill is done)")
 	fs.StringVar(&f.timeout, "timeout", "600s", "limit of the prefill request")
-	addIdleTimeout(fs, &f.idle)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	f.out.add(fs)
 }
@@ -122,15 +111,12 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 	fs := newFlagSet("interfere", "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.", stderr)
 	var f interfereFlags
 	f.add(fs)
-	cfg, code, ok := parseOptions(fs, args, stderr, func() (mb1.Config, error) {
-		f.endpointSet = fs.Changed("endpoint")
-		return f.config()
-	})
+	cfg, code, ok := parseOptions(fs, args, stderr, f.config)
 	if !ok {
 		return code
 	}
-	warnSimTimeScale(fs, f.simScale, stderr)
-	if f.useSim {
+	warnSimTimeScale(fs, f.server.simScale, stderr)
+	if f.server.useSim {
 		chunk := vllmsim.DefaultMaxBatched
 		if f.chunkLabel != "" {
 			chunk, _ = units.ParseTokens(f.chunkLabel)
@@ -157,15 +143,11 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 				"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
 				"api": cfg.API, "server_version": r.Version(),
 			}
-			rows, err := out.Open(mb1.Suite.Files[0])
-			if err != nil {
-				return err
-			}
-			toks, err := out.Open(mb1.Suite.Files[1])
+			sinks, err := out.OpenAll(mb1.Suite.Files)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(stderr, "kvtier interfere: %s at %s\n", r.Model(), redact.URL(cfg.Endpoint))
-			return r.Run(ctx, rows, toks)
+			return r.Run(ctx, sinks[0], sinks[1])
 		}}.exec(ctx, stdout, stderr)
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/report"
-	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -152,14 +151,10 @@ func kneeInto(ctx context.Context, out *harness.Output, f *workloadFlags, cfg kn
 	if err := out.WriteManifest(); err != nil {
 		return err
 	}
-	var sinks knee.Sinks
-	for i, p := range []*results.Sink{&sinks.Requests, &sinks.Capacities, &sinks.Curve} {
-		c, err := out.Open(knee.Suite.Files[i])
-		if err != nil {
-			return err
-		}
-		*p = c
+	c, err := out.OpenAll(knee.Suite.Files)
+	if err != nil {
+		return err
 	}
-	sinks.AddFile = out.AddFile
+	sinks := knee.Sinks{Requests: c[0], Capacities: c[1], Curve: c[2], AddFile: out.AddFile}
 	return knee.Run(ctx, cfg, w, sinks)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	neturl "net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,18 +25,16 @@ import (
 
 // probeFlags are the raw flag values of kvtier probe.
 type probeFlags struct {
-	endpoint, producer, connector, model string
-	tiers, prefixes, timeout             string
-	out                                  outputFlags
-	api, mooncakeShape                   string
-	cpuCapacity, offloadBlock            string
-	useSim                               bool
-	simScale                             float64
-	reps, blockSize, bootstrapPort       int
-	seed                                 uint64
-	evictMargin                          float64
-	endpointSet                          bool
-	idle                                 time.Duration
+	server                    serverFlags
+	producer, connector       string
+	tiers, prefixes, timeout  string
+	out                       outputFlags
+	api, mooncakeShape        string
+	cpuCapacity, offloadBlock string
+	reps, blockSize           int
+	bootstrapPort             int
+	seed                      uint64
+	evictMargin               float64
 }
 
 // config turns the flags into the probe's configuration, reporting every
@@ -45,15 +42,13 @@ type probeFlags struct {
 func (f *probeFlags) config() (probe.Config, error) {
 	var errs []error
 	cfg := probe.Config{
-		Endpoint: strings.TrimSpace(f.endpoint), Producer: strings.TrimSpace(f.producer),
-		Connector: f.connector, BootstrapPort: f.bootstrapPort, Model: f.model,
+		Producer: strings.TrimSpace(f.producer), Connector: f.connector, BootstrapPort: f.bootstrapPort, Model: f.server.model,
 		Reps: f.reps, Seed: f.seed, EvictMargin: f.evictMargin, BlockSize: f.blockSize,
 		API: f.api, MooncakeShape: f.mooncakeShape,
 	}
 	cfg.CPUCapacity = tokensFlag(&errs, "cpu-capacity", f.cpuCapacity)
 	cfg.OffloadBlock = tokensFlag(&errs, "offload-block", f.offloadBlock)
-	cfg.Endpoint = checkEndpoints(&errs, f.useSim, f.endpointSet, cfg.Endpoint,
-		secondEndpoint{flag: "producer", role: "producer", url: cfg.Producer})
+	cfg.Endpoint = f.server.endpointURL(&errs, secondEndpoint{flag: "producer", role: "producer", url: cfg.Producer})
 	cfg.Tiers = listFlag(&errs, "tiers", f.tiers, func(s string) (string, error) {
 		s = strings.TrimSpace(s)
 		if !slices.Contains(probe.Tiers, s) {
@@ -63,7 +58,7 @@ func (f *probeFlags) config() (probe.Config, error) {
 	}, "miss")
 	cfg.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
-	cfg.Idle = f.idle
+	cfg.Idle = f.server.idle
 	if f.bootstrapPort == 0 {
 		errs = append(errs, option.Errorf("bootstrap-port", "want a port, 1 to 65535, got 0"))
 	}
@@ -71,7 +66,7 @@ func (f *probeFlags) config() (probe.Config, error) {
 		errs = append(errs, fmt.Errorf("--connector %q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))
 		cfg.Connector = "nixl"
 	}
-	if err := checkSimTimeScale(f.simScale); err != nil {
+	if err := checkSimTimeScale(f.server.simScale); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, f.out.check())
@@ -211,17 +206,12 @@ func startProbeSims(ctx context.Context, cfg *probe.Config) (func(), error) {
 func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs := newFlagSet("probe", "Usage: kvtier probe --endpoint URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.", stderr)
 	var f probeFlags
-	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
-	fs.BoolVar(&f.useSim, "sim", false, "measure an embedded kvtier sim instead of a server (rows say simulated=true)")
-	addSimTimeScale(fs, &f.simScale)
-	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
-	alias(fs, "model", "served-model-name")
+	f.server.add(fs, "measure an embedded kvtier sim instead of a server (rows say simulated=true)")
 	fs.StringVar(&f.tiers, "tiers", strings.Join(probe.Tiers, ","), "tiers to force and measure: "+strings.Join(probe.Tiers, ", "))
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024)")
 	fs.IntVar(&f.reps, "reps", 3, "measured requests per tier and prefix")
 	f.out.add(fs)
 	fs.StringVar(&f.timeout, "timeout", "120s", "limit of one request")
-	addIdleTimeout(fs, &f.idle)
 	fs.StringVar(&f.producer, "producer", "", "remote tier: base URL of the instance that prefills (kv_producer); the endpoint pulls from it")
 	fs.StringVar(&f.connector, "connector", "nixl", "remote tier: KV connector protocol, nixl or mooncake")
 	fs.IntVar(&f.bootstrapPort, "bootstrap-port", 8998, "remote tier, mooncake: the producer's bootstrap port")
@@ -232,15 +222,12 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	fs.Float64Var(&f.evictMargin, "evict-margin", 1.5, "cpu tier: filler tokens sent to evict the GPU cache, as a multiple of the GPU pool")
 	fs.IntVar(&f.blockSize, "block-size", 0, "KV block size in tokens (default: from vllm:cache_config_info)")
-	cfg, code, ok := parseOptions(fs, args, stderr, func() (probe.Config, error) {
-		f.endpointSet = fs.Changed("endpoint")
-		return f.config()
-	})
+	cfg, code, ok := parseOptions(fs, args, stderr, f.config)
 	if !ok {
 		return code
 	}
-	warnSimTimeScale(fs, f.simScale, stderr)
-	if f.useSim {
+	warnSimTimeScale(fs, f.server.simScale, stderr)
+	if f.server.useSim {
 		stop, err := startProbeSims(ctx, &cfg)
 		if err != nil {
 			return usageErr(stderr, "probe", fmt.Errorf("--sim: %w", err))

@@ -216,14 +216,11 @@ func replayInto(ctx context.Context, stderr io.Writer, out *harness.Output, f *w
 	if err := out.WriteManifest(); err != nil {
 		return err
 	}
-	reqs, err := out.Open(replay.Suite.Files[0])
+	sinks, err := out.OpenAll(replay.Suite.Files)
 	if err != nil {
 		return err
 	}
-	runs, err := out.Open(replay.Suite.Files[1])
-	if err != nil {
-		return err
-	}
+	reqs, runs := sinks[0], sinks[1]
 	ws, err := w.WorkingSet(cfg.Dispatch, cfg.Concurrency)
 	if err != nil {
 		return err

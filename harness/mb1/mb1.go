@@ -81,22 +81,8 @@ func (c Config) Validate() error {
 	if c.Endpoint == "" {
 		errs = append(errs, errors.New("--endpoint is required (or --sim)"))
 	}
-	if len(c.Decode) == 0 {
-		errs = append(errs, errors.New("--decode is empty"))
-	}
-	for _, d := range c.Decode {
-		if d < 1 || d > MaxStreams {
-			errs = append(errs, fmt.Errorf("--decode %d: want 1 to %d streams", d, MaxStreams))
-		}
-	}
-	if len(c.Prefill) == 0 {
-		errs = append(errs, errors.New("--prefill is empty"))
-	}
-	for _, p := range c.Prefill {
-		if p < 2 || p > probe.MaxPromptTokens {
-			errs = append(errs, fmt.Errorf("--prefill %d: want 2 to %d tokens", p, probe.MaxPromptTokens))
-		}
-	}
+	errs = append(errs, probe.CheckCounts("decode", c.Decode, 1, MaxStreams, "streams")...)
+	errs = append(errs, probe.CheckCounts("prefill", c.Prefill, 2, probe.MaxPromptTokens, "tokens")...)
 	if c.Reps < 1 || c.Reps > probe.MaxReps {
 		errs = append(errs, fmt.Errorf("--reps %d: want 1 to %d", c.Reps, probe.MaxReps))
 	}
@@ -106,12 +92,7 @@ func (c Config) Validate() error {
 	if c.DecodeTokens < 0 || c.DecodeTokens > probe.MaxPromptTokens {
 		errs = append(errs, fmt.Errorf("--decode-tokens %d: want 0 (from max_model_len) to %d", c.DecodeTokens, probe.MaxPromptTokens))
 	}
-	if c.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--timeout %s: must be positive", c.Timeout))
-	}
-	if c.Idle < 0 {
-		errs = append(errs, fmt.Errorf("--idle-timeout %s: must not be negative", c.Idle))
-	}
+	errs = append(errs, probe.CheckTimeouts(c.Timeout, c.Idle)...)
 	if c.API != "" && !slices.Contains(probe.APIs, c.API) {
 		errs = append(errs, fmt.Errorf("--api %q: want %s", c.API, strings.Join(probe.APIs, " or ")))
 	}
@@ -191,15 +172,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 // --timeout (the decode streams use r.streams, which is not: they run for
 // as long as the cell does).
 func (r *Runner) client(endpoint string) (*probe.Client, error) {
-	c, err := probe.NewClient(endpoint, r.cfg.Timeout)
-	if err != nil {
-		return nil, err
-	}
-	c.Idle = r.cfg.Idle
-	if r.cfg.HTTP != nil {
-		c.HTTP = r.cfg.HTTP
-	}
-	return c, nil
+	return probe.NewClientWith(endpoint, r.cfg.Timeout, r.cfg.Idle, r.cfg.HTTP)
 }
 
 // Model returns the model the runner drives.

@@ -52,6 +52,21 @@ func NewClient(endpoint string, timeout time.Duration) (*Client, error) {
 	return &Client{Base: base, HTTP: &http.Client{}, Timeout: timeout, user: u.User}, nil
 }
 
+// NewClientWith returns NewClient(endpoint, timeout) with Idle set to idle
+// and, when hc is not nil, hc as its HTTP client: the client a measuring
+// run builds from its configuration.
+func NewClientWith(endpoint string, timeout, idle time.Duration, hc *http.Client) (*Client, error) {
+	c, err := NewClient(endpoint, timeout)
+	if err != nil {
+		return nil, err
+	}
+	c.Idle = idle
+	if hc != nil {
+		c.HTTP = hc
+	}
+	return c, nil
+}
+
 // With returns a client of the same server and credentials whose
 // requests are bounded by timeout and idle (0: none).
 func (c *Client) With(timeout, idle time.Duration) *Client {

@@ -101,14 +101,7 @@ func (c Config) Validate() error {
 	if len(c.Tiers) == 0 {
 		errs = append(errs, errors.New("--tiers is empty"))
 	}
-	if len(c.Prefixes) == 0 {
-		errs = append(errs, errors.New("--prefix is empty"))
-	}
-	for _, l := range c.Prefixes {
-		if l < 2 || l > MaxPromptTokens {
-			errs = append(errs, fmt.Errorf("--prefix %d: want 2 to %d tokens", l, MaxPromptTokens))
-		}
-	}
+	errs = append(errs, CheckCounts("prefix", c.Prefixes, 2, MaxPromptTokens, "tokens")...)
 	if c.Reps < 1 || c.Reps > MaxReps {
 		errs = append(errs, fmt.Errorf("--reps %d: want 1 to %d", c.Reps, MaxReps))
 	}
@@ -129,12 +122,7 @@ func (c Config) Validate() error {
 	if c.BootstrapPort < 0 || c.BootstrapPort > 65535 {
 		errs = append(errs, fmt.Errorf("--bootstrap-port %d: want a port, 1 to 65535", c.BootstrapPort))
 	}
-	if c.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--timeout %s: must be positive", c.Timeout))
-	}
-	if c.Idle < 0 {
-		errs = append(errs, fmt.Errorf("--idle-timeout %s: must not be negative", c.Idle))
-	}
+	errs = append(errs, CheckTimeouts(c.Timeout, c.Idle)...)
 	if c.Connector != "" && !slices.Contains(Connectors, c.Connector) {
 		errs = append(errs, fmt.Errorf("unknown connector %q (known: %s)", c.Connector, strings.Join(Connectors, ", ")))
 	}
@@ -145,6 +133,35 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--api %q: want %s", c.API, strings.Join(APIs, " or ")))
 	}
 	return errors.Join(errs...)
+}
+
+// CheckCounts reports a list flag of counts that is empty, and each value
+// outside lo to hi: "--prefix is empty", "--prefix 1: want 2 to 16777216
+// tokens". unit names what the values count.
+func CheckCounts(flag string, vs []int, lo, hi int, unit string) []error {
+	var errs []error
+	if len(vs) == 0 {
+		errs = append(errs, fmt.Errorf("--%s is empty", flag))
+	}
+	for _, v := range vs {
+		if v < lo || v > hi {
+			errs = append(errs, fmt.Errorf("--%s %d: want %d to %d %s", flag, v, lo, hi, unit))
+		}
+	}
+	return errs
+}
+
+// CheckTimeouts reports a request timeout that is not positive and an
+// idle timeout that is negative (Client's Timeout and Idle).
+func CheckTimeouts(timeout, idle time.Duration) []error {
+	var errs []error
+	if timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %s: must be positive", timeout))
+	}
+	if idle < 0 {
+		errs = append(errs, fmt.Errorf("--idle-timeout %s: must not be negative", idle))
+	}
+	return errs
 }
 
 // ErrUnreachable wraps the error of a server that cannot be reached at
@@ -222,15 +239,7 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 }
 
 func (p *Prober) client(endpoint string) (*Client, error) {
-	c, err := NewClient(endpoint, p.cfg.Timeout)
-	if err != nil {
-		return nil, err
-	}
-	c.Idle = p.cfg.Idle
-	if p.cfg.HTTP != nil {
-		c.HTTP = p.cfg.HTTP
-	}
-	return c, nil
+	return NewClientWith(endpoint, p.cfg.Timeout, p.cfg.Idle, p.cfg.HTTP)
 }
 
 // learn reads what the server says of itself: version, counters, cache

@@ -51,13 +51,9 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := probe.NewClient(cfg.Endpoint, cfg.Timeout)
+	c, err := probe.NewClientWith(cfg.Endpoint, cfg.Timeout, cfg.Idle, cfg.HTTP)
 	if err != nil {
 		return nil, err
-	}
-	c.Idle = cfg.Idle
-	if cfg.HTTP != nil {
-		c.HTTP = cfg.HTTP
 	}
 	rp := &Replayer{cfg: cfg, w: w, c: c}
 	rp.info.Endpoint = redact.URL(cfg.Endpoint)

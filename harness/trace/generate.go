@@ -137,7 +137,7 @@ type generator struct {
 	w      *bufio.Writer
 	nextID uint64
 	sys    [][]uint64 // per system prompt: ids of its full blocks
-	queue  sessionQueue
+	queue  arrivalHeap[*genSession]
 	stats  GenStats
 	buf    []byte
 }
@@ -219,21 +219,4 @@ func appendID(line []byte, k int, id uint64) []byte {
 	return strconv.AppendUint(line, id, 10)
 }
 
-// sessionQueue orders sessions by their next arrival, then id.
-type sessionQueue []*genSession
-
-func (q sessionQueue) Len() int { return len(q) }
-func (q sessionQueue) Less(i, j int) bool {
-	if q[i].next != q[j].next {
-		return q[i].next < q[j].next
-	}
-	return q[i].id < q[j].id
-}
-func (q sessionQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *sessionQueue) Push(x any)   { *q = append(*q, x.(*genSession)) }
-func (q *sessionQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
-}
+func (s *genSession) arrival() (float64, int) { return s.next, s.id }

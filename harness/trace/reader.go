@@ -82,7 +82,7 @@ type Reader struct {
 	lines     int
 	malformed []Malformed
 	nBad      int
-	pending   lineHeap
+	pending   arrivalHeap[line]
 	held      int64 // bytes the pending lines hold
 	emitted   int
 	lastTime  float64
@@ -255,22 +255,35 @@ func (s ReadStats) BadLines() string {
 	return b.String()
 }
 
-// lineHeap orders pending lines by timestamp, then line number.
-type lineHeap []line
-
-func (h lineHeap) Len() int { return len(h) }
-func (h lineHeap) Less(i, j int) bool {
-	if h[i].time != h[j].time {
-		return h[i].time < h[j].time
-	}
-	return h[i].num < h[j].num
+// arriving is what an arrivalHeap orders: a time and, among equal times,
+// a sequence number.
+type arriving interface {
+	arrival() (time float64, seq int)
 }
-func (h lineHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *lineHeap) Push(x any)   { *h = append(*h, x.(line)) }
-func (h *lineHeap) Pop() any {
+
+// An arrivalHeap (container/heap) orders items by arrival time, then
+// sequence number: pending trace lines by timestamp and line number,
+// synthetic sessions by their next turn and id.
+type arrivalHeap[T arriving] []T
+
+func (h arrivalHeap[T]) Len() int { return len(h) }
+func (h arrivalHeap[T]) Less(i, j int) bool {
+	ti, si := h[i].arrival()
+	tj, sj := h[j].arrival()
+	if ti != tj {
+		return ti < tj
+	}
+	return si < sj
+}
+func (h arrivalHeap[T]) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *arrivalHeap[T]) Push(x any)   { *h = append(*h, x.(T)) }
+func (h *arrivalHeap[T]) Pop() any {
 	old := *h
 	x := old[len(old)-1]
-	old[len(old)-1] = line{}
+	var zero T
+	old[len(old)-1] = zero
 	*h = old[:len(old)-1]
 	return x
 }
+
+func (l line) arrival() (float64, int) { return l.time, l.num }

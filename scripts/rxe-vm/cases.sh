@@ -124,18 +124,27 @@ case_info() {
 	verdict "$d" PASS "$(grep -E '^ +verbs ' "$d/info.out" | tr -s ' ' | cut -c1-120)"
 }
 
+# client OUTDIR NAME COMMAND...: runs COMMAND (through env, so it may start
+# with VAR=VALUE words) with --out OUTDIR/run, keeping its output in
+# OUTDIR/NAME.out and NAME.err and showing it, and copies the NAME.csv it
+# wrote to OUTDIR; rc is its exit status.
+client() {
+	d=$1 name=$2
+	shift 2
+	env "$@" --out "$d/run" >"$d/$name.out" 2>"$d/$name.err"
+	rc=$?
+	cat "$d/$name.out" "$d/$name.err"
+	cp "$d/run/$name.csv" "$d/$name.csv" 2>/dev/null
+}
+
 # transfer over rxe0: several sizes, both layouts, two QPs; every row ok,
 # verified and labelled verbs/rxe0.
 case_transfer() {
 	d=$1
 	shared_server "$d" || return
 	ts "transfer"
-	timeout 90 kvtier transfer --transport verbs --peer 127.0.0.1:$SHARED_PORT \
-		--sizes 1MiB,4MiB,16MiB --layout layerwise,blockwise --conns 2 --reps 2 --warmup 1 \
-		--out "$d/run" >"$d/transfer.out" 2>"$d/transfer.err"
-	rc=$?
-	cat "$d/transfer.out" "$d/transfer.err"
-	cp "$d/run/transfer.csv" "$d/transfer.csv" 2>/dev/null
+	client "$d" transfer timeout 90 kvtier transfer --transport verbs --peer 127.0.0.1:$SHARED_PORT \
+		--sizes 1MiB,4MiB,16MiB --layout layerwise,blockwise --conns 2 --reps 2 --warmup 1
 	if [ $rc != 0 ]; then verdict "$d" FAIL "transfer exit $rc: $(tail -1 "$d/transfer.err")"; return; fi
 	# 3 sizes x 2 layouts x 2 reps
 	if ! m=$($CHECK -v all="status=ok,verified=true,transport=verbs,device=rxe0,conns=2" -v min=12 "$d/transfer.csv" 2>&1); then
@@ -151,12 +160,8 @@ refused() {
 	d=$1 env=$2 what=$3
 	shared_server "$d" || return
 	ts "transfer with $env=1"
-	env "$env=1" timeout 60 kvtier transfer --transport verbs --peer 127.0.0.1:$SHARED_PORT \
-		--sizes 1MiB --layout layerwise --conns 2 --reps 1 --warmup 1 \
-		--out "$d/run" >"$d/transfer.out" 2>"$d/transfer.err"
-	rc=$?
-	cat "$d/transfer.out" "$d/transfer.err"
-	cp "$d/run/transfer.csv" "$d/transfer.csv" 2>/dev/null
+	client "$d" transfer "$env=1" timeout 60 kvtier transfer --transport verbs --peer 127.0.0.1:$SHARED_PORT \
+		--sizes 1MiB --layout layerwise --conns 2 --reps 1 --warmup 1
 	if [ $rc != 1 ]; then verdict "$d" FAIL "$what: transfer exit $rc, want 1: $(tail -1 "$d/transfer.err")"; return; fi
 	if ! grep -qi 'remote access' "$d/transfer.err"; then
 		verdict "$d" FAIL "$what: error is not a remote access error: $(tail -1 "$d/transfer.err")"; return
@@ -210,13 +215,9 @@ case_sweep() {
 	d=$1
 	shared_server "$d" || return
 	ts "sweep"
-	timeout 90 kvtier sweep --backend host --tiers remote --transport verbs \
+	client "$d" sweep timeout 90 kvtier sweep --backend host --tiers remote --transport verbs \
 		--peer 127.0.0.1:$SHARED_PORT --prefix 64,128 --layout layerwise,blockwise \
-		--copy percopy --conns 2 --reps 2 --warmup 1 \
-		--out "$d/run" >"$d/sweep.out" 2>"$d/sweep.err"
-	rc=$?
-	cat "$d/sweep.out" "$d/sweep.err"
-	cp "$d/run/sweep.csv" "$d/sweep.csv" 2>/dev/null
+		--copy percopy --conns 2 --reps 2 --warmup 1
 	if [ $rc != 0 ]; then verdict "$d" FAIL "sweep exit $rc: $(tail -1 "$d/sweep.err")"; return; fi
 	# 2 prefixes x 2 layouts x 2 reps
 	if ! m=$($CHECK -v all="tier=remote,transport=verbs,status=ok,verified=true" -v min=8 "$d/sweep.csv" 2>&1); then

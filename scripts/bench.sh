@@ -20,6 +20,8 @@
 #   KVTIER_ENDPOINT   a vLLM server (http://host:port); unset: embedded kvtier sim
 #   KVTIER_PRODUCER   a second vLLM instance for the remote HTTP tier
 #   KVTIER_PEER       a kvtier serve peer HOST:PORT; unset: embedded loopback peer
+#   KVTIER_TOKEN      the run token of that peer (kvtier serve --token); sweep and
+#                     transfer send it
 #   KVTIER_BACKEND    auto (default), host or cuda
 #   KVTIER_PREFIXES   tier sweep prefixes (default 1k,8k,16k,32k,64k; FULL 1k-64k doubling)
 #   KVTIER_LAYOUTS    tier sweep layouts (default layerwise; FULL layerwise,blockwise)

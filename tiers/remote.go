@@ -38,6 +38,10 @@ type RemoteOptions struct {
 	// IdleTimeout turns a peer that moves no data for that long in the
 	// middle of a fetch into an error row (peer.DialOptions.IdleTimeout).
 	IdleTimeout time.Duration
+	// Token is the run token sent to a peer started with one (kvtier
+	// serve --token). The command line fills it (--token, $KVTIER_TOKEN);
+	// it is never written anywhere.
+	Token string
 }
 
 // NewRemoteOptions returns the remote tier's defaults: an embedded
@@ -182,7 +186,7 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 		t.embedded, addr, t.where = e, e.Addr, peer.PathLoopback
 	}
 	conns := max(t.opts.Conns, 1)
-	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: t.transport(), Conns: conns, RDMA: t.rdmaConfig(), IdleTimeout: t.opts.IdleTimeout})
+	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: t.transport(), Conns: conns, RDMA: t.rdmaConfig(), IdleTimeout: t.opts.IdleTimeout, Token: t.opts.Token})
 	if err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}

@@ -24,6 +24,7 @@ type sweepFlags struct {
 	model                            modelFlags
 	policy                           policyFlags
 	backend                          backendFlags
+	token                            tokenFlags // sent to the remote tier's peer
 	tiers, layouts, prefixes, copies string
 	seed                             uint64
 	opts                             sweep.Options // defaults, with the tiers' own options
@@ -35,6 +36,7 @@ func (f *sweepFlags) add(fs *pflag.FlagSet) {
 	f.model.add(fs)
 	f.policy.add(fs, f.opts.Policy, true)
 	f.backend.add(fs)
+	f.token.add(fs)
 	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers to run (default all: "+strings.Join(tiers.Names(), ", ")+")")
 	fs.StringVar(&f.layouts, "layout", "layerwise,blockwise", "pool layouts: layerwise (vLLM paged, one chunk per layer and K/V), blockwise (one chunk per block)")
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prefix lengths in tokens (k = 1024)")
@@ -63,6 +65,9 @@ func (f *sweepFlags) options() (sweep.Options, error) {
 	o.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1)
 	o.Copy = listFlag(&errs, "copy", f.copies, func(s string) (tiers.CopyMode, error) { return tiers.ParseCopyMode(strings.TrimSpace(s)) }, tiers.PerCopy)
 	o.Seed = f.seed
+	if ro, ok := o.TierOptions["remote"].(*tiers.RemoteOptions); ok {
+		ro.Token = f.token.value()
+	}
 	var err error
 	if o.Geometry, err = f.model.geometry(); err != nil {
 		errs = append(errs, err)
@@ -87,7 +92,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	ro, _ := opts.TierOptions["remote"].(*tiers.RemoteOptions)
 	if ro != nil && ro.Peer != "" && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, "remote")) {
-		if err := peerReachable(ctx, ro.Peer, ""); err != nil {
+		if err := peerReachable(ctx, ro.Peer, ro.Token); err != nil {
 			return usageErr(stderr, "sweep", err)
 		}
 	}

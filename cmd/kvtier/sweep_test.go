@@ -73,3 +73,52 @@ func TestSweepBackendUnavailable(t *testing.T) {
 		t.Error("results directory created")
 	}
 }
+
+// The remote tier carries the run token to a peer that demands one
+// (kvtier serve --token): with it the rows are ok, without it the sweep
+// is refused before it writes anything, and the token is nowhere in what
+// the run wrote.
+func TestSweepRemoteToken(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-run-token"
+	addr, _ := startServe(t, "--pool", "1MiB", "--token", token)
+	base := []string{"sweep", "--backend", "host", "--tiers", "remote", "--peer", addr,
+		"--model-config", "testdata/tiny_config.json", "--prefix", "16,32", "--reps", "2", "--warmup", "0"}
+
+	refused := filepath.Join(t.TempDir(), "refused")
+	code, _, stderr := runCLI(t, append(base, "--out", refused)...)
+	if code != exitUsage || !strings.Contains(stderr, "token") {
+		t.Errorf("without --token: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(refused); !os.IsNotExist(err) {
+		t.Errorf("a refused sweep left %s (%v)", refused, err)
+	}
+
+	out := filepath.Join(t.TempDir(), "run")
+	mustRunCLI(t, append(base, "--token", token, "--out", out)...)
+	rows, _, err := results.ReadCSV(filepath.Join(out, sweep.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for _, r := range rows {
+		if r.Tier == "remote" && r.Status == results.StatusOK && r.Cell("verified") == "true" {
+			ok++
+		}
+		if r.Status == results.StatusError {
+			t.Errorf("error row: %s", r.Reason)
+		}
+	}
+	if ok == 0 {
+		t.Fatalf("no ok remote rows in %d rows", len(rows))
+	}
+	for _, f := range []string{sweep.File, "sweep_summary.csv", "manifest.json"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), token) {
+			t.Errorf("%s holds the run token", f)
+		}
+	}
+}

@@ -9,8 +9,8 @@
 # why, and the others still run.
 #
 # Each suite runs its shortest meaningful configuration, planned so that
-# the whole run takes about 5 minutes on a 2-core machine without a GPU
-# (sweep ~2 min, probe ~1 min, MB1 ~1.5 min, transfer, trace, plan and the
+# the whole run takes about 6 minutes on a 2-core machine without a GPU
+# (sweep ~3 min, probe ~1 min, MB1 ~1.5 min, transfer, trace, plan and the
 # knee under 30 s together); FULL=1 runs the full sweeps (every layout,
 # L = 1k to 64k, MB2 to 4 GiB, the probe at 1k-64k, MB1 at D = 1,4,8 and
 # P = 2k-128k, the reference's knee), which take the better part of an hour.

@@ -1,6 +1,6 @@
 # kvtier: two commands matter. `make bench` runs every suite on whatever
 # this machine has, each in its shortest meaningful configuration (about
-# 5 minutes on 2 cores; `make bench FULL=1` for the full sweeps), and
+# 6 minutes on 2 cores; `make bench FULL=1` for the full sweeps), and
 # writes CSV, manifests, plots, REPORT.md and REPORT.html under results/;
 # `make test` runs vet and the tests.
 

@@ -73,7 +73,7 @@ func exitCases(costs string) []exitCase {
 		{name: "replay error rows", args: []string{"replay", "--endpoint", "SRV", "--sessions", "1", "--turns", "1", "--out", "OUT"}, want: exitFail},
 		{name: "replay bad input", args: with(replaySmall, "--speedup", "NaN", "--out", "OUT"), want: exitUsage},
 		{name: "replay unreachable", args: []string{"replay", "--endpoint", "http://127.0.0.1:1", "--out", "OUT"}, want: exitUsage},
-		{name: "replay interrupted", args: with(with(replaySmall, "--sessions", "1000", "--concurrency", "4"), "--out", "OUT"), interruptAt: "replay.csv", want: exitInterrupted},
+		{name: "replay interrupted", args: with(replaySmall, "--sessions", "1000", "--concurrency", "4", "--out", "OUT"), interruptAt: "replay.csv", want: exitInterrupted},
 		{name: "knee ok", args: with([]string{"knee", "--capacity-blocks", "10,40", "--out", "OUT"}, smallSessions...), want: exitOK},
 		{name: "knee bad input", args: []string{"knee", "--capacity-blocks", "0", "--out", "OUT"}, want: exitUsage},
 		{name: "trace ok", args: []string{"trace", "TRACE", "--out", "OUT"}, want: exitOK},

@@ -63,21 +63,16 @@ func OpenBLAS(path string, driverVersion int) (*BLAS, error) {
 
 // openBLAS loads one path once; the error names the path and why.
 func openBLAS(path string) (*BLAS, error) {
-	loaded.Lock()
-	defer loaded.Unlock()
-	if r, ok := loaded.blas[path]; ok {
-		return r.v, r.err
-	}
-	var r loadResult[*BLAS]
-	if b, st := cublaswrap.Load(path); st.OK() {
-		r.v = &BLAS{b: b, Path: b.Path}
-	} else if st.Code == cublaswrap.CodeNoSymbol {
-		r.err = fmt.Errorf("%s", st.Msg)
-	} else {
-		r.err = fmt.Errorf("%s: %s", path, st.Msg)
-	}
-	loaded.blas[path] = r
-	return r.v, r.err
+	return blas.Load(path, func(path string) (*BLAS, error) {
+		b, st := cublaswrap.Load(path)
+		switch {
+		case st.OK():
+			return &BLAS{b: b, Path: b.Path}, nil
+		case st.Code == cublaswrap.CodeNoSymbol:
+			return nil, fmt.Errorf("%s", st.Msg)
+		}
+		return nil, fmt.Errorf("%s: %s", path, st.Msg)
+	})
 }
 
 func (b *BLAS) err(st cublaswrap.Status, d *Driver) error {

@@ -27,9 +27,9 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/kvtier/kvtier/csrc/cudawrap"
+	"github.com/kvtier/kvtier/internal/native"
 )
 
 // ErrNoDriver is matched by errors.Is when libcuda (or libcublas) cannot
@@ -88,36 +88,24 @@ type Driver struct {
 	Version int    // cuDriverGetVersion, e.g. 12080
 }
 
-// loaded caches every load by the path asked for, failures included.
-var loaded = struct {
-	sync.Mutex
-	drivers map[string]loadResult[*Driver]
-	blas    map[string]loadResult[*BLAS]
-}{drivers: map[string]loadResult[*Driver]{}, blas: map[string]loadResult[*BLAS]{}}
-
-type loadResult[T any] struct {
-	v   T
-	err error
-}
+// drivers and blas hold every load by the path asked for, failures
+// included.
+var (
+	drivers native.Cache[*Driver]
+	blas    native.Cache[*BLAS]
+)
 
 // Open returns the driver at path ("" for libcuda.so.1), initialised.
 // The library is loaded once per path for the life of the process: later
 // calls with the same path return the same driver, or the same error.
 func Open(path string) (*Driver, error) {
-	loaded.Lock()
-	defer loaded.Unlock()
-	if r, ok := loaded.drivers[path]; ok {
-		return r.v, r.err
-	}
-	var r loadResult[*Driver]
-	l, st := cudawrap.Load(path)
-	if st.OK() {
-		r.v = &Driver{l: l, Path: l.Path, Version: l.Version}
-	} else {
-		r.err = &Error{Op: st.Op, Code: st.Code, Name: st.Name, Msg: st.Msg}
-	}
-	loaded.drivers[path] = r
-	return r.v, r.err
+	return drivers.Load(path, func(path string) (*Driver, error) {
+		l, st := cudawrap.Load(path)
+		if !st.OK() {
+			return nil, &Error{Op: st.Op, Code: st.Code, Name: st.Name, Msg: st.Msg}
+		}
+		return &Driver{l: l, Path: l.Path, Version: l.Version}, nil
+	})
 }
 
 // VersionString formats the driver's CUDA version, e.g. "12.8".

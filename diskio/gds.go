@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/kvtier/kvtier/csrc/cufilewrap"
+	"github.com/kvtier/kvtier/internal/native"
 	"github.com/kvtier/kvtier/kv"
 )
 
@@ -65,29 +66,20 @@ func cuFileErr(st cufilewrap.Status) error {
 }
 
 // libs are the libcufiles loaded, by path: each is loaded once per
-// process and never unloaded, as the other native libraries are.
-var libs struct {
-	sync.Mutex
-	m map[string]*cufilewrap.Lib
-}
+// process, failures included, and never unloaded, as the other native
+// libraries are.
+var libs native.Cache[*cufilewrap.Lib]
 
 // load returns libcufile from path ("" for the usual names), loading it
 // the first time.
 func load(path string) (*cufilewrap.Lib, error) {
-	libs.Lock()
-	defer libs.Unlock()
-	if l, ok := libs.m[path]; ok {
+	return libs.Load(path, func(path string) (*cufilewrap.Lib, error) {
+		l, st := cufilewrap.Load(path)
+		if !st.OK() {
+			return nil, cuFileErr(st)
+		}
 		return l, nil
-	}
-	l, st := cufilewrap.Load(path)
-	if !st.OK() {
-		return nil, cuFileErr(st)
-	}
-	if libs.m == nil {
-		libs.m = map[string]*cufilewrap.Lib{}
-	}
-	libs.m[path] = l
-	return l, nil
+	})
 }
 
 // LoadCUFile loads libcufile from path ("" for the usual names) and

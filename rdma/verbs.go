@@ -10,31 +10,19 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/csrc/ibvwrap"
+	"github.com/kvtier/kvtier/internal/native"
 )
 
-// libs caches every load by the path asked for, failures included.
-var libs = struct {
-	sync.Mutex
-	m map[string]libResult
-}{m: map[string]libResult{}}
-
-type libResult struct {
-	l   *ibvwrap.Lib
-	err error
-}
+// libs holds every load by the path asked for, failures included.
+var libs native.Cache[*ibvwrap.Lib]
 
 // load returns libibverbs at path ("" = libibverbs.so.1, then
 // libibverbs.so), loaded once per path for the life of the process.
 func load(path string) (*ibvwrap.Lib, error) {
-	libs.Lock()
-	defer libs.Unlock()
-	if r, ok := libs.m[path]; ok {
-		return r.l, r.err
-	}
-	l, st := ibvwrap.Load(path)
-	r := libResult{l: l, err: toError("load libibverbs", st, nil)}
-	libs.m[path] = r
-	return r.l, r.err
+	return libs.Load(path, func(path string) (*ibvwrap.Lib, error) {
+		l, st := ibvwrap.Load(path)
+		return l, toError("load libibverbs", st, nil)
+	})
 }
 
 // Load loads libibverbs from lib, or where lib is "" from libibverbs.so.1,

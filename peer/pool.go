@@ -8,11 +8,12 @@ import (
 	"github.com/kvtier/kvtier/pattern"
 )
 
-// Memory is a buffer a pool can live in: a tiers.Buffer satisfies it.
+// Memory is a buffer a pool can live in: every tiers.Buffer is one.
 // Host-resident memory returns its bytes from Host; device memory returns
 // nil and is read and written through ReadAt and WriteAt.
 type Memory interface {
 	Size() int64
+	// Addr is the device pointer or host virtual address of byte 0.
 	Addr() uintptr
 	Host() []byte
 	io.ReaderAt

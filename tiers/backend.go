@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/registry"
 )
 
@@ -24,20 +25,15 @@ const (
 	Pageable MemKind = "pageable"
 )
 
-// A Buffer is memory owned by a backend. Host-resident buffers expose
-// their bytes through Host; device buffers return nil there and are read
-// and written through ReadAt and WriteAt (synchronous, for set-up and
-// verification, never timed).
+// A Buffer is memory owned by a backend, of a kind: a peer.Memory, so a
+// pool of the remote tier or of kvtier serve can live in it. Host-resident
+// buffers expose their bytes through Host; device buffers return nil there
+// and are read and written through ReadAt and WriteAt (synchronous, for
+// set-up and verification, never timed). Addr is the device pointer or
+// host virtual address of byte 0.
 type Buffer interface {
 	Kind() MemKind
-	Size() int64
-	// Addr is the device pointer or host virtual address of byte 0.
-	Addr() uintptr
-	// Host returns the buffer as a slice when it is host-resident, else nil.
-	Host() []byte
-	io.ReaderAt
-	io.WriterAt
-	Close() error
+	peer.Memory
 }
 
 // A CopyMode is how a plan of chunk copies is issued.

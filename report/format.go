@@ -156,25 +156,9 @@ func mapStrings(xs []string, f func(string) string) []string {
 	return out
 }
 
-// fmtSec renders seconds with three significant digits in a unit that
-// suits it (ns, µs, ms, s); "" for NaN so the table marks it.
-func fmtSec(s float64) string {
-	if math.IsNaN(s) || math.IsInf(s, 0) {
-		return ""
-	}
-	a := math.Abs(s)
-	switch {
-	case a == 0:
-		return "0 s"
-	case a < 1e-6:
-		return sig(s*1e9) + " ns"
-	case a < 1e-3:
-		return sig(s*1e6) + " µs"
-	case a < 1:
-		return sig(s*1e3) + " ms"
-	}
-	return sig(s) + " s"
-}
+// fmtSec renders seconds with three significant digits in the unit
+// that suits them; "" for NaN so the table marks it.
+func fmtSec(s float64) string { return units.FormatSeconds(s) }
 
 // fmtMS renders seconds as milliseconds, the unit of the MB1 table.
 func fmtMS(s float64) string {

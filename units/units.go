@@ -180,6 +180,26 @@ func FormatSig(x float64) string {
 	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
+// FormatSeconds renders a duration in seconds with three significant
+// digits in the unit that suits it: ns, µs, ms or s ("0 s" for zero);
+// "" for NaN and ±Inf.
+func FormatSeconds(s float64) string {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return ""
+	}
+	switch a := math.Abs(s); {
+	case a == 0:
+		return "0 s"
+	case a < 1e-6:
+		return FormatSig(s*1e9) + " ns"
+	case a < 1e-3:
+		return FormatSig(s*1e6) + " µs"
+	case a < 1:
+		return FormatSig(s*1e3) + " ms"
+	}
+	return FormatSig(s) + " s"
+}
+
 // Commas renders n with thousands separated by commas.
 func Commas(n int64) string {
 	s := strconv.FormatInt(n, 10)

@@ -1,6 +1,9 @@
 package units
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestParseTokens(t *testing.T) {
 	t.Parallel()
@@ -87,6 +90,29 @@ func TestFormat(t *testing.T) {
 	for in, want := range map[float64]string{1023.9 * 1024: "1,024 KiB", 0.5: "0 B", 3 * 1024 * 1024 * 1024 * 1024 * 1024: "3,072 TiB"} {
 		if got := FormatBytes(in); got != want {
 			t.Errorf("FormatBytes(%g) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestFormatSeconds(t *testing.T) {
+	t.Parallel()
+	tests := map[float64]string{
+		0:           "0 s",
+		4.2e-10:     "0.420 ns",
+		3.5e-7:      "350 ns",
+		1.234e-5:    "12.3 µs",
+		0.0427:      "42.7 ms",
+		-0.0427:     "-42.7 ms",
+		0.999:       "999 ms",
+		1:           "1.00 s",
+		6.28:        "6.28 s",
+		1234.5:      "1,235 s",
+		math.NaN():  "",
+		math.Inf(1): "",
+	}
+	for in, want := range tests {
+		if got := FormatSeconds(in); got != want {
+			t.Errorf("FormatSeconds(%g) = %q, want %q", in, got, want)
 		}
 	}
 }

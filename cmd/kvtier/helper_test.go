@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -31,6 +32,17 @@ func mustRunCLI(t *testing.T, args ...string) (string, string) {
 		t.Fatalf("kvtier %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
 	}
 	return stdout, stderr
+}
+
+// freePort returns a loopback address nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // TestHelperProcess is this test binary re-executed as kvtier: it runs

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,9 +52,7 @@ func TestInterfereCommandSim(t *testing.T) {
 }
 
 func TestInterfereCommandErrors(t *testing.T) {
-	down := httptest.NewServer(http.NotFoundHandler())
-	downURL := down.URL
-	down.Close()
+	downURL := "http://" + freePort(t)
 	tests := []struct {
 		name string
 		args []string

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,9 +56,7 @@ func TestProbeCommandSim(t *testing.T) {
 }
 
 func TestProbeCommandErrors(t *testing.T) {
-	down := httptest.NewServer(http.NotFoundHandler())
-	downURL := down.URL
-	down.Close()
+	downURL := "http://" + freePort(t)
 	tests := []struct {
 		name string
 		args []string
@@ -99,9 +95,7 @@ func TestProbeCommandErrors(t *testing.T) {
 }
 
 func TestProbeCommandEnvEndpoint(t *testing.T) {
-	down := httptest.NewServer(http.NotFoundHandler())
-	url := down.URL
-	down.Close()
+	url := "http://" + freePort(t)
 	t.Setenv("KVTIER_ENDPOINT", url)
 	code, _, stderr := runCLI(t, "probe", "--out", filepath.Join(t.TempDir(), "r"))
 	if code != exitUsage || !strings.Contains(stderr, url) {

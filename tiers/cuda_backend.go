@@ -3,7 +3,6 @@ package tiers
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"unsafe"
@@ -181,32 +180,14 @@ func (x *cudaBuffer) ReadAt(p []byte, off int64) (int, error) {
 	if x.dev != nil {
 		return x.dev.ReadAt(p, off)
 	}
-	h := x.Host()
-	if h == nil {
-		return 0, errors.New("cuda backend: buffer is closed")
-	}
-	if off < 0 || off > int64(len(h)) {
-		return 0, fmt.Errorf("cuda backend: read at %d outside %d bytes", off, len(h))
-	}
-	n := copy(p, h[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
+	return hostReadAt("cuda backend: buffer", x.Host(), p, off)
 }
 
 func (x *cudaBuffer) WriteAt(p []byte, off int64) (int, error) {
 	if x.dev != nil {
 		return x.dev.WriteAt(p, off)
 	}
-	h := x.Host()
-	if h == nil {
-		return 0, errors.New("cuda backend: buffer is closed")
-	}
-	if off < 0 || int64(len(p)) > int64(len(h))-off {
-		return 0, fmt.Errorf("cuda backend: write of %d bytes at %d outside %d bytes", len(p), off, len(h))
-	}
-	return copy(h[off:], p), nil
+	return hostWriteAt("cuda backend: buffer", x.Host(), p, off)
 }
 
 func (x *cudaBuffer) Close() error {

@@ -226,27 +226,40 @@ func (b *hostBuffer) Addr() uintptr {
 }
 
 func (b *hostBuffer) ReadAt(p []byte, off int64) (int, error) {
-	if b.mem == nil {
-		return 0, errors.New("host buffer: closed")
+	return hostReadAt("host buffer", b.mem, p, off)
+}
+
+func (b *hostBuffer) WriteAt(p []byte, off int64) (int, error) {
+	return hostWriteAt("host buffer", b.mem, p, off)
+}
+
+// hostReadAt is io.ReaderAt over the host-resident bytes h of a buffer
+// (nil once it is closed), for every backend's host buffers; what names
+// the buffer in errors.
+func hostReadAt(what string, h, p []byte, off int64) (int, error) {
+	if h == nil {
+		return 0, fmt.Errorf("%s: closed", what)
 	}
-	if off < 0 || off > int64(len(b.mem)) {
-		return 0, fmt.Errorf("host buffer: read at %d of %d bytes", off, len(b.mem))
+	if off < 0 || off > int64(len(h)) {
+		return 0, fmt.Errorf("%s: read at %d outside %d bytes", what, off, len(h))
 	}
-	n := copy(p, b.mem[off:])
+	n := copy(p, h[off:])
 	if n < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
 }
 
-func (b *hostBuffer) WriteAt(p []byte, off int64) (int, error) {
-	if b.mem == nil {
-		return 0, errors.New("host buffer: closed")
+// hostWriteAt is io.WriterAt over h, as hostReadAt; a write that would
+// not fit whole is refused before any byte is written.
+func hostWriteAt(what string, h, p []byte, off int64) (int, error) {
+	if h == nil {
+		return 0, fmt.Errorf("%s: closed", what)
 	}
-	if off < 0 || off+int64(len(p)) > int64(len(b.mem)) {
-		return 0, fmt.Errorf("host buffer: write of %d bytes at %d of %d", len(p), off, len(b.mem))
+	if off < 0 || int64(len(p)) > int64(len(h))-off {
+		return 0, fmt.Errorf("%s: write of %d bytes at %d outside %d bytes", what, len(p), off, len(h))
 	}
-	return copy(b.mem[off:], p), nil
+	return copy(h[off:], p), nil
 }
 
 func (b *hostBuffer) Close() error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -246,5 +247,53 @@ func TestHBMUnavailableOnHost(t *testing.T) {
 	tier := newTier(t, "hbm", Env{Backend: b, Geometry: tinyGeometry(), Layout: kv.Layerwise, Copy: PerCopy})
 	if r := tier.Available(); !strings.Contains(r, "no device memory on the host backend") {
 		t.Errorf("hbm Available = %q", r)
+	}
+}
+
+// TestHostReadWriteAt: the ReaderAt and WriterAt of every backend's host
+// buffers refuse what falls outside, before touching a byte, and name the
+// buffer; a read running off the end returns what there is and io.EOF.
+func TestHostReadWriteAt(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		write   bool
+		closed  bool
+		n       int
+		off     int64
+		wantN   int
+		wantErr string
+	}{
+		{"read inside", false, false, 4, 4, 4, ""},
+		{"read to the end", false, false, 4, 6, 2, "EOF"},
+		{"read at the end", false, false, 1, 8, 0, "EOF"},
+		{"read past the end", false, false, 1, 9, 0, "read at 9 outside 8 bytes"},
+		{"read before the start", false, false, 1, -1, 0, "read at -1 outside"},
+		{"read closed", false, true, 1, 0, 0, "buf: closed"},
+		{"write inside", true, false, 4, 4, 4, ""},
+		{"write past the end", true, false, 4, 5, 0, "write of 4 bytes at 5 outside 8 bytes"},
+		{"write at an offset that overflows", true, false, 4, math.MaxInt64 - 1, 0, "outside 8 bytes"},
+		{"write before the start", true, false, 1, -1, 0, "outside"},
+		{"write closed", true, true, 1, 0, 0, "buf: closed"},
+	}
+	for _, tt := range tests {
+		h := []byte("01234567")
+		if tt.closed {
+			h = nil
+		}
+		p := bytes.Repeat([]byte{'x'}, tt.n)
+		var n int
+		var err error
+		if tt.write {
+			n, err = hostWriteAt("buf", h, p, tt.off)
+		} else {
+			n, err = hostReadAt("buf", h, p, tt.off)
+		}
+		if n != tt.wantN || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("%s: n %d, err %v; want %d, %q", tt.name, n, err, tt.wantN, tt.wantErr)
+		}
+		if tt.write && err != nil && !tt.closed && string(h) != "01234567" {
+			t.Errorf("%s: a refused write changed the buffer to %q", tt.name, h)
+		}
 	}
 }

@@ -88,11 +88,7 @@ func checkRanks(t *testing.T, dir string, n int, launcher string) {
 func TestSrunAndMpirunThreeNodes(t *testing.T) {
 	c := need(t)
 	l := c.run(t, 90*time.Second, nil, append([]string{"srun", "-N3", "-n3", "--label"}, c.meshArgs("srun3")...)...)
-	if l.code != 0 {
-		t.Fatalf("srun -N3 -n3: exit %d:\n%s", l.code, tail(l.out, 30))
-	}
-	t.Logf("srun -N3 -n3: %v", l.elapsed.Round(time.Millisecond))
-	srun := pairs(t, readMatrix(t, filepath.Join(c.dir, "srun3")), 2)
+	srun := c.matrix(t, l, "srun -N3 -n3", "srun3")
 	if got := slices.Sorted(maps.Keys(srun)); !slices.Equal(got, allPairs(3)) {
 		t.Fatalf("srun pairs %v, want %v", got, allPairs(3))
 	}
@@ -103,16 +99,23 @@ func TestSrunAndMpirunThreeNodes(t *testing.T) {
 	}
 	checkRanks(t, filepath.Join(c.dir, "srun3"), 3, "slurm")
 
-	l = c.mpirun(t, 3, "mpi3")
-	if l.code != 0 {
-		t.Fatalf("mpirun -np 3: exit %d:\n%s", l.code, tail(l.out, 30))
-	}
-	t.Logf("mpirun -np 3: %v", l.elapsed.Round(time.Millisecond))
-	mpi := pairs(t, readMatrix(t, filepath.Join(c.dir, "mpi3")), 2)
+	mpi := c.matrix(t, c.mpirun(t, 3, "mpi3"), "mpirun -np 3", "mpi3")
 	if !maps.Equal(mpi, srun) {
 		t.Errorf("mpirun pairs and labels %v differ from srun's %v", mpi, srun)
 	}
 	checkRanks(t, filepath.Join(c.dir, "mpi3"), 3, "openmpi")
+}
+
+// matrix fails the test unless the launch (what) exited 0, and returns
+// the pairs of the matrix it wrote under out with their intra/inter
+// labels.
+func (c *cluster) matrix(t *testing.T, l launch, what, out string) map[string]string {
+	t.Helper()
+	if l.code != 0 {
+		t.Fatalf("%s: exit %d:\n%s", what, l.code, tail(l.out, 30))
+	}
+	t.Logf("%s: %v", what, l.elapsed.Round(time.Millisecond))
+	return pairs(t, readMatrix(t, filepath.Join(c.dir, out)), 2)
 }
 
 // mpirun runs np ranks with Open MPI over the cluster's namespaces as
@@ -141,11 +144,7 @@ func (c *cluster) mpirun(t *testing.T, np int, out string) launch {
 func TestSrunSixRanks(t *testing.T) {
 	c := need(t)
 	l := c.run(t, 120*time.Second, nil, append([]string{"srun", "-N3", "-n6", "--label"}, c.meshArgs("srun6")...)...)
-	if l.code != 0 {
-		t.Fatalf("srun -N3 -n6: exit %d:\n%s", l.code, tail(l.out, 30))
-	}
-	t.Logf("srun -N3 -n6: %v", l.elapsed.Round(time.Millisecond))
-	got := pairs(t, readMatrix(t, filepath.Join(c.dir, "srun6")), 2)
+	got := c.matrix(t, l, "srun -N3 -n6", "srun6")
 	if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, allPairs(6)) {
 		t.Fatalf("pairs %v, want all 30", keys)
 	}

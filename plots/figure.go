@@ -19,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/results"
 )
 
 // Figure size: the plot area is 6 × 4 in; the legend goes below it so that
@@ -407,15 +408,10 @@ func (f *figure) write(path, ext string) error {
 		lc.Max = vg.Point{X: lc.Min.X + colW, Y: lh - vg.Points(6)}
 		l.Draw(lc)
 	}
-	file, err := os.Create(path)
-	if err != nil {
+	return results.WriteFile(path, func(w io.Writer) error {
+		_, err := c.WriteTo(w)
 		return err
-	}
-	if _, err := c.WriteTo(file); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
+	})
 }
 
 // fastPNG writes its image with the fastest deflate: plots are flat

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/kvtier/kvtier/results"
 )
 
 // A Figure is one plot of a results directory as the plots package lists
@@ -51,7 +53,7 @@ func WriteFigures(plotsDir string, figs []Figure) error {
 		return fmt.Errorf("figure index: %w", err)
 	}
 	path := filepath.Join(plotsDir, FigureIndex)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := results.WriteBytes(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("figure index: %w", err)
 	}
 	return nil

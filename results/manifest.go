@@ -115,13 +115,7 @@ func WriteManifest(path string, m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("results: manifest: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		os.Remove(tmp) // a full disk leaves no half-written file behind
-		return fmt.Errorf("results: manifest: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := WriteBytes(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("results: manifest: %w", err)
 	}
 	return nil

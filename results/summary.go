@@ -3,8 +3,8 @@ package results
 import (
 	"encoding/csv"
 	"fmt"
+	"io"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/montanaflynn/stats"
@@ -149,26 +149,21 @@ func SummaryColumns(keys []string, statCols []string) []string {
 // WriteSummaries writes summaries grouped by keys as CSV to path, with the
 // statistics of statCols.
 func WriteSummaries(path string, keys, statCols []string, sums []Summary) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("results: %w", err)
-	}
-	w := csv.NewWriter(f)
-	w.Write(SummaryColumns(keys, statCols))
-	for _, s := range sums {
-		rec := append(slices.Clone(s.Keys), fmt.Sprint(s.N), fmt.Sprint(s.Skipped), fmt.Sprint(s.Errors), s.Reason)
-		for _, c := range statCols {
-			for _, v := range s.Stats[c].Row() {
-				rec = append(rec, FormatValue(v))
+	err := WriteFile(path, func(f io.Writer) error {
+		w := csv.NewWriter(f)
+		w.Write(SummaryColumns(keys, statCols))
+		for _, s := range sums {
+			rec := append(slices.Clone(s.Keys), fmt.Sprint(s.N), fmt.Sprint(s.Skipped), fmt.Sprint(s.Errors), s.Reason)
+			for _, c := range statCols {
+				for _, v := range s.Stats[c].Row() {
+					rec = append(rec, FormatValue(v))
+				}
 			}
+			w.Write(rec)
 		}
-		w.Write(rec)
-	}
-	w.Flush()
-	err = w.Error()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+		w.Flush()
+		return w.Error()
+	})
 	if err != nil {
 		return fmt.Errorf("results: writing %s: %w", path, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/results"
 )
 
 // reportOptions are the flags and arguments of kvtier report.
@@ -40,16 +41,9 @@ func checkFileDir(path string) error {
 	return checkOutDir(dir)
 }
 
-// writeFile writes b to path whole or not at all: through a temporary
-// file beside it, removed when the write fails (a full disk).
+// writeFile writes b to path whole or not at all (results.WriteBytes).
 func writeFile(path string, b []byte) error {
-	tmp := path + ".tmp"
-	err := os.WriteFile(tmp, b, 0o644)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := results.WriteBytes(path, b); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -297,14 +296,14 @@ func runGenerate(stdout, stderr io.Writer, fs *pflag.FlagSet, t traceOnlyFlags) 
 	if err := errors.Join(errs...); err != nil {
 		return usageErr(stderr, "trace", err)
 	}
-	f, err := os.Create(t.generate)
-	if err != nil {
+	if err := checkFileDir(t.generate); err != nil {
 		return usageErr(stderr, "trace", option.Wrap("generate", err))
 	}
-	st, err := trace.Generate(f, o)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	var st trace.GenStats
+	err := results.WriteFile(t.generate, func(w io.Writer) (err error) {
+		st, err = trace.Generate(w, o)
+		return err
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "kvtier trace: --generate %s: %v\n", t.generate, err)
 		return exitFail

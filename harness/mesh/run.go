@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"sync"
 
@@ -55,7 +55,7 @@ func (c *Coordinator) writeRanks(out *harness.Output) error {
 		return fmt.Errorf("mesh: %s: %w", RanksFile, err)
 	}
 	path := filepath.Join(out.Dir, RanksFile)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := results.WriteBytes(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("mesh: %w", err)
 	}
 	out.AddFile(path)
@@ -65,21 +65,20 @@ func (c *Coordinator) writeRanks(out *harness.Output) error {
 // writeMatrix writes mesh_matrix.csv from what the collector gathered.
 func (c *Coordinator) writeMatrix(out *harness.Output, col *collector) error {
 	path := filepath.Join(out.Dir, MatrixFile)
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("mesh: %w", err)
-	}
-	w := csv.NewWriter(f)
-	w.Write(MatrixColumns)
-	for _, r := range col.matrix() {
-		rec := make([]string, len(MatrixColumns))
-		for i, name := range MatrixColumns {
-			rec[i] = r.Cell(name)
+	err := results.WriteFile(path, func(f io.Writer) error {
+		w := csv.NewWriter(f)
+		w.Write(MatrixColumns)
+		for _, r := range col.matrix() {
+			rec := make([]string, len(MatrixColumns))
+			for i, name := range MatrixColumns {
+				rec[i] = r.Cell(name)
+			}
+			w.Write(rec)
 		}
-		w.Write(rec)
-	}
-	w.Flush()
-	if err := errors.Join(w.Error(), f.Close()); err != nil {
+		w.Flush()
+		return w.Error()
+	})
+	if err != nil {
 		return fmt.Errorf("mesh: %s: %w", MatrixFile, err)
 	}
 	out.AddFile(path)

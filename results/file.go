@@ -1,0 +1,47 @@
+package results
+
+import (
+	"bufio"
+	"io"
+	"os"
+)
+
+// WriteFile writes a file made after the measurements (a summary, a
+// manifest, a matrix, an index, a figure, a report) whole or not at all:
+// write fills a temporary file beside path, which replaces path only once
+// every byte is written and the file is closed. On any failure (a full
+// disk, an error from write) the temporary file is removed and path is
+// left as it was, so a reader never takes a truncated file for a complete
+// one. Rows, which must survive a crash mid-run, are written as they are
+// measured instead (CSV).
+func WriteFile(path string, write func(w io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// WriteBytes writes b to path whole or not at all, as WriteFile.
+func WriteBytes(path string, b []byte) error {
+	return WriteFile(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}

@@ -1,0 +1,50 @@
+package results
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestWriteFileWholeOrNothing: a derived file replaces the old one only
+// when it is written whole; a failure half-way (a full disk) leaves the
+// old file and no temporary file.
+func TestWriteFileWholeOrNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sweep_summary.csv")
+	if err := WriteBytes(path, []byte("old\n")); err != nil {
+		t.Fatal(err)
+	}
+	full := errors.New("no space left on device")
+	err := WriteFile(path, func(w io.Writer) error {
+		if _, err := w.Write(make([]byte, 1<<20)); err != nil {
+			return err
+		}
+		return full
+	})
+	if !errors.Is(err, full) {
+		t.Fatalf("WriteFile = %v, want the writer's error", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "old\n" {
+		t.Errorf("after a failed write the file holds %d bytes (%v), want the old 4", len(b), err)
+	}
+	if err := WriteBytes(path, []byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new\n" {
+		t.Errorf("file holds %q after a whole write", b)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, %v; want 0644", fi.Mode(), err)
+	}
+	if err := WriteBytes(filepath.Join(dir, "missing", "x"), nil); err == nil {
+		t.Error("WriteBytes into a missing directory succeeded")
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}

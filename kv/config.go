@@ -3,11 +3,12 @@ package kv
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kvtier/kvtier/internal/regfile"
 )
 
 // dtypeBytes maps the dtype names config.json files use to their width.
@@ -33,7 +34,7 @@ func ParseConfig(path string) (Geometry, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, "config.json") // a model directory
 	}
-	b, err := readCapped(path, MaxConfigBytes)
+	b, err := regfile.Read(path, MaxConfigBytes)
 	if err != nil {
 		return Geometry{}, fmt.Errorf("model config: %w", err)
 	}
@@ -46,24 +47,6 @@ func ParseConfig(path string) (Geometry, error) {
 
 // MaxConfigBytes bounds a config.json: published ones are a few KiB.
 const MaxConfigBytes = 4 << 20
-
-// readCapped reads the regular file at path, refusing one larger than
-// limit bytes (or a device such as /dev/zero that never ends).
-func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes: not a config.json", path, limit)
-	}
-	return b, nil
-}
 
 // cfgFields reads typed fields out of a decoded config.json object.
 type cfgFields struct {

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
+	"github.com/kvtier/kvtier/internal/regfile"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -67,19 +67,13 @@ const maxIndexBytes = 4 << 20
 func (r *Run) loadFigures() {
 	dir := filepath.Join(r.Dir, PlotsDir)
 	path := filepath.Join(dir, FigureIndex)
-	st, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	b, err := regfile.Read(path, maxIndexBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		return
-	case err == nil && st.Size() > maxIndexBytes:
-		err = fmt.Errorf("larger than %d bytes", maxIndexBytes)
 	}
 	var figs []Figure
 	if err == nil {
-		var b []byte
-		if b, err = os.ReadFile(path); err == nil {
-			err = json.Unmarshal(b, &figs)
-		}
+		err = json.Unmarshal(b, &figs)
 	}
 	if err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%s unreadable, its figures are not listed: %v", path, unwrapPath(err)))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
+
+	"github.com/kvtier/kvtier/internal/regfile"
 )
 
 // maxSVGBytes bounds a figure REPORT.html inlines; a larger one is
@@ -77,16 +78,9 @@ func readSVG(path string) ([]byte, error) {
 	if path == "" {
 		return nil, fmt.Errorf("no SVG file")
 	}
-	st, err := os.Stat(path)
+	b, err := regfile.Read(path, maxSVGBytes)
 	if err != nil {
 		return nil, unwrapPath(err)
-	}
-	if st.Size() > maxSVGBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxSVGBytes)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
 	}
 	i := bytes.Index(b, []byte("<svg"))
 	if i < 0 {

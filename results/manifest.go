@@ -3,8 +3,6 @@ package results
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"time"
 )
 
@@ -127,17 +125,9 @@ const maxManifestBytes = 64 << 20
 
 // ReadManifest reads a manifest.json.
 func ReadManifest(path string) (*Manifest, error) {
-	f, err := os.Open(path)
+	b, err := readFile(path, maxManifestBytes)
 	if err != nil {
-		return nil, fmt.Errorf("results: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("results: %s: %w", path, err)
-	}
-	if len(b) > maxManifestBytes {
-		return nil, fmt.Errorf("results: %s: larger than %d bytes: %w", path, maxManifestBytes, ErrCorrupt)
+		return nil, err
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/kvtier/kvtier/internal/regfile"
 )
 
 // MaxFileBytes bounds a results CSV a reader loads: far beyond any run's,
@@ -83,22 +84,24 @@ func ReadCSV(path string) ([]Row, []string, error) {
 // cannot be read or is corrupt (errors.Is(err, ErrCorrupt)); lines that
 // are not rows are left out and listed in the Table.
 func ReadTable(path string) (*Table, error) {
-	f, err := os.Open(path)
+	data, err := readFile(path, MaxFileBytes)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTable(data, path)
+}
+
+// readFile reads a results file at most limit bytes long; one that is
+// not a regular file or is longer is corrupt (ErrCorrupt).
+func readFile(path string, limit int64) ([]byte, error) {
+	b, err := regfile.Read(path, limit)
+	if errors.Is(err, regfile.ErrNotRegular) || errors.Is(err, regfile.ErrTooLarge) {
+		return nil, fmt.Errorf("results: %w: %w", err, ErrCorrupt)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("results: %s: not a regular file: %w", path, ErrCorrupt)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("results: %s: %w", path, err)
-	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("results: %s: larger than %d bytes: %w", path, int64(MaxFileBytes), ErrCorrupt)
-	}
-	return ParseTable(data, path)
+	return b, nil
 }
 
 // ParseTable parses the bytes of a kvtier CSV file; name is used in

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -131,12 +132,19 @@ func TestAdversarialConfigs(t *testing.T) {
 	layers := write("layers.json", `{"num_hidden_layers": 2000000, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 32}`)
 	experts := write("experts.json", `{"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 32, "num_experts": 1e12, "num_experts_per_tok": 8}`)
 	nan := write("nan.json", `{"num_hidden_layers": NaN}`)
+	// A FIFO nobody writes to: opening it to read would wait forever.
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"geometry", "--model-config", "/dev/zero"}, "--model-config"},
 		{[]string{"geometry", "--model-config", huge}, "larger than"},
+		{[]string{"geometry", "--model-config", fifo}, "not a regular file"},
+		{[]string{"sim", "--calibrate", fifo}, "not a regular file"},
 		{[]string{"geometry", "--model-config", layers}, "num_hidden_layers"},
 		{[]string{"geometry", "--model-config", experts}, "num_experts"},
 		{[]string{"geometry", "--model-config", nan}, "--model-config"},

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kvtier/kvtier/harness/mb1"
@@ -80,6 +81,12 @@ func TestAnalysisBadInput(t *testing.T) {
 	// A directory where the CSV should be: open succeeds, read fails, even
 	// for root.
 	os.Mkdir(filepath.Join(unreadable, sweep.File), 0o755)
+	// A FIFO nobody writes to where the CSV should be: opening it to
+	// read would wait forever.
+	fifo := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(fifo, sweep.File), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	malformed := t.TempDir()
 	os.WriteFile(filepath.Join(malformed, probe.File), []byte("suite,rep\nprobe,x\n"), 0o644)
 	noBench := filepath.Join(t.TempDir(), "empty.txt")
@@ -94,6 +101,8 @@ func TestAnalysisBadInput(t *testing.T) {
 		{[]string{"report", empty, t.TempDir()}, "no kvtier CSV"},
 		{[]string{"report", filepath.Join(empty, "missing")}, "no such file or directory"},
 		{[]string{"report", unreadable}, "not a regular file"},
+		{[]string{"report", fifo}, "not a regular file"},
+		{[]string{"compare", good, fifo}, "not a regular file"},
 		{[]string{"report", malformed}, "probe.csv"},
 		{[]string{"report", "--out", filepath.Join(empty, "no", "dir", "r.md"), good}, "--out"},
 		{[]string{"report", "--bogus", good}, "unknown flag"},

@@ -290,3 +290,28 @@ func TestTraceInterrupted(t *testing.T) {
 		t.Errorf("an interrupted analysis wrote %v", entries)
 	}
 }
+
+// TestSecondSignalKills: a command stuck where its context does not reach
+// (here opening a FIFO with no writer as a trace) ignores the first
+// SIGINT, which asks it to stop, and dies of the second at once.
+func TestSecondSignalKills(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "trace.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := helperCmd(context.Background(), nil, "trace", fifo)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // past signal.Notify, into open(2)
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	if !waitOrKill(cmd, 10*time.Second) {
+		t.Fatal("kvtier still running 10 s after a second SIGINT")
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("kvtier ended with %v, want killed by the second SIGINT", cmd.ProcessState)
+	}
+}

@@ -54,9 +54,18 @@ func commands() []command {
 	}
 }
 
+// run runs a command. The first SIGINT or SIGTERM cancels its context:
+// the command stops, keeps what it measured and exits 130. A second one
+// kills the process at once (the signal's default action restored), for
+// a command stuck where no context reaches: a hung driver call, a FIFO
+// opened as a trace with no writer.
 func run(stdout, stderr io.Writer, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	return dispatch(ctx, stdout, stderr, args)
 }
 

@@ -7,6 +7,7 @@
 package option
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -33,6 +34,45 @@ func Wrap(field string, err error) error {
 		return nil
 	}
 	return &Error{Field: field, Err: err}
+}
+
+// Range returns nil when lo <= v <= hi, else an *Error for field: "want
+// LO to HI, got V", then the hint in parentheses where one is given (what
+// a value outside the range means, e.g. "0: the format's"). NaN is in no
+// range.
+func Range[T cmp.Ordered](field string, v, lo, hi T, hint ...string) error {
+	if v >= lo && v <= hi {
+		return nil
+	}
+	return outside(field, fmt.Sprintf("want %v to %v", lo, hi), v, hint)
+}
+
+// Positive returns nil when v > 0, else an *Error for field: "want more
+// than 0, got V".
+func Positive[T cmp.Ordered](field string, v T, hint ...string) error {
+	var zero T
+	if v > zero {
+		return nil
+	}
+	return outside(field, "want more than 0", v, hint)
+}
+
+// NotNegative returns nil when v >= 0, else an *Error for field: "want
+// 0 or more, got V".
+func NotNegative[T cmp.Ordered](field string, v T, hint ...string) error {
+	var zero T
+	if v >= zero {
+		return nil
+	}
+	return outside(field, "want 0 or more", v, hint)
+}
+
+func outside(field, want string, got any, hint []string) error {
+	msg := fmt.Sprintf("%s, got %v", want, got)
+	if len(hint) > 0 {
+		msg += " (" + strings.Join(hint, "; ") + ")"
+	}
+	return &Error{Field: field, Err: fmt.Errorf("%s", msg)}
 }
 
 // Fields returns every field named by the *Errors inside err (joined

@@ -3,8 +3,10 @@ package option
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestRender(t *testing.T) {
@@ -36,5 +38,37 @@ func TestFields(t *testing.T) {
 	}
 	if Wrap("x", nil) != nil || Fields(nil) != nil {
 		t.Error("nil error not kept nil")
+	}
+}
+
+func TestRangeChecks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want string // "" for nil
+	}{
+		{Range("reps", 1, 1, 1_000_000), ""},
+		{Range("reps", 1_000_000, 1, 1_000_000), ""},
+		{Range("reps", 0, 1, 1_000_000), "reps: want 1 to 1000000, got 0"},
+		{Range("reorder", -1, 0, 4096, "0: the default"), "reorder: want 0 to 4096, got -1 (0: the default)"},
+		{Range("time-scale", math.NaN(), 0, 1e6), "time-scale: want 0 to 1e+06, got NaN"},
+		{Range("time-scale", math.Inf(1), 0, 1e6), "time-scale: want 0 to 1e+06, got +Inf"},
+		{Positive("timeout", time.Duration(0)), "timeout: want more than 0, got 0s"},
+		{Positive("timeout", time.Second), ""},
+		{Positive("speedup", math.NaN()), "speedup: want more than 0, got NaN"},
+		{NotNegative("idle-timeout", -time.Second), "idle-timeout: want 0 or more, got -1s"},
+		{NotNegative("idle-timeout", time.Duration(0)), ""},
+		{NotNegative("think", math.NaN()), "think: want 0 or more, got NaN"},
+	} {
+		got := ""
+		if tc.err != nil {
+			got = tc.err.Error()
+			if f := Fields(tc.err); len(f) != 1 {
+				t.Errorf("%q names fields %v, want one", got, f)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
 	}
 }

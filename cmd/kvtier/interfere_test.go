@@ -61,7 +61,7 @@ func TestInterfereCommandErrors(t *testing.T) {
 		{"unreachable", []string{"--endpoint", downURL}, []string{"endpoint unreachable: " + downURL}},
 		{"no endpoint", nil, []string{"--endpoint URL is required"}},
 		{"everything wrong", []string{"--endpoint", "x", "--decode", "0,a", "--prefill", "2q", "--reps", "0", "--inject-after", "-1s", "--api", "grpc", "--sim-time-scale", "2"},
-			[]string{"--endpoint", "--decode", "--prefill", "--reps 0", "--inject-after", `--api "grpc"`, "--sim-time-scale: 2: removed"}},
+			[]string{"--endpoint", "--decode", "--prefill", "--reps: want 1 to 1000000, got 0", "--inject-after", `--api: "grpc"`, "--sim-time-scale: 2: removed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

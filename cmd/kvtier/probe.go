@@ -63,7 +63,7 @@ func (f *probeFlags) config() (probe.Config, error) {
 		errs = append(errs, option.Errorf("bootstrap-port", "want a port, 1 to 65535, got 0"))
 	}
 	if !slices.Contains(probe.Connectors, f.connector) {
-		errs = append(errs, fmt.Errorf("--connector %q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))
+		errs = append(errs, option.Errorf("connector", "%q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))
 		cfg.Connector = "nixl"
 	}
 	if err := checkSimTimeScale(f.server.simScale); err != nil {

@@ -65,11 +65,11 @@ func TestProbeCommandErrors(t *testing.T) {
 		{"unreachable", []string{"--endpoint", downURL}, []string{"kvtier probe: endpoint unreachable: " + downURL}},
 		{"no endpoint", []string{}, []string{"--endpoint URL is required"}},
 		{"everything wrong at once", []string{"--endpoint", "ftp://x", "--tiers", "gpu,disk", "--prefix", "1k,,2k", "--reps", "0", "--timeout", "soon", "--connector", "ucx"},
-			[]string{"--endpoint", `unknown tier "disk"`, "--prefix", "--reps 0", "--timeout", `--connector "ucx"`}},
+			[]string{"--endpoint", `unknown tier "disk"`, "--prefix", "--reps: want 1 to 1000000, got 0", "--timeout", `--connector: "ucx"`}},
 		{"sim and endpoint", []string{"--sim", "--endpoint", "http://127.0.0.1:1"}, []string{"--sim and --endpoint exclude each other"}},
 		{"scaled sim", []string{"--sim", "--sim-time-scale", "0.1"}, []string{"--sim-time-scale: 0.1: removed"}},
 		{"new flags wrong", []string{"--sim", "--api", "grpc", "--mooncake-shape", "v4", "--cpu-capacity", "lots", "--offload-block", "-3"},
-			[]string{`--api "grpc"`, `--mooncake-shape "v4"`, "--cpu-capacity", "--offload-block"}},
+			[]string{`--api: "grpc"`, `--mooncake-shape: "v4"`, "--cpu-capacity", "--offload-block"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

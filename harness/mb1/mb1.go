@@ -29,12 +29,12 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 )
@@ -75,27 +75,20 @@ type Config struct {
 	Log       io.Writer
 }
 
-// Validate reports every problem with c at once.
+// Validate reports every problem with c at once, each naming its field
+// (option.Error).
 func (c Config) Validate() error {
 	var errs []error
 	if c.Endpoint == "" {
-		errs = append(errs, errors.New("--endpoint is required (or --sim)"))
+		errs = append(errs, option.Errorf("endpoint", "required"))
 	}
 	errs = append(errs, probe.CheckCounts("decode", c.Decode, 1, MaxStreams, "streams")...)
 	errs = append(errs, probe.CheckCounts("prefill", c.Prefill, 2, probe.MaxPromptTokens, "tokens")...)
-	if c.Reps < 1 || c.Reps > probe.MaxReps {
-		errs = append(errs, fmt.Errorf("--reps %d: want 1 to %d", c.Reps, probe.MaxReps))
-	}
-	if c.InjectAfter <= 0 {
-		errs = append(errs, fmt.Errorf("--inject-after %s: must be positive", c.InjectAfter))
-	}
-	if c.DecodeTokens < 0 || c.DecodeTokens > probe.MaxPromptTokens {
-		errs = append(errs, fmt.Errorf("--decode-tokens %d: want 0 (from max_model_len) to %d", c.DecodeTokens, probe.MaxPromptTokens))
-	}
+	errs = append(errs, option.Range("reps", c.Reps, 1, probe.MaxReps),
+		option.Positive("inject-after", c.InjectAfter),
+		option.Range("decode-tokens", c.DecodeTokens, 0, probe.MaxPromptTokens, "0: up to max_model_len"))
 	errs = append(errs, probe.CheckTimeouts(c.Timeout, c.Idle)...)
-	if c.API != "" && !slices.Contains(probe.APIs, c.API) {
-		errs = append(errs, fmt.Errorf("--api %q: want %s", c.API, strings.Join(probe.APIs, " or ")))
-	}
+	errs = append(errs, probe.CheckAPI(c.API))
 	return errors.Join(errs...)
 }
 

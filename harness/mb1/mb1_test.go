@@ -7,12 +7,14 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/internal/memsink"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -62,9 +64,13 @@ func TestCompute(t *testing.T) {
 func TestValidateAndUnreachable(t *testing.T) {
 	t.Parallel()
 	err := Config{Decode: []int{0}, Reps: 0, API: "grpc"}.Validate()
-	for _, want := range []string{"--endpoint", "--decode 0", "--prefill is empty", "--reps", "--inject-after", "--timeout", `--api "grpc"`} {
+	want := []string{"endpoint", "decode", "prefill", "reps", "inject-after", "timeout", "api"}
+	if got := option.Fields(err); !slices.Equal(got, want) {
+		t.Errorf("fields %v, want %v", got, want)
+	}
+	for _, want := range []string{"decode: want 1 to 4096, got 0 (streams)", "prefill: empty", `api: "grpc"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("error %v does not mention %s", err, want)
+			t.Errorf("error %v does not say %s", err, want)
 		}
 	}
 	_, err = New(context.Background(), Config{Endpoint: "http://127.0.0.1:1", Decode: []int{1}, Prefill: []int{16},

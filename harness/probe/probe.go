@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 )
@@ -87,66 +88,49 @@ type Config struct {
 	Log        io.Writer // progress, one line per row; nil for none
 }
 
-// Validate reports every problem with c at once.
+// Validate reports every problem with c at once, each naming its field
+// (option.Error).
 func (c Config) Validate() error {
 	var errs []error
 	if c.Endpoint == "" {
-		errs = append(errs, errors.New("--endpoint is required (or --sim)"))
+		errs = append(errs, option.Errorf("endpoint", "required"))
 	}
 	for _, t := range c.Tiers {
 		if !slices.Contains(Tiers, t) {
-			errs = append(errs, fmt.Errorf("unknown tier %q (known: %s)", t, strings.Join(Tiers, ", ")))
+			errs = append(errs, option.Errorf("tiers", "unknown tier %q (known: %s)", t, strings.Join(Tiers, ", ")))
 		}
 	}
 	if len(c.Tiers) == 0 {
-		errs = append(errs, errors.New("--tiers is empty"))
+		errs = append(errs, option.Errorf("tiers", "empty"))
 	}
 	errs = append(errs, CheckCounts("prefix", c.Prefixes, 2, MaxPromptTokens, "tokens")...)
-	if c.Reps < 1 || c.Reps > MaxReps {
-		errs = append(errs, fmt.Errorf("--reps %d: want 1 to %d", c.Reps, MaxReps))
-	}
-	if !(c.EvictMargin >= 1 && c.EvictMargin <= maxEvictMargin) {
-		errs = append(errs, fmt.Errorf("--evict-margin %g: want 1 to %g", c.EvictMargin, float64(maxEvictMargin)))
-	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"--block-size", c.BlockSize}, {"--cpu-capacity", c.CPUCapacity}, {"--offload-block", c.OffloadBlock}} {
-		if f.v < 0 || f.v > 1<<30 {
-			errs = append(errs, fmt.Errorf("%s %d: want 0 (unknown) to %d tokens", f.name, f.v, 1<<30))
-		}
-	}
-	if c.BlockSize > kv.MaxBlockTokens || c.OffloadBlock > MaxPromptTokens {
-		errs = append(errs, fmt.Errorf("--block-size %d, --offload-block %d: at most %d and %d tokens", c.BlockSize, c.OffloadBlock, kv.MaxBlockTokens, MaxPromptTokens))
-	}
-	if c.BootstrapPort < 0 || c.BootstrapPort > 65535 {
-		errs = append(errs, fmt.Errorf("--bootstrap-port %d: want a port, 1 to 65535", c.BootstrapPort))
-	}
+	errs = append(errs, option.Range("reps", c.Reps, 1, MaxReps),
+		option.Range("evict-margin", c.EvictMargin, 1, maxEvictMargin),
+		option.Range("block-size", c.BlockSize, 0, kv.MaxBlockTokens, "0: unknown"),
+		option.Range("cpu-capacity", c.CPUCapacity, 0, 1<<30, "0: unknown"),
+		option.Range("offload-block", c.OffloadBlock, 0, MaxPromptTokens, "0: unknown"),
+		option.Range("bootstrap-port", c.BootstrapPort, 0, 65535, "0: the producer's default"))
 	errs = append(errs, CheckTimeouts(c.Timeout, c.Idle)...)
 	if c.Connector != "" && !slices.Contains(Connectors, c.Connector) {
-		errs = append(errs, fmt.Errorf("unknown connector %q (known: %s)", c.Connector, strings.Join(Connectors, ", ")))
+		errs = append(errs, option.Errorf("connector", "unknown connector %q (known: %s)", c.Connector, strings.Join(Connectors, ", ")))
 	}
 	if !validShape(c.MooncakeShape) {
-		errs = append(errs, fmt.Errorf("--mooncake-shape %q: want %s", c.MooncakeShape, strings.Join(MooncakeShapes, ", ")))
+		errs = append(errs, option.Errorf("mooncake-shape", "%q: want %s", c.MooncakeShape, strings.Join(MooncakeShapes, ", ")))
 	}
-	if c.API != "" && !slices.Contains(APIs, c.API) {
-		errs = append(errs, fmt.Errorf("--api %q: want %s", c.API, strings.Join(APIs, " or ")))
-	}
+	errs = append(errs, CheckAPI(c.API))
 	return errors.Join(errs...)
 }
 
-// CheckCounts reports a list flag of counts that is empty, and each value
-// outside lo to hi: "--prefix is empty", "--prefix 1: want 2 to 16777216
-// tokens". unit names what the values count.
-func CheckCounts(flag string, vs []int, lo, hi int, unit string) []error {
+// CheckCounts reports a list of counts (field) that is empty, and each
+// value outside lo to hi: "prefix: want 2 to 16777216, got 1 (tokens)".
+// unit names what the values count.
+func CheckCounts(field string, vs []int, lo, hi int, unit string) []error {
 	var errs []error
 	if len(vs) == 0 {
-		errs = append(errs, fmt.Errorf("--%s is empty", flag))
+		errs = append(errs, option.Errorf(field, "empty"))
 	}
 	for _, v := range vs {
-		if v < lo || v > hi {
-			errs = append(errs, fmt.Errorf("--%s %d: want %d to %d %s", flag, v, lo, hi, unit))
-		}
+		errs = append(errs, option.Range(field, v, lo, hi, unit))
 	}
 	return errs
 }
@@ -154,14 +138,15 @@ func CheckCounts(flag string, vs []int, lo, hi int, unit string) []error {
 // CheckTimeouts reports a request timeout that is not positive and an
 // idle timeout that is negative (Client's Timeout and Idle).
 func CheckTimeouts(timeout, idle time.Duration) []error {
-	var errs []error
-	if timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--timeout %s: must be positive", timeout))
+	return []error{option.Positive("timeout", timeout), option.NotNegative("idle-timeout", idle)}
+}
+
+// CheckAPI reports an API that is neither "" (the default) nor one of APIs.
+func CheckAPI(api string) error {
+	if api != "" && !slices.Contains(APIs, api) {
+		return option.Errorf("api", "%q: want %s", api, strings.Join(APIs, " or "))
 	}
-	if idle < 0 {
-		errs = append(errs, fmt.Errorf("--idle-timeout %s: must not be negative", idle))
-	}
-	return errs
+	return nil
 }
 
 // ErrUnreachable wraps the error of a server that cannot be reached at

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvtier/kvtier/internal/memsink"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -261,15 +264,23 @@ func TestProbeUnreachable(t *testing.T) {
 	}
 }
 
+// TestConfigValidate: every problem at once, each an option.Error naming
+// its field (cmd makes flags of them), none speaking of flags itself.
 func TestConfigValidate(t *testing.T) {
-	err := Config{Tiers: []string{"gpu", "disk"}, Reps: 0, EvictMargin: 0.5, Timeout: 0, Connector: "ucx"}.Validate()
-	if err == nil {
-		t.Fatal("no error")
+	t.Parallel()
+	err := Config{Tiers: []string{"gpu", "disk"}, Reps: 0, EvictMargin: 0.5, Timeout: 0, Connector: "ucx",
+		BlockSize: kv.MaxBlockTokens + 1, BootstrapPort: 70000, API: "grpc"}.Validate()
+	want := []string{"endpoint", "tiers", "prefix", "reps", "evict-margin", "block-size", "bootstrap-port", "timeout", "connector", "api"}
+	if got := option.Fields(err); !slices.Equal(got, want) {
+		t.Errorf("fields %v, want %v", got, want)
 	}
-	for _, want := range []string{"--endpoint", `"disk"`, "--prefix", "--reps", "--evict-margin", "--timeout", `"ucx"`} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %s", err, want)
+	for _, want := range []string{`unknown tier "disk"`, "evict-margin: want 1 to 1000, got 0.5", `"ucx"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %s", err, want)
 		}
+	}
+	if err != nil && strings.Contains(err.Error(), "--") {
+		t.Errorf("a library error speaks of flags: %q", err)
 	}
 }
 

@@ -27,15 +27,11 @@ type Policy struct {
 // Validate reports the policy's problems as option.Errors naming reps,
 // warmup and budget; needBudget makes a zero budget one.
 func (p Policy) Validate(needBudget bool) error {
-	var errs []error
-	if p.Reps < 1 || p.Reps > 1e6 {
-		errs = append(errs, option.Errorf("reps", "want 1 to 1000000, got %d", p.Reps))
-	}
-	if p.Warmup < 0 || p.Warmup > 1e6 {
-		errs = append(errs, option.Errorf("warmup", "want 0 to 1000000, got %d", p.Warmup))
-	}
-	if p.Budget < 0 || (needBudget && p.Budget == 0) {
-		errs = append(errs, option.Errorf("budget", "must be positive, got %s", p.Budget))
+	errs := []error{option.Range("reps", p.Reps, 1, 1_000_000), option.Range("warmup", p.Warmup, 0, 1_000_000)}
+	if needBudget {
+		errs = append(errs, option.Positive("budget", p.Budget))
+	} else {
+		errs = append(errs, option.NotNegative("budget", p.Budget, "0: no budget"))
 	}
 	return errors.Join(errs...)
 }

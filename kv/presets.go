@@ -98,8 +98,8 @@ func Resolve(model, config string, blockTokens int) (Geometry, error) {
 			return Geometry{}, option.Wrap("model", err)
 		}
 	}
-	if blockTokens < 1 || blockTokens > MaxBlockTokens {
-		return Geometry{}, option.Errorf("block-size", "want 1 to %d tokens, got %d", MaxBlockTokens, blockTokens)
+	if err := option.Range("block-size", blockTokens, 1, MaxBlockTokens, "tokens"); err != nil {
+		return Geometry{}, err
 	}
 	g.BlockTokens = blockTokens
 	if err := g.Validate(); err != nil {

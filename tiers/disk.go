@@ -108,9 +108,7 @@ func (o *DiskOptions) Validate() error {
 			errs = append(errs, option.Errorf("io", "unknown I/O mode %q (want uring, pread or cufile)", m))
 		}
 	}
-	if o.IODepth < 1 || o.IODepth > 4096 {
-		errs = append(errs, option.Errorf("iodepth", "want 1 to 4096, got %d", o.IODepth))
-	}
+	errs = append(errs, option.Range("iodepth", o.IODepth, 1, 4096))
 	if _, err := o.maxBytes(); err != nil {
 		errs = append(errs, option.Wrap("disk-max", err))
 	}

@@ -68,15 +68,9 @@ func (o *RemoteOptions) Validate() error {
 	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
 		errs = append(errs, option.Errorf("transport", "want tcp or verbs, got %q", o.Transport))
 	}
-	if o.Conns < 1 || o.Conns > peer.MaxConns {
-		errs = append(errs, option.Errorf("conns", "want 1 to %d, got %d", peer.MaxConns, o.Conns))
-	}
-	if o.GIDIndex < -1 || o.GIDIndex > rdma.MaxGIDIndex {
-		errs = append(errs, option.Errorf("gid-index", "want an index or -1, got %d", o.GIDIndex))
-	}
-	if o.IdleTimeout < 0 {
-		errs = append(errs, option.Errorf("idle-timeout", "want a positive duration, got %s", o.IdleTimeout))
-	}
+	errs = append(errs, option.Range("conns", o.Conns, 1, peer.MaxConns),
+		option.Range("gid-index", o.GIDIndex, -1, rdma.MaxGIDIndex, "-1: automatic"),
+		option.NotNegative("idle-timeout", o.IdleTimeout, "0: none"))
 	if o.Peer != "" {
 		if err := peer.CheckAddr(o.Peer); err != nil {
 			errs = append(errs, option.Wrap("peer", err))

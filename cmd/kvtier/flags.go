@@ -191,12 +191,7 @@ func (f *backendFlags) validate() error {
 	if f.name != "auto" && !containsString(tiers.BackendNames(), f.name) {
 		errs = append(errs, option.Errorf("backend", "unknown backend %q (known: auto, %s)", f.name, strings.Join(tiers.BackendNames(), ", ")))
 	}
-	if f.gpu < 0 || f.gpu > maxOrdinal {
-		errs = append(errs, option.Errorf("gpu", "want a device ordinal, got %d", f.gpu))
-	}
-	if f.numa < -1 || f.numa > maxOrdinal {
-		errs = append(errs, option.Errorf("numa", "want a node number or -1, got %d", f.numa))
-	}
+	errs = append(errs, option.Range("gpu", f.gpu, 0, maxOrdinal), option.Range("numa", f.numa, -1, maxOrdinal, "-1: left to the kernel"))
 	return errors.Join(errs...)
 }
 

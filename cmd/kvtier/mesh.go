@@ -96,9 +96,7 @@ func (f *meshFlags) plan(getenv func(string) string) (meshPlan, error) {
 	if f.pool != "" {
 		p.pool = sizeFlag(&errs, "pool", f.pool, transfer.MaxSize)
 	}
-	if f.gpu < -1 || f.gpu > maxOrdinal {
-		errs = append(errs, option.Errorf("gpu", "want -1 (the local rank) or a device ordinal, got %d", f.gpu))
-	}
+	errs = append(errs, option.Range("gpu", f.gpu, -1, maxOrdinal, "-1: the local rank"))
 	if p.opts.Token == "" {
 		errs = append(errs, option.Errorf("token", "no run token: set %s in the job's environment (srun passes it; mpirun -x %s) or give --token", EnvToken, EnvToken))
 	}

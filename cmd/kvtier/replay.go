@@ -76,15 +76,13 @@ func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]e
 	cfg.SLOTTFT = optionalDuration(errs, "slo-ttft", f.sloTTFT)
 	cfg.SLOTPOT = optionalDuration(errs, "slo-tpot", f.sloTPOT)
 	cfg.MaxOutput = tokens(errs, "max-output", f.maxOutput, 0)
-	if f.maxRequests < 0 || f.maxRequests > 1<<30 {
-		*errs = append(*errs, option.Errorf("max-requests", "%d: want 0 (all) to %d", f.maxRequests, 1<<30))
-	}
+	*errs = append(*errs, option.Range("max-requests", f.maxRequests, 0, 1<<30, "0: all"))
 	if err := f.read.Validate(); err != nil {
 		*errs = append(*errs, err)
 	}
 	if f.tracePath == "" {
 		o := f.gen.options(errs, f.seed, cmp.Or(f.read.BlockTokens, replay.DefaultSessions().BlockTokens))
-		if len(*errs) > 0 {
+		if errors.Join(*errs...) != nil { // nil entries are no problems
 			return cfg, nil
 		}
 		w, err := replay.Generate(o, f.maxRequests)
@@ -96,7 +94,7 @@ func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]e
 			*errs = append(*errs, option.Errorf(n, "shapes synthetic sessions: drop it with --trace"))
 		}
 	}
-	if len(*errs) > 0 {
+	if errors.Join(*errs...) != nil { // nil entries are no problems
 		return cfg, nil
 	}
 	w, err := replay.LoadTrace(ctx, f.tracePath, f.read, f.maxRequests)

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
-	"github.com/spf13/pflag"
 )
 
 // serveOptions are the flags of kvtier serve.
@@ -65,12 +66,8 @@ func (o *serveOptions) validate() error {
 	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
 		errs = append(errs, option.Errorf("transport", "want tcp or verbs, got %q", o.Transport))
 	}
-	if o.GIDIndex < -1 || o.GIDIndex > rdma.MaxGIDIndex {
-		errs = append(errs, option.Errorf("gid-index", "want -1 (automatic) or an index up to %d, got %d", rdma.MaxGIDIndex, o.GIDIndex))
-	}
-	if o.Sessions < 1 || o.Sessions > maxSessions {
-		errs = append(errs, option.Errorf("max-sessions", "want 1 to %d, got %d", maxSessions, o.Sessions))
-	}
+	errs = append(errs, option.Range("gid-index", o.GIDIndex, -1, rdma.MaxGIDIndex, "-1: automatic"),
+		option.Range("max-sessions", o.Sessions, 1, maxSessions))
 	o.backend.name, o.backend.numa = "cuda", -1
 	return errors.Join(append(errs, o.backend.validate())...)
 }

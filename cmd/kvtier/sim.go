@@ -54,9 +54,7 @@ func (o *simOptions) config() (vllmsim.Config, error) {
 		name string
 		v    int
 	}{{"max-requests", o.maxRequests}, {"max-conns", o.maxConns}} {
-		if f.v < 1 || f.v > maxSimConns {
-			errs = append(errs, option.Errorf(f.name, "want 1 to %d, got %d", maxSimConns, f.v))
-		}
+		errs = append(errs, option.Range(f.name, f.v, 1, maxSimConns))
 	}
 	if strings.TrimSpace(o.listen) == "" {
 		errs = append(errs, option.Errorf("listen", "empty address"))

@@ -101,7 +101,7 @@ func TestTraceBadInput(t *testing.T) {
 		{"bad route", []string{path, "--route", "nope", "--instances", "0"}, `--route: "nope"`},
 		{"bad window", []string{path, "--window", "60s,,"}, "--window"},
 		{"generate with a trace", []string{path, "--generate", filepath.Join(dir, "x")}, "takes no TRACE argument"},
-		{"generate, bad tokens", []string{"--generate", filepath.Join(dir, "x"), "--turn-tokens", "lots", "--sessions", "0"}, `--turn-tokens: "lots" is not a token count (want e.g. 1024, 8k, 64Ki); --sessions: 0: must be between 1 and 4194304`},
+		{"generate, bad tokens", []string{"--generate", filepath.Join(dir, "x"), "--turn-tokens", "lots", "--sessions", "0"}, `--turn-tokens: "lots" is not a token count (want e.g. 1024, 8k, 64Ki); --sessions: want 1 to 4194304, got 0`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

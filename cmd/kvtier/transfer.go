@@ -111,9 +111,7 @@ func (f *transferFlags) options() (transfer.Options, error) {
 		})
 	}
 	errs = append(errs, o.Validate(), f.out.check())
-	if f.gpu < 0 || f.gpu > maxOrdinal {
-		errs = append(errs, option.Errorf("gpu", "want a device ordinal, got %d", f.gpu))
-	}
+	errs = append(errs, option.Range("gpu", f.gpu, 0, maxOrdinal))
 	return o, errors.Join(errs...)
 }
 

@@ -313,7 +313,7 @@ func TestTransferGPUBadInput(t *testing.T) {
 		{[]string{"--peer-copy", "0"}, "--peer-copy: want SRC,DST: two different GPU ordinals, got [0]"},
 		{[]string{"--peer-copy", "0,0"}, "--peer-copy: want SRC,DST: two different GPU ordinals, got [0 0]"},
 		{[]string{"--peer-copy", "0,x"}, "--peer-copy"},
-		{[]string{"--gpu", "-1"}, "--gpu: want a device ordinal, got -1"},
+		{[]string{"--gpu", "-1"}, "--gpu: want 0 to 1023, got -1"},
 	} {
 		out := filepath.Join(dir, "out")
 		code, _, stderr := runCLI(t, append([]string{"transfer", "--sizes", "1MiB", "--out", out}, tc.args...)...)

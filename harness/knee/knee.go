@@ -64,18 +64,11 @@ func (c Config) Validate() error {
 			errs = append(errs, option.Errorf("capacities", "%d blocks: must be positive", b))
 		}
 	}
-	if c.BlockSize < 1 {
-		errs = append(errs, option.Errorf("block-size", "%d: must be positive", c.BlockSize))
-	}
+	errs = append(errs, option.Positive("block-size", c.BlockSize))
 	if c.Server != nil && !c.Server.UsesPort() {
 		errs = append(errs, option.Errorf("server-cmd", "takes no {port}: kvtier would not know where the server listens"))
 	}
-	if c.HealthTimeout <= 0 {
-		errs = append(errs, option.Errorf("health-timeout", "%v: must be positive", c.HealthTimeout))
-	}
-	if c.Grace <= 0 {
-		errs = append(errs, option.Errorf("stop-grace", "%v: must be positive", c.Grace))
-	}
+	errs = append(errs, option.Positive("health-timeout", c.HealthTimeout), option.Positive("stop-grace", c.Grace))
 	return errors.Join(errs...)
 }
 

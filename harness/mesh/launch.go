@@ -289,9 +289,7 @@ func (ov Overrides) check() error {
 		name string
 		v    int
 	}{{"rank", ov.Rank}, {"world-size", ov.Size}, {"local-rank", ov.LocalRank}} {
-		if f.v < -1 || f.v > MaxRanks {
-			errs = append(errs, option.Errorf(f.name, "want -1 (from the launcher) up to %d, got %d", MaxRanks, f.v))
-		}
+		errs = append(errs, option.Range(f.name, f.v, -1, MaxRanks, "-1: from the launcher"))
 	}
 	return errors.Join(errs...)
 }

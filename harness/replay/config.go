@@ -90,23 +90,14 @@ func (c Config) Validate() error {
 		max  int
 	}{{"concurrency", c.Concurrency, maxConcurrency}, {"max-output", c.MaxOutput, probe.MaxPromptTokens},
 		{"block-size", c.BlockSize, kv.MaxBlockTokens}, {"gpu-blocks", c.GPUBlocks, 1 << 30}} {
-		if f.v < 0 || f.v > f.max {
-			errs = append(errs, option.Errorf(f.name, "%d: want 0 to %d", f.v, f.max))
-		}
+		errs = append(errs, option.Range(f.name, f.v, 0, f.max))
 	}
 	for _, f := range []struct {
 		name string
 		v    time.Duration
 	}{{"duration", c.Duration}, {"think", c.Think}, {"slo-ttft", c.SLOTTFT}, {"slo-tpot", c.SLOTPOT}} {
-		if f.v < 0 {
-			errs = append(errs, option.Errorf(f.name, "%v: must not be negative", f.v))
-		}
+		errs = append(errs, option.NotNegative(f.name, f.v))
 	}
-	if c.Timeout <= 0 {
-		errs = append(errs, option.Errorf("timeout", "%v: must be positive", c.Timeout))
-	}
-	if c.Idle < 0 {
-		errs = append(errs, option.Errorf("idle-timeout", "%v: must not be negative", c.Idle))
-	}
+	errs = append(errs, option.Positive("timeout", c.Timeout), option.NotNegative("idle-timeout", c.Idle))
 	return errors.Join(errs...)
 }

@@ -75,9 +75,7 @@ func (o AnalyzeOptions) Validate() error {
 		}
 	}
 	for _, n := range o.Instances {
-		if n < 1 || n > 4096 {
-			errs = append(errs, option.Errorf("instances", "%d: must be between 1 and 4096", n))
-		}
+		errs = append(errs, option.Range("instances", n, 1, 4096))
 	}
 	if !slices.Contains(Routes(), o.Route) && o.Route != "" {
 		errs = append(errs, option.Errorf("route", "%q: want random, session or hash", o.Route))
@@ -91,9 +89,7 @@ func (o AnalyzeOptions) Validate() error {
 	if o.Sample > 0 && o.Sample < 1 && o.OnRequest != nil {
 		errs = append(errs, option.Errorf("sample", "per-request distances need the exact analysis: drop sampling"))
 	}
-	if o.SharedSessions < 0 || o.SharedSessions > maxLength {
-		errs = append(errs, option.Errorf("shared-sessions", "%d: want 1 to %d", o.SharedSessions, maxLength))
-	}
+	errs = append(errs, option.Range("shared-sessions", o.SharedSessions, 0, maxLength))
 	return errors.Join(errs...)
 }
 

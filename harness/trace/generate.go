@@ -56,16 +56,9 @@ func (o GenOptions) Validate() error {
 		{"system-prompt", o.SystemTokens, 0, maxLength}, {"turn-tokens", o.TurnTokens, 1, maxLength},
 		{"output-tokens", o.OutputTokens, 0, maxLength}, {"trace-block", o.BlockTokens, 1, maxLength},
 	} {
-		if f.v < f.min || f.v > f.max {
-			errs = append(errs, option.Errorf(f.name, "%d: must be between %d and %d", f.v, f.min, f.max))
-		}
+		errs = append(errs, option.Range(f.name, f.v, f.min, f.max))
 	}
-	if o.Think < 0 {
-		errs = append(errs, option.Errorf("think", "%v: must not be negative", o.Think))
-	}
-	if o.Duration < 0 {
-		errs = append(errs, option.Errorf("arrival-window", "%v: must not be negative", o.Duration))
-	}
+	errs = append(errs, option.NotNegative("think", o.Think), option.NotNegative("arrival-window", o.Duration))
 	return errors.Join(errs...)
 }
 

@@ -46,12 +46,8 @@ const maxLineBytes = 64 << 20
 // Validate reports every unusable option, naming it.
 func (o Options) Validate() error {
 	var errs []error
-	if o.BlockTokens < 0 || o.BlockTokens > maxLength {
-		errs = append(errs, option.Errorf("trace-block", "%d: want 1 to %d (0: the format's)", o.BlockTokens, maxLength))
-	}
-	if o.Reorder < 0 || o.Reorder > MaxReorder {
-		errs = append(errs, option.Errorf("reorder", "%d: want 1 to %d (0: %d)", o.Reorder, MaxReorder, DefaultReorder))
-	}
+	errs = append(errs, option.Range("trace-block", o.BlockTokens, 0, maxLength, "0: the format's"),
+		option.Range("reorder", o.Reorder, 0, MaxReorder, fmt.Sprintf("0: %d", DefaultReorder)))
 	return errors.Join(errs...)
 }
 

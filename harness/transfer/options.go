@@ -113,9 +113,7 @@ func (o *Options) Validate() error {
 			bad("layout", "unknown layout %q (known: layerwise, blockwise, contiguous)", l)
 		}
 	}
-	if o.Conns < 1 || o.Conns > peer.MaxConns {
-		bad("conns", "want 1 to %d, got %d", peer.MaxConns, o.Conns)
-	}
+	errs = append(errs, option.Range("conns", o.Conns, 1, peer.MaxConns))
 	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
 		bad("transport", "want tcp or verbs, got %q", o.Transport)
 	}

@@ -9,6 +9,8 @@ package option
 import (
 	"cmp"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -44,7 +46,7 @@ func Range[T cmp.Ordered](field string, v, lo, hi T, hint ...string) error {
 	if v >= lo && v <= hi {
 		return nil
 	}
-	return outside(field, fmt.Sprintf("want %v to %v", lo, hi), v, hint)
+	return outside(field, "want "+number(lo)+" to "+number(hi), v, hint)
 }
 
 // Positive returns nil when v > 0, else an *Error for field: "want more
@@ -67,12 +69,21 @@ func NotNegative[T cmp.Ordered](field string, v T, hint ...string) error {
 	return outside(field, "want 0 or more", v, hint)
 }
 
-func outside(field, want string, got any, hint []string) error {
-	msg := fmt.Sprintf("%s, got %v", want, got)
+func outside[T cmp.Ordered](field, want string, got T, hint []string) error {
+	msg := want + ", got " + number(got)
 	if len(hint) > 0 {
 		msg += " (" + strings.Join(hint, "; ") + ")"
 	}
 	return &Error{Field: field, Err: fmt.Errorf("%s", msg)}
+}
+
+// number formats a bound or a value: floats without an exponent where
+// they are finite and below 10^15 (1000000, not 1e+06).
+func number[T cmp.Ordered](v T) string {
+	if f, ok := any(v).(float64); ok && math.Abs(f) < 1e15 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
 
 // Fields returns every field named by the *Errors inside err (joined

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -63,17 +62,10 @@ func (o *simOptions) config() (vllmsim.Config, error) {
 	errs = append(errs, err)
 	cfg.Geometry, cfg.BlockSize = g, o.model.blockSize
 	cfg.Model = cmp.Or(o.served, o.model.model, g.Model, kv.DefaultModel)
-	if o.gpuBlocks < 1 || o.gpuBlocks > maxSimBlocks {
-		errs = append(errs, option.Errorf("gpu-blocks", "want 1 to %d, got %d", maxSimBlocks, o.gpuBlocks))
-	}
-	if o.cpuBlocks < 0 || o.cpuBlocks > maxSimBlocks {
-		errs = append(errs, option.Errorf("cpu-blocks", "want 0 to %d, got %d", maxSimBlocks, o.cpuBlocks))
-	}
+	errs = append(errs, option.Range("gpu-blocks", o.gpuBlocks, 1, maxSimBlocks), option.Range("cpu-blocks", o.cpuBlocks, 0, maxSimBlocks))
 	cfg.MaxModelLen = tokenFlag(&errs, "max-model-len", o.maxModelLen)
 	cfg.MaxNumBatchedTokens = tokenFlag(&errs, "max-num-batched-tokens", o.maxBatched)
-	if o.timeScale < 0 || math.IsNaN(o.timeScale) || math.IsInf(o.timeScale, 0) || o.timeScale > 1e6 {
-		errs = append(errs, option.Errorf("time-scale", "want 0 to 1000000, got %g", o.timeScale))
-	}
+	errs = append(errs, option.Range("time-scale", o.timeScale, 0, 1e6, "0: no delay"))
 	cfg.Profile, err = o.costProfile()
 	errs = append(errs, err, o.checkPD())
 	return cfg, errors.Join(errs...)

@@ -59,8 +59,11 @@ func (f *probeFlags) config() (probe.Config, error) {
 	cfg.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
 	cfg.Idle = f.server.idle
-	if f.bootstrapPort == 0 {
-		errs = append(errs, option.Errorf("bootstrap-port", "want a port, 1 to 65535, got 0"))
+	// The flag takes a port; the library's 0 (Mooncake's default) is
+	// the flag's default already. Reported here once, not again below.
+	if err := option.Range("bootstrap-port", f.bootstrapPort, 1, 65535); err != nil {
+		errs = append(errs, err)
+		cfg.BootstrapPort = 0
 	}
 	if !slices.Contains(probe.Connectors, f.connector) {
 		errs = append(errs, option.Errorf("connector", "%q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))

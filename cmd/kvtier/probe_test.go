@@ -70,6 +70,8 @@ func TestProbeCommandErrors(t *testing.T) {
 		{"scaled sim", []string{"--sim", "--sim-time-scale", "0.1"}, []string{"--sim-time-scale: 0.1: removed"}},
 		{"new flags wrong", []string{"--sim", "--api", "grpc", "--mooncake-shape", "v4", "--cpu-capacity", "lots", "--offload-block", "-3"},
 			[]string{`--api: "grpc"`, `--mooncake-shape: "v4"`, "--cpu-capacity", "--offload-block"}},
+		// Said once, by the flag's bounds (the library's 0 is not the flag's).
+		{"bootstrap port", []string{"--sim", "--bootstrap-port", "70000"}, []string{"kvtier probe: --bootstrap-port: want 1 to 65535, got 70000\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

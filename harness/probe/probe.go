@@ -109,7 +109,7 @@ func (c Config) Validate() error {
 		option.Range("block-size", c.BlockSize, 0, kv.MaxBlockTokens, "0: unknown"),
 		option.Range("cpu-capacity", c.CPUCapacity, 0, 1<<30, "0: unknown"),
 		option.Range("offload-block", c.OffloadBlock, 0, MaxPromptTokens, "0: unknown"),
-		option.Range("bootstrap-port", c.BootstrapPort, 0, 65535, "0: the producer's default"))
+		option.Range("bootstrap-port", c.BootstrapPort, 0, 65535, "0: 8998, Mooncake's default"))
 	errs = append(errs, CheckTimeouts(c.Timeout, c.Idle)...)
 	if c.Connector != "" && !slices.Contains(Connectors, c.Connector) {
 		errs = append(errs, option.Errorf("connector", "unknown connector %q (known: %s)", c.Connector, strings.Join(Connectors, ", ")))

@@ -20,10 +20,10 @@ var (
 	ErrTooLarge   = errors.New("larger than")
 )
 
-// Open opens the regular file at path for reading. O_NONBLOCK makes the
+// open opens the regular file at path for reading. O_NONBLOCK makes the
 // open of a FIFO return at once instead of waiting for a writer; it does
 // not change how a regular file reads.
-func Open(path string) (*os.File, error) {
+func open(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -43,7 +43,7 @@ func Open(path string) (*os.File, error) {
 // limit bytes ("PATH: larger than LIMIT bytes", ErrTooLarge) without
 // reading more than limit+1 bytes of it.
 func Read(path string, limit int64) ([]byte, error) {
-	f, err := Open(path)
+	f, err := open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -8,10 +8,13 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvtier/kvtier/option"
 )
 
 // startLimited starts a simulator with cfg on a loopback port, as kvtier
@@ -153,5 +156,19 @@ func TestSimIdleClients(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a client that reads nothing still holds its place: %v", err)
 		}
+	}
+}
+
+// TestBadConfigNamesFields: a configuration out of range is refused with
+// option.Errors naming each field, as kvtier sim's flags name them.
+func TestBadConfigNamesFields(t *testing.T) {
+	t.Parallel()
+	_, err := New(Config{BlockSize: -16, GPUBlocks: -1, CPUBlocks: -1, TimeScale: -1})
+	want := []string{"block-size", "gpu-blocks", "cpu-blocks", "time-scale"}
+	if got := option.Fields(err); !slices.Equal(got, want) {
+		t.Errorf("fields %v, want %v (error %v)", got, want, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "block-size: want more than 0, got -16") {
+		t.Errorf("error %v", err)
 	}
 }

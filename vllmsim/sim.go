@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
 )
 
 // A Config describes one simulated server. Zero fields take the defaults
@@ -119,20 +120,13 @@ func (c *Config) setDefaults() error {
 		name string
 		v    int
 	}{
-		{"block size", c.BlockSize}, {"gpu blocks", c.GPUBlocks},
-		{"max model len", c.MaxModelLen}, {"max num batched tokens", c.MaxNumBatchedTokens},
-		{"max requests", c.MaxRequests}, {"max conns", c.MaxConns},
+		{"block-size", c.BlockSize}, {"gpu-blocks", c.GPUBlocks},
+		{"max-model-len", c.MaxModelLen}, {"max-num-batched-tokens", c.MaxNumBatchedTokens},
+		{"max-requests", c.MaxRequests}, {"max-conns", c.MaxConns},
 	} {
-		if f.v < 1 {
-			errs = append(errs, fmt.Errorf("%s must be positive, got %d", f.name, f.v))
-		}
+		errs = append(errs, option.Positive(f.name, f.v))
 	}
-	if c.CPUBlocks < 0 {
-		errs = append(errs, fmt.Errorf("cpu blocks must not be negative, got %d", c.CPUBlocks))
-	}
-	if c.TimeScale < 0 {
-		errs = append(errs, fmt.Errorf("time scale must not be negative, got %g", c.TimeScale))
-	}
+	errs = append(errs, option.NotNegative("cpu-blocks", c.CPUBlocks), option.NotNegative("time-scale", c.TimeScale))
 	switch c.Role {
 	case "", "producer", "consumer", "both":
 	default:

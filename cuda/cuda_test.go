@@ -2,6 +2,8 @@ package cuda_test
 
 import (
 	"errors"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -644,4 +646,42 @@ func TestOpenBLASMissing(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	os.Exit(m.Run())
+}
+
+// TestDeviceMemReadWriteAt checks device memory's io.ReaderAt and
+// io.WriterAt against the host buffers' rule (package bounds): a read cut
+// short at the end says io.EOF, a write that does not fit writes nothing,
+// and freed memory is refused before its address reaches the driver.
+func TestDeviceMemReadWriteAt(t *testing.T) {
+	d, _ := open(t, nil)
+	c, _ := context(t, d)
+	m, err := c.AllocDevice(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.WriteAt([]byte("0123456789abcdef"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.WriteAt([]byte("XYZ"), 14); err == nil || n != 0 {
+		t.Errorf("WriteAt past the end = %d, %v; want 0 and an error", n, err)
+	}
+	if _, err := m.WriteAt(nil, math.MaxInt64); err == nil {
+		t.Error("WriteAt at MaxInt64 succeeded")
+	}
+	p := make([]byte, 8)
+	if n, err := m.ReadAt(p, 12); n != 4 || err != io.EOF || string(p[:n]) != "cdef" {
+		t.Errorf("ReadAt past the end = %d %q, %v; want 4 \"cdef\", EOF", n, p[:n], err)
+	}
+	if n, err := m.ReadAt(p, 17); n != 0 || err == nil || err == io.EOF {
+		t.Errorf("ReadAt outside = %d, %v; want an error", n, err)
+	}
+	if err := m.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ReadAt(p, 0); err == nil || !strings.Contains(err.Error(), "freed") {
+		t.Errorf("ReadAt after Free = %v, want freed", err)
+	}
+	if _, err := m.WriteAt(p, 0); err == nil || !strings.Contains(err.Error(), "freed") {
+		t.Errorf("WriteAt after Free = %v, want freed", err)
+	}
 }

@@ -1,11 +1,12 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"unsafe"
 
 	"github.com/kvtier/kvtier/csrc/cudawrap"
+	"github.com/kvtier/kvtier/internal/bounds"
 )
 
 // DeviceMem is device memory from cuMemAlloc.
@@ -36,28 +37,28 @@ func (m *DeviceMem) Size() int64 { return m.size }
 // ReadAt copies device bytes into p, synchronously. Fewer than len(p)
 // bytes are read, with io.EOF, when p runs past the end.
 func (m *DeviceMem) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 || off > m.size {
-		return 0, fmt.Errorf("cuda: read at %d outside %d bytes", off, m.size)
+	if m.ptr == 0 {
+		return 0, errFreed
 	}
-	var eof error
-	if int64(len(p)) > m.size-off {
-		p, eof = p[:m.size-off], io.EOF
-	}
-	if len(p) == 0 {
+	n, eof := bounds.ReadAt("cuda: device memory", m.size, off, len(p))
+	if n == 0 {
 		return 0, eof
 	}
 	// p is Go memory: the shim copies into it during the call and keeps
 	// nothing.
-	if err := m.c.d.err(m.c.d.l.DtoH(m.c.ctx, p, m.ptr+uint64(off))); err != nil {
+	if err := m.c.d.err(m.c.d.l.DtoH(m.c.ctx, p[:n], m.ptr+uint64(off))); err != nil {
 		return 0, err
 	}
-	return len(p), eof
+	return n, eof
 }
 
 // WriteAt copies p to device memory at off, synchronously.
 func (m *DeviceMem) WriteAt(p []byte, off int64) (int, error) {
-	if off < 0 || int64(len(p)) > m.size-off {
-		return 0, fmt.Errorf("cuda: write of %d bytes at %d outside %d bytes", len(p), off, m.size)
+	if m.ptr == 0 {
+		return 0, errFreed
+	}
+	if err := bounds.WriteAt("cuda: device memory", m.size, off, len(p)); err != nil {
+		return 0, err
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -67,6 +68,10 @@ func (m *DeviceMem) WriteAt(p []byte, off int64) (int, error) {
 	}
 	return len(p), nil
 }
+
+// errFreed is the error of a read or write of device memory already freed:
+// its address may belong to another allocation by then.
+var errFreed = errors.New("cuda: device memory: freed")
 
 // Free releases the memory.
 func (m *DeviceMem) Free() error {

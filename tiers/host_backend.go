@@ -3,7 +3,6 @@ package tiers
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"unsafe"
@@ -12,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/kvtier/kvtier/internal/bounds"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/system"
 )
@@ -240,14 +240,11 @@ func hostReadAt(what string, h, p []byte, off int64) (int, error) {
 	if h == nil {
 		return 0, fmt.Errorf("%s: closed", what)
 	}
-	if off < 0 || off > int64(len(h)) {
-		return 0, fmt.Errorf("%s: read at %d outside %d bytes", what, off, len(h))
+	n, err := bounds.ReadAt(what, int64(len(h)), off, len(p))
+	if n > 0 {
+		copy(p[:n], h[off:])
 	}
-	n := copy(p, h[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
+	return n, err
 }
 
 // hostWriteAt is io.WriterAt over h, as hostReadAt; a write that would
@@ -256,8 +253,8 @@ func hostWriteAt(what string, h, p []byte, off int64) (int, error) {
 	if h == nil {
 		return 0, fmt.Errorf("%s: closed", what)
 	}
-	if off < 0 || int64(len(p)) > int64(len(h))-off {
-		return 0, fmt.Errorf("%s: write of %d bytes at %d outside %d bytes", what, len(p), off, len(h))
+	if err := bounds.WriteAt(what, int64(len(h)), off, len(p)); err != nil {
+		return 0, err
 	}
 	return copy(h[off:], p), nil
 }

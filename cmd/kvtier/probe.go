@@ -49,13 +49,8 @@ func (f *probeFlags) config() (probe.Config, error) {
 	cfg.CPUCapacity = tokensFlag(&errs, "cpu-capacity", f.cpuCapacity)
 	cfg.OffloadBlock = tokensFlag(&errs, "offload-block", f.offloadBlock)
 	cfg.Endpoint = f.server.endpointURL(&errs, secondEndpoint{flag: "producer", role: "producer", url: cfg.Producer})
-	cfg.Tiers = listFlag(&errs, "tiers", f.tiers, func(s string) (string, error) {
-		s = strings.TrimSpace(s)
-		if !slices.Contains(probe.Tiers, s) {
-			return "", fmt.Errorf("unknown tier %q (known: %s)", s, strings.Join(probe.Tiers, ", "))
-		}
-		return s, nil
-	}, "miss")
+	// Tier and connector names are the library's to check (Validate).
+	cfg.Tiers = listFlag(&errs, "tiers", f.tiers, func(s string) (string, error) { return strings.TrimSpace(s), nil }, "miss")
 	cfg.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
 	cfg.Idle = f.server.idle
@@ -64,10 +59,6 @@ func (f *probeFlags) config() (probe.Config, error) {
 	if err := option.Range("bootstrap-port", f.bootstrapPort, 1, 65535); err != nil {
 		errs = append(errs, err)
 		cfg.BootstrapPort = 0
-	}
-	if !slices.Contains(probe.Connectors, f.connector) {
-		errs = append(errs, option.Errorf("connector", "%q: want %s", f.connector, strings.Join(probe.Connectors, " or ")))
-		cfg.Connector = "nixl"
 	}
 	if err := checkSimTimeScale(f.server.simScale); err != nil {
 		errs = append(errs, err)

@@ -112,7 +112,7 @@ func (c Config) Validate() error {
 		option.Range("bootstrap-port", c.BootstrapPort, 0, 65535, "0: 8998, Mooncake's default"))
 	errs = append(errs, CheckTimeouts(c.Timeout, c.Idle)...)
 	if c.Connector != "" && !slices.Contains(Connectors, c.Connector) {
-		errs = append(errs, option.Errorf("connector", "unknown connector %q (known: %s)", c.Connector, strings.Join(Connectors, ", ")))
+		errs = append(errs, option.Errorf("connector", "%q: want %s", c.Connector, strings.Join(Connectors, " or ")))
 	}
 	if !validShape(c.MooncakeShape) {
 		errs = append(errs, option.Errorf("mooncake-shape", "%q: want %s", c.MooncakeShape, strings.Join(MooncakeShapes, ", ")))

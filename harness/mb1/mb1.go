@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/internal/wait"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
@@ -452,12 +453,7 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 	}
 	// Keep decoding past the window so its last gap is seen whole.
 	end := res.inject + res.prefillTTFT
-	if wait := time.Until(ds.t0.Add(time.Duration(end*float64(time.Second)) + r.cfg.Margin)); wait > 0 {
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-	}
+	wait.Until(ctx, ds.t0.Add(time.Duration(end*float64(time.Second))+r.cfg.Margin))
 	ds.finish(&res)
 	return res
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/kvtier/kvtier/internal/wait"
 )
 
 // A Rank is the side of a mesh every rank but 0 runs: it joins the
@@ -37,13 +39,8 @@ func DialCoordinator(ctx context.Context, cfg Config, addr string) (*Rank, net.I
 			return &Rank{cfg: cfg, addr: addr, l: &link{c: c, idle: cfg.IdleTimeout}}, ip, nil
 		}
 		last = err
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		if err := wait.For(ctx, 200*time.Millisecond); err != nil {
+			return nil, nil, err
 		}
 	}
 	return nil, nil, fmt.Errorf("rendezvous: rank(s) 0 did not answer within %s (no coordinator at %s: %v)", cfg.RendezvousTimeout, addr, last)

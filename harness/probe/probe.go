@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvtier/kvtier/internal/wait"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
@@ -513,9 +514,7 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req 
 	if !v.OK && merr == nil {
 		// A server may publish its counters a moment after the stream
 		// ends: read them once more before concluding.
-		select {
-		case <-ctx.Done():
-		case <-time.After(settle):
+		if wait.For(ctx, settle) == nil {
 			if aft2, err := c.Metrics(ctx, p.info.Model); err == nil {
 				d = Sub(before, aft2)
 				v = Verify(check, d, nil, s.Usage)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/internal/wait"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -55,7 +56,7 @@ func (rp *Replayer) timestamps(g *runGroup, start time.Time) {
 	}
 	for _, r := range reqs {
 		due := rp.scaled(r.Time - reqs[0].Time)
-		if rp.over(due) || !sleepUntil(g.ctx, start.Add(due)) {
+		if rp.over(due) || wait.Until(g.ctx, start.Add(due)) != nil {
 			return
 		}
 		if slots != nil {
@@ -105,7 +106,7 @@ func (rp *Replayer) sessions(g *runGroup, start time.Time) {
 // run is over (cancelled, a failed write, past Duration).
 func (rp *Replayer) session(ctx context.Context, g *runGroup, turns []*trace.Request, start time.Time) bool {
 	for j, r := range turns {
-		if j > 0 && !sleepUntil(ctx, time.Now().Add(rp.think(r))) {
+		if j > 0 && wait.For(ctx, rp.think(r)) != nil {
 			return false
 		}
 		due := time.Since(start)
@@ -137,22 +138,6 @@ func (rp *Replayer) scaled(sec float64) time.Duration {
 // over reports whether a request due at t after the start is past Duration.
 func (rp *Replayer) over(t time.Duration) bool {
 	return rp.cfg.Duration > 0 && t >= rp.cfg.Duration
-}
-
-// sleepUntil waits until t; it reports false when ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // A runGroup runs a replay's senders and serializes the rows they emit;

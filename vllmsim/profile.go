@@ -178,10 +178,5 @@ func p50(rows []results.Row, tier string, f func(results.Row) float64) (float64,
 	if len(vs) == 0 {
 		return 0, false
 	}
-	sort.Float64s(vs)
-	n := len(vs)
-	if n%2 == 1 {
-		return vs[n/2], true
-	}
-	return (vs[n/2-1] + vs[n/2]) / 2, true
+	return results.Describe(vs).P50, true
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvtier/kvtier/internal/wait"
 )
 
 func (s *Server) routes() {
@@ -33,7 +35,12 @@ func (s *Server) routes() {
 // endpoint. Every response says it is simulated.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Kvtier-Simulated", "1")
-	s.handler.ServeHTTP(w, r)
+	// A request ends with the server: what it waits on, it waits on
+	// through its context.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.life, cancel)()
+	s.handler.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // apiError is vLLM's ErrorResponse: {"error": {message, type, param, code}}.
@@ -366,7 +373,7 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, req *genReque
 	r.apiTime = e.cost.apiTime(len(prompt), load)
 	// The simulator's own reading and checking of the request counts
 	// toward the modeled front-end time, not on top of it.
-	if err := s.sleep(ctx, s.scaled(r.apiTime)-time.Since(arrivedAt(hr))); err != nil {
+	if err := wait.For(ctx, s.scaled(r.apiTime)-time.Since(arrivedAt(hr))); err != nil {
 		return
 	}
 	s.submit(r)
@@ -445,9 +452,6 @@ func (s *Server) batches(ctx context.Context, r *request) func(func([]event, boo
 			select {
 			case <-r.out.notify:
 			case <-ctx.Done():
-				yield(nil, false)
-				return
-			case <-s.done:
 				yield(nil, false)
 				return
 			}

@@ -652,3 +652,31 @@ func TestRequestOutgrowingThePool(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseEndsRequests checks that Close ends a request that is still
+// in the simulated front end's delay or streaming, even behind a server
+// Start did not make (httptest here): request contexts end with the
+// simulator.
+func TestCloseEndsRequests(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []bool{false, true} {
+		s, url := newTestServer(t, Config{TimeScale: 10000})
+		done := make(chan error, 1)
+		go func() {
+			body := fmt.Sprintf(`{"prompt": %q, "max_tokens": 30000, "stream": %v}`, promptWords(1, 300), stream)
+			resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+			if err == nil {
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+		time.Sleep(200 * time.Millisecond)
+		s.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("stream=%v: a request outlived Close by 10 s", stream)
+		}
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvtier/kvtier/internal/wait"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 )
@@ -170,7 +171,9 @@ type Server struct {
 	// nanoseconds: how far the engine fell behind real time.
 	lag atomic.Int64
 
-	done      chan struct{}
+	// life ends when the server closes; every request's context with it.
+	life      context.Context
+	end       context.CancelFunc
 	loopDone  chan struct{}
 	closeOnce sync.Once
 	smu       sync.Mutex
@@ -189,12 +192,12 @@ func New(cfg Config) (*Server, error) {
 		started:  time.Now(),
 		pending:  map[string]chan struct{}{},
 		alias:    map[string]string{},
-		done:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
 	if s.client == nil {
 		s.client = &http.Client{Timeout: 60 * time.Second}
 	}
+	s.life, s.end = context.WithCancel(context.Background())
 	s.eng = newEngine(engineConfigOf(cfg))
 	s.routes()
 	go s.loop()
@@ -235,7 +238,7 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 	go func() {
 		select {
 		case <-ctx.Done():
-		case <-s.done:
+		case <-s.life.Done():
 		}
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -259,7 +262,7 @@ func (s *Server) serveOn(ln net.Listener) *http.Server {
 // Close stops the engine and the listeners Start opened.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		close(s.done)
+		s.end()
 		<-s.loopDone
 		s.smu.Lock()
 		defer s.smu.Unlock()
@@ -281,23 +284,6 @@ func (s *Server) modelNow() float64 {
 		return 0
 	}
 	return time.Since(s.started).Seconds() / s.cfg.TimeScale
-}
-
-// sleep waits d, or less when the request or the server ends first.
-func (s *Server) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.done:
-		return errors.New("sim: server closed")
-	}
 }
 
 // submit hands r to the engine. An idle engine's clock catches up with
@@ -350,7 +336,7 @@ func (s *Server) loop() {
 			}
 			e.mu.Unlock()
 			select {
-			case <-s.done:
+			case <-s.life.Done():
 				return
 			case <-e.wake:
 			case <-wait:
@@ -376,7 +362,7 @@ func (s *Server) loop() {
 func (s *Server) waitUntil(end float64) bool {
 	if s.cfg.TimeScale > 0 {
 		deadline := s.started.Add(s.scaled(end))
-		if s.sleep(context.Background(), time.Until(deadline)) != nil {
+		if wait.Until(s.life, deadline) != nil {
 			return false
 		}
 		if late := time.Since(deadline); late > time.Duration(s.lag.Load()) {
@@ -384,12 +370,7 @@ func (s *Server) waitUntil(end float64) bool {
 		}
 		return true
 	}
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
+	return s.life.Err() == nil
 }
 
 // requestID returns the internal id of a request: prefix plus the

@@ -245,9 +245,19 @@ func collectNIC(c Config, m *results.Manifest) error {
 			st.Reason = "no active RDMA port"
 		} else {
 			st.Available = true
-			st.Detail = "libibverbs; " + strings.Join(names, ", ")
+			st.Detail = "libibverbs (" + dmabufNote(c.Libs.IBVerbs) + "); " + strings.Join(names, ", ")
 		}
 	}
 	m.Backends = append(m.Backends, st)
 	return err
+}
+
+// dmabufNote says how GPU memory can be registered with the libibverbs
+// at lib: by DMA-BUF where it has ibv_reg_dmabuf_mr (rdma-core 34 and
+// later), else only through the nvidia-peermem module.
+func dmabufNote(lib string) string {
+	if rdma.HasDMABuf(lib) {
+		return "GPU memory by DMA-BUF: ibv_reg_dmabuf_mr"
+	}
+	return "no ibv_reg_dmabuf_mr: GPU memory through nvidia-peermem only"
 }

@@ -2,6 +2,7 @@ package system_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,5 +97,25 @@ func TestCollectNICFixture(t *testing.T) {
 		if n.Name == "mlx5_0" && (len(n.GPUDist) != 1 || n.GPUDist[0] != "gpu0: across sockets") {
 			t.Fatalf("gpu distance %v", n.GPUDist)
 		}
+	}
+}
+
+// TestCollectNICVerbsAvailable checks the verbs backend's status with a
+// libibverbs that loads (the fake, which has ibv_reg_dmabuf_mr) and an
+// active port: available, naming the port and how GPU memory registers.
+func TestCollectNICVerbsAvailable(t *testing.T) {
+	fixture := rdmatest.SysfsTree(t)
+	lib := rdmatest.Build(t)
+	m := &results.Manifest{}
+	if err := system.CollectNIC(system.Config{Root: fixture, Libs: system.Libraries{IBVerbs: lib}}, m); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(m.Backends, func(b results.BackendStatus) bool { return b.Name == "verbs" })
+	if i < 0 {
+		t.Fatalf("no verbs status in %+v", m.Backends)
+	}
+	st := m.Backends[i]
+	if !st.Available || !strings.Contains(st.Detail, "mlx5_0/1") || !strings.Contains(st.Detail, "DMA-BUF") {
+		t.Fatalf("verbs status %+v: want available, mlx5_0/1, DMA-BUF", st)
 	}
 }

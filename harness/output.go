@@ -186,12 +186,6 @@ func removeEmpty(dirs []string) {
 	}
 }
 
-// CSV creates name in the directory with the common columns and extra.
-// keys are the columns a summary groups by; nil means no summary.
-func (o *Output) CSV(name string, keys []string, extra ...string) (*results.CSV, error) {
-	return o.csv(name, append(slices.Clone(results.CommonColumns), extra...), keys)
-}
-
 // Open creates the suite file f in the directory with the header its
 // declaration gives; when f has summary keys, Close writes its summary
 // beside it.
@@ -239,12 +233,6 @@ func (o *Output) Rows() int {
 		n += s.Rows()
 	}
 	return n
-}
-
-// RawCSV creates name with exactly the given columns (for files that are
-// not sample rows, such as token time series) and no summary.
-func (o *Output) RawCSV(name string, columns []string) (*results.CSV, error) {
-	return o.csv(name, columns, nil)
 }
 
 func (o *Output) csv(name string, columns, keys []string) (*results.CSV, error) {
@@ -318,7 +306,7 @@ func (o *Output) Close(interrupted bool) error {
 		if !ok {
 			continue
 		}
-		out := strings.TrimSuffix(s.Path(), ".csv") + "_summary.csv"
+		out := results.SummaryPath(s.Path())
 		if err := results.SummarizeFile(s.Path(), out, keys); err != nil {
 			errs = append(errs, err)
 			continue

@@ -148,14 +148,6 @@ func (t *table) String() string {
 	return b.String()
 }
 
-func mapStrings(xs []string, f func(string) string) []string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = f(x)
-	}
-	return out
-}
-
 // fmtSec renders seconds with three significant digits in the unit
 // that suits them; "" for NaN so the table marks it.
 func fmtSec(s float64) string { return units.FormatSeconds(s) }

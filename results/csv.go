@@ -126,28 +126,3 @@ func (s *CSV) Close() error {
 	}
 	return err
 }
-
-// Tee is a Sink that writes every row to each of its sinks.
-type Tee []Sink
-
-// Write writes r to every sink and returns the first error.
-func (t Tee) Write(r Row) error {
-	var first error
-	for _, s := range t {
-		if err := s.Write(r); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// Close closes every sink and returns the first error.
-func (t Tee) Close() error {
-	var first error
-	for _, s := range t {
-		if err := s.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/kvtier/kvtier/registry"
 )
@@ -54,14 +55,6 @@ func (f File) Header() []string {
 		return slices.Clone(f.Columns)
 	}
 	return append(slices.Clone(CommonColumns), f.Columns...)
-}
-
-// Summary returns the name of the file's summary CSV, "" when it has none.
-func (f File) Summary() string {
-	if f.Raw || f.Keys == nil {
-		return ""
-	}
-	return f.Name[:len(f.Name)-len(".csv")] + "_summary.csv"
 }
 
 // Measure returns the row's value of the file's measurement and whether
@@ -129,3 +122,9 @@ func (s Suite) File(name string) (File, bool) {
 
 // Main returns the suite's main sample file.
 func (s Suite) Main() File { return s.Files[0] }
+
+// SummaryPath is the path of the summary of the results CSV at path:
+// NAME.csv's is NAME_summary.csv.
+func SummaryPath(path string) string {
+	return strings.TrimSuffix(path, ".csv") + "_summary.csv"
+}

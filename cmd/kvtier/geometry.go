@@ -59,14 +59,3 @@ func printGeometry(w io.Writer, g kv.Geometry) {
 		fmt.Fprintf(w, "  %8s %8d %14d %12s %14.0f\n", units.FormatTokens(tok), b, bytes, units.FormatBytes(bytes), kv.PrefillFLOPs(g, tok)/1e9)
 	}
 }
-
-func joinNames(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	return s
-}

@@ -63,7 +63,7 @@ func loadConfig() (benchConfig, error) {
 	}
 	slices.Sort(c.prefixes)
 	if t := env("KVTIER_TIERS", ""); t != "" {
-		for _, name := range strings.Split(t, ",") {
+		for name := range strings.SplitSeq(t, ",") {
 			name = strings.TrimSpace(name)
 			if _, err := tiers.Lookup(name); err != nil {
 				return c, fmt.Errorf("KVTIER_TIERS: %w", err)

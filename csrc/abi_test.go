@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -135,12 +136,7 @@ func checkPFN(t *testing.T, g map[string][]string, versions []string, f []string
 }
 
 func hasFact(facts []string, fact string) bool {
-	for _, f := range facts {
-		if f == fact {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(facts, fact)
 }
 
 // near lists the facts that start with prefix, for an error message.

@@ -71,7 +71,7 @@ func TestBLASContextPerCall(t *testing.T) {
 
 	stop := make(chan struct{})
 	var wg, ready sync.WaitGroup
-	for i := 0; i < 6; i++ {
+	for i := range 6 {
 		wg.Add(1)
 		ready.Add(1)
 		go func(device0 bool) {
@@ -88,7 +88,7 @@ func TestBLASContextPerCall(t *testing.T) {
 				if device0 {
 					c0.MemInfo() // device 0's context is current on this thread
 				} else {
-					for j := 0; j < 20000; j++ {
+					for j := range 20000 {
 						x ^= j
 					}
 				}
@@ -97,7 +97,7 @@ func TestBLASContextPerCall(t *testing.T) {
 	}
 	ready.Wait()
 	failed := 0
-	for i := 0; i < 10000; i++ {
+	for range 10000 {
 		if _, err := h.Gemms(op); err != nil {
 			failed++
 		}

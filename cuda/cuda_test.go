@@ -294,7 +294,7 @@ func TestPlanGrows(t *testing.T) {
 	var p cuda.Plan
 	defer p.Free()
 	p.Reset(2)
-	for i := 0; i < 100; i++ {
+	for i := range 100 {
 		p.Add(uint64(i), uint64(2*i), int64(3*i))
 	}
 	if p.Len() != 100 {
@@ -304,7 +304,7 @@ func TestPlanGrows(t *testing.T) {
 	c, s := context(t, d)
 	dst, src := sides(t, c, cuda.DeviceToDevice, 100)
 	p.Reset(0)
-	for i := 0; i < 100; i++ {
+	for i := range 100 {
 		p.Add(dst.addr+uint64(i*chunk), src.addr+uint64((99-i)*chunk), chunk)
 	}
 	if n, err := s.Copy(cuda.DeviceToDevice, cuda.Batch, &p); err != nil || n != 100 {
@@ -409,7 +409,7 @@ func TestTimerHoldsStream(t *testing.T) {
 	var p cuda.Plan
 	defer p.Free()
 	scatter(&p, dst.addr, src.addr, perm)
-	for rep := 0; rep < 2; rep++ {
+	for rep := range 2 {
 		if err := tm.Start(); err != nil {
 			t.Fatal(err)
 		}

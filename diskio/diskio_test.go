@@ -314,7 +314,7 @@ func TestHugePages(t *testing.T) {
 	start := fmt.Sprintf("%x-", uintptr(unsafe.Pointer(&b[0])))
 	var huge int
 	in := false
-	for _, l := range strings.Split(string(smaps), "\n") {
+	for l := range strings.SplitSeq(string(smaps), "\n") {
 		if f := strings.Fields(l); len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
 			in = strings.HasPrefix(l, start)
 		}

@@ -173,13 +173,11 @@ func (g *GDS) Read(ctx context.Context, f *File, plan []kv.Copy) error {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for w := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if errs[w] = g.worker(ctx, f, h, plan, w, n, &stop); errs[w] != nil {
 				stop.Store(true)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

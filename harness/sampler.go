@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"time"
 
 	"github.com/kvtier/kvtier/option"
@@ -100,9 +101,7 @@ type Sampler struct {
 func (s *Sampler) row(c *Case, rep int) results.Row {
 	r := c.Row
 	r.Extra = make(map[string]string, len(c.Row.Extra)+4)
-	for k, v := range c.Row.Extra {
-		r.Extra[k] = v
-	}
+	maps.Copy(r.Extra, c.Row.Extra)
 	r.Suite = s.Suite
 	r.Rep = rep
 	r.Set("timing", c.Timer.Kind())

@@ -10,10 +10,7 @@ type GEMM struct {
 
 // FLOPs is the multiply-add count of g times two.
 func (g GEMM) FLOPs() float64 {
-	b := g.Batch
-	if b < 1 {
-		b = 1
-	}
+	b := max(g.Batch, 1)
 	return 2 * float64(g.M) * float64(g.N) * float64(g.K) * float64(b)
 }
 

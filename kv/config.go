@@ -3,6 +3,7 @@ package kv
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -148,12 +149,8 @@ func configObject(b []byte, path string) (map[string]any, error) {
 		return top, nil
 	}
 	m := map[string]any{}
-	for k, v := range top {
-		m[k] = v
-	}
-	for k, v := range tc {
-		m[k] = v
-	}
+	maps.Copy(m, top)
+	maps.Copy(m, tc)
 	return m, nil
 }
 

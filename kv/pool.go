@@ -51,7 +51,7 @@ func GatherPlan(src Pool, srcSlots []int, dst Pool, dstSlots []int) ([]Copy, err
 	cb := src.ChunkBytes()
 	plan := make([]Copy, 0, len(srcSlots)*n)
 	for i := range srcSlots {
-		for c := 0; c < n; c++ {
+		for c := range n {
 			plan = append(plan, Copy{Dst: dst.ChunkOffset(dstSlots[i], c), Src: src.ChunkOffset(srcSlots[i], c), Bytes: cb})
 		}
 	}

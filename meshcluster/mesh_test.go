@@ -171,7 +171,7 @@ func TestRendezvousNamesMissingRanks(t *testing.T) {
 	}
 	for r := range 3 {
 		line := ""
-		for _, s := range strings.Split(l.out, "\n") {
+		for s := range strings.SplitSeq(l.out, "\n") {
 			if strings.HasPrefix(s, fmt.Sprintf("%d: kvtier mesh: rank %d", r, r)) && strings.Contains(s, "rendezvous") {
 				line = s
 			}

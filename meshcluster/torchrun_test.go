@@ -39,9 +39,7 @@ func TestTorchrunEnvironment(t *testing.T) {
 		cmd.Env = append(os.Environ(), "KVTIER_TOKEN=mesh-test-token", fmt.Sprintf("RANK=%d", i), "WORLD_SIZE=3",
 			"LOCAL_RANK="+r.local, "MASTER_ADDR="+c.net+".1", "MASTER_PORT=29617", "SLURM_PROCID=", "SLURM_NTASKS=")
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			b, err := cmd.CombinedOutput()
 			outs[i] = string(b)
 			if ee, ok := err.(*exec.ExitError); ok {
@@ -49,7 +47,7 @@ func TestTorchrunEnvironment(t *testing.T) {
 			} else if err != nil {
 				codes[i] = -1
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for i, code := range codes {

@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -91,10 +92,8 @@ func number[T cmp.Ordered](v T) string {
 func Fields(err error) []string {
 	var out []string
 	walk(err, func(e *Error) {
-		for _, f := range out {
-			if f == e.Field {
-				return
-			}
+		if slices.Contains(out, e.Field) {
+			return
 		}
 		out = append(out, e.Field)
 	})

@@ -188,11 +188,9 @@ func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error
 		if len(p) == 0 {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			errs[i] = c.tcp[i].read(ctx, dst, p)
-		}()
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -318,8 +316,7 @@ func (t *tcpConn) read(ctx context.Context, dst []byte, list []Chunk) error {
 	var first error
 	for _, b := range batches {
 		if err := t.readAnswer(dst, b); err != nil {
-			var pe *peerError
-			if errors.As(err, &pe) {
+			if _, ok := errors.AsType[*peerError](err); ok {
 				// The peer refused this batch and goes on; keep reading
 				// the answers to the batches already sent.
 				if first == nil {

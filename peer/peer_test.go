@@ -134,7 +134,7 @@ func TestTCPReadVerifies(t *testing.T) {
 		// Scattered 16 KiB chunks, packed into dst, plus one big chunk.
 		var list []Chunk
 		var d int64
-		for i := 0; i < 64; i++ {
+		for i := range 64 {
 			src := int64((i*37)%200) * 16384
 			list = append(list, Chunk{Src: src, Dst: d, Len: 16384})
 			d += 16384

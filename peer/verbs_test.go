@@ -55,7 +55,7 @@ func TestVerbsFake(t *testing.T) {
 	// refused by the fake) and one 3 MiB chunk split into 1 MiB requests.
 	var list []Chunk
 	var d int64
-	for i := 0; i < 300; i++ {
+	for i := range 300 {
 		list = append(list, Chunk{Src: int64((i*131)%320) * 16384, Dst: d, Len: 16384})
 		d += 16384
 	}
@@ -65,7 +65,7 @@ func TestVerbsFake(t *testing.T) {
 	if err := c.Prepare(dst); err != nil {
 		t.Fatal(err)
 	}
-	for rep := 0; rep < 2; rep++ {
+	for range 2 {
 		clear(dst)
 		if err := c.ReadChunks(context.Background(), dst, list); err != nil {
 			t.Fatal(err)
@@ -169,7 +169,7 @@ func TestVerbsAbort(t *testing.T) {
 		return c
 	}
 	var list []Chunk
-	for i := int64(0); i < 200; i++ {
+	for i := range int64(200) {
 		list = append(list, Chunk{Src: (i * 7 % 256) * 16384, Dst: i * 16384, Len: 16384})
 	}
 	dst := make([]byte, 200*16384)

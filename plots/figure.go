@@ -179,8 +179,8 @@ func (f *figure) band(lo, hi plotter.XYs, i int) error {
 	c, _ := style(i)
 	ring := make(plotter.XYs, 0, 2*len(lo))
 	ring = append(ring, lo...)
-	for j := len(hi) - 1; j >= 0; j-- {
-		ring = append(ring, hi[j])
+	for _, h := range slices.Backward(hi) {
+		ring = append(ring, h)
 	}
 	poly, err := plotter.NewPolygon(ring)
 	if err != nil {

@@ -110,7 +110,7 @@ func Batches(wrs []WR, qstart []int, size int) (batches [][]WR, starts [][]int) 
 	for round := 0; ; round++ {
 		var b []WR
 		st := make([]int, nqp+1)
-		for q := 0; q < nqp; q++ {
+		for q := range nqp {
 			st[q] = len(b)
 			lo := qstart[q] + round*size
 			hi := min(lo+size, qstart[q+1])

@@ -130,7 +130,7 @@ func TestPlanSpreadsOverQPs(t *testing.T) {
 		t.Fatalf("plan %+v %v", wrs, qstart)
 	}
 	var total uint32
-	for q := 0; q < 2; q++ {
+	for q := range 2 {
 		for _, w := range wrs[qstart[q]:qstart[q+1]] {
 			if w.QP != q {
 				t.Fatalf("request %+v in QP %d's group", w, q)
@@ -154,7 +154,7 @@ func TestPlanSpreadsOverQPs(t *testing.T) {
 		if starts[i][len(starts[i])-1] != len(b) {
 			t.Fatalf("batch %d qstart %v", i, starts[i])
 		}
-		for q := 0; q < 2; q++ {
+		for q := range 2 {
 			if starts[i][q+1]-starts[i][q] > 1 {
 				t.Fatalf("batch %d gives QP %d more than the limit", i, q)
 			}
@@ -286,7 +286,7 @@ func TestReadNoCompletionTimeout(t *testing.T) {
 	}
 	a.SetTimeout(300 * time.Millisecond)
 	var reads []WR
-	for i := 0; i < 4; i++ {
+	for i := range 4 {
 		off := uint64(i) << 14
 		reads = append(reads, WR{Local: dmr.Addr + off, LKey: dmr.LKey, Remote: smr.Addr + off, RKey: smr.RKey, Len: 1 << 14})
 	}

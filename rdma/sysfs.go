@@ -32,8 +32,8 @@ func ParseRate(s string) (float64, error) {
 
 // ParseState turns sysfs's "4: ACTIVE" into "ACTIVE".
 func ParseState(s string) string {
-	if i := strings.Index(s, ":"); i >= 0 {
-		return strings.TrimSpace(s[i+1:])
+	if _, after, ok := strings.Cut(s, ":"); ok {
+		return strings.TrimSpace(after)
 	}
 	return strings.TrimSpace(s)
 }

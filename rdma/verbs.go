@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -330,8 +331,8 @@ func (e *Endpoint) Close() error {
 		return errors.New("rdma: close: reads still in flight after an abort; the endpoint and its memory registrations are left in place")
 	}
 	var first error
-	for i := len(e.mrs) - 1; i >= 0; i-- {
-		if err := toError("dereg mr", e.ep.Dereg(e.mrs[i].h), nil); err != nil && first == nil {
+	for _, mr := range slices.Backward(e.mrs) {
+		if err := toError("dereg mr", e.ep.Dereg(mr.h), nil); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -78,7 +78,7 @@ func TestHTMLSelfContained(t *testing.T) {
 		t.Errorf("%d inline SVGs, want one per figure (%d)", got, n)
 	}
 	md := markdown(runs, "")
-	for _, line := range strings.Split(md, "\n") {
+	for line := range strings.SplitSeq(md, "\n") {
 		if h, ok := strings.CutPrefix(line, "## "); ok && !strings.Contains(page, `<h2 id="`+anchorOf(h)+`">`) {
 			t.Errorf("the page has no heading %q with id %q", h, anchorOf(h))
 		}

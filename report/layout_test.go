@@ -94,7 +94,7 @@ func markdown(runs []*report.Run, base string) string {
 // its anchor.
 func anchors(md string) map[string]bool {
 	out := map[string]bool{}
-	for _, line := range strings.Split(md, "\n") {
+	for line := range strings.SplitSeq(md, "\n") {
 		if h, ok := strings.CutPrefix(line, "## "); ok {
 			out[anchorOf(h)] = true
 		}
@@ -238,7 +238,7 @@ func checkSections(t *testing.T, name, md string) {
 			heading = strings.TrimPrefix(line, "## ")
 		case strings.HasPrefix(line, "In every row: "):
 			hoisted = nil
-			for _, kv := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(line, "In every row: "), "."), "; ") {
+			for kv := range strings.SplitSeq(strings.TrimSuffix(strings.TrimPrefix(line, "In every row: "), "."), "; ") {
 				// Labels, not numbers: two columns may hold the same number.
 				if _, v, ok := strings.Cut(kv, ": "); ok && regexp.MustCompile(`^\pL`).MatchString(v) {
 					hoisted = append(hoisted, v)
@@ -246,7 +246,7 @@ func checkSections(t *testing.T, name, md string) {
 			}
 		case line == "":
 		case strings.HasPrefix(line, "|") && heading != "Headline" && heading != "Figures":
-			for _, c := range strings.Split(strings.Trim(line, "|"), "|") {
+			for c := range strings.SplitSeq(strings.Trim(line, "|"), "|") {
 				c = strings.TrimSpace(c)
 				if strings.Contains(c, heading) || slices.Contains(hoisted, c) {
 					t.Errorf("%s: line %d: cell %q repeats the heading %q or a label said above (%q)", name, i+1, c, heading, hoisted)

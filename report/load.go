@@ -177,8 +177,7 @@ func atoi(s string) int {
 // unwrapPath drops the "open PATH:" layer of a PathError so that messages
 // name the file once.
 func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return pe.Err
 	}
 	return err

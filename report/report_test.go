@@ -60,8 +60,8 @@ func checkCells(t *testing.T, md string) {
 		if !strings.HasPrefix(line, "|") {
 			continue
 		}
-		cells := strings.Split(strings.Trim(line, "|"), " | ")
-		for _, c := range cells {
+		cells := strings.SplitSeq(strings.Trim(line, "|"), " | ")
+		for c := range cells {
 			c = strings.TrimSpace(c)
 			if c == "" || strings.Contains(c, "NaN") || strings.Contains(c, "Inf") {
 				t.Errorf("line %d has an empty or NaN cell: %s", i+1, line)

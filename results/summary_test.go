@@ -68,7 +68,7 @@ func TestSummarizeFile(t *testing.T) {
 	r.SetTime(1)
 	write(r)
 	// Skipped only.
-	for i := 0; i < 2; i++ {
+	for range 2 {
 		r = NewRow("sweep")
 		r.Tier, r.Layout = "hbm", "layerwise"
 		r.Skip("no device memory on the host backend")

@@ -106,7 +106,7 @@ func nvmlGPUs() ([]results.GPU, results.BackendStatus) {
 	st.Available = true
 	st.Detail = fmt.Sprintf("driver %s, %d device(s)", drvVer, n)
 	var gpus []results.GPU
-	for i := 0; i < n; i++ {
+	for i := range n {
 		dev, r := nvml.DeviceGetHandleByIndex(i)
 		if r != nvml.SUCCESS {
 			continue
@@ -139,7 +139,7 @@ func driverGPUs(d *cuda.Driver) []results.GPU {
 		return nil
 	}
 	var gpus []results.GPU
-	for i := 0; i < n; i++ {
+	for i := range n {
 		info, err := d.Device(i)
 		if err != nil {
 			continue
@@ -170,7 +170,7 @@ func ParseNVIDIAVersion(s string) string {
 	if !strings.HasPrefix(line, "NVRM version:") {
 		return ""
 	}
-	for _, f := range strings.Fields(line) {
+	for f := range strings.FieldsSeq(line) {
 		if strings.Count(f, ".") >= 1 && f[0] >= '0' && f[0] <= '9' {
 			return f
 		}

@@ -3,6 +3,7 @@ package tiers
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/peer"
@@ -81,12 +82,7 @@ func bounceTo(b Backend, dst Buffer, mode CopyMode) (Buffer, func(plan []kv.Copy
 }
 
 func containsMode(ms []CopyMode, m CopyMode) bool {
-	for _, x := range ms {
-		if x == m {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(ms, m)
 }
 
 // Scrub overwrites the destination ranges of list in dst and in the

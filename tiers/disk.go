@@ -89,7 +89,7 @@ var ioModes = []string{diskio.Uring, diskio.Pread, diskio.CUFile}
 
 func (o *DiskOptions) modes() []string {
 	var ms []string
-	for _, m := range strings.Split(o.IO, ",") {
+	for m := range strings.SplitSeq(o.IO, ",") {
 		if m = strings.TrimSpace(m); m != "" && !slices.Contains(ms, m) {
 			ms = append(ms, m)
 		}

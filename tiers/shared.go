@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 )
 
@@ -50,9 +51,9 @@ func (s *Shared) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
-	for i := len(s.order) - 1; i >= 0; i-- {
-		if err := s.m[s.order[i]].Close(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", s.order[i], err))
+	for _, key := range slices.Backward(s.order) {
+		if err := s.m[key].Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 		}
 	}
 	s.m, s.order = map[string]io.Closer{}, nil

@@ -108,7 +108,7 @@ func ParseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
 		return nil, fmt.Errorf("empty list")
 	}
 	var out []T
-	for _, f := range strings.Split(s, ",") {
+	for f := range strings.SplitSeq(s, ",") {
 		v, err := parse(f)
 		if err != nil {
 			return nil, err

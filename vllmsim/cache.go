@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"encoding/binary"
 	"hash/fnv"
+	"slices"
 )
 
 // A blockHash names the content of one full KV block: its tokens, the
@@ -171,8 +172,8 @@ func (p *gpuPool) commit(id int, h blockHash) {
 // request's last blocks are evicted before its first ones: block 0,
 // shared by every longer prefix, ends most recent.
 func (p *gpuPool) release(ids []int) {
-	for i := len(ids) - 1; i >= 0; i-- {
-		id := ids[i]
+	for _, id := range slices.Backward(ids) {
+
 		b := &p.blocks[id]
 		b.ref--
 		if b.ref > 0 {

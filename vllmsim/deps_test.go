@@ -17,7 +17,7 @@ func TestNoNativeDependencies(t *testing.T) {
 	if err != nil {
 		t.Skipf("go list: %v\n%s", err, out)
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 		path, ncgo, _ := strings.Cut(line, " ")
 		for _, bad := range []string{"kvtier/cuda", "kvtier/rdma", "kvtier/csrc", "kvtier/tiers", "kvtier/harness", "go-nvml"} {
 			if strings.Contains(path, bad) {

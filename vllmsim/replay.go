@@ -146,7 +146,7 @@ var errRunaway = errors.New("sim: virtual run: no end in sight after 10 million 
 // says so.
 func (v *virtualRun) run(stop func() bool) error {
 	e := v.e
-	for steps := 0; steps < 1e7; steps++ {
+	for range int(1e7) {
 		v.admit()
 		p := e.schedule()
 		if len(p.items) == 0 {

@@ -561,7 +561,7 @@ func TestContinuousUsage(t *testing.T) {
 func checkContinuousUsage(t *testing.T, raw string) {
 	t.Helper()
 	var got []string
-	for _, ev := range strings.Split(strings.TrimSpace(raw), "\n\n") {
+	for ev := range strings.SplitSeq(strings.TrimSpace(raw), "\n\n") {
 		data := strings.TrimPrefix(ev, "data: ")
 		if data == "[DONE]" {
 			continue
@@ -593,7 +593,7 @@ func TestBundledChunks(t *testing.T) {
 			"stream_options": {"include_usage": true, "continuous_usage_stats": true}}`
 		raw := postRaw(t, http.DefaultClient, url, path, body)
 		chunks, ids, prev := 0, 0, 0
-		for _, ev := range strings.Split(strings.TrimSpace(raw), "\n\n") {
+		for ev := range strings.SplitSeq(strings.TrimSpace(raw), "\n\n") {
 			data := strings.TrimPrefix(ev, "data: ")
 			if data == "[DONE]" {
 				continue

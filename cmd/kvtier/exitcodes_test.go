@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,7 +42,7 @@ type exitCase struct {
 func exitCases(costs string) []exitCase {
 	tiny := []string{"--model-config", "testdata/tiny_config.json"}
 	sweep := append([]string{"sweep", "--backend", "host", "--tiers", "host", "--layout", "blockwise", "--copy", "percopy", "--prefix", "16"}, tiny...)
-	sweep = sweep[:len(sweep):len(sweep)]
+	sweep = slices.Clip(sweep)
 	transfer := []string{"transfer", "--sizes", "64KiB", "--layout", "contiguous", "--warmup", "0"}
 	probe := []string{"probe", "--sim", "--tiers", "miss", "--prefix", "64"}
 	interfere := []string{"interfere", "--sim", "--decode", "1", "--prefill", "64", "--inject-after", "0.3s", "--reps", "1"}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,7 +131,7 @@ func slurmNodeAddr(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, f := range strings.Fields(string(out)) {
+	for f := range strings.FieldsSeq(string(out)) {
 		if a, ok := strings.CutPrefix(f, "NodeAddr="); ok {
 			return a, nil
 		}
@@ -171,8 +172,8 @@ type meshRank struct {
 }
 
 func (r *meshRank) close() {
-	for i := len(r.closes) - 1; i >= 0; i-- {
-		r.closes[i]()
+	for _, closeFn := range slices.Backward(r.closes) {
+		closeFn()
 	}
 }
 

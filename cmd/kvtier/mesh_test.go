@@ -53,13 +53,11 @@ func TestMeshInProcess(t *testing.T) {
 	errs := make([]bytes.Buffer, 3)
 	var wg sync.WaitGroup
 	for r := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			args := []string{"mesh", "--token", "tok", "--launcher", "flags", "--rank", fmt.Sprint(r), "--world-size", "3",
 				"--node", nodes[r], "--coordinator", coord, "--sizes", "256KiB,1MiB", "--reps", "2", "--out", dir, "--rendezvous-timeout", "20s", "--intra-peer-copy"}
 			codes[r] = dispatch(context.Background(), &outs[r], &errs[r], args)
-		}()
+		})
 	}
 	wg.Wait()
 	for r, code := range codes {

@@ -57,7 +57,7 @@ func (s *netnsSetup) cleanup() {
 func removeStale() {
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	re := regexp.MustCompile(`^kvt-[ab]-(\d+)\b`)
-	for _, line := range strings.Split(string(out), "\n") {
+	for line := range strings.SplitSeq(string(out), "\n") {
 		m := re.FindStringSubmatch(strings.TrimSpace(line))
 		if m == nil {
 			continue

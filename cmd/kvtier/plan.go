@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -177,10 +178,8 @@ func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planR
 		run: func(ctx context.Context, out *harness.Output) error {
 			dir = out.Dir
 			out.Manifest.Settings = pr.f.settings(pr.ao, pr.geom)
-			for k, v := range map[string]string{"costs": pr.p.costs, "hbm": pr.p.hbm, "dram": pr.p.dram, "disk": pr.p.disk,
-				"remote": pr.p.remote, "inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source()} {
-				out.Manifest.Settings[k] = v
-			}
+			maps.Copy(out.Manifest.Settings, map[string]string{"costs": pr.p.costs, "hbm": pr.p.hbm, "dram": pr.p.dram, "disk": pr.p.disk,
+				"remote": pr.p.remote, "inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source()})
 			if err := writeTraceFiles(out, res); err != nil {
 				return err
 			}

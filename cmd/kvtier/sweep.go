@@ -57,7 +57,7 @@ func (f *sweepFlags) options() (sweep.Options, error) {
 	var errs []error
 	if t := strings.TrimSpace(f.tiers); t != "" && t != "all" {
 		o.Tiers = nil
-		for _, name := range strings.Split(t, ",") {
+		for name := range strings.SplitSeq(t, ",") {
 			o.Tiers = append(o.Tiers, strings.TrimSpace(name))
 		}
 	}

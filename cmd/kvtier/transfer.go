@@ -94,7 +94,7 @@ func (f *transferFlags) options() (transfer.Options, error) {
 	o.Path = f.path
 	o.Peers = nil
 	if strings.TrimSpace(f.peers) != "" {
-		for _, p := range strings.Split(f.peers, ",") {
+		for p := range strings.SplitSeq(f.peers, ",") {
 			o.Peers = append(o.Peers, strings.TrimSpace(p))
 		}
 	}

@@ -108,7 +108,7 @@ func pids(t *testing.T, pidfile string) []int {
 		t.Fatalf("the helper server wrote no pids: %v", err)
 	}
 	var out []int
-	for _, f := range strings.Fields(string(b)) {
+	for f := range strings.FieldsSeq(string(b)) {
 		n, _ := strconv.Atoi(f)
 		out = append(out, n)
 	}

@@ -320,9 +320,7 @@ func (r *Runner) startDecodes(ctx context.Context, id string, d int) (*decodes, 
 		}
 		req := r.prompts.Request(pr, r.decodeTokens(), sid)
 		req.CountTokens = true
-		ds.wg.Add(1)
-		go func() {
-			defer ds.wg.Done()
+		ds.wg.Go(func() {
 			s, err := r.streams.Stream(sctx, req, func(c probe.Chunk) {
 				t := ds.since()
 				ds.mu.Lock()
@@ -342,7 +340,7 @@ func (r *Runner) startDecodes(ctx context.Context, id string, d int) (*decodes, 
 					ds.note = fmt.Sprintf("decode stream %d ended after %d tokens before the window closed: raise --decode-tokens", i, ds.tokens[i])
 				}
 			}
-		}()
+		})
 	}
 	return ds, nil
 }

@@ -105,7 +105,7 @@ func appendAll(as, bs []string) []string {
 // expandRanges expands the inside of a bracket group: "1-3,07,10-11".
 func expandRanges(s string) ([]string, error) {
 	var out []string
-	for _, r := range strings.Split(s, ",") {
+	for r := range strings.SplitSeq(s, ",") {
 		lo, hi, isRange := strings.Cut(r, "-")
 		a, err := parseIndex(lo)
 		if err != nil {

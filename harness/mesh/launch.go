@@ -177,7 +177,7 @@ func fromSlurm(env Env, l *Launch) error {
 
 // tasksOnNode reads Slurm's tasks-per-node list ("2(x3),1") for node id.
 func tasksOnNode(list string, id int) int {
-	for _, part := range strings.Split(list, ",") {
+	for part := range strings.SplitSeq(list, ",") {
 		n, reps := part, 1
 		if i := strings.Index(part, "(x"); i >= 0 && strings.HasSuffix(part, ")") {
 			n = part[:i]

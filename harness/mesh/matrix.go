@@ -158,8 +158,8 @@ func schedule(pattern string, members []Member, layouts []string, sizes []int64,
 		}
 		return steps
 	}
-	for src := 0; src < n; src++ {
-		for dst := 0; dst < n; dst++ {
+	for src := range n {
+		for dst := range n {
 			if src != dst {
 				steps = append(steps, []Task{task(src, dst, layouts, sizes)})
 			}

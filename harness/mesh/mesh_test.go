@@ -93,9 +93,7 @@ func runMesh(t *testing.T, ranks []*testRank, pattern string, joinOnly map[int]b
 	}
 	var wg sync.WaitGroup
 	for _, r := range ranks[1:] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rk, _, err := DialCoordinator(context.Background(), cfg, co.Addr().String())
 			if err != nil {
 				t.Errorf("rank %d: %v", r.member.Rank, err)
@@ -112,7 +110,7 @@ func runMesh(t *testing.T, ranks []*testRank, pattern string, joinOnly map[int]b
 			if err := rk.Serve(context.Background(), r.worker); err != nil {
 				t.Errorf("rank %d: %v", r.member.Rank, err)
 			}
-		}()
+		})
 	}
 	if _, err := co.Rendezvous(context.Background(), ranks[0].member); err != nil {
 		t.Fatal(err)

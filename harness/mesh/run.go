@@ -90,11 +90,9 @@ func (c *Coordinator) step(ctx context.Context, tasks []Task, w *Worker, col *co
 	errs := make([]error, len(tasks))
 	var wg sync.WaitGroup
 	for i, t := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			errs[i] = c.task(ctx, t, w, col)
-		}()
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -337,9 +338,7 @@ func (c *Client) post(x *exchange, r Request, start *time.Time, limit int64) (*h
 	if r.RequestID != "" {
 		hdr["X-Request-Id"] = r.RequestID
 	}
-	for k, v := range r.Header {
-		hdr[k] = v
-	}
+	maps.Copy(hdr, r.Header)
 	retried := false
 	for {
 		b, err := r.body(withSalt)

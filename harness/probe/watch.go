@@ -100,8 +100,7 @@ func (w *watch) beat(ping func(context.Context) error) {
 	if w.done || w.fired != nil || w.ping == nil {
 		return // the request ended, or its answer began meanwhile
 	}
-	var ie *IdleError
-	if errors.As(err, &ie) {
+	if _, ok := errors.AsType[*IdleError](err); ok {
 		w.fired = &IdleError{Wait: "answer, nor any to GET /v1/models,", Idle: w.idle}
 		w.cancel(w.fired)
 		return

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -151,9 +152,7 @@ func (o *Options) Settings() map[string]string {
 	}
 	for _, name := range o.selectedTiers() {
 		if to := o.TierOptions[name]; to != nil {
-			for k, v := range to.Settings() {
-				m[k] = v
-			}
+			maps.Copy(m, to.Settings())
 		}
 	}
 	return m

@@ -156,8 +156,7 @@ func idText(m json.RawMessage) (string, error) {
 
 // jsonError shortens encoding/json's messages to the point.
 func jsonError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		if te.Field == "" {
 			return fmt.Errorf("not a JSON object but a JSON %s", te.Value)
 		}

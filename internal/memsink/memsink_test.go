@@ -38,14 +38,12 @@ func TestSinkConcurrentWrites(t *testing.T) {
 	var s Sink
 	var wg sync.WaitGroup
 	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range 50 {
 				s.Write(results.NewRow("test"))
 				_ = s.Len()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if s.Len() != 200 {

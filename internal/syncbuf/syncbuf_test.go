@@ -11,16 +11,14 @@ func TestBufferConcurrentWrites(t *testing.T) {
 	var b Buffer
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range 100 {
 				if _, err := b.Write([]byte("x")); err != nil {
 					t.Error(err)
 				}
 				_ = b.String()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if got := b.String(); got != strings.Repeat("x", 800) {

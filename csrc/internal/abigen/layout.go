@@ -32,7 +32,7 @@ func structFacts(v int, b *Bindings, want shimLists) ([]string, error) {
 
 // structOf follows aliases from name to a struct or union declaration.
 func (b *Bindings) structOf(name string, v int) (fields []field, union, ok bool) {
-	for i := 0; i < 8; i++ {
+	for range 8 {
 		if fs, ok := lookup(b.Structs, name, v); ok {
 			return fs, b.Unions[name], true
 		}

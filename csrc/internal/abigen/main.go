@@ -37,6 +37,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -152,12 +153,7 @@ func submatches(re *regexp.Regexp, t string) []string {
 }
 
 func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(xs, s)
 }
 
 // An abiEntry says cuGetProcAddress(base, abi) returns variant.
@@ -176,10 +172,8 @@ var (
 func abiTable(text string, drv *Bindings, bases []string) map[string][]abiEntry {
 	t := map[string][]abiEntry{}
 	add := func(base string, e abiEntry) {
-		for _, x := range t[base] {
-			if x == e {
-				return
-			}
+		if slices.Contains(t[base], e) {
+			return
 		}
 		t[base] = append(t[base], e)
 	}

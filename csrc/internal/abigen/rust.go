@@ -196,7 +196,7 @@ func (p *parser) joinFunc(l string) {
 		return
 	}
 	var params []string
-	for _, a := range strings.Split(m[2], ",") {
+	for a := range strings.SplitSeq(m[2], ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			_, t, _ := strings.Cut(a, ": ")
 			params = append(params, t)

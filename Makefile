@@ -14,7 +14,7 @@ OUT     ?= results/$(shell date -u +%Y%m%dT%H%M%SZ)
 REV     := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 LDFLAGS := -X github.com/kvtier/kvtier/harness.revision=$(REV)
 
-.PHONY: all build deps bench test test-rdma vet clean
+.PHONY: all build deps bench test test-rdma vet lint clean
 
 all: build
 
@@ -53,6 +53,20 @@ test:
 	$(GO) test -run NONE -fuzz FuzzTokenize -fuzztime 2s ./vllmsim
 	$(GO) test -count=1 -run TestSimMB1RealTime ./harness/mb1
 	$(GO) test -count=1 -run 'TestReplayMatchesTracePrediction|TestKneeEmbeddedReference|TestKneeExternalSimShape' ./harness/replay ./harness/knee ./cmd/kvtier
+
+# Checks beyond vet, for contributors (not part of make test: they fetch
+# and build their tools, minutes on 2 cores): staticcheck, deadcode (no
+# function unreachable from a main or a test), and Go's modernize
+# analyzers (less "any", which trips on cgo's generated code, and
+# "stringsbuilder", which rewrites short += loops into longer code). Each
+# must print nothing.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+DEADCODE    := golang.org/x/tools/cmd/deadcode@v0.52.0
+MODERNIZE   := golang.org/x/tools/go/analysis/passes/modernize/cmd/modernize@v0.52.0
+lint: vet
+	$(GO) run $(STATICCHECK) -tests ./...
+	@out=$$($(GO) run $(DEADCODE) -test ./...); if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
+	$(GO) run $(MODERNIZE) -test -any=false -stringsbuilder=false ./...
 
 test-rdma: build
 	scripts/rxe-vm-test.sh -b $(BIN)

@@ -173,7 +173,7 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 		if err := WriteFrame(c, w); err != nil {
 			return
 		}
-		if err := s.serveTCP(idleConn{c, s.cfg.IdleTimeout}); err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+		if err := s.serveTCP(idleConn{c, s.cfg.IdleTimeout}); !errors.Is(err, io.EOF) && ctx.Err() == nil {
 			fmt.Fprintf(s.cfg.Log, "kvtier serve: %s: session ended: %v\n", c.RemoteAddr(), err)
 		}
 	case Verbs:

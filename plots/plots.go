@@ -143,7 +143,7 @@ func emit(dir, name string, f *figure, res *Result) error {
 // A series is the p10/p50/p90 of one configuration over x.
 type series struct {
 	label         string
-	standIn, dash bool
+	dash          bool
 	x             []float64
 	p10, p50, p90 []float64
 }

@@ -43,7 +43,7 @@ func TestTraceCommand(t *testing.T) {
 	dir := t.TempDir()
 	path, n := genTrace(t, dir)
 	out := filepath.Join(dir, "run")
-	stdout, stderr := mustRunCLI(t, "trace", path, "--instances", "2", "--route", "session", "--window", "30s", "--out", out)
+	stdout, _ := mustRunCLI(t, "trace", path, "--instances", "2", "--route", "session", "--window", "30s", "--out", out)
 	for _, f := range []string{"trace.csv", "trace_curve.csv", "trace_windows.csv", "manifest.json", "plots/trace_hitratio.png", "plots/trace_workingset.svg"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
@@ -122,10 +122,10 @@ func TestPlanCommand(t *testing.T) {
 	dir := t.TempDir()
 	path, _ := genTrace(t, dir)
 	sweep := filepath.Join(dir, "sweep")
-	_, stderr := mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "host,hbm,recompute", "--layout", "layerwise", "--copy", "percopy",
+	mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "host,hbm,recompute", "--layout", "layerwise", "--copy", "percopy",
 		"--prefix", "16,64,256", "--reps", "2", "--warmup", "1", "--budget", "2s", "--out", sweep)
 	out := filepath.Join(dir, "plan")
-	stdout, stderr := mustRunCLI(t, "plan", path, "--costs", sweep, "--hbm", "1GiB,4GiB", "--dram", "0,16GiB", "--out", out)
+	stdout, _ := mustRunCLI(t, "plan", path, "--costs", sweep, "--hbm", "1GiB,4GiB", "--dram", "0,16GiB", "--out", out)
 	for _, want := range []string{"**host stand-in**", "Missing tier costs: hbm, disk, remote, recompute", "not predicted: no measured cost for hbm, recompute"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)

@@ -230,7 +230,7 @@ func TestTransferVerbsFake(t *testing.T) {
 	// device memory registers through the fake verbs, else the bounce
 	// path; verified either way.
 	cudatest.Use(t)
-	stdout, stderr := mustRunCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--layout", "layerwise,contiguous",
+	stdout, _ := mustRunCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--layout", "layerwise,contiguous",
 		"--reps", "2", "--dst-mem", "gpu", "--out", filepath.Join(dir, "gpu"))
 	rows = readTransfer(t, filepath.Join(dir, "gpu"))
 	if len(rows) != 4 {

@@ -200,7 +200,7 @@ func (e *Endpoint) Connect(gidIndex, mtu, rdAtom int, localPSNs []uint32, r Remo
 	lpsn := make([]C.uint32_t, n)
 	rqpn := make([]C.uint32_t, n)
 	rpsn := make([]C.uint32_t, n)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		lpsn[i], rqpn[i], rpsn[i] = C.uint32_t(localPSNs[i]), C.uint32_t(r.QPNs[i]), C.uint32_t(r.PSNs[i])
 	}
 	var st C.kvt_ibv_status

@@ -156,7 +156,7 @@ func TestProbeErrorRows(t *testing.T) {
 			return true
 		}, "500", "HTTP 500: EngineCore died"},
 		{"503 plain text", func(w http.ResponseWriter) bool {
-			http.Error(w, "upstream overloaded", 503)
+			http.Error(w, "upstream overloaded", http.StatusServiceUnavailable)
 			return true
 		}, "503", "HTTP 503: upstream overloaded"},
 		{"error event mid-stream", func(w http.ResponseWriter) bool {

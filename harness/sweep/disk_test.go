@@ -34,7 +34,7 @@ func diskOptions(t *testing.T, io string, cached bool) Options {
 // verified on its first and last rep; batch is skipped on the host
 // backend; the file is gone when the run ends.
 func TestSweepDisk(t *testing.T) {
-	dir, rows, err, _ := runSweep(t, context.Background(), diskOptions(t, "uring,pread", true))
+	dir, rows, _, err := runSweep(t, context.Background(), diskOptions(t, "uring,pread", true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestSweepDiskRefused(t *testing.T) {
 			o := diskOptions(t, "pread", false)
 			o.Prefixes = []int{16384} // a 20 MiB file
 			o.TierOptions["disk"].(*tiers.DiskOptions).Dir = tc.dir(t)
-			_, rows, err, _ := runSweep(t, context.Background(), o)
+			_, rows, _, err := runSweep(t, context.Background(), o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func TestSweepDiskCUDA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	_, rows, err, log := runSweepOn(t, context.Background(), diskOptions(t, "uring,pread,cufile", false), b)
+	_, rows, log, err := runSweepOn(t, context.Background(), diskOptions(t, "uring,pread,cufile", false), b)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}

@@ -16,7 +16,7 @@ func TestSweepRemoteTier(t *testing.T) {
 	o.Tiers = []string{"remote"}
 	o.Copy = []tiers.CopyMode{tiers.PerCopy, tiers.Contiguous}
 	o.TierOptions["remote"].(*tiers.RemoteOptions).Conns = 2
-	_, rows, err, log := runSweep(t, context.Background(), o)
+	_, rows, log, err := runSweep(t, context.Background(), o)
 	if err != nil {
 		t.Fatalf("sweep: %v\n%s", err, log)
 	}

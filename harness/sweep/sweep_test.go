@@ -49,8 +49,8 @@ func geometryOf(t *testing.T, config string) kv.Geometry {
 }
 
 // runSweep runs o on the host backend into a fresh directory and returns
-// it, its rows, Run's error, the progress log and the error rows counted.
-func runSweep(t *testing.T, ctx context.Context, o Options) (string, []results.Row, error, string) {
+// it, its rows, the progress log and Run's error.
+func runSweep(t *testing.T, ctx context.Context, o Options) (string, []results.Row, string, error) {
 	t.Helper()
 	b, err := tiers.OpenHost(tiers.BackendConfig{NUMA: -1})
 	if err != nil {
@@ -61,7 +61,7 @@ func runSweep(t *testing.T, ctx context.Context, o Options) (string, []results.R
 }
 
 // runSweepOn is runSweep on backend b.
-func runSweepOn(t *testing.T, ctx context.Context, o Options, b tiers.Backend) (string, []results.Row, error, string) {
+func runSweepOn(t *testing.T, ctx context.Context, o Options, b tiers.Backend) (string, []results.Row, string, error) {
 	t.Helper()
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func runSweepOn(t *testing.T, ctx context.Context, o Options, b tiers.Backend) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, rows, serr, log.String()
+	return dir, rows, log.String(), serr
 }
 
 // errRows stands for "the run wrote error rows" in these tests.
@@ -95,7 +95,7 @@ func TestSweepEndToEnd(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	dir, rows, err, log := runSweep(t, context.Background(), o)
+	dir, rows, log, err := runSweep(t, context.Background(), o)
 	if err != nil {
 		t.Fatalf("Sweep: %v\n%s", err, log)
 	}
@@ -201,7 +201,7 @@ func TestSweepBudget(t *testing.T) {
 	o.Copy = []tiers.CopyMode{tiers.PerCopy}
 	o.Policy.Budget = time.Nanosecond
 	o.Prefixes = []int{32, 64}
-	_, rows, err, _ := runSweep(t, context.Background(), o)
+	_, rows, _, err := runSweep(t, context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestSweepBudget(t *testing.T) {
 	}
 	// A single-block prefix has no calibration: measured, with one rep.
 	o.Prefixes = []int{16}
-	_, rows, err, _ = runSweep(t, context.Background(), o)
+	_, rows, _, err = runSweep(t, context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestSweepMemoryCheck(t *testing.T) {
 	o.Layouts = []kv.Layout{kv.Layerwise}
 	o.Copy = []tiers.CopyMode{tiers.PerCopy}
 	o.Root = root
-	_, rows, err, _ := runSweep(t, context.Background(), o)
+	_, rows, _, err := runSweep(t, context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestSweepCancelled(t *testing.T) {
 	o := tinyOptions(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	dir, rows, err, _ := runSweep(t, ctx, o)
+	dir, rows, _, err := runSweep(t, ctx, o)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
@@ -301,7 +301,7 @@ func TestSweepVerifyFailure(t *testing.T) {
 	o.Layouts = []kv.Layout{kv.Layerwise}
 	o.Copy = []tiers.CopyMode{tiers.PerCopy}
 	o.Prefixes = []int{16}
-	_, rows, err, log := runSweep(t, context.Background(), o)
+	_, rows, log, err := runSweep(t, context.Background(), o)
 	if err != errRows {
 		t.Fatalf("err = %v", err)
 	}

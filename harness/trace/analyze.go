@@ -116,7 +116,6 @@ type Analyzer struct {
 	first, last           float64
 	windows               []*workingSet
 	routeSeed             uint64
-	largestSession, nSess int
 }
 
 // NewAnalyzer returns an Analyzer for the options.

@@ -286,12 +286,13 @@ type kind struct {
 	chat       bool
 	prefix     string // id prefix
 	object     string // non-streaming object
+	chunk      string // a stream chunk's object
 	defaultMax int    // max_tokens when the request gives none (0: fill the context)
 }
 
 var (
-	completionKind = kind{prefix: "cmpl-", object: "text_completion", defaultMax: 16}
-	chatKind       = kind{chat: true, prefix: "chatcmpl-", object: "chat.completion"}
+	completionKind = kind{prefix: "cmpl-", object: "text_completion", chunk: "text_completion", defaultMax: 16}
+	chatKind       = kind{chat: true, prefix: "chatcmpl-", object: "chat.completion", chunk: "chat.completion.chunk"}
 )
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -416,7 +417,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, hr *http.Re
 	var resp any
 	if k.chat {
 		resp = chatResponse{
-			ID: id, Object: k.object, Created: created, Model: s.cfg.Model,
+			responseHeader: s.header(k.object, id, created),
 			Choices: []chatChoice{{
 				Message:      chatMessageOut{Role: "assistant", Content: text.String(), ToolCalls: []any{}},
 				FinishReason: &finish,
@@ -425,9 +426,9 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, hr *http.Re
 		}
 	} else {
 		resp = completionResponse{
-			ID: id, Object: k.object, Created: created, Model: s.cfg.Model,
-			Choices: []completionChoice{{Text: text.String(), FinishReason: &finish}},
-			Usage:   usage, KVTransferParams: kvParams,
+			responseHeader: s.header(k.object, id, created),
+			Choices:        []completionChoice{{Text: text.String(), FinishReason: &finish}},
+			Usage:          usage, KVTransferParams: kvParams,
 		}
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -491,6 +492,16 @@ type streamWriter struct {
 	n          int  // tokens sent
 }
 
+// header is the opening of a completion or chat body of this server.
+func (s *Server) header(object, id string, created int64) responseHeader {
+	return responseHeader{ID: id, Object: object, Created: created, Model: s.cfg.Model}
+}
+
+// header is the opening of every chunk of the stream.
+func (sw *streamWriter) header() responseHeader {
+	return sw.s.header(sw.k.chunk, sw.id, sw.created)
+}
+
 func (sw *streamWriter) send(v any) bool {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -541,21 +552,20 @@ func (sw *streamWriter) chunk(evs []event) bool {
 		}
 	}
 	content := text.String()
-	m := sw.s.cfg.Model
 	if !sw.k.chat {
 		sw.n += len(evs)
 		return sw.send(completionStreamResponse{
-			ID: sw.id, Object: "text_completion", Created: sw.created, Model: m,
-			Choices: []completionStreamChoice{{Text: content, FinishReason: finish, TokenIDs: tokIDs}},
-			Usage:   sw.running(), PromptTokenIDs: promptIDs,
+			responseHeader: sw.header(),
+			Choices:        []completionStreamChoice{{Text: content, FinishReason: finish, TokenIDs: tokIDs}},
+			Usage:          sw.running(), PromptTokenIDs: promptIDs,
 		})
 	}
 	if first {
 		empty := ""
 		if !sw.send(chatStreamResponse{
-			ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: m,
-			Choices: []chatStreamChoice{{Delta: deltaMessage{Role: "assistant", Content: &empty}}},
-			Usage:   sw.running(), PromptTokenIDs: promptIDs,
+			responseHeader: sw.header(),
+			Choices:        []chatStreamChoice{{Delta: deltaMessage{Role: "assistant", Content: &empty}}},
+			Usage:          sw.running(), PromptTokenIDs: promptIDs,
 		}) {
 			return false
 		}
@@ -565,10 +575,7 @@ func (sw *streamWriter) chunk(evs []event) bool {
 	if finish != nil {
 		c.StopReason = json.RawMessage("null")
 	}
-	return sw.send(chatStreamResponse{
-		ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: m,
-		Choices: []chatStreamChoice{c}, Usage: sw.running(),
-	})
+	return sw.send(chatStreamResponse{responseHeader: sw.header(), Choices: []chatStreamChoice{c}, Usage: sw.running()})
 }
 
 // streamResponse writes server-sent events as vLLM does: one chunk per
@@ -596,9 +603,9 @@ func (s *Server) streamResponse(ctx context.Context, w http.ResponseWriter, req 
 		u := s.usage(last)
 		var chunk any
 		if k.chat {
-			chunk = chatStreamResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model, Choices: []chatStreamChoice{}, Usage: &u}
+			chunk = chatStreamResponse{responseHeader: sw.header(), Choices: []chatStreamChoice{}, Usage: &u}
 		} else {
-			chunk = completionStreamResponse{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model, Choices: []completionStreamChoice{}, Usage: &u}
+			chunk = completionStreamResponse{responseHeader: sw.header(), Choices: []completionStreamChoice{}, Usage: &u}
 		}
 		if !sw.send(chunk) {
 			return

@@ -6,6 +6,15 @@ import "encoding/json"
 // declare them (vllm/entrypoints/openai/protocol.py), so that the JSON
 // reads the same byte for byte in its structure.
 
+// responseHeader opens every completion and chat body, stream chunks
+// included.
+type responseHeader struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+}
+
 type usageInfo struct {
 	PromptTokens        int            `json:"prompt_tokens"`
 	TotalTokens         int            `json:"total_tokens"`
@@ -29,10 +38,7 @@ type completionStreamChoice struct {
 }
 
 type completionStreamResponse struct {
-	ID             string                   `json:"id"`
-	Object         string                   `json:"object"`
-	Created        int64                    `json:"created"`
-	Model          string                   `json:"model"`
+	responseHeader
 	Choices        []completionStreamChoice `json:"choices"`
 	Usage          *usageInfo               `json:"usage"`
 	PromptTokenIDs []int                    `json:"prompt_token_ids,omitempty"` // return_token_ids: first chunk only
@@ -48,10 +54,7 @@ type completionChoice struct {
 }
 
 type completionResponse struct {
-	ID               string             `json:"id"`
-	Object           string             `json:"object"`
-	Created          int64              `json:"created"`
-	Model            string             `json:"model"`
+	responseHeader
 	Choices          []completionChoice `json:"choices"`
 	Usage            usageInfo          `json:"usage"`
 	KVTransferParams map[string]any     `json:"kv_transfer_params"`
@@ -74,10 +77,7 @@ type chatStreamChoice struct {
 }
 
 type chatStreamResponse struct {
-	ID             string             `json:"id"`
-	Object         string             `json:"object"`
-	Created        int64              `json:"created"`
-	Model          string             `json:"model"`
+	responseHeader
 	Choices        []chatStreamChoice `json:"choices"`
 	Usage          *usageInfo         `json:"usage,omitempty"`
 	PromptTokenIDs []int              `json:"prompt_token_ids,omitempty"` // return_token_ids: first chunk only
@@ -99,10 +99,7 @@ type chatChoice struct {
 }
 
 type chatResponse struct {
-	ID               string         `json:"id"`
-	Object           string         `json:"object"`
-	Created          int64          `json:"created"`
-	Model            string         `json:"model"`
+	responseHeader
 	Choices          []chatChoice   `json:"choices"`
 	Usage            usageInfo      `json:"usage"`
 	PromptLogprobs   any            `json:"prompt_logprobs"`

@@ -2,7 +2,8 @@ package kv
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kvtier/kvtier/option"
@@ -52,12 +53,7 @@ const DefaultModel = "qwen3-coder-30b-a3b"
 
 // ModelNames lists the preset names, sorted.
 func ModelNames() []string {
-	names := make([]string, 0, len(presets))
-	for n := range presets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(presets))
 }
 
 // LookupModel returns the geometry of the preset named name (case does

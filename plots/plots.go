@@ -200,12 +200,7 @@ func collect(label string, rows []results.Row, x func(results.Row) float64, v fu
 		byX[x(r)] = append(byX[x(r)], val)
 	}
 	s := series{label: label}
-	var xs []float64
-	for k := range byX {
-		xs = append(xs, k)
-	}
-	slices.Sort(xs)
-	for _, k := range xs {
+	for _, k := range slices.Sorted(maps.Keys(byX)) {
 		d := report.Summarize(byX[k])
 		s.x = append(s.x, k)
 		s.p10, s.p50, s.p90 = append(s.p10, d.P10), append(s.p50, d.P50), append(s.p90, d.P90)
@@ -541,11 +536,7 @@ func drawTimelines(dir string, run *report.Run, res *Result) error {
 			best[t.D] = cell{t.D, t.P, t.Rep}
 		}
 	}
-	var ds []int
-	for d := range best {
-		ds = append(ds, d)
-	}
-	slices.Sort(ds)
+	ds := slices.Sorted(maps.Keys(best))
 	if len(ds) > 4 {
 		ds = []int{ds[0], ds[len(ds)/3], ds[2*len(ds)/3], ds[len(ds)-1]}
 	}
@@ -618,12 +609,7 @@ func drawTransfer(dir string, run *report.Run, res *Result) error {
 	if f == nil || err != nil {
 		return err
 	}
-	var rates []float64
-	for lr := range lines {
-		rates = append(rates, lr)
-	}
-	slices.Sort(rates)
-	for _, lr := range rates {
+	for _, lr := range slices.Sorted(maps.Keys(lines)) {
 		name := fmt.Sprintf("line rate %.3g GB/s", lr)
 		if dev := lines[lr]; dev != "" {
 			name += " (" + dev + ")"

@@ -2,8 +2,9 @@ package vllmsim
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/kvtier/kvtier/results"
@@ -106,12 +107,7 @@ const DefaultProfile = "h20"
 
 // ProfileNames lists the built-in profiles, sorted.
 func ProfileNames() []string {
-	names := make([]string, 0, len(profiles))
-	for n := range profiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(profiles))
 }
 
 // LookupProfile returns the built-in profile named name: "h20" (the

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,11 +97,7 @@ func (c *collector) Close() error { return nil }
 func (c *collector) matrix() []results.Row {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keys := make([]cellKey, 0, len(c.cells))
-	for k := range c.cells {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b cellKey) int {
+	keys := slices.SortedFunc(maps.Keys(c.cells), func(a, b cellKey) int {
 		return cmp.Or(strings.Compare(a.route, b.route), strings.Compare(a.layout, b.layout),
 			cmp.Compare(a.bytes, b.bytes), cmp.Compare(a.src, b.src), cmp.Compare(a.dst, b.dst))
 	})

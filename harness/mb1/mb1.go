@@ -134,13 +134,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if r.c, err = r.client(cfg.Endpoint); err != nil {
 		return nil, err
 	}
-	models, err := r.c.Models(ctx)
+	m, err := r.c.ServedModel(ctx, cfg.Model)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", probe.ErrUnreachable, redact.URL(cfg.Endpoint), err)
-	}
-	m, ok := probe.PickModel(models, cfg.Model)
-	if !ok {
-		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", redact.URL(cfg.Endpoint))
+		return nil, err
 	}
 	r.model, r.maxModelLen = m.ID, m.MaxModelLen
 	r.simulated = cfg.Simulated || r.c.Simulated()

@@ -103,17 +103,37 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	return body.Data, nil
 }
 
-// PickModel returns the entry of models named want, or the first entry
+// pickModel returns the entry of models named want, or the first entry
 // when want is empty. A name that is not listed comes back with only its
 // ID set. ok is false when there is no model to name: want is empty and
 // so is models.
-func PickModel(models []Model, want string) (m Model, ok bool) {
+func pickModel(models []Model, want string) (m Model, ok bool) {
 	for _, e := range models {
 		if e.ID != "" && (want == "" || e.ID == want) {
 			return e, true
 		}
 	}
 	return Model{ID: want}, want != ""
+}
+
+// ServedModel lists the served models and picks want, or the first one
+// when want is "". A server that cannot be listed is an error wrapping
+// ErrUnreachable; one that lists no model (and none is named) is an
+// error too. A model owned by kvtier marks the client Simulated, as the
+// simulator's header does.
+func (c *Client) ServedModel(ctx context.Context, want string) (Model, error) {
+	models, err := c.Models(ctx)
+	if err != nil {
+		return Model{}, fmt.Errorf("%w: %s: %w", ErrUnreachable, c.Base, err)
+	}
+	m, ok := pickModel(models, want)
+	if !ok {
+		return Model{}, fmt.Errorf("%s serves no model (GET /v1/models is empty)", c.Base)
+	}
+	if strings.Contains(strings.ToLower(m.OwnedBy), "kvtier") {
+		c.simulated.Store(true)
+	}
+	return m, nil
 }
 
 // Metrics scrapes GET /metrics and parses it for model.

@@ -1,8 +1,15 @@
 package probe
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestPickModel(t *testing.T) {
@@ -23,9 +30,9 @@ func TestPickModel(t *testing.T) {
 		{"empty ids skipped", []Model{{ID: ""}, {ID: "x", MaxModelLen: 8}}, "", "x", 8, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, ok := PickModel(tc.models, tc.want)
+			m, ok := pickModel(tc.models, tc.want)
 			if m.ID != tc.id || m.MaxModelLen != tc.maxLen || ok != tc.ok {
-				t.Errorf("PickModel(%q) = %+v, %v; want id %q max %d, %v", tc.want, m, ok, tc.id, tc.maxLen, tc.ok)
+				t.Errorf("pickModel(%q) = %+v, %v; want id %q max %d, %v", tc.want, m, ok, tc.id, tc.maxLen, tc.ok)
 			}
 		})
 	}
@@ -46,5 +53,57 @@ func TestTokenIDs(t *testing.T) {
 		if id < 100 || id >= 30000 {
 			t.Fatalf("id %d = %d, outside [100, 30000)", i, id)
 		}
+	}
+}
+
+// TestServedModel checks the one way every HTTP suite finds its model:
+// the server's list, the ErrUnreachable of a server that cannot be
+// listed, and a kvtier-owned model marking the client simulated.
+func TestServedModel(t *testing.T) {
+	t.Parallel()
+	serve := func(body string) string {
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, body)
+		}))
+		t.Cleanup(hs.Close)
+		return hs.URL
+	}
+	vllm := serve(`{"object":"list","data":[{"id":"m1","owned_by":"vllm","max_model_len":4096}]}`)
+	sim := serve(`{"object":"list","data":[{"id":"s1","owned_by":"kvtier-sim"}]}`)
+	empty := serve(`{"object":"list","data":[]}`)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	tests := []struct {
+		name, url, want string
+		id              string
+		simulated       bool
+		err             string
+		unreachable     bool
+	}{
+		{"first", vllm, "", "m1", false, "", false},
+		{"named", vllm, "other", "other", false, "", false},
+		{"owned by kvtier", sim, "", "s1", true, "", false},
+		{"none served", empty, "", "", false, "serves no model", false},
+		{"unreachable", closed.URL, "", "", false, "endpoint unreachable", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := NewClient(tt.url, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := c.ServedModel(context.Background(), tt.want)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || errors.Is(err, ErrUnreachable) != tt.unreachable {
+					t.Fatalf("ServedModel = %+v, %v; want an error with %q (unreachable %v)", m, err, tt.err, tt.unreachable)
+				}
+				return
+			}
+			if err != nil || m.ID != tt.id || c.Simulated() != tt.simulated {
+				t.Fatalf("ServedModel = %+v, %v, simulated %v; want %q, simulated %v", m, err, c.Simulated(), tt.id, tt.simulated)
+			}
+		})
 	}
 }

@@ -202,19 +202,12 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 			return nil, fmt.Errorf("--producer: %w", err)
 		}
 	}
-	models, err := p.c.Models(ctx)
+	m, err := p.c.ServedModel(ctx, cfg.Model)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, redact.URL(cfg.Endpoint), err)
+		return nil, err
 	}
 	p.info.Simulated = cfg.Simulated || p.c.Simulated()
-	m, ok := PickModel(models, cfg.Model)
-	if !ok {
-		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", redact.URL(cfg.Endpoint))
-	}
 	p.info.Model, p.info.MaxModelLen = m.ID, serverCount(float64(m.MaxModelLen))
-	if strings.Contains(strings.ToLower(m.OwnedBy), "kvtier") {
-		p.info.Simulated = true
-	}
 	nonce := cfg.Nonce
 	if nonce == 0 {
 		nonce = uint64(time.Now().UnixNano())

@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -57,16 +56,12 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 	}
 	rp := &Replayer{cfg: cfg, w: w, c: c}
 	rp.info.Endpoint = redact.URL(cfg.Endpoint)
-	models, err := c.Models(ctx)
+	m, err := c.ServedModel(ctx, cfg.Model)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", probe.ErrUnreachable, rp.info.Endpoint, err)
-	}
-	m, ok := probe.PickModel(models, cfg.Model)
-	if !ok {
-		return nil, fmt.Errorf("%s serves no model (GET /v1/models is empty)", rp.info.Endpoint)
+		return nil, err
 	}
 	rp.info.Model, rp.info.MaxModelLen = m.ID, m.MaxModelLen
-	rp.info.Simulated = cfg.Simulated || c.Simulated() || strings.Contains(strings.ToLower(m.OwnedBy), "kvtier")
+	rp.info.Simulated = cfg.Simulated || c.Simulated()
 	rp.learn(ctx)
 	if w.BlockTokens%rp.info.BlockSize != 0 {
 		return nil, fmt.Errorf("the workload's blocks of %d tokens are not a whole number of the server's %d-token blocks (%s): its prompts cannot realize the trace's sharing; give --trace-block a multiple of %d",

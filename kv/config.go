@@ -62,42 +62,48 @@ func (c *cfgFields) fail(field, format string, args ...any) {
 	}
 }
 
-// int returns the first present field of names as a non-negative integer,
-// or def when none is present (JSON null counts as absent).
-func (c *cfgFields) int(def int, names ...string) int {
+// first returns the value and name of the first present field of names
+// (JSON null counts as absent); the name is "" when none is.
+func (c *cfgFields) first(names ...string) (any, string) {
 	for _, n := range names {
-		v, ok := c.m[n]
-		if !ok || v == nil {
-			continue
+		if v, ok := c.m[n]; ok && v != nil {
+			return v, n
 		}
-		f, ok := v.(float64)
-		if !ok {
-			c.fail(n, "want a number, got %s", jsonType(v))
-			return def
-		}
-		if f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {
-			c.fail(n, "want a non-negative integer, got %v", f)
-			return def
-		}
-		return int(f)
 	}
-	return def
+	return nil, ""
 }
 
-func (c *cfgFields) str(names ...string) (string, string) {
-	for _, n := range names {
-		v, ok := c.m[n]
-		if !ok || v == nil {
-			continue
-		}
-		s, ok := v.(string)
-		if !ok {
-			c.fail(n, "want a string, got %s", jsonType(v))
-			return "", n
-		}
-		return s, n
+// int returns the first present field of names as a non-negative integer,
+// or def when none is present.
+func (c *cfgFields) int(def int, names ...string) int {
+	v, n := c.first(names...)
+	if n == "" {
+		return def
 	}
-	return "", ""
+	f, ok := v.(float64)
+	if !ok {
+		c.fail(n, "want a number, got %s", jsonType(v))
+		return def
+	}
+	if f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {
+		c.fail(n, "want a non-negative integer, got %v", f)
+		return def
+	}
+	return int(f)
+}
+
+// str returns the first present field of names as a string, and its
+// name ("" when none is present).
+func (c *cfgFields) str(names ...string) (string, string) {
+	v, n := c.first(names...)
+	if n == "" {
+		return "", ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		c.fail(n, "want a string, got %s", jsonType(v))
+	}
+	return s, n
 }
 
 func jsonType(v any) string {

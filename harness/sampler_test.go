@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -33,7 +33,7 @@ func TestBefore(t *testing.T) {
 			return nil
 		},
 	}
-	sink := &memsink.Sink{}
+	sink := &resultstest.Sink{}
 	s := &Sampler{Suite: "test", Sink: sink, Policy: Policy{Warmup: 2, Reps: 3}}
 	res, err := s.Measure(context.Background(), c)
 	if err != nil || res.Err != nil {

@@ -9,10 +9,10 @@ import (
 
 	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/harness/trace"
-	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -60,7 +60,7 @@ func TestKneeEmbeddedReference(t *testing.T) {
 			HealthTimeout: time.Minute, Grace: time.Second,
 			Replay: replay.Config{Dispatch: replay.DispatchSession, Concurrency: 4, Speedup: 1, Timeout: 10 * time.Minute, HTTP: net.Client(), Seed: 1},
 		}
-		var reqs, caps, curve memsink.Sink
+		var reqs, caps, curve resultstest.Sink
 		if err := Run(context.Background(), cfg, w, Sinks{Requests: &reqs, Capacities: &caps, Curve: &curve}); err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestKneeEmbeddedSmall(t *testing.T) {
 			Capacities: caps, BlockSize: 16, Sim: vllmsim.Config{TimeScale: 1}, Net: &net, HealthTimeout: time.Minute, Grace: time.Second,
 			Replay: replay.Config{Dispatch: replay.DispatchSession, Speedup: 1, Timeout: time.Minute, HTTP: net.Client()},
 		}
-		var reqs, rows, curve memsink.Sink
+		var reqs, rows, curve resultstest.Sink
 		if err := Run(context.Background(), cfg, w, Sinks{Requests: &reqs, Capacities: &rows, Curve: &curve}); err != nil {
 			t.Fatal(err)
 		}

@@ -16,9 +16,9 @@ import (
 
 	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/harness/trace"
-	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/internal/syncbuf"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -143,7 +143,7 @@ func smallWorkload(t *testing.T) *replay.Workload {
 
 // hookSink calls hook after each row it keeps.
 type hookSink struct {
-	memsink.Sink
+	resultstest.Sink
 	hook func()
 }
 
@@ -162,7 +162,7 @@ func TestServerProcessesGoneAfterCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	reqs := &hookSink{hook: cancel} // interrupted once the first request answered
-	var caps memsink.Sink
+	var caps resultstest.Sink
 	err := Run(ctx, cfg, smallWorkload(t), Sinks{Requests: reqs, Capacities: &caps})
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("Run returned %v after the context was cancelled", err)
@@ -183,7 +183,7 @@ func TestServerIgnoringSIGTERMIsKilled(t *testing.T) {
 	dir := t.TempDir()
 	cfg := processConfig(t, dir, []int{256}, "-ignore-term")
 	cfg.Grace = 300 * time.Millisecond
-	var reqs, caps memsink.Sink
+	var reqs, caps resultstest.Sink
 	if err := Run(context.Background(), cfg, smallWorkload(t), Sinks{Requests: &reqs, Capacities: &caps}); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestServerFailuresAreErrorRows(t *testing.T) {
 			cfg := processConfig(t, dir, tc.caps, tc.extra)
 			cfg.HealthTimeout = time.Second
 			cfg.Replay.Timeout = 2 * time.Second
-			var reqs, caps memsink.Sink
+			var reqs, caps resultstest.Sink
 			if err := Run(context.Background(), cfg, smallWorkload(t), Sinks{Requests: &reqs, Capacities: &caps}); err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +248,7 @@ func TestServerProgramMissing(t *testing.T) {
 	cmd, _ := ParseCommand("/nonexistent/kvtier-test-server --port {port}")
 	cfg := Config{Capacities: []int{64}, BlockSize: 16, Server: cmd, Dir: t.TempDir(), HealthTimeout: time.Second, Grace: time.Second,
 		Replay: replay.Config{Dispatch: replay.DispatchTimestamp, Speedup: 1, Timeout: time.Second}}
-	var reqs, caps memsink.Sink
+	var reqs, caps resultstest.Sink
 	if err := Run(context.Background(), cfg, smallWorkload(t), Sinks{Requests: &reqs, Capacities: &caps}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -111,7 +111,7 @@ func (b *bundler) decode(w http.ResponseWriter, r *http.Request) {
 // runBundler runs one MB1 cell (D=2) against a bundler in virtual time.
 func runBundler(t *testing.T, b *bundler) (interfere, baseline results.Row) {
 	t.Helper()
-	var rows, toks memsink.Sink
+	var rows, toks resultstest.Sink
 	synctest.Test(t, func(t *testing.T) {
 		var net vllmsim.MemNet
 		defer net.Close()

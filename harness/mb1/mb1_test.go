@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 )
 
 // ones turns token times into chunks of one token each.
@@ -105,7 +105,7 @@ func TestDecodeStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows, toks memsink.Sink
+	var rows, toks resultstest.Sink
 	if err := r.Run(t.Context(), &rows, &toks); err != nil {
 		t.Fatal(err)
 	}

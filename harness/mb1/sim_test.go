@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/vllmsim/simtest"
 )
@@ -31,7 +31,7 @@ var mb1Ref = []struct {
 // the reference protocol: 32 warm-up tokens, the prefill after 1 s.
 func simMB1(t *testing.T, decode, prefill []int, api string) []results.Row {
 	t.Helper()
-	var rows, toks memsink.Sink
+	var rows, toks resultstest.Sink
 	synctest.Test(t, func(t *testing.T) {
 		var net vllmsim.MemNet
 		defer net.Close()
@@ -234,7 +234,7 @@ func TestSimMB1RealTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows, toks memsink.Sink
+	var rows, toks resultstest.Sink
 	if err := r.Run(t.Context(), &rows, &toks); err != nil {
 		t.Fatal(err)
 	}
@@ -250,6 +250,7 @@ func TestSimMB1RealTime(t *testing.T) {
 		t.Logf("rep %d: base TPOT %.3f ms before the injection, %.3f ms baseline arm; prefill TTFT %.0f ms; %.1f tokens per stream during; penalty %.1f",
 			in.Rep, 1e3*in.Float("base_tpot_preinject_s"), 1e3*in.Float("base_tpot_baseline_s"), 1e3*in.Float("prefill_ttft_s"), in.Float("tokens_per_stream_during"), in.Float("penalty"))
 	}
+	t.Logf("engine lag %v", s.Lag())
 	if lag := s.Lag(); lag > 100*time.Millisecond {
 		t.Skipf("the simulator's engine fell %v behind real time (a loaded machine, or the race detector): no real-time check possible here", lag)
 	}

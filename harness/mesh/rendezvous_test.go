@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/system"
 )
 
@@ -105,7 +105,7 @@ func TestSilentRankGone(t *testing.T) {
 	if _, err := co.Rendezvous(context.Background(), r0.member); err != nil {
 		t.Fatal(err)
 	}
-	col := newCollector(&memsink.Sink{})
+	col := newCollector(&resultstest.Sink{})
 	start := time.Now()
 	errc := make(chan error, 1)
 	go func() {
@@ -122,7 +122,7 @@ func TestSilentRankGone(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("a silent rank held the coordinator for %v (idle timeout 300ms)", d)
 	}
-	rows := col.sink.(*memsink.Sink).Rows()
+	rows := col.sink.(*resultstest.Sink).Rows()
 	if len(rows) != 1 || rows[0].Status != results.StatusError || !strings.Contains(rows[0].Reason, "idle timeout") {
 		t.Fatalf("rows %+v, want one error row saying idle timeout", rows)
 	}
@@ -130,7 +130,7 @@ func TestSilentRankGone(t *testing.T) {
 
 func TestCollectorMatrix(t *testing.T) {
 	t.Parallel()
-	col := newCollector(&memsink.Sink{})
+	col := newCollector(&resultstest.Sink{})
 	row := func(src, dst string, status results.Status, verified string, gbps float64) results.Row {
 		r := results.NewRow(Suite.Name)
 		r.Layout, r.Bytes, r.Status, r.GBps = "blockwise", 1<<20, status, gbps

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 )
 
 // mustNew is New that fails the test on an error.
@@ -26,10 +26,10 @@ func mustNew(t *testing.T, cfg Config) *Prober {
 	return p
 }
 
-// mustRun runs p into a memsink.Sink, failing the test on an error.
-func mustRun(t *testing.T, p *Prober) *memsink.Sink {
+// mustRun runs p into a resultstest.Sink, failing the test on an error.
+func mustRun(t *testing.T, p *Prober) *resultstest.Sink {
 	t.Helper()
-	var sink memsink.Sink
+	var sink resultstest.Sink
 	if err := p.Run(t.Context(), &sink); err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestProbeRemoteRequests(t *testing.T) {
 
 // cancelSink cancels the run after n rows.
 type cancelSink struct {
-	memsink.Sink
+	resultstest.Sink
 	n      int
 	cancel context.CancelFunc
 }

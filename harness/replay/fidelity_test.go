@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/trace"
-	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -37,7 +37,7 @@ func replayOnSim(t *testing.T, w *Workload, gpuBlocks int, cfg Config) (*Summary
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink memsink.Sink
+	var sink resultstest.Sink
 	sum, err := rp.Run(context.Background(), &sink, nil)
 	if err != nil {
 		t.Fatal(err)

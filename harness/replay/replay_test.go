@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/trace"
-	"github.com/kvtier/kvtier/internal/memsink"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -162,7 +162,7 @@ func run(t *testing.T, url string, c *http.Client, w *Workload, cfg Config) (*Su
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink memsink.Sink
+	var sink resultstest.Sink
 	sum, err := rp.Run(context.Background(), &sink, nil)
 	rows := sink.Rows()
 	slices.SortFunc(rows, func(a, b results.Row) int { return int(a.Float("request_index") - b.Float("request_index")) })
@@ -356,7 +356,7 @@ func TestInterruptedRunKeepsRows(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		var sink memsink.Sink
+		var sink resultstest.Sink
 		_, err = rp.Run(ctx, &sink, nil)
 		if !errors.Is(err, context.DeadlineExceeded) || sink.Len() != 2 {
 			t.Errorf("%v, %d rows; want the context's error and the 2 requests sent before it", err, sink.Len())

@@ -1,6 +1,6 @@
-// Package memsink holds an in-memory results.Sink for the tests of
+// Package resultstest holds an in-memory results.Sink for the tests of
 // the packages that write rows.
-package memsink
+package resultstest
 
 import (
 	"slices"

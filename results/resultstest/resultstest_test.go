@@ -1,4 +1,4 @@
-package memsink
+package resultstest
 
 import (
 	"sync"

@@ -85,7 +85,10 @@ func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]e
 		if errors.Join(*errs...) != nil { // nil entries are no problems
 			return cfg, nil
 		}
-		w, err := replay.Generate(o, f.maxRequests)
+		w, err := replay.Generate(ctx, o, f.maxRequests)
+		if errors.Is(err, replay.ErrTooLarge) {
+			err = option.Wrap("max-requests", err) // what makes it fit
+		}
 		*errs = append(*errs, err)
 		return cfg, w
 	}
@@ -99,7 +102,11 @@ func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]e
 	}
 	w, err := replay.LoadTrace(ctx, f.tracePath, f.read, f.maxRequests)
 	if err != nil {
-		*errs = append(*errs, option.Wrap("trace", err))
+		field := "trace"
+		if errors.Is(err, replay.ErrTooLarge) {
+			field = "max-requests"
+		}
+		*errs = append(*errs, option.Wrap(field, err))
 	}
 	return cfg, w
 }

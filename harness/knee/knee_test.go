@@ -20,7 +20,7 @@ import (
 // sessions of 6 turns, each ending near 0.9 GB of Qwen3-Coder-30B-A3B KV.
 func referenceWorkload(t *testing.T) *replay.Workload {
 	t.Helper()
-	w, err := replay.Generate(trace.GenOptions{
+	w, err := replay.Generate(context.Background(), trace.GenOptions{
 		Sessions: 4, Turns: 6, SystemTokens: 2048, TurnTokens: 1024, OutputTokens: 256,
 		BlockTokens: 16, Seed: 1, Fixed: true,
 	}, 0)
@@ -108,7 +108,7 @@ func checkShape(t *testing.T, rows []results.Row) {
 // the LRU model's at the working set and flat beyond it, rows of every kind written.
 func TestKneeEmbeddedSmall(t *testing.T) {
 	t.Parallel()
-	w, err := replay.Generate(trace.GenOptions{Sessions: 3, Turns: 3, SystemTokens: 256, TurnTokens: 128, OutputTokens: 8, BlockTokens: 16, Seed: 1, Fixed: true}, 0)
+	w, err := replay.Generate(context.Background(), trace.GenOptions{Sessions: 3, Turns: 3, SystemTokens: 256, TurnTokens: 128, OutputTokens: 8, BlockTokens: 16, Seed: 1, Fixed: true}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

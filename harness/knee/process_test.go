@@ -133,7 +133,7 @@ func processConfig(t *testing.T, dir string, caps []int, extra string) Config {
 // smallWorkload is 8 requests of 64 to 160 tokens, 100 ms apart.
 func smallWorkload(t *testing.T) *replay.Workload {
 	t.Helper()
-	w, err := replay.Generate(trace.GenOptions{Sessions: 2, Turns: 4, TurnTokens: 32, OutputTokens: 4, SystemTokens: 32,
+	w, err := replay.Generate(context.Background(), trace.GenOptions{Sessions: 2, Turns: 4, TurnTokens: 32, OutputTokens: 4, SystemTokens: 32,
 		BlockTokens: 16, Seed: 1, Fixed: true, Think: 200 * time.Millisecond, Duration: 100 * time.Millisecond}, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -80,7 +80,7 @@ func TestPromptsRealizeSharing(t *testing.T) {
 
 func TestOrderRoundRobin(t *testing.T) {
 	t.Parallel()
-	w, err := Generate(trace.GenOptions{Sessions: 3, Turns: 2, TurnTokens: 32, OutputTokens: 4, BlockTokens: 16, Seed: 1, Fixed: true, Duration: time.Minute}, 0)
+	w, err := Generate(context.Background(), trace.GenOptions{Sessions: 3, Turns: 2, TurnTokens: 32, OutputTokens: 4, BlockTokens: 16, Seed: 1, Fixed: true, Duration: time.Minute}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestOrderRoundRobin(t *testing.T) {
 // (98,304 bytes per token).
 func TestWorkingSetOfReferenceSessions(t *testing.T) {
 	t.Parallel()
-	w, err := Generate(DefaultSessions(), 0)
+	w, err := Generate(context.Background(), DefaultSessions(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

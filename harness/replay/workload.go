@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/units"
 )
 
 // GeneratedName is the trace column of a workload of generated sessions.
@@ -45,17 +45,24 @@ func LoadTrace(ctx context.Context, path string, o trace.Options, max int) (*Wor
 
 // Generate returns the first max requests (0: all) of synthetic sessions
 // as kvtier trace --generate writes them: each turn sends the session's
-// system prompt, every earlier turn and answer, and new tokens.
-func Generate(o trace.GenOptions, max int) (*Workload, error) {
-	var buf bytes.Buffer
-	if _, err := trace.Generate(&buf, o); err != nil {
+// system prompt, every earlier turn and answer, and new tokens. The
+// generator writes into a pipe read as it goes and stops once enough is
+// read, so only the workload is held, never the trace's text.
+func Generate(ctx context.Context, o trace.GenOptions, max int) (*Workload, error) {
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	r, err := trace.NewReader(&buf, GeneratedName, trace.Options{BlockTokens: o.BlockTokens})
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := trace.Generate(pw, o)
+		pw.CloseWithError(err) // nil: the reader sees io.EOF
+	}()
+	defer pr.Close() // a generator still writing fails at its next write
+	r, err := trace.NewReader(pr, GeneratedName, trace.Options{BlockTokens: o.BlockTokens})
 	if err != nil {
 		return nil, err
 	}
-	w, err := readAll(context.Background(), r, max)
+	w, err := readAll(ctx, r, max)
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +70,20 @@ func Generate(o trace.GenOptions, max int) (*Workload, error) {
 	return w, nil
 }
 
+// MaxWorkloadBytes bounds the memory of the requests a workload holds
+// (about 8 bytes per block id and 200 per request): a replay keeps its
+// whole workload, unlike kvtier trace, which streams.
+const MaxWorkloadBytes = 8 << 30
+
+// workloadBytes is MaxWorkloadBytes; tests lower it.
+var workloadBytes int64 = MaxWorkloadBytes
+
+// ErrTooLarge is the error of a workload past MaxWorkloadBytes.
+var ErrTooLarge = errors.New("workload too large to hold")
+
 func readAll(ctx context.Context, r *trace.Reader, max int) (*Workload, error) {
 	w := &Workload{}
+	var held int64
 	for max <= 0 || len(w.Requests) < max {
 		if len(w.Requests)%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -75,6 +94,10 @@ func readAll(ctx context.Context, r *trace.Reader, max int) (*Workload, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if held += requestBytes(req); held > workloadBytes {
+			return nil, fmt.Errorf("%w: the first %d requests hold more than %s (block ids and records): replay fewer",
+				ErrTooLarge, len(w.Requests)+1, units.FormatBytes(workloadBytes))
 		}
 		w.Requests = append(w.Requests, req)
 	}
@@ -182,4 +205,9 @@ func DefaultSessions() trace.GenOptions {
 		Sessions: 4, Turns: 6, SystemPrompts: 0, SystemTokens: 2048, TurnTokens: 1024, OutputTokens: 256,
 		BlockTokens: 16, Seed: 1, Fixed: true,
 	}
+}
+
+// requestBytes is about the memory r holds.
+func requestBytes(r *trace.Request) int64 {
+	return int64(8*len(r.Hashes)+len(r.ID)+len(r.Type)) + 200
 }

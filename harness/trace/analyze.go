@@ -107,15 +107,15 @@ type Analyzer struct {
 	sessioned bool
 	hits      Hits
 
-	requests              int
-	refs                  int64
-	input, hashed         int64
-	inputs, outputs       []int32
-	thinks                []float64
-	sessionTokens         map[int]int64
-	first, last           float64
-	windows               []*workingSet
-	routeSeed             uint64
+	requests        int
+	refs            int64
+	input, hashed   int64
+	inputs, outputs []int32
+	thinks          []float64
+	sessionTokens   map[int]int64
+	first, last     float64
+	windows         []*workingSet
+	routeSeed       uint64
 }
 
 // NewAnalyzer returns an Analyzer for the options.

@@ -86,10 +86,7 @@ func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]e
 			return cfg, nil
 		}
 		w, err := replay.Generate(ctx, o, f.maxRequests)
-		if errors.Is(err, replay.ErrTooLarge) {
-			err = option.Wrap("max-requests", err) // what makes it fit
-		}
-		*errs = append(*errs, err)
+		*errs = append(*errs, workloadErr(err, ""))
 		return cfg, w
 	}
 	for _, n := range genNames {
@@ -101,14 +98,21 @@ func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]e
 		return cfg, nil
 	}
 	w, err := replay.LoadTrace(ctx, f.tracePath, f.read, f.maxRequests)
-	if err != nil {
-		field := "trace"
-		if errors.Is(err, replay.ErrTooLarge) {
-			field = "max-requests"
-		}
-		*errs = append(*errs, option.Wrap(field, err))
-	}
+	*errs = append(*errs, workloadErr(err, "trace"))
 	return cfg, w
+}
+
+// workloadErr names the flag a workload's error is about: --max-requests
+// for a workload too large to hold (fewer requests make it fit), else
+// field ("": err names its own).
+func workloadErr(err error, field string) error {
+	switch {
+	case errors.Is(err, replay.ErrTooLarge):
+		return option.Wrap("max-requests", err)
+	case err == nil || field == "":
+		return err
+	}
+	return option.Wrap(field, err)
 }
 
 // optionalDuration is durationFlag for a flag whose empty value means

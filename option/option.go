@@ -75,7 +75,7 @@ func outside[T cmp.Ordered](field, want string, got T, hint []string) error {
 	if len(hint) > 0 {
 		msg += " (" + strings.Join(hint, "; ") + ")"
 	}
-	return &Error{Field: field, Err: fmt.Errorf("%s", msg)}
+	return Errorf(field, "%s", msg)
 }
 
 // number formats a bound or a value: floats without an exponent where

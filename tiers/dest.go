@@ -69,7 +69,7 @@ func bounceTo(b Backend, dst Buffer, mode CopyMode) (Buffer, func(plan []kv.Copy
 	if err != nil {
 		return nil, nil, err
 	}
-	if !containsMode(b.CopyModes(), mode) {
+	if !slices.Contains(b.CopyModes(), mode) {
 		mode = PerCopy
 	}
 	upload := func(plan []kv.Copy) error {
@@ -79,10 +79,6 @@ func bounceTo(b Backend, dst Buffer, mode CopyMode) (Buffer, func(plan []kv.Copy
 		return b.Sync()
 	}
 	return bounce, upload, nil
-}
-
-func containsMode(ms []CopyMode, m CopyMode) bool {
-	return slices.Contains(ms, m)
 }
 
 // Scrub overwrites the destination ranges of list in dst and in the

@@ -173,7 +173,6 @@ func (p *gpuPool) commit(id int, h blockHash) {
 // shared by every longer prefix, ends most recent.
 func (p *gpuPool) release(ids []int) {
 	for _, id := range slices.Backward(ids) {
-
 		b := &p.blocks[id]
 		b.ref--
 		if b.ref > 0 {

@@ -189,7 +189,7 @@ func (f *backendFlags) add(fs *pflag.FlagSet) {
 
 func (f *backendFlags) validate() error {
 	var errs []error
-	if f.name != "auto" && !containsString(tiers.BackendNames(), f.name) {
+	if f.name != "auto" && !slices.Contains(tiers.BackendNames(), f.name) {
 		errs = append(errs, option.Errorf("backend", "unknown backend %q (known: auto, %s)", f.name, strings.Join(tiers.BackendNames(), ", ")))
 	}
 	errs = append(errs, option.Range("gpu", f.gpu, 0, maxOrdinal), option.Range("numa", f.numa, -1, maxOrdinal, "-1: left to the kernel"))
@@ -202,10 +202,6 @@ func (f *backendFlags) validate() error {
 func (f *backendFlags) backendConfig(log io.Writer) tiers.BackendConfig {
 	libs := libraries()
 	return tiers.BackendConfig{GPU: f.gpu, NUMA: f.numa, Log: log, LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS, LibCUFile: libs.CUFile}
-}
-
-func containsString(xs []string, s string) bool {
-	return slices.Contains(xs, s)
 }
 
 // addFields makes a flag of each option field.

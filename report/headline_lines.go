@@ -60,7 +60,7 @@ func mb1Headline(runs []*Run) (string, string) {
 // loopback, ...) the p50 GB/s of its best layout, the line rate and the
 // reference's intra and inter rates.
 func transferHeadline(runs []*Run) (string, string) {
-	return pathsLine(allRows(runs, "transfer"), func(r results.Row) string { return r.Get("path") }), ""
+	return pathsLine(results.Loads(allRows(runs, "transfer")), func(r results.Row) string { return r.Get("path") }), ""
 }
 
 // pathsLine says the p50 GB/s of each path's best layout at the largest

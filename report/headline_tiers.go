@@ -85,7 +85,7 @@ func (k SweepKey) how() string {
 // recompute beside, and each fetch tier's break-even prefix against
 // recompute.
 func sweepHeadline(runs []*Run) (string, string) {
-	rows := allRows(runs, "sweep")
+	rows := results.Loads(allRows(runs, "sweep")) // the headline is of loads
 	keys, cells := sweepCells(rows)
 	if len(keys) == 0 {
 		return "", ""

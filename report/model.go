@@ -16,13 +16,27 @@ import (
 // column that changes what a fetch does, except the prefix length.
 type SweepKey struct {
 	Backend, Transport, Tier, Layout, Copy, Path, Dtype string
+	// Direction is "" for a load (and for rows without the direction
+	// column), results.DirectionStore for a store.
+	Direction string
 }
 
 func sweepKey(r results.Row) SweepKey {
 	return SweepKey{
 		Backend: r.Backend, Transport: r.Transport, Tier: r.Tier, Layout: r.Layout,
 		Copy: r.Get("copy"), Path: r.Get("path"), Dtype: r.Get("compute_dtype"),
+		Direction: storeOrEmpty(r),
 	}
+}
+
+// storeOrEmpty is a row's direction as SweepKey keeps it: "" for a load,
+// so that keys, labels and orders of loads are what they were before
+// stores were measured.
+func storeOrEmpty(r results.Row) string {
+	if r.IsLoad() {
+		return ""
+	}
+	return r.Direction()
 }
 
 func compareSweepKey(a, b SweepKey) int {
@@ -35,6 +49,7 @@ func compareSweepKey(a, b SweepKey) int {
 		cmp.Compare(a.Path, b.Path),
 		cmp.Compare(a.Transport, b.Transport),
 		cmp.Compare(a.Dtype, b.Dtype),
+		cmp.Compare(a.Direction, b.Direction),
 	)
 }
 
@@ -65,6 +80,9 @@ const StandInLabel = "host stand-in (CPU)"
 func (k SweepKey) Label() string {
 	var parts []string
 	parts = append(parts, k.Tier)
+	if k.Direction != "" {
+		parts = append(parts, k.Direction)
+	}
 	var how []string
 	for _, s := range []string{k.Layout, k.Copy, k.Dtype} {
 		if s != "" {

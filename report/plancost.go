@@ -60,7 +60,7 @@ func LoadPlanCosts(run *Run) (*PlanCosts, error) {
 	c := &PlanCosts{Dir: run.Dir}
 	switch {
 	case anyOK(run.Rows("sweep")):
-		c.fromSweep(run.Rows("sweep"))
+		c.fromSweep(results.Loads(run.Rows("sweep"))) // a hit's cost is a load's
 	case anyOK(run.Rows("probe")):
 		c.probe = true
 		c.fromProbe(run.Rows("probe"))

@@ -35,6 +35,7 @@ var deviceTierOf = map[string]string{"cpu": "host", "remote": "remote"}
 // only where no GPU configuration of the tier exists).
 func Predict(sweep, probe []results.Row) []Prediction {
 	cells, groups := probeDists(probe)
+	sweep = results.Loads(sweep) // a probe's TTFT is a load's
 	fits, _ := Fits(sweep)
 	fitOf := map[SweepKey]Fit{}
 	for _, f := range fits {

@@ -525,13 +525,14 @@ func writeMB1(w io.Writer, r *Run) {
 type transferCell struct {
 	Path, Transport, Device, Layout, Src, Dst string
 	Bytes                                     int64
+	Direction                                 string // "" for a load, as in SweepKey
 }
 
 func writeTransfer(w io.Writer, r *Run) {
 	keys, groups := GroupBy(r.Rows("transfer"), func(x results.Row) transferCell {
-		return transferCell{x.Get("path"), x.Transport, x.Get("device"), x.Layout, x.Get("src_mem"), x.Get("dst_mem"), x.Bytes}
+		return transferCell{x.Get("path"), x.Transport, x.Get("device"), x.Layout, x.Get("src_mem"), x.Get("dst_mem"), x.Bytes, storeOrEmpty(x)}
 	}, func(a, b transferCell) int {
-		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Transport, b.Transport), cmp.Compare(a.Device, b.Device),
+		return cmp.Or(cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Transport, b.Transport), cmp.Compare(a.Device, b.Device),
 			cmp.Compare(a.Layout, b.Layout), cmp.Compare(a.Src, b.Src), cmp.Compare(a.Dst, b.Dst), cmp.Compare(a.Bytes, b.Bytes))
 	})
 	paragraph(w, "GB/s = payload bytes / time (1 GB = 10⁹ B). Time for 3 GiB and 11.5 GiB is extrapolated from each rep's rate (p50 over reps).")
@@ -566,9 +567,9 @@ func writeTransfer(w io.Writer, r *Run) {
 			}
 			return fmtSec(d.P50)
 		}
-		path := k.Path
-		if path == "" {
-			path = t.dash("path not recorded")
+		path := JoinNonEmpty(" ", k.Path, k.Direction)
+		if k.Path == "" {
+			path = JoinNonEmpty(" ", t.dash("path not recorded"), k.Direction)
 		}
 		mem := k.Src + "→" + k.Dst
 		if k.Src == "" && k.Dst == "" {

@@ -1,0 +1,45 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/results"
+)
+
+// TestStoreRowsKeptApart checks that store rows never stand in for
+// loads: the headline's tier costs come from the load rows (and from
+// rows written before the direction column, which are loads), and the
+// sweep table names a store configuration as one.
+func TestStoreRowsKeptApart(t *testing.T) {
+	t.Parallel()
+	row := func(dir string, sec float64, rep int) results.Row {
+		r := results.NewRow("sweep")
+		r.Backend, r.Transport, r.Tier, r.Layout, r.Model = "cuda", "memcpy", "host", "layerwise", "m"
+		r.PrefixTokens, r.Blocks, r.Bytes, r.Rep = 1024, 64, 64<<20, rep
+		r.Set("copy", "percopy")
+		if dir != "" {
+			r.Set(results.DirectionColumn, dir)
+		}
+		r.SetTime(sec)
+		return r
+	}
+	var rows []results.Row
+	for rep := range 3 {
+		rows = append(rows, row("", 0.004, rep), row("store", 0.001, rep))
+	}
+	keys, _ := sweepCells(rows)
+	var labels []string
+	for _, k := range keys {
+		labels = append(labels, k.Label())
+	}
+	if len(keys) != 2 || strings.Contains(labels[0], "store") || !strings.Contains(labels[1], "host store") {
+		t.Fatalf("sweep cells %q: want the load, then the store named as one", labels)
+	}
+	run := &Run{Files: map[string][]results.Row{"sweep.csv": rows}}
+	line, detail := sweepHeadline([]*Run{run})
+	line += detail
+	if !strings.Contains(line, "4.00 ms") || strings.Contains(line, "1.00 ms") {
+		t.Errorf("headline %q: want the load's 4 ms, not the store's 1 ms", line)
+	}
+}

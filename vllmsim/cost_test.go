@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/report"
 )
 
 func h20Cost(t *testing.T) costModel {
@@ -26,26 +27,14 @@ func within(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
-// The four-tier TTFT table of shared/reference/h20-reference.md.
+// The four-tier TTFT table of the H20 reference (docs/reference.md).
 func TestCostFourTierTable(t *testing.T) {
 	c := h20Cost(t)
-	ref := []struct {
-		k                      int
-		miss, remote, cpu, gpu float64
-	}{
-		{8, 0.588, 0.151, 0.076, 0.053},
-		{16, 1.547, 0.262, 0.105, 0.063},
-		{32, 4.604, 0.680, 0.158, 0.080},
-		{64, 15.23, 0.97, 0.27, 0.11},
-	}
-	for _, r := range ref {
-		L := r.k * 1024
-		for _, tc := range []struct {
-			tier string
-			want float64
-		}{{tierMiss, r.miss}, {tierRemote, r.remote}, {tierCPU, r.cpu}, {tierGPU, r.gpu}} {
-			got := c.estimateTTFT(tc.tier, L, 16, 8192, 0)
-			within(t, tc.tier+" "+itoa(r.k)+"k", got, tc.want, 0.25)
+	for _, r := range report.ReferenceTTFT {
+		L := int(r.L)
+		for _, tier := range []string{tierMiss, tierRemote, tierCPU, tierGPU} {
+			got := c.estimateTTFT(tier, L, 16, 8192, 0)
+			within(t, tier+" "+itoa(L/1024)+"k", got, r.Tier(tier), 0.25)
 		}
 	}
 	// Low-load miss TTFT at short prompts, looser: the fit targets 8k-64k.
@@ -57,23 +46,15 @@ func TestCostFourTierTable(t *testing.T) {
 	}
 }
 
-// MB1: base TPOT at D=1 and D=8 and the prefill TTFT of P=32k beside 8
-// decodes.
+// MB1: the base TPOT and the prefill TTFT of every cell of the
+// reference's table.
 func TestCostMB1(t *testing.T) {
 	c := h20Cost(t)
-	for _, r := range []struct {
-		d    int
-		want float64
-	}{{1, 4.79e-3}, {8, 7.70e-3}} {
-		got := c.stepTime(stepShape{Decodes: r.d, DecodeContext: int64(r.d) * 512})
-		within(t, "base TPOT D="+itoa(r.d), got, r.want, 0.25)
-	}
-	for _, r := range []struct {
-		d, p int
-		want float64
-	}{{1, 2048, 0.163}, {1, 32768, 4.515}, {8, 8192, 0.583}, {8, 32768, 4.520}, {8, 65536, 15.615}, {8, 131072, 56.991}} {
-		got := c.estimateTTFT(tierMiss, r.p, 16, 8192, r.d)
-		within(t, "prefill TTFT D="+itoa(r.d)+" P="+itoa(r.p), got, r.want, 0.25)
+	for _, r := range report.ReferenceMB1 {
+		cell := "D=" + itoa(r.D) + " P=" + itoa(r.P)
+		got := c.stepTime(stepShape{Decodes: r.D, DecodeContext: int64(r.D) * 512})
+		within(t, "base TPOT "+cell, got, r.BaseTPOT, 0.25)
+		within(t, "prefill TTFT "+cell, c.estimateTTFT(tierMiss, r.P, 16, 8192, r.D), r.PrefillTTFT, 0.25)
 	}
 }
 

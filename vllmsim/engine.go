@@ -264,7 +264,7 @@ func (e *engine) nextLoad() (float64, bool) {
 // requests the cost model's decode credit (Profile.InterleaveBase and
 // InterleavePerSeq), and a decode step runs whenever a whole credit has
 // accumulated: so decodes get a few tokens per chunk of a long prefill,
-// more the more of them there are, as the H20 reference measured.
+// more the more of them there are, as the H20 reference (docs/reference.md) measured.
 // A plan with no items means there is nothing to compute now (idle, or
 // only loads in flight).
 //

@@ -54,7 +54,7 @@ type Profile struct {
 }
 
 // h20 is calibrated to the reference measurements of vLLM 0.18.1 serving
-// Qwen3-Coder-30B-A3B on one H20 (shared/reference/h20-reference.md):
+// Qwen3-Coder-30B-A3B on one H20 (docs/reference.md):
 //
 //   - GEMMTFLOPS and AttnTFLOPS: a fit of miss TTFT (8k 0.588 s ... 64k
 //     15.23 s) to a·L + b·L², where b·L² is causal attention; the linear

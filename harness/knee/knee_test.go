@@ -30,8 +30,14 @@ func referenceWorkload(t *testing.T) *replay.Workload {
 	return w
 }
 
-// referenceGB are the reference's capacities (h20-reference.md).
-var referenceGB = []float64{1.2, 2.4, 3.6, 9.7, 14.5}
+// referenceGB are the reference's capacities (docs/reference.md).
+var referenceGB = func() []float64 {
+	var gb []float64
+	for _, k := range report.ReferenceKnee {
+		gb = append(gb, k.GB)
+	}
+	return gb
+}()
 
 func blocksOf(gb []float64, blockBytes int64) []int {
 	var out []int

@@ -11,7 +11,7 @@
 // (continuous_usage_stats' running completion_tokens, or return_token_ids)
 // so a chunk that bundles several counts them all; a server that offers
 // neither is counted by chunks, and the rows say which. From them, as the
-// protocol of the H20 reference measurements defines:
+// protocol of the H20 reference measurements (docs/reference.md) defines:
 //
 //	tokens during     tokens (all streams) in [inject, inject + prefill TTFT]
 //	effective TPOT    prefill TTFT / (tokens during / D)

@@ -9,22 +9,12 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/vllmsim/simtest"
 )
-
-// mb1Ref is the MB1 table of the H20 reference
-// (shared/reference/h20-reference.md).
-var mb1Ref = []struct {
-	d, p                     int
-	baseMS, ttftMS, per, pen float64
-}{
-	{1, 2048, 4.79, 163, 4.0, 8}, {1, 32768, 4.78, 4515, 5.0, 189}, {1, 131072, 4.78, 56765, 5.7, 2094},
-	{8, 2048, 7.71, 143, 4.5, 4}, {8, 8192, 7.69, 583, 5.1, 15}, {8, 32768, 7.42, 4520, 11.7, 52},
-	{8, 65536, 7.67, 15615, 20.6, 99}, {8, 131072, 7.74, 56991, 40.2, 183},
-}
 
 // simMB1 runs MB1 cells (interfere and baseline arms, one rep) against a
 // simulated H20 over the in-memory network, on the virtual clock, with
@@ -152,17 +142,20 @@ func TestSimMB1Grid(t *testing.T) {
 		for _, p := range []int{2048, 8192, 32768, 65536, 131072} {
 			per, pen, ttft, base := replayCell(t, d, p)
 			got[[2]int{d, p}] = cell{per, pen, base}
-			for _, ref := range mb1Ref {
-				if ref.d != d || ref.p != p {
+			for _, ref := range report.ReferenceMB1 {
+				if ref.D != d || ref.P != p {
 					continue
 				}
 				t.Logf("D=%d P=%6d: base %.2f ms (ref %.2f), prefill TTFT %6.0f ms (ref %6.0f, %+3.0f%%), tokens/stream %5.1f (ref %5.1f, %+3.0f%%), penalty %6.0f (ref %6.0f, %+3.0f%%)",
-					d, p, 1e3*base, ref.baseMS, 1e3*ttft, ref.ttftMS, 100*(1e3*ttft/ref.ttftMS-1), per, ref.per, 100*(per/ref.per-1), pen, ref.pen, 100*(pen/ref.pen-1))
-				if math.Abs(per/ref.per-1) > 0.30 {
-					t.Errorf("D=%d P=%d: %.1f tokens per stream during, reference %.1f: off more than 30%%", d, p, per, ref.per)
+					d, p, 1e3*base, 1e3*ref.BaseTPOT, 1e3*ttft, 1e3*ref.PrefillTTFT, 100*(ttft/ref.PrefillTTFT-1), per, ref.PerStream, 100*(per/ref.PerStream-1), pen, ref.Penalty, 100*(pen/ref.Penalty-1))
+				if d == 4 || (d == 1 && (p == 8192 || p == 65536)) {
+					continue // not fitted yet (issue 28)
 				}
-				if p >= 8192 && math.Abs(pen/ref.pen-1) > 0.30 {
-					t.Errorf("D=%d P=%d: penalty %.0f, reference %.0f: off more than 30%%", d, p, pen, ref.pen)
+				if math.Abs(per/ref.PerStream-1) > 0.30 {
+					t.Errorf("D=%d P=%d: %.1f tokens per stream during, reference %.1f: off more than 30%%", d, p, per, ref.PerStream)
+				}
+				if p >= 8192 && math.Abs(pen/ref.Penalty-1) > 0.30 {
+					t.Errorf("D=%d P=%d: penalty %.0f, reference %.0f: off more than 30%%", d, p, pen, ref.Penalty)
 				}
 			}
 		}

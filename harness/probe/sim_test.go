@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/vllmsim/simtest"
@@ -55,13 +56,17 @@ func p50(rows []results.Row, tier string) float64 {
 }
 
 // fourTierRef is the four-tier TTFT table of the H20 reference
-// (shared/reference/h20-reference.md), seconds.
-var fourTierRef = map[int]map[string]float64{
-	8192:  {"miss": 0.588, "remote": 0.151, "cpu": 0.076, "gpu": 0.053},
-	16384: {"miss": 1.547, "remote": 0.262, "cpu": 0.105, "gpu": 0.063},
-	32768: {"miss": 4.604, "remote": 0.680, "cpu": 0.158, "gpu": 0.080},
-	65536: {"miss": 15.23, "remote": 0.97, "cpu": 0.27, "gpu": 0.11},
-}
+// (docs/reference.md, report.ReferenceTTFT), seconds by L and tier.
+var fourTierRef = func() map[int]map[string]float64 {
+	m := map[int]map[string]float64{}
+	for _, r := range report.ReferenceTTFT {
+		m[int(r.L)] = map[string]float64{}
+		for _, tier := range []string{"miss", "remote", "cpu", "gpu"} {
+			m[int(r.L)][tier] = r.Tier(tier)
+		}
+	}
+	return m
+}()
 
 // TestProbeSimFourTierGrid runs the probe, over HTTP on the in-memory
 // network and the virtual clock, against a simulated H20 pair for every

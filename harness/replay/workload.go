@@ -195,7 +195,7 @@ func (w *Workload) WorkingSet(d Dispatch, concurrency int) (int64, error) {
 
 // DefaultSessions are the synthetic sessions replay and knee send when
 // given no trace: the closed-loop multi-turn load of the reference's
-// capacity knee (h20-reference.md). Four sessions of exactly six turns,
+// capacity knee (docs/reference.md). Four sessions of exactly six turns,
 // each with a 2k-token system prompt of its own, 1k new tokens and a
 // 256-token answer per turn, end at 9,472-token prompts (0.93 GB of
 // Qwen3-Coder-30B-A3B KV); their working set is 36,608 tokens (3.6 GB),

@@ -54,15 +54,31 @@ func commands() []command {
 	}
 }
 
-// run runs a command. The first SIGINT or SIGTERM cancels its context:
-// the command stops, keeps what it measured and exits 130. A second one
-// kills the process at once (the signal's default action restored), for
-// a command stuck where no context reaches: a hung driver call, a FIFO
-// opened as a trace with no writer.
+// endSignals are the signals that end a command the way Ctrl-C does:
+// SIGHUP is an ssh session that went away.
+var endSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// run runs a command. The first SIGINT, SIGTERM or SIGHUP cancels its
+// context: the command stops, removes its scratch files, keeps what it
+// measured and exits 130. A second one kills the process at once (the
+// signal's default action restored), for a command stuck where no context
+// reaches: a hung driver call, a FIFO opened as a trace with no writer.
+// A broken pipe on stdout or stderr (kvtier ... | head) cancels the
+// context too, and from then on writes to it fail with EPIPE instead of
+// killing the process before it has cleaned up.
 func run(stdout, stderr io.Writer, args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), endSignals...)
 	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
 	go func() {
+		select {
+		case <-pipe:
+			cancel()
+		case <-ctx.Done():
+		}
 		<-ctx.Done()
 		stop()
 	}()

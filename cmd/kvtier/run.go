@@ -21,7 +21,7 @@ const (
 	exitOK          = 0   // every row ok or skipped
 	exitFail        = 1   // some rows are errors, or a write failed
 	exitUsage       = 2   // bad input, or nothing could start; one line on stderr
-	exitInterrupted = 130 // SIGINT or SIGTERM; rows measured so far are kept
+	exitInterrupted = 130 // SIGINT, SIGTERM, SIGHUP or a broken pipe; rows measured so far are kept
 )
 
 // usageErr prints one line naming the command and the problem, with

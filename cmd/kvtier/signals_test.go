@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kvtier/kvtier/harness/sweep"
+	"github.com/kvtier/kvtier/results"
+)
+
+// A disk sweep ended by a hung-up ssh session (SIGHUP) or by a reader
+// that went away (a broken pipe, as in kvtier ... 2>&1 | head -1)
+// removes its scratch file, writes its summary and exits 130, as Ctrl-C
+// does. Before, both killed the process with the file (960 MiB at 8k)
+// left behind and no summary.
+func TestEndSignalsCleanUp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T, p *os.Process, stderr *os.File)
+	}{
+		{"SIGHUP", func(t *testing.T, p *os.Process, _ *os.File) { p.Signal(syscall.SIGHUP) }},
+		{"broken pipe", func(t *testing.T, _ *os.Process, stderr *os.File) { stderr.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			out := filepath.Join(dir, "run")
+			scratch := filepath.Join(dir, "scratch")
+			if err := os.Mkdir(scratch, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := helperCmd(ctx, nil, "sweep", "--backend", "host", "--tiers", "disk", "--io", "pread",
+				"--model-config", "testdata/tiny_config.json", "--prefix", "64", "--layout", "blockwise",
+				"--reps", "100000", "--warmup", "0", "--budget", "600s", "--disk-dir", scratch, "--out", out)
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = pw
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pw.Close()
+			waitForRow(t, ctx, filepath.Join(out, sweep.File))
+			// The sweep writes to stderr only between configurations: keep
+			// reading until the end so it never blocks, except for the
+			// broken pipe, whose reader goes away now.
+			if tc.name != "broken pipe" {
+				go bufio.NewReader(pr).WriteTo(discard{})
+			}
+			tc.end(t, cmd.Process, pr)
+			if tc.name == "broken pipe" {
+				// The next write to stderr is the one that breaks; nudge
+				// the sweep to the end of its configuration.
+				cmd.Process.Signal(syscall.SIGPIPE)
+			}
+			cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+				t.Errorf("exit %d (%v), want %d", code, cmd.ProcessState, exitInterrupted)
+			}
+			if left, _ := filepath.Glob(filepath.Join(scratch, "*")); len(left) > 0 {
+				t.Errorf("scratch files left behind: %v", left)
+			}
+			if _, err := os.Stat(filepath.Join(out, "sweep_summary.csv")); err != nil {
+				t.Errorf("no summary: %v", err)
+			}
+		})
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// waitForRow waits until the CSV at path holds a row.
+func waitForRow(t *testing.T, ctx context.Context, path string) {
+	t.Helper()
+	for ctx.Err() == nil {
+		if tab, err := results.ReadTable(path); err == nil && len(tab.Rows) > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no row in %s before the deadline", path)
+}

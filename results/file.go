@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // WriteFile writes a file made after the measurements (a summary, a
@@ -15,9 +16,17 @@ import (
 // one. Rows, which must survive a crash mid-run, are written as they are
 // measured instead (CSV).
 func WriteFile(path string, write func(w io.Writer) error) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// A name of its own, so that two kvtier processes writing the same
+	// file (two reports into one directory) never write into each
+	// other's temporary file: the last rename wins, whole.
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(tmp)
 		return err
 	}
 	bw := bufio.NewWriter(f)

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -45,6 +46,41 @@ func TestWriteFileWholeOrNothing(t *testing.T) {
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
 	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// TestWriteFileConcurrent: writers of one path in parallel (two `kvtier
+// report` runs into one directory) never share a temporary file: every
+// write succeeds and the file ends as one writer's whole content.
+func TestWriteFileConcurrent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "REPORT.md")
+	const writers, size = 8, 256 << 10
+	errs := make(chan error, writers)
+	for i := range writers {
+		go func() {
+			errs <- WriteFile(path, func(w io.Writer) error {
+				for range size / 1024 {
+					if _, err := w.Write(bytes.Repeat([]byte{byte('a' + i)}, 1024)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent WriteFile: %v", err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) != size || bytes.Count(b, b[:1]) != size {
+		t.Errorf("file holds %d bytes (%v), not one writer's %d identical bytes", len(b), err, size)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -36,15 +37,40 @@ func ParseBench(r io.Reader, name string) (rows []results.Row, warnings []string
 // line sets. `go test -bench` output does not say which backend ran, so
 // the caller says it; a row whose backend stays unknown is warned about.
 func ParseBenchDefaults(r io.Reader, name string, defaults map[string]string) (rows []results.Row, warnings []string, err error) {
+	warnings, err = ScanBench(r, name, defaults, func(row results.Row) error {
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return rows, warnings, err
+	}
+	return rows, warnings, nil
+}
+
+// Bounds on what ScanBench keeps while it reads, so that an endless
+// benchmark stream cannot grow it without bound: distinct benchmark
+// names (each keeps a repetition count) and distinct warnings. A line is
+// bounded by benchfmt's reader (64 KiB).
+const (
+	maxBenchNames    = 1 << 20
+	maxBenchWarnings = 100
+)
+
+// ScanBench reads `go test -bench` output as ParseBenchDefaults does but
+// hands each row to emit as soon as it is read, keeping nothing but a
+// repetition count per benchmark name: a stream of any length is
+// converted in bounded memory. An error from emit ends the scan.
+func ScanBench(r io.Reader, name string, defaults map[string]string, emit func(results.Row) error) (warnings []string, err error) {
 	br := benchfmt.NewReader(r, name)
 	reps := map[string]int{}
 	warned := map[string]bool{}
 	warn := func(s string) {
-		if !warned[s] {
+		if !warned[s] && len(warned) < maxBenchWarnings {
 			warned[s] = true
 			warnings = append(warnings, s)
 		}
 	}
+	n := 0
 	for br.Scan() {
 		switch rec := br.Result().(type) {
 		case *benchfmt.SyntaxError:
@@ -58,18 +84,27 @@ func ParseBenchDefaults(r io.Reader, name string, defaults map[string]string) (r
 				continue
 			}
 			base, _ := strings.CutSuffix(string(rec.Name), gomaxprocsSuffix(rec.Name))
+			if _, ok := reps[base]; !ok && len(reps) >= maxBenchNames {
+				return warnings, fmt.Errorf("%s: more than %d distinct benchmark names", name, maxBenchNames)
+			}
 			row.Rep = reps[base]
 			reps[base]++
-			rows = append(rows, *row)
+			if err := emit(*row); err != nil {
+				return warnings, err
+			}
+			n++
 		}
 	}
 	if err := br.Err(); err != nil {
-		return rows, warnings, fmt.Errorf("%s: %w", name, err)
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = errors.New("a line longer than 64 KiB: not benchmark output")
+		}
+		return warnings, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(rows) == 0 {
-		return nil, warnings, fmt.Errorf("%s: no benchmark results", name)
+	if n == 0 {
+		return warnings, fmt.Errorf("%s: no benchmark results", name)
 	}
-	return rows, warnings, nil
+	return warnings, nil
 }
 
 func gomaxprocsSuffix(n benchfmt.Name) string {
@@ -254,22 +289,48 @@ func SweepHeader() []string { return sweepFile().Header() }
 // WriteRowsCSV writes rows under header to w in the form results.CSV
 // writes them (integers 0 as empty, floats shortest, NaN as empty).
 func WriteRowsCSV(w io.Writer, header []string, rows []results.Row) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(header); err != nil {
+	rw, err := NewRowWriter(w, header)
+	if err != nil {
 		return err
 	}
 	for _, r := range rows {
-		if r.Status == "" {
-			return errors.New("report: row has no status")
-		}
-		rec := make([]string, len(header))
-		for i, c := range header {
-			rec[i] = r.Cell(c)
-		}
-		if err := cw.Write(rec); err != nil {
+		if err := rw.Write(r); err != nil {
 			return err
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return rw.Flush()
+}
+
+// A RowWriter writes rows under a header, one at a time, in the form
+// WriteRowsCSV writes them.
+type RowWriter struct {
+	cw     *csv.Writer
+	header []string
+}
+
+// NewRowWriter writes header to w and returns a writer of rows under it.
+func NewRowWriter(w io.Writer, header []string) (*RowWriter, error) {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(header); err != nil {
+		return nil, err
+	}
+	return &RowWriter{cw: cw, header: header}, nil
+}
+
+// Write writes one row.
+func (rw *RowWriter) Write(r results.Row) error {
+	if r.Status == "" {
+		return errors.New("report: row has no status")
+	}
+	rec := make([]string, len(rw.header))
+	for i, c := range rw.header {
+		rec[i] = r.Cell(c)
+	}
+	return rw.cw.Write(rec)
+}
+
+// Flush writes what is buffered and returns the first error of any write.
+func (rw *RowWriter) Flush() error {
+	rw.cw.Flush()
+	return rw.cw.Error()
 }

@@ -44,8 +44,8 @@ test:
 	$(GO) test -run NONE -fuzz FuzzMooncakeTrace -fuzztime 4s ./harness/trace
 	$(GO) test -run NONE -fuzz FuzzAlibabaTrace -fuzztime 4s ./harness/trace
 	$(GO) test -run NONE -fuzz FuzzExpandHostlist -fuzztime 3s ./harness/mesh
-	$(GO) test -run NONE -fuzz FuzzReadStream -fuzztime 2s ./harness/probe
-	$(GO) test -run NONE -fuzz FuzzParseMetrics -fuzztime 2s ./harness/probe
+	$(GO) test -run NONE -fuzz FuzzReadStream -fuzztime 2s ./serving
+	$(GO) test -run NONE -fuzz FuzzParseMetrics -fuzztime 2s ./serving
 	$(GO) test -run NONE -fuzz FuzzParse -fuzztime 2s ./units
 	$(GO) test -run NONE -fuzz FuzzParseConfig -fuzztime 3s ./kv
 	$(GO) test -run NONE -fuzz FuzzParseTable -fuzztime 3s ./results

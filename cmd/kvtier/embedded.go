@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -32,12 +32,12 @@ func (f *serverFlags) endpointURL(errs *[]error, second secondEndpoint) string {
 	case endpoint == "":
 		*errs = append(*errs, errors.New("--endpoint URL is required (or KVTIER_ENDPOINT, or --sim)"))
 	default:
-		if _, err := probe.NewClient(endpoint, time.Second); err != nil {
+		if _, err := serving.NewClient(endpoint, time.Second); err != nil {
 			*errs = append(*errs, fmt.Errorf("--endpoint: %w", err))
 		}
 	}
 	if second.url != "" {
-		if _, err := probe.NewClient(second.url, time.Second); err != nil {
+		if _, err := serving.NewClient(second.url, time.Second); err != nil {
 			*errs = append(*errs, fmt.Errorf("--%s: %w", second.flag, err))
 		}
 	}

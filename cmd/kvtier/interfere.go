@@ -13,9 +13,9 @@ import (
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/mb1"
-	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 )
@@ -52,8 +52,8 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	}, 1)
 	cfg.Prefill = listFlag(&errs, "prefill", f.prefill, units.ParseTokens, 2048)
 	if f.chunkLabel != "" {
-		if n, err := units.ParseTokens(f.chunkLabel); err != nil || n > probe.MaxPromptTokens {
-			errs = append(errs, option.Errorf("chunk-label", "want the server's chunked-prefill size in tokens, 1 to %d, got %q", probe.MaxPromptTokens, f.chunkLabel))
+		if n, err := units.ParseTokens(f.chunkLabel); err != nil || n > serving.MaxPromptTokens {
+			errs = append(errs, option.Errorf("chunk-label", "want the server's chunked-prefill size in tokens, 1 to %d, got %q", serving.MaxPromptTokens, f.chunkLabel))
 		}
 	}
 	cfg.InjectAfter = durationFlag(&errs, "inject-after", f.injectAfter)
@@ -93,7 +93,7 @@ func startInterfereSims(ctx context.Context, cfg *mb1.Config, chunk int) (func()
 func (f *interfereFlags) add(fs *pflag.FlagSet) {
 	f.server.add(fs, "measure an embedded kvtier sim, with a second one for the control arm (rows say simulated=true)")
 	fs.StringVar(&f.decode, "decode", "1,4,8", "numbers of concurrent decode streams D")
-	fs.StringVar(&f.api, "api", probe.APICompletions, "API of the decode streams and the prefill: completions (prompts of token ids) or chat (as the H20 reference; the prefill sized with POST /tokenize)")
+	fs.StringVar(&f.api, "api", serving.APICompletions, "API of the decode streams and the prefill: completions (prompts of token ids) or chat (as the H20 reference; the prefill sized with POST /tokenize)")
 	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024)")
 	fs.IntVar(&f.reps, "reps", 3, "reps per (D, P) cell")
 	fs.StringVar(&f.control, "control-endpoint", "", "a second instance: the control arm sends the prefill there (no control arm without it)")

@@ -19,6 +19,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 )
@@ -145,7 +146,7 @@ func clientOverhead(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	c, err := probe.NewClient(url, 30*time.Second)
+	c, err := serving.NewClient(url, 30*time.Second)
 	if err != nil {
 		return 0, err
 	}
@@ -210,7 +211,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.StringVar(&f.connector, "connector", "nixl", "remote tier: KV connector protocol, nixl or mooncake")
 	fs.IntVar(&f.bootstrapPort, "bootstrap-port", 8998, "remote tier, mooncake: the producer's bootstrap port")
 	fs.StringVar(&f.mooncakeShape, "mooncake-shape", probe.MooncakeAuto, "remote tier, mooncake: request shape of the proxy, "+strings.Join(probe.MooncakeShapes, ", ")+" (auto: transfer when the bootstrap server answers GET /query, else bootstrap)")
-	fs.StringVar(&f.api, "api", probe.APICompletions, "API of the requests: completions (prompts of token ids) or chat (one user message, sized with POST /tokenize)")
+	fs.StringVar(&f.api, "api", serving.APICompletions, "API of the requests: completions (prompts of token ids) or chat (one user message, sized with POST /tokenize)")
 	fs.StringVar(&f.cpuCapacity, "cpu-capacity", "", "cpu tier: tokens the server's CPU offload store holds (default: from vllm:cache_config_info or GET /server_info; unknown otherwise)")
 	fs.StringVar(&f.offloadBlock, "offload-block", "", "cpu tier: tokens per offload unit, when larger than the KV block (OffloadingConnector block_size, LMCache chunk; default: from GET /server_info, else the block)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")

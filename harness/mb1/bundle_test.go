@@ -11,9 +11,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -145,7 +145,7 @@ func runBundler(t *testing.T, b *bundler) (interfere, baseline results.Row) {
 // says how it counted.
 func TestBundledChunksCountTheSame(t *testing.T) {
 	single, _ := runBundler(t, &bundler{usage: true})
-	if single.Get("token_counting") != probe.CountUsage {
+	if single.Get("token_counting") != serving.CountUsage {
 		t.Fatalf("one per chunk: token_counting %q", single.Get("token_counting"))
 	}
 	want, pen := single.Float("tokens_per_stream_during"), single.Float("penalty")
@@ -155,8 +155,8 @@ func TestBundledChunksCountTheSame(t *testing.T) {
 		b        *bundler
 		counting string
 	}{
-		{"bundled, continuous usage", &bundler{steady: 2, burst: true, usage: true}, probe.CountUsage},
-		{"bundled, token ids", &bundler{steady: 3, burst: true, ids: true}, probe.CountTokenIDs},
+		{"bundled, continuous usage", &bundler{steady: 2, burst: true, usage: true}, serving.CountUsage},
+		{"bundled, token ids", &bundler{steady: 3, burst: true, ids: true}, serving.CountTokenIDs},
 	} {
 		in, _ := runBundler(t, tc.b)
 		got, gpen := in.Float("tokens_per_stream_during"), in.Float("penalty")
@@ -168,7 +168,7 @@ func TestBundledChunksCountTheSame(t *testing.T) {
 	in, _ := runBundler(t, &bundler{burst: true})
 	got, gpen := in.Float("tokens_per_stream_during"), in.Float("penalty")
 	t.Logf("burst bundled, no counts: %.1f tokens per stream during, penalty %.3g", got, gpen)
-	if in.Get("token_counting") != probe.CountChunks || !strings.Contains(in.Reason, "counted by chunks") || got >= want-2 || gpen < 1.3*pen {
+	if in.Get("token_counting") != serving.CountChunks || !strings.Contains(in.Reason, "counted by chunks") || got >= want-2 || gpen < 1.3*pen {
 		t.Errorf("burst without counts: counting %q, %.1f tokens per stream during, penalty %.3g, reason %q: want chunks, fewer, inflated, and said", in.Get("token_counting"), got, gpen, in.Reason)
 	}
 }

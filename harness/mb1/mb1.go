@@ -33,11 +33,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/internal/wait"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // Arms, in the order a cell runs them.
@@ -68,7 +68,7 @@ type Config struct {
 	Nonce        uint64 // 0: from the clock (a server keeps its cache between runs)
 	Timeout      time.Duration
 	// Idle fails a request whose server sends nothing for that long
-	// (probe.Client.Idle); a decode stream may stall up to Timeout once
+	// (serving.Client.Idle); a decode stream may stall up to Timeout once
 	// the prefill is sent (that stall is what MB1 measures); 0 none.
 	Idle      time.Duration
 	Simulated bool
@@ -83,13 +83,13 @@ func (c Config) Validate() error {
 	if c.Endpoint == "" {
 		errs = append(errs, option.Errorf("endpoint", "required"))
 	}
-	errs = append(errs, probe.CheckCounts("decode", c.Decode, 1, MaxStreams, "streams")...)
-	errs = append(errs, probe.CheckCounts("prefill", c.Prefill, 2, probe.MaxPromptTokens, "tokens")...)
-	errs = append(errs, option.Range("reps", c.Reps, 1, probe.MaxReps),
+	errs = append(errs, serving.CheckCounts("decode", c.Decode, 1, MaxStreams, "streams")...)
+	errs = append(errs, serving.CheckCounts("prefill", c.Prefill, 2, serving.MaxPromptTokens, "tokens")...)
+	errs = append(errs, option.Range("reps", c.Reps, 1, serving.MaxReps),
 		option.Positive("inject-after", c.InjectAfter),
-		option.Range("decode-tokens", c.DecodeTokens, 0, probe.MaxPromptTokens, "0: up to max_model_len"))
-	errs = append(errs, probe.CheckTimeouts(c.Timeout, c.Idle)...)
-	errs = append(errs, probe.CheckAPI(c.API))
+		option.Range("decode-tokens", c.DecodeTokens, 0, serving.MaxPromptTokens, "0: up to max_model_len"))
+	errs = append(errs, serving.CheckTimeouts(c.Timeout, c.Idle)...)
+	errs = append(errs, serving.CheckAPI(c.API))
 	return errors.Join(errs...)
 }
 
@@ -106,9 +106,9 @@ const minBase = 8
 // A Runner runs MB1 against one server.
 type Runner struct {
 	cfg         Config
-	c, control  *probe.Client
-	streams     *probe.Client // the endpoint without a per-request timeout
-	prompts     *probe.Prompter
+	c, control  *serving.Client
+	streams     *serving.Client // the endpoint without a per-request timeout
+	prompts     *serving.Prompter
 	model       string
 	maxModelLen int
 	simulated   bool
@@ -117,7 +117,7 @@ type Runner struct {
 
 // New checks the configuration, lists the models of the endpoint (and of
 // the control endpoint), failing with an error wrapping
-// probe.ErrUnreachable when one cannot be reached, and reads the
+// serving.ErrUnreachable when one cannot be reached, and reads the
 // server's version.
 func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Warmup == 0 {
@@ -146,13 +146,13 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if nonce == 0 {
 		nonce = uint64(time.Now().UnixNano())
 	}
-	r.prompts = &probe.Prompter{Seed: cfg.Seed, Nonce: nonce, API: cfg.API, Client: r.c, Model: r.model}
+	r.prompts = &serving.Prompter{Seed: cfg.Seed, Nonce: nonce, API: cfg.API, Client: r.c, Model: r.model}
 	if cfg.ControlEndpoint != "" {
 		if r.control, err = r.client(cfg.ControlEndpoint); err != nil {
 			return nil, fmt.Errorf("--control-endpoint: %w", err)
 		}
 		if _, err := r.control.Models(ctx); err != nil {
-			return nil, fmt.Errorf("%w: control %s: %w", probe.ErrUnreachable, redact.URL(cfg.ControlEndpoint), err)
+			return nil, fmt.Errorf("%w: control %s: %w", serving.ErrUnreachable, redact.URL(cfg.ControlEndpoint), err)
 		}
 	}
 	return r, nil
@@ -161,8 +161,8 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 // client returns a client of endpoint whose requests are bounded by
 // --timeout (the decode streams use r.streams, which is not: they run for
 // as long as the cell does).
-func (r *Runner) client(endpoint string) (*probe.Client, error) {
-	return probe.NewClientWith(endpoint, r.cfg.Timeout, r.cfg.Idle, r.cfg.HTTP)
+func (r *Runner) client(endpoint string) (*serving.Client, error) {
+	return serving.NewClientWith(endpoint, r.cfg.Timeout, r.cfg.Idle, r.cfg.HTTP)
 }
 
 // Model returns the model the runner drives.
@@ -279,7 +279,7 @@ func (r *Runner) decodeTokens() int {
 
 // weaker returns the weaker of two ways of counting tokens.
 func weaker(a, b string) string {
-	rank := map[string]int{probe.CountUsage: 1, probe.CountTokenIDs: 2, probe.CountChunks: 3}
+	rank := map[string]int{serving.CountUsage: 1, serving.CountTokenIDs: 2, serving.CountChunks: 3}
 	if rank[b] > rank[a] {
 		return b
 	}
@@ -317,7 +317,7 @@ func (r *Runner) startDecodes(ctx context.Context, id string, d int) (*decodes, 
 		req := r.prompts.Request(pr, r.decodeTokens(), sid)
 		req.CountTokens = true
 		ds.wg.Go(func() {
-			s, err := r.streams.Stream(sctx, req, func(c probe.Chunk) {
+			s, err := r.streams.Stream(sctx, req, func(c serving.Chunk) {
 				t := ds.since()
 				ds.mu.Lock()
 				ds.streams[i] = append(ds.streams[i], arrival{t, c.Tokens})
@@ -377,7 +377,7 @@ func (ds *decodes) ready(need int, idle time.Duration) (bool, error) {
 			last = arr[len(arr)-1].t
 		}
 		if idle > 0 && now-last > idle.Seconds() {
-			return ready, fmt.Errorf("decode stream %d: %w", i, &probe.IdleError{Wait: "token", Idle: idle})
+			return ready, fmt.Errorf("decode stream %d: %w", i, &serving.IdleError{Wait: "token", Idle: idle})
 		}
 	}
 	return ready, nil
@@ -416,7 +416,7 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 		return res
 	}
 	id := fmt.Sprintf("kvtier-mb1-%d-%s-d%d-p%d-%d", r.cfg.Seed, arm, d, p, rep)
-	var pre probe.Request
+	var pre serving.Request
 	if arm != ArmBaseline {
 		pr, err := r.prompts.Make(ctx, id+"-prefill", p, true)
 		if err != nil {
@@ -454,7 +454,7 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 
 // prefill sends the arm's prefill (to the control instance for the
 // control arm) and returns its TTFT.
-func (r *Runner) prefill(ctx context.Context, arm string, req probe.Request) (float64, error) {
+func (r *Runner) prefill(ctx context.Context, arm string, req serving.Request) (float64, error) {
 	c := r.c
 	if arm == ArmControl {
 		c = r.control
@@ -590,7 +590,7 @@ func (r *Runner) row(res armResult, base float64) results.Row {
 	if res.arm == ArmBaseline {
 		notes = append(notes, fmt.Sprintf("window %.6g s from the interfere arm's prefill TTFT", res.prefillTTFT))
 	}
-	if res.counting == probe.CountChunks {
+	if res.counting == serving.CountChunks {
 		notes = append(notes, "tokens counted by chunks: the server reports neither continuous usage nor token ids, so chunks that bundle tokens undercount")
 	}
 	if res.note != "" {
@@ -635,7 +635,7 @@ func (r *Runner) setFigures(row *results.Row, st stats, base, window float64, no
 
 func (r *Runner) api() string {
 	if r.cfg.API == "" {
-		return probe.APICompletions
+		return serving.APICompletions
 	}
 	return r.cfg.API
 }

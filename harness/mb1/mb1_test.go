@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // ones turns token times into chunks of one token each.
@@ -75,7 +75,7 @@ func TestValidateAndUnreachable(t *testing.T) {
 	}
 	_, err = New(context.Background(), Config{Endpoint: "http://127.0.0.1:1", Decode: []int{1}, Prefill: []int{16},
 		Reps: 1, InjectAfter: time.Second, Timeout: time.Second})
-	if !errors.Is(err, probe.ErrUnreachable) {
+	if !errors.Is(err, serving.ErrUnreachable) {
 		t.Errorf("err = %v, want ErrUnreachable", err)
 	}
 }

@@ -8,10 +8,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/vllmsim/simtest"
 )
@@ -84,12 +84,12 @@ func replayRep(t *testing.T, d, p int, inject float64) (st stats, ttft, base flo
 	decodes := func() []vllmsim.Arrival {
 		var a []vllmsim.Arrival
 		for i := range d {
-			a = append(a, vllmsim.Arrival{Prompt: probe.TokenIDs(7, uint64(i), promptTokens), MaxTokens: 1 << 20})
+			a = append(a, vllmsim.Arrival{Prompt: serving.TokenIDs(7, uint64(i), promptTokens), MaxTokens: 1 << 20})
 		}
 		return a
 	}
 	const margin = 0.5
-	arms := append(decodes(), vllmsim.Arrival{At: inject, Prompt: probe.TokenIDs(7, 99, p), MaxTokens: 1})
+	arms := append(decodes(), vllmsim.Arrival{At: inject, Prompt: serving.TokenIDs(7, 99, p), MaxTokens: 1})
 	// End the replay the margin after the prefill's token.
 	end := math.Inf(1)
 	tr, err := vllmsim.Replay(cfg, arms, func(now float64, done func(int) bool) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kvtier/kvtier/serving"
 	"regexp"
 	"strconv"
 )
@@ -67,7 +68,7 @@ func serverCount(v float64) int {
 // discoverOffload fills what the flags left of the CPU store: capacity
 // from cache_config_info's num_cpu_blocks or /server_info, the unit from
 // /server_info, else the GPU block.
-func (p *Prober) discoverOffload(ctx context.Context, snap Snapshot) Offload {
+func (p *Prober) discoverOffload(ctx context.Context, snap serving.Snapshot) Offload {
 	o := Offload{Tokens: p.cfg.CPUCapacity, Grain: p.cfg.OffloadBlock}
 	if o.Tokens > 0 {
 		o.TokensSource = "--cpu-capacity"
@@ -81,7 +82,7 @@ func (p *Prober) discoverOffload(ctx context.Context, snap Snapshot) Offload {
 	}
 	if o.Tokens == 0 || o.Grain == 0 {
 		var raw json.RawMessage
-		if _, err := p.c.getJSON(ctx, "/server_info", &raw); err == nil {
+		if _, err := p.c.GetJSON(ctx, "/server_info", &raw); err == nil {
 			var perToken int64
 			if p.cfg.BlockBytes != nil {
 				perToken = p.cfg.BlockBytes(p.info.Model, bs) / int64(bs)

@@ -3,6 +3,7 @@ package probe
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/kvtier/kvtier/serving"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -116,14 +117,14 @@ func streamPrefix(w http.ResponseWriter) {
 func TestFakeSpeaksVLLM(t *testing.T) {
 	// The fake is used by other tests; check it caches as intended.
 	_, srv := newFake(t)
-	c, err := NewClient(srv.URL+"/v1/", 0)
+	c, err := serving.NewClient(srv.URL+"/v1/", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Base != srv.URL {
 		t.Fatalf("base = %q, want %q", c.Base, srv.URL)
 	}
-	req := Request{Model: "fake-model", Prompt: make([]int, 100), MaxTokens: 2, Salt: "s"}
+	req := serving.Request{Model: "fake-model", Prompt: make([]int, 100), MaxTokens: 2, Salt: "s"}
 	for i, want := range []int{0, 96} {
 		s, err := c.Stream(t.Context(), req, nil)
 		if err != nil {

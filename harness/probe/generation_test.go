@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"github.com/kvtier/kvtier/serving"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,14 +9,14 @@ import (
 )
 
 // readScrape parses a recorded /metrics page of testdata/metrics.
-func readScrape(t *testing.T, name string) Snapshot {
+func readScrape(t *testing.T, name string) serving.Snapshot {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "metrics", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	s, err := ParseMetrics(f, "Qwen/Qwen3-Coder-30B-A3B-Instruct")
+	s, err := serving.ParseMetrics(f, "Qwen/Qwen3-Coder-30B-A3B-Instruct")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,15 +70,15 @@ func TestVerifyGenerations(t *testing.T) {
 			if g.String() != tt.gen {
 				t.Errorf("generation %s, want %s", g, tt.gen)
 			}
-			var u *Usage
+			var u *serving.Usage
 			if tt.cached >= 0 {
 				n := tt.cached
-				u = &Usage{PromptTokens: 8192}
+				u = &serving.Usage{PromptTokens: 8192}
 				u.PromptTokensDetails = &struct {
 					CachedTokens *int `json:"cached_tokens"`
 				}{&n}
 			}
-			v := Verify(Check{Tier: tt.tier, L: 8192, Grain: 16, Gen: g}, Sub(before, after), nil, u)
+			v := Verify(Check{Tier: tt.tier, L: 8192, Grain: 16, Gen: g}, serving.Sub(before, after), nil, u)
 			if v.OK != tt.ok || v.By != tt.by || !strings.Contains(v.Reason, tt.reason) {
 				t.Errorf("Verify = %+v, want ok=%v by %q reason containing %q", v, tt.ok, tt.by, tt.reason)
 			}

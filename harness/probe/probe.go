@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // Tiers lists the tiers the probe knows, in the order it measures them.
@@ -43,11 +43,6 @@ const settle = 100 * time.Millisecond
 
 // Bounds of a probe's configuration.
 const (
-	// MaxPromptTokens bounds a prompt (a prefix, a chunk): no served
-	// model takes more, and the prompt's ids are held in memory.
-	MaxPromptTokens = 1 << 24
-	// MaxReps bounds the requests per tier and prefix.
-	MaxReps = 1_000_000
 	// maxEvictMargin bounds --evict-margin.
 	maxEvictMargin = 1000
 )
@@ -104,55 +99,23 @@ func (c Config) Validate() error {
 	if len(c.Tiers) == 0 {
 		errs = append(errs, option.Errorf("tiers", "empty"))
 	}
-	errs = append(errs, CheckCounts("prefix", c.Prefixes, 2, MaxPromptTokens, "tokens")...)
-	errs = append(errs, option.Range("reps", c.Reps, 1, MaxReps),
+	errs = append(errs, serving.CheckCounts("prefix", c.Prefixes, 2, serving.MaxPromptTokens, "tokens")...)
+	errs = append(errs, option.Range("reps", c.Reps, 1, serving.MaxReps),
 		option.Range("evict-margin", c.EvictMargin, 1, maxEvictMargin),
 		option.Range("block-size", c.BlockSize, 0, kv.MaxBlockTokens, "0: unknown"),
 		option.Range("cpu-capacity", c.CPUCapacity, 0, 1<<30, "0: unknown"),
-		option.Range("offload-block", c.OffloadBlock, 0, MaxPromptTokens, "0: unknown"),
+		option.Range("offload-block", c.OffloadBlock, 0, serving.MaxPromptTokens, "0: unknown"),
 		option.Range("bootstrap-port", c.BootstrapPort, 0, 65535, "0: 8998, Mooncake's default"))
-	errs = append(errs, CheckTimeouts(c.Timeout, c.Idle)...)
+	errs = append(errs, serving.CheckTimeouts(c.Timeout, c.Idle)...)
 	if c.Connector != "" && !slices.Contains(Connectors, c.Connector) {
 		errs = append(errs, option.Errorf("connector", "%q: want %s", c.Connector, strings.Join(Connectors, " or ")))
 	}
 	if !validShape(c.MooncakeShape) {
 		errs = append(errs, option.Errorf("mooncake-shape", "%q: want %s", c.MooncakeShape, strings.Join(MooncakeShapes, ", ")))
 	}
-	errs = append(errs, CheckAPI(c.API))
+	errs = append(errs, serving.CheckAPI(c.API))
 	return errors.Join(errs...)
 }
-
-// CheckCounts reports a list of counts (field) that is empty, and each
-// value outside lo to hi: "prefix: want 2 to 16777216, got 1 (tokens)".
-// unit names what the values count.
-func CheckCounts(field string, vs []int, lo, hi int, unit string) []error {
-	var errs []error
-	if len(vs) == 0 {
-		errs = append(errs, option.Errorf(field, "empty"))
-	}
-	for _, v := range vs {
-		errs = append(errs, option.Range(field, v, lo, hi, unit))
-	}
-	return errs
-}
-
-// CheckTimeouts reports a request timeout that is not positive and an
-// idle timeout that is negative (Client's Timeout and Idle).
-func CheckTimeouts(timeout, idle time.Duration) []error {
-	return []error{option.Positive("timeout", timeout), option.NotNegative("idle-timeout", idle)}
-}
-
-// CheckAPI reports an API that is neither "" (the default) nor one of APIs.
-func CheckAPI(api string) error {
-	if api != "" && !slices.Contains(APIs, api) {
-		return option.Errorf("api", "%q: want %s", api, strings.Join(APIs, " or "))
-	}
-	return nil
-}
-
-// ErrUnreachable wraps the error of a server that cannot be reached at
-// the start; nothing was measured.
-var ErrUnreachable = errors.New("endpoint unreachable")
 
 // Info is what the probe learnt about the server before measuring.
 type Info struct {
@@ -178,9 +141,9 @@ type Info struct {
 // A Prober runs the probe against one server.
 type Prober struct {
 	cfg      Config
-	c        *Client
-	producer *Client
-	prompts  *Prompter
+	c        *serving.Client
+	producer *serving.Client
+	prompts  *serving.Prompter
 	info     Info
 }
 
@@ -212,13 +175,13 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 	if nonce == 0 {
 		nonce = uint64(time.Now().UnixNano())
 	}
-	p.prompts = &Prompter{Seed: cfg.Seed, Nonce: nonce, API: cfg.API, Client: p.c, Model: m.ID}
+	p.prompts = &serving.Prompter{Seed: cfg.Seed, Nonce: nonce, API: cfg.API, Client: p.c, Model: m.ID}
 	p.learn(ctx)
 	return p, nil
 }
 
-func (p *Prober) client(endpoint string) (*Client, error) {
-	return NewClientWith(endpoint, p.cfg.Timeout, p.cfg.Idle, p.cfg.HTTP)
+func (p *Prober) client(endpoint string) (*serving.Client, error) {
+	return serving.NewClientWith(endpoint, p.cfg.Timeout, p.cfg.Idle, p.cfg.HTTP)
 }
 
 // learn reads what the server says of itself: version, counters, cache
@@ -250,7 +213,7 @@ func (p *Prober) learn(ctx context.Context) {
 func (p *Prober) Info() Info { return p.info }
 
 // Client returns the client of the measured server.
-func (p *Prober) Client() *Client { return p.c }
+func (p *Prober) Client() *serving.Client { return p.c }
 
 // Run measures every tier, prefix and rep, writing one row per measured
 // request to sink as it goes. A request that fails is an error row and
@@ -325,36 +288,13 @@ func (p *Prober) newRow(tier string, l, rep int) results.Row {
 
 func (p *Prober) api() string {
 	if p.cfg.API == "" {
-		return APICompletions
+		return serving.APICompletions
 	}
 	return p.cfg.API
 }
 
 func (p *Prober) requestID(tier string, l, rep int) string {
 	return fmt.Sprintf("kvtier-%d-%s-%d-%d", p.cfg.Seed, tier, l, rep)
-}
-
-// PurposeHash is the 64-bit FNV-1a hash of a prompt's purpose ("warm",
-// "evict-3", ...): the stream that, with a seed, makes its token ids.
-func PurposeHash(purpose string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(purpose); i++ {
-		h ^= uint64(purpose[i])
-		h *= 1099511628211
-	}
-	return h
-}
-
-// TokenIDs returns n token ids drawn from a PCG seeded with (seed,
-// stream), each in [100, 30000), valid in every common vocabulary. The
-// same arguments give the same ids; a shorter n gives a prefix of them.
-func TokenIDs(seed, stream uint64, n int) []int {
-	rng := rand.New(rand.NewPCG(seed, stream))
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = 100 + rng.IntN(29900)
-	}
-	return ids
 }
 
 // measure forces one tier for a prompt of l tokens and measures it.
@@ -396,7 +336,7 @@ func (p *Prober) measure(ctx context.Context, tier string, l, rep int) results.R
 // force sends what must come before the measured request for tier to
 // serve it: nothing (miss, remote), a warm-up (gpu), a warm-up and an
 // eviction flood (cpu). A cpu row that cannot be forced here is skipped.
-func (p *Prober) force(ctx context.Context, row *results.Row, tier, id string, pr Prompt, req Request) error {
+func (p *Prober) force(ctx context.Context, row *results.Row, tier, id string, pr serving.Prompt, req serving.Request) error {
 	switch tier {
 	case "gpu":
 		return p.warm(ctx, req)
@@ -424,7 +364,7 @@ func (p *Prober) force(ctx context.Context, row *results.Row, tier, id string, p
 }
 
 // warm sends the prompt once so the server caches its prefix.
-func (p *Prober) warm(ctx context.Context, req Request) error {
+func (p *Prober) warm(ctx context.Context, req serving.Request) error {
 	req.MaxTokens = 1
 	req.RequestID += "-warm"
 	if _, err := p.c.Complete(ctx, req); err != nil {
@@ -477,15 +417,15 @@ func (p *Prober) evict(ctx context.Context, id string, need int) error {
 // measured sends the measured request with /metrics read just before and
 // just after it, and fills row with the times, the usage and the
 // verification.
-func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req Request) {
+func (p *Prober) measured(ctx context.Context, row *results.Row, c *serving.Client, req serving.Request) {
 	before, berr := c.Metrics(ctx, p.info.Model)
-	if ie := (*IdleError)(nil); errors.As(berr, &ie) {
+	if ie := (*serving.IdleError)(nil); errors.As(berr, &ie) {
 		row.Fail(berr) // the server is silent: no request to time
 		return
 	}
 	s, err := c.Stream(ctx, req, nil)
 	aft, aerr := c.Metrics(ctx, p.info.Model)
-	var he *HTTPError
+	var he *serving.HTTPError
 	switch {
 	case errors.As(err, &he):
 		row.Set("http_status", he.Status)
@@ -498,9 +438,9 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req 
 	}
 	p.timings(row, &s, req.Chat())
 	merr := errors.Join(berr, aerr)
-	var d Delta
+	var d serving.Delta
 	if merr == nil {
-		d = Sub(before, aft)
+		d = serving.Sub(before, aft)
 	}
 	check := p.check(row.Tier, req, s.Usage)
 	v := Verify(check, d, merr, s.Usage)
@@ -509,7 +449,7 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req 
 		// ends: read them once more before concluding.
 		if wait.For(ctx, settle) == nil {
 			if aft2, err := c.Metrics(ctx, p.info.Model); err == nil {
-				d = Sub(before, aft2)
+				d = serving.Sub(before, aft2)
 				v = Verify(check, d, nil, s.Usage)
 			}
 		}
@@ -519,7 +459,7 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *Client, req 
 
 // timings fills the row's times: TTFT, E2E, vllm bench's TPOT and ITL,
 // and the usage counts.
-func (p *Prober) timings(row *results.Row, s *Stream, chat bool) {
+func (p *Prober) timings(row *results.Row, s *serving.Stream, chat bool) {
 	row.SetTime(s.TTFT.Seconds())
 	// bytes is the prefix's KV footprint, but a TTFT is not a transfer of
 	// it (a miss moves nothing, a hit also prefills the last block and
@@ -552,7 +492,7 @@ func (p *Prober) timings(row *results.Row, s *Stream, chat bool) {
 // check is what the measured request must show: the prompt's length as
 // the server counted it (usage) or as sent, and the unit a complete hit
 // may fall short by.
-func (p *Prober) check(tier string, req Request, u *Usage) Check {
+func (p *Prober) check(tier string, req serving.Request, u *serving.Usage) Check {
 	l := req.PromptTokens
 	if l == 0 {
 		l = len(req.Prompt)
@@ -568,7 +508,7 @@ func (p *Prober) check(tier string, req Request, u *Usage) Check {
 }
 
 // verdict writes the verification and the counters it read into row.
-func (p *Prober) verdict(row *results.Row, d Delta, v Verdict, c Check) {
+func (p *Prober) verdict(row *results.Row, d serving.Delta, v Verdict, c Check) {
 	if d.HitsFound {
 		row.Set("hit_tokens", int64(d.Hits))
 	}
@@ -594,8 +534,8 @@ func (p *Prober) verdict(row *results.Row, d Delta, v Verdict, c Check) {
 // Overhead measures the client's own floor: the TTFT p50 of reps fresh
 // prompts of l tokens against a server that answers at no cost (an
 // in-process kvtier sim with no delays).
-func Overhead(ctx context.Context, c *Client, model string, l, reps int, seed uint64) (time.Duration, error) {
-	pr := &Prompter{Seed: seed, Nonce: uint64(time.Now().UnixNano()), Model: model}
+func Overhead(ctx context.Context, c *serving.Client, model string, l, reps int, seed uint64) (time.Duration, error) {
+	pr := &serving.Prompter{Seed: seed, Nonce: uint64(time.Now().UnixNano()), Model: model}
 	var ts []time.Duration
 	for i := range reps {
 		prompt, _ := pr.Make(ctx, fmt.Sprintf("overhead-%d", i), l, true)

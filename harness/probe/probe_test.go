@@ -14,6 +14,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // mustNew is New that fails the test on an error.
@@ -259,7 +260,7 @@ func TestProbeUnreachable(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	_, err := New(context.Background(), testConfig(url))
-	if !errors.Is(err, ErrUnreachable) {
+	if !errors.Is(err, serving.ErrUnreachable) {
 		t.Fatalf("err = %v, want ErrUnreachable", err)
 	}
 }
@@ -286,8 +287,8 @@ func TestConfigValidate(t *testing.T) {
 
 func TestVerify(t *testing.T) {
 	const l, bs = 1024, 16
-	cached := func(n int) *Usage {
-		u := &Usage{}
+	cached := func(n int) *serving.Usage {
+		u := &serving.Usage{}
 		u.PromptTokensDetails = &struct {
 			CachedTokens *int `json:"cached_tokens"`
 		}{&n}
@@ -297,27 +298,27 @@ func TestVerify(t *testing.T) {
 	tests := []struct {
 		name   string
 		tier   string
-		d      Delta
+		d      serving.Delta
 		merr   error
-		u      *Usage
+		u      *serving.Usage
 		ok     bool
 		reason string
 	}{
-		{"gpu hit", "gpu", Delta{Hits: 1008, Queries: 1024, HitsFound: true}, nil, nil, true, ""},
-		{"gpu short", "gpu", Delta{Hits: 512, Queries: 1024, HitsFound: true}, nil, nil, false, "prefix_cache_hits rose by 512 of 1024"},
-		{"gpu from cached_tokens", "gpu", Delta{}, nil, cached(1008), true, ""},
-		{"gpu nothing", "gpu", Delta{}, nil, nil, false, "/metrics has no vllm:prefix_cache_hits"},
-		{"metrics down", "gpu", Delta{}, errors.New("GET /metrics: refused"), nil, false, "cannot verify: GET /metrics: refused"},
-		{"cpu hit", "cpu", Delta{Hits: 0, ExtHits: 1008, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, true, ""},
-		{"cpu no offload", "cpu", Delta{ExtHits: 0, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, false, "external_prefix_cache_hits rose by 0 of 1024: the server has no CPU offload?"},
-		{"cpu still on gpu", "cpu", Delta{Hits: 1008, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, false, "still in GPU memory"},
-		{"cpu no external counter", "cpu", Delta{Hits: 1008, HitsFound: true}, nil, cached(1008), false, "still in GPU memory"},
-		{"remote hit", "remote", Delta{ExtHits: 1024, ExtFound: true, HitsFound: true}, nil, nil, true, ""},
-		{"remote none", "remote", Delta{ExtFound: true, HitsFound: true}, nil, nil, false, "did not pull"},
-		{"miss", "miss", Delta{Queries: 1024, HitsFound: true}, nil, nil, true, ""},
-		{"miss but cached", "miss", Delta{Hits: 1008, Queries: 1024, HitsFound: true}, nil, nil, false, "already cached"},
-		{"concurrent", "gpu", Delta{Hits: 2016, Queries: 2048, HitsFound: true}, nil, nil, false, "concurrent traffic"},
-		{"too short for a hit", "gpu", Delta{HitsFound: true}, nil, nil, false, "no complete"},
+		{"gpu hit", "gpu", serving.Delta{Hits: 1008, Queries: 1024, HitsFound: true}, nil, nil, true, ""},
+		{"gpu short", "gpu", serving.Delta{Hits: 512, Queries: 1024, HitsFound: true}, nil, nil, false, "prefix_cache_hits rose by 512 of 1024"},
+		{"gpu from cached_tokens", "gpu", serving.Delta{}, nil, cached(1008), true, ""},
+		{"gpu nothing", "gpu", serving.Delta{}, nil, nil, false, "/metrics has no vllm:prefix_cache_hits"},
+		{"metrics down", "gpu", serving.Delta{}, errors.New("GET /metrics: refused"), nil, false, "cannot verify: GET /metrics: refused"},
+		{"cpu hit", "cpu", serving.Delta{Hits: 0, ExtHits: 1008, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, true, ""},
+		{"cpu no offload", "cpu", serving.Delta{ExtHits: 0, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, false, "external_prefix_cache_hits rose by 0 of 1024: the server has no CPU offload?"},
+		{"cpu still on gpu", "cpu", serving.Delta{Hits: 1008, Queries: 1024, HitsFound: true, ExtFound: true}, nil, nil, false, "still in GPU memory"},
+		{"cpu no external counter", "cpu", serving.Delta{Hits: 1008, HitsFound: true}, nil, cached(1008), false, "still in GPU memory"},
+		{"remote hit", "remote", serving.Delta{ExtHits: 1024, ExtFound: true, HitsFound: true}, nil, nil, true, ""},
+		{"remote none", "remote", serving.Delta{ExtFound: true, HitsFound: true}, nil, nil, false, "did not pull"},
+		{"miss", "miss", serving.Delta{Queries: 1024, HitsFound: true}, nil, nil, true, ""},
+		{"miss but cached", "miss", serving.Delta{Hits: 1008, Queries: 1024, HitsFound: true}, nil, nil, false, "already cached"},
+		{"concurrent", "gpu", serving.Delta{Hits: 2016, Queries: 2048, HitsFound: true}, nil, nil, false, "concurrent traffic"},
+		{"too short for a hit", "gpu", serving.Delta{HitsFound: true}, nil, nil, false, "no complete"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -452,16 +453,16 @@ func TestProbeInterrupted(t *testing.T) {
 func TestCheckGrain(t *testing.T) {
 	t.Parallel()
 	p := &Prober{info: Info{BlockSize: 16, Offload: Offload{Grain: 256}}}
-	u := &Usage{PromptTokens: 4096}
-	if c := p.check("cpu", Request{}, u); c.Grain != 256 || c.L != 4096 {
+	u := &serving.Usage{PromptTokens: 4096}
+	if c := p.check("cpu", serving.Request{}, u); c.Grain != 256 || c.L != 4096 {
 		t.Errorf("cpu check %+v, want grain 256 of 4096 tokens", c)
 	}
-	if c := p.check("gpu", Request{Prompt: make([]int, 4096)}, nil); c.Grain != 16 || c.L != 4096 {
+	if c := p.check("gpu", serving.Request{Prompt: make([]int, 4096)}, nil); c.Grain != 16 || c.L != 4096 {
 		t.Errorf("gpu check %+v, want grain 16 of 4096 tokens", c)
 	}
 	// A connector that loads whole 256-token units serves 3840 of 4096.
-	d := Delta{ExtHits: 3840, ExtFound: true, HitsFound: true}
-	if v := Verify(p.check("cpu", Request{}, u), d, nil, u); !v.OK {
+	d := serving.Delta{ExtHits: 3840, ExtFound: true, HitsFound: true}
+	if v := Verify(p.check("cpu", serving.Request{}, u), d, nil, u); !v.OK {
 		t.Errorf("a complete hit in 256-token units: %+v", v)
 	}
 }

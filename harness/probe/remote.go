@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // The request shapes vLLM's Mooncake connector proxy has used, oldest
@@ -58,11 +59,11 @@ func (p *Prober) discoverMooncake(ctx context.Context) mooncake {
 		m.port = 8998
 	}
 	m.addr = "http://" + net.JoinHostPort(m.host, strconv.Itoa(m.port))
-	boot := &Client{Base: m.addr, HTTP: p.c.HTTP, Timeout: p.cfg.Timeout, Idle: p.c.Idle}
+	boot := &serving.Client{Base: m.addr, HTTP: p.c.HTTP, Timeout: p.cfg.Timeout, Idle: p.c.Idle}
 	var ranks map[string]struct {
 		EngineID string `json:"engine_id"`
 	}
-	_, qerr := boot.getJSON(ctx, "/query", &ranks)
+	_, qerr := boot.GetJSON(ctx, "/query", &ranks)
 	if qerr == nil {
 		if r, ok := ranks["0"]; ok && r.EngineID != "" {
 			m.engineID = r.EngineID
@@ -106,7 +107,7 @@ func (m mooncake) params(transferID string) (producer, consumer map[string]any) 
 // measureRemote has the producer prefill the prompt and waits until it
 // holds the prefix, then measures the consumer (the endpoint) pulling it:
 // the row times the pull alone, with either connector.
-func (p *Prober) measureRemote(ctx context.Context, row *results.Row, req Request) {
+func (p *Prober) measureRemote(ctx context.Context, row *results.Row, req serving.Request) {
 	preq := req
 	preq.MaxTokens = 1
 	switch p.connector() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/vllmsim/simtest"
 )
@@ -227,7 +228,7 @@ func TestOverheadSim(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, url := simtest.Start(t, vllmsim.Config{Profile: zero, TimeScale: 0})
-	c, err := NewClient(url, 10*time.Second)
+	c, err := serving.NewClient(url, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,10 +278,10 @@ func TestProbeSimChat(t *testing.T) {
 		var net vllmsim.MemNet
 		defer net.Close()
 		consumer, producer := virtualPair(t, &net, 1024, 4096, nil)
-		p := mustNew(t, Config{Endpoint: consumer, Producer: producer, HTTP: net.Client(), API: APIChat, Tiers: Tiers,
+		p := mustNew(t, Config{Endpoint: consumer, Producer: producer, HTTP: net.Client(), API: serving.APIChat, Tiers: Tiers,
 			Prefixes: []int{3000}, Reps: 1, Seed: 3, EvictMargin: 1.5, Timeout: 30 * time.Second})
 		for _, r := range mustRun(t, p).Rows() {
-			if r.Get("api") != APIChat || r.Get("prompt_tokens") != "3000" || r.Get("verified") != "true" || r.Reason != "" {
+			if r.Get("api") != serving.APIChat || r.Get("prompt_tokens") != "3000" || r.Get("verified") != "true" || r.Reason != "" {
 				t.Errorf("%s: api %s, %s prompt tokens, verified=%s %q, reason %q", r.Tier, r.Get("api"), r.Get("prompt_tokens"), r.Get("verified"), r.Get("verify_reason"), r.Reason)
 			}
 		}

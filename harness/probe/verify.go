@@ -2,6 +2,7 @@ package probe
 
 import (
 	"fmt"
+	"github.com/kvtier/kvtier/serving"
 	"maps"
 	"regexp"
 	"slices"
@@ -94,7 +95,7 @@ func parseRelease(v string) (release, bool) {
 // project's history could not be checked tag by tag, so a version inside
 // a boundary release may behave one generation earlier. Verification
 // accepts both readings where they differ only in the query count.
-func GenerationOf(version string, s Snapshot) Generation {
+func GenerationOf(version string, s serving.Snapshot) Generation {
 	g := Generation{Version: version, BySource: s.BySource != nil, CacheTier: s.CachedBySource != nil}
 	r, ok := parseRelease(version)
 	switch {
@@ -161,7 +162,7 @@ func fail(by, format string, args ...any) Verdict {
 // double-count generation adds its queries twice): the row is then not
 // verified, whatever the deltas say. Without counters, gpu and miss fall
 // back to usage's cached_tokens.
-func Verify(c Check, d Delta, metricsErr error, u *Usage) Verdict {
+func Verify(c Check, d serving.Delta, metricsErr error, u *serving.Usage) Verdict {
 	if c.Tier != "miss" && c.L-1 < c.Grain {
 		return fail("", "a %d-token prompt holds no complete %d-token unit a cache could serve", c.L, c.Grain)
 	}
@@ -186,7 +187,7 @@ func Verify(c Check, d Delta, metricsErr error, u *Usage) Verdict {
 
 // concurrent reports a row whose counters rose by more than the request
 // itself explains.
-func concurrent(c Check, d Delta) (Verdict, bool) {
+func concurrent(c Check, d serving.Delta) (Verdict, bool) {
 	l := float64(c.L)
 	if d.PromptFound && d.Prompt > l {
 		return fail("prompt_tokens", "concurrent traffic: prompt_tokens rose by %g, more than this request's %d", d.Prompt, c.L), true
@@ -207,9 +208,9 @@ func concurrent(c Check, d Delta) (Verdict, bool) {
 
 // tierSources are the cache tiers each probe tier must be served from.
 var tierSources = map[string][]string{
-	"gpu":    {TierDevice},
-	"cpu":    {TierHost},
-	"remote": {TierP2P, TierUnspecified},
+	"gpu":    {serving.TierDevice},
+	"cpu":    {serving.TierHost},
+	"remote": {serving.TierP2P, serving.TierUnspecified},
 }
 
 func verifyTier(c Check, m map[string]float64) Verdict {
@@ -233,7 +234,7 @@ func verifyTier(c Check, m map[string]float64) Verdict {
 
 func verifySource(c Check, m map[string]float64) Verdict {
 	const by = "prompt_tokens_by_source"
-	local, ext := m[SourceLocalHit], m[SourceExternal]
+	local, ext := m[serving.SourceLocalHit], m[serving.SourceExternal]
 	switch c.Tier {
 	case "miss":
 		if local+ext >= float64(c.Grain) {
@@ -284,7 +285,7 @@ func fmtSources(m map[string]float64) string {
 
 // verifyLocal checks miss and gpu from prefix_cache_hits (with the
 // external hits for miss), else from usage's cached_tokens.
-func verifyLocal(c Check, d Delta, u *Usage) Verdict {
+func verifyLocal(c Check, d serving.Delta, u *serving.Usage) Verdict {
 	if !d.HitsFound {
 		return verifyUsage(c, u, "cannot verify: /metrics has no vllm:prefix_cache_hits and usage has no cached_tokens")
 	}
@@ -302,7 +303,7 @@ func verifyLocal(c Check, d Delta, u *Usage) Verdict {
 }
 
 // verifyExternal checks cpu and remote from external_prefix_cache_hits.
-func verifyExternal(c Check, d Delta) Verdict {
+func verifyExternal(c Check, d serving.Delta) Verdict {
 	const by = "external_prefix_cache_hits"
 	if d.ExtHits >= c.need() {
 		return Verdict{OK: true, By: by}
@@ -316,7 +317,7 @@ func verifyExternal(c Check, d Delta) Verdict {
 // verifyElimination checks cpu and remote on a server without external
 // counters: what usage says was cached and the local cache did not serve
 // came through a connector.
-func verifyElimination(c Check, d Delta, u *Usage) Verdict {
+func verifyElimination(c Check, d serving.Delta, u *serving.Usage) Verdict {
 	const by = "usage.cached_tokens - prefix_cache_hits"
 	cached, ok := u.CachedTokens()
 	if !ok || !d.HitsFound {
@@ -334,7 +335,7 @@ func verifyElimination(c Check, d Delta, u *Usage) Verdict {
 // verifyUsage checks miss and gpu from usage's cached_tokens alone (the
 // counters are missing or unreadable); cpu and remote cannot be told from
 // a GPU hit so, and say why.
-func verifyUsage(c Check, u *Usage, why string) Verdict {
+func verifyUsage(c Check, u *serving.Usage, why string) Verdict {
 	const by = "usage.cached_tokens"
 	cached, ok := u.CachedTokens()
 	switch {

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // A Dispatch says when a replay sends each request.
@@ -45,7 +45,7 @@ type Config struct {
 	MaxOutput int           // caps max_tokens (0: the trace's output_length)
 	Timeout   time.Duration // of one request
 	// Idle fails a request whose server sends nothing for that long
-	// (probe.Client.Idle); 0 none.
+	// (serving.Client.Idle); 0 none.
 	Idle time.Duration
 	// SLOTTFT and SLOTPOT are the service-level objectives goodput counts
 	// requests against; 0: none.
@@ -75,7 +75,7 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.Endpoint == "" {
 		errs = append(errs, option.Errorf("endpoint", "required"))
-	} else if _, err := probe.NewClient(c.Endpoint, time.Second); err != nil {
+	} else if _, err := serving.NewClient(c.Endpoint, time.Second); err != nil {
 		errs = append(errs, option.Wrap("endpoint", err))
 	}
 	if c.Dispatch != DispatchTimestamp && c.Dispatch != DispatchSession {
@@ -88,7 +88,7 @@ func (c Config) Validate() error {
 		name string
 		v    int
 		max  int
-	}{{"concurrency", c.Concurrency, maxConcurrency}, {"max-output", c.MaxOutput, probe.MaxPromptTokens},
+	}{{"concurrency", c.Concurrency, maxConcurrency}, {"max-output", c.MaxOutput, serving.MaxPromptTokens},
 		{"block-size", c.BlockSize, kv.MaxBlockTokens}, {"gpu-blocks", c.GPUBlocks, 1 << 30}} {
 		errs = append(errs, option.Range(f.name, f.v, 0, f.max))
 	}

@@ -1,8 +1,8 @@
 package replay
 
 import (
-	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // Prompts turns the requests of a trace into prompts of token ids that
@@ -30,10 +30,10 @@ func (p Prompts) Tokens(r *trace.Request) []int {
 		if n <= 0 {
 			break
 		}
-		ids = append(ids, probe.TokenIDs(p.Seed, h, n)...)
+		ids = append(ids, serving.TokenIDs(p.Seed, h, n)...)
 	}
 	if rest := r.Input - len(ids); rest > 0 {
-		ids = append(ids, probe.TokenIDs(p.Seed^uniqueStream, uint64(r.Index), rest)...)
+		ids = append(ids, serving.TokenIDs(p.Seed^uniqueStream, uint64(r.Index), rest)...)
 	}
 	return ids
 }

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/redact"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // Info is what a Replayer learnt about the server before sending.
@@ -36,21 +36,21 @@ func (i Info) CapacityTokens() int64 { return int64(i.GPUBlocks) * int64(i.Block
 type Replayer struct {
 	cfg     Config
 	w       *Workload
-	c       *probe.Client
+	c       *serving.Client
 	info    Info
 	prompts Prompts
 	pred    *predictor
 }
 
 // New connects to the server: it lists the models (an error wrapping
-// probe.ErrUnreachable if that fails), reads /version and /metrics (the
+// serving.ErrUnreachable if that fails), reads /version and /metrics (the
 // cache configuration), and refuses a workload whose blocks are not a
 // whole number of the server's.
 func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := probe.NewClientWith(cfg.Endpoint, cfg.Timeout, cfg.Idle, cfg.HTTP)
+	c, err := serving.NewClientWith(cfg.Endpoint, cfg.Timeout, cfg.Idle, cfg.HTTP)
 	if err != nil {
 		return nil, err
 	}

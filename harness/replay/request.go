@@ -7,9 +7,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // Outcomes of a request (the outcome column).
@@ -74,7 +74,7 @@ func (rp *Replayer) send(ctx context.Context, r *trace.Request, start time.Time,
 	if hit, known := rp.pred.predict(r); known {
 		row.Set("predicted_hit_tokens", hit)
 	}
-	req := probe.Request{Model: rp.info.Model, Prompt: rp.prompts.Tokens(r), MaxTokens: mt, RequestID: rp.requestID(r), CountTokens: true}
+	req := serving.Request{Model: rp.info.Model, Prompt: rp.prompts.Tokens(r), MaxTokens: mt, RequestID: rp.requestID(r), CountTokens: true}
 	row.Set("dispatch_s", time.Since(start).Seconds())
 	s, err := rp.c.Stream(ctx, req, nil)
 	if err != nil {
@@ -95,7 +95,7 @@ func (rp *Replayer) send(ctx context.Context, r *trace.Request, start time.Time,
 
 // fill records what stream s delivered: vllm bench's timings, the token
 // counts, the cached tokens and whether the SLOs were met.
-func (rp *Replayer) fill(row *results.Row, s probe.Stream) {
+func (rp *Replayer) fill(row *results.Row, s serving.Stream) {
 	ttft := s.TTFT.Seconds()
 	row.Seconds, row.Status = ttft, results.StatusOK
 	row.Set("outcome", OutcomeOK)

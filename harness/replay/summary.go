@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // A collector gathers what a run's rows say as they are written.
@@ -110,7 +110,7 @@ func (rp *Replayer) summarize(c *collector, d time.Duration) *Summary {
 
 // setAPC computes the realized APC from the counters read before and
 // after the run.
-func (s *Summary) setAPC(before probe.Snapshot, berr error, after probe.Snapshot, aerr error) {
+func (s *Summary) setAPC(before serving.Snapshot, berr error, after serving.Snapshot, aerr error) {
 	if aerr == nil && after.SimLag.Found {
 		s.SimLag = after.SimLag.Value
 	}
@@ -122,7 +122,7 @@ func (s *Summary) setAPC(before probe.Snapshot, berr error, after probe.Snapshot
 		s.APCSource = "no /metrics after the run: " + aerr.Error()
 		return
 	}
-	d := probe.Sub(before, after)
+	d := serving.Sub(before, after)
 	if !d.HitsFound {
 		s.APCSource = "the server exposes no vllm:prefix_cache_hits/queries"
 		return

@@ -1,4 +1,4 @@
-package probe
+package serving
 
 import (
 	"bytes"
@@ -93,7 +93,7 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	var body struct {
 		Data []Model `json:"data"`
 	}
-	h, err := c.getJSON(ctx, "/v1/models", &body)
+	h, err := c.GetJSON(ctx, "/v1/models", &body)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (c *Client) send(x *exchange, method, path string, body []byte, hdr map[str
 // ping asks the server for GET /v1/models: whether it answers at all.
 func (c *Client) ping(ctx context.Context) error {
 	var v json.RawMessage
-	_, err := c.getJSON(ctx, "/v1/models", &v)
+	_, err := c.GetJSON(ctx, "/v1/models", &v)
 	return err
 }
 
@@ -461,9 +461,9 @@ func (c *Client) Complete(ctx context.Context, r Request) (Completion, error) {
 	return out, nil
 }
 
-// getJSON gets path and decodes a JSON body into v, returning the
-// response's headers.
-func (c *Client) getJSON(ctx context.Context, path string, v any) (http.Header, error) {
+// GetJSON gets path and decodes a JSON body (at most MaxJSONBytes) into
+// v, returning the response's headers.
+func (c *Client) GetJSON(ctx context.Context, path string, v any) (http.Header, error) {
 	x := c.begin(ctx)
 	defer x.end()
 	resp, err := c.send(x, http.MethodGet, path, nil, nil, true, MaxJSONBytes)
@@ -482,7 +482,7 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 	var v struct {
 		Version string `json:"version"`
 	}
-	if _, err := c.getJSON(ctx, "/version", &v); err != nil {
+	if _, err := c.GetJSON(ctx, "/version", &v); err != nil {
 		return "", err
 	}
 	if v.Version == "" {

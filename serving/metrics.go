@@ -1,4 +1,4 @@
-package probe
+package serving
 
 import (
 	"fmt"
@@ -48,6 +48,10 @@ const (
 	TierDisk        = "disk"                 // file-system offload
 	TierUnspecified = "external_unspecified" // a store (Mooncake Store) or an uninstrumented connector
 )
+
+// maxServerCount bounds a count a server reports (blocks, tokens): past
+// it the figure is nonsense and taken as unknown.
+const maxServerCount = 1 << 40
 
 // A Counter is one counter read from /metrics: its value, summed over the
 // series that match the model, and whether the server exposes it at all.

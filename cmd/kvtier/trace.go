@@ -183,7 +183,7 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs.StringVar(&t.instances, "instances", "1", "instance counts behind a router, one curve each (per-instance capacity)")
 	fs.StringVar(&t.route, "route", string(trace.RouteRandom), "router of --instances: random, session or hash (of the first block)")
 	fs.Float64Var(&t.sample, "sample", 1, "SHARDS sampling rate of blocks in (0, 1] (1: exact, every block tracked)")
-	fs.Uint64Var(&t.seed, "seed", 1, "seed of random routing and of --generate")
+	fs.Uint64Var(&t.seed, "seed", 1, "seed of random routing, of the --sample draw and of --generate")
 	fs.StringVar(&t.generate, "generate", "", "write a synthetic Mooncake-format trace to this file instead of analysing (see the generator flags)")
 	t.gen.add(fs, trace.DefaultGenOptions(), "--generate: ")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
@@ -196,6 +196,10 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	ro, ao, g := f.options(&errs)
 	ao.Instances = listFlag(&errs, "instances", t.instances, atoiFlag, 1)
 	ao.Route, ao.Sample, ao.Seed = trace.Route(t.route), t.sample, t.seed
+	if !(t.sample > 0) {
+		// The analysis reads 0 as exact; on the command line it is a mistake.
+		errs = append(errs, option.Errorf("sample", "%g: must be in (0, 1] (1: exact)", t.sample))
+	}
 	if err := ao.Validate(); err != nil {
 		errs = append(errs, err)
 	}

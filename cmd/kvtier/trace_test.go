@@ -98,6 +98,7 @@ func TestTraceBadInput(t *testing.T) {
 		{"nothing usable", []string{bad}, "no usable request (2 lines; 2 malformed line(s): line 1: not a JSON object"},
 		{"out of order", []string{unsorted, "--reorder", "1"}, "line 4: timestamp 0.001 s is earlier"},
 		{"bad sample", []string{path, "--sample", "2"}, "--sample: 2: must be in (0, 1]"},
+		{"sample 0", []string{path, "--sample", "0"}, "--sample: 0: must be in (0, 1]"},
 		{"bad route", []string{path, "--route", "nope", "--instances", "0"}, `--route: "nope"`},
 		{"bad window", []string{path, "--window", "60s,,"}, "--window"},
 		{"generate with a trace", []string{path, "--generate", filepath.Join(dir, "x")}, "takes no TRACE argument"},

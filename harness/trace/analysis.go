@@ -59,9 +59,10 @@ type WorkingSet struct {
 }
 
 // ErrorBound returns the error bound of the sampled curve in hit-ratio
-// points: two standard errors (about 95 % confidence) of the independent
-// sub-samples, the largest over the capacities of the curve's steps. It
-// is 0 for an exact analysis.
+// points: boundT standard errors (95 % confidence for a spread estimated
+// from shardsGroups sub-samples) of the token-weighted estimate, the
+// largest over the capacities of the curve's steps. It is 0 for an exact
+// analysis.
 func (a *Analysis) ErrorBound() float64 {
 	if a.Method == MethodExact {
 		return 0
@@ -69,11 +70,16 @@ func (a *Analysis) ErrorBound() float64 {
 	worst := 0.0
 	for _, c := range a.Curves {
 		for _, cap := range append(c.Steps(512), Inf) {
-			worst = max(worst, 2*c.StdErr(cap))
+			worst = max(worst, boundT*c.StdErr(cap))
 		}
 	}
 	return worst
 }
+
+// boundT is Student's t at 97.5 % for shardsGroups−1 = 7 degrees of
+// freedom: the spread of 8 sub-samples estimates the standard error
+// loosely, and two standard errors would cover about 91 %.
+const boundT = 2.365
 
 // Finish returns the analysis of the requests added so far.
 func (a *Analyzer) Finish(blockTokens int) *Analysis {
@@ -94,10 +100,11 @@ func (a *Analyzer) Finish(blockTokens int) *Analysis {
 	if a.sessioned {
 		res.TopSessionShare = topShare(a.sessionTokens, a.input)
 	}
+	sampled := 0.0
 	for _, g := range a.groups {
-		res.Distinct += int64(len(g.ids))
+		sampled += float64(len(g.ids) - g.exact)
 	}
-	res.Distinct = int64(math.Round(float64(res.Distinct) / a.rate() / float64(len(a.groups))))
+	res.Distinct = int64(math.Round(sampled/a.rate()/float64(len(a.groups)))) + int64(a.groups[0].exact)
 	a.ceilings(res)
 	for ni, n := range a.o.Instances {
 		c := &Curve{Instances: n, Input: float64(a.input)}
@@ -124,13 +131,13 @@ func (a *Analyzer) Finish(blockTokens int) *Analysis {
 func (a *Analyzer) ceilings(res *Analysis) {
 	var sampled, anyHit, intraCeil, intraHit, shared float64
 	for _, g := range a.groups {
-		sampled += float64(g.sampled)
-		anyHit += float64(g.anyHit)
-		intraCeil += float64(g.intraCeil)
-		intraHit += float64(g.intraHit)
+		sampled += g.sampled
+		anyHit += g.anyHit
+		intraCeil += g.intraCeil
+		intraHit += g.intraHit
 		for b, t := range g.crossHit {
 			if int(g.sessions[b]) >= a.o.SharedSessions {
-				shared += float64(t)
+				shared += t
 			}
 		}
 	}

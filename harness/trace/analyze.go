@@ -116,6 +116,9 @@ type Analyzer struct {
 	first, last     float64
 	windows         []*workingSet
 	routeSeed       uint64
+	member          []int               // per block of the current request: its group, memberExact or memberNone
+	opening         map[uint64]struct{} // under SHARDS: hash ids that opened a request, tracked exactly
+	sampleKey       uint64              // mixed into every hash id before sampling: the seed's draw
 }
 
 // NewAnalyzer returns an Analyzer for the options.
@@ -133,14 +136,16 @@ func NewAnalyzer(o AnalyzeOptions) (*Analyzer, error) {
 		o.SharedSessions = DefaultSharedSessions
 	}
 	o.Instances = instanceCounts(o.Instances)
-	a := &Analyzer{o: o, sessionTokens: map[int]int64{}, routeSeed: mix(o.Seed ^ 0x9e3779b97f4a7c15)}
+	a := &Analyzer{o: o, sessionTokens: map[int]int64{}, routeSeed: mix(o.Seed ^ 0x9e3779b97f4a7c15),
+		sampleKey: mix(o.Seed ^ 0x5348415244532121)}
 	n := 1
 	if o.Sample > 0 && o.Sample < 1 {
 		a.sampled, n = true, shardsGroups
 		a.threshold = uint64(math.Ceil(o.Sample * (1 << 24)))
+		a.opening = map[uint64]struct{}{}
 	}
 	for range n {
-		a.groups = append(a.groups, newGroup(o))
+		a.groups = append(a.groups, newGroup(o, a.rate()))
 	}
 	for _, w := range o.Windows {
 		a.windows = append(a.windows, &workingSet{w: w, step: w / 10})
@@ -163,14 +168,47 @@ func (a *Analyzer) rate() float64 {
 	return float64(a.threshold) / (1 << 24) / shardsGroups
 }
 
+// Membership of a block that is in no group's sample, or in every group
+// tracked exactly.
+const (
+	memberNone  = -1
+	memberExact = -2
+)
+
+// classify fills a.member for request r: under SHARDS, a hash id that
+// has opened a request (block 0, shared by every request of a prefix
+// tree, so referenced more than any block under it) is tracked exactly
+// in every group; any other is sampled by its hash. A block referenced
+// by every request would otherwise decide the estimate by whether the
+// draw caught it, and no spread of the sub-samples could show that.
+func (a *Analyzer) classify(r *Request) {
+	a.member = a.member[:0]
+	for k, h := range r.Hashes {
+		m := a.groupOf(h)
+		if a.sampled {
+			if k == 0 {
+				a.opening[h] = struct{}{}
+			}
+			if _, ok := a.opening[h]; ok {
+				m = memberExact
+			}
+		}
+		a.member = append(a.member, m)
+	}
+}
+
 // groupOf returns the group block hash h is sampled into, -1 for none.
+// The hash id is mixed with a key drawn from the seed, so every id
+// (id 0 included) is sampled with the same probability and another seed
+// draws another sample; the top 24 bits of the mix decide whether it is
+// sampled, the low 3 bits its group.
 func (a *Analyzer) groupOf(h uint64) int {
 	if !a.sampled {
 		return 0
 	}
-	m := mix(h)
+	m := mix(h ^ a.sampleKey)
 	if m>>40 >= a.threshold {
-		return -1
+		return memberNone
 	}
 	return int(m % shardsGroups)
 }
@@ -193,8 +231,9 @@ func (a *Analyzer) Add(r *Request) error {
 		a.first, a.sessioned = r.Time, r.Sessioned
 	}
 	a.observe(r)
+	a.classify(r)
 	for gi, g := range a.groups {
-		g.collect(r, a, gi)
+		g.collect(r, a.member, gi)
 		g.ceiling(r.Session, a.sessioned)
 		for ni, n := range a.o.Instances {
 			inst := a.route(r, n)
@@ -211,7 +250,7 @@ func (a *Analyzer) Add(r *Request) error {
 	for i, ws := range a.windows {
 		blocks := 0.0
 		for _, g := range a.groups {
-			blocks += float64(g.windows[i].blocks(g.stacks[0][0], r.Time))
+			blocks += float64(g.windows[i].blocks(g.stacks[0][0], r.Time)) / float64(g.unit)
 		}
 		ws.observe(r.Time, blocks/a.rate()/float64(len(a.groups)))
 	}

@@ -256,7 +256,7 @@ func TestStackCompaction(t *testing.T) {
 				want++
 			}
 		}
-		if got := s.since(int64(since)); got != want {
+		if got := s.since(int64(since)); got != int64(want) {
 			t.Fatalf("step %d: %d distinct blocks since reference %d, want %d", now, got, since, want)
 		}
 		b := int32(rng.IntN(300))

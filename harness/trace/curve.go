@@ -3,8 +3,6 @@ package trace
 import (
 	"math"
 	"slices"
-
-	"github.com/kvtier/kvtier/results"
 )
 
 // Hits are the LRU stack distances of one request's hashed blocks in one
@@ -57,14 +55,14 @@ type Curve struct {
 
 // curveGroup is one sub-sample's cumulative histogram.
 type curveGroup struct {
-	cum     []int64 // cum[d]: tokens whose leading distance is ≤ d (sampled units)
-	sampled int64   // tokens of the sub-sample's block references
+	cum     []float64 // cum[d]: tokens whose leading distance is ≤ d (sampled units)
+	sampled float64   // tokens of the sub-sample's block references
 	rate    float64
 }
 
-func newCurveGroup(hist []int64, sampled int64, rate float64) curveGroup {
-	cum := make([]int64, len(hist))
-	var s int64
+func newCurveGroup(hist []float64, sampled float64, rate float64) curveGroup {
+	cum := make([]float64, len(hist))
+	var s float64
 	for d, v := range hist {
 		s += v
 		cum[d] = s
@@ -84,7 +82,7 @@ func (g curveGroup) at(c int64) float64 {
 	if d < 0 {
 		return 0
 	}
-	return float64(g.cum[d]) / float64(g.sampled)
+	return g.cum[d] / g.sampled
 }
 
 // HitRatio returns the share of input tokens a cache of c blocks per
@@ -92,8 +90,8 @@ func (g curveGroup) at(c int64) float64 {
 func (c *Curve) HitRatio(blocks int64) float64 {
 	var hit, sampled float64
 	for _, g := range c.groups {
-		hit += g.at(blocks) * float64(g.sampled)
-		sampled += float64(g.sampled)
+		hit += g.at(blocks) * g.sampled
+		sampled += g.sampled
 	}
 	if sampled == 0 {
 		return 0
@@ -110,15 +108,33 @@ func (c *Curve) Ceiling() float64 { return c.HitRatio(Inf) }
 
 // StdErr returns the standard error of HitRatio(c) under sampling, from
 // the spread of the independent sub-samples; 0 for an exact curve.
+//
+// HitRatio is a ratio estimate, the sub-samples' hit tokens over their
+// sampled tokens, so a sub-sample with more tokens (one holding a block
+// every request references) weighs more. The error is that of the same
+// ratio: the linearised variance Σ(y_g − r·x_g)² · K/(K−1) / (Σx_g)² over
+// the K sub-samples' hit tokens y_g and sampled tokens x_g.
 func (c *Curve) StdErr(blocks int64) float64 {
-	if len(c.groups) < 2 {
+	k := len(c.groups)
+	if k < 2 {
 		return 0
 	}
-	xs := make([]float64, 0, len(c.groups))
+	var hit, sampled float64
 	for _, g := range c.groups {
-		xs = append(xs, g.at(blocks)*c.hashedShare)
+		hit += g.at(blocks) * g.sampled
+		sampled += g.sampled
 	}
-	return results.Describe(xs).Stddev / math.Sqrt(float64(len(xs)))
+	if sampled == 0 {
+		return 0
+	}
+	r := hit / sampled
+	ss := 0.0
+	for _, g := range c.groups {
+		x := g.sampled
+		d := g.at(blocks)*x - r*x
+		ss += d * d
+	}
+	return math.Sqrt(ss*float64(k)/float64(k-1)) / sampled * c.hashedShare
 }
 
 // Knee returns the smallest capacity in blocks per instance whose hit
@@ -158,7 +174,7 @@ func (c *Curve) maxCapacity() int64 {
 func (c *Curve) Steps(limit int) []int64 {
 	var steps []int64
 	for _, g := range c.groups {
-		prev := int64(0)
+		prev := 0.0
 		for d, v := range g.cum {
 			if v != prev && d > 0 {
 				steps = append(steps, int64(math.Ceil(float64(d)/g.rate)))

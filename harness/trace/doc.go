@@ -53,12 +53,21 @@
 //
 // Exact analysis keeps state per distinct block. For traces whose
 // distinct blocks do not fit in memory, AnalyzeOptions.Sample turns on
-// SHARDS (Waldspurger et al., FAST'15): a block is tracked iff a hash of
-// its id falls below rate × 2^24, distances are scaled by 1/rate, and
-// hit ratios are sampled hits over sampled tokens. The sample is split
-// into 8 hash-partitioned sub-samples analysed independently; their
-// spread gives the stated error bound (two standard errors, the largest
-// over capacities). The leading run is judged on sampled blocks only.
+// SHARDS (Waldspurger et al., FAST'15): a block is tracked iff a 64-bit
+// mix of its id and a key drawn from the seed falls below rate × 2^24
+// (so no id is always sampled and another seed draws another sample),
+// distances are scaled by 1/rate, and hit ratios are sampled hits over
+// sampled tokens. A hash id that opens a request (block 0: the Mooncake
+// traces open every request with id 0) is tracked exactly instead,
+// weighted as one block and its tokens once: the sample would otherwise
+// hold it or not, and shift the whole curve by its share either way. The
+// sample is split into 8 hash-partitioned sub-samples analysed
+// independently; the spread of their token-weighted ratios gives the
+// stated error bound (Student's t for 7 degrees of freedom times the
+// standard error of the ratio, the largest over capacities). The leading
+// run is judged on sampled blocks only. The bound sees what the sample
+// holds: a shared prompt referenced by a large share of requests and
+// missed by every sub-sample shifts the curve unseen.
 //
 // # Tiers
 //

@@ -1,33 +1,51 @@
 package trace
 
+import "math"
+
 // A group is one sub-sample of the blocks with everything kept per block:
 // the whole trace in an exact analysis, one of shardsGroups
-// hash-partitioned sub-samples under SHARDS.
+// hash-partitioned sub-samples under SHARDS. Under SHARDS every group
+// also holds the blocks tracked exactly (those that open a request), each
+// weighted by the group's rate so that it counts as one block and its
+// tokens once, where a sampled block stands for 1/rate of them.
 type group struct {
 	ids    map[uint64]int32 // hash id -> dense block
+	exact  int              // blocks of ids tracked exactly
+	unit   int64            // stack weight of a sampled block (1: exact analysis)
+	exactW int64            // stack weight of a block tracked exactly: rate·unit
 	stacks [][]*stack       // per instance count, per instance
-	hist   [][]int64        // per instance count: tokens by leading distance
+	hist   [][]float64      // per instance count: tokens by leading distance (sampled units)
 
-	sampled int64 // tokens of the group's block references
+	sampled float64 // tokens of the group's block references (sampled units)
 	// The ceiling: tokens in the leading run of blocks seen before, by
 	// any session and by the same session; the any-session hits split
 	// into intra-session and, per block, cross-session.
-	anyHit, intraCeil, intraHit int64
-	crossHit                    map[int32]int64
+	anyHit, intraCeil, intraHit float64
+	crossHit                    map[int32]float64
 	pairs                       map[uint64]struct{} // session<<32 | block seen
 	sessions                    []int32             // per block: sessions that referenced it
 	windows                     []*window
 
 	// The current request's blocks in this group.
-	pos    []int   // position in the request
-	tokens []int   // tokens of the block
-	idx    []int32 // dense block, -1 when never seen before
-	dist   []int64 // stack distance in the instance's cache
-	lead   []int64 // running maximum of dist
+	pos    []int     // position in the request
+	tokens []int     // tokens of the block
+	weight []int64   // stack weight of the block: unit or exactW
+	wtok   []float64 // tokens in sampled units: tokens·weight/unit
+	idx    []int32   // dense block, -1 when never seen before
+	dist   []int64   // stack distance in the instance's cache, in sampled blocks (rounded down)
+	lead   []int64   // running maximum of dist
 }
 
-func newGroup(o AnalyzeOptions) *group {
-	g := &group{ids: map[uint64]int32{}, crossHit: map[int32]int64{}, pairs: map[uint64]struct{}{}}
+// sampledUnit is the stack weight of a sampled block under SHARDS: a
+// block tracked exactly weighs rate·sampledUnit.
+const sampledUnit = 1 << 20
+
+func newGroup(o AnalyzeOptions, rate float64) *group {
+	g := &group{ids: map[uint64]int32{}, crossHit: map[int32]float64{}, pairs: map[uint64]struct{}{}, unit: 1, exactW: 1}
+	if rate < 1 {
+		g.unit = sampledUnit
+		g.exactW = max(1, int64(math.Round(rate*sampledUnit)))
+	}
 	for _, n := range o.Instances {
 		ss := make([]*stack, n)
 		for i := range ss {
@@ -42,18 +60,28 @@ func newGroup(o AnalyzeOptions) *group {
 	return g
 }
 
-// collect gathers the request's blocks that belong to group gi and looks
-// each up: all of them before any is touched.
-func (g *group) collect(r *Request, a *Analyzer, gi int) {
+// collect gathers the request's blocks that belong to group gi (member
+// says, per block, its group, memberExact or memberNone) and looks each
+// up: all of them before any is touched.
+func (g *group) collect(r *Request, member []int, gi int) {
 	g.pos, g.tokens, g.idx = g.pos[:0], g.tokens[:0], g.idx[:0]
+	g.weight, g.wtok = g.weight[:0], g.wtok[:0]
 	for k, h := range r.Hashes {
-		if a.groupOf(h) != gi {
+		w := g.unit
+		switch member[k] {
+		case gi:
+		case memberExact:
+			w = g.exactW
+		default:
 			continue
 		}
 		t := r.BlockTokensAt(k)
+		wt := float64(t) * float64(w) / float64(g.unit)
 		g.pos = append(g.pos, k)
 		g.tokens = append(g.tokens, t)
-		g.sampled += int64(t)
+		g.weight = append(g.weight, w)
+		g.wtok = append(g.wtok, wt)
+		g.sampled += wt
 		b, seen := g.ids[h]
 		if !seen {
 			b = -1
@@ -71,7 +99,7 @@ func (g *group) ceiling(session int, sessioned bool) {
 		if b < 0 {
 			break
 		}
-		t := int64(g.tokens[i])
+		t := g.wtok[i]
 		g.anyHit += t
 		if !sessioned {
 			continue
@@ -101,7 +129,10 @@ func (g *group) lookup(ni, inst int) {
 	for i, b := range g.idx {
 		d := int64(Inf)
 		if b >= 0 {
-			d = s.distance(b)
+			if above := s.above(b); above != Inf {
+				// The blocks above b, plus b itself: one block.
+				d = (above + g.exactW) / g.unit
+			}
 		}
 		lead = max(lead, d)
 		g.dist = append(g.dist, d)
@@ -113,7 +144,7 @@ func (g *group) lookup(ni, inst int) {
 		for int64(len(h)) <= lead {
 			h = append(h, 0)
 		}
-		h[lead] += int64(g.tokens[i])
+		h[lead] += g.wtok[i]
 		g.hist[ni] = h
 	}
 }
@@ -133,6 +164,9 @@ func (g *group) touch(r *Request, o AnalyzeOptions, sessioned bool, instance fun
 		g.idx[i] = int32(len(g.ids))
 		g.ids[h] = g.idx[i]
 		g.sessions = append(g.sessions, 0)
+		if g.weight[i] != g.unit {
+			g.exact++
+		}
 	}
 	for _, w := range g.windows {
 		w.arrive(r.Time, g.stacks[0][0].clock)
@@ -143,7 +177,7 @@ func (g *group) touch(r *Request, o AnalyzeOptions, sessioned bool, instance fun
 			if o.Touch == TouchReverse {
 				j = len(g.idx) - 1 - j
 			}
-			s.touch(g.idx[j])
+			s.touchWeighted(g.idx[j], g.weight[j])
 		}
 	}
 	for _, b := range g.idx {

@@ -98,3 +98,103 @@ func TestWorkingSetWindows(t *testing.T) {
 		}
 	}
 }
+
+// shardsCoverage analyses reqs exactly and at rate over seeds 1 to 5 and
+// checks the sampled curves against the exact one at the capacities the
+// sample resolves (above 8/rate blocks): the exact curve within the
+// stated bound at 95 % of them or more. It returns the widest bound.
+func shardsCoverage(t *testing.T, reqs []*Request, rate float64) float64 {
+	t.Helper()
+	o := AnalyzeOptions{BytesPerToken: 1}
+	exact := analyseAll(t, reqs, o).Curves[0]
+	var caps []int64
+	for _, c := range append(exact.Steps(64), Inf) {
+		if float64(c) > 8/rate {
+			caps = append(caps, c)
+		}
+	}
+	widest, inside, total := 0.0, 0, 0
+	for seed := uint64(1); seed <= 5; seed++ {
+		o.Sample, o.Seed = rate, seed
+		an := analyseAll(t, reqs, o)
+		bound := an.ErrorBound()
+		widest = max(widest, bound)
+		for _, c := range caps {
+			total++
+			e, s := exact.HitRatio(c), an.Curves[0].HitRatio(c)
+			if math.Abs(s-e) <= bound {
+				inside++
+			} else {
+				t.Logf("rate %g seed %d, %d blocks: sampled %.4f, exact %.4f, bound ±%.4f", rate, seed, c, s, e, bound)
+			}
+		}
+	}
+	if total < 100 {
+		t.Fatalf("only %d capacities above %g blocks", total, 8/rate)
+	}
+	if share := float64(inside) / float64(total); share < 0.95 {
+		t.Errorf("rate %g: the exact curve lies inside the stated bound at %.0f %% of %d capacities, want ≥ 95 %%", rate, 100*share, total)
+	}
+	return widest
+}
+
+// TestShardsOnAMooncakeShapedTrace is SHARDS on a trace where one hash id
+// opens every request: a sample that always or never holds it is off by
+// many points whatever its bound says.
+func TestShardsOnAMooncakeShapedTrace(t *testing.T) {
+	t.Parallel()
+	reqs := mooncakeLike(4000, 1)
+	if bound := shardsCoverage(t, reqs, 0.1); bound > 0.03 {
+		t.Errorf("error bound ±%.4f at rate 0.1, want at most 3 points", bound)
+	}
+}
+
+// TestShardsOneInAHundred is the same at rate 0.01 on a trace of about
+// 10⁶ block references.
+func TestShardsOneInAHundred(t *testing.T) {
+	if raceDetector {
+		t.Skip("10⁶ block references exactly: too slow under the race detector")
+	}
+	t.Parallel()
+	reqs := mooncakeLike(33000, 1)
+	shardsCoverage(t, reqs, 0.01)
+}
+
+func TestShardsSeedRedrawsTheSample(t *testing.T) {
+	t.Parallel()
+	reqs := mooncakeLike(1000, 2)
+	o := AnalyzeOptions{BytesPerToken: 1, Sample: 0.1}
+	draws := map[int64]bool{}
+	for seed := range uint64(4) {
+		o.Seed = seed
+		an := analyseAll(t, reqs, o)
+		draws[an.Distinct] = true
+		again := analyseAll(t, reqs, o)
+		if again.Distinct != an.Distinct || again.CeilingAny != an.CeilingAny {
+			t.Errorf("seed %d: two analyses differ", seed)
+		}
+	}
+	if len(draws) < 3 {
+		t.Errorf("4 seeds drew %d distinct samples", len(draws))
+	}
+}
+
+func TestSamplingHashHasNoFixedIDs(t *testing.T) {
+	t.Parallel()
+	// Over 64 seeds at rate 1/8, id 0 (and id 1) is sampled about 8 times.
+	for _, id := range []uint64{0, 1} {
+		n := 0
+		for seed := range uint64(64) {
+			a, err := NewAnalyzer(AnalyzeOptions{BytesPerToken: 1, Sample: 0.125, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.groupOf(id) != memberNone {
+				n++
+			}
+		}
+		if n < 2 || n > 20 {
+			t.Errorf("id %d sampled under %d of 64 seeds at rate 1/8", id, n)
+		}
+	}
+}

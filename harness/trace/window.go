@@ -22,8 +22,9 @@ func (w *window) arrive(t float64, ref int64) {
 	w.starts = append(w.starts, windowStart{t, ref})
 }
 
-// blocks returns the distinct blocks of s referenced in [t − w, t].
-func (w *window) blocks(s *stack, t float64) int {
+// blocks returns the distinct blocks of s referenced in [t − w, t], in
+// the stack's weights.
+func (w *window) blocks(s *stack, t float64) int64 {
 	for w.head < len(w.starts)-1 && w.starts[w.head].t < t-w.w {
 		w.head++
 	}

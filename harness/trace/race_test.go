@@ -1,0 +1,6 @@
+//go:build race
+
+package trace
+
+// raceDetector: the race detector slows the analysis several times.
+const raceDetector = true

@@ -24,7 +24,15 @@ const (
 	AttrCanUseStreamMemOps   Attr = cudawrap.AttrCanUseStreamMemOps // _V1 in CUDA 12 headers; see CanHoldStreams
 	AttrGPUDirectRDMASupport Attr = cudawrap.AttrGPUDirectRDMASupport
 	AttrDMABufSupported      Attr = cudawrap.AttrDMABufSupported
+	// AttrGPUDirectRDMAWritesOrdering says which GPUDirect RDMA writes the
+	// device orders before its own later work; GPUDirectOrderingNone
+	// means none: see FlushGPUDirectWrites.
+	AttrGPUDirectRDMAWritesOrdering Attr = cudawrap.AttrGPUDirectRDMAWritesOrdering
 )
+
+// GPUDirectOrderingNone is AttrGPUDirectRDMAWritesOrdering's value where
+// the device orders no GPUDirect RDMA writes.
+const GPUDirectOrderingNone = cudawrap.GPUDirectRDMAWritesOrderingNone
 
 // DeviceInfo describes one device as the driver sees it.
 type DeviceInfo struct {
@@ -60,7 +68,7 @@ func (d *Driver) Device(ordinal int) (DeviceInfo, error) {
 	}
 	for _, a := range []Attr{AttrMultiprocessorCount, AttrPCIBusID, AttrPCIDeviceID, AttrPCIDomainID,
 		AttrAsyncEngineCount, AttrUnifiedAddressing, AttrComputeCapMajor, AttrComputeCapMinor,
-		AttrCanUseStreamMemOps, AttrGPUDirectRDMASupport, AttrDMABufSupported} {
+		AttrCanUseStreamMemOps, AttrGPUDirectRDMASupport, AttrDMABufSupported, AttrGPUDirectRDMAWritesOrdering} {
 		if v, err := d.Attribute(ordinal, a); err == nil {
 			info.Attrs[a] = v
 		}
@@ -149,4 +157,21 @@ func (c *Context) DMABuf(ptr uint64, size int64) (int, error) {
 		return -1, err
 	}
 	return fd, nil
+}
+
+// NeedsGPUDirectFlush reports whether reads of GPUDirect RDMA writes into
+// the device must first flush them (FlushGPUDirectWrites): the device
+// reports no write ordering. A driver that does not know the attribute
+// predates it and is taken as ordering nothing.
+func (i DeviceInfo) NeedsGPUDirectFlush() bool {
+	v, ok := i.Attrs[AttrGPUDirectRDMAWritesOrdering]
+	return !ok || v == GPUDirectOrderingNone
+}
+
+// FlushGPUDirectWrites makes the GPUDirect RDMA writes a NIC has done into
+// the context's device so far visible to the context's later work
+// (cuFlushGPUDirectRDMAWrites, CUDA 11.3+). errors.Is(err,
+// ErrUnsupported) where the driver lacks it.
+func (c *Context) FlushGPUDirectWrites() error {
+	return c.d.err(c.d.l.FlushGPUDirect(c.ctx))
 }

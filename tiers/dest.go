@@ -3,6 +3,7 @@ package tiers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/kvtier/kvtier/kv"
@@ -96,10 +97,26 @@ func (d *Dest) Scrub(list []peer.Chunk) error {
 	return nil
 }
 
+// A GPUDirectFlusher is a Backend whose device may not order the writes
+// a NIC makes into its memory (GPUDirect RDMA) before its own later
+// reads of that memory.
+type GPUDirectFlusher interface {
+	// FlushGPUDirectWrites makes the GPUDirect writes so far visible to
+	// the backend's later copies; nothing where the device orders them.
+	FlushGPUDirectWrites() error
+}
+
 // Verify checks every range of list in dst against the pattern of seed
 // at its source offset; on a mismatch it returns the index in list of
-// the first chunk that differs.
+// the first chunk that differs. Reads that came by GPUDirect are first
+// flushed where the backend's device needs it, so the check never sees
+// bytes the NIC wrote but the device does not show yet.
 func (d *Dest) Verify(list []peer.Chunk, seed uint64) (int, error) {
+	if f, ok := d.b.(GPUDirectFlusher); ok && d.Destination != nil && d.Path == peer.DestGPUDirect {
+		if err := f.FlushGPUDirectWrites(); err != nil {
+			return 0, fmt.Errorf("flush GPUDirect writes before verifying: %w", err)
+		}
+	}
 	return CheckRanges(d.dst, ChunkCopies(list), seed)
 }
 

@@ -27,6 +27,21 @@ static int kv_fail(kv_cuda_err *e, const char *op, int code)
 			return kv_fail(e, name, kv_r_); \
 	} while (0)
 
+/* kv_getproc_fallback resolves name at its KV_CUDA_FALLBACKS ABI, for a
+ * driver without the ABI KV_CUDA_SYMBOLS asks for; NULL if it has none. */
+static void *kv_getproc_fallback(kv_getproc_v2_t gp2, kv_getproc_t gp1, const char *name, int driver)
+{
+	void *p = NULL;
+	int st = 0;
+	CUresult r = 1;
+#define KV_CUDA_FALLBACK(sym, abi, args)                                                \
+	if (strcmp(name, #sym) == 0 && (abi) <= driver)                                 \
+		r = gp2 ? gp2(#sym, &p, (abi), 0, &st) : gp1(#sym, &p, (abi), 0);
+	KV_CUDA_FALLBACKS(KV_CUDA_FALLBACK)
+#undef KV_CUDA_FALLBACK
+	return r == 0 && st == 0 ? p : NULL;
+}
+
 kv_cuda *kv_cuda_load(const char *path, kv_cuda_err *e)
 {
 	const char *opened = path && path[0] ? path : "libcuda.so.1";
@@ -75,7 +90,7 @@ kv_cuda *kv_cuda_load(const char *path, kv_cuda_err *e)
 		if ((abi) <= L->driver_version)                                                       \
 			r_ = gp2 ? gp2(#name, &p_, (abi), 0, &st_) : gp1(#name, &p_, (abi), 0);       \
 		if (r_ != 0 || st_ != 0 || !p_)                                                       \
-			p_ = NULL;                                                                    \
+			p_ = kv_getproc_fallback(gp2, gp1, #name, L->driver_version);                 \
 		L->name = (CUresult(*) args)p_;                                                       \
 		if (!p_ && (req)) {                                                                   \
 			snprintf(e->msg, sizeof e->msg, "%s: required %s (ABI %d) not found (driver %d)", \
@@ -405,5 +420,17 @@ int kv_cuda_copy_peer(kv_cuda *L, CUcontext ctx, CUstream s, CUcontext dctx, CUc
 		KV_CHECK(e, L->cuMemcpyPeerAsync(dsts[i], dctx, srcs[i], sctx, sizes[i], s), "cuMemcpyPeerAsync");
 		*done = i + 1;
 	}
+	return 0;
+}
+
+int kv_cuda_flush_gdr(kv_cuda *L, CUcontext ctx, kv_cuda_err *e)
+{
+	if (!L->cuFlushGPUDirectRDMAWrites)
+		return kv_fail(e, "cuFlushGPUDirectRDMAWrites", KV_ERR_UNSUPPORTED);
+	KV_CTX(e, L, ctx);
+	KV_CHECK(e,
+		 L->cuFlushGPUDirectRDMAWrites(KV_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX,
+					       KV_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER),
+		 "cuFlushGPUDirectRDMAWrites");
 	return 0;
 }

@@ -44,17 +44,22 @@ const (
 	MemHostAllocDeviceMap  = C.KV_CU_MEMHOSTALLOC_DEVICEMAP
 	MemHostRegisterDefault = C.KV_CU_MEMHOSTREGISTER_PORTABLE | C.KV_CU_MEMHOSTREGISTER_DEVICEMAP
 
-	AttrMultiprocessorCount  = C.KV_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-	AttrPCIBusID             = C.KV_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID
-	AttrPCIDeviceID          = C.KV_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID
-	AttrAsyncEngineCount     = C.KV_CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT
-	AttrUnifiedAddressing    = C.KV_CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
-	AttrPCIDomainID          = C.KV_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID
-	AttrComputeCapMajor      = C.KV_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-	AttrComputeCapMinor      = C.KV_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
-	AttrCanUseStreamMemOps   = C.KV_CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1
-	AttrGPUDirectRDMASupport = C.KV_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED
-	AttrDMABufSupported      = C.KV_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
+	AttrMultiprocessorCount         = C.KV_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+	AttrPCIBusID                    = C.KV_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID
+	AttrPCIDeviceID                 = C.KV_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID
+	AttrAsyncEngineCount            = C.KV_CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT
+	AttrUnifiedAddressing           = C.KV_CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
+	AttrPCIDomainID                 = C.KV_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID
+	AttrComputeCapMajor             = C.KV_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+	AttrComputeCapMinor             = C.KV_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+	AttrCanUseStreamMemOps          = C.KV_CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1
+	AttrGPUDirectRDMASupport        = C.KV_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED
+	AttrDMABufSupported             = C.KV_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
+	AttrGPUDirectRDMAWritesOrdering = C.KV_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING
+
+	// GPUDirectRDMAWritesOrderingNone is the ordering attribute's value
+	// where the device orders no GPUDirect RDMA writes: readers must flush.
+	GPUDirectRDMAWritesOrderingNone = C.KV_CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE
 )
 
 // Copy directions and ways of issuing a plan.
@@ -266,4 +271,11 @@ func (l *Lib) DMABuf(c Ctx, p uint64, size int64) (int, Status) {
 	var e C.kv_cuda_err
 	st := status(C.kv_cuda_dmabuf(l.l, cctx(c), C.CUdeviceptr(p), C.size_t(size), &fd, &e), &e)
 	return int(fd), st
+}
+
+// FlushGPUDirect is cuFlushGPUDirectRDMAWrites in context c: the NIC's
+// GPUDirect RDMA writes so far become visible to c's later work.
+func (l *Lib) FlushGPUDirect(c Ctx) Status {
+	var e C.kv_cuda_err
+	return status(C.kv_cuda_flush_gdr(l.l, cctx(c), &e), &e)
 }

@@ -76,7 +76,11 @@ typedef struct {
 	X(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 76)       \
 	X(CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, 92)      \
 	X(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, 116)     \
-	X(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, 124)
+	X(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, 124)            \
+	X(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING, 118) \
+	X(CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE, 0)             \
+	X(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX, 0)  \
+	X(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER, 100)
 
 #define KV_CUDA_ENUM(name, value) KV_##name = (value),
 enum { KV_CUDA_CONSTANTS(KV_CUDA_ENUM) };
@@ -128,14 +132,22 @@ enum {
 	X(cuEventCreate, 2000, 1, (CUevent *, unsigned int)) \
 	X(cuEventRecord, 2000, 1, (CUevent, CUstream)) \
 	X(cuEventSynchronize, 2000, 1, (CUevent)) \
-	X(cuEventElapsedTime, 2000, 1, (float *, CUevent, CUevent)) \
+	X(cuEventElapsedTime, 12080, 1, (float *, CUevent, CUevent)) \
 	X(cuEventDestroy, 4000, 1, (CUevent)) \
 	X(cuStreamWaitValue32, 11070, 0, (CUstream, CUdeviceptr, uint32_t, unsigned int)) \
 	X(cuMemGetHandleForAddressRange, 11070, 0, (void *, CUdeviceptr, size_t, int, unsigned long long)) \
 	X(cuMemcpyBatchAsync, 12080, 0, (CUdeviceptr *, CUdeviceptr *, size_t *, size_t, kv_CUmemcpyAttributes *, size_t *, size_t, size_t *, CUstream)) \
 	X(cuDeviceCanAccessPeer, 4000, 0, (int *, CUdevice, CUdevice)) \
 	X(cuCtxEnablePeerAccess, 4000, 0, (CUcontext, unsigned int)) \
-	X(cuMemcpyPeerAsync, 4000, 0, (CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))
+	X(cuMemcpyPeerAsync, 4000, 0, (CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)) \
+	X(cuFlushGPUDirectRDMAWrites, 11030, 0, (int, int))
+
+/* X(name, abi version, parameter list): an older ABI of a symbol above,
+ * asked for when the driver lacks the listed one (a driver older than
+ * it). The parameters must be the same. cuEventElapsedTime at 12080 is
+ * the _v2 entry 12.8+ drivers offer; older ones have only the first. */
+#define KV_CUDA_FALLBACKS(X) \
+	X(cuEventElapsedTime, 2000, (float *, CUevent, CUevent))
 
 /* A kv_cuda is one loaded libcuda: its handle and its function table. */
 typedef struct kv_cuda {
@@ -225,5 +237,10 @@ int kv_cuda_copy_peer(kv_cuda *L, CUcontext ctx, CUstream s, CUcontext dctx, CUc
 /* kv_cuda_dmabuf exports [p, p+size) as a DMA-BUF fd; p and size must be
  * page aligned and inside one allocation. */
 int kv_cuda_dmabuf(kv_cuda *L, CUcontext ctx, CUdeviceptr p, size_t size, int *fd, kv_cuda_err *e);
+
+/* kv_cuda_flush_gdr makes the NIC's GPUDirect RDMA writes to ctx's device
+ * so far visible to ctx's later work (cuFlushGPUDirectRDMAWrites, target
+ * the current context, scope its owner). */
+int kv_cuda_flush_gdr(kv_cuda *L, CUcontext ctx, kv_cuda_err *e);
 
 #endif

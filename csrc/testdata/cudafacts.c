@@ -12,6 +12,7 @@
 	printf("pfn %s %d %d", #name, abi, KV_N args);      \
 	KV_EACH(KV_ARG, args)                               \
 	printf("\n");
+#define KV_PFN_OLD(name, abi, args) KV_PFN(name, abi, 0, args)
 #define KV_BLAS(name, req, ret, args)                       \
 	printf("blas %s %d", #name, KV_N args);             \
 	KV_EACH(KV_ARG, args)                               \
@@ -22,6 +23,7 @@
 int main(void)
 {
 	KV_CUDA_SYMBOLS(KV_PFN)
+	KV_CUDA_FALLBACKS(KV_PFN_OLD)
 	KV_CUBLAS_SYMBOLS(KV_BLAS)
 	printf("struct CUmemLocation %zu\n", sizeof(kv_CUmemLocation));
 	printf("struct CUmemcpyAttributes %zu\n", sizeof(kv_CUmemcpyAttributes));

@@ -23,6 +23,22 @@ static long wrong_calls(const char *path)
 	long (*f)(void) = (long (*)(void))dlsym(h, "fakecublas_wrong_context_calls");
 	return f ? f() : -1;
 }
+
+// cuda_call asks the loaded fake libcuda at path: what fakecuda_proc_abi
+// (name != NULL) or fakecuda_gdr_flushes (name == NULL) says; -1 if the
+// library is not loaded.
+static long cuda_call(const char *path, const char *name)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return -1;
+	if (name) {
+		int (*f)(const char *) = (int (*)(const char *))dlsym(h, "fakecuda_proc_abi");
+		return f ? f(name) : -1;
+	}
+	long (*g)(void) = (long (*)(void))dlsym(h, "fakecuda_gdr_flushes");
+	return g ? g() : -1;
+}
 */
 import "C"
 
@@ -95,4 +111,31 @@ func WrongContextCalls(libs Libs) (int64, error) {
 		return 0, fmt.Errorf("cudatest: %s is not loaded", libs.CUBLAS)
 	}
 	return int64(n), nil
+}
+
+// ProcABI returns the newest ABI version of the driver function name
+// that the loaded fake libcuda of libs handed out through
+// cuGetProcAddress (0: none).
+func ProcABI(libs Libs, name string) (int, error) {
+	p, n := C.CString(libs.CUDA), C.CString(name)
+	defer C.free(unsafe.Pointer(p))
+	defer C.free(unsafe.Pointer(n))
+	v := C.cuda_call(p, n)
+	if v < 0 {
+		return 0, fmt.Errorf("cudatest: %s is not loaded", libs.CUDA)
+	}
+	return int(v), nil
+}
+
+// GPUDirectFlushes returns how many cuFlushGPUDirectRDMAWrites calls the
+// loaded fake libcuda of libs served. FAKECUDA_GDR_ORDERING=0 makes the
+// fake report no GPUDirect RDMA write ordering, so readers must flush.
+func GPUDirectFlushes(libs Libs) (int64, error) {
+	p := C.CString(libs.CUDA)
+	defer C.free(unsafe.Pointer(p))
+	v := C.cuda_call(p, nil)
+	if v < 0 {
+		return 0, fmt.Errorf("cudatest: %s is not loaded", libs.CUDA)
+	}
+	return int64(v), nil
 }

@@ -411,11 +411,7 @@ func (c *Client) Stream(ctx context.Context, r Request, onChoice func(Chunk)) (S
 	}
 	defer resp.Body.Close()
 	x.w.await(c.ping) // the first event may come after a long prefill
-	limit := MaxStreamChunks
-	if r.MaxTokens > 0 {
-		limit = r.MaxTokens
-	}
-	s, err := readStream(resp.Body, func() time.Duration { return time.Since(start) }, onChoice, limit)
+	s, err := readStream(resp.Body, func() time.Duration { return time.Since(start) }, onChoice, TokenCap(r.MaxTokens))
 	if err != nil && x.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%w (timeout %s)", err, c.Timeout)
 	}

@@ -99,7 +99,7 @@ func TestHostileServer(t *testing.T) {
 			"sent no data for 300ms (idle timeout)"},
 		{"stream of more tokens than asked", func(w http.ResponseWriter, r *http.Request) { endless(w, r, event) },
 			func(ctx context.Context, c *Client) error { _, err := c.Stream(ctx, stream, nil); return err },
-			"more than 3 tokens (max_tokens)"},
+			"more than 22 tokens, far past its max_tokens"},
 		{"slow drip that progresses", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusOK)
 			w.(http.Flusher).Flush()

@@ -144,11 +144,16 @@ type chunk struct {
 	Code    any             `json:"code"`
 }
 
-// roleOnly reports whether a chat chunk carries only the assistant role,
-// no text: vLLM's first chat chunk.
-func (c *chunk) roleOnly() bool {
-	d := c.Choices[0].Delta
-	return d != nil && d.Role != "" && (d.Content == nil || *d.Content == "") && (d.ReasoningContent == nil || *d.ReasoningContent == "")
+// hasText reports whether a chunk's first choice carries text: a
+// completion's text, or a chat delta's content or reasoning. A role-only
+// chunk (vLLM's first chat chunk) or a finish chunk carries none.
+func (c *chunk) hasText() bool {
+	ch := c.Choices[0]
+	if ch.Text != "" {
+		return true
+	}
+	d := ch.Delta
+	return d != nil && ((d.Content != nil && *d.Content != "") || (d.ReasoningContent != nil && *d.ReasoningContent != ""))
 }
 
 // apiError is the body of an OpenAI-style error.
@@ -215,13 +220,14 @@ var (
 
 // How the tokens of a stream were counted, best first.
 const (
-	// CountUsage: stream_options.continuous_usage_stats gave a running
-	// usage.completion_tokens on every chunk.
-	CountUsage = "continuous_usage"
 	// CountTokenIDs: return_token_ids gave each chunk's token ids.
 	CountTokenIDs = "token_ids"
-	// CountChunks: the server gave neither; every chunk with text counts
-	// as one token, so chunks that bundle several undercount.
+	// CountUsage: stream_options.continuous_usage_stats gave a running
+	// usage.completion_tokens on every chunk, one that rose.
+	CountUsage = "continuous_usage"
+	// CountChunks: the server gave neither (or a usage that never rose,
+	// as Ollama's all-zero one); every chunk with text counts as one
+	// token, so chunks that bundle several undercount.
 	CountChunks = "chunks"
 )
 
@@ -296,44 +302,78 @@ func (s *Stream) ITL() []time.Duration {
 }
 
 // tokenCounter counts the tokens of each choice chunk by the best means
-// the stream offers.
+// the stream offers: the chunk's token ids; else usage, once it has
+// shown itself a running count (it rose); else one token per chunk with
+// text, none for a chunk without (a role-only or a finish chunk).
 type tokenCounter struct {
-	prev         int // running completion_tokens so far
-	total        int // tokens counted so far
-	usage, ids   int // chunks counted by each means
-	fallbacks    int
-	choiceChunks int
+	prev       int  // running completion_tokens so far
+	rising     bool // usage.completion_tokens rose: a running count
+	total      int  // tokens counted so far
+	usage, ids int  // chunks counted by each means
+	guessed    int  // chunks with text counted as one token each
+	chunks     int  // choice chunks
 }
 
 func (tc *tokenCounter) count(c *chunk) int {
-	tc.choiceChunks++
-	switch {
-	case c.Usage != nil:
-		n := c.Usage.CompletionTokens - tc.prev
-		tc.prev = c.Usage.CompletionTokens
-		tc.usage++
-		return max(n, 0)
-	case c.Choices[0].TokenIDs != nil:
+	tc.chunks++
+	ch := &c.Choices[0]
+	if ch.TokenIDs != nil {
+		tc.running(c.Usage) // keep the running count current
 		tc.ids++
-		return len(c.Choices[0].TokenIDs)
+		return len(ch.TokenIDs)
 	}
-	tc.fallbacks++
-	if c.roleOnly() {
-		return 0
+	if n, ok := tc.running(c.Usage); ok {
+		tc.usage++
+		return n
 	}
-	return 1
+	if c.hasText() {
+		tc.guessed++
+		return 1
+	}
+	return 0
 }
 
+// running returns the tokens a chunk's usage adds to the running count,
+// and whether usage is one: it must have risen, on this chunk or before,
+// and never fallen.
+func (tc *tokenCounter) running(u *Usage) (int, bool) {
+	if u == nil {
+		return 0, false
+	}
+	n := u.CompletionTokens - tc.prev
+	switch {
+	case n > 0:
+		tc.prev, tc.rising = u.CompletionTokens, true
+		return n, true
+	case n == 0 && tc.rising:
+		return 0, true
+	}
+	return 0, false
+}
+
+// method names how the stream's tokens were counted: the weakest means
+// any chunk needed.
 func (tc *tokenCounter) method() string {
 	switch {
-	case tc.choiceChunks == 0:
+	case tc.chunks == 0:
 		return ""
-	case tc.usage == tc.choiceChunks:
+	case tc.guessed > 0 || tc.usage+tc.ids == 0:
+		return CountChunks
+	case tc.usage > 0:
 		return CountUsage
-	case tc.ids == tc.choiceChunks:
-		return CountTokenIDs
 	}
-	return CountChunks
+	return CountTokenIDs
+}
+
+// TokenCap is the most tokens a stream asked for maxTokens may carry
+// before it is refused: a safety cap with slack for servers that count
+// a token more or less (a final chunk, a stop token), not an exact
+// count.
+func TokenCap(maxTokens int) int {
+	if maxTokens <= 0 || maxTokens > MaxStreamChunks {
+		return MaxStreamChunks
+	}
+	return min(2*maxTokens+16, MaxStreamChunks)
 }
 
 // ReadStream reads a completion stream from r until [DONE] or the end,
@@ -410,7 +450,7 @@ func readStream(r io.Reader, since func() time.Duration, onChoice func(Chunk), m
 		}
 		n := tc.count(&c)
 		if tc.total += n; tc.total > maxTokens {
-			return s, fmt.Errorf("stream carried more than %d tokens (max_tokens): refused", maxTokens)
+			return s, fmt.Errorf("stream carried more than %d tokens, far past its max_tokens: refused", maxTokens)
 		}
 		s.choice(t, n, onChoice)
 	}

@@ -25,7 +25,7 @@ func TestInterfereCommandSim(t *testing.T) {
 	for _, r := range rows {
 		arms[r.Get("arm")] = r
 		if r.Status != results.StatusOK || r.Get("chunk_label") != "4096" || r.Get("simulated") != "true" ||
-			r.Get("api") != "chat" || r.Get("token_counting") != "continuous_usage" || r.Get("penalty_base") != "baseline" || r.Get("server_version") != "0.18.1" {
+			r.Get("api") != "chat" || r.Get("token_counting") != "token_ids" || r.Get("penalty_base") != "baseline" || r.Get("server_version") != "0.18.1" {
 			t.Errorf("%s: %s %q %v", r.Get("arm"), r.Status, r.Reason, r.Extra)
 		}
 	}

@@ -279,7 +279,7 @@ func (r *Runner) decodeTokens() int {
 
 // weaker returns the weaker of two ways of counting tokens.
 func weaker(a, b string) string {
-	rank := map[string]int{serving.CountUsage: 1, serving.CountTokenIDs: 2, serving.CountChunks: 3}
+	rank := map[string]int{serving.CountTokenIDs: 1, serving.CountUsage: 2, serving.CountChunks: 3}
 	if rank[b] > rank[a] {
 		return b
 	}

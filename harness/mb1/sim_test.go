@@ -185,7 +185,7 @@ func TestSimMB1OverHTTP(t *testing.T) {
 		// token per stream.
 		per, pen, _, _ := replayCell(t, d, 32768)
 		got := r.Float("tokens_per_stream_during")
-		if r.Get("penalty_base") != "baseline" || r.Get("token_counting") != "continuous_usage" ||
+		if r.Get("penalty_base") != "baseline" || r.Get("token_counting") != "token_ids" ||
 			math.Abs(got-per) > 1 || math.Abs(r.Float("penalty")/pen-1) > 1/per {
 			t.Errorf("D=%d P=32k over HTTP: %.1f tokens per stream, penalty %.1f (%s, %s); engine alone: %.1f, %.1f",
 				d, got, r.Float("penalty"), r.Get("penalty_base"), r.Get("token_counting"), per, pen)

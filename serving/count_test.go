@@ -1,0 +1,95 @@
+package serving
+
+import (
+	"strings"
+	"testing"
+)
+
+// sse writes events as a server-sent-events stream ending in [DONE].
+func sse(events ...string) string {
+	var b strings.Builder
+	for _, e := range events {
+		b.WriteString("data: " + e + "\n\n")
+	}
+	return b.String() + "data: [DONE]\n\n"
+}
+
+// The stream shapes of the server families, as their sources write them
+// (docs/servers.md), with the tokens each carries and how they count.
+func TestTokenCounting(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		in        string
+		maxTokens int
+		tokens    int
+		counting  string
+	}{
+		{
+			name: "vllm completions, token ids and continuous usage",
+			in: sse(`{"choices":[{"text":" a","token_ids":[11]}],"usage":{"completion_tokens":1}}`,
+				`{"choices":[{"text":" b c","token_ids":[12,13]}],"usage":{"completion_tokens":3}}`,
+				`{"choices":[{"text":"","token_ids":[],"finish_reason":"length"}],"usage":{"completion_tokens":3}}`,
+				`{"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":3}}`),
+			maxTokens: 3, tokens: 3, counting: CountTokenIDs,
+		},
+		{
+			name: "vllm chat, continuous usage: role-only chunk and finish chunk carry none",
+			in: sse(`{"choices":[{"delta":{"role":"assistant","content":""}}],"usage":{"completion_tokens":0}}`,
+				`{"choices":[{"delta":{"content":" a b"}}],"usage":{"completion_tokens":2}}`,
+				`{"choices":[{"delta":{"content":""},"finish_reason":"length"}],"usage":{"completion_tokens":2}}`),
+			maxTokens: 2, tokens: 2, counting: CountUsage,
+		},
+		{
+			name: "ollama: all-zero usage on every chunk is no running count",
+			in: sse(`{"choices":[{"text":"a"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`,
+				`{"choices":[{"text":"b"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`,
+				`{"choices":[{"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`,
+				`{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}`),
+			maxTokens: 2, tokens: 2, counting: CountChunks,
+		},
+		{
+			name: "llama.cpp: empty finish chunk with timings",
+			in: sse(`{"choices":[{"text":"x","finish_reason":null}]}`,
+				`{"choices":[{"text":"","finish_reason":"length"}],"timings":{"cache_n":0,"prompt_n":9}}`),
+			maxTokens: 1, tokens: 1, counting: CountChunks,
+		},
+		{
+			name:      "empty first chunk, then one token, max_tokens 1",
+			in:        sse(`{"choices":[{"text":""}]}`, `{"choices":[{"text":"y"}]}`, `{"choices":[{"text":"","finish_reason":"length"}]}`),
+			maxTokens: 1, tokens: 1, counting: CountChunks,
+		},
+		{
+			name:      "usage that falls is no running count",
+			in:        sse(`{"choices":[{"text":"a"}],"usage":{"completion_tokens":5}}`, `{"choices":[{"text":"b"}],"usage":{"completion_tokens":1}}`),
+			maxTokens: 8, tokens: 6, counting: CountChunks,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := readStream(strings.NewReader(tt.in), clock(), nil, TokenCap(tt.maxTokens))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Tokens() != tt.tokens || s.Counting != tt.counting {
+				t.Errorf("tokens %d counted by %q, want %d by %q", s.Tokens(), s.Counting, tt.tokens, tt.counting)
+			}
+		})
+	}
+}
+
+// A server that ignores max_tokens is cut off at the cap, with slack.
+func TestTokenCapRefusesRunaway(t *testing.T) {
+	t.Parallel()
+	ev := make([]string, 40)
+	for i := range ev {
+		ev[i] = `{"choices":[{"text":"z"}]}`
+	}
+	_, err := readStream(strings.NewReader(sse(ev...)), clock(), nil, TokenCap(2))
+	if err == nil || !strings.Contains(err.Error(), "past its max_tokens") {
+		t.Fatalf("err = %v, want a refusal past max_tokens", err)
+	}
+	if TokenCap(2) < 4 || TokenCap(0) != MaxStreamChunks {
+		t.Errorf("TokenCap(2) = %d, TokenCap(0) = %d", TokenCap(2), TokenCap(0))
+	}
+}

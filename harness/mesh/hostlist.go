@@ -12,6 +12,10 @@ import (
 // bound.
 const MaxHosts = 1 << 16
 
+// MaxHostName bounds one host name as DNS does (253 characters), so a
+// malformed list cannot make a rank build gigabytes of names.
+const MaxHostName = 253
+
 // ExpandHostlist expands Slurm's hostlist syntax into host names, in
 // order, duplicates kept, as `scontrol show hostnames` prints them:
 // entries separated by commas (outside brackets) or white space; in an
@@ -25,10 +29,10 @@ func ExpandHostlist(list string) ([]string, error) {
 	for _, entry := range splitEntries(list) {
 		hosts, err := expandEntry(entry)
 		if err != nil {
-			return nil, fmt.Errorf("hostlist %q: %w", list, err)
+			return nil, fmt.Errorf("hostlist %s: %w", quoteShort(list), err)
 		}
 		if len(out)+len(hosts) > MaxHosts {
-			return nil, fmt.Errorf("hostlist %q: more than %d hosts", list, MaxHosts)
+			return nil, fmt.Errorf("hostlist %s: more than %d hosts", quoteShort(list), MaxHosts)
 		}
 		out = append(out, hosts...)
 	}
@@ -70,6 +74,9 @@ func expandEntry(entry string) ([]string, error) {
 			if shut >= 0 {
 				return nil, errors.New("']' without '['")
 			}
+			if err := checkNameLen(hosts, entry, nil); err != nil {
+				return nil, err
+			}
 			return appendAll(hosts, []string{entry}), nil
 		}
 		if shut < open {
@@ -85,10 +92,39 @@ func expandEntry(entry string) ([]string, error) {
 		if len(hosts)*len(nums) > MaxHosts {
 			return nil, fmt.Errorf("more than %d hosts", MaxHosts)
 		}
+		if err := checkNameLen(hosts, entry[:open], nums); err != nil {
+			return nil, err
+		}
 		hosts = appendAll(appendAll(hosts, []string{entry[:open]}), nums)
 		entry = entry[shut+1:]
 	}
 	return hosts, nil
+}
+
+// checkNameLen refuses to build names (every host, then text, then one
+// of nums) longer than MaxHostName, before they are built.
+func checkNameLen(hosts []string, text string, nums []string) error {
+	n := 0
+	for _, h := range hosts {
+		n = max(n, len(h))
+	}
+	n += len(text)
+	w := 0
+	for _, s := range nums {
+		w = max(w, len(s))
+	}
+	if n+w > MaxHostName {
+		return fmt.Errorf("a host name longer than %d characters", MaxHostName)
+	}
+	return nil
+}
+
+// quoteShort quotes s for a one-line message, cut to its first 64 bytes.
+func quoteShort(s string) string {
+	if len(s) <= 64 {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:64]) + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 // appendAll returns every a followed by every b, a-major.

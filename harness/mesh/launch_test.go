@@ -32,12 +32,19 @@ func TestExpandHostlist(t *testing.T) {
 		{"n[1-]", nil, "empty number"},
 		{"n[0-70000]", nil, "more than 65536"},
 		{"a[0-300]b[0-300]", nil, "more than 65536"},
+		// A name of 253 characters is the longest DNS allows; one longer,
+		// alone or built by a range, is refused before it is built.
+		{strings.Repeat("h", 253), []string{strings.Repeat("h", 253)}, ""},
+		{strings.Repeat("h", 254), nil, "longer than 253"},
+		{strings.Repeat("h", 120000) + "[1-65536]", nil, "longer than 253"},
+		{strings.Repeat("h", 250) + "[1-1000]", nil, "longer than 253"},
+		{"n[1-2]" + strings.Repeat("x", 252), nil, "longer than 253"},
 	}
 	for _, tc := range tests {
 		got, err := ExpandHostlist(tc.in)
 		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: err %v, want one containing %q", tc.in, err, tc.err)
+			if err == nil || !strings.Contains(err.Error(), tc.err) || len(err.Error()) > 200 {
+				t.Errorf("%.80q: err %.300v, want a short one containing %q", tc.in, err, tc.err)
 			}
 			continue
 		}
@@ -55,6 +62,14 @@ func FuzzExpandHostlist(f *testing.F) {
 		hosts, err := ExpandHostlist(s)
 		if err == nil && len(hosts) > MaxHosts {
 			t.Fatalf("%q: %d hosts", s, len(hosts))
+		}
+		for _, h := range hosts {
+			if len(h) > MaxHostName {
+				t.Fatalf("%q: a host name of %d characters", s, len(h))
+			}
+		}
+		if err != nil && len(err.Error()) > 1024 {
+			t.Fatalf("a %d-byte error for a %d-byte list", len(err.Error()), len(s))
 		}
 	})
 }

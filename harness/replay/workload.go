@@ -88,7 +88,7 @@ func readAll(ctx context.Context, r *trace.Reader, max int) (*Workload, error) {
 		if len(w.Requests)%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		req, err := r.Next()
+		req, err := r.NextContext(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}

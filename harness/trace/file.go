@@ -30,7 +30,7 @@ func AnalyzeFile(ctx context.Context, path, model string, ro Options, ao Analyze
 		if n%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		req, err := r.Next()
+		req, err := r.NextContext(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"container/heap"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -138,7 +139,17 @@ func (r *Reader) Close() error {
 // longer than 64 MiB or a line out of order beyond the window ends the
 // stream with an error.
 func (r *Reader) Next() (*Request, error) {
+	return r.NextContext(context.Background())
+}
+
+// NextContext is Next that gives up with ctx's error once ctx is done,
+// also while it reads past lines that hold no request (blank, malformed):
+// a file of millions of those never keeps a Ctrl-C waiting.
+func (r *Reader) NextContext(ctx context.Context) (*Request, error) {
 	for !r.eof && len(r.pending) <= r.opts.Reorder {
+		if r.lines%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if err := r.readLine(); err != nil {
 			return nil, err
 		}

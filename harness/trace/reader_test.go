@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -205,5 +206,48 @@ func TestAnalyzeFile(t *testing.T) {
 	}
 	if a := res.Analysis; a.Requests != 2 || a.CeilingAny != 0.5 || a.Footprint.Max != 2048 || res.Name() != "t.jsonl.gz" {
 		t.Errorf("gzip trace: %+v", a)
+	}
+}
+
+// TestReaderStopsOnCancel: a trace whose lines after the first hold no
+// request (blank) gives up on a context cancelled while it reads them,
+// within a few thousand lines: Ctrl-C on a huge file of such lines took
+// effect only at its end. The trace is a FIFO fed on after the cancel.
+func TestReaderStopsOnCancel(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	const blanks, chunks = 64 << 10, 256 // 16 Mi blank lines in all
+	go func() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		f.Write(lines(mooncake(0, 10, "1")))
+		chunk := bytes.Repeat([]byte("\n"), blanks)
+		for i := range chunks {
+			if i == 4 {
+				cancel()
+			}
+			if _, err := f.Write(chunk); err != nil {
+				return // the reader gave up and closed the FIFO
+			}
+		}
+	}()
+	r, err := Open(path, Options{Reorder: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.NextContext(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("NextContext = %v, want context.Canceled", err)
+	}
+	if n := r.Stats().Lines; n > 8*blanks {
+		t.Errorf("read %d lines, want it to stop within a few thousand of the cancel (after %d)", n, 4*blanks)
 	}
 }

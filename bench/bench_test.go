@@ -16,7 +16,10 @@
 //	KVTIER_LAYOUTS   layouts (default layerwise,blockwise)
 //	KVTIER_MODEL     preset name or config.json path (default qwen3-coder-30b-a3b)
 //	KVTIER_BACKEND   auto, host or cuda (default auto)
+//	KVTIER_DIRECTIONS load, store or both (default load); store
+//	                 configurations run under direction=store
 //	KVTIER_PEER      HOST:PORT of a kvtier serve peer for the remote tier
+//	                 (started with --writable for stores)
 //	KVTIER_OUT       also write one row per sub-benchmark to this CSV
 package bench
 
@@ -42,6 +45,7 @@ type benchConfig struct {
 	prefixes []int
 	tiers    []string // empty: every tier
 	layouts  []kv.Layout
+	dirs     []tiers.Direction
 	geom     kv.Geometry
 	backend  string
 	peer     string
@@ -73,6 +77,9 @@ func loadConfig() (benchConfig, error) {
 	}
 	if c.layouts, err = units.ParseList(env("KVTIER_LAYOUTS", "layerwise,blockwise"), kv.ParseLayout); err != nil {
 		return c, fmt.Errorf("KVTIER_LAYOUTS: %w", err)
+	}
+	if c.dirs, err = units.ParseList(env("KVTIER_DIRECTIONS", "load"), tiers.ParseDirection); err != nil {
+		return c, fmt.Errorf("KVTIER_DIRECTIONS: %w", err)
 	}
 	model := env("KVTIER_MODEL", kv.DefaultModel)
 	if strings.HasSuffix(model, ".json") || strings.Contains(model, "/") {
@@ -150,20 +157,36 @@ func BenchmarkTiers(b *testing.B) {
 			continue
 		}
 		b.Run("tier="+spec.Name, func(b *testing.B) {
-			if !spec.Moves {
-				if backend.Name() == "host" && !slices.Contains(cfg.tiers, spec.Name) {
-					b.Skip(spec.Name + " on the host backend runs the prefill GEMMs on the CPU, which takes minutes per prefix: name it in KVTIER_TIERS to run it")
+			for _, dir := range cfg.dirs {
+				if dir == tiers.Load {
+					benchTier(b, cfg, backend, spec, dir)
+					continue
 				}
-				benchVariants(b, cfg, backend, spec, kv.Layerwise, "")
-				return
-			}
-			for _, layout := range cfg.layouts {
-				b.Run("layout="+string(layout), func(b *testing.B) {
-					for _, mode := range tiers.CopyModes() {
-						b.Run("copy="+string(mode), func(b *testing.B) {
-							benchVariants(b, cfg, backend, spec, layout, mode)
-						})
+				b.Run("direction="+string(dir), func(b *testing.B) {
+					if !spec.Has(dir) {
+						b.Skip(spec.NoDirectionReason(dir))
 					}
+					benchTier(b, cfg, backend, spec, dir)
+				})
+			}
+		})
+	}
+}
+
+// benchTier runs every layout and copy mode of one tier in direction dir.
+func benchTier(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, dir tiers.Direction) {
+	if !spec.Moves {
+		if backend.Name() == "host" && !slices.Contains(cfg.tiers, spec.Name) {
+			b.Skip(spec.Name + " on the host backend runs the prefill GEMMs on the CPU, which takes minutes per prefix: name it in KVTIER_TIERS to run it")
+		}
+		benchVariants(b, cfg, backend, spec, kv.Layerwise, "", dir)
+		return
+	}
+	for _, layout := range cfg.layouts {
+		b.Run("layout="+string(layout), func(b *testing.B) {
+			for _, mode := range tiers.CopyModes() {
+				b.Run("copy="+string(mode), func(b *testing.B) {
+					benchVariants(b, cfg, backend, spec, layout, mode, dir)
 				})
 			}
 		})
@@ -172,7 +195,7 @@ func BenchmarkTiers(b *testing.B) {
 
 // benchVariants runs the configurations the tier's default options ask
 // for (tiers.Varier), each under variant=NAME when there are several.
-func benchVariants(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode) {
+func benchVariants(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, dir tiers.Direction) {
 	var opts tiers.Options
 	if spec.NewOptions != nil {
 		opts = spec.NewOptions()
@@ -184,14 +207,14 @@ func benchVariants(b *testing.B, cfg benchConfig, backend tiers.Backend, spec ti
 	// (the disk tier's file, written once).
 	run := runState{scratch: b.TempDir(), shared: tiers.NewShared()}
 	defer run.shared.Close()
-	vs := tiers.VariantsOf(opts)
+	vs := tiers.VariantsFor(opts, dir)
 	if len(vs) == 1 {
-		benchConfigGroup(b, cfg, backend, spec, layout, mode, vs[0], run)
+		benchConfigGroup(b, cfg, backend, spec, layout, mode, dir, vs[0], run)
 		return
 	}
 	for _, v := range vs {
 		b.Run("variant="+v.Name, func(b *testing.B) {
-			benchConfigGroup(b, cfg, backend, spec, layout, mode, v, run)
+			benchConfigGroup(b, cfg, backend, spec, layout, mode, dir, v, run)
 		})
 	}
 }
@@ -206,11 +229,11 @@ type runState struct {
 // copy mode and variant; the tier is set up once, on the first prefix
 // that runs.
 func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode,
-	v tiers.Variant, run runState) {
+	dir tiers.Direction, v tiers.Variant, run runState) {
 	g := cfg.geom
-	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Seed: 1, Options: v.Options, Log: os.Stderr,
+	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Direction: dir, Seed: 1, Options: v.Options, Log: os.Stderr,
 		LibIBVerbs: env("KVTIER_LIBIBVERBS", ""), Scratch: run.scratch, Shared: run.shared}
-	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Variant: v.Name, Geom: g, Seed: 1}
+	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Direction: dir, Variant: v.Name, Geom: g, Seed: 1}
 	defer c.Tier.Close()
 	if reason := c.Tier.Available(); reason != "" {
 		b.Skip(reason)

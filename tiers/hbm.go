@@ -11,11 +11,12 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:    "hbm",
-		Summary: "gather of the prefix's blocks from a device pool into the working pool (device to device)",
-		Order:   0,
-		Moves:   true,
-		Timing:  Queued,
+		Name:       "hbm",
+		Summary:    "gather of the prefix's blocks from a device pool into the working pool (device to device); store: the scatter back",
+		Order:      0,
+		Moves:      true,
+		Timing:     Queued,
+		Directions: []Direction{Load, Store},
 		New: func(env Env) Tier {
 			return &gatherTier{env: env, srcKind: Device, name: "hbm"}
 		},
@@ -28,15 +29,18 @@ const fillChunk = 16 << 20
 // A gatherTier keeps the prefix's blocks at random slots of a source pool
 // of srcKind memory and gathers them, chunk by chunk, into scattered
 // slots of a working pool in device memory. The hbm and host tiers are
-// both gatherTiers; they differ in where the source pool lives.
+// both gatherTiers; they differ in where the source pool lives. In the
+// Store direction the same chunks move the other way: the working pool
+// holds the pattern and is scattered into the tier's pool.
 type gatherTier struct {
 	env     Env
 	srcKind MemKind
 	name    string
 
 	srcPool, dstPool kv.Pool
-	src, dst         Buffer
-	plan             []kv.Copy // the whole working set, block by block
+	src, dst         Buffer    // the tier's pool and the working pool
+	from, to         Buffer    // src and dst in the direction of the copy
+	plan             []kv.Copy // the whole working set, block by block, from → to
 	perBlock         int
 }
 
@@ -88,18 +92,22 @@ func (t *gatherTier) Setup(ctx context.Context, maxBlocks int) error {
 	t.perBlock = g.ChunksPerBlock(l)
 	b := t.env.Backend
 	if t.src, err = b.Alloc(t.srcKind, t.srcPool.Size()); err != nil {
-		return fmt.Errorf("%s: source pool: %w", t.name, err)
-	}
-	if err := FillPattern(ctx, t.src, t.env.Seed); err != nil {
-		return fmt.Errorf("%s: source pool: %w", t.name, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("%s: %s pool: %w", t.name, t.srcKind, err)
 	}
 	if t.dst, err = b.Alloc(Device, t.dstPool.Size()); err != nil {
 		return fmt.Errorf("%s: working pool: %w", t.name, err)
 	}
-	if err := scrubAll(t.dst); err != nil {
+	t.from, t.to = t.src, t.dst
+	if t.env.stores() {
+		t.from, t.to, t.plan = t.dst, t.src, reversed(t.plan)
+	}
+	if err := FillPattern(ctx, t.from, t.env.Seed); err != nil {
+		return fmt.Errorf("%s: source: %w", t.name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := scrubAll(t.to); err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	return nil
@@ -140,7 +148,7 @@ func (t *gatherTier) Scrub(p Prefix) error {
 	if err != nil {
 		return err
 	}
-	if err := ScrubRanges(t.dst, written); err != nil {
+	if err := ScrubRanges(t.to, written); err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	return nil
@@ -153,7 +161,7 @@ func (t *gatherTier) writtenBy(p Prefix) ([]kv.Copy, error) {
 	if err != nil || t.env.Copy != Contiguous {
 		return plan, err
 	}
-	c, err := kv.ContiguousSpan(plan, t.src.Size(), t.dst.Size())
+	c, err := kv.ContiguousSpan(plan, t.from.Size(), t.to.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +170,7 @@ func (t *gatherTier) writtenBy(p Prefix) ([]kv.Copy, error) {
 
 // planFor returns the copies of the first p.Blocks blocks.
 func (t *gatherTier) planFor(p Prefix) ([]kv.Copy, error) {
-	if t.src == nil {
+	if t.from == nil {
 		return nil, errors.New(t.name + ": not set up")
 	}
 	n := p.Blocks * t.perBlock
@@ -172,24 +180,25 @@ func (t *gatherTier) planFor(p Prefix) ([]kv.Copy, error) {
 	return t.plan[:n], nil
 }
 
-// Fetch issues the gather of the first p.Blocks blocks.
+// Fetch issues the gather of the first p.Blocks blocks (their scatter
+// into the tier's pool, for a store).
 func (t *gatherTier) Fetch(ctx context.Context, p Prefix) error {
 	plan, err := t.planFor(p)
 	if err != nil {
 		return err
 	}
-	return t.env.Backend.Copy(t.dst, t.src, plan, t.env.Copy)
+	return t.env.Backend.Copy(t.to, t.from, plan, t.env.Copy)
 }
 
-// Verify checks the working pool against the pattern of the source pool:
-// every chunk of the plan for percopy and batch, the one span for
-// contiguous.
+// Verify checks the destination (the working pool, or the tier's pool
+// for a store) against the pattern of the source: every chunk of the
+// plan for percopy and batch, the one span for contiguous.
 func (t *gatherTier) Verify(p Prefix) error {
 	written, err := t.writtenBy(p)
 	if err != nil {
 		return err
 	}
-	i, err := checkFrom(t.dst, t.src, written, t.env.Seed)
+	i, err := checkFrom(t.to, t.from, written, t.env.Seed)
 	switch {
 	case err == nil:
 		return nil
@@ -221,17 +230,21 @@ func checkRange(dst Buffer, c kv.Copy, seed uint64) error {
 // Attrs describes the copy for the row.
 func (t *gatherTier) Attrs() map[string]string {
 	b := t.env.Backend
+	src, dst := t.srcKind, Device
+	if t.env.stores() {
+		src, dst = dst, src
+	}
 	a := map[string]string{
 		"transport": "memcpy",
 		"copy":      string(t.env.Copy),
-		"src_mem":   string(t.srcKind),
-		"dst_mem":   string(Device),
+		"src_mem":   string(src),
+		"dst_mem":   string(dst),
 		"device":    b.Device(),
 	}
 	if !b.Caps().DeviceMemory {
 		a["path"] = "dram-to-dram (host stand-in)"
 	}
-	if l := b.LinkGBps(t.srcKind, Device); l > 0 {
+	if l := b.LinkGBps(src, dst); l > 0 {
 		a["link_gbps"] = fmt.Sprint(l)
 	}
 	return a
@@ -244,5 +257,6 @@ func (t *gatherTier) Work(p Prefix) float64 { return 0 }
 func (t *gatherTier) Close() error {
 	var errs []error
 	closeOnce(&errs, &t.src, &t.dst)
+	t.from, t.to = nil, nil
 	return errors.Join(errs...)
 }

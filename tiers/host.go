@@ -6,11 +6,12 @@ import (
 
 func init() {
 	Register(Spec{
-		Name:    "host",
-		Summary: "copy of the prefix's blocks from a pinned (or pageable) host pool into the working pool (PCIe H2D)",
-		Order:   1,
-		Moves:   true,
-		Timing:  Queued,
+		Name:       "host",
+		Summary:    "copy of the prefix's blocks from a pinned (or pageable) host pool into the working pool (PCIe H2D); store: D2H into the host pool",
+		Order:      1,
+		Moves:      true,
+		Timing:     Queued,
+		Directions: []Direction{Load, Store},
 		New: func(env Env) Tier {
 			o := OptionsOf(env, NewHostOptions)
 			// On the host backend the working pool is DRAM too: the row's
@@ -32,7 +33,7 @@ func NewHostOptions() *HostOptions { return &HostOptions{Mem: Pinned} }
 
 // Fields declares host-mem.
 func (o *HostOptions) Fields() []option.Field {
-	return []option.Field{{Name: "host-mem", Ptr: (*string)(&o.Mem), Usage: "host tier source memory: pinned or pageable"}}
+	return []option.Field{{Name: "host-mem", Ptr: (*string)(&o.Mem), Usage: "host tier pool memory (the source of a load, the destination of a store): pinned or pageable"}}
 }
 
 // Validate accepts pinned and pageable.

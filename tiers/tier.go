@@ -13,12 +13,41 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/registry"
+	"github.com/kvtier/kvtier/results"
 )
+
+// A Direction is which way a tier moves a prefix's blocks.
+type Direction string
+
+// Directions: the values of --direction and of the rows' direction
+// column.
+const (
+	// Load brings the blocks from the tier into the working pool (what a
+	// hit costs).
+	Load Direction = results.DirectionLoad
+	// Store puts the blocks from the working pool into the tier (what
+	// keeping them there costs).
+	Store Direction = results.DirectionStore
+)
+
+// Directions lists the directions in display order.
+func Directions() []Direction { return []Direction{Load, Store} }
+
+// ParseDirection returns the direction named s.
+func ParseDirection(s string) (Direction, error) {
+	for _, d := range Directions() {
+		if string(d) == s {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("unknown direction %q (known: load, store)", s)
+}
 
 // A Prefix is the reused prefix a Fetch brings back.
 type Prefix struct {
@@ -33,7 +62,10 @@ type Env struct {
 	Geometry kv.Geometry
 	Layout   kv.Layout
 	Copy     CopyMode // how chunk copies are issued
-	Seed     uint64   // block placement and the data pattern
+	// Direction is which way Fetch moves the blocks: Load ("" too) or
+	// Store, for a tier whose Spec lists it.
+	Direction Direction
+	Seed      uint64 // block placement and the data pattern
 	// Options are the tier's own options as its Spec's NewOptions made
 	// them and the command line set them; nil for a tier without any,
 	// or to take the defaults.
@@ -80,11 +112,14 @@ type Tier interface {
 	// random slots and filled with a verifiable pattern.
 	Setup(ctx context.Context, maxBlocks int) error
 	// Fetch brings the first p.Blocks placed blocks (or recomputes p.Tokens
-	// tokens) into the working pool. Under Queued timing it only enqueues.
+	// tokens) into the working pool; in the Store direction it puts them
+	// from the working pool into the tier's slots. Under Queued timing it
+	// only enqueues.
 	Fetch(ctx context.Context, p Prefix) error
-	// Verify checks the working pool against the source after a Fetch of p;
-	// a mismatch is an error naming the first bad block and chunk. Tiers
-	// that move no data return nil.
+	// Verify checks the destination (the working pool for a load, the
+	// tier's pool, file or peer, read back, for a store) against the
+	// source after a Fetch of p; a mismatch is an error naming the first
+	// bad block and chunk. Tiers that move no data return nil.
 	Verify(p Prefix) error
 	// Attrs describes how the tier ran, as row columns: "transport" (goes to
 	// the transport column), "copy", "mem", "path", "device", ...
@@ -111,6 +146,39 @@ type Spec struct {
 	// every sweep row has; the sweep's file carries the union over all
 	// tiers, so no attribute is dropped.
 	Columns []string
+	// Directions are the directions the tier can move blocks in; nil
+	// means Load only.
+	Directions []Direction
+}
+
+// Has reports whether the tier can move blocks in direction d.
+func (s Spec) Has(d Direction) bool {
+	if d == "" || d == Load {
+		return s.Directions == nil || slices.Contains(s.Directions, Load)
+	}
+	return slices.Contains(s.Directions, d)
+}
+
+// NoDirectionReason is the reason of the skipped rows of a tier that
+// cannot move blocks in direction d.
+func (s Spec) NoDirectionReason(d Direction) string {
+	if d == Store && !s.Moves {
+		return fmt.Sprintf("nothing to store: %s moves no KV bytes (it computes them again)", s.Name)
+	}
+	return fmt.Sprintf("tier %s has no %s direction", s.Name, d)
+}
+
+// stores reports whether env asks for the Store direction.
+func (e Env) stores() bool { return e.Direction == Store }
+
+// reversed returns plan with every copy's source and destination swapped:
+// a load's plan run the other way is the store of the same chunks.
+func reversed(plan []kv.Copy) []kv.Copy {
+	out := make([]kv.Copy, len(plan))
+	for i, c := range plan {
+		out[i] = kv.Copy{Src: c.Dst, Dst: c.Src, Bytes: c.Bytes}
+	}
+	return out
 }
 
 var specs = registry.New("tier", func(s Spec) string { return s.Name },
@@ -171,6 +239,21 @@ type Fitter interface {
 // so that no sample is served from memory by accident).
 type Preparer interface {
 	Prepare(p Prefix) error
+}
+
+// A DirectionVarier is tier Options whose configurations depend on the
+// direction (the disk tier's --sync applies to stores only).
+type DirectionVarier interface {
+	VariantsFor(d Direction) []Variant
+}
+
+// VariantsFor returns the configurations o asks for in direction d: its
+// VariantsFor when it is a DirectionVarier, else VariantsOf(o).
+func VariantsFor(o Options, d Direction) []Variant {
+	if v, ok := o.(DirectionVarier); ok {
+		return v.VariantsFor(d)
+	}
+	return VariantsOf(o)
 }
 
 // A Variant is one configuration among several that a tier's options ask

@@ -26,6 +26,7 @@ type sweepFlags struct {
 	backend                          backendFlags
 	token                            tokenFlags // sent to the remote tier's peer
 	tiers, layouts, prefixes, copies string
+	directions                       string
 	seed                             uint64
 	opts                             sweep.Options // defaults, with the tiers' own options
 }
@@ -41,6 +42,7 @@ func (f *sweepFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.layouts, "layout", "layerwise,blockwise", "pool layouts: layerwise (vLLM paged, one chunk per layer and K/V), blockwise (one chunk per block)")
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prefix lengths in tokens (k = 1024)")
 	fs.StringVar(&f.copies, "copy", "percopy,batch,contiguous", "copy modes for tiers that move bytes: percopy, batch (cuMemcpyBatchAsync), contiguous (upper bound)")
+	fs.StringVar(&f.directions, "direction", "load", directionUsage)
 	fs.Uint64Var(&f.seed, "seed", f.opts.Seed, "seed of block placement and the data pattern")
 	for _, s := range tiers.All() {
 		if o := f.opts.TierOptions[s.Name]; o != nil {
@@ -64,6 +66,7 @@ func (f *sweepFlags) options() (sweep.Options, error) {
 	o.Layouts = listFlag(&errs, "layout", f.layouts, func(s string) (kv.Layout, error) { return kv.ParseLayout(strings.TrimSpace(s)) }, kv.Layouts()...)
 	o.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1)
 	o.Copy = listFlag(&errs, "copy", f.copies, func(s string) (tiers.CopyMode, error) { return tiers.ParseCopyMode(strings.TrimSpace(s)) }, tiers.PerCopy)
+	o.Directions = listFlag(&errs, "direction", f.directions, parseDirection, tiers.Load)
 	o.Seed = f.seed
 	if ro, ok := o.TierOptions["remote"].(*tiers.RemoteOptions); ok {
 		ro.Token = f.token.value()
@@ -79,6 +82,14 @@ func (f *sweepFlags) options() (sweep.Options, error) {
 	}
 	errs = append(errs, o.Validate(), f.backend.validate(), f.out.check())
 	return o, errors.Join(errs...)
+}
+
+// directionUsage is the one meaning of --direction (sweep, transfer, mesh).
+const directionUsage = "comma-separated directions: load (bring KV back from the tier or peer) and store (put it there)"
+
+// parseDirection parses one value of --direction.
+func parseDirection(s string) (tiers.Direction, error) {
+	return tiers.ParseDirection(strings.TrimSpace(s))
 }
 
 // runSweep runs the tier sweep and writes a results directory.

@@ -20,9 +20,12 @@ type Config struct {
 	Tier    tiers.Tier
 	Layout  kv.Layout
 	Copy    tiers.CopyMode
-	Variant string // the tiers.Variant's name; "" for a tier with one
-	Geom    kv.Geometry
-	Seed    uint64
+	// Direction is which way the blocks move: tiers.Load ("" too) or
+	// tiers.Store.
+	Direction tiers.Direction
+	Variant   string // the tiers.Variant's name; "" for a tier with one
+	Geom      kv.Geometry
+	Seed      uint64
 }
 
 // Case returns the Sampler case of one fetch of p: the row every sample
@@ -70,6 +73,9 @@ func (c Config) label(prefix string) string {
 	if c.Variant != "" {
 		name += "/" + c.Variant
 	}
+	if c.Direction == tiers.Store {
+		name += " store"
+	}
 	return fmt.Sprintf("%-16s %-9s %-10s %-12s", name, l, m, prefix)
 }
 
@@ -86,6 +92,7 @@ func (c Config) row(p tiers.Prefix) results.Row {
 	r.Blocks = int64(p.Blocks)
 	r.Set("seed", c.Seed)
 	r.Set("device", c.Backend.Device())
+	r.Set(results.DirectionColumn, string(c.direction()))
 	r.Transport = "compute"
 	if c.Spec.Moves {
 		r.Transport = "memcpy"
@@ -103,6 +110,14 @@ func (c Config) row(p tiers.Prefix) results.Row {
 		}
 	}
 	return r
+}
+
+// direction is the configuration's direction, Load when unset.
+func (c Config) direction() tiers.Direction {
+	if c.Direction == "" {
+		return tiers.Load
+	}
+	return c.Direction
 }
 
 // Prefix returns the prefix of tokens tokens in g's blocks.

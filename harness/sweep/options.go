@@ -25,7 +25,10 @@ type Options struct {
 	Layouts  []kv.Layout
 	Prefixes []int // tokens; sorted ascending and deduplicated by Validate
 	Copy     []tiers.CopyMode
-	Seed     uint64
+	// Directions are load (the default: what a hit costs) and store
+	// (what putting the blocks into the tier costs), in that order.
+	Directions []tiers.Direction
+	Seed       uint64
 	// Policy is the Sampler's: warm-up, reps, and the budget of one
 	// configuration (fewer reps when the warm-up shows they would not
 	// fit, a skipped row when one rep would not).
@@ -45,7 +48,7 @@ func DefaultOptions() Options {
 	g, _ := kv.Resolve("", "", kv.DefaultBlockTokens)
 	o := Options{
 		Geometry: g, Layouts: kv.Layouts(), Prefixes: slices.Clone(DefaultPrefixes), Seed: 1,
-		Copy:   tiers.CopyModes(),
+		Copy: tiers.CopyModes(), Directions: []tiers.Direction{tiers.Load},
 		Policy: harness.Policy{Warmup: 2, Reps: 5, Budget: 30 * time.Second},
 		Root:   "/", TierOptions: map[string]tiers.Options{},
 	}
@@ -88,6 +91,14 @@ func (o *Options) Validate() error {
 			errs = append(errs, option.Wrap("copy", err))
 		}
 	}
+	if len(o.Directions) == 0 {
+		bad("direction", "no direction given")
+	}
+	for _, d := range o.Directions {
+		if _, err := tiers.ParseDirection(string(d)); err != nil {
+			errs = append(errs, option.Wrap("direction", err))
+		}
+	}
 	// Every tier's options, selected or not: each is a flag the user gave.
 	for _, name := range tiers.Names() {
 		if to := o.TierOptions[name]; to != nil {
@@ -128,10 +139,25 @@ func (o *Options) selectedTiers() []string {
 	return out
 }
 
+// directions returns the directions to run, load first, each once;
+// none given means load.
+func (o *Options) directions() []tiers.Direction {
+	var out []tiers.Direction
+	for _, d := range tiers.Directions() {
+		if slices.Contains(o.Directions, d) {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return []tiers.Direction{tiers.Load}
+	}
+	return out
+}
+
 // Settings renders the options for the manifest.
 func (o *Options) Settings() map[string]string {
 	join := func(xs []string) string { return strings.Join(xs, ",") }
-	var ls, cs, ps []string
+	var ls, cs, ps, ds []string
 	for _, l := range o.Layouts {
 		ls = append(ls, string(l))
 	}
@@ -141,10 +167,13 @@ func (o *Options) Settings() map[string]string {
 	for _, p := range o.Prefixes {
 		ps = append(ps, strconv.Itoa(p))
 	}
+	for _, d := range o.directions() {
+		ds = append(ds, string(d))
+	}
 	g := o.Geometry
 	m := map[string]string{
 		"tiers": join(o.selectedTiers()), "model": g.Model, "block_size": strconv.Itoa(g.BlockTokens),
-		"layouts": join(ls), "prefixes": join(ps), "copy": join(cs),
+		"layouts": join(ls), "prefixes": join(ps), "copy": join(cs), "directions": join(ds),
 		"reps": strconv.Itoa(o.Policy.Reps), "warmup": strconv.Itoa(o.Policy.Warmup),
 		"budget": o.Policy.Budget.String(), "seed": strconv.FormatUint(o.Seed, 10),
 		"bytes_per_token": strconv.FormatInt(g.BytesPerToken(), 10),

@@ -16,6 +16,7 @@ const File = "sweep.csv"
 // columns follow results.CommonColumns in sweep.csv; the tiers' own
 // attribute columns (tiers.Spec.Columns) follow these.
 var columns = []string{
+	"direction",     // load | store (results.DirectionColumn)
 	"device",        // "cpu (host stand-in)", "NVIDIA H200 [0000:19:00.0]"
 	"copy",          // percopy | batch | contiguous ("" for recompute)
 	"src_mem",       // device | pinned | pageable | peer | disk | pagecache
@@ -33,7 +34,7 @@ var columns = []string{
 }
 
 // SummaryKeys are the columns sweep_summary.csv groups by.
-var SummaryKeys = []string{"tier", "layout", "copy", "backend", "transport", "prefix_tokens", "path", "src_mem"}
+var SummaryKeys = []string{"direction", "tier", "layout", "copy", "backend", "transport", "prefix_tokens", "path", "src_mem"}
 
 // Columns returns sweep.csv's columns after the common ones: the sweep's
 // own, then every registered tier's attribute columns, each once.

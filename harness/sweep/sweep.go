@@ -12,9 +12,10 @@ import (
 	"github.com/kvtier/kvtier/tiers"
 )
 
-// Run runs the tier sweep on backend b: for every layout, selected tier
-// (in registry order), copy mode (tiers that move bytes only), variant
-// of the tier's options (tiers.Varier) and prefix length, the Sampler's
+// Run runs the tier sweep on backend b: for every direction (loads
+// first), layout, selected tier (in registry order), copy mode (tiers
+// that move bytes only), variant of the tier's options (tiers.Varier)
+// and prefix length, the Sampler's
 // warm-up and measured samples, written to sweep.csv in out as they are
 // measured. Tiers keep large files in out's directory (Env.Scratch) and
 // share what they make across configurations (Env.Shared) until Run
@@ -41,19 +42,29 @@ func Run(ctx context.Context, opts Options, b tiers.Backend, out *harness.Output
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)
 		}
 	}()
-	for li, layout := range opts.Layouts {
-		for _, name := range opts.selectedTiers() {
+	for _, dir := range opts.directions() {
+		if err := s.direction(ctx, dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// direction runs every configuration of one direction.
+func (s *sweeper) direction(ctx context.Context, dir tiers.Direction) error {
+	for li, layout := range s.opts.Layouts {
+		for _, name := range s.opts.selectedTiers() {
 			spec, _ := tiers.Lookup(name)
 			if !spec.Moves && li > 0 {
 				continue // nothing moves, so the layout does not matter: once is enough
 			}
-			modes := opts.Copy
+			modes := s.opts.Copy
 			if !spec.Moves {
 				modes = []tiers.CopyMode{""}
 			}
 			for _, mode := range modes {
-				for _, v := range tiers.VariantsOf(opts.TierOptions[name]) {
-					if err := s.config(ctx, spec, layout, mode, v); err != nil {
+				for _, v := range tiers.VariantsFor(s.opts.TierOptions[name], dir) {
+					if err := s.config(ctx, spec, layout, mode, dir, v); err != nil {
 						return err
 					}
 				}
@@ -74,15 +85,15 @@ type sweeper struct {
 }
 
 // newConfig builds the tier of one configuration.
-func (s *sweeper) newConfig(spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, v tiers.Variant) Config {
-	env := tiers.Env{Backend: s.b, Geometry: s.opts.Geometry, Layout: layout, Copy: mode,
+func (s *sweeper) newConfig(spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, dir tiers.Direction, v tiers.Variant) Config {
+	env := tiers.Env{Backend: s.b, Geometry: s.opts.Geometry, Layout: layout, Copy: mode, Direction: dir,
 		Seed: s.opts.Seed, Options: v.Options, Root: s.opts.Root, LibIBVerbs: s.opts.LibIBVerbs, Log: s.log,
 		Scratch: s.scratch, Shared: s.shared}
 	if !spec.Moves {
 		env.Layout, env.Copy = kv.Layerwise, ""
 	}
 	return Config{Backend: s.b, Spec: spec, Tier: spec.New(env), Layout: env.Layout, Copy: mode,
-		Variant: v.Name, Geom: s.opts.Geometry, Seed: s.opts.Seed}
+		Direction: dir, Variant: v.Name, Geom: s.opts.Geometry, Seed: s.opts.Seed}
 }
 
 // skipAll writes one skipped row per prefix.
@@ -96,12 +107,15 @@ func (s *sweeper) skipAll(c Config, prefixes []int, reason string) error {
 }
 
 // config measures one tier, layout and copy mode over every prefix.
-func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, v tiers.Variant) error {
+func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, dir tiers.Direction, v tiers.Variant) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c := s.newConfig(spec, layout, mode, v)
+	c := s.newConfig(spec, layout, mode, dir, v)
 	defer c.Tier.Close()
+	if !spec.Has(dir) {
+		return s.skipAll(c, s.opts.Prefixes, spec.NoDirectionReason(dir))
+	}
 	if reason := c.Tier.Available(); reason != "" {
 		return s.skipAll(c, s.opts.Prefixes, reason)
 	}

@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"unsafe"
 
@@ -37,15 +39,27 @@ func BLASNames(driverVersion int) []string {
 	return names
 }
 
+// BLASDirs returns the directories OpenBLAS looks in after the sonames
+// (pip's cuBLAS wheels: site-packages/nvidia/cublas/lib and
+// nvidia/cu13/lib), or why there are none. It is called only when no
+// soname loads.
+type BLASDirs func() ([]string, error)
+
 // OpenBLAS returns cuBLAS for a driver of CUDA version driverVersion:
 // the library at path when path is not "", else the first of
-// BLASNames(driverVersion) that loads. Each path is loaded once for the
-// life of the process; later calls return the same library or error.
-func OpenBLAS(path string, driverVersion int) (*BLAS, error) {
-	names := []string{path}
-	if path == "" {
-		names = BLASNames(driverVersion)
+// BLASNames(driverVersion) that loads, else the first of those names
+// found in one of dirs (nil: none), loaded after the libcublasLt beside
+// it. The error lists every place tried. Each path is loaded once for
+// the life of the process; later calls return the same library or error.
+func OpenBLAS(path string, driverVersion int, dirs BLASDirs) (*BLAS, error) {
+	if path != "" {
+		b, err := openBLAS(path)
+		if err != nil {
+			return nil, &Error{Op: "dlopen", Code: cublaswrap.CodeNoLibrary, Msg: fmt.Sprintf("cannot load libcublas (tried %v)", err)}
+		}
+		return b, nil
 	}
+	names := BLASNames(driverVersion)
 	var tried []string
 	for _, n := range names {
 		b, err := openBLAS(n)
@@ -54,11 +68,44 @@ func OpenBLAS(path string, driverVersion int) (*BLAS, error) {
 		}
 		tried = append(tried, err.Error())
 	}
+	if dirs != nil {
+		ds, err := dirs()
+		if err != nil {
+			tried = append(tried, "pip's site-packages: "+err.Error())
+		}
+		for _, d := range ds {
+			b, err := openBLASIn(d, names)
+			if err == nil {
+				return b, nil
+			}
+			tried = append(tried, err.Error())
+		}
+	}
 	msg := fmt.Sprintf("cannot load libcublas (tried %s)", strings.Join(tried, "; "))
-	if path == "" && driverVersion > 0 {
+	if driverVersion > 0 {
 		msg = fmt.Sprintf("cannot load libcublas for driver CUDA %s (tried %s)", FormatVersion(driverVersion), strings.Join(tried, "; "))
 	}
 	return nil, &Error{Op: "dlopen", Code: cublaswrap.CodeNoLibrary, Msg: msg}
+}
+
+// openBLASIn loads the first of names that dir holds, after the
+// libcublasLt of the same major beside it (libcublas needs it, and dir is
+// not on the loader's path).
+func openBLASIn(dir string, names []string) (*BLAS, error) {
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		lt := filepath.Join(dir, strings.Replace(n, "libcublas.", "libcublasLt.", 1))
+		if _, err := os.Stat(lt); err == nil {
+			if st := cublaswrap.Preload(lt); !st.OK() {
+				return nil, fmt.Errorf("%s: %s", lt, st.Msg)
+			}
+		}
+		return openBLAS(p)
+	}
+	return nil, fmt.Errorf("%s: no %s", dir, strings.Join(names, " or "))
 }
 
 // openBLAS loads one path once; the error names the path and why.

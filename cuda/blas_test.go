@@ -1,8 +1,11 @@
 package cuda_test
 
 import (
+	"errors"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -54,7 +57,7 @@ func TestBLASContextPerCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s1.Destroy()
-	b, err := cuda.OpenBLAS(libs.CUBLAS, d.Version)
+	b, err := cuda.OpenBLAS(libs.CUBLAS, d.Version, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,5 +116,35 @@ func TestBLASContextPerCall(t *testing.T) {
 	}
 	if wrong != 0 || failed != 0 {
 		t.Fatalf("%d of 10,000 cuBLAS calls ran where another device's context was current (%d failed)", wrong, failed)
+	}
+}
+
+// TestOpenBLASFromWheel: with no libcublas on the loader's path, OpenBLAS
+// finds the one in a pip wheel's directory, loading the libcublasLt
+// beside it first; without the directory its error lists where it
+// looked.
+func TestOpenBLASFromWheel(t *testing.T) {
+	libs, site := cudatest.Wheel(t)
+	d, err := cuda.Open(libs.CUDA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	dirs := []string{filepath.Join(empty, "nvidia", "cublas", "lib"), filepath.Join(empty, "nvidia", "cu13", "lib"), filepath.Join(site, "nvidia", "cublas", "lib")}
+	_, err = cuda.OpenBLAS("", d.Version, func() ([]string, error) { return dirs[:2], errors.New("no python3 on PATH") })
+	if err == nil {
+		t.Skip("a libcublas.so.12 is on this machine's loader path")
+	}
+	for _, want := range []string{"libcublas.so.12: ", dirs[0] + ": no libcublas.so.12 or libcublas.so.11", dirs[1], "no python3 on PATH"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	b, err := cuda.OpenBLAS("", d.Version, func() ([]string, error) { return dirs, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Path != libs.CUBLAS || !cudatest.Loaded(filepath.Join(filepath.Dir(libs.CUBLAS), "libcublasLt.so.12")) {
+		t.Errorf("loaded %s (libcublasLt loaded: %v), want %s", b.Path, cudatest.Loaded(filepath.Join(filepath.Dir(libs.CUBLAS), "libcublasLt.so.12")), libs.CUBLAS)
 	}
 }

@@ -573,7 +573,7 @@ func bf16(f float32) uint16 { return uint16(mathFloat32bits(f) >> 16) }
 func TestGemm(t *testing.T) {
 	d, libs := open(t, nil)
 	c, s := context(t, d)
-	b, err := cuda.OpenBLAS(libs.CUBLAS, d.Version)
+	b, err := cuda.OpenBLAS(libs.CUBLAS, d.Version, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,7 +638,7 @@ func TestGemm(t *testing.T) {
 
 func TestOpenBLASMissing(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "libcublas.so.12")
-	_, err := cuda.OpenBLAS(bad, 12080)
+	_, err := cuda.OpenBLAS(bad, 12080, nil)
 	if !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "cannot load libcublas (tried "+bad+": ") {
 		t.Fatalf("err = %v", err)
 	}

@@ -30,6 +30,9 @@ type Libraries struct {
 	CUBLAS  string // libcublas; "" picks the soname by the driver's major version
 	IBVerbs string // libibverbs; "" is libibverbs.so.1, then libibverbs.so
 	CUFile  string // libcufile (GPUDirect Storage); "" is libcufile.so.0, then libcufile.so
+	// CUBLASDirs lists where to look for libcublas when no soname loads
+	// (CUBLASDirs of PythonSitePackages); nil: nowhere else.
+	CUBLASDirs func() ([]string, error)
 }
 
 // A Collector adds what it knows to a manifest. Collect must not fail the

@@ -32,7 +32,7 @@ func collectGPU(c Config, m *results.Manifest) error {
 	if derr == nil {
 		version = drv.Version
 	}
-	if b, err := cuda.OpenBLAS(c.Libs.CUBLAS, version); err != nil {
+	if b, err := cuda.OpenBLAS(c.Libs.CUBLAS, version, c.Libs.CUBLASDirs); err != nil {
 		m.Backends = append(m.Backends, results.BackendStatus{Name: "cublas", Reason: err.Error()})
 	} else {
 		m.Backends = append(m.Backends, results.BackendStatus{Name: "cublas", Available: true, Detail: b.Path})

@@ -169,7 +169,10 @@ type BackendConfig struct {
 	// names. cmd/kvtier fills them from KVTIER_LIBCUDA, KVTIER_LIBCUBLAS
 	// and KVTIER_LIBCUFILE.
 	LibCUDA, LibCUBLAS, LibCUFile string
-	Log                           io.Writer
+	// CUBLASDirs lists where to look for libcublas when no soname loads
+	// (pip's wheels in the site-packages of the Python on PATH); nil: none.
+	CUBLASDirs func() ([]string, error)
+	Log        io.Writer
 }
 
 // A BackendSpec registers a backend.

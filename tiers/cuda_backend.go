@@ -530,7 +530,7 @@ func (b *CUDABackend) openBLAS() error {
 	if b.blasErr != nil {
 		return b.blasErr
 	}
-	bl, err := cuda.OpenBLAS(b.cfg.LibCUBLAS, b.drv.Version)
+	bl, err := cuda.OpenBLAS(b.cfg.LibCUBLAS, b.drv.Version, b.cfg.CUBLASDirs)
 	if err != nil {
 		b.blasErr = fmt.Errorf("cuda backend: %w", err)
 		return b.blasErr

@@ -201,7 +201,7 @@ func (f *backendFlags) validate() error {
 // (libraries), and log.
 func (f *backendFlags) backendConfig(log io.Writer) tiers.BackendConfig {
 	libs := libraries()
-	return tiers.BackendConfig{GPU: f.gpu, NUMA: f.numa, Log: log, LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS, LibCUFile: libs.CUFile}
+	return tiers.BackendConfig{GPU: f.gpu, NUMA: f.numa, Log: log, LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS, LibCUFile: libs.CUFile, CUBLASDirs: libs.CUBLASDirs}
 }
 
 // addFields makes a flag of each option field.

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
+	"sync"
 
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/system"
@@ -24,8 +27,27 @@ func libraries() system.Libraries {
 		CUBLAS:  os.Getenv(envLibCUBLAS),
 		IBVerbs: os.Getenv(envLibIBVerbs),
 		CUFile:  os.Getenv(envLibCUFile),
+
+		CUBLASDirs: pipCUBLASDirs,
 	}
 }
+
+// pipCUBLASDirs are the directories of pip's cuBLAS wheels in the
+// site-packages of the Python on PATH (python3, else python), asked once
+// and only when no libcublas soname loads.
+var pipCUBLASDirs = sync.OnceValues(func() ([]string, error) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if py, err = exec.LookPath("python"); err != nil {
+			return nil, errors.New("no python3 or python on PATH to ask for its site-packages")
+		}
+	}
+	sites, err := system.PythonSitePackages(py)
+	if err != nil {
+		return nil, err
+	}
+	return system.CUBLASDirs(sites), nil
+})
 
 // sysConfig is where collectors look: root for sysfs and procfs, and the
 // libraries from the environment.

@@ -48,6 +48,18 @@ kv_cublas *kv_cublas_load(const char *path, kv_cublas_err *e)
 	return B;
 }
 
+int kv_cublas_preload(const char *path, kv_cublas_err *e)
+{
+	e->msg[0] = 0;
+	dlerror();
+	if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) { /* kept open: no dlclose */
+		const char *d = dlerror();
+		snprintf(e->msg, sizeof e->msg, "%s", d ? d : "unknown dlopen error");
+		return kv_blas_fail(e, "dlopen", KV_BLAS_ERR_NO_LIBRARY);
+	}
+	return 0;
+}
+
 const char *kv_cublas_status_name(kv_cublas *B, int code)
 {
 	return B->cublasGetStatusName ? B->cublasGetStatusName(code) : NULL;

@@ -65,6 +65,16 @@ func Load(path string) (*Lib, Status) {
 	return &Lib{b: b, Path: C.GoString(&b.path[0])}, Status{}
 }
 
+// Preload opens the library at path and keeps it open (libcublasLt
+// beside a libcublas that is not on the loader's path: libcublas then
+// finds it by its soname).
+func Preload(path string) Status {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var e C.kv_cublas_err
+	return status(C.kv_cublas_preload(cpath, &e), &e)
+}
+
 // StatusName is cublasGetStatusName, "" where the library lacks it.
 func (l *Lib) StatusName(code int) string {
 	if n := C.kv_cublas_status_name(l.b, C.int(code)); n != nil {

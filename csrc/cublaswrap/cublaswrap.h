@@ -87,6 +87,10 @@ typedef struct {
 
 /* kv_cublas_load opens path and resolves the symbols. */
 kv_cublas *kv_cublas_load(const char *path, kv_cublas_err *e);
+/* kv_cublas_preload opens path (libcublasLt beside a libcublas outside the
+ * loader's path) and keeps it open, so that libcublas's dependency on its
+ * soname is met by it. */
+int kv_cublas_preload(const char *path, kv_cublas_err *e);
 /* kv_cublas_create makes ctx current (set_ctx), creates a handle there,
  * binds it to stream s and reads cuBLAS's version: one C call. */
 int kv_cublas_create(kv_cublas *B, kv_blas_set_ctx_fn set_ctx, void *ctx, kv_blas_stream s, kv_blas_handle **out,

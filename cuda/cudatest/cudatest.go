@@ -24,6 +24,9 @@ static long wrong_calls(const char *path)
 	return f ? f() : -1;
 }
 
+// loaded is whether the library at path is loaded.
+static int loaded(const char *path) { return dlopen(path, RTLD_NOW | RTLD_NOLOAD) != NULL; }
+
 // cuda_call asks the loaded fake libcuda at path: what fakecuda_proc_abi
 // (name != NULL) or fakecuda_gdr_flushes (name == NULL) says; -1 if the
 // library is not loaded.
@@ -45,6 +48,7 @@ import "C"
 import (
 	_ "embed"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"unsafe"
@@ -88,6 +92,37 @@ func Build(t testing.TB, opts ...Option) Libs {
 		fakelib.Lib{Name: "libcuda.so.1", Source: fakeCUDA, Flags: flags},
 		fakelib.Lib{Name: "libcublas.so.12", Source: fakeCUBLAS})
 	return Libs{CUDA: filepath.Join(dir, "libcuda.so.1"), CUBLAS: filepath.Join(dir, "libcublas.so.12")}
+}
+
+// Wheel builds a fresh fake libcuda and lays out a fake cuBLAS as pip's
+// nvidia-cublas-cu12 wheel does: site/nvidia/cublas/lib/libcublas.so.12
+// beside the libcublasLt.so.12 it needs (DT_NEEDED, found by soname only:
+// no run path), under a new site-packages directory site. Libs.CUBLAS is
+// that libcublas.
+func Wheel(t testing.TB) (libs Libs, site string) {
+	t.Helper()
+	dir := fakelib.Build(t,
+		fakelib.Lib{Name: "libcuda.so.1", Source: fakeCUDA, Flags: []string{libcudaFlags}},
+		fakelib.Lib{Name: "libcublasLt.so.12", Source: []byte("int fakecublaslt_loaded = 1;\n"), Flags: []string{"-Wl,-soname,libcublasLt.so.12"}},
+		fakelib.Lib{Name: "libcublas.so.12", Source: fakeCUBLAS, Flags: []string{"-Wl,-soname,libcublas.so.12", "-L.", "-Wl,--no-as-needed", "-l:libcublasLt.so.12"}})
+	site = filepath.Join(t.TempDir(), "site-packages")
+	lib := filepath.Join(site, "nvidia", "cublas", "lib")
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"libcublasLt.so.12", "libcublas.so.12"} {
+		if err := os.Rename(filepath.Join(dir, n), filepath.Join(lib, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Libs{CUDA: filepath.Join(dir, "libcuda.so.1"), CUBLAS: filepath.Join(lib, "libcublas.so.12")}, site
+}
+
+// Loaded reports whether the library at path is loaded in this process.
+func Loaded(path string) bool {
+	p := C.CString(path)
+	defer C.free(unsafe.Pointer(p))
+	return C.loaded(p) != 0
 }
 
 // Use builds the fake libraries and points KVTIER_LIBCUDA and

@@ -32,6 +32,9 @@ type DialOptions struct {
 	// read or written, on verbs no completion. Zero waits as long as the
 	// connection lives (and, for verbs, the endpoint's own 30 s).
 	IdleTimeout time.Duration
+	// ProbeTimeout bounds the GPUDirect probe of DeviceDestination
+	// (default DefaultProbeTimeout).
+	ProbeTimeout time.Duration
 	// Faults are test-only faults the client injects.
 	Faults Faults
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Where a read's bytes land (the path of a Destination).
@@ -60,16 +61,25 @@ func (c *Client) HostDestination(dst []byte) (*Destination, error) {
 	return &Destination{Path: DestHost, Host: dst}, nil
 }
 
+// DefaultProbeTimeout bounds the GPUDirect probe read: a probe into
+// memory the NIC cannot write (no peer-memory module, ACS on) may never
+// complete, and the fallback should not wait for the endpoint's 30 s.
+const DefaultProbeTimeout = 2 * time.Second
+
 // DeviceDestination returns a destination in device memory dev:
 // GPUDirect when a read of probe into dev succeeds (verbs with a DMA-BUF
-// export or nvidia-peermem), else the bounce buffer and upload that
-// bounce returns. Why says what stood in GPUDirect's way.
+// export or a peer-memory module) within the probe timeout, else the
+// bounce buffer and upload that bounce returns. A failed probe may leave
+// the endpoint unusable (its QPs in the error state), so the bounce path
+// reads through a fresh one: the client dials its peer again. Why says
+// what stood in GPUDirect's way.
 func (c *Client) DeviceDestination(ctx context.Context, dev DeviceMem, probe []Chunk,
 	bounce func() ([]byte, func([]Chunk) error, error)) (*Destination, error) {
-	var why error
-	if c.verbs == nil {
-		why = errors.New("transport tcp cannot write device memory")
-	} else if why = c.ReadToDevice(ctx, dev, probe); why == nil {
+	why, err := c.probeGPUDirect(ctx, dev, probe)
+	if err != nil {
+		return nil, err
+	}
+	if why == nil {
 		return &Destination{Path: DestGPUDirect, Device: dev}, nil
 	}
 	host, upload, err := bounce()
@@ -81,3 +91,42 @@ func (c *Client) DeviceDestination(ctx context.Context, dev DeviceMem, probe []C
 	}
 	return &Destination{Path: DestBounce, Host: host, Device: dev, Upload: upload, Why: why.Error()}, nil
 }
+
+// probeGPUDirect reads probe into dev and returns why GPUDirect cannot be
+// used (nil when it can). A probe that failed once reads were posted
+// leaves the client on a fresh endpoint; err is a failure to get one, or
+// ctx done.
+func (c *Client) probeGPUDirect(ctx context.Context, dev DeviceMem, probe []Chunk) (why, err error) {
+	if c.verbs == nil {
+		return errors.New("transport tcp cannot write device memory"), nil
+	}
+	timeout := c.verbs.opt.ProbeTimeout
+	if timeout <= 0 {
+		timeout = DefaultProbeTimeout
+	}
+	pctx, cancel := context.WithTimeoutCause(ctx, timeout, errProbeTimeout)
+	why = c.ReadToDevice(pctx, dev, probe)
+	cancel()
+	if why == nil {
+		return nil, nil
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	if errors.Is(why, errProbeTimeout) {
+		why = fmt.Errorf("GPUDirect probe read: no completion within %v", timeout)
+	}
+	if c.verbs.ep.Usable() {
+		return why, nil
+	}
+	fresh, err := c.verbs.fresh(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("peer: after a failed GPUDirect probe (%v), a fresh endpoint: %w", why, err)
+	}
+	c.verbs.close()
+	c.verbs = fresh
+	return why, nil
+}
+
+// errProbeTimeout is the cause of a GPUDirect probe that took too long.
+var errProbeTimeout = errors.New("GPUDirect probe timed out")

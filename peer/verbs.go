@@ -8,30 +8,47 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/units"
 )
 
-// peerMemLoaded reports whether nvidia-peermem is loaded under root, which
-// lets ibv_reg_mr take a device pointer.
+// peerMemModules are the kernel modules that let ibv_reg_mr take a
+// device pointer: nvidia-peermem (driver 470 and later) and its
+// predecessor from Mellanox, nv_peer_mem.
+var peerMemModules = []string{"nvidia_peermem", "nv_peer_mem"}
+
+// peerMemLoaded reports whether a peer-memory module is loaded under
+// root, which lets ibv_reg_mr take a device pointer.
 func peerMemLoaded(root string) bool {
 	if root == "" {
 		root = "/"
 	}
-	_, err := os.Stat(filepath.Join(root, "sys/module/nvidia_peermem"))
-	return err == nil
+	for _, m := range peerMemModules {
+		if _, err := os.Stat(filepath.Join(root, "sys/module", m)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // regDevice registers device memory on ep: DMA-BUF when it can be
-// exported, else a plain registration where nvidia-peermem is loaded.
+// exported (the fd closed as soon as the registration holds it, as NCCL
+// does), else a plain registration where a peer-memory module is loaded.
 func regDevice(ep *rdma.Endpoint, d DeviceMem, root string) (*rdma.MR, error) {
 	var why error
 	if d.Export != nil {
 		fd, off, err := d.Export()
 		if err == nil {
 			mr, err := ep.RegDMABuf(fd, off, uint64(d.Addr), d.Size)
+			syscall.Close(fd)
 			if err == nil {
 				return mr, nil
 			}
@@ -41,12 +58,64 @@ func regDevice(ep *rdma.Endpoint, d DeviceMem, root string) (*rdma.MR, error) {
 		}
 	}
 	if peerMemLoaded(root) {
-		return ep.Reg(d.Addr, d.Size)
+		return ep.RegDevice(d.Addr, d.Size)
 	}
 	if why != nil {
-		return nil, fmt.Errorf("peer: %w (and no nvidia_peermem)", why)
+		return nil, fmt.Errorf("peer: %w (and no nvidia_peermem or nv_peer_mem module)", why)
 	}
-	return nil, fmt.Errorf("peer: device memory cannot be registered (no DMA-BUF export, no nvidia_peermem): %w", rdma.ErrUnsupported)
+	return nil, fmt.Errorf("peer: device memory cannot be registered (no DMA-BUF export, no nvidia_peermem or nv_peer_mem module): %w", rdma.ErrUnsupported)
+}
+
+// capIPCLock is CAP_IPC_LOCK's bit in /proc/self/status's CapEff.
+const capIPCLock = 14
+
+// holdsIPCLock reports whether the process's effective capabilities
+// include CAP_IPC_LOCK (then RLIMIT_MEMLOCK does not bound what it
+// registers), from a /proc/self/status text.
+func holdsIPCLock(status string) bool {
+	for line := range strings.Lines(status) {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			c, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && c&(1<<capIPCLock) != 0
+		}
+	}
+	return false
+}
+
+// memlockProblem says why n bytes of host memory cannot be registered
+// under a memlock limit of limit bytes without CAP_IPC_LOCK; nil when
+// they can.
+func memlockProblem(n int64, limit uint64, capLock bool) error {
+	if capLock || limit == unix.RLIM_INFINITY || uint64(n) <= limit {
+		return nil
+	}
+	return fmt.Errorf("peer: cannot register %s of host memory for RDMA: the locked-memory limit (RLIMIT_MEMLOCK) is %s; "+
+		"raise it with `ulimit -l unlimited` (in a container: docker run --ulimit memlock=-1, or the runtime's equivalent), or run with CAP_IPC_LOCK",
+		units.FormatBytes(n), units.FormatBytes(int64(min(limit, 1<<62))))
+}
+
+// checkMemlock reports, before a registration of n bytes of host memory,
+// a memlock limit too small for it, unless the process holds
+// CAP_IPC_LOCK. A limit it cannot read lets the registration try.
+func checkMemlock(n int64) error {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil
+	}
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
+		return nil
+	}
+	return memlockProblem(n, rl.Cur, holdsIPCLock(string(status)))
+}
+
+// regHost registers n bytes of host memory at addr on ep, once the
+// memlock limit allows it.
+func regHost(ep *rdma.Endpoint, addr uintptr, n int64) (*rdma.MR, error) {
+	if err := checkMemlock(n); err != nil {
+		return nil, err
+	}
+	return ep.Reg(addr, n)
 }
 
 func hostAddr(p []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(p))) }
@@ -76,7 +145,7 @@ func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome)
 	defer ep.Close()
 	var mr *rdma.MR
 	if host := s.cfg.Pool.Host(); host != nil {
-		mr, err = ep.Reg(hostAddr(host), int64(len(host)))
+		mr, err = regHost(ep, hostAddr(host), int64(len(host)))
 	} else {
 		b := s.cfg.Pool.Buffer()
 		mr, err = regDevice(ep, DeviceMem{Addr: b.Addr(), Size: b.Size(), Export: s.cfg.Pool.export}, cfg.Root)
@@ -101,6 +170,7 @@ func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome)
 // A verbsClient reads a peer's pool by RDMA READ over RC QPs.
 type verbsClient struct {
 	info Info
+	opt  DialOptions // how it was dialled, to dial a fresh endpoint
 	ctl  net.Conn
 	ep   *rdma.Endpoint
 	rkey uint32
@@ -192,7 +262,7 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 	}
 	v := &verbsClient{
 		info: Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: Verbs, Device: li.Device, RateGbps: li.RateGbps},
-		ctl:  tc.c, ep: ep, rkey: rkey, base: w.Addr, root: cfg.Root,
+		opt:  opt, ctl: tc.c, ep: ep, rkey: rkey, base: w.Addr, root: cfg.Root,
 		gone: make(chan struct{}),
 	}
 	go v.watch()
@@ -216,7 +286,7 @@ func (v *verbsClient) register(dst []byte) error {
 		v.ep.Dereg(v.dstMR)
 		v.dstMR, v.dst = nil, nil
 	}
-	mr, err := v.ep.Reg(hostAddr(dst), int64(len(dst)))
+	mr, err := regHost(v.ep, hostAddr(dst), int64(len(dst)))
 	if err != nil {
 		return err
 	}
@@ -274,6 +344,13 @@ func (v *verbsClient) readWRs(ctx context.Context, wrs []rdma.WR) error {
 		return fmt.Errorf("peer %s closed the control connection mid-read: %w", v.info.Addr, err)
 	}
 	return fmt.Errorf("peer %s: %w", v.info.Addr, err)
+}
+
+// fresh dials the peer again: a new control connection and a new
+// endpoint (PD, CQ and QPs), for a client whose endpoint a failed read
+// left unusable.
+func (v *verbsClient) fresh(ctx context.Context) (*verbsClient, error) {
+	return dialVerbs(ctx, v.info.Addr, v.opt)
 }
 
 func (v *verbsClient) close() error {

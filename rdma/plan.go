@@ -24,11 +24,12 @@ func (e GIDEntry) linkLocal() bool {
 	return err == nil && net.IP(g[:]).IsLinkLocalUnicast()
 }
 
-// SelectGID picks the GID index a RoCE endpoint uses. A requested index
-// (>= 0) must exist and hold an address. Otherwise the first entry whose
-// type reads "RoCE v2" and that is neither empty nor link-local wins (on
-// soft-RoCE over IPv4 that is index 1); an InfiniBand port needs no GID
-// and gets -1. where names the device and port in errors.
+// SelectGID picks the GID index a RoCE endpoint prefers. A requested
+// index (>= 0) must exist and hold an address. Otherwise the first of
+// RoCEChoices wins: a RoCE v2 entry neither empty nor link-local,
+// IPv4-mapped preferred (on soft-RoCE over IPv4 that is index 1); an
+// InfiniBand port needs no GID and gets -1. where names the device and
+// port in errors.
 func SelectGID(table []GIDEntry, requested int, linkLayer, where string) (int, error) {
 	if requested >= 0 {
 		for _, e := range table {
@@ -44,10 +45,8 @@ func SelectGID(table []GIDEntry, requested int, linkLayer, where string) (int, e
 	if linkLayer == "InfiniBand" {
 		return -1, nil
 	}
-	for _, e := range table {
-		if e.Type == "RoCE v2" && !e.Zero() && !e.linkLocal() {
-			return e.Index, nil
-		}
+	if c := RoCEChoices(table, true); len(c) > 0 {
+		return c[0].Index, nil
 	}
 	return 0, fmt.Errorf("rdma: no RoCE v2 GID with an address on %s (give --gid-index)", where)
 }

@@ -27,31 +27,61 @@ import (
 // entries at most.
 const MaxGIDIndex = 1 << 16
 
+// AutoDevice is the Device that lets the endpoint take the first device
+// with an active port (callers that know the GPU in use pick the nearest
+// port before opening: see package system and cmd/kvtier).
+const AutoDevice = "auto"
+
+// Bounds of the RoCE traffic class and the InfiniBand service level.
+const (
+	MaxTC = 255
+	MaxSL = 15
+)
+
 // A Config says which endpoint to open.
 type Config struct {
-	Device   string // e.g. mlx5_0, rxe0; "" picks the first with an active port
+	Device   string // e.g. mlx5_0, rxe0; "" or AutoDevice picks the first with an active port
 	Port     int    // 0 picks the first active port
-	GIDIndex int    // -1 selects a RoCE v2 GID automatically; at most MaxGIDIndex
+	GIDIndex int    // -1 selects RoCE v2 GIDs automatically; at most MaxGIDIndex
 	QPs      int    // RC queue pairs (default 1)
 	Root     string // sysfs root for the GID table ("/" on a live machine)
 	// Library is the libibverbs to load; "" tries libibverbs.so.1, then
 	// libibverbs.so. Each path is loaded once per process.
 	Library string
+	// TC is the traffic class of the QPs' address vector (GRH, 0-255;
+	// the DSCP and ECN bits of RoCE v2 packets) and SL the service level
+	// (0-15), as NCCL_IB_TC and NCCL_IB_SL set them for NCCL.
+	TC, SL int
+}
+
+// check reports a configuration out of range.
+func (c Config) check() error {
+	switch {
+	case c.TC < 0 || c.TC > MaxTC:
+		return &Error{Op: "open", Code: ibvwrap.CodeArg, Msg: fmt.Sprintf("traffic class %d outside 0..%d", c.TC, MaxTC)}
+	case c.SL < 0 || c.SL > MaxSL:
+		return &Error{Op: "open", Code: ibvwrap.CodeArg, Msg: fmt.Sprintf("service level %d outside 0..%d", c.SL, MaxSL)}
+	}
+	return nil
 }
 
 // QPInfo is one side's endpoint as the other side needs it to connect its
-// queue pairs: what perftest's out-of-band exchange carries.
+// queue pairs: what perftest's out-of-band exchange carries, and the GIDs
+// this side offers so both ends agree on one family.
 type QPInfo struct {
-	Device   string   `json:"device"`
-	Port     int      `json:"port"`
-	LID      uint16   `json:"lid"`
-	GID      string   `json:"gid"` // IPv6 notation
-	GIDIndex int      `json:"gid_index"`
-	MTU      int      `json:"mtu"` // active path MTU in bytes
-	QPNs     []uint32 `json:"qpns"`
-	PSNs     []uint32 `json:"psns"`
-	RdAtom   int      `json:"rd_atom"` // reads in flight per QP this side allows
-	RateGbps float64  `json:"rate_gbps,omitempty"`
+	Device   string `json:"device"`
+	Port     int    `json:"port"`
+	LID      uint16 `json:"lid"`
+	GID      string `json:"gid"` // IPv6 notation: the preferred (or chosen) GID
+	GIDIndex int    `json:"gid_index"`
+	// GIDs are the GIDs offered, preferred first (GID is the first); once
+	// connected, only the one chosen.
+	GIDs     []GIDChoice `json:"gids,omitempty"`
+	MTU      int         `json:"mtu"` // active path MTU in bytes
+	QPNs     []uint32    `json:"qpns"`
+	PSNs     []uint32    `json:"psns"`
+	RdAtom   int         `json:"rd_atom"` // reads in flight per QP this side answers
+	RateGbps float64     `json:"rate_gbps,omitempty"`
 }
 
 // Errors callers branch on with errors.Is.
@@ -154,8 +184,9 @@ func MTUBytes(e int) int {
 	return 128 << e
 }
 
-// RdAtom is the reads in flight per QP kvtier asks for: the device's
-// max_qp_rd_atom capped at 16 (ConnectX's value), at least 1.
+// RdAtom is the reads in flight per QP kvtier uses of a device limit
+// (max_qp_init_rd_atom as initiator, max_qp_rd_atom as responder): the
+// limit capped at 16 (ConnectX's value), at least 1.
 func RdAtom(deviceMax int) int {
 	return max(1, min(deviceMax, 16))
 }

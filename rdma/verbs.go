@@ -56,13 +56,17 @@ func HasDMABuf(lib string) bool {
 // An Endpoint is one device context with a PD, a CQ and a set of RC QPs.
 // Its methods are not safe for concurrent use, except Close.
 type Endpoint struct {
-	mu      sync.Mutex
-	ep      *ibvwrap.Endpoint
-	info    QPInfo
-	rdAtom  int
-	maxMsg  uint32
-	mrs     []*MR
-	timeout time.Duration
+	mu   sync.Mutex
+	ep   *ibvwrap.Endpoint
+	info QPInfo
+	// rdAtom is the reads in flight per QP this side issues (the device's
+	// initiator limit, then also the peer's responder limit once
+	// connected); destRdAtom the reads per QP it answers.
+	rdAtom, destRdAtom int
+	tc, sl             int
+	maxMsg             uint32
+	mrs                []*MR
+	timeout            time.Duration
 	// broken is the read failure after which the QPs are in the error
 	// state and the CQ may hold stale completions: no further reads.
 	broken error
@@ -79,7 +83,7 @@ type MR struct {
 	h          ibvwrap.MR
 }
 
-// Open opens an endpoint as cfg says and selects its GID.
+// Open opens an endpoint as cfg says and selects its GIDs.
 func Open(cfg Config) (*Endpoint, error) {
 	if cfg.QPs < 1 {
 		cfg.QPs = 1
@@ -87,17 +91,25 @@ func Open(cfg Config) (*Endpoint, error) {
 	if cfg.Root == "" {
 		cfg.Root = "/"
 	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	l, err := load(cfg.Library)
 	if err != nil {
 		return nil, err
 	}
 	const sqDepth = 64
-	ep, attr, st := l.Open(cfg.Device, cfg.Port, cfg.QPs, sqDepth)
+	dev := cfg.Device
+	if dev == AutoDevice {
+		dev = ""
+	}
+	ep, attr, st := l.Open(dev, cfg.Port, cfg.QPs, sqDepth)
 	if err := toError("open device", st, nil); err != nil {
 		return nil, err
 	}
-	e := &Endpoint{ep: ep, rdAtom: RdAtom(attr.MaxQPRdAtom), maxMsg: attr.MaxMsgSize, timeout: 30 * time.Second}
-	gi, gid, err := e.selectGID(cfg, attr)
+	e := &Endpoint{ep: ep, rdAtom: RdAtom(attr.MaxQPInitRdAtom), destRdAtom: RdAtom(attr.MaxQPRdAtom),
+		tc: cfg.TC, sl: cfg.SL, maxMsg: attr.MaxMsgSize, timeout: 30 * time.Second}
+	gids, err := e.selectGIDs(cfg, attr)
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -109,8 +121,11 @@ func Open(cfg Config) (*Endpoint, error) {
 		psns[i] = binary.LittleEndian.Uint32(rnd[:]) & 0xffffff
 	}
 	e.info = QPInfo{
-		Device: attr.Device, Port: attr.Port, LID: attr.LID, GID: FormatGID(gid), GIDIndex: gi,
-		MTU: MTUBytes(attr.ActiveMTU), QPNs: attr.QPNs, PSNs: psns, RdAtom: e.rdAtom,
+		Device: attr.Device, Port: attr.Port, LID: attr.LID, GID: "::", GIDIndex: -1, GIDs: gids,
+		MTU: MTUBytes(attr.ActiveMTU), QPNs: attr.QPNs, PSNs: psns, RdAtom: e.destRdAtom,
+	}
+	if len(gids) > 0 {
+		e.info.GID, e.info.GIDIndex = gids[0].GID, gids[0].Index
 	}
 	if r, err := PortRate(cfg.Root, attr.Device, attr.Port); err == nil {
 		e.info.RateGbps = r
@@ -118,50 +133,63 @@ func Open(cfg Config) (*Endpoint, error) {
 	return e, nil
 }
 
-// selectGID picks the endpoint's GID index (-1 on InfiniBand, which
-// needs none) from the port's table in sysfs, or the device's own table
-// where sysfs has none, and reads the GID.
-func (e *Endpoint) selectGID(cfg Config, attr ibvwrap.EndpointAttr) (int, [16]byte, error) {
-	var gid [16]byte
+// selectGIDs lists the GIDs the endpoint offers its peer, preferred
+// first: the one --gid-index names, or on RoCE the first RoCE v2 GID of
+// each family (IPv4-mapped first) from the port's table in sysfs, or the
+// device's own table (types unknown) where sysfs has none. An
+// InfiniBand port offers none (it needs none).
+func (e *Endpoint) selectGIDs(cfg Config, attr ibvwrap.EndpointAttr) ([]GIDChoice, error) {
 	where := fmt.Sprintf("%s port %d", attr.Device, attr.Port)
 	ll := "InfiniBand"
 	if attr.LinkLayer == 2 {
 		ll = "Ethernet"
 	}
-	table, terr := ReadGIDTable(cfg.Root, attr.Device, attr.Port)
-	if terr != nil || len(table) == 0 {
-		// No sysfs view: ask the device for its table, types unknown.
-		table = e.queryGIDs(attr.GIDTableLen)
-	}
 	// A requested index must exist in the port's table as the device
 	// sizes it, whatever sysfs shows.
 	if cfg.GIDIndex >= attr.GIDTableLen {
-		return 0, gid, fmt.Errorf("rdma: GID index %d does not exist on %s (table of %d entries)", cfg.GIDIndex, where, attr.GIDTableLen)
+		return nil, fmt.Errorf("rdma: GID index %d does not exist on %s (table of %d entries)", cfg.GIDIndex, where, attr.GIDTableLen)
 	}
-	gi, err := SelectGID(table, cfg.GIDIndex, ll, where)
-	if err != nil && cfg.GIDIndex < 0 && terr != nil {
-		// Types unreadable: take the first non-link-local address.
-		gi, err = firstRoutable(table, where)
+	if cfg.GIDIndex < 0 && ll == "InfiniBand" {
+		return nil, nil
 	}
-	if err != nil || gi < 0 {
-		return gi, gid, err
+	table, terr := ReadGIDTable(cfg.Root, attr.Device, attr.Port)
+	typed := terr == nil && len(table) > 0
+	if !typed {
+		// No sysfs view: ask the device for its table, types unknown.
+		table = e.queryGIDs(attr.GIDTableLen)
 	}
-	if gid, err = e.gid(gi); err != nil {
-		return 0, gid, err
-	}
-	if gid == [16]byte{} {
-		return 0, gid, fmt.Errorf("rdma: GID index %d on %s is empty", gi, where)
-	}
-	return gi, gid, nil
-}
-
-func firstRoutable(table []GIDEntry, where string) (int, error) {
-	for _, t := range table {
-		if !t.Zero() && !t.linkLocal() {
-			return t.Index, nil
+	var idx []int
+	if cfg.GIDIndex >= 0 {
+		if typed {
+			if _, err := SelectGID(table, cfg.GIDIndex, ll, where); err != nil {
+				return nil, err
+			}
+		}
+		idx = []int{cfg.GIDIndex}
+	} else {
+		for _, c := range RoCEChoices(table, typed) {
+			idx = append(idx, c.Index)
 		}
 	}
-	return 0, fmt.Errorf("rdma: no routable GID on %s (give --gid-index)", where)
+	var out []GIDChoice
+	for _, i := range idx {
+		g, err := e.gid(i)
+		if err != nil {
+			return nil, err
+		}
+		if g != [16]byte{} {
+			out = append(out, GIDChoice{Index: i, GID: FormatGID(g)})
+		}
+	}
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case cfg.GIDIndex >= 0:
+		return nil, fmt.Errorf("rdma: GID index %d on %s is empty", cfg.GIDIndex, where)
+	case typed:
+		return nil, fmt.Errorf("rdma: no RoCE v2 GID with an address on %s (give --gid-index)", where)
+	}
+	return nil, fmt.Errorf("rdma: no routable GID on %s (give --gid-index)", where)
 }
 
 func (e *Endpoint) gid(i int) ([16]byte, error) {
@@ -188,7 +216,10 @@ func (e *Endpoint) Info() QPInfo { return e.info }
 func (e *Endpoint) SetTimeout(d time.Duration) { e.timeout = d }
 
 // Connect moves every QP to RTS against the remote endpoint r: path MTU
-// the smaller active MTU, reads in flight the smaller of both limits.
+// the smaller active MTU; reads in flight this side's initiator limit
+// capped by the peer's responder limit; GIDs of one family on both ends
+// (AgreeGID), after which Info offers only the GID chosen; the traffic
+// class and service level of the Config.
 func (e *Endpoint) Connect(r QPInfo) error {
 	n := len(e.info.QPNs)
 	if len(r.QPNs) != n || len(r.PSNs) != n {
@@ -198,22 +229,45 @@ func (e *Endpoint) Connect(r QPInfo) error {
 	if mtu == 0 {
 		return fmt.Errorf("rdma: connect: no common MTU (%d, %d)", e.info.MTU, r.MTU)
 	}
-	rgid, err := ParseGID(r.GID)
+	theirs := r.GIDs
+	if len(theirs) == 0 {
+		theirs = []GIDChoice{{Index: r.GIDIndex, GID: r.GID}}
+	}
+	mine, rg, err := AgreeGID(e.info.GIDs, theirs)
 	if err != nil {
 		return err
+	}
+	rgid, err := ParseGID(rg)
+	if err != nil {
+		return err
+	}
+	if len(e.info.GIDs) > 0 {
+		e.info.GID, e.info.GIDIndex, e.info.GIDs = mine.GID, mine.Index, []GIDChoice{mine}
 	}
 	if r.RdAtom > 0 {
 		e.rdAtom = min(e.rdAtom, r.RdAtom)
 	}
-	st := e.ep.Connect(e.info.GIDIndex, mtu, e.rdAtom, e.info.PSNs, ibvwrap.Remote{LID: r.LID, GID: rgid, QPNs: r.QPNs, PSNs: r.PSNs})
+	c := ibvwrap.Conn{GIDIndex: e.info.GIDIndex, MTU: mtu, RdAtom: e.rdAtom, DestRdAtom: e.destRdAtom,
+		TC: e.tc, SL: e.sl, LocalPSNs: e.info.PSNs}
+	st := e.ep.Connect(c, ibvwrap.Remote{LID: r.LID, GID: rgid, QPNs: r.QPNs, PSNs: r.PSNs})
 	return toError("connect", st, nil)
 }
 
-// Reg registers n bytes of memory at addr (host memory, or device memory
-// where nvidia-peermem is loaded). The caller keeps the memory alive and
-// unmoved until the endpoint is closed.
+// Reg registers n bytes of host memory at addr. The caller keeps the
+// memory alive and unmoved until the endpoint is closed.
 func (e *Endpoint) Reg(addr uintptr, n int64) (*MR, error) {
-	h, st := e.ep.Reg(uint64(addr), n)
+	return e.reg(addr, n, false)
+}
+
+// RegDevice registers n bytes of device memory at addr (where
+// nvidia-peermem lets ibv_reg_mr take a device pointer), with PCIe relaxed
+// ordering where libibverbs can ask for it.
+func (e *Endpoint) RegDevice(addr uintptr, n int64) (*MR, error) {
+	return e.reg(addr, n, true)
+}
+
+func (e *Endpoint) reg(addr uintptr, n int64, relaxed bool) (*MR, error) {
+	h, st := e.ep.Reg(uint64(addr), n, relaxed)
 	if err := toError("reg mr", st, nil); err != nil {
 		return nil, err
 	}
@@ -224,9 +278,11 @@ func (e *Endpoint) Reg(addr uintptr, n int64) (*MR, error) {
 
 // RegDMABuf registers n bytes at offset of a DMA-BUF fd whose memory is
 // addressed as iova (the device pointer): GPUDirect RDMA without
-// nvidia-peermem.
+// nvidia-peermem, with relaxed ordering as for RegDevice. The
+// registration holds its own reference: the caller may close fd as soon
+// as it returns (and should, as NCCL does).
 func (e *Endpoint) RegDMABuf(fd int, offset int64, iova uint64, n int64) (*MR, error) {
-	h, st := e.ep.RegDMABuf(fd, offset, iova, n)
+	h, st := e.ep.RegDMABuf(fd, offset, iova, n, true)
 	if err := toError("reg dmabuf mr", st, nil); err != nil {
 		return nil, err
 	}
@@ -318,6 +374,11 @@ func (e *Endpoint) abort(rd *ibvwrap.Read, cause error) error {
 	}
 	return cause
 }
+
+// Usable reports whether the endpoint still takes reads: false after a
+// read failed or was aborted with requests in flight (its QPs are then in
+// the error state).
+func (e *Endpoint) Usable() bool { return e.broken == nil }
 
 // Close deregisters the MRs and tears the endpoint down in reverse order.
 func (e *Endpoint) Close() error {

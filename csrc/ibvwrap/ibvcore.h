@@ -35,7 +35,14 @@ enum { IBV_LINK_LAYER_UNSPECIFIED = 0, IBV_LINK_LAYER_INFINIBAND = 1, IBV_LINK_L
 enum ibv_qp_type { IBV_QPT_RC = 2, IBV_QPT_UC = 3, IBV_QPT_UD = 4 };
 enum ibv_qp_state { IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE, IBV_QPS_ERR };
 enum ibv_mig_state { IBV_MIG_MIGRATED, IBV_MIG_REARM, IBV_MIG_ARMED };
-enum ibv_access_flags { IBV_ACCESS_LOCAL_WRITE = 1, IBV_ACCESS_REMOTE_WRITE = 1 << 1, IBV_ACCESS_REMOTE_READ = 1 << 2 };
+/* IBV_ACCESS_RELAXED_ORDERING is IBV_ACCESS_OPTIONAL_FIRST (1 << 20), the
+ * first of the optional flags a kernel without them ignores. */
+enum ibv_access_flags {
+	IBV_ACCESS_LOCAL_WRITE = 1,
+	IBV_ACCESS_REMOTE_WRITE = 1 << 1,
+	IBV_ACCESS_REMOTE_READ = 1 << 2,
+	IBV_ACCESS_RELAXED_ORDERING = 1 << 20,
+};
 enum ibv_wr_opcode { IBV_WR_RDMA_READ = 4 };
 enum ibv_send_flags { IBV_SEND_SIGNALED = 1 << 1 };
 enum ibv_wc_status { IBV_WC_SUCCESS = 0, IBV_WC_WR_FLUSH_ERR = 5 };

@@ -34,6 +34,7 @@
 	X(ibv_destroy_qp, "IBVERBS_1.1", 1, int, (struct ibv_qp *))                      \
 	X(ibv_modify_qp, "IBVERBS_1.1", 1, int, (struct ibv_qp *, struct ibv_qp_attr *, int)) \
 	X(ibv_wc_status_str, "IBVERBS_1.1", 1, const char *, (enum ibv_wc_status))      \
+	X(ibv_reg_mr_iova2, "IBVERBS_1.8", 0, struct ibv_mr *, (struct ibv_pd *, void *, size_t, uint64_t, unsigned int)) \
 	X(ibv_reg_dmabuf_mr, "IBVERBS_1.12", 0, struct ibv_mr *, (struct ibv_pd *, uint64_t, size_t, uint64_t, int, int))
 
 /* Structs the shim allocates or passes by size. */
@@ -53,6 +54,7 @@
 	X(struct ibv_device_attr, max_qp_wr)               \
 	X(struct ibv_device_attr, max_cqe)                 \
 	X(struct ibv_device_attr, max_qp_rd_atom)          \
+	X(struct ibv_device_attr, max_qp_init_rd_atom)     \
 	X(struct ibv_device_attr, phys_port_cnt)           \
 	X(struct ibv_port_attr, state)                     \
 	X(struct ibv_port_attr, active_mtu)                \
@@ -124,6 +126,7 @@
 	X(IBV_ACCESS_LOCAL_WRITE)         \
 	X(IBV_ACCESS_REMOTE_WRITE)        \
 	X(IBV_ACCESS_REMOTE_READ)         \
+	X(IBV_ACCESS_RELAXED_ORDERING)    \
 	X(IBV_WR_RDMA_READ)               \
 	X(IBV_SEND_SIGNALED)              \
 	X(IBV_WC_SUCCESS)                 \

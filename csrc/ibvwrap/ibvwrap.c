@@ -109,7 +109,7 @@ static int kvt_sys(kvt_ibv_status *st, const char *what, const char *dev)
 	if (st) {
 		st->code = KVT_IBV_ESYS;
 		st->sys_errno = e;
-		snprintf(st->msg, sizeof(st->msg), "%s %s: %s", what, dev ? dev : "", strerror(e));
+		snprintf(st->msg, sizeof(st->msg), "%s%s%s: %s", what, dev ? " " : "", dev ? dev : "", strerror(e));
 	}
 	return KVT_IBV_ESYS;
 }
@@ -280,6 +280,7 @@ int kvt_ibv_ep_open(kvt_ibv_lib *L, const char *device, int port, int nqp, int s
 	attr->lid = pa.lid;
 	attr->gid_tbl_len = pa.gid_tbl_len;
 	attr->max_qp_rd_atom = da.max_qp_rd_atom;
+	attr->max_qp_init_rd_atom = da.max_qp_init_rd_atom;
 	attr->max_msg_sz = pa.max_msg_sz;
 	ep->link_layer = pa.link_layer;
 
@@ -338,12 +339,25 @@ int kvt_ibv_ep_gid(kvt_ibv_ep *ep, int index, uint8_t gid[16], kvt_ibv_status *s
 
 static const int kvt_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 
-int kvt_ibv_ep_reg(kvt_ibv_ep *ep, void *addr, size_t len, void **mr,
+/* kvt_relaxed reports whether a registration asked for relaxed ordering
+ * gets it: only through ibv_reg_mr_iova2 (rdma-core 28+), which masks the
+ * optional flag where the kernel lacks it, as NCCL does. */
+static int kvt_relaxed(const kvt_ibv_ep *ep, int flags)
+{
+	return (flags & KVT_IBV_REG_RELAXED) && ep->L->p_ibv_reg_mr_iova2;
+}
+
+int kvt_ibv_ep_reg(kvt_ibv_ep *ep, void *addr, size_t len, int flags, void **mr,
 		   uint32_t *lkey, uint32_t *rkey, kvt_ibv_status *st)
 {
 	kvt_clear(st);
 	errno = 0;
-	struct ibv_mr *m = ep->L->p_ibv_reg_mr(ep->pd, addr, len, kvt_access);
+	struct ibv_mr *m;
+	if (kvt_relaxed(ep, flags))
+		m = ep->L->p_ibv_reg_mr_iova2(ep->pd, addr, len, (uint64_t)(uintptr_t)addr,
+					      (unsigned int)(kvt_access | IBV_ACCESS_RELAXED_ORDERING));
+	else
+		m = ep->L->p_ibv_reg_mr(ep->pd, addr, len, kvt_access);
 	if (!m)
 		return kvt_sys(st, "ibv_reg_mr", NULL);
 	*mr = m;
@@ -353,7 +367,7 @@ int kvt_ibv_ep_reg(kvt_ibv_ep *ep, void *addr, size_t len, void **mr,
 }
 
 int kvt_ibv_ep_reg_dmabuf(kvt_ibv_ep *ep, uint64_t offset, size_t len,
-			  uint64_t iova, int fd, void **mr, uint32_t *lkey,
+			  uint64_t iova, int fd, int flags, void **mr, uint32_t *lkey,
 			  uint32_t *rkey, kvt_ibv_status *st)
 {
 	kvt_clear(st);
@@ -361,8 +375,9 @@ int kvt_ibv_ep_reg_dmabuf(kvt_ibv_ep *ep, uint64_t offset, size_t len,
 		kvt_set(st, KVT_IBV_EUNSUP, 0, "libibverbs lacks ibv_reg_dmabuf_mr@IBVERBS_1.12%s%s", NULL, NULL);
 		return KVT_IBV_EUNSUP;
 	}
+	int access = kvt_access | (kvt_relaxed(ep, flags) ? IBV_ACCESS_RELAXED_ORDERING : 0);
 	errno = 0;
-	struct ibv_mr *m = ep->L->p_ibv_reg_dmabuf_mr(ep->pd, offset, len, iova, fd, kvt_access);
+	struct ibv_mr *m = ep->L->p_ibv_reg_dmabuf_mr(ep->pd, offset, len, iova, fd, access);
 	if (!m)
 		return kvt_sys(st, "ibv_reg_dmabuf_mr", NULL);
 	*mr = m;
@@ -380,10 +395,20 @@ int kvt_ibv_ep_dereg(kvt_ibv_ep *ep, void *mr, kvt_ibv_status *st)
 	return KVT_IBV_OK;
 }
 
-int kvt_ibv_ep_connect(kvt_ibv_ep *ep, int gid_index, int mtu, int rd_atom,
-		       const uint32_t *local_psn, const uint32_t *remote_qpn,
-		       const uint32_t *remote_psn, uint16_t remote_lid,
-		       const uint8_t remote_gid[16], kvt_ibv_status *st)
+/* kvt_modify moves qp as a and mask say; a failure is reported from
+ * ibv_modify_qp's return value, which is the error (errno may be stale). */
+static int kvt_modify(kvt_ibv_ep *ep, struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
+		      const char *what, kvt_ibv_status *st)
+{
+	errno = 0;
+	int rc = ep->L->p_ibv_modify_qp(qp, a, mask);
+	if (!rc)
+		return KVT_IBV_OK;
+	errno = rc > 0 ? rc : (errno ? errno : EIO);
+	return kvt_sys(st, what, NULL);
+}
+
+int kvt_ibv_ep_connect(kvt_ibv_ep *ep, const kvt_ibv_conn *c, kvt_ibv_status *st)
 {
 	kvt_clear(st);
 	for (int i = 0; i < ep->nqp; i++) {
@@ -393,45 +418,45 @@ int kvt_ibv_ep_connect(kvt_ibv_ep *ep, int gid_index, int mtu, int rd_atom,
 		a.pkey_index = 0;
 		a.port_num = (uint8_t)ep->port;
 		a.qp_access_flags = kvt_access;
-		errno = 0;
-		if (ep->L->p_ibv_modify_qp(ep->qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			return kvt_sys(st, "modify QP to INIT", NULL);
+		if (kvt_modify(ep, ep->qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+			       "modify QP to INIT", st))
+			return KVT_IBV_ESYS;
 
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_RTR;
-		a.path_mtu = (enum ibv_mtu)mtu;
-		a.dest_qp_num = remote_qpn[i];
-		a.rq_psn = remote_psn[i] & 0xffffff;
-		a.max_dest_rd_atomic = (uint8_t)rd_atom;
+		a.path_mtu = (enum ibv_mtu)c->mtu;
+		a.dest_qp_num = c->remote_qpn[i];
+		a.rq_psn = c->remote_psn[i] & 0xffffff;
+		a.max_dest_rd_atomic = (uint8_t)c->dest_rd_atom;
 		a.min_rnr_timer = 12;
-		a.ah_attr.dlid = remote_lid;
-		a.ah_attr.sl = 0;
+		a.ah_attr.dlid = c->remote_lid;
+		a.ah_attr.sl = (uint8_t)c->sl;
 		a.ah_attr.src_path_bits = 0;
 		a.ah_attr.port_num = (uint8_t)ep->port;
-		if (ep->link_layer == IBV_LINK_LAYER_ETHERNET || gid_index >= 0) {
+		if (ep->link_layer == IBV_LINK_LAYER_ETHERNET || c->gid_index >= 0) {
 			a.ah_attr.is_global = 1;
-			memcpy(a.ah_attr.grh.dgid.raw, remote_gid, 16);
-			a.ah_attr.grh.sgid_index = (uint8_t)(gid_index < 0 ? 0 : gid_index);
+			memcpy(a.ah_attr.grh.dgid.raw, c->remote_gid, 16);
+			a.ah_attr.grh.sgid_index = (uint8_t)(c->gid_index < 0 ? 0 : c->gid_index);
 			a.ah_attr.grh.hop_limit = 64;
-			a.ah_attr.grh.traffic_class = 0;
+			a.ah_attr.grh.traffic_class = (uint8_t)c->traffic_class;
 			a.ah_attr.grh.flow_label = 0;
 		}
-		errno = 0;
-		if (ep->L->p_ibv_modify_qp(ep->qp[i], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-							    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-			return kvt_sys(st, "modify QP to RTR", NULL);
+		if (kvt_modify(ep, ep->qp[i], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+						  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+			       "modify QP to RTR", st))
+			return KVT_IBV_ESYS;
 
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_RTS;
-		a.sq_psn = local_psn[i] & 0xffffff;
+		a.sq_psn = c->local_psn[i] & 0xffffff;
 		a.timeout = 14;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
-		a.max_rd_atomic = (uint8_t)rd_atom;
-		errno = 0;
-		if (ep->L->p_ibv_modify_qp(ep->qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-							    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-			return kvt_sys(st, "modify QP to RTS", NULL);
+		a.max_rd_atomic = (uint8_t)c->rd_atom;
+		if (kvt_modify(ep, ep->qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
+			       "modify QP to RTS", st))
+			return KVT_IBV_ESYS;
 	}
 	return KVT_IBV_OK;
 }
@@ -604,11 +629,10 @@ int kvt_ibv_rd_abort(kvt_ibv_rd *rd, int drain_ms, int *flushed, kvt_ibv_status 
 		struct ibv_qp_attr a;
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_ERR;
-		errno = 0;
-		int rc = ep->L->p_ibv_modify_qp(ep->qp[q], &a, IBV_QP_STATE);
-		if (rc && !failed) {
-			errno = rc > 0 ? rc : (errno ? errno : EIO);
-			kvt_sys(st, "modify QP to ERR", NULL);
+		kvt_ibv_status qst;
+		kvt_clear(&qst);
+		if (kvt_modify(ep, ep->qp[q], &a, IBV_QP_STATE, "modify QP to ERR", &qst) && !failed) {
+			*st = qst;
 			failed = 1;
 		}
 	}

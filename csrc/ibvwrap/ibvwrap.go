@@ -12,15 +12,16 @@ package ibvwrap
 
 // reg_addr registers memory given as an integer address, so Go need not
 // turn a uint64 into a pointer.
-static int reg_addr(kvt_ibv_ep *ep, uint64_t addr, size_t len, void **mr,
+static int reg_addr(kvt_ibv_ep *ep, uint64_t addr, size_t len, int flags, void **mr,
 		    uint32_t *lkey, uint32_t *rkey, kvt_ibv_status *st)
 {
-	return kvt_ibv_ep_reg(ep, (void *)(uintptr_t)addr, len, mr, lkey, rkey, st);
+	return kvt_ibv_ep_reg(ep, (void *)(uintptr_t)addr, len, flags, mr, lkey, rkey, st);
 }
 */
 import "C"
 
 import (
+	"runtime"
 	"strings"
 	"unsafe"
 )
@@ -105,9 +106,11 @@ type EndpointAttr struct {
 	ActiveMTU   int // enum ibv_mtu
 	LID         uint16
 	GIDTableLen int
-	MaxQPRdAtom int
-	MaxMsgSize  uint32
-	QPNs        []uint32
+	MaxQPRdAtom int // reads in flight per QP the device answers
+	// MaxQPInitRdAtom is the reads in flight per QP the device issues.
+	MaxQPInitRdAtom int
+	MaxMsgSize      uint32
+	QPNs            []uint32
 }
 
 // An Endpoint is a device context with a PD, a CQ and RC QPs.
@@ -135,7 +138,7 @@ func (l *Lib) Open(device string, port, nqp, sqDepth int) (*Endpoint, EndpointAt
 	a := EndpointAttr{
 		Device: C.GoString(&attr.device[0]), Port: int(attr.port), LinkLayer: int(attr.link_layer),
 		ActiveMTU: int(attr.active_mtu), LID: uint16(attr.lid), GIDTableLen: int(attr.gid_tbl_len),
-		MaxQPRdAtom: int(attr.max_qp_rd_atom), MaxMsgSize: uint32(attr.max_msg_sz),
+		MaxQPRdAtom: int(attr.max_qp_rd_atom), MaxQPInitRdAtom: int(attr.max_qp_init_rd_atom), MaxMsgSize: uint32(attr.max_msg_sz),
 	}
 	for i := 0; i < int(attr.nqp); i++ {
 		a.QPNs = append(a.QPNs, uint32(attr.qpn[i]))
@@ -157,25 +160,36 @@ type MR struct {
 	LKey, RKey uint32
 }
 
-// Reg registers n bytes at addr for local write and remote read/write.
-func (e *Endpoint) Reg(addr uint64, n int64) (MR, Status) {
+// regFlags turns the relaxed-ordering wish into the shim's flags.
+func regFlags(relaxed bool) C.int {
+	if relaxed {
+		return C.KVT_IBV_REG_RELAXED
+	}
+	return 0
+}
+
+// Reg registers n bytes at addr for local write and remote read/write;
+// relaxed asks for PCIe relaxed ordering where libibverbs can say so.
+func (e *Endpoint) Reg(addr uint64, n int64, relaxed bool) (MR, Status) {
 	var (
 		st         C.kvt_ibv_status
 		h          unsafe.Pointer
 		lkey, rkey C.uint32_t
 	)
-	C.reg_addr(e.ep, C.uint64_t(addr), C.size_t(n), &h, &lkey, &rkey, &st)
+	C.reg_addr(e.ep, C.uint64_t(addr), C.size_t(n), regFlags(relaxed), &h, &lkey, &rkey, &st)
 	return MR{H: h, LKey: uint32(lkey), RKey: uint32(rkey)}, status(&st)
 }
 
-// RegDMABuf registers n bytes at offset of DMA-BUF fd, addressed as iova.
-func (e *Endpoint) RegDMABuf(fd int, offset int64, iova uint64, n int64) (MR, Status) {
+// RegDMABuf registers n bytes at offset of DMA-BUF fd, addressed as iova;
+// relaxed as for Reg. The fd may be closed once it returns.
+func (e *Endpoint) RegDMABuf(fd int, offset int64, iova uint64, n int64, relaxed bool) (MR, Status) {
 	var (
 		st         C.kvt_ibv_status
 		h          unsafe.Pointer
 		lkey, rkey C.uint32_t
 	)
-	C.kvt_ibv_ep_reg_dmabuf(e.ep, C.uint64_t(offset), C.size_t(n), C.uint64_t(iova), C.int(fd), &h, &lkey, &rkey, &st)
+	C.kvt_ibv_ep_reg_dmabuf(e.ep, C.uint64_t(offset), C.size_t(n), C.uint64_t(iova), C.int(fd), regFlags(relaxed),
+		&h, &lkey, &rkey, &st)
 	return MR{H: h, LKey: uint32(lkey), RKey: uint32(rkey)}, status(&st)
 }
 
@@ -193,19 +207,41 @@ type Remote struct {
 	QPNs, PSNs []uint32
 }
 
-// Connect moves every QP to RTS against r. localPSNs are this side's
-// starting PSNs; mtu is an enum ibv_mtu; rdAtom bounds reads in flight.
-func (e *Endpoint) Connect(gidIndex, mtu, rdAtom int, localPSNs []uint32, r Remote) Status {
-	n := len(localPSNs)
+// A Conn says how Connect moves the QPs to RTS.
+type Conn struct {
+	GIDIndex   int // -1 on InfiniBand
+	MTU        int // enum ibv_mtu
+	RdAtom     int // max_rd_atomic: reads this side issues per QP
+	DestRdAtom int // max_dest_rd_atomic: reads this side answers per QP
+	TC, SL     int // GRH traffic class and service level
+	LocalPSNs  []uint32
+}
+
+// Connect moves every QP to RTS against r as c says.
+func (e *Endpoint) Connect(c Conn, r Remote) Status {
+	n := len(c.LocalPSNs)
 	lpsn := make([]C.uint32_t, n)
 	rqpn := make([]C.uint32_t, n)
 	rpsn := make([]C.uint32_t, n)
 	for i := range n {
-		lpsn[i], rqpn[i], rpsn[i] = C.uint32_t(localPSNs[i]), C.uint32_t(r.QPNs[i]), C.uint32_t(r.PSNs[i])
+		lpsn[i], rqpn[i], rpsn[i] = C.uint32_t(c.LocalPSNs[i]), C.uint32_t(r.QPNs[i]), C.uint32_t(r.PSNs[i])
+	}
+	gid := new([16]byte)
+	*gid = r.GID
+	// The struct passed holds Go pointers: pin what they point to.
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&lpsn[0])
+	pin.Pin(&rqpn[0])
+	pin.Pin(&rpsn[0])
+	pin.Pin(gid)
+	cc := C.kvt_ibv_conn{
+		gid_index: C.int(c.GIDIndex), mtu: C.int(c.MTU), rd_atom: C.int(c.RdAtom), dest_rd_atom: C.int(c.DestRdAtom),
+		traffic_class: C.int(c.TC), sl: C.int(c.SL), local_psn: &lpsn[0], remote_qpn: &rqpn[0], remote_psn: &rpsn[0],
+		remote_lid: C.uint16_t(r.LID), remote_gid: (*C.uint8_t)(unsafe.Pointer(&gid[0])),
 	}
 	var st C.kvt_ibv_status
-	C.kvt_ibv_ep_connect(e.ep, C.int(gidIndex), C.int(mtu), C.int(rdAtom),
-		&lpsn[0], &rqpn[0], &rpsn[0], C.uint16_t(r.LID), (*C.uint8_t)(unsafe.Pointer(&r.GID[0])), &st)
+	C.kvt_ibv_ep_connect(e.ep, &cc, &st)
 	return status(&st)
 }
 

@@ -45,7 +45,8 @@ typedef struct {
 	int active_mtu;      /* enum ibv_mtu: 1=256 ... 5=4096 */
 	uint16_t lid;
 	int gid_tbl_len;
-	int max_qp_rd_atom;  /* reads in flight per QP the device allows */
+	int max_qp_rd_atom;  /* reads in flight per QP the device answers (responder) */
+	int max_qp_init_rd_atom; /* reads in flight per QP the device issues (initiator) */
 	uint32_t max_msg_sz;
 	int nqp;
 	uint32_t qpn[KVT_IBV_MAXQP];
@@ -84,22 +85,40 @@ int kvt_ibv_ep_open(kvt_ibv_lib *L, const char *device, int port, int nqp, int s
 		    kvt_ibv_ep **out, kvt_ibv_ep_attr *attr, kvt_ibv_status *st);
 /* kvt_ibv_ep_gid reads GID index of the endpoint's port. */
 int kvt_ibv_ep_gid(kvt_ibv_ep *ep, int index, uint8_t gid[16], kvt_ibv_status *st);
+/* Registration flags. KVT_IBV_REG_RELAXED asks for PCIe relaxed ordering
+ * (IBV_ACCESS_RELAXED_ORDERING), granted where libibverbs has
+ * ibv_reg_mr_iova2 (which drops it where the kernel lacks it). */
+#define KVT_IBV_REG_RELAXED 1
+
 /* kvt_ibv_ep_reg registers host memory (or device memory where
  * nvidia-peermem is loaded) for local write and remote read/write. */
-int kvt_ibv_ep_reg(kvt_ibv_ep *ep, void *addr, size_t len, void **mr,
+int kvt_ibv_ep_reg(kvt_ibv_ep *ep, void *addr, size_t len, int flags, void **mr,
 		   uint32_t *lkey, uint32_t *rkey, kvt_ibv_status *st);
 /* kvt_ibv_ep_reg_dmabuf registers len bytes at offset of a DMA-BUF fd
- * mapped at iova. */
+ * mapped at iova. The caller keeps fd (and may close it once this
+ * returns: the registration holds its own reference). */
 int kvt_ibv_ep_reg_dmabuf(kvt_ibv_ep *ep, uint64_t offset, size_t len,
-			  uint64_t iova, int fd, void **mr, uint32_t *lkey,
+			  uint64_t iova, int fd, int flags, void **mr, uint32_t *lkey,
 			  uint32_t *rkey, kvt_ibv_status *st);
 int kvt_ibv_ep_dereg(kvt_ibv_ep *ep, void *mr, kvt_ibv_status *st);
-/* kvt_ibv_ep_connect moves every QP to RTS against the remote QPs.
- * mtu is an enum ibv_mtu; rd_atom bounds reads in flight both ways. */
-int kvt_ibv_ep_connect(kvt_ibv_ep *ep, int gid_index, int mtu, int rd_atom,
-		       const uint32_t *local_psn, const uint32_t *remote_qpn,
-		       const uint32_t *remote_psn, uint16_t remote_lid,
-		       const uint8_t remote_gid[16], kvt_ibv_status *st);
+/* How to connect an endpoint's QPs to the remote ones (nqp of each). */
+typedef struct {
+	int gid_index;          /* local GID index, -1 on InfiniBand */
+	int mtu;                /* enum ibv_mtu */
+	int rd_atom;            /* max_rd_atomic: reads this side issues per QP */
+	int dest_rd_atom;       /* max_dest_rd_atomic: reads this side answers per QP */
+	int traffic_class;      /* GRH traffic class, 0-255 */
+	int sl;                 /* service level, 0-15 */
+	const uint32_t *local_psn;
+	const uint32_t *remote_qpn;
+	const uint32_t *remote_psn;
+	uint16_t remote_lid;
+	const uint8_t *remote_gid; /* 16 bytes */
+} kvt_ibv_conn;
+
+/* kvt_ibv_ep_connect moves every QP to RTS against the remote QPs. A
+ * failed move is reported with ibv_modify_qp's return value. */
+int kvt_ibv_ep_connect(kvt_ibv_ep *ep, const kvt_ibv_conn *c, kvt_ibv_status *st);
 /*
  * A read runs in time slices so the caller can check for cancellation
  * between them: kvt_ibv_rd_start copies the n reads (wrs grouped by QP,

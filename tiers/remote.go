@@ -289,7 +289,7 @@ func (t *remoteTier) Attrs() map[string]string {
 	}
 	switch {
 	case t.dest != nil && t.dest.Path != peer.DestHost:
-		a["path"] = t.dest.Path
+		a["path"], a["gpudirect_reason"] = t.dest.Path, t.dest.Why
 	case t.where != "":
 		a["path"] = t.where
 	case t.opts.Peer == "":

@@ -16,20 +16,21 @@ const File = "sweep.csv"
 // columns follow results.CommonColumns in sweep.csv; the tiers' own
 // attribute columns (tiers.Spec.Columns) follow these.
 var columns = []string{
-	"direction",     // load | store (results.DirectionColumn)
-	"device",        // "cpu (host stand-in)", "NVIDIA H200 [0000:19:00.0]"
-	"copy",          // percopy | batch | contiguous ("" for recompute)
-	"src_mem",       // device | pinned | pageable | peer | disk | pagecache
-	"dst_mem",       // device | pinned | pageable
-	"path",          // remote: loopback | intra | inter; cuda remote: gpudirect | bounce; disk: o_direct | pagecache [+bounce] | gpudirect
-	"timing",        // events | clock
-	"held",          // true when the stream was held until the plan was queued
-	"verified",      // true | false | "" (not checked on this rep)
-	"flops",         // recompute: FLOPs of the prefill
-	"tflops",        // recompute: achieved TFLOP/s
-	"compute_dtype", // recompute: bf16 | fp32
-	"link_gbps",     // payload limit of the link, "" unknown
-	"link_frac",     // gbps / link_gbps
+	"direction",        // load | store (results.DirectionColumn)
+	"device",           // "cpu (host stand-in)", "NVIDIA H200 [0000:19:00.0]"
+	"copy",             // percopy | batch | contiguous ("" for recompute)
+	"src_mem",          // device | pinned | pageable | peer | disk | pagecache
+	"dst_mem",          // device | pinned | pageable
+	"path",             // remote: loopback | intra | inter; cuda remote: gpudirect | bounce; disk: o_direct | pagecache [+bounce] | gpudirect
+	"gpudirect_reason", // remote path bounce: why the reads do not land in GPU memory directly
+	"timing",           // events | clock
+	"held",             // true when the stream was held until the plan was queued
+	"verified",         // true | false | "" (not checked on this rep)
+	"flops",            // recompute: FLOPs of the prefill
+	"tflops",           // recompute: achieved TFLOP/s
+	"compute_dtype",    // recompute: bf16 | fp32
+	"link_gbps",        // payload limit of the link, "" unknown
+	"link_frac",        // gbps / link_gbps
 	"seed",
 }
 

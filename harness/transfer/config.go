@@ -39,6 +39,7 @@ func (r *Measurer) Config(ctx context.Context, t *Target, layout string, size in
 	defer dest.Close()
 	if dest.Path != peer.DestHost {
 		hc.Row.Set("path", t.Path+"+"+dest.Path)
+		hc.Row.Set("gpudirect_reason", dest.Why)
 		r.sayWhy(dest.Why)
 	}
 	hc.Timer = &tiers.ClockTimer{}

@@ -12,16 +12,17 @@ const File = "transfer.csv"
 // columns follow results.CommonColumns in transfer.csv (tier "remote",
 // layout layerwise | blockwise | contiguous).
 var columns = []string{
-	"peer",        // HOST:PORT, "embedded", or "local" for peer copies
-	"path",        // intra | inter | loopback | peercopy, +gpudirect or +bounce into GPU memory
-	"device",      // NIC (mlx5_0, rxe0), "tcp", or the GPUs of a peer copy
-	"conns",       // parallel TCP connections or QPs
-	"src_mem",     // host | gpu (the peer's pool)
-	"dst_mem",     // host | gpu
-	"line_gbps",   // NIC line rate in GB/s (or the shaped rate), "" unknown
-	"line_frac",   // gbps / line_gbps
-	"t_3gib_s",    // derived: seconds to move 3 GiB at this rep's rate
-	"t_11_5gib_s", // derived: seconds to move 11.5 GiB at this rep's rate
+	"peer",             // HOST:PORT, "embedded", or "local" for peer copies
+	"path",             // intra | inter | loopback | peercopy, +gpudirect or +bounce into GPU memory
+	"gpudirect_reason", // +bounce: why the reads do not land in GPU memory directly
+	"device",           // NIC (mlx5_0, rxe0), "tcp", or the GPUs of a peer copy
+	"conns",            // parallel TCP connections or QPs
+	"src_mem",          // host | gpu (the peer's pool)
+	"dst_mem",          // host | gpu
+	"line_gbps",        // NIC line rate in GB/s (or the shaped rate), "" unknown
+	"line_frac",        // gbps / line_gbps
+	"t_3gib_s",         // derived: seconds to move 3 GiB at this rep's rate
+	"t_11_5gib_s",      // derived: seconds to move 11.5 GiB at this rep's rate
 	"verified",
 	"gpu",    // the destination GPU (dst_mem=gpu), or both GPUs of a peer copy
 	"timing", // events | clock

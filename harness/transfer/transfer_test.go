@@ -177,6 +177,7 @@ func TestTransferToGPU(t *testing.T) {
 	for _, r := range rows {
 		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Get("dst_mem") != "gpu" ||
 			r.Backend != "cuda" || r.Get("path") != "loopback+bounce" || r.Transport != "tcp" ||
+			r.Get("gpudirect_reason") != "transport tcp cannot write device memory" ||
 			!strings.Contains(r.Get("gpu"), "Fake CUDA Device 0") || r.GBps <= 0 {
 			t.Fatalf("row %+v", r)
 		}

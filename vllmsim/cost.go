@@ -132,7 +132,11 @@ func (c costModel) decodeCredit(decoding int) float64 {
 	if decoding <= 0 {
 		return 0
 	}
-	return c.p.InterleaveBase + c.p.InterleavePerSeq*float64(decoding-1)
+	p, n := c.p, float64(decoding-1)
+	if n == 0 {
+		return p.InterleaveBase
+	}
+	return p.InterleaveBase + (p.InterleaveMax-p.InterleaveBase)*n/(n+p.InterleaveHalf)
 }
 
 // hostLoadTime is the time to bring tokens of KV back from CPU memory.

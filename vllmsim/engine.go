@@ -261,18 +261,26 @@ func (e *engine) nextLoad() (float64, bool) {
 //   - a decode step advances every decoding request by one token.
 //
 // While prompt work is pending, each prefill step earns the decoding
-// requests the cost model's decode credit (Profile.InterleaveBase and
-// InterleavePerSeq), and a decode step runs whenever a whole credit has
-// accumulated: so decodes get a few tokens per chunk of a long prefill,
-// more the more of them there are, as the H20 reference (docs/reference.md) measured.
+// requests the cost model's decode credit (Profile.InterleaveBase,
+// InterleaveMax and InterleaveHalf), and a decode step runs whenever a
+// whole credit has accumulated: so decodes get a few tokens per chunk of
+// a long prefill, as the H20 reference (docs/reference.md) measured. A
+// prefill step itself costs more the longer the context its chunk
+// attends to (costModel.stepTime), so the later chunks of a long prompt
+// hold the decodes longest.
 // A plan with no items means there is nothing to compute now (idle, or
 // only loads in flight).
 //
 // Note: vLLM's V1 scheduler puts every running decode into every step,
-// beside the prefill chunk, which would give each decode one token per
-// chunk. The reference measurement contradicts that at D = 1 (5.7 tokens
-// during the 16 chunks of a 128k prefill) and exceeds it at D = 8 (40
-// tokens); the interleave credit is fitted to it rather than derived.
+// beside the prefill chunk (the decodes taking D tokens of the budget),
+// which would give each decode one token per chunk at every D. The
+// reference contradicts that on both sides: at D = 1, 5.7 tokens during
+// the 16 chunks of a 128k prefill, four of them before it started; at D =
+// 4 and 8, 37 and 40, about 2.3 per chunk, the same at both. Batching
+// the decodes with the chunks would give about 4 + P/8192 tokens per
+// stream, off by more than 25 % in the 9 cells of P ≥ 32k; the
+// interleave credit, earned per prefill step and saturating in D, is
+// fitted to the reference rather than derived.
 func (e *engine) schedule() *plan {
 	e.finishLoads()
 	decoding, pending := e.census()

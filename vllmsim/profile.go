@@ -47,10 +47,12 @@ type Profile struct {
 	APIPerRunning float64 // seconds per request already in the engine (the front end streams them too)
 
 	// A prefill step earns decoding sequences InterleaveBase +
-	// InterleavePerSeq·(D-1) decode steps, D the number decoding; the
-	// engine runs them between prompt chunks (see engine.schedule).
-	InterleaveBase   float64
-	InterleavePerSeq float64
+	// (InterleaveMax-InterleaveBase)·(D-1)/(D-1+InterleaveHalf) decode
+	// steps, D the number decoding; the engine runs them between prompt
+	// chunks (see engine.schedule).
+	InterleaveBase float64
+	InterleaveMax  float64
+	InterleaveHalf float64
 }
 
 // h20 is calibrated to the reference measurements of vLLM 0.18.1 serving
@@ -65,11 +67,15 @@ type Profile struct {
 //     engine work (block hashing, scheduling) that blocks decode steps:
 //     MB1 at D=1 sees only about four decode tokens slip through before
 //     a 2k, 32k or 128k prefill starts. The fixed share is split between
-//     the front end (18 ms, concurrent with decode, 2.1 ms more per
-//     request it is already streaming: about 4.5 tokens slip through at
-//     D=8 against 4 at D=1) and the engine's admission.
-//   - InterleaveBase, InterleavePerSeq: MB1 tokens per stream during the
-//     prefill, about 0.1 per prompt chunk at D=1 and 2.3 at D=8.
+//     the front end (16 ms, concurrent with decode, 1.5 ms more per
+//     request it is already streaming: about 4.5 tokens per stream slip
+//     through before a short prefill at D = 1, 4 and 8 alike) and the
+//     engine's admission.
+//   - InterleaveBase, InterleaveMax, InterleaveHalf: MB1 tokens per stream
+//     during a long prefill: about 0.1 per prompt chunk at D=1 and 2.2 to
+//     2.4 at D=4 and D=8 alike (37.4 and 40.2 tokens over the 16 chunks of
+//     128k): the decode steps between chunks saturate with D, they do not
+//     grow with it.
 //   - HostGBps: CPU-hit TTFT minus GPU-hit TTFT over the prefix bytes
 //     (vLLM's offload reaches about 40 of the 54 GB/s PCIe H2D).
 //   - RemoteGBps: the same for the remote tier (about 7 GB/s).
@@ -79,21 +85,22 @@ type Profile struct {
 // as measured: real routing is correlated. The per-sequence cost is
 // therefore fitted, not derived.
 var h20 = Profile{
-	Name:             "h20",
-	Source:           "h20 reference (vLLM 0.18.1, Qwen3-Coder-30B-A3B, 1x H20)",
-	GEMMTFLOPS:       126,
-	AttnTFLOPS:       138,
-	HBMGBps:          3000,
-	HostGBps:         40,
-	RemoteGBps:       7,
-	StepBase:         4.37e-3,
-	DecodePerSeq:     0.416e-3,
-	AdmitBase:        0.0186,
-	AdmitPerToken:    1.08e-6,
-	APIBase:          0.018,
-	APIPerRunning:    0.0021,
-	InterleaveBase:   0.1,
-	InterleavePerSeq: 0.32,
+	Name:           "h20",
+	Source:         "h20 reference (vLLM 0.18.1, Qwen3-Coder-30B-A3B, 1x H20)",
+	GEMMTFLOPS:     126,
+	AttnTFLOPS:     138,
+	HBMGBps:        3000,
+	HostGBps:       40,
+	RemoteGBps:     7,
+	StepBase:       4.37e-3,
+	DecodePerSeq:   0.416e-3,
+	AdmitBase:      0.0206,
+	AdmitPerToken:  1.08e-6,
+	APIBase:        0.016,
+	APIPerRunning:  0.0015,
+	InterleaveBase: 0.1,
+	InterleaveMax:  2.35,
+	InterleaveHalf: 0.25,
 }
 
 // zero models no cost at all: every delay is zero. It measures what a

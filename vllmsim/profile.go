@@ -67,10 +67,10 @@ type Profile struct {
 //     engine work (block hashing, scheduling) that blocks decode steps:
 //     MB1 at D=1 sees only about four decode tokens slip through before
 //     a 2k, 32k or 128k prefill starts. The fixed share is split between
-//     the front end (16 ms, concurrent with decode, 1.5 ms more per
+//     the front end (15 ms, concurrent with decode, 2.1 ms more per
 //     request it is already streaming: about 4.5 tokens per stream slip
-//     through before a short prefill at D = 1, 4 and 8 alike) and the
-//     engine's admission.
+//     through before a short prefill at D = 1, 4 and 8 alike, 5 at D = 8)
+//     and the engine's admission.
 //   - InterleaveBase, InterleaveMax, InterleaveHalf: MB1 tokens per stream
 //     during a long prefill: about 0.1 per prompt chunk at D=1 and 2.2 to
 //     2.4 at D=4 and D=8 alike (37.4 and 40.2 tokens over the 16 chunks of
@@ -94,10 +94,10 @@ var h20 = Profile{
 	RemoteGBps:     7,
 	StepBase:       4.37e-3,
 	DecodePerSeq:   0.416e-3,
-	AdmitBase:      0.0206,
+	AdmitBase:      0.0216,
 	AdmitPerToken:  1.08e-6,
-	APIBase:        0.016,
-	APIPerRunning:  0.0015,
+	APIBase:        0.015,
+	APIPerRunning:  0.0021,
 	InterleaveBase: 0.1,
 	InterleaveMax:  2.35,
 	InterleaveHalf: 0.25,

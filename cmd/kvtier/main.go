@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,8 +65,8 @@ var endSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 // signal's default action restored), for a command stuck where no context
 // reaches: a hung driver call, a FIFO opened as a trace with no writer.
 // A broken pipe on stdout or stderr (kvtier ... | head) cancels the
-// context too, and from then on writes to it fail with EPIPE instead of
-// killing the process before it has cleaned up.
+// context too: SIGPIPE is caught, so such a write fails with EPIPE
+// instead of killing kvtier before it has cleaned up.
 func run(stdout, stderr io.Writer, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), endSignals...)
 	defer stop()
@@ -73,16 +74,37 @@ func run(stdout, stderr io.Writer, args []string) int {
 	defer cancel()
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	go func() {
-		select {
-		case <-pipe:
-			cancel()
-		case <-ctx.Done():
-		}
 		<-ctx.Done()
 		stop()
 	}()
-	return dispatch(ctx, stdout, stderr, args)
+	return dispatch(ctx, brokenPipe{stdout, cancel}, brokenPipe{stderr, cancel}, args)
+}
+
+// A brokenPipe is a writer whose EPIPE (its reader went away) cancels the
+// command. SIGPIPE itself cannot say which pipe broke: a socket's raises
+// it too.
+type brokenPipe struct {
+	w      io.Writer
+	cancel context.CancelFunc
+}
+
+// Fd is the file descriptor of the writer beneath, so that a terminal is
+// still seen as one; ^0 where it is not a file.
+func (b brokenPipe) Fd() uintptr {
+	if f, ok := b.w.(interface{ Fd() uintptr }); ok {
+		return f.Fd()
+	}
+	return ^uintptr(0)
+}
+
+func (b brokenPipe) Write(p []byte) (int, error) {
+	n, err := b.w.Write(p)
+	if errors.Is(err, syscall.EPIPE) {
+		b.cancel()
+	}
+	return n, err
 }
 
 func dispatch(ctx context.Context, stdout, stderr io.Writer, args []string) int {

@@ -17,9 +17,15 @@ import (
 // error returned must stop the run (ctx cancelled, a row not written).
 func (r *Measurer) Config(ctx context.Context, t *Target, layout string, size int64) (harness.Result, error) {
 	hc := harness.Case{Row: r.row(t, layout, size), Label: r.label(t.Name, layout, size), Derive: derive}
-	list, reason := chunks(r.o.Geometry, r.o.Seed, layout, size, t.Info.PoolBytes)
+	// Free memory first: a size this machine cannot hold says so, rather
+	// than blaming the pool an embedded peer sized to free memory.
+	var list []peer.Chunk
+	reason := r.fits(size)
 	if reason == "" {
-		reason = r.fits(size)
+		list, reason = chunks(r.o.Geometry, r.o.Seed, layout, size, t.Info.PoolBytes)
+		if reason != "" && t.Name == "embedded" && r.o.PoolBytes == 0 {
+			reason += " (the embedded peer's pool is sized within 40% of free memory; --pool sets it)"
+		}
 	}
 	if reason != "" {
 		hc.Timer = &tiers.ClockTimer{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
@@ -82,22 +83,40 @@ func Run(ctx context.Context, o Options, be Backends, out *harness.Output, log i
 	return nil
 }
 
-// embeddedPoolBytes sizes an embedded peer's pool: a quarter more than
-// the largest size, within 40% of free memory (the client needs as much
-// again), whole blocks.
+// embeddedPoolBytes sizes an embedded peer's pool: whole blocks, a
+// quarter more than the largest size and at least one block more than it
+// spans, so every size's blocks sit at random slots of a larger pool.
+// Only sizes whose pool fits within 40% of free memory count (the client
+// needs as much again): a size too large for this machine is a skipped
+// row, and it must not make the peer fill a pool first.
 func (r *Measurer) embeddedPoolBytes() int64 {
 	if r.o.PoolBytes > 0 {
 		return r.o.PoolBytes
 	}
-	var want int64
-	for _, s := range r.o.Sizes {
-		want = max(want, s+s/4)
-	}
+	limit := int64(math.MaxInt64)
 	if avail, err := system.MemAvailable(r.o.Root); err == nil {
-		want = min(want, avail*2/5)
+		limit = avail * 2 / 5
 	}
 	bb := r.o.Geometry.BlockBytes()
-	return max(bb, want/bb*bb)
+	want := bb
+	for _, s := range r.o.Sizes {
+		if need := poolFor(s, bb); need <= limit {
+			want = max(want, need)
+		}
+	}
+	return want
+}
+
+// poolFor is the pool, in whole blocks of bb bytes, that holds size
+// bytes' blocks at random slots: a quarter more than size, and at least
+// one block more than size spans.
+func poolFor(size, bb int64) int64 {
+	spans := (size + bb - 1) / bb
+	blocks := max((size+size/4+bb-1)/bb, spans+1)
+	if blocks > math.MaxInt64/bb {
+		return math.MaxInt64
+	}
+	return blocks * bb
 }
 
 // A Target is one peer being measured.

@@ -3,6 +3,7 @@ package transfer
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -275,5 +276,49 @@ func TestTransferPeerCopyCorrupt(t *testing.T) {
 	r := rows[len(rows)-1]
 	if r.Get("path") != PathPeerCopy || r.Status != results.StatusError || r.Get("verified") != "false" || r.Get("device") != "GPU1->GPU0 (P2P)" {
 		t.Fatalf("row %+v", r)
+	}
+}
+
+// TestEmbeddedPoolFits: the embedded peer's pool holds every size this
+// machine can hold, in whole blocks, at random slots (2 MiB was rounded
+// down to one 1.5 MiB block and skipped, blaming the user); a size too
+// large for free memory does not size the pool (1 TiB made the peer fill
+// 40% of free memory before its row said skipped).
+func TestEmbeddedPoolFits(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meminfo := "MemTotal: 16777216 kB\nMemAvailable: 8388608 kB\n" // 8 GiB free
+	if err := os.WriteFile(filepath.Join(root, "proc/meminfo"), []byte(meminfo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := DefaultOptions().Geometry
+	bb := g.BlockBytes()
+	for _, tc := range []struct {
+		sizes []int64
+		max   int64 // the pool is at most this
+	}{
+		{[]int64{2 << 20}, 8 << 20},
+		{[]int64{bb}, 3 * bb},
+		{[]int64{16 << 20, 1 << 40}, 32 << 20},
+		{[]int64{1 << 40}, bb},
+	} {
+		r := &Measurer{o: Options{Geometry: g, Sizes: tc.sizes, Root: root}}
+		pool := r.embeddedPoolBytes()
+		if pool%bb != 0 || pool > tc.max {
+			t.Errorf("sizes %v: pool %d bytes, want whole blocks, at most %d", tc.sizes, pool, tc.max)
+		}
+		for _, s := range tc.sizes {
+			if s >= 1<<30 {
+				continue // past free memory: skipped by the memory check
+			}
+			for _, layout := range []string{Layerwise, Blockwise, Contiguous} {
+				if _, reason := chunks(g, 1, layout, s, pool); reason != "" {
+					t.Errorf("size %d %s in a pool of %d: %s", s, layout, pool, reason)
+				}
+			}
+		}
 	}
 }

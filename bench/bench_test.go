@@ -1,26 +1,42 @@
-// Package bench runs kvtier's tiers as Go benchmarks:
+// Package bench runs kvtier's tiers and MB2 as Go benchmarks:
 //
-//	go test -bench . ./bench
+//	go test -run '^$' -bench . ./bench
 //
 // BenchmarkTiers loops over the tier registry, so a new tier appears here
-// without edits. Sub-benchmarks are named
-// tier=host/layout=layerwise/copy=percopy/prefix=4096; b.SetBytes makes Go
-// print MB/s, and GB/s (or TFLOP/s for recompute) is reported as an extra
-// metric. A tier that cannot run here is skipped with its reason.
+// without edits; sub-benchmarks are named
+// tier=host/layout=layerwise/copy=percopy/prefix=4096. BenchmarkTransfer
+// reads from each peer of KVTIER_PEERS (an embedded loopback peer when
+// unset), named peer=ADDR/layout=contiguous/size=16MiB. b.SetBytes makes
+// Go print MB/s; GB/s (or TFLOP/s for recompute) is an extra metric. A
+// configuration that cannot run here is skipped with its reason.
 //
-// Environment:
+// Before the results the benchmarks print Go benchmark configuration
+// lines (kvtier:, model:, gpu:, nic:, backend:, transport:, path:, ...)
+// that say what a sweep's or a transfer's columns say, so benchstat
+// splits by them and kvtier bench2csv --out DIR turns the output into
+// DIR/sweep.csv and DIR/transfer.csv that kvtier report and plot label as
+// they label kvtier sweep and kvtier transfer (labels.go).
+//
+// Environment (read by this package only; the kvtier binary has flags):
 //
 //	KVTIER_PREFIXES  prefix lengths (default 1k,4k)
 //	KVTIER_TIERS     tiers to run (default every tier; recompute on the
 //	                 host backend only when named, it is slow on a CPU)
-//	KVTIER_LAYOUTS   layouts (default layerwise,blockwise)
+//	KVTIER_LAYOUTS   layouts (default layerwise,blockwise; transfer:
+//	                 layerwise,blockwise,contiguous)
 //	KVTIER_MODEL     preset name or config.json path (default qwen3-coder-30b-a3b)
 //	KVTIER_BACKEND   auto, host or cuda (default auto)
 //	KVTIER_DIRECTIONS load, store or both (default load); store
 //	                 configurations run under direction=store
 //	KVTIER_PEER      HOST:PORT of a kvtier serve peer for the remote tier
 //	                 (started with --writable for stores)
-//	KVTIER_OUT       also write one row per sub-benchmark to this CSV
+//	KVTIER_PEERS     HOST:PORT,... of kvtier serve peers for BenchmarkTransfer
+//	KVTIER_SIZES     transfer sizes (default 16MiB,256MiB)
+//	KVTIER_TRANSPORT tcp or verbs (default tcp), KVTIER_CONNS (default 1),
+//	                 KVTIER_RDMA_DEVICE, KVTIER_TOKEN: as kvtier transfer's flags
+//	KVTIER_LIBCUDA, KVTIER_LIBCUBLAS, KVTIER_LIBCUFILE, KVTIER_LIBIBVERBS
+//	                 other copies of the native libraries
+//	KVTIER_OUT       also write one sweep row per sub-benchmark to this CSV
 package bench
 
 import (
@@ -52,13 +68,6 @@ type benchConfig struct {
 	out      string
 }
 
-func env(name, def string) string {
-	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
-		return v
-	}
-	return def
-}
-
 func loadConfig() (benchConfig, error) {
 	var c benchConfig
 	var err error
@@ -81,19 +90,29 @@ func loadConfig() (benchConfig, error) {
 	if c.dirs, err = units.ParseList(env("KVTIER_DIRECTIONS", "load"), tiers.ParseDirection); err != nil {
 		return c, fmt.Errorf("KVTIER_DIRECTIONS: %w", err)
 	}
-	model := env("KVTIER_MODEL", kv.DefaultModel)
-	if strings.HasSuffix(model, ".json") || strings.Contains(model, "/") {
-		c.geom, err = kv.ParseConfig(model)
-	} else {
-		c.geom, err = kv.LookupModel(model)
-	}
-	if err != nil {
-		return c, fmt.Errorf("KVTIER_MODEL: %w", err)
+	if c.geom, err = loadModel(); err != nil {
+		return c, err
 	}
 	c.backend = env("KVTIER_BACKEND", "auto")
 	c.peer = env("KVTIER_PEER", "")
 	c.out = env("KVTIER_OUT", "")
 	return c, nil
+}
+
+// loadModel returns the geometry of KVTIER_MODEL.
+func loadModel() (kv.Geometry, error) {
+	model := env("KVTIER_MODEL", kv.DefaultModel)
+	var g kv.Geometry
+	var err error
+	if strings.HasSuffix(model, ".json") || strings.Contains(model, "/") {
+		g, err = kv.ParseConfig(model)
+	} else {
+		g, err = kv.LookupModel(model)
+	}
+	if err != nil {
+		return g, fmt.Errorf("KVTIER_MODEL: %w", err)
+	}
+	return g, nil
 }
 
 // rows holds the last result of every sub-benchmark for KVTIER_OUT.
@@ -152,6 +171,7 @@ func BenchmarkTiers(b *testing.B) {
 	for _, w := range why {
 		b.Logf("backend %s; using %s", w, backend.Name())
 	}
+	printRunLabels(cfg.geom, backend)
 	for _, spec := range tiers.All() {
 		if len(cfg.tiers) > 0 && !slices.Contains(cfg.tiers, spec.Name) {
 			continue
@@ -267,6 +287,7 @@ func benchPrefix(b *testing.B, c sweep.Config, p tiers.Prefix) {
 	if _, err := s.Measure(ctx, hc); err != nil || row.Status != results.StatusOK {
 		b.Fatalf("verified sample: %v %s %s", err, row.Status, row.Reason)
 	}
+	printRowLabels(row)
 	if hc.Row.Bytes > 0 {
 		b.SetBytes(hc.Row.Bytes)
 	}
@@ -282,6 +303,7 @@ func benchPrefix(b *testing.B, c sweep.Config, p tiers.Prefix) {
 	b.StopTimer()
 	row.SetTime(total / float64(b.N))
 	if hc.Work > 0 {
+		b.ReportMetric(hc.Work, "flop/op")
 		row.Set("tflops", hc.Work/row.Seconds/1e12)
 		b.ReportMetric(hc.Work/row.Seconds/1e12, "TFLOP/s")
 	} else if row.GBps > 0 {

@@ -61,6 +61,27 @@ const (
 // repetition count per benchmark name: a stream of any length is
 // converted in bounded memory. An error from emit ends the scan.
 func ScanBench(r io.Reader, name string, defaults map[string]string, emit func(results.Row) error) (warnings []string, err error) {
+	return ScanBenchFiles(r, name, defaults, func(_ results.File, row results.Row) error { return emit(row) })
+}
+
+// benchFiles maps a benchmark's base name to the suite whose rows it
+// gives: BenchmarkTransfer gives transfer.csv rows, every other
+// benchmark (BenchmarkTiers) sweep.csv rows.
+var benchFiles = map[string]string{"Transfer": "transfer"}
+
+// BenchFile returns the results file of the benchmark called base
+// (without "Benchmark").
+func BenchFile(base string) results.File {
+	if s, ok := results.LookupSuite(benchFiles[base]); ok {
+		return s.Main()
+	}
+	return sweepFile()
+}
+
+// ScanBenchFiles is ScanBench for every suite the benchmarks give rows
+// of: emit gets each row with the results file it belongs in
+// (BenchFile).
+func ScanBenchFiles(r io.Reader, name string, defaults map[string]string, emit func(results.File, results.Row) error) (warnings []string, err error) {
 	br := benchfmt.NewReader(r, name)
 	reps := map[string]int{}
 	warned := map[string]bool{}
@@ -76,7 +97,8 @@ func ScanBench(r io.Reader, name string, defaults map[string]string, emit func(r
 		case *benchfmt.SyntaxError:
 			warn(rec.Error())
 		case *benchfmt.Result:
-			row, ws := benchRow(rec, defaults)
+			file := BenchFile(string(rec.Name.Base()))
+			row, ws := benchRow(rec, defaults, file)
 			for _, w := range ws {
 				warn(w)
 			}
@@ -89,7 +111,7 @@ func ScanBench(r io.Reader, name string, defaults map[string]string, emit func(r
 			}
 			row.Rep = reps[base]
 			reps[base]++
-			if err := emit(*row); err != nil {
+			if err := emit(file, *row); err != nil {
 				return warnings, err
 			}
 			n++
@@ -118,7 +140,7 @@ func gomaxprocsSuffix(n benchfmt.Name) string {
 // benchColumns maps a name or file-config key to the column it fills.
 var benchColumns = map[string]string{
 	"tier": "tier", "layout": "layout", "backend": "backend", "transport": "transport", "model": "model",
-	"prefix": "prefix_tokens", "prefix_tokens": "prefix_tokens", "L": "prefix_tokens",
+	"prefix": "prefix_tokens", "prefix_tokens": "prefix_tokens", "L": "prefix_tokens", "size": "bytes",
 	"blocks": "blocks", "bytes": "bytes", "chunk_bytes": "chunk_bytes",
 }
 
@@ -131,26 +153,26 @@ func sweepFile() results.File {
 	return results.File{}
 }
 
-// benchColumn returns the column a name or config key fills.
-func benchColumn(key string) (string, bool) {
+// benchColumn returns the column of file a name or config key fills.
+func benchColumn(file results.File, key string) (string, bool) {
 	if c, ok := benchColumns[key]; ok {
 		return c, true
 	}
-	if slices.Contains(sweepFile().Columns, key) {
+	if slices.Contains(file.Columns, key) {
 		return key, true
 	}
 	return "", false
 }
 
-func benchRow(res *benchfmt.Result, defaults map[string]string) (*results.Row, []string) {
+func benchRow(res *benchfmt.Result, defaults map[string]string, file results.File) (*results.Row, []string) {
 	var warns []string
 	row := results.Row{Suite: BenchSuite, Status: results.StatusOK, Seconds: math.NaN(), GBps: math.NaN(), Extra: map[string]string{}}
 	set := map[string]bool{}
 	bad := false
 	apply := func(key, val, where string) {
-		col, known := benchColumn(key)
+		col, known := benchColumn(file, key)
 		if !known {
-			warns = append(warns, fmt.Sprintf("%s %q is not a sweep column; dropped", where, key))
+			warns = append(warns, fmt.Sprintf("%s %q is not a %s column; dropped", where, key, strings.TrimSuffix(file.Name, ".csv")))
 			return
 		}
 		if set[col] {
@@ -181,7 +203,7 @@ func benchRow(res *benchfmt.Result, defaults map[string]string) (*results.Row, [
 		if !c.File {
 			continue
 		}
-		if _, known := benchColumn(c.Key); known {
+		if _, known := benchColumn(file, c.Key); known {
 			apply(c.Key, string(c.Value), "config key")
 		}
 	}
@@ -193,6 +215,7 @@ func benchRow(res *benchfmt.Result, defaults map[string]string) (*results.Row, [
 	if bad {
 		return nil, warns
 	}
+	blockGeometry(&row, res, set)
 	if row.Backend == "" {
 		warns = append(warns, "backend unknown (no backend= in the names, no \"backend:\" line, no --backend)")
 	}
@@ -211,10 +234,31 @@ func benchRow(res *benchfmt.Result, defaults map[string]string) (*results.Row, [
 	} else if row.Bytes > 0 && row.Seconds > 0 {
 		row.GBps = float64(row.Bytes) / row.Seconds / 1e9
 	}
+	if v, found := res.Value("flop/op"); found && !set["flops"] {
+		row.Extra["flops"] = results.FormatValue(v)
+	}
 	if v, found := res.Value("TFLOP/s"); found && !set["tflops"] {
 		row.Extra["tflops"] = results.FormatValue(v)
 	}
 	return &row, warns
+}
+
+// blockGeometry fills the blocks and bytes of a row with a prefix from
+// the "block_tokens" and "block_bytes" configuration lines of
+// BenchmarkTiers, as a sweep fills them: bytes only for a tier that
+// moves them (one with a layout).
+func blockGeometry(row *results.Row, res *benchfmt.Result, set map[string]bool) {
+	bt, err1 := strconv.ParseInt(string(res.GetConfig("block_tokens")), 10, 64)
+	bb, err2 := strconv.ParseInt(string(res.GetConfig("block_bytes")), 10, 64)
+	if err1 != nil || err2 != nil || bt <= 0 || bb <= 0 || row.PrefixTokens <= 0 {
+		return
+	}
+	if !set["blocks"] {
+		row.Blocks = (row.PrefixTokens + bt - 1) / bt
+	}
+	if !set["bytes"] && row.Layout != "" {
+		row.Bytes = row.Blocks * bb
+	}
 }
 
 // value returns the value in unit, taken from the untidied origUnit

@@ -6,8 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
+	"github.com/kvtier/kvtier/harness/sweep"
+	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
@@ -16,7 +22,7 @@ import (
 // bench2csvOptions are the flags and arguments of kvtier bench2csv.
 type bench2csvOptions struct {
 	In        string // file or "-" for stdin
-	Out       string // file or "" for stdout
+	Out       string // results directory, a file (deprecated: a name ending in .csv) or "" for stdout
 	Backend   string // backend column where the input does not say
 	Transport string
 	Model     string
@@ -36,9 +42,9 @@ func runBench2CSV(ctx context.Context, stdout, stderr io.Writer, args []string) 
 }
 
 func bench2csv(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("bench2csv", "usage: kvtier bench2csv [--out FILE] [FILE|-]\n\nTurns `go test -bench` output into sweep.csv rows (suite \"bench\"):\nkey=value parts of sub-benchmark names become columns, sec/op seconds,\nMB/s gbps.", stderr)
+	fs := newFlagSet("bench2csv", "usage: kvtier bench2csv [--out DIR] [FILE|-]\n\nTurns `go test -bench ./bench` output into kvtier results (suite \"bench\"):\nBenchmarkTiers into DIR/sweep.csv, BenchmarkTransfer into DIR/transfer.csv,\nwhich kvtier report, plot and compare read as a sweep's and a transfer's.\nkey=value parts of the names and the configuration lines the benchmarks\nprint (backend:, model:, path:, ...) become columns, sec/op seconds, MB/s\ngbps. Without --out the sweep's CSV goes to stdout.", stderr)
 	o := bench2csvOptions{In: "-"}
-	fs.StringVarP(&o.Out, "out", "o", "", "write the CSV here instead of stdout")
+	fs.StringVarP(&o.Out, "out", "o", "", "results directory to write sweep.csv and transfer.csv into (created; a name ending in .csv, one file, is deprecated)")
 	fs.StringVar(&o.Backend, "backend", "", "backend column (host, cuda) where the names and config lines do not say")
 	fs.StringVar(&o.Transport, "transport", "", "transport column where the names and config lines do not say")
 	fs.StringVar(&o.Model, "model", "", "model column where the names and config lines do not say")
@@ -55,8 +61,13 @@ func bench2csv(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, a
 	if err := o.Validate(); err != nil {
 		return usageErr(stderr, "bench2csv", err)
 	}
-	if o.Out != "" {
+	if strings.HasSuffix(o.Out, ".csv") {
+		fmt.Fprintf(stderr, "kvtier bench2csv: --out %s: a file is deprecated; give a directory (sweep.csv and transfer.csv are written into it)\n", o.Out)
 		if err := checkFileDir(o.Out); err != nil {
+			return usageErr(stderr, "bench2csv", option.Wrap("out", err))
+		}
+	} else if o.Out != "" {
+		if err := checkOutDir(o.Out); err != nil {
 			return usageErr(stderr, "bench2csv", option.Wrap("out", err))
 		}
 	}
@@ -79,38 +90,25 @@ type writeError struct{ error }
 func (e writeError) Unwrap() error { return e.error }
 
 // convertBench converts the benchmark output in as it reads it: to
-// stdout row by row, or into out whole or not at all. Nothing but a
-// repetition count per benchmark name is kept, so an endless stream is
-// converted in bounded memory.
+// stdout row by row, into the file out (deprecated: a name ending in
+// .csv), or into the directory out as sweep.csv and transfer.csv, each
+// whole or not at all. Nothing but a repetition count per benchmark name
+// is kept, so an endless stream is converted in bounded memory.
 func convertBench(ctx context.Context, in io.Reader, name string, defaults map[string]string, out string, stdout, stderr io.Writer) int {
-	rows := 0
+	var counts map[string]int
 	var warns []string
-	convert := func(w io.Writer) error {
-		rw, err := report.NewRowWriter(w, report.SweepHeader())
-		if err != nil {
-			return writeError{err}
-		}
-		var serr error
-		warns, serr = report.ScanBench(in, name, defaults, func(r results.Row) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := rw.Write(r); err != nil {
-				return writeError{err}
-			}
-			rows++
-			return nil
-		})
-		if err := rw.Flush(); err != nil && serr == nil {
-			serr = writeError{err}
-		}
-		return serr
-	}
 	var err error
-	if out == "" {
-		err = convert(stdout)
-	} else {
-		err = results.WriteFile(out, convert)
+	switch {
+	case out == "":
+		counts, warns, err = convertOne(ctx, in, name, defaults, stdout)
+	case strings.HasSuffix(out, ".csv"):
+		err = results.WriteFile(out, func(w io.Writer) error {
+			var err error
+			counts, warns, err = convertOne(ctx, in, name, defaults, w)
+			return err
+		})
+	default:
+		counts, warns, err = convertDir(ctx, in, name, defaults, out)
 	}
 	for _, w := range warns {
 		fmt.Fprintf(stderr, "kvtier bench2csv: warning: %s\n", w)
@@ -126,8 +124,90 @@ func convertBench(ctx context.Context, in io.Reader, name string, defaults map[s
 	case err != nil:
 		return usageErr(stderr, "bench2csv", err)
 	}
-	if out != "" {
-		fmt.Fprintf(stderr, "kvtier bench2csv: %d rows to %s\n", rows, out)
+	for _, f := range slices.Sorted(maps.Keys(counts)) {
+		if out != "" {
+			fmt.Fprintf(stderr, "kvtier bench2csv: %d rows to %s\n", counts[f], f)
+		}
 	}
 	return exitOK
+}
+
+// convertOne writes the rows of one file, the sweep's, to w; a row of
+// another file (BenchmarkTransfer's) needs --out DIR.
+func convertOne(ctx context.Context, in io.Reader, name string, defaults map[string]string, w io.Writer) (map[string]int, []string, error) {
+	rw, err := report.NewRowWriter(w, report.SweepHeader())
+	if err != nil {
+		return nil, nil, writeError{err}
+	}
+	n := 0
+	warns, err := report.ScanBenchFiles(in, name, defaults, func(f results.File, r results.Row) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if f.Name != sweep.File {
+			return option.Errorf("out", "the input holds rows of %s: give --out DIR", f.Name)
+		}
+		if err := rw.Write(r); err != nil {
+			return writeError{err}
+		}
+		n++
+		return nil
+	})
+	if ferr := rw.Flush(); ferr != nil && err == nil {
+		err = writeError{ferr}
+	}
+	return map[string]int{"": n}, warns, err
+}
+
+// convertDir writes sweep.csv and transfer.csv into dir, each whole or not
+// at all; a file no row went into is not left behind.
+func convertDir(ctx context.Context, in io.Reader, name string, defaults map[string]string, dir string) (map[string]int, []string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, option.Wrap("out", err)
+	}
+	counts := map[string]int{}
+	var warns []string
+	sweepPath, transferPath := filepath.Join(dir, sweep.File), filepath.Join(dir, transfer.File)
+	err := results.WriteFile(sweepPath, func(ws io.Writer) error {
+		return results.WriteFile(transferPath, func(wt io.Writer) error {
+			writers := map[string]*report.RowWriter{}
+			outs := map[string]io.Writer{sweep.File: ws, transfer.File: wt}
+			var err error
+			warns, err = report.ScanBenchFiles(in, name, defaults, func(f results.File, r results.Row) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				rw := writers[f.Name]
+				if rw == nil {
+					var err error
+					if rw, err = report.NewRowWriter(outs[f.Name], f.Header()); err != nil {
+						return writeError{err}
+					}
+					writers[f.Name] = rw
+				}
+				counts[filepath.Join(dir, f.Name)]++
+				return writeRow(rw, r)
+			})
+			for _, rw := range writers {
+				if ferr := rw.Flush(); ferr != nil && err == nil {
+					err = writeError{ferr}
+				}
+			}
+			return err
+		})
+	})
+	for _, p := range []string{sweepPath, transferPath} {
+		if counts[p] == 0 && err == nil {
+			os.Remove(p)
+		}
+	}
+	return counts, warns, err
+}
+
+// writeRow writes r, a failure being a writeError.
+func writeRow(rw *report.RowWriter, r results.Row) error {
+	if err := rw.Write(r); err != nil {
+		return writeError{err}
+	}
+	return nil
 }

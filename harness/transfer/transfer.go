@@ -128,6 +128,13 @@ type Target struct {
 	Line   float64 // Gb/s, 0 unknown
 }
 
+// Dial connects to the peer at addr ("" starts an embedded loopback
+// peer) and labels it as Run does: its path intra, inter or loopback.
+// done closes the connection and the embedded peer.
+func (r *Measurer) Dial(ctx context.Context, addr string) (t *Target, done func(), err error) {
+	return r.dial(ctx, addr)
+}
+
 // dial connects to addr, starting an embedded peer for "".
 func (r *Measurer) dial(ctx context.Context, addr string) (*Target, func(), error) {
 	t := &Target{Name: addr, Path: r.o.Path}

@@ -135,10 +135,7 @@ func convertBench(ctx context.Context, in io.Reader, name string, defaults map[s
 // convertOne writes the rows of one file, the sweep's, to w; a row of
 // another file (BenchmarkTransfer's) needs --out DIR.
 func convertOne(ctx context.Context, in io.Reader, name string, defaults map[string]string, w io.Writer) (map[string]int, []string, error) {
-	rw, err := report.NewRowWriter(w, report.SweepHeader())
-	if err != nil {
-		return nil, nil, writeError{err}
-	}
+	var rw *report.RowWriter
 	n := 0
 	warns, err := report.ScanBenchFiles(in, name, defaults, func(f results.File, r results.Row) error {
 		if err := ctx.Err(); err != nil {
@@ -147,12 +144,18 @@ func convertOne(ctx context.Context, in io.Reader, name string, defaults map[str
 		if f.Name != sweep.File {
 			return option.Errorf("out", "the input holds rows of %s: give --out DIR", f.Name)
 		}
-		if err := rw.Write(r); err != nil {
-			return writeError{err}
+		if rw == nil {
+			var err error
+			if rw, err = report.NewRowWriter(w, report.SweepHeader()); err != nil {
+				return writeError{err}
+			}
 		}
 		n++
-		return nil
+		return writeRow(rw, r)
 	})
+	if rw == nil {
+		return nil, warns, err
+	}
 	if ferr := rw.Flush(); ferr != nil && err == nil {
 		err = writeError{ferr}
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/kvtier/kvtier/pattern"
 )
 
-// A File is a data file open for reads, with O_DIRECT or through the
-// page cache.
+// A File is a data file open for reads (or, by OpenWrite, writes), with
+// O_DIRECT or through the page cache.
 type File struct {
 	Path   string
 	Direct bool // opened with O_DIRECT
@@ -21,8 +21,10 @@ type File struct {
 }
 
 // Open opens path for reading, with O_DIRECT when direct.
-func Open(path string, direct bool) (*File, error) {
-	flags := os.O_RDONLY
+func Open(path string, direct bool) (*File, error) { return open(path, os.O_RDONLY, direct) }
+
+// open opens path with flags, adding O_DIRECT when direct.
+func open(path string, flags int, direct bool) (*File, error) {
 	if direct {
 		flags |= unix.O_DIRECT
 	}

@@ -142,20 +142,25 @@ func (r *ringReader) Read(ctx context.Context, f *File, plan []kv.Copy) error {
 	return nil
 }
 
-// add appends the requests of copy c.
-func (r *ringReader) add(c kv.Copy) error {
-	if c.Bytes <= 0 || c.Dst < 0 || c.Src < 0 || c.Dst+c.Bytes > int64(len(r.dst)) {
-		return fmt.Errorf("diskio: read of %d bytes to %d outside a buffer of %d", c.Bytes, c.Dst, len(r.dst))
+// add appends the requests of copy c, a read of c.Bytes from file
+// offset c.Src to buffer offset c.Dst.
+func (r *ringReader) add(c kv.Copy) error { return r.addRange("read", c.Src, c.Dst, c.Bytes) }
+
+// addRange appends the requests that move n bytes between file offset
+// file and buffer offset mem, split where a registered buffer ends.
+func (r *ringReader) addRange(op string, file, mem, n int64) error {
+	if n <= 0 || mem < 0 || file < 0 || mem+n > int64(len(r.dst)) {
+		return fmt.Errorf("diskio: %s of %d bytes at %d outside a buffer of %d", op, n, mem, len(r.dst))
 	}
-	for c.Bytes > 0 {
-		n := min(c.Bytes, r.region-c.Dst%r.region)
+	for n > 0 {
+		k := min(n, r.region-mem%r.region)
 		buf := int32(-1)
 		if r.fixed {
-			buf = int32(c.Dst / r.region)
+			buf = int32(mem / r.region)
 		}
-		addr := uintptr(unsafe.Pointer(&r.dst[c.Dst]))
-		r.reqs = append(r.reqs, uring.Req{Off: uint64(c.Src), Addr: addr, Len: uint32(n), Buf: buf})
-		c.Src, c.Dst, c.Bytes = c.Src+n, c.Dst+n, c.Bytes-n
+		addr := uintptr(unsafe.Pointer(&r.dst[mem]))
+		r.reqs = append(r.reqs, uring.Req{Off: uint64(file), Addr: addr, Len: uint32(k), Buf: buf})
+		file, mem, n = file+k, mem+k, n-k
 	}
 	return nil
 }

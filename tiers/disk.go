@@ -26,16 +26,21 @@ import (
 func init() {
 	Register(Spec{
 		Name:    "disk",
-		Summary: "read of the prefix's blocks from a file on a local disk (O_DIRECT by io_uring or pread, or cuFile into GPU memory) into the working pool",
+		Summary: "read of the prefix's blocks from a file on a local disk (O_DIRECT by io_uring or pread, or cuFile into GPU memory) into the working pool; store: the writes, with or without fdatasync",
 		Order:   3, // after remote, before recompute
 		Moves:   true,
 		Timing:  Blocking,
 		New: func(env Env) Tier {
 			o := OptionsOf(env, NewDiskOptions)
-			return &diskTier{env: env, opts: *o, v: o.variant(), newReader: diskio.NewReader, write: diskio.Write}
+			v := o.variant()
+			if env.stores() && v.sync == "" {
+				v.sync = SyncNone
+			}
+			return &diskTier{env: env, opts: *o, v: v, newReader: diskio.NewReader, write: diskio.Write}
 		},
 		NewOptions: func() Options { return NewDiskOptions() },
-		Columns:    []string{"iodepth", "fixed_bufs", "disk", "disk_fs"},
+		Columns:    []string{"iodepth", "fixed_bufs", "disk", "disk_fs", "sync"},
+		Directions: []Direction{Load, Store},
 	})
 }
 
@@ -50,6 +55,9 @@ type DiskOptions struct {
 	// DRAM measured on purpose, labelled pagecache.
 	Cached bool
 	Max    string // the most bytes the file may take, e.g. 4GiB; "" no limit but free space
+	// Sync is what a store waits for, comma-separated: none (the writes
+	// complete) and fdatasync (they are durable).
+	Sync string
 
 	one *diskVariant // set on the options of one variant
 }
@@ -58,19 +66,33 @@ type DiskOptions struct {
 type diskVariant struct {
 	io     string
 	cached bool
+	sync   string // a store's: SyncNone or SyncData; "" for a load
 }
 
 func (v diskVariant) name() string {
-	if v.cached {
-		return v.io + "-cached"
+	n := v.io
+	if v.sync != "" && v.io == diskio.Pread {
+		n = diskio.Pwrite
 	}
-	return v.io
+	if v.cached {
+		n += "-cached"
+	}
+	if v.sync == SyncData {
+		n += "+" + SyncData
+	}
+	return n
 }
+
+// What a disk store waits for (--sync).
+const (
+	SyncNone = "none"      // until the writes complete
+	SyncData = "fdatasync" // until they are durable
+)
 
 // NewDiskOptions returns the disk tier's defaults: its file in the
 // results directory, io_uring, pread and cuFile at queue depth 32.
 func NewDiskOptions() *DiskOptions {
-	return &DiskOptions{IO: "uring,pread,cufile", IODepth: 32}
+	return &DiskOptions{IO: "uring,pread,cufile", IODepth: 32, Sync: SyncNone + "," + SyncData}
 }
 
 // Fields declares disk-dir, io, iodepth, cached and disk-max.
@@ -81,15 +103,27 @@ func (o *DiskOptions) Fields() []option.Field {
 		{Name: "iodepth", Ptr: &o.IODepth, Usage: "disk tier: reads in flight (io_uring) or cuFile readers"},
 		{Name: "cached", Ptr: &o.Cached, Usage: "disk tier: also read through the page cache (DRAM, on purpose; rows say pagecache)"},
 		{Name: "disk-max", Ptr: &o.Max, Usage: "disk tier: the most its file may take, e.g. 4GiB; larger prefixes are skipped (default: 90% of free space)"},
+		{Name: "sync", Ptr: &o.Sync, Usage: "disk tier stores: what a sample waits for, none (the writes complete) and/or fdatasync (they are durable)"},
 	}
 }
 
 // ioModes are the values of --io.
 var ioModes = []string{diskio.Uring, diskio.Pread, diskio.CUFile}
 
-func (o *DiskOptions) modes() []string {
+func (o *DiskOptions) modes() []string { return splitList(o.IO) }
+
+// syncs are the values of --sync; none when it is empty.
+func (o *DiskOptions) syncs() []string {
+	if s := splitList(o.Sync); len(s) > 0 {
+		return s
+	}
+	return []string{SyncNone}
+}
+
+// splitList splits a comma-separated list, trimmed, each value once.
+func splitList(s string) []string {
 	var ms []string
-	for m := range strings.SplitSeq(o.IO, ",") {
+	for m := range strings.SplitSeq(s, ",") {
 		if m = strings.TrimSpace(m); m != "" && !slices.Contains(ms, m) {
 			ms = append(ms, m)
 		}
@@ -106,6 +140,11 @@ func (o *DiskOptions) Validate() error {
 	for _, m := range o.modes() {
 		if !slices.Contains(ioModes, m) {
 			errs = append(errs, option.Errorf("io", "unknown I/O mode %q (want uring, pread or cufile)", m))
+		}
+	}
+	for _, m := range o.syncs() {
+		if m != SyncNone && m != SyncData {
+			errs = append(errs, option.Errorf("sync", "unknown value %q (want none or fdatasync)", m))
 		}
 	}
 	errs = append(errs, option.Range("iodepth", o.IODepth, 1, 4096))
@@ -136,17 +175,28 @@ func (o *DiskOptions) maxBytes() (int64, error) {
 // Settings records the disk tier's options.
 func (o *DiskOptions) Settings() map[string]string {
 	return map[string]string{"disk_dir": o.Dir, "io": o.IO, "iodepth": strconv.Itoa(o.IODepth),
-		"cached": strconv.FormatBool(o.Cached), "disk_max": o.Max}
+		"cached": strconv.FormatBool(o.Cached), "disk_max": o.Max, "sync": o.Sync}
 }
 
-// Variants are one configuration per I/O mode, and with Cached one more
-// through the page cache for each of io_uring and pread.
-func (o *DiskOptions) Variants() []Variant {
+// Variants are the configurations of a load: VariantsFor(Load).
+func (o *DiskOptions) Variants() []Variant { return o.VariantsFor(Load) }
+
+// VariantsFor are one configuration per I/O mode, and with Cached one
+// more through the page cache for each of io_uring and pread; a store
+// has each once per --sync value.
+func (o *DiskOptions) VariantsFor(d Direction) []Variant {
 	var vs []Variant
+	syncs := []string{""}
+	if d == Store {
+		syncs = o.syncs()
+	}
 	add := func(v diskVariant) {
-		c := *o
-		c.one = &v
-		vs = append(vs, Variant{Name: v.name(), Options: &c})
+		for _, s := range syncs {
+			c, one := *o, v
+			one.sync = s
+			c.one = &one
+			vs = append(vs, Variant{Name: one.name(), Options: &c})
+		}
 	}
 	for _, m := range o.modes() {
 		add(diskVariant{io: m})
@@ -217,6 +267,15 @@ type diskTier struct {
 	dst    Buffer
 	bounce Buffer
 	push   func([]kv.Copy) error // upload from the bounce buffer; nil without one
+
+	// A store's: the writes (the plan turned around: Src in the working
+	// pool, Dst in the file), the writer, the download of the working
+	// pool into the bounce buffer (nil without one) and a descriptor
+	// through the page cache for scrubbing and reading back.
+	wplan  []kv.Copy
+	writer diskio.Writer
+	pull   func([]kv.Copy) error
+	back   *os.File
 }
 
 // lbsUnknown is the O_DIRECT alignment assumed where sysfs does not say.
@@ -236,6 +295,12 @@ func (t *diskTier) Available() string {
 		}
 		if cb := t.env.Geometry.ChunkBytes(t.env.Layout); cb%int64(lbs) != 0 {
 			return fmt.Sprintf("chunks of %d bytes are not a multiple of the disk's %d-byte logical block: O_DIRECT cannot read them (--cached reads through the page cache)", cb, lbs)
+		}
+	}
+	switch t.v.io {
+	case diskio.CUFile:
+		if t.env.stores() {
+			return cufileStoreReason
 		}
 	}
 	switch t.v.io {
@@ -347,7 +412,15 @@ func (t *diskTier) written() int64 {
 	return 0
 }
 
-func (t *diskTier) fileKey() string { return fmt.Sprintf("disk:%s:%d", t.dir, t.env.Seed) }
+// fileKey names the run's file in Env.Shared: a load's (the pattern the
+// reads verify against) and a store's (written over by every store) are
+// two files.
+func (t *diskTier) fileKey() string {
+	if t.env.stores() {
+		return fmt.Sprintf("disk-store:%s:%d", t.dir, t.env.Seed)
+	}
+	return fmt.Sprintf("disk:%s:%d", t.dir, t.env.Seed)
+}
 
 // SetupBytes is the host memory Setup takes: the working pool on the
 // host backend, the pinned bounce buffer on a GPU (not for cuFile), and
@@ -383,6 +456,9 @@ func (t *diskTier) Setup(ctx context.Context, maxBlocks int) error {
 	}
 	if err := t.setupFile(ctx); err != nil {
 		return err
+	}
+	if t.env.stores() {
+		return t.setupStore(ctx, dstPool.Size())
 	}
 	if err := t.setupDest(dstPool.Size()); err != nil {
 		return err
@@ -428,7 +504,7 @@ func (t *diskTier) setupPlan(maxBlocks int) (kv.Pool, error) {
 // setupFile gets the run's file (or one of the tier's own), writes what
 // it lacks and opens it.
 func (t *diskTier) setupFile(ctx context.Context) error {
-	mk := func() (*diskFile, error) { return newDiskFile(t.dir, t.env.Seed, t.env.Log, t.disk, t.fs) }
+	mk := func() (*diskFile, error) { return newDiskFile(t.dir, t.fileSeed(), t.env.Log, t.disk, t.fs) }
 	if t.env.Shared != nil {
 		v, err := t.env.Shared.Get(t.fileKey(), func() (io.Closer, error) { return mk() })
 		if err != nil {
@@ -446,7 +522,11 @@ func (t *diskTier) setupFile(ctx context.Context) error {
 	if err := t.file.ensure(ctx, t.fileSize, t.write); err != nil {
 		return fmt.Errorf("disk: %w", err)
 	}
-	f, err := diskio.Open(t.file.path, !t.v.cached)
+	open := diskio.Open
+	if t.env.stores() {
+		open = diskio.OpenWrite
+	}
+	f, err := open(t.file.path, !t.v.cached)
 	if err != nil {
 		return fmt.Errorf("disk: %w", err)
 	}
@@ -520,15 +600,19 @@ func (t *diskTier) Prepare(p Prefix) error {
 	if err := t.f.Check(t.fileSize); err != nil {
 		return fmt.Errorf("disk: %w", err)
 	}
-	if t.v.cached {
+	if t.v.cached && !t.env.stores() {
 		return nil
 	}
+	// A store starts with no dirty page of an earlier one left to write.
 	return t.f.DropCache()
 }
 
 // Fetch reads the first p.Blocks blocks into the working pool; on the
 // bounce path it returns once they are uploaded to GPU memory.
 func (t *diskTier) Fetch(ctx context.Context, p Prefix) error {
+	if t.env.stores() {
+		return t.store(ctx, p)
+	}
 	reads, filled, err := t.reads(p)
 	if err != nil {
 		return err
@@ -550,6 +634,9 @@ func (t *diskTier) Fetch(ctx context.Context, p Prefix) error {
 // Scrub overwrites what a fetch of p fills, in the working pool and in
 // the bounce buffer.
 func (t *diskTier) Scrub(p Prefix) error {
+	if t.env.stores() {
+		return t.scrubStore(p)
+	}
 	_, filled, err := t.reads(p)
 	if err != nil {
 		return err
@@ -570,6 +657,9 @@ func (t *diskTier) Verify(p Prefix) error {
 	reads, _, err := t.reads(p)
 	if err != nil {
 		return err
+	}
+	if t.env.stores() {
+		return t.verifyStore(reads)
 	}
 	per := t.perBlock
 	if t.env.Copy == Contiguous {
@@ -615,6 +705,9 @@ func (t *diskTier) Attrs() map[string]string {
 	case t.v.io == diskio.Pread:
 		a["iodepth"] = "1"
 	}
+	if t.env.stores() {
+		t.storeAttrs(a)
+	}
 	return a
 }
 
@@ -626,6 +719,9 @@ func (t *diskTier) Work(p Prefix) float64 { return 0 }
 func (t *diskTier) Close() error {
 	var errs []error
 	closeOnce(&errs, &t.reader)
+	closeOnce(&errs, &t.writer)
+	closeOnce(&errs, &t.back)
+	t.pull = nil
 	closeOnce(&errs, &t.gds)
 	closeOnce(&errs, &t.f)
 	closeOnce(&errs, &t.dst, &t.bounce)

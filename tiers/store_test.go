@@ -120,6 +120,22 @@ func TestStoreCUDABackend(t *testing.T) {
 			})
 		}
 	}
+	// The disk tier's store from GPU memory goes through a pinned bounce
+	// buffer, downloaded inside the sample.
+	for _, mode := range tiers.CopyModes() {
+		t.Run("disk/"+string(mode), func(t *testing.T) {
+			o := tiers.NewDiskOptions()
+			o.IO, o.Sync = "uring", tiers.SyncData
+			g := storeGeometry()
+			g.HeadDim = 64 // 4 KiB chunks, which O_DIRECT writes on any disk
+			env := tiers.Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: mode, Seed: 9, Scratch: t.TempDir(),
+				Options: o.VariantsFor(tiers.Store)[0].Options}
+			a := storeRoundTrip(t, "disk", env)
+			if a["path"] != "o_direct+bounce" || a["sync"] != "fdatasync" || a["dst_mem"] != "disk" {
+				t.Errorf("Attrs = %v", a)
+			}
+		})
+	}
 }
 
 func TestRecomputeHasNothingToStore(t *testing.T) {

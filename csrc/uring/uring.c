@@ -139,13 +139,17 @@ int kv_uring_register(kv_uring *r, const struct iovec *iov, unsigned n, kv_uring
 	return 0;
 }
 
-/* prep places request i in the next submission entry. */
-static void prep(kv_uring *r, int fd, const kv_uring_req *q, long i)
+/* prep places request i in the next submission entry: a read, or a
+ * write when write is set. */
+static void prep(kv_uring *r, int fd, const kv_uring_req *q, long i, int write)
 {
 	unsigned idx = r->sq_local_tail & *r->sq_mask;
 	struct io_uring_sqe *s = &r->sqes[idx];
 	memset(s, 0, sizeof *s);
-	s->opcode = q->buf >= 0 ? IORING_OP_READ_FIXED : IORING_OP_READ;
+	if (write)
+		s->opcode = q->buf >= 0 ? IORING_OP_WRITE_FIXED : IORING_OP_WRITE;
+	else
+		s->opcode = q->buf >= 0 ? IORING_OP_READ_FIXED : IORING_OP_READ;
 	s->fd = fd;
 	s->off = q->off;
 	s->addr = q->addr;
@@ -159,7 +163,7 @@ static void prep(kv_uring *r, int fd, const kv_uring_req *q, long i)
 
 /* reap consumes every completion queued, recording the first failure in
  * e; it returns how many it consumed. */
-static long reap(kv_uring *r, const kv_uring_req *req, kv_uring_err *e, int *failed)
+static long reap(kv_uring *r, const kv_uring_req *req, const char *op, kv_uring_err *e, int *failed)
 {
 	unsigned head = *r->cq_head;
 	unsigned tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
@@ -170,11 +174,11 @@ static long reap(kv_uring *r, const kv_uring_req *req, kv_uring_err *e, int *fai
 		if (*failed)
 			continue;
 		if (c->res < 0) {
-			fail(e, "read", -c->res);
+			fail(e, op, -c->res);
 			e->index = i;
 			*failed = 1;
 		} else if ((uint32_t)c->res != req[i].len) {
-			fail(e, "read", KV_URING_SHORT);
+			fail(e, op, KV_URING_SHORT);
 			e->index = i;
 			e->res = c->res;
 			*failed = 1;
@@ -184,15 +188,17 @@ static long reap(kv_uring *r, const kv_uring_req *req, kv_uring_err *e, int *fai
 	return n;
 }
 
-int kv_uring_read(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned depth, kv_uring_err *e)
+/* rw runs the n requests as reads or (write set) writes; see kv_uring_read. */
+static int rw(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned depth, int write, kv_uring_err *e)
 {
+	const char *op = write ? "write" : "read";
 	if (depth == 0 || depth > r->sq_entries)
 		depth = r->sq_entries;
 	long placed = 0, done = 0;
 	int failed = 0;
 	while (done < placed || (!failed && placed < n)) {
 		while (!failed && placed < n && placed - done < (long)depth)
-			prep(r, fd, &req[placed], placed), placed++;
+			prep(r, fd, &req[placed], placed, write), placed++;
 		__atomic_store_n(r->sq_tail, r->sq_local_tail, __ATOMIC_RELEASE);
 		unsigned pending = r->sq_local_tail - __atomic_load_n(r->sq_head, __ATOMIC_ACQUIRE);
 		if (sys_enter(r->fd, pending, 1, IORING_ENTER_GETEVENTS) < 0 && errno != EINTR) {
@@ -201,9 +207,19 @@ int kv_uring_read(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned
 				fail(e, "io_uring_enter", err);
 			return -1;
 		}
-		done += reap(r, req, e, &failed);
+		done += reap(r, req, op, e, &failed);
 	}
 	return failed ? -1 : 0;
+}
+
+int kv_uring_read(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned depth, kv_uring_err *e)
+{
+	return rw(r, fd, req, n, depth, 0, e);
+}
+
+int kv_uring_write(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned depth, kv_uring_err *e)
+{
+	return rw(r, fd, req, n, depth, 1, e);
 }
 
 void kv_uring_close(kv_uring *r)

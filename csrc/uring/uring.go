@@ -19,7 +19,8 @@ import (
 )
 
 // A Req is one read: Len bytes at file offset Off into the memory at
-// Addr, which must stay mapped until Read returns. Buf is the index of
+// Addr, which must stay mapped until Read returns (or one write, of Len
+// bytes from Addr to Off). Buf is the index of
 // the registered buffer holding [Addr, Addr+Len), or -1.
 type Req struct {
 	Off  uint64
@@ -48,9 +49,9 @@ type Error struct {
 func (e *Error) Error() string {
 	switch {
 	case e.Short:
-		return fmt.Sprintf("io_uring read %d: short read of %d bytes", e.Index, e.Got)
-	case e.Op == "read":
-		return fmt.Sprintf("io_uring read %d: %v", e.Index, e.Errno)
+		return fmt.Sprintf("io_uring %s %d: short %s of %d bytes", e.Op, e.Index, e.Op, e.Got)
+	case e.Op == "read" || e.Op == "write":
+		return fmt.Sprintf("io_uring %s %d: %v", e.Op, e.Index, e.Errno)
 	}
 	return fmt.Sprintf("%s: %v", e.Op, e.Errno)
 }
@@ -142,6 +143,23 @@ func (r *Ring) Read(fd int, reqs []Req, depth int) error {
 	var e C.kv_uring_err
 	p := (*C.kv_uring_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
 	if C.kv_uring_read(r.r, C.int(fd), p, C.long(len(reqs)), C.uint(max(depth, 1)), &e) != 0 {
+		return newError(&e)
+	}
+	return nil
+}
+
+// Write writes every request of reqs to fd (Len bytes from Addr to file
+// offset Off) with up to depth in flight, as Read reads them.
+func (r *Ring) Write(fd int, reqs []Req, depth int) error {
+	if r.r == nil {
+		return errors.New("uring: ring is closed")
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	var e C.kv_uring_err
+	p := (*C.kv_uring_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
+	if C.kv_uring_write(r.r, C.int(fd), p, C.long(len(reqs)), C.uint(max(depth, 1)), &e) != 0 {
 		return newError(&e)
 	}
 	return nil

@@ -17,14 +17,14 @@
 typedef struct kv_uring kv_uring;
 
 enum {
-	/* kv_uring_err.code of a read that returned fewer bytes than asked
+	/* kv_uring_err.code of a read (or write) that moved fewer bytes than asked
 	 * (the file was truncated under the reader); other codes are errnos. */
 	KV_URING_SHORT = -1,
 };
 
 /* A kv_uring_err says which step failed and how. */
 typedef struct {
-	const char *op; /* "io_uring_setup", "mmap", "io_uring_register", "io_uring_enter", "read" */
+	const char *op; /* "io_uring_setup", "mmap", "io_uring_register", "io_uring_enter", "read", "write" */
 	int code;       /* errno, or KV_URING_SHORT */
 	long index;     /* for op "read": the request that failed; -1 else */
 	long long res;  /* for a short read: the bytes it returned */
@@ -62,6 +62,11 @@ int kv_uring_register(kv_uring *r, const struct iovec *iov, unsigned n, kv_uring
  * kernel refuses io_uring_enter itself (op "io_uring_enter"), after which
  * the ring must be closed. */
 int kv_uring_read(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned depth, kv_uring_err *e);
+
+/* kv_uring_write is kv_uring_read writing: each request writes len bytes
+ * at addr to file offset off (WRITE_FIXED from a registered buffer); a
+ * failure names op "write", a short write is KV_URING_SHORT. */
+int kv_uring_write(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned depth, kv_uring_err *e);
 
 /* kv_uring_close unmaps and closes the ring. */
 void kv_uring_close(kv_uring *r);

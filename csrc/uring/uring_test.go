@@ -153,3 +153,63 @@ func TestBadArguments(t *testing.T) {
 		t.Error("read on a closed ring succeeded")
 	}
 }
+
+// TestWriteMatchesPwrite writes scattered pieces of a buffer, registered
+// and not, to scattered file offsets and reads every range back.
+func TestWriteMatchesPwrite(t *testing.T) {
+	t.Parallel()
+	const chunk, chunks = 4096, 200
+	for _, tc := range []struct {
+		name       string
+		depth      int
+		registered bool
+	}{
+		{"depth1", 1, false}, {"depth32-fixed", 32, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, _ := dataFile(t, chunk*chunks*2)
+			wf, err := os.OpenFile(f.Name(), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wf.Close()
+			r := open(t, 64)
+			buf := disktest.Buffer(t, chunk*chunks)
+			rng := rand.New(rand.NewPCG(5, uint64(tc.depth)))
+			for i := range buf {
+				buf[i] = byte(rng.Uint32())
+			}
+			bufIdx := int32(-1)
+			if tc.registered {
+				if err := r.Register([][]byte{buf}); err != nil {
+					t.Fatal(err)
+				}
+				bufIdx = 0
+			}
+			dst := rng.Perm(chunks * 2)[:chunks]
+			reqs := make([]Req, chunks)
+			for i := range reqs {
+				reqs[i] = Req{Off: uint64(dst[i] * chunk), Addr: uintptr(unsafe.Pointer(&buf[i*chunk])), Len: chunk, Buf: bufIdx}
+			}
+			if err := r.Write(int(wf.Fd()), reqs, tc.depth); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, chunk)
+			for i := range reqs {
+				if _, err := f.ReadAt(got, int64(dst[i]*chunk)); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, buf[i*chunk:(i+1)*chunk]) {
+					t.Fatalf("request %d: the file differs from what the ring wrote", i)
+				}
+			}
+			// A write to a read-only descriptor is named.
+			var ue *Error
+			err = r.Write(int(f.Fd()), reqs[:1], 1)
+			if !errors.As(err, &ue) || ue.Op != "write" || ue.Index != 0 || !errors.Is(err, syscall.EBADF) {
+				t.Fatalf("write to a read-only fd: %v, want EBADF on write 0", err)
+			}
+		})
+	}
+}

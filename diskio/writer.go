@@ -1,0 +1,151 @@
+package diskio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kvtier/kvtier/csrc/uring"
+	"github.com/kvtier/kvtier/kv"
+)
+
+// Pwrite is the write counterpart of Pread: one pwrite per chunk, one at
+// a time.
+const Pwrite = "pwrite"
+
+// A Writer writes plans from one host buffer, src, to files: Src of each
+// copy is an offset in src, Dst a file offset (a store's plan is a
+// load's turned around).
+type Writer interface {
+	// Write writes every chunk of plan to f. A chunk that fails, or
+	// writes short (a full disk), ends it with an error naming the
+	// chunk; ctx is checked between batches.
+	Write(ctx context.Context, f *File, plan []kv.Copy) error
+	// Mode is Uring or Pwrite.
+	Mode() string
+	// Depth is the most writes it keeps in flight.
+	Depth() int
+	// Fixed says writes come from registered buffers (io_uring's
+	// WRITE_FIXED).
+	Fixed() bool
+	Close() error
+}
+
+// NewWriter returns a writer of mode (Uring, or Pwrite; Pread is taken
+// for Pwrite, so one --io value names both ways) from src with up to
+// depth writes in flight. src is memory outside the Go heap, as for
+// NewReader.
+func NewWriter(mode string, depth int, src []byte) (Writer, error) {
+	switch mode {
+	case Pwrite, Pread:
+		return &pwriteWriter{src: src}, nil
+	case Uring:
+		r, err := newRingReader(depth, src, uring.MaxBuffer)
+		if err != nil {
+			return nil, err
+		}
+		return &ringWriter{r}, nil
+	}
+	return nil, fmt.Errorf("diskio: unknown mode %q (want %s or %s)", mode, Uring, Pwrite)
+}
+
+// A ringWriter is a ring whose requests write.
+type ringWriter struct{ r *ringReader }
+
+func (w *ringWriter) Mode() string { return Uring }
+func (w *ringWriter) Depth() int   { return w.r.depth }
+func (w *ringWriter) Fixed() bool  { return w.r.fixed }
+func (w *ringWriter) Close() error { return w.r.Close() }
+
+// Write turns the plan into ring requests and submits them a batch per
+// cgo call.
+func (w *ringWriter) Write(ctx context.Context, f *File, plan []kv.Copy) error {
+	r := w.r
+	for i := 0; i < len(plan); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.reqs = r.reqs[:0]
+		for ; i < len(plan) && len(r.reqs) < batch; i++ {
+			c := plan[i]
+			if err := r.addRange("write", c.Dst, c.Src, c.Bytes); err != nil {
+				return err
+			}
+		}
+		if err := r.ring.Write(f.Fd(), r.reqs, r.depth); err != nil {
+			return w.writeErr(f, err)
+		}
+	}
+	return nil
+}
+
+// writeErr names the file offset of the request that failed.
+func (w *ringWriter) writeErr(f *File, err error) error {
+	var ue *uring.Error
+	if errors.As(err, &ue) && ue.Index >= 0 && ue.Index < len(w.r.reqs) {
+		q := w.r.reqs[ue.Index]
+		if ue.Short {
+			return writeErr(f.Path, fmt.Errorf("at offset %d: %d of %d bytes written: %w", q.Off, ue.Got, q.Len, unix.ENOSPC))
+		}
+		return writeErr(f.Path, fmt.Errorf("at offset %d (%d bytes): %w", q.Off, q.Len, err))
+	}
+	return writeErr(f.Path, err)
+}
+
+type pwriteWriter struct {
+	src []byte
+}
+
+func (w *pwriteWriter) Mode() string { return Pwrite }
+func (w *pwriteWriter) Depth() int   { return 1 }
+func (w *pwriteWriter) Fixed() bool  { return false }
+func (w *pwriteWriter) Close() error { return nil }
+
+// Write pwrites every chunk in order; ctx is checked every batch chunks.
+func (w *pwriteWriter) Write(ctx context.Context, f *File, plan []kv.Copy) error {
+	for i, c := range plan {
+		if i%batch == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if c.Bytes <= 0 || c.Dst < 0 || c.Src < 0 || c.Src+c.Bytes > int64(len(w.src)) {
+			return fmt.Errorf("diskio: write of %d bytes from %d outside a buffer of %d", c.Bytes, c.Src, len(w.src))
+		}
+		if err := pwrite(f, w.src[c.Src:c.Src+c.Bytes], c.Dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pwrite writes p to f at off, resuming after a partial write.
+func pwrite(f *File, p []byte, off int64) error {
+	for done := 0; done < len(p); {
+		n, err := unix.Pwrite(f.Fd(), p[done:], off+int64(done))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return writeErr(f.Path, fmt.Errorf("at offset %d (%d bytes): %w", off, len(p), err))
+		case n == 0:
+			return writeErr(f.Path, fmt.Errorf("at offset %d: %d of %d bytes written: %w", off, done, len(p), unix.ENOSPC))
+		}
+		done += n
+	}
+	return nil
+}
+
+// OpenWrite opens path for reading and writing, with O_DIRECT when
+// direct; the file must exist.
+func OpenWrite(path string, direct bool) (*File, error) { return open(path, unix.O_RDWR, direct) }
+
+// Sync makes what was written to f durable (fdatasync).
+func (f *File) Sync() error {
+	if err := unix.Fdatasync(f.Fd()); err != nil {
+		return fmt.Errorf("fdatasync %s: %w", f.Path, err)
+	}
+	return nil
+}

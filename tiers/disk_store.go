@@ -1,0 +1,186 @@
+package tiers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/kvtier/kvtier/diskio"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/pattern"
+)
+
+// The disk tier's store: the working pool holds the pattern and every
+// chunk is written to its slot of a file of the store's own (never the
+// file loads verify against), by io_uring or pwrite, O_DIRECT unless
+// cached; a sample ends when the writes complete (--sync none) or when
+// fdatasync has made them durable (--sync fdatasync). On a GPU the
+// working pool is first copied into a pinned bounce buffer, inside the
+// sample. Verification reads the file back.
+
+// cufileStoreReason is the skipped row of a GPUDirect Storage store.
+const cufileStoreReason = "GPUDirect Storage writes (cuFileWrite) are not measured: the cuFile shim binds cuFileRead only; --io uring,pread measure stores"
+
+// storeSalt makes a store file's initial bytes differ from what a store
+// writes, so that a write that never happened cannot pass verification.
+const storeSalt = 0x73746f7265
+
+// fileSeed is the pattern seed the tier's file is written with.
+func (t *diskTier) fileSeed() uint64 {
+	if t.env.stores() {
+		return t.env.Seed ^ storeSalt
+	}
+	return t.env.Seed
+}
+
+// setupStore fills the working pool with the pattern and sets up the
+// writes, the writer (from the working pool or a bounce buffer) and the
+// descriptor verification reads through.
+func (t *diskTier) setupStore(ctx context.Context, size int64) error {
+	b := t.env.Backend
+	var err error
+	if t.dst, err = b.Alloc(Device, size); err != nil {
+		return fmt.Errorf("disk: working pool: %w", err)
+	}
+	if err := FillPattern(ctx, t.dst, t.env.Seed); err != nil {
+		return fmt.Errorf("disk: working pool: %w", err)
+	}
+	t.wplan = reversed(t.plan)
+	src := t.dst.Host()
+	if src == nil {
+		if t.bounce, t.pull, err = bounceFrom(b, t.dst, t.env.Copy); err != nil {
+			return fmt.Errorf("disk: bounce buffer: %w", err)
+		}
+		src = t.bounce.Host()
+	} else if err := diskio.HugePages(src); err != nil && t.env.Log != nil {
+		fmt.Fprintf(t.env.Log, "kvtier: disk: working pool in 4 KiB pages: %v\n", err)
+	}
+	if t.writer, err = diskio.NewWriter(t.v.io, t.opts.IODepth, src); err != nil {
+		return fmt.Errorf("disk: %w", err)
+	}
+	if t.back, err = os.OpenFile(t.file.path, os.O_RDWR, 0); err != nil {
+		return fmt.Errorf("disk: %w", err)
+	}
+	return nil
+}
+
+// bounceFrom allocates a pinned buffer of b the size of src, for writes
+// that cannot leave from src itself, and returns it with its download: a
+// copy of plan (whose Src and Dst are the same offsets) from src to it
+// in mode (PerCopy where b lacks mode), waited for.
+func bounceFrom(b Backend, src Buffer, mode CopyMode) (Buffer, func(plan []kv.Copy) error, error) {
+	bounce, err := b.Alloc(Pinned, src.Size())
+	if err != nil {
+		return nil, nil, err
+	}
+	if !slices.Contains(b.CopyModes(), mode) {
+		mode = PerCopy
+	}
+	return bounce, func(plan []kv.Copy) error {
+		if err := b.Copy(bounce, src, plan, mode); err != nil {
+			return err
+		}
+		return b.Sync()
+	}, nil
+}
+
+// writes returns the writes of a store of p (a load's reads turned
+// around) and the ranges of the working pool they leave from.
+func (t *diskTier) writes(p Prefix) (writes, from []kv.Copy, err error) {
+	reads, filled, err := t.reads(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.env.Copy == Contiguous {
+		return reversed(reads), filled, nil
+	}
+	return t.wplan[:len(reads)], filled, nil
+}
+
+// store writes the first p.Blocks blocks to the file: downloaded first
+// on the bounce path, made durable after with --sync fdatasync.
+func (t *diskTier) store(ctx context.Context, p Prefix) error {
+	writes, from, err := t.writes(p)
+	if err != nil {
+		return err
+	}
+	if t.pull != nil {
+		if err := t.pull(from); err != nil {
+			return fmt.Errorf("disk: device to bounce buffer: %w", err)
+		}
+	}
+	if err := t.writer.Write(ctx, t.f, writes); err != nil {
+		return err
+	}
+	if t.v.sync == SyncData {
+		return t.f.Sync()
+	}
+	return nil
+}
+
+// scrubStore overwrites what a store of p writes, in the file and in the
+// bounce buffer it leaves from.
+func (t *diskTier) scrubStore(p Prefix) error {
+	writes, from, err := t.writes(p)
+	if err != nil {
+		return err
+	}
+	if t.bounce != nil {
+		if err := ScrubRanges(t.bounce, from); err != nil {
+			return fmt.Errorf("disk: %w", err)
+		}
+	}
+	junk := make([]byte, 0)
+	for _, c := range writes {
+		if int64(len(junk)) < c.Bytes {
+			junk = slices.Repeat([]byte{scrubByte}, int(c.Bytes))
+		}
+		if _, err := t.back.WriteAt(junk[:c.Bytes], c.Dst); err != nil {
+			return fmt.Errorf("disk: scrub: %w", err)
+		}
+	}
+	return nil
+}
+
+// verifyStore reads back every range of the file a store of reads (the
+// load's reads it turned around) wrote and checks it against the
+// working pool's pattern.
+func (t *diskTier) verifyStore(reads []kv.Copy) error {
+	if t.back == nil {
+		return fmt.Errorf("disk: %w", errNotSetUp)
+	}
+	per := t.perBlock
+	if t.env.Copy == Contiguous {
+		per = 1
+	}
+	i, err := checkEach(reads, func(c kv.Copy) error {
+		buf := make([]byte, c.Bytes)
+		if _, err := t.back.ReadAt(buf, c.Src); err != nil {
+			return fmt.Errorf("read back %s at %d: %w", t.file.path, c.Src, err)
+		}
+		return pattern.Check(buf, t.env.Seed, c.Dst)
+	})
+	if err != nil {
+		return fmt.Errorf("disk: block %d chunk %d: %w", i/per, i%per, err)
+	}
+	return nil
+}
+
+// storeAttrs turns a load's attributes around for a store.
+func (t *diskTier) storeAttrs(a map[string]string) {
+	a["src_mem"], a["dst_mem"] = string(Device), "disk"
+	if t.v.cached {
+		a["dst_mem"] = "pagecache"
+	}
+	a["sync"] = t.v.sync
+	if t.v.io == diskio.Pread {
+		a["transport"] = diskio.Pwrite
+	}
+	if t.writer != nil {
+		a["iodepth"] = fmt.Sprint(t.writer.Depth())
+		if t.v.io == diskio.Uring {
+			a["fixed_bufs"] = fmt.Sprint(t.writer.Fixed())
+		}
+	}
+}

@@ -10,8 +10,9 @@ package kv
 import "fmt"
 
 // A Geometry is the shape of one model's KV cache and the sizes of the
-// prefill compute that recomputing it costs. Counts are per model (not per
-// tensor-parallel rank).
+// prefill compute that recomputing it costs. Counts are per model; the KV
+// bytes are those one GPU holds: 1/TP of the KV heads (see Shard), in
+// the KV cache's dtype.
 type Geometry struct {
 	Model       string // preset name or config.json path
 	Layers      int    // num_hidden_layers
@@ -42,18 +43,27 @@ type Geometry struct {
 	QKRopeHeadDim int
 	QKNopeHeadDim int
 	VHeadDim      int
+
+	// Tensor parallelism and the KV cache's dtype (Shard): TP GPUs each
+	// hold KVHeads/TP heads (0 or 1: one GPU holds them all); KV entries
+	// are KVDTypeBytes wide (0: DTypeBytes, the model's dtype).
+	TP           int
+	KVDType      string // "bf16", "fp16", "fp8"; "" is the model's dtype
+	KVDTypeBytes int
 }
 
 // MLA reports whether the model caches one latent vector per token and
 // layer instead of separate K and V.
 func (g Geometry) MLA() bool { return g.KVLoraRank > 0 }
 
-// BytesPerTokenLayer is the KV bytes one token occupies in one layer.
+// BytesPerTokenLayer is the KV bytes one token occupies in one layer on
+// one GPU: K and V of its KVHeads/TP heads, or the MLA latent (which
+// every rank of a tensor-parallel group holds whole).
 func (g Geometry) BytesPerTokenLayer() int64 {
 	if g.MLA() {
-		return int64(g.KVLoraRank+g.QKRopeHeadDim) * int64(g.DTypeBytes)
+		return int64(g.KVLoraRank+g.QKRopeHeadDim) * int64(g.KVElemBytes())
 	}
-	return 2 * int64(g.KVHeads) * int64(g.HeadDim) * int64(g.DTypeBytes)
+	return 2 * int64(g.KVHeadsPerGPU()) * int64(g.HeadDim) * int64(g.KVElemBytes())
 }
 
 // BytesPerToken is the KV bytes of one token across all layers.

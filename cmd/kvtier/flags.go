@@ -100,11 +100,12 @@ func checkOutDir(dir string) error {
 	}
 }
 
-// modelFlags are --model, --model-config and --block-size: the KV
-// geometry of a model preset or a Hugging Face config.json.
+// modelFlags are --model, --model-config, --block-size, --tp and
+// --kv-dtype: the KV geometry of a model preset or a Hugging Face
+// config.json, as one GPU of a tensor-parallel group holds it.
 type modelFlags struct {
-	model, config string
-	blockSize     int
+	model, config, kvDType string
+	blockSize, tp          int
 }
 
 func (f *modelFlags) add(fs *pflag.FlagSet) {
@@ -112,16 +113,23 @@ func (f *modelFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block")
 }
 
-// addModel adds --model and --model-config alone, for the commands whose
-// block size comes from elsewhere (a trace's, --trace-block).
+// addModel adds --model, --model-config, --tp and --kv-dtype, for the
+// commands whose block size comes from elsewhere (a trace's,
+// --trace-block).
 func (f *modelFlags) addModel(fs *pflag.FlagSet) {
 	f.blockSize = kv.DefaultBlockTokens
 	fs.StringVar(&f.model, "model", "", "model preset whose KV geometry is used ("+strings.Join(kv.ModelNames(), ", ")+"; default "+kv.DefaultModel+")")
 	fs.StringVar(&f.config, "model-config", "", "Hugging Face config.json of the model (or its directory), instead of --model")
+	fs.IntVar(&f.tp, "tp", 1, "tensor-parallel GPUs: KV bytes are one GPU's, 1/N of the KV heads (N must divide them)")
+	fs.StringVar(&f.kvDType, "kv-dtype", "", "KV cache dtype: bf16, fp16 or fp8 (fp8 halves every byte count; default the model's dtype)")
 }
 
 func (f *modelFlags) geometry() (kv.Geometry, error) {
-	return kv.Resolve(f.model, f.config, f.blockSize)
+	g, err := kv.Resolve(f.model, f.config, f.blockSize)
+	if err != nil {
+		return g, err
+	}
+	return g.Shard(f.tp, f.kvDType)
 }
 
 // policyFlags are --reps, --warmup and --budget: how each configuration

@@ -11,7 +11,7 @@ import (
 
 // runGeometry prints the KV geometry of a model.
 func runGeometry(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("geometry", "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N]", stderr)
+	fs := newFlagSet("geometry", "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N] [--tp N] [--kv-dtype bf16|fp16|fp8]", stderr)
 	var m modelFlags
 	m.add(fs)
 	g, code, ok := parseOptions(fs, args, stderr, m.geometry)
@@ -44,6 +44,9 @@ func printGeometry(w io.Writer, g kv.Geometry) {
 		fmt.Fprintf(w, "  dense MLP: intermediate %d\n", g.Intermediate)
 	}
 	fmt.Fprintf(w, "KV cache:\n")
+	if p := g.Parallel(); p != "" {
+		fmt.Fprintf(w, "  per GPU (%s): %d of %d KV heads, %s (%d bytes)\n", p, g.KVHeadsPerGPU(), g.KVHeads, g.KVDTypeName(), g.KVElemBytes())
+	}
 	fmt.Fprintf(w, "  %d bytes/token/layer\n", g.BytesPerTokenLayer())
 	fmt.Fprintf(w, "  %d bytes/token (%s)\n", g.BytesPerToken(), units.FormatBytes(g.BytesPerToken()))
 	fmt.Fprintf(w, "  %d bytes/block of %d tokens (%s)\n", g.BlockBytes(), g.BlockTokens, units.FormatBytes(g.BlockBytes()))

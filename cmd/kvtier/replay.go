@@ -16,7 +16,6 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/harness/trace"
-	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 )
@@ -205,9 +204,13 @@ type replayRun struct {
 // model's name matches (0 when none does).
 func (f *workloadFlags) blockBytes(errs *[]error) func(model string, blockSize int) int64 {
 	if f.model.model == "" && f.model.config == "" {
+		if f.model.tp != 1 || f.model.kvDType != "" {
+			*errs = append(*errs, option.Errorf("tp", "--tp and --kv-dtype need the model's geometry: give --model or --model-config"))
+			return nil
+		}
 		return presetBlockBytes
 	}
-	g, err := kv.Resolve(f.model.model, f.model.config, kv.DefaultBlockTokens)
+	g, err := f.model.geometry()
 	if err != nil {
 		*errs = append(*errs, err)
 		return nil

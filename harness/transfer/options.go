@@ -162,7 +162,7 @@ func (o *Options) Settings() map[string]string {
 	return map[string]string{
 		"peers": strings.Join(o.Peers, ","), "sizes": strings.Join(sizes, ","), "reps": fmt.Sprint(o.Policy.Reps),
 		"warmup": fmt.Sprint(o.Policy.Warmup), "layouts": strings.Join(o.Layouts, ","), "model": o.Geometry.Model,
-		"block_size": fmt.Sprint(o.Geometry.BlockTokens), "conns": fmt.Sprint(o.Conns), "transport": o.Transport,
+		"block_size": fmt.Sprint(o.Geometry.BlockTokens), "tp": fmt.Sprint(max(o.Geometry.TP, 1)), "kv_dtype": o.Geometry.KVDTypeName(), "conns": fmt.Sprint(o.Conns), "transport": o.Transport,
 		"path": o.Path, "line_rate_gbit": fmt.Sprint(o.LineGbps), "rdma_device": o.RDMADevice,
 		"gid_index": fmt.Sprint(o.GIDIndex), "seed": fmt.Sprint(o.Seed), "dst_mem": o.DstMem, "peer_copy": pc,
 		"idle_timeout": o.IdleTimeout.String(),

@@ -38,6 +38,11 @@ type Client struct {
 	// salt is 0 while unknown, 1 when the server took cache_salt, -1 when
 	// it refused it with 400 (then requests go without).
 	salt atomic.Int32
+	// form is 0 while unknown, 1 when the server took a prompt of token
+	// ids, -1 when it refused one and took text (then completions
+	// prompts are spelled as text).
+	form atomic.Int32
+	cal  *calibrations
 }
 
 // NewClient returns a client for the server at endpoint ("http://h:p",
@@ -50,7 +55,7 @@ func NewClient(endpoint string, timeout time.Duration) (*Client, error) {
 	}
 	base := strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
 	base = strings.TrimSuffix(base, "/v1")
-	return &Client{Base: base, HTTP: &http.Client{}, Timeout: timeout, user: u.User}, nil
+	return &Client{Base: base, HTTP: &http.Client{}, Timeout: timeout, user: u.User, cal: &calibrations{}}, nil
 }
 
 // NewClientWith returns NewClient(endpoint, timeout) with Idle set to idle
@@ -71,7 +76,10 @@ func NewClientWith(endpoint string, timeout, idle time.Duration, hc *http.Client
 // With returns a client of the same server and credentials whose
 // requests are bounded by timeout and idle (0: none).
 func (c *Client) With(timeout, idle time.Duration) *Client {
-	return &Client{Base: c.Base, HTTP: c.HTTP, Timeout: timeout, Idle: idle, user: c.user}
+	d := &Client{Base: c.Base, HTTP: c.HTTP, Timeout: timeout, Idle: idle, user: c.user, cal: c.cal}
+	d.form.Store(c.form.Load())
+	d.salt.Store(c.salt.Load())
+	return d
 }
 
 func (c *Client) http() *http.Client {
@@ -246,13 +254,15 @@ const (
 // APIs lists the accepted values of Request.API.
 var APIs = []string{APICompletions, APIChat}
 
-// A Request is one generation request: a prompt of token ids to
-// /v1/completions, or a user message to /v1/chat/completions.
+// A Request is one generation request: a prompt of token ids (or
+// text) to /v1/completions, or a user message to /v1/chat/completions.
 type Request struct {
 	API    string // APICompletions ("" too) or APIChat
 	Model  string
-	Prompt []int  // completions
-	Text   string // chat: the user message
+	Prompt []int // completions: sent as ids, or spelled as text (Client.Spell) to a server that takes no ids
+	// Text is the chat API's user message; for completions, when set,
+	// the prompt sent instead of Prompt.
+	Text string
 	// PromptTokens is the prompt's length as far as the sender knows it
 	// (a chat message's, after the template); not sent.
 	PromptTokens int
@@ -271,6 +281,27 @@ type Request struct {
 // Chat reports whether r goes to the chat API.
 func (r Request) Chat() bool { return r.API == APIChat }
 
+// Form is the form r's prompt goes in: FormChat, FormText or
+// FormTokenIDs.
+func (r Request) Form() string {
+	switch {
+	case r.Chat():
+		return FormChat
+	case r.Text != "":
+		return FormText
+	}
+	return FormTokenIDs
+}
+
+// Sent is the prompt's length in tokens as sent: PromptTokens when
+// known, else the ids' count.
+func (r Request) Sent() int {
+	if r.PromptTokens > 0 {
+		return r.PromptTokens
+	}
+	return len(r.Prompt)
+}
+
 // path is the endpoint r is posted to.
 func (r Request) path() string {
 	if r.Chat() {
@@ -287,9 +318,12 @@ func (r Request) body(withSalt bool) ([]byte, error) {
 		"ignore_eos":  true,
 		"stream":      r.Stream,
 	}
-	if r.Chat() {
+	switch {
+	case r.Chat():
 		b["messages"] = []map[string]string{{"role": "user", "content": r.Text}}
-	} else {
+	case r.Text != "":
+		b["prompt"] = r.Text
+	default:
 		b["prompt"] = r.Prompt
 	}
 	if r.Stream {
@@ -345,12 +379,17 @@ func statusError(resp *http.Response) *HTTPError {
 	return e
 }
 
-// post sends r's body in x and returns the response, retrying once
-// without cache_salt when the server refuses it with 400 (and
-// remembering that). start is set just before the POST that produced
-// the response.
-func (c *Client) post(x *exchange, r Request, start *time.Time, limit int64) (*http.Response, error) {
+// post sends r's body in x and returns the response. A server that
+// refuses cache_salt with 400 gets the request again without it, and
+// one that refuses a prompt of token ids (400, 422) gets it again
+// spelled as text (Spell); what the server took is remembered. start is
+// set just before the POST that produced the response; r is left as
+// sent.
+func (c *Client) post(x *exchange, r *Request, start *time.Time, limit int64) (*http.Response, error) {
 	withSalt := r.Salt != "" && c.salt.Load() >= 0
+	if err := c.spellIfText(x.ctx, r); err != nil {
+		return nil, err
+	}
 	hdr := map[string]string{}
 	if r.Stream {
 		hdr["Accept"] = "text/event-stream"
@@ -359,7 +398,7 @@ func (c *Client) post(x *exchange, r Request, start *time.Time, limit int64) (*h
 		hdr["X-Request-Id"] = r.RequestID
 	}
 	maps.Copy(hdr, r.Header)
-	retried := false
+	var first error
 	for {
 		b, err := r.body(withSalt)
 		if err != nil {
@@ -367,23 +406,54 @@ func (c *Client) post(x *exchange, r Request, start *time.Time, limit int64) (*h
 		}
 		*start = time.Now()
 		resp, err := c.send(x, http.MethodPost, r.path(), b, hdr, false, limit)
-		var he *HTTPError
-		if errors.As(err, &he) && he.Status == http.StatusBadRequest && withSalt && c.salt.Load() == 0 {
+		switch {
+		case err == nil:
+			c.took(r, withSalt)
+			return resp, nil
+		case formRefused(err) && withSalt && c.salt.Load() == 0:
 			// Maybe the server does not take cache_salt (vLLM V0, other
 			// engines): retry without; only a success proves it.
-			withSalt, retried = false, true
-			continue
-		}
-		if err != nil {
+			withSalt = false
+		case formRefused(err) && r.Form() == FormTokenIDs && c.form.Load() == 0 && len(r.Prompt) > 0:
+			// Maybe the server takes no token ids (Ollama, TGI): try text.
+			first = err
+			text, serr := c.Spell(x.ctx, r.Model, APICompletions, r.Prompt, r.Sent())
+			if serr != nil {
+				return nil, fmt.Errorf("%w (and as text: %w)", err, serr)
+			}
+			r.Text = text
+		case first != nil:
+			return nil, first // text did not help either: the first refusal says why
+		default:
 			return nil, err
 		}
-		if retried {
-			c.salt.Store(-1)
-		}
-		if withSalt {
-			c.salt.Store(1)
-		}
-		return resp, nil
+	}
+}
+
+// spellIfText spells r's ids as text when the server is known to take
+// no token ids.
+func (c *Client) spellIfText(ctx context.Context, r *Request) error {
+	if r.Form() != FormTokenIDs || c.form.Load() >= 0 || len(r.Prompt) == 0 {
+		return nil
+	}
+	text, err := c.Spell(ctx, r.Model, APICompletions, r.Prompt, r.Sent())
+	r.Text = text
+	return err
+}
+
+// took remembers what the server took: the prompt form and cache_salt.
+func (c *Client) took(r *Request, withSalt bool) {
+	switch {
+	case r.Form() == FormTokenIDs:
+		c.form.CompareAndSwap(0, 1)
+	case r.Form() == FormText && len(r.Prompt) > 0:
+		c.form.Store(-1)
+	}
+	switch {
+	case withSalt:
+		c.salt.Store(1)
+	case r.Salt != "" && c.salt.Load() == 0:
+		c.salt.Store(-1)
 	}
 }
 
@@ -405,13 +475,14 @@ func (c *Client) Stream(ctx context.Context, r Request, onChoice func(Chunk)) (S
 	x := c.begin(ctx)
 	defer x.end()
 	var start time.Time
-	resp, err := c.post(x, r, &start, math.MaxInt64)
+	resp, err := c.post(x, &r, &start, math.MaxInt64)
 	if err != nil {
-		return Stream{}, err
+		return Stream{Form: r.Form(), Sent: r.Sent()}, err
 	}
 	defer resp.Body.Close()
 	x.w.await(c.ping) // the first event may come after a long prefill
 	s, err := readStream(resp.Body, func() time.Duration { return time.Since(start) }, onChoice, TokenCap(r.MaxTokens))
+	s.Form, s.Sent = r.Form(), r.Sent()
 	if err != nil && x.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%w (timeout %s)", err, c.Timeout)
 	}
@@ -434,7 +505,7 @@ func (c *Client) Complete(ctx context.Context, r Request) (Completion, error) {
 	x := c.begin(ctx)
 	defer x.end()
 	var start time.Time
-	resp, err := c.post(x, r, &start, MaxJSONBytes)
+	resp, err := c.post(x, &r, &start, MaxJSONBytes)
 	if err != nil {
 		return Completion{}, err
 	}

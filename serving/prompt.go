@@ -25,6 +25,10 @@ industry figure street image phone data picture practice piece land product doct
 patient worker news test movie north love support technology step baby computer type attention
 film tree source organization hair window evidence population site`)
 
+// chatOverhead is the tokens a chat template is assumed to add around a
+// message whose length cannot be measured.
+const chatOverhead = 8
+
 // Prompter makes the prompts of a run: lists of token ids of an exact
 // length for the completions API, or chat messages whose template-applied
 // length the server's POST /tokenize confirms. Every prompt of a purpose
@@ -54,7 +58,8 @@ func (pr *Prompter) Request(p Prompt, maxTokens int, id string) Request {
 }
 
 // Make returns a prompt of l tokens for purpose. A chat prompt is sized
-// with /tokenize when the server has it (a few calls), else estimated;
+// with /tokenize when the server has it (a few calls), else by a
+// calibration of the server (Client.Spell), else estimated;
 // exact says whether its length must be confirmed (a measured request) or
 // may be estimated (filler, decode streams).
 func (pr *Prompter) Make(ctx context.Context, purpose string, l int, exact bool) (Prompt, error) {
@@ -66,9 +71,7 @@ func (pr *Prompter) Make(ctx context.Context, purpose string, l int, exact bool)
 		return Prompt{IDs: ids, Salt: salt, Tokens: l}, nil
 	}
 	words := chatText(pr.Seed, pr.Nonce, h)
-	// A chat template adds a few tokens around the message.
-	const overhead = 8
-	n := max(l-overhead, 1)
+	n := max(l-chatOverhead, 1)
 	if !exact {
 		return Prompt{Text: words(n), Salt: salt, Tokens: l, Note: "chat prompt length estimated"}, nil
 	}
@@ -76,7 +79,7 @@ func (pr *Prompter) Make(ctx context.Context, purpose string, l int, exact bool)
 		text := words(n)
 		got, err := pr.Client.Tokenize(ctx, pr.Model, text)
 		if err != nil {
-			return Prompt{Text: text, Salt: salt, Tokens: n + overhead, Note: fmt.Sprintf("chat prompt length estimated (%v)", err)}, nil
+			return pr.spell(ctx, h, l, salt, err)
 		}
 		if got == l {
 			return Prompt{Text: text, Salt: salt, Tokens: l}, nil
@@ -84,6 +87,20 @@ func (pr *Prompter) Make(ctx context.Context, purpose string, l int, exact bool)
 		n = max(n+l-got, 1)
 	}
 	return Prompt{}, fmt.Errorf("no chat message of %d tokens: POST /tokenize never counted exactly that", l)
+}
+
+// spell makes a chat prompt of l tokens for a server without /tokenize
+// (terr says why): spelled from token ids and sized by a calibration of
+// the server's chat API (Client.Spell); estimated when that fails too.
+func (pr *Prompter) spell(ctx context.Context, h uint64, l int, salt string, terr error) (Prompt, error) {
+	ids := TokenIDs(pr.Seed, h, l)
+	copy(ids, TokenIDs(pr.Nonce, h, min(l, 4)))
+	text, err := pr.Client.Spell(ctx, pr.Model, APIChat, ids, l)
+	if err != nil {
+		return Prompt{Text: chatText(pr.Seed, pr.Nonce, h)(max(l-chatOverhead, 1)), Salt: salt, Tokens: l,
+			Note: fmt.Sprintf("chat prompt length estimated (%s; %v)", OneLine(terr.Error()), err)}, nil
+	}
+	return Prompt{Text: text, Salt: salt, Tokens: l, Note: "chat prompt sized by calibration (no POST /tokenize)"}, nil
 }
 
 // chatText returns a function giving the first n words of purpose's text:

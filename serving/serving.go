@@ -82,3 +82,9 @@ func TokenIDs(seed, stream uint64, n int) []int {
 	}
 	return ids
 }
+
+// OneLine returns s with every line break and run of blanks made one
+// space: a server's message fit for one CSV cell and one console line.
+func OneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

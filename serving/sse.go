@@ -255,6 +255,25 @@ type Stream struct {
 	// LastEvent is the arrival of the last data event before [DONE] (the
 	// usage chunk when there is one): vllm bench's latency for chat.
 	LastEvent time.Duration
+	// Form is the form the prompt went in (FormTokenIDs, FormText,
+	// FormChat) and Sent its tokens as sent (Request.Sent); set by
+	// Client.Stream.
+	Form string
+	Sent int
+}
+
+// PromptCheck compares the prompt tokens the server reported in usage
+// with those sent (CheckPrompt, with a chat template's overhead allowed
+// for a chat prompt).
+func (s *Stream) PromptCheck() error {
+	if s.Usage == nil {
+		return nil
+	}
+	over := 0
+	if s.Form == FormChat {
+		over = chatOverhead
+	}
+	return CheckPrompt(s.Sent, s.Usage.PromptTokens, over)
 }
 
 // Tokens returns the number of tokens the chunks carried.

@@ -18,6 +18,7 @@ import (
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/serving"
 )
 
 // workloadFlags are the flags kvtier replay and kvtier knee share: the
@@ -37,6 +38,7 @@ type workloadFlags struct {
 	maxOutput         string
 	seed              uint64
 	idle              time.Duration
+	api               string
 }
 
 // genNames are the generator's flags, which only apply without --trace
@@ -62,13 +64,14 @@ func (f *workloadFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.maxOutput, "max-output", "0", "cap on max_tokens (k = 1024; 0: the trace's output_length)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids and of synthetic sessions")
 	addIdleTimeout(fs, &f.idle)
+	fs.StringVar(&f.api, "api", serving.APICompletions, "API of the requests: completions (prompts of token ids, or text to a server that takes none) or chat (one user message of the same length)")
 }
 
 // config returns the replay configuration (without endpoint) and the
 // workload, adding every problem to errs. The workload is nil when the
 // flags are bad.
 func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]error) (replay.Config, *replay.Workload) {
-	cfg := replay.Config{Model: f.served, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.seed, Think: f.gen.gen.Think, Idle: f.idle}
+	cfg := replay.Config{Model: f.served, API: f.api, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.seed, Think: f.gen.gen.Think, Idle: f.idle}
 	cfg.Dispatch = replay.Dispatch(cmp.Or(f.dispatch, map[bool]string{true: "timestamp", false: "session"}[f.tracePath != ""]))
 	cfg.Timeout = durationFlag(errs, "timeout", f.timeout)
 	cfg.Duration = optionalDuration(errs, "duration", f.duration)
@@ -130,7 +133,7 @@ func (f *workloadFlags) settings(cfg replay.Config, w *replay.Workload) map[stri
 		"concurrency": strconv.Itoa(cfg.Concurrency), "duration": cfg.Duration.String(), "think": cfg.Think.String(),
 		"max_output": strconv.Itoa(cfg.MaxOutput), "timeout": cfg.Timeout.String(), "idle_timeout": cfg.Idle.String(), "seed": strconv.FormatUint(cfg.Seed, 10),
 		"slo_ttft": cfg.SLOTTFT.String(), "slo_tpot": cfg.SLOTPOT.String(), "requests": strconv.Itoa(len(w.Requests)),
-		"block_tokens": strconv.Itoa(w.BlockTokens), "prediction": "LRU model, blocks touched tail first (kvtier trace --touch reverse)",
+		"block_tokens": strconv.Itoa(w.BlockTokens), "api": cmp.Or(cfg.API, serving.APICompletions), "prediction": "LRU model, blocks touched tail first (kvtier trace --touch reverse)",
 	}
 	if g := w.Generated; g != nil {
 		shape := "mean"
@@ -257,6 +260,7 @@ func replaySettings(s map[string]string, info replay.Info) {
 	s["num_gpu_blocks"], s["num_gpu_blocks_source"] = strconv.Itoa(info.GPUBlocks), info.GPUSource
 	s["max_model_len"], s["simulated"] = strconv.Itoa(info.MaxModelLen), strconv.FormatBool(info.Simulated)
 	s["nonce"], s["bytes_per_token"] = strconv.FormatUint(info.Nonce, 10), strconv.FormatInt(info.BytesPerToken, 10)
+	s["prompt_form"] = info.PromptForm
 	if info.MetricsError != "" {
 		s["metrics_error"] = info.MetricsError
 	}

@@ -50,7 +50,8 @@ func (b *bundler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body struct {
-		MaxTokens int `json:"max_tokens"`
+		MaxTokens int   `json:"max_tokens"`
+		Prompt    []int `json:"prompt"`
 	}
 	json.NewDecoder(r.Body).Decode(&body)
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -59,7 +60,7 @@ func (b *bundler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.prefillStart = time.Now()
 		b.mu.Unlock()
 		time.Sleep(bundlePrefill)
-		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n", len(body.Prompt))
 		return
 	}
 	b.decode(w, r)

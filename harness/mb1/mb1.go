@@ -261,6 +261,9 @@ type armResult struct {
 	inject      float64
 	prefillTTFT float64 // interfere, control: measured; baseline: the window borrowed
 	done        float64 // inject + prefillTTFT; NaN for baseline
+	prompt      int     // the prefill's prompt tokens as the server reported them; 0 unknown
+	form        string  // the form the prefill's prompt went in
+	promptNote  string  // how the prefill's prompt was sized, when not exactly
 	note        string
 	err         error
 	skip        string
@@ -424,6 +427,7 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 			return res
 		}
 		pre = r.prompts.Request(pr, 1, id+"-prefill")
+		res.promptNote = pr.Note
 	}
 	ds, err := r.startDecodes(ctx, id, d)
 	if err != nil {
@@ -437,12 +441,20 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 	}
 	res.inject, res.prefillTTFT = ds.since(), window
 	if arm != ArmBaseline {
-		ttft, err := r.prefill(ctx, arm, pre)
+		s, err := r.prefill(ctx, arm, pre)
+		res.form = s.Form
+		if s.Usage != nil {
+			res.prompt = s.Usage.PromptTokens
+		}
+		if err == nil {
+			err = s.PromptCheck()
+		}
 		if err != nil {
 			ds.finish(&res)
 			res.err = fmt.Errorf("prefill of %d tokens: %w", p, err)
 			return res
 		}
+		ttft := s.TTFT.Seconds()
 		res.prefillTTFT, res.done = ttft, res.inject+ttft
 	}
 	// Keep decoding past the window so its last gap is seen whole.
@@ -453,17 +465,13 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 }
 
 // prefill sends the arm's prefill (to the control instance for the
-// control arm) and returns its TTFT.
-func (r *Runner) prefill(ctx context.Context, arm string, req serving.Request) (float64, error) {
+// control arm) and returns its stream.
+func (r *Runner) prefill(ctx context.Context, arm string, req serving.Request) (serving.Stream, error) {
 	c := r.c
 	if arm == ArmControl {
 		c = r.control
 	}
-	s, err := c.Stream(ctx, req, nil)
-	if err != nil {
-		return 0, err
-	}
-	return s.TTFT.Seconds(), nil
+	return c.Stream(ctx, req, nil)
 }
 
 // stats are an arm's figures; NaN where they do not exist.
@@ -568,6 +576,10 @@ func (r *Runner) row(res armResult, base float64) results.Row {
 	row.Set("chunk_label", r.cfg.ChunkLabel)
 	row.Set("api", r.api())
 	row.Set("server_version", r.version)
+	if res.prompt > 0 {
+		row.Set("prompt_tokens", res.prompt)
+	}
+	row.Set("prompt_form", res.form)
 	switch {
 	case res.skip != "":
 		row.Skip(res.skip)
@@ -592,6 +604,9 @@ func (r *Runner) row(res armResult, base float64) results.Row {
 	}
 	if res.counting == serving.CountChunks {
 		notes = append(notes, "tokens counted by chunks: the server reports neither continuous usage nor token ids, so chunks that bundle tokens undercount")
+	}
+	if res.promptNote != "" {
+		notes = append(notes, res.promptNote)
 	}
 	if res.note != "" {
 		notes = append(notes, res.note)

@@ -41,6 +41,9 @@ var columns = []string{
 	"token_counting", // continuous_usage | token_ids | chunks: how tokens were counted
 	"api",            // completions | chat
 	"server_version", // GET /version, "" unknown
+	// Added by issue 27.
+	"prompt_tokens", // the prefill's prompt tokens as the server reported them (usage)
+	"prompt_form",   // token_ids | text | chat: the form the prefill's prompt went in
 }
 
 // TokenColumns are the whole header of mb1_tokens.csv.

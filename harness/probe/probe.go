@@ -432,11 +432,16 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *serving.Clie
 	case s.Events > 0 || err == nil:
 		row.Set("http_status", 200)
 	}
+	row.Set("prompt_form", s.Form)
 	if err != nil {
 		row.Fail(err)
 		return
 	}
 	p.timings(row, &s, req.Chat())
+	if err := s.PromptCheck(); err != nil {
+		row.Fail(err) // the usage columns stay: they show the cut
+		return
+	}
 	merr := errors.Join(berr, aerr)
 	var d serving.Delta
 	if merr == nil {

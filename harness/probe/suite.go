@@ -37,6 +37,8 @@ var columns = []string{
 	"mooncake_shape",      // remote tier, mooncake: bootstrap | engine | transfer
 	"tpot_s",              // vllm bench: (latency - TTFT) / (output tokens - 1)
 	"itl_mean_s",          // vllm bench: mean gap between chunks
+	// Added by issue 27.
+	"prompt_form", // token_ids | text | chat: the form the prompt went in
 }
 
 // Counted says whether an ok probe row's TTFT is a measurement of its

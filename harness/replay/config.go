@@ -28,6 +28,7 @@ const (
 type Config struct {
 	Endpoint string       // base URL of the server
 	Model    string       // served model name; "" takes the first of GET /v1/models
+	API      string       // completions (default) | chat
 	HTTP     *http.Client // nil: a client of its own
 	Dispatch Dispatch
 	// Speedup divides trace times and think times (1: as recorded).
@@ -98,6 +99,6 @@ func (c Config) Validate() error {
 	}{{"duration", c.Duration}, {"think", c.Think}, {"slo-ttft", c.SLOTTFT}, {"slo-tpot", c.SLOTPOT}} {
 		errs = append(errs, option.NotNegative(f.name, f.v))
 	}
-	errs = append(errs, option.Positive("timeout", c.Timeout), option.NotNegative("idle-timeout", c.Idle))
+	errs = append(errs, option.Positive("timeout", c.Timeout), option.NotNegative("idle-timeout", c.Idle), serving.CheckAPI(c.API))
 	return errors.Join(errs...)
 }

@@ -22,6 +22,7 @@ type Info struct {
 	GPUSource    string
 	Version      string // GET /version, "" unknown
 	MetricsError string // why /metrics could not be read at the start
+	PromptForm   string // token_ids | text | chat: the form prompts go in
 	Simulated    bool
 	Nonce        uint64
 	// BytesPerToken is the KV of one token of the served model; 0
@@ -62,6 +63,11 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 	}
 	rp.info.Model, rp.info.MaxModelLen = m.ID, m.MaxModelLen
 	rp.info.Simulated = cfg.Simulated || c.Simulated()
+	// One request before the counters are read: it loads a lazily
+	// loaded model and learns the prompt form the server takes.
+	if rp.info.PromptForm, err = c.Warm(ctx, m.ID, cfg.API); err != nil {
+		return nil, err
+	}
 	rp.learn(ctx)
 	if w.BlockTokens%rp.info.BlockSize != 0 {
 		return nil, fmt.Errorf("the workload's blocks of %d tokens are not a whole number of the server's %d-token blocks (%s): its prompts cannot realize the trace's sharing; give --trace-block a multiple of %d",

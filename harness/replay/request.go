@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,7 @@ func (rp *Replayer) newRow(r *trace.Request) results.Row {
 	row.Set("session", r.Session)
 	row.Set("turn", r.Turn)
 	row.Set("input_tokens", r.Input)
+	row.Set("api", cmp.Or(rp.cfg.API, serving.APICompletions))
 	if rp.info.GPUBlocks > 0 {
 		row.Set("gpu_blocks", rp.info.GPUBlocks)
 	}
@@ -74,9 +76,17 @@ func (rp *Replayer) send(ctx context.Context, r *trace.Request, start time.Time,
 	if hit, known := rp.pred.predict(r); known {
 		row.Set("predicted_hit_tokens", hit)
 	}
-	req := serving.Request{Model: rp.info.Model, Prompt: rp.prompts.Tokens(r), MaxTokens: mt, RequestID: rp.requestID(r), CountTokens: true}
+	req, err := rp.request(ctx, r, mt)
 	row.Set("dispatch_s", time.Since(start).Seconds())
-	s, err := rp.c.Stream(ctx, req, nil)
+	var s serving.Stream
+	if err == nil {
+		s, err = rp.c.Stream(ctx, req, nil)
+		row.Set("prompt_form", s.Form)
+	}
+	if err == nil {
+		rp.fill(&row, s)
+		err = s.PromptCheck()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return row, false
@@ -89,8 +99,20 @@ func (rp *Replayer) send(ctx context.Context, r *trace.Request, start time.Time,
 		row.Set("outcome", outcome)
 		return row, true
 	}
-	rp.fill(&row, s)
 	return row, true
+}
+
+// request is r's request: its prompt of token ids, or for the chat API
+// that prompt spelled as a user message of r.Input tokens.
+func (rp *Replayer) request(ctx context.Context, r *trace.Request, maxTokens int) (serving.Request, error) {
+	req := serving.Request{API: rp.cfg.API, Model: rp.info.Model, Prompt: rp.prompts.Tokens(r), PromptTokens: r.Input,
+		MaxTokens: maxTokens, RequestID: rp.requestID(r), CountTokens: true}
+	if req.Chat() {
+		text, err := rp.c.Spell(ctx, rp.info.Model, serving.APIChat, req.Prompt, r.Input)
+		req.Text = text
+		return req, err
+	}
+	return req, nil
 }
 
 // fill records what stream s delivered: vllm bench's timings, the token

@@ -46,6 +46,9 @@ var RequestColumns = []string{
 	"gpu_blocks",           // the server's KV pool the prediction used
 	"slo_met",              // both --slo-ttft and --slo-tpot met; "" without SLOs
 	"outcome",              // ok | failed | timeout | skipped
+	// Added by issue 27.
+	"api",         // completions | chat
+	"prompt_form", // token_ids | text | chat: the form the prompt went in
 }
 
 // RunColumns follow results.CommonColumns in a file of one row per run

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,8 +58,10 @@ const maxSessions = 1 << 16
 func (o *serveOptions) validate() error {
 	var errs []error
 	o.Pool = sizeFlag(&errs, "pool", o.pool, transfer.MaxSize)
-	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
+	if _, port, err := net.SplitHostPort(o.Listen); err != nil {
 		errs = append(errs, option.Errorf("listen", "%q: want HOST:PORT", o.Listen))
+	} else if n, err := strconv.ParseUint(port, 10, 64); err == nil && n > 65535 {
+		errs = append(errs, option.Errorf("listen", "port %s: want 0 to 65535", port))
 	}
 	if o.Mem != peer.HostMem && o.Mem != peer.GPUMem {
 		errs = append(errs, option.Errorf("mem", "want host or gpu, got %q", o.Mem))
@@ -92,15 +95,18 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 			return usageErr(stderr, "serve", err)
 		}
 	}
+	// Listen first: an address that cannot be had is refused before
+	// the pool (gigabytes) is filled.
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return usageErr(stderr, "serve", option.Wrap("listen", err))
+	}
+	defer ln.Close()
 	p, done, err := o.openPool(ctx, stderr)
 	if err != nil {
 		return usageErr(stderr, "serve", err)
 	}
 	defer done()
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return usageErr(stderr, "serve", option.Wrap("listen", err))
-	}
 	srv := peer.NewServer(peer.ServerConfig{Pool: p, Transport: o.Transport, RDMA: rcfg, Log: stderr, Token: o.token.value(),
 		IdleTimeout: o.Idle, HandshakeTimeout: min(o.Idle, 10*time.Second), MaxSessions: o.Sessions})
 	fmt.Fprintf(stdout, "kvtier serve: listening on %s (pool %s %s, transport %s)\n",

@@ -68,6 +68,7 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--pool", "0", "--mem", "disk"}, []string{"--pool", "--mem: want host or gpu, got \"disk\""}},
 		{[]string{"--transport", "udp", "--listen", "nowhere"}, []string{"--transport: want tcp or verbs, got \"udp\"", "--listen: \"nowhere\": want HOST:PORT"}},
 		{[]string{"extra"}, []string{"unexpected argument"}},
+		{[]string{"--listen", ":99999"}, []string{"--listen: port 99999: want 0 to 65535"}},
 	} {
 		code, _, stderr := runCLI(t, append([]string{"serve"}, tc.args...)...)
 		if code != exitUsage || strings.Count(stderr, "\n") != 1 {
@@ -78,6 +79,22 @@ func TestServeBadFlags(t *testing.T) {
 				t.Errorf("%v: stderr %q lacks %q", tc.args, stderr, w)
 			}
 		}
+	}
+}
+
+// An address already taken is refused before the pool is filled: a
+// pool larger than this machine's memory would have been the error
+// otherwise, after minutes of filling one that fits.
+func TestServeListensFirst(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, stderr := runCLI(t, "serve", "--listen", ln.Addr().String(), "--pool", "1TiB")
+	if code != exitUsage || !strings.Contains(stderr, "--listen") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want 2 and one line naming --listen", code, stderr)
 	}
 }
 

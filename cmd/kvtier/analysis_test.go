@@ -57,9 +57,23 @@ func TestPlotCommand(t *testing.T) {
 func TestCompareCommand(t *testing.T) {
 	a := reporttest.TempDir(t, reporttest.Options{Seed: 100, Reps: 10, Suites: []string{sweep.File}})
 	b := reporttest.TempDir(t, reporttest.Options{Seed: 101, Reps: 10, Suites: []string{sweep.File}, Slow: map[string]float64{"hbm": 2}})
-	stdout, _ := mustRunCLI(t, "compare", a, b)
+	stdout, stderr := mustRunCLI(t, "compare", a, b)
 	if !strings.Contains(stdout, "4 of 23 configurations changed significantly") {
 		t.Errorf("compare output:\n%s", stdout)
+	}
+	if stderr != "" {
+		t.Errorf("compare of two whole runs said %q", stderr)
+	}
+	// A malformed row is left out with a word, not silently.
+	f, err := os.OpenFile(filepath.Join(b, sweep.File), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("sweep,not,a,row\n")
+	f.Close()
+	_, stderr = mustRunCLI(t, "compare", a, b)
+	if !strings.Contains(stderr, b+": ") || !strings.Contains(stderr, "malformed") {
+		t.Errorf("compare said %q about a malformed row of %s", stderr, b)
 	}
 }
 

@@ -46,6 +46,11 @@ func runCompare(ctx context.Context, stdout, stderr io.Writer, args []string) in
 	if err != nil {
 		return usageErr(stderr, "compare", err)
 	}
+	for i, r := range runs {
+		for _, w := range r.Warnings {
+			fmt.Fprintf(stderr, "kvtier compare: %s: %s\n", []string{o.Old, o.New}[i], w)
+		}
+	}
 	report.WriteComparison(stdout, o.Old, o.New, report.Compare(runs[0], runs[1]))
 	return exitOK
 }

@@ -50,6 +50,7 @@ func testServer(args []string) int {
 	exitBelow := fs.Int("exit-below", 0, "exit at once with status 3 below this many blocks")
 	dieAfter := fs.Duration("die-after", 0, "exit with status 4 after this long")
 	noListen := fs.Bool("no-listen", false, "never answer /health")
+	setsidChild := fs.Bool("setsid-child", false, "start the child in a session of its own, outside the process group")
 	if fs.Parse(args) != nil {
 		return 2
 	}
@@ -59,6 +60,9 @@ func testServer(args []string) int {
 		return 3
 	}
 	child := exec.Command(os.Args[0], "knee-test-sleep")
+	if *setsidChild {
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := child.Start(); err != nil {
 		return 5
 	}
@@ -175,6 +179,32 @@ func TestServerProcessesGoneAfterCancel(t *testing.T) {
 	}
 	if log, _ := os.ReadFile(filepath.Join(dir, "server-0-256blocks.log")); !strings.Contains(string(log), "test server: 256 blocks") {
 		t.Errorf("server log %q", log)
+	}
+}
+
+// A child that left the server's process group (setsid, as a
+// daemonizing server does) ends with the sweep too.
+func TestServerEscapedChildIsKilled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := processConfig(t, dir, []int{256}, "-setsid-child")
+	var reqs, caps resultstest.Sink
+	if err := Run(context.Background(), cfg, smallWorkload(t), Sinks{Requests: &reqs, Capacities: &caps}); err != nil {
+		t.Fatal(err)
+	}
+	ps := pids(t, filepath.Join(dir, "pids"))
+	deadline := time.Now().Add(5 * time.Second) // a killed process is gone once the kernel has torn it down
+	for _, pid := range ps {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("process %d outlived the sweep", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if log := cfg.Log.(*syncbuf.Buffer).String(); !strings.Contains(log, "outside its process group: killed") {
+		t.Errorf("log %q does not say an escaped process was killed", log)
 	}
 }
 

@@ -2,6 +2,8 @@ package knee
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -9,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -86,6 +90,10 @@ type process struct {
 	grace   time.Duration
 	exited  chan struct{}
 	waitErr error
+	// cookie is an environment entry every process the server starts
+	// inherits: it finds those that left the process group (setsid, a
+	// daemonizing double fork), as Jenkins finds a build's processes.
+	cookie string
 }
 
 // startProcess starts argv with its stdout and stderr appended to
@@ -100,11 +108,14 @@ func startProcess(argv []string, port int, logPath string, grace time.Duration) 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cookie := newCookie()
+	cmd.Env = append(cmd.Environ(), cookie)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, err
 	}
-	p := &process{cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port), log: logPath, grace: grace, exited: make(chan struct{})}
+	p := &process{cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port), log: logPath, grace: grace,
+		exited: make(chan struct{}), cookie: cookie}
 	go func() {
 		p.waitErr = cmd.Wait()
 		f.Close()
@@ -142,13 +153,50 @@ func (p *process) Stop() error {
 	}
 	select {
 	case <-p.exited:
-	case <-time.After(10 * time.Second):
+	case <-time.After(10 * time.Second): // how long the leader may take to die of SIGKILL
 		return fmt.Errorf("server (pid %d) did not exit after SIGKILL", pgid)
+	}
+	if n := killCookie(procRoot, p.cookie); n > 0 {
+		return fmt.Errorf("server (pid %d) left %d process(es) outside its process group: killed", pgid, n)
 	}
 	if killed {
 		return fmt.Errorf("server (pid %d) did not stop within %s of SIGTERM: killed", pgid, p.grace)
 	}
 	return nil
+}
+
+// procRoot is where the processes are listed.
+const procRoot = "/proc"
+
+// newCookie returns an environment entry no other process holds.
+func newCookie() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "KVTIER_SERVER_COOKIE=" + hex.EncodeToString(b[:])
+}
+
+// killCookie sends SIGKILL to every process under proc whose environment
+// holds cookie and returns how many it found.
+func killCookie(proc, cookie string) int {
+	entries, err := os.ReadDir(proc)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(proc, e.Name(), "environ"))
+		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), cookie) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // groupAlive reports whether process group pgid has a process left; the

@@ -117,13 +117,18 @@ func dispatch(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "kvtier", version())
+		return exitOK
 	}
+	var names []string
 	for _, c := range commands() {
 		if c.name == name {
 			return c.run(ctx, stdout, stderr, args[1:])
 		}
+		names = append(names, c.name)
 	}
-	fmt.Fprintf(stderr, "kvtier: unknown command %q (run kvtier help)\n", name)
+	fmt.Fprintf(stderr, "kvtier: unknown command %q%s (run kvtier help)\n", name, didYouMean(name, append(names, "help", "version")))
 	return exitUsage
 }
 
@@ -133,5 +138,6 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintf(w, "  %-10s %s\n", "version", "kvtier's module version and revision (also --version)")
 	fmt.Fprintln(w, "\nRun kvtier <command> -h for a command's flags.")
 }

@@ -46,7 +46,7 @@ func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, o
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK, false
 		}
-		return usageErr(stderr, fs.Name(), err), false
+		return usageErr(stderr, fs.Name(), suggestFlag(fs, err)), false
 	}
 	if err := checkAliases(fs); err != nil {
 		return usageErr(stderr, fs.Name(), err), false
@@ -55,6 +55,25 @@ func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, o
 		return exitOK, false
 	}
 	return exitOK, true
+}
+
+// suggestFlag adds the nearest flag's name to pflag's "unknown flag:
+// --name" error.
+func suggestFlag(fs *pflag.FlagSet, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Deprecated == "" && !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if s := didYouMean(name, names); s != "" {
+		return fmt.Errorf("%w%s", err, strings.Replace(s, `"`, `"--`, 1))
+	}
+	return err
 }
 
 // parseNoArgs is parseFlags for a command that takes no positional

@@ -39,6 +39,9 @@ type Host struct {
 	NUMANodes   int    `json:"numa_nodes"`
 	MemoryBytes int64  `json:"memory_bytes"`
 	GoVersion   string `json:"go_version"`
+	// IOMMU is "off", or "on" with its units and the kernel's iommu=
+	// options, e.g. "on (dmar0,dmar1; iommu=pt)"; "" unknown.
+	IOMMU string `json:"iommu,omitempty"`
 }
 
 // BackendStatus says whether a backend or transport was found and why not.
@@ -51,19 +54,32 @@ type BackendStatus struct {
 
 // GPU is one GPU as NVML and the CUDA driver see it.
 type GPU struct {
-	Index         int      `json:"index"`
-	Name          string   `json:"name"`
-	UUID          string   `json:"uuid"`
-	BusID         string   `json:"bus_id"`
-	NUMANode      int      `json:"numa_node"` // -1 unknown
-	MemoryBytes   int64    `json:"memory_bytes"`
-	DriverVersion string   `json:"driver_version"`
-	CUDAVersion   string   `json:"cuda_version"`
-	PCIeGen       int      `json:"pcie_gen"`       // 0 unknown
-	PCIeWidth     int      `json:"pcie_width"`     // lanes, 0 unknown
-	PCIeMaxGen    int      `json:"pcie_max_gen"`   // 0 unknown
-	PCIeMaxWidth  int      `json:"pcie_max_width"` // 0 unknown
-	LinkGBps      float64  `json:"link_gbps"`      // unidirectional payload limit of the current link, 0 unknown
+	Index         int     `json:"index"`
+	Name          string  `json:"name"`
+	UUID          string  `json:"uuid"`
+	BusID         string  `json:"bus_id"`
+	NUMANode      int     `json:"numa_node"` // -1 unknown
+	MemoryBytes   int64   `json:"memory_bytes"`
+	DriverVersion string  `json:"driver_version"`
+	CUDAVersion   string  `json:"cuda_version"`
+	PCIeGen       int     `json:"pcie_gen"`       // 0 unknown
+	PCIeWidth     int     `json:"pcie_width"`     // lanes, 0 unknown
+	PCIeMaxGen    int     `json:"pcie_max_gen"`   // 0 unknown
+	PCIeMaxWidth  int     `json:"pcie_max_width"` // 0 unknown
+	LinkGBps      float64 `json:"link_gbps"`      // unidirectional payload limit of the current link, 0 unknown
+	// PCIeSwitch is the upstream port of the PCIe switch the GPU sits
+	// behind ("" when on a root port or unknown); GPUs with the same one
+	// share its uplink.
+	PCIeSwitch string `json:"pcie_switch,omitempty"`
+	// ACS is "off", "redirect at BUS,..." (bridges above the GPU that
+	// send peer-to-peer requests up to the root complex) or "unknown"
+	// (PCI config space not readable: not root).
+	ACS           string   `json:"acs,omitempty"`
+	IOMMUGroup    string   `json:"iommu_group,omitempty"` // "" without IOMMU translation
+	SMClockMHz    int      `json:"sm_clock_mhz,omitempty"`
+	MaxSMClockMHz int      `json:"max_sm_clock_mhz,omitempty"`
+	MemClockMHz   int      `json:"mem_clock_mhz,omitempty"`
+	MIGMode       string   `json:"mig_mode,omitempty"` // "enabled", "disabled"; "" unknown
 	Warnings      []string `json:"warnings,omitempty"`
 }
 
@@ -80,6 +96,12 @@ type NIC struct {
 	NUMANode   int      `json:"numa_node"` // -1 unknown
 	GIDs       []GID    `json:"gids,omitempty"`
 	GPUDist    []string `json:"gpu_distance,omitempty"` // "gpu0: same switch", ...
+	NetDevMTU  int      `json:"netdev_mtu,omitempty"`   // the netdev's MTU, 0 unknown
+	// PFC and Trust are the netdev's priority flow control and QoS
+	// trust settings where the driver exposes them in sysfs (mlx5:
+	// qos/pfc, qos/trust); "" unreadable.
+	PFC   string `json:"pfc,omitempty"`
+	Trust string `json:"trust,omitempty"`
 }
 
 // Disk is one block device as sysfs describes it: what a disk tier's

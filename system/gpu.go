@@ -47,6 +47,7 @@ func collectGPU(c Config, m *results.Manifest) error {
 		}
 	}
 	linkGPUs(c.Root, gpus, m)
+	topologyGPUs(c.Root, gpus, m)
 	m.GPUs = append(m.GPUs, gpus...)
 	return nil
 }
@@ -127,9 +128,26 @@ func nvmlGPUs() ([]results.GPU, results.BackendStatus) {
 		g.PCIeWidth, _ = dev.GetCurrPcieLinkWidth()
 		g.PCIeMaxGen, _ = dev.GetMaxPcieLinkGeneration()
 		g.PCIeMaxWidth, _ = dev.GetMaxPcieLinkWidth()
+		nvmlClocks(dev, &g)
 		gpus = append(gpus, g)
 	}
 	return gpus, st
+}
+
+// nvmlClocks fills a GPU's SM and memory clocks and its MIG mode.
+func nvmlClocks(dev nvml.Device, g *results.GPU) {
+	if v, r := dev.GetClockInfo(nvml.CLOCK_SM); r == nvml.SUCCESS {
+		g.SMClockMHz = int(v)
+	}
+	if v, r := dev.GetMaxClockInfo(nvml.CLOCK_SM); r == nvml.SUCCESS {
+		g.MaxSMClockMHz = int(v)
+	}
+	if v, r := dev.GetClockInfo(nvml.CLOCK_MEM); r == nvml.SUCCESS {
+		g.MemClockMHz = int(v)
+	}
+	if cur, _, r := dev.GetMigMode(); r == nvml.SUCCESS {
+		g.MIGMode = map[bool]string{true: "enabled", false: "disabled"}[cur == nvml.DEVICE_MIG_ENABLE]
+	}
 }
 
 // driverGPUs lists GPUs through the CUDA driver (no UUID, no link).

@@ -206,6 +206,7 @@ func collectNIC(c Config, m *results.Manifest) error {
 	root := c.Root
 	nics, err := Discover(root)
 	for i := range nics {
+		netdevQoS(root, &nics[i])
 		for _, g := range m.GPUs {
 			if nics[i].PCIAddress == "" || g.BusID == "" {
 				continue

@@ -196,15 +196,31 @@ func (e *engine) newRequest(id string, prompt []int, maxTokens int, salt string)
 	return r
 }
 
-// submit queues r at the current modeled time.
-func (e *engine) submit(r *request) {
-	r.arrival = e.vt
+// submit queues r, arrived at modeled time at. Requests that reach the
+// engine at the same modeled time queue in the order of their ids, not in
+// the order their handlers happened to run: the same load gives the same
+// schedule, and the same cache hits, from run to run.
+func (e *engine) submit(r *request, at float64) {
+	r.arrival = at
 	r.state = stWaiting
-	e.waiting = append(e.waiting, r)
+	i := len(e.waiting)
+	for i > 0 && e.waiting[i-1].preempted == 0 && e.waiting[i-1].arrival == r.arrival && idLess(r.id, e.waiting[i-1].id) {
+		i--
+	}
+	e.waiting = slices.Insert(e.waiting, i, r)
 	select {
 	case e.wake <- struct{}{}:
 	default:
 	}
+}
+
+// idLess orders request ids as numbers where they differ only in a
+// trailing number ("x-9" before "x-10"), else as strings.
+func idLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
 }
 
 // abort drops r wherever it is and frees its blocks.

@@ -105,9 +105,7 @@ func (v *virtualRun) admit() {
 	for len(v.front) > 0 && v.front[0].r.arrival <= e.vt {
 		q := v.front[0]
 		v.front = v.front[1:]
-		vt := e.vt
-		e.submit(q.r)
-		q.r.arrival = vt
+		e.submit(q.r, e.vt)
 	}
 }
 

@@ -296,8 +296,7 @@ func (s *Server) submit(r *request) {
 	if !e.busy() {
 		e.vt = max(e.vt, now)
 	}
-	e.submit(r)
-	r.arrival = max(r.arrival, now)
+	e.submit(r, max(e.vt, now))
 	e.mu.Unlock()
 }
 
@@ -330,16 +329,21 @@ func (s *Server) loop() {
 				e.mu.Unlock()
 				continue
 			}
-			var wait <-chan time.Time
+			var due <-chan time.Time
 			if loading {
-				wait = time.After(time.Until(s.started.Add(s.scaled(next))) + time.Microsecond)
+				due = time.After(time.Until(s.started.Add(s.scaled(next))) + time.Microsecond)
 			}
 			e.mu.Unlock()
 			select {
 			case <-s.life.Done():
 				return
 			case <-e.wake:
-			case <-wait:
+				// Let requests arriving at this same instant queue too
+				// before the first step is planned (see engine.submit).
+				if s.cfg.TimeScale > 0 && wait.For(s.life, settle) != nil {
+					return
+				}
+			case <-due:
 			case <-idle.C:
 			}
 			continue
@@ -356,6 +360,10 @@ func (s *Server) loop() {
 		e.mu.Unlock()
 	}
 }
+
+// settle is how long an idle engine, woken by a request, waits for the
+// others arriving with it: far below a step, so nothing measurable.
+const settle = 20 * time.Microsecond
 
 // waitUntil sleeps until the wall-clock time modeled time end maps to; it
 // reports false when the server closed meanwhile.

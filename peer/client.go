@@ -2,6 +2,7 @@ package peer
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -127,15 +128,19 @@ func dialTCP(ctx context.Context, addr string, opt DialOptions, h Hello) (*tcpCo
 	if err != nil {
 		return nil, Welcome{}, fmt.Errorf("peer %s: %w", addr, err)
 	}
-	conn.SetDeadline(time.Now().Add(timeout))
+	conn.SetDeadline(time.Now().Add(timeout)) // the handshake's bound
+	// A cancelled ctx (Ctrl-C) ends a handshake the peer does not answer
+	// at once, not after the timeout.
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
 	var w Welcome
 	if err := WriteFrame(conn, h); err != nil {
 		conn.Close()
-		return nil, w, fmt.Errorf("peer %s: handshake: %w", addr, err)
+		return nil, w, fmt.Errorf("peer %s: handshake: %w", addr, cmp.Or(ctx.Err(), err))
 	}
 	if err := ReadFrame(conn, &w); err != nil {
 		conn.Close()
-		return nil, w, fmt.Errorf("peer %s: %w", addr, err)
+		return nil, w, fmt.Errorf("peer %s: %w", addr, cmp.Or(ctx.Err(), err))
 	}
 	if w.Error != "" {
 		conn.Close()

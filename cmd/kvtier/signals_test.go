@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -88,4 +90,38 @@ func waitForRow(t *testing.T, ctx context.Context, path string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("no row in %s before the deadline", path)
+}
+
+// Ctrl-C while a peer accepts the connection but never answers the
+// handshake ends the command as interrupted (130), not as an unreachable
+// peer (2) once the handshake's timeout ran out.
+func TestInterruptDuringHandshake(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // accepted, never answered
+		}
+	}()
+	for _, args := range [][]string{
+		{"transfer", "--peer", ln.Addr().String(), "--sizes", "64KiB"},
+		{"sweep", "--backend", "host", "--tiers", "remote", "--peer", ln.Addr().String(), "--prefix", "16"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(200*time.Millisecond, cancel) // Ctrl-C once the handshake is under way
+		var stdout, stderr strings.Builder
+		args = append(args, "--out", filepath.Join(t.TempDir(), "run"))
+		if code := dispatch(ctx, &stdout, &stderr, args); code != exitInterrupted {
+			t.Errorf("kvtier %s: exit %d, want %d; stderr %q", args[0], code, exitInterrupted, stderr.String())
+		}
+		cancel()
+	}
 }

@@ -104,7 +104,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	ro, _ := opts.TierOptions["remote"].(*tiers.RemoteOptions)
 	if ro != nil && ro.Peer != "" && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, "remote")) {
 		if err := peerReachable(ctx, ro.Peer, ro.Token); err != nil {
-			return usageErr(stderr, "sweep", err)
+			return peerUnreachable(ctx, stderr, "sweep", err)
 		}
 	}
 	// Open the backend before writing anything, so a backend that cannot

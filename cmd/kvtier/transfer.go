@@ -147,13 +147,24 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	// row in it.
 	for _, addr := range opts.Peers {
 		if err := peerReachable(ctx, addr, opts.Token); err != nil {
-			return usageErr(stderr, "transfer", err)
+			return peerUnreachable(ctx, stderr, "transfer", err)
 		}
 	}
 	return suiteRun{cmd: "transfer", suite: transfer.Suite, out: f.out, args: args,
 		run: func(ctx context.Context, out *harness.Output) error {
 			return transfer.Run(ctx, opts, be, out, stderr)
 		}}.exec(ctx, stdout, stderr)
+}
+
+// peerUnreachable returns the exit status of a command whose peer check
+// failed with err: interrupted where Ctrl-C ended the handshake, bad
+// input otherwise.
+func peerUnreachable(ctx context.Context, stderr io.Writer, cmd string, err error) int {
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "kvtier %s: interrupted while connecting to the peer; nothing written\n", cmd)
+		return exitInterrupted
+	}
+	return usageErr(stderr, cmd, err)
 }
 
 // peerReachable reports a kvtier serve peer that does not complete a

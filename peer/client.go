@@ -28,6 +28,9 @@ type DialOptions struct {
 	// Token is the run token sent in the hello (servers started with one
 	// refuse clients without it).
 	Token string
+	// Write asks the peer for sessions that may write into its pool
+	// (WriteChunks); a peer not started writable refuses the dial.
+	Write bool
 	// IdleTimeout, when positive, turns a peer that moves no data for
 	// that long in the middle of a read into an error: on TCP no byte
 	// read or written, on verbs no completion. Zero waits as long as the
@@ -65,6 +68,7 @@ type Info struct {
 	Transport string
 	Device    string  // NIC for verbs, "tcp" otherwise
 	RateGbps  float64 // NIC line rate for verbs, 0 unknown
+	Writable  bool    // the sessions may write (WriteChunks)
 }
 
 // A Client reads chunks from a peer's pool.
@@ -98,13 +102,13 @@ func Dial(ctx context.Context, addr string, opt DialOptions) (*Client, error) {
 	switch opt.Transport {
 	case TCP:
 		for i := 0; i < opt.Conns; i++ {
-			tc, w, err := dialTCP(ctx, addr, opt, Hello{Transport: TCP})
+			tc, w, err := dialTCP(ctx, addr, opt, Hello{Transport: TCP, Write: opt.Write})
 			if err != nil {
 				c.Close()
 				return nil, err
 			}
 			c.tcp = append(c.tcp, tc)
-			c.info = Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: TCP, Device: "tcp"}
+			c.info = Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: TCP, Device: "tcp", Writable: w.Writable}
 		}
 	case Verbs:
 		vc, err := dialVerbs(ctx, addr, opt)
@@ -198,6 +202,39 @@ func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error
 		}
 		wg.Go(func() {
 			errs[i] = c.tcp[i].read(ctx, dst, p)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// WriteChunks writes the chunks of list (the same list a read takes)
+// the other way: Len bytes from offset Dst of src into offset Src of the
+// peer's pool, spread over the client's connections. The peer must have
+// granted writes (Info.Writable); over verbs the error wraps
+// rdma.ErrUnsupported.
+func (c *Client) WriteChunks(ctx context.Context, src []byte, list []Chunk) error {
+	if !c.info.Writable {
+		return fmt.Errorf("peer %s: the session may not write (dial with DialOptions.Write; the peer needs kvtier serve --writable)", c.info.Addr)
+	}
+	if err := c.check(int64(len(src)), list); err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	if c.verbs != nil {
+		return fmt.Errorf("peer: writes over verbs (RDMA WRITE): %w", rdma.ErrUnsupported)
+	}
+	parts := Share(Split(list, 4<<20), len(c.tcp))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		wg.Go(func() {
+			errs[i] = c.tcp[i].write(ctx, src, p)
 		})
 	}
 	wg.Wait()
@@ -298,12 +335,7 @@ func (t *tcpConn) read(ctx context.Context, dst []byte, list []Chunk) error {
 	defer t.mu.Unlock()
 	stop := context.AfterFunc(ctx, t.cancel)
 	defer stop()
-	var batches [][]Chunk
-	for len(list) > 0 {
-		n := min(len(list), 4096)
-		batches = append(batches, list[:n])
-		list = list[n:]
-	}
+	batches := batchesOf(list)
 	werr := make(chan error, 1)
 	go func() {
 		var buf []byte
@@ -344,6 +376,74 @@ func (t *tcpConn) read(ctx context.Context, dst []byte, list []Chunk) error {
 		first = t.wrap(err)
 	}
 	return first
+}
+
+// write sends list as write batches, each its pairs then its bytes from
+// src, while the answers are read; a refusal ends the connection, as the
+// peer ends the session.
+func (t *tcpConn) write(ctx context.Context, src []byte, list []Chunk) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	stop := context.AfterFunc(ctx, t.cancel)
+	defer stop()
+	batches := batchesOf(list)
+	werr := make(chan error, 1)
+	go func() {
+		var hdr []byte
+		for _, b := range batches {
+			hdr = binary.BigEndian.AppendUint32(hdr[:0], uint32(len(b))|writeFlag)
+			bufs := net.Buffers{nil}
+			for _, ch := range b {
+				hdr = binary.BigEndian.AppendUint64(hdr, uint64(ch.Src))
+				hdr = binary.BigEndian.AppendUint64(hdr, uint64(ch.Len))
+				bufs = append(bufs, src[ch.Dst:ch.Dst+ch.Len])
+			}
+			bufs[0] = hdr
+			t.extend(false)
+			if _, err := bufs.WriteTo(idleWriter{t}); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nil
+	}()
+	for range batches {
+		if err := t.readAnswer(nil, nil); err != nil {
+			t.c.Close() // a refused write ends the session; the stream is out of step
+			<-werr
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if pe, ok := errors.AsType[*peerError](err); ok {
+				return fmt.Errorf("peer %s refused a write: %s", pe.addr, pe.msg)
+			}
+			return t.wrap(err)
+		}
+	}
+	if err := <-werr; err != nil {
+		return t.wrap(err)
+	}
+	return nil
+}
+
+// batchesOf cuts list into requests of at most 4096 chunks.
+func batchesOf(list []Chunk) [][]Chunk {
+	var batches [][]Chunk
+	for len(list) > 0 {
+		n := min(len(list), 4096)
+		batches = append(batches, list[:n])
+		list = list[n:]
+	}
+	return batches
+}
+
+// An idleWriter writes the connection with the idle deadline moved
+// ahead before each write.
+type idleWriter struct{ t *tcpConn }
+
+func (w idleWriter) Write(p []byte) (int, error) {
+	w.t.extend(false)
+	return w.t.c.Write(p)
 }
 
 // A peerError is a refusal the peer sent.

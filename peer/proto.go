@@ -56,6 +56,10 @@ type Hello struct {
 	// Token is the run token; a server started with one refuses a hello
 	// without it (version 2).
 	Token string `json:"token,omitempty"`
+	// Write asks for a session that may write into the pool (stores); a
+	// server not started writable refuses it. Older servers ignore the
+	// field and refuse the first write request instead.
+	Write bool `json:"write,omitempty"`
 	// Verbs is the client's endpoint (GID, LID, QPNs, PSNs) for transport
 	// verbs.
 	Verbs *rdma.QPInfo `json:"verbs,omitempty"`
@@ -69,6 +73,9 @@ type Welcome struct {
 	Seed      uint64 `json:"seed"` // pattern seed of the pool
 	Mem       string `json:"mem"`  // host | gpu
 	Transport string `json:"transport"`
+	// Writable says the session may write into the pool (kvtier serve
+	// --writable, and a hello that asked to write).
+	Writable bool `json:"writable,omitempty"`
 	// Verbs is the server's endpoint, with the pool's rkey and base
 	// address, for transport verbs.
 	Verbs *rdma.QPInfo `json:"verbs,omitempty"`
@@ -183,7 +190,9 @@ func printable(b []byte) string {
 }
 
 // A Chunk is one read: Len bytes from offset Src of the peer's pool into
-// offset Dst of the client's destination.
+// offset Dst of the client's destination. A write (a store) takes the
+// same chunks the other way: Len bytes from offset Dst of the client's
+// source into offset Src of the pool.
 type Chunk struct {
 	Src, Dst, Len int64
 }

@@ -22,6 +22,9 @@ const (
 	// Response statuses.
 	statusOK  = 0
 	statusErr = 1
+	// writeFlag marks a request's count as a write: the (offset, length)
+	// pairs are followed by the bytes of every chunk, in order.
+	writeFlag = 1 << 31
 )
 
 // A ServerConfig says what a server serves.
@@ -30,6 +33,10 @@ type ServerConfig struct {
 	// Transport is what the server offers: "tcp", or "verbs" (which serves
 	// TCP clients too).
 	Transport string
+	// Writable lets clients that ask write into the pool (stores);
+	// otherwise the pool is read-only and a hello that asks to write is
+	// refused.
+	Writable bool
 	// RDMA configures the endpoint a verbs session opens.
 	RDMA rdma.Config
 	// Log receives one line per refused or failed session; nil discards.
@@ -167,13 +174,19 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 	if !ok {
 		return
 	}
-	w := Welcome{PoolBytes: s.cfg.Pool.Size(), Seed: s.cfg.Pool.Seed(), Mem: s.cfg.Pool.Mem(), Transport: h.Transport}
+	w := Welcome{PoolBytes: s.cfg.Pool.Size(), Seed: s.cfg.Pool.Seed(), Mem: s.cfg.Pool.Mem(), Transport: h.Transport,
+		Writable: h.Write && s.cfg.Writable}
+	if h.Write && !s.cfg.Writable {
+		w.Error = "this peer's pool is read-only: start kvtier serve with --writable to accept stores"
+		WriteFrame(c, w)
+		return
+	}
 	switch h.Transport {
 	case TCP:
 		if err := WriteFrame(c, w); err != nil {
 			return
 		}
-		if err := s.serveTCP(idleConn{c, s.cfg.IdleTimeout}); !errors.Is(err, io.EOF) && ctx.Err() == nil {
+		if err := s.serveTCP(idleConn{c, s.cfg.IdleTimeout}, w.Writable); !errors.Is(err, io.EOF) && ctx.Err() == nil {
 			fmt.Fprintf(s.cfg.Log, "kvtier serve: %s: session ended: %v\n", c.RemoteAddr(), err)
 		}
 	case Verbs:
@@ -219,16 +232,27 @@ func (s *Server) hello(c net.Conn) (Hello, bool) {
 // a count n then n (offset, length) pairs, big-endian u64; the answer is a
 // status byte, a message length and message, then on success the bytes of
 // every chunk in order. A request outside the pool is answered with an
-// error and the session goes on.
-func (s *Server) serveTCP(c idleConn) error {
+// error and the session goes on. A write request (writeFlag in the count,
+// in a writable session) carries the bytes of every chunk after its
+// pairs and is answered with a status alone, once they are in the pool; a
+// write that cannot be taken ends the session, whose stream then holds
+// bytes nobody reads.
+func (s *Server) serveTCP(c idleConn, writable bool) error {
 	r := bufio.NewReaderSize(c, 64<<10)
 	var list []Chunk
 	var stage []byte
 	for {
 		var err error
-		list, err = s.readBatch(c, r, list[:0])
+		var write bool
+		list, write, err = s.readBatch(c, r, list[:0])
 		if err != nil {
 			return err
+		}
+		if write {
+			if stage, err = s.takeWrite(c, r, list, writable, stage); err != nil {
+				return err
+			}
+			continue
 		}
 		if bad := s.outside(list); bad != "" {
 			if err := writeStatus(c, statusErr, bad); err != nil {
@@ -251,25 +275,67 @@ func (s *Server) serveTCP(c idleConn) error {
 }
 
 // readBatch reads one request into list (reused), growing it as pairs
-// arrive so a client pays for what it sent.
-func (s *Server) readBatch(c net.Conn, r *bufio.Reader, list []Chunk) ([]Chunk, error) {
+// arrive so a client pays for what it sent, and says whether it is a
+// write.
+func (s *Server) readBatch(c net.Conn, r *bufio.Reader, list []Chunk) ([]Chunk, bool, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return list, err
+		return list, false, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
+	write := n&writeFlag != 0
+	n &^= writeFlag
 	if n > maxBatch {
 		writeStatus(c, statusErr, fmt.Sprintf("batch of %d chunks exceeds %d", n, maxBatch))
-		return list, fmt.Errorf("batch of %d chunks", n)
+		return list, write, fmt.Errorf("batch of %d chunks", n)
 	}
 	for range n {
 		var pair [16]byte
 		if _, err := io.ReadFull(r, pair[:]); err != nil {
-			return list, err
+			return list, write, err
 		}
 		list = append(list, Chunk{Src: int64(binary.BigEndian.Uint64(pair[:])), Len: int64(binary.BigEndian.Uint64(pair[8:]))})
 	}
-	return list, nil
+	return list, write, nil
+}
+
+// takeWrite reads the bytes of a write request's chunks into the pool
+// (through stage, grown to writeGroup once, for a device pool) and
+// answers it. A write the session may not make, or outside the pool, is
+// refused and ends the session.
+func (s *Server) takeWrite(c idleConn, r *bufio.Reader, list []Chunk, writable bool, stage []byte) ([]byte, error) {
+	bad := s.outside(list)
+	if !writable {
+		bad = "this session may not write: the peer was not started with --writable, or the hello did not ask to write"
+	}
+	if bad != "" {
+		writeStatus(c, statusErr, bad)
+		return stage, errors.New("refused a write: " + bad)
+	}
+	pool := s.cfg.Pool
+	for _, ch := range list {
+		if h := pool.Host(); h != nil {
+			if _, err := io.ReadFull(r, h[ch.Src:ch.Src+ch.Len]); err != nil {
+				return stage, err
+			}
+			continue
+		}
+		for done := int64(0); done < ch.Len; {
+			k := min(ch.Len-done, writeGroup)
+			if int64(len(stage)) < k {
+				stage = make([]byte, writeGroup)
+			}
+			if _, err := io.ReadFull(r, stage[:k]); err != nil {
+				return stage, err
+			}
+			if _, err := pool.Buffer().WriteAt(stage[:k], ch.Src+done); err != nil {
+				writeStatus(c, statusErr, fmt.Sprintf("write pool: %v", err))
+				return stage, fmt.Errorf("write pool: %w", err)
+			}
+			done += k
+		}
+	}
+	return stage, writeStatus(c, statusOK, "")
 }
 
 // outside says why a read of list falls outside the pool, "" if none.

@@ -16,7 +16,7 @@ import (
 func init() {
 	Register(Spec{
 		Name:    "remote",
-		Summary: "read of the prefix's blocks from a peer's pool (RDMA READ over verbs, or TCP) into the working pool",
+		Summary: "read of the prefix's blocks from a peer's pool (RDMA READ over verbs, or TCP) into the working pool; store: a TCP push into the pool",
 		Order:   2,
 		Moves:   true,
 		Timing:  Blocking,
@@ -25,6 +25,7 @@ func init() {
 		},
 		NewOptions: func() Options { return NewRemoteOptions() },
 		Columns:    []string{"peer_mem"},
+		Directions: []Direction{Load, Store},
 	})
 }
 
@@ -110,6 +111,8 @@ type remoteTier struct {
 	perBlock int
 	dst      Buffer // working pool
 	dest     *Dest
+
+	push *remoteStore // a store's; nil for a load
 }
 
 func (t *remoteTier) transport() string {
@@ -125,6 +128,9 @@ func (t *remoteTier) Available() string {
 	case peer.TCP:
 		return ""
 	case peer.Verbs:
+		if t.env.stores() {
+			return verbsStoreReason
+		}
 		names, err := rdma.DeviceNames(t.env.LibIBVerbs)
 		if err != nil {
 			return "transport verbs: " + err.Error()
@@ -172,7 +178,8 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 		if err != nil {
 			return fmt.Errorf("remote: embedded peer: %w", err)
 		}
-		e, err := peer.StartEmbedded(peer.ServerConfig{Pool: pool, Transport: t.transport(), RDMA: t.rdmaConfig(), Log: t.env.Log})
+		e, err := peer.StartEmbedded(peer.ServerConfig{Pool: pool, Transport: t.transport(), RDMA: t.rdmaConfig(), Log: t.env.Log,
+			Writable: t.env.stores()})
 		if err != nil {
 			pool.Close()
 			return fmt.Errorf("remote: embedded peer: %w", err)
@@ -180,7 +187,8 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 		t.embedded, addr, t.where = e, e.Addr, peer.PathLoopback
 	}
 	conns := max(t.opts.Conns, 1)
-	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: t.transport(), Conns: conns, RDMA: t.rdmaConfig(), IdleTimeout: t.opts.IdleTimeout, Token: t.opts.Token})
+	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: t.transport(), Conns: conns, RDMA: t.rdmaConfig(), IdleTimeout: t.opts.IdleTimeout, Token: t.opts.Token,
+		Write: t.env.stores()})
 	if err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}
@@ -211,6 +219,10 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 	if t.dst, err = t.env.Backend.Alloc(Device, dstPool.Size()); err != nil {
 		return fmt.Errorf("remote: working pool: %w", err)
 	}
+	if t.env.stores() {
+		t.push, err = newRemoteStore(ctx, t.env, c, t.dst, t.list, t.opts.Peer == "")
+		return err
+	}
 	if t.dest, err = NewDest(ctx, t.env.Backend, c, t.dst, t.list[:1], t.env.Copy); err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}
@@ -229,13 +241,16 @@ func (t *remoteTier) Scrub(p Prefix) error {
 	if err != nil {
 		return err
 	}
+	if t.push != nil {
+		return t.push.scrub(list)
+	}
 	return t.dest.Scrub(list)
 }
 
 // reads returns the chunk reads of a fetch of p: one per chunk, or for
 // the contiguous copy mode one read of the same payload.
 func (t *remoteTier) reads(p Prefix) ([]peer.Chunk, error) {
-	if t.client == nil || t.dest == nil {
+	if t.client == nil || (t.dest == nil && t.push == nil) {
 		return nil, fmt.Errorf("remote: %w", errNotSetUp)
 	}
 	n := p.Blocks * t.perBlock
@@ -259,6 +274,9 @@ func (t *remoteTier) Fetch(ctx context.Context, p Prefix) error {
 	if err != nil {
 		return err
 	}
+	if t.push != nil {
+		return t.push.store(ctx, list)
+	}
 	return t.client.Read(ctx, t.dest.Destination, list)
 }
 
@@ -273,7 +291,11 @@ func (t *remoteTier) Verify(p Prefix) error {
 	if len(list) == 1 && t.env.Copy == Contiguous {
 		per = 1
 	}
-	if i, err := t.dest.Verify(list, t.seed); err != nil {
+	verify := t.dest.Verify
+	if t.push != nil {
+		verify = t.push.verify
+	}
+	if i, err := verify(list, t.seed); err != nil {
 		return fmt.Errorf("remote: block %d chunk %d: %w", i/per, i%per, err)
 	}
 	return nil
@@ -295,6 +317,9 @@ func (t *remoteTier) Attrs() map[string]string {
 	case t.opts.Peer == "":
 		a["path"] = peer.PathLoopback
 	}
+	if t.env.stores() {
+		a["src_mem"], a["dst_mem"] = string(Device), "peer"
+	}
 	if t.client != nil {
 		info := t.client.Info()
 		a["device"] = info.Device
@@ -312,6 +337,7 @@ func (t *remoteTier) Work(p Prefix) float64 { return 0 }
 // Close disconnects, frees the pools and stops an embedded peer.
 func (t *remoteTier) Close() error {
 	var errs []error
+	closeOnce(&errs, &t.push) // before the client: it restores the peer's pool
 	closeOnce(&errs, &t.client)
 	closeOnce(&errs, &t.dest)
 	closeOnce(&errs, &t.dst)

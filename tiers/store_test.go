@@ -96,6 +96,25 @@ func TestStoreHostBackend(t *testing.T) {
 	}
 }
 
+func TestStoreRemoteEmbedded(t *testing.T) {
+	t.Parallel()
+	b, _, err := tiers.OpenBackend(context.Background(), "host", tiers.BackendConfig{NUMA: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	for _, mode := range []tiers.CopyMode{tiers.PerCopy, tiers.Contiguous} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			env := tiers.Env{Backend: b, Geometry: storeGeometry(), Layout: kv.Layerwise, Copy: mode, Seed: 3}
+			a := storeRoundTrip(t, "remote", env)
+			if a["dst_mem"] != "peer" || a["path"] != "loopback" {
+				t.Errorf("Attrs = %v", a)
+			}
+		})
+	}
+}
+
 func TestStoreCUDABackend(t *testing.T) {
 	b := openFake(t, nil, tiers.BackendConfig{NUMA: -1})
 	cases := []struct {
@@ -103,6 +122,7 @@ func TestStoreCUDABackend(t *testing.T) {
 		mem  tiers.MemKind
 	}{
 		{"hbm", tiers.Device},
+		{"remote", "peer"},
 		{"host", tiers.Pinned},
 		{"host", tiers.Pageable},
 	}

@@ -34,6 +34,7 @@ type serveOptions struct {
 	token     tokenFlags   // --token: clients without it are refused
 	Idle      time.Duration
 	Sessions  int
+	Writable  bool // accept stores into the pool
 }
 
 func (o *serveOptions) add(fs *pflag.FlagSet) {
@@ -49,6 +50,7 @@ func (o *serveOptions) add(fs *pflag.FlagSet) {
 	o.token.add(fs)
 	addIdleTimeout(fs, &o.Idle)
 	fs.IntVar(&o.Sessions, "max-sessions", peer.DefaultMaxSessions, "connections served at once, handshakes included; one more is refused with a message saying so")
+	fs.BoolVar(&o.Writable, "writable", false, "accept stores: clients that ask may write into the pool (kvtier sweep/transfer --direction store); the pool is read-only otherwise")
 }
 
 // maxSessions bounds kvtier serve's --max-sessions.
@@ -108,7 +110,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	defer done()
 	srv := peer.NewServer(peer.ServerConfig{Pool: p, Transport: o.Transport, RDMA: rcfg, Log: stderr, Token: o.token.value(),
-		IdleTimeout: o.Idle, HandshakeTimeout: min(o.Idle, 10*time.Second), MaxSessions: o.Sessions})
+		IdleTimeout: o.Idle, HandshakeTimeout: min(o.Idle, 10*time.Second), MaxSessions: o.Sessions, Writable: o.Writable})
 	fmt.Fprintf(stdout, "kvtier serve: listening on %s (pool %s %s, transport %s)\n",
 		ln.Addr(), units.FormatBytes(o.Pool), o.Mem, o.Transport)
 	if f, ok := stdout.(interface{ Sync() error }); ok {

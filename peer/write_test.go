@@ -1,0 +1,77 @@
+package peer
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/pattern"
+)
+
+// TestWriteChunks pushes scattered chunks into a writable peer's pool
+// over several connections and reads them back; the pool around them
+// keeps its pattern.
+func TestWriteChunks(t *testing.T) {
+	t.Parallel()
+	const size, chunk = 1 << 20, 4096
+	addr, _ := startServerConfig(t, size, 3, ServerConfig{Writable: true})
+	c := mustDial(t, addr, DialOptions{Conns: 3, Write: true})
+	if !c.Info().Writable {
+		t.Fatal("writable peer did not grant writes")
+	}
+	src := make([]byte, 64*chunk)
+	pattern.Fill(src, 77, 0)
+	var list []Chunk
+	for i := range 64 {
+		list = append(list, Chunk{Src: int64(255-3*i) * chunk, Dst: int64(i) * chunk, Len: chunk})
+	}
+	// One large chunk too, split over the connections.
+	list = append(list, Chunk{Src: 0, Dst: 0, Len: 8 * chunk})
+	if err := c.WriteChunks(context.Background(), src, list); err != nil {
+		t.Fatal(err)
+	}
+	back := make([]byte, len(src))
+	if err := c.ReadChunks(context.Background(), back, list); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range list {
+		if err := pattern.Check(back[ch.Dst:ch.Dst+ch.Len], 77, ch.Dst); err != nil {
+			t.Fatalf("chunk %d read back: %v", i, err)
+		}
+	}
+	one := make([]byte, chunk)
+	if err := c.ReadChunks(context.Background(), one, []Chunk{{Src: 100 * chunk, Len: chunk}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Check(one, 3, 100*chunk); err != nil {
+		t.Errorf("a chunk nobody wrote: %v", err)
+	}
+}
+
+// TestWriteRefused checks the ways a write is refused: a read-only peer
+// refuses a hello that asks to write, a session that did not ask may not
+// write, and a write outside the pool ends its session with the reason.
+func TestWriteRefused(t *testing.T) {
+	t.Parallel()
+	const size = 64 << 10
+	ro, _ := startServer(t, size, 1)
+	if _, err := Dial(context.Background(), ro, DialOptions{Write: true}); err == nil || !strings.Contains(err.Error(), "--writable") {
+		t.Errorf("dialing a read-only peer to write: %v", err)
+	}
+	rc := mustDial(t, ro, DialOptions{})
+	src := make([]byte, 4096)
+	if err := rc.WriteChunks(context.Background(), src, []Chunk{{Len: 4096}}); err == nil || !strings.Contains(err.Error(), "may not write") {
+		t.Errorf("write on a read session: %v", err)
+	}
+	rw, _ := startServerConfig(t, size, 1, ServerConfig{Writable: true})
+	c := mustDial(t, rw, DialOptions{Write: true, Faults: Faults{SkipBounds: true}})
+	err := c.WriteChunks(context.Background(), src, []Chunk{{Src: size - 1024, Len: 4096}})
+	if err == nil || !strings.Contains(err.Error(), "refused a write") || !strings.Contains(err.Error(), "outside the pool") {
+		t.Errorf("write outside the pool: %v", err)
+	}
+	// A new session writes.
+	c2 := mustDial(t, rw, DialOptions{Write: true})
+	if err := c2.WriteChunks(context.Background(), src, []Chunk{{Src: 0, Len: 4096}}); err != nil {
+		t.Errorf("write after a refused session: %v", err)
+	}
+}

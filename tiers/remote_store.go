@@ -1,0 +1,154 @@
+package tiers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/pattern"
+	"github.com/kvtier/kvtier/peer"
+)
+
+// verbsStoreReason is the skipped row of a remote store over verbs.
+const verbsStoreReason = "stores over verbs (RDMA WRITE) are not measured yet; --transport tcp pushes into the peer's pool"
+
+// A remoteStore is the remote tier's store: the working pool holds the
+// pattern and every chunk is pushed into its slot of the peer's pool
+// (TCP), from the working pool itself in host memory or through a pinned
+// bounce buffer downloaded inside the sample. Verification reads the
+// pool back. On a peer of its own (kvtier serve --writable) it writes the
+// peer's pattern back over what it stored when it closes, so that later
+// loads from that peer verify.
+type remoteStore struct {
+	c       *peer.Client
+	src     []byte // what is pushed: the working pool's bytes or the bounce buffer's
+	dst     Buffer // the working pool
+	bounce  Buffer
+	pull    func([]kv.Copy) error
+	list    []peer.Chunk // every chunk the tier may store
+	restore bool         // write the peer's pattern back on Close
+	seed    uint64       // the working pool's pattern
+	// What was written: the longest prefix of list, and the contiguous
+	// copy mode's spans.
+	dirtyN int
+	spans  []peer.Chunk
+}
+
+// newRemoteStore fills the working pool dst with the pattern of env's
+// seed and readies the pushes of client c.
+func newRemoteStore(ctx context.Context, env Env, c *peer.Client, dst Buffer, list []peer.Chunk, embedded bool) (*remoteStore, error) {
+	if err := FillPattern(ctx, dst, env.Seed); err != nil {
+		return nil, fmt.Errorf("remote: working pool: %w", err)
+	}
+	s := &remoteStore{c: c, dst: dst, src: dst.Host(), list: list, restore: !embedded, seed: env.Seed}
+	if s.src == nil {
+		var err error
+		if s.bounce, s.pull, err = bounceFrom(env.Backend, dst, env.Copy); err != nil {
+			return nil, fmt.Errorf("remote: bounce buffer: %w", err)
+		}
+		s.src = s.bounce.Host()
+	}
+	return s, nil
+}
+
+// store pushes list into the peer's pool.
+func (s *remoteStore) store(ctx context.Context, list []peer.Chunk) error {
+	s.dirty(list)
+	if s.pull != nil {
+		if err := s.pull(ChunkCopies(sameOffsets(list))); err != nil {
+			return fmt.Errorf("remote: device to bounce buffer: %w", err)
+		}
+	}
+	return s.c.WriteChunks(ctx, s.src, list)
+}
+
+// dirty notes that list is written: a prefix of s.list, or one span.
+func (s *remoteStore) dirty(list []peer.Chunk) {
+	if len(list) == 1 && (len(s.list) == 0 || list[0] != s.list[0]) {
+		if !slices.Contains(s.spans, list[0]) {
+			s.spans = append(s.spans, list[0])
+		}
+		return
+	}
+	s.dirtyN = max(s.dirtyN, len(list))
+}
+
+// sameOffsets returns the working-pool ranges of list as chunks whose
+// source and destination are both the working-pool offset.
+func sameOffsets(list []peer.Chunk) []peer.Chunk {
+	out := make([]peer.Chunk, len(list))
+	for i, c := range list {
+		out[i] = peer.Chunk{Src: c.Dst, Dst: c.Dst, Len: c.Len}
+	}
+	return out
+}
+
+// scrub overwrites the pool's ranges of list on the peer and the bounce
+// buffer's, so that a push that never happened fails verification.
+func (s *remoteStore) scrub(list []peer.Chunk) error {
+	junk := make([]byte, s.dst.Size())
+	for i := range junk {
+		junk[i] = scrubByte
+	}
+	s.dirty(list)
+	if err := s.c.WriteChunks(context.Background(), junk, list); err != nil {
+		return fmt.Errorf("remote: scrub: %w", err)
+	}
+	if s.bounce != nil {
+		return ScrubRanges(s.bounce, ChunkCopies(sameOffsets(list)))
+	}
+	return nil
+}
+
+// verify reads the pool's ranges of list back from the peer and checks
+// each against the working pool's pattern; it returns the index of the
+// first chunk that differs.
+func (s *remoteStore) verify(list []peer.Chunk, _ uint64) (int, error) {
+	back := make([]byte, s.dst.Size())
+	if err := s.c.ReadChunks(context.Background(), back, list); err != nil {
+		return 0, fmt.Errorf("read back: %w", err)
+	}
+	return checkEach(ChunkCopies(list), func(c kv.Copy) error {
+		return pattern.Check(back[c.Dst:c.Dst+c.Bytes], s.seed, c.Dst)
+	})
+}
+
+// restorePool writes the peer's pattern back over what was written.
+func (s *remoteStore) restorePool() error {
+	groups := [][]peer.Chunk{s.list[:s.dirtyN]}
+	for _, c := range s.spans {
+		groups = append(groups, []peer.Chunk{c})
+	}
+	buf := make([]byte, s.dst.Size())
+	seed := s.c.Info().Seed
+	for _, g := range groups {
+		if len(g) == 0 {
+			continue
+		}
+		for _, c := range g {
+			pattern.Fill(buf[c.Dst:c.Dst+c.Len], seed, c.Src)
+		}
+		if err := s.c.WriteChunks(context.Background(), buf, g); err != nil {
+			return fmt.Errorf("remote: restoring the peer's pool: %w", err)
+		}
+	}
+	s.dirtyN, s.spans = 0, nil
+	return nil
+}
+
+// Close writes the peer's pattern back over every chunk the store may
+// have written (a peer of its own only) and frees the bounce buffer.
+func (s *remoteStore) Close() error {
+	var err error
+	if s.restore {
+		err = s.restorePool()
+	}
+	if s.bounce != nil {
+		if cerr := s.bounce.Close(); err == nil {
+			err = cerr
+		}
+		s.bounce = nil
+	}
+	return err
+}

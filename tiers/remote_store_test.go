@@ -1,0 +1,82 @@
+package tiers
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/pattern"
+	"github.com/kvtier/kvtier/peer"
+)
+
+// TestRemoteStoreExternalPeer stores into a kvtier serve --writable
+// peer, verifies by reading its pool back, and checks that closing the
+// tier writes the peer's pattern back, so that loads from it verify; a
+// read-only peer is refused by name.
+func TestRemoteStoreExternalPeer(t *testing.T) {
+	t.Parallel()
+	b := openHost(t)
+	g := smallGeometry()
+	start := func(writable bool) (*peer.Embedded, *peer.Pool) {
+		pool, err := peer.NewHostPool(int64(kv.PoolSlots(8))*g.BlockBytes(), 99)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := peer.StartEmbedded(peer.ServerConfig{Pool: pool, Writable: writable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e, pool
+	}
+	newStore := func(addr string, mode CopyMode) *remoteTier {
+		return &remoteTier{env: Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: mode, Seed: 5, Direction: Store},
+			opts: RemoteOptions{Peer: addr, Transport: "tcp", Conns: 2, GIDIndex: -1}}
+	}
+	ro, _ := start(false)
+	tier := newStore(ro.Addr, PerCopy)
+	if err := tier.Setup(context.Background(), 8); err == nil || !strings.Contains(err.Error(), "--writable") {
+		t.Fatalf("store into a read-only peer: %v", err)
+	}
+	tier.Close()
+	rw, pool := start(true)
+	for _, mode := range []CopyMode{PerCopy, Contiguous} {
+		tier := newStore(rw.Addr, mode)
+		if err := tier.Setup(context.Background(), 8); err != nil {
+			t.Fatal(err)
+		}
+		p := Prefix{Tokens: 128, Blocks: 8}
+		if err := tier.Scrub(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := tier.Verify(p); err == nil {
+			t.Fatal("Verify passed after Scrub")
+		}
+		if err := tier.Fetch(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		if err := tier.Verify(p); err != nil {
+			t.Fatal(err)
+		}
+		if a := tier.Attrs(); a["src_mem"] != "device" || a["dst_mem"] != "peer" || a["transport"] != "tcp" {
+			t.Errorf("attrs %v", a)
+		}
+		if err := tier.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := pattern.Check(pool.Host(), 99, 0); err != nil {
+			t.Fatalf("%s: the peer's pool after the store closed: %v", mode, err)
+		}
+	}
+}
+
+// TestRemoteStoreOverVerbsSkipped checks the store over verbs is a
+// skipped row with its reason.
+func TestRemoteStoreOverVerbsSkipped(t *testing.T) {
+	t.Parallel()
+	tier := &remoteTier{env: Env{Backend: openHost(t), Geometry: smallGeometry(), Direction: Store}, opts: RemoteOptions{Transport: "verbs", GIDIndex: -1}}
+	if r := tier.Available(); r != verbsStoreReason {
+		t.Errorf("Available = %q", r)
+	}
+}

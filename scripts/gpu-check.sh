@@ -34,7 +34,14 @@
 # "ratio kvtier/PyTorch: ..." (or "...: skipped (why)"); everything logged
 # in gpu-check.log.
 #
-# Environment: KVTIER_BIN, GPU (ordinal, default 0), NUMA (default -1),
+# A binary built elsewhere that needs a newer glibc than the node has
+# (Ubuntu 20.04: 2.31, RHEL 8: 2.28) is refused at once, with the command
+# that builds kvtier on the node itself.
+#
+# Host pools go on the GPU's NUMA node (--numa auto, read from sysfs);
+# NUMA=N puts them on node N, NUMA=-1 leaves them to the kernel.
+#
+# Environment: KVTIER_BIN, GPU (ordinal, default 0), NUMA (default auto),
 # MODEL, PYTHON (default python3), PREFIXES (default 1k,...,64k), TOP (the
 # prefix in tokens of the summary and the PyTorch comparison; default
 # 65536), REPS and WARMUP (default 3 and 1), BUDGET_S (default 340: the
@@ -50,7 +57,7 @@ mkdir -p "$OUTDIR" || exit 2
 OUTDIR=$(cd "$OUTDIR" && pwd)
 LOG=$OUTDIR/gpu-check.log
 GPU=${GPU:-0}
-NUMA=${NUMA:--1}
+NUMA=${NUMA:-auto}
 PY=${PYTHON:-python3}
 PREFIXES=${PREFIXES:-1k,2k,4k,8k,16k,32k,64k}
 TOP=${TOP:-65536}
@@ -150,7 +157,22 @@ find_binary() {
 		log "no kvtier binary: set KVTIER_BIN, carry bin/kvtier, or install Go (see the header of $0)"
 		exit 2
 	fi
+	check_glibc
 	log "kvtier binary: $BIN ($(ldd --version 2>&1 | head -1))"
+}
+
+# check_glibc exits 2 at once when BIN cannot start because this node's
+# glibc is older than the one it was built against, saying how to build
+# it here.
+check_glibc() {
+	local err need have
+	err=$("$BIN" version 2>&1 >/dev/null) && return
+	need=$(printf '%s\n' "$err" | grep -o "GLIBC_[0-9.]*' not found" | tr -d "'" | sed 's/ not found//' | sort -V | tail -1)
+	[ -z "$need" ] && return
+	have=$(ldd --version 2>&1 | head -1 | grep -o '[0-9]*\.[0-9]*$')
+	log "$BIN needs ${need/_/ } but this node has glibc ${have:-unknown} (Ubuntu 20.04 has 2.31, RHEL 8 2.28): build kvtier on this node instead, with Go 1.26 (https://go.dev/dl, unpacked anywhere, no root needed) on PATH, from this clone:"
+	log "    CGO_CFLAGS=\"-O2 -g -Wno-deprecated-declarations\" go build -trimpath -o bin/kvtier ./cmd/kvtier && $0 $OUTDIR"
+	exit 2
 }
 
 # kvtier_row prints "BYTES GBPS" of the median of kvtier's ok contiguous

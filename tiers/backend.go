@@ -163,7 +163,10 @@ type Caps struct {
 // BackendConfig carries the options a backend is opened with.
 type BackendConfig struct {
 	GPU  int // CUDA device ordinal
-	NUMA int // NUMA node for host pools; -1 leaves placement to the kernel
+	NUMA int // NUMA node for host pools; -1 leaves placement to the kernel; NUMAAuto: the GPU's
+	// Root is where sysfs is read (the GPU's NUMA node and PCIe link);
+	// "" is "/".
+	Root string
 	// LibCUDA, LibCUBLAS and LibCUFile are the paths of the driver,
 	// cuBLAS and cuFile (GPUDirect Storage) libraries; "" tries the usual
 	// names. cmd/kvtier fills them from KVTIER_LIBCUDA, KVTIER_LIBCUBLAS
@@ -174,6 +177,11 @@ type BackendConfig struct {
 	CUBLASDirs func() ([]string, error)
 	Log        io.Writer
 }
+
+// NUMAAuto in BackendConfig.NUMA puts host pools on the NUMA node of the
+// GPU in use (the cuda backend reads it from sysfs); where that is
+// unknown, and on the host backend, placement is left to the kernel.
+const NUMAAuto = -2
 
 // A BackendSpec registers a backend.
 type BackendSpec struct {

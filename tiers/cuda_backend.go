@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -96,7 +97,11 @@ func (b *CUDABackend) open() error {
 	if b.blocking, err = cuda.NewTimer(b.stream, b.info, false); err != nil {
 		return err
 	}
-	b.link = system.DeviceLink("/", b.info.BusID)
+	root := cmp.Or(b.cfg.Root, "/")
+	b.link = system.DeviceLink(root, b.info.BusID)
+	if b.cfg.NUMA == NUMAAuto {
+		b.cfg.NUMA = system.NUMANode(root, b.info.BusID) // -1 where unknown
+	}
 	if b.cfg.Log != nil && !b.drv.CanHoldStreams(b.info) {
 		fmt.Fprintf(b.cfg.Log, "kvtier: warning: cuda: %s cannot hold a stream (no stream memory operations): launch cost is inside timings (held=false)\n", b.Device())
 	}

@@ -192,15 +192,41 @@ type backendFlags struct {
 func (f *backendFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.name, "backend", "auto", "compute backend: auto, "+strings.Join(tiers.BackendNames(), ", ")+" (auto picks the best that opens and says why the others did not)")
 	fs.IntVar(&f.gpu, "gpu", 0, "CUDA device ordinal")
-	fs.IntVar(&f.numa, "numa", -1, "NUMA node for host pools (-1: leave to the kernel)")
+	f.numa = tiers.NUMAAuto
+	fs.Var((*numaFlag)(&f.numa), "numa", "NUMA node for host pools: auto (the GPU's node), a node, or -1 (left to the kernel)")
 }
+
+// numaFlag is --numa: "auto" (tiers.NUMAAuto), a node, or -1.
+type numaFlag int
+
+func (n *numaFlag) String() string {
+	if *n == tiers.NUMAAuto {
+		return "auto"
+	}
+	return strconv.Itoa(int(*n))
+}
+
+func (n *numaFlag) Set(s string) error {
+	if s == "auto" {
+		*n = tiers.NUMAAuto
+		return nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < -1 || v > maxOrdinal {
+		return fmt.Errorf("want auto, -1 or a node 0 to %d, got %q", maxOrdinal, s)
+	}
+	*n = numaFlag(v)
+	return nil
+}
+
+func (n *numaFlag) Type() string { return "auto|node" }
 
 func (f *backendFlags) validate() error {
 	var errs []error
 	if f.name != "auto" && !slices.Contains(tiers.BackendNames(), f.name) {
 		errs = append(errs, option.Errorf("backend", "unknown backend %q (known: auto, %s)", f.name, strings.Join(tiers.BackendNames(), ", ")))
 	}
-	errs = append(errs, option.Range("gpu", f.gpu, 0, maxOrdinal), option.Range("numa", f.numa, -1, maxOrdinal, "-1: left to the kernel"))
+	errs = append(errs, option.Range("gpu", f.gpu, 0, maxOrdinal), option.Range("numa", f.numa, tiers.NUMAAuto, maxOrdinal, "-1: left to the kernel"))
 	return errors.Join(errs...)
 }
 

@@ -7,8 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"gonum.org/v1/gonum/stat"
-
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -140,6 +139,10 @@ type Fit struct {
 	MinL      int64 // shortest and longest prefix measured
 	MaxL      int64
 	X, Y      []float64 // the points the fit was made on
+	// Problems say what is wrong with the fit (analysis.FitLine): a
+	// negative fixed cost, which is then fitted away rather than used, a
+	// slope that is not positive, a poor R².
+	Problems []string
 
 	// Geometry of the prefixes, learnt from the rows.
 	BlockTokens int64   // tokens per block
@@ -230,21 +233,16 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 	if distinct(f.X) < 2 {
 		return f, fmt.Errorf("one %s value only, nothing to fit", f.Regressor)
 	}
-	// Timing noise is relative (a few percent of the time), so each
-	// sample is weighted by 1/t²: the fit then minimises relative
-	// residuals, and the long prefixes do not drown the short ones that
-	// decide alpha.
-	wts := make([]float64, f.N)
-	for i, y := range f.Y {
-		wts[i] = 1 / (y * y)
-	}
-	alpha, slope := stat.LinearRegression(f.X, f.Y, wts, false)
-	f.Alpha = alpha
+	// Timing noise is relative (a few percent of the time), so the fit
+	// minimises relative residuals, and the long prefixes do not drown the
+	// short ones that decide alpha.
+	line := analysis.FitLine(f.X, f.Y)
+	f.Alpha, f.Problems = line.Alpha, line.Problems
 	f.Rate = math.Inf(1)
-	if slope > 0 {
-		f.Rate = 1 / slope
+	if line.Slope > 0 {
+		f.Rate = 1 / line.Slope
 	}
-	f.R2 = stat.RSquared(f.X, f.Y, wts, alpha, slope)
+	f.R2 = line.R2
 	if f.Regressor == "flops" {
 		f.FlopsA, f.FlopsB = fitFlops(ls, fl)
 	} else if !blocksSeen {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -38,9 +39,33 @@ type PlanTierCost struct {
 	Config   string // the configuration measured
 	Model    string // the formula the cost follows
 	Fit      *Fit   // device sweep: the fitted cost
-	// Points are the probe's TTFT p50 per prefix length, by length.
+	// Points are the probe's TTFT p50 per prefix length, by length, and
+	// Growth the cost fitted to them.
 	Points [][2]float64
+	Growth *analysis.Growth
 	Reason string // why not measured
+}
+
+// Problems returns what is wrong with the tier's fit, in words.
+func (t PlanTierCost) Problems() []string {
+	switch {
+	case t.Fit != nil:
+		return t.Fit.Problems
+	case t.Growth != nil:
+		return t.Growth.Problems
+	}
+	return nil
+}
+
+// MaxL returns the longest prefix the tier's cost was measured at.
+func (t PlanTierCost) MaxL() float64 {
+	switch {
+	case t.Fit != nil:
+		return float64(t.Fit.MaxL)
+	case t.Growth != nil:
+		return t.Growth.MaxL
+	}
+	return math.NaN()
 }
 
 // PlanCosts are the tier costs a capacity plan draws on: fitted from a
@@ -180,7 +205,7 @@ func modelOf(rows []results.Row) string {
 func (c *PlanCosts) fromProbe(rows []results.Row) {
 	c.Model = modelOf(rows)
 	for _, t := range planTiers {
-		pc := PlanTierCost{Tier: t.plan, Model: "probe TTFT p50 vs L, linear between the measured L"}
+		pc := PlanTierCost{Tier: t.plan, Model: "probe TTFT p50 vs L fitted as C + A·L + B·L² (A, B, C ≥ 0)"}
 		byL := map[float64][]float64{}
 		sim := false
 		for _, r := range rows {
@@ -198,6 +223,7 @@ func (c *PlanCosts) fromProbe(rows []results.Row) {
 			pc.Points = append(pc.Points, [2]float64{L, Summarize(ys).P50})
 		}
 		sort.Slice(pc.Points, func(i, j int) bool { return pc.Points[i][0] < pc.Points[j][0] })
+		pc.Growth = growthOf(pc.Points)
 		pc.Measured, pc.Config, pc.Source = true, "probe tier "+t.probe, SourceHTTPReal
 		if sim {
 			pc.Source = SourceSim
@@ -272,30 +298,62 @@ func (c *PlanCosts) Predict(served map[string]int64, input int64) (load, ttft fl
 }
 
 func (c *PlanCosts) probeTTFT(served map[string]int64, input int64) float64 {
-	miss := c.tier("recompute").Points
+	miss := c.tier("recompute").Growth
 	hit := input - served["recompute"]
-	ttft := interpolate(miss, float64(input))
+	ttft := miss.At(float64(input))
 	if hit == 0 {
 		return ttft
 	}
-	ttft -= interpolate(miss, float64(hit))
+	ttft -= miss.At(float64(hit))
 	for _, t := range planTiers[:len(planTiers)-1] {
 		if n := served[t.plan]; n > 0 {
-			ttft += float64(n) / float64(hit) * interpolate(c.tier(t.plan).Points, float64(hit))
+			ttft += float64(n) / float64(hit) * c.tier(t.plan).Growth.At(float64(hit))
 		}
 	}
 	return ttft
 }
 
-// interpolate returns y at x on the polyline through pts (sorted by x),
-// extended along its end segments, never below 0.
-func interpolate(pts [][2]float64, x float64) float64 {
-	if len(pts) == 1 {
-		return pts[0][1]
+// Extrapolated reports whether the prediction for a request of input
+// tokens served served[tier] tokens per tier reads a cost past the
+// longest prefix it was measured at: a fetch of more tokens than the
+// tier's sweep moved, a recompute or a probe TTFT at a longer L.
+func (c *PlanCosts) Extrapolated(served map[string]int64, input int64) bool {
+	hit := input - served["recompute"]
+	for _, t := range planTiers {
+		n := served[t.plan]
+		tc := c.tier(t.plan)
+		if n <= 0 || tc == nil {
+			continue
+		}
+		L := float64(n) // a sweep's fetch moves the tier's tokens
+		switch {
+		case t.plan == "recompute":
+			L = float64(input) // the recompute of the tail attends to the whole input
+		case c.probe:
+			L = float64(hit) // the probe's hit TTFT at the hit length
+		}
+		if L > tc.MaxL() {
+			return true
+		}
 	}
-	i := sort.Search(len(pts), func(i int) bool { return pts[i][0] >= x })
-	i = min(max(i, 1), len(pts)-1)
-	a, b := pts[i-1], pts[i]
-	y := a[1] + (x-a[0])*(b[1]-a[1])/(b[0]-a[0])
-	return max(y, 0)
+	return false
+}
+
+// growthOf fits a probe tier's TTFT points; one length only gives a
+// constant, said as a problem.
+func growthOf(pts [][2]float64) *analysis.Growth {
+	ls, ys := make([]float64, len(pts)), make([]float64, len(pts))
+	for i, p := range pts {
+		ls[i], ys[i] = p[0], p[1]
+	}
+	g, err := analysis.FitGrowth(ls, ys)
+	if err != nil {
+		mean := 0.0
+		for _, y := range ys {
+			mean += y / float64(len(ys))
+		}
+		g = analysis.Growth{C: max(mean, 0), N: len(pts), MinL: pts[0][0], MaxL: pts[len(pts)-1][0],
+			Problems: []string{"no fit (" + err.Error() + "): the mean TTFT, constant in L"}}
+	}
+	return &g
 }

@@ -287,9 +287,14 @@ func writeModel(w io.Writer, r *Run) {
 			if IsStandIn(backend) {
 				backend = StandInLabel
 			}
+			alpha := fmtSec(f.Alpha)
+			if len(f.Problems) > 0 {
+				// A negative fixed cost is a fit problem, not a cost.
+				alpha = t.dash("fit problem: " + strings.Join(f.Problems, "; "))
+			}
 			t.add(f.Key.Tier, orDash(JoinNonEmpty("/", f.Key.Layout, f.Key.Copy, f.Key.Dtype)), backend,
 				orDash(JoinNonEmpty(" / ", f.Key.Transport, f.Key.path())), model, fmt.Sprint(f.N), fmtTokens(f.MinL)+" – "+fmtTokens(f.MaxL),
-				fmtSec(f.Alpha), rate, fmt.Sprintf("%.4f", f.R2))
+				alpha, rate, fmt.Sprintf("%.4f", f.R2))
 		}
 		t.write(w)
 	}

@@ -235,11 +235,15 @@ func WritePlan(w io.Writer, run *Run) {
 			load[0], load[1] = load[0]+" "+n, load[1]+" "+n
 		}
 		cells = append(cells, load...)
+		extrap := ""
+		if x := r.Float("extrapolated"); x > 0 {
+			extrap = " " + t.note(fmt.Sprintf("extrapolated: %s of the requests are predicted from a cost past the longest prefix it was measured at (plan_costs.csv max_tokens)", fmtShare(x)))
+		}
 		for _, s := range []string{"mean", "p50", "p90", "p99"} {
 			v := r.Float("ttft_" + s + "_s")
 			switch {
 			case !math.IsNaN(v):
-				cells = append(cells, fmtSec(v))
+				cells = append(cells, fmtSec(v)+extrap)
 			case r.Get("missing") != "":
 				cells = append(cells, t.dash("not predicted: no measured cost for "+strings.ReplaceAll(r.Get("missing"), ";", ", ")))
 			default:
@@ -269,9 +273,13 @@ func writePlanCosts(w io.Writer, rows []results.Row) {
 			rate = sig(r.Float("rate")/1e12) + " TFLOP/s"
 		}
 		if math.IsNaN(r.Float("rate")) {
-			rate = t.dash("probe TTFT points, no rate")
+			rate = t.dash("probe TTFT fitted, no rate")
 		}
-		t.add(r.Tier, r.Get("formula"), r.Get("source"), r.Get("config"), fmtSec(r.Float("alpha_s")), rate)
+		alpha := fmtSec(r.Float("alpha_s"))
+		if p := r.Get("fit_problem"); p != "" {
+			alpha = t.dash("fit problem: " + p)
+		}
+		t.add(r.Tier, r.Get("formula"), r.Get("source"), r.Get("config"), alpha, rate)
 	}
 	t.write(w)
 	if len(missing) > 0 {

@@ -221,12 +221,15 @@ func costRows(c *report.PlanCosts) []results.Row {
 			r.Set("n", f.N)
 			r.Set("min_tokens", f.MinL)
 			r.Set("max_tokens", f.MaxL)
-		} else if len(t.Points) > 0 {
+		} else if g := t.Growth; g != nil {
+			r.Set("alpha_s", g.C)
 			r.Set("rate", math.NaN())
+			r.Set("r2", g.R2)
 			r.Set("n", len(t.Points))
-			r.Set("min_tokens", t.Points[0][0])
-			r.Set("max_tokens", t.Points[len(t.Points)-1][0])
+			r.Set("min_tokens", g.MinL)
+			r.Set("max_tokens", g.MaxL)
 		}
+		r.Set("fit_problem", strings.Join(t.Problems(), "; "))
 		rows = append(rows, r)
 	}
 	return rows

@@ -46,6 +46,9 @@ type CostModel interface {
 	// of input tokens served served[tier] tokens per tier; served holds
 	// PlanTiers, recompute being the tokens after the hit.
 	Predict(served map[string]int64, input int64) (load, ttft float64)
+	// Extrapolated reports whether that prediction reads a cost past the
+	// longest prefix it was measured at.
+	Extrapolated(served map[string]int64, input int64) bool
 	// Source says where the costs were measured: "GPU measured", "host
 	// stand-in", "simulated", or a mix of them.
 	Source() string
@@ -88,6 +91,7 @@ type planEval struct {
 	input       int64
 	load, ttft  []float32
 	usedMissing map[string]bool // tiers that served tokens with no cost
+	extrap      int             // requests predicted past the measured range
 }
 
 // NewPlanner returns a Planner for the options.
@@ -164,6 +168,9 @@ func (p *Planner) Observe(r *Request, h *Hits) {
 		}
 		e.input += int64(h.Input)
 		load, ttft := p.o.Costs.Predict(p.served, int64(h.Input))
+		if p.o.Costs.Extrapolated(p.served, int64(h.Input)) {
+			e.extrap++
+		}
 		e.load = append(e.load, float32(load))
 		e.ttft = append(e.ttft, float32(ttft))
 	}
@@ -183,6 +190,9 @@ type PlanResult struct {
 	// when it has no cost; TTFT is not predicted when it is not empty.
 	LoadMissing, TTFTMissing []string
 	Source                   string
+	// Extrapolated is the share of requests whose prediction reads a
+	// cost past the longest prefix it was measured at.
+	Extrapolated float64
 }
 
 // Fraction returns the share of input tokens tier served.
@@ -206,6 +216,9 @@ func (p *Planner) Results() []PlanResult {
 			if e.usedMissing[t] {
 				r.TTFTMissing = append(r.TTFTMissing, t)
 			}
+		}
+		if n := len(e.load); n > 0 {
+			r.Extrapolated = float64(e.extrap) / float64(n)
 		}
 		r.Load = describe32(e.load)
 		if len(r.TTFTMissing) == 0 {
@@ -239,10 +252,11 @@ var PlanColumns = []string{
 	"load_mean_s", "load_p50_s", "load_p90_s", "load_p99_s",
 	"load_excludes", // tiers that served tokens with no measured cost, left out of load_*
 	"ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
-	"missing",     // tiers with no measured cost that this configuration needs: TTFT not predicted
-	"cost_source", // GPU measured | host stand-in | simulated
-	"costs",       // the results directory the costs come from
-	"predicted",   // always true
+	"missing",      // tiers with no measured cost that this configuration needs: TTFT not predicted
+	"extrapolated", // share of requests predicted from a cost past the longest prefix it was measured at
+	"cost_source",  // GPU measured | host stand-in | simulated
+	"costs",        // the results directory the costs come from
+	"predicted",    // always true
 }
 
 // PlanCostColumns are the whole header of plan_costs.csv: the cost of
@@ -251,6 +265,7 @@ var PlanCostColumns = []string{
 	"tier", "measured", // true, or false with the reason
 	"source", "config", "formula", "alpha_s", "rate", "rate_unit", "r2", "n",
 	"min_tokens", "max_tokens", "reason", "costs",
+	"fit_problem", // what is wrong with the fit (a negative fixed cost, a poor R²); empty when sound
 }
 
 // PlanSuite declares what kvtier plan writes besides the trace's files.
@@ -291,6 +306,7 @@ func PlanRows(res *Result, plan []PlanResult, costsDir string) []results.Row {
 		r.Seconds = p.TTFT.P50
 		r.Set("load_excludes", strings.Join(p.LoadMissing, ";"))
 		r.Set("missing", strings.Join(p.TTFTMissing, ";"))
+		r.Set("extrapolated", p.Extrapolated)
 		if len(p.TTFTMissing) > 0 {
 			r.Reason = "TTFT not predicted: no measured cost for " + strings.Join(p.TTFTMissing, ", ")
 		}

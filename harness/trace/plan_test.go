@@ -12,6 +12,9 @@ type fakeCosts struct{ has []string }
 
 func (f fakeCosts) Has(t string) bool { return slices.Contains(f.has, t) }
 func (f fakeCosts) Source() string    { return "host stand-in" }
+
+// Extrapolated: the fake's costs were measured up to 30 tokens.
+func (f fakeCosts) Extrapolated(_ map[string]int64, input int64) bool { return input > 30 }
 func (f fakeCosts) Predict(served map[string]int64, input int64) (float64, float64) {
 	rate := map[string]float64{TierHBM: 0.5, TierDRAM: 1, TierDisk: 2, TierRemote: 3}
 	var load float64
@@ -84,12 +87,13 @@ func TestPlanNamesMissingCosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Observe(&Request{Input: 40}, h)
-	p.Observe(&Request{Input: 40}, h)
+	h30 := &Hits{Dist: []int64{5, 2, 9}, Lead: []int64{5, 5, 9}, Tokens: []int{10, 10, 10}, Input: 30}
+	p.Observe(&Request{Input: 30}, h30)
 	rs := p.Results()
 	// hbm served tokens without a cost, recompute too: load leaves hbm
 	// out (10 dram tokens at 1 s), TTFT is not predicted.
 	if r := rs[0]; !slices.Equal(r.LoadMissing, []string{TierHBM}) || !slices.Equal(r.TTFTMissing, []string{TierHBM, TierRecompute}) ||
-		r.TTFT.N != 0 || r.Load.P50 != 10 || r.Fraction(TierDRAM) != 0.25 || r.Input != 80 {
+		r.TTFT.N != 0 || r.Load.P50 != 10 || r.Fraction(TierDRAM) != 20.0/70 || r.Input != 70 {
 		t.Errorf("config 0: %+v", r)
 	}
 	// No hbm: dram serves the three blocks of lead ≤ 10, only recompute
@@ -97,10 +101,14 @@ func TestPlanNamesMissingCosts(t *testing.T) {
 	if r := rs[1]; len(r.LoadMissing) != 0 || !slices.Equal(r.TTFTMissing, []string{TierRecompute}) || r.Load.Mean != 30 {
 		t.Errorf("config 1: %+v", r)
 	}
+	// The fake's costs reach 30 tokens: one request of two is past them.
+	if r := rs[1]; r.Extrapolated != 0.5 {
+		t.Errorf("config 1: %+v", r)
+	}
 	rows := PlanRows(&Result{Path: "/x/t.jsonl", Model: "m", Read: ReadStats{BlockTokens: 10}, Analysis: &Analysis{Touch: TouchForward}}, rs, "/costs")
 	r := rows[0]
 	if r.Get("missing") != "hbm;recompute" || r.Get("load_excludes") != "hbm" || r.Get("ttft_p90_s") != "" ||
-		r.Get("load_p50_s") != "10" || r.Get("hbm_bytes") != "300" || r.Get("cost_source") != "host stand-in" || r.Get("predicted") != "true" {
+		r.Get("load_p50_s") != "10" || r.Get("extrapolated") != "0.5" || r.Get("hbm_bytes") != "300" || r.Get("cost_source") != "host stand-in" || r.Get("predicted") != "true" {
 		t.Errorf("row %+v", r.Extra)
 	}
 }

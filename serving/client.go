@@ -43,6 +43,7 @@ type Client struct {
 	// prompts are spelled as text).
 	form atomic.Int32
 	cal  *calibrations
+	brk  *breaker
 }
 
 // NewClient returns a client for the server at endpoint ("http://h:p",
@@ -55,7 +56,7 @@ func NewClient(endpoint string, timeout time.Duration) (*Client, error) {
 	}
 	base := strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
 	base = strings.TrimSuffix(base, "/v1")
-	return &Client{Base: base, HTTP: &http.Client{}, Timeout: timeout, user: u.User, cal: &calibrations{}}, nil
+	return &Client{Base: base, HTTP: &http.Client{}, Timeout: timeout, user: u.User, cal: &calibrations{}, brk: &breaker{}}, nil
 }
 
 // NewClientWith returns NewClient(endpoint, timeout) with Idle set to idle
@@ -76,7 +77,7 @@ func NewClientWith(endpoint string, timeout, idle time.Duration, hc *http.Client
 // With returns a client of the same server and credentials whose
 // requests are bounded by timeout and idle (0: none).
 func (c *Client) With(timeout, idle time.Duration) *Client {
-	d := &Client{Base: c.Base, HTTP: c.HTTP, Timeout: timeout, Idle: idle, user: c.user, cal: c.cal}
+	d := &Client{Base: c.Base, HTTP: c.HTTP, Timeout: timeout, Idle: idle, user: c.user, cal: c.cal, brk: c.brk}
 	d.form.Store(c.form.Load())
 	d.salt.Store(c.salt.Load())
 	return d
@@ -470,7 +471,19 @@ func (c *Client) SaltSupported() int { return int(c.salt.Load()) }
 // chunk as it arrives. The error is an *HTTPError for a refused request,
 // a *ServerError for an error event, an *IdleError for a server silent
 // too long, or a transport error.
+//
+// Once the client's breaker tripped (SetMaxTimeouts), it sends nothing
+// and returns an error wrapping ErrTimeouts.
 func (c *Client) Stream(ctx context.Context, r Request, onChoice func(Chunk)) (Stream, error) {
+	if err := c.Tripped(); err != nil {
+		return Stream{Form: r.Form(), Sent: r.Sent()}, err
+	}
+	s, err := c.stream(ctx, r, onChoice)
+	c.record(ctx, err)
+	return s, err
+}
+
+func (c *Client) stream(ctx context.Context, r Request, onChoice func(Chunk)) (Stream, error) {
 	r.Stream = true
 	x := c.begin(ctx)
 	defer x.end()
@@ -500,7 +513,18 @@ type Completion struct {
 }
 
 // Complete sends r without streaming and returns the parsed response.
+// Once the client's breaker tripped, it sends nothing and returns an
+// error wrapping ErrTimeouts.
 func (c *Client) Complete(ctx context.Context, r Request) (Completion, error) {
+	if err := c.Tripped(); err != nil {
+		return Completion{}, err
+	}
+	out, err := c.complete(ctx, r)
+	c.record(ctx, err)
+	return out, err
+}
+
+func (c *Client) complete(ctx context.Context, r Request) (Completion, error) {
 	r.Stream = false
 	x := c.begin(ctx)
 	defer x.end()

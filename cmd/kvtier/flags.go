@@ -19,6 +19,7 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
 )
@@ -164,12 +165,13 @@ const maxOrdinal = 1023
 // --endpoint or --sim (an embedded kvtier sim), --served-model-name,
 // --idle-timeout and the removed --sim-time-scale.
 type serverFlags struct {
-	fs       *pflag.FlagSet // the command's, to tell whether --endpoint was given
-	endpoint string
-	model    string
-	useSim   bool
-	simScale float64
-	idle     time.Duration
+	fs          *pflag.FlagSet // the command's, to tell whether --endpoint was given
+	endpoint    string
+	model       string
+	useSim      bool
+	simScale    float64
+	idle        time.Duration
+	maxTimeouts int
 }
 
 // add adds the group's flags to fs; simUsage says what --sim measures.
@@ -181,6 +183,13 @@ func (f *serverFlags) add(fs *pflag.FlagSet, simUsage string) {
 	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
 	alias(fs, "model", "served-model-name")
 	addIdleTimeout(fs, &f.idle)
+	addMaxTimeouts(fs, &f.maxTimeouts)
+}
+
+// addMaxTimeouts adds --max-timeouts, the circuit breaker of every HTTP
+// command: one name, one meaning.
+func addMaxTimeouts(fs *pflag.FlagSet, p *int) {
+	fs.IntVar(p, "max-timeouts", serving.DefaultMaxTimeouts, "stop after this many consecutive requests to a server time out (a hung engine), leaving skipped rows for the rest (0: never)")
 }
 
 // backendFlags are --backend, --gpu and --numa: which backend measures.

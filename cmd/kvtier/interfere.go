@@ -58,7 +58,7 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	}
 	cfg.InjectAfter = durationFlag(&errs, "inject-after", f.injectAfter)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
-	cfg.Idle = f.server.idle
+	cfg.Idle, cfg.MaxTimeouts = f.server.idle, f.server.maxTimeouts
 	errs = append(errs, f.out.check())
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)

@@ -54,7 +54,7 @@ func (f *probeFlags) config() (probe.Config, error) {
 	cfg.Tiers = listFlag(&errs, "tiers", f.tiers, func(s string) (string, error) { return strings.TrimSpace(s), nil }, "miss")
 	cfg.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
-	cfg.Idle = f.server.idle
+	cfg.Idle, cfg.MaxTimeouts = f.server.idle, f.server.maxTimeouts
 	// The flag takes a port; the library's 0 (Mooncake's default) is
 	// the flag's default already. Reported here once, not again below.
 	if err := option.Range("bootstrap-port", f.bootstrapPort, 1, 65535); err != nil {

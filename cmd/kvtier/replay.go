@@ -39,6 +39,7 @@ type workloadFlags struct {
 	seed              uint64
 	idle              time.Duration
 	api               string
+	maxTimeouts       int
 }
 
 // genNames are the generator's flags, which only apply without --trace
@@ -64,6 +65,7 @@ func (f *workloadFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.maxOutput, "max-output", "0", "cap on max_tokens (k = 1024; 0: the trace's output_length)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids and of synthetic sessions")
 	addIdleTimeout(fs, &f.idle)
+	addMaxTimeouts(fs, &f.maxTimeouts)
 	fs.StringVar(&f.api, "api", serving.APICompletions, "API of the requests: completions (prompts of token ids, or text to a server that takes none) or chat (one user message of the same length)")
 }
 
@@ -71,7 +73,7 @@ func (f *workloadFlags) add(fs *pflag.FlagSet) {
 // workload, adding every problem to errs. The workload is nil when the
 // flags are bad.
 func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]error) (replay.Config, *replay.Workload) {
-	cfg := replay.Config{Model: f.served, API: f.api, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.seed, Think: f.gen.gen.Think, Idle: f.idle}
+	cfg := replay.Config{Model: f.served, API: f.api, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.seed, Think: f.gen.gen.Think, Idle: f.idle, MaxTimeouts: f.maxTimeouts}
 	cfg.Dispatch = replay.Dispatch(cmp.Or(f.dispatch, map[bool]string{true: "timestamp", false: "session"}[f.tracePath != ""]))
 	cfg.Timeout = durationFlag(errs, "timeout", f.timeout)
 	cfg.Duration = optionalDuration(errs, "duration", f.duration)
@@ -250,6 +252,9 @@ func replayInto(ctx context.Context, stderr io.Writer, out *harness.Output, f *w
 	if err := runs.Write(sum.Row(replay.Suite.Name)); err != nil {
 		return err
 	}
+	if rerr == nil {
+		rerr = rp.Tripped()
+	}
 	return rerr
 }
 
@@ -261,6 +266,9 @@ func replaySettings(s map[string]string, info replay.Info) {
 	s["max_model_len"], s["simulated"] = strconv.Itoa(info.MaxModelLen), strconv.FormatBool(info.Simulated)
 	s["nonce"], s["bytes_per_token"] = strconv.FormatUint(info.Nonce, 10), strconv.FormatInt(info.BytesPerToken, 10)
 	s["prompt_form"] = info.PromptForm
+	if info.WarmError != "" {
+		s["warm_up_error"] = info.WarmError
+	}
 	if info.MetricsError != "" {
 		s["metrics_error"] = info.MetricsError
 	}

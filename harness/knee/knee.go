@@ -176,6 +176,9 @@ func run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, srv serve
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("%w: %w", errWrite, err)
 	}
+	if err == nil {
+		err = rp.Tripped() // a hung server: this capacity is an error row
+	}
 	return sum, err
 }
 

@@ -70,10 +70,13 @@ type Config struct {
 	// Idle fails a request whose server sends nothing for that long
 	// (serving.Client.Idle); a decode stream may stall up to Timeout once
 	// the prefill is sent (that stall is what MB1 measures); 0 none.
-	Idle      time.Duration
-	Simulated bool
-	HTTP      *http.Client // nil: a client of its own
-	Log       io.Writer
+	Idle time.Duration
+	// MaxTimeouts stops the suite after that many consecutive requests
+	// timed out (serving.Client.SetMaxTimeouts); 0 never.
+	MaxTimeouts int
+	Simulated   bool
+	HTTP        *http.Client // nil: a client of its own
+	Log         io.Writer
 }
 
 // Validate reports every problem with c at once, each naming its field
@@ -162,7 +165,11 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 // --timeout (the decode streams use r.streams, which is not: they run for
 // as long as the cell does).
 func (r *Runner) client(endpoint string) (*serving.Client, error) {
-	return serving.NewClientWith(endpoint, r.cfg.Timeout, r.cfg.Idle, r.cfg.HTTP)
+	c, err := serving.NewClientWith(endpoint, r.cfg.Timeout, r.cfg.Idle, r.cfg.HTTP)
+	if err == nil {
+		c.SetMaxTimeouts(r.cfg.MaxTimeouts)
+	}
+	return c, err
 }
 
 // Model returns the model the runner drives.
@@ -189,7 +196,7 @@ func (r *Runner) Run(ctx context.Context, rows, tokens results.Sink) error {
 			}
 		}
 	}
-	return nil
+	return r.c.Tripped()
 }
 
 func (r *Runner) cell(ctx context.Context, d, p, rep int, rows, tokens results.Sink) error {
@@ -208,6 +215,9 @@ func (r *Runner) cell(ctx context.Context, d, p, rep int, rows, tokens results.S
 		res := r.arm(ctx, arm, d, p, rep, window)
 		if stopped = ctx.Err(); stopped != nil {
 			break // interrupted mid-arm: nothing whole to write
+		}
+		if res.err != nil && serving.Skipped(res.err) {
+			res.skip, res.err = res.err.Error(), nil // the breaker tripped: not measured
 		}
 		if arm == ArmInterfere && res.err == nil {
 			window = res.prefillTTFT
@@ -414,6 +424,10 @@ func (r *Runner) waitReady(ctx context.Context, ds *decodes) error {
 // sent; its prompt is ready before.
 func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window float64) armResult {
 	res := armResult{arm: arm, d: d, p: p, rep: rep, done: math.NaN()}
+	if err := r.c.Tripped(); err != nil {
+		res.skip = err.Error()
+		return res
+	}
 	if arm == ArmBaseline && window <= 0 {
 		res.skip = "no window: the interfere arm of this cell has no prefill TTFT"
 		return res

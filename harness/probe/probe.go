@@ -75,9 +75,12 @@ type Config struct {
 	Timeout      time.Duration
 	// Idle fails a request whose server sends nothing for that long
 	// (Client.Idle); 0 none.
-	Idle      time.Duration
-	Simulated bool         // the server is a kvtier sim
-	HTTP      *http.Client // nil: a client of its own
+	Idle time.Duration
+	// MaxTimeouts stops the probe after that many consecutive requests
+	// timed out (serving.Client.SetMaxTimeouts); 0 never.
+	MaxTimeouts int
+	Simulated   bool         // the server is a kvtier sim
+	HTTP        *http.Client // nil: a client of its own
 	// BlockBytes returns the KV bytes of one block of the served model,
 	// 0 when its geometry is unknown. nil means unknown.
 	BlockBytes func(model string, blockSize int) int64
@@ -181,7 +184,11 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 }
 
 func (p *Prober) client(endpoint string) (*serving.Client, error) {
-	return serving.NewClientWith(endpoint, p.cfg.Timeout, p.cfg.Idle, p.cfg.HTTP)
+	c, err := serving.NewClientWith(endpoint, p.cfg.Timeout, p.cfg.Idle, p.cfg.HTTP)
+	if err == nil {
+		c.SetMaxTimeouts(p.cfg.MaxTimeouts)
+	}
+	return c, err
 }
 
 // learn reads what the server says of itself: version, counters, cache
@@ -227,7 +234,7 @@ func (p *Prober) Run(ctx context.Context, sink results.Sink) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				row := p.measure(ctx, tier, l, rep)
+				row := p.measureOrSkip(ctx, tier, l, rep)
 				if err := ctx.Err(); err != nil {
 					return err // interrupted mid-request: not the server's failure
 				}
@@ -238,7 +245,22 @@ func (p *Prober) Run(ctx context.Context, sink results.Sink) error {
 			}
 		}
 	}
-	return nil
+	return p.c.Tripped()
+}
+
+// measureOrSkip measures one row, or skips it once the client's breaker
+// tripped: a hung server gets no more requests.
+func (p *Prober) measureOrSkip(ctx context.Context, tier string, l, rep int) results.Row {
+	if err := p.c.Tripped(); err != nil {
+		row := p.newRow(tier, l, rep)
+		row.Skip(err.Error())
+		return row
+	}
+	row := p.measure(ctx, tier, l, rep)
+	if row.Status == results.StatusError && serving.TrippedReason(row.Reason) {
+		row.Skip(row.Reason)
+	}
+	return row
 }
 
 func (p *Prober) logRow(r results.Row) {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -484,6 +486,47 @@ func TestOffloadFromServerInfo(t *testing.T) {
 		tokens, grain, what := offloadFromServerInfo(tt.body, 16, 65536)
 		if tokens != tt.tokens || grain != tt.gr || what != tt.what {
 			t.Errorf("%s: %d tokens, grain %d, %q; want %d, %d, %q", tt.name, tokens, grain, what, tt.tokens, tt.gr, tt.what)
+		}
+	}
+}
+
+// A hung engine (its API answers /v1/models, no generation ever ends)
+// stops the probe after --max-timeouts consecutive timeouts: the rest are
+// skipped rows, sent nothing, and Run says why.
+func TestProbeCircuitBreaker(t *testing.T) {
+	f := &fakeVLLM{blockSize: 16, cached: map[string]bool{}}
+	var hung atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/completions" {
+			f.ServeHTTP(w, r)
+			return
+		}
+		hung.Add(1)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Second):
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := testConfig(srv.URL)
+	cfg.Tiers, cfg.Prefixes, cfg.Reps, cfg.Timeout, cfg.MaxTimeouts = []string{"miss"}, []int{256, 512}, 3, 50*time.Millisecond, 3
+	p := mustNew(t, cfg)
+	var sink resultstest.Sink
+	err := p.Run(t.Context(), &sink)
+	if !errors.Is(err, serving.ErrTimeouts) {
+		t.Fatalf("Run: %v, want the breaker's error", err)
+	}
+	rows := sink.Rows()
+	if len(rows) != 6 || hung.Load() != 3 {
+		t.Fatalf("%d rows, %d requests sent: want 6 rows, 3 sent", len(rows), hung.Load())
+	}
+	for i, r := range rows {
+		want := results.StatusError
+		if i >= 3 {
+			want = results.StatusSkipped
+		}
+		if r.Status != want || (want == results.StatusSkipped && !strings.Contains(r.Reason, "3 consecutive requests")) {
+			t.Errorf("row %d: %s %q, want %s", i, r.Status, r.Reason, want)
 		}
 	}
 }

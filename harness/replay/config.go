@@ -48,6 +48,9 @@ type Config struct {
 	// Idle fails a request whose server sends nothing for that long
 	// (serving.Client.Idle); 0 none.
 	Idle time.Duration
+	// MaxTimeouts stops sending after that many consecutive requests
+	// timed out (serving.Client.SetMaxTimeouts); 0 never.
+	MaxTimeouts int
 	// SLOTTFT and SLOTPOT are the service-level objectives goodput counts
 	// requests against; 0: none.
 	SLOTTFT, SLOTPOT time.Duration
@@ -99,6 +102,7 @@ func (c Config) Validate() error {
 	}{{"duration", c.Duration}, {"think", c.Think}, {"slo-ttft", c.SLOTTFT}, {"slo-tpot", c.SLOTPOT}} {
 		errs = append(errs, option.NotNegative(f.name, f.v))
 	}
-	errs = append(errs, option.Positive("timeout", c.Timeout), option.NotNegative("idle-timeout", c.Idle), serving.CheckAPI(c.API))
+	errs = append(errs, option.Positive("timeout", c.Timeout), option.NotNegative("idle-timeout", c.Idle), serving.CheckAPI(c.API),
+		option.Range("max-timeouts", c.MaxTimeouts, 0, serving.MaxReps))
 	return errors.Join(errs...)
 }

@@ -23,6 +23,7 @@ type Info struct {
 	Version      string // GET /version, "" unknown
 	MetricsError string // why /metrics could not be read at the start
 	PromptForm   string // token_ids | text | chat: the form prompts go in
+	WarmError    string // why the warm-up request failed, "" when it did not
 	Simulated    bool
 	Nonce        uint64
 	// BytesPerToken is the KV of one token of the served model; 0
@@ -55,6 +56,7 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.SetMaxTimeouts(cfg.MaxTimeouts)
 	rp := &Replayer{cfg: cfg, w: w, c: c}
 	rp.info.Endpoint = redact.URL(cfg.Endpoint)
 	m, err := c.ServedModel(ctx, cfg.Model)
@@ -65,8 +67,10 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 	rp.info.Simulated = cfg.Simulated || c.Simulated()
 	// One request before the counters are read: it loads a lazily
 	// loaded model and learns the prompt form the server takes.
+	// A failed warm-up is no reason to stop: the requests' rows will
+	// say what fails.
 	if rp.info.PromptForm, err = c.Warm(ctx, m.ID, cfg.API); err != nil {
-		return nil, err
+		rp.info.WarmError = serving.OneLine(err.Error())
 	}
 	rp.learn(ctx)
 	if w.BlockTokens%rp.info.BlockSize != 0 {
@@ -107,6 +111,11 @@ func (rp *Replayer) learn(ctx context.Context) {
 		rp.info.GPUSource = "unknown (no num_gpu_blocks in vllm:cache_config_info): no prediction"
 	}
 }
+
+// Tripped returns an error wrapping serving.ErrTimeouts once too many
+// consecutive requests timed out (Config.MaxTimeouts): the requests
+// after were skipped.
+func (rp *Replayer) Tripped() error { return rp.c.Tripped() }
 
 // Info returns what New learnt about the server.
 func (rp *Replayer) Info() Info { return rp.info }

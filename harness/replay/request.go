@@ -76,6 +76,11 @@ func (rp *Replayer) send(ctx context.Context, r *trace.Request, start time.Time,
 	if hit, known := rp.pred.predict(r); known {
 		row.Set("predicted_hit_tokens", hit)
 	}
+	if err := rp.c.Tripped(); err != nil {
+		row.Skip(err.Error())
+		row.Set("outcome", OutcomeSkipped)
+		return row, true
+	}
 	req, err := rp.request(ctx, r, mt)
 	row.Set("dispatch_s", time.Since(start).Seconds())
 	var s serving.Stream
@@ -92,7 +97,12 @@ func (rp *Replayer) send(ctx context.Context, r *trace.Request, start time.Time,
 			return row, false
 		}
 		outcome := OutcomeFailed
-		if errors.Is(err, context.DeadlineExceeded) {
+		switch {
+		case serving.Skipped(err):
+			row.Skip(err.Error())
+			row.Set("outcome", OutcomeSkipped)
+			return row, true
+		case errors.Is(err, context.DeadlineExceeded):
 			outcome = OutcomeTimeout
 		}
 		row.Fail(err)

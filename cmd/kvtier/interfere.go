@@ -29,6 +29,7 @@ type interfereFlags struct {
 	api                              string
 	reps, decodeTokens               int
 	seed                             uint64
+	full                             bool // --full: the full grid with --sim
 }
 
 // config turns the flags into MB1's configuration, reporting every
@@ -43,6 +44,7 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 		errs = append(errs, err)
 	}
 	cfg.Endpoint = f.server.endpointURL(&errs, secondEndpoint{flag: "control-endpoint", role: "control instance", url: cfg.ControlEndpoint})
+	shortGrid(f.server.fs, f.server.useSim, f.full, "decode", &f.decode, "1,8")
 	cfg.Decode = listFlag(&errs, "decode", f.decode, func(s string) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -50,6 +52,7 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 		}
 		return n, nil
 	}, 1)
+	shortGrid(f.server.fs, f.server.useSim, f.full, "prefill", &f.prefill, "8k")
 	cfg.Prefill = listFlag(&errs, "prefill", f.prefill, units.ParseTokens, 2048)
 	if f.chunkLabel != "" {
 		if n, err := units.ParseTokens(f.chunkLabel); err != nil || n > serving.MaxPromptTokens {
@@ -92,10 +95,11 @@ func startInterfereSims(ctx context.Context, cfg *mb1.Config, chunk int) (func()
 // add adds the flags of kvtier interfere.
 func (f *interfereFlags) add(fs *pflag.FlagSet) {
 	f.server.add(fs, "measure an embedded kvtier sim, with a second one for the control arm (rows say simulated=true)")
-	fs.StringVar(&f.decode, "decode", "1,4,8", "numbers of concurrent decode streams D")
+	fs.StringVar(&f.decode, "decode", "1,4,8", "numbers of concurrent decode streams D (with --sim 1,8 unless --full)")
 	fs.StringVar(&f.api, "api", serving.APICompletions, "API of the decode streams and the prefill: completions (prompts of token ids) or chat (as the H20 reference; the prefill sized with POST /tokenize)")
-	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024)")
-	fs.IntVar(&f.reps, "reps", 3, "reps per (D, P) cell")
+	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024; with --sim 8k unless --full)")
+	addFull(fs, &f.full, "--decode 1,4,8 --prefill 2k,8k,32k,64k,128k")
+	fs.IntVar(&f.reps, "reps", DefaultReps, "reps per (D, P) cell")
 	fs.StringVar(&f.control, "control-endpoint", "", "a second instance: the control arm sends the prefill there (no control arm without it)")
 	fs.StringVar(&f.chunkLabel, "chunk-label", "", "the server's chunked-prefill size (max_num_batched_tokens), recorded in the rows; with --sim it sets the sim's")
 	fs.StringVar(&f.injectAfter, "inject-after", "1s", "delay from the start of the decodes to the prefill")

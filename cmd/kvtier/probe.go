@@ -27,6 +27,7 @@ import (
 // probeFlags are the raw flag values of kvtier probe.
 type probeFlags struct {
 	server                    serverFlags
+	full                      bool // --full: the full grid with --sim
 	producer, connector       string
 	tiers, prefixes, timeout  string
 	out                       outputFlags
@@ -52,6 +53,7 @@ func (f *probeFlags) config() (probe.Config, error) {
 	cfg.Endpoint = f.server.endpointURL(&errs, secondEndpoint{flag: "producer", role: "producer", url: cfg.Producer})
 	// Tier and connector names are the library's to check (Validate).
 	cfg.Tiers = listFlag(&errs, "tiers", f.tiers, func(s string) (string, error) { return strings.TrimSpace(s), nil }, "miss")
+	shortGrid(f.server.fs, f.server.useSim, f.full, "prefix", &f.prefixes, "1k,4k,16k")
 	cfg.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
 	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
 	cfg.Idle, cfg.MaxTimeouts = f.server.idle, f.server.maxTimeouts
@@ -203,8 +205,9 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	var f probeFlags
 	f.server.add(fs, "measure an embedded kvtier sim instead of a server (rows say simulated=true)")
 	fs.StringVar(&f.tiers, "tiers", strings.Join(probe.Tiers, ","), "tiers to force and measure: "+strings.Join(probe.Tiers, ", "))
-	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024)")
-	fs.IntVar(&f.reps, "reps", 3, "measured requests per tier and prefix")
+	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024; with --sim 1k,4k,16k unless --full)")
+	addFull(fs, &f.full, "--prefix 1k,2k,4k,8k,16k,32k,64k")
+	fs.IntVar(&f.reps, "reps", DefaultReps, "measured requests per tier and prefix")
 	f.out.add(fs)
 	fs.StringVar(&f.timeout, "timeout", "120s", "limit of one request")
 	fs.StringVar(&f.producer, "producer", "", "remote tier: base URL of the instance that prefills (kv_producer); the endpoint pulls from it")

@@ -32,8 +32,8 @@ func TestDocCommandsParse(t *testing.T) {
 	if len(cmds) < 20 {
 		t.Fatalf("found only %d kvtier command lines in the documentation", len(cmds))
 	}
-	parseOnly = true
-	defer func() { parseOnly = false }()
+	parseOnly = stopAfterFlags
+	defer func() { parseOnly = 0 }()
 	for _, c := range cmds {
 		code, _, stderr := runCLI(t, c.args...)
 		if code != exitOK {
@@ -45,8 +45,8 @@ func TestDocCommandsParse(t *testing.T) {
 // TestDocCommandsCatchStaleFlags checks that the parse above would fail on
 // a flag no command has.
 func TestDocCommandsCatchStaleFlags(t *testing.T) {
-	parseOnly = true
-	defer func() { parseOnly = false }()
+	parseOnly = stopAfterFlags
+	defer func() { parseOnly = 0 }()
 	if code, _, _ := runCLI(t, "sweep", "--no-such-flag"); code != exitUsage {
 		t.Fatalf("an unknown flag parsed (exit %d)", code)
 	}

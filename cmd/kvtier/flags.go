@@ -192,6 +192,26 @@ func addMaxTimeouts(fs *pflag.FlagSet, p *int) {
 	fs.IntVar(p, "max-timeouts", serving.DefaultMaxTimeouts, "stop after this many consecutive requests to a server time out (a hung engine), leaving skipped rows for the rest (0: never)")
 }
 
+// DefaultReps is --reps wherever repetitions are counted: five samples a
+// side is the fewest with which kvtier compare's rank test can reach
+// p <= 0.05, so two runs with default flags can be compared.
+const DefaultReps = 5
+
+// addFull adds --full to a client command whose --sim default is a short
+// grid: the flags named in grid (flag name, its default against a server)
+// keep their full default with --sim only when --full is given.
+func addFull(fs *pflag.FlagSet, p *bool, grid string) {
+	fs.BoolVar(p, "full", false, "with --sim, the full grid ("+grid+"), the default against a server; without it --sim runs a short grid (under 2 minutes on 2 cores)")
+}
+
+// shortGrid sets *value to short when the run is --sim, --full is not
+// given and the flag called name was left at its default.
+func shortGrid(fs *pflag.FlagSet, sim, full bool, name string, value *string, short string) {
+	if sim && !full && !fs.Changed(name) {
+		*value = short
+	}
+}
+
 // backendFlags are --backend, --gpu and --numa: which backend measures.
 type backendFlags struct {
 	name      string
@@ -401,6 +421,26 @@ func (v durationValue) Set(s string) error {
 }
 
 func (v durationValue) Type() string { return "duration" }
+
+// A zeroDurationValue is a duration flag that also takes 0 ("0", "0s"),
+// for the durations whose help gives 0 a meaning ("0: back to back").
+type zeroDurationValue struct{ d *time.Duration }
+
+func (v zeroDurationValue) String() string { return durationValue(v).String() }
+
+func (v zeroDurationValue) Set(s string) error {
+	if d, err := time.ParseDuration(strings.TrimSpace(s)); err == nil && d == 0 {
+		*v.d = 0
+		return nil
+	}
+	if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && f == 0 {
+		*v.d = 0
+		return nil
+	}
+	return durationValue(v).Set(s)
+}
+
+func (v zeroDurationValue) Type() string { return "duration" }
 
 // addIdleTimeout adds --idle-timeout, the idle timeout of a command's
 // network operations, into p (default peer.DefaultIdleTimeout).

@@ -32,10 +32,18 @@ func usageErr(stderr io.Writer, cmd string, err error) int {
 	return exitUsage
 }
 
-// parseOnly, set by the tests that check the command lines of the
-// documentation, stops every command once its flags have parsed: exitOK,
-// nothing opened, measured or written.
-var parseOnly bool
+// parseOnly, set by tests, stops every command before it opens,
+// measures or writes anything, with exitOK: parseFlags once the flags
+// have parsed (stopAfterFlags, the check of the documentation's command
+// lines), parseOptions once they are resolved into options as well
+// (stopAfterOptions, the check of every value the flags' help names).
+var parseOnly int
+
+// Levels of parseOnly.
+const (
+	stopAfterFlags   = 1
+	stopAfterOptions = 2
+)
 
 // parseFlags parses args into fs, a command's flag set named after the
 // command. ok is false when the command must return code at once: exitOK
@@ -51,7 +59,7 @@ func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, o
 	if err := checkAliases(fs); err != nil {
 		return usageErr(stderr, fs.Name(), err), false
 	}
-	if parseOnly {
+	if parseOnly == stopAfterFlags {
 		return exitOK, false
 	}
 	return exitOK, true
@@ -191,6 +199,9 @@ func parseOptions[T any](fs *pflag.FlagSet, args []string, stderr io.Writer, res
 	opts, err := resolve()
 	if err != nil {
 		return opts, usageErr(stderr, fs.Name(), err), false
+	}
+	if parseOnly == stopAfterOptions {
+		return opts, exitOK, false
 	}
 	return opts, exitOK, true
 }

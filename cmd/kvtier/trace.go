@@ -251,8 +251,8 @@ func (f *genFlags) add(fs *pflag.FlagSet, d trace.GenOptions, prefix string) {
 	fs.StringVar(&f.systemPrompt, "system-prompt", strconv.Itoa(g.SystemTokens), prefix+"tokens of each system prompt (k = 1024; 0: none)")
 	fs.StringVar(&f.turnTokens, "turn-tokens", strconv.Itoa(g.TurnTokens), prefix+"mean new user tokens per turn")
 	fs.StringVar(&f.outputTokens, "output-tokens", strconv.Itoa(g.OutputTokens), prefix+"mean output tokens per turn (0: none)")
-	fs.Var(durationValue{&g.Think}, "think", prefix+"mean think time between a session's turns (exponential)")
-	fs.Var(durationValue{&g.Duration}, "arrival-window", prefix+"sessions start uniformly within this window")
+	fs.Var(zeroDurationValue{&g.Think}, "think", prefix+"mean think time between a session's turns (exponential; 0: back to back)")
+	fs.Var(zeroDurationValue{&g.Duration}, "arrival-window", prefix+"sessions start uniformly within this window (0: all at once)")
 	fs.BoolVar(&g.Fixed, "fixed-sessions", g.Fixed, prefix+"every session exactly --turns turns of exactly --turn-tokens new and --output-tokens output tokens (default: uniform from half to one and a half times each)")
 }
 

@@ -112,7 +112,7 @@ type remoteTier struct {
 	dst      Buffer // working pool
 	dest     *Dest
 
-	push *remoteStore // a store's; nil for a load
+	push *Push // a store's; nil for a load
 }
 
 func (t *remoteTier) transport() string {
@@ -129,7 +129,7 @@ func (t *remoteTier) Available() string {
 		return ""
 	case peer.Verbs:
 		if t.env.stores() {
-			return verbsStoreReason
+			return VerbsStoreReason
 		}
 		names, err := rdma.DeviceNames(t.env.LibIBVerbs)
 		if err != nil {
@@ -220,8 +220,10 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 		return fmt.Errorf("remote: working pool: %w", err)
 	}
 	if t.env.stores() {
-		t.push, err = newRemoteStore(ctx, t.env, c, t.dst, t.list, t.opts.Peer == "")
-		return err
+		if t.push, err = NewPush(ctx, t.env.Backend, c, t.dst, t.list, t.env.Seed, t.env.Copy, t.opts.Peer != ""); err != nil {
+			return fmt.Errorf("remote: %w", err)
+		}
+		return nil
 	}
 	if t.dest, err = NewDest(ctx, t.env.Backend, c, t.dst, t.list[:1], t.env.Copy); err != nil {
 		return fmt.Errorf("remote: %w", err)
@@ -242,7 +244,7 @@ func (t *remoteTier) Scrub(p Prefix) error {
 		return err
 	}
 	if t.push != nil {
-		return t.push.scrub(list)
+		return t.push.Scrub(list)
 	}
 	return t.dest.Scrub(list)
 }
@@ -275,7 +277,7 @@ func (t *remoteTier) Fetch(ctx context.Context, p Prefix) error {
 		return err
 	}
 	if t.push != nil {
-		return t.push.store(ctx, list)
+		return t.push.Store(ctx, list)
 	}
 	return t.client.Read(ctx, t.dest.Destination, list)
 }
@@ -293,7 +295,7 @@ func (t *remoteTier) Verify(p Prefix) error {
 	}
 	verify := t.dest.Verify
 	if t.push != nil {
-		verify = t.push.verify
+		verify = func(l []peer.Chunk, _ uint64) (int, error) { return t.push.Verify(l) }
 	}
 	if i, err := verify(list, t.seed); err != nil {
 		return fmt.Errorf("remote: block %d chunk %d: %w", i/per, i%per, err)

@@ -10,17 +10,19 @@ import (
 	"github.com/kvtier/kvtier/peer"
 )
 
-// verbsStoreReason is the skipped row of a remote store over verbs.
-const verbsStoreReason = "stores over verbs (RDMA WRITE) are not measured yet; --transport tcp pushes into the peer's pool"
+// VerbsStoreReason is the reason of the skipped rows of a store over
+// verbs (the remote tier's and MB2's).
+const VerbsStoreReason = "stores over verbs (RDMA WRITE) are not measured yet; --transport tcp pushes into the peer's pool"
 
-// A remoteStore is the remote tier's store: the working pool holds the
-// pattern and every chunk is pushed into its slot of the peer's pool
-// (TCP), from the working pool itself in host memory or through a pinned
-// bounce buffer downloaded inside the sample. Verification reads the
-// pool back. On a peer of its own (kvtier serve --writable) it writes the
-// peer's pattern back over what it stored when it closes, so that later
-// loads from that peer verify.
-type remoteStore struct {
+// A Push is a store into a peer's pool (the remote tier's, and MB2's
+// transfer --direction store): the source buffer holds the pattern and
+// every chunk is pushed into its slot of the peer's pool (TCP), from the
+// source itself in host memory or through a pinned bounce buffer
+// downloaded inside the sample. Verification reads the pool back. On a
+// peer not its own (kvtier serve --writable) it writes the peer's
+// pattern back over what it stored when it closes, so that later loads
+// from that peer verify.
+type Push struct {
 	c       *peer.Client
 	src     []byte // what is pushed: the working pool's bytes or the bounce buffer's
 	dst     Buffer // the working pool
@@ -35,25 +37,27 @@ type remoteStore struct {
 	spans  []peer.Chunk
 }
 
-// newRemoteStore fills the working pool dst with the pattern of env's
-// seed and readies the pushes of client c.
-func newRemoteStore(ctx context.Context, env Env, c *peer.Client, dst Buffer, list []peer.Chunk, embedded bool) (*remoteStore, error) {
-	if err := FillPattern(ctx, dst, env.Seed); err != nil {
-		return nil, fmt.Errorf("remote: working pool: %w", err)
+// NewPush fills src, a buffer of b, with the pattern of seed and readies
+// pushes of chunks of list (Dst in src, Src in the pool) by client c,
+// which must have been dialled to write. A bounce buffer's download
+// copies in mode. restore asks Close to write the peer's pattern back.
+func NewPush(ctx context.Context, b Backend, c *peer.Client, src Buffer, list []peer.Chunk, seed uint64, mode CopyMode, restore bool) (*Push, error) {
+	if err := FillPattern(ctx, src, seed); err != nil {
+		return nil, fmt.Errorf("source: %w", err)
 	}
-	s := &remoteStore{c: c, dst: dst, src: dst.Host(), list: list, restore: !embedded, seed: env.Seed}
+	s := &Push{c: c, dst: src, src: src.Host(), list: list, restore: restore, seed: seed}
 	if s.src == nil {
 		var err error
-		if s.bounce, s.pull, err = bounceFrom(env.Backend, dst, env.Copy); err != nil {
-			return nil, fmt.Errorf("remote: bounce buffer: %w", err)
+		if s.bounce, s.pull, err = bounceFrom(b, src, mode); err != nil {
+			return nil, fmt.Errorf("bounce buffer: %w", err)
 		}
 		s.src = s.bounce.Host()
 	}
 	return s, nil
 }
 
-// store pushes list into the peer's pool.
-func (s *remoteStore) store(ctx context.Context, list []peer.Chunk) error {
+// Store pushes list into the peer's pool.
+func (s *Push) Store(ctx context.Context, list []peer.Chunk) error {
 	s.dirty(list)
 	if s.pull != nil {
 		if err := s.pull(ChunkCopies(sameOffsets(list))); err != nil {
@@ -64,7 +68,7 @@ func (s *remoteStore) store(ctx context.Context, list []peer.Chunk) error {
 }
 
 // dirty notes that list is written: a prefix of s.list, or one span.
-func (s *remoteStore) dirty(list []peer.Chunk) {
+func (s *Push) dirty(list []peer.Chunk) {
 	if len(list) == 1 && (len(s.list) == 0 || list[0] != s.list[0]) {
 		if !slices.Contains(s.spans, list[0]) {
 			s.spans = append(s.spans, list[0])
@@ -84,9 +88,9 @@ func sameOffsets(list []peer.Chunk) []peer.Chunk {
 	return out
 }
 
-// scrub overwrites the pool's ranges of list on the peer and the bounce
+// Scrub overwrites the pool's ranges of list on the peer and the bounce
 // buffer's, so that a push that never happened fails verification.
-func (s *remoteStore) scrub(list []peer.Chunk) error {
+func (s *Push) Scrub(list []peer.Chunk) error {
 	junk := make([]byte, s.dst.Size())
 	for i := range junk {
 		junk[i] = scrubByte
@@ -101,10 +105,10 @@ func (s *remoteStore) scrub(list []peer.Chunk) error {
 	return nil
 }
 
-// verify reads the pool's ranges of list back from the peer and checks
+// Verify reads the pool's ranges of list back from the peer and checks
 // each against the working pool's pattern; it returns the index of the
 // first chunk that differs.
-func (s *remoteStore) verify(list []peer.Chunk, _ uint64) (int, error) {
+func (s *Push) Verify(list []peer.Chunk) (int, error) {
 	back := make([]byte, s.dst.Size())
 	if err := s.c.ReadChunks(context.Background(), back, list); err != nil {
 		return 0, fmt.Errorf("read back: %w", err)
@@ -115,7 +119,7 @@ func (s *remoteStore) verify(list []peer.Chunk, _ uint64) (int, error) {
 }
 
 // restorePool writes the peer's pattern back over what was written.
-func (s *remoteStore) restorePool() error {
+func (s *Push) restorePool() error {
 	groups := [][]peer.Chunk{s.list[:s.dirtyN]}
 	for _, c := range s.spans {
 		groups = append(groups, []peer.Chunk{c})
@@ -139,7 +143,7 @@ func (s *remoteStore) restorePool() error {
 
 // Close writes the peer's pattern back over every chunk the store may
 // have written (a peer of its own only) and frees the bounce buffer.
-func (s *remoteStore) Close() error {
+func (s *Push) Close() error {
 	var err error
 	if s.restore {
 		err = s.restorePool()

@@ -76,7 +76,7 @@ func TestRemoteStoreExternalPeer(t *testing.T) {
 func TestRemoteStoreOverVerbsSkipped(t *testing.T) {
 	t.Parallel()
 	tier := &remoteTier{env: Env{Backend: openHost(t), Geometry: smallGeometry(), Direction: Store}, opts: RemoteOptions{Transport: "verbs", GIDIndex: -1}}
-	if r := tier.Available(); r != verbsStoreReason {
+	if r := tier.Available(); r != VerbsStoreReason {
 		t.Errorf("Available = %q", r)
 	}
 }

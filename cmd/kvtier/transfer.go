@@ -16,6 +16,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -72,12 +73,14 @@ type transferFlags struct {
 	mb2            mb2Flags
 	peers, pool    string
 	peerCopy, path string
+	directions     string
 	gpu            int
 }
 
 func (f *transferFlags) add(fs *pflag.FlagSet) {
 	f.out.add(fs)
 	f.mb2.add(fs, transfer.DefaultOptions(), "transfer sizes (default 16MiB to 16GiB, doubling; sizes over the peer's pool or free memory are skipped rows)")
+	fs.StringVar(&f.directions, "direction", "load", directionUsage+"; load pulls from the peer, store pushes into its pool (kvtier serve --writable)")
 	fs.StringVar(&f.peers, "peer", "", "HOST:PORT of kvtier serve peers, comma-separated, measured in turn into one transfer.csv (default: an embedded loopback peer)")
 	fs.StringVar(&f.path, "path", "", "label rows intra or inter (default: intra when the peer is on this host, else inter; loopback for the embedded peer)")
 	fs.StringVar(&f.pool, "pool", "", "pool of the embedded peer (default: fits the largest size in free memory)")
@@ -92,6 +95,7 @@ func (f *transferFlags) options() (transfer.Options, error) {
 	var errs []error
 	o := f.mb2.options(&errs)
 	o.Path = f.path
+	o.Directions = listFlag(&errs, "direction", f.directions, parseDirection, tiers.Load)
 	o.Peers = nil
 	if strings.TrimSpace(f.peers) != "" {
 		for p := range strings.SplitSeq(f.peers, ",") {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -79,6 +81,10 @@ type Options struct {
 	// error row (peer.DialOptions.IdleTimeout; peer.DefaultIdleTimeout by
 	// default); 0 waits as long as the connection lives.
 	IdleTimeout time.Duration
+	// Directions are load (reads: pull from the peer, the default) and
+	// store (writes: push into the peer's pool, which kvtier serve
+	// accepts with --writable).
+	Directions []tiers.Direction
 }
 
 // DefaultOptions are the options of a plain kvtier transfer.
@@ -88,7 +94,7 @@ func DefaultOptions() Options {
 		Sizes: DefaultSizes(), Policy: harness.Policy{Warmup: 1, Reps: 5},
 		Layouts:  []string{Layerwise, Blockwise, Contiguous},
 		Geometry: g, Conns: 1, Transport: peer.TCP, GIDIndex: -1, Seed: 1, DstMem: DstHost, Root: "/",
-		IdleTimeout: peer.DefaultIdleTimeout,
+		IdleTimeout: peer.DefaultIdleTimeout, Directions: []tiers.Direction{tiers.Load},
 	}
 }
 
@@ -135,6 +141,14 @@ func (o *Options) Validate() error {
 	if o.IdleTimeout < 0 {
 		bad("idle-timeout", "want a positive duration, got %s", o.IdleTimeout)
 	}
+	if len(o.Directions) == 0 {
+		bad("direction", "no direction given")
+	}
+	for _, d := range o.Directions {
+		if _, err := tiers.ParseDirection(string(d)); err != nil {
+			errs = append(errs, option.Wrap("direction", err))
+		}
+	}
 	if o.PoolBytes < 0 || o.PoolBytes > MaxSize {
 		bad("pool", "want 0 (automatic) up to 1 TiB, got %d", o.PoolBytes)
 	}
@@ -165,6 +179,32 @@ func (o *Options) Settings() map[string]string {
 		"block_size": fmt.Sprint(o.Geometry.BlockTokens), "tp": fmt.Sprint(max(o.Geometry.TP, 1)), "kv_dtype": o.Geometry.KVDTypeName(), "conns": fmt.Sprint(o.Conns), "transport": o.Transport,
 		"path": o.Path, "line_rate_gbit": fmt.Sprint(o.LineGbps), "rdma_device": o.RDMADevice,
 		"gid_index": fmt.Sprint(o.GIDIndex), "seed": fmt.Sprint(o.Seed), "dst_mem": o.DstMem, "peer_copy": pc,
-		"idle_timeout": o.IdleTimeout.String(),
+		"idle_timeout": o.IdleTimeout.String(), "directions": joinDirections(o.directions()),
 	}
+}
+
+// directions returns the directions to run, load first, each once; none
+// given means load.
+func (o *Options) directions() []tiers.Direction {
+	var out []tiers.Direction
+	for _, d := range tiers.Directions() {
+		if slices.Contains(o.Directions, d) {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return []tiers.Direction{tiers.Load}
+	}
+	return out
+}
+
+// stores reports whether o measures stores.
+func (o *Options) stores() bool { return slices.Contains(o.directions(), tiers.Store) }
+
+func joinDirections(ds []tiers.Direction) string {
+	var s []string
+	for _, d := range ds {
+		s = append(s, string(d))
+	}
+	return strings.Join(s, ",")
 }

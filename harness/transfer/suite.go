@@ -12,13 +12,14 @@ const File = "transfer.csv"
 // columns follow results.CommonColumns in transfer.csv (tier "remote",
 // layout layerwise | blockwise | contiguous).
 var columns = []string{
+	"direction",        // load (pulled from the peer) | store (pushed into its pool)
 	"peer",             // HOST:PORT, "embedded", or "local" for peer copies
 	"path",             // intra | inter | loopback | peercopy, +gpudirect or +bounce into GPU memory
 	"gpudirect_reason", // +bounce: why the reads do not land in GPU memory directly
 	"device",           // NIC (mlx5_0, rxe0), "tcp", or the GPUs of a peer copy
 	"conns",            // parallel TCP connections or QPs
-	"src_mem",          // host | gpu (the peer's pool)
-	"dst_mem",          // host | gpu
+	"src_mem",          // host | gpu (the peer's pool; a store's own memory)
+	"dst_mem",          // host | gpu (a store's: the peer's pool)
 	"line_gbps",        // NIC line rate in GB/s (or the shaped rate), "" unknown
 	"line_frac",        // gbps / line_gbps
 	"t_3gib_s",         // derived: seconds to move 3 GiB at this rep's rate
@@ -30,7 +31,7 @@ var columns = []string{
 }
 
 // SummaryKeys are the columns transfer_summary.csv groups by.
-var SummaryKeys = []string{"peer", "path", "transport", "layout", "bytes", "conns", "device"}
+var SummaryKeys = []string{"direction", "peer", "path", "transport", "layout", "bytes", "conns", "device"}
 
 // Suite declares MB2's results.
 var Suite = results.Suite{

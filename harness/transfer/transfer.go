@@ -126,6 +126,11 @@ type Target struct {
 	Client *peer.Client
 	Info   peer.Info
 	Line   float64 // Gb/s, 0 unknown
+	// Writer is the session stores push through, dialled at the first
+	// store (a peer must grant writes, kvtier serve --writable); Close it
+	// with Client.
+	Writer *peer.Client
+	addr   string // where Writer dials
 }
 
 // Dial connects to the peer at addr ("" starts an embedded loopback
@@ -144,7 +149,7 @@ func (r *Measurer) dial(ctx context.Context, addr string) (*Target, func(), erro
 		if err != nil {
 			return nil, nil, fmt.Errorf("embedded peer: %w", err)
 		}
-		cfg := peer.ServerConfig{Pool: pool, Transport: r.o.Transport, RDMA: r.be.RDMA, Log: r.log}
+		cfg := peer.ServerConfig{Pool: pool, Transport: r.o.Transport, RDMA: r.be.RDMA, Log: r.log, Writable: r.o.stores()}
 		if emb, err = peer.StartEmbedded(cfg); err != nil {
 			pool.Close()
 			return nil, nil, fmt.Errorf("embedded peer: %w", err)
@@ -162,6 +167,9 @@ func (r *Measurer) dial(ctx context.Context, addr string) (*Target, func(), erro
 	}
 	return t, func() {
 		t.Client.Close()
+		if t.Writer != nil {
+			t.Writer.Close()
+		}
 		if emb != nil {
 			emb.Close()
 		}
@@ -171,16 +179,22 @@ func (r *Measurer) dial(ctx context.Context, addr string) (*Target, func(), erro
 // connect dials the peer at addr into t with the options' transport,
 // connections, token and idle timeout and the RDMA configuration.
 func (r *Measurer) connect(ctx context.Context, t *Target, addr string) error {
-	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: r.o.Transport, Conns: r.o.Conns, RDMA: r.be.RDMA,
-		Faults: r.be.Faults, Token: r.o.Token, IdleTimeout: r.o.IdleTimeout})
+	c, err := peer.Dial(ctx, addr, r.dialOptions(false))
 	if err != nil {
 		return err
 	}
-	t.Client, t.Info = c, c.Info()
+	t.Client, t.Info, t.addr = c, c.Info(), addr
 	if t.Line = r.o.LineGbps; t.Line == 0 && r.o.Transport == peer.Verbs {
 		t.Line = t.Info.RateGbps
 	}
 	return nil
+}
+
+// dialOptions are the options every session with a peer is dialled
+// with; write asks for a session that may store.
+func (r *Measurer) dialOptions(write bool) peer.DialOptions {
+	return peer.DialOptions{Transport: r.o.Transport, Conns: r.o.Conns, RDMA: r.be.RDMA,
+		Faults: r.be.Faults, Token: r.o.Token, IdleTimeout: r.o.IdleTimeout, Write: write}
 }
 
 // Open connects to the peer at addr and returns it as a Target labelled
@@ -206,20 +220,22 @@ func (r *Measurer) peer(ctx context.Context, addr string) error {
 	i := t.Info
 	fmt.Fprintf(r.log, "kvtier transfer: peer %s (%s), pool %s %s, transport %s, device %s, %d conns\n",
 		t.Name, t.Path, units.FormatBytes(i.PoolBytes), i.Mem, i.Transport, i.Device, r.o.Conns)
-	for _, layout := range r.o.Layouts {
-		for _, size := range r.o.Sizes {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			res, err := r.Config(ctx, t, layout, size)
-			if err != nil {
-				return err
-			}
-			if res.Err != nil {
-				// A read that fails is the peer or the path failing: the
-				// rest of this peer would fail alike, or hang.
-				fmt.Fprintf(r.log, "kvtier transfer: peer %s failed (%v): its remaining sizes are not measured\n", t.Name, res.Err)
-				return nil
+	for _, dir := range r.o.directions() {
+		for _, layout := range r.o.Layouts {
+			for _, size := range r.o.Sizes {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				res, err := r.ConfigDir(ctx, t, dir, layout, size)
+				if err != nil {
+					return err
+				}
+				if res.Err != nil {
+					// A transfer that fails is the peer or the path failing:
+					// the rest of this peer would fail alike, or hang.
+					fmt.Fprintf(r.log, "kvtier transfer: peer %s failed (%v): its remaining sizes are not measured\n", t.Name, res.Err)
+					return nil
+				}
 			}
 		}
 	}
@@ -268,6 +284,7 @@ func (r *Measurer) row(t *Target, layout string, size int64) results.Row {
 	row.Set("path", t.Path)
 	row.Set("device", t.Info.Device)
 	row.Set("conns", r.o.Conns)
+	row.Set(results.DirectionColumn, string(tiers.Load))
 	row.Set("src_mem", t.Info.Mem)
 	row.Set("dst_mem", r.o.DstMem)
 	if r.o.DstMem == DstGPU {

@@ -21,7 +21,6 @@ import (
 
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/system"
 )
 
 // An Output is a results directory being written: sample CSVs, their
@@ -58,18 +57,24 @@ type OutDir struct {
 // a run's results.
 var ErrHasResults = errors.New("already holds results")
 
+// A Collector adds the machine's facts (host, GPUs, NICs, libraries) to
+// a manifest and returns what it could not find out. The collectors that
+// query NVML and CUDA need cgo; cmd passes them in (system.Collector), so
+// the measuring core builds without it. A nil Collector adds nothing.
+type Collector func(m *results.Manifest) []error
+
 // CreateOutput is Create of OutDir{Path: dir}.
-func CreateOutput(dir, suite string, command []string, sys system.Config, log io.Writer) (*Output, error) {
-	return Create(OutDir{Path: dir}, suite, command, sys, log)
+func CreateOutput(dir, suite string, command []string, collect Collector, log io.Writer) (*Output, error) {
+	return Create(OutDir{Path: dir}, suite, command, collect, log)
 }
 
 // Create makes the results directory d says (and its parents) and writes
 // a first manifest.json with the machine's facts. It fails, writing
 // nothing, when the directory cannot be created or written or already
-// holds results it may not replace. sys says where the machine's facts
-// are collected from: the root of sysfs and procfs reads ("/") and the
-// native libraries.
-func Create(d OutDir, suite string, command []string, sys system.Config, log io.Writer) (*Output, error) {
+// holds results it may not replace. collect adds the machine's facts to
+// the manifest; what it could not find out becomes the manifest's
+// warnings.
+func Create(d OutDir, suite string, command []string, collect Collector, log io.Writer) (*Output, error) {
 	parents := missingParents(d.Path)
 	dir, created, err := makeDir(d)
 	if err != nil {
@@ -88,7 +93,11 @@ func Create(d OutDir, suite string, command []string, sys system.Config, log io.
 	m := &results.Manifest{
 		Tool: "kvtier", Version: Version(), Command: redact.Args(command), Suite: suite, Start: time.Now().UTC(),
 	}
-	for _, err := range system.Collect(sys, m) {
+	var errs []error
+	if collect != nil {
+		errs = collect(m)
+	}
+	for _, err := range errs {
 		m.Warnings = append(m.Warnings, err.Error())
 		if log != nil {
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)

@@ -4,8 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/kvtier/kvtier/system"
 )
 
 // A run refused at start removes its directory and the parents it made,
@@ -13,7 +11,7 @@ import (
 func TestRemoveLeavesNothing(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	o, err := Create(OutDir{Path: filepath.Join(root, "a", "b", "run")}, "x", []string{"kvtier", "x"}, system.Config{Root: "/"}, nil)
+	o, err := Create(OutDir{Path: filepath.Join(root, "a", "b", "run")}, "x", []string{"kvtier", "x"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

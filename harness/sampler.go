@@ -10,8 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/system"
-	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/system/meminfo"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -42,6 +41,26 @@ func (p Policy) Validate(needBudget bool) error {
 // reps and a scrub never runs inside the timed ones between.
 func Verified(rep, n int) bool { return rep == 0 || rep == n-1 }
 
+// A Timer times one sample: the tiers' timers (CUDA events on a held
+// stream, the host's monotonic clock) are the only clocks whose readings
+// become a row's seconds. The interface is the one tiers.Timer declares,
+// restated here so that the core does not link the backends.
+type Timer interface {
+	// Start begins a sample.
+	Start() error
+	// Stop waits for the sample's work and returns the elapsed seconds.
+	Stop() (float64, error)
+	// Kind is the timing column: "events" or "clock".
+	Kind() string
+}
+
+// A HeldTimer is a Timer that says whether the last sample's stream was
+// held until all its work was queued (tiers.HeldTimer).
+type HeldTimer interface {
+	Timer
+	Held() bool
+}
+
 // A Case is one configuration a Sampler measures.
 type Case struct {
 	// Row holds the columns every row of the case shares.
@@ -49,9 +68,9 @@ type Case struct {
 	// Label names the case in progress lines.
 	Label string
 	// Timer times one sample; its Kind is the rows' timing column. A
-	// tiers.HeldTimer also says per sample whether the stream was held
-	// until the work was queued (held); any other leaves held false.
-	Timer tiers.Timer
+	// HeldTimer also says per sample whether the stream was held until
+	// the work was queued (held); any other leaves held false.
+	Timer Timer
 	// Fetch does the work of one sample, between the timer's Start and
 	// Stop.
 	Fetch func(ctx context.Context) error
@@ -129,7 +148,7 @@ func (s *Sampler) Sample(ctx context.Context, c *Case) (float64, bool, error) {
 		return 0, false, fmt.Errorf("timer stop: %w", err)
 	}
 	held := false
-	if h, ok := c.Timer.(tiers.HeldTimer); ok {
+	if h, ok := c.Timer.(HeldTimer); ok {
 		held = h.Held()
 	}
 	return sec, held, nil
@@ -308,7 +327,7 @@ func FitReason(what string, need, avail int64) string {
 // procfs under root. Where it cannot be read the answer is "" (fits) and
 // the error says why, for a warning.
 func HostFitReason(root string, need int64) (string, error) {
-	avail, err := system.MemAvailable(root)
+	avail, err := meminfo.Available(root)
 	if err != nil {
 		return "", fmt.Errorf("free memory unknown, not checked: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system/meminfo"
 )
 
 func init() {
@@ -43,7 +44,7 @@ func collectHost(c Config, m *results.Manifest) error {
 	}
 	h.NUMANodes = NUMANodes(root)
 	if b, err := os.ReadFile(filepath.Join(root, "proc/meminfo")); err == nil {
-		if kb, ok := ParseMeminfo(string(b), "MemTotal"); ok {
+		if kb, ok := meminfo.Parse(string(b), "MemTotal"); ok {
 			h.MemoryBytes = kb * 1024
 		}
 	}
@@ -109,24 +110,6 @@ func ParseCPUInfo(s string) (model string, cpus int) {
 	return model, cpus
 }
 
-// ParseMeminfo returns the value in kB of field key of a /proc/meminfo text.
-func ParseMeminfo(s, key string) (int64, bool) {
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || strings.TrimSpace(k) != key {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(f[0], 10, 64)
-		return n, err == nil
-	}
-	return 0, false
-}
-
 var nodeDir = regexp.MustCompile(`^node[0-9]+$`)
 
 // NUMANodes counts the NUMA nodes under root/sys/devices/system/node; a
@@ -143,19 +126,4 @@ func NUMANodes(root string) int {
 		}
 	}
 	return max(n, 1)
-}
-
-// MemAvailable returns the bytes the kernel estimates are available for
-// new allocations (MemAvailable of root/proc/meminfo).
-func MemAvailable(root string) (int64, error) {
-	p := filepath.Join(root, "proc/meminfo")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return 0, fmt.Errorf("system: %w", err)
-	}
-	kb, ok := ParseMeminfo(string(b), "MemAvailable")
-	if !ok {
-		return 0, fmt.Errorf("system: %s has no MemAvailable", p)
-	}
-	return kb * 1024, nil
 }

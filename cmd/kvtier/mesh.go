@@ -24,6 +24,7 @@ import (
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/system/meminfo"
 )
 
 // meshFlags are the flags of kvtier mesh.
@@ -313,7 +314,7 @@ func meshPoolBytes(o transfer.Options, local int) int64 {
 	for _, s := range o.Sizes {
 		want = max(want, s+s/4)
 	}
-	if avail, err := system.MemAvailable("/"); err == nil {
+	if avail, err := meminfo.Available("/"); err == nil {
 		want = min(want, avail*2/5/int64(max(local, 1)))
 	}
 	bb := o.Geometry.BlockBytes()

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
 )
 
@@ -54,6 +55,9 @@ var pipCUBLASDirs = sync.OnceValues(func() ([]string, error) {
 func sysConfig(root string) system.Config {
 	return system.Config{Root: root, Libs: libraries()}
 }
+
+// collectSystem adds this machine's facts to a run's manifest.
+func collectSystem(m *results.Manifest) []error { return system.Collect(sysConfig("/"), m) }
 
 // peerFaults reads the test-only fault switches (the soft-RoCE VM test
 // sets them) from the environment.

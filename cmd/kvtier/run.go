@@ -115,7 +115,7 @@ type suiteRun struct {
 // exec runs r and returns the exit status.
 func (r suiteRun) exec(ctx context.Context, stdout, stderr io.Writer) int {
 	command := append([]string{"kvtier", r.cmd}, r.args...)
-	out, err := harness.Create(r.out.outDir(), r.suite.Name, command, sysConfig("/"), stderr)
+	out, err := harness.Create(r.out.outDir(), r.suite.Name, command, collectSystem, stderr)
 	if err != nil {
 		return usageErr(stderr, r.cmd, option.Wrap("out", err))
 	}

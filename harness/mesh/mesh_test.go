@@ -14,7 +14,6 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/peer"
-	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -116,7 +115,7 @@ func runMesh(t *testing.T, ranks []*testRank, pattern string, joinOnly map[int]b
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	out, err := harness.CreateOutput(dir, Suite.Name, []string{"kvtier", "mesh"}, system.Config{Root: "/"}, io.Discard)
+	out, err := harness.CreateOutput(dir, Suite.Name, []string{"kvtier", "mesh"}, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

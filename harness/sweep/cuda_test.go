@@ -43,7 +43,8 @@ func TestCUDABackendSweep(t *testing.T) {
 			}
 			defer b.Close()
 			dir := filepath.Join(t.TempDir(), "out")
-			out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
+			collect := func(m *results.Manifest) []error { return system.Collect(system.Config{Root: "/"}, m) }
+			out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, collect, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,6 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -67,7 +66,7 @@ func runSweepOn(t *testing.T, ctx context.Context, o Options, b tiers.Backend) (
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
+	out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -52,7 +51,7 @@ func sweepRows(t *testing.T, g kv.Geometry, p harness.Policy, root string) []res
 	}
 	defer b.Close()
 	dir := filepath.Join(t.TempDir(), "sweep")
-	out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, system.Config{Root: "/"}, nil)
+	out, err := harness.CreateOutput(dir, "sweep", []string{"test"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/system/meminfo"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
 )
@@ -94,7 +94,7 @@ func (r *Measurer) embeddedPoolBytes() int64 {
 		return r.o.PoolBytes
 	}
 	limit := int64(math.MaxInt64)
-	if avail, err := system.MemAvailable(r.o.Root); err == nil {
+	if avail, err := meminfo.Available(r.o.Root); err == nil {
 		limit = avail * 2 / 5
 	}
 	bb := r.o.Geometry.BlockBytes()

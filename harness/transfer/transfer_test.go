@@ -14,7 +14,6 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/results"
-	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -133,7 +132,7 @@ func runTransfer(t *testing.T, o Options, cfg tiers.BackendConfig) ([]results.Ro
 	}
 	defer done()
 	dir := filepath.Join(t.TempDir(), "out")
-	out, err := harness.CreateOutput(dir, "transfer", []string{"test"}, system.Config{Root: "/"}, nil)
+	out, err := harness.CreateOutput(dir, "transfer", []string{"test"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,62 @@
+package layers
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/kvtier/kvtier/"
+
+// deps lists the packages pkg depends on (itself included), each with
+// its number of cgo files, as built with env.
+func deps(t *testing.T, pkg string, env ...string) map[string]string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command: %v", err)
+	}
+	cmd := exec.Command(goBin, "list", "-deps", "-f", "{{.ImportPath}} {{len .CgoFiles}}", module+pkg)
+	cmd.Env = append(cmd.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+	}
+	m := map[string]string{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		path, ncgo, _ := strings.Cut(line, " ")
+		m[path] = ncgo
+	}
+	return m
+}
+
+// The measuring core, the geometry and the simulator build without cgo:
+// the collectors and memory queries that need it are passed in from cmd.
+func TestCoreWithoutCgo(t *testing.T) {
+	t.Parallel()
+	for _, pkg := range []string{"harness", "kv", "vllmsim"} {
+		for path, ncgo := range deps(t, pkg, "CGO_ENABLED=0") {
+			// The standard library's own cgo (runtime/cgo, the net
+			// resolver) is not a native library kvtier loads.
+			if ncgo != "0" && strings.Contains(path, ".") {
+				t.Errorf("%s depends on %s, which has cgo files", pkg, path)
+			}
+			for _, bad := range []string{"kvtier/cuda", "kvtier/rdma", "kvtier/csrc", "kvtier/tiers", "kvtier/system", "go-nvml"} {
+				if strings.Contains(path, bad) && !strings.HasPrefix(path, module+"system/meminfo") {
+					t.Errorf("%s depends on %s", pkg, path)
+				}
+			}
+		}
+	}
+}
+
+// The suites that talk to a server reach it through the serving client,
+// not through another suite.
+func TestSuitesDoNotImportEachOther(t *testing.T) {
+	t.Parallel()
+	for _, pkg := range []string{"harness/mb1", "harness/replay", "harness/knee"} {
+		if _, ok := deps(t, pkg)[module+"harness/probe"]; ok {
+			t.Errorf("%s depends on harness/probe; the client it needs is package serving", pkg)
+		}
+	}
+}

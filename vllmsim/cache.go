@@ -189,19 +189,32 @@ func (p *gpuPool) release(ids []int) {
 
 // A cpuPool is the CPU offload store: a set of block hashes of bounded
 // size, least recently used evicted first. It holds no data; it models
-// which blocks a load from host memory would find.
+// which blocks a load from host memory would find. A block is stored over
+// the device-to-host direction of PCIe, one block after the other: it can
+// be found only once its copy has completed. Loads go the other way
+// (host to device) and do not wait for stores: PCIe is full duplex.
 type cpuPool struct {
 	cap   int
-	lru   *list.List // front = least recent
+	lru   *list.List // front = least recent; values are *cpuBlock
 	index map[blockHash]*list.Element
+	// busy is when the device-to-host copies queued so far complete.
+	busy float64
+}
+
+// A cpuBlock is one block of the CPU store: its hash and when its copy
+// from the GPU completes.
+type cpuBlock struct {
+	hash  blockHash
+	ready float64
 }
 
 func newCPUPool(n int) *cpuPool {
 	return &cpuPool{cap: n, lru: list.New(), index: map[blockHash]*list.Element{}}
 }
 
-// store adds h (or refreshes it).
-func (c *cpuPool) store(h blockHash) {
+// store queues the copy of h, taking copy seconds of the device-to-host
+// direction from now or when the copies before it end (or refreshes h).
+func (c *cpuPool) store(h blockHash, now, copy float64) {
 	if c.cap <= 0 {
 		return
 	}
@@ -211,17 +224,19 @@ func (c *cpuPool) store(h blockHash) {
 	}
 	if c.lru.Len() >= c.cap {
 		e := c.lru.Front()
-		delete(c.index, e.Value.(blockHash))
+		delete(c.index, e.Value.(*cpuBlock).hash)
 		c.lru.Remove(e)
 	}
-	c.index[h] = c.lru.PushBack(h)
+	c.busy = max(c.busy, now) + copy
+	c.index[h] = c.lru.PushBack(&cpuBlock{hash: h, ready: c.busy})
 }
 
-// match returns how many leading hashes the store holds, refreshing them.
-func (c *cpuPool) match(hs []blockHash) int {
+// match returns how many leading hashes the store holds with their copy
+// complete at now, refreshing them.
+func (c *cpuPool) match(hs []blockHash, now float64) int {
 	for i, h := range hs {
 		e, ok := c.index[h]
-		if !ok {
+		if !ok || e.Value.(*cpuBlock).ready > now {
 			return i
 		}
 		c.lru.MoveToBack(e)

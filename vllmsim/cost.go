@@ -144,6 +144,12 @@ func (c costModel) hostLoadTime(tokens int) float64 {
 	return rate(float64(tokens)*c.kvBytesPerToken, c.p.HostGBps*1e9)
 }
 
+// hostStoreTime is the time to copy tokens of KV into CPU memory, over the
+// device-to-host direction.
+func (c costModel) hostStoreTime(tokens int) float64 {
+	return rate(float64(tokens)*c.kvBytesPerToken, c.p.HostStoreGBps*1e9)
+}
+
 // remoteLoadTime is the time to pull tokens of KV from a peer.
 func (c costModel) remoteLoadTime(tokens int) float64 {
 	return rate(float64(tokens)*c.kvBytesPerToken, c.p.RemoteGBps*1e9)

@@ -452,7 +452,7 @@ func (e *engine) admit(r *request) bool {
 		case r.remote != nil:
 			ext = max(0, min(r.remote.blocks, maxHit)-len(local))
 		case e.cpu != nil:
-			ext = e.cpu.match(rest)
+			ext = e.cpu.match(rest, e.vt)
 		}
 	}
 	ids := e.gpu.alloc((total+e.block-1)/e.block - len(local))
@@ -598,7 +598,7 @@ func (e *engine) commitFull(r *request) {
 	for i := r.committed; i < full; i++ {
 		e.gpu.commit(r.blocks[i], r.hashes[i])
 		if e.cpu != nil {
-			e.cpu.store(r.hashes[i])
+			e.cpu.store(r.hashes[i], e.vt, e.cost.hostStoreTime(e.block))
 		}
 	}
 	r.committed = max(r.committed, full)

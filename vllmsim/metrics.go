@@ -189,6 +189,11 @@ func (s *Server) writeMetrics(w io.Writer, snap snapshot) error {
 	x.printf("kvtier_simulated{%s} 1.0\n", x.labels)
 	x.header("kvtier_sim_lag_seconds", "gauge", "The most an engine step has ended after the wall-clock time its modeled end maps to: how far this machine's load made the simulator fall behind real time.")
 	x.printf("kvtier_sim_lag_seconds{%s} %s\n", x.labels, strconv.FormatFloat(s.Lag().Seconds(), 'g', -1, 64))
+	if s.cfg.CPUBlocks > 0 {
+		p := s.cfg.Profile
+		x.header("kvtier_sim_host_store_gbps", "gauge", "GB/s of the modeled CPU offload's stores, device to host, beside its loads (PCIe is full duplex); assumed=\"true\" when no measurement gave the figure.")
+		x.printf("kvtier_sim_host_store_gbps{%s,assumed=\"%t\"} %s\n", x.labels, p.Assumed != "", strconv.FormatFloat(p.HostStoreGBps, 'g', -1, 64))
+	}
 	return x.err
 }
 

@@ -29,12 +29,19 @@ import (
 type Profile struct {
 	Name   string
 	Source string // where the figures come from
+	// Assumed names the figures no measurement gave ("" when none):
+	// reports print it beside the profile.
+	Assumed string
 
 	GEMMTFLOPS float64 // prefill linear layers (QKV/O projections, MLP or experts)
 	AttnTFLOPS float64 // prefill attention (scores and values)
 	HBMGBps    float64 // decode reads of the KV cache
-	HostGBps   float64 // CPU offload hit loaded back over PCIe
-	RemoteGBps float64 // P/D: the consumer pulls the producer's blocks
+	HostGBps   float64 // CPU offload hit loaded back over PCIe (host to device)
+	// HostStoreGBps is the CPU offload's store of new blocks, device to
+	// host: the other direction of PCIe, which is full duplex, so stores
+	// do not slow loads. A block can be loaded back only once stored.
+	HostStoreGBps float64
+	RemoteGBps    float64 // P/D: the consumer pulls the producer's blocks
 
 	StepBase     float64 // seconds, fixed cost of one engine step
 	DecodePerSeq float64 // seconds per decoding sequence in a step
@@ -79,6 +86,8 @@ type Profile struct {
 //   - HostGBps: CPU-hit TTFT minus GPU-hit TTFT over the prefix bytes
 //     (vLLM's offload reaches about 40 of the 54 GB/s PCIe H2D).
 //   - RemoteGBps: the same for the remote tier (about 7 GB/s).
+//   - HostStoreGBps: assumed, not measured (the reference measured no
+//     store): the 40 GB/s the loads reach, in the other direction.
 //
 // Note: a weight-traffic decode model (each step reads the experts its
 // tokens route to, uniformly at random) predicts a D=8 step twice as long
@@ -91,6 +100,8 @@ var h20 = Profile{
 	AttnTFLOPS:     138,
 	HBMGBps:        3000,
 	HostGBps:       40,
+	HostStoreGBps:  40,
+	Assumed:        assumedHostStore,
 	RemoteGBps:     7,
 	StepBase:       4.37e-3,
 	DecodePerSeq:   0.416e-3,
@@ -102,6 +113,9 @@ var h20 = Profile{
 	InterleaveMax:  2.35,
 	InterleaveHalf: 0.25,
 }
+
+// assumedHostStore says that the profile's store rate is assumed.
+const assumedHostStore = "host store GB/s (no store was measured: the load rate, device to host)"
 
 // zero models no cost at all: every delay is zero. It measures what a
 // client itself adds.
@@ -131,10 +145,12 @@ func LookupProfile(name string) (Profile, error) {
 }
 
 // ProfileFromCSV returns the h20 profile with its rates replaced by those a
-// kvtier tier sweep measured: the p50 gbps of the ok rows of tiers host,
-// hbm and remote, and the p50 tflops of tier recompute (attention keeps its
-// h20 ratio to the GEMM rate). A tier the file lacks keeps its h20 figure,
-// and Source says which figures were replaced.
+// kvtier tier sweep measured: the p50 gbps of the ok load rows of tiers
+// host, hbm and remote, of the ok store rows of tier host (the offload's
+// store; otherwise it stays assumed), and the p50 tflops of tier
+// recompute (attention keeps its h20 ratio to the GEMM rate). A tier the
+// file lacks keeps its h20 figure, and Source says which figures were
+// replaced.
 func ProfileFromCSV(path string) (Profile, error) {
 	rows, _, err := results.ReadCSV(path)
 	if err != nil {
@@ -143,19 +159,24 @@ func ProfileFromCSV(path string) (Profile, error) {
 	p := h20
 	p.Name = "calibrated"
 	var used []string
-	if v, ok := p50(rows, "host", func(r results.Row) float64 { return r.GBps }); ok {
-		p.HostGBps = v
-		used = append(used, fmt.Sprintf("host %.3g GB/s", v))
+	gbps := func(r results.Row) float64 { return r.GBps }
+	for _, f := range []struct {
+		tier, what string
+		load       bool
+		to         *float64
+	}{
+		{"host", "host", true, &p.HostGBps}, {"hbm", "hbm", true, &p.HBMGBps},
+		{"remote", "remote", true, &p.RemoteGBps}, {"host", "host store", false, &p.HostStoreGBps},
+	} {
+		if v, ok := p50(rows, f.tier, f.load, gbps); ok {
+			*f.to = v
+			used = append(used, fmt.Sprintf("%s %.3g GB/s", f.what, v))
+			if !f.load {
+				p.Assumed = ""
+			}
+		}
 	}
-	if v, ok := p50(rows, "hbm", func(r results.Row) float64 { return r.GBps }); ok {
-		p.HBMGBps = v
-		used = append(used, fmt.Sprintf("hbm %.3g GB/s", v))
-	}
-	if v, ok := p50(rows, "remote", func(r results.Row) float64 { return r.GBps }); ok {
-		p.RemoteGBps = v
-		used = append(used, fmt.Sprintf("remote %.3g GB/s", v))
-	}
-	if v, ok := p50(rows, "recompute", func(r results.Row) float64 { return r.Float("tflops") }); ok {
+	if v, ok := p50(rows, "recompute", true, func(r results.Row) float64 { return r.Float("tflops") }); ok {
 		p.AttnTFLOPS = v * h20.AttnTFLOPS / h20.GEMMTFLOPS
 		p.GEMMTFLOPS = v
 		used = append(used, fmt.Sprintf("recompute %.3g TFLOP/s", v))
@@ -167,11 +188,12 @@ func ProfileFromCSV(path string) (Profile, error) {
 	return p, nil
 }
 
-// p50 is the median of f over the ok rows of tier with a positive finite value.
-func p50(rows []results.Row, tier string, f func(results.Row) float64) (float64, bool) {
+// p50 is the median of f over the ok rows of tier in the direction load
+// (or store) with a positive finite value.
+func p50(rows []results.Row, tier string, load bool, f func(results.Row) float64) (float64, bool) {
 	var vs []float64
 	for _, r := range rows {
-		if r.Tier != tier || r.Status != results.StatusOK {
+		if r.Tier != tier || r.Status != results.StatusOK || r.IsLoad() != load {
 			continue
 		}
 		if v := f(r); v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {

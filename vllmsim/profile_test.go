@@ -22,7 +22,7 @@ func TestLookupProfile(t *testing.T) {
 
 func TestProfileFromCSV(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sweep.csv")
-	w, err := results.CreateCSV(path, "tflops")
+	w, err := results.CreateCSV(path, "tflops", "direction")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +40,14 @@ func TestProfileFromCSV(t *testing.T) {
 		row("host", v, 0, results.StatusOK)
 	}
 	row("host", 1, 0, results.StatusSkipped) // not a measurement: ignored
+	for _, v := range []float64{20, 22} {    // the offload's store: its own direction
+		r := results.NewRow("sweep")
+		r.Tier, r.Status, r.GBps, r.Seconds = "host", results.StatusOK, v, 0.01
+		r.Set("direction", results.DirectionStore)
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	row("hbm", 3500, 0, results.StatusOK)
 	row("recompute", 0, 200, results.StatusOK)
 	row("recompute", 0, 100, results.StatusOK)
@@ -51,6 +59,12 @@ func TestProfileFromCSV(t *testing.T) {
 	}
 	if p.HostGBps != 52 || p.HBMGBps != 3500 || p.GEMMTFLOPS != 150 {
 		t.Errorf("host %v hbm %v gemm %v, want the medians 52, 3500, 150", p.HostGBps, p.HBMGBps, p.GEMMTFLOPS)
+	}
+	if p.HostStoreGBps != 21 || p.Assumed != "" || !strings.Contains(p.Source, "host store 21 GB/s") {
+		t.Errorf("host store %v GB/s, assumed %q, source %q: want the store rows' median 21, measured", p.HostStoreGBps, p.Assumed, p.Source)
+	}
+	if h20.Assumed == "" || !strings.Contains(h20.Assumed, "store") {
+		t.Errorf("h20's store rate is not labelled assumed: %q", h20.Assumed)
 	}
 	if p.RemoteGBps != h20.RemoteGBps {
 		t.Errorf("remote %v: a tier missing from the file keeps its h20 figure %v", p.RemoteGBps, h20.RemoteGBps)

@@ -250,6 +250,7 @@ func TestMetricsShape(t *testing.T) {
 		"vllm:cache_config_info":                   dto.MetricType_GAUGE,
 		"kvtier_simulated":                         dto.MetricType_GAUGE,
 		"kvtier_sim_lag_seconds":                   dto.MetricType_GAUGE,
+		"kvtier_sim_host_store_gbps":               dto.MetricType_GAUGE,
 	}
 	for name, typ := range want {
 		f, ok := mf[name]
@@ -269,6 +270,9 @@ func TestMetricsShape(t *testing.T) {
 		}
 		if labels["model_name"] != "qwen3-coder-30b-a3b" || labels["engine"] != "0" {
 			t.Errorf("%s: labels %v", name, labels)
+		}
+		if name == "kvtier_sim_host_store_gbps" && (labels["assumed"] != "true" || f.Metric[0].GetGauge().GetValue() != h20.HostStoreGBps) {
+			t.Errorf("%s: %v %v: want h20's store rate, labelled assumed", name, labels, f.Metric[0].GetGauge().GetValue())
 		}
 	}
 	info := map[string]string{}

@@ -24,7 +24,7 @@ type simOptions struct {
 	maxModelLen, maxBatched string
 	details                 bool
 	profile, calibrate      string
-	timeScale               float64
+	timeScale, hostStore    float64
 	kvPeer, engineID, role  string
 	seed                    uint64
 	maxRequests, maxConns   int
@@ -67,7 +67,10 @@ func (o *simOptions) config() (vllmsim.Config, error) {
 	cfg.MaxNumBatchedTokens = tokenFlag(&errs, "max-num-batched-tokens", o.maxBatched)
 	errs = append(errs, option.Range("time-scale", o.timeScale, 0, 1e6, "0: no delay"))
 	cfg.Profile, err = o.costProfile()
-	errs = append(errs, err, o.checkPD())
+	errs = append(errs, err, o.checkPD(), option.Range("host-store-gbps", o.hostStore, 0, 1e6, "0: the profile's"))
+	if o.hostStore > 0 {
+		cfg.Profile.HostStoreGBps, cfg.Profile.Assumed = o.hostStore, ""
+	}
 	return cfg, errors.Join(errs...)
 }
 
@@ -108,6 +111,15 @@ func (o *simOptions) checkPD() error {
 	return errors.Join(errs...)
 }
 
+// assumedNote labels a profile's store rate assumed when no measurement
+// gave it.
+func assumedNote(p vllmsim.Profile) string {
+	if p.Assumed != "" {
+		return ", assumed"
+	}
+	return ""
+}
+
 // runSim serves a simulated vLLM instance until interrupted.
 func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs := newFlagSet("sim", "Usage: kvtier sim [flags]\n\nServes a simulated vLLM instance: OpenAI API, vLLM metrics, prefix cache,\nCPU offload and P/D, with delays from a cost model. Every response carries\nX-Kvtier-Simulated: 1 and /metrics has kvtier_simulated 1.", stderr)
@@ -122,6 +134,7 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.BoolVar(&o.details, "enable-prompt-tokens-details", false, "report usage.prompt_tokens_details.cached_tokens, as vLLM's flag")
 	fs.StringVar(&o.profile, "profile", vllmsim.DefaultProfile, "cost model: "+strings.Join(vllmsim.ProfileNames(), ", "))
 	fs.StringVar(&o.calibrate, "calibrate", "", "sweep.csv of a kvtier sweep: take bandwidths and FLOP rates from it (instead of --profile)")
+	fs.Float64Var(&o.hostStore, "host-store-gbps", 0, "GB/s of the CPU offload's stores, device to host, beside the loads (PCIe is full duplex); 0: the profile's (h20: its load rate, assumed: no store was measured)")
 	fs.Float64Var(&o.timeScale, "time-scale", 1, "multiply every modeled delay: 1 real time, 0.01 100x faster, 0 no delay")
 	fs.StringVar(&o.kvPeer, "kv-peer", "", "P/D consumer: base URL of the producer to pull KV from (default: remote_host:remote_port of the request)")
 	fs.StringVar(&o.engineID, "engine-id", "", "P/D engine id (default random)")
@@ -147,8 +160,9 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	}
 	c := s.Config()
 	fmt.Fprintf(stdout, "kvtier sim: serving %s (simulated) on %s\n", c.Model, u)
-	fmt.Fprintf(stderr, "kvtier sim: profile %s [%s], time scale %g, %d GPU blocks, %d CPU blocks, block %d, chunk %d, engine id %s\n",
-		c.Profile.Name, c.Profile.Source, c.TimeScale, c.GPUBlocks, c.CPUBlocks, c.BlockSize, c.MaxNumBatchedTokens, c.EngineID)
+	fmt.Fprintf(stderr, "kvtier sim: profile %s [%s], time scale %g, %d GPU blocks, %d CPU blocks (load %g GB/s, store %g GB/s%s), block %d, chunk %d, engine id %s\n",
+		c.Profile.Name, c.Profile.Source, c.TimeScale, c.GPUBlocks, c.CPUBlocks, c.Profile.HostGBps, c.Profile.HostStoreGBps, assumedNote(c.Profile),
+		c.BlockSize, c.MaxNumBatchedTokens, c.EngineID)
 	<-ctx.Done()
 	return exitOK
 }

@@ -22,6 +22,7 @@ func TestSimBadFlags(t *testing.T) {
 		{"--kv-peer", "localhost:8000"},
 		{"--calibrate", "/nonexistent/sweep.csv"},
 		{"--role", "decoder"},
+		{"--host-store-gbps", "-1"},
 		{"extra"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -72,6 +73,13 @@ func TestSimServesUntilCancelled(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("X-Kvtier-Simulated") != "1" {
 		t.Errorf("completion: %d %s", resp.StatusCode, body)
+	}
+	// The store rate is labelled assumed: the reference measured none.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(stderr.String(), "\n") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(stderr.String(), "store 40 GB/s, assumed)") {
+		t.Errorf("stderr does not label the store rate assumed: %q", stderr.String())
 	}
 	cancel()
 	select {

@@ -36,3 +36,34 @@ func TestEventElapsedTimeABI(t *testing.T) {
 		})
 	}
 }
+
+// TestTimerWarmCopy: each sample queues one small copy before its start
+// event (the copy engine's first-copy set-up stays outside the sample):
+// the fake corrupts the first async copy, which must be that warm copy
+// and not the sample's own first.
+func TestTimerWarmCopy(t *testing.T) {
+	d, _ := open(t, map[string]string{"FAKECUDA_CORRUPT_COPY_AT": "0"})
+	c, s := context(t, d)
+	info, _ := d.Device(0)
+	tm, err := cuda.NewTimer(s, info, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	dst, src := sides(t, c, cuda.HostToDevice, len(perm))
+	var p cuda.Plan
+	defer p.Free()
+	scatter(&p, dst.addr, src.addr, perm)
+	if err := tm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Copy(cuda.HostToDevice, cuda.PerCopy, &p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tm.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := verify(t, dst, perm); err != nil {
+		t.Errorf("the sample's first copy was the first on the stream: %v", err)
+	}
+}

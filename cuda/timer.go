@@ -43,6 +43,11 @@ type Timer struct {
 	s           *Stream
 	start, stop *Event
 	flag        *HostMem // nil: this timer does not hold
+	// warm is a small device buffer and plan: one copy queued before the
+	// start event of every sample, so the copy engine's first-copy set-up
+	// (channel, context) falls outside the sample, as nvbandwidth does.
+	warm     *DeviceMem
+	warmPlan Plan
 	flagDev     uint64
 	// MaxOps caps the operations queued behind a hold.
 	MaxOps int
@@ -78,6 +83,12 @@ func NewTimer(s *Stream, info DeviceInfo, hold bool) (*Timer, error) {
 		t.Close()
 		return nil, err
 	}
+	if t.warm, err = s.c.AllocDevice(2 * warmCopyBytes); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("timer warm-up buffer: %w", err)
+	}
+	t.warmPlan.Reset(1)
+	t.warmPlan.Add(t.warm.Ptr()+warmCopyBytes, t.warm.Ptr(), warmCopyBytes)
 	if hold && s.c.d.CanHoldStreams(info) {
 		if t.flag, err = s.c.AllocHost(4, HostPortable|HostDeviceMap); err != nil {
 			t.Close()
@@ -91,6 +102,10 @@ func NewTimer(s *Stream, info DeviceInfo, hold bool) (*Timer, error) {
 	}
 	return t, nil
 }
+
+// warmCopyBytes is the size of the warm copy queued before each start
+// event.
+const warmCopyBytes = 256
 
 // flagWord is the flag as a Go pointer to C memory.
 func (t *Timer) flagWord() *uint32 { return (*uint32)(t.flag.ptr) }
@@ -149,6 +164,11 @@ func (t *Timer) Start() error {
 		default:
 			return fmt.Errorf("hold stream: %w", err)
 		}
+	}
+	if _, err := t.s.Copy(DeviceToDevice, PerCopy, &t.warmPlan); err != nil {
+		t.release()
+		t.state = timerIdle
+		return fmt.Errorf("warm copy: %w", err)
 	}
 	if err := t.start.Record(t.s); err != nil {
 		t.release()
@@ -234,9 +254,17 @@ func (t *Timer) Close() error {
 	if t.stop != nil {
 		errs = append(errs, t.stop.Destroy())
 	}
-	if t.flag != nil {
-		// The stream may still read the flag: drain it first.
-		errs = append(errs, t.s.Sync(), t.flag.Free())
+	if t.flag != nil || t.warm != nil {
+		// The stream may still read the flag or copy: drain it first.
+		errs = append(errs, t.s.Sync())
 	}
+	if t.flag != nil {
+		errs = append(errs, t.flag.Free())
+	}
+	if t.warm != nil {
+		errs = append(errs, t.warm.Free())
+		t.warm = nil
+	}
+	t.warmPlan.Free()
 	return errors.Join(errs...)
 }

@@ -312,7 +312,9 @@ func TestCUDABackendFailures(t *testing.T) {
 	sp := kv.Pool{Geometry: g, Layout: kv.Layerwise, Slots: 8}
 	plan, _ := kv.GatherPlan(sp, []int{3, 5}, sp, []int{0, 1})
 
-	b := openFake(t, map[string]string{"FAKECUDA_FAIL_COPY_AT": "2", "FAKECUDA_FAIL_ALLOC_AFTER": "3"}, tiers.BackendConfig{NUMA: -1})
+	// Copy 0 is the timer's warm copy; the first five allocations are the
+	// timers' (hold flag, warm-copy buffers), src and dst.
+	b := openFake(t, map[string]string{"FAKECUDA_FAIL_COPY_AT": "3", "FAKECUDA_FAIL_ALLOC_AFTER": "5"}, tiers.BackendConfig{NUMA: -1})
 	src := tiers.AllocTest(t, b, tiers.Pinned, sp.Size())
 	dst := tiers.AllocTest(t, b, tiers.Device, sp.Size())
 	if _, err := b.Alloc(tiers.Device, 1<<20); err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_OUT_OF_MEMORY") {

@@ -26,6 +26,7 @@ import (
 	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -101,6 +102,9 @@ func Run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks) error {
 	}
 	for i, blocks := range cfg.Capacities {
 		row, err := measure(ctx, cfg, w, s, i, blocks, ws)
+		if errors.Is(err, errNoPool) {
+			return refuse(cfg, s, i, ws, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -133,6 +137,9 @@ func measure(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, i, bl
 	}()
 	row.Set("server", srv.Name())
 	row.Set("server_log", logName(srv))
+	if err := checkPool(ctx, cfg, srv); err != nil {
+		return row, err
+	}
 	sum, err := run(ctx, cfg, w, s, srv, blocks)
 	if err != nil {
 		if errors.Is(err, errWrite) || ctx.Err() != nil {
@@ -151,6 +158,40 @@ func measure(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, i, bl
 	default:
 	}
 	return out, nil
+}
+
+// errNoPool marks a server whose family has no KV pool a launch option
+// sizes: there is no knee to measure.
+var errNoPool = errors.New("no KV capacity to sweep")
+
+// checkPool asks the server's family (serving.Client.DetectFamily) and
+// refuses one without a KV pool shared by requests, as Ollama's.
+func checkPool(ctx context.Context, cfg Config, srv server) error {
+	c, err := serving.NewClientWith(srv.URL(), 10*time.Second, 0, cfg.Replay.HTTP)
+	if err != nil {
+		return err
+	}
+	f := c.DetectFamily(ctx)
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "knee: the server is %s\n", f)
+	}
+	if ok, why := f.KVPool(); !ok {
+		return fmt.Errorf("%w: the server is %s: %s", errNoPool, f, why)
+	}
+	return nil
+}
+
+// refuse writes a skipped row for capacity i and every one after it,
+// saying why, and returns the refusal.
+func refuse(cfg Config, s Sinks, i int, ws int64, why error) error {
+	for _, blocks := range cfg.Capacities[i:] {
+		row := capacityRow(cfg, blocks, ws)
+		row.Skip(why.Error())
+		if err := s.Capacities.Write(row); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("knee refused: %w", why)
 }
 
 // errWrite marks a row that could not be written: it ends the sweep.

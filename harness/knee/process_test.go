@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,6 +20,7 @@ import (
 	"github.com/kvtier/kvtier/internal/syncbuf"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
+	"github.com/kvtier/kvtier/serving/servingtest"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -51,6 +53,8 @@ func testServer(args []string) int {
 	dieAfter := fs.Duration("die-after", 0, "exit with status 4 after this long")
 	noListen := fs.Bool("no-listen", false, "never answer /health")
 	setsidChild := fs.Bool("setsid-child", false, "start the child in a session of its own, outside the process group")
+	ollama := fs.Bool("ollama", false, "serve as Ollama does (no /health, no KV pool)")
+	noHealth := fs.Bool("no-health", false, "answer 404 to GET /health (readiness from GET /v1/models)")
 	if fs.Parse(args) != nil {
 		return 2
 	}
@@ -73,7 +77,9 @@ func testServer(args []string) int {
 	if *dieAfter > 0 {
 		time.AfterFunc(*dieAfter, func() { os.Exit(4) })
 	}
-	if !*noListen {
+	if *ollama || *noHealth {
+		go serveOdd(*port, *ollama)
+	} else if !*noListen {
 		s, err := vllmsim.New(vllmsim.Config{GPUBlocks: *blocks, TimeScale: 0.01, EnablePromptTokensDetails: true})
 		if err != nil {
 			return 6
@@ -89,6 +95,51 @@ func testServer(args []string) int {
 		return 0
 	}
 	select {}
+}
+
+// serveOdd serves, on port, an Ollama fake or a simulator without
+// GET /health.
+func serveOdd(port int, ollama bool) {
+	var h http.Handler = &servingtest.Ollama{}
+	if !ollama {
+		s, err := vllmsim.New(vllmsim.Config{GPUBlocks: 256, TimeScale: 0.01})
+		if err != nil {
+			os.Exit(6)
+		}
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/health" {
+				http.NotFound(w, r)
+				return
+			}
+			s.ServeHTTP(w, r)
+		})
+	}
+	http.ListenAndServe("127.0.0.1:"+strconv.Itoa(port), h)
+	os.Exit(7)
+}
+
+// A server without GET /health is ready when GET /v1/models answers,
+// not after the health timeout; a server without a KV pool (Ollama) is
+// refused at the start with a skipped row per capacity.
+func TestReadinessAndNoPool(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		extra, want string
+		caps        []int
+	}{{"-no-health", "ok", []int{256}}, {"-ollama", "limits one request", []int{128, 256}}} {
+		cfg := processConfig(t, t.TempDir(), tc.caps, tc.extra)
+		cfg.HealthTimeout = 5 * time.Second
+		var reqs, caps resultstest.Sink
+		err := Run(context.Background(), cfg, smallWorkload(t), Sinks{Requests: &reqs, Capacities: &caps})
+		if (err != nil) != (tc.want != "ok") || caps.Len() != len(tc.caps) {
+			t.Fatalf("%s: err %v, %d capacity rows", tc.extra, err, caps.Len())
+		}
+		for _, r := range caps.Rows() {
+			if got := string(r.Status); (tc.want == "ok" && got != "ok") || (tc.want != "ok" && (got != "skipped" || !strings.Contains(r.Reason, tc.want))) {
+				t.Errorf("%s: %s %q", tc.extra, r.Status, r.Reason)
+			}
+		}
+	}
 }
 
 // alive reports whether process pid exists and is not a zombie.
@@ -238,9 +289,9 @@ func TestServerFailuresAreErrorRows(t *testing.T) {
 		caps        []int
 		want        []string // per capacity: "ok" or a piece of the reason
 	}{
-		{"exits at start", "-exit-below 200", []int{128, 256}, []string{"exited before /health answered: exit status 3 (see server-0-128blocks.log)", "ok"}},
+		{"exits at start", "-exit-below 200", []int{128, 256}, []string{"exited before it was ready: exit status 3 (see server-0-128blocks.log)", "ok"}},
 		{"dies mid-run", "-die-after 400ms", []int{256}, []string{"the server exited during the run (exit status 4)"}},
-		{"never healthy", "-no-listen", []int{256}, []string{"GET /health did not answer 200 within 1s"}},
+		{"never healthy", "-no-listen", []int{256}, []string{"not ready within 1s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

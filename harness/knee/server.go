@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -215,44 +216,31 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitHealth polls GET /health until it answers 200, the server exits,
-// timeout passes or ctx ends.
-func waitHealth(ctx context.Context, c *http.Client, s server, timeout time.Duration) error {
+// waitHealth polls the server's readiness (serving.Client.Ready: GET
+// /health, or another signal where the server has none) until it
+// answers, the server exits, timeout passes or ctx ends.
+func waitHealth(ctx context.Context, hc *http.Client, s server, timeout time.Duration) error {
+	c, err := serving.NewClientWith(s.URL(), 2*time.Second, 0, hc)
+	if err != nil {
+		return err
+	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	var last error
 	for {
-		if last = health(ctx, c, s.URL()); last == nil {
+		if _, last = c.Ready(ctx); last == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.Exited():
-			return fmt.Errorf("the server exited before /health answered: %w", s.ExitErr())
+			return fmt.Errorf("the server exited before it was ready: %w", s.ExitErr())
 		case <-deadline.C:
-			return fmt.Errorf("GET /health did not answer 200 within %s (last: %v)", timeout, last)
+			return fmt.Errorf("the server was not ready within %s (last: %v)", timeout, last)
 		case <-tick.C:
 		}
 	}
-}
-
-func health(ctx context.Context, c *http.Client, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	return nil
 }

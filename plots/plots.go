@@ -30,7 +30,8 @@ import (
 type Result struct {
 	Files   []string        // paths of the PNG and SVG files, and of the figure index
 	Figures []report.Figure // every figure drawn, as the index lists it
-	Absent  []string        // one line per suite or figure not drawn, with why
+	Absent  []string        // one line per figure of a suite that ran not drawn, with why
+	NotRun  []string        // the main files of the suites with figures that did not run here
 
 	run   *report.Run   // the run being drawn
 	suite results.Suite // the suite being drawn
@@ -89,7 +90,7 @@ func Draw(dir string) (*Result, error) {
 			n += len(run.Files[f.Name])
 		}
 		if n == 0 {
-			res.Absent = append(res.Absent, fmt.Sprintf("%s absent: its plots not drawn", suite.Main().Name))
+			res.NotRun = append(res.NotRun, suite.Main().Name)
 			continue
 		}
 		for _, d := range ds {

@@ -123,7 +123,7 @@ for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do
 done
 dirs=()
 for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1 "$out"/trace "$out"/plan "$out"/knee; do [ -d "$d" ] && dirs+=("$d"); done
-step report "$bin" report --html --out "$out/REPORT.md" "${dirs[@]}"
+step report "$bin" report --html --out "$out" "${dirs[@]}"
 echo "== results in $out" >&2
 [ "$interrupted" = 1 ] && exit 130
 exit $status

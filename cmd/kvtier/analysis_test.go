@@ -17,17 +17,24 @@ import (
 
 func TestReportCommand(t *testing.T) {
 	dir := reporttest.TempDir(t, reporttest.Options{Seed: 1})
-	stdout, _ := mustRunCLI(t, "report", dir)
+	// Quiet by default: where it wrote on stderr, the headline on stdout
+	// (before, the whole report went to stdout); --print prints it all.
+	stdout, errOut := mustRunCLI(t, "report", dir)
 	b, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(b) != stdout || !strings.Contains(stdout, "## Device tiers") {
-		t.Errorf("REPORT.md and stdout differ or lack the tier table")
+	if !strings.HasPrefix(stdout, "## Headline\n") || !strings.Contains(string(b), stdout) || strings.Contains(stdout, "## Environment") ||
+		!strings.Contains(errOut, "wrote "+filepath.Join(dir, "REPORT.md")) {
+		t.Errorf("stdout is not REPORT.md's headline alone:\n%s\nstderr %q", stdout, errOut)
 	}
-	out := filepath.Join(t.TempDir(), "r.md")
+	if stdout, _ = mustRunCLI(t, "report", "--print", dir); stdout != string(b) || !strings.Contains(stdout, "## Device tiers") {
+		t.Errorf("--print: REPORT.md and stdout differ or lack the tier table")
+	}
+	outDir := t.TempDir()
+	out := filepath.Join(outDir, "REPORT.md")
 	sweepOnly := reporttest.TempDir(t, reporttest.Options{Seed: 2, Suites: []string{sweep.File}})
-	stdout, _ = mustRunCLI(t, "report", "--out", out, sweepOnly, dir)
+	stdout, _ = mustRunCLI(t, "report", "--print", "--out", outDir, sweepOnly, dir)
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("--out not written: %v", err)
 	}
@@ -47,9 +54,15 @@ func TestPlotCommand(t *testing.T) {
 	if !strings.Contains(stdout, filepath.Join(dir, "plots", "sweep_tiers.png")) {
 		t.Errorf("stdout does not list the tier plot:\n%s", stdout)
 	}
+	// Quiet about the suites that did not run unless asked (before, a
+	// line for each of them on every run).
+	if strings.Contains(stderr, "absent") {
+		t.Errorf("without --verbose, stderr names suites that did not run:\n%s", stderr)
+	}
+	_, stderr = mustRunCLI(t, "plot", "--verbose", dir)
 	for _, f := range []string{probe.File, mb1.File, transfer.File} {
 		if !strings.Contains(stderr, f+" absent") {
-			t.Errorf("stderr does not say %s is absent:\n%s", f, stderr)
+			t.Errorf("--verbose: stderr does not say %s is absent:\n%s", f, stderr)
 		}
 	}
 }

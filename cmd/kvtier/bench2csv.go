@@ -62,10 +62,10 @@ func bench2csv(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, a
 		return usageErr(stderr, "bench2csv", err)
 	}
 	if strings.HasSuffix(o.Out, ".csv") {
-		fmt.Fprintf(stderr, "kvtier bench2csv: --out %s: a file is deprecated; give a directory (sweep.csv and transfer.csv are written into it)\n", o.Out)
 		if err := checkFileDir(o.Out); err != nil {
 			return usageErr(stderr, "bench2csv", option.Wrap("out", err))
 		}
+		fmt.Fprintf(stderr, "kvtier bench2csv: --out %s: a file is deprecated; give a directory (sweep.csv and transfer.csv are written into it)\n", o.Out)
 	} else if o.Out != "" {
 		if err := checkOutDir(o.Out); err != nil {
 			return usageErr(stderr, "bench2csv", option.Wrap("out", err))

@@ -25,7 +25,8 @@ func (o plotOptions) Validate() error {
 // runPlot draws every plot the CSV files of each directory allow into
 // DIR/plots/, PNG and SVG.
 func runPlot(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("plot", "usage: kvtier plot DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/.", stderr)
+	fs := newFlagSet("plot", "usage: kvtier plot [--verbose] DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/ and prints their paths; says why a figure of a\nsuite that ran was not drawn.", stderr)
+	verbose := fs.BoolP("verbose", "v", false, "also name the suites that did not run in a directory (nothing to draw)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -47,6 +48,11 @@ func runPlot(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		}
 		for _, m := range res.Absent {
 			fmt.Fprintf(stderr, "kvtier plot: %s: %s\n", d, m)
+		}
+		if *verbose {
+			for _, f := range res.NotRun {
+				fmt.Fprintf(stderr, "kvtier plot: %s: %s absent (suite not run): its plots not drawn\n", d, f)
+			}
 		}
 	}
 	return exitOK

@@ -18,7 +18,6 @@ import (
 // reportOptions are the flags and arguments of kvtier report.
 type reportOptions struct {
 	Dirs []string
-	Out  string // REPORT.md path; default DIR/REPORT.md of the first DIR
 	HTML bool   // also write REPORT.html beside it
 }
 
@@ -52,9 +51,12 @@ func writeFile(path string, b []byte) error {
 // runReport writes REPORT.md for one or more results directories and
 // prints it.
 func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("report", "usage: kvtier report [--out FILE] [--html] DIR...\n\nWrites REPORT.md (the headline, the environment once, each suite's tables,\nthe tier cost model, break-even prefixes, predicted vs measured TTFT and an\nindex of the figures) from kvtier results directories and prints it; with\n--html also one self-contained REPORT.html beside it, figures inline.", stderr)
+	fs := newFlagSet("report", "usage: kvtier report [--out DIR] [--html] DIR...\n\nWrites REPORT.md (the headline, the environment once, each suite's tables,\nthe tier cost model, break-even prefixes, predicted vs measured TTFT and an\nindex of the figures) from kvtier results directories, says where, and prints\nits headline (--print: all of it); with --html also one self-contained\nREPORT.html beside it, figures inline.", stderr)
 	var o reportOptions
-	fs.StringVarP(&o.Out, "out", "o", "", "where to write the report (default DIR/REPORT.md of the first DIR)")
+	var outDir string
+	var all bool
+	fs.StringVarP(&outDir, "out", "o", "", "directory to write REPORT.md into (default the first DIR; a name ending in .md, the file itself, is deprecated)")
+	fs.BoolVar(&all, "print", false, "print the whole report to stdout, not only its headline")
 	fs.BoolVar(&o.HTML, "html", false, "also write the report as one self-contained HTML page (inline SVG figures, no network) beside --out, named like it with .html")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -63,10 +65,8 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	if err := o.Validate(); err != nil {
 		return usageErr(stderr, "report", err)
 	}
-	out := o.Out
-	if out == "" {
-		out = filepath.Join(o.Dirs[0], "REPORT.md") // checked by loading it
-	} else if err := checkFileDir(out); err != nil {
+	out, err := reportPath(stderr, outDir, o.Dirs[0])
+	if err != nil {
 		return usageErr(stderr, "report", option.Wrap("out", err))
 	}
 	// With several directories (make bench passes one per suite), one
@@ -98,14 +98,56 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 		fmt.Fprintf(stderr, "kvtier report: %v\n", err)
 		return exitFail
 	}
-	if _, err := stdout.Write(buf.Bytes()); err != nil {
+	fmt.Fprintf(stderr, "kvtier report: wrote %s\n", out)
+	show := buf.Bytes()
+	if !all {
+		show = headline(show)
+	}
+	if _, err := stdout.Write(show); err != nil {
 		return exitFail
 	}
-	fmt.Fprintf(stderr, "kvtier report: wrote %s\n", out)
 	if o.HTML {
 		return writeHTML(stderr, runs, ro, strings.TrimSuffix(out, filepath.Ext(out))+".html")
 	}
 	return exitOK
+}
+
+// reportPath returns where REPORT.md goes: into the directory out, or
+// the file out (deprecated: a name ending in .md, the old meaning of
+// --out), or into first.
+func reportPath(stderr io.Writer, out, first string) (string, error) {
+	switch {
+	case out == "":
+		return filepath.Join(first, "REPORT.md"), nil // checked by loading it
+	case strings.HasSuffix(out, ".md"):
+		if err := checkFileDir(out); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(stderr, "kvtier report: --out %s: a file is deprecated; give a directory (REPORT.md is written into it)\n", out)
+		return out, nil
+	}
+	if err := checkOutDir(out); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Join(out, "REPORT.md"), nil
+}
+
+// headline returns the report's headline section, from its "## Headline"
+// heading to the next section.
+func headline(md []byte) []byte {
+	s := string(md)
+	i := strings.Index(s, "## Headline\n")
+	if i < 0 {
+		return nil
+	}
+	s = s[i:]
+	if j := strings.Index(s[len("## Headline\n"):], "\n## "); j >= 0 {
+		s = s[:len("## Headline\n")+j+1]
+	}
+	return []byte(s)
 }
 
 // writeHTML writes the report as one HTML page to path.

@@ -48,7 +48,7 @@ type Timer struct {
 	// (channel, context) falls outside the sample, as nvbandwidth does.
 	warm     *DeviceMem
 	warmPlan Plan
-	flagDev     uint64
+	flagDev  uint64
 	// MaxOps caps the operations queued behind a hold.
 	MaxOps int
 	// GuardDelay is how long a call guarded by Guard may block while the

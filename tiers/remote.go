@@ -24,7 +24,7 @@ func init() {
 			return &remoteTier{env: env, opts: *OptionsOf(env, NewRemoteOptions)}
 		},
 		NewOptions: func() Options { return NewRemoteOptions() },
-		Columns:    []string{"peer_mem"},
+		Columns:    []string{"peer_mem", "device_reason", "ib_tc", "ib_sl"},
 		Directions: []Direction{Load, Store},
 	})
 }
@@ -34,8 +34,10 @@ type RemoteOptions struct {
 	Peer       string // HOST:PORT of a kvtier serve peer; "" starts an embedded loopback peer
 	Transport  string // "tcp" or "verbs"
 	Conns      int    // parallel TCP connections or RC QPs
-	RDMADevice string // e.g. mlx5_0; "" picks the first active port
-	GIDIndex   int    // -1 selects a RoCE v2 GID automatically
+	RDMADevice string // e.g. mlx5_0; "" or "auto" picks the active port nearest the GPU
+	GIDIndex   int    // -1 selects RoCE v2 GIDs automatically
+	// IBTC and IBSL are the QPs' traffic class and service level.
+	IBTC, IBSL int
 	// IdleTimeout turns a peer that moves no data for that long in the
 	// middle of a fetch into an error row (peer.DialOptions.IdleTimeout).
 	IdleTimeout time.Duration
@@ -48,7 +50,7 @@ type RemoteOptions struct {
 // NewRemoteOptions returns the remote tier's defaults: an embedded
 // loopback peer over TCP with four connections.
 func NewRemoteOptions() *RemoteOptions {
-	return &RemoteOptions{Transport: peer.TCP, Conns: 4, GIDIndex: -1, IdleTimeout: peer.DefaultIdleTimeout}
+	return &RemoteOptions{Transport: peer.TCP, Conns: 4, RDMADevice: rdma.AutoDevice, GIDIndex: -1, IdleTimeout: peer.DefaultIdleTimeout}
 }
 
 // Fields declares peer, transport, conns, rdma-device and gid-index.
@@ -57,8 +59,10 @@ func (o *RemoteOptions) Fields() []option.Field {
 		{Name: "peer", Ptr: &o.Peer, Usage: "HOST:PORT of a kvtier serve peer for the remote tier (default: an embedded loopback peer)"},
 		{Name: "transport", Ptr: &o.Transport, Usage: "remote tier transport: tcp or verbs"},
 		{Name: "conns", Ptr: &o.Conns, Usage: "remote tier: parallel TCP connections or RC QPs"},
-		{Name: "rdma-device", Ptr: &o.RDMADevice, Usage: "RDMA device, e.g. mlx5_0 (default: the first active port)"},
-		{Name: "gid-index", Ptr: &o.GIDIndex, Usage: "GID index (-1: a RoCE v2 GID picked automatically)"},
+		{Name: "rdma-device", Ptr: &o.RDMADevice, Usage: "RDMA device, e.g. mlx5_0; auto: the active port nearest the GPU in use, else the first active port (column device_reason)"},
+		{Name: "gid-index", Ptr: &o.GIDIndex, Usage: "GID index (-1: RoCE v2 GIDs agreed with the peer, IPv4-mapped preferred)"},
+		{Name: "ib-tc", Ptr: &o.IBTC, Usage: "RoCE traffic class of the QPs (0-255; default $NCCL_IB_TC, else 0)"},
+		{Name: "ib-sl", Ptr: &o.IBSL, Usage: "InfiniBand service level of the QPs (0-15; default $NCCL_IB_SL, else 0)"},
 		{Name: "idle-timeout", Ptr: &o.IdleTimeout, Usage: peer.IdleTimeoutUsage},
 	}
 }
@@ -71,6 +75,7 @@ func (o *RemoteOptions) Validate() error {
 	}
 	errs = append(errs, option.Range("conns", o.Conns, 1, peer.MaxConns),
 		option.Range("gid-index", o.GIDIndex, -1, rdma.MaxGIDIndex, "-1: automatic"),
+		option.Range("ib-tc", o.IBTC, 0, rdma.MaxTC), option.Range("ib-sl", o.IBSL, 0, rdma.MaxSL),
 		option.NotNegative("idle-timeout", o.IdleTimeout, "0: none"))
 	if o.Peer != "" {
 		if err := peer.CheckAddr(o.Peer); err != nil {
@@ -85,6 +90,7 @@ func (o *RemoteOptions) Settings() map[string]string {
 	return map[string]string{
 		"peer": o.Peer, "transport": o.Transport, "conns": strconv.Itoa(o.Conns),
 		"rdma_device": o.RDMADevice, "gid_index": strconv.Itoa(o.GIDIndex), "idle_timeout": o.IdleTimeout.String(),
+		"ib_tc": strconv.Itoa(o.IBTC), "ib_sl": strconv.Itoa(o.IBSL),
 	}
 }
 
@@ -111,6 +117,10 @@ type remoteTier struct {
 	perBlock int
 	dst      Buffer // working pool
 	dest     *Dest
+	// rdma is the verbs endpoint configuration, its device picked once
+	// (deviceWhy says why).
+	rdma      *rdma.Config
+	deviceWhy string
 
 	push *Push // a store's; nil for a load
 }
@@ -157,8 +167,20 @@ func (t *remoteTier) SetupBytes(maxBlocks int) int64 {
 	return n
 }
 
+// rdmaConfig is the verbs endpoint configuration, with the device picked
+// (on first use) nearest the backend's GPU.
 func (t *remoteTier) rdmaConfig() rdma.Config {
-	return rdma.Config{Device: t.opts.RDMADevice, GIDIndex: t.opts.GIDIndex, Root: root(t.env), Library: t.env.LibIBVerbs}
+	if t.rdma == nil {
+		cfg := rdma.Config{Device: t.opts.RDMADevice, GIDIndex: t.opts.GIDIndex, Root: root(t.env), Library: t.env.LibIBVerbs,
+			TC: t.opts.IBTC, SL: t.opts.IBSL}
+		bus := ""
+		if b, ok := t.env.Backend.(*CUDABackend); ok {
+			bus = b.Info().BusID
+		}
+		cfg, t.deviceWhy = peer.PickDevice(cfg, bus)
+		t.rdma = &cfg
+	}
+	return *t.rdma
 }
 
 // Setup connects to the peer (starting an embedded one if needed), places
@@ -326,6 +348,9 @@ func (t *remoteTier) Attrs() map[string]string {
 		info := t.client.Info()
 		a["device"] = info.Device
 		a["peer_mem"] = info.Mem
+		if info.Transport == peer.Verbs {
+			a["device_reason"], a["ib_tc"], a["ib_sl"] = t.deviceWhy, strconv.Itoa(t.opts.IBTC), strconv.Itoa(t.opts.IBSL)
+		}
 		if info.RateGbps > 0 {
 			a["link_gbps"] = fmt.Sprint(info.RateGbps / 8)
 		}

@@ -259,13 +259,17 @@ func (r *meshRank) open(ctx context.Context, p meshPlan, ip net.IP, stderr io.Wr
 // pickNIC chooses the rank's NIC: for verbs the RDMA port nearest its
 // GPU (or --rdma-device), checked to open; for tcp the interface of ip.
 func (r *meshRank) pickNIC(self *mesh.Member, p meshPlan, ip net.IP) (rdma.Config, error) {
-	rcfg := rdma.Config{Device: p.opts.RDMADevice, GIDIndex: p.opts.GIDIndex, Root: "/", Library: libraries().IBVerbs}
+	dev := p.opts.RDMADevice
+	if dev == rdma.AutoDevice {
+		dev = ""
+	}
+	rcfg := rdma.Config{Device: dev, GIDIndex: p.opts.GIDIndex, Root: "/", Library: libraries().IBVerbs, TC: p.opts.IBTC, SL: p.opts.IBSL}
 	if p.opts.Transport != peer.Verbs {
 		self.NIC = mesh.InterfaceOf(ip)
 		return rcfg, nil
 	}
 	dist := func(a, b string) string { return system.Distance("/", a, b) }
-	nic, d, ok := mesh.PickNIC(self.Manifest.NICs, p.opts.RDMADevice, self.GPUBus, dist)
+	nic, d, ok := mesh.PickNIC(self.Manifest.NICs, dev, self.GPUBus, dist)
 	if !ok {
 		return rcfg, verbsProblem(rdma.ErrNoDevice)
 	}

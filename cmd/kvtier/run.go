@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -57,6 +58,9 @@ func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, o
 		return usageErr(stderr, fs.Name(), suggestFlag(fs, err)), false
 	}
 	if err := checkAliases(fs); err != nil {
+		return usageErr(stderr, fs.Name(), err), false
+	}
+	if err := ibQoSFromEnv(fs, os.Getenv); err != nil {
 		return usageErr(stderr, fs.Name(), err), false
 	}
 	if parseOnly == stopAfterFlags {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,8 @@ type serveOptions struct {
 	Transport string // tcp | verbs (verbs serves tcp clients too)
 	Device    string // RDMA device
 	GIDIndex  int
+	TC, SL    int    // --ib-tc, --ib-sl
+	gpuBus    string // PCI bus id of the pool's GPU (--mem gpu), for --rdma-device auto
 	Seed      uint64
 	backend   backendFlags // --gpu for --mem gpu
 	token     tokenFlags   // --token: clients without it are refused
@@ -42,10 +45,11 @@ func (o *serveOptions) add(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Mem, "mem", peer.HostMem, "pool memory: host (anonymous mmap) or gpu (device memory of the cuda backend)")
 	fs.StringVar(&o.pool, "pool", "1GiB", "pool size")
 	fs.StringVar(&o.Transport, "transport", peer.TCP, "tcp, or verbs (RDMA READ from the registered pool; TCP clients are served too)")
-	fs.StringVar(&o.Device, "rdma-device", "", "RDMA device, e.g. mlx5_0 (default: the first with an active port)")
+	fs.StringVar(&o.Device, "rdma-device", rdma.AutoDevice, rdmaDeviceUsage)
 	alias(fs, "device", "rdma-device")
 	fs.IntVar(&o.backend.gpu, "gpu", 0, "CUDA device ordinal for --mem gpu")
-	fs.IntVar(&o.GIDIndex, "gid-index", -1, "GID index (-1: the first RoCE v2 GID with an address)")
+	fs.IntVar(&o.GIDIndex, "gid-index", -1, gidIndexUsage)
+	addIBQoS(fs, &o.TC, &o.SL)
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the pool's data pattern (clients verify against it)")
 	o.token.add(fs)
 	addIdleTimeout(fs, &o.Idle)
@@ -72,6 +76,7 @@ func (o *serveOptions) validate() error {
 		errs = append(errs, option.Errorf("transport", "want tcp or verbs, got %q", o.Transport))
 	}
 	errs = append(errs, option.Range("gid-index", o.GIDIndex, -1, rdma.MaxGIDIndex, "-1: automatic"),
+		option.Range("ib-tc", o.TC, 0, rdma.MaxTC), option.Range("ib-sl", o.SL, 0, rdma.MaxSL),
 		option.Range("max-sessions", o.Sessions, 1, maxSessions))
 	o.backend.name, o.backend.numa = "cuda", -1
 	return errors.Join(append(errs, o.backend.validate())...)
@@ -89,12 +94,13 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	if err := o.validate(); err != nil {
 		return usageErr(stderr, "serve", err)
 	}
-	rcfg := rdma.Config{Device: o.Device, GIDIndex: o.GIDIndex, Root: "/", Library: libraries().IBVerbs}
+	rcfg := rdma.Config{Device: o.Device, GIDIndex: o.GIDIndex, Root: "/", Library: libraries().IBVerbs, TC: o.TC, SL: o.SL}
 	if o.Transport == peer.Verbs {
 		// Open one endpoint now so a missing device or a bad GID index is
-		// reported at start, not on the first client.
-		if err := verbsReady(rcfg); err != nil {
-			return usageErr(stderr, "serve", err)
+		// reported at start, not on the first client (nor after filling
+		// the pool).
+		if early, _ := peer.PickDevice(rcfg, ""); verbsReady(early) != nil {
+			return usageErr(stderr, "serve", verbsReady(early))
 		}
 	}
 	// Listen first: an address that cannot be had is refused before
@@ -109,6 +115,15 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		return usageErr(stderr, "serve", err)
 	}
 	defer done()
+	if o.Transport == peer.Verbs {
+		var why string
+		if rcfg, why = peer.PickDevice(rcfg, o.gpuBus); o.gpuBus != "" {
+			if err := verbsReady(rcfg); err != nil {
+				return usageErr(stderr, "serve", err)
+			}
+		}
+		fmt.Fprintf(stderr, "kvtier serve: RDMA device %s: %s\n", cmp.Or(rcfg.Device, "(libibverbs' first active port)"), why)
+	}
 	srv := peer.NewServer(peer.ServerConfig{Pool: p, Transport: o.Transport, RDMA: rcfg, Log: stderr, Token: o.token.value(),
 		IdleTimeout: o.Idle, HandshakeTimeout: min(o.Idle, 10*time.Second), MaxSessions: o.Sessions, Writable: o.Writable})
 	fmt.Fprintf(stdout, "kvtier serve: listening on %s (pool %s %s, transport %s)\n",
@@ -135,6 +150,7 @@ func (o *serveOptions) openPool(ctx context.Context, stderr io.Writer) (*peer.Po
 	if err != nil {
 		return nil, nil, option.Wrap("mem", err)
 	}
+	o.gpuBus = gpuBus(b, true)
 	buf, err := b.Alloc(tiers.Device, o.Pool)
 	if err != nil {
 		b.Close()

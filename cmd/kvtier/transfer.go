@@ -42,8 +42,9 @@ func (f *mb2Flags) add(fs *pflag.FlagSet, o transfer.Options, sizesHelp string) 
 	alias(fs, "qps", "conns")
 	fs.StringVar(&p.Transport, "transport", o.Transport, "tcp or verbs")
 	fs.Float64Var(&p.LineGbps, "line-rate", 0, "link rate in Gb/s for line_frac (default: the NIC's rate for verbs, unknown for tcp)")
-	fs.StringVar(&p.RDMADevice, "rdma-device", "", "RDMA device, e.g. mlx5_0 (default: the first active port)")
-	fs.IntVar(&p.GIDIndex, "gid-index", o.GIDIndex, "GID index (-1: the first RoCE v2 GID with an address)")
+	fs.StringVar(&p.RDMADevice, "rdma-device", rdma.AutoDevice, rdmaDeviceUsage)
+	fs.IntVar(&p.GIDIndex, "gid-index", o.GIDIndex, gidIndexUsage)
+	addIBQoS(fs, &p.IBTC, &p.IBSL)
 	fs.Uint64Var(&p.Seed, "seed", o.Seed, "seed of chunk placement")
 	fs.StringVar(&p.DstMem, "dst-mem", transfer.DstHost, "where reads land: host, or gpu (device memory through the cuda backend: GPUDirect on verbs when it registers, else a pinned bounce buffer + H2D, timed together; the path column gets +gpudirect or +bounce)")
 }
@@ -128,12 +129,6 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 	if !ok {
 		return code
 	}
-	rcfg := rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/", Library: libraries().IBVerbs}
-	if opts.Transport == peer.Verbs {
-		if err := verbsReady(rcfg); err != nil {
-			return usageErr(stderr, "transfer", err)
-		}
-	}
 	if opts.PoolBytes > 0 && len(opts.Peers) == 0 {
 		if reason, _ := harness.HostFitReason("/", opts.PoolBytes); reason != "" {
 			return usageErr(stderr, "transfer", option.Errorf("pool", "the embedded peer's pool %s", reason))
@@ -145,6 +140,13 @@ func runTransfer(ctx context.Context, stdout, stderr io.Writer, args []string) i
 		return usageErr(stderr, "transfer", err)
 	}
 	defer done()
+	rcfg := rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/", Library: libraries().IBVerbs, TC: opts.IBTC, SL: opts.IBSL}
+	if opts.Transport == peer.Verbs {
+		rcfg, opts.DeviceReason = peer.PickDevice(rcfg, gpuBus(be.Dst, opts.DstMem == transfer.DstGPU))
+		if err := verbsReady(rcfg); err != nil {
+			return usageErr(stderr, "transfer", err)
+		}
+	}
 	be.RDMA, be.Faults = rcfg, peerFaults()
 	// A peer that cannot be reached at all is bad input: say so before
 	// the results directory exists. One that goes away later is an error

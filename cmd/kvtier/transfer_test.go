@@ -189,17 +189,28 @@ func TestTransferVerbsFake(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	code, _, stderr := runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB,4MiB", "--layout", "layerwise,blockwise",
-		"--qps", "2", "--reps", "2", "--out", filepath.Join(dir, "ok"))
+	// NCCL's variable sets the traffic class where --ib-tc is absent; a
+	// bad one is bad input naming it.
+	t.Setenv("NCCL_IB_TC", "106")
+	t.Setenv("NCCL_IB_SL", "16")
+	code, _, stderr := runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--out", filepath.Join(dir, "sl"))
+	if code != exitUsage || !strings.Contains(stderr, `NCCL_IB_SL="16": want an integer 0-15`) {
+		t.Fatalf("bad NCCL_IB_SL: exit %d, stderr %q", code, stderr)
+	}
+	t.Setenv("NCCL_IB_SL", "")
+	code, _, stderr = runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB,4MiB", "--layout", "layerwise,blockwise",
+		"--qps", "2", "--reps", "2", "--ib-sl", "3", "--out", filepath.Join(dir, "ok"))
 	if code != exitOK || noisy(stderr) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	t.Setenv("NCCL_IB_TC", "")
 	rows := readTransfer(t, filepath.Join(dir, "ok"))
 	if len(rows) != 8 {
 		t.Fatalf("%d rows", len(rows))
 	}
 	for _, r := range rows {
-		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Transport != "verbs" || r.Get("device") != "fake0" || r.Get("conns") != "2" {
+		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Transport != "verbs" || r.Get("device") != "fake0" || r.Get("conns") != "2" ||
+			r.Get("ib_tc") != "106" || r.Get("ib_sl") != "3" || !strings.HasPrefix(r.Get("device_reason"), "first active port") {
 			t.Fatalf("row %+v", r)
 		}
 	}
@@ -255,7 +266,8 @@ func TestTransferVerbsFake(t *testing.T) {
 		t.Fatal("no sweep rows")
 	}
 	for _, r := range srows {
-		if r.Tier != "remote" || r.Status != results.StatusOK || r.Transport != "verbs" || r.Get("device") != "fake0" {
+		if r.Tier != "remote" || r.Status != results.StatusOK || r.Transport != "verbs" || r.Get("device") != "fake0" ||
+			r.Get("device_reason") == "" || r.Get("ib_tc") != "0" {
 			t.Fatalf("sweep row %+v", r)
 		}
 	}

@@ -64,7 +64,11 @@ type Options struct {
 	LineGbps   float64
 	RDMADevice string
 	GIDIndex   int
-	Seed       uint64
+	// IBTC and IBSL are the QPs' traffic class and service level.
+	IBTC, IBSL int
+	// DeviceReason says why the RDMA device was picked (device_reason).
+	DeviceReason string
+	Seed         uint64
 	// PoolBytes sizes the embedded peer's pool; 0 fits the largest size
 	// into free memory.
 	PoolBytes int64
@@ -138,6 +142,12 @@ func (o *Options) Validate() error {
 	if o.GIDIndex < -1 || o.GIDIndex > rdma.MaxGIDIndex {
 		bad("gid-index", "want -1 (automatic) or an index up to %d, got %d", rdma.MaxGIDIndex, o.GIDIndex)
 	}
+	if o.IBTC < 0 || o.IBTC > rdma.MaxTC {
+		bad("ib-tc", "want 0-%d, got %d", rdma.MaxTC, o.IBTC)
+	}
+	if o.IBSL < 0 || o.IBSL > rdma.MaxSL {
+		bad("ib-sl", "want 0-%d, got %d", rdma.MaxSL, o.IBSL)
+	}
 	if o.IdleTimeout < 0 {
 		bad("idle-timeout", "want a positive duration, got %s", o.IdleTimeout)
 	}
@@ -180,6 +190,7 @@ func (o *Options) Settings() map[string]string {
 		"path": o.Path, "line_rate_gbit": fmt.Sprint(o.LineGbps), "rdma_device": o.RDMADevice,
 		"gid_index": fmt.Sprint(o.GIDIndex), "seed": fmt.Sprint(o.Seed), "dst_mem": o.DstMem, "peer_copy": pc,
 		"idle_timeout": o.IdleTimeout.String(), "directions": joinDirections(o.directions()),
+		"ib_tc": fmt.Sprint(o.IBTC), "ib_sl": fmt.Sprint(o.IBSL), "rdma_device_reason": o.DeviceReason,
 	}
 }
 

@@ -17,6 +17,9 @@ var columns = []string{
 	"path",             // intra | inter | loopback | peercopy, +gpudirect or +bounce into GPU memory
 	"gpudirect_reason", // +bounce: why the reads do not land in GPU memory directly
 	"device",           // NIC (mlx5_0, rxe0), "tcp", or the GPUs of a peer copy
+	"device_reason",    // verbs: why that NIC (--rdma-device auto: nearest the GPU in use)
+	"ib_tc",            // verbs: the QPs' traffic class (--ib-tc, NCCL_IB_TC)
+	"ib_sl",            // verbs: the QPs' service level (--ib-sl, NCCL_IB_SL)
 	"conns",            // parallel TCP connections or QPs
 	"src_mem",          // host | gpu (the peer's pool; a store's own memory)
 	"dst_mem",          // host | gpu (a store's: the peer's pool)

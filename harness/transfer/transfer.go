@@ -283,6 +283,11 @@ func (r *Measurer) row(t *Target, layout string, size int64) results.Row {
 	row.Set("peer", t.Name)
 	row.Set("path", t.Path)
 	row.Set("device", t.Info.Device)
+	if row.Transport == peer.Verbs {
+		row.Set("device_reason", r.o.DeviceReason)
+		row.Set("ib_tc", r.o.IBTC)
+		row.Set("ib_sl", r.o.IBSL)
+	}
 	row.Set("conns", r.o.Conns)
 	row.Set(results.DirectionColumn, string(tiers.Load))
 	row.Set("src_mem", t.Info.Mem)

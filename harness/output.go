@@ -91,7 +91,7 @@ func Create(d OutDir, suite string, command []string, collect Collector, log io.
 	}
 	os.Remove(probe)
 	m := &results.Manifest{
-		Tool: "kvtier", Version: Version(), Command: redact.Args(command), Suite: suite, Start: time.Now().UTC(),
+		Tool: "kvtier", Version: Version(), Command: redact.Args(command), Suite: suite, Start: time.Now().UTC(), // the manifest's wall-clock stamp
 	}
 	var errs []error
 	if collect != nil {
@@ -322,7 +322,7 @@ func (o *Output) Close(interrupted bool) error {
 		}
 		o.AddFile(out)
 	}
-	o.Manifest.End = time.Now().UTC()
+	o.Manifest.End = time.Now().UTC() // the manifest's wall-clock stamp
 	o.Manifest.Interrupted = interrupted
 	if err := o.WriteManifest(); err != nil {
 		errs = append(errs, err)

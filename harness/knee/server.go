@@ -144,8 +144,8 @@ func (p *process) ExitErr() error {
 func (p *process) Stop() error {
 	pgid := p.cmd.Process.Pid
 	syscall.Kill(-pgid, syscall.SIGTERM)
-	deadline := time.Now().Add(p.grace)
-	for groupAlive(pgid) && time.Now().Before(deadline) {
+	deadline := time.Now().Add(p.grace)                   // the grace period's end, not a measurement
+	for groupAlive(pgid) && time.Now().Before(deadline) { // until the grace period ends
 		time.Sleep(20 * time.Millisecond)
 	}
 	killed := false

@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/internal/wait"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
@@ -147,7 +148,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	r.version, _ = r.c.Version(ctx)
 	nonce := cfg.Nonce
 	if nonce == 0 {
-		nonce = uint64(time.Now().UnixNano())
+		nonce = uint64(time.Now().UnixNano()) // a nonce for unique prompts, not a duration
 	}
 	r.prompts = &serving.Prompter{Seed: cfg.Seed, Nonce: nonce, API: cfg.API, Client: r.c, Model: r.model}
 	if cfg.ControlEndpoint != "" {
@@ -301,7 +302,7 @@ func weaker(a, b string) string {
 
 // decodes are the D streams of one arm, recording every chunk.
 type decodes struct {
-	t0       time.Time
+	clock    harness.Stopwatch
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	mu       sync.Mutex
@@ -313,12 +314,12 @@ type decodes struct {
 	note     string
 }
 
-func (ds *decodes) since() float64 { return time.Since(ds.t0).Seconds() }
+func (ds *decodes) since() float64 { return ds.clock.Seconds() }
 
 // startDecodes starts d decode streams on r's endpoint.
 func (r *Runner) startDecodes(ctx context.Context, id string, d int) (*decodes, error) {
 	sctx, stop := context.WithCancel(ctx)
-	ds := &decodes{t0: time.Now(), stop: stop, streams: make([][]arrival, d), tokens: make([]int, d), ended: make([]bool, d), errs: make([]error, d)}
+	ds := &decodes{clock: harness.StartStopwatch(), stop: stop, streams: make([][]arrival, d), tokens: make([]int, d), ended: make([]bool, d), errs: make([]error, d)}
 	for i := range d {
 		sid := fmt.Sprintf("%s-s%d", id, i)
 		pr, err := r.prompts.Make(ctx, sid, promptTokens, false)
@@ -403,7 +404,7 @@ func (r *Runner) waitReady(ctx context.Context, ds *decodes) error {
 	need := r.cfg.Warmup + minBase
 	for {
 		ready, failed := ds.ready(need, r.cfg.Idle)
-		elapsed := time.Since(ds.t0)
+		elapsed := ds.clock.Elapsed()
 		switch {
 		case failed != nil:
 			return fmt.Errorf("decode streams: %w", failed)
@@ -473,7 +474,7 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 	}
 	// Keep decoding past the window so its last gap is seen whole.
 	end := res.inject + res.prefillTTFT
-	wait.Until(ctx, ds.t0.Add(time.Duration(end*float64(time.Second))+r.cfg.Margin))
+	wait.Until(ctx, ds.clock.At(time.Duration(end*float64(time.Second))+r.cfg.Margin))
 	ds.finish(&res)
 	return res
 }

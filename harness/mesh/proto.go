@@ -95,7 +95,7 @@ type link struct {
 func (l *link) send(m message) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.c.SetWriteDeadline(time.Now().Add(l.idle))
+	l.c.SetWriteDeadline(time.Now().Add(l.idle)) // an idle deadline, not a measurement
 	if err := peer.WriteFrame(l.c, m); err != nil {
 		return fmt.Errorf("send %s: %w", m.Kind, err)
 	}
@@ -106,7 +106,7 @@ func (l *link) send(m message) error {
 func (l *link) recv() (message, error) {
 	for {
 		var m message
-		l.c.SetReadDeadline(time.Now().Add(l.idle))
+		l.c.SetReadDeadline(time.Now().Add(l.idle)) // an idle deadline, not a measurement
 		if err := peer.ReadFrame(l.c, &m); err != nil {
 			return m, err
 		}

@@ -29,10 +29,10 @@ var ErrFailed = errors.New("mesh failed")
 // returns the rank with the local address of the connection: the address
 // this rank reaches the others from, where its pool should listen.
 func DialCoordinator(ctx context.Context, cfg Config, addr string) (*Rank, net.IP, error) {
-	deadline := time.Now().Add(cfg.RendezvousTimeout)
+	deadline := time.Now().Add(cfg.RendezvousTimeout) // the rendezvous deadline, not a measurement
 	var last error
-	for time.Now().Before(deadline) {
-		d := net.Dialer{Timeout: min(2*time.Second, time.Until(deadline))}
+	for time.Now().Before(deadline) { // until the rendezvous deadline
+		d := net.Dialer{Timeout: min(2*time.Second, time.Until(deadline))} // what is left of it
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			ip := c.LocalAddr().(*net.TCPAddr).IP

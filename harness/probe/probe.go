@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 	p.info.Model, p.info.MaxModelLen = m.ID, serverCount(float64(m.MaxModelLen))
 	nonce := cfg.Nonce
 	if nonce == 0 {
-		nonce = uint64(time.Now().UnixNano())
+		nonce = uint64(time.Now().UnixNano()) // a nonce for unique prompts, not a duration
 	}
 	p.prompts = &serving.Prompter{Seed: cfg.Seed, Nonce: nonce, API: cfg.API, Client: p.c, Model: m.ID}
 	p.learn(ctx)
@@ -562,7 +562,7 @@ func (p *Prober) verdict(row *results.Row, d serving.Delta, v Verdict, c Check) 
 // prompts of l tokens against a server that answers at no cost (an
 // in-process kvtier sim with no delays).
 func Overhead(ctx context.Context, c *serving.Client, model string, l, reps int, seed uint64) (time.Duration, error) {
-	pr := &serving.Prompter{Seed: seed, Nonce: uint64(time.Now().UnixNano()), Model: model}
+	pr := &serving.Prompter{Seed: seed, Nonce: uint64(time.Now().UnixNano()), Model: model} // a nonce, not a duration
 	var ts []time.Duration
 	for i := range reps {
 		prompt, _ := pr.Make(ctx, fmt.Sprintf("overhead-%d", i), l, true)

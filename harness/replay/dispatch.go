@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/internal/wait"
 	"github.com/kvtier/kvtier/results"
@@ -31,14 +32,14 @@ func (rp *Replayer) Run(ctx context.Context, sink results.Sink, extra func(*resu
 		rp.logRow(row)
 		return sink.Write(row)
 	})
-	start := time.Now()
+	start := harness.StartStopwatch()
 	if rp.cfg.Dispatch == DispatchSession {
 		rp.sessions(g, start)
 	} else {
 		rp.timestamps(g, start)
 	}
 	err := g.wait()
-	sum := rp.summarize(col, time.Since(start))
+	sum := rp.summarize(col, start.Elapsed())
 	if ctx.Err() == nil {
 		after, aerr := rp.c.Metrics(ctx, rp.info.Model)
 		sum.setAPC(before, berr, after, aerr)
@@ -48,7 +49,7 @@ func (rp *Replayer) Run(ctx context.Context, sink results.Sink, extra func(*resu
 
 // timestamps sends each request at its trace time over the speedup,
 // at most Concurrency in flight.
-func (rp *Replayer) timestamps(g *runGroup, start time.Time) {
+func (rp *Replayer) timestamps(g *runGroup, start harness.Stopwatch) {
 	reqs := rp.w.Requests
 	var slots chan struct{}
 	if rp.cfg.Concurrency > 0 {
@@ -56,7 +57,7 @@ func (rp *Replayer) timestamps(g *runGroup, start time.Time) {
 	}
 	for _, r := range reqs {
 		due := rp.scaled(r.Time - reqs[0].Time)
-		if rp.over(due) || wait.Until(g.ctx, start.Add(due)) != nil {
+		if rp.over(due) || wait.Until(g.ctx, start.At(due)) != nil {
 			return
 		}
 		if slots != nil {
@@ -66,7 +67,7 @@ func (rp *Replayer) timestamps(g *runGroup, start time.Time) {
 				return
 			}
 		}
-		if rp.over(time.Since(start)) {
+		if rp.over(start.Elapsed()) {
 			return
 		}
 		g.start(func(ctx context.Context) {
@@ -82,7 +83,7 @@ func (rp *Replayer) timestamps(g *runGroup, start time.Time) {
 
 // sessions runs the sessions closed loop, Concurrency of them at once
 // (0: all), each taking the next session when its own is done.
-func (rp *Replayer) sessions(g *runGroup, start time.Time) {
+func (rp *Replayer) sessions(g *runGroup, start harness.Stopwatch) {
 	sess := rp.w.Sessions()
 	n := rp.cfg.Concurrency
 	if n <= 0 || n > len(sess) {
@@ -104,12 +105,12 @@ func (rp *Replayer) sessions(g *runGroup, start time.Time) {
 // session sends a session's turns one after the other, each after the
 // previous one's answer and its think time. It reports false when the
 // run is over (cancelled, a failed write, past Duration).
-func (rp *Replayer) session(ctx context.Context, g *runGroup, turns []*trace.Request, start time.Time) bool {
+func (rp *Replayer) session(ctx context.Context, g *runGroup, turns []*trace.Request, start harness.Stopwatch) bool {
 	for j, r := range turns {
 		if j > 0 && wait.For(ctx, rp.think(r)) != nil {
 			return false
 		}
-		due := time.Since(start)
+		due := start.Elapsed()
 		if rp.over(due) {
 			return false
 		}

@@ -82,7 +82,7 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 	}
 	rp.info.Nonce = cfg.Nonce
 	if rp.info.Nonce == 0 {
-		rp.info.Nonce = uint64(time.Now().UnixNano())
+		rp.info.Nonce = uint64(time.Now().UnixNano()) // a nonce for unique prompts, not a duration
 	}
 	rp.prompts = Prompts{Seed: mixSeed(cfg.Seed, rp.info.Nonce)}
 	capBlocks := rp.info.CapacityTokens() / int64(w.BlockTokens)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
@@ -63,7 +64,7 @@ func (rp *Replayer) maxTokens(r *trace.Request) int {
 // send sends r, due at due after start, and returns its row; ok is false
 // when ctx ended before its answer did (an interruption, not the
 // server's failure: no row).
-func (rp *Replayer) send(ctx context.Context, r *trace.Request, start time.Time, due time.Duration) (row results.Row, ok bool) {
+func (rp *Replayer) send(ctx context.Context, r *trace.Request, start harness.Stopwatch, due time.Duration) (row results.Row, ok bool) {
 	row = rp.newRow(r)
 	row.Set("sched_s", due.Seconds())
 	mt := rp.maxTokens(r)
@@ -82,7 +83,7 @@ func (rp *Replayer) send(ctx context.Context, r *trace.Request, start time.Time,
 		return row, true
 	}
 	req, err := rp.request(ctx, r, mt)
-	row.Set("dispatch_s", time.Since(start).Seconds())
+	row.Set("dispatch_s", start.Seconds())
 	var s serving.Stream
 	if err == nil {
 		s, err = rp.c.Stream(ctx, req, nil)

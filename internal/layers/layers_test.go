@@ -1,7 +1,12 @@
 package layers
 
 import (
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,5 +63,41 @@ func TestSuitesDoNotImportEachOther(t *testing.T) {
 		if _, ok := deps(t, pkg)[module+"harness/probe"]; ok {
 			t.Errorf("%s depends on harness/probe; the client it needs is package serving", pkg)
 		}
+	}
+}
+
+// clockCore lists the files of the measuring core that read the clock
+// for row values: every other clock read under harness/ is a deadline, a
+// grace period, a nonce or a stamp and says so on its line.
+var clockCore = []string{"harness/clock.go", "harness/sampler.go"}
+
+// Every duration that becomes a row value is measured by the core (the
+// Sampler's timers and the Stopwatch); any other read of the clock under
+// harness/ carries a comment on the same line saying what it is for.
+func TestOneClock(t *testing.T) {
+	t.Parallel()
+	read := regexp.MustCompile(`\btime\.(Now|Since|Until)\(`)
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(filepath.Join(root, "harness"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if slices.Contains(clockCore, filepath.ToSlash(rel)) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if read.MatchString(line) && !strings.Contains(line, "//") {
+				t.Errorf("%s:%d reads the clock outside the core without saying why: %s", rel, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,10 +3,13 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/kvtier/kvtier/diskio"
@@ -19,59 +22,79 @@ import (
 )
 
 // BenchmarkDiskVsFio is the disk tier's anchor: fio, what users would run
-// instead, and kvtier read the same file with the same block size, queue
-// depth and O_DIRECT in three rounds; in each, kvtier's median of three
-// samples (the Sampler, as in a sweep) is set against the median of three
-// fio runs, one after the other in turn. Each sub-benchmark reports the median of the
-// three rounds' kvtier/fio throughput ratios (goal: 0.9 or more) and logs
-// every round. On a disk shared with other work single runs vary by half;
-// the medians are what to read.
+// instead, replays exactly the reads or writes kvtier did. kvtier writes
+// the sequence of (offset, length) of a fetch (or store) of the prefix
+// as a fio iolog and fio replays it (--read_iolog) with the same depth,
+// io_uring, registered buffers and O_DIRECT; writes go to a file of
+// fio's own, so the file kvtier verifies against is never overwritten.
+// In each of three alternating rounds kvtier's median of three samples
+// (the Sampler, as in a sweep) is set against the median of three fio
+// runs. Each sub-benchmark reports the median of the three rounds'
+// kvtier/fio throughput ratios (goal: 0.9 or more) and logs every round;
+// the read cases also log fio's own read and randread figures beside.
 //
 //	go test -run '^$' -bench DiskVsFio -benchtime 1x ./bench
 //
 // contiguous: kvtier's contiguous copy mode (the prefix's payload as
-// block-sized sequential reads, io_uring) against fio --rw=read with
-// --bs of one block. scattered16k: the layerwise layout's 16 KiB chunks
-// scattered over the file, one read each (io_uring), against fio
-// --rw=randread --bs=16k over the same file and as many bytes.
+// block-sized sequential reads, io_uring); scattered16k: the layerwise
+// layout's 16 KiB chunks scattered over the file, one read each;
+// contiguous-write and scattered16k-write: the same, stored (sync none).
 //
 // Environment: KVTIER_DISK_DIR (default a temporary directory; tmpfs is
 // refused), KVTIER_FIO_PREFIX (tokens, default 4k), KVTIER_IODEPTH
-// (default 32).
+// (default 32), KVTIER_FIO_CASES (default all four, comma-separated).
 func BenchmarkDiskVsFio(b *testing.B) {
 	if _, err := exec.LookPath("fio"); err != nil {
 		b.Skip("no fio (Debian package fio; make test installs it)")
 	}
 	a := newAnchor(b)
-	for _, c := range []struct {
-		name   string
-		layout kv.Layout
-		mode   tiers.CopyMode
-	}{{"contiguous", kv.Blockwise, tiers.Contiguous}, {"scattered16k", kv.Layerwise, tiers.PerCopy}} {
+	cases := env("KVTIER_FIO_CASES", "contiguous,scattered16k,contiguous-write,scattered16k-write")
+	for _, c := range []anchorCase{
+		{"contiguous", kv.Blockwise, tiers.Contiguous, tiers.Load},
+		{"scattered16k", kv.Layerwise, tiers.PerCopy, tiers.Load},
+		{"contiguous-write", kv.Blockwise, tiers.Contiguous, tiers.Store},
+		{"scattered16k-write", kv.Layerwise, tiers.PerCopy, tiers.Store},
+	} {
+		if !slices.Contains(strings.Split(cases, ","), c.name) {
+			continue
+		}
 		b.Run(c.name, func(b *testing.B) {
+			cfg := a.config(b, c)
+			defer cfg.Tier.Close()
+			log := a.iolog(b, cfg, c)
 			var ratios []float64
 			for round := range 3 {
-				k, f := a.round(b, c.layout, c.mode)
+				k, f := a.round(b, cfg, log, c.dir == tiers.Store)
 				ratios = append(ratios, k/f)
-				b.Logf("round %d: kvtier %.3f GB/s, fio %.3f GB/s, ratio %.3f", round+1, k/1e9, f/1e9, k/f)
+				b.Logf("round %d: kvtier %.3f GB/s, fio (its iolog) %.3f GB/s, ratio %.3f", round+1, k/1e9, f/1e9, k/f)
 			}
 			sort.Float64s(ratios)
 			b.ReportMetric(ratios[1], "kvtier/fio")
-			b.Logf("%s: median kvtier/fio %.3f (goal >= 0.9), depth %d, %s per read", c.name, ratios[1], a.depth,
-				units.FormatBytes(a.readSize(c.mode == tiers.Contiguous)))
+			if c.dir == tiers.Load {
+				b.Logf("beside: fio %s %.3f GB/s", map[bool]string{true: "read", false: "randread"}[c.mode == tiers.Contiguous],
+					a.fio(b, c.mode == tiers.Contiguous)/1e9)
+			}
+			b.Logf("%s: median kvtier/fio %.3f (goal >= 0.9), depth %d, %s per %s", c.name, ratios[1], a.depth,
+				units.FormatBytes(a.readSize(c.mode == tiers.Contiguous)), map[bool]string{true: "write", false: "read"}[c.dir == tiers.Store])
 		})
 	}
 }
 
-// round measures kvtier (a sample) and fio (a run) in turn, three times
-// each, and returns the medians of their bytes per second.
-func (a *anchor) round(b *testing.B, layout kv.Layout, mode tiers.CopyMode) (kvtier, fio float64) {
-	c := a.config(b, layout, mode)
-	defer c.Tier.Close()
+// An anchorCase is one case of BenchmarkDiskVsFio.
+type anchorCase struct {
+	name   string
+	layout kv.Layout
+	mode   tiers.CopyMode
+	dir    tiers.Direction
+}
+
+// round measures kvtier (a sample) and fio (a replay of log) in turn,
+// three times each, and returns the medians of their bytes per second.
+func (a *anchor) round(b *testing.B, c sweep.Config, log string, write bool) (kvtier, fio float64) {
 	var ks, fs []float64
 	for i := range 3 {
 		ks = append(ks, a.sample(b, c, i == 0))
-		fs = append(fs, a.fio(b, mode == tiers.Contiguous))
+		fs = append(fs, a.replay(b, log, write))
 	}
 	return median(ks), median(fs)
 }
@@ -79,6 +102,87 @@ func (a *anchor) round(b *testing.B, layout kv.Layout, mode tiers.CopyMode) (kvt
 func median(xs []float64) float64 {
 	sort.Float64s(xs)
 	return xs[len(xs)/2]
+}
+
+// iolog writes what a fetch (or store) of the prefix by c does as a fio
+// iolog and returns its path: reads of the tier's file, or writes of a
+// file of fio's own as large as the store's.
+func (a *anchor) iolog(b *testing.B, c sweep.Config, ac anchorCase) string {
+	b.Helper()
+	l, ok := c.Tier.(tiers.IOLogger)
+	if !ok {
+		b.Fatal("the disk tier cannot write an iolog")
+	}
+	file := l.File()
+	if ac.dir == tiers.Store {
+		file = a.fioFile(b, l.File())
+	}
+	path := filepath.Join(b.TempDir(), ac.name+".iolog")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := l.IOLog(f, a.prefix, file); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// fioFile returns fio's file for writes, written once as large as like.
+func (a *anchor) fioFile(b *testing.B, like string) string {
+	b.Helper()
+	st, err := os.Stat(like)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(a.dir, "kvtier-fio-writes.data")
+	if fi, err := os.Stat(path); err == nil && fi.Size() >= st.Size() {
+		return path
+	}
+	if err := diskio.Write(context.Background(), path, st.Size(), 2); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.Remove(path) })
+	return path
+}
+
+// replay runs fio on log with kvtier's depth, io_uring, registered
+// buffers and O_DIRECT, and returns its bytes per second.
+func (a *anchor) replay(b *testing.B, log string, write bool) float64 {
+	b.Helper()
+	return runFio(b, write, "--name=kvtier-replay", "--read_iolog="+log, "--direct=1", "--ioengine=io_uring", "--fixedbufs",
+		"--iodepth="+strconv.Itoa(a.depth), "--output-format=json", "--invalidate=1")
+}
+
+// runFio runs fio with args and returns the bytes per second of its one
+// job's reads (or writes).
+func runFio(b *testing.B, write bool, args ...string) float64 {
+	b.Helper()
+	out, err := exec.Command("fio", args...).Output()
+	if err != nil {
+		b.Fatalf("fio %v: %v\n%s", args, err, out)
+	}
+	type dir struct {
+		BWBytes float64 `json:"bw_bytes"`
+	}
+	var r struct {
+		Jobs []struct {
+			Read  dir `json:"read"`
+			Write dir `json:"write"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(r.Jobs) != 1 {
+		b.Fatalf("fio output: %v\n%s", err, out)
+	}
+	bw := r.Jobs[0].Read.BWBytes
+	if write {
+		bw = r.Jobs[0].Write.BWBytes
+	}
+	if bw <= 0 {
+		b.Fatalf("fio moved nothing:\n%s", out)
+	}
+	return bw
 }
 
 // An anchor is the shared state of BenchmarkDiskVsFio: the host backend,
@@ -136,31 +240,28 @@ func (a *anchor) readSize(contiguous bool) int64 {
 	return a.geom.ChunkBytes(kv.Layerwise)
 }
 
-// config sets up the disk tier (io_uring, O_DIRECT) in layout and mode
-// for the prefix; the first writes the file.
-func (a *anchor) config(b *testing.B, layout kv.Layout, mode tiers.CopyMode) sweep.Config {
+// config sets up the disk tier (io_uring, O_DIRECT, no sync) for case
+// ac and the prefix; the first load writes the file.
+func (a *anchor) config(b *testing.B, ac anchorCase) sweep.Config {
 	b.Helper()
+	layout, mode := ac.layout, ac.mode
 	spec, err := tiers.Lookup("disk")
 	if err != nil {
 		b.Fatal(err)
 	}
 	o := tiers.NewDiskOptions()
-	o.IO, o.IODepth = diskio.Uring, a.depth
-	env := tiers.Env{Backend: a.backend, Geometry: a.geom, Layout: layout, Copy: mode, Seed: 1,
+	o.IO, o.IODepth, o.Sync = diskio.Uring, a.depth, tiers.SyncNone
+	env := tiers.Env{Backend: a.backend, Geometry: a.geom, Layout: layout, Copy: mode, Seed: 1, Direction: ac.dir,
 		Options: o, Scratch: a.dir, Shared: a.shared}
-	c := sweep.Config{Backend: a.backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Geom: a.geom, Seed: 1}
+	c := sweep.Config{Backend: a.backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Direction: ac.dir, Geom: a.geom, Seed: 1}
 	if r := c.Tier.Available(); r != "" {
 		b.Skip(r)
 	}
 	if err := c.Tier.Setup(context.Background(), a.prefix.Blocks); err != nil {
 		b.Fatal(err)
 	}
-	if a.file == "" {
-		files, _ := filepath.Glob(filepath.Join(a.dir, "kvtier-disk-*.kv"))
-		if len(files) != 1 {
-			b.Fatalf("the disk tier's file in %s: %v", a.dir, files)
-		}
-		a.file = files[0]
+	if a.file == "" && ac.dir == tiers.Load {
+		a.file = c.Tier.(tiers.IOLogger).File()
 	}
 	return c
 }
@@ -223,19 +324,5 @@ func (a *anchor) fio(b *testing.B, contiguous bool) float64 {
 	} else {
 		args = append(args, "--rw=randread", "--io_size="+strconv.FormatInt(payload, 10))
 	}
-	out, err := exec.Command("fio", args...).Output()
-	if err != nil {
-		b.Fatalf("fio %v: %v\n%s", args, err, out)
-	}
-	var r struct {
-		Jobs []struct {
-			Read struct {
-				BWBytes float64 `json:"bw_bytes"`
-			} `json:"read"`
-		} `json:"jobs"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil || len(r.Jobs) != 1 || r.Jobs[0].Read.BWBytes <= 0 {
-		b.Fatalf("fio output: %v\n%s", err, out)
-	}
-	return r.Jobs[0].Read.BWBytes
+	return runFio(b, false, args...)
 }

@@ -3,6 +3,7 @@ package tiers
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 
@@ -183,4 +184,37 @@ func (t *diskTier) storeAttrs(a map[string]string) {
 			a["fixed_bufs"] = fmt.Sprint(t.writer.Fixed())
 		}
 	}
+}
+
+// An IOLogger is a tier that can say what its I/O for a prefix is, as a
+// fio iolog, so that fio can replay exactly what it did (the disk tier's
+// anchor in go test -bench DiskVsFio).
+type IOLogger interface {
+	// IOLog writes the reads (a load) or writes (a store) of a Fetch of
+	// p, in order, as an iolog naming file.
+	IOLog(w io.Writer, p Prefix, file string) error
+	// File is the path of the file the tier reads or writes.
+	File() string
+}
+
+// IOLog writes the reads or writes of a Fetch of p as a fio iolog of
+// file.
+func (t *diskTier) IOLog(w io.Writer, p Prefix, file string) error {
+	reads, _, err := t.reads(p)
+	if err != nil {
+		return err
+	}
+	ops := make([]diskio.Op, len(reads))
+	for i, c := range reads {
+		ops[i] = diskio.Op{Off: c.Src, Len: c.Bytes}
+	}
+	return diskio.WriteIOLog(w, file, t.env.stores(), ops)
+}
+
+// File is the path of the tier's file ("" before Setup).
+func (t *diskTier) File() string {
+	if t.file == nil {
+		return ""
+	}
+	return t.file.path
 }

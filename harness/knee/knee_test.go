@@ -94,8 +94,28 @@ func TestKneeEmbeddedReference(t *testing.T) {
 		if r.Get("simulated") != "true" || r.Get("server") != EmbeddedName {
 			t.Errorf("row not marked simulated: %v", r.Extra)
 		}
+		if ref.GB >= 3.6 && math.Abs(r.Float("apc")-ref.APC) > 0.10 {
+			t.Errorf("%.1f GB: realized APC %.1f %%, reference %.1f %%: more than 10 points apart at or above the knee", ref.GB, 100*r.Float("apc"), 100*ref.APC)
+		}
+		p90 := r.Float("ttft_p90_s")
+		if why, gap := kneeTTFTGaps[ref.GB]; gap {
+			t.Logf("%.1f GB: TTFT p90 %.2f s against the reference's %.2f s, not checked: %s", ref.GB, p90, ref.TTFTP90, why)
+			continue
+		}
+		if math.Abs(p90/ref.TTFTP90-1) > 0.25 {
+			t.Errorf("%.1f GB: TTFT p90 %.3f s, reference %.2f s: off more than 25%%", ref.GB, p90, ref.TTFTP90)
+		}
 	}
 	checkShape(t, rows)
+}
+
+// kneeTTFTGaps are the reference capacities where the simulator's TTFT
+// p90 is known to miss the reference's by more than 25 %, and why (issue
+// 28; docs/reference.md says the same).
+var kneeTTFTGaps = map[float64]string{
+	1.2: "about 6.3 s against 13.0: the simulator serves the sessions one request at a time (prefill and 256 decodes, about 2 s each) and a turn waits for the three others; the reference's doubled wait is not explained by vLLM's scheduling as modeled (admission, recompute preemption, LRU)",
+	2.4: "about 3.1 s against 4.62, for the same reason",
+	3.6: "about 0.71 s against 0.53 (the reference's 0.53 is below its own 0.65 at 9.7 GB; the simulator's sessions run in lockstep and all reach their last, largest turn together, when the pool holds three of them)",
 }
 
 // TestKneeEmbeddedReferenceSeeds runs the capacity below the knee, where

@@ -181,7 +181,11 @@ func ShapeOfKnee(rows []results.Row) (KneeShape, error) {
 	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
 	for _, r := range rows {
 		if r.Status != results.StatusOK || math.IsNaN(r.Float("apc")) || math.IsNaN(r.Float("ttft_p90_s")) {
-			return KneeShape{}, fmt.Errorf("capacity of %s blocks: %s %s: no realized APC and TTFT p90", r.Get("gpu_blocks"), r.Status, r.Reason)
+			what := string(r.Status)
+			if r.Reason != "" {
+				what += ": " + r.Reason
+			}
+			return KneeShape{}, fmt.Errorf("capacity of %s blocks (%s) has no realized APC or no TTFT p90", r.Get("gpu_blocks"), what)
 		}
 	}
 	if len(rows) < 2 {

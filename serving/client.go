@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -125,6 +126,17 @@ func pickModel(models []Model, want string) (m Model, ok bool) {
 	return Model{ID: want}, want != ""
 }
 
+// modelIDs returns the distinct model ids listed.
+func modelIDs(models []Model) []string {
+	var ids []string
+	for _, m := range models {
+		if m.ID != "" && !slices.Contains(ids, m.ID) {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
 // ServedModel lists the served models and picks want, or the first one
 // when want is "". A server that cannot be listed is an error wrapping
 // ErrUnreachable; one that lists no model (and none is named) is an
@@ -138,6 +150,9 @@ func (c *Client) ServedModel(ctx context.Context, want string) (Model, error) {
 	m, ok := pickModel(models, want)
 	if !ok {
 		return Model{}, fmt.Errorf("%s serves no model (GET /v1/models is empty)", c.Base)
+	}
+	if ids := modelIDs(models); want == "" && len(ids) > 1 {
+		return Model{}, fmt.Errorf("%s serves %d models (%s): name the one to measure with --served-model-name", c.Base, len(ids), clip(strings.Join(ids, ", "), 200))
 	}
 	if strings.Contains(strings.ToLower(m.OwnedBy), "kvtier") {
 		c.simulated.Store(true)
@@ -377,6 +392,7 @@ func statusError(resp *http.Response) *HTTPError {
 	if e.Message == "" {
 		e.Message = clip(strings.TrimSpace(string(b)), 200)
 	}
+	e.Message = OneLine(e.Message)
 	return e
 }
 

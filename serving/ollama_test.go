@@ -1,6 +1,8 @@
 package serving
 
 import (
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -85,5 +87,31 @@ func TestCheckPromptCut(t *testing.T) {
 	}
 	if CheckPrompt(100, 109, 0) == nil || CheckPrompt(100, 91, 0) == nil {
 		t.Error("a prompt off by 9 tokens of 100 passed")
+	}
+}
+
+// Several served models and none named: an error naming them, not the
+// first taken silently; a server's message with line breaks is one line.
+func TestServedModelSeveralAndOneLine(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"data":[{"id":"a"},{"id":"b"}]}`)
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, `{"error":{"message":"Traceback:\n  line 1\r\n  boom"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	c, _ := NewClient(srv.URL, 0)
+	if _, err := c.ServedModel(t.Context(), ""); err == nil || !strings.Contains(err.Error(), "serves 2 models (a, b): name the one") {
+		t.Errorf("ServedModel: %v", err)
+	}
+	if m, err := c.ServedModel(t.Context(), "b"); err != nil || m.ID != "b" {
+		t.Errorf("ServedModel(b) = %v, %v", m, err)
+	}
+	_, err := c.Stream(t.Context(), Request{Model: "a", Prompt: []int{1, 2}, MaxTokens: 1}, nil)
+	if err == nil || strings.ContainsAny(err.Error(), "\r\n") || !strings.Contains(err.Error(), "Traceback: line 1 boom") {
+		t.Errorf("err = %q", err)
 	}
 }

@@ -201,10 +201,11 @@ type ServerError struct {
 
 // Error says the server's message and, when there is one, its code.
 func (e *ServerError) Error() string {
+	msg := OneLine(e.Message)
 	if e.Code != "" {
-		return fmt.Sprintf("server error (code %s): %s", e.Code, e.Message)
+		return fmt.Sprintf("server error (code %s): %s", e.Code, msg)
 	}
-	return "server error: " + e.Message
+	return "server error: " + msg
 }
 
 // Errors that end a stream early. They are returned wrapped, with the

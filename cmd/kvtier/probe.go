@@ -267,7 +267,7 @@ func probeServerSettings(stderr io.Writer, m *results.Manifest, cfg probe.Config
 		fmt.Fprintf(stderr, "kvtier probe: warning: %s\n", msg)
 	}
 	if info.VersionError != "" {
-		warn("GET /version: " + info.VersionError + ": counters read as of an unknown vLLM release")
+		warn(info.VersionError + ": counters read as of an unknown vLLM release")
 	}
 	if slices.Contains(cfg.Tiers, "cpu") {
 		m.Settings["cpu_capacity_tokens"] = strconv.Itoa(info.Offload.Tokens)

@@ -200,10 +200,11 @@ func (p *Prober) learn(ctx context.Context) {
 		p.info.Version = v
 	}
 	snap, err := p.c.Metrics(ctx, p.info.Model)
-	if err != nil {
-		p.info.MetricsError = err.Error()
-	}
 	p.info.Generation = GenerationOf(p.info.Version, snap)
+	if err != nil {
+		p.info.MetricsError = serving.OneLine(err.Error())
+		p.info.Generation.External = ExtNoMetrics
+	}
 	p.info.CacheConfig = snap.CacheConfig
 	p.info.GPUBlocks = snap.GPUBlocks()
 	p.info.BlockSize, p.info.BlockSource = snap.BlockSizeOr(p.cfg.BlockSize)
@@ -554,7 +555,7 @@ func (p *Prober) verdict(row *results.Row, d serving.Delta, v Verdict, c Check) 
 	row.Set("verified", v.OK)
 	row.Set("verified_by", v.By)
 	if !v.OK {
-		row.Set("verify_reason", v.Reason)
+		row.Set("verify_reason", serving.OneLine(v.Reason))
 	}
 }
 

@@ -353,6 +353,9 @@ func TestProbeNoMetrics(t *testing.T) {
 		if r.Get("hit_tokens") != "" {
 			t.Errorf("%s: hit_tokens %q without counters", r.Tier, r.Get("hit_tokens"))
 		}
+		if r.Get("counter_generation") != "no /metrics" || strings.ContainsAny(r.Get("verify_reason"), "\r\n") {
+			t.Errorf("%s: counter_generation %q, verify_reason %q", r.Tier, r.Get("counter_generation"), r.Get("verify_reason"))
+		}
 	}
 }
 

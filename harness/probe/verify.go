@@ -33,6 +33,9 @@ const (
 	// ExtUnknown: the counters are there but the server's version does
 	// not say which of the above it follows; any of them is accepted.
 	ExtUnknown = "unknown"
+	// ExtNoMetrics: the server has no /metrics at all (or it could not
+	// be read): no counter says anything.
+	ExtNoMetrics = "no /metrics"
 )
 
 // A Generation is what a server's counters mean, from its version and

@@ -41,9 +41,13 @@ func (c Config) Case(p tiers.Prefix) harness.Case {
 		Timer: c.Backend.Timer(c.Spec.Timing),
 		Fetch: func(ctx context.Context) error { return c.Tier.Fetch(ctx, p) },
 	}
-	if pr, ok := c.Tier.(tiers.Preparer); ok {
+	pr, prepares := c.Tier.(tiers.Preparer)
+	if prepares {
 		hc.Before = func() error { return pr.Prepare(p) }
 	}
+	// Queued copies under 1 ms are repeated within a sample (the repeat
+	// column); a tier that prepares each sample (disk) cannot repeat.
+	hc.Repeat = c.Spec.Moves && c.Spec.Timing == tiers.Queued && !prepares
 	if c.Spec.Moves {
 		hc.Verify = func() error { return c.Tier.Verify(p) }
 		if s, ok := c.Tier.(tiers.Scrubber); ok {

@@ -25,6 +25,7 @@ var columns = []string{
 	"gpudirect_reason", // remote path bounce: why the reads do not land in GPU memory directly
 	"timing",           // events | clock
 	"held",             // true when the stream was held until the plan was queued
+	"repeat",           // fetches timed back to back in one sample (plans under 1 ms); seconds are per fetch
 	"verified",         // true | false | "" (not checked on this rep)
 	"flops",            // recompute: FLOPs of the prefill
 	"tflops",           // recompute: achieved TFLOP/s

@@ -132,6 +132,7 @@ func sweepHeadline(runs []*Run) (string, string) {
 	t.add(append([]string{"break-even"}, breakEvenCells(t, rows, best)...)...)
 	line := fmt.Sprintf("p50 time · GB/s (recompute: TFLOP/s) on each tier's fastest configuration (%s); break-even: the prefix from which a fetch is cheaper than recomputing it.",
 		strings.Join(hows, "; "))
+	line = JoinNonEmpty(" ", line, storeLine(allRows(runs, "sweep"), ls))
 	return line, t.String()
 }
 

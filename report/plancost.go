@@ -76,7 +76,10 @@ type PlanCosts struct {
 	Dir   string
 	Tiers []PlanTierCost // one per plan tier, in serving order
 	Model string         // the model the costs were measured for ("" unknown)
-	probe bool
+	// Stores are the fitted store costs of the tiers whose store the
+	// sweep measured (rows with direction=store), by plan tier.
+	Stores map[string]*Fit
+	probe  bool
 }
 
 // LoadPlanCosts returns the plan costs of a results directory: its sweep
@@ -86,6 +89,7 @@ func LoadPlanCosts(run *Run) (*PlanCosts, error) {
 	switch {
 	case anyOK(run.Rows("sweep")):
 		c.fromSweep(results.Loads(run.Rows("sweep"))) // a hit's cost is a load's
+		c.storesFrom(run.Rows("sweep"))
 	case anyOK(run.Rows("probe")):
 		c.probe = true
 		c.fromProbe(run.Rows("probe"))
@@ -230,6 +234,41 @@ func (c *PlanCosts) fromProbe(rows []results.Row) {
 		}
 		c.Tiers = append(c.Tiers, pc)
 	}
+}
+
+// storesFrom keeps, per plan tier, the fit of the store configuration
+// closest to a serving engine (as fromSweep picks loads).
+func (c *PlanCosts) storesFrom(rows []results.Row) {
+	var stores []results.Row
+	for _, r := range rows {
+		if !r.IsLoad() {
+			stores = append(stores, r)
+		}
+	}
+	fits, _ := Fits(stores)
+	c.Stores = map[string]*Fit{}
+	for _, t := range planTiers[:len(planTiers)-1] {
+		var best *Fit
+		for i, f := range fits {
+			if f.Key.Tier == t.sweep && (best == nil || compareForPlan(f.Key, best.Key) < 0) {
+				best = &fits[i]
+			}
+		}
+		if best != nil {
+			c.Stores[t.plan] = best
+		}
+	}
+}
+
+// Store returns the fitted store cost of a plan tier: its fixed cost per
+// store and bandwidth in bytes/s; ok is false where no store was
+// measured.
+func (c *PlanCosts) Store(tier string) (alpha, rate float64, ok bool) {
+	f := c.Stores[tier]
+	if f == nil || math.IsInf(f.Rate, 1) || !(f.Rate > 0) {
+		return 0, 0, false
+	}
+	return f.Alpha, f.Rate, true
 }
 
 // tier returns the cost of a plan tier, nil when missing.

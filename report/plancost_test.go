@@ -204,3 +204,45 @@ func TestPlanFlagsNegativeFixedCost(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanStoreCosts reads hand-written sweep results: the host tier's
+// store measured beside its load, the disk's load only; results without
+// a direction column are loads.
+func TestPlanStoreCosts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		dir        string
+		storesHost bool
+	}{{"testdata/plan_store", true}, {"testdata/plan_nodirection", false}} {
+		run, err := Load(tc.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadPlanCosts(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Has("dram") || !c.Has("disk") {
+			t.Fatalf("%s: loads %+v", tc.dir, c.Tiers)
+		}
+		// The load fit is the load rows' (50 GB/s), never the store's.
+		if r := c.tier("dram").Fit.Rate; math.Abs(r/50e9-1) > 1e-3 {
+			t.Errorf("%s: dram load rate %g", tc.dir, r)
+		}
+		alpha, rate, ok := c.Store("dram")
+		if ok != tc.storesHost || (ok && (math.Abs(rate/25e9-1) > 1e-3 || math.Abs(alpha-50e-6) > 1e-7)) {
+			t.Errorf("%s: dram store %g s + bytes/%g, %v", tc.dir, alpha, rate, ok)
+		}
+		if _, _, ok := c.Store("disk"); ok {
+			t.Errorf("%s: a disk store with no store rows", tc.dir)
+		}
+		// The headline's store line: host's store beside its load, disk
+		// named as not measured; none without store rows.
+		line, _ := sweepHeadline([]*Run{run})
+		has := strings.Contains(line, "Store / load p50 (fastest configuration of each): host 1k ") &&
+			strings.Contains(line, "16k 2.73 ms / 1.36 ms; store not measured: disk.")
+		if has != tc.storesHost || (!tc.storesHost && strings.Contains(line, "Store")) {
+			t.Errorf("%s: headline %q", tc.dir, line)
+		}
+	}
+}

@@ -219,7 +219,7 @@ func WritePlan(w io.Writer, run *Run) {
 		first.Get("touch"), first.Get("costs"), orDash(first.Get("cost_source")), mode)
 	writePlanCosts(w, run.FileWith("plan", "alpha_s"))
 	t := newTable("trace", "HBM", "DRAM", "disk", "remote", "hit", "hbm %", "dram %", "disk %", "remote %", "recomputed %",
-		"pred. load p50", "pred. load p90", "pred. TTFT mean", "p50", "p90", "p99")
+		"pred. load p50", "pred. load p90", "pred. TTFT mean", "p50", "p90", "p99", "writes (of measured store)")
 	for _, r := range plan {
 		cells := []string{r.Get("trace")}
 		for _, tier := range []string{"hbm", "dram", "disk", "remote"} {
@@ -250,9 +250,50 @@ func WritePlan(w io.Writer, run *Run) {
 				cells = append(cells, t.dash("the costs give no TTFT"))
 			}
 		}
-		t.add(cells...)
+		t.add(append(cells, planWrites(t, r))...)
 	}
 	t.write(w)
+}
+
+// planWrites is a plan row's write cell: per tier written to, the bytes/s
+// it must absorb and the share of its measured store that needs, "over"
+// past 100 %, "not checked" without a measured store.
+func planWrites(t *table, r results.Row) string {
+	var parts []string
+	for _, tier := range []string{"hbm", "dram", "disk", "remote"} {
+		bps := r.Float("write_" + tier + "_Bps")
+		if !(bps > 0) {
+			continue
+		}
+		use := "not checked"
+		if u := r.Float("store_util_" + tier); !math.IsNaN(u) {
+			use = fmtShare(u)
+			if u > 1 {
+				use = "**over: " + use + "**"
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %s/s (%s)", tier, fmtBytes(bps), use))
+	}
+	if len(parts) == 0 {
+		return Dash
+	}
+	cell := strings.Join(parts, ", ")
+	if r.Get("store_unchecked") != "" {
+		cell += " " + t.note("not checked: the costs have no store rows (direction=store) for that tier")
+	}
+	return cell
+}
+
+// storeCell is a plan tier's measured store: fixed cost and bandwidth.
+func storeCell(t *table, r results.Row) string {
+	rate := r.Float("store_rate")
+	if r.Tier == "recompute" {
+		return Dash
+	}
+	if math.IsNaN(rate) {
+		return t.dash("store not measured (no direction=store rows): its writes are not checked")
+	}
+	return fmtSec(r.Float("store_alpha_s")) + " + " + sig(rate/1e9) + " GB/s"
 }
 
 // writePlanCosts lists the cost of every plan tier, or why it is missing.
@@ -260,11 +301,11 @@ func writePlanCosts(w io.Writer, rows []results.Row) {
 	if len(rows) == 0 {
 		return
 	}
-	t := newTable("tier", "cost", "source", "measured configuration", "α", "rate")
+	t := newTable("tier", "cost", "source", "measured configuration", "α", "rate", "store")
 	var missing []string
 	for _, r := range rows {
 		if r.Get("measured") != "true" {
-			t.add(r.Tier, t.dash(r.Reason), Dash, Dash, Dash, Dash)
+			t.add(r.Tier, t.dash(r.Reason), Dash, Dash, Dash, Dash, storeCell(t, r))
 			missing = append(missing, r.Tier)
 			continue
 		}
@@ -279,7 +320,7 @@ func writePlanCosts(w io.Writer, rows []results.Row) {
 		if p := r.Get("fit_problem"); p != "" {
 			alpha = t.dash("fit problem: " + p)
 		}
-		t.add(r.Tier, r.Get("formula"), r.Get("source"), r.Get("config"), alpha, rate)
+		t.add(r.Tier, r.Get("formula"), r.Get("source"), r.Get("config"), alpha, rate, storeCell(t, r))
 	}
 	t.write(w)
 	if len(missing) > 0 {

@@ -205,6 +205,10 @@ func costRows(c *report.PlanCosts) []results.Row {
 		r.Tier = t.Tier
 		r.Set("costs", c.Dir)
 		r.Set("measured", t.Measured)
+		if alpha, rate, ok := c.Store(t.Tier); ok {
+			r.Set("store_alpha_s", alpha)
+			r.Set("store_rate", rate)
+		}
 		if !t.Measured {
 			r.Reason = t.Reason
 			rows = append(rows, r)

@@ -49,6 +49,10 @@ type CostModel interface {
 	// Extrapolated reports whether that prediction reads a cost past the
 	// longest prefix it was measured at.
 	Extrapolated(served map[string]int64, input int64) bool
+	// Store returns the measured cost of storing into a tier, a fixed
+	// cost per store and its bandwidth in bytes/s; ok is false where the
+	// tier's store was not measured.
+	Store(tier string) (alpha, rate float64, ok bool)
 	// Source says where the costs were measured: "GPU measured", "host
 	// stand-in", "simulated", or a mix of them.
 	Source() string
@@ -80,10 +84,13 @@ func (o PlanOptions) Validate() error {
 // A Planner evaluates capacity configurations over a trace's stack
 // distances. Give Observe to the analyzer as AnalyzeOptions.OnRequest.
 type Planner struct {
-	o      PlanOptions
-	blocks [][4]int64 // per config: capacity in blocks per tier
-	evals  []planEval
-	served map[string]int64
+	o           PlanOptions
+	blocks      [][4]int64 // per config: capacity in blocks per tier
+	evals       []planEval
+	served      map[string]int64
+	distinct    int64   // blocks referenced so far: the depth of the LRU stack
+	first, last float64 // arrival of the first and last request, seconds
+	requests    int
 }
 
 type planEval struct {
@@ -92,6 +99,9 @@ type planEval struct {
 	load, ttft  []float32
 	usedMissing map[string]bool // tiers that served tokens with no cost
 	extrap      int             // requests predicted past the measured range
+	// Per tier (HBM, DRAM, disk, remote): blocks written into it and the
+	// requests that wrote any (one store each).
+	writes, stores [4]int64
 }
 
 // NewPlanner returns a Planner for the options.
@@ -173,6 +183,59 @@ func (p *Planner) Observe(r *Request, h *Hits) {
 		}
 		e.load = append(e.load, float32(load))
 		e.ttft = append(e.ttft, float32(ttft))
+		p.countWrites(e, caps, h)
+	}
+	if p.requests == 0 {
+		p.first = r.Time
+	}
+	p.requests++
+	p.last = r.Time
+	for _, d := range h.Dist {
+		if d == Inf {
+			p.distinct++
+		}
+	}
+}
+
+// countWrites adds the blocks the request writes into each tier under
+// LRU. Exclusive tiers: a block not in HBM is written into HBM, and every
+// reference from below tier i−1's last position pushes the block there
+// down into tier i (once the tiers above hold that many blocks).
+// Inclusive tiers: a tier of S blocks is written every block referenced
+// from below its S most recent. Distances are those at the request's
+// arrival; a block never seen is written into every tier it enters.
+func (p *Planner) countWrites(e *planEval, caps [4]int64, h *Hits) {
+	for i, c := range caps {
+		if c == 0 {
+			continue
+		}
+		thr, depth := c, int64(0) // written when d > thr, with depth blocks above
+		if !p.o.Inclusive && i > 0 {
+			above := int64(0)
+			for _, a := range caps[:i] {
+				if a == Unbounded {
+					above = Unbounded
+					break
+				}
+				above += a
+			}
+			thr, depth = above, above
+		}
+		if thr == Unbounded && (p.o.Inclusive || i == 0) {
+			thr = Inf - 1 // only new blocks enter an unbounded tier
+		} else if thr == Unbounded || p.distinct < depth {
+			continue // nothing is evicted from above
+		}
+		var n int64
+		for _, d := range h.Dist {
+			if d > thr {
+				n++
+			}
+		}
+		e.writes[i] += n
+		if n > 0 {
+			e.stores[i]++
+		}
 	}
 }
 
@@ -193,7 +256,25 @@ type PlanResult struct {
 	// Extrapolated is the share of requests whose prediction reads a
 	// cost past the longest prefix it was measured at.
 	Extrapolated float64
+	// Writes are the tiers' required write rates against their measured
+	// stores, HBM, DRAM, disk and remote.
+	Writes [4]TierWrites
 }
+
+// TierWrites is the write rate a tier must absorb over a trace, and
+// whether its measured store keeps up.
+type TierWrites struct {
+	BlocksPerSec, BytesPerSec float64
+	// Utilisation is the share of the tier's store path the writes need:
+	// one store per request that writes (its fixed cost) plus the bytes
+	// at the measured bandwidth, per second of trace. NaN where the
+	// tier's store was not measured (not checked, never 0).
+	Utilisation float64
+	Checked     bool
+}
+
+// Over reports whether the writes need more than the measured store.
+func (w TierWrites) Over() bool { return w.Checked && w.Utilisation > 1 }
 
 // Fraction returns the share of input tokens tier served.
 func (r PlanResult) Fraction(tier string) float64 {
@@ -220,6 +301,7 @@ func (p *Planner) Results() []PlanResult {
 		if n := len(e.load); n > 0 {
 			r.Extrapolated = float64(e.extrap) / float64(n)
 		}
+		r.Writes = p.writes(e)
 		r.Load = describe32(e.load)
 		if len(r.TTFTMissing) == 0 {
 			r.TTFT = describe32(e.ttft)
@@ -227,6 +309,25 @@ func (p *Planner) Results() []PlanResult {
 			r.TTFT = results.Describe(nil)
 		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// writes returns the tiers' write rates over the trace's span.
+func (p *Planner) writes(e planEval) [4]TierWrites {
+	var out [4]TierWrites
+	span := p.last - p.first
+	for i := range out {
+		w := TierWrites{Utilisation: math.NaN()}
+		if span > 0 {
+			w.BlocksPerSec = float64(e.writes[i]) / span
+			w.BytesPerSec = w.BlocksPerSec * float64(p.o.BlockBytes)
+		}
+		if alpha, rate, ok := p.o.Costs.Store(PlanTiers[i]); ok && span > 0 && rate > 0 {
+			w.Checked = true
+			w.Utilisation = (float64(e.stores[i])*max(alpha, 0) + float64(e.writes[i])*float64(p.o.BlockBytes)/rate) / span
+		}
+		out[i] = w
 	}
 	return out
 }
@@ -252,11 +353,16 @@ var PlanColumns = []string{
 	"load_mean_s", "load_p50_s", "load_p90_s", "load_p99_s",
 	"load_excludes", // tiers that served tokens with no measured cost, left out of load_*
 	"ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
-	"missing",      // tiers with no measured cost that this configuration needs: TTFT not predicted
-	"extrapolated", // share of requests predicted from a cost past the longest prefix it was measured at
-	"cost_source",  // GPU measured | host stand-in | simulated
-	"costs",        // the results directory the costs come from
-	"predicted",    // always true
+	"missing",                                                               // tiers with no measured cost that this configuration needs: TTFT not predicted
+	"extrapolated",                                                          // share of requests predicted from a cost past the longest prefix it was measured at
+	"write_hbm_Bps", "write_dram_Bps", "write_disk_Bps", "write_remote_Bps", // bytes/s each tier must absorb
+	// the share of each tier's measured store the writes need; empty where not checked
+	"store_util_hbm", "store_util_dram", "store_util_disk", "store_util_remote",
+	"store_over",      // tiers whose writes exceed their measured store (utilisation > 1)
+	"store_unchecked", // tiers written to with no measured store: not checked
+	"cost_source",     // GPU measured | host stand-in | simulated
+	"costs",           // the results directory the costs come from
+	"predicted",       // always true
 }
 
 // PlanCostColumns are the whole header of plan_costs.csv: the cost of
@@ -266,6 +372,7 @@ var PlanCostColumns = []string{
 	"source", "config", "formula", "alpha_s", "rate", "rate_unit", "r2", "n",
 	"min_tokens", "max_tokens", "reason", "costs",
 	"fit_problem", // what is wrong with the fit (a negative fixed cost, a poor R²); empty when sound
+	"store_alpha_s", "store_rate", // the tier's measured store: fixed cost and bytes/s; empty where not measured
 }
 
 // PlanSuite declares what kvtier plan writes besides the trace's files.
@@ -307,6 +414,7 @@ func PlanRows(res *Result, plan []PlanResult, costsDir string) []results.Row {
 		r.Set("load_excludes", strings.Join(p.LoadMissing, ";"))
 		r.Set("missing", strings.Join(p.TTFTMissing, ";"))
 		r.Set("extrapolated", p.Extrapolated)
+		setWrites(&r, p)
 		if len(p.TTFTMissing) > 0 {
 			r.Reason = "TTFT not predicted: no measured cost for " + strings.Join(p.TTFTMissing, ", ")
 		}
@@ -316,6 +424,26 @@ func PlanRows(res *Result, plan []PlanResult, costsDir string) []results.Row {
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// setWrites sets the write columns of a plan row.
+func setWrites(r *results.Row, p PlanResult) {
+	var over, unchecked []string
+	for i, w := range p.Writes {
+		t := PlanTiers[i]
+		r.Set("write_"+t+"_Bps", w.BytesPerSec)
+		if w.Checked {
+			r.Set("store_util_"+t, w.Utilisation)
+		}
+		switch {
+		case w.Over():
+			over = append(over, t)
+		case !w.Checked && w.BlocksPerSec > 0:
+			unchecked = append(unchecked, t)
+		}
+	}
+	r.Set("store_over", strings.Join(over, ";"))
+	r.Set("store_unchecked", strings.Join(unchecked, ";"))
 }
 
 // FormatCapacityBytes writes a capacity for a CSV cell: bytes, or "inf".

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -12,6 +13,10 @@ type fakeCosts struct{ has []string }
 
 func (f fakeCosts) Has(t string) bool { return slices.Contains(f.has, t) }
 func (f fakeCosts) Source() string    { return "host stand-in" }
+
+// Store: the fake measured stores into dram only, 1 s per store and 100
+// bytes/s.
+func (f fakeCosts) Store(tier string) (float64, float64, bool) { return 1, 100, tier == TierDRAM }
 
 // Extrapolated: the fake's costs were measured up to 30 tokens.
 func (f fakeCosts) Extrapolated(_ map[string]int64, input int64) bool { return input > 30 }
@@ -110,5 +115,98 @@ func TestPlanNamesMissingCosts(t *testing.T) {
 	if r.Get("missing") != "hbm;recompute" || r.Get("load_excludes") != "hbm" || r.Get("ttft_p90_s") != "" ||
 		r.Get("load_p50_s") != "10" || r.Get("extrapolated") != "0.5" || r.Get("hbm_bytes") != "300" || r.Get("cost_source") != "host stand-in" || r.Get("predicted") != "true" {
 		t.Errorf("row %+v", r.Extra)
+	}
+}
+
+// tierSim is a reference LRU hierarchy that moves blocks explicitly and
+// counts what is written into each tier: exclusive tiers take a missed
+// or promoted block into the first and demote each one's evictions into
+// the next; inclusive tiers are each an LRU of every reference.
+func tierSim(ids []uint64, caps []int, inclusive bool) []int64 {
+	tiers := make([][]uint64, len(caps)) // most recent first
+	writes := make([]int64, len(caps))
+	insert := func(i int, b uint64) (evicted uint64, ok bool) {
+		tiers[i] = append([]uint64{b}, tiers[i]...)
+		writes[i]++
+		if len(tiers[i]) > caps[i] {
+			evicted = tiers[i][len(tiers[i])-1]
+			tiers[i] = tiers[i][:len(tiers[i])-1]
+			return evicted, true
+		}
+		return 0, false
+	}
+	remove := func(i int, b uint64) bool {
+		if j := slices.Index(tiers[i], b); j >= 0 {
+			tiers[i] = slices.Delete(tiers[i], j, j+1)
+			return true
+		}
+		return false
+	}
+	for _, b := range ids {
+		if inclusive {
+			for i := range tiers {
+				if remove(i, b) {
+					tiers[i] = append([]uint64{b}, tiers[i]...) // a hit moves, writes nothing
+				} else {
+					insert(i, b)
+				}
+			}
+			continue
+		}
+		if remove(0, b) {
+			tiers[0] = append([]uint64{b}, tiers[0]...)
+			continue
+		}
+		for i := 1; i < len(tiers); i++ {
+			remove(i, b)
+		}
+		for i, cur := 0, b; i < len(tiers); i++ {
+			ev, ok := insert(i, cur)
+			if !ok {
+				break
+			}
+			cur = ev
+		}
+	}
+	return writes
+}
+
+func TestPlanCountsWrites(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(4, 4))
+	var ids []uint64
+	var reqs []*Request
+	for i := range 400 {
+		id := uint64(rng.IntN(14))
+		ids = append(ids, id)
+		reqs = append(reqs, req(0, float64(i)*0.1, 10, 0, id))
+	}
+	const B = 100
+	for _, inclusive := range []bool{false, true} {
+		c := Config{HBM: 2 * B, DRAM: 3 * B, Disk: 5 * B}
+		p, err := NewPlanner(PlanOptions{Configs: []Config{c}, Inclusive: inclusive, BlockBytes: B, Costs: fakeCosts{PlanTiers}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		analyse(t, AnalyzeOptions{OnRequest: p.Observe}, reqs...)
+		res := p.Results()[0]
+		want := tierSim(ids, []int{2, 3, 5}, inclusive)
+		span := reqs[len(reqs)-1].Time
+		for i, w := range want {
+			if got := res.Writes[i].BlocksPerSec * span; math.Abs(got-float64(w)) > 1e-6 {
+				t.Errorf("inclusive %v, %s: %g blocks written, a moving LRU hierarchy writes %d", inclusive, PlanTiers[i], got, w)
+			}
+		}
+		// The fake measured dram's store only: 1 s per store and 100 B/s,
+		// far too slow for a block a second or more.
+		dram, hbm := res.Writes[1], res.Writes[0]
+		if !dram.Checked || !dram.Over() || hbm.Checked || !math.IsNaN(hbm.Utilisation) || res.Writes[3].BlocksPerSec != 0 {
+			t.Errorf("inclusive %v: writes %+v", inclusive, res.Writes)
+		}
+		row := PlanRows(&Result{Path: "t", Read: ReadStats{BlockTokens: 10}, Analysis: &Analysis{Touch: TouchForward}}, []PlanResult{res}, "c")[0]
+		if row.Get("store_over") != "dram" || row.Get("store_unchecked") != "hbm;disk" || row.Get("store_util_hbm") != "" ||
+			row.Get("store_util_dram") == "" || row.Get("write_remote_Bps") != "0" {
+			t.Errorf("inclusive %v: row %+v", inclusive, row.Extra)
+		}
 	}
 }

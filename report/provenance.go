@@ -14,7 +14,7 @@ const (
 	StandIn   = "host stand-in"
 	Simulated = "simulated"
 	Predicted = "predicted"
-	// Reference marks the figures of h20-reference.md drawn beside
+	// Reference marks the figures of docs/reference.md drawn beside
 	// kvtier's (ReferenceTTFT, ReferenceMB1).
 	Reference = "reference (H20, vLLM 0.18.1)"
 )

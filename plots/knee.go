@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"slices"
@@ -62,8 +63,21 @@ func drawKnee(dir string, run *report.Run, res *Result) error {
 func drawKneeAPC(dir string, rows, curve []results.Row, ax kneeAxis, sim string, res *Result) error {
 	f := newFigure("Realized APC vs GPU KV capacity"+sim, ax.label, "prefix-cache hit ratio (% of prompt tokens)")
 	var pts plotter.XYs
+	missing := 0
 	for _, r := range rows {
-		pts = append(pts, plotter.XY{X: ax.of(r), Y: 100 * r.Float("apc")})
+		x, y := ax.of(r), 100*r.Float("apc")
+		if math.IsNaN(x) || math.IsNaN(y) || math.IsInf(y, 0) {
+			missing++ // no realized APC (no /metrics): no point
+			continue
+		}
+		pts = append(pts, plotter.XY{X: x, Y: y})
+	}
+	if len(pts) == 0 {
+		res.Absent = append(res.Absent, "knee: no capacity has a realized APC (the server's /metrics has no prefix-cache counters): knee_apc not drawn")
+		return nil
+	}
+	if missing > 0 {
+		res.Absent = append(res.Absent, fmt.Sprintf("knee: %d of %d capacities have no realized APC: not in knee_apc", missing, len(rows)))
 	}
 	if err := f.line(pts, 0, false, "realized APC (server's /metrics: hits / queries)"); err != nil {
 		return err
@@ -98,7 +112,7 @@ func drawKneeTTFT(dir string, rows []results.Row, ax kneeAxis, sim string, res *
 	for i, p := range []struct{ col, name string }{{"ttft_p90_s", "TTFT p90"}, {"ttft_p50_s", "TTFT p50"}} {
 		var pts plotter.XYs
 		for _, r := range rows {
-			if v := r.Float(p.col); v > 0 {
+			if v := r.Float(p.col); v > 0 && !math.IsNaN(ax.of(r)) {
 				pts = append(pts, plotter.XY{X: ax.of(r), Y: v})
 			}
 		}

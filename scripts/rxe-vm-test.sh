@@ -179,7 +179,8 @@ trap cleanup EXIT
 # kvtier for the host, as the Makefile builds it.
 if [ -z "$bin" ]; then
 	export CGO_CFLAGS=${CGO_CFLAGS:-"-O2 -g -Wno-deprecated-declarations"}
-	( cd "$root" && go build -o "$tmp/kvtier" ./cmd/kvtier ) || die "go build ./cmd/kvtier failed"
+	# The fault cases need the KVTIER_TEST_* switches the shipped binary lacks.
+	( cd "$root" && go build -tags kvtier_testfaults -o "$tmp/kvtier" ./cmd/kvtier ) || die "go build ./cmd/kvtier failed"
 	bin=$tmp/kvtier
 fi
 [ -x "$bin" ] || die "$bin is not an executable"

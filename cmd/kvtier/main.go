@@ -17,6 +17,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -124,12 +126,35 @@ func dispatch(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	var names []string
 	for _, c := range commands() {
 		if c.name == name {
+			noteScriptEnv(stderr, name, args[1:], os.LookupEnv)
 			return c.run(ctx, stdout, stderr, args[1:])
 		}
 		names = append(names, c.name)
 	}
 	fmt.Fprintf(stderr, "kvtier: unknown command %q%s (run kvtier help)\n", name, didYouMean(name, append(names, "help", "version")))
 	return exitUsage
+}
+
+// scriptEnv are the environment variables scripts/bench.sh and go test
+// ./bench read that the kvtier binary does not, by command, each with the
+// flag that says the same to the binary.
+var scriptEnv = map[string][][2]string{
+	"sweep":     {{"KVTIER_PEER", "--peer"}, {"KVTIER_DISK_DIR", "--disk-dir"}, {"KVTIER_DISK_MAX", "--disk-max"}, {"KVTIER_BACKEND", "--backend"}},
+	"transfer":  {{"KVTIER_PEER", "--peer"}, {"KVTIER_PEERS", "--peer"}},
+	"probe":     {{"KVTIER_PRODUCER", "--producer"}},
+	"interfere": {{"KVTIER_PRODUCER", "--producer"}},
+}
+
+// noteScriptEnv says, for each variable of scriptEnv set for the command
+// whose flag args do not give, that the binary does not read it, so that
+// it is not silently ignored.
+func noteScriptEnv(stderr io.Writer, cmd string, args []string, lookup func(string) (string, bool)) {
+	for _, e := range scriptEnv[cmd] {
+		given := slices.ContainsFunc(args, func(a string) bool { return a == e[1] || strings.HasPrefix(a, e[1]+"=") })
+		if v, ok := lookup(e[0]); ok && v != "" && !given {
+			fmt.Fprintf(stderr, "kvtier %s: %s is read by scripts/bench.sh and go test ./bench, not by kvtier: give %s\n", cmd, e[0], e[1])
+		}
+	}
 }
 
 func usage(w io.Writer) {

@@ -59,9 +59,14 @@ func sysConfig(root string) system.Config {
 // collectSystem adds this machine's facts to a run's manifest.
 func collectSystem(m *results.Manifest) []error { return system.Collect(sysConfig("/"), m) }
 
-// peerFaults reads the test-only fault switches (the soft-RoCE VM test
-// sets them) from the environment.
-func peerFaults() peer.Faults {
+// peerFaults returns the test-only fault switches: none in the shipped
+// binary; the KVTIER_TEST_* environment variables in a binary built with
+// -tags kvtier_testfaults (the soft-RoCE VM test's) and in this
+// package's tests.
+var peerFaults = buildFaults
+
+// envFaults reads the test-only fault switches from the environment.
+func envFaults() peer.Faults {
 	return peer.Faults{
 		CorruptRKey: os.Getenv(peer.EnvCorruptRKey) != "",
 		SkipBounds:  os.Getenv(peer.EnvSkipBounds) != "",

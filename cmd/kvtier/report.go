@@ -18,7 +18,7 @@ import (
 // reportOptions are the flags and arguments of kvtier report.
 type reportOptions struct {
 	Dirs []string
-	HTML bool   // also write REPORT.html beside it
+	HTML bool // also write REPORT.html beside it
 }
 
 // Validate reports every problem with the options at once.

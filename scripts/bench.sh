@@ -87,6 +87,20 @@ step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --layout "$lay
 	"${peer[@]}" "${disk[@]}" --out "$out/sweep"
 step transfer "$bin" transfer "${peer[@]}" --sizes "$sizes" --reps "$reps" \
 	--layout layerwise,blockwise,contiguous --out "$out/transfer"
+# The store direction in its shortest configuration: what putting a 1k
+# prefix into host memory, the disk (with and without fdatasync) and the
+# peer's pool costs (a peer given by KVTIER_PEER must run kvtier serve
+# --writable), and the disk anchor replaying kvtier's own 16 KiB reads
+# and writes through fio (median kvtier/fio of 3 rounds; skipped without
+# fio or go).
+step "sweep store" "$bin" sweep --backend "$backend" --direction store --tiers host,disk,remote --prefix 1k \
+	--layout layerwise --copy percopy --reps 2 --warmup 1 --io uring --sync none,fdatasync \
+	"${peer[@]}" "${disk[@]}" --out "$out/sweep-store"
+if command -v go >/dev/null && command -v fio >/dev/null; then
+	step "disk vs fio" env KVTIER_FIO_PREFIX=1k KVTIER_FIO_CASES=scattered16k,scattered16k-write \
+		${KVTIER_DISK_DIR:+KVTIER_DISK_DIR="$KVTIER_DISK_DIR"} \
+		go test -run '^$' -bench DiskVsFio -benchtime 1x ./bench
+fi
 
 if [ -n "${KVTIER_ENDPOINT:-}" ]; then
 	target=(--endpoint "$KVTIER_ENDPOINT")
@@ -118,11 +132,11 @@ step "trace generate" "$bin" trace --generate "$out/trace.jsonl" --seed 1
 # plots say simulated and name the load.
 step knee "$bin" knee "${knee[@]}" --out "$out/knee" >/dev/null
 
-for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1; do
+for d in "$out"/sweep "$out"/sweep-store "$out"/transfer "$out"/probe "$out"/mb1; do
 	[ -d "$d" ] && step "plot $(basename "$d")" "$bin" plot "$d"
 done
 dirs=()
-for d in "$out"/sweep "$out"/transfer "$out"/probe "$out"/mb1 "$out"/trace "$out"/plan "$out"/knee; do [ -d "$d" ] && dirs+=("$d"); done
+for d in "$out"/sweep "$out"/sweep-store "$out"/transfer "$out"/probe "$out"/mb1 "$out"/trace "$out"/plan "$out"/knee; do [ -d "$d" ] && dirs+=("$d"); done
 step report "$bin" report --html --out "$out" "${dirs[@]}"
 echo "== results in $out" >&2
 [ "$interrupted" = 1 ] && exit 130

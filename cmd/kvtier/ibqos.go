@@ -25,7 +25,7 @@ var ibQoSEnv = []struct {
 
 // addIBQoS registers --ib-tc and --ib-sl into tc and sl.
 func addIBQoS(fs *pflag.FlagSet, tc, sl *int) {
-	fs.IntVar(tc, "ib-tc", 0, "RoCE traffic class of the QPs (0-255: DSCP<<2, e.g. 106 for DSCP 26; default $NCCL_IB_TC, else 0)")
+	fs.IntVar(tc, "ib-tc", 0, "RoCE traffic class of the QPs (0-255: DSCP<<2 | ECN, e.g. 106 for DSCP 26 with ECN; default $NCCL_IB_TC, else 0)")
 	fs.IntVar(sl, "ib-sl", 0, "InfiniBand service level of the QPs (0-15; default $NCCL_IB_SL, else 0)")
 }
 

@@ -236,13 +236,7 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 	// Timing noise is relative (a few percent of the time), so the fit
 	// minimises relative residuals, and the long prefixes do not drown the
 	// short ones that decide alpha.
-	line := analysis.FitLine(f.X, f.Y)
-	f.Alpha, f.Problems = line.Alpha, line.Problems
-	f.Rate = math.Inf(1)
-	if line.Slope > 0 {
-		f.Rate = 1 / line.Slope
-	}
-	f.R2 = line.R2
+	f.setLine(analysis.FitLine(f.X, f.Y))
 	if f.Regressor == "flops" {
 		f.FlopsA, f.FlopsB = fitFlops(ls, fl)
 	} else if !blocksSeen {
@@ -251,6 +245,16 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 		f.BlockBytes = f.X[0] / float64(f.MinL)
 	}
 	return f, nil
+}
+
+// setLine takes the fitted line: α, the rate (+Inf where the slope is
+// not positive), R² and the fit's problems.
+func (f *Fit) setLine(l analysis.Line) {
+	f.Alpha, f.R2, f.Problems = l.Alpha, l.R2, l.Problems
+	f.Rate = math.Inf(1)
+	if l.Slope > 0 {
+		f.Rate = 1 / l.Slope
+	}
 }
 
 // errNoOK starts the reason of a configuration that has no measurement.

@@ -287,11 +287,7 @@ func writeModel(w io.Writer, r *Run) {
 			if IsStandIn(backend) {
 				backend = StandInLabel
 			}
-			alpha := fmtSec(f.Alpha)
-			if len(f.Problems) > 0 {
-				// A negative fixed cost is a fit problem, not a cost.
-				alpha = t.dash("fit problem: " + strings.Join(f.Problems, "; "))
-			}
+			alpha := fitAlpha(t, f.Alpha, strings.Join(f.Problems, "; "))
 			t.add(f.Key.Tier, orDash(JoinNonEmpty("/", f.Key.Layout, f.Key.Copy, f.Key.Dtype)), backend,
 				orDash(JoinNonEmpty(" / ", f.Key.Transport, f.Key.path())), model, fmt.Sprint(f.N), fmtTokens(f.MinL)+" – "+fmtTokens(f.MaxL),
 				alpha, rate, fmt.Sprintf("%.4f", f.R2))

@@ -284,6 +284,19 @@ func planWrites(t *table, r results.Row) string {
 	return cell
 }
 
+// fitAlpha is a fit's α cell: a negative fixed cost is a fit problem,
+// not a cost, so the cell is a dash that says so; other problems (a poor
+// R²) are noted beside α.
+func fitAlpha(t *table, alpha float64, problems string) string {
+	switch {
+	case strings.Contains(problems, "negative fixed cost"):
+		return t.dash("fit problem: " + problems)
+	case problems != "":
+		return fmtSec(alpha) + " " + t.note("fit problem: "+problems)
+	}
+	return fmtSec(alpha)
+}
+
 // storeCell is a plan tier's measured store: fixed cost and bandwidth.
 func storeCell(t *table, r results.Row) string {
 	rate := r.Float("store_rate")
@@ -316,10 +329,7 @@ func writePlanCosts(w io.Writer, rows []results.Row) {
 		if math.IsNaN(r.Float("rate")) {
 			rate = t.dash("probe TTFT fitted, no rate")
 		}
-		alpha := fmtSec(r.Float("alpha_s"))
-		if p := r.Get("fit_problem"); p != "" {
-			alpha = t.dash("fit problem: " + p)
-		}
+		alpha := fitAlpha(t, r.Float("alpha_s"), r.Get("fit_problem"))
 		t.add(r.Tier, r.Get("formula"), r.Get("source"), r.Get("config"), alpha, rate, storeCell(t, r))
 	}
 	t.write(w)

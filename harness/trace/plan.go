@@ -371,7 +371,7 @@ var PlanCostColumns = []string{
 	"tier", "measured", // true, or false with the reason
 	"source", "config", "formula", "alpha_s", "rate", "rate_unit", "r2", "n",
 	"min_tokens", "max_tokens", "reason", "costs",
-	"fit_problem", // what is wrong with the fit (a negative fixed cost, a poor R²); empty when sound
+	"fit_problem",                 // what is wrong with the fit (a negative fixed cost, a poor R²); empty when sound
 	"store_alpha_s", "store_rate", // the tier's measured store: fixed cost and bytes/s; empty where not measured
 }
 

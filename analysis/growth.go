@@ -15,7 +15,7 @@ import (
 // measurement at 8k–64k extrapolates to 128k along the curve prefill
 // follows rather than along the last straight segment.
 type Growth struct {
-	C, A, B    float64 // seconds, seconds/token, seconds/token²
+	C, A, B    float64 // Seconds, seconds/token, seconds/token²
 	R2         float64 // weighted (1/y²) coefficient of determination
 	N          int     // points fitted
 	MinL, MaxL float64 // the measured range of L

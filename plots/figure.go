@@ -18,7 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -70,7 +70,7 @@ type figure struct {
 	legend []legendEntry
 	// x and y ranges of the data, for axes the figure sets itself.
 	xmin, xmax, ymin, ymax float64
-	// kinds say what the figures are (report.Measured, ...); emit takes
+	// kinds say what the figures are (analysis.Measured, ...); emit takes
 	// the suite's when none is set. reference is set once a reference
 	// curve is drawn.
 	kinds     []string
@@ -451,7 +451,7 @@ func (f *figure) hline(y float64, name string) error {
 
 // fileBase returns DIR/plots/name, creating DIR/plots.
 func fileBase(dir, name string) (string, error) {
-	pd := filepath.Join(dir, report.PlotsDir)
+	pd := filepath.Join(dir, analysis.PlotsDir)
 	if err := os.MkdirAll(pd, 0o755); err != nil {
 		return "", fmt.Errorf("plots: %w", err)
 	}

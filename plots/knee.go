@@ -10,8 +10,9 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
 func init() { Register("knee", drawKnee) }
@@ -36,7 +37,7 @@ func kneeAxisOf(rows []results.Row) kneeAxis {
 // drawKnee draws the realized APC and the TTFT p90 against the GPU KV
 // capacity, the LRU model's predicted APC curve beside the measured
 // points and the working set marked, as the reference's knee table.
-func drawKnee(dir string, run *report.Run, res *Result) error {
+func drawKnee(dir string, run *analysis.Run, res *Result) error {
 	rows := slices.Clone(run.FileWith("knee", "apc_source"))
 	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
 	var measured []results.Row
@@ -120,7 +121,7 @@ func drawKneeTTFT(dir string, rows []results.Row, ax kneeAxis, sim string, res *
 			return err
 		}
 	}
-	f.logY(func(v float64) string { return report.FmtSec(v) })
+	f.logY(func(v float64) string { return units.FormatSeconds(v) })
 	f.p.X.Min = 0
 	f.p.X.Tick.Marker = linearTicks(plainLabel)
 	if err := markWorkingSet(f, rows[0], ax, f.p.Y.Max); err != nil {

@@ -11,15 +11,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/plots"
-	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/report/reporttest"
 )
 
 // drawTree draws every directory of a bench-like tree, once for the
 // tests that read it, and returns the figures the index lists, by name,
 // and each figure's SVG text.
-func drawTree(t *testing.T) (map[string]report.Figure, map[string]string) {
+func drawTree(t *testing.T) (map[string]analysis.Figure, map[string]string) {
 	t.Helper()
 	d := drawn()
 	if d.err != nil {
@@ -29,7 +29,7 @@ func drawTree(t *testing.T) (map[string]report.Figure, map[string]string) {
 }
 
 var drawn = sync.OnceValue(func() (d struct {
-	figs map[string]report.Figure
+	figs map[string]analysis.Figure
 	svgs map[string]string
 	err  error
 }) {
@@ -42,12 +42,12 @@ var drawn = sync.OnceValue(func() (d struct {
 	if d.err = err; err != nil {
 		return d
 	}
-	d.figs, d.svgs = map[string]report.Figure{}, map[string]string{}
+	d.figs, d.svgs = map[string]analysis.Figure{}, map[string]string{}
 	for _, dir := range dirs {
 		if _, d.err = plots.Draw(dir); d.err != nil {
 			return d
 		}
-		run, err := report.Load(dir)
+		run, err := analysis.Load(dir)
 		if d.err = err; err != nil {
 			return d
 		}
@@ -71,8 +71,8 @@ func TestFiguresLabelled(t *testing.T) {
 	if len(figs) < 10 {
 		t.Fatalf("%d figures indexed, want every one drawn", len(figs))
 	}
-	notes := map[string]string{report.Measured: "(measured", report.StandIn: "host stand-in: CPU memory, not a GPU",
-		report.Simulated: "simulated: kvtier sim, not vLLM", report.Predicted: "predicted by a model, not measured", report.Reference: report.Reference}
+	notes := map[string]string{analysis.Measured: "(measured", analysis.StandIn: "host stand-in: CPU memory, not a GPU",
+		analysis.Simulated: "simulated: kvtier sim, not vLLM", analysis.Predicted: "predicted by a model, not measured", analysis.Reference: analysis.Reference}
 	for name, f := range figs {
 		if len(f.Kinds) == 0 {
 			t.Errorf("%s: no kind in the index", name)
@@ -84,19 +84,19 @@ func TestFiguresLabelled(t *testing.T) {
 		}
 	}
 	for name, want := range map[string][]string{
-		"probe_ttft":    {report.Measured, report.Reference},
-		"mb1_penalty":   {report.Simulated, report.Reference},
-		"plan_ttft_p90": {report.Predicted},
-		"costmodel_hbm": {report.Measured},
-		"sweep_tiers":   {report.Measured, report.StandIn},
+		"probe_ttft":    {analysis.Measured, analysis.Reference},
+		"mb1_penalty":   {analysis.Simulated, analysis.Reference},
+		"plan_ttft_p90": {analysis.Predicted},
+		"costmodel_hbm": {analysis.Measured},
+		"sweep_tiers":   {analysis.Measured, analysis.StandIn},
 	} {
 		if !slices.Equal(figs[name].Kinds, want) {
 			t.Errorf("%s: kinds %q, want %q", name, figs[name].Kinds, want)
 		}
 	}
 	for name, legends := range map[string][]string{
-		"probe_ttft":  {"miss (recompute): " + report.Reference, "GPU hit: " + report.Reference},
-		"mb1_penalty": {"D=1 interfere: " + report.Reference, "D=8 interfere: " + report.Reference},
+		"probe_ttft":  {"miss (recompute): " + analysis.Reference, "GPU hit: " + analysis.Reference},
+		"mb1_penalty": {"D=1 interfere: " + analysis.Reference, "D=8 interfere: " + analysis.Reference},
 	} {
 		for _, l := range legends {
 			if !strings.Contains(svgs[name], l) {
@@ -104,7 +104,7 @@ func TestFiguresLabelled(t *testing.T) {
 			}
 		}
 	}
-	if strings.Contains(svgs["costmodel_hbm"], report.Reference) {
+	if strings.Contains(svgs["costmodel_hbm"], analysis.Reference) {
 		t.Error("costmodel_hbm says it holds the reference's figures")
 	}
 }
@@ -149,7 +149,7 @@ func TestIndexLists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := report.Load(dir)
+	run, err := analysis.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

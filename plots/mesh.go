@@ -12,8 +12,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
 func init() {
@@ -41,13 +42,13 @@ func heatColor(v, lo, hi float64) color.RGBA {
 
 // drawMeshMatrices draws one heat map per route, layout and size: p50
 // GB/s of each source (row) → destination (column) pair.
-func drawMeshMatrices(dir string, run *report.Run, res *Result) error {
-	keys, stats := report.MeshCells(run.Rows("mesh"))
+func drawMeshMatrices(dir string, run *analysis.Run, res *Result) error {
+	keys, stats := analysis.MeshCells(run.Rows("mesh"))
 	type view struct {
 		route, layout string
 		bytes         int64
 	}
-	cells := map[view][]report.MeshCell{}
+	cells := map[view][]analysis.MeshCell{}
 	var views []view
 	n := 0
 	for _, k := range keys {
@@ -59,7 +60,7 @@ func drawMeshMatrices(dir string, run *report.Run, res *Result) error {
 		n = max(n, k.Src+1, k.Dst+1)
 	}
 	for _, v := range views {
-		title := fmt.Sprintf("Mesh: p50 GB/s, source rank → destination rank (%s, %s, %s)", v.route, v.layout, report.FmtBytes(float64(v.bytes)))
+		title := fmt.Sprintf("Mesh: p50 GB/s, source rank → destination rank (%s, %s, %s)", v.route, v.layout, units.FormatBytes(float64(v.bytes)))
 		f, err := meshHeatMap(title, n, cells[v], stats)
 		if err != nil {
 			return err
@@ -74,7 +75,7 @@ func drawMeshMatrices(dir string, run *report.Run, res *Result) error {
 // meshHeatMap draws the cells of one matrix of n ranks: source rank 0 on
 // the top row, each cell coloured by its p50 and labelled with it
 // (grey "err" or "skip" where it has no ok rep).
-func meshHeatMap(title string, n int, cells []report.MeshCell, stats map[report.MeshCell]*report.MeshStat) (*figure, error) {
+func meshHeatMap(title string, n int, cells []analysis.MeshCell, stats map[analysis.MeshCell]*analysis.MeshStat) (*figure, error) {
 	f := newFigure(title, "destination rank (reads)", "source rank (pool)")
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, k := range cells {
@@ -160,9 +161,9 @@ func (f *figure) legendSwatch(c color.Color, name string) {
 
 // drawMeshPairs draws bandwidth against size for intra- and inter-node
 // pairs (each route and layout a series over the samples of its pairs).
-func drawMeshPairs(dir string, run *report.Run, res *Result) error {
+func drawMeshPairs(dir string, run *analysis.Run, res *Result) error {
 	type key struct{ pair, route, layout string }
-	keys, groups := report.GroupBy(run.Rows("mesh"), func(r results.Row) key {
+	keys, groups := analysis.GroupBy(run.Rows("mesh"), func(r results.Row) key {
 		route := "net"
 		if r.Get("path") == "peercopy" {
 			route = "peercopy"

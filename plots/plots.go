@@ -21,25 +21,25 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
 )
 
 // A Result lists what Draw wrote and which suites it found nothing for.
 type Result struct {
-	Files   []string        // paths of the PNG and SVG files, and of the figure index
-	Figures []report.Figure // every figure drawn, as the index lists it
-	Absent  []string        // one line per figure of a suite that ran not drawn, with why
-	NotRun  []string        // the main files of the suites with figures that did not run here
+	Files   []string          // paths of the PNG and SVG files, and of the figure index
+	Figures []analysis.Figure // every figure drawn, as the index lists it
+	Absent  []string          // one line per figure of a suite that ran not drawn, with why
+	NotRun  []string          // the main files of the suites with figures that did not run here
 
-	run   *report.Run   // the run being drawn
+	run   *analysis.Run // the run being drawn
 	suite results.Suite // the suite being drawn
 }
 
 // A Drawer draws a suite's figures from a run into dir, adding what it
 // wrote to res.
-type Drawer func(dir string, run *report.Run, res *Result) error
+type Drawer func(dir string, run *analysis.Run, res *Result) error
 
 var drawers = map[string][]Drawer{}
 
@@ -74,7 +74,7 @@ var ErrDraw = errors.New("drawing plots")
 // when dir holds no kvtier CSV or a file cannot be read, and with an
 // error wrapping ErrDraw when a plot cannot be drawn or written.
 func Draw(dir string) (*Result, error) {
-	run, err := report.Load(dir)
+	run, err := analysis.Load(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -102,10 +102,10 @@ func Draw(dir string) (*Result, error) {
 	if len(res.Figures) == 0 {
 		return res, nil
 	}
-	if err := report.WriteFigures(filepath.Join(dir, report.PlotsDir), res.Figures); err != nil {
+	if err := analysis.WriteFigures(filepath.Join(dir, analysis.PlotsDir), res.Figures); err != nil {
 		return res, fmt.Errorf("plots: %w", err)
 	}
-	res.Files = append(res.Files, filepath.Join(dir, report.PlotsDir, report.FigureIndex))
+	res.Files = append(res.Files, filepath.Join(dir, analysis.PlotsDir, analysis.FigureIndex))
 	return res, nil
 }
 
@@ -124,16 +124,16 @@ func emit(dir, name string, f *figure, res *Result) error {
 		for _, file := range res.suite.Files {
 			rows = append(rows, res.run.Files[file.Name])
 		}
-		kinds = report.KindsOf(rows...)
+		kinds = analysis.KindsOf(rows...)
 	}
 	if f.reference {
-		kinds = append(slices.Clone(kinds), report.Reference)
+		kinds = append(slices.Clone(kinds), analysis.Reference)
 	}
 	title, _, _ := strings.Cut(f.p.Title.Text, "\n")
-	f.p.Title.Text += "\n(" + report.KindNote(kinds) + ")"
+	f.p.Title.Text += "\n(" + analysis.KindNote(kinds) + ")"
 	files, err := f.save(base)
 	res.Files = append(res.Files, files...)
-	fig := report.Figure{Name: name, Suite: res.suite.Name, Title: title, Kinds: kinds}
+	fig := analysis.Figure{Name: name, Suite: res.suite.Name, Title: title, Kinds: kinds}
 	for _, p := range files {
 		fig.Files = append(fig.Files, filepath.Base(p))
 	}
@@ -202,7 +202,7 @@ func collect(label string, rows []results.Row, x func(results.Row) float64, v fu
 	}
 	s := series{label: label}
 	for _, k := range slices.Sorted(maps.Keys(byX)) {
-		d := report.Summarize(byX[k])
+		d := analysis.Summarize(byX[k])
 		s.x = append(s.x, k)
 		s.p10, s.p50, s.p90 = append(s.p10, d.P10), append(s.p50, d.P50), append(s.p90, d.P90)
 	}
@@ -231,14 +231,14 @@ func allX(ss []series) []float64 {
 	return xs
 }
 
-func okSeconds(r results.Row) (float64, bool) { return r.Seconds, report.OK(r) }
-func okGBps(r results.Row) (float64, bool)    { return r.GBps, report.OK(r) && r.GBps > 0 }
+func okSeconds(r results.Row) (float64, bool) { return r.Seconds, analysis.OK(r) }
+func okGBps(r results.Row) (float64, bool)    { return r.GBps, analysis.OK(r) && r.GBps > 0 }
 func prefixX(r results.Row) float64           { return float64(r.PrefixTokens) }
 func bytesX(r results.Row) float64            { return float64(r.Bytes) }
 
-func tokensLabel(v float64) string { return report.FmtTokens(int64(math.Round(v))) }
-func secLabel(v float64) string    { return report.FmtSec(v) }
-func bytesLabel(v float64) string  { return report.FmtBytes(v) }
+func tokensLabel(v float64) string { return units.FormatTokens(int64(math.Round(v))) }
+func secLabel(v float64) string    { return units.FormatSeconds(v) }
+func bytesLabel(v float64) string  { return units.FormatBytes(v) }
 
 // siLabel labels decades with an SI prefix: 100 MB, 1 GB, 10 TFLOP.
 func siLabel(unit string) func(float64) string {
@@ -257,9 +257,9 @@ func siLabel(unit string) func(float64) string {
 
 func plainLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-func drawSweep(dir string, run *report.Run, res *Result) error {
-	keys, groups := report.GroupBy(run.Rows("sweep"), report.SweepKeyOf, report.CompareSweepKeys)
-	ss := seriesOf(keys, groups, report.SweepKey.Label, prefixX, okSeconds)
+func drawSweep(dir string, run *analysis.Run, res *Result) error {
+	keys, groups := analysis.GroupBy(run.Rows("sweep"), analysis.SweepKeyOf, analysis.CompareSweepKeys)
+	ss := seriesOf(keys, groups, analysis.SweepKey.Label, prefixX, okSeconds)
 	f, err := seriesFigure(res, ss, "sweep.csv has no ok rows: tier curve not drawn",
 		"Device tiers: time to bring back an L-token KV prefix", "prefix length L (tokens)", "time per fetch (s)")
 	if err != nil {
@@ -276,8 +276,8 @@ func drawSweep(dir string, run *report.Run, res *Result) error {
 	return drawCostModel(dir, run, res)
 }
 
-func drawCostModel(dir string, run *report.Run, res *Result) error {
-	fits, _ := report.Fits(run.Rows("sweep"))
+func drawCostModel(dir string, run *analysis.Run, res *Result) error {
+	fits, _ := analysis.Fits(run.Rows("sweep"))
 	if len(fits) == 0 {
 		res.Absent = append(res.Absent, "no sweep configuration has two prefix lengths: cost-model plot not drawn")
 		return nil
@@ -289,7 +289,7 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 		}
 	}
 	for _, tier := range tiers {
-		var fs []report.Fit
+		var fs []analysis.Fit
 		var rows []results.Row
 		for _, f := range fits {
 			if f.Key.Tier == tier {
@@ -307,7 +307,7 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 			xl, model, xfmt = "prefill work (FLOPs)", "t = α + flops/rate", siLabel("FLOP")
 		}
 		fig := newFigure(fmt.Sprintf("Tier cost model: %s (%s)", tier, model), xl, "time per fetch (s)")
-		fig.kinds = report.KindsOf(rows)
+		fig.kinds = analysis.KindsOf(rows)
 		for i, f := range fs {
 			if err := addFit(fig, f, i); err != nil {
 				return err
@@ -324,7 +324,7 @@ func drawCostModel(dir string, run *report.Run, res *Result) error {
 
 // addFit draws one fitted configuration on fig: its measured points and
 // the fitted line, with α, the rate and R² in the legend.
-func addFit(fig *figure, f report.Fit, i int) error {
+func addFit(fig *figure, f analysis.Fit, i int) error {
 	pts := make(plotter.XYs, 0, len(f.X))
 	for j := range f.X {
 		if f.X[j] > 0 && f.Y[j] > 0 {
@@ -356,7 +356,7 @@ func addFit(fig *figure, f report.Fit, i int) error {
 	case f.Regressor == "flops":
 		rate = fmt.Sprintf("rate=%.3g TFLOP/s", f.Rate/1e12)
 	}
-	label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Short(), report.FmtSec(f.Alpha), rate, f.R2)
+	label := fmt.Sprintf("%s: α=%s %s R²=%.3f", f.Key.Short(), units.FormatSeconds(f.Alpha), rate, f.R2)
 	thumbs := []plot.Thumbnailer{sc}
 	if len(curve) >= 2 {
 		l, err := fig.curve(curve, i)
@@ -369,15 +369,15 @@ func addFit(fig *figure, f report.Fit, i int) error {
 	return nil
 }
 
-func drawProbe(dir string, run *report.Run, res *Result) error {
+func drawProbe(dir string, run *analysis.Run, res *Result) error {
 	type key struct {
 		tier string
 		sim  bool
 	}
-	keys, groups := report.GroupBy(run.Rows("probe"), func(r results.Row) key {
+	keys, groups := analysis.GroupBy(run.Rows("probe"), func(r results.Row) key {
 		return key{r.Tier, r.Get("simulated") == "true"}
 	}, func(a, b key) int {
-		return cmp.Or(cmp.Compare(slices.Index(probeTiers, a.tier), slices.Index(probeTiers, b.tier)), cmp.Compare(a.tier, b.tier), report.CompareBool(a.sim, b.sim))
+		return cmp.Or(cmp.Compare(slices.Index(probeTiers, a.tier), slices.Index(probeTiers, b.tier)), cmp.Compare(a.tier, b.tier), analysis.CompareBool(a.sim, b.sim))
 	})
 	var ss []series
 	colour := map[string]int{} // tier -> the colour of its first series
@@ -387,7 +387,7 @@ func drawProbe(dir string, run *report.Run, res *Result) error {
 			label = fmt.Sprintf("%s (http, simulated)", tierName(k.tier))
 		}
 		s := collect(label, groups[k], prefixX, func(r results.Row) (float64, bool) {
-			return report.ProbeTTFT(r), report.ProbeCounted(r)
+			return analysis.ProbeTTFT(r), analysis.ProbeCounted(r)
 		})
 		if len(s.x) > 0 {
 			if _, seen := colour[k.tier]; !seen {
@@ -409,11 +409,11 @@ func drawProbe(dir string, run *report.Run, res *Result) error {
 			colour[tier] = i
 		}
 		var pts plotter.XYs
-		for _, ref := range report.ReferenceTTFT {
+		for _, ref := range analysis.ReferenceTTFT {
 			pts = append(pts, plotter.XY{X: float64(ref.L), Y: ref.Tier(tier)})
 			xs = append(xs, float64(ref.L))
 		}
-		if err := f.refLine(pts, i, tierName(tier)+": "+report.Reference); err != nil {
+		if err := f.refLine(pts, i, tierName(tier)+": "+analysis.Reference); err != nil {
 			return err
 		}
 	}
@@ -440,7 +440,7 @@ func tierName(t string) string {
 	return t
 }
 
-func drawMB1(dir string, run *report.Run, res *Result) error {
+func drawMB1(dir string, run *analysis.Run, res *Result) error {
 	type key struct {
 		arm string
 		d   int
@@ -448,7 +448,7 @@ func drawMB1(dir string, run *report.Run, res *Result) error {
 	rows := slices.DeleteFunc(slices.Clone(run.Rows("mb1")), func(r results.Row) bool {
 		return r.Get("arm") != "interfere" && r.Get("arm") != "control"
 	})
-	keys, groups := report.GroupBy(rows, func(r results.Row) key { return key{r.Get("arm"), atoi(r.Get("decode_streams"))} },
+	keys, groups := analysis.GroupBy(rows, func(r results.Row) key { return key{r.Get("arm"), atoi(r.Get("decode_streams"))} },
 		func(a, b key) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(b.arm, a.arm)) })
 	ds := []int{}
 	for _, k := range keys {
@@ -461,7 +461,7 @@ func drawMB1(dir string, run *report.Run, res *Result) error {
 	for _, k := range keys {
 		s := collect(fmt.Sprintf("D=%d %s", k.d, k.arm), groups[k],
 			func(r results.Row) float64 { return float64(atoi(r.Get("prefill_tokens"))) },
-			func(r results.Row) (float64, bool) { return r.Float("penalty"), report.OK(r) })
+			func(r results.Row) (float64, bool) { return r.Float("penalty"), analysis.OK(r) })
 		if len(s.x) == 0 {
 			continue
 		}
@@ -497,7 +497,7 @@ func drawPenalty(dir string, ss []series, idx, ds []int, res *Result) error {
 	xs := allX(ss)
 	refs := map[int]plotter.XYs{}
 	var refDs []int
-	for _, c := range report.ReferenceMB1 {
+	for _, c := range analysis.ReferenceMB1 {
 		if _, seen := refs[c.D]; !seen {
 			refDs = append(refDs, c.D)
 		}
@@ -509,7 +509,7 @@ func drawPenalty(dir string, ss []series, idx, ds []int, res *Result) error {
 		if i < 0 {
 			i = len(ds) + slices.Index(refDs, d)
 		}
-		if err := f.refLine(refs[d], i, fmt.Sprintf("D=%d interfere: %s", d, report.Reference)); err != nil {
+		if err := f.refLine(refs[d], i, fmt.Sprintf("D=%d interfere: %s", d, analysis.Reference)); err != nil {
 			return err
 		}
 	}
@@ -521,7 +521,7 @@ func drawPenalty(dir string, ss []series, idx, ds []int, res *Result) error {
 
 // drawTimelines draws the token arrivals of one cell per D: the largest P
 // of the interference arm, its first rep.
-func drawTimelines(dir string, run *report.Run, res *Result) error {
+func drawTimelines(dir string, run *analysis.Run, res *Result) error {
 	if len(run.Tokens) == 0 {
 		res.Absent = append(res.Absent, "mb1_tokens.csv absent or empty: token timelines not drawn")
 		return nil
@@ -554,7 +554,7 @@ func drawTimelines(dir string, run *report.Run, res *Result) error {
 		if len(pts) == 0 {
 			continue
 		}
-		title := fmt.Sprintf("MB1 token arrivals: D=%d decode streams, prefill P=%s (rep %d)", c.d, report.FmtTokens(int64(c.p)), c.rep)
+		title := fmt.Sprintf("MB1 token arrivals: D=%d decode streams, prefill P=%s (rep %d)", c.d, units.FormatTokens(int64(c.p)), c.rep)
 		f := newFigure(title, "time since the cell started (s)", "decode stream")
 		f.extend(pts)
 		if finite(inject) && finite(done) && done > inject {
@@ -589,21 +589,21 @@ func drawTimelines(dir string, run *report.Run, res *Result) error {
 	return nil
 }
 
-func drawTransfer(dir string, run *report.Run, res *Result) error {
+func drawTransfer(dir string, run *analysis.Run, res *Result) error {
 	type key struct{ path, transport, layout, mem string }
 	rows := run.Rows("transfer")
-	keys, groups := report.GroupBy(rows, func(r results.Row) key { return key{r.Get("path"), r.Transport, r.Layout, memOf(r)} },
+	keys, groups := analysis.GroupBy(rows, func(r results.Row) key { return key{r.Get("path"), r.Transport, r.Layout, memOf(r)} },
 		func(a, b key) int {
 			return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.transport, b.transport), cmp.Compare(a.layout, b.layout), cmp.Compare(a.mem, b.mem))
 		})
 	lines := map[float64]string{}
 	for _, r := range rows {
-		if lg := r.Float("line_gbps"); lg > 0 && report.OK(r) {
+		if lg := r.Float("line_gbps"); lg > 0 && analysis.OK(r) {
 			lines[lg] = r.Get("device")
 		}
 	}
 	ss := seriesOf(keys, groups, func(k key) string {
-		return report.JoinNonEmpty(" / ", k.path, k.transport, k.layout, k.mem)
+		return analysis.JoinNonEmpty(" / ", k.path, k.transport, k.layout, k.mem)
 	}, bytesX, okGBps)
 	f, err := seriesFigure(res, ss, "transfer.csv has no ok rows with a rate: bandwidth plot not drawn",
 		"MB2: KV transfer bandwidth vs size (path / transport / layout / memory)", "transfer size", "bandwidth (GB/s)")
@@ -632,11 +632,11 @@ func drawTransfer(dir string, run *report.Run, res *Result) error {
 // the figure's sizes: the reference gives one rate per path, not one per
 // size.
 func drawTransferReference(f *figure) error {
-	paths := slices.Sorted(maps.Keys(report.ReferenceMB2))
+	paths := slices.Sorted(maps.Keys(analysis.ReferenceMB2))
 	for j, path := range paths {
-		gb := report.ReferenceMB2[path]
+		gb := analysis.ReferenceMB2[path]
 		pts := plotter.XYs{{X: f.xmin, Y: gb}, {X: f.xmax, Y: gb}}
-		name := fmt.Sprintf("%s %s GB/s (mean over sizes): %s", path, units.FormatSig(gb), report.Reference)
+		name := fmt.Sprintf("%s %s GB/s (mean over sizes): %s", path, units.FormatSig(gb), analysis.Reference)
 		if err := f.refLine(pts, len(palette)-1-j, name); err != nil {
 			return err
 		}

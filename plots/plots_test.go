@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/plots"
-	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/report/reporttest"
 )
 
@@ -99,7 +99,7 @@ func TestDrawSweepOnly(t *testing.T) {
 		}
 	}
 	for _, f := range res.Files {
-		if b := filepath.Base(f); !strings.HasPrefix(b, "sweep_") && !strings.HasPrefix(b, "costmodel_") && b != report.FigureIndex {
+		if b := filepath.Base(f); !strings.HasPrefix(b, "sweep_") && !strings.HasPrefix(b, "costmodel_") && b != analysis.FigureIndex {
 			t.Errorf("drew %s without its suite", f)
 		}
 	}
@@ -118,7 +118,7 @@ func TestDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{filepath.Join(dir, "plots", "transfer_bw.png"), filepath.Join(dir, "plots", "transfer_bw.svg"), filepath.Join(dir, "plots", report.FigureIndex)}
+	want := []string{filepath.Join(dir, "plots", "transfer_bw.png"), filepath.Join(dir, "plots", "transfer_bw.svg"), filepath.Join(dir, "plots", analysis.FigureIndex)}
 	if !slices.Equal(files, want) {
 		t.Errorf("Dir = %q, want %q", files, want)
 	}

@@ -12,8 +12,9 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
 func init() {
@@ -24,7 +25,7 @@ func init() {
 // drawTrace draws the LRU hit ratio against capacity per trace and
 // instance count (with the plan's tier boundaries when the directory has
 // a plan) and the working set over time.
-func drawTrace(dir string, run *report.Run, res *Result) error {
+func drawTrace(dir string, run *analysis.Run, res *Result) error {
 	if curve := run.FileWith("trace", "capacity_blocks"); len(curve) > 0 {
 		if err := drawHitCurve(dir, curve, run.Rows("plan"), res); err != nil {
 			return err
@@ -69,7 +70,7 @@ func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
 		}
 	}
 	f := newFigure("LRU prefix hit ratio vs KV capacity"+method, "KV capacity per instance", "prefix hit ratio (% of input tokens)")
-	f.kinds = []string{report.Predicted}
+	f.kinds = []string{analysis.Predicted}
 	for i, k := range keys {
 		l, err := f.curve(pts[k], i)
 		if err != nil {
@@ -113,10 +114,10 @@ func boundaries(plan []results.Row) map[float64]string {
 			if !(b > 0) || math.IsInf(b, 0) {
 				continue
 			}
-			parts = append(parts, t+" "+report.FmtBytes(b))
+			parts = append(parts, t+" "+units.FormatBytes(b))
 			x, label := sum+b, strings.Join(parts, " + ")
 			if inclusive {
-				x, label = b, t+" "+report.FmtBytes(b)
+				x, label = b, t+" "+units.FormatBytes(b)
 			} else {
 				sum += b
 			}
@@ -179,13 +180,13 @@ func drawWorkingSet(dir string, windows []results.Row, res *Result) error {
 		pts[k] = append(pts[k], plotter.XY{X: r.Float("t_s"), Y: r.Float("kv_bytes")})
 	}
 	f := newFigure("Working set: distinct KV referenced in a sliding window", "time since the first request (s)", "KV bytes (whole blocks)")
-	f.kinds = report.KindsOf(windows)
+	f.kinds = analysis.KindsOf(windows)
 	for i, k := range keys {
 		l, err := f.curve(pts[k], i)
 		if err != nil {
 			return err
 		}
-		f.legend = append(f.legend, legendEntry{fmt.Sprintf("%s, %s window (largest in each tenth of it)", k.trace, report.FmtSec(atof(k.window))), []plot.Thumbnailer{l}})
+		f.legend = append(f.legend, legendEntry{fmt.Sprintf("%s, %s window (largest in each tenth of it)", k.trace, units.FormatSeconds(atof(k.window))), []plot.Thumbnailer{l}})
 	}
 	f.linearY(bytesLabel)
 	return emit(dir, "trace_workingset", f, res)
@@ -194,7 +195,7 @@ func drawWorkingSet(dir string, windows []results.Row, res *Result) error {
 // drawPlan draws the predicted TTFT p90 against the HBM capacity, one
 // line per size of the slower tiers; the predicted KV-load p90 where no
 // TTFT could be predicted.
-func drawPlan(dir string, run *report.Run, res *Result) error {
+func drawPlan(dir string, run *analysis.Run, res *Result) error {
 	plan := run.Rows("plan")
 	col, what, note := "ttft_p90_s", "TTFT p90", ""
 	if !slices.ContainsFunc(plan, func(r results.Row) bool { return finite(r.Float(col)) }) {
@@ -246,7 +247,7 @@ func capLabel(s string) string {
 	if s == "inf" || s == "0" || s == "" {
 		return cmp.Or(s, "0")
 	}
-	return report.FmtBytes(atof(s))
+	return units.FormatBytes(atof(s))
 }
 
 func atof(s string) float64 {

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -20,9 +21,9 @@ import (
 type Change struct {
 	Suite  string
 	Config string
-	Metric string // "time" or "penalty"
-	Old    Dist   // N == 0 when the configuration is only in the new run
-	New    Dist
+	Metric string        // "time" or "penalty"
+	Old    analysis.Dist // N == 0 when the configuration is only in the new run
+	New    analysis.Dist
 	P      float64 // p-value; NaN when one side is missing
 	// Delta is the change of the p50 in percent ("+98.2%"), "~" when the
 	// test does not tell the samples apart, "" when a side is missing.
@@ -80,7 +81,7 @@ func compareSpecs() []compareSpec {
 
 // Compare returns the change of every configuration found in either run,
 // suite by suite.
-func Compare(old, new *Run) []Change {
+func Compare(old, new *analysis.Run) []Change {
 	var out []Change
 	for _, sp := range compareSpecs() {
 		ov, nv := samples(sp, old), samples(sp, new)
@@ -115,7 +116,7 @@ type sampleSet struct {
 	order map[string]int
 }
 
-func samples(sp compareSpec, r *Run) sampleSet {
+func samples(sp compareSpec, r *analysis.Run) sampleSet {
 	s := sampleSet{vals: map[string][]float64{}, order: map[string]int{}}
 	for _, x := range r.Rows(sp.suite) {
 		k := sp.key(x)
@@ -136,7 +137,7 @@ func samples(sp compareSpec, r *Run) sampleSet {
 }
 
 func change(sp compareSpec, key string, o, n []float64) Change {
-	c := Change{Suite: sp.suite, Config: key, Metric: sp.file.Metric, Old: Summarize(o), New: Summarize(n), P: math.NaN()}
+	c := Change{Suite: sp.suite, Config: key, Metric: sp.file.Metric, Old: analysis.Summarize(o), New: analysis.Summarize(n), P: math.NaN()}
 	switch {
 	case len(o) == 0:
 		c.Note = "only in new"

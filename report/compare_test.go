@@ -5,14 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/report/reporttest"
 )
 
-func loadSynth(t *testing.T, o reporttest.Options) *report.Run {
+func loadSynth(t *testing.T, o reporttest.Options) *analysis.Run {
 	t.Helper()
-	r, err := report.Load(reporttest.TempDir(t, o))
+	r, err := analysis.Load(reporttest.TempDir(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}

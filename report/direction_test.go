@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -36,8 +37,8 @@ func TestStoreRowsKeptApart(t *testing.T) {
 	if len(keys) != 2 || strings.Contains(labels[0], "store") || !strings.Contains(labels[1], "host store") {
 		t.Fatalf("sweep cells %q: want the load, then the store named as one", labels)
 	}
-	run := &Run{Files: map[string][]results.Row{"sweep.csv": rows}}
-	line, detail := sweepHeadline([]*Run{run})
+	run := &analysis.Run{Files: map[string][]results.Row{"sweep.csv": rows}}
+	line, detail := sweepHeadline([]*analysis.Run{run})
 	if !strings.Contains(detail, "4.00 ms") || strings.Contains(detail, "1.00 ms") {
 		t.Errorf("headline table %q: want the load's 4 ms, not the store's 1 ms", detail)
 	}

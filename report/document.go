@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -22,13 +23,13 @@ type Options struct {
 // after it. The figure index is written per format (index).
 type part struct {
 	md      string
-	figures []Figure
+	figures []analysis.Figure
 	index   bool
 }
 
 // placed is a figure with the section it is shown in.
 type placed struct {
-	Figure
+	analysis.Figure
 	section string
 }
 
@@ -41,14 +42,14 @@ type layout struct {
 
 // Write renders the report of runs as Markdown, as Markdown does with
 // links relative to the current directory.
-func Write(w io.Writer, runs []*Run) { Markdown(w, runs, Options{}) }
+func Write(w io.Writer, runs []*analysis.Run) { Markdown(w, runs, Options{}) }
 
 // Markdown renders the report of runs as Markdown: a title, the headline
 // (each suite's answer in a table or a line, labelled, linking to its
 // section), the environment said once, one section per suite with its
 // figures linked, the predictions, the suites not run and an index of
 // every figure.
-func Markdown(w io.Writer, runs []*Run, o Options) {
+func Markdown(w io.Writer, runs []*analysis.Run, o Options) {
 	l := layOut(runs)
 	for _, p := range l.parts {
 		io.WriteString(w, p.md)
@@ -60,7 +61,7 @@ func Markdown(w io.Writer, runs []*Run, o Options) {
 			fmt.Fprintf(w, "Figures: %s.\n\n", strings.Join(links, " · "))
 		}
 		if p.index {
-			writeIndex(w, l.figures, func(f Figure) string { return o.link(f.File("png")) })
+			writeIndex(w, l.figures, func(f analysis.Figure) string { return o.link(f.File("png")) })
 		}
 	}
 }
@@ -76,7 +77,7 @@ func (o Options) link(path string) string {
 }
 
 // layOut builds the report's parts from runs.
-func layOut(runs []*Run) layout {
+func layOut(runs []*analysis.Run) layout {
 	var l layout
 	var b strings.Builder
 	fmt.Fprintln(&b, "# kvtier report")
@@ -86,7 +87,7 @@ func layOut(runs []*Run) layout {
 		dirs = append(dirs, "`"+r.Dir+"`")
 	}
 	fmt.Fprintf(&b, "Results: %s. Every figure says what it is: %s (on a GPU or a NIC), %s (the CPU standing in for a GPU), %s (kvtier sim standing in for vLLM) or %s (a model's, not a measurement). Times are p50 over the ok samples with the p10–p90 spread; rows that were skipped or failed are counted with their reasons, never as numbers.\n\n",
-		strings.Join(dirs, ", "), Measured, StandIn, Simulated, Predicted)
+		strings.Join(dirs, ", "), analysis.Measured, analysis.StandIn, analysis.Simulated, analysis.Predicted)
 	writeHeadline(&b, runs)
 	writeEnvironment(&b, runs)
 	l.add(&b, nil)
@@ -131,7 +132,7 @@ func (l *layout) add(b *strings.Builder, figs []placed) {
 // suite adds the sections of one suite: each under its heading, with what
 // its figures are, from every run that holds the suite, and the suite's
 // figures after the section they belong to.
-func (l *layout) suite(runs, with []*Run, suite results.Suite) {
+func (l *layout) suite(runs, with []*analysis.Run, suite results.Suite) {
 	secs := sectionsOf(suite)
 	figs := make([][]placed, len(secs))
 	for _, r := range with {
@@ -153,7 +154,7 @@ func (l *layout) suite(runs, with []*Run, suite results.Suite) {
 	for i, sec := range secs {
 		fmt.Fprintf(&b, "## %s\n\n", sec.title)
 		if i == 0 {
-			fmt.Fprintf(&b, "What these figures are: %s.\n\n", KindNote(suiteKinds(runs, suite)))
+			fmt.Fprintf(&b, "What these figures are: %s.\n\n", analysis.KindNote(analysis.SuiteKinds(runs, suite)))
 		}
 		for _, r := range with {
 			if len(with) > 1 {
@@ -169,8 +170,8 @@ func (l *layout) suite(runs, with []*Run, suite results.Suite) {
 // those, the runs of the suite itself (their manifest names it) when
 // there are any: kvtier plan writes the trace's files again beside its
 // own, and they are the trace run's.
-func runsWith(runs []*Run, suite results.Suite) []*Run {
-	var with, own []*Run
+func runsWith(runs []*analysis.Run, suite results.Suite) []*analysis.Run {
+	var with, own []*analysis.Run
 	for _, r := range runs {
 		for _, f := range suite.Files {
 			if len(r.Files[f.Name]) > 0 {
@@ -190,12 +191,12 @@ func runsWith(runs []*Run, suite results.Suite) []*Run {
 
 // writeIndex lists every figure: its title linking to it, the section it
 // is shown in, and what its figures are.
-func writeIndex(w io.Writer, figs []placed, link func(Figure) string) {
+func writeIndex(w io.Writer, figs []placed, link func(analysis.Figure) string) {
 	t := newTable("figure", "section", "what it shows", "file")
 	t.hoist = false
 	for _, f := range figs {
 		t.add(fmt.Sprintf("[%s](%s)", f.Title, link(f.Figure)), fmt.Sprintf("[%s](#%s)", f.section, anchor(f.section)),
-			KindLabel(f.Kinds), "`"+f.Name+"`")
+			analysis.KindLabel(f.Kinds), "`"+f.Name+"`")
 	}
 	t.write(w)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -70,7 +71,7 @@ func facts(m *results.Manifest) []fact {
 // writeEnvironment says once what every run shares (host, devices,
 // libraries, one line per library that did not load), then per run only
 // its suite, command, time span and what differs from that.
-func writeEnvironment(w io.Writer, runs []*Run) {
+func writeEnvironment(w io.Writer, runs []*analysis.Run) {
 	paragraph(w, "## Environment")
 	var all [][]fact
 	for _, r := range runs {
@@ -125,7 +126,7 @@ func sharedFacts(all [][]fact) []fact {
 
 // writeRunTable lists each run: its suite, command, start and duration,
 // and the facts of its environment the others do not share.
-func writeRunTable(w io.Writer, runs []*Run, shared []fact) {
+func writeRunTable(w io.Writer, runs []*analysis.Run, shared []fact) {
 	t := newTable("suite", "command", "started", "took", "differs")
 	t.hoist = false
 	differs := false

@@ -196,18 +196,6 @@ func fmtPct(x float64) string {
 	return fmt.Sprintf("%+.1f %%", x)
 }
 
-// JoinNonEmpty joins the non-empty parts with sep: the label of a group
-// whose key columns may be unrecorded.
-func JoinNonEmpty(sep string, parts ...string) string {
-	var out []string
-	for _, s := range parts {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return strings.Join(out, sep)
-}
-
 // paragraph writes text as a Markdown paragraph: its line, then a blank one.
 func paragraph(w io.Writer, text string) {
 	fmt.Fprintln(w, text)

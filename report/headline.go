@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -20,7 +21,7 @@ type Headline struct {
 	Suite string
 	// Write returns the answer of the runs' rows of the suite; "" and ""
 	// when they hold nothing to say.
-	Write func(runs []*Run) (line, table string)
+	Write func(runs []*analysis.Run) (line, table string)
 }
 
 var headlines = map[string]Headline{}
@@ -43,7 +44,7 @@ func init() {
 
 // writeHeadline writes the headline: every suite the runs hold, in
 // report order, tables as captioned tables and the rest as one list.
-func writeHeadline(w io.Writer, runs []*Run) {
+func writeHeadline(w io.Writer, runs []*analysis.Run) {
 	paragraph(w, "## Headline")
 	inList := false
 	for _, suite := range results.Suites() {
@@ -60,7 +61,7 @@ func writeHeadline(w io.Writer, runs []*Run) {
 		if line == "" && tbl == "" {
 			continue
 		}
-		lead := fmt.Sprintf("**%s** (%s; [details](#%s))", suite.Title, KindLabel(suiteKinds(with, suite)), anchor(sectionsOf(suite)[0].title))
+		lead := fmt.Sprintf("**%s** (%s; [details](#%s))", suite.Title, analysis.KindLabel(analysis.SuiteKinds(with, suite)), anchor(sectionsOf(suite)[0].title))
 		if tbl == "" {
 			fmt.Fprintf(w, "- %s: %s\n", lead, line)
 			inList = true
@@ -78,7 +79,7 @@ func writeHeadline(w io.Writer, runs []*Run) {
 }
 
 // allRows returns the rows of suite's main file across runs.
-func allRows(runs []*Run, suite string) []results.Row {
+func allRows(runs []*analysis.Run, suite string) []results.Row {
 	var rows []results.Row
 	for _, r := range runs {
 		rows = append(rows, r.Rows(suite)...)
@@ -89,7 +90,7 @@ func allRows(runs []*Run, suite string) []results.Row {
 // SummaryLine is the headline of a suite without one of its own, from
 // its declaration: how many configurations its main file holds and the
 // range of their p50s, or how many rows.
-func SummaryLine(runs []*Run, suite results.Suite) string {
+func SummaryLine(runs []*analysis.Run, suite results.Suite) string {
 	f := suite.Main()
 	rows := allRows(runs, suite.Name)
 	counts := statusCounts(rows)
@@ -97,7 +98,7 @@ func SummaryLine(runs []*Run, suite results.Suite) string {
 		return counts
 	}
 	cols := f.MatchColumns()
-	keys, groups := GroupBy(rows, func(x results.Row) string { return strings.Join(cellsOf(x, cols), ", ") }, strings.Compare)
+	keys, groups := analysis.GroupBy(rows, func(x results.Row) string { return strings.Join(cellsOf(x, cols), ", ") }, strings.Compare)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	var loK, hiK string
 	for _, k := range keys {
@@ -107,7 +108,7 @@ func SummaryLine(runs []*Run, suite results.Suite) string {
 				xs = append(xs, v)
 			}
 		}
-		if d := Summarize(xs); d.N > 0 {
+		if d := analysis.Summarize(xs); d.N > 0 {
 			if d.P50 < lo {
 				lo, loK = d.P50, k
 			}
@@ -170,7 +171,7 @@ func pickL(ls []int64, want []int64) []int64 {
 func reasonAt(rows []results.Row) string {
 	for _, r := range rows {
 		if r.Status != results.StatusOK {
-			return fmt.Sprintf("%s: %s", r.Status, reasonOf(r))
+			return fmt.Sprintf("%s: %s", r.Status, analysis.ReasonOf(r))
 		}
 	}
 	return ""

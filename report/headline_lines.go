@@ -8,25 +8,26 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
 // mb1Headline is MB1's penalty at the largest prefill per D, with the
 // control arm's beside it; a real server's rows before the simulator's.
-func mb1Headline(runs []*Run) (string, string) {
+func mb1Headline(runs []*analysis.Run) (string, string) {
 	type cell struct {
 		D, P int
 		arm  string
 	}
 	rows := allRows(runs, "mb1")
-	sim := !slices.ContainsFunc(rows, func(r results.Row) bool { return ok(r) && r.Get("simulated") != "true" })
+	sim := !slices.ContainsFunc(rows, func(r results.Row) bool { return analysis.OK(r) && r.Get("simulated") != "true" })
 	pen := map[cell][]float64{}
 	var ds []int
 	for _, r := range rows {
-		if !ok(r) || (r.Get("simulated") == "true") != sim {
+		if !analysis.OK(r) || (r.Get("simulated") == "true") != sim {
 			continue
 		}
-		c := cell{atoi(r.Get("decode_streams")), atoi(r.Get("prefill_tokens")), r.Get("arm")}
+		c := cell{analysis.Atoi(r.Get("decode_streams")), analysis.Atoi(r.Get("prefill_tokens")), r.Get("arm")}
 		pen[c] = append(pen[c], r.Float("penalty"))
 		if c.arm == "interfere" && !slices.Contains(ds, c.D) {
 			ds = append(ds, c.D)
@@ -37,15 +38,15 @@ func mb1Headline(runs []*Run) (string, string) {
 	for _, d := range ds {
 		p := 0
 		for c, v := range pen {
-			if c.D == d && c.arm == "interfere" && Summarize(v).N > 0 {
+			if c.D == d && c.arm == "interfere" && analysis.Summarize(v).N > 0 {
 				p = max(p, c.P)
 			}
 		}
 		if p == 0 {
 			continue
 		}
-		s := fmt.Sprintf("D=%d, P=%s: %s×", d, commas(int64(p)), sig(Summarize(pen[cell{d, p, "interfere"}]).P50))
-		if c := Summarize(pen[cell{d, p, "control"}]); c.N > 0 {
+		s := fmt.Sprintf("D=%d, P=%s: %s×", d, commas(int64(p)), sig(analysis.Summarize(pen[cell{d, p, "interfere"}]).P50))
+		if c := analysis.Summarize(pen[cell{d, p, "control"}]); c.N > 0 {
 			s += fmt.Sprintf(" (control %s×)", sig(c.P50))
 		}
 		parts = append(parts, s)
@@ -59,7 +60,7 @@ func mb1Headline(runs []*Run) (string, string) {
 // transferHeadline is MB2 at the largest size: per path (intra, inter,
 // loopback, ...) the p50 GB/s of its best layout, the line rate and the
 // reference's intra and inter rates.
-func transferHeadline(runs []*Run) (string, string) {
+func transferHeadline(runs []*analysis.Run) (string, string) {
 	return pathsLine(results.Loads(allRows(runs, "transfer")), func(r results.Row) string { return r.Get("path") }), ""
 }
 
@@ -68,7 +69,7 @@ func transferHeadline(runs []*Run) (string, string) {
 func pathsLine(rows []results.Row, path func(results.Row) string) string {
 	var size int64
 	for _, r := range rows {
-		if ok(r) && r.GBps > 0 {
+		if analysis.OK(r) && r.GBps > 0 {
 			size = max(size, r.Bytes)
 		}
 	}
@@ -76,7 +77,7 @@ func pathsLine(rows []results.Row, path func(results.Row) string) string {
 		return "no ok row with a rate; " + statusCounts(rows)
 	}
 	type key struct{ path, layout string }
-	keys, groups := GroupBy(rows, func(r results.Row) key { return key{path(r), r.Layout} },
+	keys, groups := analysis.GroupBy(rows, func(r results.Row) key { return key{path(r), r.Layout} },
 		func(a, b key) int { return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.layout, b.layout)) })
 	best := map[string]key{}
 	rate := map[key]float64{}
@@ -88,7 +89,7 @@ func pathsLine(rows []results.Row, path func(results.Row) string) string {
 				at = append(at, r)
 			}
 		}
-		g := Summarize(column(at, gbps))
+		g := analysis.Summarize(analysis.Column(at, analysis.GBps))
 		if g.N == 0 {
 			continue
 		}
@@ -106,19 +107,19 @@ func pathsLine(rows []results.Row, path func(results.Row) string) string {
 		parts = append(parts, fmt.Sprintf("%s %s GB/s (%s)", orDash(p), sig(rate[k]), orDash(k.layout)))
 	}
 	s := fmt.Sprintf("p50 GB/s at %s, each path's best layout: %s", fmtBytes(float64(size)), strings.Join(parts, ", "))
-	if line := Summarize(column(rows, func(r results.Row) float64 { return r.Float("line_gbps") })); line.N > 0 {
+	if line := analysis.Summarize(analysis.Column(rows, func(r results.Row) float64 { return r.Float("line_gbps") })); line.N > 0 {
 		s += fmt.Sprintf("; line rate %s GB/s", sig(line.P50))
 	}
 	if !slices.Contains(paths, "intra") && !slices.Contains(paths, "inter") {
 		s += "; no intra- or inter-node peer in these results"
 	}
-	return s + fmt.Sprintf(". %s: intra %s, inter %s GB/s.", Reference, sig(ReferenceMB2["intra"]), sig(ReferenceMB2["inter"]))
+	return s + fmt.Sprintf(". %s: intra %s, inter %s GB/s.", analysis.Reference, sig(analysis.ReferenceMB2["intra"]), sig(analysis.ReferenceMB2["inter"]))
 }
 
 // meshHeadline is the mesh's intra- against inter-node pairs at the
 // largest size: the median over the pairs of each pair's p50 GB/s.
-func meshHeadline(runs []*Run) (string, string) {
-	keys, stats := MeshCells(allRows(runs, "mesh"))
+func meshHeadline(runs []*analysis.Run) (string, string) {
+	keys, stats := analysis.MeshCells(allRows(runs, "mesh"))
 	var size int64
 	for _, k := range keys {
 		if k.Route == "net" && stats[k].N > 0 {
@@ -145,14 +146,14 @@ func meshHeadline(runs []*Run) (string, string) {
 	}
 	var parts []string
 	for _, p := range pairs {
-		parts = append(parts, fmt.Sprintf("%s %s GB/s (median of %d pairs' p50)", orDash(p), sig(Summarize(vals[p]).P50), len(vals[p])))
+		parts = append(parts, fmt.Sprintf("%s %s GB/s (median of %d pairs' p50)", orDash(p), sig(analysis.Summarize(vals[p]).P50), len(vals[p])))
 	}
 	return fmt.Sprintf("at %s (%s): %s. %s: intra %s, inter %s GB/s.", fmtBytes(float64(size)), strings.Join(layouts, ", "),
-		strings.Join(parts, ", "), Reference, sig(ReferenceMB2["intra"]), sig(ReferenceMB2["inter"])), ""
+		strings.Join(parts, ", "), analysis.Reference, sig(analysis.ReferenceMB2["intra"]), sig(analysis.ReferenceMB2["inter"])), ""
 }
 
 // traceHeadline is each trace's APC ceiling and LRU knee.
-func traceHeadline(runs []*Run) (string, string) {
+func traceHeadline(runs []*analysis.Run) (string, string) {
 	var parts []string
 	for _, f := range byTrace(allRows(runs, "trace")) {
 		s := fmt.Sprintf("`%s`: APC ceiling %s", f.name, orDash(fmtShare(f.value("apc_ceiling_any", ""))))
@@ -174,7 +175,7 @@ func traceHeadline(runs []*Run) (string, string) {
 // configurations, the smallest (total bytes over the tiers) whose
 // predicted TTFT p90 is within 10 % of the best; where no TTFT could be
 // predicted, the smallest within one point of the best prefix hit.
-func planHeadline(runs []*Run) (string, string) {
+func planHeadline(runs []*analysis.Run) (string, string) {
 	rows := allRows(runs, "plan")
 	if len(rows) == 0 {
 		return "", ""
@@ -247,7 +248,7 @@ func planCapacity(r results.Row) float64 {
 // kneeHeadline is the capacity knee: where the realized APC reaches 95 %
 // of its largest, the TTFT p90 there and how far it fell, the working
 // set beside it.
-func kneeHeadline(runs []*Run) (string, string) {
+func kneeHeadline(runs []*analysis.Run) (string, string) {
 	var rows []results.Row
 	for _, r := range runs {
 		rows = append(rows, runRows(r, "knee")...)
@@ -263,19 +264,19 @@ func kneeHeadline(runs []*Run) (string, string) {
 	s := fmt.Sprintf("the realized APC reaches 95 %% of its largest (%s) at %s GB of GPU KV, TTFT p90 %s there, %s× below the smallest capacity's",
 		fmtShare(k.Rows[len(k.Rows)-1].Float("apc")), orDash(fmtGB(kr.Float("capacity_bytes"))), fmtSec(kr.Float("ttft_p90_s")), sig(k.TTFTFall))
 	if ws := kr.Float("working_set_bytes"); !math.IsNaN(ws) {
-		s += fmt.Sprintf("; working set %s GB (%s)", fmtGB(ws), Predicted)
+		s += fmt.Sprintf("; working set %s GB (%s)", fmtGB(ws), analysis.Predicted)
 	}
 	return s + ".", ""
 }
 
 // replayHeadline is each replay's realized APC against the LRU model's
 // and its TTFT percentiles.
-func replayHeadline(runs []*Run) (string, string) {
+func replayHeadline(runs []*analysis.Run) (string, string) {
 	var parts []string
 	for _, r := range runs {
 		for _, x := range runRows(r, "replay") {
 			parts = append(parts, fmt.Sprintf("`%s`: realized APC %s (%s: %s), TTFT p50 %s, p90 %s", x.Get("trace"),
-				orDash(fmtShare(x.Float("apc"))), Predicted, orDash(fmtShare(x.Float("predicted_apc"))),
+				orDash(fmtShare(x.Float("apc"))), analysis.Predicted, orDash(fmtShare(x.Float("predicted_apc"))),
 				orDash(fmtSec(x.Float("ttft_p50_s"))), orDash(fmtSec(x.Float("ttft_p90_s")))))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -25,8 +26,8 @@ func storeLine(rows []results.Row, ls []int64) string {
 	lkeys, lcells := sweepCells(results.Loads(rows))
 	skeys, scells := sweepCells(stores)
 	sbest := bestConfigs(skeys, scells)
-	p50 := func(cells map[sweepCell][]results.Row, k SweepKey, L int64) string {
-		d := Summarize(column(cells[sweepCell{k, L}], seconds))
+	p50 := func(cells map[sweepCell][]results.Row, k analysis.SweepKey, L int64) string {
+		d := analysis.Summarize(analysis.Column(cells[sweepCell{k, L}], analysis.Seconds))
 		if d.N == 0 {
 			return Dash
 		}
@@ -37,7 +38,7 @@ func storeLine(rows []results.Row, ls []int64) string {
 		if lk.Tier == "recompute" {
 			continue // nothing to store
 		}
-		i := slices.IndexFunc(sbest, func(k SweepKey) bool { return k.Tier == lk.Tier })
+		i := slices.IndexFunc(sbest, func(k analysis.SweepKey) bool { return k.Tier == lk.Tier })
 		if i < 0 {
 			unmeasured = append(unmeasured, lk.Tier)
 			continue

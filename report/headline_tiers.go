@@ -8,14 +8,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
 // sweepCells groups sweep rows by configuration and prefix length.
 func sweepCells(rows []results.Row) ([]sweepCell, map[sweepCell][]results.Row) {
-	return GroupBy(rows, func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
+	return analysis.GroupBy(rows, func(x results.Row) sweepCell { return sweepCell{analysis.SweepKeyOf(x), x.PrefixTokens} },
 		func(a, b sweepCell) int {
-			return cmp.Or(compareSweepKey(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
+			return cmp.Or(analysis.CompareSweepKeys(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
 		})
 }
 
@@ -23,8 +24,8 @@ func sweepCells(rows []results.Row) ([]sweepCell, map[sweepCell][]results.Row) {
 // headline shows: of the tier's GPU configurations (the host stand-in's
 // when it has none) the fastest, by p50 time at the longest prefix they
 // all measured.
-func bestConfigs(keys []sweepCell, cells map[sweepCell][]results.Row) []SweepKey {
-	byTier := map[string][]SweepKey{}
+func bestConfigs(keys []sweepCell, cells map[sweepCell][]results.Row) []analysis.SweepKey {
+	byTier := map[string][]analysis.SweepKey{}
 	var tiers []string
 	var ls []int64
 	for _, c := range keys {
@@ -36,14 +37,16 @@ func bestConfigs(keys []sweepCell, cells map[sweepCell][]results.Row) []SweepKey
 		}
 		ls = append(ls, c.L)
 	}
-	slices.SortFunc(tiers, func(a, b string) int { return cmp.Or(cmp.Compare(tierOrder(a), tierOrder(b)), cmp.Compare(a, b)) })
+	slices.SortFunc(tiers, func(a, b string) int {
+		return cmp.Or(cmp.Compare(analysis.TierOrder(a), analysis.TierOrder(b)), cmp.Compare(a, b))
+	})
 	slices.Sort(ls)
 	ls = slices.Compact(ls)
 	slices.Reverse(ls)
-	var best []SweepKey
+	var best []analysis.SweepKey
 	for _, tier := range tiers {
 		cands := byTier[tier]
-		if gpu := slices.DeleteFunc(slices.Clone(cands), func(k SweepKey) bool { return IsStandIn(k.Backend) }); len(gpu) > 0 {
+		if gpu := slices.DeleteFunc(slices.Clone(cands), func(k analysis.SweepKey) bool { return analysis.IsStandIn(k.Backend) }); len(gpu) > 0 {
 			cands = gpu
 		}
 		best = append(best, fastest(cands, cells, ls))
@@ -53,8 +56,10 @@ func bestConfigs(keys []sweepCell, cells map[sweepCell][]results.Row) []SweepKey
 
 // fastest returns the candidate with the lowest p50 time at the longest
 // prefix all of them measured, else at the longest any measured.
-func fastest(cands []SweepKey, cells map[sweepCell][]results.Row, ls []int64) SweepKey {
-	p50 := func(k SweepKey, L int64) float64 { return Summarize(column(cells[sweepCell{k, L}], seconds)).P50 }
+func fastest(cands []analysis.SweepKey, cells map[sweepCell][]results.Row, ls []int64) analysis.SweepKey {
+	p50 := func(k analysis.SweepKey, L int64) float64 {
+		return analysis.Summarize(analysis.Column(cells[sweepCell{k, L}], analysis.Seconds)).P50
+	}
 	for _, all := range []bool{true, false} {
 		for _, L := range ls {
 			best, bestT, n := cands[0], math.Inf(1), 0
@@ -74,17 +79,17 @@ func fastest(cands []SweepKey, cells map[sweepCell][]results.Row, ls []int64) Sw
 	return cands[0]
 }
 
-// how says what a configuration does in a few words: layout/copy over
+// howOf says what a configuration does in a few words: layout/copy over
 // transport and path.
-func (k SweepKey) how() string {
-	return JoinNonEmpty(" over ", JoinNonEmpty("/", k.Layout, k.Copy, k.Dtype), JoinNonEmpty(" ", k.Transport, k.path()))
+func howOf(k analysis.SweepKey) string {
+	return analysis.JoinNonEmpty(" over ", analysis.JoinNonEmpty("/", k.Layout, k.Copy, k.Dtype), analysis.JoinNonEmpty(" ", k.Transport, k.Route()))
 }
 
 // sweepHeadline is the tier table: per prefix length of the reference,
 // the p50 time and rate of each tier on its fastest configuration,
 // recompute beside, and each fetch tier's break-even prefix against
 // recompute.
-func sweepHeadline(runs []*Run) (string, string) {
+func sweepHeadline(runs []*analysis.Run) (string, string) {
 	rows := results.Loads(allRows(runs, "sweep")) // the headline is of loads
 	keys, cells := sweepCells(rows)
 	if len(keys) == 0 {
@@ -96,19 +101,19 @@ func sweepHeadline(runs []*Run) (string, string) {
 		ls = append(ls, c.L)
 	}
 	ls = pickL(ls, headlineL)
-	mixed := slices.ContainsFunc(best, func(k SweepKey) bool { return IsStandIn(k.Backend) }) &&
-		slices.ContainsFunc(best, func(k SweepKey) bool { return !IsStandIn(k.Backend) })
+	mixed := slices.ContainsFunc(best, func(k analysis.SweepKey) bool { return analysis.IsStandIn(k.Backend) }) &&
+		slices.ContainsFunc(best, func(k analysis.SweepKey) bool { return !analysis.IsStandIn(k.Backend) })
 	header := []string{"L"}
 	var hows []string
 	for _, k := range best {
 		name := k.Tier
-		if mixed && IsStandIn(k.Backend) {
-			name += " (" + StandIn + ")"
+		if mixed && analysis.IsStandIn(k.Backend) {
+			name += " (" + analysis.StandIn + ")"
 		}
 		header = append(header, name)
 		how := "not measured"
-		if slices.ContainsFunc(keys, func(c sweepCell) bool { return c.SweepKey == k && len(column(cells[c], seconds)) > 0 }) {
-			how = k.how()
+		if slices.ContainsFunc(keys, func(c sweepCell) bool { return c.SweepKey == k && len(analysis.Column(cells[c], analysis.Seconds)) > 0 }) {
+			how = howOf(k)
 		}
 		hows = append(hows, k.Tier+": "+how)
 	}
@@ -118,10 +123,10 @@ func sweepHeadline(runs []*Run) (string, string) {
 	for i, L := range ls {
 		grid[i] = []string{fmtTokens(L)}
 	}
-	fits, _ := Fits(rows)
+	fits, _ := analysis.Fits(rows)
 	for _, k := range best {
-		var fit *Fit
-		if i := slices.IndexFunc(fits, func(f Fit) bool { return f.Key == k }); i >= 0 {
+		var fit *analysis.Fit
+		if i := slices.IndexFunc(fits, func(f analysis.Fit) bool { return f.Key == k }); i >= 0 {
 			fit = &fits[i]
 		}
 		tierColumn(t, grid, k, ls, cells, fit)
@@ -132,7 +137,7 @@ func sweepHeadline(runs []*Run) (string, string) {
 	t.add(append([]string{"break-even"}, breakEvenCells(t, rows, best)...)...)
 	line := fmt.Sprintf("p50 time · GB/s (recompute: TFLOP/s) on each tier's fastest configuration (%s); break-even: the prefix from which a fetch is cheaper than recomputing it.",
 		strings.Join(hows, "; "))
-	line = JoinNonEmpty(" ", line, storeLine(allRows(runs, "sweep"), ls))
+	line = analysis.JoinNonEmpty(" ", line, storeLine(allRows(runs, "sweep"), ls))
 	return line, t.String()
 }
 
@@ -140,7 +145,7 @@ func sweepHeadline(runs []*Run) (string, string) {
 // where it was not measured, the tier's fitted cost model's (in italics,
 // noted as predicted), or a dash; one note for the column says why, per
 // L where the reasons differ.
-func tierColumn(t *table, grid [][]string, k SweepKey, ls []int64, cells map[sweepCell][]results.Row, fit *Fit) {
+func tierColumn(t *table, grid [][]string, k analysis.SweepKey, ls []int64, cells map[sweepCell][]results.Row, fit *analysis.Fit) {
 	var why, at []string
 	for i, L := range ls {
 		rows := cells[sweepCell{k, L}]
@@ -185,7 +190,7 @@ func tierColumn(t *table, grid [][]string, k SweepKey, ls []int64, cells map[swe
 
 // predictedCell renders a fitted model's time and rate at L in italics,
 // "" where the model gives no positive time.
-func predictedCell(f Fit, L int64) string {
+func predictedCell(f analysis.Fit, L int64) string {
 	sec := f.TimeAt(L)
 	if !(sec > 0) {
 		return ""
@@ -198,14 +203,14 @@ func predictedCell(f Fit, L int64) string {
 }
 
 // tierCell renders one tier at one L: time · rate, "" when unmeasured.
-func tierCell(k SweepKey, rows []results.Row) string {
-	d := Summarize(column(rows, seconds))
+func tierCell(k analysis.SweepKey, rows []results.Row) string {
+	d := analysis.Summarize(analysis.Column(rows, analysis.Seconds))
 	if d.N == 0 {
 		return ""
 	}
-	rate := Summarize(column(rows, gbps)).P50
+	rate := analysis.Summarize(analysis.Column(rows, analysis.GBps)).P50
 	if k.Tier == "recompute" {
-		rate = Summarize(column(rows, func(x results.Row) float64 { return x.Float("tflops") })).P50
+		rate = analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("tflops") })).P50
 	}
 	if math.IsNaN(rate) {
 		return fmtSec(d.P50)
@@ -215,16 +220,16 @@ func tierCell(k SweepKey, rows []results.Row) string {
 
 // breakEvenCells returns the break-even prefix of each configuration
 // against the recompute one, or why there is none.
-func breakEvenCells(t *table, rows []results.Row, best []SweepKey) []string {
-	fits, _ := Fits(rows)
-	fitOf := func(k SweepKey) (Fit, bool) {
-		i := slices.IndexFunc(fits, func(f Fit) bool { return f.Key == k })
+func breakEvenCells(t *table, rows []results.Row, best []analysis.SweepKey) []string {
+	fits, _ := analysis.Fits(rows)
+	fitOf := func(k analysis.SweepKey) (analysis.Fit, bool) {
+		i := slices.IndexFunc(fits, func(f analysis.Fit) bool { return f.Key == k })
 		if i < 0 {
-			return Fit{}, false
+			return analysis.Fit{}, false
 		}
 		return fits[i], true
 	}
-	ri := slices.IndexFunc(best, func(k SweepKey) bool { return k.Tier == "recompute" })
+	ri := slices.IndexFunc(best, func(k analysis.SweepKey) bool { return k.Tier == "recompute" })
 	var out []string
 	for _, k := range best {
 		switch {
@@ -245,18 +250,18 @@ func breakEvenCells(t *table, rows []results.Row, best []SweepKey) []string {
 		case rc.Key.Backend != fe.Key.Backend:
 			out = append(out, t.dash("recompute was measured on another backend"))
 		default:
-			out = append(out, breakEvenShort(breakEven(rc, fe)))
+			out = append(out, breakEvenShort(analysis.BreakEvenOf(rc, fe)))
 		}
 	}
 	return out
 }
 
 // breakEvenShort says a break-even in a few words.
-func breakEvenShort(b BreakEven) string {
+func breakEvenShort(b analysis.BreakEven) string {
 	switch b.Kind {
-	case Crossover:
+	case analysis.Crossover:
 		return commas(b.L) + " tokens"
-	case RecomputeWins:
+	case analysis.RecomputeWins:
 		return "none up to " + fmtTokens(b.MaxL) + ": recompute cheaper"
 	}
 	return "none from " + fmtTokens(b.MinL) + ": fetch cheaper"
@@ -266,7 +271,7 @@ func breakEvenShort(b BreakEven) string {
 // longest prefixes probed (the reference's where measured), with the
 // ratios of neighbouring tiers; a real server's rows before the
 // simulator's.
-func probeHeadline(runs []*Run) (string, string) {
+func probeHeadline(runs []*analysis.Run) (string, string) {
 	cells, groups := probeDists(allRows(runs, "probe"))
 	if len(cells) == 0 {
 		return "", ""

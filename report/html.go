@@ -14,6 +14,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/internal/regfile"
 )
 
@@ -26,7 +27,7 @@ const maxSVGBytes = 8 << 20
 // section, tables that sort on a click on their heading (a few lines of
 // plain script), and no resource loaded from anywhere, so that it opens
 // from a file:// URL.
-func HTML(w io.Writer, runs []*Run, o Options) error {
+func HTML(w io.Writer, runs []*analysis.Run, o Options) error {
 	l := layOut(runs)
 	md := goldmark.New(goldmark.WithExtensions(extension.Table), goldmark.WithParserOptions(parser.WithAutoHeadingID()))
 	ids := &headingIDs{seen: map[string]int{}}
@@ -36,7 +37,7 @@ func HTML(w io.Writer, runs []*Run, o Options) error {
 		src := p.md
 		if p.index {
 			var ib strings.Builder
-			writeIndex(&ib, l.figures, func(f Figure) string { return "#" + figureID(f) })
+			writeIndex(&ib, l.figures, func(f analysis.Figure) string { return "#" + figureID(f) })
 			src += ib.String()
 		}
 		ctx := parser.NewContext(parser.WithIDs(ids))
@@ -54,13 +55,13 @@ func HTML(w io.Writer, runs []*Run, o Options) error {
 
 // figureID is the id of a figure's element in REPORT.html: the name of
 // its results directory and its own, "fig-sweep-sweep_tiers".
-func figureID(f Figure) string {
+func figureID(f analysis.Figure) string {
 	return "fig-" + anchor(filepath.Base(filepath.Dir(f.Dir))+" "+f.Name)
 }
 
 // writeFigureHTML writes a figure: its SVG inline, its title and what it
 // shows as the caption. A figure whose SVG cannot be read says so.
-func writeFigureHTML(w *bytes.Buffer, f Figure, o Options) {
+func writeFigureHTML(w *bytes.Buffer, f analysis.Figure, o Options) {
 	fmt.Fprintf(w, "<figure id=\"%s\">\n", figureID(f))
 	svg, err := readSVG(f.File("svg"))
 	if err != nil {
@@ -69,7 +70,7 @@ func writeFigureHTML(w *bytes.Buffer, f Figure, o Options) {
 		w.Write(svg)
 	}
 	fmt.Fprintf(w, "\n<figcaption>%s <span class=\"kind\">(%s)</span> · <a href=\"%s\">PNG</a></figcaption>\n</figure>\n",
-		html.EscapeString(f.Title), html.EscapeString(KindLabel(f.Kinds)), html.EscapeString(o.link(f.File("png"))))
+		html.EscapeString(f.Title), html.EscapeString(analysis.KindLabel(f.Kinds)), html.EscapeString(o.link(f.File("png"))))
 }
 
 // readSVG returns the <svg> element of an SVG file, without the XML
@@ -80,7 +81,7 @@ func readSVG(path string) ([]byte, error) {
 	}
 	b, err := regfile.Read(path, maxSVGBytes)
 	if err != nil {
-		return nil, unwrapPath(err)
+		return nil, analysis.UnwrapPath(err)
 	}
 	i := bytes.Index(b, []byte("<svg"))
 	if i < 0 {

@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/report"
 )
 
 // htmlPage renders the drawn tree's report as HTML into
 // root/REPORT.html, once for the tests that read it.
-func htmlPage(t *testing.T) (string, []*report.Run, string) {
+func htmlPage(t *testing.T) (string, []*analysis.Run, string) {
 	t.Helper()
 	root, runs := benchTree(t, true)
 	p := page()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
@@ -20,7 +21,7 @@ import (
 // directory per suite, each with its manifest), draws its plots when
 // asked, and loads it. The drawn tree is drawn once for the tests that
 // read it (drawing is the slow part under -race) and left alone by them.
-func benchTree(t *testing.T, draw bool) (string, []*report.Run) {
+func benchTree(t *testing.T, draw bool) (string, []*analysis.Run) {
 	t.Helper()
 	if draw {
 		d := drawn()
@@ -38,7 +39,7 @@ func benchTree(t *testing.T, draw bool) (string, []*report.Run) {
 
 type tree struct {
 	root string
-	runs []*report.Run
+	runs []*analysis.Run
 	err  error
 }
 
@@ -63,19 +64,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func writeTree(root string, draw bool) (string, []*report.Run, error) {
+func writeTree(root string, draw bool) (string, []*analysis.Run, error) {
 	dirs, err := reporttest.WriteTree(root, reporttest.Options{Seed: 7, Reps: 3, Disk: true})
 	if err != nil {
 		return root, nil, err
 	}
-	var runs []*report.Run
+	var runs []*analysis.Run
 	for _, d := range dirs {
 		if draw {
 			if _, err := plots.Draw(d); err != nil {
 				return root, nil, err
 			}
 		}
-		r, err := report.Load(d)
+		r, err := analysis.Load(d)
 		if err != nil {
 			return root, nil, err
 		}
@@ -84,7 +85,7 @@ func writeTree(root string, draw bool) (string, []*report.Run, error) {
 	return root, runs, nil
 }
 
-func markdown(runs []*report.Run, base string) string {
+func markdown(runs []*analysis.Run, base string) string {
 	var b bytes.Buffer
 	report.Markdown(&b, runs, report.Options{Base: base})
 	return b.String()
@@ -189,7 +190,7 @@ func TestDetailTablesCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, tree := benchTree(t, false)
-	for name, runs := range map[string][]*report.Run{"bench tree": tree, "stand-in sweep": {load(t, standIn)}} {
+	for name, runs := range map[string][]*analysis.Run{"bench tree": tree, "stand-in sweep": {load(t, standIn)}} {
 		md := markdown(runs, "")
 		checkSections(t, name, md)
 		if name == "stand-in sweep" {
@@ -200,9 +201,9 @@ func TestDetailTablesCompact(t *testing.T) {
 	}
 }
 
-func load(t *testing.T, dir string) *report.Run {
+func load(t *testing.T, dir string) *analysis.Run {
 	t.Helper()
-	r, err := report.Load(dir)
+	r, err := analysis.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

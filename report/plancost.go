@@ -35,10 +35,10 @@ var planTiers = []struct{ plan, sweep, probe string }{
 type PlanTierCost struct {
 	Tier     string // hbm, dram, disk, remote, recompute
 	Measured bool
-	Source   string // SourceGPU, SourceStandIn, SourceSim, SourceHTTPReal
-	Config   string // the configuration measured
-	Model    string // the formula the cost follows
-	Fit      *Fit   // device sweep: the fitted cost
+	Source   string        // SourceGPU, SourceStandIn, SourceSim, SourceHTTPReal
+	Config   string        // the configuration measured
+	Model    string        // the formula the cost follows
+	Fit      *analysis.Fit // device sweep: the fitted cost
 	// Points are the probe's TTFT p50 per prefix length, by length, and
 	// Growth the cost fitted to them.
 	Points [][2]float64
@@ -78,13 +78,13 @@ type PlanCosts struct {
 	Model string         // the model the costs were measured for ("" unknown)
 	// Stores are the fitted store costs of the tiers whose store the
 	// sweep measured (rows with direction=store), by plan tier.
-	Stores map[string]*Fit
+	Stores map[string]*analysis.Fit
 	probe  bool
 }
 
 // LoadPlanCosts returns the plan costs of a results directory: its sweep
 // when it has one with measured rows, else its probe.
-func LoadPlanCosts(run *Run) (*PlanCosts, error) {
+func LoadPlanCosts(run *analysis.Run) (*PlanCosts, error) {
 	c := &PlanCosts{Dir: run.Dir}
 	switch {
 	case anyOK(run.Rows("sweep")):
@@ -99,18 +99,18 @@ func LoadPlanCosts(run *Run) (*PlanCosts, error) {
 	return c, nil
 }
 
-func anyOK(rows []results.Row) bool { return slices.ContainsFunc(rows, ok) }
+func anyOK(rows []results.Row) bool { return slices.ContainsFunc(rows, analysis.OK) }
 
 // fromSweep picks, per tier, the fit of the configuration closest to a
 // serving engine: a GPU backend before the stand-in, the layer-wise
 // layout, batched copies before per-chunk ones, contiguous last (an upper
 // bound, not a real layout).
 func (c *PlanCosts) fromSweep(rows []results.Row) {
-	fits, failed := Fits(rows)
+	fits, failed := analysis.Fits(rows)
 	c.Model = modelOf(rows)
 	for _, t := range planTiers {
 		pc := PlanTierCost{Tier: t.plan}
-		var cands []Fit
+		var cands []analysis.Fit
 		for _, f := range fits {
 			if f.Key.Tier == t.sweep {
 				cands = append(cands, f)
@@ -121,11 +121,11 @@ func (c *PlanCosts) fromSweep(rows []results.Row) {
 			c.Tiers = append(c.Tiers, pc)
 			continue
 		}
-		slices.SortStableFunc(cands, func(a, b Fit) int { return compareForPlan(a.Key, b.Key) })
+		slices.SortStableFunc(cands, func(a, b analysis.Fit) int { return compareForPlan(a.Key, b.Key) })
 		f := cands[0]
 		pc.Measured, pc.Fit, pc.Config = true, &f, f.Key.Label()
 		pc.Source = SourceGPU
-		if IsStandIn(f.Key.Backend) {
+		if analysis.IsStandIn(f.Key.Backend) {
 			pc.Source = SourceStandIn
 		}
 		pc.Model = "α + bytes/rate"
@@ -136,15 +136,15 @@ func (c *PlanCosts) fromSweep(rows []results.Row) {
 	}
 }
 
-func compareForPlan(a, b SweepKey) int {
+func compareForPlan(a, b analysis.SweepKey) int {
 	rank := func(s string, order ...string) int {
 		if i := slices.Index(order, s); i >= 0 {
 			return i
 		}
 		return len(order)
 	}
-	stand := func(k SweepKey) int {
-		if IsStandIn(k.Backend) {
+	stand := func(k analysis.SweepKey) int {
+		if analysis.IsStandIn(k.Backend) {
 			return 1
 		}
 		return 0
@@ -152,7 +152,7 @@ func compareForPlan(a, b SweepKey) int {
 	// The disk tier: reads through the page cache measure DRAM, so they
 	// come last; of its I/O modes, what an engine would use first
 	// (cuFile where it reaches GPU memory, then io_uring, then pread).
-	cached := func(k SweepKey) int {
+	cached := func(k analysis.SweepKey) int {
 		if strings.HasPrefix(k.Path, "pagecache") {
 			return 1
 		}
@@ -164,7 +164,7 @@ func compareForPlan(a, b SweepKey) int {
 		cmp.Compare(rank(a.Layout, "layerwise", "blockwise", ""), rank(b.Layout, "layerwise", "blockwise", "")),
 		cmp.Compare(rank(a.Copy, "batch", "percopy", ""), rank(b.Copy, "batch", "percopy", "")),
 		cmp.Compare(rank(a.Transport, "cufile", "uring"), rank(b.Transport, "cufile", "uring")),
-		compareSweepKey(a, b),
+		analysis.CompareSweepKeys(a, b),
 	)
 }
 
@@ -197,7 +197,7 @@ func missingReason(rows []results.Row, failed []string, tier string) string {
 
 func modelOf(rows []results.Row) string {
 	for _, r := range rows {
-		if ok(r) && r.Model != "" {
+		if analysis.OK(r) && r.Model != "" {
 			return r.Model
 		}
 	}
@@ -213,8 +213,8 @@ func (c *PlanCosts) fromProbe(rows []results.Row) {
 		byL := map[float64][]float64{}
 		sim := false
 		for _, r := range rows {
-			if t.probe != "" && r.Tier == t.probe && probeCounted(r) {
-				byL[float64(r.PrefixTokens)] = append(byL[float64(r.PrefixTokens)], probeTTFT(r))
+			if t.probe != "" && r.Tier == t.probe && analysis.ProbeCounted(r) {
+				byL[float64(r.PrefixTokens)] = append(byL[float64(r.PrefixTokens)], analysis.ProbeTTFT(r))
 				sim = sim || r.Get("simulated") == "true"
 			}
 		}
@@ -224,7 +224,7 @@ func (c *PlanCosts) fromProbe(rows []results.Row) {
 			continue
 		}
 		for L, ys := range byL {
-			pc.Points = append(pc.Points, [2]float64{L, Summarize(ys).P50})
+			pc.Points = append(pc.Points, [2]float64{L, analysis.Summarize(ys).P50})
 		}
 		sort.Slice(pc.Points, func(i, j int) bool { return pc.Points[i][0] < pc.Points[j][0] })
 		pc.Growth = growthOf(pc.Points)
@@ -245,10 +245,10 @@ func (c *PlanCosts) storesFrom(rows []results.Row) {
 			stores = append(stores, r)
 		}
 	}
-	fits, _ := Fits(stores)
-	c.Stores = map[string]*Fit{}
+	fits, _ := analysis.Fits(stores)
+	c.Stores = map[string]*analysis.Fit{}
 	for _, t := range planTiers[:len(planTiers)-1] {
-		var best *Fit
+		var best *analysis.Fit
 		for i, f := range fits {
 			if f.Key.Tier == t.sweep && (best == nil || compareForPlan(f.Key, best.Key) < 0) {
 				best = &fits[i]

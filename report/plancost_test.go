@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/report/reporttest"
@@ -12,9 +13,9 @@ import (
 )
 
 // synthRun loads a synthetic results directory.
-func synthRun(t *testing.T, o reporttest.Options) *Run {
+func synthRun(t *testing.T, o reporttest.Options) *analysis.Run {
 	t.Helper()
-	run, err := Load(reporttest.TempDir(t, o))
+	run, err := analysis.Load(reporttest.TempDir(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestPlanCostsFromSweep(t *testing.T) {
 // O_DIRECT before the page cache, io_uring before pread, cuFile first.
 func TestPlanPicksDiskConfig(t *testing.T) {
 	t.Parallel()
-	keys := []SweepKey{
+	keys := []analysis.SweepKey{
 		{Backend: "cuda", Tier: "disk", Layout: "layerwise", Copy: "batch", Transport: "pread", Path: "o_direct+bounce"},
 		{Backend: "cuda", Tier: "disk", Layout: "layerwise", Copy: "batch", Transport: "uring", Path: "pagecache+bounce"},
 		{Backend: "cuda", Tier: "disk", Layout: "layerwise", Copy: "batch", Transport: "uring", Path: "o_direct+bounce"},
@@ -118,7 +119,7 @@ func TestPlanCostsStandInAndMissing(t *testing.T) {
 	if !(load > 0) || !math.IsNaN(ttft) {
 		t.Errorf("load %g (dram only), ttft %g (hbm missing)", load, ttft)
 	}
-	if _, err := LoadPlanCosts(&Run{Dir: "x"}); err == nil {
+	if _, err := LoadPlanCosts(&analysis.Run{Dir: "x"}); err == nil {
 		t.Error("no rows: no error")
 	}
 }
@@ -146,7 +147,7 @@ func TestPlanCostsFromProbe(t *testing.T) {
 
 // probeRun is a probe run of hand-written rows: per tier, the TTFT at
 // each prefix length.
-func probeRun(ttft map[string]func(L float64) float64, ls ...int64) *Run {
+func probeRun(ttft map[string]func(L float64) float64, ls ...int64) *analysis.Run {
 	var rows []results.Row
 	for tier, f := range ttft {
 		for _, L := range ls {
@@ -158,7 +159,7 @@ func probeRun(ttft map[string]func(L float64) float64, ls ...int64) *Run {
 			rows = append(rows, r)
 		}
 	}
-	return &Run{Dir: "probe", Files: map[string][]results.Row{probe.File: rows}}
+	return &analysis.Run{Dir: "probe", Files: map[string][]results.Row{probe.File: rows}}
 }
 
 // TestPlanExtrapolatesAMissLikePrefill: a miss measured at 8k–64k whose
@@ -214,7 +215,7 @@ func TestPlanStoreCosts(t *testing.T) {
 		dir        string
 		storesHost bool
 	}{{"testdata/plan_store", true}, {"testdata/plan_nodirection", false}} {
-		run, err := Load(tc.dir)
+		run, err := analysis.Load(tc.dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +239,7 @@ func TestPlanStoreCosts(t *testing.T) {
 		}
 		// The headline's store line: host's store beside its load, disk
 		// named as not measured; none without store rows.
-		line, _ := sweepHeadline([]*Run{run})
+		line, _ := sweepHeadline([]*analysis.Run{run})
 		has := strings.Contains(line, "Store / load p50 (fastest configuration of each): host 1k ") &&
 			strings.Contains(line, "16k 2.73 ms / 1.36 ms; store not measured: disk.")
 		if has != tc.storesHost || (!tc.storesHost && strings.Contains(line, "Store")) {

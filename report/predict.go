@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -13,12 +14,12 @@ import (
 // fetch time of the same prefix" for one hit tier at one prefix length.
 type Prediction struct {
 	L         int64
-	Tier      string   // probe tier: cpu or remote
-	Sim       bool     // the probe ran against the simulator
-	Device    SweepKey // the sweep configuration the fetch time comes from
-	GPU       float64  // measured GPU-hit TTFT p50, seconds
-	Fetch     float64  // device fetch time at L, seconds
-	FetchFrom string   // "measured" (sweep p50 at L) or "model" (fitted)
+	Tier      string            // probe tier: cpu or remote
+	Sim       bool              // the probe ran against the simulator
+	Device    analysis.SweepKey // the sweep configuration the fetch time comes from
+	GPU       float64           // measured GPU-hit TTFT p50, seconds
+	Fetch     float64           // device fetch time at L, seconds
+	FetchFrom string            // "measured" (sweep p50 at L) or "model" (fitted)
 	Predicted float64
 	Measured  float64 // measured hit TTFT p50
 	ErrPct    float64 // (Predicted - Measured) / Measured · 100
@@ -36,16 +37,16 @@ var deviceTierOf = map[string]string{"cpu": "host", "remote": "remote"}
 func Predict(sweep, probe []results.Row) []Prediction {
 	cells, groups := probeDists(probe)
 	sweep = results.Loads(sweep) // a probe's TTFT is a load's
-	fits, _ := Fits(sweep)
-	fitOf := map[SweepKey]Fit{}
+	fits, _ := analysis.Fits(sweep)
+	fitOf := map[analysis.SweepKey]analysis.Fit{}
 	for _, f := range fits {
 		fitOf[f.Key] = f
 	}
-	skeys, sgroups := GroupBy(sweep, func(x results.Row) sweepCell { return sweepCell{sweepKey(x), x.PrefixTokens} },
+	skeys, sgroups := analysis.GroupBy(sweep, func(x results.Row) sweepCell { return sweepCell{analysis.SweepKeyOf(x), x.PrefixTokens} },
 		func(a, b sweepCell) int {
-			return cmp.Or(compareSweepKey(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
+			return cmp.Or(analysis.CompareSweepKeys(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
 		})
-	var devKeys []SweepKey
+	var devKeys []analysis.SweepKey
 	for _, k := range skeys {
 		if !slices.Contains(devKeys, k.SweepKey) {
 			devKeys = append(devKeys, k.SweepKey)
@@ -55,7 +56,7 @@ func Predict(sweep, probe []results.Row) []Prediction {
 	// GPU configuration of the same tier was measured.
 	gpuTier := map[string]bool{}
 	for _, k := range devKeys {
-		if !IsStandIn(k.Backend) {
+		if !analysis.IsStandIn(k.Backend) {
 			gpuTier[k.Tier] = true
 		}
 	}
@@ -71,11 +72,11 @@ func Predict(sweep, probe []results.Row) []Prediction {
 			continue
 		}
 		for _, dk := range devKeys {
-			if dk.Tier != dt || (IsStandIn(dk.Backend) && gpuTier[dt]) {
+			if dk.Tier != dt || (analysis.IsStandIn(dk.Backend) && gpuTier[dt]) {
 				continue
 			}
 			p := Prediction{L: c.L, Tier: c.Tier, Sim: c.Sim, Device: dk, GPU: gpu.P50, Measured: meas.P50}
-			if d := Summarize(column(sgroups[sweepCell{dk, c.L}], seconds)); d.N > 0 {
+			if d := analysis.Summarize(analysis.Column(sgroups[sweepCell{dk, c.L}], analysis.Seconds)); d.N > 0 {
 				p.Fetch, p.FetchFrom = d.P50, "measured"
 			} else if f, ok := fitOf[dk]; ok && c.L >= f.MinL && c.L <= f.MaxL {
 				p.Fetch, p.FetchFrom = f.TimeAt(c.L), "model"
@@ -90,7 +91,7 @@ func Predict(sweep, probe []results.Row) []Prediction {
 	return out
 }
 
-func writePredictions(w io.Writer, runs []*Run) {
+func writePredictions(w io.Writer, runs []*analysis.Run) {
 	var preds []Prediction
 	var pairs int
 	for _, s := range runs {
@@ -129,7 +130,7 @@ func writePredictions(w io.Writer, runs []*Run) {
 			errPct = t.dash("measured TTFT is zero")
 		}
 		dev := p.Device.Label()
-		if IsStandIn(p.Device.Backend) {
+		if analysis.IsStandIn(p.Device.Backend) {
 			dev += " " + t.note("device fetch measured on the host stand-in (a CPU copy, not PCIe or RDMA into a GPU): the test of the model is illustrative only")
 		}
 		t.add(fmtTokens(p.L), tier, dev, fmtSec(p.GPU), fetch, fmtSec(p.Predicted), fmtSec(p.Measured), errPct)

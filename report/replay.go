@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -26,7 +27,7 @@ func fmtGB(b float64) string {
 
 // runRows returns the rows of the suite's per-run (replay) or
 // per-capacity (knee) file: the one with the apc_source column.
-func runRows(run *Run, suite string) []results.Row { return run.FileWith(suite, "apc_source") }
+func runRows(run *analysis.Run, suite string) []results.Row { return run.FileWith(suite, "apc_source") }
 
 // serverSentence says what served a run: a simulator, labelled as one.
 func serverSentence(r results.Row) string {
@@ -58,7 +59,7 @@ func requestCounts(r results.Row) string {
 // WriteReplay writes the replay section: per run the realized APC from
 // the server's counters beside the LRU model's prediction, the TTFT and
 // TPOT percentiles and goodput.
-func WriteReplay(w io.Writer, run *Run) {
+func WriteReplay(w io.Writer, run *analysis.Run) {
 	for _, r := range runRows(run, "replay") {
 		fmt.Fprintf(w, "Replayed against %s at `%s`: %s requests (%s) in %s.\n\n", serverSentence(r), r.Get("endpoint"), r.Get("requests"), requestCounts(r), fmtSec(r.Float("duration_s")))
 		t := newTable("realized APC", "external APC", "predicted APC", "cached share (usage)", "TTFT p50", "p90", "p99", "TPOT p50", "goodput", "throughput")
@@ -98,14 +99,14 @@ func WriteReplay(w io.Writer, run *Run) {
 // capacity table: per GPU KV capacity the realized APC and TTFT p90,
 // with the LRU model's prediction, the other percentiles and the
 // workload's working set.
-func WriteKnee(w io.Writer, run *Run) {
+func WriteKnee(w io.Writer, run *analysis.Run) {
 	rows := slices.Clone(runRows(run, "knee"))
 	if len(rows) == 0 {
 		return
 	}
 	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
 	first := rows[0]
-	if i := slices.IndexFunc(rows, ok); i >= 0 {
+	if i := slices.IndexFunc(rows, analysis.OK); i >= 0 {
 		first = rows[i] // an error row may not know the workload
 	}
 	fmt.Fprintf(w, "One server per GPU KV capacity (%s), the same workload replayed against each: %s.", first.Get("server"), serverSentence(first))

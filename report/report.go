@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -16,7 +17,7 @@ import (
 type Section struct {
 	Suite string // the registered suite whose rows it reads
 	Title string // "" takes the suite's title
-	Write func(w io.Writer, r *Run)
+	Write func(w io.Writer, r *analysis.Run)
 	// Figures is the name prefix of the suite's figures shown after this
 	// section; the figures no section claims follow the suite's last.
 	Figures string
@@ -42,7 +43,7 @@ func init() {
 // a section with its title resolved.
 type titled struct {
 	title   string
-	write   func(io.Writer, *Run)
+	write   func(io.Writer, *analysis.Run)
 	figures string
 }
 
@@ -60,7 +61,7 @@ func sectionsOf(suite results.Suite) []titled {
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, titled{suite.Title, func(w io.Writer, r *Run) { writeSummary(w, suite, r) }, ""})
+		out = append(out, titled{suite.Title, func(w io.Writer, r *analysis.Run) { writeSummary(w, suite, r) }, ""})
 	}
 	return out
 }
@@ -68,10 +69,10 @@ func sectionsOf(suite results.Suite) []titled {
 // writeSummary is the section of a suite without one of its own: per
 // configuration (the summary keys) n and the p50 and spread of its
 // measurement.
-func writeSummary(w io.Writer, suite results.Suite, r *Run) {
+func writeSummary(w io.Writer, suite results.Suite, r *analysis.Run) {
 	f := suite.Main()
 	cols := f.MatchColumns()
-	keys, groups := GroupBy(r.Rows(suite.Name), func(x results.Row) string {
+	keys, groups := analysis.GroupBy(r.Rows(suite.Name), func(x results.Row) string {
 		return strings.Join(cellsOf(x, cols), "\x00")
 	}, strings.Compare)
 	metric := cmp.Or(f.Metric, "seconds")
@@ -83,7 +84,7 @@ func writeSummary(w io.Writer, suite results.Suite, r *Run) {
 				xs = append(xs, v)
 			}
 		}
-		d := Summarize(xs)
+		d := analysis.Summarize(xs)
 		cells := append(cellsOf(groups[k][0], cols), fmt.Sprint(d.N), sig(d.P50), fmtRange(d.P10, d.P90, sig))
 		t.add(cells...)
 	}
@@ -150,7 +151,7 @@ func (g *gaps) add(cfg, where string, rows []results.Row) {
 		if r.Status == results.StatusOK {
 			continue
 		}
-		k := gapKey{string(r.Status), reasonOf(r)}
+		k := gapKey{string(r.Status), analysis.ReasonOf(r)}
 		if _, seen := g.n[k]; !seen {
 			g.keys = append(g.keys, k)
 			g.where[k] = map[string][]string{}
@@ -186,14 +187,14 @@ func (g *gaps) write(w io.Writer, what string) {
 }
 
 type sweepCell struct {
-	SweepKey
+	analysis.SweepKey
 	L int64
 }
 
 // writeSweep writes the fetch tiers' table and recompute's, one row per
 // configuration and prefix length, sorted by tier, layout, copy mode and
 // L; what every row shares is said once above each.
-func writeSweep(w io.Writer, r *Run) {
+func writeSweep(w io.Writer, r *analysis.Run) {
 	keys, groups := sweepCells(r.Rows("sweep"))
 	fetch := newTable("tier", "layout", "copy", "backend", "transport", "L", "bytes", "n", "time p50", "time p10–p90", "GB/s p50", "GB/s p10–p90", "link frac")
 	rc := newTable("backend", "transport", "dtype", "L", "n", "time p50", "time p10–p90", "TFLOP/s p50")
@@ -201,17 +202,17 @@ func writeSweep(w io.Writer, r *Run) {
 	for _, k := range keys {
 		rows := groups[k]
 		g.add(k.Label(), "L="+fmtTokens(k.L), rows)
-		sec := Summarize(column(rows, seconds))
+		sec := analysis.Summarize(analysis.Column(rows, analysis.Seconds))
 		if sec.N == 0 {
 			continue
 		}
 		backend := k.Backend
-		if IsStandIn(k.Backend) {
+		if analysis.IsStandIn(k.Backend) {
 			backend = "host stand-in (CPU DRAM), not a GPU"
 		}
-		transport := JoinNonEmpty(" / ", k.Transport, k.path())
+		transport := analysis.JoinNonEmpty(" / ", k.Transport, k.Route())
 		if k.Tier == "recompute" {
-			tf := Summarize(column(rows, func(x results.Row) float64 { return x.Float("tflops") }))
+			tf := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("tflops") }))
 			tfc := sig(tf.P50)
 			if tf.N == 0 {
 				tfc = rc.dash("no tflops column in the rows")
@@ -249,12 +250,12 @@ func orNote(t *table, s, note string) string {
 // rateCells returns the GB/s p50, its p10–p90 and the fraction of the
 // link's rate of a fetch cell's rows.
 func rateCells(t *table, rows []results.Row) (gb, gbRange, frac string) {
-	g := Summarize(column(rows, gbps))
+	g := analysis.Summarize(analysis.Column(rows, analysis.GBps))
 	if g.N == 0 {
 		gb = t.dash("no bytes recorded")
 		return gb, gb, gb
 	}
-	link := Summarize(column(rows, func(x results.Row) float64 { return x.Float("link_gbps") }))
+	link := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("link_gbps") }))
 	if link.N > 0 && link.P50 > 0 {
 		frac = fmt.Sprintf("%.2f", g.P50/link.P50)
 	} else {
@@ -263,8 +264,8 @@ func rateCells(t *table, rows []results.Row) (gb, gbRange, frac string) {
 	return sig(g.P50), fmtRange(g.P10, g.P90, sig), frac
 }
 
-func writeModel(w io.Writer, r *Run) {
-	fits, skipped := Fits(r.Rows("sweep"))
+func writeModel(w io.Writer, r *analysis.Run) {
+	fits, skipped := analysis.Fits(r.Rows("sweep"))
 	if len(fits) == 0 {
 		paragraph(w, "No configuration has two or more prefix lengths measured, so no cost model can be fitted.")
 	} else {
@@ -284,19 +285,19 @@ func writeModel(w io.Writer, r *Run) {
 				model = "α + flops/rate"
 			}
 			backend := f.Key.Backend
-			if IsStandIn(backend) {
-				backend = StandInLabel
+			if analysis.IsStandIn(backend) {
+				backend = analysis.StandInLabel
 			}
 			alpha := fitAlpha(t, f.Alpha, strings.Join(f.Problems, "; "))
-			t.add(f.Key.Tier, orDash(JoinNonEmpty("/", f.Key.Layout, f.Key.Copy, f.Key.Dtype)), backend,
-				orDash(JoinNonEmpty(" / ", f.Key.Transport, f.Key.path())), model, fmt.Sprint(f.N), fmtTokens(f.MinL)+" – "+fmtTokens(f.MaxL),
+			t.add(f.Key.Tier, orDash(analysis.JoinNonEmpty("/", f.Key.Layout, f.Key.Copy, f.Key.Dtype)), backend,
+				orDash(analysis.JoinNonEmpty(" / ", f.Key.Transport, f.Key.Route())), model, fmt.Sprint(f.N), fmtTokens(f.MinL)+" – "+fmtTokens(f.MaxL),
 				alpha, rate, fmt.Sprintf("%.4f", f.R2))
 		}
 		t.write(w)
 	}
 	listed := 0
 	for _, s := range skipped {
-		if strings.Contains(s, errNoOK) {
+		if strings.Contains(s, analysis.ErrNoOK) {
 			continue // said under Not measured
 		}
 		fmt.Fprintf(w, "- not fitted: %s\n", s)
@@ -305,7 +306,7 @@ func writeModel(w io.Writer, r *Run) {
 	if listed > 0 {
 		fmt.Fprintln(w)
 	}
-	bes := BreakEvens(fits)
+	bes := analysis.BreakEvens(fits)
 	if len(bes) == 0 {
 		paragraph(w, "Break-even prefixes need a recompute fit and a fetch fit on the same backend; these results have no such pair.")
 		return
@@ -325,61 +326,29 @@ type probeCell struct {
 	Tier string
 }
 
-// probeCounted reports whether a probe row's TTFT enters the numbers: an
-// ok row whose tier the server's counters confirmed (a miss counts unless
-// it was shown not to be one).
-func probeCounted(r results.Row) bool {
-	if !ok(r) {
-		return false
-	}
-	v := r.Get("verified")
-	if r.Tier == "miss" {
-		return v != "false"
-	}
-	return v == "true"
-}
-
-func probeTTFT(r results.Row) float64 {
-	if t := r.Float("ttft_s"); !math.IsNaN(t) {
-		return t
-	}
-	return r.Seconds
-}
-
 // probeDists returns the TTFT distribution of every (source, L, tier) with
 // the rows behind it.
 func probeDists(rows []results.Row) ([]probeCell, map[probeCell][]results.Row) {
-	return GroupBy(rows, func(x results.Row) probeCell {
+	return analysis.GroupBy(rows, func(x results.Row) probeCell {
 		return probeCell{x.Get("simulated") == "true", x.PrefixTokens, x.Tier}
 	}, func(a, b probeCell) int {
-		return cmp.Or(CompareBool(a.Sim, b.Sim), cmp.Compare(a.L, b.L), cmp.Compare(tierOrder(a.Tier), tierOrder(b.Tier)))
+		return cmp.Or(analysis.CompareBool(a.Sim, b.Sim), cmp.Compare(a.L, b.L), cmp.Compare(analysis.TierOrder(a.Tier), analysis.TierOrder(b.Tier)))
 	})
 }
 
-// CompareBool orders false before true, as cmp.Compare orders numbers.
-func CompareBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case !a:
-		return -1
-	}
-	return 1
-}
-
-func countedTTFT(rows []results.Row) Dist {
+func countedTTFT(rows []results.Row) analysis.Dist {
 	var v []float64
 	for _, x := range rows {
-		if probeCounted(x) {
-			v = append(v, probeTTFT(x))
+		if analysis.ProbeCounted(x) {
+			v = append(v, analysis.ProbeTTFT(x))
 		}
 	}
-	return Summarize(v)
+	return analysis.Summarize(v)
 }
 
 var probeTiers = []string{"miss", "remote", "cpu", "gpu"}
 
-func writeProbe(w io.Writer, r *Run) {
+func writeProbe(w io.Writer, r *analysis.Run) {
 	cells, groups := probeDists(r.Rows("probe"))
 	type lkey struct {
 		Sim bool
@@ -408,7 +377,7 @@ func writeProbe(w io.Writer, r *Run) {
 			nUnver := 0
 			reasons := map[string]int{}
 			for _, x := range rows {
-				if ok(x) && !probeCounted(x) {
+				if analysis.OK(x) && !analysis.ProbeCounted(x) {
 					nUnver++
 					reasons[orDash(x.Get("verify_reason"))]++
 				}
@@ -454,22 +423,22 @@ type mb1Cell struct {
 	D, P  int
 }
 
-func writeMB1(w io.Writer, r *Run) {
+func writeMB1(w io.Writer, r *analysis.Run) {
 	type armCell struct {
 		mb1Cell
 		Arm string
 	}
 	keyOf := func(x results.Row) armCell {
-		return armCell{mb1Cell{x.Get("simulated") == "true", x.Get("chunk_label"), atoi(x.Get("decode_streams")), atoi(x.Get("prefill_tokens"))}, x.Get("arm")}
+		return armCell{mb1Cell{x.Get("simulated") == "true", x.Get("chunk_label"), analysis.Atoi(x.Get("decode_streams")), analysis.Atoi(x.Get("prefill_tokens"))}, x.Get("arm")}
 	}
-	cells, groups := GroupBy(r.Rows("mb1"), keyOf, func(a, b armCell) int {
-		return cmp.Or(CompareBool(a.Sim, b.Sim), cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.D, b.D), cmp.Compare(a.P, b.P), cmp.Compare(a.Arm, b.Arm))
+	cells, groups := analysis.GroupBy(r.Rows("mb1"), keyOf, func(a, b armCell) int {
+		return cmp.Or(analysis.CompareBool(a.Sim, b.Sim), cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.D, b.D), cmp.Compare(a.P, b.P), cmp.Compare(a.Arm, b.Arm))
 	})
 	paragraph(w, "Interference arm: p50 over reps. Effective TPOT during = prefill TTFT / (tokens during / D); penalty = that / base TPOT. The control arm sends the prefill elsewhere.")
 	t := newTable("D", "P", "chunk", "source", "n", "base TPOT ms", "prefill TTFT ms", "tokens/stream during", "eff. TPOT ms", "penalty", "control penalty")
 	var g gaps
 	p50 := func(rows []results.Row, col string) (float64, int) {
-		d := Summarize(column(rows, func(x results.Row) float64 { return x.Float(col) }))
+		d := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(col) }))
 		if d.N == 0 {
 			return math.NaN(), 0
 		}
@@ -529,9 +498,9 @@ type transferCell struct {
 	Direction                                 string // "" for a load, as in SweepKey
 }
 
-func writeTransfer(w io.Writer, r *Run) {
-	keys, groups := GroupBy(r.Rows("transfer"), func(x results.Row) transferCell {
-		return transferCell{x.Get("path"), x.Transport, x.Get("device"), x.Layout, x.Get("src_mem"), x.Get("dst_mem"), x.Bytes, storeOrEmpty(x)}
+func writeTransfer(w io.Writer, r *analysis.Run) {
+	keys, groups := analysis.GroupBy(r.Rows("transfer"), func(x results.Row) transferCell {
+		return transferCell{x.Get("path"), x.Transport, x.Get("device"), x.Layout, x.Get("src_mem"), x.Get("dst_mem"), x.Bytes, analysis.StoreOrEmpty(x)}
 	}, func(a, b transferCell) int {
 		return cmp.Or(cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Transport, b.Transport), cmp.Compare(a.Device, b.Device),
 			cmp.Compare(a.Layout, b.Layout), cmp.Compare(a.Src, b.Src), cmp.Compare(a.Dst, b.Dst), cmp.Compare(a.Bytes, b.Bytes))
@@ -541,20 +510,20 @@ func writeTransfer(w io.Writer, r *Run) {
 	var g gaps
 	for _, k := range keys {
 		rows := groups[k]
-		g.add(JoinNonEmpty(" ", k.Path, k.Transport, k.Device, k.Layout), fmtBytes(float64(k.Bytes)), rows)
-		sec := Summarize(column(rows, seconds))
+		g.add(analysis.JoinNonEmpty(" ", k.Path, k.Transport, k.Device, k.Layout), fmtBytes(float64(k.Bytes)), rows)
+		sec := analysis.Summarize(analysis.Column(rows, analysis.Seconds))
 		if sec.N == 0 {
 			continue
 		}
-		g := Summarize(column(rows, gbps))
+		g := analysis.Summarize(analysis.Column(rows, analysis.GBps))
 		var frac string
-		if line := Summarize(column(rows, func(x results.Row) float64 { return x.Float("line_gbps") })); line.N > 0 && line.P50 > 0 && g.N > 0 {
+		if line := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("line_gbps") })); line.N > 0 && line.P50 > 0 && g.N > 0 {
 			frac = fmt.Sprintf("%.2f", g.P50/line.P50)
 		} else {
 			frac = t.dash("line rate unknown (line_gbps empty)")
 		}
 		extrap := func(col string, size float64) string {
-			d := Summarize(column(rows, func(x results.Row) float64 {
+			d := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 {
 				if v := x.Float(col); !math.IsNaN(v) {
 					return v
 				}
@@ -568,9 +537,9 @@ func writeTransfer(w io.Writer, r *Run) {
 			}
 			return fmtSec(d.P50)
 		}
-		path := JoinNonEmpty(" ", k.Path, k.Direction)
+		path := analysis.JoinNonEmpty(" ", k.Path, k.Direction)
 		if k.Path == "" {
-			path = JoinNonEmpty(" ", t.dash("path not recorded"), k.Direction)
+			path = analysis.JoinNonEmpty(" ", t.dash("path not recorded"), k.Direction)
 		}
 		mem := k.Src + "→" + k.Dst
 		if k.Src == "" && k.Dst == "" {

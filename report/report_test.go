@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/report/reporttest"
@@ -14,9 +15,9 @@ import (
 
 func render(t *testing.T, dirs ...string) string {
 	t.Helper()
-	var runs []*report.Run
+	var runs []*analysis.Run
 	for _, d := range dirs {
-		r, err := report.Load(d)
+		r, err := analysis.Load(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,15 +90,15 @@ func TestReportSweepOnly(t *testing.T) {
 func TestLoadErrors(t *testing.T) {
 	t.Parallel()
 	empty := t.TempDir()
-	if _, err := report.Load(empty); err == nil || !strings.Contains(err.Error(), "no kvtier CSV") {
+	if _, err := analysis.Load(empty); err == nil || !strings.Contains(err.Error(), "no kvtier CSV") {
 		t.Errorf("empty dir: err = %v", err)
 	}
-	if _, err := report.Load(filepath.Join(empty, "nope")); err == nil {
+	if _, err := analysis.Load(filepath.Join(empty, "nope")); err == nil {
 		t.Error("missing dir: no error")
 	}
 	bad := t.TempDir()
 	os.WriteFile(filepath.Join(bad, sweep.File), []byte("suite,seconds\nsweep,notanumber\n"), 0o644)
-	if _, err := report.Load(bad); err == nil {
+	if _, err := analysis.Load(bad); err == nil {
 		t.Error("malformed sweep.csv: no error")
 	}
 }

@@ -8,28 +8,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
 func init() {
 	RegisterSection(Section{Suite: "trace", Write: WriteTrace})
 	RegisterSection(Section{Suite: "plan", Write: WritePlan})
-}
-
-// FileWith returns the rows of the file of the named suite that has
-// column col: how a reader tells a suite's raw files apart without
-// importing the package that declares them.
-func (r *Run) FileWith(suite, col string) []results.Row {
-	s, ok := results.LookupSuite(suite)
-	if !ok {
-		return nil
-	}
-	for _, f := range s.Files {
-		if slices.Contains(f.Columns, col) {
-			return r.Files[f.Name]
-		}
-	}
-	return nil
 }
 
 // fmtShare renders a fraction as a percentage ("79.6 %"); "" for NaN.
@@ -88,7 +73,7 @@ func byTrace(rows []results.Row) []traceFigures {
 // WriteTrace writes the trace section of a results directory: per trace
 // its requests, lengths and footprint, the APC ceiling and its reuse
 // split, the LRU knees (predicted by the LRU model) and working sets.
-func WriteTrace(w io.Writer, run *Run) {
+func WriteTrace(w io.Writer, run *analysis.Run) {
 	for _, f := range byTrace(run.Rows("trace")) {
 		first := f.rows[0]
 		fmt.Fprintf(w, "#### Trace `%s`\n\n", f.name)
@@ -205,7 +190,7 @@ func writeTraceWindows(w io.Writer, f traceFigures) {
 // WritePlan writes the plan section: the tier costs used (or why a tier
 // has none) and, per capacity configuration, the share of tokens each
 // tier serves and the predicted KV-load time and TTFT.
-func WritePlan(w io.Writer, run *Run) {
+func WritePlan(w io.Writer, run *analysis.Run) {
 	plan := run.Rows("plan")
 	if len(plan) == 0 {
 		return

@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/kv"
-	"github.com/kvtier/kvtier/report"
 )
 
 func h20Cost(t *testing.T) costModel {
@@ -30,7 +30,7 @@ func within(t *testing.T, what string, got, want, tol float64) {
 // The four-tier TTFT table of the H20 reference (docs/reference.md).
 func TestCostFourTierTable(t *testing.T) {
 	c := h20Cost(t)
-	for _, r := range report.ReferenceTTFT {
+	for _, r := range analysis.ReferenceTTFT {
 		L := int(r.L)
 		for _, tier := range []string{tierMiss, tierRemote, tierCPU, tierGPU} {
 			got := c.estimateTTFT(tier, L, 16, 8192, 0)
@@ -50,7 +50,7 @@ func TestCostFourTierTable(t *testing.T) {
 // reference's table.
 func TestCostMB1(t *testing.T) {
 	c := h20Cost(t)
-	for _, r := range report.ReferenceMB1 {
+	for _, r := range analysis.ReferenceMB1 {
 		cell := "D=" + itoa(r.D) + " P=" + itoa(r.P)
 		got := c.stepTime(stepShape{Decodes: r.D, DecodeContext: int64(r.D) * 512})
 		within(t, "base TPOT "+cell, got, r.BaseTPOT, 0.25)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/analysis"
 )
 
 // TestBenchReportMatchesSweep converts a recorded `go test -bench ./bench`
@@ -48,11 +48,11 @@ func TestBenchReportMatchesSweep(t *testing.T) {
 	if strings.Contains(reports[0], "()") {
 		t.Errorf("a label is empty:\n%s", reports[0])
 	}
-	run, err := report.Load(bench)
+	run, err := analysis.Load(bench)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fits, skipped := report.Fits(run.Rows("sweep")); len(fits) != 2 {
+	if fits, skipped := analysis.Fits(run.Rows("sweep")); len(fits) != 2 {
 		t.Errorf("cost model: %d fits (want one per copy mode), skipped %q", len(fits), skipped)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/kv"
@@ -71,7 +72,7 @@ func (f *planFlags) configs(errs *[]error) []trace.Config {
 // they were measured for the model the plan sizes capacities with: the
 // costs' model when --model and --model-config are not given.
 func loadCosts(dir string, m *modelFlags) (*report.PlanCosts, error) {
-	run, err := report.Load(dir)
+	run, err := analysis.Load(dir)
 	if err != nil {
 		return nil, option.Wrap("costs", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
@@ -72,14 +73,14 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	// With several directories (make bench passes one per suite), one
 	// that holds no CSV, a suite that could not start, is said and left
 	// out; a file that cannot be read is still an error.
-	var runs []*report.Run
+	var runs []*analysis.Run
 	var empty []error
 	for _, d := range o.Dirs {
-		r, err := report.Load(d)
+		r, err := analysis.Load(d)
 		switch {
 		case err == nil:
 			runs = append(runs, r)
-		case errors.Is(err, report.ErrNoResults) && len(o.Dirs) > 1:
+		case errors.Is(err, analysis.ErrNoResults) && len(o.Dirs) > 1:
 			empty = append(empty, err)
 		default:
 			return usageErr(stderr, "report", err)
@@ -151,7 +152,7 @@ func headline(md []byte) []byte {
 }
 
 // writeHTML writes the report as one HTML page to path.
-func writeHTML(stderr io.Writer, runs []*report.Run, ro report.Options, path string) int {
+func writeHTML(stderr io.Writer, runs []*analysis.Run, ro report.Options, path string) int {
 	var buf bytes.Buffer
 	if err := report.HTML(&buf, runs, ro); err != nil {
 		fmt.Fprintf(stderr, "kvtier report: %v\n", err)
@@ -167,10 +168,10 @@ func writeHTML(stderr io.Writer, runs []*report.Run, ro report.Options, path str
 
 // loadRuns reads every directory, failing on the first that is not a
 // kvtier results directory or cannot be read.
-func loadRuns(dirs []string) ([]*report.Run, error) {
-	var runs []*report.Run
+func loadRuns(dirs []string) ([]*analysis.Run, error) {
+	var runs []*analysis.Run
 	for _, d := range dirs {
-		r, err := report.Load(d)
+		r, err := analysis.Load(d)
 		if err != nil {
 			return nil, err
 		}

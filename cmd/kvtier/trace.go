@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/kv"
@@ -142,11 +143,11 @@ func writeTraceFiles(out *harness.Output, res []*trace.Result) error {
 
 // printSection prints a report section of the results directory on
 // stdout once the run wrote it cleanly.
-func printSection(stdout, stderr io.Writer, cmd, dir string, code int, section func(io.Writer, *report.Run)) int {
+func printSection(stdout, stderr io.Writer, cmd, dir string, code int, section func(io.Writer, *analysis.Run)) int {
 	if code != exitOK {
 		return code
 	}
-	run, err := report.Load(dir)
+	run, err := analysis.Load(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "kvtier %s: %v\n", cmd, err)
 		return exitFail

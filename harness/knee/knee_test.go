@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/kv"
@@ -34,7 +35,7 @@ func referenceWorkload(t *testing.T) *replay.Workload {
 // referenceGB are the reference's capacities (docs/reference.md).
 var referenceGB = func() []float64 {
 	var gb []float64
-	for _, k := range report.ReferenceKnee {
+	for _, k := range analysis.ReferenceKnee {
 		gb = append(gb, k.GB)
 	}
 	return gb
@@ -88,7 +89,7 @@ func TestKneeEmbeddedReference(t *testing.T) {
 	t.Parallel()
 	rows := embeddedSweep(t, referenceGB, 1)
 	for i, r := range rows {
-		ref := report.ReferenceKnee[i]
+		ref := analysis.ReferenceKnee[i]
 		t.Logf("%.1f GB (%s blocks): %s %s APC %.1f %% (reference %.1f %%, predicted %.1f %%), TTFT p50 %.3f p90 %.3f s (reference %.2f s, %+.0f %%) p99 %.3f s, working set %.2f GB", ref.GB, r.Get("gpu_blocks"), r.Status, r.Reason,
 			100*r.Float("apc"), 100*ref.APC, 100*r.Float("predicted_apc"), r.Float("ttft_p50_s"), r.Float("ttft_p90_s"), ref.TTFTP90, 100*(r.Float("ttft_p90_s")/ref.TTFTP90-1), r.Float("ttft_p99_s"), r.Float("working_set_bytes")/1e9)
 		if r.Get("simulated") != "true" || r.Get("server") != EmbeddedName {

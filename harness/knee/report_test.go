@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
@@ -56,7 +57,7 @@ func TestShapeOfKnee(t *testing.T) {
 func TestWriteKnee(t *testing.T) {
 	lagged := kneeRow(300, 0.74, 0.6)
 	lagged.Set("sim_lag_s", 0.042)
-	run := &report.Run{Files: map[string][]results.Row{File: {kneeRow(200, 0.36, 4.6), kneeRow(50, math.NaN(), math.NaN()), lagged}}}
+	run := &analysis.Run{Files: map[string][]results.Row{File: {kneeRow(200, 0.36, 4.6), kneeRow(50, math.NaN(), math.NaN()), lagged}}}
 	var b bytes.Buffer
 	report.WriteKnee(&b, run)
 	out := b.String()
@@ -83,9 +84,9 @@ func TestKneeHeadline(t *testing.T) {
 	for i := range rows {
 		rows[i].Set("simulated", true)
 	}
-	run := &report.Run{Dir: "knee", Files: map[string][]results.Row{File: rows}}
+	run := &analysis.Run{Dir: "knee", Files: map[string][]results.Row{File: rows}}
 	var b bytes.Buffer
-	report.Markdown(&b, []*report.Run{run}, report.Options{})
+	report.Markdown(&b, []*analysis.Run{run}, report.Options{})
 	head, _, _ := strings.Cut(b.String(), "\n## Environment")
 	want := "- **" + Suite.Title + "** (simulated; [details](#capacity-knee-realized-apc-and-ttft-against-gpu-kv-capacity)): " +
 		"the realized APC reaches 95 % of its largest (73.0 %) at 0.5 GB of GPU KV, TTFT p90 530 ms there, 24.5× below the smallest capacity's; working set 0.5 GB (predicted)."

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/serving"
@@ -136,7 +136,7 @@ func arrivals(tr []vllmsim.Trace, end float64) [][]arrival {
 // same figures by TestSimMB1OverHTTP.
 func TestSimMB1Grid(t *testing.T) {
 	t.Parallel()
-	for _, ref := range report.ReferenceMB1 {
+	for _, ref := range analysis.ReferenceMB1 {
 		per, pen, ttft, base := replayCell(t, ref.D, ref.P)
 		eff := ttft / per
 		t.Logf("D=%d P=%6d: base %.2f ms (ref %.2f), prefill TTFT %6.0f ms (ref %6.0f, %+3.0f%%), tokens/stream %5.1f (ref %5.1f, %+3.0f%%), eff. TPOT %5.0f ms (ref %5.0f, %+3.0f%%), penalty %6.0f (ref %6.0f, %+3.0f%%)",
@@ -154,15 +154,15 @@ func TestSimMB1Grid(t *testing.T) {
 }
 
 // refCell returns the reference's MB1 cell D, P.
-func refCell(t *testing.T, d, p int) report.RefMB1 {
+func refCell(t *testing.T, d, p int) analysis.RefMB1 {
 	t.Helper()
-	for _, c := range report.ReferenceMB1 {
+	for _, c := range analysis.ReferenceMB1 {
 		if c.D == d && c.P == p {
 			return c
 		}
 	}
 	t.Fatalf("the reference has no MB1 cell D=%d P=%d", d, p)
-	return report.RefMB1{}
+	return analysis.RefMB1{}
 }
 
 // TestSimMB1OverHTTP runs two cells of the grid through the whole path —

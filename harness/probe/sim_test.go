@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/vllmsim"
@@ -57,10 +57,10 @@ func p50(rows []results.Row, tier string) float64 {
 }
 
 // fourTierRef is the four-tier TTFT table of the H20 reference
-// (docs/reference.md, report.ReferenceTTFT), seconds by L and tier.
+// (docs/reference.md, analysis.ReferenceTTFT), seconds by L and tier.
 var fourTierRef = func() map[int]map[string]float64 {
 	m := map[int]map[string]float64{}
-	for _, r := range report.ReferenceTTFT {
+	for _, r := range analysis.ReferenceTTFT {
 		m[int(r.L)] = map[string]float64{}
 		for _, tier := range []string{"miss", "remote", "cpu", "gpu"} {
 			m[int(r.L)][tier] = r.Tier(tier)

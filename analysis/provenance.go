@@ -1,4 +1,4 @@
-package report
+package analysis
 
 import (
 	"slices"
@@ -87,8 +87,8 @@ func KindNote(kinds []string) string {
 	return strings.Join(parts, " · ")
 }
 
-// suiteKinds returns the kinds of every file of the suite in the runs.
-func suiteKinds(runs []*Run, suite results.Suite) []string {
+// SuiteKinds returns the kinds of every file of the suite in the runs.
+func SuiteKinds(runs []*Run, suite results.Suite) []string {
 	var rows [][]results.Row
 	for _, r := range runs {
 		for _, f := range suite.Files {

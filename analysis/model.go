@@ -1,4 +1,4 @@
-package report
+package analysis
 
 import (
 	"cmp"
@@ -7,7 +7,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -16,31 +15,34 @@ import (
 type SweepKey struct {
 	Backend, Transport, Tier, Layout, Copy, Path, Dtype string
 	// Direction is "" for a load (and for rows without the direction
-	// column), results.DirectionStore for a store.
+	// Column), results.DirectionStore for a store.
 	Direction string
 }
 
-func sweepKey(r results.Row) SweepKey {
+// SweepKeyOf is the configuration a sweep row belongs to.
+func SweepKeyOf(r results.Row) SweepKey {
 	return SweepKey{
 		Backend: r.Backend, Transport: r.Transport, Tier: r.Tier, Layout: r.Layout,
 		Copy: r.Get("copy"), Path: r.Get("path"), Dtype: r.Get("compute_dtype"),
-		Direction: storeOrEmpty(r),
+		Direction: StoreOrEmpty(r),
 	}
 }
 
-// storeOrEmpty is a row's direction as SweepKey keeps it: "" for a load,
+// StoreOrEmpty is a row's direction as SweepKey keeps it: "" for a load,
 // so that keys, labels and orders of loads are what they were before
 // stores were measured.
-func storeOrEmpty(r results.Row) string {
+func StoreOrEmpty(r results.Row) string {
 	if r.IsLoad() {
 		return ""
 	}
 	return r.Direction()
 }
 
-func compareSweepKey(a, b SweepKey) int {
+// CompareSweepKeys orders configurations: tier, layout, copy mode and
+// the rest of the key.
+func CompareSweepKeys(a, b SweepKey) int {
 	return cmp.Or(
-		cmp.Compare(tierOrder(a.Tier), tierOrder(b.Tier)),
+		cmp.Compare(TierOrder(a.Tier), TierOrder(b.Tier)),
 		cmp.Compare(a.Tier, b.Tier),
 		cmp.Compare(a.Layout, b.Layout),
 		cmp.Compare(a.Copy, b.Copy),
@@ -52,7 +54,9 @@ func compareSweepKey(a, b SweepKey) int {
 	)
 }
 
-func tierOrder(t string) int {
+// TierOrder is a tier's place in tables and figures, fastest first,
+// the HTTP names beside the device names.
+func TierOrder(t string) int {
 	switch t {
 	case "hbm", "gpu":
 		return 0
@@ -99,7 +103,7 @@ func (k SweepKey) Label() string {
 	if k.Transport != "" && k.Transport != k.Backend {
 		via = append(via, k.Transport)
 	}
-	if p := k.path(); p != "" {
+	if p := k.Route(); p != "" {
 		via = append(via, p)
 	}
 	return strings.Join(parts, " ") + " (" + strings.Join(via, ", ") + ")"
@@ -112,13 +116,15 @@ func (k SweepKey) Short() string {
 	if IsStandIn(be) {
 		be = "stand-in"
 	}
-	via := JoinNonEmpty(", ", be, k.Transport, k.path())
+	via := JoinNonEmpty(", ", be, k.Transport, k.Route())
 	return JoinNonEmpty(" ", JoinNonEmpty("/", k.Layout, k.Copy, k.Dtype), "("+via+")")
 }
 
 // path returns the configuration's path, without the "(host stand-in)"
 // the stand-in's rows add to it: their backend says so already.
-func (k SweepKey) path() string {
+// Route is the path column as a label shows it: a stand-in's without
+// the "(host stand-in)" the backend already says.
+func (k SweepKey) Route() string {
 	if IsStandIn(k.Backend) {
 		return strings.TrimSpace(strings.TrimSuffix(k.Path, "(host stand-in)"))
 	}
@@ -139,7 +145,7 @@ type Fit struct {
 	MinL      int64 // shortest and longest prefix measured
 	MaxL      int64
 	X, Y      []float64 // the points the fit was made on
-	// Problems say what is wrong with the fit (analysis.FitLine): a
+	// Problems say what is wrong with the fit (FitLine): a
 	// negative fixed cost, which is then fitted away rather than used, a
 	// slope that is not positive, a poor R².
 	Problems []string
@@ -177,7 +183,7 @@ func (f Fit) TimeAt(L int64) float64 {
 // two distinct regressor values; the others come back in skipped with the
 // reason.
 func Fits(rows []results.Row) (fits []Fit, skipped []string) {
-	keys, groups := GroupBy(rows, sweepKey, compareSweepKey)
+	keys, groups := GroupBy(rows, SweepKeyOf, CompareSweepKeys)
 	for _, k := range keys {
 		f, err := fitGroup(k, groups[k])
 		if err != nil {
@@ -198,7 +204,7 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 	var blocksSeen bool
 	nOK := 0
 	for _, r := range rows {
-		if !ok(r) {
+		if !OK(r) {
 			continue
 		}
 		nOK++
@@ -226,7 +232,7 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 	f.N = len(f.X)
 	switch {
 	case nOK == 0:
-		return f, errors.New(errNoOK)
+		return f, errors.New(ErrNoOK)
 	case f.N == 0:
 		return f, fmt.Errorf("%d ok rows but none with a positive %s column", nOK, f.Regressor)
 	}
@@ -236,7 +242,7 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 	// Timing noise is relative (a few percent of the time), so the fit
 	// minimises relative residuals, and the long prefixes do not drown the
 	// short ones that decide alpha.
-	f.setLine(analysis.FitLine(f.X, f.Y))
+	f.setLine(FitLine(f.X, f.Y))
 	if f.Regressor == "flops" {
 		f.FlopsA, f.FlopsB = fitFlops(ls, fl)
 	} else if !blocksSeen {
@@ -249,7 +255,7 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 
 // setLine takes the fitted line: α, the rate (+Inf where the slope is
 // not positive), R² and the fit's problems.
-func (f *Fit) setLine(l analysis.Line) {
+func (f *Fit) setLine(l Line) {
 	f.Alpha, f.R2, f.Problems = l.Alpha, l.R2, l.Problems
 	f.Rate = math.Inf(1)
 	if l.Slope > 0 {
@@ -257,8 +263,8 @@ func (f *Fit) setLine(l analysis.Line) {
 	}
 }
 
-// errNoOK starts the reason of a configuration that has no measurement.
-const errNoOK = "no ok rows"
+// ErrNoOK starts the reason of a configuration that has no measurement.
+const ErrNoOK = "no ok rows"
 
 func distinct(xs []float64) int {
 	m := map[float64]bool{}
@@ -336,13 +342,15 @@ func BreakEvens(fits []Fit) []BreakEven {
 			if fe.Regressor != "bytes" || fe.Key.Backend != rc.Key.Backend {
 				continue
 			}
-			out = append(out, breakEven(rc, fe))
+			out = append(out, BreakEvenOf(rc, fe))
 		}
 	}
 	return out
 }
 
-func breakEven(rc, fe Fit) BreakEven {
+// BreakEvenOf is the break-even prefix of fetching fe against recomputing
+// with rc.
+func BreakEvenOf(rc, fe Fit) BreakEven {
 	b := BreakEven{Fetch: fe.Key, Recompute: rc.Key, MinL: min(rc.MinL, fe.MinL), MaxL: max(rc.MaxL, fe.MaxL)}
 	if rc.TimeAt(b.MinL) >= fe.TimeAt(b.MinL) {
 		b.Kind = FetchWins
@@ -356,4 +364,16 @@ func breakEven(rc, fe Fit) BreakEven {
 	}
 	b.Kind = RecomputeWins
 	return b
+}
+
+// JoinNonEmpty joins the non-empty parts with sep: the label of a group
+// whose key columns may be unrecorded.
+func JoinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, sep)
 }

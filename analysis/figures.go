@@ -1,4 +1,4 @@
-package report
+package analysis
 
 import (
 	"encoding/json"
@@ -76,7 +76,7 @@ func (r *Run) loadFigures() {
 		err = json.Unmarshal(b, &figs)
 	}
 	if err != nil {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%s unreadable, its figures are not listed: %v", path, unwrapPath(err)))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s unreadable, its figures are not listed: %v", path, UnwrapPath(err)))
 		return
 	}
 	for i := range figs {

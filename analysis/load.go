@@ -1,14 +1,4 @@
-// Package report turns kvtier results directories into tables and models:
-// REPORT.md with the environment, the device tier table, the HTTP
-// four-tier TTFT table, the MB1 and MB2 tables, a fitted cost model per
-// tier with break-even prefixes against recompute, predicted versus
-// measured TTFT, run comparison with a significance test, and the
-// conversion of `go test -bench` output into kvtier rows.
-//
-// Everything here reads the CSV files and manifest.json alone; it imports
-// nothing from the measuring side of kvtier. Skipped and error rows are
-// counted with their reasons and never turned into numbers.
-package report
+package analysis
 
 import (
 	"errors"
@@ -16,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,7 +59,7 @@ var ErrNoResults = errors.New("no kvtier CSV")
 func Load(dir string) (*Run, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, unwrapPath(err))
+		return nil, fmt.Errorf("%s: %w", dir, UnwrapPath(err))
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", dir)
@@ -166,7 +157,8 @@ func (r *Run) loadTokens() error {
 	return nil
 }
 
-func atoi(s string) int {
+// Atoi is the integer in a CSV cell, 0 where it holds none.
+func Atoi(s string) int {
 	n, err := strconv.Atoi(s)
 	if err != nil {
 		return 0
@@ -174,11 +166,27 @@ func atoi(s string) int {
 	return n
 }
 
-// unwrapPath drops the "open PATH:" layer of a PathError so that messages
+// UnwrapPath drops the "open PATH:" layer of a PathError so that messages
 // name the file once.
-func unwrapPath(err error) error {
+func UnwrapPath(err error) error {
 	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return pe.Err
 	}
 	return err
+}
+
+// FileWith returns the rows of the file of the named suite that has
+// column col: how a reader tells a suite's raw files apart without
+// importing the package that declares them.
+func (r *Run) FileWith(suite, col string) []results.Row {
+	s, ok := results.LookupSuite(suite)
+	if !ok {
+		return nil
+	}
+	for _, f := range s.Files {
+		if slices.Contains(f.Columns, col) {
+			return r.Files[f.Name]
+		}
+	}
+	return nil
 }

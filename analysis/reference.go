@@ -1,4 +1,4 @@
-package report
+package analysis
 
 // The reference figures users already have: docs/reference.md (8x H20 96
 // GB, ConnectX-7 200 Gb/s RoCE, vLLM 0.18.1, Qwen3-Coder-30B-A3B),

@@ -1,4 +1,4 @@
-package report
+package analysis
 
 import (
 	"math"
@@ -88,7 +88,7 @@ func TestBreakEven(t *testing.T) {
 	// host(L) = 2e-3 + 1000·ceil(L/16)·16/1e9 ≈ 2e-3 + 1e-6·L (exact at multiples of 16)
 	// rc(L)   = 1e3·L²/1e12 = 1e-9·L²
 	// 1e-9 L² = 2e-3 + 1e-6 L  →  L² - 1000 L - 2e6 = 0  →  L = (1000 + sqrt(1e6 + 8e6))/2 = 2000.
-	got := breakEven(rc, host)
+	got := BreakEvenOf(rc, host)
 	if got.Kind != Crossover {
 		t.Fatalf("kind = %v, want a crossover", got)
 	}
@@ -102,7 +102,7 @@ func TestBreakEven(t *testing.T) {
 		t.Errorf("String = %q", s)
 	}
 	rc.FlopsB = 1e-3 // recompute almost free: never crosses
-	if got := breakEven(rc, host); got.Kind != RecomputeWins {
+	if got := BreakEvenOf(rc, host); got.Kind != RecomputeWins {
 		t.Errorf("cheap recompute: %v, want never within the measured range", got)
 	}
 }

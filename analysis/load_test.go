@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtier/kvtier/results"
-
 	"github.com/kvtier/kvtier/harness/mb1"
+	_ "github.com/kvtier/kvtier/harness/probe" // registers probe.csv
+	"github.com/kvtier/kvtier/results"
 )
 
 func TestReadTokensRefusesMalformedCounts(t *testing.T) {

@@ -101,3 +101,20 @@ func TestOneClock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Analysis sits below presentation: plots does not depend on report, and
+// neither report, plots nor analysis (their helpers included) depends on
+// a suite: what they know of a suite comes from the results it wrote.
+func TestPresentationAboveAnalysis(t *testing.T) {
+	t.Parallel()
+	if _, ok := deps(t, "plots")[module+"report"]; ok {
+		t.Error("plots depends on report; what both need belongs in analysis")
+	}
+	for _, pkg := range []string{"analysis", "report", "report/reporttest", "plots"} {
+		for path := range deps(t, pkg) {
+			if strings.HasPrefix(path, module+"harness/") {
+				t.Errorf("%s depends on %s", pkg, path)
+			}
+		}
+	}
+}

@@ -15,12 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/mb1"
-	"github.com/kvtier/kvtier/harness/mesh"
-	"github.com/kvtier/kvtier/harness/probe"
-	"github.com/kvtier/kvtier/harness/sweep"
-	"github.com/kvtier/kvtier/harness/trace"
-	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -41,9 +35,40 @@ type Options struct {
 // Default are the files WriteDir writes unless told: the device,
 // serving and transfer suites. Everything adds a trace's figures and a
 // plan.
+
+// The files reporttest writes, by the names their suites register. The
+// suites' packages are not imported here, so that this helper stays
+// below them: a test that uses it imports the suites whose files it
+// writes, which registers their columns (columns).
+const (
+	sweepFile    = "sweep.csv"
+	probeFile    = "probe.csv"
+	mb1File      = "mb1.csv"
+	tokensFile   = "mb1_tokens.csv"
+	transferFile = "transfer.csv"
+	meshFile     = "mesh.csv"
+	traceFile    = "trace.csv"
+	planFile     = "plan.csv"
+	traceBackend = "trace"
+)
+
+// columns returns the registered columns of file of suite; it panics
+// when the test did not import the suite's package, naming it.
+func columns(suite, file string) []string {
+	s, ok := results.LookupSuite(suite)
+	if ok {
+		for _, f := range s.Files {
+			if f.Name == file {
+				return f.Columns
+			}
+		}
+	}
+	panic("reporttest: " + file + " of suite " + suite + " is not registered: import the suite's package in the test")
+}
+
 var (
-	Default    = []string{sweep.File, probe.File, mb1.File, mb1.TokensFile, transfer.File, mesh.File}
-	Everything = append(append([]string{}, Default...), trace.File, trace.PlanFile)
+	Default    = []string{sweepFile, probeFile, mb1File, tokensFile, transferFile, meshFile}
+	Everything = append(append([]string{}, Default...), traceFile, planFile)
 )
 
 // Geometry of the synthetic model: Qwen3-Coder-30B-A3B, 16-token blocks.
@@ -116,21 +141,21 @@ func WriteDir(dir string, o Options) error {
 	w := writer{dir: dir}
 	for _, s := range o.Suites {
 		switch s {
-		case sweep.File:
+		case sweepFile:
 			w.sweep(o, noise)
-		case probe.File:
+		case probeFile:
 			w.probe(o, noise)
-		case mb1.File:
+		case mb1File:
 			w.mb1(o, noise)
-		case mb1.TokensFile:
+		case tokensFile:
 			w.tokens()
-		case transfer.File:
+		case transferFile:
 			w.transfer(o, noise)
-		case trace.File:
+		case traceFile:
 			w.trace()
-		case trace.PlanFile:
+		case planFile:
 			w.plan()
-		case mesh.File:
+		case meshFile:
 			w.mesh(o)
 		default:
 			return fmt.Errorf("reporttest: unknown suite file %q", s)
@@ -148,9 +173,9 @@ var Tree = []struct {
 	Suite string
 	Files []string
 }{
-	{"sweep", []string{sweep.File}}, {"transfer", []string{transfer.File}}, {"probe", []string{probe.File}},
-	{"mb1", []string{mb1.File, mb1.TokensFile}}, {"mesh", []string{mesh.File}}, {"trace", []string{trace.File}},
-	{"plan", []string{trace.PlanFile}},
+	{"sweep", []string{sweepFile}}, {"transfer", []string{transferFile}}, {"probe", []string{probeFile}},
+	{"mb1", []string{mb1File, tokensFile}}, {"mesh", []string{meshFile}}, {"trace", []string{traceFile}},
+	{"plan", []string{planFile}},
 }
 
 // WriteTree writes a results tree as make bench does into root and
@@ -277,7 +302,7 @@ func (w *writer) tierRows(c *results.CSV, tc tierModel, o Options, noise func() 
 }
 
 func (w *writer) sweep(o Options, noise func() float64) {
-	c := w.open(sweep.File, sweep.Suite.Main().Columns)
+	c := w.open(sweepFile, columns("sweep", sweepFile))
 	defer w.close(c)
 	base := sweepRow
 	tiers := Tiers
@@ -338,7 +363,7 @@ var probeRef = map[int64]map[string]float64{
 }
 
 func (w *writer) probe(o Options, noise func() float64) {
-	c := w.open(probe.File, probe.Suite.Main().Columns)
+	c := w.open(probeFile, columns("probe", probeFile))
 	defer w.close(c)
 	ls := []int64{8192, 16384, 32768, 65536}
 	for _, L := range ls {
@@ -388,7 +413,7 @@ var mb1Ref = []struct {
 }
 
 func (w *writer) mb1(o Options, noise func() float64) {
-	c := w.open(mb1.File, mb1.Suite.Main().Columns)
+	c := w.open(mb1File, columns("mb1", mb1File))
 	defer w.close(c)
 	for _, m := range mb1Ref {
 		for _, arm := range []string{"interfere", "control"} {
@@ -433,7 +458,7 @@ func (w *writer) tokens() {
 	if w.err != nil {
 		return
 	}
-	c, err := results.OpenCSV(filepath.Join(w.dir, mb1.TokensFile), mb1.TokenColumns)
+	c, err := results.OpenCSV(filepath.Join(w.dir, tokensFile), columns("mb1", tokensFile))
 	if err != nil {
 		w.err = err
 		return
@@ -466,7 +491,7 @@ func (w *writer) tokens() {
 }
 
 func (w *writer) transfer(o Options, noise func() float64) {
-	c := w.open(transfer.File, transfer.Suite.Main().Columns)
+	c := w.open(transferFile, columns("transfer", transferFile))
 	defer w.close(c)
 	sizes := []int64{16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30}
 	for _, path := range []string{"intra", "inter"} {
@@ -514,11 +539,11 @@ func (w *writer) transfer(o Options, noise func() float64) {
 // trace writes the figures of one synthetic trace: counts, the APC
 // ceiling and its split, and the LRU knees of one and four instances.
 func (w *writer) trace() {
-	c := w.open(trace.File, trace.Suite.Main().Columns)
+	c := w.open(traceFile, columns("trace", traceFile))
 	defer w.close(c)
 	row := func(metric, stat string, v float64, unit string, predicted bool) results.Row {
 		r := results.NewRow("trace")
-		r.Backend, r.Model, r.Status = trace.Backend, "qwen3-coder-30b-a3b", results.StatusOK
+		r.Backend, r.Model, r.Status = traceBackend, "qwen3-coder-30b-a3b", results.StatusOK
 		for k, x := range map[string]any{"trace": "agentic.jsonl", "format": "mooncake", "block_tokens": 16, "metric": metric,
 			"stat": stat, "value": v, "unit": unit, "predicted": predicted, "method": "exact", "sample_rate": 1, "touch": "reverse"} {
 			r.Set(k, x)
@@ -557,12 +582,12 @@ func (w *writer) trace() {
 // plan writes a plan over three HBM sizes and two DRAM sizes: the
 // predicted TTFT falls with capacity and flattens past the working set.
 func (w *writer) plan() {
-	c := w.open(trace.PlanFile, trace.PlanSuite.Main().Columns)
+	c := w.open(planFile, columns("plan", planFile))
 	defer w.close(c)
 	for _, dram := range []int64{0, 512 << 30} {
 		for i, hbm := range []int64{40 << 30, 80 << 30, 160 << 30} {
 			r := results.NewRow("plan")
-			r.Backend, r.Model, r.Status = trace.Backend, "qwen3-coder-30b-a3b", results.StatusOK
+			r.Backend, r.Model, r.Status = traceBackend, "qwen3-coder-30b-a3b", results.StatusOK
 			hit := 0.5 + 0.1*float64(i)
 			if dram > 0 {
 				hit = 0.78
@@ -588,7 +613,7 @@ func (w *writer) plan() {
 func (w *writer) mesh(o Options) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	noise := func() float64 { return math.Exp(o.Noise * rng.NormFloat64()) }
-	c := w.open(mesh.File, mesh.Suite.Main().Columns)
+	c := w.open(meshFile, columns("mesh", meshFile))
 	defer w.close(c)
 	node := func(r int) string { return []string{"node-a", "node-a", "node-b", "node-b"}[r] }
 	for _, size := range []int64{64 << 20, 1 << 30} {

@@ -135,7 +135,7 @@ func TestKvtierAgainstOllama(t *testing.T) {
 // with L, and the repeated prefix answers at least 5x faster.
 func checkProbe(t *testing.T, o *ollama, out string) {
 	r := runKvtier(t, o.mark, out, 60*time.Second,
-		"probe", "--endpoint", o.url, "--tiers", "miss,gpu", "--prefix", "1k,4k", "--reps", "3", "--timeout", "30s")
+		"probe", "--endpoint", o.url, "--tiers", "miss,gpu", "--prefix", "1k,4k", "--reps", "2", "--timeout", "30s")
 	if r.code != 0 {
 		t.Fatalf("kvtier probe: exit %d", r.code)
 	}
@@ -166,15 +166,18 @@ func checkProbe(t *testing.T, o *ollama, out string) {
 func checkInterfere(t *testing.T, o *ollama, out string) {
 	r := runKvtier(t, o.mark, out, 60*time.Second,
 		"interfere", "--endpoint", o.url, "--decode", "1,2", "--prefill", "2k", "--reps", "1",
-		"--decode-tokens", "2000", "--timeout", "30s")
+		"--inject-after", "300ms", "--decode-tokens", "7000", "--timeout", "30s")
 	if r.code != 0 {
 		t.Fatalf("kvtier interfere: exit %d", r.code)
 	}
 	rows := readRows(t, filepath.Join(out, "mb1.csv"))
-	if bad := notOK(rows); len(bad) > 0 || len(rows) != 2 {
-		t.Fatalf("%d mb1 rows, not ok: %v", len(rows), bad)
+	if bad := notOK(rows); len(bad) > 0 || len(rows) != 4 {
+		t.Fatalf("%d mb1 rows (want an interfere and a baseline arm per D), not ok: %v", len(rows), bad)
 	}
 	for _, row := range rows {
+		if row["arm"] != "interfere" {
+			continue
+		}
 		d := num(row, "decode_streams")
 		if during := num(row, "tokens_during"); during < d {
 			t.Errorf("D=%v: %v tokens during the prefill (%s), want at least one per stream", d, during, row["token_counting"])
@@ -250,7 +253,13 @@ func TestKneeRefusesOllama(t *testing.T) {
 	if !strings.Contains(low, "ollama") || !strings.Contains(low, "kv") {
 		t.Errorf("knee's output does not say that Ollama has no KV pool to size")
 	}
-	if rows, err := os.ReadFile(filepath.Join(out, "knee.csv")); err == nil && bytes.Contains(rows, []byte(",ok,")) {
-		t.Errorf("knee measured a capacity of a server without a KV pool:\n%s", rows)
+	rows := readRows(t, filepath.Join(out, "knee.csv"))
+	if len(rows) != 2 {
+		t.Errorf("%d knee rows, want one per capacity (2)", len(rows))
+	}
+	for _, row := range rows {
+		if row["status"] != "skipped" || !strings.Contains(strings.ToLower(row["reason"]), "ollama") {
+			t.Errorf("capacity %s blocks: %s (%s), want skipped naming Ollama", row["gpu_blocks"], row["status"], row["reason"])
+		}
 	}
 }

@@ -42,12 +42,17 @@ const (
 	// parallel is OLLAMA_NUM_PARALLEL, slots for concurrent requests: at
 	// least interfere's largest D (2) plus its prefill.
 	parallel = 3
+	// numThread is the runner's threads: one. ggml's threads meet at a
+	// barrier after every operation; on a loaded machine each barrier
+	// waits for a descheduled thread, and two threads decode this model
+	// at 0.3 s a token where one takes 0.4 ms.
+	numThread = 1
 )
 
 // tinyLlama is the served model's geometry: small enough that a 4k
 // prompt prefills in about a second on one idle core (most of it
 // attention, quadratic in L: Ollama's CPU build has no SIMD).
-var tinyLlama = gguf.LlamaConfig{Layers: 2, Embed: 32, FeedForward: 64, Heads: 2, KVHeads: 1, Context: 16384, Seed: 1}
+var tinyLlama = gguf.LlamaConfig{Layers: 2, Embed: 16, FeedForward: 32, Heads: 2, KVHeads: 1, Context: 16384, Seed: 1}
 
 // binaries returns the binaries under test, skipping the test when they
 // were not given (a plain `go test -tags servers`).
@@ -190,7 +195,8 @@ func (o *ollama) waitReady(d time.Duration) error {
 
 // createModel writes the random model to path, uploads it as a blob and
 // creates modelName from it with num_ctx pinned, as `ollama create` does
-// for a Modelfile "FROM ./model.gguf" / "PARAMETER num_ctx ...".
+// for a Modelfile "FROM ./model.gguf" with "PARAMETER num_ctx ..." and
+// "PARAMETER num_thread 1".
 func (o *ollama) createModel(path string) error {
 	f, err := gguf.Llama(tinyLlama)
 	if err != nil {
@@ -211,7 +217,7 @@ func (o *ollama) createModel(path string) error {
 	req, _ := json.Marshal(map[string]any{
 		"model":      modelName,
 		"files":      map[string]string{"model.gguf": digest},
-		"parameters": map[string]any{"num_ctx": numCtx},
+		"parameters": map[string]any{"num_ctx": numCtx, "num_thread": numThread},
 		"stream":     false,
 	})
 	_, err = o.post("/api/create", "application/json", req)

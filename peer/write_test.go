@@ -19,14 +19,14 @@ func TestWriteChunks(t *testing.T) {
 	if !c.Info().Writable {
 		t.Fatal("writable peer did not grant writes")
 	}
-	src := make([]byte, 64*chunk)
+	src := make([]byte, 72*chunk)
 	pattern.Fill(src, 77, 0)
 	var list []Chunk
 	for i := range 64 {
 		list = append(list, Chunk{Src: int64(255-3*i) * chunk, Dst: int64(i) * chunk, Len: chunk})
 	}
 	// One large chunk too, split over the connections.
-	list = append(list, Chunk{Src: 0, Dst: 0, Len: 8 * chunk})
+	list = append(list, Chunk{Src: 0, Dst: 64 * chunk, Len: 8 * chunk})
 	if err := c.WriteChunks(context.Background(), src, list); err != nil {
 		t.Fatal(err)
 	}

@@ -183,6 +183,27 @@ func (t *remoteTier) rdmaConfig() rdma.Config {
 	return *t.rdma
 }
 
+// peerAddr returns the peer's address: --peer, or an embedded loopback
+// peer's with a pool of size bytes, started here (writable for a store).
+func (t *remoteTier) peerAddr(size int64) (string, error) {
+	t.where = peer.PathTo(t.opts.Peer)
+	if t.opts.Peer != "" {
+		return t.opts.Peer, nil
+	}
+	pool, err := peer.NewHostPool(size, t.env.Seed^0x7065657270)
+	if err != nil {
+		return "", fmt.Errorf("remote: embedded peer: %w", err)
+	}
+	e, err := peer.StartEmbedded(peer.ServerConfig{Pool: pool, Transport: t.transport(), RDMA: t.rdmaConfig(), Log: t.env.Log,
+		Writable: t.env.stores()})
+	if err != nil {
+		pool.Close()
+		return "", fmt.Errorf("remote: embedded peer: %w", err)
+	}
+	t.embedded, t.where = e, peer.PathLoopback
+	return e.Addr, nil
+}
+
 // Setup connects to the peer (starting an embedded one if needed), places
 // maxBlocks blocks over its pool and allocates the working pool.
 func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
@@ -193,20 +214,9 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 	g, l := t.env.Geometry, t.env.Layout
 	src := kv.Pool{Geometry: g, Layout: l, Slots: kv.PoolSlots(maxBlocks)}
 	dstPool := kv.Pool{Geometry: g, Layout: l, Slots: maxBlocks}
-	addr := t.opts.Peer
-	t.where = peer.PathTo(addr)
-	if addr == "" {
-		pool, err := peer.NewHostPool(src.Size(), t.env.Seed^0x7065657270)
-		if err != nil {
-			return fmt.Errorf("remote: embedded peer: %w", err)
-		}
-		e, err := peer.StartEmbedded(peer.ServerConfig{Pool: pool, Transport: t.transport(), RDMA: t.rdmaConfig(), Log: t.env.Log,
-			Writable: t.env.stores()})
-		if err != nil {
-			pool.Close()
-			return fmt.Errorf("remote: embedded peer: %w", err)
-		}
-		t.embedded, addr, t.where = e, e.Addr, peer.PathLoopback
+	addr, err := t.peerAddr(src.Size())
+	if err != nil {
+		return err
 	}
 	conns := max(t.opts.Conns, 1)
 	c, err := peer.Dial(ctx, addr, peer.DialOptions{Transport: t.transport(), Conns: conns, RDMA: t.rdmaConfig(), IdleTimeout: t.opts.IdleTimeout, Token: t.opts.Token,

@@ -11,6 +11,7 @@ package tiers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -35,6 +36,21 @@ const (
 	// keeping them there costs).
 	Store Direction = results.DirectionStore
 )
+
+// CheckDirections reports, as option errors of the direction flag, an
+// empty list or a value that is not a direction.
+func CheckDirections(ds []Direction) error {
+	if len(ds) == 0 {
+		return option.Errorf("direction", "no direction given")
+	}
+	var errs []error
+	for _, d := range ds {
+		if _, err := ParseDirection(string(d)); err != nil {
+			errs = append(errs, option.Wrap("direction", err))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Directions lists the directions in display order.
 func Directions() []Direction { return []Direction{Load, Store} }

@@ -91,14 +91,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, option.Wrap("copy", err))
 		}
 	}
-	if len(o.Directions) == 0 {
-		bad("direction", "no direction given")
-	}
-	for _, d := range o.Directions {
-		if _, err := tiers.ParseDirection(string(d)); err != nil {
-			errs = append(errs, option.Wrap("direction", err))
-		}
-	}
+	errs = append(errs, tiers.CheckDirections(o.Directions))
 	// Every tier's options, selected or not: each is a flag the user gave.
 	for _, name := range tiers.Names() {
 		if to := o.TierOptions[name]; to != nil {

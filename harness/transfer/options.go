@@ -123,7 +123,7 @@ func (o *Options) Validate() error {
 			bad("layout", "unknown layout %q (known: layerwise, blockwise, contiguous)", l)
 		}
 	}
-	errs = append(errs, option.Range("conns", o.Conns, 1, peer.MaxConns))
+	errs = append(errs, option.Range("conns", o.Conns, 1, peer.MaxConns), tiers.CheckDirections(o.Directions))
 	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
 		bad("transport", "want tcp or verbs, got %q", o.Transport)
 	}
@@ -150,14 +150,6 @@ func (o *Options) Validate() error {
 	}
 	if o.IdleTimeout < 0 {
 		bad("idle-timeout", "want a positive duration, got %s", o.IdleTimeout)
-	}
-	if len(o.Directions) == 0 {
-		bad("direction", "no direction given")
-	}
-	for _, d := range o.Directions {
-		if _, err := tiers.ParseDirection(string(d)); err != nil {
-			errs = append(errs, option.Wrap("direction", err))
-		}
 	}
 	if o.PoolBytes < 0 || o.PoolBytes > MaxSize {
 		bad("pool", "want 0 (automatic) up to 1 TiB, got %d", o.PoolBytes)

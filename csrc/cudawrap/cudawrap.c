@@ -42,12 +42,17 @@ static void *kv_getproc_fallback(kv_getproc_v2_t gp2, kv_getproc_t gp1, const ch
 	return r == 0 && st == 0 ? p : NULL;
 }
 
-kv_cuda *kv_cuda_load(const char *path, kv_cuda_err *e)
-{
-	const char *opened = path && path[0] ? path : "libcuda.so.1";
+/* kv_entry holds the driver entry points the loader finds by dlsym. */
+typedef struct {
+	kv_getproc_v2_t gp2;
+	kv_getproc_t gp1;
+	kv_drvver_t ver;
+} kv_entry;
 
-	e->msg[0] = 0;
-	e->name[0] = 0;
+/* kv_open_lib opens libcuda at opened and finds its entry points; NULL
+ * with e set if either fails. The library stays open: no dlclose. */
+static void *kv_open_lib(const char *opened, kv_entry *ep, kv_cuda_err *e)
+{
 	dlerror();
 	void *lib = dlopen(opened, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
@@ -57,31 +62,24 @@ kv_cuda *kv_cuda_load(const char *path, kv_cuda_err *e)
 		kv_fail(e, "dlopen", KV_ERR_NO_LIBRARY);
 		return NULL;
 	}
-	/* From here on the library stays open whatever happens: no dlclose. */
-	kv_getproc_v2_t gp2 = (kv_getproc_v2_t)dlsym(lib, "cuGetProcAddress_v2");
-	kv_getproc_t gp1 = gp2 ? NULL : (kv_getproc_t)dlsym(lib, "cuGetProcAddress");
-	kv_drvver_t ver = (kv_drvver_t)dlsym(lib, "cuDriverGetVersion");
-	if ((!gp2 && !gp1) || !ver) {
+	ep->gp2 = (kv_getproc_v2_t)dlsym(lib, "cuGetProcAddress_v2");
+	ep->gp1 = ep->gp2 ? NULL : (kv_getproc_t)dlsym(lib, "cuGetProcAddress");
+	ep->ver = (kv_drvver_t)dlsym(lib, "cuDriverGetVersion");
+	if ((!ep->gp2 && !ep->gp1) || !ep->ver) {
 		snprintf(e->msg, sizeof e->msg, "%s: no %s (driver older than CUDA 11.3?)", opened,
-			 ver ? "cuGetProcAddress" : "cuDriverGetVersion");
+			 ep->ver ? "cuGetProcAddress" : "cuDriverGetVersion");
 		kv_fail(e, "dlsym", KV_ERR_NO_SYMBOL);
 		return NULL;
 	}
-	kv_cuda *L = calloc(1, sizeof *L);
-	if (!L) {
-		kv_fail(e, "calloc", KV_ERR_NO_MEMORY);
-		return NULL;
-	}
-	L->lib = lib;
-	snprintf(L->path, sizeof L->path, "%s", opened);
-	CUresult r = ver(&L->driver_version);
-	if (r != 0) {
-		kv_fail(e, "cuDriverGetVersion", r);
-		goto fail;
-	}
+	return lib;
+}
 
-	/* Resolve the table. A required symbol missing fails the load; an
-	 * optional one stays NULL and its callers report unsupported. */
+/* kv_resolve fills L's table. A required symbol missing fails it; an
+ * optional one stays NULL and its callers report unsupported. */
+static int kv_resolve(kv_cuda *L, const kv_entry *ep, const char *opened, kv_cuda_err *e)
+{
+	kv_getproc_v2_t gp2 = ep->gp2;
+	kv_getproc_t gp1 = ep->gp1;
 #define KV_CUDA_RESOLVE(name, abi, req, args)                                                       \
 	do {                                                                                          \
 		void *p_ = NULL;                                                                      \
@@ -95,23 +93,52 @@ kv_cuda *kv_cuda_load(const char *path, kv_cuda_err *e)
 		if (!p_ && (req)) {                                                                   \
 			snprintf(e->msg, sizeof e->msg, "%s: required %s (ABI %d) not found (driver %d)", \
 				 opened, #name, (abi), L->driver_version);                            \
-			kv_fail(e, #name, KV_ERR_NO_SYMBOL);                                          \
-			goto fail;                                                                    \
+			return kv_fail(e, #name, KV_ERR_NO_SYMBOL);                                   \
 		}                                                                                     \
 	} while (0);
 	KV_CUDA_SYMBOLS(KV_CUDA_RESOLVE)
 #undef KV_CUDA_RESOLVE
+	return 0;
+}
 
-	r = L->cuInit(0);
+/* kv_init runs cuInit, naming the driver's error in e if it fails. */
+static int kv_init(kv_cuda *L, kv_cuda_err *e)
+{
+	CUresult r = L->cuInit(0);
+	if (r == 0)
+		return 0;
+	const char *n = NULL, *m = NULL;
+	if (L->cuGetErrorName(r, &n) == 0 && n)
+		snprintf(e->name, sizeof e->name, "%s", n);
+	if (L->cuGetErrorString(r, &m) == 0 && m)
+		snprintf(e->msg, sizeof e->msg, "%s", m);
+	return kv_fail(e, "cuInit", r);
+}
+
+kv_cuda *kv_cuda_load(const char *path, kv_cuda_err *e)
+{
+	const char *opened = path && path[0] ? path : "libcuda.so.1";
+
+	e->msg[0] = 0;
+	e->name[0] = 0;
+	kv_entry ep;
+	void *lib = kv_open_lib(opened, &ep, e);
+	if (!lib)
+		return NULL;
+	kv_cuda *L = calloc(1, sizeof *L);
+	if (!L) {
+		kv_fail(e, "calloc", KV_ERR_NO_MEMORY);
+		return NULL;
+	}
+	L->lib = lib;
+	snprintf(L->path, sizeof L->path, "%s", opened);
+	CUresult r = ep.ver(&L->driver_version);
 	if (r != 0) {
-		const char *n = NULL, *m = NULL;
-		if (L->cuGetErrorName(r, &n) == 0 && n)
-			snprintf(e->name, sizeof e->name, "%s", n);
-		if (L->cuGetErrorString(r, &m) == 0 && m)
-			snprintf(e->msg, sizeof e->msg, "%s", m);
-		kv_fail(e, "cuInit", r);
+		kv_fail(e, "cuDriverGetVersion", r);
 		goto fail;
 	}
+	if (kv_resolve(L, &ep, opened, e) != 0 || kv_init(L, e) != 0)
+		goto fail;
 	return L;
 fail:
 	free(L);

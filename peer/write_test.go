@@ -75,3 +75,49 @@ func TestWriteRefused(t *testing.T) {
 		t.Errorf("write after a refused session: %v", err)
 	}
 }
+
+// devMem is device memory for tests: bytes reached only through ReadAt
+// and WriteAt, as a GPU pool's are.
+type devMem struct{ b []byte }
+
+func (m *devMem) Size() int64   { return int64(len(m.b)) }
+func (m *devMem) Addr() uintptr { return 0 }
+func (m *devMem) Host() []byte  { return nil }
+func (m *devMem) Close() error  { return nil }
+func (m *devMem) ReadAt(p []byte, off int64) (int, error) {
+	return copy(p, m.b[off:]), nil
+}
+func (m *devMem) WriteAt(p []byte, off int64) (int, error) {
+	return copy(m.b[off:], p), nil
+}
+
+// TestWriteIntoDevicePool pushes chunks into a pool in device memory,
+// which the server stages through host memory.
+func TestWriteIntoDevicePool(t *testing.T) {
+	t.Parallel()
+	mem := &devMem{b: make([]byte, 1<<20)}
+	pool, err := NewBufferPool(mem, GPUMem, nil, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := StartEmbedded(ServerConfig{Pool: pool, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c := mustDial(t, e.Addr, DialOptions{Write: true})
+	src := make([]byte, 6<<10)
+	pattern.Fill(src, 5, 0)
+	list := []Chunk{{Src: 100 << 10, Dst: 0, Len: 4 << 10}, {Src: 8 << 10, Dst: 4 << 10, Len: 2 << 10}}
+	if err := c.WriteChunks(context.Background(), src, list); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range list {
+		if err := pattern.Check(mem.b[ch.Src:ch.Src+ch.Len], 5, ch.Dst); err != nil {
+			t.Errorf("chunk at %d: %v", ch.Src, err)
+		}
+	}
+	if err := pattern.Check(mem.b[:8<<10], 8, 0); err != nil {
+		t.Errorf("bytes nobody wrote: %v", err)
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -309,6 +310,7 @@ type decodes struct {
 	streams  [][]arrival
 	tokens   []int // per stream, counted
 	ended    []bool
+	endAt    []float64 // when each stream ended, on clock
 	errs     []error
 	counting string
 	note     string
@@ -319,7 +321,7 @@ func (ds *decodes) since() float64 { return ds.clock.Seconds() }
 // startDecodes starts d decode streams on r's endpoint.
 func (r *Runner) startDecodes(ctx context.Context, id string, d int) (*decodes, error) {
 	sctx, stop := context.WithCancel(ctx)
-	ds := &decodes{clock: harness.StartStopwatch(), stop: stop, streams: make([][]arrival, d), tokens: make([]int, d), ended: make([]bool, d), errs: make([]error, d)}
+	ds := &decodes{clock: harness.StartStopwatch(), stop: stop, streams: make([][]arrival, d), tokens: make([]int, d), ended: make([]bool, d), endAt: make([]float64, d), errs: make([]error, d)}
 	for i := range d {
 		sid := fmt.Sprintf("%s-s%d", id, i)
 		pr, err := r.prompts.Make(ctx, sid, promptTokens, false)
@@ -340,7 +342,7 @@ func (r *Runner) startDecodes(ctx context.Context, id string, d int) (*decodes, 
 			})
 			ds.mu.Lock()
 			defer ds.mu.Unlock()
-			ds.ended[i] = true
+			ds.ended[i], ds.endAt[i] = true, ds.since()
 			if s.Counting != "" {
 				ds.counting = weaker(ds.counting, s.Counting)
 			}
@@ -376,6 +378,9 @@ func (ds *decodes) ready(need int, idle time.Duration) (bool, error) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	ready, now := true, ds.since()
+	if err := ds.serial(need); err != nil {
+		return false, err
+	}
 	for i, arr := range ds.streams {
 		if ds.tokens[i] < need {
 			ready = false
@@ -395,6 +400,45 @@ func (ds *decodes) ready(need int, idle time.Duration) (bool, error) {
 		}
 	}
 	return ready, nil
+}
+
+// ErrSerializing is the error of an arm whose server runs one request
+// at a time: there is no interference to measure.
+var ErrSerializing = errors.New("the server serializes requests (one at a time, as Ollama with OLLAMA_NUM_PARALLEL=1): MB1 measures interference between concurrent requests and there is none")
+
+// serial reports a server that serves the streams one at a time: one
+// stream has four times its warm-up while another received nothing.
+// ds.mu is held.
+func (ds *decodes) serial(need int) error {
+	lead, idle := -1, -1
+	for i, n := range ds.tokens {
+		if n >= 4*max(need, 1) && lead < 0 {
+			lead = i
+		}
+		if n == 0 && idle < 0 {
+			idle = i
+		}
+	}
+	if lead < 0 || idle < 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: decode stream %d received %d tokens while stream %d received none", ErrSerializing, lead, ds.tokens[lead], idle)
+}
+
+// afterDecodes reports a prefill whose first token came (at done) only
+// after every decode stream had ended: the server served it after them.
+func afterDecodes(res *armResult, ends []float64) error {
+	last := 0.0
+	for _, e := range ends {
+		if e == 0 {
+			return nil // a stream still running when the prefill answered
+		}
+		last = max(last, e)
+	}
+	if len(ends) == 0 || res.done <= last {
+		return nil
+	}
+	return fmt.Errorf("%w: the prefill's first token came at %.3f s, after every decode stream had ended (the last at %.3f s)", ErrSerializing, res.done, last)
 }
 
 // waitReady waits until every stream has passed its warm-up and a few
@@ -471,6 +515,14 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 		}
 		ttft := s.TTFT.Seconds()
 		res.prefillTTFT, res.done = ttft, res.inject+ttft
+		ds.mu.Lock()
+		err = afterDecodes(&res, slices.Clone(ds.endAt))
+		ds.mu.Unlock()
+		if err != nil {
+			ds.finish(&res)
+			res.err = err
+			return res
+		}
 	}
 	// Keep decoding past the window so its last gap is seen whole.
 	end := res.inject + res.prefillTTFT

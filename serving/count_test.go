@@ -55,6 +55,27 @@ func TestTokenCounting(t *testing.T) {
 			maxTokens: 1, tokens: 1, counting: CountChunks,
 		},
 		{
+			name: "sglang: null usage on chunks, finish chunk, usage chunk",
+			in: sse(`{"choices":[{"index":0,"text":"a","finish_reason":null}],"usage":null}`,
+				`{"choices":[{"index":0,"text":"b","finish_reason":"length","matched_stop":null}],"usage":null}`,
+				`{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":8}}}`),
+			maxTokens: 2, tokens: 2, counting: CountChunks,
+		},
+		{
+			name: "tgi chat: role-only delta, content, finish with usage",
+			in: sse(`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"a"},"finish_reason":null}],"usage":null}`,
+				`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"b"},"finish_reason":"length"}],"usage":null}`,
+				`{"object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}`),
+			maxTokens: 2, tokens: 2, counting: CountChunks,
+		},
+		{
+			name: "trtllm-serve: continuous usage, finish chunk",
+			in: sse(`{"choices":[{"index":0,"text":"a","finish_reason":null}],"usage":{"prompt_tokens":9,"completion_tokens":1,"total_tokens":10}}`,
+				`{"choices":[{"index":0,"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":1,"total_tokens":10}}`,
+				`{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":1,"total_tokens":10}}`),
+			maxTokens: 1, tokens: 1, counting: CountUsage,
+		},
+		{
 			name:      "empty first chunk, then one token, max_tokens 1",
 			in:        sse(`{"choices":[{"text":""}]}`, `{"choices":[{"text":"y"}]}`, `{"choices":[{"text":"","finish_reason":"length"}]}`),
 			maxTokens: 1, tokens: 1, counting: CountChunks,

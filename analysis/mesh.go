@@ -46,7 +46,7 @@ func MeshCells(rows []results.Row) ([]MeshCell, map[MeshCell]*MeshStat) {
 	for _, k := range keys {
 		rs := groups[k]
 		g := Summarize(Column(rs, GBps))
-		line := Summarize(Column(rs, func(x results.Row) float64 { return x.Float("line_gbps") }))
+		line := Summarize(Column(rs, func(x results.Row) float64 { return x.Float("line_gb_per_s") }))
 		st := &MeshStat{Pair: rs[0].Get("pair"), SrcNode: rs[0].Get("src_node"), DstNode: rs[0].Get("dst_node"),
 			GBps: g.P50, LineGBps: line.P50, N: g.N, Rows: rs}
 		if g.N == 0 {

@@ -31,12 +31,12 @@ import (
 // this order; the row's other columns follow, sorted, but for
 // notLabels.
 var rowKeys = []string{"backend", "transport", "device", "path", "src_mem", "dst_mem", "compute_dtype", "timing",
-	"direction", "conns", "line_gbps"}
+	"direction", "conns", "line_gb_per_s"}
 
 // notLabels are the columns of a row that are not labels of its
 // configuration: the name's parts, what is measured, what varies by
 // sample, and what follows from the run's lines.
-var notLabels = []string{"suite", "chunk_bytes", "tier", "layout", "copy", "prefix_tokens", "blocks", "bytes", "rep", "seconds", "gbps",
+var notLabels = []string{"suite", "chunk_bytes", "tier", "layout", "copy", "prefix_tokens", "blocks", "bytes", "rep", "seconds", "gb_per_s",
 	"status", "reason", "verified", "held", "flops", "tflops", "link_frac", "line_frac", "seed", "peer", "model",
 	"t_3gib_s", "t_11_5gib_s"}
 

@@ -261,7 +261,7 @@ func drawSweep(dir string, run *analysis.Run, res *Result) error {
 	keys, groups := analysis.GroupBy(run.Rows("sweep"), analysis.SweepKeyOf, analysis.CompareSweepKeys)
 	ss := seriesOf(keys, groups, analysis.SweepKey.Label, prefixX, okSeconds)
 	f, err := seriesFigure(res, ss, "sweep.csv has no ok rows: tier curve not drawn",
-		"Device tiers: time to bring back an L-token KV prefix", "prefix length L (tokens)", "time per fetch (s)")
+		"Device tiers: time to bring back an L-token KV prefix", "prefix length L (tokens)", "time per fetch")
 	if err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ func drawCostModel(dir string, run *analysis.Run, res *Result) error {
 		if fs[0].Regressor == "flops" {
 			xl, model, xfmt = "prefill work (FLOPs)", "t = α + flops/rate", siLabel("FLOP")
 		}
-		fig := newFigure(fmt.Sprintf("Tier cost model: %s (%s)", tier, model), xl, "time per fetch (s)")
+		fig := newFigure(fmt.Sprintf("Tier cost model: %s (%s)", tier, model), xl, "time per fetch")
 		fig.kinds = analysis.KindsOf(rows)
 		for i, f := range fs {
 			if err := addFit(fig, f, i); err != nil {
@@ -397,7 +397,7 @@ func drawProbe(dir string, run *analysis.Run, res *Result) error {
 		}
 	}
 	f, err := seriesFigure(res, ss, "probe.csv has no verified ok rows: TTFT curve not drawn",
-		"HTTP four tiers: time to first token of a reused prefix", "prefix length L (tokens)", "time to first token (s)")
+		"HTTP four tiers: time to first token of a reused prefix", "prefix length L (tokens)", "time to first token")
 	if f == nil || err != nil {
 		return err
 	}
@@ -598,7 +598,7 @@ func drawTransfer(dir string, run *analysis.Run, res *Result) error {
 		})
 	lines := map[float64]string{}
 	for _, r := range rows {
-		if lg := r.Float("line_gbps"); lg > 0 && analysis.OK(r) {
+		if lg := r.Float("line_gb_per_s"); lg > 0 && analysis.OK(r) {
 			lines[lg] = r.Get("device")
 		}
 	}

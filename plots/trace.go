@@ -218,7 +218,7 @@ func drawPlan(dir string, run *analysis.Run, res *Result) error {
 		}
 	}
 	title := fmt.Sprintf("Predicted %s vs HBM capacity\n(costs: %s)", what, cmp.Or(plan[0].Get("cost_source"), "unknown"))
-	f := newFigure(title, "HBM KV capacity", "predicted "+what+" (s)")
+	f := newFigure(title, "HBM KV capacity", "predicted "+what)
 	var xs []float64
 	for i, k := range keys {
 		slices.SortFunc(pts[k], func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })

@@ -107,7 +107,7 @@ func pathsLine(rows []results.Row, path func(results.Row) string) string {
 		parts = append(parts, fmt.Sprintf("%s %s GB/s (%s)", orDash(p), sig(rate[k]), orDash(k.layout)))
 	}
 	s := fmt.Sprintf("p50 GB/s at %s, each path's best layout: %s", fmtBytes(float64(size)), strings.Join(parts, ", "))
-	if line := analysis.Summarize(analysis.Column(rows, func(r results.Row) float64 { return r.Float("line_gbps") })); line.N > 0 {
+	if line := analysis.Summarize(analysis.Column(rows, func(r results.Row) float64 { return r.Float("line_gb_per_s") })); line.N > 0 {
 		s += fmt.Sprintf("; line rate %s GB/s", sig(line.P50))
 	}
 	if !slices.Contains(paths, "intra") && !slices.Contains(paths, "inter") {

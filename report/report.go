@@ -255,11 +255,11 @@ func rateCells(t *table, rows []results.Row) (gb, gbRange, frac string) {
 		gb = t.dash("no bytes recorded")
 		return gb, gb, gb
 	}
-	link := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("link_gbps") }))
+	link := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("link_gb_per_s") }))
 	if link.N > 0 && link.P50 > 0 {
 		frac = fmt.Sprintf("%.2f", g.P50/link.P50)
 	} else {
-		frac = t.dash("link limit unknown (link_gbps empty)")
+		frac = t.dash("link limit unknown (link_gb_per_s empty)")
 	}
 	return sig(g.P50), fmtRange(g.P10, g.P90, sig), frac
 }
@@ -517,10 +517,10 @@ func writeTransfer(w io.Writer, r *analysis.Run) {
 		}
 		g := analysis.Summarize(analysis.Column(rows, analysis.GBps))
 		var frac string
-		if line := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("line_gbps") })); line.N > 0 && line.P50 > 0 && g.N > 0 {
+		if line := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("line_gb_per_s") })); line.N > 0 && line.P50 > 0 && g.N > 0 {
 			frac = fmt.Sprintf("%.2f", g.P50/line.P50)
 		} else {
-			frac = t.dash("line rate unknown (line_gbps empty)")
+			frac = t.dash("line rate unknown (line_gb_per_s empty)")
 		}
 		extrap := func(col string, size float64) string {
 			d := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 {

@@ -66,6 +66,17 @@ func (t *Table) Problems() string {
 	return msg
 }
 
+// LegacyColumns maps the names columns had before their unit was in
+// their name to today's: results written by older kvtier read as new.
+// gbps held GB/s (10^9 B/s), which NIC users read as Gb/s; line_gbps and
+// link_gbps held GB/s too.
+var LegacyColumns = map[string]string{
+	"gbps": "gb_per_s", "gbps_p50": "gb_per_s_p50", "gbps_p10": "gb_per_s_p10", "gbps_p90": "gb_per_s_p90",
+	"line_gbps": "line_gb_per_s", "link_gbps": "link_gb_per_s",
+	"gbps_mean": "gb_per_s_mean", "gbps_stddev": "gb_per_s_stddev", "gbps_min": "gb_per_s_min",
+	"gbps_p99": "gb_per_s_p99", "gbps_max": "gb_per_s_max",
+}
+
 // ReadCSV reads every row of a kvtier CSV file. A cut-short last line is
 // left out silently; malformed lines in the middle are an error that
 // names them (use ReadTable to keep the rows and count them instead).
@@ -117,6 +128,11 @@ func ParseTable(data []byte, name string) (*Table, error) {
 		return nil, fmt.Errorf("results: %s: no CSV header (%v): %w", name, err, ErrCorrupt)
 	}
 	t.Header = slices.Clone(hdr)
+	for i, c := range t.Header {
+		if n, ok := LegacyColumns[c]; ok && !slices.Contains(hdr, n) {
+			t.Header[i] = n
+		}
+	}
 	for {
 		rec, err := p.next()
 		if err == io.EOF {

@@ -27,7 +27,7 @@ const (
 var CommonColumns = []string{
 	"suite", "backend", "transport", "tier", "layout", "model",
 	"prefix_tokens", "blocks", "chunk_bytes", "bytes", "rep",
-	"seconds", "gbps", "status", "reason",
+	"seconds", "gb_per_s", "status", "reason",
 }
 
 // A Row is one sample. The fields are the common columns; suite-specific
@@ -225,7 +225,7 @@ func (r *Row) common(col string) any {
 		return &r.Rep
 	case "seconds":
 		return &r.Seconds
-	case "gbps":
+	case "gb_per_s":
 		return &r.GBps
 	case "status":
 		return &r.Status

@@ -83,13 +83,13 @@ type Summary struct {
 	Skipped int      // skipped rows
 	Errors  int      // error rows
 	Reason  string   // the first reason of a skipped or error row
-	// Stats of the numeric columns over the ok rows: "seconds", "gbps" and,
+	// Stats of the numeric columns over the ok rows: "seconds", "gb_per_s" and,
 	// where the rows have them, "tflops".
 	Stats map[string]Stats
 }
 
 // SummaryStatColumns are the numeric columns a summary describes.
-var SummaryStatColumns = []string{"seconds", "gbps", "tflops"}
+var SummaryStatColumns = []string{"seconds", "gb_per_s", "tflops"}
 
 // Summarize groups rows by the key columns, in order of first appearance,
 // and describes each group.
@@ -115,7 +115,7 @@ func Summarize(rows []Row, keys []string) []Summary {
 		case StatusOK:
 			s.N++
 			vals[i]["seconds"] = append(vals[i]["seconds"], r.Seconds)
-			vals[i]["gbps"] = append(vals[i]["gbps"], r.GBps)
+			vals[i]["gb_per_s"] = append(vals[i]["gb_per_s"], r.GBps)
 			vals[i]["tflops"] = append(vals[i]["tflops"], r.Float("tflops"))
 		case StatusSkipped:
 			s.Skipped++
@@ -183,7 +183,7 @@ func SummarizeFile(in, out string, keys []string) error {
 		return err
 	}
 	statCols := []string{"seconds"}
-	for _, c := range []string{"gbps", "tflops"} {
+	for _, c := range []string{"gb_per_s", "tflops"} {
 		if slices.Contains(header, c) {
 			statCols = append(statCols, c)
 		}

@@ -92,7 +92,7 @@ func TestSummarizeFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"seconds_p50", "gbps_p99", "tflops_mean", "n_skipped", "n_error"} {
+	for _, c := range []string{"seconds_p50", "gb_per_s_p99", "tflops_mean", "n_skipped", "n_error"} {
 		if !strings.Contains(strings.Join(header, ","), c) {
 			t.Errorf("header lacks %s: %v", c, header)
 		}
@@ -104,24 +104,24 @@ func TestSummarizeFile(t *testing.T) {
 	if host.Tier != "host" || host.Get("n") != "4" || host.Get("seconds_min") != "0.1" || host.Get("seconds_max") != "0.4" {
 		t.Errorf("host group = %v", host.Extra)
 	}
-	if !near(host.Float("seconds_p50"), 0.25) || !near(host.Float("seconds_mean"), 0.25) || !near(host.Float("gbps_max"), 10) {
+	if !near(host.Float("seconds_p50"), 0.25) || !near(host.Float("seconds_mean"), 0.25) || !near(host.Float("gb_per_s_max"), 10) {
 		t.Errorf("host stats = %v", host.Extra)
 	}
 	bw := rows[1]
-	if bw.Get("n") != "1" || bw.Get("n_error") != "1" || !strings.Contains(bw.Reason, "mismatch") || bw.Get("seconds_p50") != "1" || bw.Get("gbps_p50") != "2" {
+	if bw.Get("n") != "1" || bw.Get("n_error") != "1" || !strings.Contains(bw.Reason, "mismatch") || bw.Get("seconds_p50") != "1" || bw.Get("gb_per_s_p50") != "2" {
 		t.Errorf("blockwise group = %v", bw.Extra)
 	}
 	hbm := rows[2]
 	if hbm.Get("n") != "0" || hbm.Get("n_skipped") != "2" || hbm.Reason != "no device memory on the host backend" {
 		t.Errorf("skipped group = %v", hbm.Extra)
 	}
-	for _, c := range SummaryColumns(nil, []string{"seconds", "gbps"})[4:] {
+	for _, c := range SummaryColumns(nil, []string{"seconds", "gb_per_s"})[4:] {
 		if hbm.Get(c) != "" {
 			t.Errorf("skipped group has %s = %q, want empty", c, hbm.Get(c))
 		}
 	}
 	rc := rows[3]
-	if rc.Get("tflops_p50") != "0.05" || rc.Get("gbps_p50") != "" || rc.Get("seconds_p50") != "2" {
+	if rc.Get("tflops_p50") != "0.05" || rc.Get("gb_per_s_p50") != "" || rc.Get("seconds_p50") != "2" {
 		t.Errorf("recompute group = %v", rc.Extra)
 	}
 }

@@ -182,7 +182,7 @@ kvtier_row() {
 	[ -f "$1" ] || return
 	awk -v top="$TOP" "$CSV"'
 		f[col("tier")] == "host" && f[col("copy")] == "contiguous" && f[col("prefix_tokens")] == top &&
-		f[col("status")] == "ok" && f[col("layout")] == "layerwise" { print f[col("bytes")], f[col("gbps")] }' "$1" |
+		f[col("status")] == "ok" && f[col("layout")] == "layerwise" { print f[col("bytes")], f[col("gb_per_s")] }' "$1" |
 		sort -k2 -g | awk '{ b = $1; v[NR] = $2 } END { if (NR) print b, (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
@@ -250,7 +250,7 @@ summarize() {
 		echo "$d: p50 at $TOP tokens"
 		awk -v top="$TOP" "$CSV"'
 			f[col("prefix_tokens")] == top {
-				g = f[col("gbps_p50")]; fl = f[col("tflops_p50")]
+				g = f[col("gb_per_s_p50")]; fl = f[col("tflops_p50")]
 				rate = (g != "") ? sprintf("%8.2f GB/s", g) : (fl != "") ? sprintf("%8.2f TFLOP/s", fl) : "       -"
 				printf "  %-9s %-9s %-10s %-8s %10.3f ms %s  n=%s %s\n", f[col("tier")], f[col("layout")], f[col("copy")],
 					f[col("src_mem")], f[col("seconds_p50")] * 1e3, rate, f[col("n")], f[col("reason")] }' "$S"

@@ -245,7 +245,7 @@ func (t *gatherTier) Attrs() map[string]string {
 		a["path"] = "dram-to-dram (host stand-in)"
 	}
 	if l := b.LinkGBps(src, dst); l > 0 {
-		a["link_gbps"] = fmt.Sprint(l)
+		a["link_gb_per_s"] = fmt.Sprint(l)
 	}
 	return a
 }

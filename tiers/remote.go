@@ -362,7 +362,7 @@ func (t *remoteTier) Attrs() map[string]string {
 			a["device_reason"], a["ib_tc"], a["ib_sl"] = t.deviceWhy, strconv.Itoa(t.opts.IBTC), strconv.Itoa(t.opts.IBSL)
 		}
 		if info.RateGbps > 0 {
-			a["link_gbps"] = fmt.Sprint(info.RateGbps / 8)
+			a["link_gb_per_s"] = fmt.Sprint(info.RateGbps / 8)
 		}
 	}
 	return a

@@ -41,7 +41,7 @@ func TestTransferEmbedded(t *testing.T) {
 	}
 	for _, r := range rows {
 		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Get("path") != "loopback" ||
-			r.Transport != "tcp" || r.Tier != "remote" || r.GBps <= 0 || r.Get("line_gbps") != "12.5" ||
+			r.Transport != "tcp" || r.Tier != "remote" || r.GBps <= 0 || r.Get("line_gb_per_s") != "12.5" ||
 			r.Float("line_frac") <= 0 || r.Float("t_3gib_s") <= 0 {
 			t.Fatalf("row %+v", r)
 		}

@@ -76,7 +76,7 @@ func (c *collector) Write(r results.Row) error {
 		if r.Get("verified") == "true" {
 			x.verified++
 		}
-		if lg := r.Float("line_gbps"); lg > 0 {
+		if lg := r.Float("line_gb_per_s"); lg > 0 {
 			x.line = lg
 		}
 	case results.StatusError:
@@ -118,11 +118,11 @@ func (x *cell) row(k cellKey) results.Row {
 	r.Set("route", k.route)
 	st := results.Describe(x.gbps)
 	r.Set("n", st.N)
-	r.Set("gbps_p50", st.P50)
-	r.Set("gbps_p10", st.P10)
-	r.Set("gbps_p90", st.P90)
+	r.Set("gb_per_s_p50", st.P50)
+	r.Set("gb_per_s_p10", st.P10)
+	r.Set("gb_per_s_p90", st.P90)
 	if x.line > 0 {
-		r.Set("line_gbps", x.line)
+		r.Set("line_gb_per_s", x.line)
 	}
 	r.Set("verified", st.N > 0 && x.verified > 0)
 	r.Set("errors", x.errors)

@@ -156,10 +156,10 @@ func TestCollectorMatrix(t *testing.T) {
 	if c := m[2]; c.Get("n") != "1" || c.Get("verified") != "false" {
 		t.Errorf("cell 2->0 without a verified rep: %v", c.Extra)
 	}
-	if c := m[0]; c.Get("n") != "3" || c.Get("gbps_p50") != "2" || c.Get("verified") != "true" || c.Get("errors") != "0" {
+	if c := m[0]; c.Get("n") != "3" || c.Get("gb_per_s_p50") != "2" || c.Get("verified") != "true" || c.Get("errors") != "0" {
 		t.Errorf("cell 0->1: %v", c.Extra)
 	}
-	if c := m[1]; c.Get("n") != "0" || c.Get("verified") != "false" || c.Get("errors") != "1" || c.Reason != "peer gone" || c.Get("gbps_p50") != "" {
+	if c := m[1]; c.Get("n") != "0" || c.Get("verified") != "false" || c.Get("errors") != "1" || c.Reason != "peer gone" || c.Get("gb_per_s_p50") != "" {
 		t.Errorf("cell 1->0: %v %q", c.Extra, c.Reason)
 	}
 }

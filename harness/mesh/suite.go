@@ -48,7 +48,7 @@ var pairColumns = []string{
 // MatrixColumns is the header of mesh_matrix.csv.
 var MatrixColumns = []string{
 	"pattern", "route", "layout", "bytes", "src_rank", "dst_rank", "src_node", "dst_node",
-	"pair", "path", "transport", "n", "gbps_p50", "gbps_p10", "gbps_p90", "line_gbps",
+	"pair", "path", "transport", "n", "gb_per_s_p50", "gb_per_s_p10", "gb_per_s_p90", "line_gb_per_s",
 	"verified", "errors", "skipped", "reason",
 }
 

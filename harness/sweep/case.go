@@ -62,7 +62,7 @@ func (c Config) Case(p tiers.Prefix) harness.Case {
 
 // linkFrac sets link_frac of an ok row whose link limit is known.
 func linkFrac(r *results.Row) {
-	if l := r.Float("link_gbps"); l > 0 && r.GBps > 0 {
+	if l := r.Float("link_gb_per_s"); l > 0 && r.GBps > 0 {
 		r.Set("link_frac", r.GBps/l)
 	}
 }

@@ -30,8 +30,8 @@ var columns = []string{
 	"flops",            // recompute: FLOPs of the prefill
 	"tflops",           // recompute: achieved TFLOP/s
 	"compute_dtype",    // recompute: bf16 | fp32
-	"link_gbps",        // payload limit of the link, "" unknown
-	"link_frac",        // gbps / link_gbps
+	"link_gb_per_s",    // payload limit of the link, "" unknown
+	"link_frac",        // gb_per_s / link_gb_per_s
 	"seed",
 }
 

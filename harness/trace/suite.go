@@ -229,7 +229,7 @@ func (res *Result) WindowRows() []results.Row {
 			r.Set("window_s", w.Window)
 			r.Set("t_s", p.T)
 			r.Set("distinct_blocks", p.Blocks)
-			r.Set("kv_bytes", p.Blocks*float64(a.BlockBytes))
+			r.Set("kv_bytes", int64(math.Round(p.Blocks*float64(a.BlockBytes)))) // an integer, as DuckDB should read it
 			r.Set("method", a.Method)
 			r.Set("sample_rate", a.Sample)
 			rows = append(rows, r)

@@ -23,8 +23,8 @@ var columns = []string{
 	"conns",            // parallel TCP connections or QPs
 	"src_mem",          // host | gpu (the peer's pool; a store's own memory)
 	"dst_mem",          // host | gpu (a store's: the peer's pool)
-	"line_gbps",        // NIC line rate in GB/s (or the shaped rate), "" unknown
-	"line_frac",        // gbps / line_gbps
+	"line_gb_per_s",    // NIC line rate in GB/s (or the shaped rate), "" unknown
+	"line_frac",        // gb_per_s / line_gb_per_s
 	"t_3gib_s",         // derived: seconds to move 3 GiB at this rep's rate
 	"t_11_5gib_s",      // derived: seconds to move 11.5 GiB at this rep's rate
 	"verified",

@@ -296,7 +296,7 @@ func (r *Measurer) row(t *Target, layout string, size int64) results.Row {
 		row.Set("gpu", r.be.Dst.Device())
 	}
 	if t.Line > 0 {
-		row.Set("line_gbps", t.Line/8)
+		row.Set("line_gb_per_s", t.Line/8)
 	}
 	if r.Decorate != nil {
 		r.Decorate(&row)
@@ -316,7 +316,7 @@ func chunkBytes(g kv.Geometry, layout string, size int64) int64 {
 
 // derive sets the columns computed from a rep's rate.
 func derive(row *results.Row) {
-	if lg := row.Float("line_gbps"); lg > 0 {
+	if lg := row.Float("line_gb_per_s"); lg > 0 {
 		row.Set("line_frac", row.GBps/lg)
 	}
 	if row.GBps > 0 {

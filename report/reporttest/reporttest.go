@@ -293,7 +293,7 @@ func (w *writer) tierRows(c *results.CSV, tc tierModel, o Options, noise func() 
 			r.Set("verified", rep == 0)
 			r.SetTime((tc.Alpha + float64(r.Bytes)/tc.Beta) * noise() * o.slow(tc.Tier))
 			if tc.Tier == "host" {
-				r.Set("link_gbps", 53.2)
+				r.Set("link_gb_per_s", 53.2)
 				r.Set("link_frac", r.GBps/53.2)
 			}
 			w.put(c, r)
@@ -519,7 +519,7 @@ func (w *writer) transfer(o Options, noise func() float64) {
 					r.Set("conns", 4)
 					r.Set("src_mem", "gpu")
 					r.Set("dst_mem", "gpu")
-					r.Set("line_gbps", 25)
+					r.Set("line_gb_per_s", 25)
 					r.Set("line_frac", r.GBps/25)
 					r.Set("t_3gib_s", 3*float64(1<<30)/(r.GBps*1e9))
 					r.Set("t_11_5gib_s", 11.5*float64(1<<30)/(r.GBps*1e9))
@@ -639,7 +639,7 @@ func (w *writer) mesh(o Options) {
 					}
 					r.Set("path", pair)
 					r.Set("pair", pair)
-					r.Set("line_gbps", 50)
+					r.Set("line_gb_per_s", 50)
 					r.Set("src_rank", src)
 					r.Set("dst_rank", dst)
 					r.Set("src_node", node(src))

@@ -1,0 +1,27 @@
+package results
+
+import "testing"
+
+// TestLegacyColumnNames: results written before the units were in the
+// column names (gbps held GB/s, which NIC users read as Gb/s; line_gbps
+// and link_gbps too) read as today's gb_per_s, line_gb_per_s,
+// link_gb_per_s, so report, plot and compare read old runs.
+func TestLegacyColumnNames(t *testing.T) {
+	t.Parallel()
+	old := "suite,backend,transport,tier,layout,model,prefix_tokens,blocks,chunk_bytes,bytes,rep,seconds,gbps,status,reason,line_gbps,link_gbps\n" +
+		"transfer,host,tcp,remote,contiguous,m,,,,16777216,0,0.01,1.6777216,ok,,25,53.2\n"
+	tab, err := ParseTable([]byte(old), "old.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tab.Rows[0]
+	if r.GBps != 1.6777216 || r.Float("line_gb_per_s") != 25 || r.Float("link_gb_per_s") != 53.2 || r.Cell("gb_per_s") != "1.6777216" {
+		t.Errorf("old names not read as new: %+v", r)
+	}
+	if tab.Header[12] != "gb_per_s" {
+		t.Errorf("header = %q", tab.Header)
+	}
+	if CommonColumns[12] != "gb_per_s" {
+		t.Errorf("rows are written under %q, a name NIC users read as Gb/s", CommonColumns[12])
+	}
+}

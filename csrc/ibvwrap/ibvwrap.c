@@ -192,6 +192,112 @@ static int kvt_first_active(kvt_ibv_lib *L, struct ibv_context *ctx, int nports)
 	return 0;
 }
 
+/* kvt_ep_pick opens into ep the first device of list named device (any,
+ * if empty) with port (or, if 0, an active port), and its attributes. */
+static int kvt_ep_pick(kvt_ibv_lib *L, struct ibv_device **list, int ndev, const char *device, int port,
+		       kvt_ibv_ep *ep, struct ibv_device_attr *da, const char **name, kvt_ibv_status *st)
+{
+	int named = device && device[0];
+	for (int i = 0; i < ndev; i++) {
+		const char *n = L->p_ibv_get_device_name(list[i]);
+		if (named && strcmp(n, device) != 0)
+			continue;
+		struct ibv_context *ctx = L->p_ibv_open_device(list[i]);
+		if (!ctx) {
+			if (named)
+				return kvt_sys(st, "ibv_open_device", n);
+			continue;
+		}
+		if (L->p_ibv_query_device(ctx, da) != 0) {
+			L->p_ibv_close_device(ctx);
+			continue;
+		}
+		int p = port == 0 ? kvt_first_active(L, ctx, da->phys_port_cnt) : port;
+		if (p < 1 || p > da->phys_port_cnt) {
+			L->p_ibv_close_device(ctx);
+			if (named) {
+				kvt_set(st, KVT_IBV_ENODEV, 0, "no active port on %s%s", n, NULL);
+				return KVT_IBV_ENODEV;
+			}
+			continue;
+		}
+		ep->ctx = ctx;
+		ep->port = p;
+		*name = n;
+		return KVT_IBV_OK;
+	}
+	if (named)
+		kvt_set(st, KVT_IBV_ENODEV, 0, "no RDMA device named %s%s", device, NULL);
+	else
+		kvt_set(st, KVT_IBV_ENODEV, 0, "no RDMA device with an active port%s%s", NULL, NULL);
+	return KVT_IBV_ENODEV;
+}
+
+/* kvt_ep_port reads ep's port and da's limits into attr. */
+static int kvt_ep_port(kvt_ibv_ep *ep, const struct ibv_device_attr *da, kvt_ibv_ep_attr *attr,
+		       kvt_ibv_status *st)
+{
+	struct ibv_port_attr pa;
+	if (kvt_query_port(ep->L, ep->ctx, (uint8_t)ep->port, &pa) != 0)
+		return kvt_sys(st, "ibv_query_port", attr->device);
+	attr->port = ep->port;
+	attr->link_layer = pa.link_layer;
+	attr->state = pa.state;
+	attr->active_mtu = pa.active_mtu;
+	attr->lid = pa.lid;
+	attr->gid_tbl_len = pa.gid_tbl_len;
+	attr->max_qp_rd_atom = da->max_qp_rd_atom;
+	attr->max_qp_init_rd_atom = da->max_qp_init_rd_atom;
+	attr->max_msg_sz = pa.max_msg_sz;
+	ep->link_layer = pa.link_layer;
+	return KVT_IBV_OK;
+}
+
+/* kvt_ep_new_qp creates an RC QP on ep's PD and CQ; NULL (errno says
+ * why) if it fails. */
+static struct ibv_qp *kvt_ep_new_qp(kvt_ibv_ep *ep, int sq_depth)
+{
+	struct ibv_qp_init_attr ia;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ep->cq;
+	ia.recv_cq = ep->cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = sq_depth;
+	ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	errno = 0;
+	return ep->L->p_ibv_create_qp(ep->pd, &ia);
+}
+
+/* kvt_ep_queues gives ep its PD, one CQ and nqp QPs of sq_depth sends
+ * each (clamped to da's limits), naming the QPs in attr. */
+static int kvt_ep_queues(kvt_ibv_ep *ep, int nqp, int sq_depth, const struct ibv_device_attr *da,
+			 kvt_ibv_ep_attr *attr, kvt_ibv_status *st)
+{
+	kvt_ibv_lib *L = ep->L;
+	errno = 0;
+	if (!(ep->pd = L->p_ibv_alloc_pd(ep->ctx)))
+		return kvt_sys(st, "ibv_alloc_pd", attr->device);
+	if (sq_depth < 1)
+		sq_depth = 1;
+	if (sq_depth > da->max_qp_wr)
+		sq_depth = da->max_qp_wr;
+	ep->cqe = nqp * sq_depth;
+	if (ep->cqe > da->max_cqe)
+		ep->cqe = da->max_cqe;
+	errno = 0;
+	if (!(ep->cq = L->p_ibv_create_cq(ep->ctx, ep->cqe, NULL, NULL, 0)))
+		return kvt_sys(st, "ibv_create_cq", attr->device);
+	for (int i = 0; i < nqp; i++) {
+		if (!(ep->qp[i] = kvt_ep_new_qp(ep, sq_depth)))
+			return kvt_sys(st, "ibv_create_qp", attr->device);
+		ep->nqp = i + 1;
+		attr->qpn[i] = ep->qp[i]->qp_num;
+	}
+	return KVT_IBV_OK;
+}
+
 int kvt_ibv_ep_open(kvt_ibv_lib *L, const char *device, int port, int nqp, int sq_depth,
 		    kvt_ibv_ep **out, kvt_ibv_ep_attr *attr, kvt_ibv_status *st)
 {
@@ -221,105 +327,18 @@ int kvt_ibv_ep_open(kvt_ibv_lib *L, const char *device, int port, int nqp, int s
 	ep->L = L;
 	struct ibv_device_attr da;
 	const char *name = NULL;
-	for (int i = 0; i < ndev && !ep->ctx; i++) {
-		const char *n = L->p_ibv_get_device_name(list[i]);
-		if (device && device[0] && strcmp(n, device) != 0)
-			continue;
-		struct ibv_context *ctx = L->p_ibv_open_device(list[i]);
-		if (!ctx) {
-			if (device && device[0]) {
-				L->p_ibv_free_device_list(list);
-				free(ep);
-				return kvt_sys(st, "ibv_open_device", n);
-			}
-			continue;
-		}
-		if (L->p_ibv_query_device(ctx, &da) != 0) {
-			L->p_ibv_close_device(ctx);
-			continue;
-		}
-		int p = port;
-		if (p == 0)
-			p = kvt_first_active(L, ctx, da.phys_port_cnt);
-		if (p < 1 || p > da.phys_port_cnt) {
-			L->p_ibv_close_device(ctx);
-			if (device && device[0]) {
-				L->p_ibv_free_device_list(list);
-				free(ep);
-				kvt_set(st, KVT_IBV_ENODEV, 0, "no active port on %s%s", n, NULL);
-				return KVT_IBV_ENODEV;
-			}
-			continue;
-		}
-		ep->ctx = ctx;
-		ep->port = p;
-		name = n;
-	}
-	if (!ep->ctx) {
+	int rc = kvt_ep_pick(L, list, ndev, device, port, ep, &da, &name, st);
+	if (rc) {
 		L->p_ibv_free_device_list(list);
 		free(ep);
-		if (device && device[0])
-			kvt_set(st, KVT_IBV_ENODEV, 0, "no RDMA device named %s%s", device, NULL);
-		else
-			kvt_set(st, KVT_IBV_ENODEV, 0, "no RDMA device with an active port%s%s", NULL, NULL);
-		return KVT_IBV_ENODEV;
+		return rc;
 	}
 	memset(attr, 0, sizeof(*attr));
 	snprintf(attr->device, sizeof(attr->device), "%s", name);
 	L->p_ibv_free_device_list(list);
-
-	struct ibv_port_attr pa;
-	if (kvt_query_port(L, ep->ctx, (uint8_t)ep->port, &pa) != 0) {
+	if ((rc = kvt_ep_port(ep, &da, attr, st)) || (rc = kvt_ep_queues(ep, nqp, sq_depth, &da, attr, st))) {
 		kvt_ibv_ep_close(ep);
-		return kvt_sys(st, "ibv_query_port", attr->device);
-	}
-	attr->port = ep->port;
-	attr->link_layer = pa.link_layer;
-	attr->state = pa.state;
-	attr->active_mtu = pa.active_mtu;
-	attr->lid = pa.lid;
-	attr->gid_tbl_len = pa.gid_tbl_len;
-	attr->max_qp_rd_atom = da.max_qp_rd_atom;
-	attr->max_qp_init_rd_atom = da.max_qp_init_rd_atom;
-	attr->max_msg_sz = pa.max_msg_sz;
-	ep->link_layer = pa.link_layer;
-
-	errno = 0;
-	if (!(ep->pd = L->p_ibv_alloc_pd(ep->ctx))) {
-		kvt_ibv_ep_close(ep);
-		return kvt_sys(st, "ibv_alloc_pd", attr->device);
-	}
-	if (sq_depth < 1)
-		sq_depth = 1;
-	if (sq_depth > da.max_qp_wr)
-		sq_depth = da.max_qp_wr;
-	ep->cqe = nqp * sq_depth;
-	if (ep->cqe > da.max_cqe)
-		ep->cqe = da.max_cqe;
-	errno = 0;
-	if (!(ep->cq = L->p_ibv_create_cq(ep->ctx, ep->cqe, NULL, NULL, 0))) {
-		kvt_ibv_ep_close(ep);
-		return kvt_sys(st, "ibv_create_cq", attr->device);
-	}
-	for (int i = 0; i < nqp; i++) {
-		struct ibv_qp_init_attr ia;
-		memset(&ia, 0, sizeof(ia));
-		ia.send_cq = ep->cq;
-		ia.recv_cq = ep->cq;
-		ia.qp_type = IBV_QPT_RC;
-		ia.cap.max_send_wr = sq_depth;
-		ia.cap.max_recv_wr = 1;
-		ia.cap.max_send_sge = 1;
-		ia.cap.max_recv_sge = 1;
-		errno = 0;
-		ep->qp[i] = L->p_ibv_create_qp(ep->pd, &ia);
-		if (!ep->qp[i]) {
-			ep->nqp = i;
-			kvt_ibv_ep_close(ep);
-			return kvt_sys(st, "ibv_create_qp", attr->device);
-		}
-		ep->nqp = i + 1;
-		attr->qpn[i] = ep->qp[i]->qp_num;
+		return rc;
 	}
 	attr->nqp = nqp;
 	*out = ep;
@@ -531,55 +550,83 @@ static void kvt_rd_credit(kvt_ibv_rd *rd, long idx)
 		rd->inflight[q]--;
 }
 
+/* kvt_rd_fill posts QP q's next requests, up to its limit, as one
+ * chained post; on a failed post it counts those posted before the bad one. */
+static int kvt_rd_fill(kvt_ibv_rd *rd, int q, kvt_ibv_status *st)
+{
+	struct ibv_send_wr sw[64];
+	struct ibv_sge sg[64];
+	int k = 0, next = rd->next[q];
+	while (rd->inflight[q] + k < rd->outstanding && next + k < rd->qstart[q + 1])
+		k++;
+	if (k == 0)
+		return KVT_IBV_OK;
+	for (int j = 0; j < k; j++) {
+		const kvt_ibv_wr *w = &rd->wrs[next + j];
+		memset(&sw[j], 0, sizeof(sw[j]));
+		sg[j].addr = w->laddr;
+		sg[j].length = w->len;
+		sg[j].lkey = w->lkey;
+		sw[j].wr_id = (uint64_t)(next + j);
+		sw[j].sg_list = &sg[j];
+		sw[j].num_sge = 1;
+		sw[j].opcode = IBV_WR_RDMA_READ;
+		sw[j].send_flags = IBV_SEND_SIGNALED;
+		sw[j].wr.rdma.remote_addr = w->raddr;
+		sw[j].wr.rdma.rkey = w->rkey;
+		sw[j].next = j + 1 < k ? &sw[j + 1] : NULL;
+	}
+	struct ibv_send_wr *bad = NULL;
+	int rc = kvt_post_send(rd->ep->qp[q], &sw[0], &bad);
+	if (rc) {
+		/* The requests before the bad one were posted. */
+		int posted = bad ? (int)((long)bad->wr_id - next) : 0;
+		if (posted < 0 || posted > k)
+			posted = 0;
+		rd->inflight[q] += posted;
+		rd->next[q] += posted;
+		errno = rc;
+		kvt_sys(st, "ibv_post_send", NULL);
+		st->wr_index = bad ? (long)bad->wr_id : (long)next;
+		return KVT_IBV_ESYS;
+	}
+	rd->inflight[q] += k;
+	rd->next[q] += k;
+	return KVT_IBV_OK;
+}
+
+/* kvt_rd_reap counts got completions; the first failed one is the error. */
+static int kvt_rd_reap(kvt_ibv_rd *rd, const struct ibv_wc *wc, int got, kvt_ibv_status *st)
+{
+	for (int i = 0; i < got; i++) {
+		long idx = (long)wc[i].wr_id;
+		kvt_rd_credit(rd, idx);
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			/* Count the rest, so abort knows what is still out. */
+			for (int j = i + 1; j < got; j++)
+				kvt_rd_credit(rd, (long)wc[j].wr_id);
+			st->code = KVT_IBV_EWC;
+			st->wc_status = wc[i].status;
+			st->wr_index = idx;
+			snprintf(st->msg, sizeof(st->msg), "%s", rd->ep->L->p_ibv_wc_status_str(wc[i].status));
+			return KVT_IBV_EWC;
+		}
+		rd->done++;
+	}
+	return KVT_IBV_OK;
+}
+
 int kvt_ibv_rd_poll(kvt_ibv_rd *rd, int slice_ms, int timeout_ms, kvt_ibv_status *st)
 {
 	kvt_clear(st);
 	kvt_ibv_ep *ep = rd->ep;
-	const kvt_ibv_wr *wrs = rd->wrs;
 	long start = kvt_now_ms();
-	struct ibv_send_wr sw[64];
-	struct ibv_sge sg[64];
 	struct ibv_wc wc[64];
 	while (rd->done < rd->n) {
 		/* Fill every QP up to its limit with one chained post. */
-		for (int q = 0; q < ep->nqp; q++) {
-			int k = 0, next = rd->next[q];
-			while (rd->inflight[q] + k < rd->outstanding && next + k < rd->qstart[q + 1])
-				k++;
-			if (k == 0)
-				continue;
-			for (int j = 0; j < k; j++) {
-				const kvt_ibv_wr *w = &wrs[next + j];
-				memset(&sw[j], 0, sizeof(sw[j]));
-				sg[j].addr = w->laddr;
-				sg[j].length = w->len;
-				sg[j].lkey = w->lkey;
-				sw[j].wr_id = (uint64_t)(next + j);
-				sw[j].sg_list = &sg[j];
-				sw[j].num_sge = 1;
-				sw[j].opcode = IBV_WR_RDMA_READ;
-				sw[j].send_flags = IBV_SEND_SIGNALED;
-				sw[j].wr.rdma.remote_addr = w->raddr;
-				sw[j].wr.rdma.rkey = w->rkey;
-				sw[j].next = j + 1 < k ? &sw[j + 1] : NULL;
-			}
-			struct ibv_send_wr *bad = NULL;
-			int rc = kvt_post_send(ep->qp[q], &sw[0], &bad);
-			if (rc) {
-				/* The requests before the bad one were posted. */
-				int posted = bad ? (int)((long)bad->wr_id - next) : 0;
-				if (posted < 0 || posted > k)
-					posted = 0;
-				rd->inflight[q] += posted;
-				rd->next[q] += posted;
-				errno = rc;
-				kvt_sys(st, "ibv_post_send", NULL);
-				st->wr_index = bad ? (long)bad->wr_id : (long)next;
+		for (int q = 0; q < ep->nqp; q++)
+			if (kvt_rd_fill(rd, q, st))
 				return KVT_IBV_ESYS;
-			}
-			rd->inflight[q] += k;
-			rd->next[q] += k;
-		}
 		int got = kvt_poll_cq(ep->cq, 64, wc);
 		if (got < 0) {
 			errno = EIO;
@@ -596,21 +643,8 @@ int kvt_ibv_rd_poll(kvt_ibv_rd *rd, int slice_ms, int timeout_ms, kvt_ibv_status
 		} else {
 			rd->last = now;
 		}
-		for (int i = 0; i < got; i++) {
-			long idx = (long)wc[i].wr_id;
-			kvt_rd_credit(rd, idx);
-			if (wc[i].status != IBV_WC_SUCCESS) {
-				/* Count the rest, so abort knows what is still out. */
-				for (int j = i + 1; j < got; j++)
-					kvt_rd_credit(rd, (long)wc[j].wr_id);
-				st->code = KVT_IBV_EWC;
-				st->wc_status = wc[i].status;
-				st->wr_index = idx;
-				snprintf(st->msg, sizeof(st->msg), "%s", ep->L->p_ibv_wc_status_str(wc[i].status));
-				return KVT_IBV_EWC;
-			}
-			rd->done++;
-		}
+		if (kvt_rd_reap(rd, wc, got, st))
+			return KVT_IBV_EWC;
 		if (rd->done < rd->n && slice_ms > 0 && now - start >= slice_ms) {
 			kvt_set(st, KVT_IBV_EAGAIN, 0, "reads still in flight%s%s", NULL, NULL);
 			return KVT_IBV_EAGAIN;

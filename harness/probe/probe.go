@@ -465,7 +465,10 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *serving.Clie
 		row.Fail(err) // the usage columns stay: they show the cut
 		return
 	}
-	merr := errors.Join(berr, aerr)
+	merr := berr // the reading before; else the one after (both failing say the same)
+	if merr == nil {
+		merr = aerr
+	}
 	var d serving.Delta
 	if merr == nil {
 		d = serving.Sub(before, aft)

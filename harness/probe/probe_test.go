@@ -353,6 +353,9 @@ func TestProbeNoMetrics(t *testing.T) {
 		if r.Get("hit_tokens") != "" {
 			t.Errorf("%s: hit_tokens %q without counters", r.Tier, r.Get("hit_tokens"))
 		}
+		if n := strings.Count(r.Get("verify_reason"), "GET /metrics"); n != 1 {
+			t.Errorf("%s: verify_reason %q names the failed read %d times, want once", r.Tier, r.Get("verify_reason"), n)
+		}
 		if r.Get("counter_generation") != "no /metrics" || strings.ContainsAny(r.Get("verify_reason"), "\r\n") {
 			t.Errorf("%s: counter_generation %q, verify_reason %q", r.Tier, r.Get("counter_generation"), r.Get("verify_reason"))
 		}

@@ -500,25 +500,7 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 	}
 	res.inject, res.prefillTTFT = ds.since(), window
 	if arm != ArmBaseline {
-		s, err := r.prefill(ctx, arm, pre)
-		res.form = s.Form
-		if s.Usage != nil {
-			res.prompt = s.Usage.PromptTokens
-		}
-		if err == nil {
-			err = s.PromptCheck()
-		}
-		if err != nil {
-			ds.finish(&res)
-			res.err = fmt.Errorf("prefill of %d tokens: %w", p, err)
-			return res
-		}
-		ttft := s.TTFT.Seconds()
-		res.prefillTTFT, res.done = ttft, res.inject+ttft
-		ds.mu.Lock()
-		err = afterDecodes(&res, slices.Clone(ds.endAt))
-		ds.mu.Unlock()
-		if err != nil {
+		if err := r.inject(ctx, &res, ds, pre); err != nil {
 			ds.finish(&res)
 			res.err = err
 			return res
@@ -529,6 +511,29 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 	wait.Until(ctx, ds.clock.At(time.Duration(end*float64(time.Second))+r.cfg.Margin))
 	ds.finish(&res)
 	return res
+}
+
+// inject sends the arm's prefill while ds decode and records its TTFT,
+// the prompt the server saw and the form it went in; the error is the
+// prefill's, a prompt the server cut, or a server that served the
+// prefill only after the decodes (ErrSerializing).
+func (r *Runner) inject(ctx context.Context, res *armResult, ds *decodes, pre serving.Request) error {
+	s, err := r.prefill(ctx, res.arm, pre)
+	res.form = s.Form
+	if s.Usage != nil {
+		res.prompt = s.Usage.PromptTokens
+	}
+	if err == nil {
+		err = s.PromptCheck()
+	}
+	if err != nil {
+		return fmt.Errorf("prefill of %d tokens: %w", res.p, err)
+	}
+	ttft := s.TTFT.Seconds()
+	res.prefillTTFT, res.done = ttft, res.inject+ttft
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	return afterDecodes(res, slices.Clone(ds.endAt))
 }
 
 // prefill sends the arm's prefill (to the control instance for the

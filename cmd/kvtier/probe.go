@@ -251,7 +251,10 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 				return err
 			}
 			fmt.Fprintf(stderr, "kvtier probe: %s at %s (block size %d, %s)\n", info.Model, redact.URL(cfg.Endpoint), info.BlockSize, info.BlockSource)
-			return p.Run(ctx, sink)
+			ts := &ttftSink{Sink: sink}
+			err = p.Run(ctx, ts)
+			ts.summary(stderr, map[bool]string{true: "simulated", false: "measured"}[cfg.Simulated])
+			return err
 		}}.exec(ctx, stdout, stderr)
 }
 

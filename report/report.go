@@ -348,24 +348,31 @@ func countedTTFT(rows []results.Row) analysis.Dist {
 
 var probeTiers = []string{"miss", "remote", "cpu", "gpu"}
 
-func writeProbe(w io.Writer, r *analysis.Run) {
-	cells, groups := probeDists(r.Rows("probe"))
-	type lkey struct {
-		Sim bool
-		L   int64
-	}
-	var ls []lkey
+// probeLength is one row of the probe table: a prompt length, real or simulated.
+type probeLength struct {
+	Sim bool
+	L   int64
+}
+
+// probeLengths lists the lengths of cells in order, each once.
+func probeLengths(cells []probeCell) []probeLength {
+	var ls []probeLength
 	for _, c := range cells {
-		k := lkey{c.Sim, c.L}
+		k := probeLength{c.Sim, c.L}
 		if !slices.Contains(ls, k) {
 			ls = append(ls, k)
 		}
 	}
+	return ls
+}
+
+func writeProbe(w io.Writer, r *analysis.Run) {
+	cells, groups := probeDists(r.Rows("probe"))
 	paragraph(w, "TTFT in seconds: p50 (p90, n). Hits count only when the server's counters confirmed the tier; the ratios compare p50s.")
 	t := newTable("L", "source", "miss", "remote", "cpu", "gpu", "miss/remote", "remote/cpu", "cpu/gpu")
 	var unverified []string
 	var g gaps
-	for _, lk := range ls {
+	for _, lk := range probeLengths(cells) {
 		src := "real server"
 		if lk.Sim {
 			src = "simulated"
@@ -374,37 +381,11 @@ func writeProbe(w io.Writer, r *analysis.Run) {
 		p50 := map[string]float64{}
 		for _, tier := range probeTiers {
 			rows := groups[probeCell{lk.Sim, lk.L, tier}]
-			nUnver := 0
-			reasons := map[string]int{}
-			for _, x := range rows {
-				if analysis.OK(x) && !analysis.ProbeCounted(x) {
-					nUnver++
-					reasons[orDash(x.Get("verify_reason"))]++
-				}
-			}
 			g.add(fmt.Sprintf("%s (%s)", tier, src), "L="+fmtTokens(lk.L), rows)
-			d := countedTTFT(rows)
-			p50[tier] = math.NaN()
-			cell := ""
-			switch {
-			case d.N > 0:
-				p50[tier] = d.P50
-				cell = fmt.Sprintf("%s (%s, %d)", sig(d.P50), sig(d.P90), d.N)
-			case len(rows) == 0:
-				cell = t.dash("not measured at this L")
-			case nUnver > 0:
-				cell = Dash
-			default:
-				cell = t.dash("no ok sample (see Not measured)")
-			}
-			if nUnver > 0 {
-				cell += " " + t.note("unverified hits excluded from the numbers; counted below")
-				var rs []string
-				for k, v := range reasons {
-					rs = append(rs, fmt.Sprintf("%d: %s", v, k))
-				}
-				slices.Sort(rs)
-				unverified = append(unverified, fmt.Sprintf("- %s L=%s (%s): %d unverified hit row(s) — %s", tier, fmtTokens(lk.L), src, nUnver, strings.Join(rs, "; ")))
+			cell, p, unver := probeTierCell(t, rows, fmt.Sprintf("%s L=%s (%s)", tier, fmtTokens(lk.L), src))
+			p50[tier] = p
+			if unver != "" {
+				unverified = append(unverified, unver)
 			}
 			row = append(row, cell)
 		}
@@ -417,72 +398,84 @@ func writeProbe(w io.Writer, r *analysis.Run) {
 	g.write(w, "probe")
 }
 
+// probeTierCell formats one tier's cell of the probe table from its rows:
+// the counted TTFT, its p50 (NaN if none) and, if some ok hits were not
+// confirmed by the server's counters, a line for where naming them.
+func probeTierCell(t *table, rows []results.Row, where string) (cell string, p50 float64, unverified string) {
+	nUnver := 0
+	reasons := map[string]int{}
+	for _, x := range rows {
+		if analysis.OK(x) && !analysis.ProbeCounted(x) {
+			nUnver++
+			reasons[orDash(x.Get("verify_reason"))]++
+		}
+	}
+	d := countedTTFT(rows)
+	p50 = math.NaN()
+	switch {
+	case d.N > 0:
+		p50 = d.P50
+		cell = fmt.Sprintf("%s (%s, %d)", sig(d.P50), sig(d.P90), d.N)
+	case len(rows) == 0:
+		cell = t.dash("not measured at this L")
+	case nUnver > 0:
+		cell = Dash
+	default:
+		cell = t.dash("no ok sample (see Not measured)")
+	}
+	if nUnver == 0 {
+		return cell, p50, ""
+	}
+	cell += " " + t.note("unverified hits excluded from the numbers; counted below")
+	var rs []string
+	for k, v := range reasons {
+		rs = append(rs, fmt.Sprintf("%d: %s", v, k))
+	}
+	slices.Sort(rs)
+	return cell, p50, fmt.Sprintf("- %s: %d unverified hit row(s) — %s", where, nUnver, strings.Join(rs, "; "))
+}
+
 type mb1Cell struct {
 	Sim   bool
 	Chunk string
 	D, P  int
 }
 
+// mb1ArmCell is one arm of one interference cell.
+type mb1ArmCell struct {
+	mb1Cell
+	Arm string
+}
+
+func mb1ArmOf(x results.Row) mb1ArmCell {
+	return mb1ArmCell{mb1Cell{x.Get("simulated") == "true", x.Get("chunk_label"), analysis.Atoi(x.Get("decode_streams")), analysis.Atoi(x.Get("prefill_tokens"))}, x.Get("arm")}
+}
+
+// mb1P50 is the p50 of col over rows and how many rows had it; NaN, 0 if none.
+func mb1P50(rows []results.Row, col string) (float64, int) {
+	d := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(col) }))
+	if d.N == 0 {
+		return math.NaN(), 0
+	}
+	return d.P50, d.N
+}
+
 func writeMB1(w io.Writer, r *analysis.Run) {
-	type armCell struct {
-		mb1Cell
-		Arm string
-	}
-	keyOf := func(x results.Row) armCell {
-		return armCell{mb1Cell{x.Get("simulated") == "true", x.Get("chunk_label"), analysis.Atoi(x.Get("decode_streams")), analysis.Atoi(x.Get("prefill_tokens"))}, x.Get("arm")}
-	}
-	cells, groups := analysis.GroupBy(r.Rows("mb1"), keyOf, func(a, b armCell) int {
+	cells, groups := analysis.GroupBy(r.Rows("mb1"), mb1ArmOf, func(a, b mb1ArmCell) int {
 		return cmp.Or(analysis.CompareBool(a.Sim, b.Sim), cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.D, b.D), cmp.Compare(a.P, b.P), cmp.Compare(a.Arm, b.Arm))
 	})
 	paragraph(w, "Interference arm: p50 over reps. Effective TPOT during = prefill TTFT / (tokens during / D); penalty = that / base TPOT. The control arm sends the prefill elsewhere.")
 	t := newTable("D", "P", "chunk", "source", "n", "base TPOT ms", "prefill TTFT ms", "tokens/stream during", "eff. TPOT ms", "penalty", "control penalty")
 	var g gaps
-	p50 := func(rows []results.Row, col string) (float64, int) {
-		d := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(col) }))
-		if d.N == 0 {
-			return math.NaN(), 0
-		}
-		return d.P50, d.N
-	}
 	for _, c := range cells {
 		g.add(fmt.Sprintf("%s arm", orDash(c.Arm)), fmt.Sprintf("D=%d P=%s", c.D, fmtTokens(int64(c.P))), groups[c])
 		if c.Arm != "interfere" {
 			continue
 		}
-		rows := groups[c]
-		pen, n := p50(rows, "penalty")
-		if n == 0 {
+		if _, n := mb1P50(groups[c], "penalty"); n == 0 {
 			continue
 		}
-		src := "real server"
-		if c.Sim {
-			src = "simulated"
-		}
-		chunk := c.Chunk
-		if chunk == "" {
-			chunk = t.dash("chunked-prefill size not given")
-		}
-		val := func(col string, f func(float64) string) string {
-			v, _ := p50(rows, col)
-			if s := f(v); s != "" {
-				return s
-			}
-			return t.dash("not recorded in this run")
-		}
-		ctrl := groups[armCell{c.mb1Cell, "control"}]
-		cp, cn := p50(ctrl, "penalty")
-		var ctrlCell string
-		switch {
-		case cn > 0:
-			ctrlCell = fmt.Sprintf("%s× (n=%d)", sig(cp), cn)
-		case len(ctrl) > 0:
-			ctrlCell = t.dash("control arm has no ok rep (see Not measured)")
-		default:
-			ctrlCell = t.dash("control arm not run for this cell")
-		}
-		t.add(fmt.Sprint(c.D), commas(int64(c.P)), chunk, src, fmt.Sprint(n),
-			val("base_tpot_s", fmtMS), val("prefill_ttft_s", fmtMS), val("tokens_per_stream_during", sig),
-			val("eff_tpot_s", fmtMS), sig(pen)+"×", ctrlCell)
+		t.add(mb1Row(t, c.mb1Cell, groups[c], groups[mb1ArmCell{c.mb1Cell, "control"}])...)
 	}
 	if len(t.rows) == 0 {
 		paragraph(w, "No interference cell has an ok rep.")
@@ -490,6 +483,44 @@ func writeMB1(w io.Writer, r *analysis.Run) {
 		t.write(w)
 	}
 	g.write(w, "mb1")
+}
+
+// mb1Row is the table row of interference cell c from its interfere and
+// control arms' rows; the interfere arm has at least one penalty.
+func mb1Row(t *table, c mb1Cell, rows, ctrl []results.Row) []string {
+	pen, n := mb1P50(rows, "penalty")
+	src := "real server"
+	if c.Sim {
+		src = "simulated"
+	}
+	chunk := c.Chunk
+	if chunk == "" {
+		chunk = t.dash("chunked-prefill size not given")
+	}
+	val := func(col string, f func(float64) string) string {
+		v, _ := mb1P50(rows, col)
+		if s := f(v); s != "" {
+			return s
+		}
+		return t.dash("not recorded in this run")
+	}
+	ctrlCell := mb1Control(t, ctrl)
+	return []string{fmt.Sprint(c.D), commas(int64(c.P)), chunk, src, fmt.Sprint(n),
+		val("base_tpot_s", fmtMS), val("prefill_ttft_s", fmtMS), val("tokens_per_stream_during", sig),
+		val("eff_tpot_s", fmtMS), sig(pen) + "×", ctrlCell}
+}
+
+// mb1Control is the control penalty cell from the control arm's rows.
+func mb1Control(t *table, ctrl []results.Row) string {
+	cp, cn := mb1P50(ctrl, "penalty")
+	switch {
+	case cn > 0:
+		return fmt.Sprintf("%s× (n=%d)", sig(cp), cn)
+	case len(ctrl) > 0:
+		return t.dash("control arm has no ok rep (see Not measured)")
+	default:
+		return t.dash("control arm not run for this cell")
+	}
 }
 
 type transferCell struct {
@@ -516,27 +547,8 @@ func writeTransfer(w io.Writer, r *analysis.Run) {
 			continue
 		}
 		g := analysis.Summarize(analysis.Column(rows, analysis.GBps))
-		var frac string
-		if line := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("line_gb_per_s") })); line.N > 0 && line.P50 > 0 && g.N > 0 {
-			frac = fmt.Sprintf("%.2f", g.P50/line.P50)
-		} else {
-			frac = t.dash("line rate unknown (line_gb_per_s empty)")
-		}
-		extrap := func(col string, size float64) string {
-			d := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 {
-				if v := x.Float(col); !math.IsNaN(v) {
-					return v
-				}
-				if x.GBps > 0 {
-					return size / (x.GBps * 1e9)
-				}
-				return math.NaN()
-			}))
-			if d.N == 0 {
-				return t.dash("no rate to extrapolate from")
-			}
-			return fmtSec(d.P50)
-		}
+		frac := transferLineFrac(t, rows, g)
+		extrap := func(col string, size float64) string { return transferExtrap(t, rows, col, size) }
 		path := analysis.JoinNonEmpty(" ", k.Path, k.Direction)
 		if k.Path == "" {
 			path = analysis.JoinNonEmpty(" ", t.dash("path not recorded"), k.Direction)
@@ -559,4 +571,30 @@ func writeTransfer(w io.Writer, r *analysis.Run) {
 		t.write(w)
 	}
 	g.write(w, "transfer")
+}
+
+// transferLineFrac is the fraction of the line rate that g's p50 reached.
+func transferLineFrac(t *table, rows []results.Row, g analysis.Dist) string {
+	if line := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("line_gb_per_s") })); line.N > 0 && line.P50 > 0 && g.N > 0 {
+		return fmt.Sprintf("%.2f", g.P50/line.P50)
+	}
+	return t.dash("line rate unknown (line_gb_per_s empty)")
+}
+
+// transferExtrap is the p50 time to move size bytes: col where the row
+// recorded it, else extrapolated from the row's rate.
+func transferExtrap(t *table, rows []results.Row, col string, size float64) string {
+	d := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 {
+		if v := x.Float(col); !math.IsNaN(v) {
+			return v
+		}
+		if x.GBps > 0 {
+			return size / (x.GBps * 1e9)
+		}
+		return math.NaN()
+	}))
+	if d.N == 0 {
+		return t.dash("no rate to extrapolate from")
+	}
+	return fmtSec(d.P50)
 }

@@ -526,66 +526,92 @@ func drawTimelines(dir string, run *analysis.Run, res *Result) error {
 		res.Absent = append(res.Absent, "mb1_tokens.csv absent or empty: token timelines not drawn")
 		return nil
 	}
-	type cell struct{ d, p, rep int }
-	best := map[int]cell{}
+	for _, c := range timelineCells(run) {
+		if err := drawTimeline(dir, run, c, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A timelineCell is the MB1 interference cell and rep a timeline draws.
+type timelineCell struct{ d, p, rep int }
+
+// timelineCells picks, per D, the interference cell with the largest P
+// and its first rep; four Ds spread over the range if there are more.
+func timelineCells(run *analysis.Run) []timelineCell {
+	best := map[int]timelineCell{}
 	for _, t := range run.Tokens {
 		if t.Arm != "interfere" {
 			continue
 		}
 		c, seen := best[t.D]
 		if !seen || t.P > c.p || (t.P == c.p && t.Rep < c.rep) {
-			best[t.D] = cell{t.D, t.P, t.Rep}
+			best[t.D] = timelineCell{t.D, t.P, t.Rep}
 		}
 	}
 	ds := slices.Sorted(maps.Keys(best))
 	if len(ds) > 4 {
 		ds = []int{ds[0], ds[len(ds)/3], ds[2*len(ds)/3], ds[len(ds)-1]}
 	}
-	for _, d := range ds {
-		c := best[d]
-		var pts plotter.XYs
-		inject, done := math.NaN(), math.NaN()
-		for _, t := range run.Tokens {
-			if t.Arm == "interfere" && t.D == c.d && t.P == c.p && t.Rep == c.rep && finite(t.T) {
-				pts = append(pts, plotter.XY{X: t.T, Y: float64(t.Stream)})
-				inject, done = t.Inject, t.PrefillDone
-			}
+	cells := make([]timelineCell, len(ds))
+	for i, d := range ds {
+		cells[i] = best[d]
+	}
+	return cells
+}
+
+// drawTimeline draws cell c's token arrivals, one dot per token, over
+// its prefill window; nothing if it has no token with a time.
+func drawTimeline(dir string, run *analysis.Run, c timelineCell, res *Result) error {
+	var pts plotter.XYs
+	inject, done := math.NaN(), math.NaN()
+	for _, t := range run.Tokens {
+		if t.Arm == "interfere" && t.D == c.d && t.P == c.p && t.Rep == c.rep && finite(t.T) {
+			pts = append(pts, plotter.XY{X: t.T, Y: float64(t.Stream)})
+			inject, done = t.Inject, t.PrefillDone
 		}
-		if len(pts) == 0 {
-			continue
-		}
-		title := fmt.Sprintf("MB1 token arrivals: D=%d decode streams, prefill P=%s (rep %d)", c.d, units.FormatTokens(int64(c.p)), c.rep)
-		f := newFigure(title, "time since the cell started (s)", "decode stream")
-		f.extend(pts)
-		if finite(inject) && finite(done) && done > inject {
-			lo, hi := f.ymin-0.5, f.ymax+0.5
-			win, err := plotter.NewPolygon(plotter.XYs{{X: inject, Y: lo}, {X: done, Y: lo}, {X: done, Y: hi}, {X: inject, Y: hi}})
-			if err != nil {
-				return err
-			}
-			win.Color = translucent(palette[1], 0x40)
-			win.LineStyle.Width = 0
-			f.p.Add(win)
-			f.legend = append(f.legend, legendEntry{fmt.Sprintf("prefill window: sent at %.3g s, first token at %.3g s", inject, done), []plot.Thumbnailer{win}})
-		}
-		sc, err := plotter.NewScatter(pts)
-		if err != nil {
-			return err
-		}
-		sc.GlyphStyle.Color = palette[0]
-		sc.GlyphStyle.Radius = 1.4
-		sc.GlyphStyle.Shape = draw.CircleGlyph{}
-		f.p.Add(sc)
-		f.legend = append(f.legend, legendEntry{"one decoded token", []plot.Thumbnailer{sc}})
-		f.p.Y.Min, f.p.Y.Max = f.ymin-0.7, f.ymax+0.7
-		f.p.Y.Tick.Marker = streamTicks{}
-		f.p.X.Min = math.Min(0, f.xmin)
-		f.p.X.Max = f.xmax * 1.02
-		f.p.X.Tick.Marker = linearTicks(plainLabel)
-		if err := emit(dir, fmt.Sprintf("mb1_timeline_D%d_P%d", c.d, c.p), f, res); err != nil {
+	}
+	if len(pts) == 0 {
+		return nil
+	}
+	title := fmt.Sprintf("MB1 token arrivals: D=%d decode streams, prefill P=%s (rep %d)", c.d, units.FormatTokens(int64(c.p)), c.rep)
+	f := newFigure(title, "time since the cell started (s)", "decode stream")
+	f.extend(pts)
+	if finite(inject) && finite(done) && done > inject {
+		if err := addPrefillWindow(f, inject, done); err != nil {
 			return err
 		}
 	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return err
+	}
+	sc.GlyphStyle.Color = palette[0]
+	sc.GlyphStyle.Radius = 1.4
+	sc.GlyphStyle.Shape = draw.CircleGlyph{}
+	f.p.Add(sc)
+	f.legend = append(f.legend, legendEntry{"one decoded token", []plot.Thumbnailer{sc}})
+	f.p.Y.Min, f.p.Y.Max = f.ymin-0.7, f.ymax+0.7
+	f.p.Y.Tick.Marker = streamTicks{}
+	f.p.X.Min = math.Min(0, f.xmin)
+	f.p.X.Max = f.xmax * 1.02
+	f.p.X.Tick.Marker = linearTicks(plainLabel)
+	return emit(dir, fmt.Sprintf("mb1_timeline_D%d_P%d", c.d, c.p), f, res)
+}
+
+// addPrefillWindow shades the time from the prefill's send to its first
+// token across every stream of f.
+func addPrefillWindow(f *figure, inject, done float64) error {
+	lo, hi := f.ymin-0.5, f.ymax+0.5
+	win, err := plotter.NewPolygon(plotter.XYs{{X: inject, Y: lo}, {X: done, Y: lo}, {X: done, Y: hi}, {X: inject, Y: hi}})
+	if err != nil {
+		return err
+	}
+	win.Color = translucent(palette[1], 0x40)
+	win.LineStyle.Width = 0
+	f.p.Add(win)
+	f.legend = append(f.legend, legendEntry{fmt.Sprintf("prefill window: sent at %.3g s, first token at %.3g s", inject, done), []plot.Thumbnailer{win}})
 	return nil
 }
 

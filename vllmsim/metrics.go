@@ -159,7 +159,24 @@ func (s *Server) writeMetrics(w io.Writer, snap snapshot) error {
 	x.counter("vllm:generation_tokens", "Number of generation tokens processed.", snap.c.genTokens)
 	x.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", snap.c.ttft)
 
-	// cache_config_info: a gauge of 1 whose labels are the cache config.
+	x.header("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig")
+	x.printf("vllm:cache_config_info{%s} 1.0\n", s.cacheConfigLabels())
+
+	x.header("kvtier_simulated", "gauge", "1: this server is kvtier's simulator, not vLLM.")
+	x.printf("kvtier_simulated{%s} 1.0\n", x.labels)
+	x.header("kvtier_sim_lag_seconds", "gauge", "The most an engine step has ended after the wall-clock time its modeled end maps to: how far this machine's load made the simulator fall behind real time.")
+	x.printf("kvtier_sim_lag_seconds{%s} %s\n", x.labels, strconv.FormatFloat(s.Lag().Seconds(), 'g', -1, 64))
+	if s.cfg.CPUBlocks > 0 {
+		p := s.cfg.Profile
+		x.header("kvtier_sim_host_store_gbps", "gauge", "GB/s of the modeled CPU offload's stores, device to host, beside its loads (PCIe is full duplex); assumed=\"true\" when no measurement gave the figure.")
+		x.printf("kvtier_sim_host_store_gbps{%s,assumed=\"%t\"} %s\n", x.labels, p.Assumed != "", strconv.FormatFloat(p.HostStoreGBps, 'g', -1, 64))
+	}
+	return x.err
+}
+
+// cacheConfigLabels is the label set of vllm:cache_config_info: a gauge
+// of 1 whose labels are the cache config.
+func (s *Server) cacheConfigLabels() string {
 	info := [][2]string{
 		{"block_size", strconv.Itoa(s.cfg.BlockSize)},
 		{"cache_dtype", "auto"},
@@ -182,19 +199,7 @@ func (s *Server) writeMetrics(w io.Writer, snap snapshot) error {
 		}
 		fmt.Fprintf(&lb, `%s="%s"`, kv[0], escapeLabel(kv[1]))
 	}
-	x.header("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig")
-	x.printf("vllm:cache_config_info{%s} 1.0\n", lb.String())
-
-	x.header("kvtier_simulated", "gauge", "1: this server is kvtier's simulator, not vLLM.")
-	x.printf("kvtier_simulated{%s} 1.0\n", x.labels)
-	x.header("kvtier_sim_lag_seconds", "gauge", "The most an engine step has ended after the wall-clock time its modeled end maps to: how far this machine's load made the simulator fall behind real time.")
-	x.printf("kvtier_sim_lag_seconds{%s} %s\n", x.labels, strconv.FormatFloat(s.Lag().Seconds(), 'g', -1, 64))
-	if s.cfg.CPUBlocks > 0 {
-		p := s.cfg.Profile
-		x.header("kvtier_sim_host_store_gbps", "gauge", "GB/s of the modeled CPU offload's stores, device to host, beside its loads (PCIe is full duplex); assumed=\"true\" when no measurement gave the figure.")
-		x.printf("kvtier_sim_host_store_gbps{%s,assumed=\"%t\"} %s\n", x.labels, p.Assumed != "", strconv.FormatFloat(p.HostStoreGBps, 'g', -1, 64))
-	}
-	return x.err
+	return lb.String()
 }
 
 func noneOr(n int) string {

@@ -104,7 +104,9 @@ func loadModel() (kv.Geometry, error) {
 	model := env("KVTIER_MODEL", kv.DefaultModel)
 	var g kv.Geometry
 	var err error
-	if strings.HasSuffix(model, ".json") || strings.Contains(model, "/") {
+	if _, statErr := os.Stat(model); statErr == nil {
+		g, err = kv.ParseConfig(model) // a config.json or a model directory
+	} else if strings.HasSuffix(model, ".json") {
 		g, err = kv.ParseConfig(model)
 	} else {
 		g, err = kv.LookupModel(model)

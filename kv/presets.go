@@ -56,14 +56,36 @@ func ModelNames() []string {
 	return slices.Sorted(maps.Keys(presets))
 }
 
-// LookupModel returns the geometry of the preset named name (case does
-// not matter) with blocks of DefaultBlockTokens tokens.
+// hfIDs are the Hugging Face ids (lower case) of the presets, as vLLM and
+// its users name the models: `--model Qwen/Qwen3-Coder-30B-A3B-Instruct`
+// is the qwen3-coder-30b-a3b preset.
+var hfIDs = map[string]string{
+	"qwen/qwen3-coder-30b-a3b-instruct":      "qwen3-coder-30b-a3b",
+	"qwen/qwen3-coder-30b-a3b-instruct-fp8":  "qwen3-coder-30b-a3b",
+	"meta-llama/llama-3.1-8b-instruct":       "llama-3.1-8b",
+	"meta-llama/llama-3.1-8b":                "llama-3.1-8b",
+	"meta-llama/meta-llama-3.1-8b-instruct":  "llama-3.1-8b",
+	"meta-llama/llama-3.1-70b-instruct":      "llama-3.1-70b",
+	"meta-llama/llama-3.1-70b":               "llama-3.1-70b",
+	"meta-llama/meta-llama-3.1-70b-instruct": "llama-3.1-70b",
+	"qwen/qwen3-32b":                         "qwen3-32b",
+	"deepseek-ai/deepseek-v3":                "deepseek-v3",
+	"deepseek-ai/deepseek-v3-0324":           "deepseek-v3",
+}
+
+// LookupModel returns the geometry of the preset named name, or whose
+// Hugging Face id name is (case does not matter), with blocks of
+// DefaultBlockTokens tokens; the geometry's Model is the preset's name.
 func LookupModel(name string) (Geometry, error) {
-	g, ok := presets[strings.ToLower(strings.TrimSpace(name))]
-	if !ok {
-		return Geometry{}, fmt.Errorf("unknown model %q (known: %s; or pass --model-config PATH)", name, strings.Join(ModelNames(), ", "))
+	key := strings.ToLower(strings.TrimSpace(name))
+	if p, ok := hfIDs[key]; ok {
+		key = p
 	}
-	g.Model = strings.ToLower(strings.TrimSpace(name))
+	g, ok := presets[key]
+	if !ok {
+		return Geometry{}, fmt.Errorf("unknown model %q (known: %s, or their Hugging Face ids; or pass --model-config PATH)", name, strings.Join(ModelNames(), ", "))
+	}
+	g.Model = key
 	g.BlockTokens = DefaultBlockTokens
 	return g, nil
 }

@@ -49,9 +49,24 @@ func orUnknown(s string) string {
 	return s
 }
 
+// printInfo prints manifest m section by section for a reader.
 func printInfo(w io.Writer, m *results.Manifest) {
-	h := m.Host
 	fmt.Fprintf(w, "kvtier %s\n\n", m.Version)
+	printHost(w, m.Host)
+	printBackends(w, m.Backends)
+	printGPUs(w, m.GPUs)
+	printNICs(w, m.NICs)
+	printDisks(w, m.Disks)
+	if len(m.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings")
+		for _, warn := range m.Warnings {
+			fmt.Fprintf(w, "  %s\n", warn)
+		}
+	}
+}
+
+// printHost describes the machine: OS, CPUs, memory, Go.
+func printHost(w io.Writer, h results.Host) {
 	fmt.Fprintln(w, "Host")
 	fmt.Fprintf(w, "  hostname   %s\n", orUnknown(h.Hostname))
 	fmt.Fprintf(w, "  os         %s\n", orUnknown(h.OS))
@@ -64,12 +79,15 @@ func printInfo(w io.Writer, m *results.Manifest) {
 	}
 	fmt.Fprintf(w, "  memory     %s\n", mem)
 	fmt.Fprintf(w, "  go         %s\n", h.GoVersion)
+}
 
+// printBackends lists the backends found and those registered.
+func printBackends(w io.Writer, backends []results.BackendStatus) {
 	fmt.Fprintln(w, "\nBackends")
-	if len(m.Backends) == 0 {
+	if len(backends) == 0 {
 		fmt.Fprintln(w, "  none found")
 	}
-	for _, b := range m.Backends {
+	for _, b := range backends {
 		if b.Available {
 			fmt.Fprintf(w, "  %-8s available    %s\n", b.Name, b.Detail)
 		} else {
@@ -77,12 +95,15 @@ func printInfo(w io.Writer, m *results.Manifest) {
 		}
 	}
 	fmt.Fprintf(w, "  (registered compute backends: %s; tiers: %s)\n", strings.Join(tiers.BackendNames(), ", "), strings.Join(tiers.Names(), ", "))
+}
 
+// printGPUs lists the GPUs with their driver and PCIe link.
+func printGPUs(w io.Writer, gpus []results.GPU) {
 	fmt.Fprintln(w, "\nGPUs")
-	if len(m.GPUs) == 0 {
+	if len(gpus) == 0 {
 		fmt.Fprintln(w, "  none found")
 	}
-	for _, g := range m.GPUs {
+	for _, g := range gpus {
 		fmt.Fprintf(w, "  gpu%d  %s  %s  bus %s  numa %d  %s\n", g.Index, g.Name, units.FormatBytes(g.MemoryBytes), g.BusID, g.NUMANode, g.UUID)
 		fmt.Fprintf(w, "        driver %s, CUDA %s, PCIe gen%d x%d (max gen%d x%d)", g.DriverVersion, g.CUDAVersion, g.PCIeGen, g.PCIeWidth, g.PCIeMaxGen, g.PCIeMaxWidth)
 		if g.LinkGBps > 0 {
@@ -93,12 +114,15 @@ func printInfo(w io.Writer, m *results.Manifest) {
 			fmt.Fprintf(w, "        warning: %s\n", warn)
 		}
 	}
+}
 
+// printNICs lists the RDMA NICs' ports with their GIDs and GPU distances.
+func printNICs(w io.Writer, nics []results.NIC) {
 	fmt.Fprintln(w, "\nRDMA NICs")
-	if len(m.NICs) == 0 {
+	if len(nics) == 0 {
 		fmt.Fprintln(w, "  none found")
 	}
-	for _, n := range m.NICs {
+	for _, n := range nics {
 		fmt.Fprintf(w, "  %s port %d  %s  %s  %.0f Gb/s  mtu %d  numa %d", n.Name, n.Port, n.State, n.LinkLayer, n.RateGbps, n.MTU, n.NUMANode)
 		if n.NetDev != "" {
 			fmt.Fprintf(w, "  netdev %s", n.NetDev)
@@ -112,13 +136,6 @@ func printInfo(w io.Writer, m *results.Manifest) {
 		}
 		for _, d := range n.GPUDist {
 			fmt.Fprintf(w, "        %s\n", d)
-		}
-	}
-	printDisks(w, m.Disks)
-	if len(m.Warnings) > 0 {
-		fmt.Fprintln(w, "\nWarnings")
-		for _, warn := range m.Warnings {
-			fmt.Fprintf(w, "  %s\n", warn)
 		}
 	}
 }

@@ -92,7 +92,8 @@ func (c Config) Validate() error {
 	errs = append(errs, serving.CheckCounts("prefill", c.Prefill, 2, serving.MaxPromptTokens, "tokens")...)
 	errs = append(errs, option.Range("reps", c.Reps, 1, serving.MaxReps),
 		option.Positive("inject-after", c.InjectAfter),
-		option.Range("decode-tokens", c.DecodeTokens, 0, serving.MaxPromptTokens, "0: up to max_model_len"))
+		option.Range("decode-tokens", c.DecodeTokens, 0, serving.MaxPromptTokens, "0: up to max_model_len"),
+		option.Range("max-timeouts", c.MaxTimeouts, 0, serving.MaxReps, "0: never"))
 	errs = append(errs, serving.CheckTimeouts(c.Timeout, c.Idle)...)
 	errs = append(errs, serving.CheckAPI(c.API))
 	return errors.Join(errs...)

@@ -108,7 +108,8 @@ func (c Config) Validate() error {
 		option.Range("block-size", c.BlockSize, 0, kv.MaxBlockTokens, "0: unknown"),
 		option.Range("cpu-capacity", c.CPUCapacity, 0, 1<<30, "0: unknown"),
 		option.Range("offload-block", c.OffloadBlock, 0, serving.MaxPromptTokens, "0: unknown"),
-		option.Range("bootstrap-port", c.BootstrapPort, 0, 65535, "0: 8998, Mooncake's default"))
+		option.Range("bootstrap-port", c.BootstrapPort, 0, 65535, "0: 8998, Mooncake's default"),
+		option.Range("max-timeouts", c.MaxTimeouts, 0, serving.MaxReps, "0: never"))
 	errs = append(errs, serving.CheckTimeouts(c.Timeout, c.Idle)...)
 	if c.Connector != "" && !slices.Contains(Connectors, c.Connector) {
 		errs = append(errs, option.Errorf("connector", "%q: want %s", c.Connector, strings.Join(Connectors, " or ")))

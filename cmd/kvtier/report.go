@@ -53,9 +53,11 @@ func writeFile(path string, b []byte) error {
 // prints it.
 func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs := newFlagSet("report", "usage: kvtier report [--out DIR] [--html] DIR...\n\nWrites REPORT.md (the headline, the environment once, each suite's tables,\nthe tier cost model, break-even prefixes, predicted vs measured TTFT and an\nindex of the figures) from kvtier results directories, says where, and prints\nits headline (--print: all of it); with --html also one self-contained\nREPORT.html beside it, figures inline.", stderr)
-	var o reportOptions
-	var outDir string
-	var all bool
+	var (
+		o      reportOptions
+		outDir string
+		all    bool
+	)
 	fs.StringVarP(&outDir, "out", "o", "", "directory to write REPORT.md into (default the first DIR; a name ending in .md, the file itself, is deprecated)")
 	fs.BoolVar(&all, "print", false, "print the whole report to stdout, not only its headline")
 	fs.BoolVar(&o.HTML, "html", false, "also write the report as one self-contained HTML page (inline SVG figures, no network) beside --out, named like it with .html")
@@ -100,11 +102,7 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 		return exitFail
 	}
 	fmt.Fprintf(stderr, "kvtier report: wrote %s\n", out)
-	show := buf.Bytes()
-	if !all {
-		show = headline(show)
-	}
-	if _, err := stdout.Write(show); err != nil {
+	if err := printReport(stdout, buf.Bytes(), all); err != nil {
 		return exitFail
 	}
 	if o.HTML {
@@ -134,6 +132,15 @@ func reportPath(stderr io.Writer, out, first string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(out, "REPORT.md"), nil
+}
+
+// printReport writes the report md to w: all of it, or its headline.
+func printReport(w io.Writer, md []byte, all bool) error {
+	if !all {
+		md = headline(md)
+	}
+	_, err := w.Write(md)
+	return err
 }
 
 // headline returns the report's headline section, from its "## Headline"

@@ -160,6 +160,12 @@ func (s *Sampler) Sample(ctx context.Context, c *Case) (float64, bool, error) {
 			return 0, false, fmt.Errorf("before the sample: %w", err)
 		}
 	}
+	return s.timed(ctx, c)
+}
+
+// timed times one sample of c after its Before: the timer's Start, the
+// Fetches, the timer's Stop.
+func (s *Sampler) timed(ctx context.Context, c *Case) (float64, bool, error) {
 	if err := c.Timer.Start(); err != nil {
 		return 0, false, fmt.Errorf("timer start: %w", err)
 	}
@@ -299,6 +305,13 @@ func (s *Sampler) measureRep(ctx context.Context, c *Case, rep int, verify bool)
 		s.progress(c.Label, fmt.Sprintf("rep %d error: %v", rep, err))
 		return r, err
 	}
+	s.finish(c, &r, rep, sec, held, verify)
+	return r, nil
+}
+
+// finish completes the row r of a sample of c that took sec: its time,
+// the columns derived from it and, when verify, the verification.
+func (s *Sampler) finish(c *Case, r *results.Row, rep int, sec float64, held, verify bool) {
 	r.Set("held", held)
 	if c.Repeat {
 		r.Set("repeat", max(c.repeat, 1))
@@ -309,7 +322,7 @@ func (s *Sampler) measureRep(ctx context.Context, c *Case, rep int, verify bool)
 		r.Set("tflops", c.Work/sec/1e12)
 	}
 	if c.Derive != nil {
-		c.Derive(&r)
+		c.Derive(r)
 	}
 	if verify && c.Verify != nil {
 		if err := c.Verify(); err != nil {
@@ -320,7 +333,6 @@ func (s *Sampler) measureRep(ctx context.Context, c *Case, rep int, verify bool)
 			r.Set("verified", true)
 		}
 	}
-	return r, nil
 }
 
 // summary prints the case's progress line: p50, rate and n.

@@ -114,6 +114,12 @@ func (b *CUDABackend) Name() string { return "cuda" }
 // Device names the GPU and its PCI address, e.g. "NVIDIA H200 [0000:19:00.0]".
 func (b *CUDABackend) Device() string { return fmt.Sprintf("%s [%s]", b.info.Name, b.info.BusID) }
 
+// DeviceCount is how many devices the driver sees.
+func (b *CUDABackend) DeviceCount() (int, error) { return b.drv.DeviceCount() }
+
+// GPU returns the device's ordinal.
+func (b *CUDABackend) GPU() int { return b.cfg.GPU }
+
 // Info returns the device as the driver describes it.
 func (b *CUDABackend) Info() cuda.DeviceInfo { return b.info }
 

@@ -216,14 +216,46 @@ func shortGrid(fs *pflag.FlagSet, sim, full bool, name string, value *string, sh
 type backendFlags struct {
 	name      string
 	gpu, numa int
+	all       bool // --gpu all (kvtier sweep: every GPU at once)
 }
 
 func (f *backendFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.name, "backend", "auto", "compute backend: auto, "+strings.Join(tiers.BackendNames(), ", ")+" (auto picks the best that opens and says why the others did not)")
-	fs.IntVar(&f.gpu, "gpu", 0, "CUDA device ordinal")
+	fs.Var(&gpuFlag{&f.gpu, &f.all}, "gpu", "CUDA device ordinal, or all: the host and hbm tiers on every GPU at once, with per-GPU and aggregate rows")
 	f.numa = tiers.NUMAAuto
 	fs.Var((*numaFlag)(&f.numa), "numa", "NUMA node for host pools: auto (the GPU's node), a node, or -1 (left to the kernel)")
 }
+
+// gpuFlag is --gpu of kvtier sweep: an ordinal, or "all".
+type gpuFlag struct {
+	n   *int
+	all *bool
+}
+
+func (g *gpuFlag) String() string {
+	if g.n == nil {
+		return "0"
+	}
+	if *g.all {
+		return "all"
+	}
+	return strconv.Itoa(*g.n)
+}
+
+func (g *gpuFlag) Set(s string) error {
+	if s == "all" {
+		*g.n, *g.all = 0, true
+		return nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want a GPU ordinal or all, got %q", s)
+	}
+	*g.n, *g.all = v, false
+	return nil
+}
+
+func (g *gpuFlag) Type() string { return "ordinal|all" }
 
 // numaFlag is --numa: "auto" (tiers.NUMAAuto), a node, or -1.
 type numaFlag int

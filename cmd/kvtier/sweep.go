@@ -81,6 +81,12 @@ func (f *sweepFlags) options() (sweep.Options, error) {
 		o.Policy.Budget = f.opts.Policy.Budget
 	}
 	errs = append(errs, o.Validate(), f.backend.validate(), f.out.check())
+	if f.backend.all {
+		errs = append(errs, o.ValidateAll())
+		if f.backend.name == "host" {
+			errs = append(errs, option.Errorf("gpu", "all spreads the tiers over GPUs, and the host backend has none (use --backend cuda)"))
+		}
+	}
 	return o, errors.Join(errs...)
 }
 
@@ -109,19 +115,28 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	// Open the backend before writing anything, so a backend that cannot
 	// open is one line and exit 2 with no results directory.
-	b, why, err := tiers.OpenBackend(ctx, f.backend.name, f.backend.backendConfig(stderr))
+	bs, why, err := openBackends(ctx, &f.backend, stderr)
 	if err != nil {
-		return usageErr(stderr, "sweep", option.Wrap("backend", err))
+		return usageErr(stderr, "sweep", err)
 	}
-	defer b.Close()
+	defer closeAll(bs, stderr)
+	b := bs[0]
 	for _, w := range why {
 		fmt.Fprintf(stderr, "kvtier sweep: backend %s; using %s\n", w, b.Name())
 	}
-	fmt.Fprintf(stderr, "kvtier sweep: %s, backend %s (%s)\n", opts.Geometry.Model, b.Name(), b.Device())
+	for _, b := range bs {
+		fmt.Fprintf(stderr, "kvtier sweep: %s, backend %s (%s)\n", opts.Geometry.Model, b.Name(), b.Device())
+	}
 	return suiteRun{cmd: "sweep", suite: sweep.Suite, out: f.out, args: args, plots: true,
 		run: func(ctx context.Context, out *harness.Output) error {
 			out.Manifest.Warnings = append(out.Manifest.Warnings, prefixAll("backend ", why)...)
-			if err := sweep.Run(ctx, opts, b, out, stderr); err != nil {
+			var err error
+			if f.backend.all {
+				err = sweep.RunAll(ctx, opts, bs, out, stderr)
+			} else {
+				err = sweep.Run(ctx, opts, b, out, stderr)
+			}
+			if err != nil {
 				return err
 			}
 			out.Manifest.Settings["backend"] = f.backend.name
@@ -136,4 +151,46 @@ func prefixAll(p string, xs []string) []string {
 		out[i] = p + x
 	}
 	return out
+}
+
+// openBackends opens the backend --backend and --gpu name: one, or with
+// --gpu all one per GPU the driver sees, in ordinal order. Its errors
+// are option errors naming the flag at fault.
+func openBackends(ctx context.Context, f *backendFlags, log io.Writer) ([]tiers.Backend, []string, error) {
+	b, why, err := tiers.OpenBackend(ctx, f.name, f.backendConfig(log))
+	if err != nil {
+		return nil, why, option.Wrap("backend", err)
+	}
+	bs := []tiers.Backend{b}
+	if !f.all {
+		return bs, why, nil
+	}
+	counter, ok := b.(interface{ DeviceCount() (int, error) })
+	if !ok {
+		closeAll(bs, log)
+		return nil, why, option.Errorf("gpu", "all spreads the tiers over GPUs, and the %s backend has none", b.Name())
+	}
+	n, err := counter.DeviceCount()
+	for i := 1; err == nil && i < n; i++ {
+		cfg := f.backendConfig(log)
+		cfg.GPU = i
+		var bi tiers.Backend
+		if bi, _, err = tiers.OpenBackend(ctx, b.Name(), cfg); err == nil {
+			bs = append(bs, bi)
+		}
+	}
+	if err != nil {
+		closeAll(bs, log)
+		return nil, why, option.Wrap("gpu", fmt.Errorf("all: %w", err))
+	}
+	return bs, why, nil
+}
+
+// closeAll closes every backend of bs, warning of failures on log.
+func closeAll(bs []tiers.Backend, log io.Writer) {
+	for _, b := range bs {
+		if err := b.Close(); err != nil {
+			fmt.Fprintf(log, "kvtier: warning: %v\n", err)
+		}
+	}
 }

@@ -96,6 +96,9 @@ func (c Config) row(p tiers.Prefix) results.Row {
 	r.Blocks = int64(p.Blocks)
 	r.Set("seed", c.Seed)
 	r.Set("device", c.Backend.Device())
+	if g, ok := c.Backend.(gpuOrdinal); ok {
+		r.Set("gpu", g.GPU())
+	}
 	r.Set(results.DirectionColumn, string(c.direction()))
 	r.Transport = "compute"
 	if c.Spec.Moves {

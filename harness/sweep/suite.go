@@ -18,6 +18,7 @@ const File = "sweep.csv"
 var columns = []string{
 	"direction",        // load | store (results.DirectionColumn)
 	"device",           // "cpu (host stand-in)", "NVIDIA H200 [0000:19:00.0]"
+	"gpu",              // CUDA ordinal; "all" on --gpu all's aggregate rows; "" on the host backend
 	"copy",             // percopy | batch | contiguous ("" for recompute)
 	"src_mem",          // device | pinned | pageable | peer | disk | pagecache
 	"dst_mem",          // device | pinned | pageable
@@ -36,7 +37,7 @@ var columns = []string{
 }
 
 // SummaryKeys are the columns sweep_summary.csv groups by.
-var SummaryKeys = []string{"direction", "tier", "layout", "copy", "backend", "transport", "prefix_tokens", "path", "src_mem"}
+var SummaryKeys = []string{"direction", "tier", "layout", "copy", "backend", "transport", "prefix_tokens", "path", "src_mem", "gpu"}
 
 // Columns returns sweep.csv's columns after the common ones: the sweep's
 // own, then every registered tier's attribute columns, each once.

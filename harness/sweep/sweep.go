@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
@@ -27,6 +28,15 @@ func Run(ctx context.Context, opts Options, b tiers.Backend, out *harness.Output
 	settings := opts.Settings()
 	settings["backend_used"] = b.Name()
 	settings["device"] = b.Device()
+	if g, ok := b.(gpuOrdinal); ok {
+		settings["gpu"] = strconv.Itoa(g.GPU())
+	}
+	return run(ctx, opts, settings, &sweeper{b: b}, out, log)
+}
+
+// run writes the manifest with settings and runs the sweep s, whose
+// backends are set.
+func run(ctx context.Context, opts Options, settings map[string]string, s *sweeper, out *harness.Output, log io.Writer) error {
 	out.Manifest.Settings = settings
 	if err := out.WriteManifest(); err != nil {
 		return err
@@ -35,8 +45,8 @@ func Run(ctx context.Context, opts Options, b tiers.Backend, out *harness.Output
 	if err != nil {
 		return err
 	}
-	s := &sweeper{opts: opts, b: b, log: log, scratch: out.Dir, shared: tiers.NewShared(),
-		sampler: &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: log, Policy: opts.Policy}}
+	s.opts, s.log, s.scratch, s.shared = opts, log, out.Dir, tiers.NewShared()
+	s.sampler = &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: log, Policy: opts.Policy}
 	defer func() {
 		if err := s.shared.Close(); err != nil {
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)
@@ -78,6 +88,7 @@ func (s *sweeper) direction(ctx context.Context, dir tiers.Direction) error {
 type sweeper struct {
 	opts    Options
 	b       tiers.Backend
+	all     []tiers.Backend // --gpu all: one backend per GPU, b the first; nil otherwise
 	log     io.Writer
 	sampler *harness.Sampler
 	scratch string
@@ -85,21 +96,21 @@ type sweeper struct {
 }
 
 // newConfig builds the tier of one configuration.
-func (s *sweeper) newConfig(spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, dir tiers.Direction, v tiers.Variant) Config {
-	env := tiers.Env{Backend: s.b, Geometry: s.opts.Geometry, Layout: layout, Copy: mode, Direction: dir,
+func (s *sweeper) newConfig(b tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, dir tiers.Direction, v tiers.Variant) Config {
+	env := tiers.Env{Backend: b, Geometry: s.opts.Geometry, Layout: layout, Copy: mode, Direction: dir,
 		Seed: s.opts.Seed, Options: v.Options, Root: s.opts.Root, LibIBVerbs: s.opts.LibIBVerbs, Log: s.log,
 		Scratch: s.scratch, Shared: s.shared}
 	if !spec.Moves {
 		env.Layout, env.Copy = kv.Layerwise, ""
 	}
-	return Config{Backend: s.b, Spec: spec, Tier: spec.New(env), Layout: env.Layout, Copy: mode,
+	return Config{Backend: b, Spec: spec, Tier: spec.New(env), Layout: env.Layout, Copy: mode,
 		Direction: dir, Variant: v.Name, Geom: s.opts.Geometry, Seed: s.opts.Seed}
 }
 
 // skipAll writes one skipped row per prefix.
 func (s *sweeper) skipAll(c Config, prefixes []int, reason string) error {
 	for _, tok := range prefixes {
-		if err := s.sampler.Skip(c.Case(Prefix(c.Geom, tok)), reason); err != nil {
+		if err := s.sampler.Skip(s.skipCase(c, Prefix(c.Geom, tok)), reason); err != nil {
 			return err
 		}
 	}
@@ -111,7 +122,7 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c := s.newConfig(spec, layout, mode, dir, v)
+	c := s.newConfig(s.b, spec, layout, mode, dir, v)
 	defer c.Tier.Close()
 	if !spec.Has(dir) {
 		return s.skipAll(c, s.opts.Prefixes, spec.NoDirectionReason(dir))
@@ -126,18 +137,48 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout,
 	if err != nil || len(fit) == 0 {
 		return err
 	}
-	if err := c.Tier.Setup(ctx, c.Geom.Blocks(fit[len(fit)-1])); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		for _, tok := range fit {
-			if err := s.sampler.Fail(c.Case(Prefix(c.Geom, tok)), 0, fmt.Errorf("setup: %w", err)); err != nil {
-				return err
-			}
-		}
-		return nil
+	if s.all != nil {
+		return s.group(ctx, c, v, fit)
 	}
-	return s.prefixes(ctx, c, fit)
+	if err := c.Tier.Setup(ctx, c.Geom.Blocks(fit[len(fit)-1])); err != nil {
+		return s.failSetup(ctx, c.Case, fit, err)
+	}
+	return s.prefixes(ctx, c, fit, single{s, c})
+}
+
+// failSetup writes an error row for each prefix of fit, whose rows
+// caseOf makes, after a failed set-up.
+func (s *sweeper) failSetup(ctx context.Context, caseOf func(tiers.Prefix) harness.Case, fit []int, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for _, tok := range fit {
+		if err := s.sampler.Fail(caseOf(Prefix(s.opts.Geometry, tok)), 0, fmt.Errorf("setup: %w", err)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A measurer measures one prefix of a set-up configuration: on one GPU
+// (single) or on every GPU at once (group).
+type measurer interface {
+	// Case is the case of p whose row a skipped row takes.
+	Case(p tiers.Prefix) harness.Case
+	// Measure measures p and writes its rows.
+	Measure(ctx context.Context, p tiers.Prefix) (harness.Result, error)
+}
+
+// single measures a configuration on one backend.
+type single struct {
+	s *sweeper
+	c Config
+}
+
+func (m single) Case(p tiers.Prefix) harness.Case { return m.c.Case(p) }
+
+func (m single) Measure(ctx context.Context, p tiers.Prefix) (harness.Result, error) {
+	return m.s.sampler.Measure(ctx, m.c.Case(p))
 }
 
 // fitting writes a skipped row for each prefix whose set-up would not
@@ -150,7 +191,7 @@ func (s *sweeper) fitting(c Config) ([]int, error) {
 		blocks := c.Geom.Blocks(tok)
 		reason := ""
 		if sz, ok := c.Tier.(tiers.Sizer); ok && checkMem {
-			r, err := harness.HostFitReason(s.opts.Root, sz.SetupBytes(blocks))
+			r, err := harness.HostFitReason(s.opts.Root, sz.SetupBytes(blocks)*int64(max(len(s.all), 1)))
 			if err != nil {
 				fmt.Fprintf(s.log, "kvtier: warning: %v\n", err)
 				checkMem = false
@@ -161,7 +202,7 @@ func (s *sweeper) fitting(c Config) ([]int, error) {
 			reason = f.FitReason(blocks)
 		}
 		if reason != "" {
-			if err := s.sampler.Skip(c.Case(Prefix(c.Geom, tok)), reason); err != nil {
+			if err := s.sampler.Skip(s.skipCase(c, Prefix(c.Geom, tok)), reason); err != nil {
 				return nil, err
 			}
 			continue
@@ -194,7 +235,7 @@ func work(c Config, p tiers.Prefix) float64 {
 
 // prefixes measures each prefix of a set-up configuration, skipping
 // those whose estimated time per rep exceeds the budget.
-func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int) error {
+func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int, m measurer) error {
 	est, err := s.calibrate(ctx, c, Prefix(c.Geom, fit[0]))
 	if err != nil {
 		return err
@@ -205,7 +246,7 @@ func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int) error {
 			return err
 		}
 		p := Prefix(c.Geom, tok)
-		hc := c.Case(p)
+		hc := m.Case(p)
 		if sec := est.estimate(work(c, p)); budget > 0 && sec > budget.Seconds() {
 			if !c.Spec.Moves {
 				hc.Row.Set("flops", work(c, p))
@@ -215,7 +256,7 @@ func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int) error {
 			}
 			continue
 		}
-		res, err := s.sampler.Measure(ctx, hc)
+		res, err := m.Measure(ctx, p)
 		if err != nil {
 			return err
 		}

@@ -119,7 +119,7 @@ func allCase(c Config, n int, p tiers.Prefix) harness.Case {
 	hc.Row.Set("gpu", "all")
 	hc.Row.Set("device", fmt.Sprintf("%d GPUs", n))
 	hc.Row.Bytes *= int64(n)
-	delete(hc.Row.Extra, "link_gbps")
+	delete(hc.Row.Extra, "link_gb_per_s")
 	hc.Fetch, hc.Before, hc.Scrub, hc.Derive = nil, nil, nil, nil
 	return hc
 }

@@ -67,7 +67,7 @@ func TestWriteKnee(t *testing.T) {
 		"[1] server of 50 blocks did not start: exit status 3",
 		"| 0.3 | 36.0 % | 4.60 s | 200 |",
 		"Working set: 0.5 GB (4,800 tokens)",
-		"No knee: capacity of 50 blocks: error",
+		"No knee: capacity of 50 blocks (error: server of 50 blocks did not start: exit status 3) has no realized APC or no TTFT p90.",
 		"The simulator fell up to 42.0 ms behind real time (kvtier_sim_lag_seconds, at 300 GPU blocks)",
 	} {
 		if !strings.Contains(out, want) {

@@ -11,30 +11,31 @@ import (
 	"github.com/kvtier/kvtier/results"
 )
 
-// TestSweepGPUAll runs the host tier on the three GPUs of the fake
+// TestSweepGPUAll runs the host and hbm tiers on the three GPUs of the fake
 // driver at once: per rep, a row per GPU and an aggregate row whose
 // bytes are their sum and whose seconds are the slowest GPU's.
 func TestSweepGPUAll(t *testing.T) {
 	t.Setenv("FAKECUDA_DEVICES", "3")
 	cudatest.Use(t)
 	dir := filepath.Join(t.TempDir(), "out")
-	mustRunCLI(t, "sweep", "--backend", "cuda", "--gpu", "all", "--tiers", "host", "--model-config", "testdata/tiny_config.json",
+	mustRunCLI(t, "sweep", "--backend", "cuda", "--gpu", "all", "--tiers", "host,hbm", "--model-config", "testdata/tiny_config.json",
 		"--prefix", "16,64", "--layout", "layerwise", "--copy", "percopy,contiguous", "--reps", "3", "--warmup", "1", "--out", dir)
 	rows, _, err := results.ReadCSV(filepath.Join(dir, sweep.File))
 	if err != nil {
 		t.Fatal(err)
 	}
 	type sample struct {
+		tier   string
 		copy   string
 		prefix int64
 		rep    int
 	}
 	per, agg := map[sample][]results.Row{}, map[sample]results.Row{}
 	for _, r := range rows {
-		if r.Status != results.StatusOK || r.Tier != "host" {
+		if r.Status != results.StatusOK {
 			t.Fatalf("row %s gpu %s: %s %q", r.Tier, r.Get("gpu"), r.Status, r.Reason)
 		}
-		k := sample{r.Get("copy"), r.PrefixTokens, r.Rep}
+		k := sample{r.Tier, r.Get("copy"), r.PrefixTokens, r.Rep}
 		if r.Get("gpu") == "all" {
 			agg[k] = r
 			continue
@@ -44,7 +45,7 @@ func TestSweepGPUAll(t *testing.T) {
 		}
 		per[k] = append(per[k], r)
 	}
-	if len(agg) != 2*2*3 || len(per) != len(agg) {
+	if len(agg) != 2*2*2*3 || len(per) != len(agg) {
 		t.Fatalf("%d aggregate rows, %d samples with per-GPU rows", len(agg), len(per))
 	}
 	for k, a := range agg {

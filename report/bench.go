@@ -164,28 +164,37 @@ func benchColumn(file results.File, key string) (string, bool) {
 	return "", false
 }
 
-func benchRow(res *benchfmt.Result, defaults map[string]string, file results.File) (*results.Row, []string) {
-	var warns []string
-	row := results.Row{Suite: BenchSuite, Status: results.StatusOK, Seconds: math.NaN(), GBps: math.NaN(), Extra: map[string]string{}}
-	set := map[string]bool{}
-	bad := false
-	apply := func(key, val, where string) {
-		col, known := benchColumn(file, key)
-		if !known {
-			warns = append(warns, fmt.Sprintf("%s %q is not a %s column; dropped", where, key, strings.TrimSuffix(file.Name, ".csv")))
-			return
-		}
-		if set[col] {
-			return
-		}
-		if err := setBenchCell(&row, col, val); err != nil {
-			warns = append(warns, fmt.Sprintf("%s: %s=%s: %v; result dropped", res.Name, key, val, err))
-			bad = true
-			return
-		}
-		set[col] = true
+// benchCells fills one row's columns from a result's name parts, its
+// configuration lines and the defaults: the first to set a column wins.
+type benchCells struct {
+	row   results.Row
+	file  results.File
+	name  benchfmt.Name
+	set   map[string]bool
+	warns []string
+	bad   bool // a value did not parse: the result is dropped
+}
+
+func (b *benchCells) apply(key, val, where string) {
+	col, known := benchColumn(b.file, key)
+	if !known {
+		b.warns = append(b.warns, fmt.Sprintf("%s %q is not a %s column; dropped", where, key, strings.TrimSuffix(b.file.Name, ".csv")))
+		return
 	}
-	_, parts := res.Name.Parts()
+	if b.set[col] {
+		return
+	}
+	if err := setBenchCell(&b.row, col, val); err != nil {
+		b.warns = append(b.warns, fmt.Sprintf("%s: %s=%s: %v; result dropped", b.name, key, val, err))
+		b.bad = true
+		return
+	}
+	b.set[col] = true
+}
+
+// fromName applies the key=value parts of the benchmark's name.
+func (b *benchCells) fromName() {
+	_, parts := b.name.Parts()
 	for _, p := range parts {
 		s := string(p)
 		if strings.HasPrefix(s, "-") {
@@ -194,36 +203,52 @@ func benchRow(res *benchfmt.Result, defaults map[string]string, file results.Fil
 		s = strings.TrimPrefix(s, "/")
 		k, v, isKV := strings.Cut(s, "=")
 		if !isKV {
-			warns = append(warns, fmt.Sprintf("name part %q is not key=value; dropped", s))
+			b.warns = append(b.warns, fmt.Sprintf("name part %q is not key=value; dropped", s))
 			continue
 		}
-		apply(k, v, "name key")
+		b.apply(k, v, "name key")
 	}
+}
+
+// benchRow is the row of one benchmark result in file's columns, or nil
+// with why it was dropped.
+func benchRow(res *benchfmt.Result, defaults map[string]string, file results.File) (*results.Row, []string) {
+	b := &benchCells{file: file, name: res.Name, set: map[string]bool{},
+		row: results.Row{Suite: BenchSuite, Status: results.StatusOK, Seconds: math.NaN(), GBps: math.NaN(), Extra: map[string]string{}}}
+	b.fromName()
 	for _, c := range res.Config {
-		if !c.File {
-			continue
-		}
-		if _, known := benchColumn(file, c.Key); known {
-			apply(c.Key, string(c.Value), "config key")
+		if _, known := benchColumn(file, c.Key); known && c.File {
+			b.apply(c.Key, string(c.Value), "config key")
 		}
 	}
 	for k, v := range defaults {
 		if v != "" {
-			apply(k, v, "default")
+			b.apply(k, v, "default")
 		}
 	}
-	if bad {
-		return nil, warns
+	if b.bad {
+		return nil, b.warns
 	}
-	blockGeometry(&row, res, set)
-	if row.Backend == "" {
-		warns = append(warns, "backend unknown (no backend= in the names, no \"backend:\" line, no --backend)")
+	blockGeometry(&b.row, res, b.set)
+	if b.row.Backend == "" {
+		b.warns = append(b.warns, "backend unknown (no backend= in the names, no \"backend:\" line, no --backend)")
 	}
-	if v, found := value(res, "sec/op", "ns/op", 1e9); found {
-		row.Seconds = v
-	} else {
-		return nil, append(warns, fmt.Sprintf("%s: no sec/op; result dropped", res.Name))
+	if drop := benchValues(&b.row, res, b.set); drop != "" {
+		return nil, append(b.warns, drop)
 	}
+	return &b.row, b.warns
+}
+
+// benchValues sets a row's measured values from a result's units:
+// seconds from sec/op, the byte rate from B/s (or GB/s, or bytes over
+// seconds), flops and TFLOP/s where a name or config did not. It returns
+// why the result is dropped, "" when it is kept.
+func benchValues(row *results.Row, res *benchfmt.Result, set map[string]bool) string {
+	v, found := value(res, "sec/op", "ns/op", 1e9)
+	if !found {
+		return fmt.Sprintf("%s: no sec/op; result dropped", res.Name)
+	}
+	row.Seconds = v
 	if v, found := value(res, "B/s", "MB/s", 1e3); found {
 		row.GBps = v
 		if u, _ := unitOf(res, "B/s"); u != "MB/s" {
@@ -240,7 +265,7 @@ func benchRow(res *benchfmt.Result, defaults map[string]string, file results.Fil
 	if v, found := res.Value("TFLOP/s"); found && !set["tflops"] {
 		row.Extra["tflops"] = results.FormatValue(v)
 	}
-	return &row, warns
+	return ""
 }
 
 // blockGeometry fills the blocks and bytes of a row with a prefix from

@@ -104,6 +104,12 @@ func DefaultOptions() Options {
 
 // Validate reports every problem at once as option.Errors.
 func (o *Options) Validate() error {
+	return errors.Join(append(o.workErrors(), o.peerErrors()...)...)
+}
+
+// workErrors are the problems with what is moved: sizes, layouts,
+// directions, the reps policy and the model's geometry.
+func (o *Options) workErrors() []error {
 	var errs []error
 	bad := func(field, format string, args ...any) { errs = append(errs, option.Errorf(field, format, args...)) }
 	if len(o.Sizes) == 0 {
@@ -123,7 +129,19 @@ func (o *Options) Validate() error {
 			bad("layout", "unknown layout %q (known: layerwise, blockwise, contiguous)", l)
 		}
 	}
-	errs = append(errs, option.Range("conns", o.Conns, 1, peer.MaxConns), tiers.CheckDirections(o.Directions))
+	errs = append(errs, tiers.CheckDirections(o.Directions))
+	if err := o.Geometry.Validate(); err != nil {
+		errs = append(errs, option.Wrap("model", err))
+	}
+	return errs
+}
+
+// peerErrors are the problems with the peers and the path to them:
+// connections, transport, labels, RDMA settings, the embedded pool.
+func (o *Options) peerErrors() []error {
+	var errs []error
+	bad := func(field, format string, args ...any) { errs = append(errs, option.Errorf(field, format, args...)) }
+	errs = append(errs, option.Range("conns", o.Conns, 1, peer.MaxConns))
 	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
 		bad("transport", "want tcp or verbs, got %q", o.Transport)
 	}
@@ -159,10 +177,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, option.Wrap("peer", err))
 		}
 	}
-	if err := o.Geometry.Validate(); err != nil {
-		errs = append(errs, option.Wrap("model", err))
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // Settings renders the options for the manifest.

@@ -72,27 +72,9 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	if err != nil {
 		return usageErr(stderr, "report", option.Wrap("out", err))
 	}
-	// With several directories (make bench passes one per suite), one
-	// that holds no CSV, a suite that could not start, is said and left
-	// out; a file that cannot be read is still an error.
-	var runs []*analysis.Run
-	var empty []error
-	for _, d := range o.Dirs {
-		r, err := analysis.Load(d)
-		switch {
-		case err == nil:
-			runs = append(runs, r)
-		case errors.Is(err, analysis.ErrNoResults) && len(o.Dirs) > 1:
-			empty = append(empty, err)
-		default:
-			return usageErr(stderr, "report", err)
-		}
-	}
-	if len(runs) == 0 {
-		return usageErr(stderr, "report", errors.Join(empty...))
-	}
-	for _, err := range empty {
-		fmt.Fprintf(stderr, "kvtier report: warning: %v; left out\n", err)
+	runs, err := loadReportRuns(stderr, o.Dirs)
+	if err != nil {
+		return usageErr(stderr, "report", err)
 	}
 	ro := report.Options{Base: filepath.Dir(out)}
 	var buf bytes.Buffer
@@ -109,6 +91,33 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 		return writeHTML(stderr, runs, ro, strings.TrimSuffix(out, filepath.Ext(out))+".html")
 	}
 	return exitOK
+}
+
+// loadReportRuns loads the results directories of a report. With
+// several (make bench passes one per suite), one that holds no CSV, a
+// suite that could not start, is said and left out; a file that cannot be
+// read is still an error.
+func loadReportRuns(stderr io.Writer, dirs []string) ([]*analysis.Run, error) {
+	var runs []*analysis.Run
+	var empty []error
+	for _, d := range dirs {
+		r, err := analysis.Load(d)
+		switch {
+		case err == nil:
+			runs = append(runs, r)
+		case errors.Is(err, analysis.ErrNoResults) && len(dirs) > 1:
+			empty = append(empty, err)
+		default:
+			return nil, err
+		}
+	}
+	if len(runs) == 0 {
+		return nil, errors.Join(empty...)
+	}
+	for _, err := range empty {
+		fmt.Fprintf(stderr, "kvtier report: warning: %v; left out\n", err)
+	}
+	return runs, nil
 }
 
 // reportPath returns where REPORT.md goes: into the directory out, or

@@ -36,7 +36,8 @@ vet:
 # simulator in real time (about 8 s); replay's fidelity to the trace
 # model and the reference's knee on embedded simulators, in virtual time
 # (about 3 s); the knee with kvtier sim started through --server-cmd,
-# in real time at a tenth of the modeled delays (about 11 s).
+# in real time at a tenth of the modeled delays (about 11 s); SHARDS at
+# a 1 % sample against the exact curve (about 10 s).
 test: 
 	@scripts/deps.sh test
 	$(GO) vet ./...
@@ -53,6 +54,7 @@ test:
 	$(GO) test -run NONE -fuzz FuzzTokenize -fuzztime 2s ./vllmsim
 	$(GO) test -count=1 -run TestSimMB1RealTime ./harness/mb1
 	$(GO) test -count=1 -run 'TestReplayMatchesTracePrediction|TestKneeEmbeddedReference|TestKneeExternalSimShape' ./harness/replay ./harness/knee ./cmd/kvtier
+	$(GO) test -count=1 -run 'TestShardsOneInAHundred' ./harness/trace
 
 # Checks beyond vet, for contributors (not part of make test: they fetch
 # and build their tools, minutes on 2 cores): staticcheck, deadcode (no

@@ -271,6 +271,11 @@ func TestTransferVerbsFake(t *testing.T) {
 			t.Fatalf("sweep row %+v", r)
 		}
 	}
+	// The manifest says why that device, as transfer's does.
+	m, err := results.ReadManifest(filepath.Join(dir, "sweep", "manifest.json"))
+	if err != nil || m.Settings["rdma_device_reason"] != srows[0].Get("device_reason") {
+		t.Errorf("sweep manifest's rdma_device_reason %q (%v), want the rows' %q", m.Settings["rdma_device_reason"], err, srows[0].Get("device_reason"))
+	}
 }
 
 // TestTransferGPU runs kvtier transfer into GPU memory with peer-copy

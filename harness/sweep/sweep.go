@@ -45,7 +45,7 @@ func run(ctx context.Context, opts Options, settings map[string]string, s *sweep
 	if err != nil {
 		return err
 	}
-	s.opts, s.log, s.scratch, s.shared = opts, log, out.Dir, tiers.NewShared()
+	s.opts, s.log, s.scratch, s.shared, s.settings = opts, log, out.Dir, tiers.NewShared(), settings
 	s.sampler = &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: log, Policy: opts.Policy}
 	defer func() {
 		if err := s.shared.Close(); err != nil {
@@ -93,6 +93,10 @@ type sweeper struct {
 	sampler *harness.Sampler
 	scratch string
 	shared  *tiers.Shared
+	// settings are the manifest's (written again when the run closes):
+	// what a tier decides at set-up, as why its RDMA device was picked,
+	// is recorded there too.
+	settings map[string]string
 }
 
 // newConfig builds the tier of one configuration.
@@ -142,6 +146,9 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout,
 	}
 	if err := c.Tier.Setup(ctx, c.Geom.Blocks(fit[len(fit)-1])); err != nil {
 		return s.failSetup(ctx, c.Case, fit, err)
+	}
+	if why := c.Tier.Attrs()["device_reason"]; why != "" {
+		s.settings["rdma_device_reason"] = why
 	}
 	return s.prefixes(ctx, c, fit, single{s, c})
 }

@@ -140,6 +140,24 @@ int kv_cufile_buf_deregister(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ct
 	return kv_status(e, "cuFileBufDeregister", L->cuFileBufDeregister((const void *)(uintptr_t)p));
 }
 
+/* kv_moved checks what one cuFileRead or cuFileWrite of req returned. */
+static int kv_moved(kv_cufile_err *e, const char *op, ssize_t r, const kv_cufile_req *req, long i)
+{
+	if (r == req->len)
+		return 0;
+	if (r == -1) {
+		kv_fail(e, op, KV_CUFILE_ERR_ERRNO);
+		e->sys_errno = errno;
+	} else if (r < 0) {
+		kv_fail(e, op, (int)-r);
+	} else {
+		kv_fail(e, op, KV_CUFILE_ERR_SHORT);
+		e->res = r;
+	}
+	e->index = i;
+	return e->code;
+}
+
 int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
 		   const kv_cufile_req *req, long n, kv_cufile_err *e)
 {
@@ -148,19 +166,23 @@ int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfi
 	for (long i = 0; i < n; i++) {
 		errno = 0;
 		ssize_t r = L->cuFileRead(h, (void *)(uintptr_t)base, (size_t)req[i].len, (off_t)req[i].off, (off_t)req[i].dst);
-		if (r == req[i].len)
-			continue;
-		if (r == -1) {
-			kv_fail(e, "cuFileRead", KV_CUFILE_ERR_ERRNO);
-			e->sys_errno = errno;
-		} else if (r < 0) {
-			kv_fail(e, "cuFileRead", (int)-r);
-		} else {
-			kv_fail(e, "cuFileRead", KV_CUFILE_ERR_SHORT);
-			e->res = r;
-		}
-		e->index = i;
+		if (kv_moved(e, "cuFileRead", r, &req[i], i))
+			return e->code;
+	}
+	return 0;
+}
+
+int kv_cufile_write(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
+		    const kv_cufile_req *req, long n, kv_cufile_err *e)
+{
+	if (kv_ctx(set, ctx, e))
 		return e->code;
+	for (long i = 0; i < n; i++) {
+		errno = 0;
+		ssize_t r = L->cuFileWrite(h, (const void *)(uintptr_t)base, (size_t)req[i].len, (off_t)req[i].off,
+					   (off_t)req[i].dst);
+		if (kv_moved(e, "cuFileWrite", r, &req[i], i))
+			return e->code;
 	}
 	return 0;
 }

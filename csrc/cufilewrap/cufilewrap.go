@@ -26,8 +26,8 @@ const (
 	CodeNoSymbol  = C.KV_CUFILE_ERR_NO_SYMBOL
 	CodeNoMemory  = C.KV_CUFILE_ERR_NO_MEMORY
 	CodeContext   = C.KV_CUFILE_ERR_CONTEXT // making the CUDA context current failed; CUErr says how
-	CodeErrno     = C.KV_CUFILE_ERR_ERRNO   // cuFileRead returned -1; Errno says why
-	CodeShort     = C.KV_CUFILE_ERR_SHORT   // cuFileRead returned fewer bytes than asked
+	CodeErrno     = C.KV_CUFILE_ERR_ERRNO   // cuFileRead or cuFileWrite returned -1; Errno says why
+	CodeShort     = C.KV_CUFILE_ERR_SHORT   // cuFileRead or cuFileWrite moved fewer bytes than asked
 
 	DriverNotInitialized = C.KV_CU_FILE_DRIVER_NOT_INITIALIZED
 	CUDADriverError      = C.KV_CU_FILE_CUDA_DRIVER_ERROR
@@ -39,8 +39,8 @@ type Status struct {
 	Code  int    // 0, a CUfileOpError, or a Code* shim code
 	CUErr int    // the CUresult of a CUDA driver error
 	Errno int    // errno of CodeErrno
-	Index int    // the request of a failed read; -1 else
-	Got   int64  // bytes a short read returned
+	Index int    // the request of a failed read or write; -1 else
+	Got   int64  // bytes a short read or write returned
 	Msg   string // loader detail
 }
 
@@ -126,8 +126,9 @@ func (l *Lib) BufDeregister(c Ctx, addr uintptr) Status {
 	return status(C.kv_cufile_buf_deregister(l.l, c.set(), C.uint64_t(c.Ctx), C.uint64_t(addr), &e), &e)
 }
 
-// A Req is one read: Len bytes at file offset Off into the device
-// buffer at offset Dst.
+// A Req is one read (Len bytes at file offset Off into the device
+// buffer at offset Dst) or one write (Len bytes from the device buffer
+// at offset Dst to file offset Off).
 type Req struct {
 	Off, Dst, Len int64
 }
@@ -143,4 +144,15 @@ func (l *Lib) Read(c Ctx, h Handle, base uintptr, reqs []Req) Status {
 	var e C.kv_cufile_err
 	p := (*C.kv_cufile_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
 	return status(C.kv_cufile_read(l.l, c.set(), C.uint64_t(c.Ctx), C.kv_CUfileHandle_t(h), C.uint64_t(base), p, C.long(len(reqs)), &e), &e)
+}
+
+// Write writes reqs in order from the device memory at base to h with c
+// current; the first that fails or writes short ends it.
+func (l *Lib) Write(c Ctx, h Handle, base uintptr, reqs []Req) Status {
+	if len(reqs) == 0 {
+		return Status{}
+	}
+	var e C.kv_cufile_err
+	p := (*C.kv_cufile_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
+	return status(C.kv_cufile_write(l.l, c.set(), C.uint64_t(c.Ctx), C.kv_CUfileHandle_t(h), C.uint64_t(base), p, C.long(len(reqs)), &e), &e)
 }

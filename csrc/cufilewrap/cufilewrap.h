@@ -70,8 +70,8 @@ enum {
 	KV_CUFILE_ERR_NO_SYMBOL = -2,
 	KV_CUFILE_ERR_NO_MEMORY = -3,
 	KV_CUFILE_ERR_CONTEXT = -4, /* making the CUDA context current failed; cu_err says how */
-	KV_CUFILE_ERR_ERRNO = -5,   /* cuFileRead returned -1: errno says why */
-	KV_CUFILE_ERR_SHORT = -6,   /* cuFileRead returned fewer bytes than asked */
+	KV_CUFILE_ERR_ERRNO = -5,   /* cuFileRead or cuFileWrite returned -1: errno says why */
+	KV_CUFILE_ERR_SHORT = -6,   /* cuFileRead or cuFileWrite moved fewer bytes than asked */
 };
 
 /* X(name, exported symbol, required, return type, parameter list). */
@@ -83,7 +83,8 @@ enum {
 	X(cuFileHandleDeregister, "cuFileHandleDeregister", 1, void, (kv_CUfileHandle_t))                 \
 	X(cuFileBufRegister, "cuFileBufRegister", 1, kv_CUfileError_t, (const void *, size_t, int))      \
 	X(cuFileBufDeregister, "cuFileBufDeregister", 1, kv_CUfileError_t, (const void *))                \
-	X(cuFileRead, "cuFileRead", 1, ssize_t, (kv_CUfileHandle_t, void *, size_t, off_t, off_t))
+	X(cuFileRead, "cuFileRead", 1, ssize_t, (kv_CUfileHandle_t, void *, size_t, off_t, off_t))          \
+	X(cuFileWrite, "cuFileWrite", 1, ssize_t, (kv_CUfileHandle_t, const void *, size_t, off_t, off_t))
 
 /* A kv_cufile is one loaded libcufile: its handle and function table. */
 typedef struct kv_cufile {
@@ -101,8 +102,8 @@ typedef struct {
 	int code;       /* a CUfileOpError, or a KV_CUFILE_ERR_* code */
 	int cu_err;     /* the CUresult of a CUDA driver error */
 	int sys_errno;  /* errno of KV_CUFILE_ERR_ERRNO */
-	long index;     /* the request of a failed read; -1 else */
-	long long res;  /* bytes a short read returned */
+	long index;     /* the request of a failed read or write; -1 else */
+	long long res;  /* bytes a short read or write returned */
 	char msg[512];  /* loader detail (paths tried, dlerror); "" else */
 } kv_cufile_err;
 
@@ -110,7 +111,8 @@ typedef struct {
 typedef int (*kv_cufile_set_ctx_fn)(void *ctx);
 
 /* One read: len bytes at file offset off into the device buffer at
- * buffer offset dst. */
+ * buffer offset dst; one write: len bytes from the device buffer at
+ * buffer offset dst to file offset off. */
 typedef struct {
 	int64_t off;
 	int64_t dst;
@@ -132,5 +134,9 @@ int kv_cufile_buf_deregister(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ct
  * base; the first that fails or reads short ends it. */
 int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
 		   const kv_cufile_req *req, long n, kv_cufile_err *e);
+/* kv_cufile_write writes the n requests in order from the device buffer
+ * at base; the first that fails or writes short ends it. */
+int kv_cufile_write(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
+		    const kv_cufile_req *req, long n, kv_cufile_err *e);
 
 #endif

@@ -197,3 +197,61 @@ func TestCloseWithoutV2(t *testing.T) {
 		t.Fatal(st)
 	}
 }
+
+// TestWrite writes scattered ranges of the device buffer to a file and
+// reads them back, then checks the write errors: a descriptor opened
+// read-only (errno EBADF), an injected EIO, a cuFile code, a range
+// outside the registered buffer; each names the request.
+func TestWrite(t *testing.T) {
+	t.Parallel()
+	x := setup(t)
+	copy(x.dev, x.data)
+	if st := x.lib.DriverOpen(Ctx{}); !st.OK() {
+		t.Fatal(st)
+	}
+	out, err := os.OpenFile(filepath.Join(t.TempDir(), "out"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	h, st := x.lib.HandleRegister(int(out.Fd()))
+	if !st.OK() {
+		t.Fatal(st)
+	}
+	if st := x.lib.BufRegister(Ctx{}, x.addr(), 16<<10); !st.OK() {
+		t.Fatal(st)
+	}
+	reqs := []Req{{Off: 40960, Dst: 0, Len: 4096}, {Off: 0, Dst: 8192, Len: 8192}}
+	ctx := Ctx{SetCurrent: cufiletest.SetCtxFunc(t, x.path), Ctx: 0x1234}
+	if st := x.lib.Write(ctx, h, x.addr(), reqs); !st.OK() {
+		t.Fatal(st)
+	}
+	for _, r := range reqs {
+		got := make([]byte, r.Len)
+		if _, err := out.ReadAt(got, r.Off); err != nil || !bytes.Equal(got, x.dev[r.Dst:r.Dst+r.Len]) {
+			t.Errorf("write %+v: file holds other bytes (%v)", r, err)
+		}
+	}
+	if s := cufiletest.StateOf(t, x.path); s.Writes != 2 || s.Reads != 0 {
+		t.Errorf("state %+v, want 2 writes", s)
+	}
+	ro, st := x.lib.HandleRegister(int(x.f.Fd()))
+	if !st.OK() {
+		t.Fatal(st)
+	}
+	ok := Req{Off: 0, Dst: 0, Len: 4096}
+	if st := x.lib.Write(Ctx{}, ro, x.addr(), []Req{ok}); st.Op != "cuFileWrite" || st.Code != CodeErrno || syscall.Errno(st.Errno) != syscall.EBADF {
+		t.Errorf("write to a read-only descriptor: %+v", st)
+	}
+	if st := x.lib.Write(Ctx{}, h, x.addr(), []Req{ok, {Off: 0, Dst: 12288, Len: 8192}}); st.Code != 5022 || st.Index != 1 {
+		t.Errorf("write from outside the registered buffer: %+v, want 5022 at request 1", st)
+	}
+	cufiletest.Fail(t, x.path, "cuFileWrite", -1)
+	if st := x.lib.Write(Ctx{}, h, x.addr(), []Req{ok}); st.Code != CodeErrno || syscall.Errno(st.Errno) != syscall.EIO {
+		t.Errorf("write failing with errno: %+v", st)
+	}
+	cufiletest.Fail(t, x.path, "cuFileWrite", 5030)
+	if st := x.lib.Write(Ctx{}, h, x.addr(), []Req{ok}); st.Code != 5030 || st.Op != "cuFileWrite" {
+		t.Errorf("write failing with a cuFile code: %+v", st)
+	}
+}

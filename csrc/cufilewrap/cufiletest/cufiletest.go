@@ -1,7 +1,7 @@
 // Package cufiletest builds the fake libcufile kept beside it
 // (fakecufile.c.src) for tests, with the system C compiler, so the
-// cuFile shim, package diskio's GPUDirect Storage reads and the disk
-// tier's gpudirect path are tested on machines without GPUDirect
+// cuFile shim, package diskio's GPUDirect Storage reads and writes and
+// the disk tier's gpudirect path are tested on machines without GPUDirect
 // Storage. Each Build is a fresh copy of the library (a new file, so
 // dlopen loads a new instance), so the failures one test asks of it do
 // not leak into others.
@@ -27,15 +27,16 @@ static int fail(const char *path, const char *sym, int code)
 	return 0;
 }
 
-static int state(const char *path, long *o, long *hd, long *b, long *r)
+static int state(const char *path, long *o, long *hd, long *b, long *r, long *w)
 {
 	void *h = loaded(path);
 	if (!h)
 		return -1;
-	void (*f)(long *, long *, long *, long *) = (void (*)(long *, long *, long *, long *))dlsym(h, "fakecufile_state");
+	void (*f)(long *, long *, long *, long *, long *) =
+		(void (*)(long *, long *, long *, long *, long *))dlsym(h, "fakecufile_state");
 	if (!f)
 		return -1;
-	f(o, hd, b, r);
+	f(o, hd, b, r, w);
 	return 0;
 }
 
@@ -82,8 +83,8 @@ func Build(t testing.TB, opts ...Option) string {
 }
 
 // Fail makes every later call of sym in the loaded fake at lib fail with
-// code (a CUfileOpError such as 5001; for cuFileRead, -1 fails with
-// errno EIO); code 0 clears it.
+// code (a CUfileOpError such as 5001; for cuFileRead and cuFileWrite,
+// -1 fails with errno EIO); code 0 clears it.
 func Fail(t testing.TB, lib, sym string, code int) {
 	t.Helper()
 	cp, cs := C.CString(lib), C.CString(sym)
@@ -100,6 +101,7 @@ type State struct {
 	Handles int64 // registered file handles
 	Buffers int64 // registered buffers
 	Reads   int64 // cuFileRead calls that read
+	Writes  int64 // cuFileWrite calls that wrote
 }
 
 // StateOf returns the state of the loaded fake at lib.
@@ -107,11 +109,11 @@ func StateOf(t testing.TB, lib string) State {
 	t.Helper()
 	cp := C.CString(lib)
 	defer C.free(unsafe.Pointer(cp))
-	var o, h, b, r C.long
-	if C.state(cp, &o, &h, &b, &r) != 0 {
+	var o, h, b, r, w C.long
+	if C.state(cp, &o, &h, &b, &r, &w) != 0 {
 		t.Fatalf("cufiletest: %s is not loaded", lib)
 	}
-	return State{Open: int64(o), Handles: int64(h), Buffers: int64(b), Reads: int64(r)}
+	return State{Open: int64(o), Handles: int64(h), Buffers: int64(b), Reads: int64(r), Writes: int64(w)}
 }
 
 // SetCtxFunc returns the fake's stand-in for cuCtxSetCurrent in the

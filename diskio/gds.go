@@ -13,8 +13,9 @@ import (
 	"github.com/kvtier/kvtier/kv"
 )
 
-// CUFile is the way of submitting reads of GPUDirect Storage (the disk
-// tier's --io cufile): cuFileRead straight into GPU memory.
+// CUFile is the way of submitting reads and writes of GPUDirect Storage
+// (the disk tier's --io cufile): cuFileRead straight into GPU memory,
+// cuFileWrite straight from it.
 const CUFile = "cufile"
 
 // A DeviceContext makes the CUDA context that owns the device buffer
@@ -107,9 +108,10 @@ func ProbeGDS(lib string, ctx DeviceContext) error {
 	return cuFileErr(l.DriverClose())
 }
 
-// A GDS reads files into one device buffer with cuFile (GPUDirect
-// Storage): the buffer is registered once, each file on its first read,
-// and Depth goroutines issue cuFileRead calls, a batch per cgo call.
+// A GDS reads files into one device buffer, or writes them from it,
+// with cuFile (GPUDirect Storage): the buffer is registered once, each
+// file on its first transfer, and Depth goroutines issue cuFileRead or
+// cuFileWrite calls, a batch per cgo call.
 type GDS struct {
 	lib   *cufilewrap.Lib
 	ctx   DeviceContext
@@ -143,7 +145,7 @@ func OpenGDS(lib string, ctx DeviceContext, base uintptr, size int64, depth int)
 		handles: map[*File]cufilewrap.Handle{}, reqs: make([][]cufilewrap.Req, depth)}, nil
 }
 
-// Depth is the number of goroutines reading at once.
+// Depth is the number of goroutines reading or writing at once.
 func (g *GDS) Depth() int { return g.depth }
 
 func (g *GDS) handle(f *File) (cufilewrap.Handle, error) {
@@ -160,10 +162,32 @@ func (g *GDS) handle(f *File) (cufilewrap.Handle, error) {
 	return h, nil
 }
 
-// Read reads every chunk of plan from f into the device buffer (Dst is
-// the offset in it), spread over Depth goroutines; the first failure
-// stops them all and is returned, naming the chunk's file offset.
+// Read reads every chunk of plan from f into the device buffer (Src is
+// the file offset, Dst the offset in the buffer), spread over Depth
+// goroutines; the first failure stops them all and is returned, naming
+// the chunk's file offset.
 func (g *GDS) Read(ctx context.Context, f *File, plan []kv.Copy) error {
+	return g.run(ctx, f, plan, gdsRead)
+}
+
+// Write writes every chunk of plan from the device buffer to f (Src is
+// the offset in the buffer, Dst the file offset, as a Writer's plan),
+// spread over Depth goroutines; the first failure stops them all and is
+// returned, naming the chunk's file offset. f must be open for writing.
+func (g *GDS) Write(ctx context.Context, f *File, plan []kv.Copy) error {
+	return g.run(ctx, f, plan, gdsWrite)
+}
+
+// A gdsOp is the direction of a GDS transfer.
+type gdsOp int
+
+const (
+	gdsRead gdsOp = iota
+	gdsWrite
+)
+
+// run moves every chunk of plan in direction op over Depth goroutines.
+func (g *GDS) run(ctx context.Context, f *File, plan []kv.Copy, op gdsOp) error {
 	h, err := g.handle(f)
 	if err != nil {
 		return err
@@ -174,7 +198,7 @@ func (g *GDS) Read(ctx context.Context, f *File, plan []kv.Copy) error {
 	var wg sync.WaitGroup
 	for w := range n {
 		wg.Go(func() {
-			if errs[w] = g.worker(ctx, f, h, plan, w, n, &stop); errs[w] != nil {
+			if errs[w] = g.worker(ctx, f, h, plan, op, w, n, &stop); errs[w] != nil {
 				stop.Store(true)
 			}
 		})
@@ -188,18 +212,31 @@ func (g *GDS) Read(ctx context.Context, f *File, plan []kv.Copy) error {
 	return nil
 }
 
-var errStopped = errors.New("stopped: another reader failed")
+var errStopped = errors.New("stopped: another reader or writer failed")
 
-// worker reads chunks w, w+n, w+2n, ... of plan, a batch per cgo call.
-func (g *GDS) worker(ctx context.Context, f *File, h cufilewrap.Handle, plan []kv.Copy, w, n int, stop *atomic.Bool) error {
+// req turns chunk c of a plan in direction op into a cuFile request:
+// Off in the file, Dst in the device buffer.
+func (g *GDS) req(c kv.Copy, op gdsOp) (cufilewrap.Req, error) {
+	file, dev, verb := c.Src, c.Dst, "read of %d bytes to %d"
+	if op == gdsWrite {
+		file, dev, verb = c.Dst, c.Src, "write of %d bytes from %d"
+	}
+	if c.Bytes <= 0 || dev < 0 || file < 0 || dev+c.Bytes > g.size {
+		return cufilewrap.Req{}, fmt.Errorf("diskio: "+verb+" outside a device buffer of %d", c.Bytes, dev, g.size)
+	}
+	return cufilewrap.Req{Off: file, Dst: dev, Len: c.Bytes}, nil
+}
+
+// worker moves chunks w, w+n, w+2n, ... of plan, a batch per cgo call.
+func (g *GDS) worker(ctx context.Context, f *File, h cufilewrap.Handle, plan []kv.Copy, op gdsOp, w, n int, stop *atomic.Bool) error {
 	reqs := g.reqs[w][:0]
 	defer func() { g.reqs[w] = reqs }()
 	for i := w; i < len(plan); i += n {
-		c := plan[i]
-		if c.Bytes <= 0 || c.Dst < 0 || c.Src < 0 || c.Dst+c.Bytes > g.size {
-			return fmt.Errorf("diskio: read of %d bytes to %d outside a device buffer of %d", c.Bytes, c.Dst, g.size)
+		q, err := g.req(plan[i], op)
+		if err != nil {
+			return err
 		}
-		reqs = append(reqs, cufilewrap.Req{Off: c.Src, Dst: c.Dst, Len: c.Bytes})
+		reqs = append(reqs, q)
 		if len(reqs) < batch && i+n < len(plan) {
 			continue
 		}
@@ -209,16 +246,29 @@ func (g *GDS) worker(ctx context.Context, f *File, h cufilewrap.Handle, plan []k
 		if stop.Load() {
 			return errStopped
 		}
-		if st := g.lib.Read(g.ctx, h, g.base, reqs); !st.OK() {
-			q := reqs[max(st.Index, 0)]
-			if st.Code == cufilewrap.CodeShort {
-				return fmt.Errorf("read %s at offset %d: %d of %d bytes (the file is shorter than expected)", f.Path, q.Off, st.Got, q.Len)
-			}
-			return fmt.Errorf("read %s at offset %d (%d bytes): %w", f.Path, q.Off, q.Len, cuFileErr(st))
+		if err := g.submit(f, h, reqs, op); err != nil {
+			return err
 		}
 		reqs = reqs[:0]
 	}
 	return nil
+}
+
+// submit issues reqs in one cgo call and names the request that failed.
+func (g *GDS) submit(f *File, h cufilewrap.Handle, reqs []cufilewrap.Req, op gdsOp) error {
+	call, verb, short := g.lib.Read, "read", "the file is shorter than expected"
+	if op == gdsWrite {
+		call, verb, short = g.lib.Write, "write", "the disk took fewer bytes than asked"
+	}
+	st := call(g.ctx, h, g.base, reqs)
+	if st.OK() {
+		return nil
+	}
+	q := reqs[max(st.Index, 0)]
+	if st.Code == cufilewrap.CodeShort {
+		return fmt.Errorf("%s %s at offset %d: %d of %d bytes (%s)", verb, f.Path, q.Off, st.Got, q.Len, short)
+	}
+	return fmt.Errorf("%s %s at offset %d (%d bytes): %w", verb, f.Path, q.Off, q.Len, cuFileErr(st))
 }
 
 // Forget deregisters f, which the caller is about to close.

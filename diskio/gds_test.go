@@ -54,6 +54,57 @@ func TestGDSReads(t *testing.T) {
 	}
 }
 
+// TestGDSWrites writes a scattered plan from the device buffer (host
+// memory under the fake libcufile) to a file at several depths and reads
+// every chunk back; a file open for reading only fails the write with
+// cuFileWrite's errno.
+func TestGDSWrites(t *testing.T) {
+	t.Parallel()
+	const chunk, n, slots = 16 << 10, 60, 80
+	path := patternFile(t, slots*chunk)
+	var plan []kv.Copy // Src in the device buffer, Dst in the file
+	for _, c := range scattered(n, slots, chunk) {
+		plan = append(plan, kv.Copy{Src: c.Dst, Dst: c.Src, Bytes: c.Bytes})
+	}
+	for _, depth := range []int{1, 7} {
+		lib := cufiletest.Build(t)
+		dev := buffer(t, n*chunk)
+		pattern.Fill(dev, uint64(seed+depth), 0)
+		g, err := OpenGDS(lib, DeviceContext{}, uintptr(unsafe.Pointer(&dev[0])), int64(len(dev)), depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := OpenWrite(path, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Write(context.Background(), f, plan); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range plan {
+			if err := pattern.Check(data[c.Dst:c.Dst+c.Bytes], uint64(seed+depth), c.Src); err != nil {
+				t.Fatalf("depth %d chunk %d: %v", depth, i, err)
+			}
+		}
+		if s := cufiletest.StateOf(t, lib); s.Writes != n || s.Reads != 0 {
+			t.Errorf("depth %d: fake holds %+v, want %d writes", depth, s, n)
+		}
+		ro := openFile(t, path, true)
+		if err := g.Write(context.Background(), ro, plan[:1]); err == nil || !strings.Contains(err.Error(), "cuFileWrite: bad file descriptor") {
+			t.Errorf("depth %d: write to a read-only file: %v", depth, err)
+		}
+		g.Forget(ro)
+		f.Close()
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestGDSFailures fails each cuFile call in turn and checks where the
 // failure surfaces and that it names the call.
 func TestGDSFailures(t *testing.T) {

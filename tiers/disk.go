@@ -298,12 +298,6 @@ func (t *diskTier) Available() string {
 		}
 	}
 	switch t.v.io {
-	case diskio.CUFile:
-		if t.env.stores() {
-			return cufileStoreReason
-		}
-	}
-	switch t.v.io {
 	case diskio.Uring:
 		r, err := t.newReader(diskio.Uring, 1, nil)
 		if err != nil {
@@ -364,7 +358,7 @@ func (t *diskTier) uringReason(err error) string {
 func (t *diskTier) gdsReason() string {
 	gb, ok := t.env.Backend.(GDSBackend)
 	if !ok || !t.env.Backend.Caps().DeviceMemory {
-		return fmt.Sprintf("GPUDirect Storage (--io cufile) reads into GPU memory: the %s backend has none (run with --backend cuda)", t.env.Backend.Name())
+		return fmt.Sprintf("GPUDirect Storage (--io cufile) moves data between files and GPU memory: the %s backend has none (run with --backend cuda)", t.env.Backend.Name())
 	}
 	lib, ctx := gb.GDS()
 	if err := diskio.ProbeGDS(lib, ctx); err != nil {

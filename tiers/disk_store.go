@@ -18,10 +18,9 @@ import (
 // cached; a sample ends when the writes complete (--sync none) or when
 // fdatasync has made them durable (--sync fdatasync). On a GPU the
 // working pool is first copied into a pinned bounce buffer, inside the
-// sample. Verification reads the file back.
-
-// cufileStoreReason is the skipped row of a GPUDirect Storage store.
-const cufileStoreReason = "GPUDirect Storage writes (cuFileWrite) are not measured: the cuFile shim binds cuFileRead only; --io uring,pread measure stores"
+// sample, except for GPUDirect Storage (--io cufile), which writes
+// straight from GPU memory with cuFileWrite. Verification reads the file
+// back.
 
 // storeSalt makes a store file's initial bytes differ from what a store
 // writes, so that a write that never happened cannot pass verification.
@@ -36,8 +35,8 @@ func (t *diskTier) fileSeed() uint64 {
 }
 
 // setupStore fills the working pool with the pattern and sets up the
-// writes, the writer (from the working pool or a bounce buffer) and the
-// descriptor verification reads through.
+// writes, the writer (from the working pool, a bounce buffer or, for
+// cuFile, GPU memory) and the descriptor verification reads through.
 func (t *diskTier) setupStore(ctx context.Context, size int64) error {
 	b := t.env.Backend
 	var err error
@@ -48,6 +47,16 @@ func (t *diskTier) setupStore(ctx context.Context, size int64) error {
 		return fmt.Errorf("disk: working pool: %w", err)
 	}
 	t.wplan = reversed(t.plan)
+	if t.back, err = os.OpenFile(t.file.path, os.O_RDWR, 0); err != nil {
+		return fmt.Errorf("disk: %w", err)
+	}
+	if t.v.io == diskio.CUFile {
+		lib, dc := b.(GDSBackend).GDS()
+		if t.gds, err = diskio.OpenGDS(lib, dc, t.dst.Addr(), t.dst.Size(), t.opts.IODepth); err != nil {
+			return fmt.Errorf("disk: %w", err)
+		}
+		return nil
+	}
 	src := t.dst.Host()
 	if src == nil {
 		if t.bounce, t.pull, err = bounceFrom(b, t.dst, t.env.Copy); err != nil {
@@ -58,9 +67,6 @@ func (t *diskTier) setupStore(ctx context.Context, size int64) error {
 		fmt.Fprintf(t.env.Log, "kvtier: disk: working pool in 4 KiB pages: %v\n", err)
 	}
 	if t.writer, err = diskio.NewWriter(t.v.io, t.opts.IODepth, src); err != nil {
-		return fmt.Errorf("disk: %w", err)
-	}
-	if t.back, err = os.OpenFile(t.file.path, os.O_RDWR, 0); err != nil {
 		return fmt.Errorf("disk: %w", err)
 	}
 	return nil
@@ -100,7 +106,8 @@ func (t *diskTier) writes(p Prefix) (writes, from []kv.Copy, err error) {
 }
 
 // store writes the first p.Blocks blocks to the file: downloaded first
-// on the bounce path, made durable after with --sync fdatasync.
+// on the bounce path, by cuFile from GPU memory for GPUDirect Storage,
+// made durable after with --sync fdatasync.
 func (t *diskTier) store(ctx context.Context, p Prefix) error {
 	writes, from, err := t.writes(p)
 	if err != nil {
@@ -111,7 +118,12 @@ func (t *diskTier) store(ctx context.Context, p Prefix) error {
 			return fmt.Errorf("disk: device to bounce buffer: %w", err)
 		}
 	}
-	if err := t.writer.Write(ctx, t.f, writes); err != nil {
+	if t.gds != nil {
+		err = t.gds.Write(ctx, t.f, writes)
+	} else {
+		err = t.writer.Write(ctx, t.f, writes)
+	}
+	if err != nil {
 		return err
 	}
 	if t.v.sync == SyncData {
@@ -177,6 +189,9 @@ func (t *diskTier) storeAttrs(a map[string]string) {
 	a["sync"] = t.v.sync
 	if t.v.io == diskio.Pread {
 		a["transport"] = diskio.Pwrite
+	}
+	if t.gds != nil {
+		a["iodepth"] = fmt.Sprint(t.gds.Depth())
 	}
 	if t.writer != nil {
 		a["iodepth"] = fmt.Sprint(t.writer.Depth())

@@ -1,10 +1,15 @@
 package tiers
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/csrc/cufilewrap/cufiletest"
+	"github.com/kvtier/kvtier/cuda/cudatest"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
 )
@@ -84,7 +89,8 @@ func TestDiskStoreLeavesLoadFileAlone(t *testing.T) {
 }
 
 // TestDiskStoreVariants checks that --sync multiplies the store's
-// configurations only, and that cuFile's store is a skipped row.
+// configurations only, and that cuFile's store on the host backend is a
+// skipped row saying why.
 func TestDiskStoreVariants(t *testing.T) {
 	t.Parallel()
 	o := NewDiskOptions()
@@ -104,7 +110,48 @@ func TestDiskStoreVariants(t *testing.T) {
 		t.Error("--sync later accepted")
 	}
 	tier := newDiskStore(t, openHost(t), kv.Layerwise, PerCopy, NewDiskOptions(), "cufile", nil, t.TempDir())
-	if r := tier.Available(); r != cufileStoreReason {
-		t.Errorf("cufile store: Available = %q", r)
+	if r := tier.Available(); !strings.Contains(r, "GPUDirect Storage") || !strings.Contains(r, "--backend cuda") {
+		t.Errorf("cufile store on the host backend: Available = %q", r)
+	}
+}
+
+// TestDiskStoreCUFile stores with GPUDirect Storage on the fake libcuda
+// and the fake libcufile: cuFileWrite from GPU memory, both --sync
+// values, the file read back and verified; without libcufile the
+// configuration is skipped with the reason.
+func TestDiskStoreCUFile(t *testing.T) {
+	t.Parallel()
+	libs := cudatest.Build(t)
+	cufile := cufiletest.Build(t)
+	open := func(lib string) Backend {
+		b, _, err := OpenBackend(context.Background(), "cuda", BackendConfig{NUMA: -1, LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS, LibCUFile: lib})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	b := open(cufile)
+	o := NewDiskOptions()
+	o.IO, o.IODepth = "cufile", 4
+	for _, mode := range []CopyMode{PerCopy, Contiguous} {
+		for _, v := range []string{"cufile", "cufile+fdatasync"} {
+			tier := newDiskStore(t, b, kv.Layerwise, mode, o, v, nil, t.TempDir())
+			fetchAll(t, tier, 2, 12)
+			if a := tier.Attrs(); a["path"] != "gpudirect" || a["transport"] != "cufile" || a["dst_mem"] != "disk" || a["iodepth"] != "4" {
+				t.Errorf("%s %s: attrs %v", mode, v, a)
+			}
+			if err := tier.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if s := cufiletest.StateOf(t, cufile); s.Open != 0 || s.Buffers != 0 || s.Handles != 0 || s.Writes == 0 || s.Reads != 0 {
+		t.Errorf("the fake libcufile after closing: %+v, want writes and nothing open", s)
+	}
+	missing := open(filepath.Join(t.TempDir(), "libcufile.so.0"))
+	tier := newDiskStore(t, missing, kv.Layerwise, PerCopy, o, "cufile", nil, t.TempDir())
+	if r := tier.Available(); !strings.HasPrefix(r, "GPUDirect Storage unavailable: ") || !strings.Contains(r, "cannot load libcufile") {
+		t.Errorf("cufile store without libcufile: Available = %q", r)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/kvtier/kvtier/units"
 )
 
 // A Growth is a cost that grows with a prefix length L like a prefill
@@ -58,7 +60,7 @@ func FitGrowth(ls, ys []float64) (Growth, error) {
 	}
 	free := []bool{true, true, distinctCount(ls) >= 3}
 	if c, ok := solve(ls, ys, free); ok && c[0] < 0 {
-		g.Problems = append(g.Problems, fmt.Sprintf("negative fixed cost (%s unconstrained): fitted without one", fmtSeconds(c[0])))
+		g.Problems = append(g.Problems, fmt.Sprintf("negative fixed cost (%s unconstrained): fitted without one", units.FormatSeconds(c[0])))
 	}
 	best, bestRes := []float64(nil), math.Inf(1)
 	for _, s := range subsets {
@@ -153,14 +155,3 @@ func distinctCount(xs []float64) int {
 	return len(slices.Compact(s))
 }
 
-// fmtSeconds writes a duration in the unit that suits it.
-func fmtSeconds(s float64) string {
-	switch a := math.Abs(s); {
-	case a >= 1:
-		return fmt.Sprintf("%.3g s", s)
-	case a >= 1e-3:
-		return fmt.Sprintf("%.3g ms", s*1e3)
-	default:
-		return fmt.Sprintf("%.3g µs", s*1e6)
-	}
-}

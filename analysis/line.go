@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/kvtier/kvtier/units"
 )
 
 // A Line is a cost y = Alpha + Slope·x fitted on relative residuals
@@ -29,7 +31,7 @@ func FitLine(xs, ys []float64) Line {
 	var l Line
 	l.Alpha, l.Slope = stat.LinearRegression(xs, ys, w, false)
 	if l.Alpha < 0 {
-		l.Problems = append(l.Problems, fmt.Sprintf("negative fixed cost (%s unconstrained): fitted through the origin", fmtSeconds(l.Alpha)))
+		l.Problems = append(l.Problems, fmt.Sprintf("negative fixed cost (%s unconstrained): fitted through the origin", units.FormatSeconds(l.Alpha)))
 		l.Alpha, l.Slope = stat.LinearRegression(xs, ys, w, true)
 	}
 	if l.Slope <= 0 {

@@ -124,7 +124,7 @@ func TestGPUDirectFallback(t *testing.T) {
 				t.Error("a DMA-BUF fd was left open after its registration")
 			}
 			b, _ := os.ReadFile(log)
-			if !strings.Contains(string(b), "reg_dmabuf_mr access=0x100007") {
+			if !strings.Contains(string(b), "reg_dmabuf_mr access=0x100005") {
 				t.Errorf("GPU registration without relaxed ordering:\n%s", b)
 			}
 		})
@@ -163,7 +163,7 @@ func TestPeerMemRegistration(t *testing.T) {
 			if err := pattern.Check(dev.mem, 1, 0); err != nil {
 				t.Fatal(err)
 			}
-			if b, _ := os.ReadFile(log); !strings.Contains(string(b), "reg_mr_iova2 access=0x100007") {
+			if b, _ := os.ReadFile(log); !strings.Contains(string(b), "reg_mr_iova2 access=0x100005") {
 				t.Errorf("GPU registration without relaxed ordering:\n%s", b)
 			}
 		})

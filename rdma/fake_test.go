@@ -159,3 +159,57 @@ func TestConnectQoSAndErrors(t *testing.T) {
 		t.Fatalf("failed RTS: %v, want modify QP to RTS: invalid argument", err)
 	}
 }
+
+// TestWrite has a write 40 16 KiB chunks (more than one QP's limit in
+// flight) into b's memory: into memory b registered for remote write
+// (Config.RemoteWrite) the bytes arrive; into memory registered without
+// it the responder refuses with a remote access error, as a NIC does,
+// and the endpoint refuses further requests.
+func TestWrite(t *testing.T) {
+	for _, writable := range []bool{true, false} {
+		cfg := Config{GIDIndex: -1, Root: "/", QPs: 2}
+		peerCfg := cfg
+		peerCfg.RemoteWrite = writable
+		a, b, err := fakePair(t, cfg, peerCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 40
+		src, dst := make([]byte, n<<14), make([]byte, n<<14)
+		for i := range src {
+			src[i] = byte(i*7 + 1)
+		}
+		smr, err := a.Reg(uintptr(unsafe.Pointer(&src[0])), int64(len(src)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dmr, err := b.Reg(uintptr(unsafe.Pointer(&dst[0])), int64(len(dst)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var writes []WR
+		for i := range n {
+			off := uint64(n-1-i) << 14 // scattered: the last slot first
+			writes = append(writes, WR{Local: smr.Addr + off, LKey: smr.LKey, Remote: dmr.Addr + off, RKey: dmr.RKey, Len: 1 << 14})
+		}
+		err = a.Write(context.Background(), writes)
+		runtime.KeepAlive(src)
+		runtime.KeepAlive(dst)
+		if writable {
+			if err != nil {
+				t.Fatalf("write into a writable region: %v", err)
+			}
+			if string(src) != string(dst) {
+				t.Fatal("write completed with wrong bytes at the responder")
+			}
+			continue
+		}
+		var ce *CompletionError
+		if !errors.As(err, &ce) || !strings.Contains(ce.Text, "remote access error") {
+			t.Fatalf("write into a read-only region: %v, want a remote access error", err)
+		}
+		if a.Usable() {
+			t.Error("endpoint still usable after a failed write")
+		}
+	}
+}

@@ -52,6 +52,10 @@ type Config struct {
 	// the DSCP and ECN bits of RoCE v2 packets) and SL the service level
 	// (0-15), as NCCL_IB_TC and NCCL_IB_SL set them for NCCL.
 	TC, SL int
+	// RemoteWrite grants remote write on every memory registration of the
+	// endpoint (a pool that takes RDMA WRITEs: kvtier serve --writable);
+	// without it a peer's RDMA WRITE fails with a remote access error.
+	RemoteWrite bool
 }
 
 // check reports a configuration out of range.

@@ -64,6 +64,7 @@ type Endpoint struct {
 	// connected); destRdAtom the reads per QP it answers.
 	rdAtom, destRdAtom int
 	tc, sl             int
+	regFlags           ibvwrap.RegFlag // what every registration adds (remote write)
 	maxMsg             uint32
 	mrs                []*MR
 	timeout            time.Duration
@@ -108,7 +109,7 @@ func Open(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	e := &Endpoint{ep: ep, rdAtom: RdAtom(attr.MaxQPInitRdAtom), destRdAtom: RdAtom(attr.MaxQPRdAtom),
-		tc: cfg.TC, sl: cfg.SL, maxMsg: attr.MaxMsgSize, timeout: 30 * time.Second}
+		tc: cfg.TC, sl: cfg.SL, regFlags: remoteWrite(cfg.RemoteWrite), maxMsg: attr.MaxMsgSize, timeout: 30 * time.Second}
 	gids, err := e.selectGIDs(cfg, attr)
 	if err != nil {
 		e.Close()
@@ -266,8 +267,20 @@ func (e *Endpoint) RegDevice(addr uintptr, n int64) (*MR, error) {
 	return e.reg(addr, n, true)
 }
 
+// remoteWrite is the registration flag that grants remote write, if on.
+func remoteWrite(on bool) ibvwrap.RegFlag {
+	if on {
+		return ibvwrap.RegRemoteWrite
+	}
+	return 0
+}
+
 func (e *Endpoint) reg(addr uintptr, n int64, relaxed bool) (*MR, error) {
-	h, st := e.ep.Reg(uint64(addr), n, relaxed)
+	flags := e.regFlags
+	if relaxed {
+		flags |= ibvwrap.RegRelaxed
+	}
+	h, st := e.ep.Reg(uint64(addr), n, flags)
 	if err := toError("reg mr", st, nil); err != nil {
 		return nil, err
 	}
@@ -282,7 +295,7 @@ func (e *Endpoint) reg(addr uintptr, n int64, relaxed bool) (*MR, error) {
 // registration holds its own reference: the caller may close fd as soon
 // as it returns (and should, as NCCL does).
 func (e *Endpoint) RegDMABuf(fd int, offset int64, iova uint64, n int64) (*MR, error) {
-	h, st := e.ep.RegDMABuf(fd, offset, iova, n, true)
+	h, st := e.ep.RegDMABuf(fd, offset, iova, n, e.regFlags|ibvwrap.RegRelaxed)
 	if err := toError("reg dmabuf mr", st, nil); err != nil {
 		return nil, err
 	}
@@ -308,21 +321,35 @@ const (
 // After any failure the endpoint refuses further reads. The endpoint's
 // timeout (SetTimeout) bounds the wait without any completion.
 func (e *Endpoint) Read(ctx context.Context, reads []WR) error {
+	return e.run(ctx, "read", reads)
+}
+
+// Write performs RDMA WRITEs (Len bytes from Local into Remote) as Read
+// performs reads, with the same batching, cancellation and abort. The
+// remote memory must have been registered for remote write (the peer's
+// Config.RemoteWrite): otherwise the write fails with a CompletionError
+// (remote access error).
+func (e *Endpoint) Write(ctx context.Context, writes []WR) error {
+	return e.run(ctx, "write", writes)
+}
+
+// run performs a Read's or a Write's requests; op is "read" or "write".
+func (e *Endpoint) run(ctx context.Context, op string, reads []WR) error {
 	maxLen := uint32(MaxWR)
 	if e.maxMsg > 0 {
 		maxLen = min(maxLen, e.maxMsg)
 	}
 	if e.broken != nil {
-		return fmt.Errorf("rdma: read: endpoint unusable after an earlier failure (%v)", e.broken)
+		return fmt.Errorf("rdma: %s: endpoint unusable after an earlier failure (%v)", op, e.broken)
 	}
 	wrs, qstart := Plan(reads, len(e.info.QPNs), maxLen)
 	bs, starts := Batches(wrs, qstart, 4096)
 	for i, b := range bs {
 		if ctx.Err() != nil {
 			// Nothing in flight between batches: the endpoint stays usable.
-			return fmt.Errorf("rdma: read aborted: %w", context.Cause(ctx))
+			return fmt.Errorf("rdma: %s aborted: %w", op, context.Cause(ctx))
 		}
-		if err := e.readBatch(ctx, b, starts[i]); err != nil {
+		if err := e.readBatch(ctx, op, b, starts[i]); err != nil {
 			e.broken = err
 			return err
 		}
@@ -331,13 +358,17 @@ func (e *Endpoint) Read(ctx context.Context, reads []WR) error {
 }
 
 // readBatch runs one batch to completion, slice by slice.
-func (e *Endpoint) readBatch(ctx context.Context, b []WR, starts []int) error {
+func (e *Endpoint) readBatch(ctx context.Context, op string, b []WR, starts []int) error {
 	ws := make([]ibvwrap.WR, len(b))
 	for j, w := range b {
 		ws[j] = ibvwrap.WR(w)
 	}
-	rd, st := e.ep.StartRead(ws, starts, e.rdAtom)
-	if err := toError("read", st, nil); err != nil {
+	start := e.ep.StartRead
+	if op == "write" {
+		start = e.ep.StartWrite
+	}
+	rd, st := start(ws, starts, e.rdAtom)
+	if err := toError(op, st, nil); err != nil {
 		return err
 	}
 	defer rd.Free()
@@ -352,9 +383,9 @@ func (e *Endpoint) readBatch(ctx context.Context, b []WR, starts []int) error {
 			if ctx.Err() == nil {
 				continue
 			}
-			err = fmt.Errorf("rdma: read aborted: %w", context.Cause(ctx))
+			err = fmt.Errorf("rdma: %s aborted: %w", op, context.Cause(ctx))
 		default:
-			err = toError("read", st, b)
+			err = toError(op, st, b)
 		}
 		return e.abort(rd, err)
 	}

@@ -43,10 +43,10 @@ enum ibv_access_flags {
 	IBV_ACCESS_REMOTE_READ = 1 << 2,
 	IBV_ACCESS_RELAXED_ORDERING = 1 << 20,
 };
-enum ibv_wr_opcode { IBV_WR_RDMA_READ = 4 };
+enum ibv_wr_opcode { IBV_WR_RDMA_WRITE = 0, IBV_WR_RDMA_READ = 4 };
 enum ibv_send_flags { IBV_SEND_SIGNALED = 1 << 1 };
 enum ibv_wc_status { IBV_WC_SUCCESS = 0, IBV_WC_WR_FLUSH_ERR = 5 };
-enum ibv_wc_opcode { IBV_WC_RDMA_READ = 2 };
+enum ibv_wc_opcode { IBV_WC_RDMA_WRITE = 1, IBV_WC_RDMA_READ = 2 };
 enum ibv_atomic_cap { IBV_ATOMIC_NONE };
 enum ibv_qp_attr_mask {
 	IBV_QP_STATE = 1 << 0,

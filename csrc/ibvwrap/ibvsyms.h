@@ -128,6 +128,7 @@
 	X(IBV_ACCESS_REMOTE_READ)         \
 	X(IBV_ACCESS_RELAXED_ORDERING)    \
 	X(IBV_WR_RDMA_READ)               \
+	X(IBV_WR_RDMA_WRITE)              \
 	X(IBV_SEND_SIGNALED)              \
 	X(IBV_WC_SUCCESS)                 \
 	X(IBV_WC_WR_FLUSH_ERR)            \

@@ -358,6 +358,15 @@ int kvt_ibv_ep_gid(kvt_ibv_ep *ep, int index, uint8_t gid[16], kvt_ibv_status *s
 
 static const int kvt_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 
+/* kvt_mr_access is what a registration grants: local write and remote
+ * read always, remote write only when flags ask (a peer started to take
+ * stores), so a read-only pool refuses an RDMA WRITE at the NIC. */
+static int kvt_mr_access(int flags)
+{
+	return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+	       ((flags & KVT_IBV_REG_REMOTE_WRITE) ? IBV_ACCESS_REMOTE_WRITE : 0);
+}
+
 /* kvt_relaxed reports whether a registration asked for relaxed ordering
  * gets it: only through ibv_reg_mr_iova2 (rdma-core 28+), which masks the
  * optional flag where the kernel lacks it, as NCCL does. */
@@ -374,9 +383,9 @@ int kvt_ibv_ep_reg(kvt_ibv_ep *ep, void *addr, size_t len, int flags, void **mr,
 	struct ibv_mr *m;
 	if (kvt_relaxed(ep, flags))
 		m = ep->L->p_ibv_reg_mr_iova2(ep->pd, addr, len, (uint64_t)(uintptr_t)addr,
-					      (unsigned int)(kvt_access | IBV_ACCESS_RELAXED_ORDERING));
+					      (unsigned int)(kvt_mr_access(flags) | IBV_ACCESS_RELAXED_ORDERING));
 	else
-		m = ep->L->p_ibv_reg_mr(ep->pd, addr, len, kvt_access);
+		m = ep->L->p_ibv_reg_mr(ep->pd, addr, len, kvt_mr_access(flags));
 	if (!m)
 		return kvt_sys(st, "ibv_reg_mr", NULL);
 	*mr = m;
@@ -394,7 +403,7 @@ int kvt_ibv_ep_reg_dmabuf(kvt_ibv_ep *ep, uint64_t offset, size_t len,
 		kvt_set(st, KVT_IBV_EUNSUP, 0, "libibverbs lacks ibv_reg_dmabuf_mr@IBVERBS_1.12%s%s", NULL, NULL);
 		return KVT_IBV_EUNSUP;
 	}
-	int access = kvt_access | (kvt_relaxed(ep, flags) ? IBV_ACCESS_RELAXED_ORDERING : 0);
+	int access = kvt_mr_access(flags) | (kvt_relaxed(ep, flags) ? IBV_ACCESS_RELAXED_ORDERING : 0);
 	errno = 0;
 	struct ibv_mr *m = ep->L->p_ibv_reg_dmabuf_mr(ep->pd, offset, len, iova, fd, access);
 	if (!m)
@@ -490,6 +499,7 @@ static long kvt_now_ms(void)
 struct kvt_ibv_rd {
 	kvt_ibv_ep *ep;
 	kvt_ibv_wr *wrs;     /* a copy: the caller's memory is not kept */
+	int opcode;          /* IBV_WR_RDMA_READ or IBV_WR_RDMA_WRITE */
 	int n, done, outstanding;
 	int qstart[KVT_IBV_MAXQP + 1];
 	int next[KVT_IBV_MAXQP];     /* next request to post, per QP */
@@ -497,12 +507,12 @@ struct kvt_ibv_rd {
 	long last;                   /* when the last completion came */
 };
 
-int kvt_ibv_rd_start(kvt_ibv_ep *ep, const kvt_ibv_wr *wrs, int n, const int *qstart,
+int kvt_ibv_rd_start(kvt_ibv_ep *ep, int op, const kvt_ibv_wr *wrs, int n, const int *qstart,
 		     int outstanding, kvt_ibv_rd **out, kvt_ibv_status *st)
 {
 	kvt_clear(st);
 	*out = NULL;
-	if (n < 0 || (n > 0 && !wrs) || !qstart) {
+	if ((op != KVT_IBV_OP_READ && op != KVT_IBV_OP_WRITE) || n < 0 || (n > 0 && !wrs) || !qstart) {
 		kvt_set(st, KVT_IBV_EARG, 0, "bad read list%s%s", NULL, NULL);
 		return KVT_IBV_EARG;
 	}
@@ -521,6 +531,7 @@ int kvt_ibv_rd_start(kvt_ibv_ep *ep, const kvt_ibv_wr *wrs, int n, const int *qs
 	if (n > 0)
 		memcpy(rd->wrs, wrs, (size_t)n * sizeof(*wrs));
 	rd->ep = ep;
+	rd->opcode = op == KVT_IBV_OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 	rd->n = n;
 	rd->outstanding = outstanding < 1 ? 1 : outstanding > 64 ? 64 : outstanding;
 	for (int q = 0; q <= ep->nqp; q++)
@@ -570,7 +581,7 @@ static int kvt_rd_fill(kvt_ibv_rd *rd, int q, kvt_ibv_status *st)
 		sw[j].wr_id = (uint64_t)(next + j);
 		sw[j].sg_list = &sg[j];
 		sw[j].num_sge = 1;
-		sw[j].opcode = IBV_WR_RDMA_READ;
+		sw[j].opcode = (enum ibv_wr_opcode)rd->opcode;
 		sw[j].send_flags = IBV_SEND_SIGNALED;
 		sw[j].wr.rdma.remote_addr = w->raddr;
 		sw[j].wr.rdma.rkey = w->rkey;

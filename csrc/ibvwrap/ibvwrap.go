@@ -160,35 +160,39 @@ type MR struct {
 	LKey, RKey uint32
 }
 
-// regFlags turns the relaxed-ordering wish into the shim's flags.
-func regFlags(relaxed bool) C.int {
-	if relaxed {
-		return C.KVT_IBV_REG_RELAXED
-	}
-	return 0
-}
+// A RegFlag asks a registration for more than local write and remote
+// read.
+type RegFlag int
 
-// Reg registers n bytes at addr for local write and remote read/write;
-// relaxed asks for PCIe relaxed ordering where libibverbs can say so.
-func (e *Endpoint) Reg(addr uint64, n int64, relaxed bool) (MR, Status) {
+// Registration flags.
+const (
+	// RegRelaxed asks for PCIe relaxed ordering where libibverbs can say so.
+	RegRelaxed RegFlag = C.KVT_IBV_REG_RELAXED
+	// RegRemoteWrite grants remote write (RDMA WRITE into the region).
+	RegRemoteWrite RegFlag = C.KVT_IBV_REG_REMOTE_WRITE
+)
+
+// Reg registers n bytes at addr for local write and remote read, and what
+// flags add.
+func (e *Endpoint) Reg(addr uint64, n int64, flags RegFlag) (MR, Status) {
 	var (
 		st         C.kvt_ibv_status
 		h          unsafe.Pointer
 		lkey, rkey C.uint32_t
 	)
-	C.reg_addr(e.ep, C.uint64_t(addr), C.size_t(n), regFlags(relaxed), &h, &lkey, &rkey, &st)
+	C.reg_addr(e.ep, C.uint64_t(addr), C.size_t(n), C.int(flags), &h, &lkey, &rkey, &st)
 	return MR{H: h, LKey: uint32(lkey), RKey: uint32(rkey)}, status(&st)
 }
 
 // RegDMABuf registers n bytes at offset of DMA-BUF fd, addressed as iova;
-// relaxed as for Reg. The fd may be closed once it returns.
-func (e *Endpoint) RegDMABuf(fd int, offset int64, iova uint64, n int64, relaxed bool) (MR, Status) {
+// flags as for Reg. The fd may be closed once it returns.
+func (e *Endpoint) RegDMABuf(fd int, offset int64, iova uint64, n int64, flags RegFlag) (MR, Status) {
 	var (
 		st         C.kvt_ibv_status
 		h          unsafe.Pointer
 		lkey, rkey C.uint32_t
 	)
-	C.kvt_ibv_ep_reg_dmabuf(e.ep, C.uint64_t(offset), C.size_t(n), C.uint64_t(iova), C.int(fd), regFlags(relaxed),
+	C.kvt_ibv_ep_reg_dmabuf(e.ep, C.uint64_t(offset), C.size_t(n), C.uint64_t(iova), C.int(fd), C.int(flags),
 		&h, &lkey, &rkey, &st)
 	return MR{H: h, LKey: uint32(lkey), RKey: uint32(rkey)}, status(&st)
 }
@@ -248,8 +252,8 @@ func (e *Endpoint) Connect(c Conn, r Remote) Status {
 // Close tears the endpoint down: QPs, CQ, PD, device.
 func (e *Endpoint) Close() { C.kvt_ibv_ep_close(e.ep) }
 
-// A WR is one RDMA READ: Len bytes from Remote/RKey into Local/LKey on
-// QP QP.
+// A WR is one RDMA READ (Len bytes from Remote/RKey into Local/LKey) or
+// RDMA WRITE (from Local/LKey into Remote/RKey) on QP QP.
 type WR struct {
 	Local, Remote uint64
 	LKey, RKey    uint32
@@ -257,15 +261,24 @@ type WR struct {
 	QP            int
 }
 
-// A Read is a batch of reads in flight.
+// A Read is a batch of reads or writes in flight.
 type Read struct {
 	rd *C.kvt_ibv_rd
 }
 
-// StartRead copies the batch (wrs grouped by QP: qstart[q] to
-// qstart[q+1]-1 are QP q's) into a read state, keeping up to outstanding
+// StartRead copies the batch of reads (wrs grouped by QP: qstart[q] to
+// qstart[q+1]-1 are QP q's) into a batch state, keeping up to outstanding
 // in flight per QP once polled.
 func (e *Endpoint) StartRead(wrs []WR, qstart []int, outstanding int) (*Read, Status) {
+	return e.start(C.KVT_IBV_OP_READ, wrs, qstart, outstanding)
+}
+
+// StartWrite is StartRead for RDMA WRITEs.
+func (e *Endpoint) StartWrite(wrs []WR, qstart []int, outstanding int) (*Read, Status) {
+	return e.start(C.KVT_IBV_OP_WRITE, wrs, qstart, outstanding)
+}
+
+func (e *Endpoint) start(op C.int, wrs []WR, qstart []int, outstanding int) (*Read, Status) {
 	cw := make([]C.kvt_ibv_wr, len(wrs))
 	for j, w := range wrs {
 		cw[j] = C.kvt_ibv_wr{laddr: C.uint64_t(w.Local), raddr: C.uint64_t(w.Remote), len: C.uint32_t(w.Len),
@@ -283,7 +296,7 @@ func (e *Endpoint) StartRead(wrs []WR, qstart []int, outstanding int) (*Read, St
 	if len(cw) > 0 {
 		wp = &cw[0]
 	}
-	C.kvt_ibv_rd_start(e.ep, wp, C.int(len(cw)), &cs[0], C.int(outstanding), &rd, &st)
+	C.kvt_ibv_rd_start(e.ep, op, wp, C.int(len(cw)), &cs[0], C.int(outstanding), &rd, &st)
 	if s := status(&st); !s.OK() {
 		return nil, s
 	}

@@ -89,9 +89,13 @@ int kvt_ibv_ep_gid(kvt_ibv_ep *ep, int index, uint8_t gid[16], kvt_ibv_status *s
  * (IBV_ACCESS_RELAXED_ORDERING), granted where libibverbs has
  * ibv_reg_mr_iova2 (which drops it where the kernel lacks it). */
 #define KVT_IBV_REG_RELAXED 1
+/* KVT_IBV_REG_REMOTE_WRITE grants remote write (IBV_ACCESS_REMOTE_WRITE):
+ * only a pool that takes stores asks for it. */
+#define KVT_IBV_REG_REMOTE_WRITE 2
 
 /* kvt_ibv_ep_reg registers host memory (or device memory where
- * nvidia-peermem is loaded) for local write and remote read/write. */
+ * nvidia-peermem is loaded) for local write and remote read, and remote
+ * write where flags hold KVT_IBV_REG_REMOTE_WRITE. */
 int kvt_ibv_ep_reg(kvt_ibv_ep *ep, void *addr, size_t len, int flags, void **mr,
 		   uint32_t *lkey, uint32_t *rkey, kvt_ibv_status *st);
 /* kvt_ibv_ep_reg_dmabuf registers len bytes at offset of a DMA-BUF fd
@@ -119,9 +123,14 @@ typedef struct {
 /* kvt_ibv_ep_connect moves every QP to RTS against the remote QPs. A
  * failed move is reported with ibv_modify_qp's return value. */
 int kvt_ibv_ep_connect(kvt_ibv_ep *ep, const kvt_ibv_conn *c, kvt_ibv_status *st);
+/* What a batch does: RDMA READ (remote into local) or RDMA WRITE (local
+ * into remote). */
+#define KVT_IBV_OP_READ 0
+#define KVT_IBV_OP_WRITE 1
 /*
- * A read runs in time slices so the caller can check for cancellation
- * between them: kvt_ibv_rd_start copies the n reads (wrs grouped by QP,
+ * A batch of reads or writes (op) runs in time slices so the caller can
+ * check for cancellation between them: kvt_ibv_rd_start copies the n
+ * requests (wrs grouped by QP,
  * qstart[q] .. qstart[q+1]-1 are QP q's) into a read state;
  * kvt_ibv_rd_poll posts and polls, keeping up to outstanding in flight per
  * QP, every one signalled, until all complete (KVT_IBV_OK), one fails, no
@@ -131,7 +140,7 @@ int kvt_ibv_ep_connect(kvt_ibv_ep *ep, const kvt_ibv_conn *c, kvt_ibv_status *st
  * to give up, kvt_ibv_rd_abort must run before the memory is released.
  */
 typedef struct kvt_ibv_rd kvt_ibv_rd;
-int kvt_ibv_rd_start(kvt_ibv_ep *ep, const kvt_ibv_wr *wrs, int n, const int *qstart,
+int kvt_ibv_rd_start(kvt_ibv_ep *ep, int op, const kvt_ibv_wr *wrs, int n, const int *qstart,
 		     int outstanding, kvt_ibv_rd **out, kvt_ibv_status *st);
 int kvt_ibv_rd_poll(kvt_ibv_rd *rd, int slice_ms, int timeout_ms, kvt_ibv_status *st);
 /* kvt_ibv_rd_inflight counts the reads posted and not yet completed. */

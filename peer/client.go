@@ -211,8 +211,8 @@ func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error
 // WriteChunks writes the chunks of list (the same list a read takes)
 // the other way: Len bytes from offset Dst of src into offset Src of the
 // peer's pool, spread over the client's connections. The peer must have
-// granted writes (Info.Writable); over verbs the error wraps
-// rdma.ErrUnsupported.
+// granted writes (Info.Writable). Over verbs every chunk is an RDMA WRITE
+// into the pool, which the peer registered for remote write.
 func (c *Client) WriteChunks(ctx context.Context, src []byte, list []Chunk) error {
 	if !c.info.Writable {
 		return fmt.Errorf("peer %s: the session may not write (dial with DialOptions.Write; the peer needs kvtier serve --writable)", c.info.Addr)
@@ -224,7 +224,7 @@ func (c *Client) WriteChunks(ctx context.Context, src []byte, list []Chunk) erro
 		return nil
 	}
 	if c.verbs != nil {
-		return fmt.Errorf("peer: writes over verbs (RDMA WRITE): %w", rdma.ErrUnsupported)
+		return c.verbs.write(ctx, src, list)
 	}
 	parts := Share(Split(list, 4<<20), len(c.tcp))
 	errs := make([]error, len(parts))

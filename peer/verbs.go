@@ -121,7 +121,8 @@ func regHost(ep *rdma.Endpoint, addr uintptr, n int64) (*rdma.MR, error) {
 func hostAddr(p []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(p))) }
 
 // serveVerbs runs one verbs session: open an endpoint with as many QPs as
-// the client brought, register the pool for remote read, connect, send
+// the client brought, register the pool for remote read (and remote
+// write for a writable session: a store's RDMA WRITEs), connect, send
 // the rkey and base address, then hold the session until the client
 // hangs up on the control connection.
 func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome) error {
@@ -138,6 +139,7 @@ func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome)
 	}
 	cfg := s.cfg.RDMA
 	cfg.QPs = len(h.Verbs.QPNs)
+	cfg.RemoteWrite = w.Writable
 	ep, err := rdma.Open(cfg)
 	if err != nil {
 		return refuse(err)
@@ -238,7 +240,7 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 		return nil, err
 	}
 	li := ep.Info()
-	tc, w, err := dialTCP(ctx, addr, opt, Hello{Transport: Verbs, Verbs: &li})
+	tc, w, err := dialTCP(ctx, addr, opt, Hello{Transport: Verbs, Verbs: &li, Write: opt.Write})
 	if err != nil {
 		ep.Close()
 		return nil, err
@@ -261,7 +263,8 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 		rkey ^= 0x5a5a5a // test only: the peer's NIC must refuse
 	}
 	v := &verbsClient{
-		info: Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: Verbs, Device: li.Device, RateGbps: li.RateGbps},
+		info: Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: Verbs, Device: li.Device, RateGbps: li.RateGbps,
+			Writable: w.Writable},
 		opt:  opt, ctl: tc.c, ep: ep, rkey: rkey, base: w.Addr, root: cfg.Root,
 		gone: make(chan struct{}),
 	}
@@ -269,6 +272,8 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 	return v, nil
 }
 
+// wrs turns list into work requests: Dst in the local memory at local,
+// Src in the peer's pool (for a read the source, for a write the target).
 func (v *verbsClient) wrs(local uint64, lkey uint32, list []Chunk) []rdma.WR {
 	out := make([]rdma.WR, len(list))
 	for i, ch := range list {
@@ -301,6 +306,15 @@ func (v *verbsClient) read(ctx context.Context, dst []byte, list []Chunk) error 
 	return v.readWRs(ctx, v.wrs(v.dstMR.Addr, v.dstMR.LKey, Split(list, int64(rdma.MaxWR))))
 }
 
+// write pushes the chunks of list from src (at Dst) into the peer's pool
+// (at Src) by RDMA WRITE; src is registered as a read's destination is.
+func (v *verbsClient) write(ctx context.Context, src []byte, list []Chunk) error {
+	if err := v.register(src); err != nil {
+		return err
+	}
+	return v.runWRs(ctx, "write", v.wrs(v.dstMR.Addr, v.dstMR.LKey, Split(list, int64(rdma.MaxWR))))
+}
+
 func (v *verbsClient) readDevice(ctx context.Context, dst DeviceMem, list []Chunk) error {
 	if v.devMR == nil || v.dev != dst.Addr || v.devMR.Len != dst.Size {
 		if v.devMR != nil {
@@ -323,11 +337,20 @@ const goneGrace = 100 * time.Millisecond
 // readWRs runs the reads, aborting them as soon as the control connection
 // ends or ctx is done, and names the peer in an error.
 func (v *verbsClient) readWRs(ctx context.Context, wrs []rdma.WR) error {
+	return v.runWRs(ctx, "read", wrs)
+}
+
+// runWRs runs the reads or writes (op), as readWRs says.
+func (v *verbsClient) runWRs(ctx context.Context, op string, wrs []rdma.WR) error {
 	if v.peerGone() {
-		return fmt.Errorf("peer %s closed the control connection before the read (%v)", v.info.Addr, v.goneErr)
+		return fmt.Errorf("peer %s closed the control connection before the %s (%v)", v.info.Addr, op, v.goneErr)
 	}
 	rctx, stop := v.readCtx(ctx)
-	err := v.ep.Read(rctx, wrs)
+	run := v.ep.Read
+	if op == "write" {
+		run = v.ep.Write
+	}
+	err := run(rctx, wrs)
 	stop()
 	if err == nil {
 		return nil
@@ -341,7 +364,7 @@ func (v *verbsClient) readWRs(ctx context.Context, wrs []rdma.WR) error {
 		}
 	}
 	if v.peerGone() {
-		return fmt.Errorf("peer %s closed the control connection mid-read: %w", v.info.Addr, err)
+		return fmt.Errorf("peer %s closed the control connection mid-%s: %w", v.info.Addr, op, err)
 	}
 	return fmt.Errorf("peer %s: %w", v.info.Addr, err)
 }

@@ -235,3 +235,51 @@ func TestVerbsAbort(t *testing.T) {
 		t.Fatalf("%d QPs moved to ERR in all, want 4", n)
 	}
 }
+
+// TestVerbsWrite pushes scattered chunks into a writable verbs peer's
+// pool by RDMA WRITE over two QPs and reads them back; a chunk nobody
+// wrote keeps the peer's pattern. A read-only verbs peer refuses a
+// session that asks to write, naming --writable.
+func TestVerbsWrite(t *testing.T) {
+	rc := fakeVerbs(t)
+	const size, chunk = 4 << 20, 16384
+	addr, _ := startServerConfig(t, size, 5, ServerConfig{Transport: Verbs, RDMA: rc, Writable: true})
+	c, err := Dial(context.Background(), addr, DialOptions{Transport: Verbs, Conns: 2, RDMA: rc, Write: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Info().Writable {
+		t.Fatal("writable verbs peer did not grant writes")
+	}
+	src := make([]byte, 100*chunk)
+	pattern.Fill(src, 77, 0)
+	var list []Chunk
+	for i := range 100 {
+		list = append(list, Chunk{Src: int64(255-2*i) * chunk, Dst: int64(i) * chunk, Len: chunk})
+	}
+	if err := c.WriteChunks(context.Background(), src, list); err != nil {
+		t.Fatal(err)
+	}
+	back := make([]byte, len(src))
+	if err := c.ReadChunks(context.Background(), back, list); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range list {
+		if err := pattern.Check(back[ch.Dst:ch.Dst+ch.Len], 77, ch.Dst); err != nil {
+			t.Fatalf("chunk %d read back: %v", i, err)
+		}
+	}
+	one := make([]byte, chunk)
+	if err := c.ReadChunks(context.Background(), one, []Chunk{{Src: 254 * chunk, Len: chunk}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Check(one, 5, 254*chunk); err != nil {
+		t.Errorf("a chunk nobody wrote: %v", err)
+	}
+
+	ro, _ := startServerConfig(t, size, 5, ServerConfig{Transport: Verbs, RDMA: rc})
+	if _, err := Dial(context.Background(), ro, DialOptions{Transport: Verbs, RDMA: rc, Write: true}); err == nil || !strings.Contains(err.Error(), "--writable") {
+		t.Errorf("dialing a read-only verbs peer to write: %v", err)
+	}
+}

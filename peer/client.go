@@ -248,7 +248,17 @@ func (c *Client) Prepare(dst []byte) error {
 	if c.verbs == nil || len(dst) == 0 {
 		return nil
 	}
-	return c.verbs.register(dst)
+	return c.verbs.register(&c.verbs.dst, dst)
+}
+
+// PrepareWrite readies src for writes ahead of timing as Prepare readies
+// a destination: a verbs client registers it (WriteChunks reuses the
+// registration while src is the same memory).
+func (c *Client) PrepareWrite(src []byte) error {
+	if c.verbs == nil || len(src) == 0 {
+		return nil
+	}
+	return c.verbs.register(&c.verbs.src, src)
 }
 
 // ReadToDevice reads straight into device memory (GPUDirect RDMA). It

@@ -180,8 +180,11 @@ type verbsClient struct {
 	root string
 	// The registration of the last host destination, reused while the
 	// caller reads into the same memory.
-	dstMR *rdma.MR
-	dst   []byte
+	dst hostReg
+	// The registration of the last source of writes, kept apart from
+	// the destination's so a store verified by a read does not
+	// register its source again inside the next timed store.
+	src   hostReg
 	devMR *rdma.MR
 	dev   uintptr
 	// gone is closed when the control connection ends (the peer hung up,
@@ -265,7 +268,7 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 	v := &verbsClient{
 		info: Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: Verbs, Device: li.Device, RateGbps: li.RateGbps,
 			Writable: w.Writable},
-		opt:  opt, ctl: tc.c, ep: ep, rkey: rkey, base: w.Addr, root: cfg.Root,
+		opt: opt, ctl: tc.c, ep: ep, rkey: rkey, base: w.Addr, root: cfg.Root,
 		gone: make(chan struct{}),
 	}
 	go v.watch()
@@ -282,37 +285,44 @@ func (v *verbsClient) wrs(local uint64, lkey uint32, list []Chunk) []rdma.WR {
 	return out
 }
 
-// register registers dst unless it is the memory registered last.
-func (v *verbsClient) register(dst []byte) error {
-	if v.dstMR != nil && len(v.dst) == len(dst) && hostAddr(v.dst) == hostAddr(dst) {
+// A hostReg is a registration of host memory and the memory it covers.
+type hostReg struct {
+	mr  *rdma.MR
+	buf []byte
+}
+
+// register registers p in r unless it is the memory r holds already.
+func (v *verbsClient) register(r *hostReg, p []byte) error {
+	if r.mr != nil && len(r.buf) == len(p) && hostAddr(r.buf) == hostAddr(p) {
 		return nil
 	}
-	if v.dstMR != nil {
-		v.ep.Dereg(v.dstMR)
-		v.dstMR, v.dst = nil, nil
+	if r.mr != nil {
+		v.ep.Dereg(r.mr)
+		r.mr, r.buf = nil, nil
 	}
-	mr, err := regHost(v.ep, hostAddr(dst), int64(len(dst)))
+	mr, err := regHost(v.ep, hostAddr(p), int64(len(p)))
 	if err != nil {
 		return err
 	}
-	v.dstMR, v.dst = mr, dst
+	r.mr, r.buf = mr, p
 	return nil
 }
 
 func (v *verbsClient) read(ctx context.Context, dst []byte, list []Chunk) error {
-	if err := v.register(dst); err != nil {
+	if err := v.register(&v.dst, dst); err != nil {
 		return err
 	}
-	return v.readWRs(ctx, v.wrs(v.dstMR.Addr, v.dstMR.LKey, Split(list, int64(rdma.MaxWR))))
+	return v.readWRs(ctx, v.wrs(v.dst.mr.Addr, v.dst.mr.LKey, Split(list, int64(rdma.MaxWR))))
 }
 
 // write pushes the chunks of list from src (at Dst) into the peer's pool
-// (at Src) by RDMA WRITE; src is registered as a read's destination is.
+// (at Src) by RDMA WRITE; src keeps its registration while it is the
+// same memory.
 func (v *verbsClient) write(ctx context.Context, src []byte, list []Chunk) error {
-	if err := v.register(src); err != nil {
+	if err := v.register(&v.src, src); err != nil {
 		return err
 	}
-	return v.runWRs(ctx, "write", v.wrs(v.dstMR.Addr, v.dstMR.LKey, Split(list, int64(rdma.MaxWR))))
+	return v.runWRs(ctx, "write", v.wrs(v.src.mr.Addr, v.src.mr.LKey, Split(list, int64(rdma.MaxWR))))
 }
 
 func (v *verbsClient) readDevice(ctx context.Context, dst DeviceMem, list []Chunk) error {

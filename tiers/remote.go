@@ -138,9 +138,6 @@ func (t *remoteTier) Available() string {
 	case peer.TCP:
 		return ""
 	case peer.Verbs:
-		if t.env.stores() {
-			return VerbsStoreReason
-		}
 		names, err := rdma.DeviceNames(t.env.LibIBVerbs)
 		if err != nil {
 			return "transport verbs: " + err.Error()

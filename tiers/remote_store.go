@@ -10,13 +10,10 @@ import (
 	"github.com/kvtier/kvtier/peer"
 )
 
-// VerbsStoreReason is the reason of the skipped rows of a store over
-// verbs (the remote tier's and MB2's).
-const VerbsStoreReason = "stores over verbs (RDMA WRITE) are not measured yet; --transport tcp pushes into the peer's pool"
-
 // A Push is a store into a peer's pool (the remote tier's, and MB2's
 // transfer --direction store): the source buffer holds the pattern and
-// every chunk is pushed into its slot of the peer's pool (TCP), from the
+// every chunk is pushed into its slot of the peer's pool (TCP, or RDMA
+// WRITE over verbs), from the
 // source itself in host memory or through a pinned bounce buffer
 // downloaded inside the sample. Verification reads the pool back. On a
 // peer not its own (kvtier serve --writable) it writes the peer's
@@ -52,6 +49,9 @@ func NewPush(ctx context.Context, b Backend, c *peer.Client, src Buffer, list []
 			return nil, fmt.Errorf("bounce buffer: %w", err)
 		}
 		s.src = s.bounce.Host()
+	}
+	if err := c.PrepareWrite(s.src); err != nil {
+		return nil, fmt.Errorf("source: %w", err)
 	}
 	return s, nil
 }

@@ -215,6 +215,26 @@ func TestTransferVerbsFake(t *testing.T) {
 		}
 	}
 
+	// Stores push every chunk by RDMA WRITE into the embedded peer's
+	// pool (writable for a store run), verified by reading it back.
+	mustRunCLI(t, "transfer", "--direction", "store", "--transport", "verbs", "--sizes", "1MiB", "--layout", "layerwise",
+		"--reps", "2", "--out", filepath.Join(dir, "store"))
+	mustRunCLI(t, "sweep", "--backend", "host", "--direction", "store", "--tiers", "remote", "--transport", "verbs", "--prefix", "32",
+		"--copy", "percopy", "--reps", "2", "--out", filepath.Join(dir, "sweepstore"))
+	stored, _, err := results.ReadCSV(filepath.Join(dir, "sweepstore", sweep.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trows := readTransfer(t, filepath.Join(dir, "store"))
+	if len(trows) == 0 || len(stored) == 0 {
+		t.Fatalf("%d transfer and %d sweep store rows", len(trows), len(stored))
+	}
+	for _, r := range append(trows, stored...) {
+		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Transport != "verbs" || r.Get(results.DirectionColumn) != "store" {
+			t.Fatalf("store row %+v", r)
+		}
+	}
+
 	t.Setenv("KVTIER_TEST_CORRUPT_RKEY", "1")
 	code, _, stderr = runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--layout", "blockwise", "--reps", "1",
 		"--out", filepath.Join(dir, "bad"))

@@ -38,9 +38,6 @@ func (r *Measurer) storeRow(t *Target, layout string, size int64) results.Row {
 func (r *Measurer) Store(ctx context.Context, t *Target, layout string, size int64) (harness.Result, error) {
 	hc := harness.Case{Row: r.storeRow(t, layout, size), Label: r.label(t.Name+" store", layout, size), Derive: derive,
 		Timer: &tiers.ClockTimer{}}
-	if r.o.Transport == peer.Verbs {
-		return harness.Result{}, r.sampler.Skip(hc, tiers.VerbsStoreReason)
-	}
 	var list []peer.Chunk
 	reason := r.fits(size)
 	if reason == "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers"
 )
 
 // Routes of a matrix cell: through the pools' data path (NIC or TCP), or
@@ -21,9 +22,9 @@ const (
 
 // A cellKey is one cell of one matrix.
 type cellKey struct {
-	route, layout string
-	bytes         int64
-	src, dst      int
+	route, direction, layout string
+	bytes                    int64
+	src, dst                 int
 }
 
 // A cell gathers the rows of one cell.
@@ -64,7 +65,7 @@ func (c *collector) Write(r results.Row) error {
 	if r.Get("path") == transfer.PathPeerCopy {
 		route = RoutePeerCopy
 	}
-	k := cellKey{route, r.Layout, r.Bytes, src, dst}
+	k := cellKey{route, r.Direction(), r.Layout, r.Bytes, src, dst}
 	x := c.cells[k]
 	if x == nil {
 		x = &cell{first: r}
@@ -92,13 +93,13 @@ func (c *collector) Write(r results.Row) error {
 // Close leaves the sink to its owner.
 func (c *collector) Close() error { return nil }
 
-// matrix returns one row per cell, in order of route, layout, size,
-// source and destination, with MatrixColumns.
+// matrix returns one row per cell, in order of route, direction, layout,
+// size, source and destination, with MatrixColumns.
 func (c *collector) matrix() []results.Row {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	keys := slices.SortedFunc(maps.Keys(c.cells), func(a, b cellKey) int {
-		return cmp.Or(strings.Compare(a.route, b.route), strings.Compare(a.layout, b.layout),
+		return cmp.Or(strings.Compare(a.route, b.route), strings.Compare(a.direction, b.direction), strings.Compare(a.layout, b.layout),
 			cmp.Compare(a.bytes, b.bytes), cmp.Compare(a.src, b.src), cmp.Compare(a.dst, b.dst))
 	})
 	out := make([]results.Row, 0, len(keys))
@@ -116,6 +117,7 @@ func (x *cell) row(k cellKey) results.Row {
 		r.Extra[col] = f.Get(col)
 	}
 	r.Set("route", k.route)
+	r.Set(results.DirectionColumn, k.direction)
 	st := results.Describe(x.gbps)
 	r.Set("n", st.N)
 	r.Set("gb_per_s_p50", st.P50)
@@ -132,13 +134,13 @@ func (x *cell) row(k cellKey) results.Row {
 
 // schedule lists the steps of a mesh of n ranks: pairwise, one task per
 // step for each ordered pair (source-major); ring, per layout and size
-// one step in which every rank i reads from rank i+1. Intra pairs carry
-// peerCopy.
-func schedule(pattern string, members []Member, layouts []string, sizes []int64, peerCopy bool) [][]Task {
+// one step in which every rank i reads from (and writes into) rank i+1.
+// Every task runs dirs; intra pairs carry peerCopy.
+func schedule(pattern string, members []Member, dirs []tiers.Direction, layouts []string, sizes []int64, peerCopy bool) [][]Task {
 	n := len(members)
 	var steps [][]Task
 	task := func(src, dst int, ls []string, ss []int64) Task {
-		return Task{Step: len(steps), Pattern: pattern, Src: src, Dst: dst, Layouts: ls, Sizes: ss,
+		return Task{Step: len(steps), Pattern: pattern, Src: src, Dst: dst, Directions: dirs, Layouts: ls, Sizes: ss,
 			PeerCopy: peerCopy && pairOf(members[src], members[dst]) == PairIntra}
 	}
 	if pattern == Ring {

@@ -14,6 +14,7 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -40,18 +41,19 @@ func testConfig(size int) Config {
 	return Config{Token: testToken, RendezvousTimeout: 5 * time.Second, IdleTimeout: 2 * time.Second, Settings: s, Log: io.Discard}
 }
 
-func newTestRank(t *testing.T, rank, size int, node string) *testRank {
+func newTestRank(t *testing.T, rank, size int, node string, dirs []tiers.Direction) *testRank {
 	t.Helper()
 	pool, err := peer.NewHostPool(2<<20, uint64(rank+1)*7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := peer.StartEmbedded(peer.ServerConfig{Pool: pool, Token: testToken})
+	o := testOptions()
+	o.Directions = dirs
+	e, err := peer.StartEmbedded(peer.ServerConfig{Pool: pool, Token: testToken, Writable: o.Stores()})
 	if err != nil {
 		pool.Close()
 		t.Fatal(err)
 	}
-	o := testOptions()
 	be, closeBe, err := transfer.OpenBackends(context.Background(), o, tiers.BackendConfig{NUMA: -1})
 	if err != nil {
 		e.Close()
@@ -70,12 +72,20 @@ func newTestRank(t *testing.T, rank, size int, node string) *testRank {
 	}
 }
 
-// ranksOn returns a test rank on each of nodes, in rank order.
+// ranksOn returns a test rank on each of nodes, in rank order, that
+// loads.
 func ranksOn(t *testing.T, nodes ...string) []*testRank {
+	t.Helper()
+	return ranksDir(t, nil, nodes...)
+}
+
+// ranksDir returns a test rank on each of nodes, in rank order, that
+// measures dirs (pools writable when they store).
+func ranksDir(t *testing.T, dirs []tiers.Direction, nodes ...string) []*testRank {
 	t.Helper()
 	ranks := make([]*testRank, len(nodes))
 	for i, node := range nodes {
-		ranks[i] = newTestRank(t, i, len(nodes), node)
+		ranks[i] = newTestRank(t, i, len(nodes), node, dirs)
 	}
 	return ranks
 }
@@ -130,7 +140,8 @@ func runMesh(t *testing.T, ranks []*testRank, pattern string, joinOnly map[int]b
 	return dir
 }
 
-// matrixOf reads mesh_matrix.csv as SRC->DST -> its cells (last size wins).
+// matrixOf reads mesh_matrix.csv as SRC->DST (load) or "store SRC->DST"
+// -> its cells (last size wins).
 func matrixOf(t *testing.T, dir string) map[string]map[string]string {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, MatrixFile))
@@ -148,7 +159,11 @@ func matrixOf(t *testing.T, dir string) map[string]map[string]string {
 		for i, c := range recs[0] {
 			m[c] = rec[i]
 		}
-		out[m["src_rank"]+"->"+m["dst_rank"]] = m
+		k := m["src_rank"] + "->" + m["dst_rank"]
+		if m["direction"] != "load" {
+			k = m["direction"] + " " + k
+		}
+		out[k] = m
 	}
 	return out
 }
@@ -201,5 +216,55 @@ func TestMeshRankGone(t *testing.T) {
 		if c := m[p]; c == nil || c["errors"] == "0" || !strings.Contains(c["reason"], "rank 2") {
 			t.Errorf("pair %s of the gone rank: %v, want error rows naming rank 2", p, c)
 		}
+	}
+}
+
+// With --direction load,store every pair is measured both ways: loads
+// (src's pool read by dst) and stores (src writing into dst's pool),
+// every row verified, and the matrix has a cell of each direction per
+// pair; loads after stores still verify (stores restore the pools).
+func TestMeshBothDirections(t *testing.T) {
+	t.Parallel()
+	for _, pattern := range []string{Pairwise, Ring} {
+		t.Run(pattern, func(t *testing.T) {
+			t.Parallel()
+			dir := runMesh(t, ranksDir(t, []tiers.Direction{tiers.Load, tiers.Store}, "a", "a", "b"), pattern, nil)
+			m := matrixOf(t, dir)
+			pairs := []string{"0->1", "1->0", "0->2", "2->0", "1->2", "2->1"}
+			if pattern == Ring {
+				pairs = []string{"1->0", "2->1", "0->2"} // loads: rank i reads rank i+1's pool
+			}
+			// A store's data goes from the rank measuring into the pool: the
+			// load pair turned around.
+			turn := func(p string) string { a, b, _ := strings.Cut(p, "->"); return b + "->" + a }
+			for _, p := range pairs {
+				for _, k := range []string{p, "store " + turn(p)} {
+					if c := m[k]; c["n"] != "2" || c["verified"] != "true" || c["errors"] != "0" || c["pattern"] != pattern {
+						t.Errorf("cell %s: %v, want 2 ok verified reps", k, c)
+					}
+				}
+			}
+			if len(m) != 2*len(pairs) {
+				t.Errorf("matrix has %d cells, want %d (every pair both ways): %v", len(m), 2*len(pairs), m)
+			}
+			rows, _, err := results.ReadCSV(filepath.Join(dir, File))
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := map[string]int{}
+			for _, r := range rows {
+				count[r.Direction()+" "+r.Get("src_rank")+"->"+r.Get("dst_rank")]++
+				if r.Status != results.StatusOK {
+					t.Errorf("%s row %s->%s: %s %s", r.Direction(), r.Get("src_rank"), r.Get("dst_rank"), r.Status, r.Reason)
+				}
+			}
+			for _, p := range pairs {
+				for _, k := range []string{"load " + p, "store " + turn(p)} {
+					if n := count[k]; n != 4 { // 2 sizes × 2 reps
+						t.Errorf("%d rows %s, want 4", n, k)
+					}
+				}
+			}
+		})
 	}
 }

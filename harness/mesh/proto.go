@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers"
 )
 
 // The control protocol: ranks connect to the coordinator and exchange
@@ -47,7 +48,9 @@ type message struct {
 	Row      map[string]string `json:"row,omitempty"`
 	Layout   string            `json:"layout,omitempty"`
 	Bytes    int64             `json:"bytes,omitempty"`
-	Error    string            `json:"error,omitempty"`
+	// Direction is the configuration's direction ("" load).
+	Direction string `json:"direction,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // A Member is one rank as the others see it.
@@ -71,17 +74,20 @@ type Member struct {
 	Manifest *results.Manifest `json:"manifest,omitempty"`
 }
 
-// A Task asks rank Dst to read from rank Src's pool every layout and
-// size listed (pairwise: all of them; ring: one of each, while every
-// other rank reads from its neighbour).
+// A Task asks rank Dst to read from rank Src's pool (load) and to write
+// into it (store), in each direction listed, every layout and size listed
+// (pairwise: all of them; ring: one of each, while every other rank
+// reads from its neighbour).
 type Task struct {
-	Step     int      `json:"step"`
-	Pattern  string   `json:"pattern"` // pairwise | ring
-	Src      int      `json:"src"`
-	Dst      int      `json:"dst"`
-	Layouts  []string `json:"layouts"`
-	Sizes    []int64  `json:"sizes"`
-	PeerCopy bool     `json:"peer_copy,omitempty"` // also the GPUs' peer path (intra pairs)
+	Step    int      `json:"step"`
+	Pattern string   `json:"pattern"` // pairwise | ring
+	Src     int      `json:"src"`
+	Dst     int      `json:"dst"`
+	Layouts []string `json:"layouts"`
+	Sizes   []int64  `json:"sizes"`
+	// Directions are load and store; none means load.
+	Directions []tiers.Direction `json:"directions,omitempty"`
+	PeerCopy   bool              `json:"peer_copy,omitempty"` // also the GPUs' peer path (intra pairs)
 }
 
 // A link is one control connection: writes are serialised, reads bounded

@@ -109,7 +109,7 @@ func (r *Rank) task(ctx context.Context, t Task, w *Worker, sink rowSink) error 
 		return fmt.Errorf("coordinator sent a task %d→%d to rank %d", t.Src, t.Dst, r.self.Rank)
 	}
 	mark := func(k cfgKey) error {
-		return r.l.send(message{Kind: kindConfig, Layout: k.layout, Bytes: k.size})
+		return r.l.send(message{Kind: kindConfig, Direction: string(k.dir), Layout: k.layout, Bytes: k.size})
 	}
 	if err := w.run(ctx, t, r.members[t.Src], r.self, sink, mark); err != nil {
 		return err

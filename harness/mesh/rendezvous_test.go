@@ -36,7 +36,7 @@ func TestRendezvousRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer co.Close(nil)
-			good, bad := newTestRank(t, 1, 3, "b"), newTestRank(t, 2, 3, "c")
+			good, bad := newTestRank(t, 1, 3, "b", nil), newTestRank(t, 2, 3, "c", nil)
 			goodErr, badErr := make(chan error, 1), make(chan error, 1)
 			join := func(m Member, c Config, errc chan error) {
 				rk, _, err := DialCoordinator(context.Background(), c, co.Addr().String())
@@ -50,7 +50,7 @@ func TestRendezvousRefusals(t *testing.T) {
 			tc.spoil(&badCfg)
 			go join(good.member, cfg, goodErr)
 			go join(bad.member, badCfg, badErr)
-			_, err = co.Rendezvous(context.Background(), newTestRank(t, 0, 3, "a").member)
+			_, err = co.Rendezvous(context.Background(), newTestRank(t, 0, 3, "a", nil).member)
 			const line = "rank(s) 2 of 3 did not join within 500ms"
 			if err == nil || !strings.Contains(err.Error(), line) {
 				t.Fatalf("rank 0: %v, want %q", err, line)
@@ -94,7 +94,7 @@ func TestSilentRankGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r0, r1 := newTestRank(t, 0, 2, "a"), newTestRank(t, 1, 2, "b")
+	r0, r1 := newTestRank(t, 0, 2, "a", nil), newTestRank(t, 1, 2, "b", nil)
 	conn, err := net.Dial("tcp", co.Addr().String())
 	if err != nil {
 		t.Fatal(err)

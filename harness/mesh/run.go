@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers"
 )
 
 // Run measures every step of the schedule into out: mesh.csv as rows
@@ -31,7 +33,7 @@ func (c *Coordinator) Run(ctx context.Context, out *harness.Output, w *Worker, p
 		return err
 	}
 	col := newCollector(sink)
-	for _, step := range schedule(pattern, c.members, w.Options.Layouts, w.Options.Sizes, peerCopy) {
+	for _, step := range schedule(pattern, c.members, w.Options.RunDirections(), w.Options.Layouts, w.Options.Sizes, peerCopy) {
 		if err := c.step(ctx, step, w, col); err != nil {
 			return err
 		}
@@ -160,7 +162,8 @@ func (c *Coordinator) event(m message, col *collector, done map[cfgKey]bool) (fi
 		}
 		return false, col.Write(r)
 	case kindConfig:
-		done[cfgKey{m.Layout, m.Bytes}] = true
+		dir := tiers.Direction(cmp.Or(m.Direction, string(tiers.Load)))
+		done[cfgKey{dir, m.Layout, m.Bytes}] = true
 	case kindDone:
 		return true, nil
 	}

@@ -18,7 +18,7 @@ import (
 // Files of a mesh run, written by rank 0.
 const (
 	File       = "mesh.csv"        // one row per sample, like transfer.csv plus the pair
-	MatrixFile = "mesh_matrix.csv" // one row per cell: p50 GB/s of src → dst per layout and size
+	MatrixFile = "mesh_matrix.csv" // one row per cell: p50 GB/s of src → dst per direction, layout and size
 	RanksFile  = "mesh_ranks.json" // every rank's launch, address, GPU, NIC and manifest
 )
 
@@ -36,7 +36,7 @@ const (
 
 // pairColumns follow transfer's columns in mesh.csv.
 var pairColumns = []string{
-	"src_rank", "dst_rank", // the pool read from, the rank reading
+	"src_rank", "dst_rank", // where the data comes from and goes: load, the pool read from and the rank reading; store, the rank writing and the pool written into
 	"src_node", "dst_node",
 	"pair",               // intra | inter
 	"pattern",            // pairwise | ring
@@ -47,13 +47,13 @@ var pairColumns = []string{
 
 // MatrixColumns is the header of mesh_matrix.csv.
 var MatrixColumns = []string{
-	"pattern", "route", "layout", "bytes", "src_rank", "dst_rank", "src_node", "dst_node",
+	"pattern", "route", "direction", "layout", "bytes", "src_rank", "dst_rank", "src_node", "dst_node",
 	"pair", "path", "transport", "n", "gb_per_s_p50", "gb_per_s_p10", "gb_per_s_p90", "line_gb_per_s",
 	"verified", "errors", "skipped", "reason",
 }
 
 // SummaryKeys are the columns mesh_summary.csv groups by.
-var SummaryKeys = []string{"pattern", "src_rank", "dst_rank", "pair", "path", "transport", "layout", "bytes"}
+var SummaryKeys = []string{"pattern", "direction", "src_rank", "dst_rank", "pair", "path", "transport", "layout", "bytes"}
 
 // Suite declares the mesh's results.
 var Suite = results.Suite{

@@ -26,10 +26,19 @@ type Worker struct {
 	pcBe  tiers.Backend
 }
 
-// A cfgKey is one layout and size of a task.
+// A cfgKey is one direction, layout and size of a task.
 type cfgKey struct {
+	dir    tiers.Direction
 	layout string
 	size   int64
+}
+
+// directions are the task's directions, load when it names none.
+func (t Task) directions() []tiers.Direction {
+	if len(t.Directions) == 0 {
+		return []tiers.Direction{tiers.Load}
+	}
+	return t.Directions
 }
 
 // pairOf labels the pair src → dst.
@@ -40,8 +49,14 @@ func pairOf(src, dst Member) string {
 	return PairInter
 }
 
-// measurer returns a Measurer writing rows of the pair src → dst to sink.
-func (w *Worker) measurer(t Task, src, dst Member, sink results.Sink, be transfer.Backends) *transfer.Measurer {
+// measurer returns a Measurer writing rows of task t's pair src → dst
+// (src's pool, dst the rank measuring) in direction dir to sink. A
+// store's rows name the data's way: from dst (src_rank) into src's pool
+// (dst_rank).
+func (w *Worker) measurer(t Task, src, dst Member, dir tiers.Direction, sink results.Sink, be transfer.Backends) *transfer.Measurer {
+	if dir == tiers.Store {
+		src, dst = dst, src
+	}
 	s := &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: w.Log, Policy: w.Options.Policy}
 	m := transfer.NewMeasurer(w.Options, be, s, w.Log)
 	m.Decorate = func(r *results.Row) {
@@ -60,46 +75,62 @@ func (w *Worker) measurer(t Task, src, dst Member, sink results.Sink, be transfe
 	return m
 }
 
-// run measures task t (this rank is t.Dst) from src's pool, writing rows
-// to sink and calling mark after each layout and size. A pool that cannot
-// be reached, or a read that fails, makes error rows of what is left; the
-// error returned must stop the rank (ctx cancelled, a row not sent).
+// run measures task t (this rank is t.Dst) against src's pool in each
+// direction, writing rows to sink and calling mark after each direction,
+// layout and size. A pool that cannot be reached, or a transfer that
+// fails, makes error rows of what is left; the error returned must stop
+// the rank (ctx cancelled, a row not sent).
 func (w *Worker) run(ctx context.Context, t Task, src, self Member, sink results.Sink, mark func(cfgKey) error) error {
-	m := w.measurer(t, src, self, sink, w.Backends)
 	pair := pairOf(src, self)
 	fmt.Fprintf(w.Log, "kvtier mesh: rank %d reads from rank %d (%s, %s, %s)\n", self.Rank, src.Rank, src.Node, src.Addr, pair)
-	tgt, err := m.Open(ctx, src.Addr, pair)
+	tgt, err := w.measurer(t, src, self, tiers.Load, sink, w.Backends).Open(ctx, src.Addr, pair)
 	if err != nil {
 		err = fmt.Errorf("rank %d (%s) pool %s: %w", src.Rank, src.Node, src.Addr, err)
 		tgt = &transfer.Target{Name: src.Addr, Path: pair}
 	} else {
-		defer tgt.Client.Close()
+		defer func() {
+			tgt.Client.Close()
+			if tgt.Writer != nil {
+				tgt.Writer.Close()
+			}
+		}()
 	}
-	for _, layout := range t.Layouts {
-		for _, size := range t.Sizes {
-			if cerr := ctx.Err(); cerr != nil {
-				return cerr
-			}
-			if err != nil {
-				if werr := m.Fail(tgt, layout, size, err); werr != nil {
+	for _, dir := range t.directions() {
+		m := w.measurer(t, src, self, dir, sink, w.Backends)
+		for _, layout := range t.Layouts {
+			for _, size := range t.Sizes {
+				if cerr := ctx.Err(); cerr != nil {
+					return cerr
+				}
+				if werr := measureOne(ctx, m, tgt, cfgKey{dir, layout, size}, src.Rank, &err); werr != nil {
 					return werr
 				}
-			} else {
-				res, werr := m.Config(ctx, tgt, layout, size)
-				if werr != nil {
-					return werr
+				if merr := mark(cfgKey{dir, layout, size}); merr != nil {
+					return merr
 				}
-				if res.Err != nil {
-					err = fmt.Errorf("not measured: an earlier read from rank %d failed: %w", src.Rank, res.Err)
-				}
-			}
-			if merr := mark(cfgKey{layout, size}); merr != nil {
-				return merr
 			}
 		}
 	}
 	if t.PeerCopy && pair == PairIntra {
 		return w.peerCopy(ctx, t, src, self, sink)
+	}
+	return nil
+}
+
+// measureOne measures one configuration k with m, or writes its error
+// row when an earlier transfer failed (*failed); a transfer that fails
+// becomes *failed for the rest of the task. The error returned must stop
+// the rank.
+func measureOne(ctx context.Context, m *transfer.Measurer, tgt *transfer.Target, k cfgKey, src int, failed *error) error {
+	if *failed != nil {
+		return m.FailDir(tgt, k.dir, k.layout, k.size, *failed)
+	}
+	res, err := m.ConfigDir(ctx, tgt, k.dir, k.layout, k.size)
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		*failed = fmt.Errorf("not measured: an earlier %s with rank %d failed: %w", k.dir, src, res.Err)
 	}
 	return nil
 }
@@ -116,19 +147,22 @@ func (w *Worker) peerCopy(ctx context.Context, t Task, src, self Member, sink re
 	}
 	be := w.Backends
 	be.PeerCopy, be.PeerCopyWhy = w.pc, w.pcWhy
-	m := w.measurer(t, src, self, sink, be)
+	m := w.measurer(t, src, self, tiers.Load, sink, be)
 	return m.PeerCopy(ctx, max(src.GPU, 0), max(self.GPU, 0))
 }
 
-// fail writes an error row for each layout and size of t not in done.
+// fail writes an error row for each direction, layout and size of t not
+// in done.
 func (w *Worker) fail(t Task, src, dst Member, done map[cfgKey]bool, sink results.Sink, err error) error {
-	m := w.measurer(t, src, dst, sink, w.Backends)
 	tgt := &transfer.Target{Name: src.Addr, Path: pairOf(src, dst)}
 	var errs []error
-	for _, layout := range t.Layouts {
-		for _, size := range t.Sizes {
-			if !done[cfgKey{layout, size}] {
-				errs = append(errs, m.Fail(tgt, layout, size, err))
+	for _, dir := range t.directions() {
+		m := w.measurer(t, src, dst, dir, sink, w.Backends)
+		for _, layout := range t.Layouts {
+			for _, size := range t.Sizes {
+				if !done[cfgKey{dir, layout, size}] {
+					errs = append(errs, m.FailDir(tgt, dir, layout, size, err))
+				}
 			}
 		}
 	}

@@ -216,6 +216,14 @@ func (o *Options) directions() []tiers.Direction {
 	return out
 }
 
+// RunDirections returns the directions to run, load first, each once;
+// none asked means load.
+func (o *Options) RunDirections() []tiers.Direction { return o.directions() }
+
+// Stores reports whether stores are asked: a peer served for the run
+// must then accept writes.
+func (o *Options) Stores() bool { return o.stores() }
+
 // stores reports whether o measures stores.
 func (o *Options) stores() bool { return slices.Contains(o.directions(), tiers.Store) }
 

@@ -20,6 +20,17 @@ func (r *Measurer) ConfigDir(ctx context.Context, t *Target, dir tiers.Direction
 	return r.Config(ctx, t, layout, size)
 }
 
+// FailDir writes the error row of one configuration of t in direction
+// dir that could not be measured, as Fail does for loads; only a failed
+// write is returned.
+func (r *Measurer) FailDir(t *Target, dir tiers.Direction, layout string, size int64, err error) error {
+	if dir != tiers.Store {
+		return r.Fail(t, layout, size, err)
+	}
+	c := harness.Case{Row: r.storeRow(t, layout, size), Label: r.label(t.Name+" store", layout, size), Timer: &tiers.ClockTimer{}}
+	return r.sampler.Fail(c, 0, err)
+}
+
 // storeRow turns a load's row around: the direction column says store,
 // and the source is this side's memory, the destination the peer's.
 func (r *Measurer) storeRow(t *Target, layout string, size int64) results.Row {

@@ -8,11 +8,13 @@ import (
 	"github.com/kvtier/kvtier/results"
 )
 
-// A MeshCell is one cell of a kvtier mesh matrix: reads by rank Dst from
-// rank Src's pool, of one route (net, or peercopy over the GPUs' peer
-// path), layout and size.
+// A MeshCell is one cell of a kvtier mesh matrix: data moved from rank
+// Src to rank Dst (a load: reads by Dst from Src's pool; a store: writes
+// by Src into Dst's pool), of one route (net, or peercopy over the GPUs'
+// peer path), direction (load or store; rows without one are loads),
+// layout and size.
 type MeshCell struct {
-	Route, Layout string
+	Route, Direction, Layout string
 	Bytes         int64
 	Src, Dst      int
 }
@@ -27,8 +29,8 @@ type MeshStat struct {
 	Rows                   []results.Row
 }
 
-// MeshCells groups a mesh run's rows by cell, in order of route, layout,
-// size, source and destination.
+// MeshCells groups a mesh run's rows by cell, in order of route,
+// direction, layout, size, source and destination.
 func MeshCells(rows []results.Row) ([]MeshCell, map[MeshCell]*MeshStat) {
 	keys, groups := GroupBy(rows, func(x results.Row) MeshCell {
 		route := "net"
@@ -37,9 +39,9 @@ func MeshCells(rows []results.Row) ([]MeshCell, map[MeshCell]*MeshStat) {
 		}
 		src, _ := strconv.Atoi(x.Get("src_rank"))
 		dst, _ := strconv.Atoi(x.Get("dst_rank"))
-		return MeshCell{route, x.Layout, x.Bytes, src, dst}
+		return MeshCell{route, x.Direction(), x.Layout, x.Bytes, src, dst}
 	}, func(a, b MeshCell) int {
-		return cmp.Or(cmp.Compare(a.Route, b.Route), cmp.Compare(a.Layout, b.Layout), cmp.Compare(a.Bytes, b.Bytes),
+		return cmp.Or(cmp.Compare(a.Route, b.Route), cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Layout, b.Layout), cmp.Compare(a.Bytes, b.Bytes),
 			cmp.Compare(a.Src, b.Src), cmp.Compare(a.Dst, b.Dst))
 	})
 	stats := make(map[MeshCell]*MeshStat, len(keys))

@@ -40,19 +40,20 @@ func heatColor(v, lo, hi float64) color.RGBA {
 	return color.RGBA{mix(a.R, b.R), mix(a.G, b.G), mix(a.B, b.B), 0xff}
 }
 
-// drawMeshMatrices draws one heat map per route, layout and size: p50
-// GB/s of each source (row) → destination (column) pair.
+// drawMeshMatrices draws one heat map per route, direction, layout and
+// size: p50 GB/s of each source (row) → destination (column) pair; a
+// store's file and title say store, a load's as before stores.
 func drawMeshMatrices(dir string, run *analysis.Run, res *Result) error {
 	keys, stats := analysis.MeshCells(run.Rows("mesh"))
 	type view struct {
-		route, layout string
-		bytes         int64
+		route, direction, layout string
+		bytes                    int64
 	}
 	cells := map[view][]analysis.MeshCell{}
 	var views []view
 	n := 0
 	for _, k := range keys {
-		v := view{k.Route, k.Layout, k.Bytes}
+		v := view{k.Route, k.Direction, k.Layout, k.Bytes}
 		if cells[v] == nil {
 			views = append(views, v)
 		}
@@ -60,12 +61,16 @@ func drawMeshMatrices(dir string, run *analysis.Run, res *Result) error {
 		n = max(n, k.Src+1, k.Dst+1)
 	}
 	for _, v := range views {
-		title := fmt.Sprintf("Mesh: p50 GB/s, source rank → destination rank (%s, %s, %s)", v.route, v.layout, units.FormatBytes(float64(v.bytes)))
+		route, what := v.route, "reads"
+		if v.direction != results.DirectionLoad {
+			route, what = v.route+"_"+v.direction, "writes ("+v.direction+")"
+		}
+		title := fmt.Sprintf("Mesh: p50 GB/s of %s, source rank → destination rank (%s, %s, %s)", what, v.route, v.layout, units.FormatBytes(float64(v.bytes)))
 		f, err := meshHeatMap(title, n, cells[v], stats)
 		if err != nil {
 			return err
 		}
-		if err := emit(dir, fmt.Sprintf("mesh_matrix_%s_%s_%d", v.route, v.layout, v.bytes), f, res); err != nil {
+		if err := emit(dir, fmt.Sprintf("mesh_matrix_%s_%s_%d", route, v.layout, v.bytes), f, res); err != nil {
 			return err
 		}
 	}
@@ -162,17 +167,20 @@ func (f *figure) legendSwatch(c color.Color, name string) {
 // drawMeshPairs draws bandwidth against size for intra- and inter-node
 // pairs (each route and layout a series over the samples of its pairs).
 func drawMeshPairs(dir string, run *analysis.Run, res *Result) error {
-	type key struct{ pair, route, layout string }
+	type key struct{ pair, route, direction, layout string }
 	keys, groups := analysis.GroupBy(run.Rows("mesh"), func(r results.Row) key {
 		route := "net"
 		if r.Get("path") == "peercopy" {
 			route = "peercopy"
 		}
-		return key{r.Get("pair"), route, r.Layout}
+		return key{r.Get("pair"), route, r.Direction(), r.Layout}
 	}, func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.route, b.route), cmp.Compare(a.pair, b.pair), cmp.Compare(a.layout, b.layout))
+		return cmp.Or(cmp.Compare(a.route, b.route), cmp.Compare(a.direction, b.direction), cmp.Compare(a.pair, b.pair), cmp.Compare(a.layout, b.layout))
 	})
 	ss := seriesOf(keys, groups, func(k key) string {
+		if k.direction != results.DirectionLoad {
+			return fmt.Sprintf("%s-node pairs / %s %s / %s", k.pair, k.route, k.direction, k.layout)
+		}
 		return fmt.Sprintf("%s-node pairs / %s / %s", k.pair, k.route, k.layout)
 	}, bytesX, okGBps)
 	f, err := seriesFigure(res, ss, "mesh.csv has no ok rows with a rate: intra/inter plot not drawn",

@@ -13,27 +13,30 @@ func init() {
 	RegisterSection(Section{Suite: "mesh", Write: writeMesh})
 }
 
-// writeMesh renders the matrices (one per route, layout and size), the
-// intra- against inter-node comparison with the fraction of line rate,
-// and what was not measured.
+// writeMesh renders the matrices (one per route, direction, layout and
+// size), the intra- against inter-node comparison with the fraction of
+// line rate, and what was not measured.
 func writeMesh(w io.Writer, r *analysis.Run) {
 	keys, stats := analysis.MeshCells(r.Rows("mesh"))
 	paragraph(w, "Each matrix: p50 GB/s of reads by the destination rank (column) from the source rank's pool (row); intra = both ranks on one node. `err` marks a cell with error rows, `skip` one that could not run, — the diagonal.")
+	if meshStores(keys) {
+		paragraph(w, "A matrix titled store: p50 GB/s of writes by the source rank (row) into the destination rank's pool (column).")
+	}
 	type view struct {
-		route, layout string
-		bytes         int64
+		route, direction, layout string
+		bytes                    int64
 	}
 	var views []view
 	ranks := map[int]string{}
 	var g gaps
 	for _, k := range keys {
-		v := view{k.Route, k.Layout, k.Bytes}
+		v := view{k.Route, k.Direction, k.Layout, k.Bytes}
 		if len(views) == 0 || views[len(views)-1] != v {
 			views = append(views, v)
 		}
 		st := stats[k]
 		ranks[k.Src], ranks[k.Dst] = st.SrcNode, st.DstNode
-		g.add(fmt.Sprintf("%d→%d %s %s", k.Src, k.Dst, k.Route, k.Layout), fmtBytes(float64(k.Bytes)), st.Rows)
+		g.add(fmt.Sprintf("%d→%d %s%s %s", k.Src, k.Dst, k.Route, storeLabel(k.Direction), k.Layout), fmtBytes(float64(k.Bytes)), st.Rows)
 	}
 	order := slices.Sorted(func(yield func(int) bool) {
 		for r := range ranks {
@@ -43,13 +46,27 @@ func writeMesh(w io.Writer, r *analysis.Run) {
 		}
 	})
 	for _, v := range views {
-		fmt.Fprintf(w, "### %s, %s, %s\n\n", v.route, v.layout, fmtBytes(float64(v.bytes)))
+		fmt.Fprintf(w, "### %s%s, %s, %s\n\n", v.route, storeLabel(v.direction), v.layout, fmtBytes(float64(v.bytes)))
 		writeMeshMatrix(w, order, ranks, func(src, dst int) *analysis.MeshStat {
-			return stats[analysis.MeshCell{Route: v.route, Layout: v.layout, Bytes: v.bytes, Src: src, Dst: dst}]
+			return stats[analysis.MeshCell{Route: v.route, Direction: v.direction, Layout: v.layout, Bytes: v.bytes, Src: src, Dst: dst}]
 		})
 	}
 	writeMeshPairs(w, keys, stats)
 	g.write(w, "mesh")
+}
+
+// meshStores reports whether any cell is a store.
+func meshStores(keys []analysis.MeshCell) bool {
+	return slices.ContainsFunc(keys, func(k analysis.MeshCell) bool { return k.Direction != results.DirectionLoad })
+}
+
+// storeLabel labels what is not a load (", store"); loads, as before
+// stores were measured, carry no label.
+func storeLabel(direction string) string {
+	if direction == results.DirectionLoad {
+		return ""
+	}
+	return ", " + direction
 }
 
 // writeMeshMatrix writes one matrix, sources down, destinations across.
@@ -94,9 +111,9 @@ func hasStatus(rows []results.Row, s results.Status) bool {
 // the median's fraction of the line rate where it is known.
 func writeMeshPairs(w io.Writer, keys []analysis.MeshCell, stats map[analysis.MeshCell]*analysis.MeshStat) {
 	type group struct {
-		route, layout string
-		bytes         int64
-		pair          string
+		route, direction, layout string
+		bytes                    int64
+		pair                     string
 	}
 	var order []group
 	vals, lines := map[group][]float64{}, map[group][]float64{}
@@ -105,7 +122,7 @@ func writeMeshPairs(w io.Writer, keys []analysis.MeshCell, stats map[analysis.Me
 		if st.N == 0 {
 			continue
 		}
-		gk := group{k.Route, k.Layout, k.Bytes, st.Pair}
+		gk := group{k.Route, k.Direction, k.Layout, k.Bytes, st.Pair}
 		if _, seen := vals[gk]; !seen {
 			order = append(order, gk)
 		}
@@ -119,7 +136,12 @@ func writeMeshPairs(w io.Writer, keys []analysis.MeshCell, stats map[analysis.Me
 		return
 	}
 	paragraph(w, "### Intra- against inter-node pairs")
-	t := newTable("route", "layout", "size", "pair", "pairs", "GB/s median of p50s", "lowest", "highest", "line frac")
+	stores := meshStores(keys)
+	header := []string{"route", "layout", "size", "pair", "pairs", "GB/s median of p50s", "lowest", "highest", "line frac"}
+	if stores {
+		header = slices.Insert(header, 1, "direction")
+	}
+	t := newTable(header...)
 	for _, gk := range order {
 		d := analysis.Summarize(vals[gk])
 		var frac string
@@ -128,7 +150,11 @@ func writeMeshPairs(w io.Writer, keys []analysis.MeshCell, stats map[analysis.Me
 		} else {
 			frac = t.dash("line rate unknown (tcp, no --line-rate)")
 		}
-		t.add(gk.route, gk.layout, fmtBytes(float64(gk.bytes)), gk.pair, fmt.Sprint(d.N), sig(d.P50), sig(d.Min), sig(d.Max), frac)
+		cells := []string{gk.route, gk.layout, fmtBytes(float64(gk.bytes)), gk.pair, fmt.Sprint(d.N), sig(d.P50), sig(d.Min), sig(d.Max), frac}
+		if stores {
+			cells = slices.Insert(cells, 1, gk.direction)
+		}
+		t.add(cells...)
 	}
 	t.write(w)
 	fmt.Fprintln(w)

@@ -25,6 +25,7 @@ import (
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/system/meminfo"
+	"github.com/kvtier/kvtier/tiers"
 )
 
 // meshFlags are the flags of kvtier mesh.
@@ -34,6 +35,7 @@ type meshFlags struct {
 	ov                 mesh.Overrides
 	pattern, mem, pool string
 	listen             string
+	directions         string
 	gpu                int
 	peerCopy           bool
 	rendezvous         string
@@ -52,6 +54,7 @@ func (f *meshFlags) add(fs *pflag.FlagSet) {
 	f.ov = mesh.NoOverrides()
 	f.out.add(fs)
 	f.mb2.add(fs, meshDefaults(), "transfer sizes (default 64MiB,256MiB,1GiB)")
+	fs.StringVar(&f.directions, "direction", "load", directionUsage+"; load: each rank reads from the others' pools, store: it writes into them (every rank's pool then accepts writes)")
 	fs.StringVar(&f.pattern, "pattern", mesh.Pairwise, "pairwise (one pair moves data at a time) or ring (every rank reads from rank+1 at once)")
 	fs.StringVar(&f.mem, "mem", peer.HostMem, "pool memory of every rank: host, or gpu (device memory of the rank's GPU)")
 	fs.StringVar(&f.pool, "pool", "", "pool size per rank (default: the largest size and a quarter, within free memory shared by the node's ranks)")
@@ -87,6 +90,7 @@ func (f *meshFlags) plan(getenv func(string) string) (meshPlan, error) {
 	var errs []error
 	p := meshPlan{pattern: f.pattern, mem: f.mem, gpu: f.gpu, listen: f.listen, peerCopy: f.peerCopy}
 	p.opts = f.mb2.options(&errs)
+	p.opts.Directions = listFlag(&errs, "direction", f.directions, parseDirection, tiers.Load)
 	rdv := durationFlag(&errs, "rendezvous-timeout", f.rendezvous)
 	errs = append(errs, p.opts.Validate(), f.out.check())
 	if f.pattern != mesh.Pairwise && f.pattern != mesh.Ring {
@@ -303,7 +307,8 @@ func (r *meshRank) servePool(ctx context.Context, p meshPlan, self *mesh.Member,
 		return option.Wrap("listen", err)
 	}
 	sctx, stop := context.WithCancel(context.Background())
-	srv := peer.NewServer(peer.ServerConfig{Pool: pool, Transport: p.opts.Transport, RDMA: rcfg, Log: stderr, Token: p.opts.Token, IdleTimeout: p.opts.IdleTimeout})
+	srv := peer.NewServer(peer.ServerConfig{Pool: pool, Transport: p.opts.Transport, RDMA: rcfg, Log: stderr, Token: p.opts.Token, IdleTimeout: p.opts.IdleTimeout,
+		Writable: p.opts.Stores()})
 	served := make(chan struct{})
 	go func() { srv.Serve(sctx, ln); close(served) }()
 	r.closes = append(r.closes, func() { stop(); <-served })

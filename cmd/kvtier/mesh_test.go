@@ -45,26 +45,7 @@ func TestMeshBadInput(t *testing.T) {
 // --node): every rank exits 0, rank 0 prints mesh.csv and writes the
 // matrix, the ranks' manifests and the plots.
 func TestMeshInProcess(t *testing.T) {
-	coord := freePort(t)
-	dir := filepath.Join(t.TempDir(), "out")
-	nodes := []string{"a", "a", "b"}
-	codes := make([]int, 3)
-	outs := make([]bytes.Buffer, 3)
-	errs := make([]bytes.Buffer, 3)
-	var wg sync.WaitGroup
-	for r := range 3 {
-		wg.Go(func() {
-			args := []string{"mesh", "--token", "tok", "--launcher", "flags", "--rank", fmt.Sprint(r), "--world-size", "3",
-				"--node", nodes[r], "--coordinator", coord, "--sizes", "256KiB,1MiB", "--reps", "2", "--out", dir, "--rendezvous-timeout", "20s", "--intra-peer-copy"}
-			codes[r] = dispatch(context.Background(), &outs[r], &errs[r], args)
-		})
-	}
-	wg.Wait()
-	for r, code := range codes {
-		if code != exitOK {
-			t.Fatalf("rank %d: exit %d:\n%s", r, code, errs[r].String())
-		}
-	}
+	dir, outs, errs := meshRanks(t, []string{"a", "a", "b"}, "--sizes", "256KiB,1MiB", "--intra-peer-copy")
 	if got := strings.TrimSpace(outs[0].String()); got != filepath.Join(dir, "mesh.csv") {
 		t.Errorf("rank 0 printed %q, want the path of mesh.csv", got)
 	}
@@ -85,5 +66,56 @@ func TestMeshInProcess(t *testing.T) {
 	// reason, never a number.
 	if n := strings.Count(string(m), "the GPUs' peer path needs a GPU on both ranks"); n != 4 || !strings.Contains(string(m), "pairwise,peercopy,") {
 		t.Errorf("%d skipped peer-copy cells, want 4 (0↔1 at two sizes):\n%s", n, m)
+	}
+}
+
+// meshRanks runs a rank of kvtier mesh in this process on each of nodes
+// (the flags launcher) with args, fails the test unless every rank exits
+// 0, and returns the results directory and each rank's stdout and
+// stderr.
+func meshRanks(t *testing.T, nodes []string, args ...string) (string, []bytes.Buffer, []bytes.Buffer) {
+	t.Helper()
+	coord := freePort(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	codes := make([]int, len(nodes))
+	outs := make([]bytes.Buffer, len(nodes))
+	errs := make([]bytes.Buffer, len(nodes))
+	var wg sync.WaitGroup
+	for r := range nodes {
+		wg.Go(func() {
+			a := append([]string{"mesh", "--token", "tok", "--launcher", "flags", "--rank", fmt.Sprint(r), "--world-size", fmt.Sprint(len(nodes)),
+				"--node", nodes[r], "--coordinator", coord, "--reps", "2", "--out", dir, "--rendezvous-timeout", "20s"}, args...)
+			codes[r] = dispatch(context.Background(), &outs[r], &errs[r], a)
+		})
+	}
+	wg.Wait()
+	for r, code := range codes {
+		if code != exitOK {
+			t.Fatalf("rank %d: exit %d:\n%s", r, code, errs[r].String())
+		}
+	}
+	return dir, outs, errs
+}
+
+// --direction load,store: both ranks' pools accept writes, every pair
+// is measured both ways, stores verified, and the matrix and plots have
+// cells of each.
+func TestMeshInProcessStores(t *testing.T) {
+	dir, _, _ := meshRanks(t, []string{"a", "b"}, "--sizes", "256KiB", "--direction", "load,store")
+	m, _ := os.ReadFile(filepath.Join(dir, "mesh_matrix.csv"))
+	for _, cell := range []string{"pairwise,net,load,blockwise,262144,0,1,", "pairwise,net,load,blockwise,262144,1,0,",
+		"pairwise,net,store,blockwise,262144,0,1,", "pairwise,net,store,blockwise,262144,1,0,"} {
+		line := ""
+		for l := range strings.SplitSeq(string(m), "\n") {
+			if strings.HasPrefix(l, cell) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, ",2,") || !strings.Contains(line, ",true,0,0,") {
+			t.Errorf("cell %s: %q, want 2 ok verified reps:\n%s", cell, line, m)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "plots/mesh_matrix_net_store_blockwise_262144.svg")); err != nil {
+		t.Error(err)
 	}
 }

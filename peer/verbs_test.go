@@ -258,18 +258,7 @@ func TestVerbsWrite(t *testing.T) {
 	for i := range 100 {
 		list = append(list, Chunk{Src: int64(255-2*i) * chunk, Dst: int64(i) * chunk, Len: chunk})
 	}
-	if err := c.WriteChunks(context.Background(), src, list); err != nil {
-		t.Fatal(err)
-	}
-	back := make([]byte, len(src))
-	if err := c.ReadChunks(context.Background(), back, list); err != nil {
-		t.Fatal(err)
-	}
-	for i, ch := range list {
-		if err := pattern.Check(back[ch.Dst:ch.Dst+ch.Len], 77, ch.Dst); err != nil {
-			t.Fatalf("chunk %d read back: %v", i, err)
-		}
-	}
+	writeReadBack(t, c, src, 77, list)
 	one := make([]byte, chunk)
 	if err := c.ReadChunks(context.Background(), one, []Chunk{{Src: 254 * chunk, Len: chunk}}); err != nil {
 		t.Fatal(err)

@@ -27,6 +27,20 @@ func TestWriteChunks(t *testing.T) {
 	}
 	// One large chunk too, split over the connections.
 	list = append(list, Chunk{Src: 0, Dst: 64 * chunk, Len: 8 * chunk})
+	writeReadBack(t, c, src, 77, list)
+	one := make([]byte, chunk)
+	if err := c.ReadChunks(context.Background(), one, []Chunk{{Src: 100 * chunk, Len: chunk}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Check(one, 3, 100*chunk); err != nil {
+		t.Errorf("a chunk nobody wrote: %v", err)
+	}
+}
+
+// writeReadBack writes list from src (filled with the pattern of seed)
+// into c's peer, reads the chunks back and checks them.
+func writeReadBack(t *testing.T, c *Client, src []byte, seed uint64, list []Chunk) {
+	t.Helper()
 	if err := c.WriteChunks(context.Background(), src, list); err != nil {
 		t.Fatal(err)
 	}
@@ -35,16 +49,9 @@ func TestWriteChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, ch := range list {
-		if err := pattern.Check(back[ch.Dst:ch.Dst+ch.Len], 77, ch.Dst); err != nil {
+		if err := pattern.Check(back[ch.Dst:ch.Dst+ch.Len], seed, ch.Dst); err != nil {
 			t.Fatalf("chunk %d read back: %v", i, err)
 		}
-	}
-	one := make([]byte, chunk)
-	if err := c.ReadChunks(context.Background(), one, []Chunk{{Src: 100 * chunk, Len: chunk}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pattern.Check(one, 3, 100*chunk); err != nil {
-		t.Errorf("a chunk nobody wrote: %v", err)
 	}
 }
 

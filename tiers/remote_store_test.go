@@ -45,19 +45,7 @@ func TestRemoteStoreExternalPeer(t *testing.T) {
 	rw, pool := start(true)
 	for _, mode := range []CopyMode{PerCopy, Contiguous} {
 		tier := newStore(rw.Addr, mode)
-		if err := tier.Setup(context.Background(), 8); err != nil {
-			t.Fatal(err)
-		}
-		p := Prefix{Tokens: 128, Blocks: 8}
-		if err := tier.Scrub(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := tier.Verify(p); err == nil {
-			t.Fatal("Verify passed after Scrub")
-		}
-		if err := tier.Fetch(context.Background(), p); err != nil {
-			t.Fatal(err)
-		}
+		p := storeScrubbed(t, tier)
 		if err := tier.Verify(p); err != nil {
 			t.Fatal(err)
 		}
@@ -71,6 +59,26 @@ func TestRemoteStoreExternalPeer(t *testing.T) {
 			t.Fatalf("%s: the peer's pool after the store closed: %v", mode, err)
 		}
 	}
+}
+
+// storeScrubbed sets tier up for 8 blocks, scrubs a prefix of them
+// (Verify must then fail) and stores it; the caller verifies.
+func storeScrubbed(t *testing.T, tier *remoteTier) Prefix {
+	t.Helper()
+	if err := tier.Setup(context.Background(), 8); err != nil {
+		t.Fatal(err)
+	}
+	p := Prefix{Tokens: 128, Blocks: 8}
+	if err := tier.Scrub(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := tier.Verify(p); err == nil {
+		t.Fatal("Verify passed after Scrub")
+	}
+	if err := tier.Fetch(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestRemoteStoreOverVerbs stores into the embedded peer over the fake
@@ -88,19 +96,7 @@ func TestRemoteStoreOverVerbs(t *testing.T) {
 		if r := tier.Available(); r != "" {
 			t.Fatalf("Available = %q", r)
 		}
-		if err := tier.Setup(context.Background(), 8); err != nil {
-			t.Fatal(err)
-		}
-		p := Prefix{Tokens: 128, Blocks: 8}
-		if err := tier.Scrub(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := tier.Verify(p); err == nil {
-			t.Fatal("Verify passed after Scrub")
-		}
-		if err := tier.Fetch(context.Background(), p); err != nil {
-			t.Fatal(err)
-		}
+		p := storeScrubbed(t, tier)
 		if err := tier.Verify(p); err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}

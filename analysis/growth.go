@@ -154,4 +154,3 @@ func distinctCount(xs []float64) int {
 	slices.Sort(s)
 	return len(slices.Compact(s))
 }
-

@@ -15,8 +15,8 @@ import (
 // layout and size.
 type MeshCell struct {
 	Route, Direction, Layout string
-	Bytes         int64
-	Src, Dst      int
+	Bytes                    int64
+	Src, Dst                 int
 }
 
 // A MeshStat is what the rows of a cell say: the pair label and nodes,

@@ -192,7 +192,12 @@ func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error
 	if c.verbs != nil {
 		return c.verbs.read(ctx, dst, list)
 	}
-	// Cut big chunks so every connection gets a share of one message.
+	return c.spread(list, func(t *tcpConn, p []Chunk) error { return t.read(ctx, dst, p) })
+}
+
+// spread cuts big chunks so every TCP connection gets a share of one
+// message, and runs do on each connection's share at once.
+func (c *Client) spread(list []Chunk, do func(t *tcpConn, p []Chunk) error) error {
 	parts := Share(Split(list, 4<<20), len(c.tcp))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
@@ -200,9 +205,7 @@ func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error
 		if len(p) == 0 {
 			continue
 		}
-		wg.Go(func() {
-			errs[i] = c.tcp[i].read(ctx, dst, p)
-		})
+		wg.Go(func() { errs[i] = do(c.tcp[i], p) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -226,19 +229,7 @@ func (c *Client) WriteChunks(ctx context.Context, src []byte, list []Chunk) erro
 	if c.verbs != nil {
 		return c.verbs.write(ctx, src, list)
 	}
-	parts := Share(Split(list, 4<<20), len(c.tcp))
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, p := range parts {
-		if len(p) == 0 {
-			continue
-		}
-		wg.Go(func() {
-			errs[i] = c.tcp[i].write(ctx, src, p)
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return c.spread(list, func(t *tcpConn, p []Chunk) error { return t.write(ctx, src, p) })
 }
 
 // Prepare readies dst for reads ahead of timing: a verbs client registers

@@ -55,6 +55,21 @@ func CheckDirections(ds []Direction) error {
 // Directions lists the directions in display order.
 func Directions() []Direction { return []Direction{Load, Store} }
 
+// RunOrder returns the directions of ds to run, load first, each once;
+// none given means load.
+func RunOrder(ds []Direction) []Direction {
+	var out []Direction
+	for _, d := range Directions() {
+		if slices.Contains(ds, d) {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return []Direction{Load}
+	}
+	return out
+}
+
 // ParseDirection returns the direction named s.
 func ParseDirection(s string) (Direction, error) {
 	for _, d := range Directions() {

@@ -204,16 +204,7 @@ func (o *Options) Settings() map[string]string {
 // directions returns the directions to run, load first, each once; none
 // given means load.
 func (o *Options) directions() []tiers.Direction {
-	var out []tiers.Direction
-	for _, d := range tiers.Directions() {
-		if slices.Contains(o.Directions, d) {
-			out = append(out, d)
-		}
-	}
-	if len(out) == 0 {
-		return []tiers.Direction{tiers.Load}
-	}
-	return out
+	return tiers.RunOrder(o.Directions)
 }
 
 // RunDirections returns the directions to run, load first, each once;

@@ -133,24 +133,14 @@ func (r *Ring) Register(bufs [][]byte) error {
 // Read reads every request of reqs from fd with up to depth in flight
 // (at most Entries). The first request that fails ends it: no more are
 // submitted, those in flight are waited for, and the error names it.
-func (r *Ring) Read(fd int, reqs []Req, depth int) error {
-	if r.r == nil {
-		return errors.New("uring: ring is closed")
-	}
-	if len(reqs) == 0 {
-		return nil
-	}
-	var e C.kv_uring_err
-	p := (*C.kv_uring_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
-	if C.kv_uring_read(r.r, C.int(fd), p, C.long(len(reqs)), C.uint(max(depth, 1)), &e) != 0 {
-		return newError(&e)
-	}
-	return nil
-}
+func (r *Ring) Read(fd int, reqs []Req, depth int) error { return r.submit(fd, reqs, depth, false) }
 
 // Write writes every request of reqs to fd (Len bytes from Addr to file
 // offset Off) with up to depth in flight, as Read reads them.
-func (r *Ring) Write(fd int, reqs []Req, depth int) error {
+func (r *Ring) Write(fd int, reqs []Req, depth int) error { return r.submit(fd, reqs, depth, true) }
+
+// submit runs reqs as reads or writes through the shim.
+func (r *Ring) submit(fd int, reqs []Req, depth int, write bool) error {
 	if r.r == nil {
 		return errors.New("uring: ring is closed")
 	}
@@ -159,7 +149,13 @@ func (r *Ring) Write(fd int, reqs []Req, depth int) error {
 	}
 	var e C.kv_uring_err
 	p := (*C.kv_uring_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
-	if C.kv_uring_write(r.r, C.int(fd), p, C.long(len(reqs)), C.uint(max(depth, 1)), &e) != 0 {
+	var rc C.int
+	if write {
+		rc = C.kv_uring_write(r.r, C.int(fd), p, C.long(len(reqs)), C.uint(max(depth, 1)), &e)
+	} else {
+		rc = C.kv_uring_read(r.r, C.int(fd), p, C.long(len(reqs)), C.uint(max(depth, 1)), &e)
+	}
+	if rc != 0 {
 		return newError(&e)
 	}
 	return nil

@@ -427,7 +427,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, hr *http.Re
 	} else {
 		resp = completionResponse{
 			responseHeader: s.header(k.object, id, created),
-			Choices:        []completionChoice{{Text: text.String(), FinishReason: &finish}},
+			Choices:        []completionChoice{{completionText: completionText{Text: text.String(), FinishReason: &finish}}},
 			Usage:          usage, KVTransferParams: kvParams,
 		}
 	}
@@ -556,7 +556,7 @@ func (sw *streamWriter) chunk(evs []event) bool {
 		sw.n += len(evs)
 		return sw.send(completionStreamResponse{
 			responseHeader: sw.header(),
-			Choices:        []completionStreamChoice{{Text: content, FinishReason: finish, TokenIDs: tokIDs}},
+			Choices:        []completionStreamChoice{{completionText: completionText{Text: content, FinishReason: finish}, TokenIDs: tokIDs}},
 			Usage:          sw.running(), PromptTokenIDs: promptIDs,
 		})
 	}

@@ -29,12 +29,17 @@ type promptDetails struct {
 // completionStreamChoice is CompletionResponseStreamChoice (dumped with
 // its nulls, as vLLM streams completions with exclude_unset=False).
 type completionStreamChoice struct {
+	completionText
+	TokenIDs []int `json:"token_ids,omitempty"` // return_token_ids: this chunk's tokens
+}
+
+// completionText is what a completion choice holds, streamed or not.
+type completionText struct {
 	Index        int     `json:"index"`
 	Text         string  `json:"text"`
 	Logprobs     any     `json:"logprobs"`
 	FinishReason *string `json:"finish_reason"`
 	StopReason   any     `json:"stop_reason"`
-	TokenIDs     []int   `json:"token_ids,omitempty"` // return_token_ids: this chunk's tokens
 }
 
 type completionStreamResponse struct {
@@ -45,12 +50,8 @@ type completionStreamResponse struct {
 }
 
 type completionChoice struct {
-	Index          int     `json:"index"`
-	Text           string  `json:"text"`
-	Logprobs       any     `json:"logprobs"`
-	FinishReason   *string `json:"finish_reason"`
-	StopReason     any     `json:"stop_reason"`
-	PromptLogprobs any     `json:"prompt_logprobs"`
+	completionText
+	PromptLogprobs any `json:"prompt_logprobs"`
 }
 
 type completionResponse struct {

@@ -214,103 +214,58 @@ int kv_cuda_ctx_release(kv_cuda *L, int ordinal, kv_cuda_err *e)
  * thread: every call that needs the context makes it current first. */
 #define KV_CTX(e, L, ctx) KV_CHECK(e, (L)->cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
-int kv_cuda_mem_info(kv_cuda *L, CUcontext ctx, size_t *free_b, size_t *total_b, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemGetInfo(free_b, total_b), "cuMemGetInfo");
-	return 0;
-}
+/* KV_CTX_CALL defines a shim function that makes ctx current and makes
+ * one driver call, sym being the driver function's name for the error:
+ * most of the shim is such functions. */
+#define KV_CTX_CALL(fn, params, sym, call) \
+	int fn params                      \
+	{                                  \
+		KV_CTX(e, L, ctx);         \
+		KV_CHECK(e, call, sym);    \
+		return 0;                  \
+	}
 
-int kv_cuda_mem_alloc(kv_cuda *L, CUcontext ctx, size_t size, CUdeviceptr *p, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemAlloc(p, size), "cuMemAlloc");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_mem_info, (kv_cuda *L, CUcontext ctx, size_t *free_b, size_t *total_b, kv_cuda_err *e),
+	    "cuMemGetInfo", L->cuMemGetInfo(free_b, total_b))
 
-int kv_cuda_mem_free(kv_cuda *L, CUcontext ctx, CUdeviceptr p, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemFree(p), "cuMemFree");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_mem_alloc, (kv_cuda *L, CUcontext ctx, size_t size, CUdeviceptr *p, kv_cuda_err *e),
+	    "cuMemAlloc", L->cuMemAlloc(p, size))
 
-int kv_cuda_addr_range(kv_cuda *L, CUcontext ctx, CUdeviceptr p, CUdeviceptr *base, size_t *size, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemGetAddressRange(base, size, p), "cuMemGetAddressRange");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_mem_free, (kv_cuda *L, CUcontext ctx, CUdeviceptr p, kv_cuda_err *e),
+	    "cuMemFree", L->cuMemFree(p))
 
-int kv_cuda_host_alloc(kv_cuda *L, CUcontext ctx, size_t size, unsigned int flags, void **p, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemHostAlloc(p, size, flags), "cuMemHostAlloc");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_addr_range, (kv_cuda *L, CUcontext ctx, CUdeviceptr p, CUdeviceptr *base, size_t *size, kv_cuda_err *e),
+	    "cuMemGetAddressRange", L->cuMemGetAddressRange(base, size, p))
 
-int kv_cuda_host_free(kv_cuda *L, CUcontext ctx, void *p, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemFreeHost(p), "cuMemFreeHost");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_host_alloc, (kv_cuda *L, CUcontext ctx, size_t size, unsigned int flags, void **p, kv_cuda_err *e),
+	    "cuMemHostAlloc", L->cuMemHostAlloc(p, size, flags))
 
-int kv_cuda_host_register(kv_cuda *L, CUcontext ctx, void *p, size_t size, unsigned int flags, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemHostRegister(p, size, flags), "cuMemHostRegister");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_host_free, (kv_cuda *L, CUcontext ctx, void *p, kv_cuda_err *e),
+	    "cuMemFreeHost", L->cuMemFreeHost(p))
 
-int kv_cuda_host_unregister(kv_cuda *L, CUcontext ctx, void *p, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemHostUnregister(p), "cuMemHostUnregister");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_host_register, (kv_cuda *L, CUcontext ctx, void *p, size_t size, unsigned int flags, kv_cuda_err *e),
+	    "cuMemHostRegister", L->cuMemHostRegister(p, size, flags))
 
-int kv_cuda_host_devptr(kv_cuda *L, CUcontext ctx, void *p, CUdeviceptr *d, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemHostGetDevicePointer(d, p, 0), "cuMemHostGetDevicePointer");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_host_unregister, (kv_cuda *L, CUcontext ctx, void *p, kv_cuda_err *e),
+	    "cuMemHostUnregister", L->cuMemHostUnregister(p))
 
-int kv_cuda_htod(kv_cuda *L, CUcontext ctx, CUdeviceptr dst, const void *src, size_t n, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemcpyHtoD(dst, src, n), "cuMemcpyHtoD");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_host_devptr, (kv_cuda *L, CUcontext ctx, void *p, CUdeviceptr *d, kv_cuda_err *e),
+	    "cuMemHostGetDevicePointer", L->cuMemHostGetDevicePointer(d, p, 0))
 
-int kv_cuda_dtoh(kv_cuda *L, CUcontext ctx, void *dst, CUdeviceptr src, size_t n, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuMemcpyDtoH(dst, src, n), "cuMemcpyDtoH");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_htod, (kv_cuda *L, CUcontext ctx, CUdeviceptr dst, const void *src, size_t n, kv_cuda_err *e),
+	    "cuMemcpyHtoD", L->cuMemcpyHtoD(dst, src, n))
 
-int kv_cuda_stream_create(kv_cuda *L, CUcontext ctx, CUstream *s, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuStreamCreate(s, KV_CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_dtoh, (kv_cuda *L, CUcontext ctx, void *dst, CUdeviceptr src, size_t n, kv_cuda_err *e),
+	    "cuMemcpyDtoH", L->cuMemcpyDtoH(dst, src, n))
 
-int kv_cuda_stream_destroy(kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuStreamDestroy(s), "cuStreamDestroy");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_stream_create, (kv_cuda *L, CUcontext ctx, CUstream *s, kv_cuda_err *e),
+	    "cuStreamCreate", L->cuStreamCreate(s, KV_CU_STREAM_NON_BLOCKING))
 
-int kv_cuda_stream_sync(kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuStreamSynchronize(s), "cuStreamSynchronize");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_stream_destroy, (kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e),
+	    "cuStreamDestroy", L->cuStreamDestroy(s))
+
+KV_CTX_CALL(kv_cuda_stream_sync, (kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e),
+	    "cuStreamSynchronize", L->cuStreamSynchronize(s))
 
 int kv_cuda_stream_wait32(kv_cuda *L, CUcontext ctx, CUstream s, CUdeviceptr flag, uint32_t v, kv_cuda_err *e)
 {
@@ -321,26 +276,14 @@ int kv_cuda_stream_wait32(kv_cuda *L, CUcontext ctx, CUstream s, CUdeviceptr fla
 	return 0;
 }
 
-int kv_cuda_event_create(kv_cuda *L, CUcontext ctx, CUevent *ev, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuEventCreate(ev, KV_CU_EVENT_DEFAULT), "cuEventCreate");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_event_create, (kv_cuda *L, CUcontext ctx, CUevent *ev, kv_cuda_err *e),
+	    "cuEventCreate", L->cuEventCreate(ev, KV_CU_EVENT_DEFAULT))
 
-int kv_cuda_event_destroy(kv_cuda *L, CUcontext ctx, CUevent ev, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuEventDestroy(ev), "cuEventDestroy");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_event_destroy, (kv_cuda *L, CUcontext ctx, CUevent ev, kv_cuda_err *e),
+	    "cuEventDestroy", L->cuEventDestroy(ev))
 
-int kv_cuda_event_record(kv_cuda *L, CUcontext ctx, CUevent ev, CUstream s, kv_cuda_err *e)
-{
-	KV_CTX(e, L, ctx);
-	KV_CHECK(e, L->cuEventRecord(ev, s), "cuEventRecord");
-	return 0;
-}
+KV_CTX_CALL(kv_cuda_event_record, (kv_cuda *L, CUcontext ctx, CUevent ev, CUstream s, kv_cuda_err *e),
+	    "cuEventRecord", L->cuEventRecord(ev, s))
 
 int kv_cuda_event_elapsed(kv_cuda *L, CUcontext ctx, CUevent start, CUevent stop, float *ms, kv_cuda_err *e)
 {

@@ -158,31 +158,33 @@ static int kv_moved(kv_cufile_err *e, const char *op, ssize_t r, const kv_cufile
 	return e->code;
 }
 
-int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
-		   const kv_cufile_req *req, long n, kv_cufile_err *e)
+/* kv_cufile_io moves the n requests in order, by cuFileWrite where write
+ * is set and by cuFileRead otherwise. */
+static int kv_cufile_io(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
+			const kv_cufile_req *req, long n, int write, kv_cufile_err *e)
 {
 	if (kv_ctx(set, ctx, e))
 		return e->code;
+	void *buf = (void *)(uintptr_t)base;
 	for (long i = 0; i < n; i++) {
 		errno = 0;
-		ssize_t r = L->cuFileRead(h, (void *)(uintptr_t)base, (size_t)req[i].len, (off_t)req[i].off, (off_t)req[i].dst);
-		if (kv_moved(e, "cuFileRead", r, &req[i], i))
+		size_t len = (size_t)req[i].len;
+		off_t off = (off_t)req[i].off, dst = (off_t)req[i].dst;
+		ssize_t r = write ? L->cuFileWrite(h, buf, len, off, dst) : L->cuFileRead(h, buf, len, off, dst);
+		if (kv_moved(e, write ? "cuFileWrite" : "cuFileRead", r, &req[i], i))
 			return e->code;
 	}
 	return 0;
 }
 
+int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
+		   const kv_cufile_req *req, long n, kv_cufile_err *e)
+{
+	return kv_cufile_io(L, set, ctx, h, base, req, n, 0, e);
+}
+
 int kv_cufile_write(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
 		    const kv_cufile_req *req, long n, kv_cufile_err *e)
 {
-	if (kv_ctx(set, ctx, e))
-		return e->code;
-	for (long i = 0; i < n; i++) {
-		errno = 0;
-		ssize_t r = L->cuFileWrite(h, (const void *)(uintptr_t)base, (size_t)req[i].len, (off_t)req[i].off,
-					   (off_t)req[i].dst);
-		if (kv_moved(e, "cuFileWrite", r, &req[i], i))
-			return e->code;
-	}
-	return 0;
+	return kv_cufile_io(L, set, ctx, h, base, req, n, 1, e);
 }

@@ -88,15 +88,21 @@ func (g curveGroup) at(c int64) float64 {
 // HitRatio returns the share of input tokens a cache of c blocks per
 // instance serves from its leading runs; Inf gives the ceiling.
 func (c *Curve) HitRatio(blocks int64) float64 {
-	var hit, sampled float64
-	for _, g := range c.groups {
-		hit += g.at(blocks) * g.sampled
-		sampled += g.sampled
-	}
+	hit, sampled := c.totals(blocks)
 	if sampled == 0 {
 		return 0
 	}
 	return hit / sampled * c.hashedShare
+}
+
+// totals returns the hit tokens of a cache of c blocks and the sampled
+// tokens, summed over the sub-samples.
+func (c *Curve) totals(blocks int64) (hit, sampled float64) {
+	for _, g := range c.groups {
+		hit += g.at(blocks) * g.sampled
+		sampled += g.sampled
+	}
+	return hit, sampled
 }
 
 // HitTokens returns the input tokens a cache of c blocks per instance
@@ -119,11 +125,7 @@ func (c *Curve) StdErr(blocks int64) float64 {
 	if k < 2 {
 		return 0
 	}
-	var hit, sampled float64
-	for _, g := range c.groups {
-		hit += g.at(blocks) * g.sampled
-		sampled += g.sampled
-	}
+	hit, sampled := c.totals(blocks)
 	if sampled == 0 {
 		return 0
 	}

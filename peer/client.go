@@ -183,16 +183,23 @@ func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error
 		}
 		list = shifted
 	}
-	if err := c.check(int64(len(dst)), list); err != nil {
+	return c.move(int64(len(dst)), list, func() error { return c.verbs.read(ctx, dst, list) },
+		func(t *tcpConn, p []Chunk) error { return t.read(ctx, dst, p) })
+}
+
+// move checks list against a local buffer of n bytes and moves it: by
+// verbs where the session has them, else spread over the TCP connections.
+func (c *Client) move(n int64, list []Chunk, verbs func() error, tcp func(t *tcpConn, p []Chunk) error) error {
+	if err := c.check(n, list); err != nil {
 		return err
 	}
 	if len(list) == 0 {
 		return nil
 	}
 	if c.verbs != nil {
-		return c.verbs.read(ctx, dst, list)
+		return verbs()
 	}
-	return c.spread(list, func(t *tcpConn, p []Chunk) error { return t.read(ctx, dst, p) })
+	return c.spread(list, tcp)
 }
 
 // spread cuts big chunks so every TCP connection gets a share of one
@@ -220,16 +227,8 @@ func (c *Client) WriteChunks(ctx context.Context, src []byte, list []Chunk) erro
 	if !c.info.Writable {
 		return fmt.Errorf("peer %s: the session may not write (dial with DialOptions.Write; the peer needs kvtier serve --writable)", c.info.Addr)
 	}
-	if err := c.check(int64(len(src)), list); err != nil {
-		return err
-	}
-	if len(list) == 0 {
-		return nil
-	}
-	if c.verbs != nil {
-		return c.verbs.write(ctx, src, list)
-	}
-	return c.spread(list, func(t *tcpConn, p []Chunk) error { return t.write(ctx, src, p) })
+	return c.move(int64(len(src)), list, func() error { return c.verbs.write(ctx, src, list) },
+		func(t *tcpConn, p []Chunk) error { return t.write(ctx, src, p) })
 }
 
 // Prepare readies dst for reads ahead of timing: a verbs client registers

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // A SweepKey names one configuration of the device tier sweep: every
@@ -55,25 +56,11 @@ func CompareSweepKeys(a, b SweepKey) int {
 }
 
 // TierOrder is a tier's place in tables and figures, fastest first,
-// the HTTP names beside the device names.
-func TierOrder(t string) int {
-	switch t {
-	case "hbm", "gpu":
-		return 0
-	case "host", "cpu":
-		return 1
-	case "remote":
-		return 2
-	case "disk":
-		return 3
-	case "recompute", "miss":
-		return 4
-	}
-	return 5
-}
+// the HTTP names beside the device names (tierspec.Order).
+func TierOrder(t string) int { return tierspec.Order(t) }
 
 // IsStandIn reports whether backend is the CPU stand-in for a GPU.
-func IsStandIn(backend string) bool { return backend == "host" }
+func IsStandIn(backend string) bool { return backend == "host" } // not a tier: the host backend
 
 // StandInLabel is how every table and legend marks a host-backend row.
 const StandInLabel = "host stand-in (CPU)"
@@ -197,7 +184,7 @@ func Fits(rows []results.Row) (fits []Fit, skipped []string) {
 
 func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 	f := Fit{Key: k, Regressor: "bytes", MinL: math.MaxInt64}
-	if k.Tier == "recompute" {
+	if tierspec.Computes(k.Tier) {
 		f.Regressor = "flops"
 	}
 	var ls, fl []float64

@@ -1,5 +1,7 @@
 package analysis
 
+import "github.com/kvtier/kvtier/tiers/tierspec"
+
 // The reference figures users already have: docs/reference.md (8x H20 96
 // GB, ConnectX-7 200 Gb/s RoCE, vLLM 0.18.1, Qwen3-Coder-30B-A3B),
 // sections "Four-tier TTFT", "MB1", "MB2" and "Capacity knee". They are
@@ -18,13 +20,13 @@ type RefTTFT struct {
 // Tier returns the TTFT of a probe tier (miss, remote, cpu, gpu).
 func (r RefTTFT) Tier(tier string) float64 {
 	switch tier {
-	case "miss":
+	case tierspec.Recompute.Probe:
 		return r.Miss
-	case "remote":
+	case tierspec.Remote.Probe:
 		return r.Remote
-	case "cpu":
+	case tierspec.Host.Probe:
 		return r.CPU
-	case "gpu":
+	case tierspec.HBM.Probe:
 		return r.GPU
 	}
 	return 0

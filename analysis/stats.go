@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // A Dist summarises a sample of one quantity: results.Stats, kvtier's
@@ -68,7 +69,7 @@ func ProbeCounted(r results.Row) bool {
 		return false
 	}
 	v := r.Get("verified")
-	if r.Tier == "miss" {
+	if tierspec.Computes(r.Tier) {
 		return v != "false"
 	}
 	return v == "true"

@@ -197,7 +197,7 @@ func BenchmarkTiers(b *testing.B) {
 
 // benchTier runs every layout and copy mode of one tier in direction dir.
 func benchTier(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, dir tiers.Direction) {
-	if !spec.Moves {
+	if !spec.Moves() {
 		if backend.Name() == "host" && !slices.Contains(cfg.tiers, spec.Name) {
 			b.Skip(spec.Name + " on the host backend runs the prefill GEMMs on the CPU, which takes minutes per prefix: name it in KVTIER_TIERS to run it")
 		}
@@ -260,7 +260,7 @@ func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec
 	if reason := c.Tier.Available(); reason != "" {
 		b.Skip(reason)
 	}
-	if spec.Moves && !slices.Contains(backend.CopyModes(), mode) {
+	if spec.Moves() && !slices.Contains(backend.CopyModes(), mode) {
 		b.Skip(tiers.UnsupportedModeReason(mode))
 	}
 	ready := false

@@ -20,16 +20,14 @@ import (
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/units"
 )
 
 func init() {
 	Register(Spec{
-		Name:    "disk",
-		Summary: "read of the prefix's blocks from a file on a local disk (O_DIRECT by io_uring or pread, or cuFile into GPU memory) into the working pool; store: the writes, with or without fdatasync",
-		Order:   3, // after remote, before recompute
-		Moves:   true,
-		Timing:  Blocking,
+		Desc:   tierspec.Disk,
+		Timing: Blocking,
 		New: func(env Env) Tier {
 			o := OptionsOf(env, NewDiskOptions)
 			v := o.variant()
@@ -40,7 +38,6 @@ func init() {
 		},
 		NewOptions: func() Options { return NewDiskOptions() },
 		Columns:    []string{"iodepth", "fixed_bufs", "disk", "disk_fs", "sync"},
-		Directions: []Direction{Load, Store},
 	})
 }
 

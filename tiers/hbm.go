@@ -7,16 +7,13 @@ import (
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 func init() {
 	Register(Spec{
-		Name:       "hbm",
-		Summary:    "gather of the prefix's blocks from a device pool into the working pool (device to device); store: the scatter back",
-		Order:      0,
-		Moves:      true,
-		Timing:     Queued,
-		Directions: []Direction{Load, Store},
+		Desc:   tierspec.HBM,
+		Timing: Queued,
 		New: func(env Env) Tier {
 			return &gatherTier{env: env, srcKind: Device, name: "hbm"}
 		},

@@ -2,16 +2,13 @@ package tiers
 
 import (
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 func init() {
 	Register(Spec{
-		Name:       "host",
-		Summary:    "copy of the prefix's blocks from a pinned (or pageable) host pool into the working pool (PCIe H2D); store: D2H into the host pool",
-		Order:      1,
-		Moves:      true,
-		Timing:     Queued,
-		Directions: []Direction{Load, Store},
+		Desc:   tierspec.Host,
+		Timing: Queued,
 		New: func(env Env) Tier {
 			o := OptionsOf(env, NewHostOptions)
 			// On the host backend the working pool is DRAM too: the row's

@@ -5,16 +5,14 @@ import (
 	"fmt"
 
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 func init() {
 	Register(Spec{
-		Name:    "recompute",
-		Summary: "the prefill GEMMs and attention of the model for the prefix (nothing is fetched)",
-		Order:   3,
-		Moves:   false,
-		Timing:  Queued,
-		New:     func(env Env) Tier { return &recomputeTier{env: env} },
+		Desc:   tierspec.Recompute,
+		Timing: Queued,
+		New:    func(env Env) Tier { return &recomputeTier{env: env} },
 	})
 }
 

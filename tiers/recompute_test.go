@@ -26,7 +26,7 @@ func TestRecomputeTier(t *testing.T) {
 		t.Errorf("Attrs = %v", a)
 	}
 	spec, _ := Lookup("recompute")
-	if spec.Moves {
+	if spec.Moves() {
 		t.Error("recompute registered as moving bytes")
 	}
 }

@@ -11,21 +11,18 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 func init() {
 	Register(Spec{
-		Name:    "remote",
-		Summary: "read of the prefix's blocks from a peer's pool (RDMA READ over verbs, or TCP) into the working pool; store: a TCP push into the pool",
-		Order:   2,
-		Moves:   true,
-		Timing:  Blocking,
+		Desc:   tierspec.Remote,
+		Timing: Blocking,
 		New: func(env Env) Tier {
 			return &remoteTier{env: env, opts: *OptionsOf(env, NewRemoteOptions)}
 		},
 		NewOptions: func() Options { return NewRemoteOptions() },
 		Columns:    []string{"peer_mem", "device_reason", "ib_tc", "ib_sl"},
-		Directions: []Direction{Load, Store},
 	})
 }
 

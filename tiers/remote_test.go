@@ -28,7 +28,7 @@ func TestRemoteEmbeddedLoopback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if spec.Timing != Blocking || !spec.Moves {
+			if spec.Timing != Blocking || !spec.Moves() {
 				t.Fatalf("spec %+v", spec)
 			}
 			tier := spec.New(Env{Backend: b, Geometry: smallGeometry(), Layout: tc.layout, Copy: tc.copy, Seed: 3, Options: &RemoteOptions{Transport: "tcp", Conns: 2, GIDIndex: -1}})

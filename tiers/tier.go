@@ -20,21 +20,17 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/registry"
-	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // A Direction is which way a tier moves a prefix's blocks.
-type Direction string
+type Direction = tierspec.Direction
 
 // Directions: the values of --direction and of the rows' direction
 // column.
 const (
-	// Load brings the blocks from the tier into the working pool (what a
-	// hit costs).
-	Load Direction = results.DirectionLoad
-	// Store puts the blocks from the working pool into the tier (what
-	// keeping them there costs).
-	Store Direction = results.DirectionStore
+	Load  = tierspec.Load  // bring the blocks back from the tier (what a hit costs)
+	Store = tierspec.Store // put them into the tier (what keeping them there costs)
 )
 
 // CheckDirections reports, as option errors of the direction flag, an
@@ -160,14 +156,11 @@ type Tier interface {
 	Close() error
 }
 
-// A Spec registers a tier.
+// A Spec registers a tier: its description (name, order, aliases, cost
+// kind, directions, how plans and reports show it: package tierspec, so
+// that what only reads results needs no cgo) and what runs it.
 type Spec struct {
-	Name    string // "hbm", "host", "remote", "disk", "recompute"
-	Summary string // one line for --help and kvtier info
-	Order   int    // display order, fastest tier first
-	// Moves says the tier moves KV bytes: rows carry bytes and GB/s and the
-	// data is verified. Recompute moves none.
-	Moves  bool
+	tierspec.Desc
 	Timing Timing
 	New    func(env Env) Tier
 	// NewOptions returns the tier's options with their defaults; nil when
@@ -177,9 +170,6 @@ type Spec struct {
 	// every sweep row has; the sweep's file carries the union over all
 	// tiers, so no attribute is dropped.
 	Columns []string
-	// Directions are the directions the tier can move blocks in; nil
-	// means Load only.
-	Directions []Direction
 }
 
 // Has reports whether the tier can move blocks in direction d.
@@ -193,7 +183,7 @@ func (s Spec) Has(d Direction) bool {
 // NoDirectionReason is the reason of the skipped rows of a tier that
 // cannot move blocks in direction d.
 func (s Spec) NoDirectionReason(d Direction) string {
-	if d == Store && !s.Moves {
+	if d == Store && !s.Moves() {
 		return fmt.Sprintf("nothing to store: %s moves no KV bytes (it computes them again)", s.Name)
 	}
 	return fmt.Sprintf("tier %s has no %s direction", s.Name, d)

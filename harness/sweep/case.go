@@ -47,8 +47,8 @@ func (c Config) Case(p tiers.Prefix) harness.Case {
 	}
 	// Queued copies under 1 ms are repeated within a sample (the repeat
 	// column); a tier that prepares each sample (disk) cannot repeat.
-	hc.Repeat = c.Spec.Moves && c.Spec.Timing == tiers.Queued && !prepares
-	if c.Spec.Moves {
+	hc.Repeat = c.Spec.Moves() && c.Spec.Timing == tiers.Queued && !prepares
+	if c.Spec.Moves() {
 		hc.Verify = func() error { return c.Tier.Verify(p) }
 		if s, ok := c.Tier.(tiers.Scrubber); ok {
 			hc.Scrub = func() error { return s.Scrub(p) }
@@ -70,7 +70,7 @@ func linkFrac(r *results.Row) {
 // label is the progress label of the configuration at prefix.
 func (c Config) label(prefix string) string {
 	l, m := string(c.Layout), string(c.Copy)
-	if !c.Spec.Moves {
+	if !c.Spec.Moves() {
 		l, m = "-", "-"
 	}
 	name := c.Spec.Name
@@ -101,7 +101,7 @@ func (c Config) row(p tiers.Prefix) results.Row {
 	}
 	r.Set(results.DirectionColumn, string(c.direction()))
 	r.Transport = "compute"
-	if c.Spec.Moves {
+	if c.Spec.Moves() {
 		r.Transport = "memcpy"
 		r.Layout = string(c.Layout)
 		r.ChunkBytes = c.Geom.ChunkBytes(c.Layout)

@@ -65,11 +65,11 @@ func (s *sweeper) direction(ctx context.Context, dir tiers.Direction) error {
 	for li, layout := range s.opts.Layouts {
 		for _, name := range s.opts.selectedTiers() {
 			spec, _ := tiers.Lookup(name)
-			if !spec.Moves && li > 0 {
+			if !spec.Moves() && li > 0 {
 				continue // nothing moves, so the layout does not matter: once is enough
 			}
 			modes := s.opts.Copy
-			if !spec.Moves {
+			if !spec.Moves() {
 				modes = []tiers.CopyMode{""}
 			}
 			for _, mode := range modes {
@@ -104,7 +104,7 @@ func (s *sweeper) newConfig(b tiers.Backend, spec tiers.Spec, layout kv.Layout, 
 	env := tiers.Env{Backend: b, Geometry: s.opts.Geometry, Layout: layout, Copy: mode, Direction: dir,
 		Seed: s.opts.Seed, Options: v.Options, Root: s.opts.Root, LibIBVerbs: s.opts.LibIBVerbs, Log: s.log,
 		Scratch: s.scratch, Shared: s.shared}
-	if !spec.Moves {
+	if !spec.Moves() {
 		env.Layout, env.Copy = kv.Layerwise, ""
 	}
 	return Config{Backend: b, Spec: spec, Tier: spec.New(env), Layout: env.Layout, Copy: mode,
@@ -134,7 +134,7 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout,
 	if reason := c.Tier.Available(); reason != "" {
 		return s.skipAll(c, s.opts.Prefixes, reason)
 	}
-	if spec.Moves && !slices.Contains(s.b.CopyModes(), mode) {
+	if spec.Moves() && !slices.Contains(s.b.CopyModes(), mode) {
 		return s.skipAll(c, s.opts.Prefixes, tiers.UnsupportedModeReason(mode))
 	}
 	fit, err := s.fitting(c)
@@ -234,7 +234,7 @@ func (e estimator) estimate(work float64) float64 {
 
 // work is the amount a fetch of p does: bytes moved, or FLOPs.
 func work(c Config, p tiers.Prefix) float64 {
-	if c.Spec.Moves {
+	if c.Spec.Moves() {
 		return float64(p.Blocks) * float64(c.Geom.BlockBytes())
 	}
 	return c.Tier.Work(p)
@@ -255,7 +255,7 @@ func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int, m measurer)
 		p := Prefix(c.Geom, tok)
 		hc := m.Case(p)
 		if sec := est.estimate(work(c, p)); budget > 0 && sec > budget.Seconds() {
-			if !c.Spec.Moves {
+			if !c.Spec.Moves() {
 				hc.Row.Set("flops", work(c, p))
 			}
 			if err := s.sampler.Skip(hc, fmt.Sprintf("estimated %.3g s per rep exceeds the budget of %s", sec, budget)); err != nil {
@@ -278,7 +278,7 @@ func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int, m measurer)
 // the budget is not run: compute tiers by the backend's GEMM rate, tiers
 // that move bytes by one block when the first prefix is larger.
 func (s *sweeper) calibrate(ctx context.Context, c Config, first tiers.Prefix) (estimator, error) {
-	if !c.Spec.Moves {
+	if !c.Spec.Moves() {
 		rate, err := gemmRate(ctx, s.b, c.Geom)
 		if ctx.Err() != nil {
 			return estimator{}, ctx.Err()

@@ -16,6 +16,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // tinyConfig is a 2-layer model: 2 KV heads of dim 8 in bf16, 128 B per
@@ -290,7 +291,7 @@ func (brokenTier) Work(p tiers.Prefix) float64 { return 0 }
 func (brokenTier) Close() error                { return nil }
 
 func init() {
-	tiers.Register(tiers.Spec{Name: "broken-test", Order: 99, Moves: true, New: func(tiers.Env) tiers.Tier { return brokenTier{} }})
+	tiers.Register(tiers.Spec{Desc: tierspec.Desc{Name: "broken-test", Order: 99}, New: func(tiers.Env) tiers.Tier { return brokenTier{} }})
 }
 
 func TestSweepVerifyFailure(t *testing.T) {

@@ -45,6 +45,11 @@ type Client struct {
 	form atomic.Int32
 	cal  *calibrations
 	brk  *breaker
+	// fam is the server's family once DetectFamily told it.
+	fam atomic.Pointer[Family]
+	// noMetrics holds the answer of a GET /metrics that said the server
+	// has none (404): later scrapes return it without asking.
+	noMetrics atomic.Pointer[error]
 }
 
 // NewClient returns a client for the server at endpoint ("http://h:p",
@@ -81,6 +86,8 @@ func (c *Client) With(timeout, idle time.Duration) *Client {
 	d := &Client{Base: c.Base, HTTP: c.HTTP, Timeout: timeout, Idle: idle, user: c.user, cal: c.cal, brk: c.brk}
 	d.form.Store(c.form.Load())
 	d.salt.Store(c.salt.Load())
+	d.fam.Store(c.fam.Load())
+	d.noMetrics.Store(c.noMetrics.Load())
 	return d
 }
 
@@ -160,11 +167,21 @@ func (c *Client) ServedModel(ctx context.Context, want string) (Model, error) {
 	return m, nil
 }
 
-// Metrics scrapes GET /metrics and parses it for model.
+// Metrics scrapes GET /metrics and parses it for model. A server that
+// answered 404 is not asked again: its error comes back at once. An
+// answer in JSON (TensorRT-LLM's iteration stats) is an error saying so.
 func (c *Client) Metrics(ctx context.Context, model string) (Snapshot, error) {
+	if err := c.noMetrics.Load(); err != nil {
+		return Snapshot{}, *err
+	}
 	x := c.begin(ctx)
 	defer x.end()
 	resp, err := c.send(x, http.MethodGet, "/metrics", nil, nil, true, MaxMetricsBytes)
+	var he *HTTPError
+	if errors.As(err, &he) && he.Status == http.StatusNotFound {
+		err = fmt.Errorf("%w (the server has no Prometheus metrics; not asked again)", err)
+		c.noMetrics.Store(&err)
+	}
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -172,6 +189,9 @@ func (c *Client) Metrics(ctx context.Context, model string) (Snapshot, error) {
 	b, err := io.ReadAll(resp.Body) // the whole text first: parsing is slower than reading
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("GET /metrics: %w", err)
+	}
+	if t := bytes.TrimSpace(b); len(t) > 0 && (t[0] == '[' || t[0] == '{') {
+		return Snapshot{}, errors.New("GET /metrics answered JSON, not Prometheus text (TensorRT-LLM's iteration stats?)")
 	}
 	return ParseMetrics(bytes.NewReader(b), model)
 }

@@ -15,14 +15,19 @@ import (
 // way an OpenAI-compatible server writes them: "data:" lines (with or
 // without a space after the colon) ended by a blank line. Lines of one
 // event are joined with "\n"; comments (":") and other fields (event, id,
-// retry) are ignored. Reads may split lines anywhere; CRLF and LF both end
-// a line. It looks like bufio.Scanner.
+// retry) are ignored, but for "error", whose value is returned as the
+// event's data with ErrorField true. Reads may split lines anywhere;
+// CRLF and LF both end a line. It looks like bufio.Scanner.
 type EventReader struct {
 	r    *bufio.Reader
 	buf  []byte // the line being read
 	data []byte
 	has  bool // the current event has a data field
-	err  error
+	// isErr: the current event came in an "error" field, as older
+	// llama.cpp servers wrote a failure mid-stream; lastErr: the event
+	// Next returned last did.
+	isErr, lastErr bool
+	err            error
 }
 
 // NewEventReader returns an EventReader reading from r.
@@ -79,9 +84,14 @@ func (e *EventReader) line() ([]byte, error) {
 
 func (e *EventReader) take() []byte {
 	d := e.data
-	e.data, e.has = nil, false
+	e.lastErr = e.isErr
+	e.data, e.has, e.isErr = nil, false, false
 	return d
 }
+
+// ErrorField reports whether the event Next returned last came in an
+// "error" field rather than "data".
+func (e *EventReader) ErrorField() bool { return e.lastErr }
 
 // field adds a line's data field to the current event.
 func (e *EventReader) field(line []byte) error {
@@ -89,7 +99,11 @@ func (e *EventReader) field(line []byte) error {
 		return nil // comment
 	}
 	name, value, _ := bytes.Cut(line, []byte(":"))
-	if string(name) != "data" {
+	switch string(name) {
+	case "data":
+	case "error":
+		e.isErr = true
+	default:
 		return nil
 	}
 	value = bytes.TrimPrefix(value, []byte(" "))
@@ -123,6 +137,28 @@ func (u *Usage) CachedTokens() (int, bool) {
 	return *u.PromptTokensDetails.CachedTokens, true
 }
 
+// check reports a usage no server counts: a negative figure, or one past
+// maxServerCount.
+func (u *Usage) check() error {
+	for _, v := range []int{u.PromptTokens, u.CompletionTokens, u.TotalTokens} {
+		if v < 0 || v > maxServerCount {
+			return fmt.Errorf("usage reports %d tokens: not a count", v)
+		}
+	}
+	if n, ok := u.CachedTokens(); ok && (n < 0 || n > maxServerCount) {
+		return fmt.Errorf("usage reports %d cached tokens: not a count", n)
+	}
+	return nil
+}
+
+// Timings is what llama.cpp's server reports of a request's prompt in
+// its last chunk (tools/server/server-task.cpp, result_timings): CacheN
+// prompt tokens reused from the slot's cache, PromptN evaluated.
+type Timings struct {
+	CacheN  *int `json:"cache_n"`
+	PromptN *int `json:"prompt_n"`
+}
+
 // chunk is one streamed completion or chat chunk, or an error event.
 type chunk struct {
 	Choices []struct {
@@ -131,11 +167,13 @@ type chunk struct {
 			Role             string  `json:"role"`
 			Content          *string `json:"content"`
 			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"` // newer vLLM's name
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 		TokenIDs     []int   `json:"token_ids"` // return_token_ids
 	} `json:"choices"`
-	Usage *Usage `json:"usage"`
+	Usage   *Usage   `json:"usage"`
+	Timings *Timings `json:"timings"`
 	// vLLM streams errors as {"error": {...}} (newer) or as the error
 	// response itself {"object": "error", "message": ..., "code": ...}.
 	Error   json.RawMessage `json:"error"`
@@ -153,8 +191,14 @@ func (c *chunk) hasText() bool {
 		return true
 	}
 	d := ch.Delta
-	return d != nil && ((d.Content != nil && *d.Content != "") || (d.ReasoningContent != nil && *d.ReasoningContent != ""))
+	return d != nil && (nonEmpty(d.Content) || nonEmpty(d.ReasoningContent) || nonEmpty(d.Reasoning))
 }
+
+func nonEmpty(s *string) bool { return s != nil && *s != "" }
+
+// finished reports whether a chunk's first choice ends it: a
+// finish_reason that is neither null nor "" (TGI sends "" until the end).
+func (c *chunk) finished() bool { return nonEmpty(c.Choices[0].FinishReason) }
 
 // apiError is the body of an OpenAI-style error.
 type apiError struct {
@@ -179,6 +223,16 @@ func (c *chunk) err() error {
 		return &ServerError{Message: c.Message, Code: codeText(c.Code)}
 	}
 	return nil
+}
+
+// errorField is the error an "error:" event field reports (older
+// llama.cpp servers: {"code", "message", "type"}).
+func errorField(data []byte) error {
+	var e apiError
+	if json.Unmarshal(data, &e) == nil && e.Message != "" {
+		return &ServerError{Message: e.Message, Code: codeText(e.Code)}
+	}
+	return &ServerError{Message: clip(string(data), 200)}
 }
 
 func codeText(v any) string {
@@ -261,6 +315,30 @@ type Stream struct {
 	// Client.Stream.
 	Form string
 	Sent int
+	// Timings is llama.cpp's report of the prompt (cache_n, prompt_n),
+	// from the last chunk that carried one; nil from other servers.
+	Timings *Timings
+}
+
+// Where a stream's count of cached prompt tokens came from (Stream.Cached).
+const (
+	CachedFromUsage   = "usage.prompt_tokens_details.cached_tokens"
+	CachedFromTimings = "timings.cache_n"
+)
+
+// Cached returns the prompt tokens the server said it served from its
+// prefix cache, and where it said so: usage.prompt_tokens_details.
+// cached_tokens (vLLM with --enable-prompt-tokens-details, SGLang with
+// --enable-cache-report, TensorRT-LLM) or llama.cpp's timings.cache_n.
+// ok is false when the stream said nothing of it.
+func (s *Stream) Cached() (n int, source string, ok bool) {
+	if n, ok := s.Usage.CachedTokens(); ok {
+		return n, CachedFromUsage, true
+	}
+	if s.Timings != nil && s.Timings.CacheN != nil && *s.Timings.CacheN >= 0 && *s.Timings.CacheN <= maxServerCount {
+		return *s.Timings.CacheN, CachedFromTimings, true
+	}
+	return 0, "", false
 }
 
 // PromptCheck compares the prompt tokens the server reported in usage
@@ -328,24 +406,41 @@ func (s *Stream) ITL() []time.Duration {
 type tokenCounter struct {
 	prev       int  // running completion_tokens so far
 	rising     bool // usage.completion_tokens rose: a running count
+	withUsage  int  // choice chunks that carried a usage
 	total      int  // tokens counted so far
 	usage, ids int  // chunks counted by each means
 	guessed    int  // chunks with text counted as one token each
 	chunks     int  // choice chunks
 }
 
-func (tc *tokenCounter) count(c *chunk) int {
+// count returns the tokens choice chunk c carried. A usage on the chunk
+// that finishes the stream, when no chunk before carried one, is the stream's final usage (llama.cpp's and TGI's
+// completions put it there), not a running count: final says so, and
+// the chunk is counted by its text.
+func (tc *tokenCounter) count(c *chunk) (n int, final bool) {
 	tc.chunks++
 	ch := &c.Choices[0]
-	if ch.TokenIDs != nil {
+	if c.Usage != nil {
+		final = tc.withUsage == 0 && c.finished() && ch.TokenIDs == nil
+		tc.withUsage++
+	}
+	switch {
+	case final:
+		return tc.byText(c), true
+	case ch.TokenIDs != nil:
 		tc.running(c.Usage) // keep the running count current
 		tc.ids++
-		return len(ch.TokenIDs)
+		return len(ch.TokenIDs), false
 	}
 	if n, ok := tc.running(c.Usage); ok {
 		tc.usage++
-		return n
+		return n, false
 	}
+	return tc.byText(c), false
+}
+
+// byText counts one token for a chunk with text, none for one without.
+func (tc *tokenCounter) byText(c *chunk) int {
 	if c.hasText() {
 		tc.guessed++
 		return 1
@@ -451,6 +546,9 @@ func readStream(r io.Reader, since func() time.Duration, onChoice func(Chunk), m
 		if len(data) == 0 {
 			continue // keep-alive
 		}
+		if er.ErrorField() {
+			return s, fmt.Errorf("after %d events: %w", s.Events-1, errorField(data))
+		}
 		var c chunk
 		if err := json.Unmarshal(data, &c); err != nil {
 			return s, fmt.Errorf("event %d is not JSON: %q", s.Events, clip(string(data), 120))
@@ -458,22 +556,42 @@ func readStream(r io.Reader, since func() time.Duration, onChoice func(Chunk), m
 		if err := c.err(); err != nil {
 			return s, fmt.Errorf("after %d events: %w", s.Events-1, err)
 		}
-		s.LastEvent = t
-		if len(c.Choices) == 0 {
-			if c.Usage != nil {
-				s.Usage = c.Usage
-			}
-			continue
+		if err := s.take(&c, t, &tc, maxTokens, onChoice); err != nil {
+			return s, fmt.Errorf("event %d: %w", s.Events, err)
 		}
-		if len(s.ChunkTimes) >= MaxStreamChunks {
-			return s, fmt.Errorf("stream carried more than %d choice chunks: refused", MaxStreamChunks)
-		}
-		n := tc.count(&c)
-		if tc.total += n; tc.total > maxTokens {
-			return s, fmt.Errorf("stream carried more than %d tokens, far past its max_tokens: refused", maxTokens)
-		}
-		s.choice(t, n, onChoice)
 	}
+}
+
+// take records chunk c, which arrived at t: its usage, timings and, for
+// a choice chunk, its tokens as tc counts them.
+func (s *Stream) take(c *chunk, t time.Duration, tc *tokenCounter, maxTokens int, onChoice func(Chunk)) error {
+	if c.Usage != nil {
+		if err := c.Usage.check(); err != nil {
+			return err
+		}
+	}
+	if c.Timings != nil {
+		s.Timings = c.Timings
+	}
+	s.LastEvent = t
+	if len(c.Choices) == 0 {
+		if c.Usage != nil {
+			s.Usage = c.Usage
+		}
+		return nil
+	}
+	if len(s.ChunkTimes) >= MaxStreamChunks {
+		return fmt.Errorf("stream carried more than %d choice chunks: refused", MaxStreamChunks)
+	}
+	n, final := tc.count(c)
+	if final {
+		s.Usage = c.Usage
+	}
+	if tc.total += n; tc.total > maxTokens {
+		return fmt.Errorf("stream carried more than %d tokens, far past its max_tokens: refused", maxTokens)
+	}
+	s.choice(t, n, onChoice)
+	return nil
 }
 
 // choice records a choice chunk that arrived at t with n tokens.

@@ -331,57 +331,79 @@ func (r idleReader) Read(p []byte) (int, error) {
 
 // read sends list as batches and reads each answer into dst.
 func (t *tcpConn) read(ctx context.Context, dst []byte, list []Chunk) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	stop := context.AfterFunc(ctx, t.cancel)
-	defer stop()
-	batches := batchesOf(list)
-	werr := make(chan error, 1)
-	go func() {
-		var buf []byte
-		for _, b := range batches {
-			buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(b)))
-			for _, ch := range b {
-				buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Src))
-				buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Len))
-			}
-			t.extend(false)
-			if _, err := t.c.Write(buf); err != nil {
-				werr <- err
-				return
-			}
+	var buf []byte
+	send := func(b []Chunk) error {
+		buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(b)))
+		for _, ch := range b {
+			buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Src))
+			buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Len))
 		}
-		werr <- nil
-	}()
-	var first error
-	for _, b := range batches {
-		if err := t.readAnswer(dst, b); err != nil {
+		_, err := t.c.Write(buf)
+		return err
+	}
+	return t.exchange(ctx, list, send, func(batches [][]Chunk, werr <-chan error) error {
+		var first error
+		for _, b := range batches {
+			err := t.readAnswer(dst, b)
 			if _, ok := errors.AsType[*peerError](err); ok {
 				// The peer refused this batch and goes on; keep reading
 				// the answers to the batches already sent.
-				if first == nil {
-					first = err
-				}
+				first = cmp.Or(first, err)
 				continue
 			}
-			t.c.Close() // the stream is out of step: this connection is done
-			<-werr
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if err != nil {
+				return t.abort(ctx, werr, t.wrap(err))
 			}
-			return t.wrap(err)
 		}
-	}
-	if err := <-werr; err != nil && first == nil {
-		first = t.wrap(err)
-	}
-	return first
+		if err := <-werr; err != nil && first == nil {
+			first = t.wrap(err)
+		}
+		return first
+	})
 }
 
 // write sends list as write batches, each its pairs then its bytes from
 // src, while the answers are read; a refusal ends the connection, as the
 // peer ends the session.
 func (t *tcpConn) write(ctx context.Context, src []byte, list []Chunk) error {
+	var hdr []byte
+	send := func(b []Chunk) error {
+		hdr = binary.BigEndian.AppendUint32(hdr[:0], uint32(len(b))|writeFlag)
+		bufs := net.Buffers{nil}
+		for _, ch := range b {
+			hdr = binary.BigEndian.AppendUint64(hdr, uint64(ch.Src))
+			hdr = binary.BigEndian.AppendUint64(hdr, uint64(ch.Len))
+			bufs = append(bufs, src[ch.Dst:ch.Dst+ch.Len])
+		}
+		bufs[0] = hdr
+		_, err := bufs.WriteTo(idleWriter{t})
+		return err
+	}
+	return t.exchange(ctx, list, send, func(batches [][]Chunk, werr <-chan error) error {
+		for range batches {
+			err := t.readAnswer(nil, nil)
+			if pe, ok := errors.AsType[*peerError](err); ok {
+				err = fmt.Errorf("peer %s refused a write: %s", pe.addr, pe.msg)
+			} else if err != nil {
+				err = t.wrap(err)
+			}
+			if err != nil {
+				// a refused write ends the session
+				return t.abort(ctx, werr, err)
+			}
+		}
+		if err := <-werr; err != nil {
+			return t.wrap(err)
+		}
+		return nil
+	})
+}
+
+// exchange holds the connection for one call: send writes the batches
+// of list one by one from a goroutine, whose result arrives on werr,
+// while answer reads the peer's answers. Cancelling ctx ends both.
+func (t *tcpConn) exchange(ctx context.Context, list []Chunk, send func([]Chunk) error,
+	answer func(batches [][]Chunk, werr <-chan error) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	stop := context.AfterFunc(ctx, t.cancel)
@@ -389,41 +411,28 @@ func (t *tcpConn) write(ctx context.Context, src []byte, list []Chunk) error {
 	batches := batchesOf(list)
 	werr := make(chan error, 1)
 	go func() {
-		var hdr []byte
 		for _, b := range batches {
-			hdr = binary.BigEndian.AppendUint32(hdr[:0], uint32(len(b))|writeFlag)
-			bufs := net.Buffers{nil}
-			for _, ch := range b {
-				hdr = binary.BigEndian.AppendUint64(hdr, uint64(ch.Src))
-				hdr = binary.BigEndian.AppendUint64(hdr, uint64(ch.Len))
-				bufs = append(bufs, src[ch.Dst:ch.Dst+ch.Len])
-			}
-			bufs[0] = hdr
 			t.extend(false)
-			if _, err := bufs.WriteTo(idleWriter{t}); err != nil {
+			if err := send(b); err != nil {
 				werr <- err
 				return
 			}
 		}
 		werr <- nil
 	}()
-	for range batches {
-		if err := t.readAnswer(nil, nil); err != nil {
-			t.c.Close() // a refused write ends the session; the stream is out of step
-			<-werr
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if pe, ok := errors.AsType[*peerError](err); ok {
-				return fmt.Errorf("peer %s refused a write: %s", pe.addr, pe.msg)
-			}
-			return t.wrap(err)
-		}
+	return answer(batches, werr)
+}
+
+// abort closes a connection whose stream is out of step after err, waits
+// for its sender and returns what ended the call: the context's error
+// when it was cancelled, else err.
+func (t *tcpConn) abort(ctx context.Context, werr <-chan error, err error) error {
+	t.c.Close()
+	<-werr
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	if err := <-werr; err != nil {
-		return t.wrap(err)
-	}
-	return nil
+	return err
 }
 
 // batchesOf cuts list into requests of at most 4096 chunks.

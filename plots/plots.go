@@ -23,6 +23,7 @@ import (
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -377,7 +378,7 @@ func drawProbe(dir string, run *analysis.Run, res *Result) error {
 	keys, groups := analysis.GroupBy(run.Rows("probe"), func(r results.Row) key {
 		return key{r.Tier, r.Get("simulated") == "true"}
 	}, func(a, b key) int {
-		return cmp.Or(cmp.Compare(slices.Index(probeTiers, a.tier), slices.Index(probeTiers, b.tier)), cmp.Compare(a.tier, b.tier), analysis.CompareBool(a.sim, b.sim))
+		return cmp.Or(cmp.Compare(slices.Index(tierspec.ProbeNames(), a.tier), slices.Index(tierspec.ProbeNames(), b.tier)), cmp.Compare(a.tier, b.tier), analysis.CompareBool(a.sim, b.sim))
 	})
 	var ss []series
 	colour := map[string]int{} // tier -> the colour of its first series
@@ -402,7 +403,7 @@ func drawProbe(dir string, run *analysis.Run, res *Result) error {
 		return err
 	}
 	xs := allX(ss)
-	for _, tier := range probeTiers {
+	for _, tier := range tierspec.ProbeNames() {
 		i, seen := colour[tier]
 		if !seen {
 			i = len(ss) + len(colour)
@@ -423,19 +424,10 @@ func drawProbe(dir string, run *analysis.Run, res *Result) error {
 	return emit(dir, "probe_ttft", f, res)
 }
 
-// probeTiers are the HTTP tiers in the order the figures list them.
-var probeTiers = []string{"miss", "remote", "cpu", "gpu"}
-
+// tierName is an HTTP tier's name in the figures' legends.
 func tierName(t string) string {
-	switch t {
-	case "miss":
-		return "miss (recompute)"
-	case "remote":
-		return "remote hit"
-	case "cpu":
-		return "CPU hit"
-	case "gpu":
-		return "GPU hit"
+	if d, ok := tierspec.Lookup(t); ok && d.Probe == t && d.ProbeLabel != "" {
+		return d.ProbeLabel
 	}
 	return t
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -109,7 +110,7 @@ func boundaries(plan []results.Row) map[float64]string {
 		inclusive := r.Get("inclusive") == "true"
 		sum := 0.0
 		var parts []string
-		for _, t := range []string{"hbm", "dram", "disk", "remote"} {
+		for _, t := range tierspec.CapacityNames() {
 			b := r.Float(t + "_bytes")
 			if !(b > 0) || math.IsInf(b, 0) {
 				continue

@@ -22,7 +22,7 @@ func facts(m *results.Manifest) []fact {
 	h := m.Host
 	out := []fact{
 		{"kvtier", orDash(m.Version)},
-		{"host", fmt.Sprintf("%s, %s %s, kernel %s, %s", orDash(h.Hostname), orDash(h.OS), orDash(h.Arch), orDash(h.Kernel), orDash(h.GoVersion))},
+		{"host", fmt.Sprintf("%s, %s %s, kernel %s, %s", orDash(h.Hostname), orDash(h.OS), orDash(h.Arch), orDash(h.Kernel), orDash(h.GoVersion))}, // not a tier: the machine
 		{"CPU", fmt.Sprintf("%s × %d, %d NUMA node(s), %s memory", orDash(h.CPUModel), h.CPUs, h.NUMANodes, fmtBytes(float64(h.MemoryBytes)))},
 	}
 	if len(m.GPUs) == 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // mb1Headline is MB1's penalty at the largest prefill per D, with the
@@ -205,7 +206,7 @@ func planHeadline(runs []*analysis.Run) (string, string) {
 		}
 	}
 	var caps []string
-	for _, tier := range []string{"hbm", "dram", "disk", "remote"} {
+	for _, tier := range tierspec.CapacityNames() {
 		if c := fmtCapacity(pick.Get(tier + "_bytes")); c != "" && c != "0" {
 			caps = append(caps, tier+" "+c)
 		}
@@ -233,7 +234,7 @@ func extreme(rows []results.Row, v func(results.Row) float64, sign float64) floa
 // +Inf).
 func planCapacity(r results.Row) float64 {
 	total := 0.0
-	for _, tier := range []string{"hbm", "dram", "disk", "remote"} {
+	for _, tier := range tierspec.CapacityNames() {
 		s := r.Get(tier + "_bytes")
 		if s == "inf" {
 			return math.Inf(1)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // storeLine is the headline's store sentence: per tier, the p50 time of
@@ -35,7 +36,7 @@ func storeLine(rows []results.Row, ls []int64) string {
 	}
 	var parts, unmeasured []string
 	for _, lk := range bestConfigs(lkeys, lcells) {
-		if lk.Tier == "recompute" {
+		if tierspec.Computes(lk.Tier) {
 			continue // nothing to store
 		}
 		i := slices.IndexFunc(sbest, func(k analysis.SweepKey) bool { return k.Tier == lk.Tier })

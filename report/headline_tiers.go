@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // sweepCells groups sweep rows by configuration and prefix length.
@@ -209,7 +210,7 @@ func tierCell(k analysis.SweepKey, rows []results.Row) string {
 		return ""
 	}
 	rate := analysis.Summarize(analysis.Column(rows, analysis.GBps)).P50
-	if k.Tier == "recompute" {
+	if tierspec.Computes(k.Tier) {
 		rate = analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("tflops") })).P50
 	}
 	if math.IsNaN(rate) {
@@ -229,11 +230,11 @@ func breakEvenCells(t *table, rows []results.Row, best []analysis.SweepKey) []st
 		}
 		return fits[i], true
 	}
-	ri := slices.IndexFunc(best, func(k analysis.SweepKey) bool { return k.Tier == "recompute" })
+	ri := slices.IndexFunc(best, func(k analysis.SweepKey) bool { return tierspec.Computes(k.Tier) })
 	var out []string
 	for _, k := range best {
 		switch {
-		case k.Tier == "recompute":
+		case tierspec.Computes(k.Tier):
 			out = append(out, t.dash("break-even is each fetch tier's against recompute"))
 			continue
 		case ri < 0:
@@ -283,12 +284,12 @@ func probeHeadline(runs []*analysis.Run) (string, string) {
 			ls = append(ls, c.L)
 		}
 	}
-	t := newTable("L", "miss", "remote", "cpu", "gpu", "miss/remote", "remote/cpu", "cpu/gpu")
+	t := newTable(append(append([]string{"L"}, tierspec.ProbeNames()...), probeRatioHeads()...)...)
 	t.hoist, t.inline = false, true
 	for _, L := range pickL(ls, headlineL) {
 		row := []string{fmtTokens(L)}
 		p50 := map[string]float64{}
-		for _, tier := range probeTiers {
+		for _, tier := range tierspec.ProbeNames() {
 			rows := groups[probeCell{sim, L, tier}]
 			d := countedTTFT(rows)
 			p50[tier] = d.P50
@@ -310,11 +311,31 @@ func probeHeadline(runs []*analysis.Run) (string, string) {
 	return fmt.Sprintf("TTFT p50 of %s; hits count only where the server's counters confirmed the tier.", src), t.String()
 }
 
+// probeRatioHeads are the headers of tierRatios' cells: miss/remote,
+// remote/cpu, cpu/gpu.
+func probeRatioHeads() []string {
+	var out []string
+	for _, pr := range probePairs() {
+		out = append(out, pr[0]+"/"+pr[1])
+	}
+	return out
+}
+
+// probePairs are the neighbouring HTTP tiers, slower first.
+func probePairs() [][2]string {
+	names := tierspec.ProbeNames()
+	var out [][2]string
+	for i := 1; i < len(names); i++ {
+		out = append(out, [2]string{names[i-1], names[i]})
+	}
+	return out
+}
+
 // tierRatios returns the ratios of neighbouring HTTP tiers' p50s:
 // miss/remote, remote/cpu, cpu/gpu.
 func tierRatios(t *table, p50 map[string]float64) []string {
 	var out []string
-	for _, pr := range [][2]string{{"miss", "remote"}, {"remote", "cpu"}, {"cpu", "gpu"}} {
+	for _, pr := range probePairs() {
 		v := fmtRatio(p50[pr[0]], p50[pr[1]])
 		if v == "" {
 			v = t.dash("a side of the ratio was not measured")

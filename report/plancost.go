@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // Cost sources, as every predicted figure is labelled.
@@ -20,14 +21,32 @@ const (
 	SourceHTTPReal = "measured (HTTP)"
 )
 
-// planTiers are the tiers of a capacity plan in serving order, and the
-// sweep and probe tiers that measure them.
-var planTiers = []struct{ plan, sweep, probe string }{
-	{"hbm", "hbm", "gpu"},
-	{"dram", "host", "cpu"},
-	{"disk", "disk", ""},
-	{"remote", "remote", "remote"},
-	{"recompute", "recompute", "miss"},
+// A planTier is a tier of a capacity plan by the names the plan, the
+// sweep and the probe know it by ("" where the probe has none).
+type planTier struct{ plan, sweep, probe string }
+
+// planTiers returns the tiers of a capacity plan in serving order, the
+// compute tier last.
+func planTiers() []planTier {
+	var out []planTier
+	for _, d := range tierspec.PlanTiers() {
+		out = append(out, planTier{d.Plan.Name, d.Name, d.Probe})
+	}
+	return out
+}
+
+// capacityTiers returns the plan tiers that hold blocks: all but the
+// compute tier.
+func capacityTiers() []planTier {
+	ts := planTiers()
+	return ts[:len(ts)-1]
+}
+
+// recomputed returns the plan name of the tier that serves what no tier
+// holds.
+func recomputed() string {
+	ts := planTiers()
+	return ts[len(ts)-1].plan
 }
 
 // A PlanTierCost is the measured cost of serving tokens from one plan
@@ -108,7 +127,7 @@ func anyOK(rows []results.Row) bool { return slices.ContainsFunc(rows, analysis.
 func (c *PlanCosts) fromSweep(rows []results.Row) {
 	fits, failed := analysis.Fits(rows)
 	c.Model = modelOf(rows)
-	for _, t := range planTiers {
+	for _, t := range planTiers() {
 		pc := PlanTierCost{Tier: t.plan}
 		var cands []analysis.Fit
 		for _, f := range fits {
@@ -208,7 +227,7 @@ func modelOf(rows []results.Row) string {
 // prefix length.
 func (c *PlanCosts) fromProbe(rows []results.Row) {
 	c.Model = modelOf(rows)
-	for _, t := range planTiers {
+	for _, t := range planTiers() {
 		pc := PlanTierCost{Tier: t.plan, Model: "probe TTFT p50 vs L fitted as C + A·L + B·L² (A, B, C ≥ 0)"}
 		byL := map[float64][]float64{}
 		sim := false
@@ -247,7 +266,7 @@ func (c *PlanCosts) storesFrom(rows []results.Row) {
 	}
 	fits, _ := analysis.Fits(stores)
 	c.Stores = map[string]*analysis.Fit{}
-	for _, t := range planTiers[:len(planTiers)-1] {
+	for _, t := range capacityTiers() {
 		var best *analysis.Fit
 		for i, f := range fits {
 			if f.Key.Tier == t.sweep && (best == nil || compareForPlan(f.Key, best.Key) < 0) {
@@ -297,7 +316,7 @@ func (c *PlanCosts) Source() string {
 }
 
 // Predict returns the predicted KV-load time and TTFT of a request of
-// input tokens served[tier] tokens from each plan tier ("recompute": the
+// input tokens served[tier] tokens from each plan tier (recompute: the
 // tokens after the hit). From a sweep, load is the sum of one fetch per
 // tier that served tokens and has a cost (never below 0), and TTFT adds
 // the prefill of the recomputed positions; TTFT is NaN when a tier that served tokens
@@ -306,7 +325,7 @@ func (c *PlanCosts) Source() string {
 // hit, plus the miss TTFT's growth from the hit length to the input.
 func (c *PlanCosts) Predict(served map[string]int64, input int64) (load, ttft float64) {
 	missing := false
-	for _, t := range planTiers {
+	for _, t := range planTiers() {
 		if served[t.plan] > 0 && !c.Has(t.plan) {
 			missing = true
 		}
@@ -317,7 +336,7 @@ func (c *PlanCosts) Predict(served map[string]int64, input int64) (load, ttft fl
 		}
 		return math.NaN(), c.probeTTFT(served, input)
 	}
-	for _, t := range planTiers[:len(planTiers)-1] {
+	for _, t := range capacityTiers() {
 		if n := served[t.plan]; n > 0 && c.Has(t.plan) {
 			// A fit's negative intercept would make a short fetch cost
 			// less than nothing.
@@ -329,22 +348,22 @@ func (c *PlanCosts) Predict(served map[string]int64, input int64) (load, ttft fl
 		return load, math.NaN()
 	}
 	ttft = load
-	if n := served["recompute"]; n > 0 {
-		f := c.tier("recompute").Fit
+	if n := served[recomputed()]; n > 0 {
+		f := c.tier(recomputed()).Fit
 		ttft += max(0, f.Alpha+(f.Flops(input)-f.Flops(input-n))/f.Rate)
 	}
 	return load, ttft
 }
 
 func (c *PlanCosts) probeTTFT(served map[string]int64, input int64) float64 {
-	miss := c.tier("recompute").Growth
-	hit := input - served["recompute"]
+	miss := c.tier(recomputed()).Growth
+	hit := input - served[recomputed()]
 	ttft := miss.At(float64(input))
 	if hit == 0 {
 		return ttft
 	}
 	ttft -= miss.At(float64(hit))
-	for _, t := range planTiers[:len(planTiers)-1] {
+	for _, t := range capacityTiers() {
 		if n := served[t.plan]; n > 0 {
 			ttft += float64(n) / float64(hit) * c.tier(t.plan).Growth.At(float64(hit))
 		}
@@ -357,8 +376,8 @@ func (c *PlanCosts) probeTTFT(served map[string]int64, input int64) float64 {
 // longest prefix it was measured at: a fetch of more tokens than the
 // tier's sweep moved, a recompute or a probe TTFT at a longer L.
 func (c *PlanCosts) Extrapolated(served map[string]int64, input int64) bool {
-	hit := input - served["recompute"]
-	for _, t := range planTiers {
+	hit := input - served[recomputed()]
+	for _, t := range planTiers() {
 		n := served[t.plan]
 		tc := c.tier(t.plan)
 		if n <= 0 || tc == nil {
@@ -366,7 +385,7 @@ func (c *PlanCosts) Extrapolated(served map[string]int64, input int64) bool {
 		}
 		L := float64(n) // a sweep's fetch moves the tier's tokens
 		switch {
-		case t.plan == "recompute":
+		case t.plan == recomputed():
 			L = float64(input) // the recompute of the tail attends to the whole input
 		case c.probe:
 			L = float64(hit) // the probe's hit TTFT at the hit length

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // A Prediction tests the model "hit TTFT = GPU-hit TTFT + device-level
@@ -25,9 +26,24 @@ type Prediction struct {
 	ErrPct    float64 // (Predicted - Measured) / Measured · 100
 }
 
-// deviceTierOf maps an HTTP hit tier to the device tier whose fetch it
-// adds to a GPU hit.
-var deviceTierOf = map[string]string{"cpu": "host", "remote": "remote"}
+// deviceTierOf returns the device tier whose fetch an HTTP hit tier adds
+// to a hit from the fastest tier (the GPU's), and whether it adds one:
+// cpu is host's fetch, remote remote's; the fastest tier and recompute
+// add none.
+func deviceTierOf(probe string) (string, bool) {
+	d, ok := tierspec.Lookup(probe)
+	if !ok || d.Probe != probe || !d.Moves() || d.Name == fastestProbe().Name {
+		return "", false
+	}
+	return d.Name, true
+}
+
+// fastestProbe is the HTTP tier the predictions start from: a hit in
+// the GPU's memory.
+func fastestProbe() tierspec.Desc {
+	ps := tierspec.Probes()
+	return ps[len(ps)-1]
+}
 
 // Predict predicts every cpu and remote hit TTFT of probe from its GPU-hit
 // TTFT plus the fetch time of the matching device tier in sweep (its p50
@@ -62,12 +78,12 @@ func Predict(sweep, probe []results.Row) []Prediction {
 	}
 	var out []Prediction
 	for _, c := range cells {
-		dt, hit := deviceTierOf[c.Tier]
+		dt, hit := deviceTierOf(c.Tier)
 		if !hit {
 			continue
 		}
 		meas := countedTTFT(groups[c])
-		gpu := countedTTFT(groups[probeCell{c.Sim, c.L, "gpu"}])
+		gpu := countedTTFT(groups[probeCell{c.Sim, c.L, fastestProbe().Probe}])
 		if meas.N == 0 || gpu.N == 0 {
 			continue
 		}

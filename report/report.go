@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // A Section renders a suite's rows (or a model fitted to them) as
@@ -211,7 +212,7 @@ func writeSweep(w io.Writer, r *analysis.Run) {
 			backend = "host stand-in (CPU DRAM), not a GPU"
 		}
 		transport := analysis.JoinNonEmpty(" / ", k.Transport, k.Route())
-		if k.Tier == "recompute" {
+		if tierspec.Computes(k.Tier) {
 			tf := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("tflops") }))
 			tfc := sig(tf.P50)
 			if tf.N == 0 {
@@ -312,7 +313,7 @@ func writeModel(w io.Writer, r *analysis.Run) {
 		return
 	}
 	paragraph(w, "Break-even prefix: below it recompute is cheaper than the fetch (searched token by token over the measured range, with the fitted models).")
-	t := newTable("fetch", "recompute", "break-even L")
+	t := newTable("fetch", tierspec.Recompute.Name, "break-even L")
 	for _, b := range bes {
 		t.add(b.Fetch.Label(), b.Recompute.Label(), b.String())
 	}
@@ -346,8 +347,6 @@ func countedTTFT(rows []results.Row) analysis.Dist {
 	return analysis.Summarize(v)
 }
 
-var probeTiers = []string{"miss", "remote", "cpu", "gpu"}
-
 // probeLength is one row of the probe table: a prompt length, real or simulated.
 type probeLength struct {
 	Sim bool
@@ -369,7 +368,7 @@ func probeLengths(cells []probeCell) []probeLength {
 func writeProbe(w io.Writer, r *analysis.Run) {
 	cells, groups := probeDists(r.Rows("probe"))
 	paragraph(w, "TTFT in seconds: p50 (p90, n). Hits count only when the server's counters confirmed the tier; the ratios compare p50s.")
-	t := newTable("L", "source", "miss", "remote", "cpu", "gpu", "miss/remote", "remote/cpu", "cpu/gpu")
+	t := newTable(append(append([]string{"L", "source"}, tierspec.ProbeNames()...), probeRatioHeads()...)...)
 	var unverified []string
 	var g gaps
 	for _, lk := range probeLengths(cells) {
@@ -379,7 +378,7 @@ func writeProbe(w io.Writer, r *analysis.Run) {
 		}
 		row := []string{fmtTokens(lk.L), src}
 		p50 := map[string]float64{}
-		for _, tier := range probeTiers {
+		for _, tier := range tierspec.ProbeNames() {
 			rows := groups[probeCell{lk.Sim, lk.L, tier}]
 			g.add(fmt.Sprintf("%s (%s)", tier, src), "L="+fmtTokens(lk.L), rows)
 			cell, p, unver := probeTierCell(t, rows, fmt.Sprintf("%s L=%s (%s)", tier, fmtTokens(lk.L), src))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 func init() {
@@ -203,15 +204,14 @@ func WritePlan(w io.Writer, run *analysis.Run) {
 	fmt.Fprintf(w, "Every figure here is **predicted**: the trace's LRU stack distances (touch %s) combined with tier costs measured in `%s` (**%s**). Tiers are %s; a hit is the leading run of blocks some tier holds, each block served by the fastest tier holding it, the rest recomputed.\n\n",
 		first.Get("touch"), first.Get("costs"), orDash(first.Get("cost_source")), mode)
 	writePlanCosts(w, run.FileWith("plan", "alpha_s"))
-	t := newTable("trace", "HBM", "DRAM", "disk", "remote", "hit", "hbm %", "dram %", "disk %", "remote %", "recomputed %",
-		"pred. load p50", "pred. load p90", "pred. TTFT mean", "p50", "p90", "p99", "writes (of measured store)")
+	t := newTable(planHeads()...)
 	for _, r := range plan {
 		cells := []string{r.Get("trace")}
-		for _, tier := range []string{"hbm", "dram", "disk", "remote"} {
+		for _, tier := range tierspec.CapacityNames() {
 			cells = append(cells, fmtCapacity(r.Get(tier+"_bytes")))
 		}
 		cells = append(cells, fmtShare(r.Float("hit_ratio")))
-		for _, tier := range []string{"hbm", "dram", "disk", "remote", "recompute"} {
+		for _, tier := range tierspec.PlanNames() {
 			cells = append(cells, fmtShare(r.Float("frac_"+tier)))
 		}
 		load := []string{fmtSec(r.Float("load_p50_s")), fmtSec(r.Float("load_p90_s"))}
@@ -240,12 +240,26 @@ func WritePlan(w io.Writer, run *analysis.Run) {
 	t.write(w)
 }
 
+// planHeads are the headers of the plan table: each tier's capacity,
+// the hit, each tier's share of the tokens, the predictions.
+func planHeads() []string {
+	heads := []string{"trace"}
+	for _, d := range tierspec.Capacities() {
+		heads = append(heads, d.Plan.Label)
+	}
+	heads = append(heads, "hit")
+	for _, d := range tierspec.PlanTiers() {
+		heads = append(heads, d.Plan.Share)
+	}
+	return append(heads, "pred. load p50", "pred. load p90", "pred. TTFT mean", "p50", "p90", "p99", "writes (of measured store)")
+}
+
 // planWrites is a plan row's write cell: per tier written to, the bytes/s
 // it must absorb and the share of its measured store that needs, "over"
 // past 100 %, "not checked" without a measured store.
 func planWrites(t *table, r results.Row) string {
 	var parts []string
-	for _, tier := range []string{"hbm", "dram", "disk", "remote"} {
+	for _, tier := range tierspec.CapacityNames() {
 		bps := r.Float("write_" + tier + "_Bps")
 		if !(bps > 0) {
 			continue
@@ -285,7 +299,7 @@ func fitAlpha(t *table, alpha float64, problems string) string {
 // storeCell is a plan tier's measured store: fixed cost and bandwidth.
 func storeCell(t *table, r results.Row) string {
 	rate := r.Float("store_rate")
-	if r.Tier == "recompute" {
+	if tierspec.Computes(r.Tier) {
 		return Dash
 	}
 	if math.IsNaN(rate) {

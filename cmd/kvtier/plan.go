@@ -17,14 +17,26 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/units"
+	"github.com/spf13/pflag"
 )
 
 // planFlags are the flags of kvtier plan besides the trace's.
 type planFlags struct {
-	costs                   string
-	hbm, dram, disk, remote string
-	inclusive               bool
+	costs string
+	// caps are the capacity lists of the plan's tiers, by plan name (one
+	// flag each: --hbm, --dram, ...).
+	caps      map[string]*string
+	inclusive bool
+}
+
+// addCaps declares one capacity flag per plan tier that holds blocks.
+func (p *planFlags) addCaps(fs *pflag.FlagSet) {
+	p.caps = map[string]*string{}
+	for _, d := range tierspec.Capacities() {
+		p.caps[d.Plan.Name] = fs.String(d.Plan.Name, d.Plan.Capacities, d.Plan.Usage)
+	}
 }
 
 // maxCapacity bounds a tier capacity that is not "inf": 1 PiB.
@@ -46,26 +58,36 @@ func parseCapacity(s string) (int64, error) {
 	return n, err
 }
 
-// configs returns every combination of the tiers' capacities.
+// configs returns every combination of the tiers' capacities, the
+// first tier's varying slowest.
 func (f *planFlags) configs(errs *[]error) []trace.Config {
-	hbm := listFlag(errs, "hbm", f.hbm, parseCapacity)
-	dram := listFlag(errs, "dram", f.dram, parseCapacity)
-	disk := listFlag(errs, "disk", f.disk, parseCapacity)
-	remote := listFlag(errs, "remote", f.remote, parseCapacity)
-	var out []trace.Config
-	for _, h := range hbm {
-		for _, d := range dram {
-			for _, k := range disk {
-				for _, r := range remote {
-					out = append(out, trace.Config{HBM: h, DRAM: d, Disk: k, Remote: r})
-				}
+	out := []trace.Config{{}}
+	var flags []string
+	for _, t := range tierspec.CapacityNames() {
+		var next []trace.Config
+		for _, c := range out {
+			for _, b := range listFlag(errs, t, *f.caps[t], parseCapacity) {
+				n := maps.Clone(c)
+				n[t] = b
+				next = append(next, n)
 			}
 		}
+		out = next
+		flags = append(flags, "--"+t)
 	}
 	if len(out) > 256 {
-		*errs = append(*errs, option.Errorf("hbm", "--hbm × --dram × --disk × --remote give %d configurations; at most 256", len(out)))
+		*errs = append(*errs, option.Errorf(tierspec.CapacityNames()[0], "%s give %d configurations; at most 256", strings.Join(flags, " × "), len(out)))
 	}
 	return out
+}
+
+// settings records the capacity flags for the manifest.
+func (f *planFlags) settings() map[string]string {
+	m := map[string]string{}
+	for t, v := range f.caps {
+		m[t] = *v
+	}
+	return m
 }
 
 // loadCosts reads the tier costs of the results directory and checks
@@ -110,10 +132,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	var p planFlags
 	f.add(fs)
 	fs.StringVar(&p.costs, "costs", "", "results directory of a kvtier sweep (device tier costs) or probe (HTTP TTFT per tier)")
-	fs.StringVar(&p.hbm, "hbm", "40GiB,80GiB", "GPU KV capacities to plan")
-	fs.StringVar(&p.dram, "dram", "0,512GiB,2TiB", "host DRAM KV capacities (0: none)")
-	fs.StringVar(&p.disk, "disk", "0", "local disk KV capacities (0: none, inf: unbounded)")
-	fs.StringVar(&p.remote, "remote", "0", "remote KV store capacities (0: none, inf: unbounded)")
+	p.addCaps(fs)
 	fs.BoolVar(&p.inclusive, "inclusive", false, "tiers are inclusive (write-through offload): each holds the most recent blocks that fit it; default exclusive")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -179,8 +198,9 @@ func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planR
 		run: func(ctx context.Context, out *harness.Output) error {
 			dir = out.Dir
 			out.Manifest.Settings = pr.f.settings(pr.ao, pr.geom)
-			maps.Copy(out.Manifest.Settings, map[string]string{"costs": pr.p.costs, "hbm": pr.p.hbm, "dram": pr.p.dram, "disk": pr.p.disk,
-				"remote": pr.p.remote, "inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source()})
+			maps.Copy(out.Manifest.Settings, pr.p.settings())
+			maps.Copy(out.Manifest.Settings, map[string]string{"costs": pr.p.costs,
+				"inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source()})
 			if err := writeTraceFiles(out, res); err != nil {
 				return err
 			}

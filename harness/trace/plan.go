@@ -9,30 +9,32 @@ import (
 
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
-// Plan tiers, fastest first. Recompute serves what no tier holds.
-const (
-	TierHBM       = "hbm"
-	TierDRAM      = "dram"
-	TierDisk      = "disk"
-	TierRemote    = "remote"
-	TierRecompute = "recompute"
+// PlanTiers lists the plan names of the tiers (tierspec) in serving
+// order; the last, recompute, serves what no tier holds. CapacityTiers
+// are those that hold blocks: all but the last.
+var (
+	PlanTiers     = tierspec.PlanNames()
+	CapacityTiers = tierspec.CapacityNames()
 )
-
-// PlanTiers lists the plan tiers in serving order.
-var PlanTiers = []string{TierHBM, TierDRAM, TierDisk, TierRemote, TierRecompute}
 
 // Unbounded is the capacity of a tier without a limit ("inf").
 const Unbounded = int64(math.MaxInt64)
 
-// A Config is one capacity configuration: bytes per tier (0 none,
-// Unbounded without limit).
-type Config struct {
-	HBM, DRAM, Disk, Remote int64
-}
+// A Config is one capacity configuration: bytes per tier by plan name
+// (absent or 0 none, Unbounded without limit).
+type Config map[string]int64
 
-func (c Config) capacities() [4]int64 { return [4]int64{c.HBM, c.DRAM, c.Disk, c.Remote} }
+// capacities returns c's bytes of each of tiers, in their order.
+func (c Config) capacities(tiers []string) []int64 {
+	out := make([]int64, len(tiers))
+	for i, t := range tiers {
+		out[i] = c[t]
+	}
+	return out
+}
 
 // A CostModel predicts what a request costs from the tokens each tier
 // serves it. The plan never invents a cost: a tier the model does not
@@ -70,7 +72,7 @@ type PlanOptions struct {
 func (o PlanOptions) Validate() error {
 	var errs []error
 	if len(o.Configs) == 0 {
-		errs = append(errs, option.Errorf("hbm", "no capacity configuration"))
+		errs = append(errs, option.Errorf(CapacityTiers[0], "no capacity configuration"))
 	}
 	if o.BlockBytes <= 0 {
 		errs = append(errs, option.Errorf("model", "block bytes %d: must be positive", o.BlockBytes))
@@ -84,8 +86,11 @@ func (o PlanOptions) Validate() error {
 // A Planner evaluates capacity configurations over a trace's stack
 // distances. Give Observe to the analyzer as AnalyzeOptions.OnRequest.
 type Planner struct {
-	o           PlanOptions
-	blocks      [][4]int64 // per config: capacity in blocks per tier
+	o PlanOptions
+	// tiers are the plan's tiers in serving order, the compute tier
+	// last; caps are those that hold blocks.
+	tiers, caps []string
+	blocks      [][]int64 // per config: capacity in blocks per tier of caps
 	evals       []planEval
 	served      map[string]int64
 	distinct    int64   // blocks referenced so far: the depth of the LRU stack
@@ -99,9 +104,9 @@ type planEval struct {
 	load, ttft  []float32
 	usedMissing map[string]bool // tiers that served tokens with no cost
 	extrap      int             // requests predicted past the measured range
-	// Per tier (HBM, DRAM, disk, remote): blocks written into it and the
-	// requests that wrote any (one store each).
-	writes, stores [4]int64
+	// Per tier of Planner.caps: blocks written into it and the requests
+	// that wrote any (one store each).
+	writes, stores []int64
 }
 
 // NewPlanner returns a Planner for the options.
@@ -109,26 +114,26 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Planner{o: o, served: map[string]int64{}}
+	p := &Planner{o: o, served: map[string]int64{}, tiers: tierspec.PlanNames(), caps: tierspec.CapacityNames()}
 	for _, c := range o.Configs {
-		var b [4]int64
-		for i, bytes := range c.capacities() {
-			b[i] = bytes
+		b := c.capacities(p.caps)
+		for i, bytes := range b {
 			if bytes != Unbounded {
 				b[i] = bytes / o.BlockBytes
 			}
 		}
 		p.blocks = append(p.blocks, b)
-		p.evals = append(p.evals, planEval{tokens: map[string]int64{}, usedMissing: map[string]bool{}})
+		p.evals = append(p.evals, planEval{tokens: map[string]int64{}, usedMissing: map[string]bool{},
+			writes: make([]int64, len(p.caps)), stores: make([]int64, len(p.caps))})
 	}
 	return p, nil
 }
 
-// tierOf returns the index in PlanTiers of the tier serving a block at
+// tierOf returns the index in p.caps of the tier serving a block at
 // stack distance d, given the tiers' capacities in blocks; -1 when no
 // tier holds it. A block never seen before (Inf) is in none, however
 // large a tier.
-func (p *Planner) tierOf(caps [4]int64, d int64) int {
+func (p *Planner) tierOf(caps []int64, d int64) int {
 	if d == Inf {
 		return -1
 	}
@@ -165,10 +170,10 @@ func (p *Planner) Observe(r *Request, h *Hits) {
 				break
 			}
 			t := int64(h.Tokens[k])
-			p.served[PlanTiers[p.tierOf(caps, h.Dist[k])]] += t
+			p.served[p.caps[p.tierOf(caps, h.Dist[k])]] += t
 			hit += t
 		}
-		p.served[TierRecompute] = int64(h.Input) - hit
+		p.served[p.recomputed()] = int64(h.Input) - hit
 		e := &p.evals[ci]
 		for tier, n := range p.served {
 			e.tokens[tier] += n
@@ -204,7 +209,7 @@ func (p *Planner) Observe(r *Request, h *Hits) {
 // Inclusive tiers: a tier of S blocks is written every block referenced
 // from below its S most recent. Distances are those at the request's
 // arrival; a block never seen is written into every tier it enters.
-func (p *Planner) countWrites(e *planEval, caps [4]int64, h *Hits) {
+func (p *Planner) countWrites(e *planEval, caps []int64, h *Hits) {
 	for i, c := range caps {
 		if c == 0 {
 			continue
@@ -243,8 +248,11 @@ func (p *Planner) countWrites(e *planEval, caps [4]int64, h *Hits) {
 type PlanResult struct {
 	Config    Config
 	Inclusive bool
-	Input     int64            // input tokens of the trace
-	Tokens    map[string]int64 // tokens served per tier, recompute included
+	// Tiers are the plan's tiers in serving order, the compute tier
+	// last.
+	Tiers  []string
+	Input  int64            // input tokens of the trace
+	Tokens map[string]int64 // tokens served per tier, recompute included
 	// Load and TTFT are the predicted per-request KV-load time and TTFT
 	// (N = 0 where nothing could be predicted).
 	Load, TTFT results.Stats
@@ -256,9 +264,9 @@ type PlanResult struct {
 	// Extrapolated is the share of requests whose prediction reads a
 	// cost past the longest prefix it was measured at.
 	Extrapolated float64
-	// Writes are the tiers' required write rates against their measured
-	// stores, HBM, DRAM, disk and remote.
-	Writes [4]TierWrites
+	// Writes are the required write rates of the tiers that hold blocks
+	// (Tiers but the last) against their measured stores.
+	Writes []TierWrites
 }
 
 // TierWrites is the write rate a tier must absorb over a trace, and
@@ -289,9 +297,9 @@ func (p *Planner) Results() []PlanResult {
 	var out []PlanResult
 	for ci, c := range p.o.Configs {
 		e := p.evals[ci]
-		r := PlanResult{Config: c, Inclusive: p.o.Inclusive, Input: e.input, Tokens: e.tokens, Source: p.o.Costs.Source()}
-		for _, t := range PlanTiers {
-			if e.usedMissing[t] && t != TierRecompute {
+		r := PlanResult{Config: c, Inclusive: p.o.Inclusive, Tiers: p.tiers, Input: e.input, Tokens: e.tokens, Source: p.o.Costs.Source()}
+		for _, t := range p.tiers {
+			if e.usedMissing[t] && t != p.recomputed() {
 				r.LoadMissing = append(r.LoadMissing, t)
 			}
 			if e.usedMissing[t] {
@@ -314,8 +322,8 @@ func (p *Planner) Results() []PlanResult {
 }
 
 // writes returns the tiers' write rates over the trace's span.
-func (p *Planner) writes(e planEval) [4]TierWrites {
-	var out [4]TierWrites
+func (p *Planner) writes(e planEval) []TierWrites {
+	out := make([]TierWrites, len(p.caps))
 	span := p.last - p.first
 	for i := range out {
 		w := TierWrites{Utilisation: math.NaN()}
@@ -323,7 +331,7 @@ func (p *Planner) writes(e planEval) [4]TierWrites {
 			w.BlocksPerSec = float64(e.writes[i]) / span
 			w.BytesPerSec = w.BlocksPerSec * float64(p.o.BlockBytes)
 		}
-		if alpha, rate, ok := p.o.Costs.Store(PlanTiers[i]); ok && span > 0 && rate > 0 {
+		if alpha, rate, ok := p.o.Costs.Store(p.caps[i]); ok && span > 0 && rate > 0 {
 			w.Checked = true
 			w.Utilisation = (float64(e.stores[i])*max(alpha, 0) + float64(e.writes[i])*float64(p.o.BlockBytes)/rate) / span
 		}
@@ -331,6 +339,14 @@ func (p *Planner) writes(e planEval) [4]TierWrites {
 	}
 	return out
 }
+
+// recomputed returns the plan name of the tier that serves what no tier
+// holds.
+func (p *Planner) recomputed() string { return p.tiers[len(p.tiers)-1] }
+
+// recomputed returns the plan name of the tier that serves what no tier
+// holds.
+func (r PlanResult) recomputed() string { return r.Tiers[len(r.Tiers)-1] }
 
 func describe32(xs []float32) results.Stats {
 	f := make([]float64, len(xs))
@@ -391,16 +407,17 @@ func PlanRows(res *Result, plan []PlanResult, costsDir string) []results.Row {
 		r := results.NewRow(PlanSuite.Name)
 		r.Backend, r.Model, r.Status = Backend, res.Model, results.StatusOK
 		r.Set("trace", res.Name())
-		for i, b := range p.Config.capacities() {
-			r.Set(PlanTiers[i]+"_bytes", FormatCapacityBytes(b))
+		caps := p.Tiers[:len(p.Tiers)-1]
+		for i, b := range p.Config.capacities(caps) {
+			r.Set(caps[i]+"_bytes", FormatCapacityBytes(b))
 		}
 		r.Set("inclusive", p.Inclusive)
 		r.Set("touch", string(res.Analysis.Touch))
-		r.Set("hit_ratio", 1-p.Fraction(TierRecompute))
-		for _, t := range PlanTiers {
+		r.Set("hit_ratio", 1-p.Fraction(p.recomputed()))
+		for _, t := range p.Tiers {
 			r.Set("frac_"+t, p.Fraction(t))
 		}
-		r.Set("recomputed_tokens", p.Tokens[TierRecompute])
+		r.Set("recomputed_tokens", p.Tokens[p.recomputed()])
 		for _, s := range []struct {
 			name string
 			d    results.Stats
@@ -430,7 +447,7 @@ func PlanRows(res *Result, plan []PlanResult, costsDir string) []results.Row {
 func setWrites(r *results.Row, p PlanResult) {
 	var over, unchecked []string
 	for i, w := range p.Writes {
-		t := PlanTiers[i]
+		t := p.Tiers[i]
 		r.Set("write_"+t+"_Bps", w.BytesPerSec)
 		if w.Checked {
 			r.Set("store_util_"+t, w.Utilisation)

@@ -16,12 +16,12 @@ func (f fakeCosts) Source() string    { return "host stand-in" }
 
 // Store: the fake measured stores into dram only, 1 s per store and 100
 // bytes/s.
-func (f fakeCosts) Store(tier string) (float64, float64, bool) { return 1, 100, tier == TierDRAM }
+func (f fakeCosts) Store(tier string) (float64, float64, bool) { return 1, 100, tier == "dram" }
 
 // Extrapolated: the fake's costs were measured up to 30 tokens.
 func (f fakeCosts) Extrapolated(_ map[string]int64, input int64) bool { return input > 30 }
 func (f fakeCosts) Predict(served map[string]int64, input int64) (float64, float64) {
-	rate := map[string]float64{TierHBM: 0.5, TierDRAM: 1, TierDisk: 2, TierRemote: 3}
+	rate := map[string]float64{"hbm": 0.5, "dram": 1, "disk": 2, "remote": 3}
 	var load float64
 	missing := false
 	for tier, n := range served {
@@ -29,14 +29,14 @@ func (f fakeCosts) Predict(served map[string]int64, input int64) (float64, float
 			missing = true
 			continue
 		}
-		if tier != TierRecompute {
+		if tier != "recompute" {
 			load += rate[tier] * float64(n)
 		}
 	}
 	if missing {
 		return load, math.NaN()
 	}
-	return load, load + 10*float64(served[TierRecompute])
+	return load, load + 10*float64(served["recompute"])
 }
 
 func TestPlanTiers(t *testing.T) {
@@ -52,17 +52,17 @@ func TestPlanTiers(t *testing.T) {
 	}{
 		// Exclusive: hbm holds distances 1-3, dram 4-7. Block 0 (5) from
 		// dram, block 1 (2) from hbm, block 2's lead 9 ends the hit.
-		{"exclusive", Config{HBM: 3 * B, DRAM: 4 * B}, false, map[string]int64{TierHBM: 10, TierDRAM: 10, TierRecompute: 20}},
+		{"exclusive", Config{"hbm": 3 * B, "dram": 4 * B}, false, map[string]int64{"hbm": 10, "dram": 10, "recompute": 20}},
 		// Inclusive: dram holds distances 1-4 only, so the lead 5 misses.
-		{"inclusive", Config{HBM: 3 * B, DRAM: 4 * B}, true, map[string]int64{TierRecompute: 40}},
-		{"inclusive, larger dram", Config{HBM: 3 * B, DRAM: 6 * B}, true, map[string]int64{TierHBM: 10, TierDRAM: 10, TierRecompute: 20}},
+		{"inclusive", Config{"hbm": 3 * B, "dram": 4 * B}, true, map[string]int64{"recompute": 40}},
+		{"inclusive, larger dram", Config{"hbm": 3 * B, "dram": 6 * B}, true, map[string]int64{"hbm": 10, "dram": 10, "recompute": 20}},
 		// At the boundary: a tier of S blocks holds distance S.
-		{"inclusive, at the boundary", Config{HBM: 2 * B, DRAM: 5 * B}, true, map[string]int64{TierHBM: 10, TierDRAM: 10, TierRecompute: 20}},
-		{"exclusive, at the boundary", Config{HBM: 2 * B, DRAM: 3 * B}, false, map[string]int64{TierHBM: 10, TierDRAM: 10, TierRecompute: 20}},
+		{"inclusive, at the boundary", Config{"hbm": 2 * B, "dram": 5 * B}, true, map[string]int64{"hbm": 10, "dram": 10, "recompute": 20}},
+		{"exclusive, at the boundary", Config{"hbm": 2 * B, "dram": 3 * B}, false, map[string]int64{"hbm": 10, "dram": 10, "recompute": 20}},
 		// An unbounded remote store takes everything seen before.
-		{"remote inf", Config{HBM: 3 * B, DRAM: 4 * B, Remote: Unbounded}, false, map[string]int64{TierHBM: 10, TierDRAM: 10, TierRemote: 10, TierRecompute: 10}},
+		{"remote inf", Config{"hbm": 3 * B, "dram": 4 * B, "remote": Unbounded}, false, map[string]int64{"hbm": 10, "dram": 10, "remote": 10, "recompute": 10}},
 		// Capacities round down to whole blocks: 399 bytes are 3 blocks.
-		{"partial block of capacity", Config{HBM: 3*B + 99, DRAM: 4*B + 99}, false, map[string]int64{TierHBM: 10, TierDRAM: 10, TierRecompute: 20}},
+		{"partial block of capacity", Config{"hbm": 3*B + 99, "dram": 4*B + 99}, false, map[string]int64{"hbm": 10, "dram": 10, "recompute": 20}},
 	} {
 		p, err := NewPlanner(PlanOptions{Configs: []Config{tc.c}, Inclusive: tc.inclusive, BlockBytes: B, Costs: fakeCosts{PlanTiers}})
 		if err != nil {
@@ -85,8 +85,8 @@ func TestPlanNamesMissingCosts(t *testing.T) {
 	t.Parallel()
 	h := &Hits{Dist: []int64{5, 2, 9, Inf}, Lead: []int64{5, 5, 9, Inf}, Tokens: []int{10, 10, 10, 10}, Input: 40}
 	p, err := NewPlanner(PlanOptions{
-		Configs:    []Config{{HBM: 300, DRAM: 400}, {HBM: 0, DRAM: 1000}},
-		BlockBytes: 100, Costs: fakeCosts{[]string{TierDRAM}},
+		Configs:    []Config{{"hbm": 300, "dram": 400}, {"hbm": 0, "dram": 1000}},
+		BlockBytes: 100, Costs: fakeCosts{[]string{"dram"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -97,13 +97,13 @@ func TestPlanNamesMissingCosts(t *testing.T) {
 	rs := p.Results()
 	// hbm served tokens without a cost, recompute too: load leaves hbm
 	// out (10 dram tokens at 1 s), TTFT is not predicted.
-	if r := rs[0]; !slices.Equal(r.LoadMissing, []string{TierHBM}) || !slices.Equal(r.TTFTMissing, []string{TierHBM, TierRecompute}) ||
-		r.TTFT.N != 0 || r.Load.P50 != 10 || r.Fraction(TierDRAM) != 20.0/70 || r.Input != 70 {
+	if r := rs[0]; !slices.Equal(r.LoadMissing, []string{"hbm"}) || !slices.Equal(r.TTFTMissing, []string{"hbm", "recompute"}) ||
+		r.TTFT.N != 0 || r.Load.P50 != 10 || r.Fraction("dram") != 20.0/70 || r.Input != 70 {
 		t.Errorf("config 0: %+v", r)
 	}
 	// No hbm: dram serves the three blocks of lead ≤ 10, only recompute
 	// is missing.
-	if r := rs[1]; len(r.LoadMissing) != 0 || !slices.Equal(r.TTFTMissing, []string{TierRecompute}) || r.Load.Mean != 30 {
+	if r := rs[1]; len(r.LoadMissing) != 0 || !slices.Equal(r.TTFTMissing, []string{"recompute"}) || r.Load.Mean != 30 {
 		t.Errorf("config 1: %+v", r)
 	}
 	// The fake's costs reach 30 tokens: one request of two is past them.
@@ -183,7 +183,7 @@ func TestPlanCountsWrites(t *testing.T) {
 	}
 	const B = 100
 	for _, inclusive := range []bool{false, true} {
-		c := Config{HBM: 2 * B, DRAM: 3 * B, Disk: 5 * B}
+		c := Config{"hbm": 2 * B, "dram": 3 * B, "disk": 5 * B}
 		p, err := NewPlanner(PlanOptions{Configs: []Config{c}, Inclusive: inclusive, BlockBytes: B, Costs: fakeCosts{PlanTiers}})
 		if err != nil {
 			t.Fatal(err)

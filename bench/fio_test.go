@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kvtier/kvtier/diskio"
 	"github.com/kvtier/kvtier/harness"
@@ -30,8 +33,10 @@ import (
 // In each of three alternating rounds kvtier's median of three samples
 // (the Sampler, as in a sweep) is set against the median of three fio
 // runs. Each sub-benchmark reports the median of the three rounds'
-// kvtier/fio throughput ratios (goal: 0.9 or more) and logs every round;
-// the read cases also log fio's own read and randread figures beside.
+// kvtier/fio throughput ratios (goal: 0.9 or more) and logs every round
+// and both sides' CPU time per I/O; the read cases also log fio's own
+// read and randread figures beside. What each side times is said at
+// replay.
 //
 //	go test -run '^$' -bench DiskVsFio -benchtime 1x ./bench
 //
@@ -63,19 +68,24 @@ func BenchmarkDiskVsFio(b *testing.B) {
 			defer cfg.Tier.Close()
 			log := a.iolog(b, cfg, c)
 			var ratios []float64
-			for round := range 3 {
-				k, f := a.round(b, cfg, log, c.dir == tiers.Store)
+			var kcpu, fcpu cpuTally
+			for round := range rounds {
+				k, f := a.round(b, cfg, log, c.dir == tiers.Store, round, &kcpu, &fcpu)
 				ratios = append(ratios, k/f)
 				b.Logf("round %d: kvtier %.3f GB/s, fio (its iolog) %.3f GB/s, ratio %.3f", round+1, k/1e9, f/1e9, k/f)
 			}
 			sort.Float64s(ratios)
 			b.ReportMetric(ratios[1], "kvtier/fio")
+			contiguous := c.mode == tiers.Contiguous
 			if c.dir == tiers.Load {
-				b.Logf("beside: fio %s %.3f GB/s", map[bool]string{true: "read", false: "randread"}[c.mode == tiers.Contiguous],
-					a.fio(b, c.mode == tiers.Contiguous)/1e9)
+				b.Logf("beside: fio %s %.3f GB/s", map[bool]string{true: "read", false: "randread"}[contiguous],
+					a.fio(b, contiguous).bw/1e9)
 			}
+			ios := float64(a.prefix.Blocks) * float64(a.geom.BlockBytes()) / float64(a.readSize(contiguous))
+			b.Logf("CPU per I/O: kvtier %.1f µs (the process, in its timed fetches), fio %.1f µs (its job, setup included)",
+				kcpu.per(ios)*1e6, fcpu.per(ios)*1e6)
 			b.Logf("%s: median kvtier/fio %.3f (goal >= 0.9), depth %d, %s per %s", c.name, ratios[1], a.depth,
-				units.FormatBytes(a.readSize(c.mode == tiers.Contiguous)), map[bool]string{true: "write", false: "read"}[c.dir == tiers.Store])
+				units.FormatBytes(a.readSize(contiguous)), map[bool]string{true: "write", false: "read"}[c.dir == tiers.Store])
 		})
 	}
 }
@@ -88,15 +98,52 @@ type anchorCase struct {
 	dir    tiers.Direction
 }
 
+// rounds is how many rounds BenchmarkDiskVsFio alternates.
+const rounds = 3
+
 // round measures kvtier (a sample) and fio (a replay of log) in turn,
-// three times each, and returns the medians of their bytes per second.
-func (a *anchor) round(b *testing.B, c sweep.Config, log string, write bool) (kvtier, fio float64) {
+// three times each, and returns the medians of their bytes per second;
+// it adds their CPU times to kcpu and fcpu. kvtier's first sample of
+// the first round and last of the last are verified (as the Sampler
+// verifies a case's first and last reps): a verified sample scrubs what
+// it will move first, and a store's scrub rewrites the whole range on
+// the disk right before the timed writes, which fio's replays are not
+// made to follow.
+func (a *anchor) round(b *testing.B, c sweep.Config, log string, write bool, round int, kcpu, fcpu *cpuTally) (kvtier, fio float64) {
 	var ks, fs []float64
 	for i := range 3 {
-		ks = append(ks, a.sample(b, c, i == 0))
-		fs = append(fs, a.replay(b, log, write))
+		verify := (round == 0 && i == 0) || (round == rounds-1 && i == 2)
+		ks = append(ks, a.sample(b, c, i == 0, verify, kcpu))
+		r := a.replay(b, log, write)
+		fcpu.add(r.cpu, 1)
+		fs = append(fs, r.bw)
 	}
 	return median(ks), median(fs)
+}
+
+// A cpuTally adds up CPU seconds over runs of the same I/O.
+type cpuTally struct {
+	sec  float64
+	runs int
+}
+
+func (t *cpuTally) add(sec float64, runs int) { t.sec, t.runs = t.sec+sec, t.runs+runs }
+
+// per is the CPU seconds per I/O of runs of ios I/Os each.
+func (t *cpuTally) per(ios float64) float64 {
+	if t.runs == 0 || ios == 0 {
+		return 0
+	}
+	return t.sec / float64(t.runs) / ios
+}
+
+// processCPU is the user and system CPU seconds the process has used.
+func processCPU() float64 {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func median(xs []float64) float64 {
@@ -148,16 +195,33 @@ func (a *anchor) fioFile(b *testing.B, like string) string {
 }
 
 // replay runs fio on log with kvtier's depth, io_uring, registered
-// buffers and O_DIRECT, and returns its bytes per second.
-func (a *anchor) replay(b *testing.B, log string, write bool) float64 {
+// buffers and O_DIRECT, and returns its bytes per second and CPU time.
+//
+// What each side times: fio's bw is the bytes over its job's runtime,
+// from just before its first I/O is queued to the last completion, in
+// milliseconds rounded up; kvtier's is the bytes over a sample's wall
+// time, the tier's Fetch alone (the page cache dropped, the file checked
+// and, for verified samples, the scrub before and the check after all
+// stay outside). Both queue the same (offset, length) list in the same
+// order at the same depth with O_DIRECT and registered buffers; fio
+// lands every read in one of depth buffers of its own (or writes from
+// them), kvtier each chunk in its own place in the working pool, as a
+// load must, which on a virtual disk whose host copies every request
+// costs kvtier a few percent more.
+func (a *anchor) replay(b *testing.B, log string, write bool) fioResult {
 	b.Helper()
 	return runFio(b, write, "--name=kvtier-replay", "--read_iolog="+log, "--direct=1", "--ioengine=io_uring", "--fixedbufs",
 		"--iodepth="+strconv.Itoa(a.depth), "--output-format=json", "--invalidate=1")
 }
 
-// runFio runs fio with args and returns the bytes per second of its one
-// job's reads (or writes).
-func runFio(b *testing.B, write bool, args ...string) float64 {
+// A fioResult is what one fio run reports: bytes per second of its
+// job's reads (or writes) and the job's CPU seconds, user and system.
+type fioResult struct {
+	bw, cpu float64
+}
+
+// runFio runs fio with args and returns what its one job did.
+func runFio(b *testing.B, write bool, args ...string) fioResult {
 	b.Helper()
 	out, err := exec.Command("fio", args...).Output()
 	if err != nil {
@@ -168,8 +232,11 @@ func runFio(b *testing.B, write bool, args ...string) float64 {
 	}
 	var r struct {
 		Jobs []struct {
-			Read  dir `json:"read"`
-			Write dir `json:"write"`
+			Read    dir     `json:"read"`
+			Write   dir     `json:"write"`
+			Usr     float64 `json:"usr_cpu"`     // percent of the job's run time
+			Sys     float64 `json:"sys_cpu"`     // percent of the job's run time
+			Runtime float64 `json:"job_runtime"` // milliseconds, setup included
 		} `json:"jobs"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil || len(r.Jobs) != 1 {
@@ -182,7 +249,8 @@ func runFio(b *testing.B, write bool, args ...string) float64 {
 	if bw <= 0 {
 		b.Fatalf("fio moved nothing:\n%s", out)
 	}
-	return bw
+	j := r.Jobs[0]
+	return fioResult{bw: bw, cpu: (j.Usr + j.Sys) / 100 * j.Runtime / 1e3}
 }
 
 // An anchor is the shared state of BenchmarkDiskVsFio: the host backend,
@@ -266,9 +334,10 @@ func (a *anchor) config(b *testing.B, ac anchorCase) sweep.Config {
 	return c
 }
 
-// sample measures one verified sample of c through the sweep's Sampler
-// (after a discarded one when warm) and returns its bytes per second.
-func (a *anchor) sample(b *testing.B, c sweep.Config, warm bool) float64 {
+// sample measures one sample of c through the sweep's Sampler (after a
+// discarded one when warm), verified when verify, and returns its bytes
+// per second; it adds the CPU time of the fetches to cpu.
+func (a *anchor) sample(b *testing.B, c sweep.Config, warm, verify bool, cpu *cpuTally) float64 {
 	b.Helper()
 	var row results.Row
 	p := harness.Policy{Reps: 1}
@@ -276,7 +345,18 @@ func (a *anchor) sample(b *testing.B, c sweep.Config, warm bool) float64 {
 		p.Warmup = 1
 	}
 	s := &harness.Sampler{Suite: "bench", Sink: sinkFunc(func(r results.Row) error { row = r; return nil }), Policy: p}
-	res, err := s.Measure(context.Background(), c.Case(a.prefix))
+	hc := c.Case(a.prefix)
+	if !verify {
+		hc.Scrub, hc.Verify = nil, nil
+	}
+	fetch := hc.Fetch
+	hc.Fetch = func(ctx context.Context) error {
+		t0 := processCPU()
+		err := fetch(ctx)
+		cpu.add(processCPU()-t0, 1)
+		return err
+	}
+	res, err := s.Measure(context.Background(), hc)
 	if err != nil || res.Err != nil || row.Status != results.StatusOK {
 		b.Fatalf("kvtier: %v %v %s %s", err, res.Err, row.Status, row.Reason)
 	}
@@ -313,7 +393,7 @@ func (a *anchor) spanStart(b *testing.B) int64 {
 // O_DIRECT, over as many bytes as the prefix, and returns its bytes per
 // second: sequential over the bytes kvtier's contiguous reads cover, or
 // random reads over the whole file.
-func (a *anchor) fio(b *testing.B, contiguous bool) float64 {
+func (a *anchor) fio(b *testing.B, contiguous bool) fioResult {
 	b.Helper()
 	payload := int64(a.prefix.Blocks) * a.geom.BlockBytes()
 	args := []string{"--name=kvtier-anchor", "--filename=" + a.file, "--direct=1", "--ioengine=io_uring", "--fixedbufs",

@@ -30,6 +30,7 @@ struct kv_uring {
 	struct io_uring_sqe *sqes;
 	size_t sqes_sz;
 	unsigned sq_local_tail;
+	kv_uring_stats stats;
 };
 
 static int fail(kv_uring_err *e, const char *op, int code)
@@ -188,6 +189,20 @@ static long reap(kv_uring *r, const kv_uring_req *req, const char *op, kv_uring_
 	return n;
 }
 
+/* enter submits what is queued and, when wait is set, waits for a
+ * completion (GETEVENTS also runs deferred completion work, so those
+ * already done are posted either way); it counts the call. */
+static int enter(kv_uring *r, unsigned wait)
+{
+	__atomic_store_n(r->sq_tail, r->sq_local_tail, __ATOMIC_RELEASE);
+	unsigned pending = r->sq_local_tail - __atomic_load_n(r->sq_head, __ATOMIC_ACQUIRE);
+	int got = sys_enter(r->fd, pending, wait, IORING_ENTER_GETEVENTS);
+	r->stats.enters++;
+	if (got > 0 && (unsigned)got > r->stats.max_submit)
+		r->stats.max_submit = (unsigned)got;
+	return got < 0 && errno != EINTR ? -1 : 0;
+}
+
 /* rw runs the n requests as reads or (write set) writes; see kv_uring_read. */
 static int rw(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned depth, int write, kv_uring_err *e)
 {
@@ -197,11 +212,10 @@ static int rw(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned dep
 	long placed = 0, done = 0;
 	int failed = 0;
 	while (done < placed || (!failed && placed < n)) {
-		while (!failed && placed < n && placed - done < (long)depth)
+		for (int k = 0; k < KV_URING_SUBMIT_BATCH && !failed && placed < n && placed - done < (long)depth; k++)
 			prep(r, fd, &req[placed], placed, write), placed++;
-		__atomic_store_n(r->sq_tail, r->sq_local_tail, __ATOMIC_RELEASE);
-		unsigned pending = r->sq_local_tail - __atomic_load_n(r->sq_head, __ATOMIC_ACQUIRE);
-		if (sys_enter(r->fd, pending, 1, IORING_ENTER_GETEVENTS) < 0 && errno != EINTR) {
+		int room = !failed && placed < n && placed - done < (long)depth;
+		if (enter(r, !room) != 0) {
 			int err = errno;
 			if (!failed)
 				fail(e, "io_uring_enter", err);
@@ -221,6 +235,8 @@ int kv_uring_write(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigne
 {
 	return rw(r, fd, req, n, depth, 1, e);
 }
+
+void kv_uring_stat(const kv_uring *r, kv_uring_stats *s) { *s = r->stats; }
 
 void kv_uring_close(kv_uring *r)
 {

@@ -161,6 +161,28 @@ func (r *Ring) submit(fd int, reqs []Req, depth int, write bool) error {
 	return nil
 }
 
+// SubmitBatch is the most requests one io_uring_enter submits while
+// more could be placed (the shim's KV_URING_SUBMIT_BATCH, fio's
+// iodepth_batch_submit): small batches reach the device sooner than a
+// whole refill of the ring at once.
+const SubmitBatch = C.KV_URING_SUBMIT_BATCH
+
+// Stats are a ring's counts since it was opened.
+type Stats struct {
+	Enters    uint64 // io_uring_enter calls
+	MaxSubmit int    // the most requests one of them submitted
+}
+
+// Stats returns the ring's counts (zero once closed).
+func (r *Ring) Stats() Stats {
+	if r.r == nil {
+		return Stats{}
+	}
+	var s C.kv_uring_stats
+	C.kv_uring_stat(r.r, &s)
+	return Stats{Enters: uint64(s.enters), MaxSubmit: int(s.max_submit)}
+}
+
 // Close tears the ring down; registered buffers are released with it.
 func (r *Ring) Close() error {
 	if r.r != nil {

@@ -44,6 +44,22 @@ typedef struct {
  * waits anyway. Older kernels refuse it with EINVAL. */
 #define KV_URING_COOP_TASKRUN (1U << 8)
 
+/* KV_URING_SUBMIT_BATCH is the most requests one io_uring_enter submits
+ * while more could be placed (fio's iodepth_batch_submit). Refilling
+ * every free slot and submitting them at once holds the first back until
+ * the last is prepared and the device is notified once for the lot; small
+ * batches reach it sooner. On a virtio disk, 16 KiB O_DIRECT reads at
+ * depth 32 moved about 12% more with batches of 1 to 8 than with the
+ * whole refill at once; 4 takes a quarter of the syscalls of 1. */
+#define KV_URING_SUBMIT_BATCH 4
+
+/* A kv_uring_stats counts a ring's io_uring_enter calls and the most
+ * requests one of them submitted, since the ring was opened. */
+typedef struct {
+	unsigned long long enters;
+	unsigned max_submit;
+} kv_uring_stats;
+
 /* kv_uring_open sets up a ring of at least entries submission entries
  * with the io_uring_setup flags given. */
 kv_uring *kv_uring_open(unsigned entries, unsigned flags, kv_uring_err *e);
@@ -56,7 +72,9 @@ unsigned kv_uring_entries(const kv_uring *r);
 int kv_uring_register(kv_uring *r, const struct iovec *iov, unsigned n, kv_uring_err *e);
 
 /* kv_uring_read reads the n requests from fd with up to depth in flight
- * (depth is clamped to the ring's size). On the first failed request it
+ * (depth is clamped to the ring's size), submitting at most
+ * KV_URING_SUBMIT_BATCH per io_uring_enter and waiting for a completion
+ * only when the depth is reached. On the first failed request it
  * submits no more, waits for those in flight and returns -1 with e naming
  * that request; it never returns with a read still in flight unless the
  * kernel refuses io_uring_enter itself (op "io_uring_enter"), after which
@@ -67,6 +85,9 @@ int kv_uring_read(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned
  * at addr to file offset off (WRITE_FIXED from a registered buffer); a
  * failure names op "write", a short write is KV_URING_SHORT. */
 int kv_uring_write(kv_uring *r, int fd, const kv_uring_req *req, long n, unsigned depth, kv_uring_err *e);
+
+/* kv_uring_stat fills s with the ring's counts. */
+void kv_uring_stat(const kv_uring *r, kv_uring_stats *s);
 
 /* kv_uring_close unmaps and closes the ring. */
 void kv_uring_close(kv_uring *r);

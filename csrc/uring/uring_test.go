@@ -213,3 +213,35 @@ func TestWriteMatchesPwrite(t *testing.T) {
 		})
 	}
 }
+
+// TestSubmitsInSmallBatches checks that a ring keeps the depth in flight
+// by submitting at most SubmitBatch requests per io_uring_enter, both
+// when it first fills and when it refills after completions, rather than
+// a whole ring's worth at once.
+func TestSubmitsInSmallBatches(t *testing.T) {
+	t.Parallel()
+	const chunk, chunks, depth = 4096, 256, 32
+	f, _ := dataFile(t, chunk*chunks)
+	r := open(t, depth)
+	buf := disktest.Buffer(t, chunk*chunks)
+	reqs := make([]Req, chunks)
+	for i := range reqs {
+		reqs[i] = Req{Off: uint64(i * chunk), Addr: uintptr(unsafe.Pointer(&buf[i*chunk])), Len: chunk, Buf: -1}
+	}
+	for range 2 {
+		if err := r.Read(int(f.Fd()), reqs, depth); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := r.Stats()
+	if s.MaxSubmit < 1 || s.MaxSubmit > SubmitBatch {
+		t.Errorf("one io_uring_enter submitted up to %d requests, want 1 to %d", s.MaxSubmit, SubmitBatch)
+	}
+	if min := uint64(2 * chunks / SubmitBatch); s.Enters < min {
+		t.Errorf("%d io_uring_enter calls for %d requests, want at least %d", s.Enters, 2*chunks, min)
+	}
+	r.Close()
+	if (r.Stats() != Stats{}) {
+		t.Error("a closed ring has counts")
+	}
+}

@@ -93,6 +93,23 @@ func (s Snapshot) BlockSizeOr(given int) (int, string) {
 	return 16, "assumed (vLLM default; vllm:cache_config_info missing)"
 }
 
+// BlockSizeFor is BlockSizeOr for a server of family f: a family other
+// than vLLM (or an unknown one) has no vLLM default to assume. Where its
+// prefix cache reuses tokens one by one (llama.cpp, Ollama, SGLang's
+// default page) the grain is 1 and a block does not apply; where the
+// family hides its block (TGI, TensorRT-LLM) it is unknown and 16 is
+// only the grain kvtier groups prompts by.
+func (s Snapshot) BlockSizeFor(given int, f Family) (int, string) {
+	if given > 0 || s.BlockSize() > 0 || f.VLLMLike() {
+		return s.BlockSizeOr(given)
+	}
+	t := f.Traits()
+	if t.Grain > 0 {
+		return t.Grain, fmt.Sprintf("not applicable: %s reuses its prompt cache token by token", t.Title)
+	}
+	return 16, fmt.Sprintf("unknown: %s does not expose its KV block (16 tokens used as the grain)", t.Title)
+}
+
 // GPUBlocks returns cache_config_info's num_gpu_blocks, 0 when unknown.
 func (s Snapshot) GPUBlocks() int { return s.configInt("num_gpu_blocks") }
 

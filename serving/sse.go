@@ -326,6 +326,12 @@ const (
 	CachedFromTimings = "timings.cache_n"
 )
 
+// CachedTokens is Cached without its source.
+func (s *Stream) CachedTokens() (int, bool) {
+	n, _, ok := s.Cached()
+	return n, ok
+}
+
 // Cached returns the prompt tokens the server said it served from its
 // prefix cache, and where it said so: usage.prompt_tokens_details.
 // cached_tokens (vLLM with --enable-prompt-tokens-details, SGLang with

@@ -264,6 +264,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 func probeServerSettings(stderr io.Writer, m *results.Manifest, cfg probe.Config, info probe.Info) {
 	m.Settings["api"] = cfg.API
 	m.Settings["server_version"] = info.Version
+	m.Settings["server_family"] = info.Family.String()
 	m.Settings["counter_generation"] = info.Generation.String()
 	warn := func(msg string) {
 		m.Warnings = append(m.Warnings, "probe: "+msg)

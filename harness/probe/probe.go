@@ -132,7 +132,8 @@ type Info struct {
 	MetricsError string // why /metrics could not be read at the start
 	Simulated    bool
 	Version      string // GET /version; "" unknown
-	VersionError string // why /version could not be read
+	VersionError string // why /version could not be read (vLLM and unknown families only)
+	Family       serving.Family
 	Generation   Generation
 	Offload      Offload // cpu tier: the CPU store
 	// MooncakeShape and MooncakeSource: the remote tier's request shape
@@ -195,10 +196,13 @@ func (p *Prober) client(endpoint string) (*serving.Client, error) {
 // learn reads what the server says of itself: version, counters, cache
 // configuration, CPU store, Mooncake bootstrap server.
 func (p *Prober) learn(ctx context.Context) {
-	if v, err := p.c.Version(ctx); err != nil {
-		p.info.VersionError = err.Error()
-	} else {
+	p.info.Family = p.c.DetectFamily(ctx)
+	if v, err := p.c.Version(ctx); err == nil {
 		p.info.Version = v
+	} else if p.info.Family.VLLMLike() {
+		p.info.VersionError = err.Error() // another family's version says nothing of vLLM's counters
+	} else {
+		p.info.Version = p.info.Family.Version
 	}
 	snap, err := p.c.Metrics(ctx, p.info.Model)
 	p.info.Generation = GenerationOf(p.info.Version, snap)
@@ -208,7 +212,7 @@ func (p *Prober) learn(ctx context.Context) {
 	}
 	p.info.CacheConfig = snap.CacheConfig
 	p.info.GPUBlocks = snap.GPUBlocks()
-	p.info.BlockSize, p.info.BlockSource = snap.BlockSizeOr(p.cfg.BlockSize)
+	p.info.BlockSize, p.info.BlockSource = snap.BlockSizeFor(p.cfg.BlockSize, p.info.Family)
 	if slices.Contains(p.cfg.Tiers, "cpu") {
 		p.info.Offload = p.discoverOffload(ctx, snap)
 	}
@@ -298,6 +302,7 @@ func (p *Prober) newRow(tier string, l, rep int) results.Row {
 		}
 	}
 	r.Set("endpoint", redact.URL(p.cfg.Endpoint))
+	r.Set("server_family", p.info.Family.Name)
 	if tier == "remote" {
 		r.Set("producer", redact.URL(p.cfg.Producer))
 		r.Set("connector", p.connector())
@@ -475,14 +480,14 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *serving.Clie
 		d = serving.Sub(before, aft)
 	}
 	check := p.check(row.Tier, req, s.Usage)
-	v := Verify(check, d, merr, s.Usage)
+	v := Verify(check, d, merr, &s)
 	if !v.OK && merr == nil {
 		// A server may publish its counters a moment after the stream
 		// ends: read them once more before concluding.
 		if wait.For(ctx, settle) == nil {
 			if aft2, err := c.Metrics(ctx, p.info.Model); err == nil {
 				d = serving.Sub(before, aft2)
-				v = Verify(check, d, nil, s.Usage)
+				v = Verify(check, d, nil, &s)
 			}
 		}
 	}
@@ -515,9 +520,10 @@ func (p *Prober) timings(row *results.Row, s *serving.Stream, chat bool) {
 	if s.Usage != nil {
 		row.Set("prompt_tokens", s.Usage.PromptTokens)
 		row.Set("completion_tokens", s.Usage.CompletionTokens)
-		if n, ok := s.Usage.CachedTokens(); ok {
-			row.Set("cached_tokens", n)
-		}
+	}
+	if n, src, ok := s.Cached(); ok {
+		row.Set("cached_tokens", n)
+		row.Set("cached_source", src)
 	}
 }
 

@@ -20,7 +20,7 @@ var columns = []string{
 	"e2e_s",
 	"prompt_tokens",
 	"completion_tokens",
-	"cached_tokens",       // usage.prompt_tokens_details.cached_tokens, "" absent
+	"cached_tokens",       // usage.prompt_tokens_details.cached_tokens or llama.cpp timings.cache_n, "" absent
 	"hit_tokens",          // delta of prefix_cache_hits over the request
 	"external_hit_tokens", // delta of external_prefix_cache_hits
 	"verified",            // true | false
@@ -38,7 +38,9 @@ var columns = []string{
 	"tpot_s",              // vllm bench: (latency - TTFT) / (output tokens - 1)
 	"itl_mean_s",          // vllm bench: mean gap between chunks
 	// Added by issue 27.
-	"prompt_form", // token_ids | text | chat: the form the prompt went in
+	"prompt_form",   // token_ids | text | chat: the form the prompt went in
+	"server_family", // vllm | sglang | llamacpp | ollama | tgi | trtllm | openai (docs/servers.md)
+	"cached_source", // where cached_tokens came from: usage.prompt_tokens_details.cached_tokens | timings.cache_n
 }
 
 // Counted says whether an ok probe row's TTFT is a measurement of its

@@ -165,7 +165,11 @@ func fail(by, format string, args ...any) Verdict {
 // double-count generation adds its queries twice): the row is then not
 // verified, whatever the deltas say. Without counters, gpu and miss fall
 // back to usage's cached_tokens.
-func Verify(c Check, d serving.Delta, metricsErr error, u *serving.Usage) Verdict {
+//
+// u is what the response said of its cached prompt tokens: a
+// *serving.Usage, or the *serving.Stream, which adds llama.cpp's
+// timings.cache_n.
+func Verify(c Check, d serving.Delta, metricsErr error, u CacheReport) Verdict {
 	if c.Tier != "miss" && c.L-1 < c.Grain {
 		return fail("", "a %d-token prompt holds no complete %d-token unit a cache could serve", c.L, c.Grain)
 	}
@@ -288,7 +292,7 @@ func fmtSources(m map[string]float64) string {
 
 // verifyLocal checks miss and gpu from prefix_cache_hits (with the
 // external hits for miss), else from usage's cached_tokens.
-func verifyLocal(c Check, d serving.Delta, u *serving.Usage) Verdict {
+func verifyLocal(c Check, d serving.Delta, u CacheReport) Verdict {
 	if !d.HitsFound {
 		return verifyUsage(c, u, "cannot verify: /metrics has no vllm:prefix_cache_hits and usage has no cached_tokens")
 	}
@@ -320,7 +324,7 @@ func verifyExternal(c Check, d serving.Delta) Verdict {
 // verifyElimination checks cpu and remote on a server without external
 // counters: what usage says was cached and the local cache did not serve
 // came through a connector.
-func verifyElimination(c Check, d serving.Delta, u *serving.Usage) Verdict {
+func verifyElimination(c Check, d serving.Delta, u CacheReport) Verdict {
 	const by = "usage.cached_tokens - prefix_cache_hits"
 	cached, ok := u.CachedTokens()
 	if !ok || !d.HitsFound {
@@ -338,8 +342,8 @@ func verifyElimination(c Check, d serving.Delta, u *serving.Usage) Verdict {
 // verifyUsage checks miss and gpu from usage's cached_tokens alone (the
 // counters are missing or unreadable); cpu and remote cannot be told from
 // a GPU hit so, and say why.
-func verifyUsage(c Check, u *serving.Usage, why string) Verdict {
-	const by = "usage.cached_tokens"
+func verifyUsage(c Check, u CacheReport, why string) Verdict {
+	by := reportedBy(u)
 	cached, ok := u.CachedTokens()
 	switch {
 	case !ok || (c.Tier != "miss" && c.Tier != "gpu"):
@@ -350,4 +354,21 @@ func verifyUsage(c Check, u *serving.Usage, why string) Verdict {
 		return fail(by, "usage reports %d cached tokens of %d: the warmed prefix was not served from cache", cached, c.L)
 	}
 	return Verdict{OK: true, By: by}
+}
+
+// A CacheReport is what a response said of its prompt tokens served from
+// the prefix cache: *serving.Usage (prompt_tokens_details.cached_tokens)
+// or *serving.Stream (that, or llama.cpp's timings.cache_n).
+type CacheReport interface {
+	CachedTokens() (int, bool)
+}
+
+// reportedBy names where r's cached tokens came from.
+func reportedBy(r CacheReport) string {
+	if s, ok := r.(interface{ Cached() (int, string, bool) }); ok {
+		if _, src, ok := s.Cached(); ok && src == serving.CachedFromTimings {
+			return src
+		}
+	}
+	return "usage.cached_tokens"
 }

@@ -74,7 +74,7 @@ func (s *Server) limit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		default:
 			writeError(w, &apiError{status: http.StatusServiceUnavailable,
-				message: fmt.Sprintf("the simulator serves at most %d requests at once (--max-requests); try again later", s.cfg.MaxRequests)})
+				message: fmt.Sprintf("the simulator serves at most %d requests at once (--limit-concurrency); try again later", s.cfg.MaxRequests)})
 		}
 	})
 }

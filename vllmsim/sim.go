@@ -123,7 +123,7 @@ func (c *Config) setDefaults() error {
 	}{
 		{"block-size", c.BlockSize}, {"gpu-blocks", c.GPUBlocks},
 		{"max-model-len", c.MaxModelLen}, {"max-num-batched-tokens", c.MaxNumBatchedTokens},
-		{"max-requests", c.MaxRequests}, {"max-conns", c.MaxConns},
+		{"limit-concurrency", c.MaxRequests}, {"max-conns", c.MaxConns},
 	} {
 		errs = append(errs, option.Positive(f.name, f.v))
 	}

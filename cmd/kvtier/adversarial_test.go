@@ -47,9 +47,9 @@ var extremes = map[string][]string{
 // baseArgs are what each command needs besides the flag tried, so that
 // the flag is what gets checked.
 var baseArgs = map[string][]string{
-	"probe":     {"--endpoint", "http://127.0.0.1:1"},
-	"interfere": {"--endpoint", "http://127.0.0.1:1"},
-	"replay":    {"--endpoint", "http://127.0.0.1:1"},
+	"probe":     {"--base-url", "http://127.0.0.1:1"},
+	"interfere": {"--base-url", "http://127.0.0.1:1"},
+	"replay":    {"--base-url", "http://127.0.0.1:1"},
 	"mesh":      {"--token", "t", "--launcher", "flags", "--coordinator", "127.0.0.1:1", "--world-size", "2", "--rank", "1"},
 	"trace":     {"t.jsonl"},
 	"plan":      {"t.jsonl", "--costs", "costs"},
@@ -68,7 +68,7 @@ var allowed = map[string]bool{
 
 // zeroAllowed are the durations whose help gives 0 a meaning ("0: back
 // to back"): 0 is valid input there.
-var zeroAllowed = map[string]bool{"think": true, "arrival-window": true}
+var zeroAllowed = map[string]bool{"think": true, "arrival-window": true, "duration": true, "slo-ttft": true, "slo-tpot": true}
 
 // Every numeric flag of every command refuses values out of range,
 // non-finite or nonsensical with one line naming the flag and exit

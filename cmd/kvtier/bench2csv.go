@@ -45,6 +45,7 @@ func bench2csv(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, a
 	fs := newFlagSet("bench2csv", "usage: kvtier bench2csv [--out DIR] [FILE|-]\n\nTurns `go test -bench ./bench` output into kvtier results (suite \"bench\"):\nBenchmarkTiers into DIR/sweep.csv, BenchmarkTransfer into DIR/transfer.csv,\nwhich kvtier report, plot and compare read as a sweep's and a transfer's.\nkey=value parts of the names and the configuration lines the benchmarks\nprint (backend:, model:, path:, ...) become columns, sec/op seconds, MB/s\ngbps. Without --out the sweep's CSV goes to stdout.", stderr)
 	o := bench2csvOptions{In: "-"}
 	fs.StringVarP(&o.Out, "out", "o", "", "results directory to write sweep.csv and transfer.csv into (created; a name ending in .csv, one file, is deprecated)")
+	fs.MarkShorthandDeprecated("out", "use --out, as every command does")
 	fs.StringVar(&o.Backend, "backend", "", "backend column (host, cuda) where the names and config lines do not say")
 	fs.StringVar(&o.Transport, "transport", "", "transport column where the names and config lines do not say")
 	fs.StringVar(&o.Model, "model", "", "model column where the names and config lines do not say")

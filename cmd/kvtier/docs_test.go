@@ -19,7 +19,8 @@ type docCommand struct {
 // TestDocCommandsParse runs every kvtier command line of README.md and
 // docs/*.md (in shell and console blocks, and inline code that gives
 // flags) through the command's flag parser, without measuring: a renamed
-// or removed flag in the documentation fails here. Not parallel: it sets
+// or removed flag in the documentation, or an old name kept as a
+// deprecated alias, fails here. Not parallel: it sets
 // parseOnly, which parallel tests must not see.
 func TestDocCommandsParse(t *testing.T) {
 	files, _ := filepath.Glob("../../docs/*.md")
@@ -38,6 +39,11 @@ func TestDocCommandsParse(t *testing.T) {
 		code, _, stderr := runCLI(t, c.args...)
 		if code != exitOK {
 			t.Errorf("%s: kvtier %s: exit %d: %s", c.where, strings.Join(c.args, " "), code, stderr)
+		}
+		// The documentation uses a renamed flag's new name, not its
+		// deprecated alias.
+		if strings.Contains(stderr, "has been deprecated") {
+			t.Errorf("%s: kvtier %s: %s", c.where, strings.Join(c.args, " "), stderr)
 		}
 	}
 }

@@ -11,29 +11,29 @@ import (
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
-// secondEndpoint is a server a command talks to besides --endpoint: its
+// secondEndpoint is a server a command talks to besides --base-url: its
 // flag, what it is (said when --sim makes it redundant) and its URL.
 type secondEndpoint struct{ flag, role, url string }
 
-// endpointURL checks --endpoint, --sim and a second server's flag
+// endpointURL checks --base-url, --sim and a second server's flag
 // together, adding each problem to errs, and returns the endpoint to
 // use: "sim" with --sim (replaced by the sim's URL once it runs).
 func (f *serverFlags) endpointURL(errs *[]error, second secondEndpoint) string {
-	endpoint := strings.TrimSpace(f.endpoint)
+	endpoint := strings.TrimSpace(f.baseURL)
 	switch {
 	case f.useSim:
-		if f.fs.Changed("endpoint") {
-			*errs = append(*errs, errors.New("--sim and --endpoint exclude each other"))
+		if flagChanged(f.fs, "base-url") {
+			*errs = append(*errs, errors.New("--sim and --base-url exclude each other"))
 		}
 		if second.url != "" {
 			*errs = append(*errs, fmt.Errorf("--sim starts its own %s: drop --%s", second.role, second.flag))
 		}
 		endpoint = "sim"
 	case endpoint == "":
-		*errs = append(*errs, errors.New("--endpoint URL is required (or KVTIER_ENDPOINT, or --sim)"))
+		*errs = append(*errs, errors.New("--base-url URL is required (or KVTIER_ENDPOINT, or --sim)"))
 	default:
 		if _, err := serving.NewClient(endpoint, time.Second); err != nil {
-			*errs = append(*errs, fmt.Errorf("--endpoint: %w", err))
+			*errs = append(*errs, fmt.Errorf("--base-url: %w", err))
 		}
 	}
 	if second.url != "" {

@@ -47,7 +47,7 @@ func exitCases(costs string) []exitCase {
 	probe := []string{"probe", "--sim", "--tiers", "miss", "--prefix", "64"}
 	interfere := []string{"interfere", "--sim", "--decode", "1", "--prefill", "64", "--inject-after", "0.3s", "--reps", "1"}
 	const full = -1
-	replaySmall := append([]string{"replay", "--endpoint", "SIM"}, smallSessions...)
+	replaySmall := append([]string{"replay", "--base-url", "SIM"}, smallSessions...)
 	many := []string{"--reps", "100000", "--warmup", "0", "--budget", "600s"}
 	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
 	return []exitCase{
@@ -62,19 +62,19 @@ func exitCases(costs string) []exitCase {
 		{name: "transfer unreachable peer", args: with(transfer, "--peer", "127.0.0.1:1", "--out", "OUT"), want: exitUsage},
 		{name: "transfer interrupted", args: with(transfer, "--reps", "100000", "--out", "OUT"), interruptAt: "transfer.csv", want: exitInterrupted},
 		{name: "probe ok", args: with(probe, "--reps", "1", "--out", "OUT"), want: exitOK},
-		{name: "probe error rows", args: []string{"probe", "--endpoint", "SRV", "--tiers", "miss", "--prefix", "64", "--reps", "2", "--out", "OUT"}, want: exitFail},
+		{name: "probe error rows", args: []string{"probe", "--base-url", "SRV", "--tiers", "miss", "--prefix", "64", "--reps", "2", "--out", "OUT"}, want: exitFail},
 		{name: "probe bad input", args: with(probe, "--bootstrap-port", "70000", "--out", "OUT"), want: exitUsage},
-		{name: "probe unreachable", args: []string{"probe", "--endpoint", "http://127.0.0.1:1", "--out", "OUT"}, want: exitUsage},
+		{name: "probe unreachable", args: []string{"probe", "--base-url", "http://127.0.0.1:1", "--out", "OUT"}, want: exitUsage},
 		{name: "probe interrupted", args: with(probe, "--reps", "100000", "--out", "OUT"), interruptAt: "probe.csv", want: exitInterrupted},
 		{name: "interfere ok", args: with(interfere, "--out", "OUT"), want: exitOK},
-		{name: "interfere error rows", args: []string{"interfere", "--endpoint", "SRV", "--decode", "1", "--prefill", "64", "--reps", "1", "--timeout", "5s", "--out", "OUT"}, want: exitFail},
+		{name: "interfere error rows", args: []string{"interfere", "--base-url", "SRV", "--decode", "1", "--prefill", "64", "--reps", "1", "--timeout", "5s", "--out", "OUT"}, want: exitFail},
 		{name: "interfere bad input", args: with(interfere, "--decode", "0", "--out", "OUT"), want: exitUsage},
 		{name: "interfere interrupted", args: with(interfere, "--reps", "100000", "--out", "OUT"), interruptAt: "mb1.csv", want: exitInterrupted},
 		{name: "replay ok", args: with(replaySmall, "--out", "OUT"), want: exitOK},
-		{name: "replay error rows", args: []string{"replay", "--endpoint", "SRV", "--sessions", "1", "--turns", "1", "--out", "OUT"}, want: exitFail},
+		{name: "replay error rows", args: []string{"replay", "--base-url", "SRV", "--sessions", "1", "--turns", "1", "--out", "OUT"}, want: exitFail},
 		{name: "replay bad input", args: with(replaySmall, "--speedup", "NaN", "--out", "OUT"), want: exitUsage},
-		{name: "replay unreachable", args: []string{"replay", "--endpoint", "http://127.0.0.1:1", "--out", "OUT"}, want: exitUsage},
-		{name: "replay interrupted", args: with(replaySmall, "--sessions", "1000", "--concurrency", "4", "--out", "OUT"), interruptAt: "replay.csv", want: exitInterrupted},
+		{name: "replay unreachable", args: []string{"replay", "--base-url", "http://127.0.0.1:1", "--out", "OUT"}, want: exitUsage},
+		{name: "replay interrupted", args: with(replaySmall, "--sessions", "1000", "--max-concurrency", "4", "--out", "OUT"), interruptAt: "replay.csv", want: exitInterrupted},
 		{name: "knee ok", args: with([]string{"knee", "--capacity-blocks", "10,40", "--out", "OUT"}, smallSessions...), want: exitOK},
 		{name: "knee bad input", args: []string{"knee", "--capacity-blocks", "0", "--out", "OUT"}, want: exitUsage},
 		{name: "trace ok", args: []string{"trace", "TRACE", "--out", "OUT"}, want: exitOK},

@@ -162,11 +162,12 @@ func (f *policyFlags) policy() (harness.Policy, error) {
 const maxOrdinal = 1023
 
 // serverFlags choose the vLLM server a client command measures:
-// --endpoint or --sim (an embedded kvtier sim), --served-model-name,
+// --base-url (vllm bench serve's name; --endpoint before, which is the
+// API path there) or --sim (an embedded kvtier sim), --served-model-name,
 // --idle-timeout and the removed --sim-time-scale.
 type serverFlags struct {
-	fs          *pflag.FlagSet // the command's, to tell whether --endpoint was given
-	endpoint    string
+	fs          *pflag.FlagSet // the command's, to tell whether --base-url was given
+	baseURL     string
 	model       string
 	useSim      bool
 	simScale    float64
@@ -177,7 +178,7 @@ type serverFlags struct {
 // add adds the group's flags to fs; simUsage says what --sim measures.
 func (f *serverFlags) add(fs *pflag.FlagSet, simUsage string) {
 	f.fs = fs
-	fs.StringVar(&f.endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server measured, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
+	addBaseURL(fs, &f.baseURL, "base URL of the vLLM server measured, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
 	fs.BoolVar(&f.useSim, "sim", false, simUsage)
 	addSimTimeScale(fs, &f.simScale)
 	fs.StringVar(&f.model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")

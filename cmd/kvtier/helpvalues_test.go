@@ -48,7 +48,7 @@ func TestDocumentedValuesParse(t *testing.T) {
 		"transfer":  {"--out", t.TempDir()},
 		"probe":     {"--sim", "--out", t.TempDir()},
 		"interfere": {"--sim", "--out", t.TempDir()},
-		"replay":    {"--endpoint", "http://127.0.0.1:8000", "--out", t.TempDir()},
+		"replay":    {"--base-url", "http://127.0.0.1:8000", "--out", t.TempDir()},
 		"knee":      {"--out", t.TempDir()},
 		"sim":       nil,
 		"mesh":      {"--out", t.TempDir(), "--rank", "0", "--world-size", "1", "--coordinator", "127.0.0.1:29500", "--token", "t"},
@@ -64,7 +64,7 @@ func TestDocumentedValuesParse(t *testing.T) {
 				v := m[1] + m[2]
 				n++
 				args := args
-				if f.name == "endpoint" {
+				if f.name == "base-url" {
 					args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--sim" })
 				}
 				all := append(append([]string{cmd}, args...), "--"+f.name, v)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -22,14 +23,15 @@ import (
 
 // interfereFlags are the raw flag values of kvtier interfere.
 type interfereFlags struct {
-	server                           serverFlags
-	control, decode, prefill         string
-	chunkLabel, injectAfter, timeout string
-	out                              outputFlags
-	api                              string
-	reps, decodeTokens               int
-	seed                             uint64
-	full                             bool // --full: the full grid with --sim
+	server                   serverFlags
+	control, decode, prefill string
+	chunkLabel               string
+	injectAfter, timeout     time.Duration
+	out                      outputFlags
+	api                      string
+	reps, decodeTokens       int
+	seed                     uint64
+	full                     bool // --full: the full grid with --sim
 }
 
 // config turns the flags into MB1's configuration, reporting every
@@ -43,7 +45,7 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 	if err := checkSimTimeScale(f.server.simScale); err != nil {
 		errs = append(errs, err)
 	}
-	cfg.Endpoint = f.server.endpointURL(&errs, secondEndpoint{flag: "control-endpoint", role: "control instance", url: cfg.ControlEndpoint})
+	cfg.Endpoint = f.server.endpointURL(&errs, secondEndpoint{flag: "control-base-url", role: "control instance", url: cfg.ControlEndpoint})
 	shortGrid(f.server.fs, f.server.useSim, f.full, "decode", &f.decode, "1,8")
 	cfg.Decode = listFlag(&errs, "decode", f.decode, func(s string) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -59,8 +61,7 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 			errs = append(errs, option.Errorf("chunk-label", "want the server's chunked-prefill size in tokens, 1 to %d, got %q", serving.MaxPromptTokens, f.chunkLabel))
 		}
 	}
-	cfg.InjectAfter = durationFlag(&errs, "inject-after", f.injectAfter)
-	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
+	cfg.InjectAfter, cfg.Timeout = f.injectAfter, f.timeout
 	cfg.Idle, cfg.MaxTimeouts = f.server.idle, f.server.maxTimeouts
 	errs = append(errs, f.out.check())
 	if err := cfg.Validate(); err != nil {
@@ -100,11 +101,13 @@ func (f *interfereFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024; with --sim 8k unless --full)")
 	addFull(fs, &f.full, "--decode 1,4,8 --prefill 2k,8k,32k,64k,128k")
 	fs.IntVar(&f.reps, "reps", DefaultReps, "reps per (D, P) cell")
-	fs.StringVar(&f.control, "control-endpoint", "", "a second instance: the control arm sends the prefill there (no control arm without it)")
+	fs.StringVar(&f.control, "control-base-url", "", "base URL of a second instance: the control arm sends the prefill there (no control arm without it)")
+	alias(fs, "control-endpoint", "control-base-url")
 	fs.StringVar(&f.chunkLabel, "chunk-label", "", "the server's chunked-prefill size (max_num_batched_tokens), recorded in the rows; with --sim it sets the sim's")
-	fs.StringVar(&f.injectAfter, "inject-after", "1s", "delay from the start of the decodes to the prefill")
+	f.injectAfter, f.timeout = time.Second, 600*time.Second
+	fs.Var(durationValue{&f.injectAfter}, "inject-after", "delay from the start of the decodes to the prefill")
 	fs.IntVar(&f.decodeTokens, "decode-tokens", 0, "max_tokens of the decode streams (0: up to max_model_len; streams are cancelled once the prefill is done)")
-	fs.StringVar(&f.timeout, "timeout", "600s", "limit of the prefill request")
+	fs.Var(durationValue{&f.timeout}, "timeout", "limit of the prefill request")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
 	f.out.add(fs)
 }
@@ -112,7 +115,7 @@ func (f *interfereFlags) add(fs *pflag.FlagSet) {
 // runInterfere runs MB1: decode streams, a prefill injected into them,
 // and per-token times, into mb1.csv and mb1_tokens.csv.
 func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("interfere", "Usage: kvtier interfere --endpoint URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-endpoint for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.", stderr)
+	fs := newFlagSet("interfere", "Usage: kvtier interfere --base-url URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-base-url for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.", stderr)
 	var f interfereFlags
 	f.add(fs)
 	cfg, code, ok := parseOptions(fs, args, stderr, f.config)

@@ -58,10 +58,12 @@ func TestInterfereCommandErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"unreachable", []string{"--endpoint", downURL}, []string{"endpoint unreachable: " + downURL}},
-		{"no endpoint", nil, []string{"--endpoint URL is required"}},
-		{"everything wrong", []string{"--endpoint", "x", "--decode", "0,a", "--prefill", "2q", "--reps", "0", "--inject-after", "-1s", "--api", "grpc", "--sim-time-scale", "2"},
-			[]string{"--endpoint", "--decode", "--prefill", "--reps: want 1 to 1000000, got 0", "--inject-after", `--api: "grpc"`, "--sim-time-scale: 2: removed"}},
+		{"unreachable", []string{"--base-url", downURL}, []string{"endpoint unreachable: " + downURL}},
+		{"no endpoint", nil, []string{"--base-url URL is required"}},
+		{"everything wrong", []string{"--base-url", "x", "--decode", "0,a", "--prefill", "2q", "--reps", "0", "--api", "grpc", "--sim-time-scale", "2"},
+			[]string{"--base-url", "--decode", "--prefill", "--reps: want 1 to 1000000, got 0", `--api: "grpc"`, "--sim-time-scale: 2: removed"}},
+		// Durations are typed: a bad one is refused as the flags parse.
+		{"bad duration", []string{"--sim", "--inject-after", "-1s"}, []string{`invalid argument "-1s" for "--inject-after"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -25,7 +26,7 @@ import (
 type kneeFlags struct {
 	capacities, capacityBlocks string
 	serverCmd                  string
-	healthTimeout, grace       string
+	healthTimeout, grace       time.Duration
 	blockSize                  int
 }
 
@@ -58,8 +59,9 @@ func runKnee(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.StringVar(&k.capacities, "capacities", "1.2GB,2.4GB,3.6GB,9.7GB,14.5GB", "GPU KV capacities (bytes; converted to blocks with the model's geometry)")
 	fs.StringVar(&k.capacityBlocks, "capacity-blocks", "", "GPU KV capacities in blocks, instead of --capacities")
 	fs.StringVar(&k.serverCmd, "server-cmd", "", "command that starts a server at one capacity (see above; default: the embedded simulator)")
-	fs.StringVar(&k.healthTimeout, "health-timeout", "15m", "how long a server may take to answer GET /health")
-	fs.StringVar(&k.grace, "stop-grace", "30s", "between SIGTERM and SIGKILL when a server is stopped")
+	k.healthTimeout, k.grace = 15*time.Minute, 30*time.Second
+	fs.Var(durationValue{&k.healthTimeout}, "health-timeout", "how long a server may take to answer GET /health")
+	fs.Var(durationValue{&k.grace}, "stop-grace", "between SIGTERM and SIGKILL when a server is stopped")
 	fs.IntVar(&k.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block of the servers (give the server command the same)")
 	r, code, ok := parseOptions(fs, args, stderr, func() (kneeRun, error) {
 		cfg, w, err := k.config(ctx, fs, &f, out)
@@ -93,9 +95,7 @@ func (k *kneeFlags) config(ctx context.Context, fs *pflag.FlagSet, f *workloadFl
 	f.model.blockSize = k.blockSize
 	g, err := f.model.geometry()
 	errs = append(errs, err, out.check())
-	cfg := knee.Config{BlockSize: k.blockSize, BytesPerToken: g.BytesPerToken(), Replay: rc}
-	cfg.HealthTimeout = durationFlag(&errs, "health-timeout", k.healthTimeout)
-	cfg.Grace = durationFlag(&errs, "stop-grace", k.grace)
+	cfg := knee.Config{BlockSize: k.blockSize, BytesPerToken: g.BytesPerToken(), Replay: rc, HealthTimeout: k.healthTimeout, Grace: k.grace}
 	cfg.Capacities = k.blocks(&errs, fs.Changed("capacities"), g.BlockBytes())
 	if k.serverCmd != "" {
 		c, err := knee.ParseCommand(k.serverCmd)

@@ -65,7 +65,8 @@ func TestKneeBadInput(t *testing.T) {
 		{[]string{"--server-cmd", "vllm serve {oops} --port {port}"}, []string{"--server-cmd: unknown placeholder {oops}"}},
 		{[]string{"--server-cmd", "vllm serve"}, []string{"--server-cmd: takes no {port}"}},
 		{[]string{"--server-cmd", "vllm 'serve --port {port}"}, []string{"--server-cmd: unterminated ' quote"}},
-		{[]string{"--health-timeout", "0", "--stop-grace", "x"}, []string{"--health-timeout", "--stop-grace"}},
+		{[]string{"--health-timeout", "0"}, []string{`invalid argument "0" for "--health-timeout"`}},
+		{[]string{"--stop-grace", "x"}, []string{`invalid argument "x" for "--stop-grace"`}},
 		{[]string{"--dispatch", "later", "--block-size", "0"}, []string{"--dispatch", "--block-size"}},
 	} {
 		checkOneLine(t, "knee", append(tc.args, "--out", filepath.Join(dir, "out")), tc.want...)

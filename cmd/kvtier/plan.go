@@ -116,7 +116,7 @@ func loadCosts(dir string, m *modelFlags) (*report.PlanCosts, error) {
 	return c, nil
 }
 
-const planUsage = `Usage: kvtier plan TRACE --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
+const planUsage = `Usage: kvtier plan --trace TRACE --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
 
 Combines the trace's exact LRU stack distances with the tier costs measured in RESULTS_DIR
 (a sweep: fitted α + bytes/rate per tier; or a probe: TTFT per tier vs L) and writes, per
@@ -138,8 +138,9 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		return code
 	}
 	var errs []error
-	if fs.NArg() != 1 {
-		errs = append(errs, fmt.Errorf("need exactly one trace file (kvtier plan TRACE --costs DIR), got %d", fs.NArg()))
+	paths := f.paths(fs)
+	if len(paths) != 1 {
+		errs = append(errs, fmt.Errorf("need exactly one trace file (kvtier plan --trace TRACE --costs DIR), got %d", len(paths)))
 	}
 	var costs *report.PlanCosts
 	if p.costs == "" {
@@ -155,7 +156,7 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	if err := errors.Join(errs...); err != nil {
 		return usageErr(stderr, "plan", err)
 	}
-	return plan(ctx, stdout, stderr, args, planRun{f: &f, p: &p, costs: costs, configs: configs, geom: g, ro: ro, ao: ao, trace: fs.Arg(0)})
+	return plan(ctx, stdout, stderr, args, planRun{f: &f, p: &p, costs: costs, configs: configs, geom: g, ro: ro, ao: ao, trace: paths[0]})
 }
 
 // planRun is a validated kvtier plan.

@@ -29,7 +29,8 @@ type probeFlags struct {
 	server                    serverFlags
 	full                      bool // --full: the full grid with --sim
 	producer, connector       string
-	tiers, prefixes, timeout  string
+	tiers, prefixes           string
+	timeout                   time.Duration
 	out                       outputFlags
 	api, mooncakeShape        string
 	cpuCapacity, offloadBlock string
@@ -51,11 +52,12 @@ func (f *probeFlags) config() (probe.Config, error) {
 	cfg.CPUCapacity = tokensFlag(&errs, "cpu-capacity", f.cpuCapacity)
 	cfg.OffloadBlock = tokensFlag(&errs, "offload-block", f.offloadBlock)
 	cfg.Endpoint = f.server.endpointURL(&errs, secondEndpoint{flag: "producer", role: "producer", url: cfg.Producer})
-	// Tier and connector names are the library's to check (Validate).
-	cfg.Tiers = listFlag(&errs, "tiers", f.tiers, func(s string) (string, error) { return strings.TrimSpace(s), nil }, "miss")
+	// Connector names are the library's to check (Validate); tiers go
+	// by the probe's or the sweep's names.
+	cfg.Tiers = listFlag(&errs, "tiers", f.tiers, func(s string) (string, error) { return probeTier(strings.TrimSpace(s)) }, "miss")
 	shortGrid(f.server.fs, f.server.useSim, f.full, "prefix", &f.prefixes, "1k,4k,16k")
 	cfg.Prefixes = listFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
-	cfg.Timeout = durationFlag(&errs, "timeout", f.timeout)
+	cfg.Timeout = f.timeout
 	cfg.Idle, cfg.MaxTimeouts = f.server.idle, f.server.maxTimeouts
 	// The flag takes a port; the library's 0 (Mooncake's default) is
 	// the flag's default already. Reported here once, not again below.
@@ -201,16 +203,17 @@ func startProbeSims(ctx context.Context, cfg *probe.Config) (func(), error) {
 // runProbe measures the TTFT of a reused prefix in each tier of a vLLM
 // server (or an embedded sim) and writes probe.csv.
 func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("probe", "Usage: kvtier probe --endpoint URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.", stderr)
+	fs := newFlagSet("probe", "Usage: kvtier probe --base-url URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.", stderr)
 	var f probeFlags
 	f.server.add(fs, "measure an embedded kvtier sim instead of a server (rows say simulated=true)")
-	fs.StringVar(&f.tiers, "tiers", strings.Join(probe.Tiers, ","), "tiers to force and measure: "+strings.Join(probe.Tiers, ", "))
+	fs.StringVar(&f.tiers, "tiers", strings.Join(probe.Tiers, ","), "tiers to force and measure: "+probeTierUsage+"; the sweep's names in parentheses are accepted too")
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024; with --sim 1k,4k,16k unless --full)")
 	addFull(fs, &f.full, "--prefix 1k,2k,4k,8k,16k,32k,64k")
 	fs.IntVar(&f.reps, "reps", DefaultReps, "measured requests per tier and prefix")
 	f.out.add(fs)
-	fs.StringVar(&f.timeout, "timeout", "120s", "limit of one request")
-	fs.StringVar(&f.producer, "producer", "", "remote tier: base URL of the instance that prefills (kv_producer); the endpoint pulls from it")
+	f.timeout = 120 * time.Second
+	fs.Var(durationValue{&f.timeout}, "timeout", "limit of one request")
+	fs.StringVar(&f.producer, "producer", "", "remote tier: base URL of the instance that prefills (kv_producer); the --base-url server pulls from it")
 	fs.StringVar(&f.connector, "connector", "nixl", "remote tier: KV connector protocol, nixl or mooncake")
 	fs.IntVar(&f.bootstrapPort, "bootstrap-port", 8998, "remote tier, mooncake: the producer's bootstrap port")
 	fs.StringVar(&f.mooncakeShape, "mooncake-shape", probe.MooncakeAuto, "remote tier, mooncake: request shape of the proxy, "+strings.Join(probe.MooncakeShapes, ", ")+" (auto: transfer when the bootstrap server answers GET /query, else bootstrap)")

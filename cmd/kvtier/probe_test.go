@@ -62,11 +62,12 @@ func TestProbeCommandErrors(t *testing.T) {
 		args []string
 		want []string // substrings of the one line on stderr
 	}{
-		{"unreachable", []string{"--endpoint", downURL}, []string{"kvtier probe: endpoint unreachable: " + downURL}},
-		{"no endpoint", []string{}, []string{"--endpoint URL is required"}},
-		{"everything wrong at once", []string{"--endpoint", "ftp://x", "--tiers", "gpu,disk", "--prefix", "1k,,2k", "--reps", "0", "--timeout", "soon", "--connector", "ucx"},
-			[]string{"--endpoint", `unknown tier "disk"`, "--prefix", "--reps: want 1 to 1000000, got 0", "--timeout", `--connector: "ucx"`}},
-		{"sim and endpoint", []string{"--sim", "--endpoint", "http://127.0.0.1:1"}, []string{"--sim and --endpoint exclude each other"}},
+		{"unreachable", []string{"--base-url", downURL}, []string{"kvtier probe: endpoint unreachable: " + downURL}},
+		{"no endpoint", []string{}, []string{"--base-url URL is required"}},
+		{"everything wrong at once", []string{"--base-url", "ftp://x", "--tiers", "gpu,disk", "--prefix", "1k,,2k", "--reps", "0", "--connector", "ucx"},
+			[]string{"--base-url", `unknown tier "disk"`, "--prefix", "--reps: want 1 to 1000000, got 0", `--connector: "ucx"`}},
+		{"bad duration", []string{"--sim", "--timeout", "soon"}, []string{`invalid argument "soon" for "--timeout"`}},
+		{"sim and endpoint", []string{"--sim", "--base-url", "http://127.0.0.1:1"}, []string{"--sim and --base-url exclude each other"}},
 		{"scaled sim", []string{"--sim", "--sim-time-scale", "0.1"}, []string{"--sim-time-scale: 0.1: removed"}},
 		{"new flags wrong", []string{"--sim", "--api", "grpc", "--mooncake-shape", "v4", "--cpu-capacity", "lots", "--offload-block", "-3"},
 			[]string{`--api: "grpc"`, `--mooncake-shape: "v4"`, "--cpu-capacity", "--offload-block"}},

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -28,13 +27,13 @@ type workloadFlags struct {
 	served            string
 	tracePath         string
 	read              trace.Options
-	maxRequests       int
+	numPrompts        int
 	gen               genFlags
 	dispatch          string
 	speedup           float64
 	concurrency       int
-	duration, timeout string
-	sloTTFT, sloTPOT  string
+	duration, timeout time.Duration
+	sloTTFT, sloTPOT  time.Duration
 	maxOutput         string
 	seed              uint64
 	idle              time.Duration
@@ -52,16 +51,19 @@ func (f *workloadFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tracePath, "trace", "", "trace to replay (Mooncake or Alibaba JSON lines, gzip or not); default: synthetic sessions (the generator flags)")
 	fs.IntVar(&f.read.BlockTokens, "trace-block", 0, "tokens per hash id (0: the format's: 512 Mooncake, 16 Alibaba; 16 for synthetic sessions); a multiple of the server's block")
 	fs.IntVar(&f.read.Reorder, "reorder", trace.DefaultReorder, "requests held to put the trace's lines into timestamp order")
-	fs.IntVar(&f.maxRequests, "max-requests", 0, "send at most the first N requests in timestamp order (0: all)")
+	fs.IntVar(&f.numPrompts, "num-prompts", 0, "send only the first N requests in timestamp order (0: all)")
+	alias(fs, "max-requests", "num-prompts")
 	f.gen.add(fs, replay.DefaultSessions(), "without --trace: ")
 	fs.Lookup("think").Usage = "think time between a session's turns: of synthetic sessions the mean (exponential; 0: back to back); with --trace, of a turn the trace gives no gap to its parent for"
 	fs.StringVar(&f.dispatch, "dispatch", "", "when requests are sent: timestamp (trace times / --speedup, open loop) or session (closed loop: a turn after the previous answer and its think time); default timestamp with --trace, session without")
 	fs.Float64Var(&f.speedup, "speedup", 1, "divide the trace's times and think times by this")
-	fs.IntVar(&f.concurrency, "concurrency", 0, "timestamp: most requests in flight; session: sessions at once (0: no limit, every session)")
-	fs.StringVar(&f.duration, "duration", "", "send no request after this long (default: the whole workload)")
-	fs.StringVar(&f.timeout, "timeout", "300s", "limit of one request; one that runs past it is counted as timed out")
-	fs.StringVar(&f.sloTTFT, "slo-ttft", "", "TTFT objective of goodput (e.g. 2s; default none)")
-	fs.StringVar(&f.sloTPOT, "slo-tpot", "", "TPOT objective of goodput (e.g. 50ms; default none)")
+	fs.IntVar(&f.concurrency, "max-concurrency", 0, "timestamp: most requests in flight; session: sessions at once (0: no limit, every session)")
+	alias(fs, "concurrency", "max-concurrency")
+	f.timeout = 300 * time.Second
+	fs.Var(zeroDurationValue{&f.duration}, "duration", "send no request after this long (0: the whole workload)")
+	fs.Var(durationValue{&f.timeout}, "timeout", "limit of one request; one that runs past it is counted as timed out")
+	fs.Var(zeroDurationValue{&f.sloTTFT}, "slo-ttft", "TTFT objective of goodput (e.g. 2s; 0: none)")
+	fs.Var(zeroDurationValue{&f.sloTPOT}, "slo-tpot", "TPOT objective of goodput (e.g. 50ms; 0: none)")
 	fs.StringVar(&f.maxOutput, "max-output", "0", "cap on max_tokens (k = 1024; 0: the trace's output_length)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids and of synthetic sessions")
 	addIdleTimeout(fs, &f.idle)
@@ -73,14 +75,11 @@ func (f *workloadFlags) add(fs *pflag.FlagSet) {
 // workload, adding every problem to errs. The workload is nil when the
 // flags are bad.
 func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]error) (replay.Config, *replay.Workload) {
-	cfg := replay.Config{Model: f.served, API: f.api, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.seed, Think: f.gen.gen.Think, Idle: f.idle, MaxTimeouts: f.maxTimeouts}
+	cfg := replay.Config{Model: f.served, API: f.api, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.seed, Think: f.gen.gen.Think, Idle: f.idle, MaxTimeouts: f.maxTimeouts,
+		Timeout: f.timeout, Duration: f.duration, SLOTTFT: f.sloTTFT, SLOTPOT: f.sloTPOT}
 	cfg.Dispatch = replay.Dispatch(cmp.Or(f.dispatch, map[bool]string{true: "timestamp", false: "session"}[f.tracePath != ""]))
-	cfg.Timeout = durationFlag(errs, "timeout", f.timeout)
-	cfg.Duration = optionalDuration(errs, "duration", f.duration)
-	cfg.SLOTTFT = optionalDuration(errs, "slo-ttft", f.sloTTFT)
-	cfg.SLOTPOT = optionalDuration(errs, "slo-tpot", f.sloTPOT)
 	cfg.MaxOutput = tokens(errs, "max-output", f.maxOutput, 0)
-	*errs = append(*errs, option.Range("max-requests", f.maxRequests, 0, 1<<30, "0: all"))
+	*errs = append(*errs, option.Range("num-prompts", f.numPrompts, 0, 1<<30, "0: all"))
 	if err := f.read.Validate(); err != nil {
 		*errs = append(*errs, err)
 	}
@@ -89,7 +88,7 @@ func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]e
 		if errors.Join(*errs...) != nil { // nil entries are no problems
 			return cfg, nil
 		}
-		w, err := replay.Generate(ctx, o, f.maxRequests)
+		w, err := replay.Generate(ctx, o, f.numPrompts)
 		*errs = append(*errs, workloadErr(err, ""))
 		return cfg, w
 	}
@@ -101,31 +100,22 @@ func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]e
 	if errors.Join(*errs...) != nil { // nil entries are no problems
 		return cfg, nil
 	}
-	w, err := replay.LoadTrace(ctx, f.tracePath, f.read, f.maxRequests)
+	w, err := replay.LoadTrace(ctx, f.tracePath, f.read, f.numPrompts)
 	*errs = append(*errs, workloadErr(err, "trace"))
 	return cfg, w
 }
 
-// workloadErr names the flag a workload's error is about: --max-requests
+// workloadErr names the flag a workload's error is about: --num-prompts
 // for a workload too large to hold (fewer requests make it fit), else
 // field ("": err names its own).
 func workloadErr(err error, field string) error {
 	switch {
 	case errors.Is(err, replay.ErrTooLarge):
-		return option.Wrap("max-requests", err)
+		return option.Wrap("num-prompts", err)
 	case err == nil || field == "":
 		return err
 	}
 	return option.Wrap(field, err)
-}
-
-// optionalDuration is durationFlag for a flag whose empty value means
-// none (0).
-func optionalDuration(errs *[]error, name, value string) time.Duration {
-	if strings.TrimSpace(value) == "" {
-		return 0
-	}
-	return durationFlag(errs, name, value)
 }
 
 // settings are the workload's settings for manifest.json.
@@ -152,7 +142,7 @@ func (f *workloadFlags) settings(cfg replay.Config, w *replay.Workload) map[stri
 	return s
 }
 
-const replayUsage = `Usage: kvtier replay --endpoint URL [--trace FILE] [flags]
+const replayUsage = `Usage: kvtier replay --base-url URL [--trace FILE] [flags]
 
 Sends a trace's requests (or synthetic closed-loop multi-turn sessions) to a vLLM server
 as prompts of token ids that share exactly what the trace's hash ids share, and writes
@@ -166,17 +156,17 @@ func runReplay(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	fs := newFlagSet("replay", replayUsage, stderr)
 	var f workloadFlags
 	var out outputFlags
-	var endpoint string
+	var baseURL string
 	var blockSize, gpuBlocks int
 	f.add(fs)
 	out.add(fs)
-	fs.StringVar(&endpoint, "endpoint", os.Getenv("KVTIER_ENDPOINT"), "base URL of the vLLM server, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
+	addBaseURL(fs, &baseURL, "base URL of the vLLM server, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
 	fs.IntVar(&blockSize, "block-size", 0, "the server's KV block size in tokens (default: from vllm:cache_config_info)")
 	fs.IntVar(&gpuBlocks, "gpu-blocks", 0, "the server's GPU KV blocks, for the prediction (default: vllm:cache_config_info num_gpu_blocks)")
 	r, code, ok := parseOptions(fs, args, stderr, func() (replayRun, error) {
 		var errs []error
 		cfg, w := f.config(ctx, fs, &errs)
-		cfg.Endpoint, cfg.BlockSize, cfg.GPUBlocks, cfg.Log = strings.TrimSpace(endpoint), blockSize, gpuBlocks, stderr
+		cfg.Endpoint, cfg.BlockSize, cfg.GPUBlocks, cfg.Log = strings.TrimSpace(baseURL), blockSize, gpuBlocks, stderr
 		errs = append(errs, out.check(), cfg.Validate())
 		cfg.BlockBytes = f.blockBytes(&errs)
 		if err := errors.Join(errs...); err != nil {

@@ -55,16 +55,17 @@ func TestReplayBadInput(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--endpoint", url, "--dispatch", "nope"}, []string{"--dispatch"}},
-		{[]string{"--endpoint", url, "--speedup", "0", "--timeout", "soon"}, []string{"--speedup", "--timeout"}},
-		{[]string{"--endpoint", url, "--slo-ttft", "-1s", "--max-output", "lots", "--max-requests", "-1"}, []string{"--slo-ttft", "--max-output", "--max-requests"}},
-		{[]string{"--endpoint", url, "--trace", filepath.Join(dir, "none.jsonl")}, []string{"--trace"}},
-		{[]string{"--endpoint", url, "--trace", tr, "--sessions", "3"}, []string{"--sessions: shapes synthetic sessions"}},
-		{[]string{"--endpoint", "ftp://x"}, []string{"--endpoint"}},
-		{[]string{"--endpoint", ""}, []string{"--endpoint: required"}},
-		{[]string{"--endpoint", url, "--turns", "0"}, []string{"--turns"}},
-		{[]string{"--endpoint", url, "--trace", tr, "--trace-block", "24"}, []string{"not a whole number of the server's 16-token blocks"}},
-		{[]string{"--endpoint", "http://127.0.0.1:1"}, []string{"endpoint unreachable"}},
+		{[]string{"--base-url", url, "--dispatch", "nope"}, []string{"--dispatch"}},
+		{[]string{"--base-url", url, "--speedup", "0", "--max-output", "lots", "--num-prompts", "-1"}, []string{"--speedup", "--max-output", "--num-prompts"}},
+		{[]string{"--base-url", url, "--timeout", "soon"}, []string{`invalid argument "soon" for "--timeout"`}},
+		{[]string{"--base-url", url, "--slo-ttft", "-1s"}, []string{`invalid argument "-1s" for "--slo-ttft"`}},
+		{[]string{"--base-url", url, "--trace", filepath.Join(dir, "none.jsonl")}, []string{"--trace"}},
+		{[]string{"--base-url", url, "--trace", tr, "--sessions", "3"}, []string{"--sessions: shapes synthetic sessions"}},
+		{[]string{"--base-url", "ftp://x"}, []string{"--base-url"}},
+		{[]string{"--base-url", ""}, []string{"--base-url: required"}},
+		{[]string{"--base-url", url, "--turns", "0"}, []string{"--turns"}},
+		{[]string{"--base-url", url, "--trace", tr, "--trace-block", "24"}, []string{"not a whole number of the server's 16-token blocks"}},
+		{[]string{"--base-url", "http://127.0.0.1:1"}, []string{"endpoint unreachable"}},
 	} {
 		checkOneLine(t, "replay", append(tc.args, "--out", filepath.Join(dir, "out")), tc.want...)
 	}
@@ -77,7 +78,7 @@ func TestReplayCommand(t *testing.T) {
 	t.Parallel()
 	url := realtimeSim(t)
 	out := filepath.Join(t.TempDir(), "r")
-	stdout, _ := mustRunCLI(t, append([]string{"replay", "--endpoint", url, "--out", out, "--slo-ttft", "10s"}, smallSessions...)...)
+	stdout, _ := mustRunCLI(t, append([]string{"replay", "--base-url", url, "--out", out, "--slo-ttft", "10s"}, smallSessions...)...)
 	reqs, _, err := results.ReadCSV(filepath.Join(out, "replay.csv"))
 	if err != nil || len(reqs) != 4 {
 		t.Fatalf("%v, %d request rows", err, len(reqs))
@@ -100,7 +101,7 @@ func TestReplayCommand(t *testing.T) {
 }
 
 // TestWorkloadErrNamesFlag checks which flag a workload's error names: a
-// workload too large to hold names --max-requests, whichever source it
+// workload too large to hold names --num-prompts, whichever source it
 // came from; other errors keep the field given, or their own.
 func TestWorkloadErrNamesFlag(t *testing.T) {
 	t.Parallel()
@@ -111,8 +112,8 @@ func TestWorkloadErrNamesFlag(t *testing.T) {
 		field string
 		want  string
 	}{
-		{"too large, trace", tooLarge, "trace", "--max-requests: trace.jsonl: workload too large"},
-		{"too large, generated", tooLarge, "", "--max-requests: trace.jsonl: workload too large"},
+		{"too large, trace", tooLarge, "trace", "--num-prompts: trace.jsonl: workload too large"},
+		{"too large, generated", tooLarge, "", "--num-prompts: trace.jsonl: workload too large"},
 		{"unreadable trace", errors.New("no such file"), "trace", "--trace: no such file"},
 		{"generator's own", option.Errorf("turns", "want 1 to 65536, got 0"), "", "--turns: want 1 to 65536"},
 	}

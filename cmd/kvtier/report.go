@@ -59,6 +59,7 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 		all    bool
 	)
 	fs.StringVarP(&outDir, "out", "o", "", "directory to write REPORT.md into (default the first DIR; a name ending in .md, the file itself, is deprecated)")
+	fs.MarkShorthandDeprecated("out", "use --out, as every command does")
 	fs.BoolVar(&all, "print", false, "print the whole report to stdout, not only its headline")
 	fs.BoolVar(&o.HTML, "html", false, "also write the report as one self-contained HTML page (inline SVG figures, no network) beside --out, named like it with .html")
 	if code, ok := parseFlags(fs, args, stderr); !ok {

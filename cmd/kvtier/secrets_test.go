@@ -42,12 +42,12 @@ func TestCredentialsRedacted(t *testing.T) {
 		args []string
 		want int
 	}{
-		{[]string{"probe", "--endpoint", url, "--tiers", "miss,gpu", "--prefix", "64", "--reps", "1", "--out", filepath.Join(dir, "probe")}, exitOK},
-		{[]string{"interfere", "--endpoint", url, "--control-endpoint", url, "--decode", "1", "--prefill", "64", "--reps", "1",
+		{[]string{"probe", "--base-url", url, "--tiers", "miss,gpu", "--prefix", "64", "--reps", "1", "--out", filepath.Join(dir, "probe")}, exitOK},
+		{[]string{"interfere", "--base-url", url, "--control-base-url", url, "--decode", "1", "--prefill", "64", "--reps", "1",
 			"--decode-tokens", "8000", "--inject-after", "0.1s", "--out", filepath.Join(dir, "mb1")}, exitOK},
-		{append([]string{"replay", "--endpoint", url, "--out", filepath.Join(dir, "replay")}, smallSessions...), exitOK},
+		{append([]string{"replay", "--base-url", url, "--out", filepath.Join(dir, "replay")}, smallSessions...), exitOK},
 		{[]string{"report", filepath.Join(dir, "probe"), filepath.Join(dir, "mb1"), filepath.Join(dir, "replay")}, exitOK},
-		{[]string{"probe", "--endpoint", strings.Replace(url, "hunter2", "wrong", 1) + "/v1", "--out", filepath.Join(dir, "refused")}, exitUsage},
+		{[]string{"probe", "--base-url", strings.Replace(url, "hunter2", "wrong", 1) + "/v1", "--out", filepath.Join(dir, "refused")}, exitUsage},
 	} {
 		code, stdout, stderr := runCLI(t, tc.args...)
 		if code != tc.want {

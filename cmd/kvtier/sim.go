@@ -36,7 +36,7 @@ type simOptions struct {
 const (
 	maxSimBlocks = 1 << 24 // blocks in the GPU or CPU pool
 	maxSimTokens = 1 << 24 // max-model-len, max-num-batched-tokens
-	maxSimConns  = 1 << 20 // max-requests, max-conns
+	maxSimConns  = 1 << 20 // limit-concurrency, max-conns
 )
 
 // config validates the options, reporting every problem at once, and
@@ -52,7 +52,7 @@ func (o *simOptions) config() (vllmsim.Config, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"max-requests", o.maxRequests}, {"max-conns", o.maxConns}} {
+	}{{"limit-concurrency", o.maxRequests}, {"max-conns", o.maxConns}} {
 		errs = append(errs, option.Range(f.name, f.v, 1, maxSimConns))
 	}
 	if strings.TrimSpace(o.listen) == "" {
@@ -140,7 +140,11 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	fs.StringVar(&o.engineID, "engine-id", "", "P/D engine id (default random)")
 	fs.StringVar(&o.role, "role", "", "P/D role, for the record: producer, consumer or both (any instance plays both)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated tokens")
-	fs.IntVar(&o.maxRequests, "max-requests", vllmsim.DefaultMaxRequests, "requests served at once; one more is answered 503 with a JSON error")
+	// uvicorn's name (the HTTP server under vLLM's API): a bound past
+	// which requests are refused with 503. vLLM's --max-num-seqs, which
+	// queues them, would say something else.
+	fs.IntVar(&o.maxRequests, "limit-concurrency", vllmsim.DefaultMaxRequests, "requests served at once; one more is answered 503 with a JSON error")
+	alias(fs, "max-requests", "limit-concurrency")
 	fs.IntVar(&o.maxConns, "max-conns", vllmsim.DefaultMaxConns, "connections held open; one more is answered 503 and closed")
 	addIdleTimeout(fs, &o.idle)
 	cfg, code, ok := parseOptions(fs, args, stderr, o.config)

@@ -23,7 +23,7 @@ func TestTPAndKVDType(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{
-		{"geometry"}, {"sweep", "--tiers", "host"}, {"transfer"}, {"sim"}, {"trace", "x.jsonl"}, {"knee"}, {"replay", "--endpoint", "http://127.0.0.1:1", "--model", "qwen3-coder-30b-a3b"},
+		{"geometry"}, {"sweep", "--tiers", "host"}, {"transfer"}, {"sim"}, {"trace", "x.jsonl"}, {"knee"}, {"replay", "--base-url", "http://127.0.0.1:1", "--model", "qwen3-coder-30b-a3b"},
 	} {
 		code, _, errs := runCLI(t, append(args, "--tp", "8")...)
 		if code != exitUsage || !strings.Contains(errs, "--tp: qwen3-coder-30b-a3b has 4 KV heads, which do not divide by 8") {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 // traceFlags are the flags kvtier trace and kvtier plan share: how a
 // trace is read and what its analysis keeps.
 type traceFlags struct {
+	traces  []string // --trace, before the TRACE arguments
 	model   modelFlags
 	out     outputFlags
 	read    trace.Options
@@ -33,6 +35,7 @@ type traceFlags struct {
 }
 
 func (f *traceFlags) add(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.traces, "trace", nil, "trace to read (Mooncake or Alibaba JSON lines, gzip or not), as in replay and knee; the same as a TRACE argument")
 	f.model.addModel(fs)
 	f.out.add(fs)
 	fs.IntVar(&f.read.BlockTokens, "trace-block", 0, "tokens per hash id (0: the format's: 512 Mooncake, 16 Alibaba)")
@@ -40,6 +43,12 @@ func (f *traceFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.windows, "window", "60s,600s", "sliding windows of the working set")
 	fs.StringVar(&f.touch, "touch", string(trace.TouchForward), "order a request's blocks become most recent: forward (block 0 first) or reverse (tail first, as vLLM frees them)")
 	fs.IntVar(&f.shared, "shared-sessions", trace.DefaultSharedSessions, "sessions that must reference a hash id for its cross-session hits to count as shared prefix")
+}
+
+// paths are the traces to read: every --trace, then the TRACE
+// arguments.
+func (f *traceFlags) paths(fs *pflag.FlagSet) []string {
+	return append(slices.Clone(f.traces), fs.Args()...)
 }
 
 // options returns the reading and analysis options, adding every problem
@@ -166,7 +175,7 @@ type traceOnlyFlags struct {
 	gen              genFlags
 }
 
-const traceUsage = `Usage: kvtier trace [flags] TRACE...
+const traceUsage = `Usage: kvtier trace [flags] --trace TRACE... (or TRACE...)
        kvtier trace --generate FILE [generator flags]
 
 Reads Mooncake or Alibaba-style traces (JSON lines, gzip or not) and writes trace.csv
@@ -191,7 +200,7 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		return code
 	}
 	if t.generate != "" {
-		return runGenerate(stdout, stderr, fs, t)
+		return runGenerate(stdout, stderr, fs, f.paths(fs), t)
 	}
 	var errs []error
 	ro, ao, g := f.options(&errs)
@@ -204,13 +213,14 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	if err := ao.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if fs.NArg() == 0 {
-		errs = append(errs, errors.New("need at least one trace file (kvtier trace TRACE...), or --generate FILE"))
+	paths := f.paths(fs)
+	if len(paths) == 0 {
+		errs = append(errs, errors.New("need at least one trace file (kvtier trace --trace TRACE, or TRACE...), or --generate FILE"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return usageErr(stderr, "trace", err)
 	}
-	res, err := analyzeTraces(ctx, stderr, "trace", fs.Args(), g, ro, ao)
+	res, err := analyzeTraces(ctx, stderr, "trace", paths, g, ro, ao)
 	if err != nil {
 		return traceFailed(ctx, stderr, "trace", err)
 	}
@@ -291,9 +301,9 @@ func tokens(errs *[]error, name, v string, fallback int) int {
 
 // runGenerate writes a synthetic trace: the generator's flags and
 // --trace-block and --seed apply.
-func runGenerate(stdout, stderr io.Writer, fs *pflag.FlagSet, t traceOnlyFlags) int {
-	if fs.NArg() > 0 {
-		return usageErr(stderr, "trace", option.Errorf("generate", "writes a trace and takes no TRACE argument (got %q)", fs.Arg(0)))
+func runGenerate(stdout, stderr io.Writer, fs *pflag.FlagSet, traces []string, t traceOnlyFlags) int {
+	if len(traces) > 0 {
+		return usageErr(stderr, "trace", option.Errorf("generate", "writes a trace and takes no TRACE argument or --trace (got %q)", traces[0]))
 	}
 	var errs []error
 	b, _ := fs.GetInt("trace-block")

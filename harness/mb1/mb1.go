@@ -86,7 +86,7 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Endpoint == "" {
-		errs = append(errs, option.Errorf("endpoint", "required"))
+		errs = append(errs, option.Errorf("base-url", "required"))
 	}
 	errs = append(errs, serving.CheckCounts("decode", c.Decode, 1, MaxStreams, "streams")...)
 	errs = append(errs, serving.CheckCounts("prefill", c.Prefill, 2, serving.MaxPromptTokens, "tokens")...)

@@ -64,7 +64,7 @@ func TestCompute(t *testing.T) {
 func TestValidateAndUnreachable(t *testing.T) {
 	t.Parallel()
 	err := Config{Decode: []int{0}, Reps: 0, API: "grpc"}.Validate()
-	want := []string{"endpoint", "decode", "prefill", "reps", "inject-after", "timeout", "api"}
+	want := []string{"base-url", "decode", "prefill", "reps", "inject-after", "timeout", "api"}
 	if got := option.Fields(err); !slices.Equal(got, want) {
 		t.Errorf("fields %v, want %v", got, want)
 	}

@@ -92,7 +92,7 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Endpoint == "" {
-		errs = append(errs, option.Errorf("endpoint", "required"))
+		errs = append(errs, option.Errorf("base-url", "required"))
 	}
 	for _, t := range c.Tiers {
 		if !slices.Contains(Tiers, t) {

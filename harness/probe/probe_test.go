@@ -273,7 +273,7 @@ func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	err := Config{Tiers: []string{"gpu", "disk"}, Reps: 0, EvictMargin: 0.5, Timeout: 0, Connector: "ucx",
 		BlockSize: kv.MaxBlockTokens + 1, BootstrapPort: 70000, API: "grpc"}.Validate()
-	want := []string{"endpoint", "tiers", "prefix", "reps", "evict-margin", "block-size", "bootstrap-port", "timeout", "connector", "api"}
+	want := []string{"base-url", "tiers", "prefix", "reps", "evict-margin", "block-size", "bootstrap-port", "timeout", "connector", "api"}
 	if got := option.Fields(err); !slices.Equal(got, want) {
 		t.Errorf("fields %v, want %v", got, want)
 	}

@@ -78,9 +78,9 @@ const (
 func (c Config) Validate() error {
 	var errs []error
 	if c.Endpoint == "" {
-		errs = append(errs, option.Errorf("endpoint", "required"))
+		errs = append(errs, option.Errorf("base-url", "required"))
 	} else if _, err := serving.NewClient(c.Endpoint, time.Second); err != nil {
-		errs = append(errs, option.Wrap("endpoint", err))
+		errs = append(errs, option.Wrap("base-url", err))
 	}
 	if c.Dispatch != DispatchTimestamp && c.Dispatch != DispatchSession {
 		errs = append(errs, option.Errorf("dispatch", "%q: want timestamp or session", c.Dispatch))
@@ -92,7 +92,7 @@ func (c Config) Validate() error {
 		name string
 		v    int
 		max  int
-	}{{"concurrency", c.Concurrency, maxConcurrency}, {"max-output", c.MaxOutput, serving.MaxPromptTokens},
+	}{{"max-concurrency", c.Concurrency, maxConcurrency}, {"max-output", c.MaxOutput, serving.MaxPromptTokens},
 		{"block-size", c.BlockSize, kv.MaxBlockTokens}, {"gpu-blocks", c.GPUBlocks, 1 << 30}} {
 		errs = append(errs, option.Range(f.name, f.v, 0, f.max))
 	}

@@ -65,10 +65,13 @@ func DefaultOptions() Options {
 func (o *Options) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) { errs = append(errs, option.Errorf(field, format, args...)) }
-	for _, t := range o.Tiers {
-		if _, err := tiers.Lookup(t); err != nil {
+	for i, t := range o.Tiers {
+		s, err := tiers.Lookup(t)
+		if err != nil {
 			errs = append(errs, option.Wrap("tiers", err))
+			continue
 		}
+		o.Tiers[i] = s.Name // the tier's name, where t is another it goes by
 	}
 	if err := o.Geometry.Validate(); err != nil {
 		errs = append(errs, option.Wrap("model", err))

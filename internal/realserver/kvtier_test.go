@@ -135,7 +135,7 @@ func TestKvtierAgainstOllama(t *testing.T) {
 // with L, and the repeated prefix answers at least 5x faster.
 func checkProbe(t *testing.T, o *ollama, out string) {
 	r := runKvtier(t, o.mark, out, 60*time.Second,
-		"probe", "--endpoint", o.url, "--tiers", "miss,gpu", "--prefix", "1k,4k", "--reps", "2", "--timeout", "30s")
+		"probe", "--base-url", o.url, "--tiers", "miss,gpu", "--prefix", "1k,4k", "--reps", "2", "--timeout", "30s")
 	if r.code != 0 {
 		t.Fatalf("kvtier probe: exit %d", r.code)
 	}
@@ -165,7 +165,7 @@ func checkProbe(t *testing.T, o *ollama, out string) {
 // streams counted tokens before and during the prefill.
 func checkInterfere(t *testing.T, o *ollama, out string) {
 	r := runKvtier(t, o.mark, out, 60*time.Second,
-		"interfere", "--endpoint", o.url, "--decode", "1,2", "--prefill", "2k", "--reps", "1",
+		"interfere", "--base-url", o.url, "--decode", "1,2", "--prefill", "2k", "--reps", "1",
 		"--inject-after", "300ms", "--decode-tokens", "7000", "--timeout", "30s")
 	if r.code != 0 {
 		t.Fatalf("kvtier interfere: exit %d", r.code)
@@ -198,7 +198,7 @@ func checkInterfere(t *testing.T, o *ollama, out string) {
 // kvtier reports one, is above zero.
 func checkReplay(t *testing.T, o *ollama, out string) {
 	r := runKvtier(t, o.mark, out, 60*time.Second,
-		"replay", "--endpoint", o.url, "--sessions", "2", "--turns", "3", "--system-prompt", "2k",
+		"replay", "--base-url", o.url, "--sessions", "2", "--turns", "3", "--system-prompt", "2k",
 		"--turn-tokens", "128", "--output-tokens", "16", "--timeout", "30s")
 	if r.code != 0 {
 		t.Fatalf("kvtier replay: exit %d", r.code)

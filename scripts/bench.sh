@@ -103,7 +103,7 @@ if command -v go >/dev/null && command -v fio >/dev/null; then
 fi
 
 if [ -n "${KVTIER_ENDPOINT:-}" ]; then
-	target=(--endpoint "$KVTIER_ENDPOINT")
+	target=(--base-url "$KVTIER_ENDPOINT")
 	remote=()
 	[ -n "${KVTIER_PRODUCER:-}" ] && remote=(--producer "$KVTIER_PRODUCER")
 	step probe "$bin" probe "${target[@]}" "${remote[@]}" --prefix 1k,2k,4k,8k,16k,32k,64k --reps 3 --out "$out/probe"
@@ -119,9 +119,9 @@ fi
 # block references), its analysis, and a plan on the sweep's measured tier
 # costs (seconds, not minutes; each draws its own plots).
 step "trace generate" "$bin" trace --generate "$out/trace.jsonl" --seed 1
-[ -f "$out/trace.jsonl" ] && step trace "$bin" trace "$out/trace.jsonl" --instances 4 --route session --out "$out/trace" >/dev/null
+[ -f "$out/trace.jsonl" ] && step trace "$bin" trace --trace "$out/trace.jsonl" --instances 4 --route session --out "$out/trace" >/dev/null
 [ -f "$out/trace.jsonl" ] && [ -f "$out/sweep/sweep.csv" ] &&
-	step plan "$bin" plan "$out/trace.jsonl" --costs "$out/sweep" --hbm 40GiB,80GiB,160GiB --dram 0,512GiB,2TiB \
+	step plan "$bin" plan --trace "$out/trace.jsonl" --costs "$out/sweep" --hbm 40GiB,80GiB,160GiB --dram 0,512GiB,2TiB \
 		--remote 0,inf --out "$out/plan" >/dev/null
 
 # The capacity knee on the embedded simulator, in real time: by default a

@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/harness/probe"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // flagChanged reports whether the flag called name was given on the
@@ -21,35 +25,31 @@ func flagChanged(fs *pflag.FlagSet, name string) bool {
 	return found
 }
 
-// tierNames are the names one tier goes by: the device sweep's (kvtier
-// sweep --tiers, the rows' tier column of sweep.csv), the HTTP probe's
-// (kvtier probe --tiers, probe.csv) and other spellings users write. The
-// probe's --tiers takes any of them.
-var tierNames = []struct {
-	sweep, probe string
-	others       []string
-}{
-	{"hbm", "gpu", nil},
-	{"host", "cpu", []string{"dram"}},
-	{"remote", "remote", nil},
-	{"disk", "", nil},
-	{"recompute", "miss", nil},
-}
-
-// probeTier returns the probe's name of the tier called name (any of its
-// names), or an error naming the tiers the probe measures.
+// probeTier returns the probe's name of the tier called name, any name
+// the tier goes by (the sweep's hbm, host, recompute; dram), or an error
+// naming the tiers the probe measures.
 func probeTier(name string) (string, error) {
-	for _, t := range tierNames {
-		if t.probe != "" && (t.sweep == name || t.probe == name || slices.Contains(t.others, name)) {
-			return t.probe, nil
-		}
+	if d, ok := tierspec.Lookup(name); ok && d.Probe != "" {
+		return d.Probe, nil
 	}
-	return "", fmt.Errorf("unknown tier %q (the probe measures %s)", name, probeTierUsage)
+	return "", fmt.Errorf("unknown tier %q (the probe measures %s)", name, probeTierUsage())
 }
 
-// probeTierUsage names the probe's tiers in the probe's order, with the
-// sweep's names beside them.
-const probeTierUsage = "miss (recompute), gpu (hbm), cpu (host, dram), remote"
+// probeTierUsage names the probe's tiers in the probe's order, each with
+// its other names: "miss (recompute), gpu (hbm), ...".
+func probeTierUsage() string {
+	var out []string
+	for _, p := range probe.Tiers {
+		d, _ := tierspec.Lookup(p)
+		names := slices.DeleteFunc(d.Names(), func(n string) bool { return n == p })
+		if len(names) == 0 {
+			out = append(out, p)
+			continue
+		}
+		out = append(out, p+" ("+strings.Join(names, ", ")+")")
+	}
+	return strings.Join(out, ", ")
+}
 
 // addBaseURL adds --base-url, the server a client command sends to, with
 // --endpoint as its deprecated alias: vllm bench serve calls the server

@@ -206,7 +206,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	fs := newFlagSet("probe", "Usage: kvtier probe --base-url URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.", stderr)
 	var f probeFlags
 	f.server.add(fs, "measure an embedded kvtier sim instead of a server (rows say simulated=true)")
-	fs.StringVar(&f.tiers, "tiers", strings.Join(probe.Tiers, ","), "tiers to force and measure: "+probeTierUsage+"; the sweep's names in parentheses are accepted too")
+	fs.StringVar(&f.tiers, "tiers", strings.Join(probe.Tiers, ","), "tiers to force and measure: "+probeTierUsage()+"; the other names in parentheses are accepted too")
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024; with --sim 1k,4k,16k unless --full)")
 	addFull(fs, &f.full, "--prefix 1k,2k,4k,8k,16k,32k,64k")
 	fs.IntVar(&f.reps, "reps", DefaultReps, "measured requests per tier and prefix")

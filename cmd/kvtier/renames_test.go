@@ -77,7 +77,7 @@ func TestAliasWithNewName(t *testing.T) {
 
 // TestTierNames: the probe's --tiers takes the tiers' every name (the
 // sweep's hbm, host, recompute; its own gpu, cpu, miss; dram). Before, it
-// refused hbm.
+// refused hbm (and sweep gpu: harness/sweep TestSweepTierAliases).
 func TestTierNames(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, probe string }{
@@ -94,14 +94,16 @@ func TestTierNames(t *testing.T) {
 	}
 }
 
-// TestTierNamesParse: the probe's --tiers resolves the sweep's names
-// without measuring. Not parallel: it sets parseOnly.
+// TestTierNamesParse: the probe's --tiers resolves the sweep's names and
+// the sweep's the probe's, without measuring. Not parallel: it sets
+// parseOnly.
 func TestTierNamesParse(t *testing.T) {
 	parseOnly = stopAfterOptions
 	defer func() { parseOnly = 0 }()
 	for _, args := range [][]string{
 		{"probe", "--sim", "--tiers", "recompute,hbm,host,remote", "--out", t.TempDir()},
 		{"probe", "--sim", "--tiers", "miss,gpu,dram", "--out", t.TempDir()},
+		{"sweep", "--tiers", "gpu,cpu,miss", "--out", t.TempDir()},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != exitOK {
 			t.Errorf("kvtier %s: exit %d: %s", strings.Join(args, " "), code, stderr)

@@ -13,6 +13,7 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
 // DefaultPrefixes are the prefix lengths a sweep measures by default.
@@ -66,6 +67,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) { errs = append(errs, option.Errorf(field, format, args...)) }
 	for i, t := range o.Tiers {
+		if d, ok := tierspec.Lookup(t); ok {
+			t = d.Name // the probe's gpu, cpu, miss; dram
+		}
 		s, err := tiers.Lookup(t)
 		if err != nil {
 			errs = append(errs, option.Wrap("tiers", err))

@@ -390,3 +390,18 @@ func TestTierAttrsHaveColumns(t *testing.T) {
 		t.Error("sweep.csv lacks peer_mem")
 	}
 }
+
+// TestSweepTierAliases: --tiers takes any name a tier goes by (the
+// probe's gpu, cpu, miss; dram) and runs the tier under its own name.
+// Before, Validate refused gpu.
+func TestSweepTierAliases(t *testing.T) {
+	t.Parallel()
+	o := DefaultOptions()
+	o.Tiers = []string{"gpu", "dram", "miss", "remote"}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := o.selectedTiers(), []string{"hbm", "host", "remote", "recompute"}; !slices.Equal(got, want) {
+		t.Errorf("tiers %v, want %v", got, want)
+	}
+}

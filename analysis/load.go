@@ -184,7 +184,7 @@ func (r *Run) FileWith(suite, col string) []results.Row {
 		return nil
 	}
 	for _, f := range s.Files {
-		if slices.Contains(f.Columns, col) {
+		if slices.Contains(f.Names(), col) {
 			return r.Files[f.Name]
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 func TestReadTokensRefusesMalformedCounts(t *testing.T) {
 	t.Parallel()
-	header := strings.Join(mb1.TokenColumns, ",")
+	header := strings.Join(results.Names(mb1.TokenColumns), ",")
 	for _, tt := range []struct {
 		name, row, wantErr string
 	}{

@@ -145,7 +145,7 @@ func TestMain(m *testing.M) {
 }
 
 func writeRows(path string) error {
-	s, err := results.CreateCSV(path, sweep.Suite.Main().Columns...)
+	s, err := results.CreateCSV(path, sweep.Suite.Main().Names()...)
 	if err != nil {
 		return err
 	}

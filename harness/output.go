@@ -203,7 +203,7 @@ func (o *Output) Open(f results.File) (*results.CSV, error) {
 	if f.Raw {
 		keys = nil
 	}
-	return o.csv(f.Name, f.Header(), keys)
+	return o.csv(f.Name, f.Schema(), keys)
 }
 
 // OpenAll opens each of files in turn (Open), for a suite that writes all
@@ -244,8 +244,8 @@ func (o *Output) Rows() int {
 	return n
 }
 
-func (o *Output) csv(name string, columns, keys []string) (*results.CSV, error) {
-	s, err := results.OpenCSV(filepath.Join(o.Dir, name), columns)
+func (o *Output) csv(name string, columns []results.Column, keys []string) (*results.CSV, error) {
+	s, err := results.OpenSchema(filepath.Join(o.Dir, name), columns)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ func TestDrawKneeWithoutAPC(t *testing.T) {
 	t.Parallel()
 	for _, apc := range []string{"", "0.5"} {
 		dir := t.TempDir()
-		csv, err := results.CreateCSV(filepath.Join(dir, knee.File), knee.Columns...)
+		csv, err := results.CreateCSV(filepath.Join(dir, knee.File), results.Names(knee.Columns)...)
 		if err != nil {
 			t.Fatal(err)
 		}

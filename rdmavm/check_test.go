@@ -68,11 +68,11 @@ func repeat(n int, f func(int) results.Row) []results.Row {
 
 // goodSet writes the CSVs of a passing run into dir.
 func goodSet(t *testing.T, dir string) {
-	writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), transfer.Suite.Main().Columns, repeat(12, transferRow))
-	writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Columns, repeat(8, sweepRow))
-	writeCSV(t, filepath.Join(dir, "bad_rkey-transfer.csv"), transfer.Suite.Main().Columns, []results.Row{errorRow()})
-	writeCSV(t, filepath.Join(dir, "out_of_pool-transfer.csv"), transfer.Suite.Main().Columns, []results.Row{errorRow()})
-	writeCSV(t, filepath.Join(dir, "mesh-mesh.csv"), mesh.Suite.Main().Columns, repeat(8, meshRow))
+	writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), transfer.Suite.Main().Names(), repeat(12, transferRow))
+	writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Names(), repeat(8, sweepRow))
+	writeCSV(t, filepath.Join(dir, "bad_rkey-transfer.csv"), transfer.Suite.Main().Names(), []results.Row{errorRow()})
+	writeCSV(t, filepath.Join(dir, "out_of_pool-transfer.csv"), transfer.Suite.Main().Names(), []results.Row{errorRow()})
+	writeCSV(t, filepath.Join(dir, "mesh-mesh.csv"), mesh.Suite.Main().Names(), repeat(8, meshRow))
 }
 
 // meshRow is a row as a two-rank kvtier mesh writes it over rxe0.
@@ -94,25 +94,25 @@ func TestCSVProblems(t *testing.T) {
 		{"unverified row", false, func(t *testing.T, dir string) {
 			rows := repeat(12, transferRow)
 			rows[5].Set("verified", false)
-			writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), transfer.Suite.Main().Columns, rows)
+			writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), transfer.Suite.Main().Names(), rows)
 		}, `row 6: verified = "false"`},
 		{"tcp fallback", false, func(t *testing.T, dir string) {
 			rows := repeat(12, transferRow)
 			for i := range rows {
 				rows[i].Set("device", "tcp")
 			}
-			writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), transfer.Suite.Main().Columns, rows)
+			writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), transfer.Suite.Main().Names(), rows)
 		}, `device = "tcp"`},
 		{"too few rows", false, func(t *testing.T, dir string) {
-			writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Columns, repeat(3, sweepRow))
+			writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Names(), repeat(3, sweepRow))
 		}, "3 rows, want at least 8"},
 		{"refused read measured", false, func(t *testing.T, dir string) {
-			writeCSV(t, filepath.Join(dir, "bad_rkey-transfer.csv"), transfer.Suite.Main().Columns, []results.Row{transferRow(0)})
+			writeCSV(t, filepath.Join(dir, "bad_rkey-transfer.csv"), transfer.Suite.Main().Names(), []results.Row{transferRow(0)})
 		}, `status = "ok", want "error"`},
 		{"ok row without a time", false, func(t *testing.T, dir string) {
 			rows := repeat(8, sweepRow)
 			rows[0].Seconds = 0
-			writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Columns, rows)
+			writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Names(), rows)
 		}, "ok row with seconds 0"},
 		{"missing file", false, func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "sweep-sweep.csv"))
@@ -157,9 +157,9 @@ func TestGuestCSVCheck(t *testing.T) {
 	}
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.csv")
-	writeCSV(t, good, transfer.Suite.Main().Columns, repeat(4, transferRow))
+	writeCSV(t, good, transfer.Suite.Main().Names(), repeat(4, transferRow))
 	mixed := filepath.Join(dir, "mixed.csv")
-	writeCSV(t, mixed, transfer.Suite.Main().Columns, append(repeat(2, transferRow), errorRow()))
+	writeCSV(t, mixed, transfer.Suite.Main().Names(), append(repeat(2, transferRow), errorRow()))
 
 	tests := []struct {
 		name string

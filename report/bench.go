@@ -158,7 +158,7 @@ func benchColumn(file results.File, key string) (string, bool) {
 	if c, ok := benchColumns[key]; ok {
 		return c, true
 	}
-	if slices.Contains(file.Columns, key) {
+	if slices.Contains(file.Names(), key) {
 		return key, true
 	}
 	return "", false

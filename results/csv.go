@@ -23,7 +23,7 @@ type CSV struct {
 	mu      sync.Mutex
 	f       *os.File
 	w       *csv.Writer
-	columns []string
+	columns []Column
 	known   map[string]bool
 	errors  int // rows written with status error
 	rows    int // rows written
@@ -36,21 +36,29 @@ func CreateCSV(path string, extra ...string) (*CSV, error) {
 	return OpenCSV(path, append(slices.Clone(CommonColumns), extra...))
 }
 
-// OpenCSV creates path with exactly the given columns.
+// OpenCSV creates path with exactly the given columns: the common ones
+// typed as CommonSchema declares them, every other written as its rows
+// set it. A suite's file is opened with OpenSchema.
 func OpenCSV(path string, columns []string) (*CSV, error) {
+	return OpenSchema(path, Schema(columns))
+}
+
+// OpenSchema creates path with exactly the given columns, each cell
+// written as its column's type says (Column.Format).
+func OpenSchema(path string, columns []Column) (*CSV, error) {
 	known := map[string]bool{}
 	for _, c := range columns {
-		if known[c] {
-			return nil, fmt.Errorf("results: column %q listed twice", c)
+		if known[c.Name] {
+			return nil, fmt.Errorf("results: column %q listed twice", c.Name)
 		}
-		known[c] = true
+		known[c.Name] = true
 	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
 	s := &CSV{f: f, w: csv.NewWriter(f), columns: slices.Clone(columns), known: known}
-	if err := s.writeRecord(columns); err != nil {
+	if err := s.writeRecord(Names(columns)); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -58,7 +66,7 @@ func OpenCSV(path string, columns []string) (*CSV, error) {
 }
 
 // Columns returns the header of the file.
-func (s *CSV) Columns() []string { return slices.Clone(s.columns) }
+func (s *CSV) Columns() []string { return Names(s.columns) }
 
 // Path returns the file's name.
 func (s *CSV) Path() string { return s.f.Name() }
@@ -76,7 +84,7 @@ func (s *CSV) Write(r Row) error {
 	}
 	rec := make([]string, len(s.columns))
 	for i, c := range s.columns {
-		rec[i] = r.Cell(c)
+		rec[i] = c.Format(r.Cell(c.Name))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -23,12 +23,9 @@ const (
 	StatusError   Status = "error"
 )
 
-// Common columns, present in every sample CSV in this order.
-var CommonColumns = []string{
-	"suite", "backend", "transport", "tier", "layout", "model",
-	"prefix_tokens", "blocks", "chunk_bytes", "bytes", "rep",
-	"seconds", "gb_per_s", "status", "reason",
-}
+// CommonColumns are the names of the common columns (CommonSchema),
+// present in every sample CSV in this order.
+var CommonColumns = Names(CommonSchema)
 
 // A Row is one sample. The fields are the common columns; suite-specific
 // columns (endpoint, ttft_s, copy, path, ...) live in Extra under their
@@ -67,14 +64,15 @@ func (r *Row) Set(col string, v any) {
 	r.Extra[col] = FormatValue(v)
 }
 
-// Get returns a suite-specific column's text ("" when absent).
-func (r Row) Get(col string) string { return r.Extra[col] }
+// Get returns column col's text as the CSV holds it ("" when absent):
+// a common column's (Cell) or a suite-specific one's.
+func (r Row) Get(col string) string { return r.Cell(col) }
 
-// Float returns a suite-specific column as a float, NaN when absent or not
-// a number.
+// Float returns column col as a float, NaN when absent, empty or not a
+// number.
 func (r Row) Float(col string) float64 {
-	s, ok := r.Extra[col]
-	if !ok || s == "" {
+	s := r.Cell(col)
+	if s == "" {
 		return math.NaN()
 	}
 	f, err := strconv.ParseFloat(s, 64)
@@ -82,6 +80,23 @@ func (r Row) Float(col string) float64 {
 		return math.NaN()
 	}
 	return f
+}
+
+// Int returns integer column col and whether it holds one: decimal
+// digits, or an integral number in float form as older kvtier wrote
+// some (3.7748736e+09). Absent, empty or fractional: 0, false.
+func (r Row) Int(col string) (int64, bool) {
+	s := r.Cell(col)
+	if s == "" {
+		return 0, false
+	}
+	return ParseInt(s)
+}
+
+// Bool reports whether column col holds true.
+func (r Row) Bool(col string) bool {
+	b, err := strconv.ParseBool(r.Cell(col))
+	return err == nil && b
 }
 
 // SetTime records a measured duration and derives GB/s from Bytes.

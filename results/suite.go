@@ -26,9 +26,10 @@ type Suite struct {
 // A File is one CSV file of a suite.
 type File struct {
 	Name string // e.g. "sweep.csv"
-	// Columns follow CommonColumns in a sample file; in a Raw file they
-	// are the whole header.
-	Columns []string
+	// Columns follow CommonSchema in a sample file; in a Raw file they
+	// are the whole header. Each is declared once, with its type, unit
+	// and meaning (docs/columns.md is generated from them).
+	Columns []Column
 	// Raw marks a file that does not hold sample rows (a per-token time
 	// series): no common columns, no summary, nothing to compare.
 	Raw bool
@@ -49,12 +50,29 @@ type File struct {
 	Counts func(Row) bool
 }
 
-// Header returns the file's whole header.
-func (f File) Header() []string {
+// Header returns the names of the file's whole header.
+func (f File) Header() []string { return Names(f.Schema()) }
+
+// Names returns the names of the file's own columns (those after the
+// common ones in a sample file).
+func (f File) Names() []string { return Names(f.Columns) }
+
+// Schema returns the file's whole header, declared.
+func (f File) Schema() []Column {
 	if f.Raw {
 		return slices.Clone(f.Columns)
 	}
-	return append(slices.Clone(CommonColumns), f.Columns...)
+	return append(slices.Clone(CommonSchema), f.Columns...)
+}
+
+// Column returns the declaration of the file's column called name.
+func (f File) Column(name string) (Column, bool) {
+	for _, c := range f.Schema() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Column{}, false
 }
 
 // Measure returns the row's value of the file's measurement and whether

@@ -37,7 +37,13 @@ func init() {
 			return &diskTier{env: env, opts: *o, v: v, newReader: diskio.NewReader, write: diskio.Write}
 		},
 		NewOptions: func() Options { return NewDiskOptions() },
-		Columns:    []string{"iodepth", "fixed_bufs", "disk", "disk_fs", "sync"},
+		Columns: []results.Column{
+			results.Int("iodepth", "count", "disk: reads (or writes) in flight: io_uring's depth or cuFile's readers; 1 for pread"),
+			results.Bool("fixed_bufs", "disk, io_uring: whether the buffers were registered (fixed)"),
+			results.Text("disk", "disk: the block device under the tier's file"),
+			results.Text("disk_fs", "disk: the file system of the tier's file"),
+			results.Text("sync", "disk stores: what a sample waits for: none (the writes complete) or fdatasync (they are durable)"),
+		},
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
@@ -22,7 +23,12 @@ func init() {
 			return &remoteTier{env: env, opts: *OptionsOf(env, NewRemoteOptions)}
 		},
 		NewOptions: func() Options { return NewRemoteOptions() },
-		Columns:    []string{"peer_mem", "device_reason", "ib_tc", "ib_sl"},
+		Columns: []results.Column{
+			results.Text("peer_mem", "remote: the peer's pool memory: host | gpu"),
+			results.Text("device_reason", "verbs: why that NIC (--rdma-device auto: nearest the GPU in use)"),
+			results.Int("ib_tc", "", "verbs: the QPs' traffic class (--ib-tc, NCCL_IB_TC)"),
+			results.Int("ib_sl", "", "verbs: the QPs' service level (--ib-sl, NCCL_IB_SL)"),
+		},
 	})
 }
 

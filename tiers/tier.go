@@ -20,6 +20,7 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/registry"
+	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
@@ -168,8 +169,9 @@ type Spec struct {
 	NewOptions func() Options
 	// Columns are the row columns the tier's Attrs may set beyond those
 	// every sweep row has; the sweep's file carries the union over all
-	// tiers, so no attribute is dropped.
-	Columns []string
+	// tiers, so no attribute is dropped. Each is declared with its type,
+	// unit and meaning, as every results column is.
+	Columns []results.Column
 }
 
 // Has reports whether the tier can move blocks in direction d.

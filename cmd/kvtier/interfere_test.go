@@ -39,7 +39,7 @@ func TestInterfereCommandSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(header, ",") != strings.Join(mb1.TokenColumns, ",") || len(toks) < 3*40 {
+	if strings.Join(header, ",") != strings.Join(results.Names(mb1.TokenColumns), ",") || len(toks) < 3*40 {
 		t.Errorf("mb1_tokens.csv: header %v, %d rows", header, len(toks))
 	}
 	m, err := results.ReadManifest(filepath.Join(out, "manifest.json"))

@@ -10,55 +10,60 @@ const (
 	TokensFile = "mb1_tokens.csv" // every decoded token's arrival
 )
 
-// columns follow results.CommonColumns in mb1.csv (backend "http", tier
+// columns follow results.CommonSchema in mb1.csv (backend "http", tier
 // "", seconds = prefill TTFT).
-var columns = []string{
-	"endpoint",
-	"simulated",
-	"arm",            // interfere | control | baseline
-	"decode_streams", // D
-	"prefill_tokens", // P
-	"chunk_label",    // the server's chunked-prefill size, as the user says
-	"base_tpot_s",
-	"prefill_ttft_s",
-	"tokens_during", // all streams
-	"tokens_per_stream_during",
-	"eff_tpot_s",
-	"itl_p50_during_s",
-	"itl_p90_during_s",
-	"itl_p50_base_s",
-	"itl_p90_base_s",
-	"penalty",   // eff_tpot_s / base_tpot_s
-	"benefit_s", // prefill_ttft_s - tokens_per_stream_during × base_tpot_s
-	// Added by issue 13. base_tpot_s, penalty and benefit_s are on the
-	// protocol's base, the baseline arm's, when the cell has one
-	// (penalty_base says which).
-	"penalty_base",          // baseline | preinject
-	"base_tpot_baseline_s",  // the baseline arm's effective TPOT over the same window (the protocol's)
-	"base_tpot_preinject_s", // this arm's mean per-stream token gap before the injection
-	"penalty_vs_baseline",
-	"penalty_vs_preinject",
-	"token_counting", // continuous_usage | token_ids | chunks: how tokens were counted
-	"api",            // completions | chat
-	"server_version", // GET /version, "" unknown
-	// Added by issue 27.
-	"prompt_tokens", // the prefill's prompt tokens as the server reported them (usage)
-	"prompt_form",   // token_ids | text | chat: the form the prefill's prompt went in
+var columns = []results.Column{
+	results.Text(results.ColEndpoint, "the server's base URL (credentials redacted)"),
+	results.Bool(results.ColSimulated, "true when the server said it is kvtier sim"),
+	results.Text(results.ColArm, "interfere (prefill on the decoding instance) | control (on another instance) | baseline (no prefill)"),
+	results.Int(results.ColDecodeStreams, "count", "D: decode streams running"),
+	results.Int(results.ColPrefillTokens, "tokens", "P: the injected prefill's prompt"),
+	results.Text(results.ColChunkLabel, "the server's chunked-prefill size, as the user says"),
+	results.Float(results.ColBaseTPOT, "s", "the base TPOT penalty and benefit_s are taken on (penalty_base says which)"),
+	results.Float(results.ColPrefillTTFT, "s", "the injected prefill's TTFT"),
+	results.Int("tokens_during", "tokens", "tokens all streams decoded during the prefill"),
+	results.Float(results.ColTokensPerStreamDuring, "tokens", "tokens_during / decode_streams"),
+	results.Float(results.ColEffTPOT, "s", "effective TPOT during the prefill: its window / tokens_per_stream_during"),
+	results.Float("itl_p50_during_s", "s", "p50 gap between tokens during the prefill"),
+	results.Float("itl_p90_during_s", "s", "p90 gap between tokens during the prefill"),
+	results.Float("itl_p50_base_s", "s", "p50 gap between tokens before it"),
+	results.Float("itl_p90_base_s", "s", "p90 gap between tokens before it"),
+	results.Float(results.ColPenalty, "ratio", "eff_tpot_s / base_tpot_s"),
+	results.Float("benefit_s", "s", "prefill_ttft_s − tokens_per_stream_during × base_tpot_s"),
+	results.Text("penalty_base", "baseline (the baseline arm's TPOT, the protocol's) | preinject (this arm's before the injection)"),
+	results.Float("base_tpot_baseline_s", "s", "the baseline arm's effective TPOT over the same window (the protocol's)"),
+	results.Float("base_tpot_preinject_s", "s", "this arm's mean per-stream token gap before the injection"),
+	results.Float("penalty_vs_baseline", "ratio", "eff_tpot_s / base_tpot_baseline_s"),
+	results.Float("penalty_vs_preinject", "ratio", "eff_tpot_s / base_tpot_preinject_s"),
+	results.Text("token_counting", "continuous_usage | token_ids | chunks: how tokens were counted"),
+	results.Text("api", "completions | chat"),
+	results.Text("server_version", `GET /version, "" unknown`),
+	results.Int("prompt_tokens", "tokens", "the prefill's prompt tokens as the server reported them (usage)"),
+	results.Text("prompt_form", "token_ids | text | chat: the form the prefill's prompt went in"),
 }
 
-// TokenColumns are the whole header of mb1_tokens.csv.
-var TokenColumns = []string{
-	"suite", "endpoint", "arm", "decode_streams", "prefill_tokens", "rep",
-	"stream", "index", "t_s", // t_s: seconds since the cell started
-	"inject_s", "prefill_done_s", // tokens that came in one chunk share its t_s
+// TokenColumns are the whole header of mb1_tokens.csv: every decoded
+// token's arrival.
+var TokenColumns = []results.Column{
+	results.Text(results.ColSuite, "mb1"),
+	results.Text(results.ColEndpoint, "the server's base URL (credentials redacted)"),
+	results.Text(results.ColArm, "interfere | control | baseline"),
+	results.Int(results.ColDecodeStreams, "count", "D: decode streams running"),
+	results.Int(results.ColPrefillTokens, "tokens", "P: the injected prefill's prompt"),
+	results.Int(results.ColRep, "count", "repetition, from 0"),
+	results.Int(results.ColStream, "", "the decode stream, from 0"),
+	results.Int(results.ColIndex, "", "the token's (chunk's) position in its stream, from 0"),
+	results.Float(results.ColTime, "s", "when it arrived, seconds since the cell started; tokens that came in one chunk share it"),
+	results.Float(results.ColInject, "s", "when the prefill was sent, seconds since the cell started"),
+	results.Float(results.ColPrefillDone, "s", "when the prefill's first token came, seconds since the cell started"),
 }
 
 // Suite declares MB1's results.
 var Suite = results.Suite{
 	Name: "mb1", Title: "MB1: decode during a prefill", Command: "kvtier interfere", Order: 30,
 	Files: []results.File{
-		{Name: File, Columns: columns, Keys: []string{"arm", "decode_streams", "prefill_tokens", "endpoint"},
-			Match: []string{"arm", "decode_streams", "prefill_tokens"}, Metric: "penalty", Value: "penalty"},
+		{Name: File, Columns: columns, Keys: []string{results.ColArm, results.ColDecodeStreams, results.ColPrefillTokens, results.ColEndpoint},
+			Match: []string{results.ColArm, results.ColDecodeStreams, results.ColPrefillTokens}, Metric: "penalty", Value: results.ColPenalty},
 		{Name: TokensFile, Columns: TokenColumns, Raw: true},
 	},
 }

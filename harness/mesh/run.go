@@ -69,11 +69,11 @@ func (c *Coordinator) writeMatrix(out *harness.Output, col *collector) error {
 	path := filepath.Join(out.Dir, MatrixFile)
 	err := results.WriteFile(path, func(f io.Writer) error {
 		w := csv.NewWriter(f)
-		w.Write(MatrixColumns)
+		w.Write(results.Names(MatrixColumns))
 		for _, r := range col.matrix() {
 			rec := make([]string, len(MatrixColumns))
-			for i, name := range MatrixColumns {
-				rec[i] = r.Cell(name)
+			for i, c := range MatrixColumns {
+				rec[i] = c.Format(r.Cell(c.Name))
 			}
 			w.Write(rec)
 		}

@@ -35,21 +35,44 @@ const (
 )
 
 // pairColumns follow transfer's columns in mesh.csv.
-var pairColumns = []string{
-	"src_rank", "dst_rank", // where the data comes from and goes: load, the pool read from and the rank reading; store, the rank writing and the pool written into
-	"src_node", "dst_node",
-	"pair",               // intra | inter
-	"pattern",            // pairwise | ring
-	"src_nic", "dst_nic", // RDMA device (verbs) or network interface (tcp)
-	"src_gpu_nic", "dst_gpu_nic", // PCIe distance GPU↔NIC at each end, "" without a GPU
-	"launcher",
+var pairColumns = []results.Column{
+	results.Int(results.ColSrcRank, "", "where the data comes from: load, the rank whose pool is read; store, the rank writing"),
+	results.Int(results.ColDstRank, "", "where it goes: load, the rank reading; store, the rank whose pool is written"),
+	results.Text(results.ColSrcNode, "the source rank's node (host name)"),
+	results.Text(results.ColDstNode, "the destination rank's node (host name)"),
+	results.Text(results.ColPair, "intra (both ranks on one node) | inter (different nodes)"),
+	results.Text("pattern", "pairwise (one pair moves data at a time) | ring (every rank reads from its neighbour at once)"),
+	results.Text("src_nic", "the source's RDMA device (verbs) or network interface (tcp)"),
+	results.Text("dst_nic", "the destination's RDMA device (verbs) or network interface (tcp)"),
+	results.Text("src_gpu_nic", `PCIe distance GPU↔NIC at the source, "" without a GPU`),
+	results.Text("dst_gpu_nic", `PCIe distance GPU↔NIC at the destination, "" without a GPU`),
+	results.Text("launcher", "the launcher the ranks ran under: srun, mpirun, torchrun, ..."),
 }
 
-// MatrixColumns is the header of mesh_matrix.csv.
-var MatrixColumns = []string{
-	"pattern", "route", "direction", "layout", "bytes", "src_rank", "dst_rank", "src_node", "dst_node",
-	"pair", "path", "transport", "n", "gb_per_s_p50", "gb_per_s_p10", "gb_per_s_p90", "line_gb_per_s",
-	"verified", "errors", "skipped", "reason",
+// MatrixColumns is the whole header of mesh_matrix.csv: one row per cell,
+// the p50 of its ok samples.
+var MatrixColumns = []results.Column{
+	results.Text("pattern", "pairwise | ring"),
+	results.Text(results.ColRoute, "net (through the pools' data path: NIC or TCP) | peercopy (over the GPUs' peer path)"),
+	results.Text(results.DirectionColumn, "load | store"),
+	results.Text(results.ColLayout, "layerwise | blockwise | contiguous"),
+	results.Int(results.ColBytes, "B", "payload bytes of one sample"),
+	results.Int(results.ColSrcRank, "", "the source rank"),
+	results.Int(results.ColDstRank, "", "the destination rank"),
+	results.Text(results.ColSrcNode, "the source rank's node"),
+	results.Text(results.ColDstNode, "the destination rank's node"),
+	results.Text(results.ColPair, "intra | inter"),
+	results.Text(results.ColPath, "intra | inter | loopback, +gpudirect or +bounce into GPU memory"),
+	results.Text(results.ColTransport, "tcp | verbs"),
+	results.Int("n", "count", "ok samples"),
+	results.Float("gb_per_s_p50", "GB/s", "p50 of the ok samples' rates"),
+	results.Float("gb_per_s_p10", "GB/s", "p10 of the ok samples' rates"),
+	results.Float("gb_per_s_p90", "GB/s", "p90 of the ok samples' rates"),
+	results.Float(results.ColLineGBPerSecond, "GB/s", `the NIC's line rate, "" unknown`),
+	results.Bool(results.ColVerified, "whether every ok sample's bytes were checked and matched"),
+	results.Int("errors", "count", "error samples"),
+	results.Int(results.ColSkipped, "count", "skipped samples"),
+	results.Text(results.ColReason, "the first reason of a skipped or error sample"),
 }
 
 // SummaryKeys are the columns mesh_summary.csv groups by.

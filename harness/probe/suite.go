@@ -7,40 +7,38 @@ import (
 // File is probe.csv.
 const File = "probe.csv"
 
-// columns follow results.CommonColumns in probe.csv (backend "http",
+// columns follow results.CommonSchema in probe.csv (backend "http",
 // transport "http", tier miss | gpu | cpu | remote, seconds = TTFT).
-var columns = []string{
-	"endpoint",
-	"producer",  // remote tier: instance A
-	"connector", // nixl | mooncake
-	"simulated", // true when the server said it is kvtier sim
-	"request_id",
-	"http_status",
-	"ttft_s",
-	"e2e_s",
-	"prompt_tokens",
-	"completion_tokens",
-	"cached_tokens",       // usage.prompt_tokens_details.cached_tokens or llama.cpp timings.cache_n, "" absent
-	"hit_tokens",          // delta of prefix_cache_hits over the request
-	"external_hit_tokens", // delta of external_prefix_cache_hits
-	"verified",            // true | false
-	"verify_reason",       // why not verified
-	// Added by issue 13.
-	"api",                 // completions | chat
-	"server_version",      // GET /version, "" unknown
-	"counter_generation",  // what the server's counters mean (probe.Generation): e.g. queried+by_source
-	"verified_by",         // the counter that decided: prompt_tokens_cached_by_source, prompt_tokens_by_source, ...
-	"source_tokens",       // delta of prompt_tokens_(cached_)by_source per source, "local_compute=16,..."
-	"grain_tokens",        // a complete hit may fall short by this: the block, or the offload unit
-	"cpu_capacity_tokens", // cpu tier: the CPU store's size where known
-	"evict_tokens",        // cpu tier: filler tokens sent to evict the GPU cache
-	"mooncake_shape",      // remote tier, mooncake: bootstrap | engine | transfer
-	"tpot_s",              // vllm bench: (latency - TTFT) / (output tokens - 1)
-	"itl_mean_s",          // vllm bench: mean gap between chunks
-	// Added by issue 27.
-	"prompt_form",   // token_ids | text | chat: the form the prompt went in
-	"server_family", // vllm | sglang | llamacpp | ollama | tgi | trtllm | openai (docs/servers.md)
-	"cached_source", // where cached_tokens came from: usage.prompt_tokens_details.cached_tokens | timings.cache_n
+var columns = []results.Column{
+	results.Text(results.ColEndpoint, "the server's base URL (credentials redacted)"),
+	results.Text("producer", "remote tier: instance A, the server that computed the KV"),
+	results.Text("connector", "remote tier: nixl | mooncake"),
+	results.Bool(results.ColSimulated, "true when the server said it is kvtier sim"),
+	results.Text("request_id", "the X-Request-Id sent"),
+	results.Int("http_status", "", "the HTTP status of the request"),
+	results.Float(results.ColTTFT, "s", "time to the first token (vllm bench: the first choice chunk)"),
+	results.Float("e2e_s", "s", "time to the last chunk"),
+	results.Int("prompt_tokens", "tokens", "the prompt's tokens as the server reported them (usage)"),
+	results.Int("completion_tokens", "tokens", "output tokens as the server reported them (usage)"),
+	results.Int("cached_tokens", "tokens", `usage.prompt_tokens_details.cached_tokens or llama.cpp timings.cache_n; "" absent`),
+	results.Int("hit_tokens", "tokens", "delta of the server's prefix_cache_hits over the request"),
+	results.Int("external_hit_tokens", "tokens", "delta of external_prefix_cache_hits over the request"),
+	results.Bool(results.ColVerified, "whether the server's counters confirmed the tier (a miss: did not contradict it)"),
+	results.Text(results.ColVerifyReason, "why the row is not verified"),
+	results.Text("api", "completions | chat"),
+	results.Text("server_version", `GET /version, "" unknown`),
+	results.Text("counter_generation", "what the server's counters mean (probe.Generation): e.g. queried+by_source"),
+	results.Text("verified_by", "the counter that decided: prompt_tokens_cached_by_source, prompt_tokens_by_source, ..."),
+	results.Text("source_tokens", `delta of prompt_tokens_(cached_)by_source per source, "local_compute=16,..."`),
+	results.Int("grain_tokens", "tokens", "a complete hit may fall short by this: the block, or the offload unit"),
+	results.Int("cpu_capacity_tokens", "tokens", "cpu tier: the CPU store's size where known"),
+	results.Int("evict_tokens", "tokens", "cpu tier: filler tokens sent to evict the GPU cache"),
+	results.Text("mooncake_shape", "remote tier, mooncake: bootstrap | engine | transfer"),
+	results.Float("tpot_s", "s", "vllm bench's TPOT: (latency − TTFT) / (output tokens − 1)"),
+	results.Float("itl_mean_s", "s", "mean gap between chunks"),
+	results.Text("prompt_form", "token_ids | text | chat: the form the prompt went in"),
+	results.Text("server_family", "vllm | sglang | llamacpp | ollama | tgi | trtllm | openai (docs/servers.md)"),
+	results.Text("cached_source", "where cached_tokens came from: usage.prompt_tokens_details.cached_tokens | timings.cache_n"),
 }
 
 // Counted says whether an ok probe row's TTFT is a measurement of its
@@ -50,7 +48,7 @@ func Counted(r results.Row) bool {
 	if r.Status != results.StatusOK {
 		return false
 	}
-	v := r.Get("verified")
+	v := r.Get(results.ColVerified)
 	if r.Tier == "miss" {
 		return v != "false"
 	}
@@ -61,8 +59,8 @@ func Counted(r results.Row) bool {
 var Suite = results.Suite{
 	Name: "probe", Title: "HTTP four-tier TTFT", Command: "kvtier probe", Order: 20,
 	Files: []results.File{{
-		Name: File, Columns: columns, Keys: []string{"tier", "prefix_tokens", "endpoint"},
-		Match: []string{"tier", "prefix_tokens", "simulated"}, Metric: "TTFT", Value: "ttft_s", Counts: Counted,
+		Name: File, Columns: columns, Keys: []string{results.ColTier, results.ColPrefixTokens, results.ColEndpoint},
+		Match: []string{results.ColTier, results.ColPrefixTokens, results.ColSimulated}, Metric: "TTFT", Value: results.ColTTFT, Counts: Counted,
 	}},
 }
 

@@ -16,71 +16,85 @@ const (
 	Transport = "http"
 )
 
-// RequestColumns follow results.CommonColumns in a file of one row per
+// RequestColumns follow results.CommonSchema in a file of one row per
 // request (seconds = TTFT; prefix_tokens = the prompt's tokens, blocks
 // and bytes its server blocks and their KV).
-var RequestColumns = []string{
-	"endpoint",
-	"simulated",     // true when the server said it is kvtier sim
-	"trace",         // the trace file's name, or "generated"
-	"dispatch",      // timestamp | session
-	"request_index", // position in the trace's timestamp order, from 0
-	"trace_line",    // line of the trace file
-	"request_id",    // X-Request-Id sent
-	"session",       // dense session number
-	"turn",          // turn within the session
-	"sched_s",       // when it was due, seconds since the run started
-	"dispatch_s",    // when it was sent
-	"input_tokens",  // the trace's input_length
-	"max_tokens",    // sent: output_length capped by --max-output
-	"ttft_s",        // vllm bench: first choice chunk
-	"tpot_s",        // vllm bench: (E2E − TTFT) / (output tokens − 1)
-	"itl_p50_s",     // gaps between choice chunks
-	"itl_p90_s",
-	"e2e_s",         // last choice chunk
-	"prompt_tokens", // usage
-	"output_tokens", // usage, else counted in the stream
-	"token_counting",
-	"cached_tokens",        // usage.prompt_tokens_details.cached_tokens; "" when the server does not send it
-	"predicted_hit_tokens", // the LRU model's hit at gpu_blocks, fed the requests in the order they were sent
-	"gpu_blocks",           // the server's KV pool the prediction used
-	"slo_met",              // both --slo-ttft and --slo-tpot met; "" without SLOs
-	"outcome",              // ok | failed | timeout | skipped
-	// Added by issue 27.
-	"api",         // completions | chat
-	"prompt_form", // token_ids | text | chat: the form the prompt went in
+var RequestColumns = []results.Column{
+	results.Text(results.ColEndpoint, "the server's base URL (credentials redacted)"),
+	results.Bool(results.ColSimulated, "true when the server said it is kvtier sim"),
+	results.Text(results.ColTrace, `the trace file's name, or "generated"`),
+	results.Text(results.ColDispatch, "timestamp (each request at its time) | session (each session's turns in order)"),
+	results.Int("request_index", "", "position in the trace's timestamp order, from 0"),
+	results.Int("trace_line", "", "line of the trace file"),
+	results.Text("request_id", "the X-Request-Id sent"),
+	results.Int("session", "", "dense session number"),
+	results.Int("turn", "", "turn within the session, from 0"),
+	results.Float("sched_s", "s", "when it was due, seconds since the run started"),
+	results.Float("dispatch_s", "s", "when it was sent, seconds since the run started"),
+	results.Int(results.ColInputTokens, "tokens", "the trace's input_length"),
+	results.Int("max_tokens", "tokens", "sent: output_length capped by --max-output"),
+	results.Float(results.ColTTFT, "s", "time to the first choice chunk (vllm bench's TTFT)"),
+	results.Float("tpot_s", "s", "vllm bench's TPOT: (E2E − TTFT) / (output tokens − 1)"),
+	results.Float("itl_p50_s", "s", "p50 gap between choice chunks"),
+	results.Float("itl_p90_s", "s", "p90 gap between choice chunks"),
+	results.Float("e2e_s", "s", "time to the last choice chunk"),
+	results.Int("prompt_tokens", "tokens", "the prompt's tokens as the server reported them (usage)"),
+	results.Int(results.ColOutputTokens, "tokens", "output tokens: usage, else counted in the stream"),
+	results.Text("token_counting", "continuous_usage | token_ids | chunks: how output tokens were counted"),
+	results.Int("cached_tokens", "tokens", `usage.prompt_tokens_details.cached_tokens; "" when the server does not send it`),
+	results.Int("predicted_hit_tokens", "tokens", "the LRU model's hit at gpu_blocks, fed the requests in the order they were sent"),
+	results.Int(results.ColGPUBlocks, "blocks", "the server's KV pool the prediction used"),
+	results.Bool("slo_met", `both --slo-ttft and --slo-tpot met; "" without SLOs`),
+	results.Text("outcome", "ok | failed | timeout | skipped"),
+	results.Text("api", "completions | chat"),
+	results.Text("prompt_form", "token_ids | text | chat: the form the prompt went in"),
 }
 
-// RunColumns follow results.CommonColumns in a file of one row per run
+// RunColumns follow results.CommonSchema in a file of one row per run
 // (tokens columns are prompt tokens; seconds is empty: the run's figures
 // are in their own columns).
-var RunColumns = []string{
-	"endpoint", "simulated", "trace", "dispatch", "speedup", "concurrency",
-	"requests", "ok", "failed", "timed_out", "skipped", "duration_s",
-	"apc",                   // realized: delta of prefix_cache_hits / delta of prefix_cache_queries
-	"hit_tokens",            // delta of prefix_cache_hits
-	"query_tokens",          // delta of prefix_cache_queries
-	"apc_external",          // delta of external_prefix_cache_hits / queries
-	"external_hit_tokens",   //
-	"external_query_tokens", //
-	"apc_source",            // where apc came from, or why it is missing
-	"cached_share",          // sum of usage cached_tokens / prompt tokens; "" when the server does not send them
-	"predicted_apc",         // the LRU model's hits / input tokens of the ok requests, at gpu_blocks
-	"gpu_blocks",            // the server's KV pool
-	"block_size",            // the server's block
-	"capacity_tokens",       // gpu_blocks × block_size
-	"capacity_bytes",        // and its KV, "" when the model's geometry is unknown
-	"working_set_tokens",    // the workload's: the smallest cache at which the LRU model, fed the requests in the order they are expected to be sent, loses no hit
-	"working_set_bytes",     //
-	"ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
-	"tpot_p50_s", "tpot_p90_s", "e2e_p50_s",
-	"slo_ttft_s", "slo_tpot_s", // "" when not given
-	"slo_met",             // requests that met both SLOs
-	"goodput_rps",         // slo_met / duration_s (vllm bench's goodput)
-	"throughput_rps",      // ok / duration_s
-	"output_tokens_per_s", // output tokens of the ok requests / duration_s
-	"sim_lag_s",           // kvtier sim only: the most its engine fell behind real time (this machine's load is in its TTFTs)
-	"note",
+var RunColumns = []results.Column{
+	results.Text(results.ColEndpoint, "the server's base URL (credentials redacted)"),
+	results.Bool(results.ColSimulated, "true when the server said it is kvtier sim"),
+	results.Text(results.ColTrace, `the trace file's name, or "generated"`),
+	results.Text(results.ColDispatch, "timestamp | session"),
+	results.Float("speedup", "ratio", "--speedup: the trace's clock divided by this"),
+	results.Int(results.ColConcurrency, "count", "--max-concurrency: requests in flight at most (0: no limit)"),
+	results.Int(results.ColRequests, "requests", "requests of the run"),
+	results.Int(results.ColOk, "requests", "requests that completed"),
+	results.Int(results.ColFailed, "requests", "requests that failed"),
+	results.Int(results.ColTimedOut, "requests", "requests that timed out"),
+	results.Int(results.ColSkipped, "requests", "requests not sent (longer than the server's context, ...)"),
+	results.Float(results.ColDuration, "s", "the run's wall time"),
+	results.Float(results.ColAPC, "fraction", "realized prefix-cache hit ratio: delta of prefix_cache_hits / delta of prefix_cache_queries"),
+	results.Int("hit_tokens", "tokens", "delta of the server's prefix_cache_hits"),
+	results.Int("query_tokens", "tokens", "delta of the server's prefix_cache_queries"),
+	results.Float(results.ColAPCExternal, "fraction", "delta of external_prefix_cache_hits / queries"),
+	results.Int("external_hit_tokens", "tokens", "delta of external_prefix_cache_hits"),
+	results.Int("external_query_tokens", "tokens", "delta of external_prefix_cache_queries"),
+	results.Text(results.ColAPCSource, "where apc came from, or why it is missing"),
+	results.Float(results.ColCachedShare, "fraction", `sum of usage cached_tokens / prompt tokens; "" when the server does not send them`),
+	results.Float(results.ColPredictedAPC, "fraction", "the LRU model's hits / input tokens of the ok requests, at gpu_blocks"),
+	results.Int(results.ColGPUBlocks, "blocks", "the server's KV pool"),
+	results.Int("block_size", "tokens", "the server's block"),
+	results.Int(results.ColCapacityTokens, "tokens", "gpu_blocks × block_size"),
+	results.Int(results.ColCapacityBytes, "B", `the KV of capacity_tokens; "" when the model's geometry is unknown`),
+	results.Int(results.ColWorkingSetTokens, "tokens", "the smallest cache at which the LRU model, fed the requests in the order they are expected to be sent, loses no hit"),
+	results.Int(results.ColWorkingSetBytes, "B", "the KV of working_set_tokens"),
+	results.Float(results.ColTTFTP50, "s", "p50 TTFT of the ok requests"),
+	results.Float(results.ColTTFTP90, "s", "p90 TTFT of the ok requests"),
+	results.Float(results.ColTTFTP99, "s", "p99 TTFT of the ok requests"),
+	results.Float(results.ColTPOTP50, "s", "p50 TPOT of the ok requests"),
+	results.Float("tpot_p90_s", "s", "p90 TPOT of the ok requests"),
+	results.Float("e2e_p50_s", "s", "p50 end-to-end time of the ok requests"),
+	results.Float("slo_ttft_s", "s", `--slo-ttft; "" when not given`),
+	results.Float("slo_tpot_s", "s", `--slo-tpot; "" when not given`),
+	results.Int("slo_met", "requests", "requests that met both SLOs"),
+	results.Float(results.ColGoodputRPS, "req/s", "slo_met / duration_s (vllm bench's goodput)"),
+	results.Float(results.ColThroughputRPS, "req/s", "ok / duration_s"),
+	results.Float("output_tokens_per_s", "tokens/s", "output tokens of the ok requests / duration_s"),
+	results.Float(results.ColSimLag, "s", "kvtier sim only: the most its engine fell behind real time (this machine's load is in its TTFTs)"),
+	results.Text(results.ColNote, "what else the run wants said"),
 }
 
 // Suite declares what kvtier replay writes.
@@ -88,8 +102,8 @@ var Suite = results.Suite{
 	Name: "replay", Title: "Replay: a workload against a live server", Command: "kvtier replay", Order: 70,
 	Files: []results.File{
 		{
-			Name: File, Columns: RequestColumns, Keys: []string{"trace", "dispatch", "endpoint"},
-			Match: []string{"trace", "dispatch", "simulated"}, Metric: "TTFT", Value: "ttft_s",
+			Name: File, Columns: RequestColumns, Keys: []string{results.ColTrace, results.ColDispatch, results.ColEndpoint},
+			Match: []string{results.ColTrace, results.ColDispatch, results.ColSimulated}, Metric: "TTFT", Value: results.ColTTFT,
 		},
 		{Name: RunFile, Columns: RunColumns},
 	},

@@ -13,27 +13,27 @@ import (
 // File is sweep.csv.
 const File = "sweep.csv"
 
-// columns follow results.CommonColumns in sweep.csv; the tiers' own
+// columns follow results.CommonSchema in sweep.csv; the tiers' own
 // attribute columns (tiers.Spec.Columns) follow these.
-var columns = []string{
-	"direction",        // load | store (results.DirectionColumn)
-	"device",           // "cpu (host stand-in)", "NVIDIA H200 [0000:19:00.0]"
-	"gpu",              // CUDA ordinal; "all" on --gpu all's aggregate rows; "" on the host backend
-	"copy",             // percopy | batch | contiguous ("" for recompute)
-	"src_mem",          // device | pinned | pageable | peer | disk | pagecache
-	"dst_mem",          // device | pinned | pageable
-	"path",             // remote: loopback | intra | inter; cuda remote: gpudirect | bounce; disk: o_direct | pagecache [+bounce] | gpudirect
-	"gpudirect_reason", // remote path bounce: why the reads do not land in GPU memory directly
-	"timing",           // events | clock
-	"held",             // true when the stream was held until the plan was queued
-	"repeat",           // fetches timed back to back in one sample (plans under 1 ms); seconds are per fetch
-	"verified",         // true | false | "" (not checked on this rep)
-	"flops",            // recompute: FLOPs of the prefill
-	"tflops",           // recompute: achieved TFLOP/s
-	"compute_dtype",    // recompute: bf16 | fp32
-	"link_gb_per_s",    // payload limit of the link, "" unknown
-	"link_frac",        // gb_per_s / link_gb_per_s
-	"seed",
+var columns = []results.Column{
+	results.Text(results.DirectionColumn, "load (the tier into the working pool) | store (the working pool into the tier)"),
+	results.Text(results.ColDevice, `what did the work: "cpu (host stand-in)", "NVIDIA H200 [0000:19:00.0]"`),
+	results.Text("gpu", `CUDA ordinal; "all" on --gpu all's aggregate rows; "" on the host backend`),
+	results.Text(results.ColCopy, `percopy | batch | contiguous ("" for recompute)`),
+	results.Text(results.ColSrcMem, "where the bytes came from: device | pinned | pageable | peer | disk | pagecache"),
+	results.Text(results.ColDstMem, "where they went: device | pinned | pageable"),
+	results.Text(results.ColPath, "remote: loopback | intra | inter; cuda remote: gpudirect | bounce; disk: o_direct | pagecache [+bounce] | gpudirect"),
+	results.Text("gpudirect_reason", "remote path bounce: why the reads do not land in GPU memory directly"),
+	results.Text("timing", "events (CUDA events) | clock (the host clock)"),
+	results.Bool("held", "true when the stream was held until the plan was queued"),
+	results.Int("repeat", "count", "fetches timed back to back in one sample (plans under 1 ms); seconds are per fetch"),
+	results.Bool(results.ColVerified, `whether the bytes were checked and matched; "" when not checked on this rep`),
+	results.Float(results.ColFLOPS, "FLOP", "recompute: floating-point operations of the prefill"),
+	results.Float(results.ColTFLOPS, "TFLOP/s", "recompute: achieved rate"),
+	results.Text(results.ColComputeDtype, "recompute: bf16 | fp32"),
+	results.Float(results.ColLinkGBPerSecond, "GB/s", `payload limit of the link (PCIe, NIC), "" unknown`),
+	results.Float(results.ColLinkFrac, "fraction", "gb_per_s / link_gb_per_s"),
+	results.Int("seed", "", "the seed of the data written and verified"),
 }
 
 // SummaryKeys are the columns sweep_summary.csv groups by.
@@ -41,11 +41,11 @@ var SummaryKeys = []string{"direction", "tier", "layout", "copy", "backend", "tr
 
 // Columns returns sweep.csv's columns after the common ones: the sweep's
 // own, then every registered tier's attribute columns, each once.
-func Columns() []string {
+func Columns() []results.Column {
 	cols := slices.Clone(columns)
 	for _, s := range tiers.All() {
 		for _, c := range s.Columns {
-			if !slices.Contains(cols, c) && !slices.Contains(results.CommonColumns, c) {
+			if !slices.Contains(results.Names(cols), c.Name) && !slices.Contains(results.CommonColumns, c.Name) {
 				cols = append(cols, c)
 			}
 		}

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -361,34 +362,81 @@ func sortedUnique(xs []int64) []int64 {
 	return slices.Compact(xs)
 }
 
-// PlanColumns follow CommonColumns in plan.csv: one row per capacity
-// configuration. Every figure is predicted.
-var PlanColumns = []string{
-	"trace", "hbm_bytes", "dram_bytes", "disk_bytes", "remote_bytes", "inclusive", "touch",
-	"hit_ratio", "frac_hbm", "frac_dram", "frac_disk", "frac_remote", "frac_recompute", "recomputed_tokens",
-	"load_mean_s", "load_p50_s", "load_p90_s", "load_p99_s",
-	"load_excludes", // tiers that served tokens with no measured cost, left out of load_*
-	"ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
-	"missing",                                                               // tiers with no measured cost that this configuration needs: TTFT not predicted
-	"extrapolated",                                                          // share of requests predicted from a cost past the longest prefix it was measured at
-	"write_hbm_Bps", "write_dram_Bps", "write_disk_Bps", "write_remote_Bps", // bytes/s each tier must absorb
-	// the share of each tier's measured store the writes need; empty where not checked
-	"store_util_hbm", "store_util_dram", "store_util_disk", "store_util_remote",
-	"store_over",      // tiers whose writes exceed their measured store (utilisation > 1)
-	"store_unchecked", // tiers written to with no measured store: not checked
-	"cost_source",     // GPU measured | host stand-in | simulated
-	"costs",           // the results directory the costs come from
-	"predicted",       // always true
+// PlanColumns follow results.CommonSchema in plan.csv: one row per
+// capacity configuration (seconds = predicted TTFT p50).
+var PlanColumns = slices.Concat(
+	[]results.Column{results.Text(results.ColTrace, "the trace file's name")},
+	perTier(PlanTiers[:4], "%s_bytes", func(t string) results.Column {
+		return results.Column{Type: results.TypeString, Unit: "B", Doc: t + "'s capacity in bytes; inf: no limit, 0: none"}
+	}),
+	[]results.Column{
+		results.Bool(results.ColInclusive, "write-through tiers: each holds the most recent blocks that fit it"),
+		results.Text(results.ColTouch, "forward | reverse"),
+		results.Float(results.ColHitRatio, "fraction", "predicted prefix hit: tokens some tier served / input tokens"),
+	},
+	perTier(PlanTiers, "frac_%s", func(t string) results.Column {
+		return results.Float("", "fraction", "share of the input tokens "+t+" served")
+	}),
+	[]results.Column{
+		results.Int("recomputed_tokens", "tokens", "input tokens no tier held"),
+		results.Float("load_mean_s", "s", "predicted KV-load time per request: mean"),
+		results.Float(results.ColLoadP50, "s", "predicted KV-load time per request: p50"),
+		results.Float(results.ColLoadP90, "s", "predicted KV-load time per request: p90"),
+		results.Float("load_p99_s", "s", "predicted KV-load time per request: p99"),
+		results.Text(results.ColLoadExcludes, "tiers that served tokens with no measured cost, left out of load_*"),
+		results.Float("ttft_mean_s", "s", "predicted TTFT: mean"),
+		results.Float(results.ColTTFTP50, "s", "predicted TTFT: p50"),
+		results.Float(results.ColTTFTP90, "s", "predicted TTFT: p90"),
+		results.Float(results.ColTTFTP99, "s", "predicted TTFT: p99"),
+		results.Text(results.ColMissing, "tiers with no measured cost that this configuration needs: TTFT not predicted"),
+		results.Float(results.ColExtrapolated, "fraction", "share of requests predicted from a cost past the longest prefix it was measured at"),
+	},
+	perTier(PlanTiers[:4], "write_%s_Bps", func(t string) results.Column {
+		return results.Float("", "B/s", "bytes/s "+t+" must absorb")
+	}),
+	perTier(PlanTiers[:4], "store_util_%s", func(t string) results.Column {
+		return results.Float("", "ratio", "the share of "+t+"'s measured store its writes need; empty where not checked")
+	}),
+	[]results.Column{
+		results.Text("store_over", "tiers whose writes exceed their measured store (utilisation > 1)"),
+		results.Text(results.ColStoreUnchecked, "tiers written to with no measured store: not checked"),
+		results.Text(results.ColCostSource, "GPU measured | host stand-in | simulated"),
+		results.Text(results.ColCosts, "the results directory the costs come from"),
+		results.Bool(results.ColPredicted, "always true"),
+	},
+)
+
+// perTier declares one column per tier, named by format: decl says what
+// the column is for tier t.
+func perTier(names []string, format string, decl func(t string) results.Column) []results.Column {
+	out := make([]results.Column, len(names))
+	for i, t := range names {
+		out[i] = decl(t)
+		out[i].Name = fmt.Sprintf(format, t)
+	}
+	return out
 }
 
 // PlanCostColumns are the whole header of plan_costs.csv: the cost of
 // each plan tier, or why it is missing.
-var PlanCostColumns = []string{
-	"tier", "measured", // true, or false with the reason
-	"source", "config", "formula", "alpha_s", "rate", "rate_unit", "r2", "n",
-	"min_tokens", "max_tokens", "reason", "costs",
-	"fit_problem",                 // what is wrong with the fit (a negative fixed cost, a poor R²); empty when sound
-	"store_alpha_s", "store_rate", // the tier's measured store: fixed cost and bytes/s; empty where not measured
+var PlanCostColumns = []results.Column{
+	results.Text(results.ColTier, "the plan tier"),
+	results.Bool(results.ColMeasured, "true, or false with the reason"),
+	results.Text(results.ColSource, "GPU measured | host stand-in | simulated"),
+	results.Text(results.ColConfig, "the measured configuration the cost is fitted to"),
+	results.Text(results.ColFormula, "the cost model the tier was fitted with"),
+	results.Float(results.ColAlpha, "s", "the fit's fixed cost"),
+	results.Float(results.ColRate, "", "the fit's rate, in rate_unit"),
+	results.Text(results.ColRateUnit, "B/s | FLOP/s"),
+	results.Float("r2", "", "the fit's R²"),
+	results.Int("n", "count", "points fitted"),
+	results.Int("min_tokens", "tokens", "the shortest prefix measured"),
+	results.Int("max_tokens", "tokens", "the longest prefix measured"),
+	results.Text(results.ColReason, "why the cost is missing"),
+	results.Text(results.ColCosts, "the results directory the costs come from"),
+	results.Text(results.ColFitProblem, "what is wrong with the fit (a negative fixed cost, a poor R²); empty when sound"),
+	results.Float(results.ColStoreAlpha, "s", "the tier's measured store: fixed cost; empty where not measured"),
+	results.Float(results.ColStoreRate, "B/s", "the tier's measured store: rate; empty where not measured"),
 }
 
 // PlanSuite declares what kvtier plan writes besides the trace's files.

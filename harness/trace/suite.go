@@ -21,35 +21,60 @@ const (
 // from a trace, not measured on a device.
 const Backend = "trace"
 
-// TraceColumns follow CommonColumns in trace.csv: one row per figure.
-var TraceColumns = []string{
-	"trace",        // file name
-	"format",       // mooncake | alibaba
-	"block_tokens", // tokens per hash id
-	"metric",       // requests, input_tokens, apc_ceiling_any, knee95, working_set, ...
-	"stat",         // mean | p50 | p90 | p99 | max | "" for a single figure
-	"value",
-	"unit",        // count | tokens | bytes | s | fraction
-	"predicted",   // true for LRU-model figures (curves, knees), false for counts
-	"method",      // exact | shards
-	"sample_rate", // 1 when exact
-	"error_pp",    // SHARDS: the error bound in hit-ratio points; "" exact
-	"instances",   // knees: the instance count
-	"route",       // knees of several instances: the router
-	"window_s",    // working set: the window
-	"touch",       // forward | reverse
-	"note",
+// TraceColumns follow results.CommonSchema in trace.csv: one row per
+// figure.
+var TraceColumns = []results.Column{
+	results.Text(results.ColTrace, "the trace file's name"),
+	results.Text(results.ColFormat, "mooncake | alibaba"),
+	results.Int(results.ColBlockTokens, "tokens", "tokens per hash id"),
+	results.Text(results.ColMetric, "the figure: requests, input_tokens, apc_ceiling_any, knee95, working_set_peak, ..."),
+	results.Text(results.ColStat, `mean | p50 | p90 | p99 | max; "" for a single figure`),
+	results.Float(results.ColValue, "", "the figure, in the row's unit"),
+	results.Text("unit", "the value's unit: count | tokens | bytes | s | fraction"),
+	results.Bool(results.ColPredicted, "true for the LRU model's figures (curves, knees), false for counts"),
+	results.Text(results.ColMethod, "exact | shards (sampled)"),
+	results.Float(results.ColSampleRate, "fraction", "the share of hash ids sampled; 1 when exact"),
+	results.Float(results.ColErrorPP, "pp", `SHARDS: the error bound in hit-ratio points; "" exact`),
+	results.Int(results.ColInstances, "count", "knees: the instance count"),
+	results.Text(results.ColRoute, "knees of several instances: the router"),
+	results.Float(results.ColWindow, "s", "working set: the window"),
+	results.Text(results.ColTouch, "forward | reverse: the order the LRU model was fed"),
+	results.Text(results.ColNote, "what else the figure wants said"),
 }
 
-// CurveColumns are the whole header of trace_curve.csv.
-var CurveColumns = []string{
-	"trace", "model", "block_tokens", "block_bytes", "instances", "route", "touch",
-	"capacity_blocks", "capacity_tokens", "capacity_bytes", // per instance
-	"hit_ratio", "hit_tokens", "ceiling", "stderr", "method", "sample_rate", "predicted",
+// CurveColumns are the whole header of trace_curve.csv: the LRU model's
+// hit ratio against the capacity per instance.
+var CurveColumns = []results.Column{
+	results.Text(results.ColTrace, "the trace file's name"),
+	results.Text(results.ColModel, "the model whose KV geometry sized the blocks"),
+	results.Int(results.ColBlockTokens, "tokens", "tokens per hash id"),
+	results.Int("block_bytes", "B", "KV bytes of one block"),
+	results.Int(results.ColInstances, "count", "instances the trace is spread over"),
+	results.Text(results.ColRoute, "the router of several instances"),
+	results.Text(results.ColTouch, "forward | reverse"),
+	results.Int(results.ColCapacityBlocks, "blocks", "the cache per instance"),
+	results.Int(results.ColCapacityTokens, "tokens", "the cache per instance"),
+	results.Int(results.ColCapacityBytes, "B", "the cache per instance"),
+	results.Float(results.ColHitRatio, "fraction", "predicted prefix hit ratio at this capacity"),
+	results.Float("hit_tokens", "tokens", "predicted hit tokens at this capacity"),
+	results.Float(results.ColCeiling, "fraction", "the hit ratio of an infinite cache"),
+	results.Float("stderr", "fraction", `SHARDS: the hit ratio's standard error; "" exact`),
+	results.Text(results.ColMethod, "exact | shards"),
+	results.Float(results.ColSampleRate, "fraction", "the share of hash ids sampled; 1 when exact"),
+	results.Bool(results.ColPredicted, "always true: the LRU model's"),
 }
 
-// WindowColumns are the whole header of trace_windows.csv.
-var WindowColumns = []string{"trace", "window_s", "t_s", "distinct_blocks", "kv_bytes", "method", "sample_rate"}
+// WindowColumns are the whole header of trace_windows.csv: the working
+// set per sliding window over time.
+var WindowColumns = []results.Column{
+	results.Text(results.ColTrace, "the trace file's name"),
+	results.Float(results.ColWindow, "s", "the window's length"),
+	results.Float(results.ColTime, "s", "the window's end, seconds since the trace's first request"),
+	results.Float(results.ColDistinctBlocks, "blocks", "distinct blocks referenced in the window (SHARDS: scaled up)"),
+	results.Int(results.ColKVBytes, "B", "their KV"),
+	results.Text(results.ColMethod, "exact | shards"),
+	results.Float(results.ColSampleRate, "fraction", "the share of hash ids sampled; 1 when exact"),
+}
 
 // Suite declares what kvtier trace writes.
 var Suite = results.Suite{

@@ -59,7 +59,7 @@ func columns(suite, file string) []string {
 	if ok {
 		for _, f := range s.Files {
 			if f.Name == file {
-				return f.Columns
+				return f.Names()
 			}
 		}
 	}

@@ -27,6 +27,13 @@
 //
 //	go run ./csrc/internal/abigen -cufile -cudarc CUDARC_CHECKOUT >csrc/testdata/cufile-abi.golden
 //
+// With -nvml it writes csrc/testdata/nvml-abi.golden instead: the NVML
+// shim's symbols (by the exported, versioned name it looks up), structs
+// and constants as each of the given nvml.h files declares them, by
+// compiling a program over the header (needs gcc):
+//
+//	go run ./csrc/internal/abigen -nvml NVML_H[,NVML_H...] >csrc/testdata/nvml-abi.golden
+//
 // No NVIDIA file is committed; only the facts below are.
 package main
 
@@ -51,10 +58,14 @@ func main() {
 	abi := flag.String("abi", "", "a file of cuGetProcAddress loader lines and PFN #define lines")
 	shims := flag.String("csrc", "csrc", "the shims' directory")
 	cufile := flag.Bool("cufile", false, "write the cuFile facts (src/cufile/sys/mod.rs) instead")
+	nvml := flag.String("nvml", "", "write the NVML facts of these nvml.h files (comma-separated) instead")
 	flag.Parse()
 	run := func() error { return run(os.Stdout, *cudarc, *abi, *shims) }
-	if *cufile {
+	switch {
+	case *cufile:
 		run = func() error { return runCUFile(os.Stdout, *cudarc, *shims) }
+	case *nvml != "":
+		run = func() error { return runNVML(os.Stdout, strings.Split(*nvml, ","), *shims) }
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "abigen:", err)

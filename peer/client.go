@@ -69,6 +69,9 @@ type Info struct {
 	Device    string  // NIC for verbs, "tcp" otherwise
 	RateGbps  float64 // NIC line rate for verbs, 0 unknown
 	Writable  bool    // the sessions may write (WriteChunks)
+	// Flushes says the peer flushes the RDMA writes into its pool when
+	// asked (Flush): a writable verbs session into GPU memory.
+	Flushes bool
 }
 
 // A Client reads chunks from a peer's pool.
@@ -229,6 +232,20 @@ func (c *Client) WriteChunks(ctx context.Context, src []byte, list []Chunk) erro
 	}
 	return c.move(int64(len(src)), list, func() error { return c.verbs.write(ctx, src, list) },
 		func(t *tcpConn, p []Chunk) error { return t.write(ctx, src, p) })
+}
+
+// Flush makes what the client wrote into the peer's pool by RDMA WRITE
+// visible to the peer's device before it is read back: where the peer
+// said it flushes (Info.Flushes: GPU memory written by GPUDirect RDMA,
+// whose device may not order those writes before its own reads), it
+// asks and waits for the peer's cuFlushGPUDirectRDMAWrites. Elsewhere
+// there is nothing to do: TCP writes are the peer's own copies, and host
+// memory needs no flush.
+func (c *Client) Flush(ctx context.Context) error {
+	if c.verbs == nil {
+		return nil
+	}
+	return c.verbs.flush(ctx)
 }
 
 // Prepare readies dst for reads ahead of timing: a verbs client registers
@@ -460,9 +477,12 @@ type peerError struct{ addr, msg string }
 
 func (e *peerError) Error() string { return fmt.Sprintf("peer %s refused a read: %s", e.addr, e.msg) }
 
-func (t *tcpConn) readAnswer(dst []byte, b []Chunk) error {
+// readStatus reads the status that opens an answer from the peer at
+// addr: nil for OK, a *peerError with its message for a refusal, another
+// error where the stream breaks.
+func readStatus(r io.Reader, addr string) error {
 	var hdr [5]byte
-	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return err
 	}
 	n := binary.BigEndian.Uint32(hdr[1:])
@@ -470,11 +490,18 @@ func (t *tcpConn) readAnswer(dst []byte, b []Chunk) error {
 		return fmt.Errorf("answer message of %d bytes", n)
 	}
 	msg := make([]byte, n)
-	if _, err := io.ReadFull(t.r, msg); err != nil {
+	if _, err := io.ReadFull(r, msg); err != nil {
 		return err
 	}
 	if hdr[0] != statusOK {
-		return &peerError{t.addr, string(msg)}
+		return &peerError{addr, string(msg)}
+	}
+	return nil
+}
+
+func (t *tcpConn) readAnswer(dst []byte, b []Chunk) error {
+	if err := readStatus(t.r, t.addr); err != nil {
+		return err
 	}
 	for _, ch := range b {
 		if _, err := io.ReadFull(t.r, dst[ch.Dst:ch.Dst+ch.Len]); err != nil {

@@ -3,6 +3,7 @@ package peer
 import (
 	"fmt"
 	"io"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/kvtier/kvtier/pattern"
@@ -47,6 +48,12 @@ type Pool struct {
 	buf  Memory // device pools
 	// export exports buf as a DMA-BUF for GPUDirect, nil if it cannot.
 	export func() (int, int64, error)
+	// flush makes the RDMA writes a NIC has made into buf visible to the
+	// device's own reads (cuFlushGPUDirectRDMAWrites); nil: nothing to do.
+	flush func() error
+	// remoteWrites is set once a session registered the pool for
+	// remote write: RDMA WRITEs may have landed in it since.
+	remoteWrites atomic.Bool
 }
 
 // NewHostPool maps size bytes of anonymous memory and fills them with the
@@ -82,6 +89,25 @@ func NewBufferPool(buf Memory, mem string, export func() (int, int64, error), se
 		}
 	}
 	return &Pool{size: buf.Size(), seed: seed, mem: mem, host: buf.Host(), buf: buf, export: export}, nil
+}
+
+// SetGPUDirectFlush gives a device pool the backend's flush of GPUDirect
+// RDMA writes (cuFlushGPUDirectRDMAWrites where the device does not
+// order them): the server calls it before it reads the pool through the
+// device after RDMA WRITEs, and when a writing client asks before it
+// verifies what it stored. Call it before serving.
+func (p *Pool) SetGPUDirectFlush(f func() error) { p.flush = f }
+
+// flushRemoteWrites flushes the RDMA writes into the pool, where it has
+// a flush and a session may have written by RDMA.
+func (p *Pool) flushRemoteWrites() error {
+	if p.flush == nil || !p.remoteWrites.Load() {
+		return nil
+	}
+	if err := p.flush(); err != nil {
+		return fmt.Errorf("flush GPUDirect RDMA writes into the pool: %w", err)
+	}
+	return nil
 }
 
 // Size is the pool's length in bytes.

@@ -81,7 +81,19 @@ type Welcome struct {
 	Verbs *rdma.QPInfo `json:"verbs,omitempty"`
 	RKey  uint32       `json:"rkey,omitempty"`
 	Addr  uint64       `json:"addr,omitempty"`
+	// Flushes says the peer flushes the RDMA writes into its pool on
+	// request (a writable verbs session into GPU memory): the client
+	// sends ctlFlush on the control connection and waits for the status.
+	// Older peers leave it unset and are never asked.
+	Flushes bool `json:"flushes,omitempty"`
 }
+
+// ctlFlush, sent by a verbs client on the control connection of a
+// session whose Welcome said Flushes, asks the peer to flush the RDMA
+// writes into its pool; the peer answers with a status (as a TCP answer
+// opens: a status byte, a message length and the message).
+const ctlFlush = 'F'
+
 
 // A ProtocolError is a handshake that could not be understood.
 type ProtocolError struct{ Msg string }

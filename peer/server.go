@@ -254,7 +254,15 @@ func (s *Server) serveTCP(c idleConn, writable bool) error {
 			}
 			continue
 		}
-		if bad := s.outside(list); bad != "" {
+		h := s.cfg.Pool.Host()
+		bad := s.outside(list)
+		if bad == "" && h == nil {
+			// The device reads the pool: RDMA WRITEs into it first.
+			if err := s.cfg.Pool.flushRemoteWrites(); err != nil {
+				bad = err.Error()
+			}
+		}
+		if bad != "" {
 			if err := writeStatus(c, statusErr, bad); err != nil {
 				return err
 			}
@@ -263,7 +271,7 @@ func (s *Server) serveTCP(c idleConn, writable bool) error {
 		if err := writeStatus(c, statusOK, ""); err != nil {
 			return err
 		}
-		if h := s.cfg.Pool.Host(); h != nil {
+		if h != nil {
 			err = c.writeChunks(h, list)
 		} else {
 			stage, err = s.stageChunks(c, stage, list)

@@ -1,15 +1,17 @@
 package peer
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -140,6 +142,10 @@ func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome)
 	cfg := s.cfg.RDMA
 	cfg.QPs = len(h.Verbs.QPNs)
 	cfg.RemoteWrite = w.Writable
+	if w.Writable {
+		s.cfg.Pool.remoteWrites.Store(true)
+		w.Flushes = s.cfg.Pool.flush != nil
+	}
 	ep, err := rdma.Open(cfg)
 	if err != nil {
 		return refuse(err)
@@ -163,10 +169,31 @@ func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome)
 	if err := WriteFrame(c, w); err != nil {
 		return err
 	}
-	// The client reads by RDMA; the control connection only says when it
-	// is done (EOF) or gone.
-	io.Copy(io.Discard, c)
-	return nil
+	return s.control(c, w.Flushes)
+}
+
+// control answers a verbs session's control requests until the client
+// hangs up: the client moves the data by RDMA, and the control
+// connection only asks for flushes (where flushes) and says when the
+// client is done (EOF) or gone. Anything else ends the session.
+func (s *Server) control(c net.Conn, flushes bool) error {
+	r := bufio.NewReader(c)
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			return nil
+		}
+		if b != ctlFlush || !flushes {
+			return fmt.Errorf("unexpected control byte %#x", b)
+		}
+		status, msg := byte(statusOK), ""
+		if err := s.cfg.Pool.flushRemoteWrites(); err != nil {
+			status, msg = statusErr, err.Error()
+		}
+		if err := writeStatus(c, status, msg); err != nil {
+			return err
+		}
+	}
 }
 
 // A verbsClient reads a peer's pool by RDMA READ over RC QPs.
@@ -191,19 +218,66 @@ type verbsClient struct {
 	// died, or close was called); goneErr then says how.
 	gone    chan struct{}
 	goneErr error
+	// answers carries the peer's answers to control requests (flushes),
+	// one at a time under ctlMu.
+	answers chan error
+	ctlMu   sync.Mutex
 }
 
-// watch reads the control connection until it ends. The peer never
-// writes after its welcome, so the read returns only when the connection
-// is closed or reset; any bytes it did send are ignored.
+// watch reads the control connection until it ends. After its welcome
+// the peer writes only answers to the client's control requests, which
+// go to answers; otherwise the read returns only when the connection is
+// closed or reset, or carries what is not an answer.
 func (v *verbsClient) watch() {
-	var b [64]byte
+	r := bufio.NewReader(v.ctl)
 	for {
-		if _, err := v.ctl.Read(b[:]); err != nil {
+		err := readStatus(r, v.info.Addr)
+		if _, refused := errors.AsType[*peerError](err); err != nil && !refused {
 			v.goneErr = err
 			close(v.gone)
 			return
 		}
+		select {
+		case v.answers <- err:
+		default: // an answer nobody asked for
+		}
+	}
+}
+
+// flush asks the peer to flush the RDMA writes into its pool, where its
+// welcome said it does, and waits for the answer, at most the idle
+// timeout (DefaultIdleTimeout where none is set).
+func (v *verbsClient) flush(ctx context.Context) error {
+	if !v.info.Flushes {
+		return nil
+	}
+	v.ctlMu.Lock()
+	defer v.ctlMu.Unlock()
+	if v.peerGone() {
+		return fmt.Errorf("peer %s closed the control connection before the flush (%v)", v.info.Addr, v.goneErr)
+	}
+	select {
+	case <-v.answers: // a late answer to a flush that timed out
+	default:
+	}
+	if _, err := v.ctl.Write([]byte{ctlFlush}); err != nil {
+		return fmt.Errorf("peer %s: flush request: %w", v.info.Addr, err)
+	}
+	wait := cmp.Or(v.opt.IdleTimeout, DefaultIdleTimeout)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case err := <-v.answers:
+		if pe, ok := errors.AsType[*peerError](err); ok {
+			return fmt.Errorf("peer %s could not flush its pool: %s", v.info.Addr, pe.msg)
+		}
+		return nil
+	case <-v.gone:
+		return fmt.Errorf("peer %s closed the control connection before it flushed (%v)", v.info.Addr, v.goneErr)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return fmt.Errorf("peer %s did not answer a flush within %s", v.info.Addr, wait)
 	}
 }
 
@@ -267,9 +341,9 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 	}
 	v := &verbsClient{
 		info: Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: Verbs, Device: li.Device, RateGbps: li.RateGbps,
-			Writable: w.Writable},
+			Writable: w.Writable, Flushes: w.Flushes},
 		opt: opt, ctl: tc.c, ep: ep, rkey: rkey, base: w.Addr, root: cfg.Root,
-		gone: make(chan struct{}),
+		gone: make(chan struct{}), answers: make(chan error, 1),
 	}
 	go v.watch()
 	return v, nil

@@ -107,8 +107,12 @@ func (s *Push) Scrub(list []peer.Chunk) error {
 
 // Verify reads the pool's ranges of list back from the peer and checks
 // each against the working pool's pattern; it returns the index of the
-// first chunk that differs.
+// first chunk that differs. A peer's GPU pool written by GPUDirect RDMA
+// is flushed first, so the check sees what the peer's device would.
 func (s *Push) Verify(list []peer.Chunk) (int, error) {
+	if err := s.c.Flush(context.Background()); err != nil {
+		return 0, fmt.Errorf("before reading back: %w", err)
+	}
 	back := make([]byte, s.dst.Size())
 	if err := s.c.ReadChunks(context.Background(), back, list); err != nil {
 		return 0, fmt.Errorf("read back: %w", err)

@@ -166,6 +166,9 @@ func (o *serveOptions) openPool(ctx context.Context, stderr io.Writer) (*peer.Po
 		b.Close()
 		return nil, nil, err
 	}
+	if f, ok := b.(tiers.GPUDirectFlusher); ok {
+		p.SetGPUDirectFlush(f.FlushGPUDirectWrites)
+	}
 	return p, func() { p.Close(); b.Close() }, nil
 }
 

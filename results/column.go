@@ -42,7 +42,6 @@ var Units = []string{
 	"TFLOP/s",  // 10^12 FLOP per second
 	"tokens",   // tokens
 	"blocks",   // KV blocks (the server's or the trace's block)
-	"requests", // requests
 	"req/s",    // requests per second
 	"tokens/s", // tokens per second
 	"fraction", // a share between 0 and 1

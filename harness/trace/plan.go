@@ -366,7 +366,7 @@ func sortedUnique(xs []int64) []int64 {
 // capacity configuration (seconds = predicted TTFT p50).
 var PlanColumns = slices.Concat(
 	[]results.Column{results.Text(results.ColTrace, "the trace file's name")},
-	perTier(PlanTiers[:4], "%s_bytes", func(t string) results.Column {
+	perTier(CapacityTiers, "%s_bytes", func(t string) results.Column {
 		return results.Column{Type: results.TypeString, Unit: "B", Doc: t + "'s capacity in bytes; inf: no limit, 0: none"}
 	}),
 	[]results.Column{
@@ -391,10 +391,10 @@ var PlanColumns = slices.Concat(
 		results.Text(results.ColMissing, "tiers with no measured cost that this configuration needs: TTFT not predicted"),
 		results.Float(results.ColExtrapolated, "fraction", "share of requests predicted from a cost past the longest prefix it was measured at"),
 	},
-	perTier(PlanTiers[:4], "write_%s_Bps", func(t string) results.Column {
+	perTier(CapacityTiers, "write_%s_Bps", func(t string) results.Column {
 		return results.Float("", "B/s", "bytes/s "+t+" must absorb")
 	}),
-	perTier(PlanTiers[:4], "store_util_%s", func(t string) results.Column {
+	perTier(CapacityTiers, "store_util_%s", func(t string) results.Column {
 		return results.Float("", "ratio", "the share of "+t+"'s measured store its writes need; empty where not checked")
 	}),
 	[]results.Column{

@@ -24,6 +24,7 @@ func TestTokenCounting(t *testing.T) {
 		maxTokens int
 		tokens    int
 		counting  string
+		prompt    int // usage.prompt_tokens; 0: not checked
 	}{
 		{
 			name: "vllm completions, token ids and continuous usage",
@@ -49,10 +50,33 @@ func TestTokenCounting(t *testing.T) {
 			maxTokens: 2, tokens: 2, counting: CountChunks,
 		},
 		{
-			name: "llama.cpp: empty finish chunk with timings",
-			in: sse(`{"choices":[{"text":"x","finish_reason":null}]}`,
-				`{"choices":[{"text":"","finish_reason":"length"}],"timings":{"cache_n":0,"prompt_n":9}}`),
-			maxTokens: 1, tokens: 1, counting: CountChunks,
+			name: "llama.cpp completions: the finish chunk carries the usage and timings, no usage chunk",
+			in: sse(`{"choices":[{"text":"x","index":0,"logprobs":null,"finish_reason":null}]}`,
+				`{"choices":[{"text":"y","index":0,"logprobs":null,"finish_reason":null}]}`,
+				`{"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"usage":{"completion_tokens":2,"prompt_tokens":9,"total_tokens":11},"timings":{"cache_n":8,"prompt_n":1}}`),
+			maxTokens: 2, tokens: 2, counting: CountChunks, prompt: 9,
+		},
+		{
+			name: "llama.cpp chat: role-only delta with null content, empty finish delta, usage chunk with timings",
+			in: sse(`{"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}]}`,
+				`{"choices":[{"finish_reason":null,"index":0,"delta":{"content":"x"}}]}`,
+				`{"choices":[{"finish_reason":"length","index":0,"delta":{}}]}`,
+				`{"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":9,"total_tokens":10},"timings":{"cache_n":0,"prompt_n":9}}`),
+			maxTokens: 1, tokens: 1, counting: CountChunks, prompt: 9,
+		},
+		{
+			name: "tgi completions: finish_reason \"\" until the last token, which carries the usage",
+			in: sse(`{"id":"","choices":[{"finish_reason":"","index":0,"logprobs":null,"text":"a"}]}`,
+				`{"id":"","choices":[{"finish_reason":"","index":0,"logprobs":null,"text":"b"}]}`,
+				`{"id":"","choices":[{"finish_reason":"length","index":0,"logprobs":null,"text":"c"}],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`),
+			maxTokens: 3, tokens: 3, counting: CountChunks, prompt: 9,
+		},
+		{
+			name: "vllm with reasoning: the delta's reasoning carries a token",
+			in: sse(`{"choices":[{"delta":{"role":"assistant","content":""}}]}`,
+				`{"choices":[{"delta":{"reasoning":"hm"}}]}`,
+				`{"choices":[{"delta":{"content":"a"},"finish_reason":"length"}]}`),
+			maxTokens: 2, tokens: 2, counting: CountChunks,
 		},
 		{
 			name: "sglang: null usage on chunks, finish chunk, usage chunk",
@@ -94,6 +118,9 @@ func TestTokenCounting(t *testing.T) {
 			}
 			if s.Tokens() != tt.tokens || s.Counting != tt.counting {
 				t.Errorf("tokens %d counted by %q, want %d by %q", s.Tokens(), s.Counting, tt.tokens, tt.counting)
+			}
+			if tt.prompt > 0 && (s.Usage == nil || s.Usage.PromptTokens != tt.prompt) {
+				t.Errorf("usage %+v, want %d prompt tokens", s.Usage, tt.prompt)
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package serving
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // hostile is a server that misbehaves in the way its handler says; it
@@ -188,5 +191,174 @@ func TestBasicAuth(t *testing.T) {
 	}
 	if _, err := NewClient("ftp://user:hunter2@h", time.Second); err == nil || strings.Contains(fmt.Sprint(err), "hunter2") {
 		t.Errorf("bad scheme: error %v", err)
+	}
+}
+
+// raw writes s on the connection under w, bypassing net/http's framing,
+// and closes it.
+func raw(w http.ResponseWriter, s string) {
+	conn, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	buf.WriteString(s)
+	buf.Flush()
+}
+
+// gzipped is s compressed with gzip.
+func gzipped(s string) []byte {
+	var b bytes.Buffer
+	z := gzip.NewWriter(&b)
+	z.Write([]byte(s))
+	z.Close()
+	return b.Bytes()
+}
+
+// blanks is a gzip stream that expands to n blanks.
+func blanks(n int) []byte {
+	var b bytes.Buffer
+	z, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	chunk := bytes.Repeat([]byte(" "), 1<<20)
+	for range n >> 20 {
+		z.Write(chunk)
+	}
+	z.Close()
+	return b.Bytes()
+}
+
+// Malformed streams and transports: each request ends with an error
+// naming the fault, within its bounds (the idle timeout, the request
+// timeout, a cap), or reads what is sound in it to its end.
+func TestHostileStreams(t *testing.T) {
+	t.Parallel()
+	ev := func(s string) string { return "data: " + s + "\n\n" }
+	choice := ev(`{"choices":[{"text":"a"}]}`)
+	usageOf := func(u string) string { return ev(`{"choices":[],"usage":` + u + `}`) }
+	done := "data: [DONE]\n\n"
+	stream := func(ctx context.Context, c *Client) error {
+		_, err := c.Stream(ctx, Request{Model: "m", Prompt: []int{1, 2}, MaxTokens: 3}, nil)
+		return err
+	}
+	models := func(ctx context.Context, c *Client) error { _, err := c.Models(ctx); return err }
+	sse := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, body)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		call    func(context.Context, *Client) error
+		want    string // in the error; "" for success
+		timeout time.Duration
+	}{
+		{"one line past the cap", sse("data: " + strings.Repeat("x", MaxEventBytes) + "\n\n" + done), stream, "stream line exceeds 4 MiB", 0},
+		{"no newline ever", func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte("data: {"))
+			endless(w, r, `"a":1,`)
+		}, stream, "stream line exceeds 4 MiB", 0},
+		{"data after [DONE]", func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, choice+usageOf(`{"prompt_tokens":2,"completion_tokens":1}`)+done)
+			endless(w, r, choice)
+		}, stream, "", 0},
+		{"invalid JSON mid-stream", sse(choice + ev(`{"choices":[{"text":`) + choice + done), stream, `event 2 is not JSON: "{\"choices\":[{\"text\":"`, 0},
+		{"a count past any integer", sse(choice + usageOf(`{"prompt_tokens":1e300,"completion_tokens":1}`) + done), stream, "is not a chunk: its usage.prompt_tokens is a JSON number", 0},
+		{"a negative count", sse(choice + usageOf(`{"prompt_tokens":2,"completion_tokens":-5}`) + done), stream, "usage reports -5 tokens: not a count", 0},
+		{"a huge count", sse(choice + usageOf(`{"prompt_tokens":4611686018427387904,"completion_tokens":1}`) + done), stream, "usage reports 4611686018427387904 tokens: not a count", 0},
+		{"a negative cached count", sse(choice + usageOf(`{"prompt_tokens":2,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":-1}}`) + done), stream, "usage reports -1 cached tokens", 0},
+		{"not UTF-8", sse(choice + "data: \xff\xfe{\xc3\x28}\n\n" + done), stream, "is not JSON", 0},
+		{"not UTF-8 inside a string", sse(ev("{\"choices\":[{\"text\":\"\xff\xfe\"}]}") + done), stream, "", 0},
+		{"closed mid-chunk", func(w http.ResponseWriter, r *http.Request) {
+			raw(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+
+				fmt.Sprintf("%x\r\n%s\r\n", len(choice), choice)+"40\r\ndata: {\"choi")
+		}, stream, "unexpected EOF", 0},
+		{"HTTP/1.0 without Content-Length, read to the close", func(w http.ResponseWriter, r *http.Request) {
+			raw(w, "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+choice+usageOf(`{"prompt_tokens":2,"completion_tokens":1}`)+done)
+		}, stream, "", 0},
+		{"HTTP/1.0 without Content-Length, cut", func(w http.ResponseWriter, r *http.Request) {
+			raw(w, "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+choice)
+		}, stream, "stream ended without [DONE] and without usage", 0},
+		{"gzip stream", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(gzipped(choice + usageOf(`{"prompt_tokens":2,"completion_tokens":1}`) + done))
+		}, stream, "", 0},
+		{"gzip bomb /", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(blanks(64 << 20))
+		}, models, "GET /v1/models body exceeds 16 MiB", 0},
+		{"gzip that is not /", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			io.WriteString(w, `{"data":[]}`)
+		}, models, "gzip: invalid header", 0},
+		{"redirect loop /", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, r.URL.Path, http.StatusFound)
+		}, models, "stopped after 10 redirects", 0},
+		{"redirect loop on a generation /", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
+		}, stream, "stopped after 10 redirects", 0},
+		{"drip that never ends an event", func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte("data: {"))
+			for r.Context().Err() == nil {
+				w.Write([]byte(" "))
+				w.(http.Flusher).Flush()
+				time.Sleep(50 * time.Millisecond)
+			}
+		}, stream, "context deadline exceeded", 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := hostile(t, tc.name, tc.handler)
+			c.Idle = 10 * time.Second // these faults are not silence
+			if tc.timeout > 0 {
+				c.Timeout = tc.timeout
+			}
+			start := time.Now()
+			err := tc.call(t.Context(), c)
+			took := time.Since(start)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			case err != nil && (!utf8.ValidString(err.Error()) || strings.ContainsAny(err.Error(), "\r\n")):
+				t.Errorf("error %q is not one line of UTF-8", err)
+			case took > 10*time.Second:
+				t.Fatalf("took %s", took)
+			}
+		})
+	}
+}
+
+// A stream that goes on after [DONE], and a gzip bomb, cost no more
+// memory than the caps.
+func TestHostileGrowthBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		call    func(context.Context, *Client) error
+	}{
+		{"data after [DONE]", func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n")
+			endless(w, r, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n")
+		}, func(ctx context.Context, c *Client) error {
+			_, err := c.Stream(ctx, Request{Model: "m", Prompt: []int{1}, MaxTokens: 1}, nil)
+			return err
+		}},
+		{"gzip bomb", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(blanks(256 << 20))
+		}, func(ctx context.Context, c *Client) error { _, err := c.Metrics(ctx, "m"); return err }},
+	} {
+		c := hostile(t, tc.name, tc.handler)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		tc.call(t.Context(), c)
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 6*MaxMetricsBytes {
+			t.Errorf("%s: allocated %d MiB", tc.name, grew>>20)
+		}
 	}
 }

@@ -225,6 +225,20 @@ func (c *chunk) err() error {
 	return nil
 }
 
+// notChunk is the error of event n, data, that did not decode as a
+// chunk: not JSON, or JSON with a field of the wrong type (a count past
+// any integer, a string for a number).
+func notChunk(n int, data []byte, err error) error {
+	if !json.Valid(data) {
+		return fmt.Errorf("event %d is not JSON: %q", n, clip(string(data), 120))
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("event %d is not a chunk: its %s is a JSON %s: %q", n, te.Field, te.Value, clip(string(data), 120))
+	}
+	return fmt.Errorf("event %d is not a chunk (%v): %q", n, err, clip(string(data), 120))
+}
+
 // errorField is the error an "error:" event field reports (older
 // llama.cpp servers: {"code", "message", "type"}).
 func errorField(data []byte) error {
@@ -557,7 +571,7 @@ func readStream(r io.Reader, since func() time.Duration, onChoice func(Chunk), m
 		}
 		var c chunk
 		if err := json.Unmarshal(data, &c); err != nil {
-			return s, fmt.Errorf("event %d is not JSON: %q", s.Events, clip(string(data), 120))
+			return s, notChunk(s.Events, data, err)
 		}
 		if err := c.err(); err != nil {
 			return s, fmt.Errorf("after %d events: %w", s.Events-1, err)

@@ -95,6 +95,11 @@ func TestReadStream(t *testing.T) {
 			wantErrSub: "server error: boom", cached: -1,
 		},
 		{
+			name:       "error field (older llama.cpp)",
+			in:         "data: " + chunkA + "\n\nerror: {\"code\":500,\"message\":\"slot unavailable\",\"type\":\"server_error\"}\n\n",
+			wantErrSub: "server error (code 500): slot unavailable", ttft: time.Millisecond, e2e: time.Millisecond, chunks: 1, cached: -1,
+		},
+		{
 			name:       "not JSON",
 			in:         "data: <html>502 Bad Gateway</html>\n\n",
 			wantErrSub: "is not JSON", cached: -1,

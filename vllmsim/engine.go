@@ -358,7 +358,7 @@ func (e *engine) planPrefill(p *plan) {
 	// As vLLM, no new admissions in a step that had to preempt.
 	for len(e.waiting) > 0 && budget > 0 && !preempted {
 		r := e.waiting[0]
-		if !e.admit(r) {
+		if !e.admit(r, budget) {
 			break
 		}
 		e.waiting = e.waiting[1:]
@@ -431,16 +431,20 @@ func (e *engine) preempt(r *request) {
 	e.gpu.release(r.blocks)
 	r.blocks, r.computed, r.committed, r.state = nil, 0, 0, stWaiting
 	r.preempted++
+
 	e.waiting = slices.Insert(e.waiting, 0, r)
 }
 
 // admit looks r's prefix up in the GPU pool and, past that, in the CPU
 // store or at its P/D producer, counts the queries and hits as vLLM does
-// (in tokens), and allocates its blocks. The last prompt token is always
-// computed, so hits stop at the last full block before it. A request with
-// an external hit goes to loading. admit reports false, leaving r
-// waiting, when the pool cannot hold r now.
-func (e *engine) admit(r *request) bool {
+// (in tokens), and allocates the blocks of what it is scheduled for: its
+// hits and the next budget tokens, as vLLM V1's allocate_slots, not its
+// whole prompt (the later chunks grow it, preempting when the pool is
+// short). The last prompt token is always computed, so hits stop at the
+// last full block before it. A request with an external hit goes to
+// loading. admit reports false, leaving r waiting, when the pool cannot
+// hold that now.
+func (e *engine) admit(r *request, budget int) bool {
 	total := len(r.seq)
 	maxHit := (total - 1) / e.block
 	local := e.gpu.lookup(r.hashes, maxHit)
@@ -455,7 +459,8 @@ func (e *engine) admit(r *request) bool {
 			ext = e.cpu.match(rest, e.vt)
 		}
 	}
-	ids := e.gpu.alloc((total+e.block-1)/e.block - len(local))
+	cover := min(total, (len(local)+ext)*e.block+budget)
+	ids := e.gpu.alloc((cover+e.block-1)/e.block - len(local))
 	if ids == nil {
 		e.gpu.release(local)
 		return false
@@ -469,11 +474,8 @@ func (e *engine) admit(r *request) bool {
 		r.cached = r.localHit + r.extHit
 		r.firstLocal, r.firstExt = r.localHit, r.extHit
 	}
-	e.m.prefixQueries += float64(total)
-	e.m.prefixHits += float64(r.localHit)
-	if conn {
-		e.m.extQueries += float64(total - r.localHit)
-		e.m.extHits += float64(r.extHit)
+	if r.preempted == 0 {
+		e.countLookup(r, total, conn)
 	}
 	if ext > 0 {
 		r.state = stLoading
@@ -485,6 +487,20 @@ func (e *engine) admit(r *request) bool {
 		}
 	}
 	return true
+}
+
+// countLookup counts a request's first prefix lookup in the prefix-cache
+// counters. As vLLM (PrefixCacheStats), the lookups of a preempted
+// request admitted again are not counted: a victim finding its own
+// blocks would raise the hit rate, one whose blocks were evicted would
+// lower it, and neither is reuse across requests.
+func (e *engine) countLookup(r *request, total int, conn bool) {
+	e.m.prefixQueries += float64(total)
+	e.m.prefixHits += float64(r.localHit)
+	if conn {
+		e.m.extQueries += float64(total - r.localHit)
+		e.m.extHits += float64(r.extHit)
+	}
 }
 
 // finishLoads moves requests whose loads are complete into the batch,

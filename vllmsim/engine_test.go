@@ -202,6 +202,41 @@ func TestEnginePreemptsWhenPoolIsShort(t *testing.T) {
 	}
 }
 
+// As vLLM V1's scheduler, a waiting request is admitted when the blocks
+// of the chunk it is scheduled for fit, not only when its whole prompt
+// does: a 12,000-token prompt (750 blocks) starts in a pool with 600 free
+// blocks, its first chunk (8192 tokens, 512 blocks) allocated.
+func TestEngineAdmitsOnTheScheduledChunk(t *testing.T) {
+	e := testEngine(t, 700, 0)
+	other := e.gpu.alloc(100) // another request's blocks
+	r := e.newRequest("a", seqPrompt(1, 12000), 1, "")
+	e.submit(r, 0)
+	p := e.schedule()
+	if len(p.items) != 1 || p.items[0].r != r || p.items[0].tokens != 8192 {
+		t.Fatalf("first step %+v: want the first 8192-token chunk of the request", p.items)
+	}
+	if len(r.blocks) != 512 || e.gpu.used() != 612 {
+		t.Errorf("request holds %d blocks, pool %d in use: want 512 and 612", len(r.blocks), e.gpu.used())
+	}
+	e.gpu.release(other)
+}
+
+// A preempted request's lookups when it is admitted again are not
+// counted in vllm:prefix_cache_queries and hits (vLLM counts them apart
+// and does not export them): the queries are the two prompts, once.
+func TestEnginePreemptedLookupsNotCounted(t *testing.T) {
+	e := testEngine(t, 40, 0)
+	a := &vclient{sent: 0, r: e.newRequest("a", seqPrompt(1, 256), 256, "")}
+	b := &vclient{sent: 0, r: e.newRequest("b", seqPrompt(2, 256), 256, "")}
+	runVirtual(t, e, []*vclient{a, b}, nil)
+	if a.r.preempted+b.r.preempted == 0 {
+		t.Fatal("no preemption: the test needs one")
+	}
+	if e.m.prefixQueries != 512 || e.m.prefixHits != 0 {
+		t.Errorf("prefix cache queries %.0f, hits %.0f: want 512 and 0", e.m.prefixQueries, e.m.prefixHits)
+	}
+}
+
 func TestCacheSaltSeparates(t *testing.T) {
 	e := testEngine(t, 1024, 0)
 	p := seqPrompt(1, 1000)

@@ -18,14 +18,14 @@ import (
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
-// referenceWorkload is the knee workload of the reference: 4 closed-loop
-// sessions of 6 turns, each ending near 0.9 GB of Qwen3-Coder-30B-A3B KV.
-func referenceWorkload(t *testing.T) *replay.Workload {
+// referenceWorkload is the knee workload of the reference, the default
+// sessions of replay and knee (replay.DefaultSessions), their tokens
+// drawn from seed.
+func referenceWorkload(t *testing.T, seed uint64) *replay.Workload {
 	t.Helper()
-	w, err := replay.Generate(context.Background(), trace.GenOptions{
-		Sessions: 4, Turns: 6, SystemTokens: 2048, TurnTokens: 1024, OutputTokens: 256,
-		BlockTokens: 16, Seed: 1, Fixed: true,
-	}, 0)
+	o := replay.DefaultSessions()
+	o.Seed = seed
+	w, err := replay.Generate(context.Background(), o, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +51,12 @@ func blocksOf(gb []float64, blockBytes int64) []int {
 
 // embeddedSweep sweeps capacities (GB) with the reference's knee workload
 // on embedded simulators on the virtual clock, the simulator and the
-// replay seeded with seed; it returns the capacity rows.
+// replay, and the workload's tokens, seeded with seed; it returns the
+// capacity rows.
 func embeddedSweep(t *testing.T, gb []float64, seed uint64) []results.Row {
 	t.Helper()
 	g, _ := kv.LookupModel(kv.DefaultModel)
-	w := referenceWorkload(t)
+	w := referenceWorkload(t, seed)
 	var rows []results.Row
 	synctest.Test(t, func(t *testing.T) {
 		var net vllmsim.MemNet
@@ -98,29 +99,16 @@ func TestKneeEmbeddedReference(t *testing.T) {
 		if ref.GB >= 3.6 && math.Abs(r.Float("apc")-ref.APC) > 0.10 {
 			t.Errorf("%.1f GB: realized APC %.1f %%, reference %.1f %%: more than 10 points apart at or above the knee", ref.GB, 100*r.Float("apc"), 100*ref.APC)
 		}
-		p90 := r.Float("ttft_p90_s")
-		if why, gap := kneeTTFTGaps[ref.GB]; gap {
-			t.Logf("%.1f GB: TTFT p90 %.2f s against the reference's %.2f s, not checked: %s", ref.GB, p90, ref.TTFTP90, why)
-			continue
-		}
-		if math.Abs(p90/ref.TTFTP90-1) > 0.25 {
+		if p90 := r.Float("ttft_p90_s"); math.Abs(p90/ref.TTFTP90-1) > 0.25 {
 			t.Errorf("%.1f GB: TTFT p90 %.3f s, reference %.2f s: off more than 25%%", ref.GB, p90, ref.TTFTP90)
 		}
 	}
 	checkShape(t, rows)
 }
 
-// kneeTTFTGaps are the reference capacities where the simulator's TTFT
-// p90 is known to miss the reference's by more than 25 %, and why (issue
-// 28; docs/reference.md says the same).
-var kneeTTFTGaps = map[float64]string{
-	1.2: "about 6.3 s against 13.0: the simulator serves the sessions one request at a time (prefill and 256 decodes, about 2 s each) and a turn waits for the three others; the reference's doubled wait is not explained by vLLM's scheduling as modeled (admission, recompute preemption, LRU)",
-	2.4: "about 3.1 s against 4.62, for the same reason",
-	3.6: "about 0.71 s against 0.53 (the reference's 0.53 is below its own 0.65 at 9.7 GB; the simulator's sessions run in lockstep and all reach their last, largest turn together, when the pool holds three of them)",
-}
-
 // TestKneeEmbeddedReferenceSeeds runs the capacity below the knee, where
-// LRU eviction under load decides what hits, with 5 seeds on the virtual
+// LRU eviction under load decides what hits, with 5 seeds (the
+// simulator's, the replay's and the prompts' tokens) on the virtual
 // clock: the realized APC may move at most 5 points between them. (It
 // moved 8 to 10 points, also between runs of one seed, when requests
 // reaching the simulator at the same instant queued in whatever order

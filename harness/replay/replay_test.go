@@ -102,8 +102,9 @@ func TestOrderRoundRobin(t *testing.T) {
 }
 
 // TestWorkingSetOfReferenceSessions checks the default sessions against
-// the reference's knee workload: 4 × 0.91 GB = 3.6 GB of Qwen3-Coder KV
-// (98,304 bytes per token).
+// the reference's knee workload: 4 sessions of about 0.9 GB of
+// Qwen3-Coder KV (98,304 bytes per token), a working set that the
+// reference's 3.6 GB pool holds and its 2.4 GB pool does not.
 func TestWorkingSetOfReferenceSessions(t *testing.T) {
 	t.Parallel()
 	w, err := Generate(context.Background(), DefaultSessions(), 0)
@@ -114,8 +115,8 @@ func TestWorkingSetOfReferenceSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gb := float64(ws) * 98304 / 1e9; len(w.Requests) != 24 || math.Abs(gb-3.6) > 0.1 {
-		t.Errorf("%d requests, working set %d tokens = %.2f GB, want 24 and 3.6 GB", len(w.Requests), ws, gb)
+	if gb := float64(ws) * 98304 / 1e9; len(w.Requests) != 24 || gb > 3.6 || gb < 3.3 {
+		t.Errorf("%d requests, working set %d tokens = %.2f GB, want 24 and 3.3 to 3.6 GB", len(w.Requests), ws, gb)
 	}
 }
 

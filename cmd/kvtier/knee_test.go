@@ -131,10 +131,12 @@ func TestKneeInterruptStopsServer(t *testing.T) {
 	}
 }
 
-// TestKneeExternalSimShape runs the reference's knee workload against
-// servers started as processes through --server-cmd (the test binary
-// as kvtier sim, its modeled delays scaled by 0.1 so the sweep takes
-// seconds) and checks the reference's shape. It is real time: a loaded
+// TestKneeExternalSimShape runs the reference's knee sessions, with
+// turns of 1k new and 256 output tokens (the same working set as the
+// default's 640 and 640, and 40 % of its decode steps), against servers
+// started as processes through --server-cmd (the test binary as kvtier
+// sim, its modeled delays scaled by 0.1 so the sweep takes seconds) and
+// checks the reference's shape. It is real time: a loaded
 // machine delays the few slowest requests that make a p90, so it tries
 // three times, and when every try failed while the simulator fell
 // behind real time it skips rather than fails.
@@ -164,7 +166,7 @@ func externalShape(t *testing.T, try int) (string, float64) {
 	marker := fmt.Sprintf("kneeshape-%d", time.Now().UnixNano())
 	out := filepath.Join(t.TempDir(), "k")
 	start := time.Now()
-	stdout, _ := mustRunCLI(t, "knee", "--server-cmd", simCommand(0.1, marker), "--out", out)
+	stdout, _ := mustRunCLI(t, "knee", "--server-cmd", simCommand(0.1, marker), "--turn-tokens", "1k", "--output-tokens", "256", "--out", out)
 	rows, _, err := results.ReadCSV(filepath.Join(out, "knee.csv"))
 	if err != nil {
 		t.Fatal(err)

@@ -94,7 +94,6 @@ type Welcome struct {
 // opens: a status byte, a message length and the message).
 const ctlFlush = 'F'
 
-
 // A ProtocolError is a handshake that could not be understood.
 type ProtocolError struct{ Msg string }
 

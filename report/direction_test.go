@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,5 +46,48 @@ func TestStoreRowsKeptApart(t *testing.T) {
 	// The headline's store line puts the store beside the load.
 	if !strings.Contains(line, "Store / load p50 (fastest configuration of each): host 1k 1.00 ms / 4.00 ms.") {
 		t.Errorf("headline %q: want the store's 1 ms beside the load's 4 ms", line)
+	}
+}
+
+// TestStoreLineLengths checks the prefix lengths of the headline's store
+// line: those of the headline's measured both ways, naming the others;
+// where the stores cover none of them (make bench stores 1k only), the
+// lengths measured both ways, said to be those, never a row of dashes.
+func TestStoreLineLengths(t *testing.T) {
+	t.Parallel()
+	row := func(tier, dir string, L int64, sec float64) results.Row {
+		r := results.NewRow("sweep")
+		r.Backend, r.Transport, r.Tier, r.Layout, r.Model = "host", "memcpy", tier, "layerwise", "m"
+		r.PrefixTokens, r.Blocks, r.Bytes = L, L/16, L<<10
+		r.Set("copy", "percopy")
+		r.Set(results.DirectionColumn, dir)
+		r.SetTime(sec)
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		stored []int64
+		want   string
+	}{
+		{"1k only", []int64{1024},
+			"Store / load p50 (fastest configuration of each; at 1k, the prefix lengths measured both ways, none of the headline's 8k, 16k, 32k, 64k): host 1k 2.00 ms / 1.00 ms; store not measured: disk."},
+		{"1k and 8k", []int64{1024, 8192},
+			"Store / load p50 (fastest configuration of each; no store at 16k, 32k, 64k): host 8k 16.0 ms / 8.00 ms; store not measured: disk."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var rows []results.Row
+			for _, L := range []int64{1024, 8192, 16384, 32768, 65536} {
+				rows = append(rows, row("host", "load", L, float64(L)/1024e3), row("disk", "load", L, float64(L)/512e3))
+				if slices.Contains(tc.stored, L) {
+					rows = append(rows, row("host", "store", L, float64(L)/512e3))
+				}
+			}
+			run := &analysis.Run{Files: map[string][]results.Row{"sweep.csv": rows}}
+			line, _ := sweepHeadline([]*analysis.Run{run})
+			if !strings.Contains(line, tc.want) {
+				t.Errorf("headline %q\nwant %q", line, tc.want)
+			}
+		})
 	}
 }

@@ -11,9 +11,12 @@ import (
 )
 
 // storeLine is the headline's store sentence: per tier, the p50 time of
-// its fastest store configuration beside its fastest load's at the
-// reference prefix lengths ls; tiers loaded but never stored are named.
-// It is empty when no row measured a store.
+// its fastest store configuration beside its fastest load's, at those
+// of the headline's prefix lengths ls where some tier measured both
+// directions; where none did (make bench stores a short prefix only),
+// at the lengths that were measured both ways, and it says which. Tiers
+// loaded but never stored are named. It is empty when no row measured a
+// store.
 func storeLine(rows []results.Row, ls []int64) string {
 	var stores []results.Row
 	for _, r := range rows {
@@ -34,7 +37,9 @@ func storeLine(rows []results.Row, ls []int64) string {
 		}
 		return fmtSec(d.P50)
 	}
-	var parts, unmeasured []string
+	type pair struct{ load, store analysis.SweepKey }
+	var pairs []pair
+	var unmeasured []string
 	for _, lk := range bestConfigs(lkeys, lcells) {
 		if tierspec.Computes(lk.Tier) {
 			continue // nothing to store
@@ -44,15 +49,60 @@ func storeLine(rows []results.Row, ls []int64) string {
 			unmeasured = append(unmeasured, lk.Tier)
 			continue
 		}
-		var at []string
-		for _, L := range ls {
-			at = append(at, fmt.Sprintf("%s %s / %s", fmtTokens(L), p50(scells, sbest[i], L), p50(lcells, lk, L)))
-		}
-		parts = append(parts, lk.Tier+" "+strings.Join(at, ", "))
+		pairs = append(pairs, pair{lk, sbest[i]})
 	}
-	line := "Store / load p50 (fastest configuration of each): " + strings.Join(parts, "; ")
+	bothWays := func(L int64) bool {
+		return slices.ContainsFunc(pairs, func(p pair) bool {
+			return p50(scells, p.store, L) != Dash && p50(lcells, p.load, L) != Dash
+		})
+	}
+	at, head := storeLengths(ls, skeys, bothWays)
+	var parts []string
+	for _, p := range pairs {
+		var cells []string
+		for _, L := range at {
+			cells = append(cells, fmt.Sprintf("%s %s / %s", fmtTokens(L), p50(scells, p.store, L), p50(lcells, p.load, L)))
+		}
+		parts = append(parts, p.load.Tier+" "+strings.Join(cells, ", "))
+	}
+	line := head + ": " + strings.Join(parts, "; ")
 	if len(unmeasured) > 0 {
 		line += "; store not measured: " + strings.Join(unmeasured, ", ")
 	}
 	return line + "."
+}
+
+// storeLengths picks the store line's prefix lengths and its opening:
+// those of ls measured both ways (bothWays), naming the rest of ls as
+// not stored; where none of ls was, up to four of the store rows'
+// lengths measured both ways, said to be those; where none at all, ls.
+func storeLengths(ls []int64, skeys []sweepCell, bothWays func(int64) bool) ([]int64, string) {
+	head := "Store / load p50 (fastest configuration of each"
+	at := slices.DeleteFunc(slices.Clone(ls), func(L int64) bool { return !bothWays(L) })
+	if len(at) > 0 {
+		if missing := slices.DeleteFunc(slices.Clone(ls), bothWays); len(missing) > 0 {
+			head += "; no store at " + tokenList(missing)
+		}
+		return at, head + ")"
+	}
+	var stored []int64
+	for _, c := range skeys {
+		if bothWays(c.L) {
+			stored = append(stored, c.L)
+		}
+	}
+	if len(stored) == 0 {
+		return ls, head + ")"
+	}
+	at = pickL(stored, headlineL)
+	return at, fmt.Sprintf("%s; at %s, the prefix lengths measured both ways, none of the headline's %s)", head, tokenList(at), tokenList(ls))
+}
+
+// tokenList formats prefix lengths as a comma-separated list.
+func tokenList(ls []int64) string {
+	s := make([]string, len(ls))
+	for i, L := range ls {
+		s[i] = fmtTokens(L)
+	}
+	return strings.Join(s, ", ")
 }

@@ -141,7 +141,7 @@ func (r *Run) loadTokens() error {
 	r.Tokens = make([]Token, 0, len(rows))
 	for i, x := range rows {
 		var ints [4]int
-		for j, col := range []string{"decode_streams", "prefill_tokens", "stream", "index"} {
+		for j, col := range []string{results.ColDecodeStreams, results.ColPrefillTokens, results.ColStream, results.ColIndex} {
 			n, err := strconv.Atoi(x.Get(col))
 			if err != nil {
 				return fmt.Errorf("%s: row %d: %s %q is not an integer", filepath.Join(r.Dir, name), i+2, col, x.Get(col))
@@ -149,9 +149,9 @@ func (r *Run) loadTokens() error {
 			ints[j] = n
 		}
 		r.Tokens = append(r.Tokens, Token{
-			Arm: x.Get("arm"), Endpoint: x.Get("endpoint"), D: ints[0], P: ints[1], Rep: x.Rep,
-			Stream: ints[2], Index: ints[3], T: x.Float("t_s"), Inject: x.Float("inject_s"),
-			PrefillDone: x.Float("prefill_done_s"),
+			Arm: x.Get(results.ColArm), Endpoint: x.Get(results.ColEndpoint), D: ints[0], P: ints[1], Rep: x.Rep,
+			Stream: ints[2], Index: ints[3], T: x.Float(results.ColTime), Inject: x.Float(results.ColInject),
+			PrefillDone: x.Float(results.ColPrefillDone),
 		})
 	}
 	return nil

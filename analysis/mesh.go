@@ -34,11 +34,11 @@ type MeshStat struct {
 func MeshCells(rows []results.Row) ([]MeshCell, map[MeshCell]*MeshStat) {
 	keys, groups := GroupBy(rows, func(x results.Row) MeshCell {
 		route := "net"
-		if x.Get("path") == "peercopy" {
+		if x.Get(results.ColPath) == "peercopy" {
 			route = "peercopy"
 		}
-		src, _ := strconv.Atoi(x.Get("src_rank"))
-		dst, _ := strconv.Atoi(x.Get("dst_rank"))
+		src, _ := strconv.Atoi(x.Get(results.ColSrcRank))
+		dst, _ := strconv.Atoi(x.Get(results.ColDstRank))
 		return MeshCell{route, x.Direction(), x.Layout, x.Bytes, src, dst}
 	}, func(a, b MeshCell) int {
 		return cmp.Or(cmp.Compare(a.Route, b.Route), cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Layout, b.Layout), cmp.Compare(a.Bytes, b.Bytes),
@@ -48,8 +48,8 @@ func MeshCells(rows []results.Row) ([]MeshCell, map[MeshCell]*MeshStat) {
 	for _, k := range keys {
 		rs := groups[k]
 		g := Summarize(Column(rs, GBps))
-		line := Summarize(Column(rs, func(x results.Row) float64 { return x.Float("line_gb_per_s") }))
-		st := &MeshStat{Pair: rs[0].Get("pair"), SrcNode: rs[0].Get("src_node"), DstNode: rs[0].Get("dst_node"),
+		line := Summarize(Column(rs, func(x results.Row) float64 { return x.Float(results.ColLineGBPerSecond) }))
+		st := &MeshStat{Pair: rs[0].Get(results.ColPair), SrcNode: rs[0].Get(results.ColSrcNode), DstNode: rs[0].Get(results.ColDstNode),
 			GBps: g.P50, LineGBps: line.P50, N: g.N, Rows: rs}
 		if g.N == 0 {
 			st.GBps = math.NaN()

@@ -24,7 +24,7 @@ type SweepKey struct {
 func SweepKeyOf(r results.Row) SweepKey {
 	return SweepKey{
 		Backend: r.Backend, Transport: r.Transport, Tier: r.Tier, Layout: r.Layout,
-		Copy: r.Get("copy"), Path: r.Get("path"), Dtype: r.Get("compute_dtype"),
+		Copy: r.Get(results.ColCopy), Path: r.Get(results.ColPath), Dtype: r.Get(results.ColComputeDtype),
 		Direction: StoreOrEmpty(r),
 	}
 }
@@ -197,7 +197,7 @@ func fitGroup(k SweepKey, rows []results.Row) (Fit, error) {
 		nOK++
 		var x float64
 		if f.Regressor == "flops" {
-			x = r.Float("flops")
+			x = r.Float(results.ColFLOPS)
 			ls = append(ls, float64(r.PrefixTokens))
 			fl = append(fl, x)
 		} else {

@@ -37,9 +37,9 @@ var kindNotes = map[string]string{
 // host), or measured.
 func KindOf(r results.Row) string {
 	switch {
-	case r.Get("predicted") == "true":
+	case r.Get(results.ColPredicted) == "true":
 		return Predicted
-	case r.Get("simulated") == "true":
+	case r.Get(results.ColSimulated) == "true":
 		return Simulated
 	case IsStandIn(r.Backend):
 		return StandIn

@@ -68,7 +68,7 @@ func ProbeCounted(r results.Row) bool {
 	if !OK(r) {
 		return false
 	}
-	v := r.Get("verified")
+	v := r.Get(results.ColVerified)
 	if tierspec.Computes(r.Tier) {
 		return v != "false"
 	}
@@ -78,7 +78,7 @@ func ProbeCounted(r results.Row) bool {
 // ProbeTTFT is a probe row's TTFT: ttft_s, or seconds in rows written
 // before that column.
 func ProbeTTFT(r results.Row) float64 {
-	if t := r.Float("ttft_s"); !math.IsNaN(t) {
+	if t := r.Float(results.ColTTFT); !math.IsNaN(t) {
 		return t
 	}
 	return r.Seconds

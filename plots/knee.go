@@ -27,19 +27,21 @@ type kneeAxis struct {
 
 func kneeAxisOf(rows []results.Row) kneeAxis {
 	for _, r := range rows {
-		if math.IsNaN(r.Float("capacity_bytes")) {
-			return kneeAxis{"GPU KV capacity (tokens)", func(r results.Row) float64 { return r.Float("capacity_tokens") }}
+		if math.IsNaN(r.Float(results.ColCapacityBytes)) {
+			return kneeAxis{"GPU KV capacity (tokens)", func(r results.Row) float64 { return r.Float(results.ColCapacityTokens) }}
 		}
 	}
-	return kneeAxis{"GPU KV capacity (GB)", func(r results.Row) float64 { return r.Float("capacity_bytes") / 1e9 }}
+	return kneeAxis{"GPU KV capacity (GB)", func(r results.Row) float64 { return r.Float(results.ColCapacityBytes) / 1e9 }}
 }
 
 // drawKnee draws the realized APC and the TTFT p90 against the GPU KV
 // capacity, the LRU model's predicted APC curve beside the measured
 // points and the working set marked, as the reference's knee table.
 func drawKnee(dir string, run *analysis.Run, res *Result) error {
-	rows := slices.Clone(run.FileWith("knee", "apc_source"))
-	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
+	rows := slices.Clone(run.FileWith("knee", results.ColAPCSource))
+	slices.SortStableFunc(rows, func(a, b results.Row) int {
+		return int(a.Float(results.ColCapacityTokens) - b.Float(results.ColCapacityTokens))
+	})
 	var measured []results.Row
 	for _, r := range rows {
 		if r.Status == results.StatusOK {
@@ -52,10 +54,10 @@ func drawKnee(dir string, run *analysis.Run, res *Result) error {
 	}
 	ax := kneeAxisOf(rows)
 	sim := ""
-	if measured[0].Get("simulated") == "true" {
+	if measured[0].Get(results.ColSimulated) == "true" {
 		sim = " (kvtier simulator)"
 	}
-	if err := drawKneeAPC(dir, measured, run.FileWith("knee", "order"), ax, sim, res); err != nil {
+	if err := drawKneeAPC(dir, measured, run.FileWith("knee", results.ColOrder), ax, sim, res); err != nil {
 		return err
 	}
 	return drawKneeTTFT(dir, measured, ax, sim, res)
@@ -66,7 +68,7 @@ func drawKneeAPC(dir string, rows, curve []results.Row, ax kneeAxis, sim string,
 	var pts plotter.XYs
 	missing := 0
 	for _, r := range rows {
-		x, y := ax.of(r), 100*r.Float("apc")
+		x, y := ax.of(r), 100*r.Float(results.ColAPC)
 		if math.IsNaN(x) || math.IsNaN(y) || math.IsInf(y, 0) {
 			missing++ // no realized APC (no /metrics): no point
 			continue
@@ -87,8 +89,8 @@ func drawKneeAPC(dir string, rows, curve []results.Row, ax kneeAxis, sim string,
 	order := ""
 	for _, r := range curve {
 		if x := ax.of(r); x > 0 {
-			model = append(model, plotter.XY{X: x, Y: 100 * r.Float("hit_ratio")})
-			order = r.Get("order")
+			model = append(model, plotter.XY{X: x, Y: 100 * r.Float(results.ColHitRatio)})
+			order = r.Get(results.ColOrder)
 		}
 	}
 	if len(model) > 1 {
@@ -110,7 +112,7 @@ func drawKneeAPC(dir string, rows, curve []results.Row, ax kneeAxis, sim string,
 
 func drawKneeTTFT(dir string, rows []results.Row, ax kneeAxis, sim string, res *Result) error {
 	f := newFigure("TTFT vs GPU KV capacity"+sim, ax.label, "TTFT (s)")
-	for i, p := range []struct{ col, name string }{{"ttft_p90_s", "TTFT p90"}, {"ttft_p50_s", "TTFT p50"}} {
+	for i, p := range []struct{ col, name string }{{results.ColTTFTP90, "TTFT p90"}, {results.ColTTFTP50, "TTFT p50"}} {
 		var pts plotter.XYs
 		for _, r := range rows {
 			if v := r.Float(p.col); v > 0 && !math.IsNaN(ax.of(r)) {
@@ -134,7 +136,7 @@ func drawKneeTTFT(dir string, rows []results.Row, ax kneeAxis, sim string, res *
 // to top, when the rows know it.
 func markWorkingSet(f *figure, r results.Row, ax kneeAxis, top float64) error {
 	ws := r
-	ws.Extra = map[string]string{"capacity_bytes": r.Get("working_set_bytes"), "capacity_tokens": r.Get("working_set_tokens")}
+	ws.Extra = map[string]string{results.ColCapacityBytes: r.Get(results.ColWorkingSetBytes), results.ColCapacityTokens: r.Get(results.ColWorkingSetTokens)}
 	x := ax.of(ws)
 	if !(x > 0) {
 		return nil

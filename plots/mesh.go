@@ -170,10 +170,10 @@ func drawMeshPairs(dir string, run *analysis.Run, res *Result) error {
 	type key struct{ pair, route, direction, layout string }
 	keys, groups := analysis.GroupBy(run.Rows("mesh"), func(r results.Row) key {
 		route := "net"
-		if r.Get("path") == "peercopy" {
+		if r.Get(results.ColPath) == "peercopy" {
 			route = "peercopy"
 		}
-		return key{r.Get("pair"), route, r.Direction(), r.Layout}
+		return key{r.Get(results.ColPair), route, r.Direction(), r.Layout}
 	}, func(a, b key) int {
 		return cmp.Or(cmp.Compare(a.route, b.route), cmp.Compare(a.direction, b.direction), cmp.Compare(a.pair, b.pair), cmp.Compare(a.layout, b.layout))
 	})

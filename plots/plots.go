@@ -376,7 +376,7 @@ func drawProbe(dir string, run *analysis.Run, res *Result) error {
 		sim  bool
 	}
 	keys, groups := analysis.GroupBy(run.Rows("probe"), func(r results.Row) key {
-		return key{r.Tier, r.Get("simulated") == "true"}
+		return key{r.Tier, r.Get(results.ColSimulated) == "true"}
 	}, func(a, b key) int {
 		return cmp.Or(cmp.Compare(slices.Index(tierspec.ProbeNames(), a.tier), slices.Index(tierspec.ProbeNames(), b.tier)), cmp.Compare(a.tier, b.tier), analysis.CompareBool(a.sim, b.sim))
 	})
@@ -438,9 +438,9 @@ func drawMB1(dir string, run *analysis.Run, res *Result) error {
 		d   int
 	}
 	rows := slices.DeleteFunc(slices.Clone(run.Rows("mb1")), func(r results.Row) bool {
-		return r.Get("arm") != "interfere" && r.Get("arm") != "control"
+		return r.Get(results.ColArm) != "interfere" && r.Get(results.ColArm) != "control"
 	})
-	keys, groups := analysis.GroupBy(rows, func(r results.Row) key { return key{r.Get("arm"), atoi(r.Get("decode_streams"))} },
+	keys, groups := analysis.GroupBy(rows, func(r results.Row) key { return key{r.Get(results.ColArm), atoi(r.Get(results.ColDecodeStreams))} },
 		func(a, b key) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(b.arm, a.arm)) })
 	ds := []int{}
 	for _, k := range keys {
@@ -452,8 +452,8 @@ func drawMB1(dir string, run *analysis.Run, res *Result) error {
 	var idx []int
 	for _, k := range keys {
 		s := collect(fmt.Sprintf("D=%d %s", k.d, k.arm), groups[k],
-			func(r results.Row) float64 { return float64(atoi(r.Get("prefill_tokens"))) },
-			func(r results.Row) (float64, bool) { return r.Float("penalty"), analysis.OK(r) })
+			func(r results.Row) float64 { return float64(atoi(r.Get(results.ColPrefillTokens))) },
+			func(r results.Row) (float64, bool) { return r.Float(results.ColPenalty), analysis.OK(r) })
 		if len(s.x) == 0 {
 			continue
 		}
@@ -610,14 +610,14 @@ func addPrefillWindow(f *figure, inject, done float64) error {
 func drawTransfer(dir string, run *analysis.Run, res *Result) error {
 	type key struct{ path, transport, layout, mem string }
 	rows := run.Rows("transfer")
-	keys, groups := analysis.GroupBy(rows, func(r results.Row) key { return key{r.Get("path"), r.Transport, r.Layout, memOf(r)} },
+	keys, groups := analysis.GroupBy(rows, func(r results.Row) key { return key{r.Get(results.ColPath), r.Transport, r.Layout, memOf(r)} },
 		func(a, b key) int {
 			return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.transport, b.transport), cmp.Compare(a.layout, b.layout), cmp.Compare(a.mem, b.mem))
 		})
 	lines := map[float64]string{}
 	for _, r := range rows {
-		if lg := r.Float("line_gb_per_s"); lg > 0 && analysis.OK(r) {
-			lines[lg] = r.Get("device")
+		if lg := r.Float(results.ColLineGBPerSecond); lg > 0 && analysis.OK(r) {
+			lines[lg] = r.Get(results.ColDevice)
 		}
 	}
 	ss := seriesOf(keys, groups, func(k key) string {
@@ -663,7 +663,7 @@ func drawTransferReference(f *figure) error {
 }
 
 func memOf(r results.Row) string {
-	s, d := r.Get("src_mem"), r.Get("dst_mem")
+	s, d := r.Get(results.ColSrcMem), r.Get(results.ColDstMem)
 	if s == "" && d == "" {
 		return ""
 	}

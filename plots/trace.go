@@ -27,14 +27,14 @@ func init() {
 // instance count (with the plan's tier boundaries when the directory has
 // a plan) and the working set over time.
 func drawTrace(dir string, run *analysis.Run, res *Result) error {
-	if curve := run.FileWith("trace", "capacity_blocks"); len(curve) > 0 {
+	if curve := run.FileWith("trace", results.ColCapacityBlocks); len(curve) > 0 {
 		if err := drawHitCurve(dir, curve, run.Rows("plan"), res); err != nil {
 			return err
 		}
 	} else {
 		res.Absent = append(res.Absent, "no hit-ratio curve: its plot not drawn")
 	}
-	windows := run.FileWith("trace", "t_s")
+	windows := run.FileWith("trace", results.ColTime)
 	if len(windows) == 0 {
 		res.Absent = append(res.Absent, "no working-set series: its plot not drawn")
 		return nil
@@ -58,16 +58,16 @@ func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
 	pts := map[curveKey]plotter.XYs{}
 	method := ""
 	for _, r := range curve {
-		k := curveKey{r.Get("trace"), r.Get("instances"), r.Get("route")}
+		k := curveKey{r.Get(results.ColTrace), r.Get(results.ColInstances), r.Get(results.ColRoute)}
 		if _, seen := pts[k]; !seen {
 			keys = append(keys, k)
 		}
-		x, y := r.Float("capacity_bytes"), r.Float("hit_ratio")
+		x, y := r.Float(results.ColCapacityBytes), r.Float(results.ColHitRatio)
 		if x > 0 && finite(y) {
 			pts[k] = append(pts[k], plotter.XY{X: x, Y: 100 * y})
 		}
-		if r.Get("method") == "shards" {
-			method = fmt.Sprintf(" (SHARDS sample %s)", r.Get("sample_rate"))
+		if r.Get(results.ColMethod) == "shards" {
+			method = fmt.Sprintf(" (SHARDS sample %s)", r.Get(results.ColSampleRate))
 		}
 	}
 	f := newFigure("LRU prefix hit ratio vs KV capacity"+method, "KV capacity per instance", "prefix hit ratio (% of input tokens)")
@@ -85,9 +85,9 @@ func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
 	}
 	var ceilTraces []string
 	for _, r := range curve {
-		if r.Get("instances") == "1" && !slices.Contains(ceilTraces, r.Get("trace")) {
-			ceilTraces = append(ceilTraces, r.Get("trace"))
-			if err := f.hline(100*r.Float("ceiling"), "APC ceiling (infinite cache), "+r.Get("trace")); err != nil {
+		if r.Get(results.ColInstances) == "1" && !slices.Contains(ceilTraces, r.Get(results.ColTrace)) {
+			ceilTraces = append(ceilTraces, r.Get(results.ColTrace))
+			if err := f.hline(100*r.Float(results.ColCeiling), "APC ceiling (infinite cache), "+r.Get(results.ColTrace)); err != nil {
 				return err
 			}
 		}
@@ -107,7 +107,7 @@ func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
 func boundaries(plan []results.Row) map[float64]string {
 	out := map[float64]string{}
 	for _, r := range plan {
-		inclusive := r.Get("inclusive") == "true"
+		inclusive := r.Get(results.ColInclusive) == "true"
 		sum := 0.0
 		var parts []string
 		for _, t := range tierspec.CapacityNames() {
@@ -174,11 +174,11 @@ func drawWorkingSet(dir string, windows []results.Row, res *Result) error {
 	var keys []key
 	pts := map[key]plotter.XYs{}
 	for _, r := range windows {
-		k := key{r.Get("trace"), r.Get("window_s")}
+		k := key{r.Get(results.ColTrace), r.Get(results.ColWindow)}
 		if _, seen := pts[k]; !seen {
 			keys = append(keys, k)
 		}
-		pts[k] = append(pts[k], plotter.XY{X: r.Float("t_s"), Y: r.Float("kv_bytes")})
+		pts[k] = append(pts[k], plotter.XY{X: r.Float(results.ColTime), Y: r.Float(results.ColKVBytes)})
 	}
 	f := newFigure("Working set: distinct KV referenced in a sliding window", "time since the first request (s)", "KV bytes (whole blocks)")
 	f.kinds = analysis.KindsOf(windows)
@@ -198,11 +198,11 @@ func drawWorkingSet(dir string, windows []results.Row, res *Result) error {
 // TTFT could be predicted.
 func drawPlan(dir string, run *analysis.Run, res *Result) error {
 	plan := run.Rows("plan")
-	col, what, note := "ttft_p90_s", "TTFT p90", ""
+	col, what, note := results.ColTTFTP90, "TTFT p90", ""
 	if !slices.ContainsFunc(plan, func(r results.Row) bool { return finite(r.Float(col)) }) {
-		col, what = "load_p90_s", "KV-load time p90"
-		note = "TTFT not predicted: no measured cost for " + strings.ReplaceAll(plan[0].Get("missing"), ";", ", ")
-		if ex := plan[0].Get("load_excludes"); ex != "" {
+		col, what = results.ColLoadP90, "KV-load time p90"
+		note = "TTFT not predicted: no measured cost for " + strings.ReplaceAll(plan[0].Get(results.ColMissing), ";", ", ")
+		if ex := plan[0].Get(results.ColLoadExcludes); ex != "" {
 			note += "; load leaves out " + strings.ReplaceAll(ex, ";", ", ")
 		}
 	}
@@ -218,7 +218,7 @@ func drawPlan(dir string, run *analysis.Run, res *Result) error {
 			pts[k] = append(pts[k], plotter.XY{X: x, Y: y})
 		}
 	}
-	title := fmt.Sprintf("Predicted %s vs HBM capacity\n(costs: %s)", what, cmp.Or(plan[0].Get("cost_source"), "unknown"))
+	title := fmt.Sprintf("Predicted %s vs HBM capacity\n(costs: %s)", what, cmp.Or(plan[0].Get(results.ColCostSource), "unknown"))
 	f := newFigure(title, "HBM KV capacity", "predicted "+what)
 	var xs []float64
 	for i, k := range keys {

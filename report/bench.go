@@ -139,9 +139,10 @@ func gomaxprocsSuffix(n benchfmt.Name) string {
 
 // benchColumns maps a name or file-config key to the column it fills.
 var benchColumns = map[string]string{
-	"tier": "tier", "layout": "layout", "backend": "backend", "transport": "transport", "model": "model",
-	"prefix": "prefix_tokens", "prefix_tokens": "prefix_tokens", "L": "prefix_tokens", "size": "bytes",
-	"blocks": "blocks", "bytes": "bytes", "chunk_bytes": "chunk_bytes",
+	"tier": results.ColTier, "layout": results.ColLayout, "backend": results.ColBackend,
+	"transport": results.ColTransport, "model": results.ColModel,
+	"prefix": results.ColPrefixTokens, "prefix_tokens": results.ColPrefixTokens, "L": results.ColPrefixTokens,
+	"size": results.ColBytes, "blocks": results.ColBlocks, "bytes": results.ColBytes, "chunk_bytes": results.ColChunkBytes,
 }
 
 // sweepFile is the sweep suite's sample file as registered (its columns
@@ -259,11 +260,11 @@ func benchValues(row *results.Row, res *benchfmt.Result, set map[string]bool) st
 	} else if row.Bytes > 0 && row.Seconds > 0 {
 		row.GBps = float64(row.Bytes) / row.Seconds / 1e9
 	}
-	if v, found := res.Value("flop/op"); found && !set["flops"] {
-		row.Extra["flops"] = results.FormatValue(v)
+	if v, found := res.Value("flop/op"); found && !set[results.ColFLOPS] {
+		row.Extra[results.ColFLOPS] = results.FormatValue(v)
 	}
-	if v, found := res.Value("TFLOP/s"); found && !set["tflops"] {
-		row.Extra["tflops"] = results.FormatValue(v)
+	if v, found := res.Value("TFLOP/s"); found && !set[results.ColTFLOPS] {
+		row.Extra[results.ColTFLOPS] = results.FormatValue(v)
 	}
 	return ""
 }
@@ -278,10 +279,10 @@ func blockGeometry(row *results.Row, res *benchfmt.Result, set map[string]bool) 
 	if err1 != nil || err2 != nil || bt <= 0 || bb <= 0 || row.PrefixTokens <= 0 {
 		return
 	}
-	if !set["blocks"] {
+	if !set[results.ColBlocks] {
 		row.Blocks = (row.PrefixTokens + bt - 1) / bt
 	}
-	if !set["bytes"] && row.Layout != "" {
+	if !set[results.ColBytes] && row.Layout != "" {
 		row.Bytes = row.Blocks * bb
 	}
 }
@@ -331,19 +332,19 @@ func setBenchCell(r *results.Row, col, val string) error {
 	// Benchmark names write sizes as people do ("8k", "16MiB"): turn those
 	// into base units, then set the cell as a CSV reader would.
 	switch col {
-	case "prefix_tokens":
+	case results.ColPrefixTokens:
 		n, err := units.ParseTokens(val)
 		if err != nil {
 			return err
 		}
 		val = strconv.Itoa(n)
-	case "bytes", "chunk_bytes":
+	case results.ColBytes, results.ColChunkBytes:
 		n, err := units.ParseBytes(val)
 		if err != nil {
 			return err
 		}
 		val = strconv.FormatInt(n, 10)
-	case "tier", "layout", "backend", "transport", "model", "blocks":
+	case results.ColTier, results.ColLayout, results.ColBackend, results.ColTransport, results.ColModel, results.ColBlocks:
 	default:
 		r.Extra[col] = val
 		return nil

@@ -48,18 +48,18 @@ func (sp compareSpec) key(x results.Row) string {
 		switch {
 		case v == "":
 			continue
-		case c == "prefix_tokens":
+		case c == results.ColPrefixTokens:
 			v = "L=" + fmtTokens(x.PrefixTokens)
-		case c == "bytes":
+		case c == results.ColBytes:
 			v = fmtBytes(float64(x.Bytes))
-		case c == "simulated":
+		case c == results.ColSimulated:
 			if v != "true" {
 				continue
 			}
 			v = "(simulated)"
-		case c == "decode_streams":
+		case c == results.ColDecodeStreams:
 			v = "D=" + v
-		case c == "prefill_tokens":
+		case c == results.ColPrefillTokens:
 			v = "P=" + v
 		}
 		parts = append(parts, v)

@@ -121,7 +121,7 @@ func SummaryLine(runs []*analysis.Run, suite results.Suite) string {
 		return fmt.Sprintf("%d configurations, none with a measurement; %s", len(keys), counts)
 	}
 	val := sig
-	if v := cmp.Or(f.Value, "seconds"); v == "seconds" || strings.HasSuffix(v, "_s") {
+	if v := cmp.Or(f.Value, results.ColSeconds); v == results.ColSeconds || strings.HasSuffix(v, "_s") {
 		val = fmtSec
 	}
 	return fmt.Sprintf("%d configurations; %s p50 from %s (%s) to %s (%s); %s", len(keys), cmp.Or(f.Metric, "seconds"),

@@ -21,15 +21,15 @@ func mb1Headline(runs []*analysis.Run) (string, string) {
 		arm  string
 	}
 	rows := allRows(runs, "mb1")
-	sim := !slices.ContainsFunc(rows, func(r results.Row) bool { return analysis.OK(r) && r.Get("simulated") != "true" })
+	sim := !slices.ContainsFunc(rows, func(r results.Row) bool { return analysis.OK(r) && r.Get(results.ColSimulated) != "true" })
 	pen := map[cell][]float64{}
 	var ds []int
 	for _, r := range rows {
-		if !analysis.OK(r) || (r.Get("simulated") == "true") != sim {
+		if !analysis.OK(r) || (r.Get(results.ColSimulated) == "true") != sim {
 			continue
 		}
-		c := cell{analysis.Atoi(r.Get("decode_streams")), analysis.Atoi(r.Get("prefill_tokens")), r.Get("arm")}
-		pen[c] = append(pen[c], r.Float("penalty"))
+		c := cell{analysis.Atoi(r.Get(results.ColDecodeStreams)), analysis.Atoi(r.Get(results.ColPrefillTokens)), r.Get(results.ColArm)}
+		pen[c] = append(pen[c], r.Float(results.ColPenalty))
 		if c.arm == "interfere" && !slices.Contains(ds, c.D) {
 			ds = append(ds, c.D)
 		}
@@ -62,7 +62,7 @@ func mb1Headline(runs []*analysis.Run) (string, string) {
 // loopback, ...) the p50 GB/s of its best layout, the line rate and the
 // reference's intra and inter rates.
 func transferHeadline(runs []*analysis.Run) (string, string) {
-	return pathsLine(results.Loads(allRows(runs, "transfer")), func(r results.Row) string { return r.Get("path") }), ""
+	return pathsLine(results.Loads(allRows(runs, "transfer")), func(r results.Row) string { return r.Get(results.ColPath) }), ""
 }
 
 // pathsLine says the p50 GB/s of each path's best layout at the largest
@@ -108,7 +108,7 @@ func pathsLine(rows []results.Row, path func(results.Row) string) string {
 		parts = append(parts, fmt.Sprintf("%s %s GB/s (%s)", orDash(p), sig(rate[k]), orDash(k.layout)))
 	}
 	s := fmt.Sprintf("p50 GB/s at %s, each path's best layout: %s", fmtBytes(float64(size)), strings.Join(parts, ", "))
-	if line := analysis.Summarize(analysis.Column(rows, func(r results.Row) float64 { return r.Float("line_gb_per_s") })); line.N > 0 {
+	if line := analysis.Summarize(analysis.Column(rows, func(r results.Row) float64 { return r.Float(results.ColLineGBPerSecond) })); line.N > 0 {
 		s += fmt.Sprintf("; line rate %s GB/s", sig(line.P50))
 	}
 	if !slices.Contains(paths, "intra") && !slices.Contains(paths, "inter") {
@@ -160,12 +160,12 @@ func traceHeadline(runs []*analysis.Run) (string, string) {
 		s := fmt.Sprintf("`%s`: APC ceiling %s", f.name, orDash(fmtShare(f.value("apc_ceiling_any", ""))))
 		var knee results.Row
 		for _, r := range f.rows {
-			if r.Get("metric") == "knee95" && r.Status == results.StatusOK && (knee.Status == "" || r.Get("instances") == "1") {
+			if r.Get(results.ColMetric) == "knee95" && r.Status == results.StatusOK && (knee.Status == "" || r.Get(results.ColInstances) == "1") {
 				knee = r
 			}
 		}
 		if knee.Status != "" {
-			s += fmt.Sprintf(", 95 %% of it from %s of KV per instance (%s instance(s), LRU model)", fmtBytes(float64(knee.Bytes)), knee.Get("instances"))
+			s += fmt.Sprintf(", 95 %% of it from %s of KV per instance (%s instance(s), LRU model)", fmtBytes(float64(knee.Bytes)), knee.Get(results.ColInstances))
 		}
 		parts = append(parts, s)
 	}
@@ -181,8 +181,8 @@ func planHeadline(runs []*analysis.Run) (string, string) {
 	if len(rows) == 0 {
 		return "", ""
 	}
-	ttft := func(r results.Row) float64 { return r.Float("ttft_p90_s") }
-	hit := func(r results.Row) float64 { return r.Float("hit_ratio") }
+	ttft := func(r results.Row) float64 { return r.Float(results.ColTTFTP90) }
+	hit := func(r results.Row) float64 { return r.Float(results.ColHitRatio) }
 	var lead string
 	var within func(results.Row) bool
 	var better func(a, b results.Row) bool
@@ -194,7 +194,7 @@ func planHeadline(runs []*analysis.Run) (string, string) {
 	} else {
 		best := extreme(rows, hit, 1)
 		lead = fmt.Sprintf("TTFT not predicted (no measured cost for %s); the smallest configuration within 1 point of the best predicted prefix hit (%s)",
-			strings.ReplaceAll(orDash(rows[0].Get("missing")), ";", ", "), fmtShare(best))
+			strings.ReplaceAll(orDash(rows[0].Get(results.ColMissing)), ";", ", "), fmtShare(best))
 		within = func(r results.Row) bool { return hit(r) >= best-0.01 }
 		better = func(a, b results.Row) bool { return hit(a) > hit(b) }
 	}
@@ -263,8 +263,8 @@ func kneeHeadline(runs []*analysis.Run) (string, string) {
 	}
 	kr := k.Rows[k.Knee]
 	s := fmt.Sprintf("the realized APC reaches 95 %% of its largest (%s) at %s GB of GPU KV, TTFT p90 %s there, %s× below the smallest capacity's",
-		fmtShare(k.Rows[len(k.Rows)-1].Float("apc")), orDash(fmtGB(kr.Float("capacity_bytes"))), fmtSec(kr.Float("ttft_p90_s")), sig(k.TTFTFall))
-	if ws := kr.Float("working_set_bytes"); !math.IsNaN(ws) {
+		fmtShare(k.Rows[len(k.Rows)-1].Float(results.ColAPC)), orDash(fmtGB(kr.Float(results.ColCapacityBytes))), fmtSec(kr.Float(results.ColTTFTP90)), sig(k.TTFTFall))
+	if ws := kr.Float(results.ColWorkingSetBytes); !math.IsNaN(ws) {
 		s += fmt.Sprintf("; working set %s GB (%s)", fmtGB(ws), analysis.Predicted)
 	}
 	return s + ".", ""
@@ -276,9 +276,9 @@ func replayHeadline(runs []*analysis.Run) (string, string) {
 	var parts []string
 	for _, r := range runs {
 		for _, x := range runRows(r, "replay") {
-			parts = append(parts, fmt.Sprintf("`%s`: realized APC %s (%s: %s), TTFT p50 %s, p90 %s", x.Get("trace"),
-				orDash(fmtShare(x.Float("apc"))), analysis.Predicted, orDash(fmtShare(x.Float("predicted_apc"))),
-				orDash(fmtSec(x.Float("ttft_p50_s"))), orDash(fmtSec(x.Float("ttft_p90_s")))))
+			parts = append(parts, fmt.Sprintf("`%s`: realized APC %s (%s: %s), TTFT p50 %s, p90 %s", x.Get(results.ColTrace),
+				orDash(fmtShare(x.Float(results.ColAPC))), analysis.Predicted, orDash(fmtShare(x.Float(results.ColPredictedAPC))),
+				orDash(fmtSec(x.Float(results.ColTTFTP50))), orDash(fmtSec(x.Float(results.ColTTFTP90)))))
 		}
 	}
 	if len(parts) == 0 {

@@ -211,7 +211,7 @@ func tierCell(k analysis.SweepKey, rows []results.Row) string {
 	}
 	rate := analysis.Summarize(analysis.Column(rows, analysis.GBps)).P50
 	if tierspec.Computes(k.Tier) {
-		rate = analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("tflops") })).P50
+		rate = analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(results.ColTFLOPS) })).P50
 	}
 	if math.IsNaN(rate) {
 		return fmtSec(d.P50)

@@ -234,7 +234,7 @@ func (c *PlanCosts) fromProbe(rows []results.Row) {
 		for _, r := range rows {
 			if t.probe != "" && r.Tier == t.probe && analysis.ProbeCounted(r) {
 				byL[float64(r.PrefixTokens)] = append(byL[float64(r.PrefixTokens)], analysis.ProbeTTFT(r))
-				sim = sim || r.Get("simulated") == "true"
+				sim = sim || r.Get(results.ColSimulated) == "true"
 			}
 		}
 		if len(byL) == 0 {

@@ -27,15 +27,17 @@ func fmtGB(b float64) string {
 
 // runRows returns the rows of the suite's per-run (replay) or
 // per-capacity (knee) file: the one with the apc_source column.
-func runRows(run *analysis.Run, suite string) []results.Row { return run.FileWith(suite, "apc_source") }
+func runRows(run *analysis.Run, suite string) []results.Row {
+	return run.FileWith(suite, results.ColAPCSource)
+}
 
 // serverSentence says what served a run: a simulator, labelled as one.
 func serverSentence(r results.Row) string {
 	what := "a live server"
-	if r.Get("simulated") == "true" {
+	if r.Get(results.ColSimulated) == "true" {
 		what = "**kvtier's simulator** (simulated figures, not a GPU's)"
 	}
-	return fmt.Sprintf("%s, model %s, workload `%s` (%s dispatch, concurrency %s)", what, orDash(r.Model), r.Get("trace"), r.Get("dispatch"), concurrency(r.Get("concurrency")))
+	return fmt.Sprintf("%s, model %s, workload `%s` (%s dispatch, concurrency %s)", what, orDash(r.Model), r.Get(results.ColTrace), r.Get(results.ColDispatch), concurrency(r.Get(results.ColConcurrency)))
 }
 
 func concurrency(s string) string {
@@ -47,8 +49,8 @@ func concurrency(s string) string {
 
 // requestCounts renders ok/failed/timed out/skipped of a run row.
 func requestCounts(r results.Row) string {
-	s := r.Get("ok") + " ok"
-	for _, c := range []struct{ col, name string }{{"failed", "failed"}, {"timed_out", "timed out"}, {"skipped", "skipped"}} {
+	s := r.Get(results.ColOk) + " ok"
+	for _, c := range []struct{ col, name string }{{results.ColFailed, "failed"}, {results.ColTimedOut, "timed out"}, {results.ColSkipped, "skipped"}} {
 		if v := r.Get(c.col); v != "" && v != "0" {
 			s += ", " + v + " " + c.name
 		}
@@ -61,21 +63,21 @@ func requestCounts(r results.Row) string {
 // TPOT percentiles and goodput.
 func WriteReplay(w io.Writer, run *analysis.Run) {
 	for _, r := range runRows(run, "replay") {
-		fmt.Fprintf(w, "Replayed against %s at `%s`: %s requests (%s) in %s.\n\n", serverSentence(r), r.Get("endpoint"), r.Get("requests"), requestCounts(r), fmtSec(r.Float("duration_s")))
+		fmt.Fprintf(w, "Replayed against %s at `%s`: %s requests (%s) in %s.\n\n", serverSentence(r), r.Get(results.ColEndpoint), r.Get(results.ColRequests), requestCounts(r), fmtSec(r.Float(results.ColDuration)))
 		t := newTable("realized APC", "external APC", "predicted APC", "cached share (usage)", "TTFT p50", "p90", "p99", "TPOT p50", "goodput", "throughput")
-		pred := fmtShare(r.Float("predicted_apc"))
+		pred := fmtShare(r.Float(results.ColPredictedAPC))
 		if pred == "" {
 			pred = t.dash("the server's capacity is unknown (no num_gpu_blocks in vllm:cache_config_info)")
 		}
-		apc := fmtShare(r.Float("apc"))
+		apc := fmtShare(r.Float(results.ColAPC))
 		if apc == "" {
-			apc = t.dash(r.Get("apc_source"))
+			apc = t.dash(r.Get(results.ColAPCSource))
 		}
-		good := sig(r.Float("goodput_rps")) + " req/s"
-		if math.IsNaN(r.Float("goodput_rps")) {
+		good := sig(r.Float(results.ColGoodputRPS)) + " req/s"
+		if math.IsNaN(r.Float(results.ColGoodputRPS)) {
 			good = t.dash("no --slo-ttft or --slo-tpot")
 		}
-		ext, cached := fmtShare(r.Float("apc_external")), fmtShare(r.Float("cached_share"))
+		ext, cached := fmtShare(r.Float(results.ColAPCExternal)), fmtShare(r.Float(results.ColCachedShare))
 		if ext == "" {
 			ext = t.dash("the server counted no external (KV connector) prefix-cache queries")
 		}
@@ -83,11 +85,11 @@ func WriteReplay(w io.Writer, run *analysis.Run) {
 			cached = t.dash("the server sent no usage cached_tokens (vLLM: --enable-prompt-tokens-details)")
 		}
 		t.add(apc, ext, pred, cached,
-			fmtSec(r.Float("ttft_p50_s")), fmtSec(r.Float("ttft_p90_s")), fmtSec(r.Float("ttft_p99_s")), fmtSec(r.Float("tpot_p50_s")),
-			good, sig(r.Float("throughput_rps"))+" req/s")
+			fmtSec(r.Float(results.ColTTFTP50)), fmtSec(r.Float(results.ColTTFTP90)), fmtSec(r.Float(results.ColTTFTP99)), fmtSec(r.Float(results.ColTPOTP50)),
+			good, sig(r.Float(results.ColThroughputRPS))+" req/s")
 		t.write(w)
 		fmt.Fprintf(w, "Realized APC is the server's prefix-cache hits over its queries across the run (%s). The prediction is the LRU model's at the server's %s GPU blocks (%s tokens), fed the requests in the order they were sent.\n\n",
-			orDash(r.Get("apc_source")), orDash(r.Get("gpu_blocks")), orDash(r.Get("capacity_tokens")))
+			orDash(r.Get(results.ColAPCSource)), orDash(r.Get(results.ColGPUBlocks)), orDash(r.Get(results.ColCapacityTokens)))
 		if r.Status != results.StatusOK {
 			fmt.Fprintf(w, "Run status %s: %s.\n\n", r.Status, r.Reason)
 		}
@@ -104,36 +106,38 @@ func WriteKnee(w io.Writer, run *analysis.Run) {
 	if len(rows) == 0 {
 		return
 	}
-	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
+	slices.SortStableFunc(rows, func(a, b results.Row) int {
+		return int(a.Float(results.ColCapacityTokens) - b.Float(results.ColCapacityTokens))
+	})
 	first := rows[0]
 	if i := slices.IndexFunc(rows, analysis.OK); i >= 0 {
 		first = rows[i] // an error row may not know the workload
 	}
-	fmt.Fprintf(w, "One server per GPU KV capacity (%s), the same workload replayed against each: %s.", first.Get("server"), serverSentence(first))
+	fmt.Fprintf(w, "One server per GPU KV capacity (%s), the same workload replayed against each: %s.", first.Get(results.ColServer), serverSentence(first))
 	if run.Manifest != nil && run.Manifest.Settings["generated"] != "" {
 		fmt.Fprintf(w, " The workload: synthetic sessions, %s.", run.Manifest.Settings["generated"])
 	}
 	fmt.Fprint(w, "\n\n")
 	t := newTable("GPU KV (GB)", "realized APC", "TTFT p90", "blocks", "predicted APC", "TTFT p50", "TTFT p99", "requests")
 	for _, r := range rows {
-		gb := fmtGB(r.Float("capacity_bytes"))
+		gb := fmtGB(r.Float(results.ColCapacityBytes))
 		if gb == "" {
-			gb = t.dash("the model's KV geometry is unknown: " + r.Get("capacity_tokens") + " tokens")
+			gb = t.dash("the model's KV geometry is unknown: " + r.Get(results.ColCapacityTokens) + " tokens")
 		}
-		if r.Status == results.StatusError && r.Get("requests") == "" {
-			t.add(gb, t.dash(r.Reason), Dash, r.Get("gpu_blocks"), Dash, Dash, Dash, Dash)
+		if r.Status == results.StatusError && r.Get(results.ColRequests) == "" {
+			t.add(gb, t.dash(r.Reason), Dash, r.Get(results.ColGPUBlocks), Dash, Dash, Dash, Dash)
 			continue
 		}
-		apc := fmtShare(r.Float("apc"))
+		apc := fmtShare(r.Float(results.ColAPC))
 		if apc == "" {
-			apc = t.dash(orDash(r.Get("apc_source")))
+			apc = t.dash(orDash(r.Get(results.ColAPCSource)))
 		}
 		reqs := requestCounts(r)
 		if r.Status != results.StatusOK {
 			reqs += " " + t.note(r.Reason)
 		}
-		t.add(gb, apc, fmtSec(r.Float("ttft_p90_s")), r.Get("gpu_blocks"), fmtShare(r.Float("predicted_apc")),
-			fmtSec(r.Float("ttft_p50_s")), fmtSec(r.Float("ttft_p99_s")), reqs)
+		t.add(gb, apc, fmtSec(r.Float(results.ColTTFTP90)), r.Get(results.ColGPUBlocks), fmtShare(r.Float(results.ColPredictedAPC)),
+			fmtSec(r.Float(results.ColTTFTP50)), fmtSec(r.Float(results.ColTTFTP99)), reqs)
 	}
 	t.write(w)
 	writeKneeFindings(w, rows)
@@ -149,8 +153,8 @@ const simLagNotable = 0.005
 func writeSimLag(w io.Writer, rows []results.Row) {
 	worst, at := 0.0, ""
 	for _, r := range rows {
-		if v := r.Float("sim_lag_s"); v > worst {
-			worst, at = v, r.Get("gpu_blocks")
+		if v := r.Float(results.ColSimLag); v > worst {
+			worst, at = v, r.Get(results.ColGPUBlocks)
 		}
 	}
 	if worst > simLagNotable {
@@ -179,22 +183,24 @@ type KneeShape struct {
 // all be ok.
 func ShapeOfKnee(rows []results.Row) (KneeShape, error) {
 	rows = slices.Clone(rows)
-	slices.SortStableFunc(rows, func(a, b results.Row) int { return int(a.Float("capacity_tokens") - b.Float("capacity_tokens")) })
+	slices.SortStableFunc(rows, func(a, b results.Row) int {
+		return int(a.Float(results.ColCapacityTokens) - b.Float(results.ColCapacityTokens))
+	})
 	for _, r := range rows {
-		if r.Status != results.StatusOK || math.IsNaN(r.Float("apc")) || math.IsNaN(r.Float("ttft_p90_s")) {
+		if r.Status != results.StatusOK || math.IsNaN(r.Float(results.ColAPC)) || math.IsNaN(r.Float(results.ColTTFTP90)) {
 			what := string(r.Status)
 			if r.Reason != "" {
 				what += ": " + r.Reason
 			}
-			return KneeShape{}, fmt.Errorf("capacity of %s blocks (%s) has no realized APC or no TTFT p90", r.Get("gpu_blocks"), what)
+			return KneeShape{}, fmt.Errorf("capacity of %s blocks (%s) has no realized APC or no TTFT p90", r.Get(results.ColGPUBlocks), what)
 		}
 	}
 	if len(rows) < 2 {
 		return KneeShape{}, fmt.Errorf("%d capacities: a knee needs at least two", len(rows))
 	}
 	n := len(rows)
-	apc := func(i int) float64 { return rows[i].Float("apc") }
-	p90 := func(i int) float64 { return rows[i].Float("ttft_p90_s") }
+	apc := func(i int) float64 { return rows[i].Float(results.ColAPC) }
+	p90 := func(i int) float64 { return rows[i].Float(results.ColTTFTP90) }
 	k := KneeShape{Knee: n - 1, WorkingSet: -1, APCGain: apc(n-1) / apc(0), Rows: rows}
 	for i := range rows {
 		if apc(i) >= 0.95*apc(n-1) {
@@ -206,10 +212,10 @@ func ShapeOfKnee(rows []results.Row) (KneeShape, error) {
 	for i := k.Knee + 1; i < n; i++ {
 		k.Flat = max(k.Flat, math.Abs(p90(i)/p90(k.Knee)-1))
 	}
-	if ws := rows[0].Float("working_set_tokens"); !math.IsNaN(ws) {
+	if ws := rows[0].Float(results.ColWorkingSetTokens); !math.IsNaN(ws) {
 		k.WorkingSet = 0
 		for i, r := range rows {
-			if math.Abs(r.Float("capacity_tokens")-ws) < math.Abs(rows[k.WorkingSet].Float("capacity_tokens")-ws) {
+			if math.Abs(r.Float(results.ColCapacityTokens)-ws) < math.Abs(rows[k.WorkingSet].Float(results.ColCapacityTokens)-ws) {
 				k.WorkingSet = i
 			}
 		}
@@ -220,9 +226,9 @@ func ShapeOfKnee(rows []results.Row) (KneeShape, error) {
 // writeKneeFindings says where the working set is, where the realized
 // APC stops growing and how the TTFT falls across the knee.
 func writeKneeFindings(w io.Writer, rows []results.Row) {
-	if i := slices.IndexFunc(rows, func(r results.Row) bool { return r.Get("working_set_tokens") != "" }); i >= 0 {
-		size := commas(int64(rows[i].Float("working_set_tokens"))) + " tokens"
-		if b := rows[i].Float("working_set_bytes"); !math.IsNaN(b) {
+	if i := slices.IndexFunc(rows, func(r results.Row) bool { return r.Get(results.ColWorkingSetTokens) != "" }); i >= 0 {
+		size := commas(int64(rows[i].Float(results.ColWorkingSetTokens))) + " tokens"
+		if b := rows[i].Float(results.ColWorkingSetBytes); !math.IsNaN(b) {
 			size = fmtGB(b) + " GB (" + size + ")"
 		}
 		fmt.Fprintf(w, "Working set: %s, the smallest cache at which the LRU model (blocks touched tail first, as vLLM frees them) serves every hit an infinite cache would, fed the requests in the order they are expected to be sent (**predicted**).", size)
@@ -234,5 +240,5 @@ func writeKneeFindings(w io.Writer, rows []results.Row) {
 	}
 	kr, last := k.Rows[k.Knee], k.Rows[len(k.Rows)-1]
 	fmt.Fprintf(w, " The realized APC rises from %s at the smallest capacity to %s at the largest and reaches 95 %% of that at %s GB (%s blocks); TTFT p90 falls %s× from the smallest capacity to there and stays within ±%s %% beyond it.\n\n",
-		fmtShare(k.Rows[0].Float("apc")), fmtShare(last.Float("apc")), orDash(fmtGB(kr.Float("capacity_bytes"))), kr.Get("gpu_blocks"), sig(k.TTFTFall), sig(100*k.Flat))
+		fmtShare(k.Rows[0].Float(results.ColAPC)), fmtShare(last.Float(results.ColAPC)), orDash(fmtGB(kr.Float(results.ColCapacityBytes))), kr.Get(results.ColGPUBlocks), sig(k.TTFTFall), sig(100*k.Flat))
 }

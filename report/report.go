@@ -213,7 +213,7 @@ func writeSweep(w io.Writer, r *analysis.Run) {
 		}
 		transport := analysis.JoinNonEmpty(" / ", k.Transport, k.Route())
 		if tierspec.Computes(k.Tier) {
-			tf := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("tflops") }))
+			tf := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(results.ColTFLOPS) }))
 			tfc := sig(tf.P50)
 			if tf.N == 0 {
 				tfc = rc.dash("no tflops column in the rows")
@@ -256,7 +256,7 @@ func rateCells(t *table, rows []results.Row) (gb, gbRange, frac string) {
 		gb = t.dash("no bytes recorded")
 		return gb, gb, gb
 	}
-	link := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("link_gb_per_s") }))
+	link := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(results.ColLinkGBPerSecond) }))
 	if link.N > 0 && link.P50 > 0 {
 		frac = fmt.Sprintf("%.2f", g.P50/link.P50)
 	} else {
@@ -331,7 +331,7 @@ type probeCell struct {
 // the rows behind it.
 func probeDists(rows []results.Row) ([]probeCell, map[probeCell][]results.Row) {
 	return analysis.GroupBy(rows, func(x results.Row) probeCell {
-		return probeCell{x.Get("simulated") == "true", x.PrefixTokens, x.Tier}
+		return probeCell{x.Get(results.ColSimulated) == "true", x.PrefixTokens, x.Tier}
 	}, func(a, b probeCell) int {
 		return cmp.Or(analysis.CompareBool(a.Sim, b.Sim), cmp.Compare(a.L, b.L), cmp.Compare(analysis.TierOrder(a.Tier), analysis.TierOrder(b.Tier)))
 	})
@@ -406,7 +406,7 @@ func probeTierCell(t *table, rows []results.Row, where string) (cell string, p50
 	for _, x := range rows {
 		if analysis.OK(x) && !analysis.ProbeCounted(x) {
 			nUnver++
-			reasons[orDash(x.Get("verify_reason"))]++
+			reasons[orDash(x.Get(results.ColVerifyReason))]++
 		}
 	}
 	d := countedTTFT(rows)
@@ -447,7 +447,7 @@ type mb1ArmCell struct {
 }
 
 func mb1ArmOf(x results.Row) mb1ArmCell {
-	return mb1ArmCell{mb1Cell{x.Get("simulated") == "true", x.Get("chunk_label"), analysis.Atoi(x.Get("decode_streams")), analysis.Atoi(x.Get("prefill_tokens"))}, x.Get("arm")}
+	return mb1ArmCell{mb1Cell{x.Get(results.ColSimulated) == "true", x.Get(results.ColChunkLabel), analysis.Atoi(x.Get(results.ColDecodeStreams)), analysis.Atoi(x.Get(results.ColPrefillTokens))}, x.Get(results.ColArm)}
 }
 
 // mb1P50 is the p50 of col over rows and how many rows had it; NaN, 0 if none.
@@ -471,7 +471,7 @@ func writeMB1(w io.Writer, r *analysis.Run) {
 		if c.Arm != "interfere" {
 			continue
 		}
-		if _, n := mb1P50(groups[c], "penalty"); n == 0 {
+		if _, n := mb1P50(groups[c], results.ColPenalty); n == 0 {
 			continue
 		}
 		t.add(mb1Row(t, c.mb1Cell, groups[c], groups[mb1ArmCell{c.mb1Cell, "control"}])...)
@@ -487,7 +487,7 @@ func writeMB1(w io.Writer, r *analysis.Run) {
 // mb1Row is the table row of interference cell c from its interfere and
 // control arms' rows; the interfere arm has at least one penalty.
 func mb1Row(t *table, c mb1Cell, rows, ctrl []results.Row) []string {
-	pen, n := mb1P50(rows, "penalty")
+	pen, n := mb1P50(rows, results.ColPenalty)
 	src := "real server"
 	if c.Sim {
 		src = "simulated"
@@ -505,13 +505,13 @@ func mb1Row(t *table, c mb1Cell, rows, ctrl []results.Row) []string {
 	}
 	ctrlCell := mb1Control(t, ctrl)
 	return []string{fmt.Sprint(c.D), commas(int64(c.P)), chunk, src, fmt.Sprint(n),
-		val("base_tpot_s", fmtMS), val("prefill_ttft_s", fmtMS), val("tokens_per_stream_during", sig),
-		val("eff_tpot_s", fmtMS), sig(pen) + "×", ctrlCell}
+		val(results.ColBaseTPOT, fmtMS), val(results.ColPrefillTTFT, fmtMS), val(results.ColTokensPerStreamDuring, sig),
+		val(results.ColEffTPOT, fmtMS), sig(pen) + "×", ctrlCell}
 }
 
 // mb1Control is the control penalty cell from the control arm's rows.
 func mb1Control(t *table, ctrl []results.Row) string {
-	cp, cn := mb1P50(ctrl, "penalty")
+	cp, cn := mb1P50(ctrl, results.ColPenalty)
 	switch {
 	case cn > 0:
 		return fmt.Sprintf("%s× (n=%d)", sig(cp), cn)
@@ -530,7 +530,7 @@ type transferCell struct {
 
 func writeTransfer(w io.Writer, r *analysis.Run) {
 	keys, groups := analysis.GroupBy(r.Rows("transfer"), func(x results.Row) transferCell {
-		return transferCell{x.Get("path"), x.Transport, x.Get("device"), x.Layout, x.Get("src_mem"), x.Get("dst_mem"), x.Bytes, analysis.StoreOrEmpty(x)}
+		return transferCell{x.Get(results.ColPath), x.Transport, x.Get(results.ColDevice), x.Layout, x.Get(results.ColSrcMem), x.Get(results.ColDstMem), x.Bytes, analysis.StoreOrEmpty(x)}
 	}, func(a, b transferCell) int {
 		return cmp.Or(cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Transport, b.Transport), cmp.Compare(a.Device, b.Device),
 			cmp.Compare(a.Layout, b.Layout), cmp.Compare(a.Src, b.Src), cmp.Compare(a.Dst, b.Dst), cmp.Compare(a.Bytes, b.Bytes))
@@ -562,7 +562,7 @@ func writeTransfer(w io.Writer, r *analysis.Run) {
 			gbr = gb
 		}
 		t.add(path, orDash(k.Transport), orDash(k.Device), orDash(k.Layout), mem, fmtBytes(float64(k.Bytes)), fmt.Sprint(sec.N),
-			gb, gbr, frac, fmtSec(sec.P50), fmtSec(sec.P99), extrap("t_3gib_s", 3*(1<<30)), extrap("t_11_5gib_s", 11.5*(1<<30)))
+			gb, gbr, frac, fmtSec(sec.P50), fmtSec(sec.P99), extrap(results.ColT3GiB, 3*(1<<30)), extrap(results.ColT11_5GiB, 11.5*(1<<30)))
 	}
 	if len(t.rows) == 0 {
 		paragraph(w, "No ok rows in transfer.csv.")
@@ -574,7 +574,7 @@ func writeTransfer(w io.Writer, r *analysis.Run) {
 
 // transferLineFrac is the fraction of the line rate that g's p50 reached.
 func transferLineFrac(t *table, rows []results.Row, g analysis.Dist) string {
-	if line := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float("line_gb_per_s") })); line.N > 0 && line.P50 > 0 && g.N > 0 {
+	if line := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(results.ColLineGBPerSecond) })); line.N > 0 && line.P50 > 0 && g.N > 0 {
 		return fmt.Sprintf("%.2f", g.P50/line.P50)
 	}
 	return t.dash("line rate unknown (line_gb_per_s empty)")

@@ -34,7 +34,7 @@ type traceFigures struct {
 
 func (f traceFigures) row(metric, stat string, match ...string) (results.Row, bool) {
 	for _, r := range f.rows {
-		if r.Get("metric") != metric || r.Get("stat") != stat {
+		if r.Get(results.ColMetric) != metric || r.Get(results.ColStat) != stat {
 			continue
 		}
 		good := true
@@ -53,7 +53,7 @@ func (f traceFigures) value(metric, stat string) float64 {
 	if !ok {
 		return math.NaN()
 	}
-	return r.Float("value")
+	return r.Float(results.ColValue)
 }
 
 // byTrace splits rows by their trace column, in order of first
@@ -61,9 +61,9 @@ func (f traceFigures) value(metric, stat string) float64 {
 func byTrace(rows []results.Row) []traceFigures {
 	var out []traceFigures
 	for _, r := range rows {
-		i := slices.IndexFunc(out, func(f traceFigures) bool { return f.name == r.Get("trace") })
+		i := slices.IndexFunc(out, func(f traceFigures) bool { return f.name == r.Get(results.ColTrace) })
 		if i < 0 {
-			out = append(out, traceFigures{name: r.Get("trace")})
+			out = append(out, traceFigures{name: r.Get(results.ColTrace)})
 			i = len(out) - 1
 		}
 		out[i].rows = append(out[i].rows, r)
@@ -78,7 +78,7 @@ func WriteTrace(w io.Writer, run *analysis.Run) {
 	for _, f := range byTrace(run.Rows("trace")) {
 		first := f.rows[0]
 		fmt.Fprintf(w, "#### Trace `%s`\n\n", f.name)
-		fmt.Fprintf(w, "%s format, %s tokens per hash id, model %s; %s.\n\n", first.Get("format"), first.Get("block_tokens"), orDash(first.Model), methodSentence(first))
+		fmt.Fprintf(w, "%s format, %s tokens per hash id, model %s; %s.\n\n", first.Get(results.ColFormat), first.Get(results.ColBlockTokens), orDash(first.Model), methodSentence(first))
 		writeTraceCounts(w, f)
 		writeTraceLengths(w, f)
 		writeTraceReuse(w, f)
@@ -88,23 +88,23 @@ func WriteTrace(w io.Writer, run *analysis.Run) {
 }
 
 func methodSentence(r results.Row) string {
-	if r.Get("method") == "exact" {
+	if r.Get(results.ColMethod) == "exact" {
 		return "exact analysis (every block tracked)"
 	}
 	return fmt.Sprintf("SHARDS sampling (Waldspurger et al., FAST'15) of %s of the blocks in 8 hash-partitioned sub-samples: hit ratios within ±%s points (95 %%: t for 7 degrees of freedom times the standard error of the token-weighted sub-samples, the largest over capacities; the block opening each request tracked exactly), capacities below 8/rate blocks not resolved",
-		fmtShare(r.Float("sample_rate")), sig(r.Float("error_pp")))
+		fmtShare(r.Float(results.ColSampleRate)), sig(r.Float(results.ColErrorPP)))
 }
 
 func writeTraceCounts(w io.Writer, f traceFigures) {
 	sess := commas(int64(f.value("sessions", "")))
-	if r, ok := f.row("sessions", ""); ok && r.Get("note") != "" {
-		sess = "unknown (" + r.Get("note") + ")"
+	if r, ok := f.row("sessions", ""); ok && r.Get(results.ColNote) != "" {
+		sess = "unknown (" + r.Get(results.ColNote) + ")"
 	}
 	fmt.Fprintf(w, "- %s requests, sessions: %s, over %s; %s block references, %s distinct\n",
 		commas(int64(f.value("requests", ""))), sess, fmtSec(f.value("span", "")),
 		commas(int64(f.value("block_refs", ""))), commas(int64(f.value("distinct_blocks", ""))))
-	if r, ok := f.row("malformed_lines", ""); ok && r.Float("value") > 0 {
-		fmt.Fprintf(w, "- %s\n", r.Get("note"))
+	if r, ok := f.row("malformed_lines", ""); ok && r.Float(results.ColValue) > 0 {
+		fmt.Fprintf(w, "- %s\n", r.Get(results.ColNote))
 	}
 	if v := f.value("top1pct_sessions_input_share", ""); !math.IsNaN(v) {
 		fmt.Fprintf(w, "- the top 1 %% of sessions send %s of the input tokens\n", fmtShare(v))
@@ -143,7 +143,7 @@ func writeTraceReuse(w io.Writer, f traceFigures) {
 	if v := f.value("reuse_intra", ""); !math.IsNaN(v) {
 		note := ""
 		if r, ok := f.row("reuse_shared", ""); ok {
-			note = " (" + r.Get("note") + ")"
+			note = " (" + r.Get(results.ColNote) + ")"
 		}
 		fmt.Fprintf(w, " Its hits split into intra-session %s, cross-session %s, shared prefix %s%s.",
 			fmtShare(v), fmtShare(f.value("reuse_cross", "")), fmtShare(f.value("reuse_shared", "")), note)
@@ -155,15 +155,15 @@ func writeTraceReuse(w io.Writer, f traceFigures) {
 }
 
 func writeTraceKnees(w io.Writer, f traceFigures) {
-	touch := f.rows[0].Get("touch")
+	touch := f.rows[0].Get(results.ColTouch)
 	fmt.Fprintf(w, "LRU capacity knees, **predicted** by the LRU model (a request's blocks looked up at arrival, the hit is the leading run present, then its blocks touched %s): the smallest capacity per instance reaching 95 %% and 99 %% of the ceiling.\n\n", touch)
 	t := newTable("instances", "router", "knee 95 %", "tokens", "knee 99 %", "tokens")
 	for _, r := range f.rows {
-		if r.Get("metric") != "knee95" {
+		if r.Get(results.ColMetric) != "knee95" {
 			continue
 		}
-		r99, _ := f.row("knee99", "", "instances", r.Get("instances"), "route", r.Get("route"))
-		cells := []string{r.Get("instances"), orDash(r.Get("route"))}
+		r99, _ := f.row("knee99", "", results.ColInstances, r.Get(results.ColInstances), results.ColRoute, r.Get(results.ColRoute))
+		cells := []string{r.Get(results.ColInstances), orDash(r.Get(results.ColRoute))}
 		for _, k := range []results.Row{r, r99} {
 			if k.Status != results.StatusOK {
 				cells = append(cells, t.dash(orDash(k.Reason)), Dash)
@@ -179,8 +179,8 @@ func writeTraceKnees(w io.Writer, f traceFigures) {
 func writeTraceWindows(w io.Writer, f traceFigures) {
 	var ws []string
 	for _, r := range f.rows {
-		if r.Get("metric") == "working_set_peak" {
-			ws = append(ws, fmt.Sprintf("%s in %s windows", fmtBytes(r.Float("value")), fmtSec(r.Float("window_s"))))
+		if r.Get(results.ColMetric) == "working_set_peak" {
+			ws = append(ws, fmt.Sprintf("%s in %s windows", fmtBytes(r.Float(results.ColValue)), fmtSec(r.Float(results.ColWindow))))
 		}
 	}
 	if len(ws) > 0 {
@@ -198,30 +198,30 @@ func WritePlan(w io.Writer, run *analysis.Run) {
 	}
 	first := plan[0]
 	mode := "exclusive (a block lives in one tier; a tier's capacity adds to the faster ones')"
-	if first.Get("inclusive") == "true" {
+	if first.Get(results.ColInclusive) == "true" {
 		mode = "inclusive (write-through: each tier holds the most recent blocks that fit it)"
 	}
 	fmt.Fprintf(w, "Every figure here is **predicted**: the trace's LRU stack distances (touch %s) combined with tier costs measured in `%s` (**%s**). Tiers are %s; a hit is the leading run of blocks some tier holds, each block served by the fastest tier holding it, the rest recomputed.\n\n",
-		first.Get("touch"), first.Get("costs"), orDash(first.Get("cost_source")), mode)
-	writePlanCosts(w, run.FileWith("plan", "alpha_s"))
+		first.Get(results.ColTouch), first.Get(results.ColCosts), orDash(first.Get(results.ColCostSource)), mode)
+	writePlanCosts(w, run.FileWith("plan", results.ColAlpha))
 	t := newTable(planHeads()...)
 	for _, r := range plan {
-		cells := []string{r.Get("trace")}
+		cells := []string{r.Get(results.ColTrace)}
 		for _, tier := range tierspec.CapacityNames() {
 			cells = append(cells, fmtCapacity(r.Get(tier+"_bytes")))
 		}
-		cells = append(cells, fmtShare(r.Float("hit_ratio")))
+		cells = append(cells, fmtShare(r.Float(results.ColHitRatio)))
 		for _, tier := range tierspec.PlanNames() {
 			cells = append(cells, fmtShare(r.Float("frac_"+tier)))
 		}
-		load := []string{fmtSec(r.Float("load_p50_s")), fmtSec(r.Float("load_p90_s"))}
-		if ex := r.Get("load_excludes"); ex != "" {
+		load := []string{fmtSec(r.Float(results.ColLoadP50)), fmtSec(r.Float(results.ColLoadP90))}
+		if ex := r.Get(results.ColLoadExcludes); ex != "" {
 			n := t.note("excludes the fetches from " + strings.ReplaceAll(ex, ";", ", ") + ": no measured cost (a lower bound)")
 			load[0], load[1] = load[0]+" "+n, load[1]+" "+n
 		}
 		cells = append(cells, load...)
 		extrap := ""
-		if x := r.Float("extrapolated"); x > 0 {
+		if x := r.Float(results.ColExtrapolated); x > 0 {
 			extrap = " " + t.note(fmt.Sprintf("extrapolated: %s of the requests are predicted from a cost past the longest prefix it was measured at (plan_costs.csv max_tokens)", fmtShare(x)))
 		}
 		for _, s := range []string{"mean", "p50", "p90", "p99"} {
@@ -229,8 +229,8 @@ func WritePlan(w io.Writer, run *analysis.Run) {
 			switch {
 			case !math.IsNaN(v):
 				cells = append(cells, fmtSec(v)+extrap)
-			case r.Get("missing") != "":
-				cells = append(cells, t.dash("not predicted: no measured cost for "+strings.ReplaceAll(r.Get("missing"), ";", ", ")))
+			case r.Get(results.ColMissing) != "":
+				cells = append(cells, t.dash("not predicted: no measured cost for "+strings.ReplaceAll(r.Get(results.ColMissing), ";", ", ")))
 			default:
 				cells = append(cells, t.dash("the costs give no TTFT"))
 			}
@@ -277,7 +277,7 @@ func planWrites(t *table, r results.Row) string {
 		return Dash
 	}
 	cell := strings.Join(parts, ", ")
-	if r.Get("store_unchecked") != "" {
+	if r.Get(results.ColStoreUnchecked) != "" {
 		cell += " " + t.note("not checked: the costs have no store rows (direction=store) for that tier")
 	}
 	return cell
@@ -298,14 +298,14 @@ func fitAlpha(t *table, alpha float64, problems string) string {
 
 // storeCell is a plan tier's measured store: fixed cost and bandwidth.
 func storeCell(t *table, r results.Row) string {
-	rate := r.Float("store_rate")
+	rate := r.Float(results.ColStoreRate)
 	if tierspec.Computes(r.Tier) {
 		return Dash
 	}
 	if math.IsNaN(rate) {
 		return t.dash("store not measured (no direction=store rows): its writes are not checked")
 	}
-	return fmtSec(r.Float("store_alpha_s")) + " + " + sig(rate/1e9) + " GB/s"
+	return fmtSec(r.Float(results.ColStoreAlpha)) + " + " + sig(rate/1e9) + " GB/s"
 }
 
 // writePlanCosts lists the cost of every plan tier, or why it is missing.
@@ -316,20 +316,20 @@ func writePlanCosts(w io.Writer, rows []results.Row) {
 	t := newTable("tier", "cost", "source", "measured configuration", "α", "rate", "store")
 	var missing []string
 	for _, r := range rows {
-		if r.Get("measured") != "true" {
+		if r.Get(results.ColMeasured) != "true" {
 			t.add(r.Tier, t.dash(r.Reason), Dash, Dash, Dash, Dash, storeCell(t, r))
 			missing = append(missing, r.Tier)
 			continue
 		}
-		rate := sig(r.Float("rate")/1e9) + " GB/s"
-		if r.Get("rate_unit") == "FLOP/s" {
-			rate = sig(r.Float("rate")/1e12) + " TFLOP/s"
+		rate := sig(r.Float(results.ColRate)/1e9) + " GB/s"
+		if r.Get(results.ColRateUnit) == "FLOP/s" {
+			rate = sig(r.Float(results.ColRate)/1e12) + " TFLOP/s"
 		}
-		if math.IsNaN(r.Float("rate")) {
+		if math.IsNaN(r.Float(results.ColRate)) {
 			rate = t.dash("probe TTFT fitted, no rate")
 		}
-		alpha := fitAlpha(t, r.Float("alpha_s"), r.Get("fit_problem"))
-		t.add(r.Tier, r.Get("formula"), r.Get("source"), r.Get("config"), alpha, rate, storeCell(t, r))
+		alpha := fitAlpha(t, r.Float(results.ColAlpha), r.Get(results.ColFitProblem))
+		t.add(r.Tier, r.Get(results.ColFormula), r.Get(results.ColSource), r.Get(results.ColConfig), alpha, rate, storeCell(t, r))
 	}
 	t.write(w)
 	if len(missing) > 0 {

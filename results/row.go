@@ -216,35 +216,35 @@ func (r *Row) SetCell(col, text string) error {
 // field, for Cell and SetCell.
 func (r *Row) common(col string) any {
 	switch col {
-	case "suite":
+	case ColSuite:
 		return &r.Suite
-	case "backend":
+	case ColBackend:
 		return &r.Backend
-	case "transport":
+	case ColTransport:
 		return &r.Transport
-	case "tier":
+	case ColTier:
 		return &r.Tier
-	case "layout":
+	case ColLayout:
 		return &r.Layout
-	case "model":
+	case ColModel:
 		return &r.Model
-	case "prefix_tokens":
+	case ColPrefixTokens:
 		return &r.PrefixTokens
-	case "blocks":
+	case ColBlocks:
 		return &r.Blocks
-	case "chunk_bytes":
+	case ColChunkBytes:
 		return &r.ChunkBytes
-	case "bytes":
+	case ColBytes:
 		return &r.Bytes
-	case "rep":
+	case ColRep:
 		return &r.Rep
-	case "seconds":
+	case ColSeconds:
 		return &r.Seconds
-	case "gb_per_s":
+	case ColGBPerSecond:
 		return &r.GBps
-	case "status":
+	case ColStatus:
 		return &r.Status
-	case "reason":
+	case ColReason:
 		return &r.Reason
 	}
 	return nil

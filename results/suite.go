@@ -82,7 +82,7 @@ func (f File) Measure(r Row) (float64, bool) {
 		return math.NaN(), false
 	}
 	v := r.Seconds
-	if f.Value != "" && f.Value != "seconds" {
+	if f.Value != "" && f.Value != ColSeconds {
 		v = r.Float(f.Value)
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {

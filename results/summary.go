@@ -89,7 +89,7 @@ type Summary struct {
 }
 
 // SummaryStatColumns are the numeric columns a summary describes.
-var SummaryStatColumns = []string{"seconds", "gb_per_s", "tflops"}
+var SummaryStatColumns = []string{ColSeconds, ColGBPerSecond, ColTFLOPS}
 
 // Summarize groups rows by the key columns, in order of first appearance,
 // and describes each group.
@@ -114,9 +114,9 @@ func Summarize(rows []Row, keys []string) []Summary {
 		switch r.Status {
 		case StatusOK:
 			s.N++
-			vals[i]["seconds"] = append(vals[i]["seconds"], r.Seconds)
-			vals[i]["gb_per_s"] = append(vals[i]["gb_per_s"], r.GBps)
-			vals[i]["tflops"] = append(vals[i]["tflops"], r.Float("tflops"))
+			vals[i][ColSeconds] = append(vals[i][ColSeconds], r.Seconds)
+			vals[i][ColGBPerSecond] = append(vals[i][ColGBPerSecond], r.GBps)
+			vals[i][ColTFLOPS] = append(vals[i][ColTFLOPS], r.Float(ColTFLOPS))
 		case StatusSkipped:
 			s.Skipped++
 		default:
@@ -182,8 +182,8 @@ func SummarizeFile(in, out string, keys []string) error {
 	if err != nil {
 		return err
 	}
-	statCols := []string{"seconds"}
-	for _, c := range []string{"gb_per_s", "tflops"} {
+	statCols := []string{ColSeconds}
+	for _, c := range []string{ColGBPerSecond, ColTFLOPS} {
 		if slices.Contains(header, c) {
 			statCols = append(statCols, c)
 		}

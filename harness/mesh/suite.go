@@ -76,7 +76,7 @@ var MatrixColumns = []results.Column{
 }
 
 // SummaryKeys are the columns mesh_summary.csv groups by.
-var SummaryKeys = []string{"pattern", "direction", "src_rank", "dst_rank", "pair", "path", "transport", "layout", "bytes"}
+var SummaryKeys = []string{"pattern", results.DirectionColumn, results.ColSrcRank, results.ColDstRank, results.ColPair, results.ColPath, results.ColTransport, results.ColLayout, results.ColBytes}
 
 // Suite declares the mesh's results.
 var Suite = results.Suite{

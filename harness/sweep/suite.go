@@ -37,7 +37,7 @@ var columns = []results.Column{
 }
 
 // SummaryKeys are the columns sweep_summary.csv groups by.
-var SummaryKeys = []string{"direction", "tier", "layout", "copy", "backend", "transport", "prefix_tokens", "path", "src_mem", "gpu"}
+var SummaryKeys = []string{results.DirectionColumn, results.ColTier, results.ColLayout, results.ColCopy, results.ColBackend, results.ColTransport, results.ColPrefixTokens, results.ColPath, results.ColSrcMem, "gpu"}
 
 // Columns returns sweep.csv's columns after the common ones: the sweep's
 // own, then every registered tier's attribute columns, each once.

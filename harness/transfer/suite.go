@@ -34,7 +34,7 @@ var columns = []results.Column{
 }
 
 // SummaryKeys are the columns transfer_summary.csv groups by.
-var SummaryKeys = []string{"direction", "peer", "path", "transport", "layout", "bytes", "conns", "device"}
+var SummaryKeys = []string{results.DirectionColumn, "peer", results.ColPath, results.ColTransport, results.ColLayout, results.ColBytes, "conns", results.ColDevice}
 
 // Suite declares MB2's results.
 var Suite = results.Suite{

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kvtier/kvtier/cli"
 	"time"
 )
 
@@ -85,8 +87,8 @@ func TestAdversarialFlags(t *testing.T) {
 	os.Mkdir("costs", 0o755)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // whatever starts stops at once
-	for _, c := range commands() {
-		for name, typ := range flagsOf(t, c.name) {
+	for _, c := range cli.Commands() {
+		for name, typ := range flagsOf(t, c.Name) {
 			if typ == "string" && !slices.Contains(numericStrings, name) || allowed[name] || extremes[typ] == nil {
 				continue
 			}
@@ -94,9 +96,9 @@ func TestAdversarialFlags(t *testing.T) {
 				if v == "0" && zeroAllowed[name] {
 					continue
 				}
-				args := append(append([]string{c.name}, baseArgs[c.name]...), "--"+name+"="+v)
-				if c.name == "trace" && slices.Contains(generatorFlags, name) {
-					args = []string{c.name, "--" + name + "=" + v, "--generate", "g.jsonl"}
+				args := append(append([]string{c.Name}, baseArgs[c.Name]...), "--"+name+"="+v)
+				if c.Name == "trace" && slices.Contains(generatorFlags, name) {
+					args = []string{c.Name, "--" + name + "=" + v, "--generate", "g.jsonl"}
 				}
 				var stdout, stderr bytes.Buffer
 				done := make(chan int, 1)

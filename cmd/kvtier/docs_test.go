@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kvtier/kvtier/cli"
 )
 
 // docCommand is a kvtier command line found in the documentation.
@@ -21,7 +23,7 @@ type docCommand struct {
 // flags) through the command's flag parser, without measuring: a renamed
 // or removed flag in the documentation, or an old name kept as a
 // deprecated alias, fails here. Not parallel: it sets
-// parseOnly, which parallel tests must not see.
+// cli.ParseOnly, which parallel tests must not see.
 func TestDocCommandsParse(t *testing.T) {
 	files, _ := filepath.Glob("../../docs/*.md")
 	files = append(files, "../../README.md")
@@ -33,8 +35,8 @@ func TestDocCommandsParse(t *testing.T) {
 	if len(cmds) < 20 {
 		t.Fatalf("found only %d kvtier command lines in the documentation", len(cmds))
 	}
-	parseOnly = stopAfterFlags
-	defer func() { parseOnly = 0 }()
+	cli.ParseOnly = cli.StopAfterFlags
+	defer func() { cli.ParseOnly = 0 }()
 	for _, c := range cmds {
 		code, _, stderr := runCLI(t, c.args...)
 		if code != exitOK {
@@ -51,8 +53,8 @@ func TestDocCommandsParse(t *testing.T) {
 // TestDocCommandsCatchStaleFlags checks that the parse above would fail on
 // a flag no command has.
 func TestDocCommandsCatchStaleFlags(t *testing.T) {
-	parseOnly = stopAfterFlags
-	defer func() { parseOnly = 0 }()
+	cli.ParseOnly = cli.StopAfterFlags
+	defer func() { cli.ParseOnly = 0 }()
 	if code, _, _ := runCLI(t, "sweep", "--no-such-flag"); code != exitUsage {
 		t.Fatalf("an unknown flag parsed (exit %d)", code)
 	}

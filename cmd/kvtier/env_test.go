@@ -6,21 +6,6 @@ import (
 	"testing"
 )
 
-// TestShippedBinaryReadsNoFaultSwitches: without -tags
-// kvtier_testfaults the KVTIER_TEST_* switches (one of which turned the
-// bounds checks off) do nothing; before, the shipped binary read them.
-func TestShippedBinaryReadsNoFaultSwitches(t *testing.T) {
-	t.Setenv("KVTIER_TEST_SKIP_BOUNDS", "1")
-	t.Setenv("KVTIER_TEST_CORRUPT_RKEY", "1")
-	t.Setenv("KVTIER_TEST_OUT_OF_POOL", "1")
-	if f := buildFaults(); f.SkipBounds || f.CorruptRKey || f.OutOfPool {
-		t.Errorf("shipped binary's faults = %+v", f)
-	}
-	if f := envFaults(); !f.SkipBounds {
-		t.Errorf("the tests' faults do not read the environment: %+v", f)
-	}
-}
-
 // TestScriptEnvNotIgnoredSilently: KVTIER_PEER and the like, which only
 // scripts/bench.sh and ./bench read, are named with the flag to give
 // instead (before, kvtier sweep measured the embedded peer silently).

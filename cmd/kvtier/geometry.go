@@ -5,21 +5,36 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/units"
 )
 
+func init() {
+	cli.Register(&cli.Command{Name: "geometry", Order: 20, Run: runGeometry,
+		Summary: "KV geometry of a model: bytes per token and block, chunks per layout",
+		Usage:   "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N] [--tp N] [--kv-dtype bf16|fp16|fp8]"})
+}
+
+// geometryFlags are the flags of kvtier geometry: the model's.
+type geometryFlags struct{ cli.ModelFlags }
+
+// Bind adds the flags to fs.
+func (f *geometryFlags) Bind(fs *pflag.FlagSet, _ *cli.Call) { f.Add(fs) }
+
+// Resolve is the geometry the flags name.
+func (f *geometryFlags) Resolve() (kv.Geometry, error) { return f.Geometry() }
+
 // runGeometry prints the KV geometry of a model.
-func runGeometry(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("geometry", "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N] [--tp N] [--kv-dtype bf16|fp16|fp8]", stderr)
-	var m modelFlags
-	m.add(fs)
-	g, code, ok := parseOptions(fs, args, stderr, m.geometry)
+func runGeometry(ctx context.Context, c *cli.Call) int {
+	g, code, ok := cli.Parse(c, &geometryFlags{})
 	if !ok {
 		return code
 	}
-	printGeometry(stdout, g)
-	return exitOK
+	printGeometry(c.Stdout, g)
+	return cli.ExitOK
 }
 
 func printGeometry(w io.Writer, g kv.Geometry) {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kvtier/kvtier/cli"
 )
 
 // helpFlag is one flag as a command's -h prints it.
@@ -38,7 +40,7 @@ var documentedValue = regexp.MustCompile(`(?:^|[(;,] )(0|inf|-1): |e\.g\. ([^\s,
 // runs the command's parser and option checks on it, without measuring:
 // a documented value that is refused fails here. Before, replay --think 0
 // and --arrival-window 0 were refused though their help said "0: back to
-// back". Not parallel: it sets parseOnly.
+// back". Not parallel: it sets cli.ParseOnly.
 func TestDocumentedValuesParse(t *testing.T) {
 	// The commands that resolve their options before opening anything
 	// (parseOptions), each with the flags that make the rest valid.
@@ -53,12 +55,12 @@ func TestDocumentedValuesParse(t *testing.T) {
 		"sim":       nil,
 		"mesh":      {"--out", t.TempDir(), "--rank", "0", "--world-size", "1", "--coordinator", "127.0.0.1:29500", "--token", "t"},
 	}
-	defer func() { parseOnly = 0 }()
+	defer func() { cli.ParseOnly = 0 }()
 	n := 0
 	for cmd, args := range base {
 		// replay's options reach the server (its model, a warm-up): its
 		// values go through the flag parser only.
-		parseOnly = map[bool]int{true: stopAfterFlags, false: stopAfterOptions}[cmd == "replay"]
+		cli.ParseOnly = map[bool]int{true: cli.StopAfterFlags, false: cli.StopAfterOptions}[cmd == "replay"]
 		for _, f := range helpFlags(t, cmd) {
 			for _, m := range documentedValue.FindAllStringSubmatch(f.usage, -1) {
 				v := m[1] + m[2]

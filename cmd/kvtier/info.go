@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
@@ -15,31 +16,36 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
+func init() {
+	cli.Register(&cli.Command{Name: "info", Order: 10, Run: runInfo, Usage: "Usage: kvtier info [--json]",
+		Summary: "what this machine has: CPU, NUMA, memory, GPUs, RDMA NICs, libraries"})
+}
+
 // runInfo prints what this machine has, as the manifest of a run would
 // record it.
-func runInfo(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("info", "Usage: kvtier info [--json]", stderr)
+func runInfo(ctx context.Context, c *cli.Call) int {
+	fs := c.FlagSet()
 	asJSON := fs.Bool("json", false, "print the manifest as JSON")
 	root := fs.String("sys-root", "/", "root of the procfs/sysfs tree to read (for tests)")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+	if code, ok := c.ParseNoArgs(fs); !ok {
 		return code
 	}
 	m := &results.Manifest{Tool: "kvtier", Version: harness.Version(), Suite: "info",
-		Command: append([]string{"kvtier", "info"}, args...), Start: time.Now().UTC()}
-	for _, err := range system.Collect(sysConfig(*root), m) {
+		Command: append([]string{"kvtier", "info"}, c.Args...), Start: time.Now().UTC()}
+	for _, err := range system.Collect(c.SysConfig(*root), m) {
 		m.Warnings = append(m.Warnings, err.Error())
 	}
 	if *asJSON {
 		b, err := json.MarshalIndent(m, "", "  ")
 		if err != nil {
-			fmt.Fprintf(stderr, "kvtier info: %v\n", err)
-			return exitFail
+			c.Logf("%v", err)
+			return cli.ExitFail
 		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return exitOK
+		fmt.Fprintf(c.Stdout, "%s\n", b)
+		return cli.ExitOK
 	}
-	printInfo(stdout, m)
-	return exitOK
+	printInfo(c.Stdout, m)
+	return cli.ExitOK
 }
 
 func orUnknown(s string) string {

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kvtier/kvtier/cli"
 )
 
 func TestMeshBadInput(t *testing.T) {
-	t.Setenv(EnvToken, "")
+	t.Setenv(cli.EnvToken, "")
 	tests := []struct {
 		name string
 		args []string

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kvtier/kvtier/cli"
 )
 
 // renames are the flags renamed so that one name has one meaning in
@@ -96,10 +98,10 @@ func TestTierNames(t *testing.T) {
 
 // TestTierNamesParse: the probe's --tiers resolves the sweep's names and
 // the sweep's the probe's, without measuring. Not parallel: it sets
-// parseOnly.
+// cli.ParseOnly.
 func TestTierNamesParse(t *testing.T) {
-	parseOnly = stopAfterOptions
-	defer func() { parseOnly = 0 }()
+	cli.ParseOnly = cli.StopAfterOptions
+	defer func() { cli.ParseOnly = 0 }()
 	for _, args := range [][]string{
 		{"probe", "--sim", "--tiers", "recompute,hbm,host,remote", "--out", t.TempDir()},
 		{"probe", "--sim", "--tiers", "miss,gpu,dram", "--out", t.TempDir()},

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"io"
 	"strings"
 	"testing"
-
-	"github.com/kvtier/kvtier/tiers"
 )
 
 // TestTPAndKVDType: --tp and --kv-dtype size KV per GPU in every suite
@@ -35,27 +32,10 @@ func TestTPAndKVDType(t *testing.T) {
 	}
 }
 
-// TestNUMAFlag: --numa takes auto (the default), -1 or a node, and
-// refuses anything else naming the flag.
-func TestNUMAFlag(t *testing.T) {
+// TestNUMAFlagRefused: kvtier sweep refuses a --numa that is no node,
+// naming the flag (cli's TestNUMAFlag checks the values).
+func TestNUMAFlagRefused(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		v    string
-		want int
-		ok   bool
-	}{{"auto", -2, true}, {"-1", -1, true}, {"3", 3, true}, {"-2", 0, false}, {"near", 0, false}, {"1024", 0, false}} {
-		var n numaFlag
-		err := n.Set(c.v)
-		if (err == nil) != c.ok || c.ok && int(n) != c.want {
-			t.Errorf("--numa %s: %d, %v", c.v, n, err)
-		}
-	}
-	var f backendFlags
-	fs := newFlagSet("x", "", io.Discard)
-	f.add(fs)
-	if f.numa != tiers.NUMAAuto || fs.Lookup("numa").DefValue != "auto" {
-		t.Errorf("--numa defaults to %d (%s), want auto", f.numa, fs.Lookup("numa").DefValue)
-	}
 	if code, _, errs := runCLI(t, "sweep", "--numa", "near"); code != exitUsage || !strings.Contains(errs, "--numa") {
 		t.Errorf("--numa near: exit %d, %q", code, errs)
 	}

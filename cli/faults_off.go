@@ -1,9 +1,9 @@
 //go:build !kvtier_testfaults
 
-package main
+package cli
 
 import "github.com/kvtier/kvtier/peer"
 
 // buildFaults: the shipped binary injects no faults, whatever the
 // environment says.
-func buildFaults() peer.Faults { return peer.Faults{} }
+func buildFaults(func(string) string) peer.Faults { return peer.Faults{} }

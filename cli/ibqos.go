@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -23,17 +23,17 @@ var ibQoSEnv = []struct {
 	{"ib-sl", "NCCL_IB_SL", rdma.MaxSL},
 }
 
-// addIBQoS registers --ib-tc and --ib-sl into tc and sl.
-func addIBQoS(fs *pflag.FlagSet, tc, sl *int) {
+// AddIBQoS registers --ib-tc and --ib-sl into tc and sl.
+func AddIBQoS(fs *pflag.FlagSet, tc, sl *int) {
 	fs.IntVar(tc, "ib-tc", 0, "RoCE traffic class of the QPs (0-255: DSCP<<2 | ECN, e.g. 106 for DSCP 26 with ECN; default $NCCL_IB_TC, else 0)")
 	fs.IntVar(sl, "ib-sl", 0, "InfiniBand service level of the QPs (0-15; default $NCCL_IB_SL, else 0)")
 }
 
-// ibQoSFromEnv sets --ib-tc and --ib-sl, where fs has them and the
+// IBQoSFromEnv sets --ib-tc and --ib-sl, where fs has them and the
 // command line did not give them, from NCCL_IB_TC and NCCL_IB_SL (getenv
 // reads the environment). A value that is no integer in range is an
 // error naming the variable.
-func ibQoSFromEnv(fs *pflag.FlagSet, getenv func(string) string) error {
+func IBQoSFromEnv(fs *pflag.FlagSet, getenv func(string) string) error {
 	for _, q := range ibQoSEnv {
 		f := fs.Lookup(q.flag)
 		if f == nil || f.Changed {
@@ -56,13 +56,13 @@ func ibQoSFromEnv(fs *pflag.FlagSet, getenv func(string) string) error {
 
 // Usage of the RDMA endpoint flags every command shares.
 const (
-	rdmaDeviceUsage = "RDMA device, e.g. mlx5_0; auto: the active port nearest the GPU in use (same PCIe switch, then root complex, then NUMA node), else the first active port (column device_reason says which and why)"
-	gidIndexUsage   = "GID index (-1: RoCE v2 GIDs agreed with the peer, IPv4-mapped preferred, one family on both ends)"
+	RDMADeviceUsage = "RDMA device, e.g. mlx5_0; auto: the active port nearest the GPU in use (same PCIe switch, then root complex, then NUMA node), else the first active port (column device_reason says which and why)"
+	GIDIndexUsage   = "GID index (-1: RoCE v2 GIDs agreed with the peer, IPv4-mapped preferred, one family on both ends)"
 )
 
-// gpuBus is the PCI bus id of b's GPU when inUse and b is a GPU backend,
+// GPUBus is the PCI bus id of b's GPU when inUse and b is a GPU backend,
 // "" otherwise: what --rdma-device auto picks the nearest port to.
-func gpuBus(b tiers.Backend, inUse bool) string {
+func GPUBus(b tiers.Backend, inUse bool) string {
 	if g, ok := b.(interface{ Info() cuda.DeviceInfo }); ok && inUse {
 		return g.Info().BusID
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -26,11 +26,11 @@ func TestIBQoSFromEnv(t *testing.T) {
 	} {
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		var tcv, slv int
-		addIBQoS(fs, &tcv, &slv)
+		AddIBQoS(fs, &tcv, &slv)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		err := ibQoSFromEnv(fs, func(k string) string { return tc.env[k] })
+		err := IBQoSFromEnv(fs, func(k string) string { return tc.env[k] })
 		if tc.errContain != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.errContain) {
 				t.Errorf("%v %v: %v, want %q", tc.args, tc.env, err, tc.errContain)

@@ -1,0 +1,125 @@
+// Package cli is kvtier's command line below the driver: the spec of a
+// command and the registry the commands add themselves to, the flag
+// groups every command shares (one flag name, one meaning), the run
+// lifecycle of a measuring command, and the exit statuses.
+//
+// A suite's command lives in the suite's package (harness/sweep's
+// command.go) and registers from an init function; cmd/kvtier imports
+// the suites for their registrations and dispatches over the registry.
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/registry"
+)
+
+// Exit statuses: one table for every command (README "Exit status").
+const (
+	ExitOK          = 0   // every row ok or skipped
+	ExitFail        = 1   // some rows are errors, or a write failed
+	ExitUsage       = 2   // bad input, or nothing could start; one line on stderr
+	ExitInterrupted = 130 // SIGINT, SIGTERM, SIGHUP or a broken pipe; rows measured so far are kept
+)
+
+// A Command is one kvtier subcommand.
+type Command struct {
+	Name    string // what follows kvtier on the command line, e.g. "sweep"
+	Summary string // its line in kvtier help
+	Order   int    // its place in kvtier help, ascending
+	// Usage is what -h prints above the flags: "Usage: kvtier NAME
+	// [flags]" and a paragraph.
+	Usage string
+	// ScriptEnv are the environment variables scripts/bench.sh and go
+	// test ./bench read for this command that the binary does not, each
+	// with the flag that says the same to the binary.
+	ScriptEnv []EnvFlag
+	// Run runs the command and returns its exit status. Its context is
+	// cancelled on SIGINT, SIGTERM or SIGHUP, after which a command stops
+	// measuring and keeps what it has written.
+	Run func(ctx context.Context, c *Call) int
+}
+
+// An EnvFlag pairs an environment variable with the flag that stands
+// for it.
+type EnvFlag struct{ Env, Flag string }
+
+// A Call is one invocation of a command.
+type Call struct {
+	*Command
+	Args           []string // the command line after the command's name
+	Stdout, Stderr io.Writer
+	// Getenv reads the environment: the driver passes os.Getenv, tests
+	// their own. Nothing below the driver reads the environment itself.
+	Getenv func(string) string
+}
+
+var commands = registry.New("command", func(c *Command) string { return c.Name },
+	func(a, b *Command) int { return cmp.Compare(a.Order, b.Order) })
+
+// Register adds a command; it is called from init functions. A name
+// registered twice is a programming error and panics.
+func Register(c *Command) { commands.Add(c) }
+
+// Commands returns every registered command in help order.
+func Commands() []*Command { return commands.All() }
+
+// Lookup returns the command registered as name.
+func Lookup(name string) (*Command, bool) { return commands.Lookup(name) }
+
+// UsageErr prints one line naming the command and the problem, with
+// every option.Error as "--field: problem", and returns ExitUsage. Every
+// bad-input path of every command ends here.
+func UsageErr(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "kvtier %s: %s\n", cmd, option.Render(err, func(f string) string { return "--" + f }))
+	return ExitUsage
+}
+
+// UsageErr is UsageErr for the call's command.
+func (c *Call) UsageErr(err error) int { return UsageErr(c.Stderr, c.Name, err) }
+
+// Logf prints one line on stderr headed by the command's name.
+func (c *Call) Logf(format string, args ...any) {
+	fmt.Fprintf(c.Stderr, "kvtier %s: %s\n", c.Name, fmt.Sprintf(format, args...))
+}
+
+// DidYouMean returns ` (did you mean "x"?)` for the candidate nearest to
+// s by edit distance, when it is near enough to be a typo (at most a
+// third of s's letters, at least one, wrong); else "".
+func DidYouMean(s string, candidates []string) string {
+	best, bestD := "", max(1, len(s)/3)+1
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return ` (did you mean "` + best + `"?)`
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

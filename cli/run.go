@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/plots"
+	"github.com/kvtier/kvtier/results"
+)
+
+// A SuiteRun is what a measuring command hands the run lifecycle once
+// its input is checked and what it needs is open: the lifecycle creates
+// the results directory, runs the suite into it, closes it (summaries,
+// end time, plots) and returns the exit status from the one table of
+// exit statuses.
+type SuiteRun struct {
+	Call  *Call         // the command, its arguments and where it writes
+	Suite results.Suite // what it writes
+	Out   OutputFlags   // --out, --overwrite
+	Plots bool          // draw the suite's plots into the directory at the end
+	// Run measures into out. Error rows do not make it fail: out counts
+	// them. Its error ends the run early (a failed write, a cancelled
+	// context).
+	Run func(ctx context.Context, out *harness.Output) error
+}
+
+// Exec runs r and returns the exit status.
+func (r SuiteRun) Exec(ctx context.Context) int {
+	c := r.Call
+	command := append([]string{"kvtier", c.Name}, c.Args...)
+	out, err := harness.Create(r.Out.OutDir(), r.Suite.Name, command, c.CollectSystem, c.Stderr)
+	if err != nil {
+		return c.UsageErr(option.Wrap("out", err))
+	}
+	c.Logf("writing %s", out.Dir)
+	rerr := r.Run(ctx, out)
+	if harness.IsRefused(rerr) && out.Rows() == 0 {
+		if err := out.Remove(); err != nil {
+			c.Logf("removing %s: %v", out.Dir, err)
+		}
+		return c.UsageErr(rerr)
+	}
+	return r.finish(ctx, out, rerr)
+}
+
+// finish closes out after the run returned rerr, says what was written
+// and returns the exit status.
+func (r SuiteRun) finish(ctx context.Context, out *harness.Output, rerr error) int {
+	c := r.Call
+	interrupted := ctx.Err() != nil
+	errRows := out.Errors()
+	cerr := out.Close(interrupted || rerr != nil)
+	if cerr != nil {
+		c.Logf("%v", cerr)
+	}
+	if r.Plots && !interrupted && rerr == nil {
+		r.drawPlots(out)
+	}
+	c.Logf("wrote %s (%s)", out.Dir, strings.Join(out.Manifest.Files, ", "))
+	main := filepath.Join(out.Dir, r.Suite.Main().Name)
+	switch {
+	case interrupted:
+		c.Logf("interrupted; rows measured so far are kept")
+		return ExitInterrupted
+	case rerr != nil:
+		c.Logf("%v; rows measured so far are kept", rerr)
+		return ExitFail
+	case cerr != nil:
+		return ExitFail
+	case errRows > 0:
+		c.Logf("%d rows are errors (see the reason column of %s)", errRows, main)
+		return ExitFail
+	}
+	fmt.Fprintln(c.Stdout, main)
+	return ExitOK
+}
+
+// drawPlots draws the directory's plots and records them in the manifest.
+func (r SuiteRun) drawPlots(out *harness.Output) {
+	paths, err := plots.Dir(out.Dir)
+	for _, p := range paths {
+		out.AddFile(p)
+	}
+	if err != nil {
+		r.Call.Logf("warning: plots: %v", err)
+	}
+	if len(paths) > 0 {
+		if err := out.WriteManifest(); err != nil {
+			r.Call.Logf("%v", err)
+		}
+	}
+}

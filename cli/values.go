@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/units"
+)
+
+// AddFields makes a flag of each option field.
+func AddFields(fs *pflag.FlagSet, fields []option.Field) {
+	for _, f := range fields {
+		switch p := f.Ptr.(type) {
+		case *string:
+			fs.StringVar(p, f.Name, *p, f.Usage)
+		case *int:
+			fs.IntVar(p, f.Name, *p, f.Usage)
+		case *int64:
+			fs.Int64Var(p, f.Name, *p, f.Usage)
+		case *uint64:
+			fs.Uint64Var(p, f.Name, *p, f.Usage)
+		case *float64:
+			fs.Float64Var(p, f.Name, *p, f.Usage)
+		case *bool:
+			fs.BoolVar(p, f.Name, *p, f.Usage)
+		case *time.Duration:
+			fs.Var(DurationValue{p}, f.Name, f.Usage)
+		default:
+			panic(fmt.Sprintf("option %s: unsupported type %T", f.Name, f.Ptr))
+		}
+	}
+}
+
+// Alias adds old as a deprecated name of the flag name: it sets the same
+// value and says, once used, to use --name. Renamed flags keep their old
+// name this way for one release.
+func Alias(fs *pflag.FlagSet, old, name string) {
+	f := fs.Lookup(name)
+	fs.Var(f.Value, old, "deprecated: use --"+name)
+	fs.MarkDeprecated(old, "use --"+name+" instead")
+	fs.SetAnnotation(old, AliasOf, []string{name})
+}
+
+// AliasOf annotates a deprecated flag with the name of the flag it stands
+// for.
+const AliasOf = "kvtier-alias-of"
+
+// checkAliases reports a deprecated flag given together with the flag it
+// stands for: one would silently win over the other.
+func checkAliases(fs *pflag.FlagSet) error {
+	var errs []error
+	fs.Visit(func(f *pflag.Flag) {
+		if names := f.Annotations[AliasOf]; len(names) == 1 && fs.Changed(names[0]) {
+			errs = append(errs, option.Errorf(names[0], "given with --%s, its old name: give one of them", f.Name))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// ListFlag parses the comma-separated value of the flag called name with
+// parse. A value that does not parse adds an option.Error to errs and
+// yields fallback, a valid placeholder, so that the options' Validate
+// does not report the same flag a second time.
+func ListFlag[T any](errs *[]error, name, value string, parse func(string) (T, error), fallback ...T) []T {
+	v, err := units.ParseList(value, parse)
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return fallback
+	}
+	return v
+}
+
+// SizeFlag parses the size flag called name, from 1 byte to limit; a
+// value that does not parse or is out of range adds an option.Error to
+// errs and yields 0.
+func SizeFlag(errs *[]error, name, value string, limit int64) int64 {
+	n, err := units.ParseBytes(value)
+	if err == nil && n > limit {
+		err = fmt.Errorf("want 1 byte to %s, got %q", units.FormatBytes(limit), value)
+	}
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return 0
+	}
+	return n
+}
+
+// DurationFlag parses the value of the flag called name with
+// ParseDuration; a value that does not parse adds an option.Error to
+// errs and yields one second, a valid placeholder.
+func DurationFlag(errs *[]error, name, value string) time.Duration {
+	d, err := ParseDuration(value)
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return time.Second
+	}
+	return d
+}
+
+// maxDuration bounds every duration flag: a week.
+const maxDuration = 7 * 24 * time.Hour
+
+// ParseDuration reads a duration ("30s", "2m") or plain seconds ("30"),
+// positive and at most a week.
+func ParseDuration(s string) (time.Duration, error) {
+	var d time.Duration
+	if v, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+		if math.IsNaN(v) || v <= 0 || v > maxDuration.Seconds() {
+			return 0, fmt.Errorf("want a positive duration up to %s, got %q", maxDuration, s)
+		}
+		d = time.Duration(v * float64(time.Second))
+	} else if d, err = time.ParseDuration(strings.TrimSpace(s)); err != nil {
+		return 0, fmt.Errorf("%q is not a duration (want e.g. 30s, 2m, 30)", s)
+	}
+	if d <= 0 || d > maxDuration {
+		return 0, fmt.Errorf("want a positive duration up to %s, got %q", maxDuration, s)
+	}
+	return d, nil
+}
+
+// A DurationValue is a duration flag read by ParseDuration ("30s", "2m"
+// or plain seconds, positive, at most a week), as every duration flag of
+// kvtier is.
+type DurationValue struct{ D *time.Duration }
+
+func (v DurationValue) String() string {
+	if v.D == nil {
+		return ""
+	}
+	return v.D.String()
+}
+
+// Set parses s with ParseDuration.
+func (v DurationValue) Set(s string) error {
+	d, err := ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.D = d
+	return nil
+}
+
+// Type names the flag's values in -h.
+func (v DurationValue) Type() string { return "duration" }
+
+// A ZeroDurationValue is a duration flag that also takes 0 ("0", "0s"),
+// for the durations whose help gives 0 a meaning ("0: back to back").
+type ZeroDurationValue struct{ D *time.Duration }
+
+func (v ZeroDurationValue) String() string { return DurationValue(v).String() }
+
+// Set takes 0, or what DurationValue takes.
+func (v ZeroDurationValue) Set(s string) error {
+	if d, err := time.ParseDuration(strings.TrimSpace(s)); err == nil && d == 0 {
+		*v.D = 0
+		return nil
+	}
+	if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && f == 0 {
+		*v.D = 0
+		return nil
+	}
+	return DurationValue(v).Set(s)
+}
+
+// Type names the flag's values in -h.
+func (v ZeroDurationValue) Type() string { return "duration" }
+
+// AddIdleTimeout adds --idle-timeout, the idle timeout of a command's
+// network operations, into p (default peer.DefaultIdleTimeout).
+func AddIdleTimeout(fs *pflag.FlagSet, p *time.Duration) {
+	*p = peer.DefaultIdleTimeout
+	fs.Var(DurationValue{p}, "idle-timeout", peer.IdleTimeoutUsage)
+}

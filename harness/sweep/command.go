@@ -1,0 +1,149 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/cli"
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
+)
+
+func init() { cli.Register(Command) }
+
+// Command is kvtier sweep.
+var Command = &cli.Command{
+	Name:      "sweep",
+	Summary:   "the tier sweep: fetch a reused prefix from hbm, host, remote, disk, or recompute it",
+	Order:     30,
+	Usage:     "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.",
+	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PEER", Flag: "--peer"}, {Env: "KVTIER_DISK_DIR", Flag: "--disk-dir"}, {Env: "KVTIER_DISK_MAX", Flag: "--disk-max"}, {Env: "KVTIER_BACKEND", Flag: "--backend"}},
+	Run:       runCommand,
+}
+
+// flags are the flags of kvtier sweep.
+type flags struct {
+	call                             *cli.Call
+	out                              cli.OutputFlags
+	model                            cli.ModelFlags
+	policy                           cli.PolicyFlags
+	backend                          cli.BackendFlags
+	token                            cli.TokenFlags // sent to the remote tier's peer
+	tiers, layouts, prefixes, copies string
+	directions                       string
+	seed                             uint64
+	opts                             Options // defaults, with the tiers' own options
+}
+
+// Bind adds the flags to fs.
+func (f *flags) Bind(fs *pflag.FlagSet, c *cli.Call) {
+	f.call = c
+	f.opts = DefaultOptions()
+	f.out.Add(fs)
+	f.model.Add(fs)
+	f.policy.Add(fs, f.opts.Policy, true)
+	f.backend.Add(fs)
+	f.token.Add(fs)
+	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers to run (default all: "+strings.Join(tiers.Names(), ", ")+")")
+	fs.StringVar(&f.layouts, "layout", "layerwise,blockwise", "pool layouts: layerwise (vLLM paged, one chunk per layer and K/V), blockwise (one chunk per block)")
+	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prefix lengths in tokens (k = 1024)")
+	fs.StringVar(&f.copies, "copy", "percopy,batch,contiguous", "copy modes for tiers that move bytes: percopy, batch (cuMemcpyBatchAsync), contiguous (upper bound)")
+	fs.StringVar(&f.directions, "direction", "load", cli.DirectionUsage)
+	fs.Uint64Var(&f.seed, "seed", f.opts.Seed, "seed of block placement and the data pattern")
+	for _, s := range tiers.All() {
+		if o := f.opts.TierOptions[s.Name]; o != nil {
+			cli.AddFields(fs, o.Fields())
+		}
+	}
+}
+
+// Resolve turns the flags into the sweep's options, reporting every
+// problem at once.
+func (f *flags) Resolve() (Options, error) {
+	o := f.opts
+	o.LibIBVerbs = f.call.Libraries().IBVerbs
+	var errs []error
+	if t := strings.TrimSpace(f.tiers); t != "" && t != "all" {
+		o.Tiers = nil
+		for name := range strings.SplitSeq(t, ",") {
+			o.Tiers = append(o.Tiers, strings.TrimSpace(name))
+		}
+	}
+	o.Layouts = cli.ListFlag(&errs, "layout", f.layouts, func(s string) (kv.Layout, error) { return kv.ParseLayout(strings.TrimSpace(s)) }, kv.Layouts()...)
+	o.Prefixes = cli.ListFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1)
+	o.Copy = cli.ListFlag(&errs, "copy", f.copies, func(s string) (tiers.CopyMode, error) { return tiers.ParseCopyMode(strings.TrimSpace(s)) }, tiers.PerCopy)
+	o.Directions = cli.ListFlag(&errs, "direction", f.directions, cli.ParseDirection, tiers.Load)
+	o.Seed = f.seed
+	if ro, ok := o.TierOptions["remote"].(*tiers.RemoteOptions); ok {
+		ro.Token = f.token.Value(f.call.Getenv)
+	}
+	var err error
+	if o.Geometry, err = f.model.Geometry(); err != nil {
+		errs = append(errs, err)
+		o.Geometry = f.opts.Geometry
+	}
+	if o.Policy, err = f.policy.Policy(); err != nil {
+		errs = append(errs, err)
+		o.Policy.Budget = f.opts.Policy.Budget
+	}
+	errs = append(errs, o.Validate(), f.backend.Validate(), f.out.Check())
+	if f.backend.All {
+		errs = append(errs, o.ValidateAll())
+		if f.backend.Name == "host" {
+			errs = append(errs, option.Errorf("gpu", "all spreads the tiers over GPUs, and the host backend has none (use --backend cuda)"))
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
+// runCommand runs the tier sweep and writes a results directory.
+func runCommand(ctx context.Context, c *cli.Call) int {
+	var f flags
+	opts, code, ok := cli.Parse(c, &f)
+	if !ok {
+		return code
+	}
+	ro, _ := opts.TierOptions["remote"].(*tiers.RemoteOptions)
+	if ro != nil && ro.Peer != "" && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, "remote")) {
+		if err := cli.PeerReachable(ctx, ro.Peer, ro.Token); err != nil {
+			return c.PeerUnreachable(ctx, err)
+		}
+	}
+	// Open the backend before writing anything, so a backend that cannot
+	// open is one line and exit 2 with no results directory.
+	bs, why, err := cli.OpenBackends(ctx, &f.backend, f.backend.Config(c.Stderr, c.Libraries()))
+	if err != nil {
+		return c.UsageErr(err)
+	}
+	defer cli.CloseAll(bs, c.Stderr)
+	for _, w := range why {
+		c.Logf("backend %s; using %s", w, bs[0].Name())
+	}
+	for _, b := range bs {
+		c.Logf("%s, backend %s (%s)", opts.Geometry.Model, b.Name(), b.Device())
+	}
+	return cli.SuiteRun{Call: c, Suite: Suite, Out: f.out, Plots: true,
+		Run: func(ctx context.Context, out *harness.Output) error {
+			for _, w := range why {
+				out.Manifest.Warnings = append(out.Manifest.Warnings, "backend "+w)
+			}
+			var err error
+			if f.backend.All {
+				err = RunAll(ctx, opts, bs, out, c.Stderr)
+			} else {
+				err = Run(ctx, opts, bs[0], out, c.Stderr)
+			}
+			if err != nil {
+				return err
+			}
+			out.Manifest.Settings["backend"] = f.backend.Name
+			return nil
+		}}.Exec(ctx)
+}

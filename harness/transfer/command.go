@@ -1,0 +1,176 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/cli"
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
+)
+
+func init() { cli.Register(Command) }
+
+// Command is kvtier transfer.
+var Command = &cli.Command{
+	Name:      "transfer",
+	Summary:   "MB2: KV transfer bandwidth vs size against a peer",
+	Order:     50,
+	Usage:     "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.",
+	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PEER", Flag: "--peer"}, {Env: "KVTIER_PEERS", Flag: "--peer"}},
+	Run:       runCommand,
+}
+
+// Flags are the flags of an MB2 measurement that kvtier transfer and
+// kvtier mesh share: what is read, how, and where it lands.
+type Flags struct {
+	model          cli.ModelFlags
+	policy         cli.PolicyFlags
+	token          cli.TokenFlags
+	sizes, layouts string
+	// Opts are the options the flags start from and set.
+	Opts Options
+}
+
+// Add adds the flags to fs, defaulting to o; sizesHelp is --sizes' help.
+func (f *Flags) Add(fs *pflag.FlagSet, o Options, sizesHelp string) {
+	f.Opts = o
+	p := &f.Opts
+	f.model.Add(fs)
+	f.policy.Add(fs, o.Policy, false)
+	f.token.Add(fs)
+	fs.StringVar(&f.sizes, "sizes", "", sizesHelp)
+	fs.StringVar(&f.layouts, "layout", strings.Join(o.Layouts, ","), "layouts: layerwise (16 KiB chunks), blockwise (one chunk per KV block), contiguous (one message)")
+	fs.IntVar(&p.Conns, "conns", o.Conns, "parallel TCP connections (or RC QPs for verbs)")
+	cli.Alias(fs, "qps", "conns")
+	fs.StringVar(&p.Transport, "transport", o.Transport, "tcp or verbs")
+	fs.Float64Var(&p.LineGbps, "line-rate", 0, "link rate in Gb/s for line_frac (default: the NIC's rate for verbs, unknown for tcp)")
+	fs.StringVar(&p.RDMADevice, "rdma-device", rdma.AutoDevice, cli.RDMADeviceUsage)
+	fs.IntVar(&p.GIDIndex, "gid-index", o.GIDIndex, cli.GIDIndexUsage)
+	cli.AddIBQoS(fs, &p.IBTC, &p.IBSL)
+	fs.Uint64Var(&p.Seed, "seed", o.Seed, "seed of chunk placement")
+	fs.StringVar(&p.DstMem, "dst-mem", DstHost, "where reads land: host, or gpu (device memory through the cuda backend: GPUDirect on verbs when it registers, else a pinned bounce buffer + H2D, timed together; the path column gets +gpudirect or +bounce)")
+	cli.AddIdleTimeout(fs, &p.IdleTimeout)
+}
+
+// Options turns the shared flags into options, adding every problem to
+// errs; getenv reads the run token where --token is not given.
+func (f *Flags) Options(errs *[]error, getenv func(string) string) Options {
+	o := f.Opts
+	if f.sizes != "" {
+		o.Sizes = cli.ListFlag(errs, "sizes", f.sizes, func(s string) (int64, error) { return units.ParseBytes(strings.TrimSpace(s)) }, 1)
+	}
+	o.Layouts = cli.ListFlag(errs, "layout", f.layouts, func(s string) (string, error) { return strings.TrimSpace(s), nil }, Layerwise)
+	var err error
+	if o.Geometry, err = f.model.Geometry(); err != nil {
+		*errs = append(*errs, err)
+		o.Geometry = f.Opts.Geometry
+	}
+	o.Policy, err = f.policy.Policy()
+	*errs = append(*errs, err)
+	o.Token = f.token.Value(getenv)
+	return o
+}
+
+// commandFlags are the flags of kvtier transfer.
+type commandFlags struct {
+	call           *cli.Call
+	out            cli.OutputFlags
+	mb2            Flags
+	peers, pool    string
+	peerCopy, path string
+	directions     string
+	gpu            int
+}
+
+// Bind adds the flags to fs.
+func (f *commandFlags) Bind(fs *pflag.FlagSet, c *cli.Call) {
+	f.call = c
+	f.out.Add(fs)
+	f.mb2.Add(fs, DefaultOptions(), "transfer sizes (default 16MiB to 16GiB, doubling; sizes over the peer's pool or free memory are skipped rows)")
+	fs.StringVar(&f.directions, "direction", "load", cli.DirectionUsage+"; load pulls from the peer, store pushes into its pool (kvtier serve --writable)")
+	fs.StringVar(&f.peers, "peer", "", "HOST:PORT of kvtier serve peers, comma-separated, measured in turn into one transfer.csv (default: an embedded loopback peer)")
+	fs.StringVar(&f.path, "path", "", "label rows intra or inter (default: intra when the peer is on this host, else inter; loopback for the embedded peer)")
+	fs.StringVar(&f.pool, "pool", "", "pool of the embedded peer (default: fits the largest size in free memory)")
+	fs.IntVar(&f.gpu, "gpu", 0, "CUDA device ordinal for --dst-mem gpu")
+	fs.StringVar(&f.peerCopy, "peer-copy", "", "SRC,DST GPU ordinals: also time cuMemcpyPeerAsync from SRC to DST for each size and layout (rows path=peercopy; skipped rows without two GPUs)")
+}
+
+// Resolve turns the flags into the transfer's options, reporting every
+// problem at once.
+func (f *commandFlags) Resolve() (Options, error) {
+	var errs []error
+	o := f.mb2.Options(&errs, f.call.Getenv)
+	o.Path = f.path
+	o.Directions = cli.ListFlag(&errs, "direction", f.directions, cli.ParseDirection, tiers.Load)
+	o.Peers = nil
+	if strings.TrimSpace(f.peers) != "" {
+		for p := range strings.SplitSeq(f.peers, ",") {
+			o.Peers = append(o.Peers, strings.TrimSpace(p))
+		}
+	}
+	if f.pool != "" {
+		o.PoolBytes = cli.SizeFlag(&errs, "pool", f.pool, MaxSize)
+	}
+	if f.peerCopy != "" {
+		o.PeerCopy = cli.ListFlag(&errs, "peer-copy", f.peerCopy, func(s string) (int, error) {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 0 || n > cli.MaxOrdinal {
+				return 0, fmt.Errorf("%q is not a GPU ordinal", s)
+			}
+			return n, nil
+		})
+	}
+	errs = append(errs, o.Validate(), f.out.Check())
+	errs = append(errs, option.Range("gpu", f.gpu, 0, cli.MaxOrdinal))
+	return o, errors.Join(errs...)
+}
+
+// runCommand runs MB2: KV transfer bandwidth against one or more peers.
+func runCommand(ctx context.Context, c *cli.Call) int {
+	var f commandFlags
+	opts, code, ok := cli.Parse(c, &f)
+	if !ok {
+		return code
+	}
+	if opts.PoolBytes > 0 && len(opts.Peers) == 0 {
+		if reason, _ := harness.HostFitReason("/", opts.PoolBytes); reason != "" {
+			return c.UsageErr(option.Errorf("pool", "the embedded peer's pool %s", reason))
+		}
+	}
+	bf := cli.BackendFlags{GPU: f.gpu, NUMA: -1}
+	be, done, err := OpenBackends(ctx, opts, bf.Config(c.Stderr, c.Libraries()))
+	if err != nil {
+		return c.UsageErr(err)
+	}
+	defer done()
+	rcfg := rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/", Library: c.Libraries().IBVerbs, TC: opts.IBTC, SL: opts.IBSL}
+	if opts.Transport == peer.Verbs {
+		rcfg, opts.DeviceReason = peer.PickDevice(rcfg, cli.GPUBus(be.Dst, opts.DstMem == DstGPU))
+		if err := cli.VerbsReady(rcfg); err != nil {
+			return c.UsageErr(err)
+		}
+	}
+	be.RDMA, be.Faults = rcfg, cli.PeerFaults(c.Getenv)
+	// A peer that cannot be reached at all is bad input: say so before
+	// the results directory exists. One that goes away later is an error
+	// row in it.
+	for _, addr := range opts.Peers {
+		if err := cli.PeerReachable(ctx, addr, opts.Token); err != nil {
+			return c.PeerUnreachable(ctx, err)
+		}
+	}
+	return cli.SuiteRun{Call: c, Suite: Suite, Out: f.out,
+		Run: func(ctx context.Context, out *harness.Output) error {
+			return Run(ctx, opts, be, out, c.Stderr)
+		}}.Exec(ctx)
+}

@@ -22,13 +22,9 @@ import (
 func init() { cli.Register(Command) }
 
 // Command is kvtier mesh.
-var Command = &cli.Command{
-	Name:    "mesh",
+var Command = &cli.Command{Name: "mesh", Order: 60, Run: runCommand,
 	Summary: "the transfer matrix between every pair of ranks, under srun, mpirun or torchrun",
-	Order:   60,
-	Usage:   "Usage: kvtier mesh [flags]   (once per rank, under srun, mpirun or a torchrun-style launcher)\n\nThe KV transfer matrix between every pair of ranks, intra- and inter-node: each rank serves a pool,\nrank 0 schedules the pairs and writes mesh.csv, mesh_matrix.csv, mesh_ranks.json, plots and the manifest.\nEvery rank needs the same run token (KVTIER_TOKEN or --token).",
-	Run:     runCommand,
-}
+	Usage:   "Usage: kvtier mesh [flags]   (once per rank, under srun, mpirun or a torchrun-style launcher)\n\nThe KV transfer matrix between every pair of ranks, intra- and inter-node: each rank serves a pool,\nrank 0 schedules the pairs and writes mesh.csv, mesh_matrix.csv, mesh_ranks.json, plots and the manifest.\nEvery rank needs the same run token (KVTIER_TOKEN or --token)."}
 
 // commandFlags are the flags of kvtier mesh.
 type commandFlags struct {

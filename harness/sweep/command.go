@@ -19,14 +19,10 @@ import (
 func init() { cli.Register(Command) }
 
 // Command is kvtier sweep.
-var Command = &cli.Command{
-	Name:      "sweep",
+var Command = &cli.Command{Name: "sweep", Order: 30, Run: runCommand,
 	Summary:   "the tier sweep: fetch a reused prefix from hbm, host, remote, disk, or recompute it",
-	Order:     30,
 	Usage:     "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.",
-	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PEER", Flag: "--peer"}, {Env: "KVTIER_DISK_DIR", Flag: "--disk-dir"}, {Env: "KVTIER_DISK_MAX", Flag: "--disk-max"}, {Env: "KVTIER_BACKEND", Flag: "--backend"}},
-	Run:       runCommand,
-}
+	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PEER", Flag: "--peer"}, {Env: "KVTIER_DISK_DIR", Flag: "--disk-dir"}, {Env: "KVTIER_DISK_MAX", Flag: "--disk-max"}, {Env: "KVTIER_BACKEND", Flag: "--backend"}}}
 
 // flags are the flags of kvtier sweep.
 type flags struct {

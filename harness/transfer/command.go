@@ -21,14 +21,10 @@ import (
 func init() { cli.Register(Command) }
 
 // Command is kvtier transfer.
-var Command = &cli.Command{
-	Name:      "transfer",
+var Command = &cli.Command{Name: "transfer", Order: 50, Run: runCommand,
 	Summary:   "MB2: KV transfer bandwidth vs size against a peer",
-	Order:     50,
 	Usage:     "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.",
-	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PEER", Flag: "--peer"}, {Env: "KVTIER_PEERS", Flag: "--peer"}},
-	Run:       runCommand,
-}
+	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PEER", Flag: "--peer"}, {Env: "KVTIER_PEERS", Flag: "--peer"}}}
 
 // Flags are the flags of an MB2 measurement that kvtier transfer and
 // kvtier mesh share: what is read, how, and where it lands.

@@ -51,7 +51,8 @@ type EnvFlag struct{ Env, Flag string }
 // A Call is one invocation of a command.
 type Call struct {
 	*Command
-	Args           []string // the command line after the command's name
+	Args           []string  // the command line after the command's name
+	Stdin          io.Reader // what a command that reads input reads ("-")
 	Stdout, Stderr io.Writer
 	// Getenv reads the environment: the driver passes os.Getenv, tests
 	// their own. Nothing below the driver reads the environment itself.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
@@ -36,20 +37,22 @@ func (o bench2csvOptions) Validate() error {
 	return nil
 }
 
-// runBench2CSV turns `go test -bench` output into sweep.csv-shaped rows.
-func runBench2CSV(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	return bench2csv(ctx, os.Stdin, stdout, stderr, args)
+func init() {
+	cli.Register(&cli.Command{Name: "bench2csv", Order: 170, Run: runBench2CSV,
+		Summary: "turn `go test -bench` output into kvtier rows",
+		Usage:   "usage: kvtier bench2csv [--out DIR] [FILE|-]\n\nTurns `go test -bench ./bench` output into kvtier results (suite \"bench\"):\nBenchmarkTiers into DIR/sweep.csv, BenchmarkTransfer into DIR/transfer.csv,\nwhich kvtier report, plot and compare read as a sweep's and a transfer's.\nkey=value parts of the names and the configuration lines the benchmarks\nprint (backend:, model:, path:, ...) become columns, sec/op seconds, MB/s\ngbps. Without --out the sweep's CSV goes to stdout."})
 }
 
-func bench2csv(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("bench2csv", "usage: kvtier bench2csv [--out DIR] [FILE|-]\n\nTurns `go test -bench ./bench` output into kvtier results (suite \"bench\"):\nBenchmarkTiers into DIR/sweep.csv, BenchmarkTransfer into DIR/transfer.csv,\nwhich kvtier report, plot and compare read as a sweep's and a transfer's.\nkey=value parts of the names and the configuration lines the benchmarks\nprint (backend:, model:, path:, ...) become columns, sec/op seconds, MB/s\ngbps. Without --out the sweep's CSV goes to stdout.", stderr)
+// runBench2CSV turns `go test -bench` output into sweep.csv-shaped rows.
+func runBench2CSV(ctx context.Context, c *cli.Call) int {
+	fs := c.FlagSet()
 	o := bench2csvOptions{In: "-"}
 	fs.StringVarP(&o.Out, "out", "o", "", "results directory to write sweep.csv and transfer.csv into (created; a name ending in .csv, one file, is deprecated)")
 	fs.MarkShorthandDeprecated("out", "use --out, as every command does")
 	fs.StringVar(&o.Backend, "backend", "", "backend column (host, cuda) where the names and config lines do not say")
 	fs.StringVar(&o.Transport, "transport", "", "transport column where the names and config lines do not say")
 	fs.StringVar(&o.Model, "model", "", "model column where the names and config lines do not say")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.ParseFlags(fs); !ok {
 		return code
 	}
 	switch a := fs.Args(); len(a) {
@@ -57,32 +60,32 @@ func bench2csv(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, a
 	case 1:
 		o.In = a[0]
 	default:
-		return usageErr(stderr, "bench2csv", fmt.Errorf("want one input, got %d", len(a)))
+		return c.UsageErr(fmt.Errorf("want one input, got %d", len(a)))
 	}
 	if err := o.Validate(); err != nil {
-		return usageErr(stderr, "bench2csv", err)
+		return c.UsageErr(err)
 	}
 	if strings.HasSuffix(o.Out, ".csv") {
 		if err := checkFileDir(o.Out); err != nil {
-			return usageErr(stderr, "bench2csv", option.Wrap("out", err))
+			return c.UsageErr(option.Wrap("out", err))
 		}
-		fmt.Fprintf(stderr, "kvtier bench2csv: --out %s: a file is deprecated; give a directory (sweep.csv and transfer.csv are written into it)\n", o.Out)
+		c.Logf("--out %s: a file is deprecated; give a directory (sweep.csv and transfer.csv are written into it)", o.Out)
 	} else if o.Out != "" {
-		if err := checkOutDir(o.Out); err != nil {
-			return usageErr(stderr, "bench2csv", option.Wrap("out", err))
+		if err := cli.CheckOutDir(o.Out); err != nil {
+			return c.UsageErr(option.Wrap("out", err))
 		}
 	}
-	in, name := stdin, "stdin"
+	in, name := c.Stdin, "stdin"
 	if o.In != "-" {
 		f, err := os.Open(o.In)
 		if err != nil {
-			return usageErr(stderr, "bench2csv", err)
+			return c.UsageErr(err)
 		}
 		defer f.Close()
 		in, name = f, o.In
 	}
 	defaults := map[string]string{"backend": o.Backend, "transport": o.Transport, "model": o.Model}
-	return convertBench(ctx, in, name, defaults, o.Out, stdout, stderr)
+	return convertBench(ctx, in, name, defaults, o.Out, c.Stdout, c.Stderr)
 }
 
 // A writeError is a failure to write the CSV, as opposed to bad input.
@@ -118,19 +121,19 @@ func convertBench(ctx context.Context, in io.Reader, name string, defaults map[s
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "kvtier bench2csv: interrupted")
-		return exitInterrupted
+		return cli.ExitInterrupted
 	case errors.As(err, &werr):
 		fmt.Fprintf(stderr, "kvtier bench2csv: writing %s: %v\n", cmp.Or(out, "stdout"), werr.error)
-		return exitFail
+		return cli.ExitFail
 	case err != nil:
-		return usageErr(stderr, "bench2csv", err)
+		return cli.UsageErr(stderr, "bench2csv", err)
 	}
 	for _, f := range slices.Sorted(maps.Keys(counts)) {
 		if out != "" {
 			fmt.Fprintf(stderr, "kvtier bench2csv: %d rows to %s\n", counts[f], f)
 		}
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // convertOne writes the rows of one file, the sweep's, to w; a row of

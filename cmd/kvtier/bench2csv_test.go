@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/kvtier/kvtier/cli"
 )
 
 // endlessBench is benchmark output that goes on until limit bytes: the
@@ -88,4 +91,10 @@ func TestBench2CSVLongLine(t *testing.T) {
 	if got := strings.Count(stdout.String(), "\n"); got != 2 {
 		t.Errorf("stdout has %d lines, want the header and the row read before the long line", got)
 	}
+}
+
+// bench2csv runs kvtier bench2csv args reading stdin.
+func bench2csv(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string) int {
+	c, _ := cli.Lookup("bench2csv")
+	return c.Run(ctx, &cli.Call{Command: c, Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv})
 }

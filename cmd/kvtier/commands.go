@@ -27,10 +27,6 @@ func init() {
 		{"plan", "tier capacities for a trace: hit share per tier and predicted TTFT", 110, runPlan, nil},
 		{"replay", "send a trace (or multi-turn sessions) to a server: realized vs predicted APC, TTFT", 120, runReplay, nil},
 		{"knee", "sweep a server's GPU KV capacity with one workload: the capacity knee", 130, runKnee, nil},
-		{"plot", "plots (PNG and SVG) of every suite in a results directory", 140, runPlot, nil},
-		{"report", "REPORT.md: tables, tier cost model, break-even prefixes", 150, runReport, nil},
-		{"compare", "change in p50 between two runs, with a significance test", 160, runCompare, nil},
-		{"bench2csv", "turn `go test -bench` output into kvtier rows", 170, runBench2CSV, nil},
 	} {
 		run := c.run
 		cli.Register(&cli.Command{Name: c.name, Summary: c.summary, Order: c.order, ScriptEnv: c.scriptEnv,

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/report"
 )
 
@@ -23,12 +23,18 @@ func (o compareOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
+func init() {
+	cli.Register(&cli.Command{Name: "compare", Order: 160, Run: runCompare,
+		Summary: "change in p50 between two runs, with a significance test",
+		Usage:   "usage: kvtier compare OLD NEW\n\nChange in p50 per configuration between two results directories\n(sweep time, probe TTFT, transfer time, MB1 penalty), with a Mann-Whitney\nU test at alpha 0.05; \"~\" marks no significant change."})
+}
+
 // runCompare prints the change in p50 of every configuration between two
 // runs with a Mann-Whitney U test, as benchstat does. It exits 0 whatever
 // changed.
-func runCompare(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("compare", "usage: kvtier compare OLD NEW\n\nChange in p50 per configuration between two results directories\n(sweep time, probe TTFT, transfer time, MB1 penalty), with a Mann-Whitney\nU test at alpha 0.05; \"~\" marks no significant change.", stderr)
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+func runCompare(ctx context.Context, c *cli.Call) int {
+	fs := c.FlagSet()
+	if code, ok := c.ParseFlags(fs); !ok {
 		return code
 	}
 	var o compareOptions
@@ -37,20 +43,20 @@ func runCompare(ctx context.Context, stdout, stderr io.Writer, args []string) in
 		o.Old, o.New = a[0], a[1]
 	case 0, 1:
 	default:
-		return usageErr(stderr, "compare", fmt.Errorf("want two directories, got %d", len(a)))
+		return c.UsageErr(fmt.Errorf("want two directories, got %d", len(a)))
 	}
 	if err := o.Validate(); err != nil {
-		return usageErr(stderr, "compare", err)
+		return c.UsageErr(err)
 	}
 	runs, err := loadRuns([]string{o.Old, o.New})
 	if err != nil {
-		return usageErr(stderr, "compare", err)
+		return c.UsageErr(err)
 	}
 	for i, r := range runs {
 		for _, w := range r.Warnings {
-			fmt.Fprintf(stderr, "kvtier compare: %s: %s\n", []string{o.Old, o.New}[i], w)
+			c.Logf("%s: %s", []string{o.Old, o.New}[i], w)
 		}
 	}
-	report.WriteComparison(stdout, o.Old, o.New, report.Compare(runs[0], runs[1]))
-	return exitOK
+	report.WriteComparison(c.Stdout, o.Old, o.New, report.Compare(runs[0], runs[1]))
+	return cli.ExitOK
 }

@@ -27,10 +27,9 @@ const (
 const aliasOf = cli.AliasOf
 
 var (
-	alias       = cli.Alias
-	usageErr    = cli.UsageErr
-	newFlagSet  = cli.NewFlagSet
-	checkOutDir = cli.CheckOutDir
+	alias      = cli.Alias
+	usageErr   = cli.UsageErr
+	newFlagSet = cli.NewFlagSet
 )
 
 func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer) (int, bool) {

@@ -107,7 +107,7 @@ func dispatch(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		return cli.ExitUsage
 	}
 	noteScriptEnv(stderr, name, args[1:], os.LookupEnv)
-	return c.Run(ctx, &cli.Call{Command: c, Args: args[1:], Stdout: stdout, Stderr: stderr, Getenv: os.Getenv})
+	return c.Run(ctx, &cli.Call{Command: c, Args: args[1:], Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv})
 }
 
 // commandNames are the names of the registered commands.

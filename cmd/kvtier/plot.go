@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/plots"
 )
 
@@ -22,38 +22,44 @@ func (o plotOptions) Validate() error {
 	return nil
 }
 
+func init() {
+	cli.Register(&cli.Command{Name: "plot", Order: 140, Run: runPlot,
+		Summary: "plots (PNG and SVG) of every suite in a results directory",
+		Usage:   "usage: kvtier plot [--verbose] DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/ and prints their paths; says why a figure of a\nsuite that ran was not drawn."})
+}
+
 // runPlot draws every plot the CSV files of each directory allow into
 // DIR/plots/, PNG and SVG.
-func runPlot(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("plot", "usage: kvtier plot [--verbose] DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/ and prints their paths; says why a figure of a\nsuite that ran was not drawn.", stderr)
+func runPlot(ctx context.Context, c *cli.Call) int {
+	fs := c.FlagSet()
 	verbose := fs.BoolP("verbose", "v", false, "also name the suites that did not run in a directory (nothing to draw)")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.ParseFlags(fs); !ok {
 		return code
 	}
 	o := plotOptions{Dirs: fs.Args()}
 	if err := o.Validate(); err != nil {
-		return usageErr(stderr, "plot", err)
+		return c.UsageErr(err)
 	}
 	for _, d := range o.Dirs {
 		res, err := plots.Draw(d)
 		if errors.Is(err, plots.ErrDraw) {
-			fmt.Fprintf(stderr, "kvtier plot: %s: %v\n", d, err)
-			return exitFail
+			c.Logf("%s: %v", d, err)
+			return cli.ExitFail
 		}
 		if err != nil {
-			return usageErr(stderr, "plot", err)
+			return c.UsageErr(err)
 		}
 		for _, f := range res.Files {
-			fmt.Fprintln(stdout, f)
+			fmt.Fprintln(c.Stdout, f)
 		}
 		for _, m := range res.Absent {
-			fmt.Fprintf(stderr, "kvtier plot: %s: %s\n", d, m)
+			c.Logf("%s: %s", d, m)
 		}
 		if *verbose {
 			for _, f := range res.NotRun {
-				fmt.Fprintf(stderr, "kvtier plot: %s: %s absent (suite not run): its plots not drawn\n", d, f)
+				c.Logf("%s: %s absent (suite not run): its plots not drawn", d, f)
 			}
 		}
 	}
-	return exitOK
+	return cli.ExitOK
 }

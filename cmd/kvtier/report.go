@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
@@ -38,7 +39,7 @@ func checkFileDir(path string) error {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s: no directory %s", path, dir)
 	}
-	return checkOutDir(dir)
+	return cli.CheckOutDir(dir)
 }
 
 // writeFile writes b to path whole or not at all (results.WriteBytes).
@@ -49,10 +50,16 @@ func writeFile(path string, b []byte) error {
 	return nil
 }
 
+func init() {
+	cli.Register(&cli.Command{Name: "report", Order: 150, Run: runReport,
+		Summary: "REPORT.md: tables, tier cost model, break-even prefixes",
+		Usage:   "usage: kvtier report [--out DIR] [--html] DIR...\n\nWrites REPORT.md (the headline, the environment once, each suite's tables,\nthe tier cost model, break-even prefixes, predicted vs measured TTFT and an\nindex of the figures) from kvtier results directories, says where, and prints\nits headline (--print: all of it); with --html also one self-contained\nREPORT.html beside it, figures inline."})
+}
+
 // runReport writes REPORT.md for one or more results directories and
 // prints it.
-func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("report", "usage: kvtier report [--out DIR] [--html] DIR...\n\nWrites REPORT.md (the headline, the environment once, each suite's tables,\nthe tier cost model, break-even prefixes, predicted vs measured TTFT and an\nindex of the figures) from kvtier results directories, says where, and prints\nits headline (--print: all of it); with --html also one self-contained\nREPORT.html beside it, figures inline.", stderr)
+func runReport(ctx context.Context, c *cli.Call) int {
+	fs := c.FlagSet()
 	var (
 		o      reportOptions
 		outDir string
@@ -62,36 +69,36 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) int
 	fs.MarkShorthandDeprecated("out", "use --out, as every command does")
 	fs.BoolVar(&all, "print", false, "print the whole report to stdout, not only its headline")
 	fs.BoolVar(&o.HTML, "html", false, "also write the report as one self-contained HTML page (inline SVG figures, no network) beside --out, named like it with .html")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.ParseFlags(fs); !ok {
 		return code
 	}
 	o.Dirs = fs.Args()
 	if err := o.Validate(); err != nil {
-		return usageErr(stderr, "report", err)
+		return c.UsageErr(err)
 	}
-	out, err := reportPath(stderr, outDir, o.Dirs[0])
+	out, err := reportPath(c.Stderr, outDir, o.Dirs[0])
 	if err != nil {
-		return usageErr(stderr, "report", option.Wrap("out", err))
+		return c.UsageErr(option.Wrap("out", err))
 	}
-	runs, err := loadReportRuns(stderr, o.Dirs)
+	runs, err := loadReportRuns(c.Stderr, o.Dirs)
 	if err != nil {
-		return usageErr(stderr, "report", err)
+		return c.UsageErr(err)
 	}
 	ro := report.Options{Base: filepath.Dir(out)}
 	var buf bytes.Buffer
 	report.Markdown(&buf, runs, ro)
 	if err := writeFile(out, buf.Bytes()); err != nil {
-		fmt.Fprintf(stderr, "kvtier report: %v\n", err)
-		return exitFail
+		c.Logf("%v", err)
+		return cli.ExitFail
 	}
-	fmt.Fprintf(stderr, "kvtier report: wrote %s\n", out)
-	if err := printReport(stdout, buf.Bytes(), all); err != nil {
-		return exitFail
+	c.Logf("wrote %s", out)
+	if err := printReport(c.Stdout, buf.Bytes(), all); err != nil {
+		return cli.ExitFail
 	}
 	if o.HTML {
-		return writeHTML(stderr, runs, ro, strings.TrimSuffix(out, filepath.Ext(out))+".html")
+		return writeHTML(c.Stderr, runs, ro, strings.TrimSuffix(out, filepath.Ext(out))+".html")
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // loadReportRuns loads the results directories of a report. With
@@ -135,7 +142,7 @@ func reportPath(stderr io.Writer, out, first string) (string, error) {
 		fmt.Fprintf(stderr, "kvtier report: --out %s: a file is deprecated; give a directory (REPORT.md is written into it)\n", out)
 		return out, nil
 	}
-	if err := checkOutDir(out); err != nil {
+	if err := cli.CheckOutDir(out); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -173,14 +180,14 @@ func writeHTML(stderr io.Writer, runs []*analysis.Run, ro report.Options, path s
 	var buf bytes.Buffer
 	if err := report.HTML(&buf, runs, ro); err != nil {
 		fmt.Fprintf(stderr, "kvtier report: %v\n", err)
-		return exitFail
+		return cli.ExitFail
 	}
 	if err := writeFile(path, buf.Bytes()); err != nil {
 		fmt.Fprintf(stderr, "kvtier report: --html: %v\n", err)
-		return exitFail
+		return cli.ExitFail
 	}
 	fmt.Fprintf(stderr, "kvtier report: wrote %s\n", path)
-	return exitOK
+	return cli.ExitOK
 }
 
 // loadRuns reads every directory, failing on the first that is not a

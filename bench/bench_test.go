@@ -221,8 +221,8 @@ func benchVariants(b *testing.B, cfg benchConfig, backend tiers.Backend, spec ti
 	var opts tiers.Options
 	if spec.NewOptions != nil {
 		opts = spec.NewOptions()
-		if ro, ok := opts.(*tiers.RemoteOptions); ok {
-			ro.Peer = cfg.peer
+		if po, ok := opts.(*tiers.RemoteOptions); ok {
+			po.Peer, po.Library = cfg.peer, env("KVTIER_LIBIBVERBS", "")
 		}
 	}
 	// The variants share one scratch directory and what they make in it
@@ -254,7 +254,7 @@ func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec
 	dir tiers.Direction, v tiers.Variant, run runState) {
 	g := cfg.geom
 	env := tiers.Env{Backend: backend, Geometry: g, Layout: layout, Copy: mode, Direction: dir, Seed: 1, Options: v.Options, Log: os.Stderr,
-		LibIBVerbs: env("KVTIER_LIBIBVERBS", ""), Scratch: run.scratch, Shared: run.shared}
+		Scratch: run.scratch, Shared: run.shared}
 	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Direction: dir, Variant: v.Name, Geom: g, Seed: 1}
 	defer c.Tier.Close()
 	if reason := c.Tier.Available(); reason != "" {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
@@ -34,27 +33,23 @@ func init() {
 
 // RemoteOptions are the remote tier's own options.
 type RemoteOptions struct {
-	Peer       string // HOST:PORT of a kvtier serve peer; "" starts an embedded loopback peer
-	Transport  string // "tcp" or "verbs"
-	Conns      int    // parallel TCP connections or RC QPs
-	RDMADevice string // e.g. mlx5_0; "" or "auto" picks the active port nearest the GPU
-	GIDIndex   int    // -1 selects RoCE v2 GIDs automatically
-	// IBTC and IBSL are the QPs' traffic class and service level.
-	IBTC, IBSL int
-	// IdleTimeout turns a peer that moves no data for that long in the
-	// middle of a fetch into an error row (peer.DialOptions.IdleTimeout).
-	IdleTimeout time.Duration
-	// Token is the run token sent to a peer started with one (kvtier
-	// serve --token). The command line fills it (--token, $KVTIER_TOKEN);
-	// it is never written anywhere.
-	Token string
+	Peer string // HOST:PORT of a kvtier serve peer; "" starts an embedded loopback peer
+	// ClientSettings are how the tier reaches the peer, as MB2 does; the
+	// command line fills in their Token and Library (PeerSettings).
+	peer.ClientSettings
 }
 
 // NewRemoteOptions returns the remote tier's defaults: an embedded
 // loopback peer over TCP with four connections.
 func NewRemoteOptions() *RemoteOptions {
-	return &RemoteOptions{Transport: peer.TCP, Conns: 4, RDMADevice: rdma.AutoDevice, GIDIndex: -1, IdleTimeout: peer.DefaultIdleTimeout}
+	return &RemoteOptions{ClientSettings: peer.DefaultClientSettings(4)}
 }
+
+// PeerAddr returns --peer: "" for an embedded peer.
+func (o *RemoteOptions) PeerAddr() string { return o.Peer }
+
+// PeerSettings returns the settings the tier reaches its peer with.
+func (o *RemoteOptions) PeerSettings() *peer.ClientSettings { return &o.ClientSettings }
 
 // Fields declares peer, transport, conns, rdma-device and gid-index.
 func (o *RemoteOptions) Fields() []option.Field {
@@ -72,14 +67,7 @@ func (o *RemoteOptions) Fields() []option.Field {
 
 // Validate reports every problem at once.
 func (o *RemoteOptions) Validate() error {
-	var errs []error
-	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
-		errs = append(errs, option.Errorf("transport", "want tcp or verbs, got %q", o.Transport))
-	}
-	errs = append(errs, option.Range("conns", o.Conns, 1, peer.MaxConns),
-		option.Range("gid-index", o.GIDIndex, -1, rdma.MaxGIDIndex, "-1: automatic"),
-		option.Range("ib-tc", o.IBTC, 0, rdma.MaxTC), option.Range("ib-sl", o.IBSL, 0, rdma.MaxSL),
-		option.NotNegative("idle-timeout", o.IdleTimeout, "0: none"))
+	errs := o.Errors()
 	if o.Peer != "" {
 		if err := peer.CheckAddr(o.Peer); err != nil {
 			errs = append(errs, option.Wrap("peer", err))
@@ -90,11 +78,9 @@ func (o *RemoteOptions) Validate() error {
 
 // Settings records the remote tier's options.
 func (o *RemoteOptions) Settings() map[string]string {
-	return map[string]string{
-		"peer": o.Peer, "transport": o.Transport, "conns": strconv.Itoa(o.Conns),
-		"rdma_device": o.RDMADevice, "gid_index": strconv.Itoa(o.GIDIndex), "idle_timeout": o.IdleTimeout.String(),
-		"ib_tc": strconv.Itoa(o.IBTC), "ib_sl": strconv.Itoa(o.IBSL),
-	}
+	m := map[string]string{"peer": o.Peer}
+	o.Record(m)
+	return m
 }
 
 // A DMABufExporter is a backend that can export device memory as a
@@ -141,7 +127,7 @@ func (t *remoteTier) Available() string {
 	case peer.TCP:
 		return ""
 	case peer.Verbs:
-		names, err := rdma.DeviceNames(t.env.LibIBVerbs)
+		names, err := rdma.DeviceNames(t.opts.Library)
 		if err != nil {
 			return "transport verbs: " + err.Error()
 		}
@@ -171,8 +157,7 @@ func (t *remoteTier) SetupBytes(maxBlocks int) int64 {
 // (on first use) nearest the backend's GPU.
 func (t *remoteTier) rdmaConfig() rdma.Config {
 	if t.rdma == nil {
-		cfg := rdma.Config{Device: t.opts.RDMADevice, GIDIndex: t.opts.GIDIndex, Root: root(t.env), Library: t.env.LibIBVerbs,
-			TC: t.opts.IBTC, SL: t.opts.IBSL}
+		cfg := t.opts.RDMA(root(t.env))
 		bus := ""
 		if b, ok := t.env.Backend.(*CUDABackend); ok {
 			bus = b.Info().BusID

@@ -34,7 +34,7 @@ func TestRemoteStoreExternalPeer(t *testing.T) {
 	}
 	newStore := func(addr string, mode CopyMode) *remoteTier {
 		return &remoteTier{env: Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: mode, Seed: 5, Direction: Store},
-			opts: RemoteOptions{Peer: addr, Transport: "tcp", Conns: 2, GIDIndex: -1}}
+			opts: RemoteOptions{Peer: addr, ClientSettings: peer.ClientSettings{Transport: "tcp", Conns: 2, GIDIndex: -1}}}
 	}
 	ro, _ := start(false)
 	tier := newStore(ro.Addr, PerCopy)
@@ -91,8 +91,8 @@ func TestRemoteStoreOverVerbs(t *testing.T) {
 	b := openHost(t)
 	g := smallGeometry()
 	for _, mode := range []CopyMode{PerCopy, Contiguous} {
-		tier := &remoteTier{env: Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: mode, Seed: 5, Direction: Store, LibIBVerbs: lib},
-			opts: RemoteOptions{Transport: "verbs", Conns: 2, GIDIndex: -1}}
+		tier := &remoteTier{env: Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: mode, Seed: 5, Direction: Store},
+			opts: RemoteOptions{ClientSettings: peer.ClientSettings{Transport: "verbs", Conns: 2, GIDIndex: -1, Library: lib}}}
 		if r := tier.Available(); r != "" {
 			t.Fatalf("Available = %q", r)
 		}
@@ -116,8 +116,8 @@ func TestRemoteStoreOverVerbs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	tier := &remoteTier{env: Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Seed: 5, Direction: Store, LibIBVerbs: lib},
-		opts: RemoteOptions{Peer: e.Addr, Transport: "verbs", GIDIndex: -1}}
+	tier := &remoteTier{env: Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Seed: 5, Direction: Store},
+		opts: RemoteOptions{Peer: e.Addr, ClientSettings: peer.ClientSettings{Transport: "verbs", GIDIndex: -1, Library: lib}}}
 	defer tier.Close()
 	if err := tier.Setup(context.Background(), 8); err == nil || !strings.Contains(err.Error(), "--writable") {
 		t.Fatalf("store into a read-only verbs peer: %v", err)

@@ -31,7 +31,7 @@ func TestRemoteEmbeddedLoopback(t *testing.T) {
 			if spec.Timing != Blocking || !spec.Moves() {
 				t.Fatalf("spec %+v", spec)
 			}
-			tier := spec.New(Env{Backend: b, Geometry: smallGeometry(), Layout: tc.layout, Copy: tc.copy, Seed: 3, Options: &RemoteOptions{Transport: "tcp", Conns: 2, GIDIndex: -1}})
+			tier := spec.New(Env{Backend: b, Geometry: smallGeometry(), Layout: tc.layout, Copy: tc.copy, Seed: 3, Options: &RemoteOptions{ClientSettings: peer.ClientSettings{Transport: "tcp", Conns: 2, GIDIndex: -1}}})
 			defer tier.Close()
 			if r := tier.Available(); r != "" {
 				t.Fatal(r)
@@ -73,7 +73,7 @@ func TestRemoteExternalPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tier := (&remoteTier{env: Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: PerCopy, Seed: 5}, opts: RemoteOptions{Peer: e.Addr, Transport: "tcp", Conns: 1, GIDIndex: -1}})
+	tier := (&remoteTier{env: Env{Backend: b, Geometry: g, Layout: kv.Layerwise, Copy: PerCopy, Seed: 5}, opts: RemoteOptions{Peer: e.Addr, ClientSettings: peer.ClientSettings{Transport: "tcp", Conns: 1, GIDIndex: -1}}})
 	defer tier.Close()
 	// A pool too small for 40 blocks is refused by name.
 	if err := tier.Setup(context.Background(), 40); err == nil || !strings.Contains(err.Error(), "larger --pool") {
@@ -102,7 +102,7 @@ func TestRemoteExternalPeer(t *testing.T) {
 func TestRemoteVerbsWithoutDevice(t *testing.T) {
 	t.Parallel()
 	b := openHost(t)
-	tier := (&remoteTier{env: Env{Backend: b, Geometry: smallGeometry(), Layout: kv.Layerwise}, opts: RemoteOptions{Transport: "verbs", GIDIndex: -1}})
+	tier := (&remoteTier{env: Env{Backend: b, Geometry: smallGeometry(), Layout: kv.Layerwise}, opts: RemoteOptions{ClientSettings: peer.ClientSettings{Transport: "verbs", GIDIndex: -1}}})
 	if r := tier.Available(); !strings.Contains(r, "verbs") {
 		t.Skipf("this machine has an RDMA device (Available = %q)", r)
 	}

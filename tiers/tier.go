@@ -19,6 +19,7 @@ import (
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/registry"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
@@ -100,11 +101,7 @@ type Env struct {
 	Options Options
 	// Root is the root of sysfs and procfs reads ("/" on a live machine).
 	Root string
-	// LibIBVerbs is the libibverbs the remote tier's verbs transport
-	// loads ("" tries the usual names); cmd/kvtier fills it from
-	// KVTIER_LIBIBVERBS.
-	LibIBVerbs string
-	Log        io.Writer // progress and warnings; never rows
+	Log  io.Writer // progress and warnings; never rows
 	// Scratch is a directory on the results directory's filesystem where
 	// a tier may keep large files for the run (the disk tier's data file
 	// by default); "" where the run has none.
@@ -223,6 +220,16 @@ func Lookup(name string) (Spec, error) {
 		return Spec{}, fmt.Errorf("unknown tier %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
 	return s, nil
+}
+
+// PeerOptions are tier Options that reach a kvtier serve peer (the
+// remote tier's): the command line checks the peer answers before a run
+// and fills in the settings that are not the tier's flags, the run token
+// and the libibverbs to load.
+type PeerOptions interface {
+	Options
+	PeerAddr() string // HOST:PORT; "" for a peer the tier starts itself
+	PeerSettings() *peer.ClientSettings
 }
 
 // OptionsOf returns the options in env when they are of type T, else the

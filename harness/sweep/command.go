@@ -64,7 +64,6 @@ func (f *flags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 // problem at once.
 func (f *flags) Resolve() (Options, error) {
 	o := f.opts
-	o.LibIBVerbs = f.call.Libraries().IBVerbs
 	var errs []error
 	if t := strings.TrimSpace(f.tiers); t != "" && t != "all" {
 		o.Tiers = nil
@@ -77,8 +76,11 @@ func (f *flags) Resolve() (Options, error) {
 	o.Copy = cli.ListFlag(&errs, "copy", f.copies, func(s string) (tiers.CopyMode, error) { return tiers.ParseCopyMode(strings.TrimSpace(s)) }, tiers.PerCopy)
 	o.Directions = cli.ListFlag(&errs, "direction", f.directions, cli.ParseDirection, tiers.Load)
 	o.Seed = f.seed
-	if ro, ok := o.TierOptions["remote"].(*tiers.RemoteOptions); ok {
-		ro.Token = f.token.Value(f.call.Getenv)
+	for _, to := range o.TierOptions {
+		if po, ok := to.(tiers.PeerOptions); ok {
+			s := po.PeerSettings()
+			s.Token, s.Library = f.token.Value(f.call.Getenv), f.call.Libraries().IBVerbs
+		}
 	}
 	var err error
 	if o.Geometry, err = f.model.Geometry(); err != nil {
@@ -106,9 +108,12 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 	if !ok {
 		return code
 	}
-	ro, _ := opts.TierOptions["remote"].(*tiers.RemoteOptions)
-	if ro != nil && ro.Peer != "" && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, "remote")) {
-		if err := cli.PeerReachable(ctx, ro.Peer, ro.Token); err != nil {
+	for _, name := range tiers.Names() {
+		po, ok := opts.TierOptions[name].(tiers.PeerOptions)
+		if !ok || po.PeerAddr() == "" || (len(opts.Tiers) > 0 && !slices.Contains(opts.Tiers, name)) {
+			continue
+		}
+		if err := cli.PeerReachable(ctx, po.PeerAddr(), po.PeerSettings().Token); err != nil {
 			return c.PeerUnreachable(ctx, err)
 		}
 	}

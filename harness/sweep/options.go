@@ -39,9 +39,6 @@ type Options struct {
 	TierOptions map[string]tiers.Options
 	// Root is the root of procfs and sysfs reads ("/").
 	Root string
-	// LibIBVerbs is the libibverbs the remote tier loads ("" the usual
-	// names).
-	LibIBVerbs string
 }
 
 // DefaultOptions returns the options of a plain `kvtier sweep`.

@@ -102,7 +102,7 @@ type sweeper struct {
 // newConfig builds the tier of one configuration.
 func (s *sweeper) newConfig(b tiers.Backend, spec tiers.Spec, layout kv.Layout, mode tiers.CopyMode, dir tiers.Direction, v tiers.Variant) Config {
 	env := tiers.Env{Backend: b, Geometry: s.opts.Geometry, Layout: layout, Copy: mode, Direction: dir,
-		Seed: s.opts.Seed, Options: v.Options, Root: s.opts.Root, LibIBVerbs: s.opts.LibIBVerbs, Log: s.log,
+		Seed: s.opts.Seed, Options: v.Options, Root: s.opts.Root, Log: s.log,
 		Scratch: s.scratch, Shared: s.shared}
 	if !spec.Moves() {
 		env.Layout, env.Copy = kv.Layerwise, ""

@@ -6,13 +6,11 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
-	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
 )
@@ -54,18 +52,15 @@ type Options struct {
 	Policy   harness.Policy
 	Layouts  []string
 	Geometry kv.Geometry // sets the chunk sizes of the pool layouts
-	Conns    int         // TCP connections or RC QPs
-	// Transport is tcp or verbs.
-	Transport string
+	// ClientSettings are how the peers are reached (transport,
+	// connections or QPs, RDMA device, GID, QoS, idle timeout, token),
+	// the remote tier's type.
+	peer.ClientSettings
 	// Path labels the rows intra or inter; "" decides per peer.
 	Path string
 	// LineGbps is the link rate in Gb/s for line_frac; 0 takes the NIC's
 	// rate on verbs and leaves it unknown on TCP.
-	LineGbps   float64
-	RDMADevice string
-	GIDIndex   int
-	// IBTC and IBSL are the QPs' traffic class and service level.
-	IBTC, IBSL int
+	LineGbps float64
 	// DeviceReason says why the RDMA device was picked (device_reason).
 	DeviceReason string
 	Seed         uint64
@@ -79,12 +74,6 @@ type Options struct {
 	// size and layout is also copied (path peercopy).
 	PeerCopy []int
 	Root     string // root of procfs and sysfs reads
-	// Token is the run token sent to peers (never written anywhere).
-	Token string
-	// IdleTimeout turns a peer that moves no data for that long into an
-	// error row (peer.DialOptions.IdleTimeout; peer.DefaultIdleTimeout by
-	// default); 0 waits as long as the connection lives.
-	IdleTimeout time.Duration
 	// Directions are load (reads: pull from the peer, the default) and
 	// store (writes: push into the peer's pool, which kvtier serve
 	// accepts with --writable).
@@ -97,8 +86,8 @@ func DefaultOptions() Options {
 	return Options{
 		Sizes: DefaultSizes(), Policy: harness.Policy{Warmup: 1, Reps: 5},
 		Layouts:  []string{Layerwise, Blockwise, Contiguous},
-		Geometry: g, Conns: 1, Transport: peer.TCP, GIDIndex: -1, Seed: 1, DstMem: DstHost, Root: "/",
-		IdleTimeout: peer.DefaultIdleTimeout, Directions: []tiers.Direction{tiers.Load},
+		Geometry: g, ClientSettings: peer.DefaultClientSettings(1), Seed: 1, DstMem: DstHost, Root: "/",
+		Directions: []tiers.Direction{tiers.Load},
 	}
 }
 
@@ -139,12 +128,8 @@ func (o *Options) workErrors() []error {
 // peerErrors are the problems with the peers and the path to them:
 // connections, transport, labels, RDMA settings, the embedded pool.
 func (o *Options) peerErrors() []error {
-	var errs []error
+	errs := o.ClientSettings.Errors()
 	bad := func(field, format string, args ...any) { errs = append(errs, option.Errorf(field, format, args...)) }
-	errs = append(errs, option.Range("conns", o.Conns, 1, peer.MaxConns))
-	if o.Transport != peer.TCP && o.Transport != peer.Verbs {
-		bad("transport", "want tcp or verbs, got %q", o.Transport)
-	}
 	if o.Path != "" && o.Path != peer.PathIntra && o.Path != peer.PathInter {
 		bad("path", "want intra or inter, got %q", o.Path)
 	}
@@ -156,18 +141,6 @@ func (o *Options) peerErrors() []error {
 	}
 	if o.PeerCopy != nil && (len(o.PeerCopy) != 2 || o.PeerCopy[0] < 0 || o.PeerCopy[1] < 0 || o.PeerCopy[0] == o.PeerCopy[1]) {
 		bad("peer-copy", "want SRC,DST: two different GPU ordinals, got %v", o.PeerCopy)
-	}
-	if o.GIDIndex < -1 || o.GIDIndex > rdma.MaxGIDIndex {
-		bad("gid-index", "want -1 (automatic) or an index up to %d, got %d", rdma.MaxGIDIndex, o.GIDIndex)
-	}
-	if o.IBTC < 0 || o.IBTC > rdma.MaxTC {
-		bad("ib-tc", "want 0-%d, got %d", rdma.MaxTC, o.IBTC)
-	}
-	if o.IBSL < 0 || o.IBSL > rdma.MaxSL {
-		bad("ib-sl", "want 0-%d, got %d", rdma.MaxSL, o.IBSL)
-	}
-	if o.IdleTimeout < 0 {
-		bad("idle-timeout", "want a positive duration, got %s", o.IdleTimeout)
 	}
 	if o.PoolBytes < 0 || o.PoolBytes > MaxSize {
 		bad("pool", "want 0 (automatic) up to 1 TiB, got %d", o.PoolBytes)
@@ -190,15 +163,15 @@ func (o *Options) Settings() map[string]string {
 	if len(o.PeerCopy) == 2 {
 		pc = fmt.Sprintf("%d,%d", o.PeerCopy[0], o.PeerCopy[1])
 	}
-	return map[string]string{
+	m := map[string]string{
 		"peers": strings.Join(o.Peers, ","), "sizes": strings.Join(sizes, ","), "reps": fmt.Sprint(o.Policy.Reps),
 		"warmup": fmt.Sprint(o.Policy.Warmup), "layouts": strings.Join(o.Layouts, ","), "model": o.Geometry.Model,
-		"block_size": fmt.Sprint(o.Geometry.BlockTokens), "tp": fmt.Sprint(max(o.Geometry.TP, 1)), "kv_dtype": o.Geometry.KVDTypeName(), "conns": fmt.Sprint(o.Conns), "transport": o.Transport,
-		"path": o.Path, "line_rate_gbit": fmt.Sprint(o.LineGbps), "rdma_device": o.RDMADevice,
-		"gid_index": fmt.Sprint(o.GIDIndex), "seed": fmt.Sprint(o.Seed), "dst_mem": o.DstMem, "peer_copy": pc,
-		"idle_timeout": o.IdleTimeout.String(), "directions": joinDirections(o.directions()),
-		"ib_tc": fmt.Sprint(o.IBTC), "ib_sl": fmt.Sprint(o.IBSL), "rdma_device_reason": o.DeviceReason,
+		"block_size": fmt.Sprint(o.Geometry.BlockTokens), "tp": fmt.Sprint(max(o.Geometry.TP, 1)), "kv_dtype": o.Geometry.KVDTypeName(),
+		"path": o.Path, "line_rate_gbit": fmt.Sprint(o.LineGbps), "seed": fmt.Sprint(o.Seed), "dst_mem": o.DstMem, "peer_copy": pc,
+		"directions": joinDirections(o.directions()), "rdma_device_reason": o.DeviceReason,
 	}
+	o.Record(m)
+	return m
 }
 
 // directions returns the directions to run, load first, each once; none

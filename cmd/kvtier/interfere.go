@@ -148,7 +148,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 				"chunk_label": cfg.ChunkLabel, "inject_after": cfg.InjectAfter.String(),
 				"decode_tokens": strconv.Itoa(cfg.DecodeTokens), "timeout": cfg.Timeout.String(), "idle_timeout": cfg.Idle.String(),
 				"seed": strconv.FormatUint(cfg.Seed, 10), "simulated": strconv.FormatBool(r.Simulated()),
-				"api": cfg.API, "server_version": r.Version(),
+				"api": cfg.API, "server_version": r.Version(), "server_family": r.Family().String(),
 			}
 			sinks, err := out.OpenAll(mb1.Suite.Files)
 			if err != nil {

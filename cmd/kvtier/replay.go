@@ -255,7 +255,7 @@ func replaySettings(s map[string]string, info replay.Info) {
 	s["num_gpu_blocks"], s["num_gpu_blocks_source"] = strconv.Itoa(info.GPUBlocks), info.GPUSource
 	s["max_model_len"], s["simulated"] = strconv.Itoa(info.MaxModelLen), strconv.FormatBool(info.Simulated)
 	s["nonce"], s["bytes_per_token"] = strconv.FormatUint(info.Nonce, 10), strconv.FormatInt(info.BytesPerToken, 10)
-	s["prompt_form"] = info.PromptForm
+	s["prompt_form"], s["server_family"] = info.PromptForm, info.Family.String()
 	if info.WarmError != "" {
 		s["warm_up_error"] = info.WarmError
 	}

@@ -176,16 +176,31 @@ func checkPool(ctx context.Context, cfg Config, srv server) error {
 		fmt.Fprintf(cfg.Log, "knee: the server is %s\n", f)
 	}
 	if ok, why := f.KVPool(); !ok {
-		return fmt.Errorf("%w: the server is %s: %s", errNoPool, f, why)
+		return &noPoolError{family: f, why: why}
 	}
 	return nil
 }
+
+// A noPoolError is errNoPool for a server of family.
+type noPoolError struct {
+	family serving.Family
+	why    string
+}
+
+func (e *noPoolError) Error() string {
+	return fmt.Sprintf("%v: the server is %s: %s", errNoPool, e.family, e.why)
+}
+
+func (e *noPoolError) Is(target error) bool { return target == errNoPool }
 
 // refuse writes a skipped row for capacity i and every one after it,
 // saying why, and returns the refusal.
 func refuse(cfg Config, s Sinks, i int, ws int64, why error) error {
 	for _, blocks := range cfg.Capacities[i:] {
 		row := capacityRow(cfg, blocks, ws)
+		if np := (*noPoolError)(nil); errors.As(why, &np) {
+			row.Set("server_family", np.family.Name)
+		}
 		row.Skip(why.Error())
 		if err := s.Capacities.Write(row); err != nil {
 			return err

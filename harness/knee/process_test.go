@@ -135,7 +135,7 @@ func TestReadinessAndNoPool(t *testing.T) {
 			t.Fatalf("%s: err %v, %d capacity rows", tc.extra, err, caps.Len())
 		}
 		for _, r := range caps.Rows() {
-			if got := string(r.Status); (tc.want == "ok" && got != "ok") || (tc.want != "ok" && (got != "skipped" || !strings.Contains(r.Reason, tc.want))) {
+			if got := string(r.Status); (tc.want == "ok" && got != "ok") || (tc.want != "ok" && (got != "skipped" || !strings.Contains(r.Reason, tc.want) || r.Get("server_family") != "ollama")) {
 				t.Errorf("%s: %s %q", tc.extra, r.Status, r.Reason)
 			}
 		}

@@ -119,6 +119,7 @@ type Runner struct {
 	maxModelLen int
 	simulated   bool
 	version     string
+	family      serving.Family
 }
 
 // New checks the configuration, lists the models of the endpoint (and of
@@ -147,7 +148,12 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	r.model, r.maxModelLen = m.ID, m.MaxModelLen
 	r.simulated = cfg.Simulated || r.c.Simulated()
 	r.streams = r.c.With(0, max(cfg.Idle, cfg.Timeout))
-	r.version, _ = r.c.Version(ctx)
+	r.family = r.c.DetectFamily(ctx)
+	if v, err := r.c.Version(ctx); err == nil {
+		r.version = v
+	} else {
+		r.version = r.family.Version
+	}
 	nonce := cfg.Nonce
 	if nonce == 0 {
 		nonce = uint64(time.Now().UnixNano()) // a nonce for unique prompts, not a duration
@@ -183,6 +189,9 @@ func (r *Runner) Simulated() bool { return r.simulated }
 
 // Version returns what the server's GET /version said ("" unknown).
 func (r *Runner) Version() string { return r.version }
+
+// Family returns the server's family (serving.Client.DetectFamily).
+func (r *Runner) Family() serving.Family { return r.family }
 
 // Run runs every cell, writing one row per arm to rows and every token's
 // arrival to tokens, as each cell ends (the interfere row needs the
@@ -649,6 +658,7 @@ func (r *Runner) row(res armResult, base float64) results.Row {
 	row.Set("chunk_label", r.cfg.ChunkLabel)
 	row.Set("api", r.api())
 	row.Set("server_version", r.version)
+	row.Set("server_family", r.family.Name)
 	if res.prompt > 0 {
 		row.Set("prompt_tokens", res.prompt)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
-// serialServer serves one request at a time, as Ollama does with one
+// serialServer serves one request at a time, as Ollama (whose
+// GET /api/version it answers) does with one
 // parallel slot: a decode stream makes its max_tokens (a token every
 // 5 ms) before the next request starts; a prefill answers after 50 ms.
 // It holds its one slot as a channel, which the test's bubble sees
@@ -22,8 +23,12 @@ import (
 type serialServer struct{ slot chan struct{} }
 
 func (s *serialServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/v1/models" {
+	switch r.URL.Path {
+	case "/v1/models":
 		fmt.Fprint(w, `{"data":[{"id":"m","max_model_len":4096}]}`)
+		return
+	case "/api/version":
+		fmt.Fprint(w, `{"version":"0.6.8"}`)
 		return
 	}
 	if r.URL.Path != "/v1/completions" {
@@ -82,8 +87,8 @@ func TestInterfereRefusesSerializingServer(t *testing.T) {
 			time.Sleep(time.Second)
 		})
 		in := rows.Rows()[0]
-		if in.Status != results.StatusError || !strings.Contains(in.Reason, "serializes requests") {
-			t.Errorf("D=%d: %s %q", d, in.Status, in.Reason)
+		if in.Status != results.StatusError || !strings.Contains(in.Reason, "serializes requests") || in.Get("server_family") != "ollama" {
+			t.Errorf("D=%d: %s %q, server_family %q", d, in.Status, in.Reason, in.Get("server_family"))
 		}
 	}
 }

@@ -40,6 +40,7 @@ var columns = []results.Column{
 	results.Text("server_version", `GET /version, "" unknown`),
 	results.Int("prompt_tokens", "tokens", "the prefill's prompt tokens as the server reported them (usage)"),
 	results.Text("prompt_form", "token_ids | text | chat: the form the prefill's prompt went in"),
+	results.Text("server_family", "vllm | sglang | llamacpp | ollama | tgi | trtllm | openai (docs/servers.md)"),
 }
 
 // TokenColumns are the whole header of mb1_tokens.csv: every decoded

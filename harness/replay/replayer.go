@@ -21,6 +21,7 @@ type Info struct {
 	GPUBlocks    int    // 0 unknown: no prediction
 	GPUSource    string
 	Version      string // GET /version, "" unknown
+	Family       serving.Family
 	MetricsError string // why /metrics could not be read at the start
 	PromptForm   string // token_ids | text | chat: the form prompts go in
 	WarmError    string // why the warm-up request failed, "" when it did not
@@ -94,14 +95,17 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 
 // learn reads the server's version and cache configuration.
 func (rp *Replayer) learn(ctx context.Context) {
+	rp.info.Family = rp.c.DetectFamily(ctx)
 	if v, err := rp.c.Version(ctx); err == nil {
 		rp.info.Version = v
+	} else {
+		rp.info.Version = rp.info.Family.Version
 	}
 	snap, err := rp.c.Metrics(ctx, rp.info.Model)
 	if err != nil {
 		rp.info.MetricsError = err.Error()
 	}
-	rp.info.BlockSize, rp.info.BlockSource = snap.BlockSizeOr(rp.cfg.BlockSize)
+	rp.info.BlockSize, rp.info.BlockSource = snap.BlockSizeFor(rp.cfg.BlockSize, rp.info.Family)
 	switch {
 	case rp.cfg.GPUBlocks > 0:
 		rp.info.GPUBlocks, rp.info.GPUSource = rp.cfg.GPUBlocks, "--gpu-blocks"

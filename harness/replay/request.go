@@ -32,6 +32,7 @@ func (rp *Replayer) newRow(r *trace.Request) results.Row {
 	row.Bytes = row.PrefixTokens * rp.info.BytesPerToken
 	row.Set("endpoint", rp.info.Endpoint)
 	row.Set("simulated", rp.info.Simulated)
+	row.Set("server_family", rp.info.Family.Name)
 	row.Set("trace", rp.w.Name)
 	row.Set("dispatch", string(rp.cfg.Dispatch))
 	row.Set("request_index", r.Index)
@@ -147,8 +148,9 @@ func (rp *Replayer) fill(row *results.Row, s serving.Stream) {
 	}
 	row.Set("output_tokens", s.OutputTokens())
 	row.Set("token_counting", s.Counting)
-	if n, ok := s.Usage.CachedTokens(); ok {
+	if n, src, ok := s.Cached(); ok {
 		row.Set("cached_tokens", n)
+		row.Set("cached_source", src)
 	}
 	if rp.cfg.SLOTTFT > 0 || rp.cfg.SLOTPOT > 0 {
 		met := rp.cfg.SLOTTFT <= 0 || s.TTFT <= rp.cfg.SLOTTFT

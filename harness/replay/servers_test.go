@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -38,6 +39,42 @@ func TestReplayTextOnlyServer(t *testing.T) {
 		}
 		if cut := rows[2]; cut.Status != results.StatusError || !strings.Contains(cut.Reason, "it cut the prompt") {
 			t.Errorf("%s: a prompt cut to the context: %s %q", api, cut.Status, cut.Reason)
+		}
+	}
+}
+
+// Against a server of another family the replay names it in every row,
+// assumes no vLLM block and reads its own cache report: llama.cpp's
+// timings.cache_n realizes the trace's shared prefix.
+func TestReplayServerFamilies(t *testing.T) {
+	t.Parallel()
+	w := writeTrace(t, trace.Options{BlockTokens: 16}, mooncake(0, 64, 2, "a", "1,2,3,4"), mooncake(1, 64, 2, "a", "1,2,3,4"))
+	for _, tc := range []struct {
+		h      http.Handler
+		family string
+		block  string
+		cached string // the second request's cached_source
+	}{
+		{&servingtest.Ollama{}, serving.FamilyOllama, "not applicable", ""},
+		{&servingtest.Server{Family: servingtest.LlamaCpp}, serving.FamilyLlamaCpp, "not applicable", serving.CachedFromTimings},
+		{&servingtest.Server{Family: servingtest.TGI}, serving.FamilyTGI, "unknown", ""},
+	} {
+		srv := httptest.NewServer(tc.h)
+		defer srv.Close()
+		sum, rows, err := run(t, srv.URL, nil, w, Config{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.family, err)
+		}
+		if !strings.HasPrefix(sum.Info.BlockSource, tc.block) || sum.Row("replay").Get("server_family") != tc.family {
+			t.Errorf("%s: block %d %q, run row family %q", tc.family, sum.Info.BlockSize, sum.Info.BlockSource, sum.Row("replay").Get("server_family"))
+		}
+		for _, r := range rows {
+			if r.Status != results.StatusOK || r.Get("server_family") != tc.family {
+				t.Errorf("%s: request %s: %s %q, family %q", tc.family, r.Get("request_index"), r.Status, r.Reason, r.Get("server_family"))
+			}
+		}
+		if got := rows[1].Get("cached_source"); got != tc.cached || (got != "" && rows[1].Float("cached_tokens") < 64) {
+			t.Errorf("%s: second request cached %q from %q, want 64 from %q", tc.family, rows[1].Get("cached_tokens"), got, tc.cached)
 		}
 	}
 }

@@ -41,13 +41,15 @@ var RequestColumns = []results.Column{
 	results.Int("prompt_tokens", "tokens", "the prompt's tokens as the server reported them (usage)"),
 	results.Int(results.ColOutputTokens, "tokens", "output tokens: usage, else counted in the stream"),
 	results.Text("token_counting", "continuous_usage | token_ids | chunks: how output tokens were counted"),
-	results.Int("cached_tokens", "tokens", `usage.prompt_tokens_details.cached_tokens; "" when the server does not send it`),
+	results.Int("cached_tokens", "tokens", `usage.prompt_tokens_details.cached_tokens or llama.cpp timings.cache_n; "" when the server does not send it`),
 	results.Int("predicted_hit_tokens", "tokens", "the LRU model's hit at gpu_blocks, fed the requests in the order they were sent"),
 	results.Int(results.ColGPUBlocks, "blocks", "the server's KV pool the prediction used"),
 	results.Bool("slo_met", `both --slo-ttft and --slo-tpot met; "" without SLOs`),
 	results.Text("outcome", "ok | failed | timeout | skipped"),
 	results.Text("api", "completions | chat"),
 	results.Text("prompt_form", "token_ids | text | chat: the form the prompt went in"),
+	results.Text("server_family", "vllm | sglang | llamacpp | ollama | tgi | trtllm | openai (docs/servers.md)"),
+	results.Text("cached_source", "where cached_tokens came from: usage.prompt_tokens_details.cached_tokens | timings.cache_n"),
 }
 
 // RunColumns follow results.CommonSchema in a file of one row per run
@@ -95,6 +97,7 @@ var RunColumns = []results.Column{
 	results.Float("output_tokens_per_s", "tokens/s", "output tokens of the ok requests / duration_s"),
 	results.Float(results.ColSimLag, "s", "kvtier sim only: the most its engine fell behind real time (this machine's load is in its TTFTs)"),
 	results.Text(results.ColNote, "what else the run wants said"),
+	results.Text("server_family", "vllm | sglang | llamacpp | ollama | tgi | trtllm | openai (docs/servers.md)"),
 }
 
 // Suite declares what kvtier replay writes.

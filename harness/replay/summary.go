@@ -191,7 +191,7 @@ func (s *Summary) Row(suite string) results.Row {
 		{"duration_s", s.Duration.Seconds()}, {"apc", s.APC}, {"hit_tokens", s.Hits}, {"query_tokens", s.Queries},
 		{"apc_external", s.ExtAPC}, {"external_hit_tokens", s.ExtHits}, {"external_query_tokens", s.ExtQueries},
 		{"apc_source", s.APCSource}, {"cached_share", s.CachedShare}, {"predicted_apc", s.PredictedAPC},
-		{"block_size", s.Info.BlockSize},
+		{"block_size", s.Info.BlockSize}, {"server_family", s.Info.Family.Name},
 		{"ttft_p50_s", s.TTFT.P50}, {"ttft_p90_s", s.TTFT.P90}, {"ttft_p99_s", s.TTFT.P99},
 		{"tpot_p50_s", s.TPOT.P50}, {"tpot_p90_s", s.TPOT.P90}, {"e2e_p50_s", s.E2E.P50},
 		{"goodput_rps", s.Goodput()}, {"throughput_rps", float64(s.OK) / s.Duration.Seconds()},

@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -16,17 +17,23 @@ import (
 // names were hidden in 0.11 and removed later); the Prometheus client
 // exposes counters with a _total suffix, older exporters without.
 var (
+	// SGLang counts at each request's end its whole prompt in
+	// sglang:prompt_tokens_total and the part its radix cache served in
+	// sglang:cached_tokens_total (python/sglang/srt/metrics/collector.py,
+	// observe_one_finished_request): the same hits and queries.
 	hitNames = []string{
 		"vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits",
 		"vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits",
+		"sglang:cached_tokens_total",
 	}
 	queryNames = []string{
 		"vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries",
 		"vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries",
+		"sglang:prompt_tokens_total",
 	}
 	extHitNames    = []string{"vllm:external_prefix_cache_hits_total", "vllm:external_prefix_cache_hits"}
 	extQueryNames  = []string{"vllm:external_prefix_cache_queries_total", "vllm:external_prefix_cache_queries"}
-	promptNames    = []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens"}
+	promptNames    = []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens", "sglang:prompt_tokens_total"}
 	bySourceNames  = []string{"vllm:prompt_tokens_by_source_total", "vllm:prompt_tokens_by_source"}
 	cachedSrcNames = []string{"vllm:prompt_tokens_cached_by_source_total", "vllm:prompt_tokens_cached_by_source"}
 )
@@ -130,11 +137,16 @@ func (s Snapshot) configInt(k string) int {
 // model_name label equal to it, only those count (a server may serve
 // several models). Names with ':' (vLLM's) are accepted.
 func ParseMetrics(r io.Reader, model string) (Snapshot, error) {
+	text, err := io.ReadAll(r)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("reading /metrics: %w", err)
+	}
 	p := expfmt.NewTextParser(utf8Names)
-	fams, err := p.TextToMetricFamilies(r)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("parsing /metrics: %w", err)
 	}
+	declared(fams, text, hitNames, queryNames, promptNames)
 	var s Snapshot
 	s.Hits = counter(fams, hitNames, model)
 	s.Queries = counter(fams, queryNames, model)
@@ -154,6 +166,19 @@ func ParseMetrics(r io.Reader, model string) (Snapshot, error) {
 }
 
 var utf8Names = model.UTF8Validation
+
+// declared adds, for each of names that text declares (# TYPE) without
+// a series, an empty family: a labelled counter no request has touched
+// yet (SGLang's cached tokens before the first hit) is there, at 0.
+func declared(fams map[string]*dto.MetricFamily, text []byte, names ...[]string) {
+	for _, ns := range names {
+		for _, n := range ns {
+			if _, ok := fams[n]; !ok && bytes.Contains(text, []byte("# TYPE "+n+" ")) {
+				fams[n] = &dto.MetricFamily{}
+			}
+		}
+	}
+}
 
 func counter(fams map[string]*dto.MetricFamily, names []string, modelName string) Counter {
 	for _, n := range names {

@@ -127,3 +127,27 @@ func TestBlockSizeOr(t *testing.T) {
 		}
 	}
 }
+
+// SGLang's counters read as hits and queries; a labelled counter with no
+// series yet (no hit so far) is there, at 0.
+func TestParseMetricsSGLang(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in          string
+		hits, total float64
+	}{
+		{"# HELP sglang:cached_tokens_total Number of cached prompt tokens.\n# TYPE sglang:cached_tokens_total counter\n" +
+			"# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total{model_name=\"m\"} 4096\n", 0, 4096},
+		{"# TYPE sglang:cached_tokens_total counter\nsglang:cached_tokens_total{model_name=\"m\",cache_source=\"device\"} 1000\n" +
+			"sglang:cached_tokens_total{model_name=\"m\",cache_source=\"host\"} 24\n" +
+			"# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total{model_name=\"m\"} 2048\n", 1024, 2048},
+	} {
+		s, err := ParseMetrics(strings.NewReader(tt.in), "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Hits.Found || s.Hits.Value != tt.hits || s.Queries.Value != tt.total || s.Prompt.Value != tt.total {
+			t.Errorf("hits %+v, queries %+v, prompt %+v", s.Hits, s.Queries, s.Prompt)
+		}
+	}
+}

@@ -143,6 +143,10 @@ func checkProbe(t *testing.T, o *ollama, out string) {
 	if bad := notOK(rows); len(bad) > 0 {
 		t.Fatalf("%d probe rows not ok: %v", len(bad), bad)
 	}
+	checkFamily(t, rows, "probe")
+	if m, _ := os.ReadFile(filepath.Join(out, "manifest.json")); !strings.Contains(string(m), "server_family") || strings.Contains(string(m), "vLLM release") {
+		t.Errorf("probe's manifest names no server family, or warns of a vLLM release: %s", m)
+	}
 	ttft := map[string][]float64{}
 	for _, row := range rows {
 		k := row["tier"] + "/" + row["prefix_tokens"]
@@ -161,6 +165,17 @@ func checkProbe(t *testing.T, o *ollama, out string) {
 	}
 }
 
+// checkFamily: every row of a suite names the server family, ollama.
+func checkFamily(t *testing.T, rows []map[string]string, suite string) {
+	t.Helper()
+	for _, row := range rows {
+		if row["server_family"] != "ollama" {
+			t.Errorf("%s row: server_family %q, want ollama", suite, row["server_family"])
+			return
+		}
+	}
+}
+
 // checkInterfere: MB1 with D of 1 and 2 measures ok rows whose decode
 // streams counted tokens before and during the prefill.
 func checkInterfere(t *testing.T, o *ollama, out string) {
@@ -174,6 +189,7 @@ func checkInterfere(t *testing.T, o *ollama, out string) {
 	if bad := notOK(rows); len(bad) > 0 || len(rows) != 4 {
 		t.Fatalf("%d mb1 rows (want an interfere and a baseline arm per D), not ok: %v", len(rows), bad)
 	}
+	checkFamily(t, rows, "interfere")
 	for _, row := range rows {
 		if row["arm"] != "interfere" {
 			continue
@@ -207,6 +223,7 @@ func checkReplay(t *testing.T, o *ollama, out string) {
 	if bad := notOK(rows); len(bad) > 0 || len(rows) != 6 {
 		t.Fatalf("%d replay rows, not ok: %v", len(rows), bad)
 	}
+	checkFamily(t, rows, "replay")
 	var first, later []float64
 	for _, row := range rows {
 		if row["turn"] == "1" {
@@ -257,6 +274,7 @@ func TestKneeRefusesOllama(t *testing.T) {
 	if len(rows) != 2 {
 		t.Errorf("%d knee rows, want one per capacity (2)", len(rows))
 	}
+	checkFamily(t, rows, "knee")
 	for _, row := range rows {
 		if row["status"] != "skipped" || !strings.Contains(strings.ToLower(row["reason"]), "ollama") {
 			t.Errorf("capacity %s blocks: %s (%s), want skipped naming Ollama", row["gpu_blocks"], row["status"], row["reason"])

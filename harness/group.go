@@ -159,11 +159,11 @@ func (s *Sampler) groupRep(ctx context.Context, cs []Case, agg *Case, rep int, v
 	}
 	s.finish(agg, &a, rep, worst, allHeld, false)
 	if verify && agg.Verify != nil {
-		a.Set("verified", true)
+		a.Set(results.ColVerified, true)
 	}
 	for i, r := range rows[:len(cs)] {
 		if r.Status != results.StatusOK {
-			a.Set("verified", "")
+			a.Set(results.ColVerified, "")
 			a.Fail(fmt.Errorf("%s: %s", cs[i].Label, r.Reason))
 			break
 		}

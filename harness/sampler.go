@@ -318,19 +318,19 @@ func (s *Sampler) finish(c *Case, r *results.Row, rep int, sec float64, held, ve
 	}
 	r.SetTime(sec)
 	if c.Work > 0 && sec > 0 {
-		r.Set("flops", c.Work)
-		r.Set("tflops", c.Work/sec/1e12)
+		r.Set(results.ColFLOPS, c.Work)
+		r.Set(results.ColTFLOPS, c.Work/sec/1e12)
 	}
 	if c.Derive != nil {
 		c.Derive(r)
 	}
 	if verify && c.Verify != nil {
 		if err := c.Verify(); err != nil {
-			r.Set("verified", false)
+			r.Set(results.ColVerified, false)
 			r.Fail(fmt.Errorf("verify: %w", err))
 			s.progress(c.Label, fmt.Sprintf("VERIFICATION FAILED rep %d: %v", rep, err))
 		} else {
-			r.Set("verified", true)
+			r.Set(results.ColVerified, true)
 		}
 	}
 }

@@ -44,16 +44,16 @@ func writeCurve(sink results.Sink, cfg Config, w *replay.Workload, ws int64) err
 	for _, b := range slices.Compact(caps) {
 		tokens := b * bs
 		r := results.Row{Status: results.StatusOK, Extra: map[string]string{}}
-		r.Set("trace", w.Name)
-		r.Set("order", order)
+		r.Set(results.ColTrace, w.Name)
+		r.Set(results.ColOrder, order)
 		r.Set("block_size", cfg.BlockSize)
-		r.Set("capacity_blocks", b)
-		r.Set("capacity_tokens", tokens)
+		r.Set(results.ColCapacityBlocks, b)
+		r.Set(results.ColCapacityTokens, tokens)
 		if cfg.BytesPerToken > 0 {
-			r.Set("capacity_bytes", tokens*cfg.BytesPerToken)
+			r.Set(results.ColCapacityBytes, tokens*cfg.BytesPerToken)
 		}
-		r.Set("hit_ratio", c.HitRatio(tokens/int64(w.BlockTokens)))
-		r.Set("predicted", true)
+		r.Set(results.ColHitRatio, c.HitRatio(tokens/int64(w.BlockTokens)))
+		r.Set(results.ColPredicted, true)
 		if err := sink.Write(r); err != nil {
 			return err
 		}

@@ -135,7 +135,7 @@ func measure(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, i, bl
 			fmt.Fprintf(cfg.Log, "knee: %d blocks: stopping the server: %v\n", blocks, err)
 		}
 	}()
-	row.Set("server", srv.Name())
+	row.Set(results.ColServer, srv.Name())
 	row.Set("server_log", logName(srv))
 	if err := checkPool(ctx, cfg, srv); err != nil {
 		return row, err
@@ -150,7 +150,7 @@ func measure(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, i, bl
 	}
 	sum.SetWorkingSet(ws)
 	out := sum.Row(Suite.Name)
-	out.Set("server", srv.Name())
+	out.Set(results.ColServer, srv.Name())
 	out.Set("server_log", logName(srv))
 	select {
 	case <-srv.Exited():
@@ -226,7 +226,7 @@ func run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, srv serve
 	}
 	sum, err := rp.Run(ctx, s.Requests, func(r *results.Row) {
 		r.Suite = Suite.Name
-		r.Set("server", srv.Name())
+		r.Set(results.ColServer, srv.Name())
 		r.Set("server_log", logName(srv))
 	})
 	if err != nil && ctx.Err() == nil {
@@ -291,22 +291,22 @@ func logHint(srv server) string {
 func capacityRow(cfg Config, blocks int, ws int64) results.Row {
 	r := results.NewRow(Suite.Name)
 	r.Backend, r.Transport, r.Status = replay.Backend, replay.Transport, results.StatusOK
-	r.Set("simulated", cfg.Server == nil)
-	r.Set("gpu_blocks", blocks)
+	r.Set(results.ColSimulated, cfg.Server == nil)
+	r.Set(results.ColGPUBlocks, blocks)
 	r.Set("block_size", cfg.BlockSize)
-	r.Set("capacity_tokens", blocks*cfg.BlockSize)
+	r.Set(results.ColCapacityTokens, blocks*cfg.BlockSize)
 	if cfg.BytesPerToken > 0 {
-		r.Set("capacity_bytes", int64(blocks*cfg.BlockSize)*cfg.BytesPerToken)
+		r.Set(results.ColCapacityBytes, int64(blocks*cfg.BlockSize)*cfg.BytesPerToken)
 	}
 	if ws > 0 {
-		r.Set("working_set_tokens", ws)
+		r.Set(results.ColWorkingSetTokens, ws)
 		if cfg.BytesPerToken > 0 {
-			r.Set("working_set_bytes", ws*cfg.BytesPerToken)
+			r.Set(results.ColWorkingSetBytes, ws*cfg.BytesPerToken)
 		}
 	}
-	r.Set("server", EmbeddedName)
+	r.Set(results.ColServer, EmbeddedName)
 	if cfg.Server != nil {
-		r.Set("server", filepath.Base(cfg.Server.Args[0]))
+		r.Set(results.ColServer, filepath.Base(cfg.Server.Args[0]))
 	}
 	return r
 }

@@ -650,12 +650,12 @@ func quantile(xs []float64, q float64) float64 {
 func (r *Runner) row(res armResult, base float64) results.Row {
 	row := results.NewRow("mb1")
 	row.Backend, row.Transport, row.Model, row.Rep = "http", "http", r.model, res.rep
-	row.Set("endpoint", redact.URL(r.cfg.Endpoint))
-	row.Set("simulated", r.simulated)
-	row.Set("arm", res.arm)
-	row.Set("decode_streams", res.d)
-	row.Set("prefill_tokens", res.p)
-	row.Set("chunk_label", r.cfg.ChunkLabel)
+	row.Set(results.ColEndpoint, redact.URL(r.cfg.Endpoint))
+	row.Set(results.ColSimulated, r.simulated)
+	row.Set(results.ColArm, res.arm)
+	row.Set(results.ColDecodeStreams, res.d)
+	row.Set(results.ColPrefillTokens, res.p)
+	row.Set(results.ColChunkLabel, r.cfg.ChunkLabel)
 	row.Set("api", r.api())
 	row.Set("server_version", r.version)
 	row.Set("server_family", r.family.Name)
@@ -677,7 +677,7 @@ func (r *Runner) row(res armResult, base float64) results.Row {
 		row.Status = results.StatusOK
 	} else {
 		row.SetTime(res.prefillTTFT)
-		row.Set("prefill_ttft_s", res.prefillTTFT)
+		row.Set(results.ColPrefillTTFT, res.prefillTTFT)
 	}
 	row.Set("token_counting", res.counting)
 	var notes []string
@@ -704,8 +704,8 @@ func (r *Runner) row(res armResult, base float64) results.Row {
 // penalty_base column says which.
 func (r *Runner) setFigures(row *results.Row, st stats, base, window float64, notes *[]string) {
 	row.Set("tokens_during", int(st.tokensDuring))
-	row.Set("tokens_per_stream_during", st.perStream)
-	row.Set("eff_tpot_s", st.effTPOT)
+	row.Set(results.ColTokensPerStreamDuring, st.perStream)
+	row.Set(results.ColEffTPOT, st.effTPOT)
 	row.Set("itl_p50_during_s", st.itlP50During)
 	row.Set("itl_p90_during_s", st.itlP90During)
 	row.Set("itl_p50_base_s", st.itlP50)
@@ -720,8 +720,8 @@ func (r *Runner) setFigures(row *results.Row, st stats, base, window float64, no
 		*notes = append(*notes, "no baseline arm in this cell: penalty on the pre-injection base TPOT")
 	}
 	row.Set("penalty_base", which)
-	row.Set("base_tpot_s", used)
-	row.Set("penalty", st.effTPOT/used)
+	row.Set(results.ColBaseTPOT, used)
+	row.Set(results.ColPenalty, st.effTPOT/used)
 	row.Set("benefit_s", window-st.perStream*used)
 	if st.tokensDuring == 0 {
 		*notes = append(*notes, "no decode token arrived during the window: effective TPOT unbounded")
@@ -747,15 +747,15 @@ func (res armResult) tokenRows(endpoint string) []results.Row {
 		for _, c := range chunks {
 			for range c.n {
 				row := results.Row{Suite: "mb1", Rep: res.rep, Status: results.StatusOK}
-				row.Set("endpoint", endpoint)
-				row.Set("arm", res.arm)
-				row.Set("decode_streams", res.d)
-				row.Set("prefill_tokens", res.p)
-				row.Set("stream", s)
-				row.Set("index", i)
-				row.Set("t_s", c.t)
-				row.Set("inject_s", res.inject)
-				row.Set("prefill_done_s", res.done)
+				row.Set(results.ColEndpoint, endpoint)
+				row.Set(results.ColArm, res.arm)
+				row.Set(results.ColDecodeStreams, res.d)
+				row.Set(results.ColPrefillTokens, res.p)
+				row.Set(results.ColStream, s)
+				row.Set(results.ColIndex, i)
+				row.Set(results.ColTime, c.t)
+				row.Set(results.ColInject, res.inject)
+				row.Set(results.ColPrefillDone, res.done)
 				out = append(out, row)
 				i++
 			}
@@ -772,14 +772,14 @@ func (r *Runner) log(row results.Row) {
 	if row.Status == results.StatusOK {
 		ms := func(col string) string { return fmt.Sprintf("%.3g ms", 1e3*row.Float(col)) }
 		what = "base TPOT " + ms("base_tpot_s") + " (" + row.Get("penalty_base") + ")"
-		if row.Get("prefill_ttft_s") != "" {
+		if row.Get(results.ColPrefillTTFT) != "" {
 			what += ", prefill TTFT " + ms("prefill_ttft_s")
 		}
 		what += fmt.Sprintf(", tokens/stream during %.3g, eff. TPOT %s, penalty %.3g",
-			row.Float("tokens_per_stream_during"), ms("eff_tpot_s"), row.Float("penalty"))
+			row.Float(results.ColTokensPerStreamDuring), ms("eff_tpot_s"), row.Float(results.ColPenalty))
 	}
 	if row.Reason != "" {
 		what += " (" + row.Reason + ")"
 	}
-	fmt.Fprintf(r.cfg.Log, "mb1 %-9s D=%s P=%s rep %d: %s\n", row.Get("arm"), row.Get("decode_streams"), row.Get("prefill_tokens"), row.Rep, what)
+	fmt.Fprintf(r.cfg.Log, "mb1 %-9s D=%s P=%s rep %d: %s\n", row.Get(results.ColArm), row.Get(results.ColDecodeStreams), row.Get(results.ColPrefillTokens), row.Rep, what)
 }

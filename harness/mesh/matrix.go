@@ -56,13 +56,13 @@ func (c *collector) Write(r results.Row) error {
 	if err := c.sink.Write(r); err != nil {
 		return err
 	}
-	src, err1 := strconv.Atoi(r.Get("src_rank"))
-	dst, err2 := strconv.Atoi(r.Get("dst_rank"))
+	src, err1 := strconv.Atoi(r.Get(results.ColSrcRank))
+	dst, err2 := strconv.Atoi(r.Get(results.ColDstRank))
 	if err1 != nil || err2 != nil {
 		return nil
 	}
 	route := RouteNet
-	if r.Get("path") == transfer.PathPeerCopy {
+	if r.Get(results.ColPath) == transfer.PathPeerCopy {
 		route = RoutePeerCopy
 	}
 	k := cellKey{route, r.Direction(), r.Layout, r.Bytes, src, dst}
@@ -74,10 +74,10 @@ func (c *collector) Write(r results.Row) error {
 	switch r.Status {
 	case results.StatusOK:
 		x.gbps = append(x.gbps, r.GBps)
-		if r.Get("verified") == "true" {
+		if r.Get(results.ColVerified) == "true" {
 			x.verified++
 		}
-		if lg := r.Float("line_gb_per_s"); lg > 0 {
+		if lg := r.Float(results.ColLineGBPerSecond); lg > 0 {
 			x.line = lg
 		}
 	case results.StatusError:
@@ -116,7 +116,7 @@ func (x *cell) row(k cellKey) results.Row {
 	for _, col := range []string{"pattern", "src_rank", "dst_rank", "src_node", "dst_node", "pair", "path"} {
 		r.Extra[col] = f.Get(col)
 	}
-	r.Set("route", k.route)
+	r.Set(results.ColRoute, k.route)
 	r.Set(results.DirectionColumn, k.direction)
 	st := results.Describe(x.gbps)
 	r.Set("n", st.N)
@@ -124,11 +124,11 @@ func (x *cell) row(k cellKey) results.Row {
 	r.Set("gb_per_s_p10", st.P10)
 	r.Set("gb_per_s_p90", st.P90)
 	if x.line > 0 {
-		r.Set("line_gb_per_s", x.line)
+		r.Set(results.ColLineGBPerSecond, x.line)
 	}
-	r.Set("verified", st.N > 0 && x.verified > 0)
+	r.Set(results.ColVerified, st.N > 0 && x.verified > 0)
 	r.Set("errors", x.errors)
-	r.Set("skipped", x.skipped)
+	r.Set(results.ColSkipped, x.skipped)
 	return r
 }
 

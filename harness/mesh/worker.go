@@ -60,11 +60,11 @@ func (w *Worker) measurer(t Task, src, dst Member, dir tiers.Direction, sink res
 	s := &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: w.Log, Policy: w.Options.Policy}
 	m := transfer.NewMeasurer(w.Options, be, s, w.Log)
 	m.Decorate = func(r *results.Row) {
-		r.Set("src_rank", src.Rank)
-		r.Set("dst_rank", dst.Rank)
-		r.Set("src_node", src.Node)
-		r.Set("dst_node", dst.Node)
-		r.Set("pair", pairOf(src, dst))
+		r.Set(results.ColSrcRank, src.Rank)
+		r.Set(results.ColDstRank, dst.Rank)
+		r.Set(results.ColSrcNode, src.Node)
+		r.Set(results.ColDstNode, dst.Node)
+		r.Set(results.ColPair, pairOf(src, dst))
 		r.Set("pattern", t.Pattern)
 		r.Set("src_nic", src.NIC)
 		r.Set("dst_nic", dst.NIC)

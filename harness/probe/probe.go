@@ -277,10 +277,10 @@ func (p *Prober) logRow(r results.Row) {
 	switch r.Status {
 	case results.StatusOK:
 		what = fmt.Sprintf("ttft %.4f s", r.Seconds)
-		if r.Get("verified") == "true" {
+		if r.Get(results.ColVerified) == "true" {
 			what += " verified by " + r.Get("verified_by")
 		} else {
-			what += " NOT verified: " + r.Get("verify_reason")
+			what += " NOT verified: " + r.Get(results.ColVerifyReason)
 		}
 	default:
 		what = string(r.Status) + ": " + r.Reason
@@ -301,13 +301,13 @@ func (p *Prober) newRow(tier string, l, rep int) results.Row {
 			r.Bytes = r.Blocks * b
 		}
 	}
-	r.Set("endpoint", redact.URL(p.cfg.Endpoint))
+	r.Set(results.ColEndpoint, redact.URL(p.cfg.Endpoint))
 	r.Set("server_family", p.info.Family.Name)
 	if tier == "remote" {
 		r.Set("producer", redact.URL(p.cfg.Producer))
 		r.Set("connector", p.connector())
 	}
-	r.Set("simulated", p.info.Simulated)
+	r.Set(results.ColSimulated, p.info.Simulated)
 	r.Set("request_id", p.requestID(tier, l, rep))
 	r.Set("api", p.api())
 	r.Set("server_version", p.info.Version)
@@ -505,7 +505,7 @@ func (p *Prober) timings(row *results.Row, s *serving.Stream, chat bool) {
 	if s.Note != "" {
 		row.Reason = strings.TrimPrefix(row.Reason+"; note: "+s.Note, "; ")
 	}
-	row.Set("ttft_s", s.TTFT.Seconds())
+	row.Set(results.ColTTFT, s.TTFT.Seconds())
 	row.Set("e2e_s", s.E2E.Seconds())
 	if tpot, ok := s.TPOT(chat); ok {
 		row.Set("tpot_s", tpot.Seconds())
@@ -562,10 +562,10 @@ func (p *Prober) verdict(row *results.Row, d serving.Delta, v Verdict, c Check) 
 	if row.Get("grain_tokens") == "" {
 		row.Set("grain_tokens", c.Grain)
 	}
-	row.Set("verified", v.OK)
+	row.Set(results.ColVerified, v.OK)
 	row.Set("verified_by", v.By)
 	if !v.OK {
-		row.Set("verify_reason", serving.OneLine(v.Reason))
+		row.Set(results.ColVerifyReason, serving.OneLine(v.Reason))
 	}
 }
 

@@ -30,20 +30,20 @@ func (rp *Replayer) newRow(r *trace.Request) results.Row {
 	bs := int64(rp.info.BlockSize)
 	row.Blocks = (row.PrefixTokens + bs - 1) / bs
 	row.Bytes = row.PrefixTokens * rp.info.BytesPerToken
-	row.Set("endpoint", rp.info.Endpoint)
-	row.Set("simulated", rp.info.Simulated)
+	row.Set(results.ColEndpoint, rp.info.Endpoint)
+	row.Set(results.ColSimulated, rp.info.Simulated)
 	row.Set("server_family", rp.info.Family.Name)
-	row.Set("trace", rp.w.Name)
-	row.Set("dispatch", string(rp.cfg.Dispatch))
+	row.Set(results.ColTrace, rp.w.Name)
+	row.Set(results.ColDispatch, string(rp.cfg.Dispatch))
 	row.Set("request_index", r.Index)
 	row.Set("trace_line", r.Line)
 	row.Set("request_id", rp.requestID(r))
 	row.Set("session", r.Session)
 	row.Set("turn", r.Turn)
-	row.Set("input_tokens", r.Input)
+	row.Set(results.ColInputTokens, r.Input)
 	row.Set("api", cmp.Or(rp.cfg.API, serving.APICompletions))
 	if rp.info.GPUBlocks > 0 {
-		row.Set("gpu_blocks", rp.info.GPUBlocks)
+		row.Set(results.ColGPUBlocks, rp.info.GPUBlocks)
 	}
 	return row
 }
@@ -133,7 +133,7 @@ func (rp *Replayer) fill(row *results.Row, s serving.Stream) {
 	ttft := s.TTFT.Seconds()
 	row.Seconds, row.Status = ttft, results.StatusOK
 	row.Set("outcome", OutcomeOK)
-	row.Set("ttft_s", ttft)
+	row.Set(results.ColTTFT, ttft)
 	tpot := math.NaN()
 	if d, ok := s.TPOT(false); ok {
 		tpot = d.Seconds()
@@ -146,7 +146,7 @@ func (rp *Replayer) fill(row *results.Row, s serving.Stream) {
 	if s.Usage != nil {
 		row.Set("prompt_tokens", s.Usage.PromptTokens)
 	}
-	row.Set("output_tokens", s.OutputTokens())
+	row.Set(results.ColOutputTokens, s.OutputTokens())
 	row.Set("token_counting", s.Counting)
 	if n, src, ok := s.Cached(); ok {
 		row.Set("cached_tokens", n)

@@ -35,13 +35,13 @@ func (c *collector) add(r results.Row) {
 		return
 	}
 	c.okRows++
-	c.ttft = append(c.ttft, r.Float("ttft_s"))
+	c.ttft = append(c.ttft, r.Float(results.ColTTFT))
 	c.tpot = append(c.tpot, r.Float("tpot_s"))
 	c.e2e = append(c.e2e, r.Float("e2e_s"))
-	c.outputTokens += nz(r.Float("output_tokens"))
+	c.outputTokens += nz(r.Float(results.ColOutputTokens))
 	prompt := r.Float("prompt_tokens")
 	if math.IsNaN(prompt) {
-		prompt = r.Float("input_tokens")
+		prompt = r.Float(results.ColInputTokens)
 	}
 	if v := r.Float("cached_tokens"); !math.IsNaN(v) {
 		c.cached += v
@@ -50,7 +50,7 @@ func (c *collector) add(r results.Row) {
 	}
 	if v := r.Float("predicted_hit_tokens"); !math.IsNaN(v) {
 		c.predicted += v
-		c.input += r.Float("input_tokens")
+		c.input += r.Float(results.ColInputTokens)
 		c.predictedRows++
 	}
 }
@@ -208,16 +208,16 @@ func (s *Summary) Row(suite string) results.Row {
 func (s *Summary) capacityColumns(r *results.Row) {
 	bpt := s.Info.BytesPerToken
 	if s.Info.GPUBlocks > 0 {
-		r.Set("gpu_blocks", s.Info.GPUBlocks)
-		r.Set("capacity_tokens", s.Info.CapacityTokens())
+		r.Set(results.ColGPUBlocks, s.Info.GPUBlocks)
+		r.Set(results.ColCapacityTokens, s.Info.CapacityTokens())
 		if bpt > 0 {
-			r.Set("capacity_bytes", s.Info.CapacityTokens()*bpt)
+			r.Set(results.ColCapacityBytes, s.Info.CapacityTokens()*bpt)
 		}
 	}
 	if s.workingSet > 0 {
-		r.Set("working_set_tokens", s.workingSet)
+		r.Set(results.ColWorkingSetTokens, s.workingSet)
 		if bpt > 0 {
-			r.Set("working_set_bytes", s.workingSet*bpt)
+			r.Set(results.ColWorkingSetBytes, s.workingSet*bpt)
 		}
 	}
 	if s.cfg.SLOTTFT > 0 {

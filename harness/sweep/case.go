@@ -62,8 +62,8 @@ func (c Config) Case(p tiers.Prefix) harness.Case {
 
 // linkFrac sets link_frac of an ok row whose link limit is known.
 func linkFrac(r *results.Row) {
-	if l := r.Float("link_gb_per_s"); l > 0 && r.GBps > 0 {
-		r.Set("link_frac", r.GBps/l)
+	if l := r.Float(results.ColLinkGBPerSecond); l > 0 && r.GBps > 0 {
+		r.Set(results.ColLinkFrac, r.GBps/l)
 	}
 }
 
@@ -95,7 +95,7 @@ func (c Config) row(p tiers.Prefix) results.Row {
 	r.PrefixTokens = int64(p.Tokens)
 	r.Blocks = int64(p.Blocks)
 	r.Set("seed", c.Seed)
-	r.Set("device", c.Backend.Device())
+	r.Set(results.ColDevice, c.Backend.Device())
 	if g, ok := c.Backend.(gpuOrdinal); ok {
 		r.Set("gpu", g.GPU())
 	}
@@ -106,8 +106,8 @@ func (c Config) row(p tiers.Prefix) results.Row {
 		r.Layout = string(c.Layout)
 		r.ChunkBytes = c.Geom.ChunkBytes(c.Layout)
 		r.Bytes = int64(p.Blocks) * c.Geom.BlockBytes()
-		r.Set("copy", string(c.Copy))
-		r.Set("dst_mem", string(tiers.Device))
+		r.Set(results.ColCopy, string(c.Copy))
+		r.Set(results.ColDstMem, string(tiers.Device))
 	}
 	for k, v := range c.Tier.Attrs() {
 		if k == "transport" {

@@ -28,7 +28,7 @@ var columns = []results.Column{
 	results.Bool("held", "true when the stream was held until the plan was queued"),
 	results.Int("repeat", "count", "fetches timed back to back in one sample (plans under 1 ms); seconds are per fetch"),
 	results.Bool(results.ColVerified, `whether the bytes were checked and matched; "" when not checked on this rep`),
-	results.Float(results.ColFLOPS, "FLOP", "recompute: floating-point operations of the prefill"),
+	results.Int(results.ColFLOPS, "FLOP", "recompute: floating-point operations of the prefill"),
 	results.Float(results.ColTFLOPS, "TFLOP/s", "recompute: achieved rate"),
 	results.Text(results.ColComputeDtype, "recompute: bf16 | fp32"),
 	results.Float(results.ColLinkGBPerSecond, "GB/s", `payload limit of the link (PCIe, NIC), "" unknown`),

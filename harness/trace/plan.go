@@ -454,14 +454,14 @@ func PlanRows(res *Result, plan []PlanResult, costsDir string) []results.Row {
 	for _, p := range plan {
 		r := results.NewRow(PlanSuite.Name)
 		r.Backend, r.Model, r.Status = Backend, res.Model, results.StatusOK
-		r.Set("trace", res.Name())
+		r.Set(results.ColTrace, res.Name())
 		caps := p.Tiers[:len(p.Tiers)-1]
 		for i, b := range p.Config.capacities(caps) {
 			r.Set(caps[i]+"_bytes", FormatCapacityBytes(b))
 		}
-		r.Set("inclusive", p.Inclusive)
-		r.Set("touch", string(res.Analysis.Touch))
-		r.Set("hit_ratio", 1-p.Fraction(p.recomputed()))
+		r.Set(results.ColInclusive, p.Inclusive)
+		r.Set(results.ColTouch, string(res.Analysis.Touch))
+		r.Set(results.ColHitRatio, 1-p.Fraction(p.recomputed()))
 		for _, t := range p.Tiers {
 			r.Set("frac_"+t, p.Fraction(t))
 		}
@@ -476,16 +476,16 @@ func PlanRows(res *Result, plan []PlanResult, costsDir string) []results.Row {
 			r.Set(s.name+"_p99_s", s.d.P99)
 		}
 		r.Seconds = p.TTFT.P50
-		r.Set("load_excludes", strings.Join(p.LoadMissing, ";"))
-		r.Set("missing", strings.Join(p.TTFTMissing, ";"))
-		r.Set("extrapolated", p.Extrapolated)
+		r.Set(results.ColLoadExcludes, strings.Join(p.LoadMissing, ";"))
+		r.Set(results.ColMissing, strings.Join(p.TTFTMissing, ";"))
+		r.Set(results.ColExtrapolated, p.Extrapolated)
 		setWrites(&r, p)
 		if len(p.TTFTMissing) > 0 {
 			r.Reason = "TTFT not predicted: no measured cost for " + strings.Join(p.TTFTMissing, ", ")
 		}
-		r.Set("cost_source", p.Source)
-		r.Set("costs", costsDir)
-		r.Set("predicted", true)
+		r.Set(results.ColCostSource, p.Source)
+		r.Set(results.ColCosts, costsDir)
+		r.Set(results.ColPredicted, true)
 		rows = append(rows, r)
 	}
 	return rows
@@ -508,7 +508,7 @@ func setWrites(r *results.Row, p PlanResult) {
 		}
 	}
 	r.Set("store_over", strings.Join(over, ";"))
-	r.Set("store_unchecked", strings.Join(unchecked, ";"))
+	r.Set(results.ColStoreUnchecked, strings.Join(unchecked, ";"))
 }
 
 // FormatCapacityBytes writes a capacity for a CSV cell: bytes, or "inf".

@@ -107,20 +107,20 @@ func (res *Result) row(metric, stat string, v float64, unit string, predicted bo
 	a := res.Analysis
 	r := results.NewRow(Suite.Name)
 	r.Backend, r.Model, r.Status = Backend, res.Model, results.StatusOK
-	r.Set("trace", res.Name())
-	r.Set("format", string(res.Read.Format))
-	r.Set("block_tokens", res.Read.BlockTokens)
-	r.Set("metric", metric)
-	r.Set("stat", stat)
-	r.Set("value", v)
+	r.Set(results.ColTrace, res.Name())
+	r.Set(results.ColFormat, string(res.Read.Format))
+	r.Set(results.ColBlockTokens, res.Read.BlockTokens)
+	r.Set(results.ColMetric, metric)
+	r.Set(results.ColStat, stat)
+	r.Set(results.ColValue, v)
 	r.Set("unit", unit)
-	r.Set("predicted", predicted)
-	r.Set("method", a.Method)
-	r.Set("sample_rate", a.Sample)
+	r.Set(results.ColPredicted, predicted)
+	r.Set(results.ColMethod, a.Method)
+	r.Set(results.ColSampleRate, a.Sample)
 	if a.Method != MethodExact {
-		r.Set("error_pp", 100*a.ErrorBound())
+		r.Set(results.ColErrorPP, 100*a.ErrorBound())
 	}
-	r.Set("touch", string(a.Touch))
+	r.Set(results.ColTouch, string(a.Touch))
 	return r
 }
 
@@ -134,11 +134,11 @@ func (res *Result) Rows() []results.Row {
 	add("requests", "", float64(a.Requests), "count")
 	sess := res.row("sessions", "", float64(a.Sessions), "count", false)
 	if !a.SessionsKnown {
-		sess.Set("note", "the trace has no session ids: one session per request")
+		sess.Set(results.ColNote, "the trace has no session ids: one session per request")
 	}
 	rows = append(rows, sess)
 	bad := res.row("malformed_lines", "", float64(res.Read.Malformed), "count", false)
-	bad.Set("note", res.Read.BadLines())
+	bad.Set(results.ColNote, res.Read.BadLines())
 	rows = append(rows, bad)
 	add("block_refs", "", float64(a.BlockRefs), "count")
 	add("distinct_blocks", "", float64(a.Distinct), "count")
@@ -160,12 +160,12 @@ func (res *Result) Rows() []results.Row {
 	add("reuse_intra", "", a.ReuseIntra, "fraction")
 	add("reuse_cross", "", a.ReuseCross, "fraction")
 	shared := res.row("reuse_shared", "", a.ReuseShared, "fraction", false)
-	shared.Set("note", "hash ids referenced by at least "+strconv.Itoa(a.SharedSessions)+" sessions")
+	shared.Set(results.ColNote, "hash ids referenced by at least "+strconv.Itoa(a.SharedSessions)+" sessions")
 	rows = append(rows, shared)
 	rows = append(rows, res.kneeRows()...)
 	for _, w := range a.Windows {
 		r := res.row("working_set_peak", "max", w.PeakBytes, "bytes", false)
-		r.Set("window_s", w.Window)
+		r.Set(results.ColWindow, w.Window)
 		rows = append(rows, r)
 	}
 	return rows
@@ -185,12 +185,12 @@ func (res *Result) kneeRows() []results.Row {
 			r := res.row(k.name, "", math.NaN(), "bytes", true)
 			if ok {
 				r.Blocks, r.PrefixTokens, r.Bytes = blocks, blocks*bt, blocks*res.Analysis.BlockBytes
-				r.Set("value", float64(r.Bytes))
+				r.Set(results.ColValue, float64(r.Bytes))
 			} else {
 				r.Status, r.Reason = results.StatusSkipped, "no reuse in the trace: the ceiling is 0"
 			}
-			r.Set("instances", c.Instances)
-			r.Set("route", string(c.Route))
+			r.Set(results.ColInstances, c.Instances)
+			r.Set(results.ColRoute, string(c.Route))
 			rows = append(rows, r)
 		}
 	}
@@ -219,24 +219,24 @@ func (res *Result) CurveRows() []results.Row {
 		for _, cap := range caps {
 			r := RawRow()
 			r.Model = res.Model
-			r.Set("trace", res.Name())
-			r.Set("block_tokens", res.Read.BlockTokens)
+			r.Set(results.ColTrace, res.Name())
+			r.Set(results.ColBlockTokens, res.Read.BlockTokens)
 			r.Set("block_bytes", a.BlockBytes)
-			r.Set("instances", c.Instances)
-			r.Set("route", string(c.Route))
-			r.Set("touch", string(a.Touch))
-			r.Set("capacity_blocks", cap)
-			r.Set("capacity_tokens", cap*int64(res.Read.BlockTokens))
-			r.Set("capacity_bytes", cap*a.BlockBytes)
-			r.Set("hit_ratio", c.HitRatio(cap))
+			r.Set(results.ColInstances, c.Instances)
+			r.Set(results.ColRoute, string(c.Route))
+			r.Set(results.ColTouch, string(a.Touch))
+			r.Set(results.ColCapacityBlocks, cap)
+			r.Set(results.ColCapacityTokens, cap*int64(res.Read.BlockTokens))
+			r.Set(results.ColCapacityBytes, cap*a.BlockBytes)
+			r.Set(results.ColHitRatio, c.HitRatio(cap))
 			r.Set("hit_tokens", c.HitTokens(cap))
-			r.Set("ceiling", ceil)
+			r.Set(results.ColCeiling, ceil)
 			if a.Method != MethodExact {
 				r.Set("stderr", c.StdErr(cap))
 			}
-			r.Set("method", a.Method)
-			r.Set("sample_rate", a.Sample)
-			r.Set("predicted", true)
+			r.Set(results.ColMethod, a.Method)
+			r.Set(results.ColSampleRate, a.Sample)
+			r.Set(results.ColPredicted, true)
 			rows = append(rows, r)
 		}
 	}
@@ -250,13 +250,13 @@ func (res *Result) WindowRows() []results.Row {
 	for _, w := range a.Windows {
 		for _, p := range w.Points {
 			r := RawRow()
-			r.Set("trace", res.Name())
-			r.Set("window_s", w.Window)
-			r.Set("t_s", p.T)
-			r.Set("distinct_blocks", p.Blocks)
-			r.Set("kv_bytes", int64(math.Round(p.Blocks*float64(a.BlockBytes)))) // an integer, as DuckDB should read it
-			r.Set("method", a.Method)
-			r.Set("sample_rate", a.Sample)
+			r.Set(results.ColTrace, res.Name())
+			r.Set(results.ColWindow, w.Window)
+			r.Set(results.ColTime, p.T)
+			r.Set(results.ColDistinctBlocks, p.Blocks)
+			r.Set(results.ColKVBytes, int64(math.Round(p.Blocks*float64(a.BlockBytes)))) // an integer, as DuckDB should read it
+			r.Set(results.ColMethod, a.Method)
+			r.Set(results.ColSampleRate, a.Sample)
 			rows = append(rows, r)
 		}
 	}

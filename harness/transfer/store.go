@@ -36,8 +36,8 @@ func (r *Measurer) FailDir(t *Target, dir tiers.Direction, layout string, size i
 func (r *Measurer) storeRow(t *Target, layout string, size int64) results.Row {
 	row := r.row(t, layout, size)
 	row.Set(results.DirectionColumn, string(tiers.Store))
-	row.Set("src_mem", r.o.DstMem)
-	row.Set("dst_mem", t.Info.Mem)
+	row.Set(results.ColSrcMem, r.o.DstMem)
+	row.Set(results.ColDstMem, t.Info.Mem)
 	return row
 }
 
@@ -79,7 +79,7 @@ func (r *Measurer) Store(ctx context.Context, t *Target, layout string, size int
 		}
 	}()
 	if buf.Host() == nil {
-		hc.Row.Set("path", t.Path+"+"+peer.DestBounce)
+		hc.Row.Set(results.ColPath, t.Path+"+"+peer.DestBounce)
 	}
 	hc.Fetch = func(ctx context.Context) error { return push.Store(ctx, list) }
 	hc.Scrub = func() error { return push.Scrub(list) }

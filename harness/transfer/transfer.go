@@ -281,8 +281,8 @@ func (r *Measurer) row(t *Target, layout string, size int64) results.Row {
 	row.Bytes = size
 	row.ChunkBytes = chunkBytes(r.o.Geometry, layout, size)
 	row.Set("peer", t.Name)
-	row.Set("path", t.Path)
-	row.Set("device", t.Info.Device)
+	row.Set(results.ColPath, t.Path)
+	row.Set(results.ColDevice, t.Info.Device)
 	if row.Transport == peer.Verbs {
 		row.Set("device_reason", r.o.DeviceReason)
 		row.Set("ib_tc", r.o.IBTC)
@@ -290,13 +290,13 @@ func (r *Measurer) row(t *Target, layout string, size int64) results.Row {
 	}
 	row.Set("conns", r.o.Conns)
 	row.Set(results.DirectionColumn, string(tiers.Load))
-	row.Set("src_mem", t.Info.Mem)
-	row.Set("dst_mem", r.o.DstMem)
+	row.Set(results.ColSrcMem, t.Info.Mem)
+	row.Set(results.ColDstMem, r.o.DstMem)
 	if r.o.DstMem == DstGPU {
 		row.Set("gpu", r.be.Dst.Device())
 	}
 	if t.Line > 0 {
-		row.Set("line_gb_per_s", t.Line/8)
+		row.Set(results.ColLineGBPerSecond, t.Line/8)
 	}
 	if r.Decorate != nil {
 		r.Decorate(&row)
@@ -316,12 +316,12 @@ func chunkBytes(g kv.Geometry, layout string, size int64) int64 {
 
 // derive sets the columns computed from a rep's rate.
 func derive(row *results.Row) {
-	if lg := row.Float("line_gb_per_s"); lg > 0 {
-		row.Set("line_frac", row.GBps/lg)
+	if lg := row.Float(results.ColLineGBPerSecond); lg > 0 {
+		row.Set(results.ColLineFrac, row.GBps/lg)
 	}
 	if row.GBps > 0 {
-		row.Set("t_3gib_s", 3*float64(1<<30)/(row.GBps*1e9))
-		row.Set("t_11_5gib_s", 11.5*float64(1<<30)/(row.GBps*1e9))
+		row.Set(results.ColT3GiB, 3*float64(1<<30)/(row.GBps*1e9))
+		row.Set(results.ColT11_5GiB, 11.5*float64(1<<30)/(row.GBps*1e9))
 	}
 }
 

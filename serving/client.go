@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvtier/kvtier/harness/clock"
 	"github.com/kvtier/kvtier/redact"
 )
 
@@ -419,10 +420,10 @@ func statusError(resp *http.Response) *HTTPError {
 // post sends r's body in x and returns the response. A server that
 // refuses cache_salt with 400 gets the request again without it, and
 // one that refuses a prompt of token ids (400, 422) gets it again
-// spelled as text (Spell); what the server took is remembered. start is
-// set just before the POST that produced the response; r is left as
+// spelled as text (Spell); what the server took is remembered. timer is
+// sent just before the POST that produced the response; r is left as
 // sent.
-func (c *Client) post(x *exchange, r *Request, start *time.Time, limit int64) (*http.Response, error) {
+func (c *Client) post(x *exchange, r *Request, timer *clock.Request, limit int64) (*http.Response, error) {
 	withSalt := r.Salt != "" && c.salt.Load() >= 0
 	if err := c.spellIfText(x.ctx, r); err != nil {
 		return nil, err
@@ -441,7 +442,7 @@ func (c *Client) post(x *exchange, r *Request, start *time.Time, limit int64) (*
 		if err != nil {
 			return nil, err
 		}
-		*start = time.Now()
+		timer.Send()
 		resp, err := c.send(x, http.MethodPost, r.path(), b, hdr, false, limit)
 		switch {
 		case err == nil:
@@ -523,14 +524,14 @@ func (c *Client) stream(ctx context.Context, r Request, onChoice func(Chunk)) (S
 	r.Stream = true
 	x := c.begin(ctx)
 	defer x.end()
-	var start time.Time
-	resp, err := c.post(x, &r, &start, math.MaxInt64)
+	var timer clock.Request
+	resp, err := c.post(x, &r, &timer, math.MaxInt64)
 	if err != nil {
 		return Stream{Form: r.Form(), Sent: r.Sent()}, err
 	}
 	defer resp.Body.Close()
 	x.w.await(c.ping) // the first event may come after a long prefill
-	s, err := readStream(resp.Body, func() time.Duration { return time.Since(start) }, onChoice, TokenCap(r.MaxTokens))
+	s, err := readStream(resp.Body, timer.Since, onChoice, TokenCap(r.MaxTokens))
 	s.Form, s.Sent = r.Form(), r.Sent()
 	if err != nil && x.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%w (timeout %s)", err, c.Timeout)
@@ -564,8 +565,8 @@ func (c *Client) complete(ctx context.Context, r Request) (Completion, error) {
 	r.Stream = false
 	x := c.begin(ctx)
 	defer x.end()
-	var start time.Time
-	resp, err := c.post(x, &r, &start, MaxJSONBytes)
+	var timer clock.Request
+	resp, err := c.post(x, &r, &timer, MaxJSONBytes)
 	if err != nil {
 		return Completion{}, err
 	}
@@ -575,7 +576,7 @@ func (c *Client) complete(ctx context.Context, r Request) (Completion, error) {
 	if err != nil {
 		return Completion{}, fmt.Errorf("reading response: %w", err)
 	}
-	out.Elapsed = time.Since(start)
+	out.Elapsed = timer.Since()
 	var ce chunk
 	if json.Unmarshal(b, &ce) == nil {
 		if err := ce.err(); err != nil {

@@ -112,7 +112,7 @@ func TestTokenCounting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := readStream(strings.NewReader(tt.in), clock(), nil, TokenCap(tt.maxTokens))
+			s, err := readStream(strings.NewReader(tt.in), fakeClock(), nil, TokenCap(tt.maxTokens))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestTokenCapRefusesRunaway(t *testing.T) {
 	for i := range ev {
 		ev[i] = `{"choices":[{"text":"z"}]}`
 	}
-	_, err := readStream(strings.NewReader(sse(ev...)), clock(), nil, TokenCap(2))
+	_, err := readStream(strings.NewReader(sse(ev...)), fakeClock(), nil, TokenCap(2))
 	if err == nil || !strings.Contains(err.Error(), "past its max_tokens") {
 		t.Fatalf("err = %v, want a refusal past max_tokens", err)
 	}

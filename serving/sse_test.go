@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// clock returns a since function that advances 1 ms per event, so tests
+// fakeClock returns a since function that advances 1 ms per event, so tests
 // can tell which event set TTFT and E2E.
-func clock() func() time.Duration {
+func fakeClock() func() time.Duration {
 	var n time.Duration
 	return func() time.Duration { n += time.Millisecond; return n }
 }
@@ -114,7 +114,7 @@ func TestReadStream(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Whole, and one byte per read (every split a network can make).
 			for _, r := range []io.Reader{strings.NewReader(tt.in), iotest.OneByteReader(strings.NewReader(tt.in))} {
-				s, err := ReadStream(r, clock(), nil)
+				s, err := ReadStream(r, fakeClock(), nil)
 				switch {
 				case tt.wantErr != nil:
 					if !errors.Is(err, tt.wantErr) {
@@ -151,7 +151,7 @@ func TestReadStream(t *testing.T) {
 func TestReadStreamReadError(t *testing.T) {
 	in := "data: " + chunkA + "\n\ndata: " + chunkB[:20]
 	r := io.MultiReader(strings.NewReader(in), iotest.ErrReader(errors.New("connection reset by peer")))
-	s, err := ReadStream(r, clock(), nil)
+	s, err := ReadStream(r, fakeClock(), nil)
 	if err == nil || !strings.Contains(err.Error(), "connection reset by peer") {
 		t.Fatalf("err = %v, want the read error", err)
 	}
@@ -192,7 +192,7 @@ func FuzzReadStream(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		s, err := ReadStream(iotest.HalfReader(strings.NewReader(in)), clock(), nil)
+		s, err := ReadStream(iotest.HalfReader(strings.NewReader(in)), fakeClock(), nil)
 		if err == nil && len(s.ChunkTimes) == 0 {
 			t.Fatalf("no error but no choice chunk: %+v", s)
 		}

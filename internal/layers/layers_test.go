@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -67,18 +68,38 @@ func TestSuitesDoNotImportEachOther(t *testing.T) {
 }
 
 // clockCore lists the files of the measuring core that read the clock
-// for row values: every other clock read under harness/ is a deadline, a
-// grace period, a nonce or a stamp and says so on its line.
-var clockCore = []string{"harness/clock.go", "harness/sampler.go"}
+// for row values: every other clock read under harness/ and in the
+// serving client is a deadline, a grace period, a nonce or a stamp and
+// says so on its line.
+var clockCore = []string{"harness/clock/clock.go", "harness/sampler.go"}
+
+// clockDirs are where a clock read must be the core's or say what it is
+// for: the suites and the serving client, whose request times are row
+// values (TTFT, ITL, E2E).
+var clockDirs = []string{"harness", "serving"}
 
 // Every duration that becomes a row value is measured by the core (the
-// Sampler's timers and the Stopwatch); any other read of the clock under
-// harness/ carries a comment on the same line saying what it is for.
+// Sampler's timers, the Stopwatch and the request timer); any other read
+// of the clock under harness/ or serving/ carries a comment on the same
+// line saying what it is for.
 func TestOneClock(t *testing.T) {
 	t.Parallel()
-	read := regexp.MustCompile(`\btime\.(Now|Since|Until)\(`)
 	root := filepath.Join("..", "..")
-	err := filepath.WalkDir(filepath.Join(root, "harness"), func(path string, d fs.DirEntry, err error) error {
+	for _, dir := range clockDirs {
+		for _, bad := range uncommentedClockReads(t, root, dir) {
+			t.Errorf("%s reads the clock outside the core without saying why", bad)
+		}
+	}
+}
+
+// uncommentedClockReads returns "FILE:LINE: line" for each read of the
+// clock without a comment on its line in the non-test files under dir,
+// the core's files aside.
+func uncommentedClockReads(t *testing.T, root, dir string) []string {
+	t.Helper()
+	read := regexp.MustCompile(`\btime\.(Now|Since|Until)\(`)
+	var out []string
+	err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
 		}
@@ -92,7 +113,7 @@ func TestOneClock(t *testing.T) {
 		}
 		for i, line := range strings.Split(string(b), "\n") {
 			if read.MatchString(line) && !strings.Contains(line, "//") {
-				t.Errorf("%s:%d reads the clock outside the core without saying why: %s", rel, i+1, strings.TrimSpace(line))
+				out = append(out, fmt.Sprintf("%s:%d: %s", filepath.ToSlash(rel), i+1, strings.TrimSpace(line)))
 			}
 		}
 		return nil
@@ -100,6 +121,7 @@ func TestOneClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out
 }
 
 // Analysis sits below presentation: plots does not depend on report, and

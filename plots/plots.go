@@ -82,7 +82,7 @@ func Draw(dir string) (*Result, error) {
 	res := &Result{run: run}
 	for _, suite := range results.Suites() {
 		res.suite = suite
-		ds := drawersOf(suite.Name)
+		ds := slices.Concat(drawersOf(suite.Name), declared(suite))
 		if len(ds) == 0 {
 			continue
 		}

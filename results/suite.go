@@ -21,6 +21,9 @@ type Suite struct {
 	Command string // the command that runs it, e.g. "kvtier sweep"
 	Order   int    // report order, ascending
 	Files   []File // the first is the suite's main sample file
+	// Figures are drawn by package plots from the declared columns (see
+	// Figure), beside any a drawer registered with plots draws.
+	Figures []Figure
 }
 
 // A File is one CSV file of a suite.

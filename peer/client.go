@@ -227,11 +227,19 @@ func (c *Client) spread(list []Chunk, do func(t *tcpConn, p []Chunk) error) erro
 // granted writes (Info.Writable). Over verbs every chunk is an RDMA WRITE
 // into the pool, which the peer registered for remote write.
 func (c *Client) WriteChunks(ctx context.Context, src []byte, list []Chunk) error {
-	if !c.info.Writable {
-		return fmt.Errorf("peer %s: the session may not write (dial with DialOptions.Write; the peer needs kvtier serve --writable)", c.info.Addr)
+	if err := c.mayWrite(); err != nil {
+		return err
 	}
 	return c.move(int64(len(src)), list, func() error { return c.verbs.write(ctx, src, list) },
 		func(t *tcpConn, p []Chunk) error { return t.write(ctx, src, p) })
+}
+
+// mayWrite says why the client's session may not write, nil if it may.
+func (c *Client) mayWrite() error {
+	if !c.info.Writable {
+		return fmt.Errorf("peer %s: the session may not write (dial with DialOptions.Write; the peer needs kvtier serve --writable)", c.info.Addr)
+	}
+	return nil
 }
 
 // Flush makes what the client wrote into the peer's pool by RDMA WRITE
@@ -265,7 +273,8 @@ func (c *Client) PrepareWrite(src []byte) error {
 	if c.verbs == nil || len(src) == 0 {
 		return nil
 	}
-	return c.verbs.register(&c.verbs.src, src)
+	_, err := c.verbs.registerSrc(src)
+	return err
 }
 
 // ReadToDevice reads straight into device memory (GPUDirect RDMA). It

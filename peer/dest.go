@@ -75,7 +75,7 @@ const DefaultProbeTimeout = 2 * time.Second
 // what stood in GPUDirect's way.
 func (c *Client) DeviceDestination(ctx context.Context, dev DeviceMem, probe []Chunk,
 	bounce func() ([]byte, func([]Chunk) error, error)) (*Destination, error) {
-	why, err := c.probeGPUDirect(ctx, dev, probe)
+	why, err := c.probeGPUDirect(ctx, "read", func(ctx context.Context) error { return c.ReadToDevice(ctx, dev, probe) })
 	if err != nil {
 		return nil, err
 	}
@@ -92,12 +92,15 @@ func (c *Client) DeviceDestination(ctx context.Context, dev DeviceMem, probe []C
 	return &Destination{Path: DestBounce, Host: host, Device: dev, Upload: upload, Why: why.Error()}, nil
 }
 
-// probeGPUDirect reads probe into dev and returns why GPUDirect cannot be
-// used (nil when it can). A probe that failed once reads were posted
-// leaves the client on a fresh endpoint; err is a failure to get one, or
-// ctx done.
-func (c *Client) probeGPUDirect(ctx context.Context, dev DeviceMem, probe []Chunk) (why, err error) {
+// probeGPUDirect runs probe, a read into device memory or (op "write")
+// a write from it, and returns why GPUDirect cannot be used (nil when it
+// can). A probe that failed once work requests were posted leaves the
+// client on a fresh endpoint; err is a failure to get one, or ctx done.
+func (c *Client) probeGPUDirect(ctx context.Context, op string, probe func(context.Context) error) (why, err error) {
 	if c.verbs == nil {
+		if op == "write" {
+			return errors.New("transport tcp cannot read device memory"), nil
+		}
 		return errors.New("transport tcp cannot write device memory"), nil
 	}
 	timeout := c.verbs.opt.ProbeTimeout
@@ -105,7 +108,7 @@ func (c *Client) probeGPUDirect(ctx context.Context, dev DeviceMem, probe []Chun
 		timeout = DefaultProbeTimeout
 	}
 	pctx, cancel := context.WithTimeoutCause(ctx, timeout, errProbeTimeout)
-	why = c.ReadToDevice(pctx, dev, probe)
+	why = probe(pctx)
 	cancel()
 	if why == nil {
 		return nil, nil
@@ -114,7 +117,7 @@ func (c *Client) probeGPUDirect(ctx context.Context, dev DeviceMem, probe []Chun
 		return nil, context.Cause(ctx)
 	}
 	if errors.Is(why, errProbeTimeout) {
-		why = fmt.Errorf("GPUDirect probe read: no completion within %v", timeout)
+		why = fmt.Errorf("GPUDirect probe %s: no completion within %v", op, timeout)
 	}
 	if c.verbs.ep.Usable() {
 		return why, nil

@@ -169,3 +169,94 @@ func TestPeerMemRegistration(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUDirectStore runs a GPUDirect source on the fake libibverbs
+// whose DMA-BUF registrations work, fail every write with a completion
+// error, or never complete: the probe write decides the path, a failed
+// probe falls back to the bounce buffer (downloaded before each write)
+// on a fresh endpoint, the reason is kept, and either way the writes
+// land in the peer's pool.
+func TestGPUDirectStore(t *testing.T) {
+	for _, tc := range []struct{ mode, path, why string }{
+		{"ok", DestGPUDirect, ""},
+		{"wc-error", DestBounce, "local protection error"},
+		{"stall", DestBounce, "GPUDirect probe write: no completion within 300ms"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			rc := fakeVerbs(t, "FAKE_IBV_DMABUF="+tc.mode)
+			pool, err := NewHostPool(4<<20, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := StartEmbedded(ServerConfig{Pool: pool, Transport: Verbs, RDMA: rc, Writable: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			c := mustDial(t, e.Addr, DialOptions{Transport: Verbs, Conns: 2, RDMA: rc, Write: true, ProbeTimeout: 300 * time.Millisecond})
+			var list []Chunk
+			for i := range int64(64) {
+				list = append(list, Chunk{Src: (i * 37 % 256) * 16384, Dst: i * 16384, Len: 16384})
+			}
+			dev := newFakeDevice(t, 64*16384)
+			pattern.Fill(dev.mem, 21, 0)
+			downloads := 0
+			bounce := func() ([]byte, func([]Chunk) error, error) {
+				host := make([]byte, len(dev.mem))
+				return host, func(l []Chunk) error {
+					downloads++
+					for _, ch := range l {
+						copy(host[ch.Dst:ch.Dst+ch.Len], dev.mem[ch.Dst:ch.Dst+ch.Len])
+					}
+					return nil
+				}, nil
+			}
+			s, err := c.DeviceSource(context.Background(), dev.mem4(true), list[:1], bounce)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Path != tc.path || !strings.Contains(s.Why, tc.why) || (tc.why == "") != (s.Why == "") {
+				t.Fatalf("path %q, why %q; want %q, %q", s.Path, s.Why, tc.path, tc.why)
+			}
+			if err := c.Write(context.Background(), s, list); err != nil {
+				t.Fatalf("write after the probe: %v", err)
+			}
+			if (downloads == 1) != (tc.path == DestBounce) {
+				t.Errorf("%d downloads to the bounce buffer on path %s", downloads, s.Path)
+			}
+			h := pool.Host()
+			for _, ch := range list {
+				if err := pattern.Check(h[ch.Src:ch.Src+ch.Len], 21, ch.Dst); err != nil {
+					t.Fatalf("chunk %+v in the peer's pool: %v", ch, err)
+				}
+			}
+			if !dev.closed() {
+				t.Error("a DMA-BUF fd was left open after its registration")
+			}
+		})
+	}
+}
+
+// TestScrubKeepsSourceRegistered checks that writing something else
+// between two stores (a scrub's junk) does not make the next store
+// register its source again: the client keeps two sources registered.
+func TestScrubKeepsSourceRegistered(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "fake.log")
+	rc := fakeVerbs(t, "FAKE_IBV_LOG="+log)
+	addr, _ := startServerConfig(t, 1<<20, 1, ServerConfig{Transport: Verbs, RDMA: rc, Writable: true})
+	c := mustDial(t, addr, DialOptions{Transport: Verbs, RDMA: rc, Write: true})
+	src, junk := make([]byte, 64<<10), make([]byte, 64<<10)
+	list := []Chunk{{Src: 0, Dst: 0, Len: 64 << 10}}
+	if err := c.PrepareWrite(src); err != nil {
+		t.Fatal(err)
+	}
+	before := countPrefix(fakeLog(t), "reg_mr")
+	for _, b := range [][]byte{junk, src, junk, src} {
+		if err := c.WriteChunks(context.Background(), b, list); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countPrefix(fakeLog(t), "reg_mr") - before; n != 1 {
+		t.Errorf("%d registrations for stores alternating with scrubs, want 1 (the scrub's junk, once)", n)
+	}
+}

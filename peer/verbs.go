@@ -208,10 +208,12 @@ type verbsClient struct {
 	// The registration of the last host destination, reused while the
 	// caller reads into the same memory.
 	dst hostReg
-	// The registration of the last source of writes, kept apart from
-	// the destination's so a store verified by a read does not
-	// register its source again inside the next timed store.
-	src   hostReg
+	// The registrations of the last two sources of writes, most recent
+	// first, kept apart from the destination's: a store's source and
+	// what its scrub writes both stay registered, so neither a scrub nor
+	// a read-back registers the source again inside the next timed
+	// store.
+	srcs  [2]hostReg
 	devMR *rdma.MR
 	dev   uintptr
 	// gone is closed when the control connection ends (the peer hung up,
@@ -393,25 +395,66 @@ func (v *verbsClient) read(ctx context.Context, dst []byte, list []Chunk) error 
 // (at Src) by RDMA WRITE; src keeps its registration while it is the
 // same memory.
 func (v *verbsClient) write(ctx context.Context, src []byte, list []Chunk) error {
-	if err := v.register(&v.src, src); err != nil {
+	mr, err := v.registerSrc(src)
+	if err != nil {
 		return err
 	}
-	return v.runWRs(ctx, "write", v.wrs(v.src.mr.Addr, v.src.mr.LKey, Split(list, int64(rdma.MaxWR))))
+	return v.runWRs(ctx, "write", v.wrs(mr.Addr, mr.LKey, Split(list, int64(rdma.MaxWR))))
+}
+
+// registerSrc returns the registration of p as a source of writes: one
+// of the two kept, or a new one in place of the least recently used.
+func (v *verbsClient) registerSrc(p []byte) (*rdma.MR, error) {
+	for i, r := range v.srcs {
+		if r.mr != nil && len(r.buf) == len(p) && hostAddr(r.buf) == hostAddr(p) {
+			copy(v.srcs[1:i+1], v.srcs[:i])
+			v.srcs[0] = r
+			return r.mr, nil
+		}
+	}
+	last := len(v.srcs) - 1
+	if err := v.register(&v.srcs[last], p); err != nil {
+		return nil, err
+	}
+	r := v.srcs[last]
+	copy(v.srcs[1:], v.srcs[:last])
+	v.srcs[0] = r
+	return r.mr, nil
 }
 
 func (v *verbsClient) readDevice(ctx context.Context, dst DeviceMem, list []Chunk) error {
-	if v.devMR == nil || v.dev != dst.Addr || v.devMR.Len != dst.Size {
-		if v.devMR != nil {
-			v.ep.Dereg(v.devMR)
-			v.devMR = nil
-		}
-		mr, err := regDevice(v.ep, dst, v.root)
-		if err != nil {
-			return err
-		}
-		v.devMR, v.dev = mr, dst.Addr
+	if err := v.registerDevice(dst); err != nil {
+		return err
 	}
 	return v.readWRs(ctx, v.wrs(uint64(dst.Addr), v.devMR.LKey, Split(list, int64(rdma.MaxWR))))
+}
+
+// writeDevice pushes the chunks of list from device memory src (at Dst)
+// into the peer's pool (at Src) by RDMA WRITE, the NIC reading the
+// device memory (GPUDirect RDMA).
+func (v *verbsClient) writeDevice(ctx context.Context, src DeviceMem, list []Chunk) error {
+	if err := v.registerDevice(src); err != nil {
+		return err
+	}
+	return v.runWRs(ctx, "write", v.wrs(uint64(src.Addr), v.devMR.LKey, Split(list, int64(rdma.MaxWR))))
+}
+
+// registerDevice registers device memory d unless it is the memory
+// registered already (reads into it and writes from it share one).
+func (v *verbsClient) registerDevice(d DeviceMem) error {
+	if v.devMR != nil && v.dev == d.Addr && v.devMR.Len == d.Size {
+		return nil
+	}
+	if v.devMR != nil {
+		v.ep.Dereg(v.devMR)
+		v.devMR = nil
+	}
+	mr, err := regDevice(v.ep, d, v.root)
+	if err != nil {
+		return err
+	}
+	v.devMR, v.dev = mr, d.Addr
+	return nil
 }
 
 // goneGrace is how long a failed read waits to learn whether the peer

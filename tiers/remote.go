@@ -237,10 +237,7 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 		return fmt.Errorf("remote: working pool: %w", err)
 	}
 	if t.env.stores() {
-		if t.push, err = NewPush(ctx, t.env.Backend, c, t.dst, t.list, t.env.Seed, t.env.Copy, t.opts.Peer != ""); err != nil {
-			return fmt.Errorf("remote: %w", err)
-		}
-		return nil
+		return t.setupPush(ctx, c)
 	}
 	if t.dest, err = NewDest(ctx, t.env.Backend, c, t.dst, t.list[:1], t.env.Copy); err != nil {
 		return fmt.Errorf("remote: %w", err)
@@ -249,6 +246,19 @@ func (t *remoteTier) Setup(ctx context.Context, maxBlocks int) error {
 		fmt.Fprintf(t.env.Log, "kvtier: remote: GPUDirect unavailable, using a pinned bounce buffer: %s\n", t.dest.Why)
 	}
 	return t.dest.Scrub([]peer.Chunk{{Dst: 0, Len: t.dst.Size()}})
+}
+
+// setupPush readies the stores through c from the working pool, saying
+// why they bounce where GPUDirect would not do.
+func (t *remoteTier) setupPush(ctx context.Context, c *peer.Client) error {
+	var err error
+	if t.push, err = NewPush(ctx, t.env.Backend, c, t.dst, t.list, t.env.Seed, t.env.Copy, t.opts.Peer != ""); err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	if t.push.Why != "" && t.env.Log != nil {
+		fmt.Fprintf(t.env.Log, "kvtier: remote: stores: GPUDirect unavailable, using a pinned bounce buffer: %s\n", t.push.Why)
+	}
+	return nil
 }
 
 // Scrub overwrites what a Fetch of p writes, in the working pool and in
@@ -331,6 +341,8 @@ func (t *remoteTier) Attrs() map[string]string {
 	switch {
 	case t.dest != nil && t.dest.Path != peer.DestHost:
 		a["path"], a["gpudirect_reason"] = t.dest.Path, t.dest.Why
+	case t.push != nil && t.push.Path != peer.DestHost:
+		a["path"], a["gpudirect_reason"] = t.push.Path, t.push.Why
 	case t.where != "":
 		a["path"] = t.where
 	case t.opts.Peer == "":

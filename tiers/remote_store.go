@@ -13,21 +13,21 @@ import (
 // A Push is a store into a peer's pool (the remote tier's, and MB2's
 // transfer --direction store): the source buffer holds the pattern and
 // every chunk is pushed into its slot of the peer's pool (TCP, or RDMA
-// WRITE over verbs), from the
-// source itself in host memory or through a pinned bounce buffer
-// downloaded inside the sample. Verification reads the pool back. On a
-// peer not its own (kvtier serve --writable) it writes the peer's
-// pattern back over what it stored when it closes, so that later loads
-// from that peer verify.
+// WRITE over verbs), from the source itself in host memory, from GPU
+// memory by GPUDirect RDMA where the NIC can read it, or else through a
+// pinned bounce buffer downloaded inside the sample. Verification reads
+// the pool back. On a peer not its own (kvtier serve --writable) it
+// writes the peer's pattern back over what it stored when it closes, so
+// that later loads from that peer verify.
 type Push struct {
+	*peer.Source
 	c       *peer.Client
-	src     []byte // what is pushed: the working pool's bytes or the bounce buffer's
 	dst     Buffer // the working pool
 	bounce  Buffer
-	pull    func([]kv.Copy) error
 	list    []peer.Chunk // every chunk the tier may store
 	restore bool         // write the peer's pattern back on Close
 	seed    uint64       // the working pool's pattern
+	junk    []byte       // what Scrub writes, kept (and registered) across scrubs
 	// What was written: the longest prefix of list, and the contiguous
 	// copy mode's spans.
 	dirtyN int
@@ -36,35 +36,48 @@ type Push struct {
 
 // NewPush fills src, a buffer of b, with the pattern of seed and readies
 // pushes of chunks of list (Dst in src, Src in the pool) by client c,
-// which must have been dialled to write. A bounce buffer's download
-// copies in mode. restore asks Close to write the peer's pattern back.
+// which must have been dialled to write. From GPU memory it tries
+// GPUDirect first, with list's first chunk (which it then counts as
+// written); where that fails, a bounce buffer's download copies in mode
+// and Why says why. restore asks Close to write the peer's pattern back.
 func NewPush(ctx context.Context, b Backend, c *peer.Client, src Buffer, list []peer.Chunk, seed uint64, mode CopyMode, restore bool) (*Push, error) {
 	if err := FillPattern(ctx, src, seed); err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}
-	s := &Push{c: c, dst: src, src: src.Host(), list: list, restore: restore, seed: seed}
-	if s.src == nil {
-		var err error
-		if s.bounce, s.pull, err = bounceFrom(b, src, mode); err != nil {
-			return nil, fmt.Errorf("bounce buffer: %w", err)
+	s := &Push{c: c, dst: src, list: list, restore: restore, seed: seed}
+	var err error
+	if h := src.Host(); h != nil {
+		s.Source, err = c.HostSource(h)
+	} else {
+		dev := peer.DeviceMem{Addr: src.Addr(), Size: src.Size()}
+		if exp, ok := b.(DMABufExporter); ok {
+			dev.Export = func() (int, int64, error) { return exp.ExportDMABuf(src) }
 		}
-		s.src = s.bounce.Host()
+		probe := list[:min(len(list), 1)]
+		s.dirty(probe)
+		s.Source, err = c.DeviceSource(ctx, dev, probe, func() ([]byte, func([]peer.Chunk) error, error) { return s.newBounce(b, mode) })
 	}
-	if err := c.PrepareWrite(s.src); err != nil {
+	if err != nil {
+		s.Close()
 		return nil, fmt.Errorf("source: %w", err)
 	}
 	return s, nil
 }
 
+// newBounce allocates the pinned bounce buffer and its download.
+func (s *Push) newBounce(b Backend, mode CopyMode) ([]byte, func([]peer.Chunk) error, error) {
+	bounce, pull, err := bounceFrom(b, s.dst, mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.bounce = bounce
+	return bounce.Host(), func(list []peer.Chunk) error { return pull(ChunkCopies(sameOffsets(list))) }, nil
+}
+
 // Store pushes list into the peer's pool.
 func (s *Push) Store(ctx context.Context, list []peer.Chunk) error {
 	s.dirty(list)
-	if s.pull != nil {
-		if err := s.pull(ChunkCopies(sameOffsets(list))); err != nil {
-			return fmt.Errorf("remote: device to bounce buffer: %w", err)
-		}
-	}
-	return s.c.WriteChunks(ctx, s.src, list)
+	return s.c.Write(ctx, s.Source, list)
 }
 
 // dirty notes that list is written: a prefix of s.list, or one span.
@@ -91,12 +104,11 @@ func sameOffsets(list []peer.Chunk) []peer.Chunk {
 // Scrub overwrites the pool's ranges of list on the peer and the bounce
 // buffer's, so that a push that never happened fails verification.
 func (s *Push) Scrub(list []peer.Chunk) error {
-	junk := make([]byte, s.dst.Size())
-	for i := range junk {
-		junk[i] = scrubByte
+	if s.junk == nil {
+		s.junk = slices.Repeat([]byte{scrubByte}, int(s.dst.Size()))
 	}
 	s.dirty(list)
-	if err := s.c.WriteChunks(context.Background(), junk, list); err != nil {
+	if err := s.c.WriteChunks(context.Background(), s.junk, list); err != nil {
 		return fmt.Errorf("remote: scrub: %w", err)
 	}
 	if s.bounce != nil {

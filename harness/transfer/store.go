@@ -78,8 +78,10 @@ func (r *Measurer) Store(ctx context.Context, t *Target, layout string, size int
 			fmt.Fprintf(r.log, "kvtier transfer: warning: %v\n", err)
 		}
 	}()
-	if buf.Host() == nil {
-		hc.Row.Set(results.ColPath, t.Path+"+"+peer.DestBounce)
+	if push.Path != peer.DestHost {
+		hc.Row.Set(results.ColPath, t.Path+"+"+push.Path)
+		hc.Row.Set("gpudirect_reason", push.Why)
+		r.sayWhy(push.Why)
 	}
 	hc.Fetch = func(ctx context.Context) error { return push.Store(ctx, list) }
 	hc.Scrub = func() error { return push.Scrub(list) }

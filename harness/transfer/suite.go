@@ -15,7 +15,7 @@ var columns = []results.Column{
 	results.Text(results.DirectionColumn, "load (pulled from the peer) | store (pushed into its pool)"),
 	results.Text("peer", `HOST:PORT, "embedded", or "local" for peer copies`),
 	results.Text(results.ColPath, "intra | inter | loopback | peercopy, +gpudirect or +bounce into GPU memory"),
-	results.Text("gpudirect_reason", "+bounce: why the reads do not land in GPU memory directly"),
+	results.Text("gpudirect_reason", "+bounce: why the reads do not land in GPU memory directly (stores: why the writes do not leave from it)"),
 	results.Text(results.ColDevice, `NIC (mlx5_0, rxe0), "tcp", or the GPUs of a peer copy`),
 	results.Text("device_reason", "verbs: why that NIC (--rdma-device auto: nearest the GPU in use)"),
 	results.Int("ib_tc", "", "verbs: the QPs' traffic class (--ib-tc, NCCL_IB_TC)"),

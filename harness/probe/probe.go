@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/internal/wait"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
@@ -234,39 +235,38 @@ func (p *Prober) Client() *serving.Client { return p.c }
 // Run returns early, keeping what it wrote, when ctx is cancelled, and
 // returns the sink's error if a row cannot be written.
 func (p *Prober) Run(ctx context.Context, sink results.Sink) error {
+	rs := harness.Requests{Suite: "probe", Sink: sink, Policy: harness.Policy{Reps: p.cfg.Reps}}
 	for _, l := range p.cfg.Prefixes {
 		for _, tier := range p.cfg.Tiers {
-			for rep := range p.cfg.Reps {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				row := p.measureOrSkip(ctx, tier, l, rep)
-				if err := ctx.Err(); err != nil {
-					return err // interrupted mid-request: not the server's failure
-				}
-				p.logRow(row)
-				if err := sink.Write(row); err != nil {
-					return err
-				}
+			if _, err := rs.Measure(ctx, p.requestCase(tier, l)); err != nil {
+				return err
 			}
 		}
 	}
 	return p.c.Tripped()
 }
 
-// measureOrSkip measures one row, or skips it once the client's breaker
-// tripped: a hung server gets no more requests.
-func (p *Prober) measureOrSkip(ctx context.Context, tier string, l, rep int) results.Row {
-	if err := p.c.Tripped(); err != nil {
-		row := p.newRow(tier, l, rep)
-		row.Skip(err.Error())
-		return row
+// requestCase is the probe of one tier at l tokens as the harness's
+// request loop runs it: a hung server (the client's breaker tripped)
+// gets no more requests, its reps are skipped rows.
+func (p *Prober) requestCase(tier string, l int) harness.RequestCase {
+	return harness.RequestCase{
+		Label: fmt.Sprintf("%s %d tokens", tier, l),
+		Do: func(ctx context.Context, rep int) results.Row {
+			row := p.measure(ctx, tier, l, rep)
+			if row.Status == results.StatusError && serving.TrippedReason(row.Reason) {
+				row.Skip(row.Reason)
+			}
+			return row
+		},
+		Skip: func(rep int, reason string) results.Row {
+			row := p.newRow(tier, l, rep)
+			row.Skip(reason)
+			return row
+		},
+		Stop: p.c.Tripped,
+		Log:  p.logRow,
 	}
-	row := p.measure(ctx, tier, l, rep)
-	if row.Status == results.StatusError && serving.TrippedReason(row.Reason) {
-		row.Skip(row.Reason)
-	}
-	return row
 }
 
 func (p *Prober) logRow(r results.Row) {

@@ -1,6 +1,9 @@
 package results
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestLegacyColumnNames: results written before the units were in the
 // column names (gbps held GB/s, which NIC users read as Gb/s; line_gbps
@@ -23,5 +26,31 @@ func TestLegacyColumnNames(t *testing.T) {
 	}
 	if CommonColumns[12] != "gb_per_s" {
 		t.Errorf("rows are written under %q, a name NIC users read as Gb/s", CommonColumns[12])
+	}
+}
+
+// Integers an older kvtier wrote in float form (kv_bytes 3.7748736e+09,
+// a counter's delta 1.2e+06) read as the integers they are, in the
+// common columns and in the columns the file's suite declares integer;
+// a float column's cell is left as it was written.
+func TestLegacyFloatFormIntegers(t *testing.T) {
+	t.Parallel()
+	RegisterSuite(Suite{Name: "legacyints", Files: []File{
+		{Name: "legacyints.csv", Columns: []Column{Int("kv_bytes", "B", "bytes"), Float("ratio", "fraction", "a share")}},
+	}})
+	old := strings.Join(CommonColumns, ",") + ",kv_bytes,ratio\n" +
+		"legacyints,host,memcpy,host,,m,,,,3.7748736e+09,0,0.5,,ok,,3.7748736e+09,1e+06\n"
+	for _, name := range []string{"dir/legacyints.csv", "vm-legacyints.csv"} {
+		tab, err := ParseTable([]byte(old), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tab.Rows) != 1 {
+			t.Fatalf("%s: rows %d, malformed %v", name, len(tab.Rows), tab.Malformed)
+		}
+		r := tab.Rows[0]
+		if r.Bytes != 3774873600 || r.Get("kv_bytes") != "3774873600" || r.Get("ratio") != "1e+06" {
+			t.Errorf("%s: bytes %d, kv_bytes %q, ratio %q", name, r.Bytes, r.Get("kv_bytes"), r.Get("ratio"))
+		}
 	}
 }

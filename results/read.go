@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
@@ -21,6 +22,9 @@ const MaxFileBytes = 4 << 30
 type Table struct {
 	Name   string // the file's name, for messages
 	Header []string
+	// Schema declares Header's columns as the suite that writes the
+	// file does (a column it does not know: text).
+	Schema []Column
 	Rows   []Row
 	// CutShort is true when the last line is incomplete, as a run killed
 	// while writing leaves it: that line is left out, which is expected.
@@ -133,6 +137,7 @@ func ParseTable(data []byte, name string) (*Table, error) {
 			t.Header[i] = n
 		}
 	}
+	t.Schema = declared(name, t.Header)
 	for {
 		rec, err := p.next()
 		if err == io.EOF {
@@ -175,12 +180,37 @@ func (t *Table) add(rec []string) error {
 	}
 	row := Row{Extra: map[string]string{}}
 	for i, c := range t.Header {
-		if err := row.SetCell(c, rec[i]); err != nil {
+		// An integer written in float form by an older kvtier reads
+		// as the integer it is.
+		if err := row.SetCell(c, t.Schema[i].Format(rec[i])); err != nil {
 			return err
 		}
 	}
 	t.Rows = append(t.Rows, row)
 	return nil
+}
+
+// declared returns the declarations of header's columns in the file
+// called name (a registered suite file's name, or one ending in "-" and
+// such a name, as bench and VM checks write them); columns the file's
+// suite does not declare are as Schema says.
+func declared(name string, header []string) []Column {
+	out := Schema(header)
+	base := filepath.Base(name)
+	for _, s := range Suites() {
+		for _, f := range s.Files {
+			if base != f.Name && !strings.HasSuffix(base, "-"+f.Name) {
+				continue
+			}
+			for i, c := range header {
+				if d, ok := f.Column(c); ok {
+					out[i] = d
+				}
+			}
+			return out
+		}
+	}
+	return out
 }
 
 // A parser reads CSV records and recovers from a malformed one by

@@ -250,11 +250,19 @@ func (r *Row) common(col string) any {
 	return nil
 }
 
+// parseInt parses a common integer cell: digits, or an integral number
+// in float form (as older kvtier wrote some).
 func parseInt(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	return strconv.ParseInt(s, 10, 64)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		if m, ok := ParseInt(s); ok {
+			return m, nil
+		}
+	}
+	return n, err
 }
 
 func parseFloat(s string) (float64, error) {

@@ -17,6 +17,7 @@ const (
 	EnvLibCUBLAS  = "KVTIER_LIBCUBLAS"
 	EnvLibIBVerbs = "KVTIER_LIBIBVERBS"
 	EnvLibCUFile  = "KVTIER_LIBCUFILE"
+	EnvLibNVML    = "KVTIER_LIBNVML"
 )
 
 // Libraries names the native libraries to load, from the environment
@@ -27,6 +28,7 @@ func Libraries(getenv func(string) string) system.Libraries {
 		CUBLAS:  getenv(EnvLibCUBLAS),
 		IBVerbs: getenv(EnvLibIBVerbs),
 		CUFile:  getenv(EnvLibCUFile),
+		NVML:    getenv(EnvLibNVML),
 
 		CUBLASDirs: pipCUBLASDirs,
 	}

@@ -23,13 +23,14 @@ type Config struct {
 // Libraries names the native libraries kvtier loads at run time; "" takes
 // the usual sonames. Each path is loaded once per process (packages cuda
 // and rdma keep them) and never unloaded. cmd/kvtier fills it from
-// KVTIER_LIBCUDA, KVTIER_LIBCUBLAS, KVTIER_LIBIBVERBS and
-// KVTIER_LIBCUFILE.
+// KVTIER_LIBCUDA, KVTIER_LIBCUBLAS, KVTIER_LIBIBVERBS, KVTIER_LIBCUFILE
+// and KVTIER_LIBNVML.
 type Libraries struct {
 	CUDA    string // libcuda; "" is libcuda.so.1
 	CUBLAS  string // libcublas; "" picks the soname by the driver's major version
 	IBVerbs string // libibverbs; "" is libibverbs.so.1, then libibverbs.so
 	CUFile  string // libcufile (GPUDirect Storage); "" is libcufile.so.0, then libcufile.so
+	NVML    string // libnvidia-ml, to list GPUs; "" is libnvidia-ml.so.1
 	// CUBLASDirs lists where to look for libcublas when no soname loads
 	// (CUBLASDirs of PythonSitePackages); nil: nowhere else.
 	CUBLASDirs func() ([]string, error)

@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
+	"github.com/kvtier/kvtier/csrc/nvmlwrap"
 	"github.com/kvtier/kvtier/cuda"
 	"github.com/kvtier/kvtier/results"
 )
@@ -21,10 +20,6 @@ func init() {
 // driver; NUMA node and PCIe link from sysfs under c.Root when NVML
 // cannot say. A missing library is a BackendStatus with its reason, never
 // an error.
-//
-// Note: go-nvml is called only with unversioned structs (nvmlPciInfo_t,
-// nvmlMemory_t through the v1 entry points), so no NVML struct version
-// needs checking against NVIDIA's headers.
 func collectGPU(c Config, m *results.Manifest) error {
 	drv, derr := cuda.Open(c.Libs.CUDA)
 	m.Backends = append(m.Backends, driverStatus(drv, derr))
@@ -37,7 +32,7 @@ func collectGPU(c Config, m *results.Manifest) error {
 	} else {
 		m.Backends = append(m.Backends, results.BackendStatus{Name: "cublas", Available: true, Detail: b.Path})
 	}
-	gpus, nst := nvmlGPUs()
+	gpus, nst := nvmlGPUs(c.Libs.NVML)
 	m.Backends = append(m.Backends, nst)
 	if !nst.Available && derr == nil {
 		gpus = driverGPUs(drv)
@@ -89,65 +84,49 @@ func linkGPUs(root string, gpus []results.GPU, m *results.Manifest) {
 	}
 }
 
-// nvmlGPUs lists GPUs through NVML.
-func nvmlGPUs() ([]results.GPU, results.BackendStatus) {
+// nvmlGPUs lists GPUs through NVML, loaded from lib ("" for
+// libnvidia-ml.so.1).
+func nvmlGPUs(lib string) ([]results.GPU, results.BackendStatus) {
 	st := results.BackendStatus{Name: "nvml"}
-	if r := nvml.Init(); r != nvml.SUCCESS {
-		st.Reason = "nvml init: " + r.Error()
+	l, err := nvmlwrap.Load(lib)
+	if err == nil {
+		err = l.Init()
+	}
+	if err != nil {
+		st.Reason = "nvml init: " + err.Error()
 		return nil, st
 	}
-	defer nvml.Shutdown()
-	drvVer, _ := nvml.SystemGetDriverVersion()
-	cudaVer, _ := nvml.SystemGetCudaDriverVersion()
-	n, r := nvml.DeviceGetCount()
-	if r != nvml.SUCCESS {
-		st.Reason = "nvml device count: " + r.Error()
+	defer l.Shutdown()
+	drvVer, cudaVer, _ := l.Driver()
+	n, err := l.Count()
+	if err != nil {
+		st.Reason = "nvml device count: " + err.Error()
 		return nil, st
 	}
 	st.Available = true
 	st.Detail = fmt.Sprintf("driver %s, %d device(s)", drvVer, n)
 	var gpus []results.GPU
 	for i := range n {
-		dev, r := nvml.DeviceGetHandleByIndex(i)
-		if r != nvml.SUCCESS {
+		d, err := l.GPU(i)
+		if err != nil {
 			continue
 		}
-		g := results.GPU{Index: i, NUMANode: -1, DriverVersion: drvVer}
+		g := results.GPU{Index: i, NUMANode: -1, DriverVersion: drvVer, Name: d.Name, UUID: d.UUID,
+			MemoryBytes: int64(d.MemoryBytes), PCIeGen: d.PCIeGen, PCIeWidth: d.PCIeWidth,
+			PCIeMaxGen: d.PCIeMaxGen, PCIeMaxWidth: d.PCIeMaxWidth,
+			SMClockMHz: d.SMClockMHz, MaxSMClockMHz: d.MaxSMClockMHz, MemClockMHz: d.MemClockMHz}
 		if cudaVer > 0 {
 			g.CUDAVersion = cuda.FormatVersion(cudaVer)
 		}
-		g.Name, _ = dev.GetName()
-		g.UUID, _ = dev.GetUUID()
-		if pci, r := dev.GetPciInfo(); r == nvml.SUCCESS {
-			g.BusID = NormalizeBusID(cstr(pci.BusId[:]))
+		if d.BusID != "" {
+			g.BusID = NormalizeBusID(d.BusID)
 		}
-		if mem, r := dev.GetMemoryInfo(); r == nvml.SUCCESS {
-			g.MemoryBytes = int64(mem.Total)
+		if d.MIG >= 0 {
+			g.MIGMode = map[bool]string{true: "enabled", false: "disabled"}[d.MIG == 1]
 		}
-		g.PCIeGen, _ = dev.GetCurrPcieLinkGeneration()
-		g.PCIeWidth, _ = dev.GetCurrPcieLinkWidth()
-		g.PCIeMaxGen, _ = dev.GetMaxPcieLinkGeneration()
-		g.PCIeMaxWidth, _ = dev.GetMaxPcieLinkWidth()
-		nvmlClocks(dev, &g)
 		gpus = append(gpus, g)
 	}
 	return gpus, st
-}
-
-// nvmlClocks fills a GPU's SM and memory clocks and its MIG mode.
-func nvmlClocks(dev nvml.Device, g *results.GPU) {
-	if v, r := dev.GetClockInfo(nvml.CLOCK_SM); r == nvml.SUCCESS {
-		g.SMClockMHz = int(v)
-	}
-	if v, r := dev.GetMaxClockInfo(nvml.CLOCK_SM); r == nvml.SUCCESS {
-		g.MaxSMClockMHz = int(v)
-	}
-	if v, r := dev.GetClockInfo(nvml.CLOCK_MEM); r == nvml.SUCCESS {
-		g.MemClockMHz = int(v)
-	}
-	if cur, _, r := dev.GetMigMode(); r == nvml.SUCCESS {
-		g.MIGMode = map[bool]string{true: "enabled", false: "disabled"}[cur == nvml.DEVICE_MIG_ENABLE]
-	}
 }
 
 // driverGPUs lists GPUs through the CUDA driver (no UUID, no link).
@@ -166,17 +145,6 @@ func driverGPUs(d *cuda.Driver) []results.GPU {
 			MemoryBytes: info.MemoryBytes, CUDAVersion: d.VersionString()})
 	}
 	return gpus
-}
-
-func cstr(b []int8) string {
-	var s []byte
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		s = append(s, byte(c))
-	}
-	return string(s)
 }
 
 // ParseNVIDIAVersion returns the kernel module version from
@@ -280,22 +248,14 @@ func LinkGBps(gen, width int) float64 {
 	return gtps[gen] * float64(width) * eff / 8
 }
 
-// DeviceLink returns the PCIe link of the GPU at bus: from NVML where it
-// loads, else from sysfs under root.
+// DeviceLink returns the PCIe link of the GPU at bus: from NVML
+// (libnvidia-ml.so.1) where it loads, else from sysfs under root.
 func DeviceLink(root, bus string) Link {
-	if r := nvml.Init(); r == nvml.SUCCESS {
-		defer nvml.Shutdown()
+	if l, err := nvmlwrap.Load(""); err == nil && l.Init() == nil {
+		defer l.Shutdown()
 		// NVML wants its own 8-digit domain form.
-		dev, r := nvml.DeviceGetHandleByPciBusId("0000" + NormalizeBusID(bus))
-		if r == nvml.SUCCESS {
-			var l Link
-			l.Gen, _ = dev.GetCurrPcieLinkGeneration()
-			l.Width, _ = dev.GetCurrPcieLinkWidth()
-			l.MaxGen, _ = dev.GetMaxPcieLinkGeneration()
-			l.MaxWidth, _ = dev.GetMaxPcieLinkWidth()
-			if l.Gen > 0 {
-				return l
-			}
+		if d, err := l.GPUByBusID("0000" + NormalizeBusID(bus)); err == nil && d.PCIeGen > 0 {
+			return Link{Gen: d.PCIeGen, Width: d.PCIeWidth, MaxGen: d.PCIeMaxGen, MaxWidth: d.PCIeMaxWidth}
 		}
 	}
 	return SysfsLink(root, bus)

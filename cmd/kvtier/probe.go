@@ -306,7 +306,7 @@ func probeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f
 	probeServerSettings(stderr, m, cfg, info)
 	if info.MetricsError != "" {
 		m.Warnings = append(m.Warnings, "probe: /metrics at start: "+info.MetricsError)
-		fmt.Fprintf(stderr, "kvtier probe: warning: %s: rows cannot be verified\n", info.MetricsError)
+		fmt.Fprintf(stderr, "kvtier probe: warning: %s: only what the responses report of their cache (cached_tokens, llama.cpp cache_n) can verify rows\n", info.MetricsError)
 	}
 	if m.Notes == nil {
 		m.Notes = map[string]any{}

@@ -62,9 +62,13 @@ type Call struct {
 var commands = registry.New("command", func(c *Command) string { return c.Name },
 	func(a, b *Command) int { return cmp.Compare(a.Order, b.Order) })
 
-// Register adds a command; it is called from init functions. A name
+// Register adds a command and returns it; a suite's package calls it
+// once, when it initializes (var Command = cli.Register(...)). A name
 // registered twice is a programming error and panics.
-func Register(c *Command) { commands.Add(c) }
+func Register(c *Command) *Command {
+	commands.Add(c)
+	return c
+}
 
 // Commands returns every registered command in help order.
 func Commands() []*Command { return commands.All() }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -135,4 +136,22 @@ func Parse[O any](c *Call, f Options[O]) (opts O, code int, ok bool) {
 	fs := c.FlagSet()
 	f.Bind(fs, c)
 	return ParseOptions(fs, c.Args, c.Stderr, c.Getenv, f.Resolve)
+}
+
+// Bound makes a command's Run from run, which takes the command's flags
+// F (a pointer to T, bound and resolved by Parse into options O): the
+// flags are parsed before run is called, and bad input or -h ends the
+// command with their exit status without calling it.
+func Bound[O any, F interface {
+	*T
+	Options[O]
+}, T any](run func(ctx context.Context, c *Call, f F, opts O) int) func(context.Context, *Call) int {
+	return func(ctx context.Context, c *Call) int {
+		f := F(new(T))
+		opts, code, ok := Parse[O](c, f)
+		if !ok {
+			return code
+		}
+		return run(ctx, c, f, opts)
+	}
 }

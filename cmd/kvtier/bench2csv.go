@@ -37,12 +37,6 @@ func (o bench2csvOptions) Validate() error {
 	return nil
 }
 
-func init() {
-	cli.Register(&cli.Command{Name: "bench2csv", Order: 170, Run: runBench2CSV,
-		Summary: "turn `go test -bench` output into kvtier rows",
-		Usage:   "usage: kvtier bench2csv [--out DIR] [FILE|-]\n\nTurns `go test -bench ./bench` output into kvtier results (suite \"bench\"):\nBenchmarkTiers into DIR/sweep.csv, BenchmarkTransfer into DIR/transfer.csv,\nwhich kvtier report, plot and compare read as a sweep's and a transfer's.\nkey=value parts of the names and the configuration lines the benchmarks\nprint (backend:, model:, path:, ...) become columns, sec/op seconds, MB/s\ngbps. Without --out the sweep's CSV goes to stdout."})
-}
-
 // runBench2CSV turns `go test -bench` output into sweep.csv-shaped rows.
 func runBench2CSV(ctx context.Context, c *cli.Call) int {
 	fs := c.FlagSet()
@@ -217,4 +211,10 @@ func writeRow(rw *report.RowWriter, r results.Row) error {
 		return writeError{err}
 	}
 	return nil
+}
+
+func init() {
+	cli.Register(&cli.Command{Name: "bench2csv", Order: 170, Run: runBench2CSV,
+		Summary: "turn `go test -bench` output into kvtier rows",
+		Usage:   "usage: kvtier bench2csv [--out DIR] [FILE|-]\n\nTurns `go test -bench ./bench` output into kvtier results (suite \"bench\"):\nBenchmarkTiers into DIR/sweep.csv, BenchmarkTransfer into DIR/transfer.csv,\nwhich kvtier report, plot and compare read as a sweep's and a transfer's.\nkey=value parts of the names and the configuration lines the benchmarks\nprint (backend:, model:, path:, ...) become columns, sec/op seconds, MB/s\ngbps. Without --out the sweep's CSV goes to stdout."})
 }

@@ -23,12 +23,6 @@ func (o compareOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-func init() {
-	cli.Register(&cli.Command{Name: "compare", Order: 160, Run: runCompare,
-		Summary: "change in p50 between two runs, with a significance test",
-		Usage:   "usage: kvtier compare OLD NEW\n\nChange in p50 per configuration between two results directories\n(sweep time, probe TTFT, transfer time, MB1 penalty), with a Mann-Whitney\nU test at alpha 0.05; \"~\" marks no significant change."})
-}
-
 // runCompare prints the change in p50 of every configuration between two
 // runs with a Mann-Whitney U test, as benchstat does. It exits 0 whatever
 // changed.
@@ -59,4 +53,10 @@ func runCompare(ctx context.Context, c *cli.Call) int {
 	}
 	report.WriteComparison(c.Stdout, o.Old, o.New, report.Compare(runs[0], runs[1]))
 	return cli.ExitOK
+}
+
+func init() {
+	cli.Register(&cli.Command{Name: "compare", Order: 160, Run: runCompare,
+		Summary: "change in p50 between two runs, with a significance test",
+		Usage:   "usage: kvtier compare OLD NEW\n\nChange in p50 per configuration between two results directories\n(sweep time, probe TTFT, transfer time, MB1 penalty), with a Mann-Whitney\nU test at alpha 0.05; \"~\" marks no significant change."})
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	cli.Register(&cli.Command{Name: "geometry", Order: 20, Run: runGeometry,
+	cli.Register(&cli.Command{Name: "geometry", Order: 20, Run: cli.Bound(runGeometry),
 		Summary: "KV geometry of a model: bytes per token and block, chunks per layout",
 		Usage:   "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N] [--tp N] [--kv-dtype bf16|fp16|fp8]"})
 }
@@ -28,11 +28,7 @@ func (f *geometryFlags) Bind(fs *pflag.FlagSet, _ *cli.Call) { f.Add(fs) }
 func (f *geometryFlags) Resolve() (kv.Geometry, error) { return f.Geometry() }
 
 // runGeometry prints the KV geometry of a model.
-func runGeometry(ctx context.Context, c *cli.Call) int {
-	g, code, ok := cli.Parse(c, &geometryFlags{})
-	if !ok {
-		return code
-	}
+func runGeometry(ctx context.Context, c *cli.Call, _ *geometryFlags, g kv.Geometry) int {
 	printGeometry(c.Stdout, g)
 	return cli.ExitOK
 }

@@ -89,10 +89,7 @@ func printHost(w io.Writer, h results.Host) {
 
 // printBackends lists the backends found and those registered.
 func printBackends(w io.Writer, backends []results.BackendStatus) {
-	fmt.Fprintln(w, "\nBackends")
-	if len(backends) == 0 {
-		fmt.Fprintln(w, "  none found")
-	}
+	heading(w, "Backends", len(backends))
 	for _, b := range backends {
 		if b.Available {
 			fmt.Fprintf(w, "  %-8s available    %s\n", b.Name, b.Detail)
@@ -105,10 +102,7 @@ func printBackends(w io.Writer, backends []results.BackendStatus) {
 
 // printGPUs lists the GPUs with their driver and PCIe link.
 func printGPUs(w io.Writer, gpus []results.GPU) {
-	fmt.Fprintln(w, "\nGPUs")
-	if len(gpus) == 0 {
-		fmt.Fprintln(w, "  none found")
-	}
+	heading(w, "GPUs", len(gpus))
 	for _, g := range gpus {
 		fmt.Fprintf(w, "  gpu%d  %s  %s  bus %s  numa %d  %s\n", g.Index, g.Name, units.FormatBytes(g.MemoryBytes), g.BusID, g.NUMANode, g.UUID)
 		fmt.Fprintf(w, "        driver %s, CUDA %s, PCIe gen%d x%d (max gen%d x%d)", g.DriverVersion, g.CUDAVersion, g.PCIeGen, g.PCIeWidth, g.PCIeMaxGen, g.PCIeMaxWidth)
@@ -124,10 +118,7 @@ func printGPUs(w io.Writer, gpus []results.GPU) {
 
 // printNICs lists the RDMA NICs' ports with their GIDs and GPU distances.
 func printNICs(w io.Writer, nics []results.NIC) {
-	fmt.Fprintln(w, "\nRDMA NICs")
-	if len(nics) == 0 {
-		fmt.Fprintln(w, "  none found")
-	}
+	heading(w, "RDMA NICs", len(nics))
 	for _, n := range nics {
 		fmt.Fprintf(w, "  %s port %d  %s  %s  %.0f Gb/s  mtu %d  numa %d", n.Name, n.Port, n.State, n.LinkLayer, n.RateGbps, n.MTU, n.NUMANode)
 		if n.NetDev != "" {
@@ -148,11 +139,17 @@ func printNICs(w io.Writer, nics []results.NIC) {
 
 // printDisks lists the block devices a disk tier could read from.
 func printDisks(w io.Writer, disks []results.Disk) {
-	fmt.Fprintln(w, "\nDisks")
-	if len(disks) == 0 {
-		fmt.Fprintln(w, "  none found")
-	}
+	heading(w, "Disks", len(disks))
 	for _, d := range disks {
 		fmt.Fprintf(w, "  %s  %s\n", system.DiskText(d), units.FormatBytes(d.SizeBytes))
+	}
+}
+
+// heading starts a section of n items: its title, and "none found" when
+// n is 0.
+func heading(w io.Writer, title string, n int) {
+	fmt.Fprintln(w, "\n"+title)
+	if n == 0 {
+		fmt.Fprintln(w, "  none found")
 	}
 }

@@ -22,12 +22,6 @@ func (o plotOptions) Validate() error {
 	return nil
 }
 
-func init() {
-	cli.Register(&cli.Command{Name: "plot", Order: 140, Run: runPlot,
-		Summary: "plots (PNG and SVG) of every suite in a results directory",
-		Usage:   "usage: kvtier plot [--verbose] DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/ and prints their paths; says why a figure of a\nsuite that ran was not drawn."})
-}
-
 // runPlot draws every plot the CSV files of each directory allow into
 // DIR/plots/, PNG and SVG.
 func runPlot(ctx context.Context, c *cli.Call) int {
@@ -62,4 +56,10 @@ func runPlot(ctx context.Context, c *cli.Call) int {
 		}
 	}
 	return cli.ExitOK
+}
+
+func init() {
+	cli.Register(&cli.Command{Name: "plot", Order: 140, Run: runPlot,
+		Summary: "plots (PNG and SVG) of every suite in a results directory",
+		Usage:   "usage: kvtier plot [--verbose] DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/ and prints their paths; says why a figure of a\nsuite that ran was not drawn."})
 }

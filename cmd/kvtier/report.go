@@ -50,12 +50,6 @@ func writeFile(path string, b []byte) error {
 	return nil
 }
 
-func init() {
-	cli.Register(&cli.Command{Name: "report", Order: 150, Run: runReport,
-		Summary: "REPORT.md: tables, tier cost model, break-even prefixes",
-		Usage:   "usage: kvtier report [--out DIR] [--html] DIR...\n\nWrites REPORT.md (the headline, the environment once, each suite's tables,\nthe tier cost model, break-even prefixes, predicted vs measured TTFT and an\nindex of the figures) from kvtier results directories, says where, and prints\nits headline (--print: all of it); with --html also one self-contained\nREPORT.html beside it, figures inline."})
-}
-
 // runReport writes REPORT.md for one or more results directories and
 // prints it.
 func runReport(ctx context.Context, c *cli.Call) int {
@@ -202,4 +196,10 @@ func loadRuns(dirs []string) ([]*analysis.Run, error) {
 		runs = append(runs, r)
 	}
 	return runs, nil
+}
+
+func init() {
+	cli.Register(&cli.Command{Name: "report", Order: 150, Run: runReport,
+		Summary: "REPORT.md: tables, tier cost model, break-even prefixes",
+		Usage:   "usage: kvtier report [--out DIR] [--html] DIR...\n\nWrites REPORT.md (the headline, the environment once, each suite's tables,\nthe tier cost model, break-even prefixes, predicted vs measured TTFT and an\nindex of the figures) from kvtier results directories, says where, and prints\nits headline (--print: all of it); with --html also one self-contained\nREPORT.html beside it, figures inline."})
 }

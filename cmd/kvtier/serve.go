@@ -19,16 +19,14 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-func init() { cli.Register(serveCommand) }
-
 // serveCommand is kvtier serve.
-var serveCommand = &cli.Command{
+var serveCommand = cli.Register(&cli.Command{
 	Name:    "serve",
 	Summary: "a peer holding a KV pool for the remote tier and transfers",
 	Order:   40,
 	Usage:   "Usage: kvtier serve [flags]\n\nHolds a KV pool filled with a verifiable pattern and serves chunk reads to kvtier transfer and the remote tier.\nPrints one line \"kvtier serve: listening on ADDR (...)\" on stdout once ready; SIGINT or SIGTERM stops it.",
 	Run:     runServe,
-}
+})
 
 // serveOptions are the flags of kvtier serve.
 type serveOptions struct {

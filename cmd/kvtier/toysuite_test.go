@@ -29,7 +29,7 @@ var toySuite = results.Suite{Name: "toy", Title: "Toy suite", Command: "kvtier t
 // nothing in cmd/kvtier, report or plots names the toy.
 func init() {
 	results.RegisterSuite(toySuite)
-	cli.Register(&cli.Command{Name: "toy", Order: 1000, Run: runToy,
+	cli.Register(&cli.Command{Name: "toy", Order: 1000, Run: cli.Bound(runToy),
 		Summary: "a toy suite a test registers", Usage: "Usage: kvtier toy [flags]"})
 }
 
@@ -58,12 +58,7 @@ func (t toyTimer) Kind() string           { return "clock" }
 
 // runToy measures two modes at two sizes through the Sampler into the
 // run lifecycle's results directory.
-func runToy(ctx context.Context, c *cli.Call) int {
-	var f toyFlags
-	p, code, ok := cli.Parse(c, &f)
-	if !ok {
-		return code
-	}
+func runToy(ctx context.Context, c *cli.Call, f *toyFlags, p harness.Policy) int {
 	return cli.SuiteRun{Call: c, Suite: toySuite, Out: f.out, Plots: true,
 		Run: func(ctx context.Context, out *harness.Output) error {
 			sink, err := out.Open(toySuite.Main())

@@ -19,13 +19,6 @@ import (
 	"github.com/kvtier/kvtier/tiers"
 )
 
-func init() { cli.Register(Command) }
-
-// Command is kvtier mesh.
-var Command = &cli.Command{Name: "mesh", Order: 60, Run: runCommand,
-	Summary: "the transfer matrix between every pair of ranks, under srun, mpirun or torchrun",
-	Usage:   "Usage: kvtier mesh [flags]   (once per rank, under srun, mpirun or a torchrun-style launcher)\n\nThe KV transfer matrix between every pair of ranks, intra- and inter-node: each rank serves a pool,\nrank 0 schedules the pairs and writes mesh.csv, mesh_matrix.csv, mesh_ranks.json, plots and the manifest.\nEvery rank needs the same run token (KVTIER_TOKEN or --token)."}
-
 // commandFlags are the flags of kvtier mesh.
 type commandFlags struct {
 	call               *cli.Call
@@ -146,12 +139,7 @@ func slurmNodeAddr(name string) (string, error) {
 }
 
 // runCommand runs one rank of kvtier mesh.
-func runCommand(ctx context.Context, c *cli.Call) int {
-	var f commandFlags
-	p, code, ok := cli.Parse(c, &f)
-	if !ok {
-		return code
-	}
+func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, p plan) int {
 	p.cfg.Log = c.Stderr
 	c.Logf("%s", p.launch)
 	r, code := openProcess(ctx, c, p)
@@ -164,3 +152,8 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 	}
 	return r.serve(ctx, c, p)
 }
+
+// Command is kvtier mesh.
+var Command = cli.Register(&cli.Command{Name: "mesh", Order: 60, Run: cli.Bound(runCommand),
+	Summary: "the transfer matrix between every pair of ranks, under srun, mpirun or torchrun",
+	Usage:   "Usage: kvtier mesh [flags]   (once per rank, under srun, mpirun or a torchrun-style launcher)\n\nThe KV transfer matrix between every pair of ranks, intra- and inter-node: each rank serves a pool,\nrank 0 schedules the pairs and writes mesh.csv, mesh_matrix.csv, mesh_ranks.json, plots and the manifest.\nEvery rank needs the same run token (KVTIER_TOKEN or --token)."})

@@ -16,14 +16,6 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-func init() { cli.Register(Command) }
-
-// Command is kvtier sweep.
-var Command = &cli.Command{Name: "sweep", Order: 30, Run: runCommand,
-	Summary:   "the tier sweep: fetch a reused prefix from hbm, host, remote, disk, or recompute it",
-	Usage:     "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.",
-	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PEER", Flag: "--peer"}, {Env: "KVTIER_DISK_DIR", Flag: "--disk-dir"}, {Env: "KVTIER_DISK_MAX", Flag: "--disk-max"}, {Env: "KVTIER_BACKEND", Flag: "--backend"}}}
-
 // flags are the flags of kvtier sweep.
 type flags struct {
 	call                             *cli.Call
@@ -102,12 +94,7 @@ func (f *flags) Resolve() (Options, error) {
 }
 
 // runCommand runs the tier sweep and writes a results directory.
-func runCommand(ctx context.Context, c *cli.Call) int {
-	var f flags
-	opts, code, ok := cli.Parse(c, &f)
-	if !ok {
-		return code
-	}
+func runCommand(ctx context.Context, c *cli.Call, f *flags, opts Options) int {
 	for _, name := range tiers.Names() {
 		po, ok := opts.TierOptions[name].(tiers.PeerOptions)
 		if !ok || po.PeerAddr() == "" || (len(opts.Tiers) > 0 && !slices.Contains(opts.Tiers, name)) {
@@ -148,3 +135,9 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 			return nil
 		}}.Exec(ctx)
 }
+
+// Command is kvtier sweep.
+var Command = cli.Register(&cli.Command{Name: "sweep", Order: 30, Run: cli.Bound(runCommand),
+	Summary:   "the tier sweep: fetch a reused prefix from hbm, host, remote, disk, or recompute it",
+	Usage:     "Usage: kvtier sweep [flags]\n\nFetches a reused KV prefix from every tier and writes sweep.csv, sweep_summary.csv and manifest.json.",
+	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PEER", Flag: "--peer"}, {Env: "KVTIER_DISK_DIR", Flag: "--disk-dir"}, {Env: "KVTIER_DISK_MAX", Flag: "--disk-max"}, {Env: "KVTIER_BACKEND", Flag: "--backend"}}})

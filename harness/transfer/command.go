@@ -18,14 +18,6 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-func init() { cli.Register(Command) }
-
-// Command is kvtier transfer.
-var Command = &cli.Command{Name: "transfer", Order: 50, Run: runCommand,
-	Summary:   "MB2: KV transfer bandwidth vs size against a peer",
-	Usage:     "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.",
-	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PEER", Flag: "--peer"}, {Env: "KVTIER_PEERS", Flag: "--peer"}}}
-
 // Flags are the flags of an MB2 measurement that kvtier transfer and
 // kvtier mesh share: what is read, how, and where it lands.
 type Flags struct {
@@ -132,12 +124,7 @@ func (f *commandFlags) Resolve() (Options, error) {
 }
 
 // runCommand runs MB2: KV transfer bandwidth against one or more peers.
-func runCommand(ctx context.Context, c *cli.Call) int {
-	var f commandFlags
-	opts, code, ok := cli.Parse(c, &f)
-	if !ok {
-		return code
-	}
+func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, opts Options) int {
 	if opts.PoolBytes > 0 && len(opts.Peers) == 0 {
 		if reason, _ := harness.HostFitReason("/", opts.PoolBytes); reason != "" {
 			return c.UsageErr(option.Errorf("pool", "the embedded peer's pool %s", reason))
@@ -170,3 +157,9 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 			return Run(ctx, opts, be, out, c.Stderr)
 		}}.Exec(ctx)
 }
+
+// Command is kvtier transfer.
+var Command = cli.Register(&cli.Command{Name: "transfer", Order: 50, Run: cli.Bound(runCommand),
+	Summary:   "MB2: KV transfer bandwidth vs size against a peer",
+	Usage:     "Usage: kvtier transfer [flags]\n\nMB2: reads KV of each size and layout from kvtier serve peers and writes transfer.csv, transfer_summary.csv and manifest.json.\nIntra- and inter-node rows in one file: --peer 127.0.0.1:7471,NODE2:7471.",
+	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PEER", Flag: "--peer"}, {Env: "KVTIER_PEERS", Flag: "--peer"}}})

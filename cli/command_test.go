@@ -67,4 +67,3 @@ func TestRegister(t *testing.T) {
 	}()
 	Register(&Command{Name: "zz-test-a"})
 }
-

@@ -6,8 +6,6 @@
 
 GO      ?= go
 BIN     := bin/kvtier
-# go-nvml's header marks some calls deprecated; that noise hides real warnings.
-export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 OUT     ?= results/$(shell date -u +%Y%m%dT%H%M%SZ)
 # The toolchain's VCS stamp is off where GOFLAGS=-buildvcs=false; stamp the
 # revision ourselves so every manifest names the code that measured.

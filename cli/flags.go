@@ -27,17 +27,19 @@ import (
 // problems come back as option.Errors naming the flag without its
 // dashes, and UsageErr prints them as "--name: problem".
 
-// OutputFlags are --out and --overwrite: the results directory of a
-// measuring command.
+// OutputFlags are --out, --overwrite and --quiet: the results directory
+// of a measuring command and what it says while it measures.
 type OutputFlags struct {
 	Dir       string
 	Overwrite bool
+	Quiet     bool // no progress (harness.Progress) on stderr
 }
 
-// Add adds --out and --overwrite to fs.
+// Add adds --out, --overwrite and --quiet to fs.
 func (f *OutputFlags) Add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Dir, "out", "", "results directory (default results/<UTC start time>, a fresh one for every run)")
 	fs.BoolVar(&f.Overwrite, "overwrite", false, "allow an --out that already holds results: the files this run writes replace theirs")
+	fs.BoolVarP(&f.Quiet, "quiet", "q", false, "no progress on stderr ([i/N] configurations, elapsed, ETA, one line per row measured); messages and the final lines stay")
 }
 
 // Check says whether the directory could be created and written, and

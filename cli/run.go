@@ -37,7 +37,10 @@ func (r SuiteRun) Exec(ctx context.Context) int {
 		return c.UsageErr(option.Wrap("out", err))
 	}
 	c.Logf("writing %s", out.Dir)
+	progress := harness.ProgressOf(c.Stderr)
+	progress.Start(c.Name, r.Out.Quiet)
 	rerr := r.Run(ctx, out)
+	progress.Stop()
 	if harness.IsRefused(rerr) && out.Rows() == 0 {
 		if err := out.Remove(); err != nil {
 			c.Logf("removing %s: %v", out.Dir, err)

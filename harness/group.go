@@ -21,6 +21,7 @@ import (
 // the timing column; it is never started.
 func (s *Sampler) MeasureGroup(ctx context.Context, cs []Case, agg Case) (Result, error) {
 	var res Result
+	s.begin(agg.Label)
 	warm, err := s.groupWarmup(ctx, cs)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -28,11 +29,14 @@ func (s *Sampler) MeasureGroup(ctx context.Context, cs []Case, agg Case) (Result
 		}
 		res.Errors, res.Err = 1, err
 		for i := range cs {
-			if werr := s.Fail(cs[i], 0, err); werr != nil {
+			r := s.row(&cs[i], 0)
+			r.Fail(err)
+			s.progress(cs[i].Label, "failed: "+err.Error())
+			if werr := s.write(r); werr != nil {
 				return res, werr
 			}
 		}
-		return res, s.Fail(agg, 0, err)
+		return res, s.fail(agg, 0, err)
 	}
 	n := 1
 	if agg.Repeat {
@@ -46,6 +50,7 @@ func (s *Sampler) MeasureGroup(ctx context.Context, cs []Case, agg Case) (Result
 	per := make([][]float64, len(cs))
 	var secs []float64
 	for rep := 0; rep < res.Reps; rep++ {
+		ProgressOf(s.Log).Rep(rep, res.Reps)
 		rows, err := s.groupRep(ctx, cs, &agg, rep, Verified(rep, res.Reps))
 		if ctx.Err() != nil {
 			return res, ctx.Err()
@@ -69,7 +74,9 @@ func (s *Sampler) MeasureGroup(ctx context.Context, cs []Case, agg Case) (Result
 		}
 	}
 	for i := range cs {
-		s.summary(&cs[i], Result{Seconds: results.Describe(per[i]), Reps: res.Reps})
+		if what, ok := s.summaryText(&cs[i], Result{Seconds: results.Describe(per[i]), Reps: res.Reps}); ok {
+			s.progress(cs[i].Label, what)
+		}
 	}
 	res.Seconds = results.Describe(secs)
 	s.summary(&agg, res)
@@ -81,6 +88,7 @@ func (s *Sampler) MeasureGroup(ctx context.Context, cs []Case, agg Case) (Result
 func (s *Sampler) groupWarmup(ctx context.Context, cs []Case) (float64, error) {
 	var warm float64
 	for w := 0; w < s.Policy.Warmup; w++ {
+		ProgressOf(s.Log).Warmup(w, s.Policy.Warmup)
 		secs, _, errs := s.sampleAll(ctx, cs)
 		warm = 0
 		for i, err := range errs {
@@ -148,7 +156,7 @@ func (s *Sampler) groupRep(ctx context.Context, cs []Case, agg *Case, rep int, v
 	for i := range cs {
 		if errs[i] != nil {
 			rows[i].Fail(errs[i])
-			s.progress(cs[i].Label, fmt.Sprintf("rep %d error: %v", rep, errs[i]))
+			s.progress(cs[i].Label, fmt.Sprintf("rep %d failed: %v", rep, errs[i]))
 			if first == nil {
 				first = errs[i]
 			}

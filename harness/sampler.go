@@ -189,19 +189,29 @@ func (s *Sampler) timed(ctx context.Context, c *Case) (float64, bool, error) {
 	return sec, held, nil
 }
 
-// Skip writes one skipped row for c with the reason and says so.
+// Skip writes one skipped row for c with the reason and says so: one
+// configuration of the run's progress.
 func (s *Sampler) Skip(c Case, reason string) error {
 	r := s.row(&c, 0)
 	r.Skip(reason)
-	s.progress(c.Label, "skipped: "+reason)
+	s.begin(c.Label)
+	s.end(c.Label, "skipped: "+reason)
 	return s.write(r)
 }
 
-// Fail writes one error row for rep of c and says so.
+// Fail writes one error row for rep of c and says so: one configuration
+// of the run's progress.
 func (s *Sampler) Fail(c Case, rep int, err error) error {
+	s.begin(c.Label)
+	return s.fail(c, rep, err)
+}
+
+// fail writes one error row for rep of c, the configuration under way,
+// and ends it.
+func (s *Sampler) fail(c Case, rep int, err error) error {
 	r := s.row(&c, rep)
 	r.Fail(err)
-	s.progress(c.Label, "error: "+err.Error())
+	s.end(c.Label, "failed: "+err.Error())
 	return s.write(r)
 }
 
@@ -212,8 +222,27 @@ func (s *Sampler) write(r results.Row) error {
 	return nil
 }
 
+// progress says what happened within the configuration label: a line of
+// the run's account (Progress.Note).
 func (s *Sampler) progress(label, what string) {
-	if s.Log != nil {
+	line := fmt.Sprintf("%s: %s %s", s.Suite, label, what)
+	if p := ProgressOf(s.Log); p != nil {
+		p.Note(line)
+	} else if s.Log != nil {
+		fmt.Fprintln(s.Log, line)
+	}
+}
+
+// begin starts the configuration label in the run's progress.
+func (s *Sampler) begin(label string) { ProgressOf(s.Log).Begin(label) }
+
+// end ends the configuration label with what it found: the run's
+// progress line for it, or without a Progress the line the Sampler
+// always printed.
+func (s *Sampler) end(label, what string) {
+	if p := ProgressOf(s.Log); p != nil {
+		p.End(what)
+	} else if s.Log != nil {
 		fmt.Fprintf(s.Log, "%s: %s %s\n", s.Suite, label, what)
 	}
 }
@@ -225,13 +254,14 @@ func (s *Sampler) progress(label, what string) {
 // ctx cancelled, or a row that could not be written.
 func (s *Sampler) Measure(ctx context.Context, c Case) (Result, error) {
 	var res Result
+	s.begin(c.Label)
 	warm, err := s.warmup(ctx, &c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
 		res.Errors, res.Err = 1, err
-		return res, s.Fail(c, 0, err)
+		return res, s.fail(c, 0, err)
 	}
 	if c.Repeat {
 		c.repeat = repeats(warm)
@@ -239,6 +269,7 @@ func (s *Sampler) Measure(ctx context.Context, c Case) (Result, error) {
 	res.Reps = s.reps(warm * float64(max(c.repeat, 1)))
 	var secs []float64
 	for rep := 0; rep < res.Reps; rep++ {
+		ProgressOf(s.Log).Rep(rep, res.Reps)
 		r, err := s.measureRep(ctx, &c, rep, Verified(rep, res.Reps))
 		if ctx.Err() != nil {
 			return res, ctx.Err()
@@ -266,6 +297,7 @@ func (s *Sampler) Measure(ctx context.Context, c Case) (Result, error) {
 func (s *Sampler) warmup(ctx context.Context, c *Case) (float64, error) {
 	var warm float64
 	for w := 0; w < s.Policy.Warmup; w++ {
+		ProgressOf(s.Log).Warmup(w, s.Policy.Warmup)
 		sec, _, err := s.Sample(ctx, c)
 		if err != nil {
 			return 0, fmt.Errorf("warm-up: %w", err)
@@ -302,7 +334,7 @@ func (s *Sampler) measureRep(ctx context.Context, c *Case, rep int, verify bool)
 	sec, held, err := s.Sample(ctx, c)
 	if err != nil {
 		r.Fail(err)
-		s.progress(c.Label, fmt.Sprintf("rep %d error: %v", rep, err))
+		s.progress(c.Label, fmt.Sprintf("rep %d failed: %v", rep, err))
 		return r, err
 	}
 	s.finish(c, &r, rep, sec, held, verify)
@@ -335,11 +367,21 @@ func (s *Sampler) finish(c *Case, r *results.Row, rep int, sec float64, held, ve
 	}
 }
 
-// summary prints the case's progress line: p50, rate and n.
+// summary ends the case's configuration with its p50, rate and n.
 func (s *Sampler) summary(c *Case, res Result) {
+	if what, ok := s.summaryText(c, res); ok {
+		s.end(c.Label, what)
+	} else if p := ProgressOf(s.Log); p != nil {
+		p.End("no sample ok")
+	}
+}
+
+// summaryText is the p50, rate and n of a case's samples; ok is false
+// when none was ok.
+func (s *Sampler) summaryText(c *Case, res Result) (string, bool) {
 	st := res.Seconds
 	if st.N == 0 {
-		return
+		return "", false
 	}
 	what := fmt.Sprintf("p50 %9.3f ms", st.P50*1e3)
 	switch {
@@ -352,7 +394,7 @@ func (s *Sampler) summary(c *Case, res Result) {
 	if res.Reps < s.Policy.Reps {
 		what += fmt.Sprintf(" (%d of %d reps within the budget of %s)", res.Reps, s.Policy.Reps, s.Policy.Budget)
 	}
-	s.progress(c.Label, what)
+	return what, true
 }
 
 // MemoryShare is the share of available memory one case may plan to

@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/kvtier/kvtier/cli"
+	"github.com/kvtier/kvtier/harness"
 	_ "github.com/kvtier/kvtier/harness/mesh"
 	_ "github.com/kvtier/kvtier/harness/sweep"
 	_ "github.com/kvtier/kvtier/harness/transfer"
@@ -85,8 +86,14 @@ func (b brokenPipe) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// dispatch runs the command args name with the rest of args.
+// dispatch runs the command args name with the rest of args. Its stderr
+// is a harness.Progress over the one given: the run lifecycle starts its
+// reports once the input is valid, and every message written to it
+// clears the status line first.
 func dispatch(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+	if harness.ProgressOf(stderr) == nil {
+		stderr = harness.NewProgress(stderr)
+	}
 	if len(args) == 0 {
 		usage(stderr)
 		return cli.ExitUsage

@@ -1,0 +1,297 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A Progress says on stderr where a long run is: [i/N] configurations,
+// the current one and its repetition, the time elapsed and an estimate
+// of the time left, and what a waiting phase waits for. On a terminal it
+// is one line, redrawn in place; elsewhere (a log file, a pipe) it is one
+// line per configuration as each ends, and one per waiting phase.
+//
+// A Progress is also the writer of everything else the command says on
+// stderr: each Write first clears the status line, so that a message (a
+// final one-line error above all) is never mixed with it. It reports
+// nothing until Start, which a command calls once its input is valid,
+// and nothing after Stop; Start(quiet) silences it. It never says
+// "warning" or "error": those are the messages' words.
+//
+// The methods of a nil *Progress do nothing, so that code measuring for
+// a caller that wants no progress (a test, go test -bench) need not ask.
+type Progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	fd    int // the terminal's descriptor; -1 when w is not a terminal
+	on    bool
+	quiet bool
+	name  string // the command, "kvtier NAME: " before each line
+	start time.Time
+	now   func() time.Time // the clock of elapsed and ETA (tests set it)
+
+	total, done int
+	label       string // the configuration under way; "" between them
+	step        string // "rep 2/5", "warm-up 1/2"
+	frac        float64
+	wait        string // what the run waits for; "" when it does not
+	shown       bool   // a status line is on the terminal
+	tick        chan struct{}
+}
+
+// NewProgress returns a Progress writing to w, a terminal when
+// IsTerminal(w), not yet started.
+func NewProgress(w io.Writer) *Progress {
+	return &Progress{w: w, fd: terminalFd(w), now: time.Now}
+}
+
+// IsTerminal reports whether w is a terminal (a writer with a file
+// descriptor that has terminal attributes, as isatty says).
+func IsTerminal(w io.Writer) bool { return terminalFd(w) >= 0 }
+
+func terminalFd(w io.Writer) int {
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok || f.Fd() > 1<<30 {
+		return -1
+	}
+	fd := int(f.Fd())
+	if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+		return -1
+	}
+	return fd
+}
+
+// ProgressOf returns w when it is a *Progress, else nil (whose methods do
+// nothing): the suites report through the writer their caller gave them
+// for messages.
+func ProgressOf(w io.Writer) *Progress {
+	p, _ := w.(*Progress)
+	return p
+}
+
+// Fd is the descriptor of the writer beneath, so that a terminal is
+// still seen as one; ^0 where it is not a file.
+func (p *Progress) Fd() uintptr {
+	if f, ok := p.w.(interface{ Fd() uintptr }); ok {
+		return f.Fd()
+	}
+	return ^uintptr(0)
+}
+
+// Write writes b to the writer beneath, clearing the status line first
+// and drawing it again after a complete line.
+func (p *Progress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	n, err := p.w.Write(b)
+	if len(b) > 0 && b[len(b)-1] == '\n' {
+		p.draw()
+	}
+	return n, err
+}
+
+// Start starts reporting for the command name; quiet keeps it silent.
+// The clock of elapsed and ETA starts here.
+func (p *Progress) Start(name string, quiet bool) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.on, p.quiet, p.name, p.start = !quiet, quiet, name, p.now()
+	p.total, p.done, p.label, p.step, p.wait = 0, 0, "", "", ""
+	if p.on && p.fd >= 0 && p.tick == nil {
+		p.tick = make(chan struct{})
+		go p.ticker(p.tick)
+	}
+}
+
+// ticker redraws the status line every second, so that elapsed time
+// moves during a long sample or wait.
+func (p *Progress) ticker(stop chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			p.draw()
+			p.mu.Unlock()
+		}
+	}
+}
+
+// Stop clears the status line and ends reporting.
+func (p *Progress) Stop() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	p.on = false
+	if p.tick != nil {
+		close(p.tick)
+		p.tick = nil
+	}
+}
+
+// Plan adds n configurations to the run's total, the N of [i/N].
+func (p *Progress) Plan(n int) {
+	p.update(func() { p.total += n })
+}
+
+// Begin starts the next configuration, named label.
+func (p *Progress) Begin(label string) {
+	p.update(func() { p.label, p.step, p.frac, p.wait = strings.TrimSpace(label), "", 0, "" })
+}
+
+// Rep says that measured repetition i (from 0) of n is under way.
+func (p *Progress) Rep(i, n int) {
+	p.update(func() { p.step, p.frac = fmt.Sprintf("rep %d/%d", i+1, n), float64(i)/float64(max(n, 1)) })
+}
+
+// Warmup says that warm-up sample i (from 0) of n is under way.
+func (p *Progress) Warmup(i, n int) {
+	p.update(func() { p.step = fmt.Sprintf("warm-up %d/%d", i+1, n) })
+}
+
+// Wait says what the run waits for ("the server to start"); "" ends the
+// wait. Off a terminal each new wait is a line.
+func (p *Progress) Wait(what string) {
+	p.update(func() {
+		if what != "" && what != p.wait && p.fd < 0 {
+			p.line(p.done+1, "waiting for "+what)
+		}
+		p.wait = what
+	})
+}
+
+// End ends the configuration Begin started, with what it found (a p50,
+// "skipped: why"; "" for nothing): one line, [i/N], the configuration,
+// what, the elapsed time and the ETA.
+func (p *Progress) End(what string) {
+	p.update(func() {
+		p.done++
+		p.frac, p.step, p.wait = 0, "", ""
+		p.line(p.done, strings.TrimSpace(p.label+"  "+what))
+		p.label = ""
+	})
+}
+
+// Note writes one line of the run's account (a row measured) unless the
+// run is quiet.
+func (p *Progress) Note(line string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.quiet {
+		return
+	}
+	p.clear()
+	fmt.Fprintln(p.w, line)
+	p.draw()
+}
+
+// update runs f under the lock when p reports, and redraws.
+func (p *Progress) update(f func()) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.on {
+		return
+	}
+	f()
+	p.draw()
+}
+
+// line writes one permanent line about configuration i of [i/N].
+func (p *Progress) line(i int, text string) {
+	p.clear()
+	fmt.Fprintf(p.w, "kvtier %s: %s %s (%s)\n", p.name, p.counter(i), text, p.timing())
+}
+
+// counter is "[i/N]", or "[i]" when no total was planned.
+func (p *Progress) counter(i int) string {
+	if p.total < i || p.total == 0 {
+		return fmt.Sprintf("[%d]", i)
+	}
+	return fmt.Sprintf("[%d/%d]", i, p.total)
+}
+
+// timing is the elapsed time and the estimate of the time left, in
+// proportion to the configurations (and repetitions) done so far.
+func (p *Progress) timing() string {
+	el := p.now().Sub(p.start)
+	s := roundDuration(el) + " elapsed"
+	done := float64(p.done) + p.frac
+	if p.total == 0 || done <= 0 || done > float64(p.total) {
+		return s + ", ETA unknown"
+	}
+	left := time.Duration(float64(el) * (float64(p.total) - done) / done)
+	return s + ", ETA " + roundDuration(left)
+}
+
+// roundDuration writes d to the second ("1m5s"), or to the tenth of a
+// second under ten seconds.
+func roundDuration(d time.Duration) string {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// draw draws the status line on a terminal.
+func (p *Progress) draw() {
+	if !p.on || p.fd < 0 {
+		return
+	}
+	i := p.done
+	if p.label != "" {
+		i++
+	}
+	parts := []string{p.counter(i)}
+	for _, s := range []string{p.label, p.step} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if p.wait != "" {
+		parts = append(parts, "waiting for "+p.wait)
+	}
+	parts = append(parts, p.timing())
+	s := []rune("kvtier " + p.name + ": " + strings.Join(parts, " · "))
+	if w := p.width(); len(s) > w {
+		s = append(s[:w-1], '…')
+	}
+	fmt.Fprintf(p.w, "\r%s\x1b[K", string(s))
+	p.shown = true
+}
+
+// clear erases the status line from the terminal.
+func (p *Progress) clear() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.shown = false
+	}
+}
+
+// width is the terminal's width less one column, 79 where unknown.
+func (p *Progress) width() int {
+	if ws, err := unix.IoctlGetWinsize(p.fd, unix.TIOCGWINSZ); err == nil && ws.Col > 10 {
+		return int(ws.Col) - 1
+	}
+	return 79
+}

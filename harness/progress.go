@@ -40,14 +40,16 @@ type Progress struct {
 	step        string // "rep 2/5", "warm-up 1/2"
 	frac        float64
 	wait        string // what the run waits for; "" when it does not
-	shown       bool   // a status line is on the terminal
+	waitSeq     int    // counts the waits, so that a late line is of the wait it was for
+	waitAfter   time.Duration
+	shown       bool // a status line is on the terminal
 	tick        chan struct{}
 }
 
 // NewProgress returns a Progress writing to w, a terminal when
 // IsTerminal(w), not yet started.
 func NewProgress(w io.Writer) *Progress {
-	return &Progress{w: w, fd: terminalFd(w), now: time.Now}
+	return &Progress{w: w, fd: terminalFd(w), now: time.Now, waitAfter: WaitLine}
 }
 
 // IsTerminal reports whether w is a terminal (a writer with a file
@@ -155,8 +157,12 @@ func (p *Progress) Begin(label string) {
 }
 
 // Rep says that measured repetition i (from 0) of n is under way.
-func (p *Progress) Rep(i, n int) {
-	p.update(func() { p.step, p.frac = fmt.Sprintf("rep %d/%d", i+1, n), float64(i)/float64(max(n, 1)) })
+func (p *Progress) Rep(i, n int) { p.Step("rep", i, n) }
+
+// Step says that step i (from 0) of n of the configuration, named what
+// ("rep", "request"), is under way; the ETA counts it.
+func (p *Progress) Step(what string, i, n int) {
+	p.update(func() { p.step, p.frac = fmt.Sprintf("%s %d/%d", what, i+1, n), float64(i)/float64(max(n, 1)) })
 }
 
 // Warmup says that warm-up sample i (from 0) of n is under way.
@@ -164,14 +170,36 @@ func (p *Progress) Warmup(i, n int) {
 	p.update(func() { p.step = fmt.Sprintf("warm-up %d/%d", i+1, n) })
 }
 
+// WaitLine is how long a wait lasts before it is a line of its own off a
+// terminal: shorter ones would only double the lines of a log.
+const WaitLine = 2 * time.Second
+
 // Wait says what the run waits for ("the server to start"); "" ends the
-// wait. Off a terminal each new wait is a line.
+// wait. Off a terminal a wait that lasts WaitLine is a line.
 func (p *Progress) Wait(what string) {
 	p.update(func() {
 		if what != "" && what != p.wait && p.fd < 0 {
-			p.line(p.done+1, "waiting for "+what)
+			p.waitSeq++
+			seq := p.waitSeq
+			if p.waitAfter <= 0 {
+				p.line(p.done+1, "waiting for "+what)
+			} else {
+				p.lateWaitLine(seq, what)
+			}
 		}
 		p.wait = what
+	})
+}
+
+// lateWaitLine writes the line of wait seq, for what, after waitAfter if
+// the run still waits for it then.
+func (p *Progress) lateWaitLine(seq int, what string) {
+	time.AfterFunc(p.waitAfter, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.on && p.waitSeq == seq && p.wait == what {
+			p.line(p.done+1, "waiting for "+what)
+		}
 	})
 }
 
@@ -294,4 +322,14 @@ func (p *Progress) width() int {
 		return int(ws.Col) - 1
 	}
 	return 79
+}
+
+// Note writes line to w as a line of the run's account: through w's
+// Progress when w is one (silent when the run is quiet), else as it is.
+func Note(w io.Writer, line string) {
+	if p := ProgressOf(w); p != nil {
+		p.Note(line)
+	} else if w != nil {
+		fmt.Fprintln(w, line)
+	}
 }

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/kvtier/kvtier/results"
 )
@@ -37,6 +38,7 @@ type RequestCase struct {
 type Requests struct {
 	Suite  string // names the suite in progress lines
 	Sink   results.Sink
+	Log    io.Writer // the run's progress when it is a Progress; nil none
 	Policy Policy
 }
 
@@ -45,6 +47,9 @@ type Requests struct {
 // ctx cancelled, or a row that could not be written.
 func (s *Requests) Measure(ctx context.Context, c RequestCase) (Result, error) {
 	var res Result
+	pr := ProgressOf(s.Log)
+	pr.Begin(c.Label)
+	defer pr.End("")
 	warm, err := s.warmup(ctx, &c)
 	if err != nil {
 		return res, err
@@ -55,6 +60,7 @@ func (s *Requests) Measure(ctx context.Context, c RequestCase) (Result, error) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		pr.Rep(rep, res.Reps)
 		row := s.request(ctx, &c, rep)
 		if err := ctx.Err(); err != nil {
 			return res, err // interrupted mid-request: not the server's failure
@@ -92,10 +98,11 @@ func (s *Requests) request(ctx context.Context, c *RequestCase, rep int) results
 // case's failure, the measured ones say.
 func (s *Requests) warmup(ctx context.Context, c *RequestCase) (float64, error) {
 	var warm float64
-	for range s.Policy.Warmup {
+	for w := range s.Policy.Warmup {
 		if c.Stop != nil && c.Stop() != nil {
 			break
 		}
+		ProgressOf(s.Log).Warmup(w, s.Policy.Warmup)
 		row := c.Do(ctx, -1)
 		if err := ctx.Err(); err != nil {
 			return 0, err

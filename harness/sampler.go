@@ -225,12 +225,7 @@ func (s *Sampler) write(r results.Row) error {
 // progress says what happened within the configuration label: a line of
 // the run's account (Progress.Note).
 func (s *Sampler) progress(label, what string) {
-	line := fmt.Sprintf("%s: %s %s", s.Suite, label, what)
-	if p := ProgressOf(s.Log); p != nil {
-		p.Note(line)
-	} else if s.Log != nil {
-		fmt.Fprintln(s.Log, line)
-	}
+	Note(s.Log, fmt.Sprintf("%s: %s %s", s.Suite, label, what))
 }
 
 // begin starts the configuration label in the run's progress.

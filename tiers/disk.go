@@ -44,6 +44,7 @@ func init() {
 			results.Text("disk_fs", "disk: the file system of the tier's file"),
 			results.Text("sync", "disk stores: what a sample waits for: none (the writes complete) or fdatasync (they are durable)"),
 		},
+		Prepares: "the disk file to be written and its pages dropped",
 	})
 }
 

@@ -169,6 +169,9 @@ type Spec struct {
 	// tiers, so no attribute is dropped. Each is declared with its type,
 	// unit and meaning, as every results column is.
 	Columns []results.Column
+	// Prepares says what Setup waits for, for the run's progress ("the
+	// file to be written"); "" for its pools.
+	Prepares string
 }
 
 // Has reports whether the tier can move blocks in direction d.

@@ -155,6 +155,9 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 				return err
 			}
 			fmt.Fprintf(stderr, "kvtier interfere: %s at %s\n", r.Model(), redact.URL(cfg.Endpoint))
-			return r.Run(ctx, sinks[0], sinks[1])
+			ps := &penaltySink{Sink: sinks[0]}
+			err = r.Run(ctx, ps, sinks[1])
+			ps.summary(stderr, map[bool]string{true: "simulated", false: "measured"}[r.Simulated()])
+			return err
 		}}.exec(ctx, stdout, stderr)
 }

@@ -234,7 +234,11 @@ func replayInto(ctx context.Context, stderr io.Writer, out *harness.Output, f *w
 	}
 	fmt.Fprintf(stderr, "kvtier replay: %d requests of %s to %s at %s (%s dispatch; block %d, %s; %d GPU blocks, %s)\n",
 		len(w.Requests), w.Name, info.Model, info.Endpoint, cfg.Dispatch, info.BlockSize, info.BlockSource, info.GPUBlocks, info.GPUSource)
+	pr := harness.ProgressOf(stderr)
+	pr.Plan(1)
+	pr.Begin(fmt.Sprintf("%d requests of %s", len(w.Requests), w.Name))
 	sum, rerr := rp.Run(ctx, reqs, nil)
+	pr.End("")
 	if ctx.Err() != nil {
 		return rerr
 	}

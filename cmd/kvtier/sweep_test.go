@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func TestSweepCommand(t *testing.T) {
 	if m.Suite != "sweep" || m.Settings["prefixes"] != "16,32" || m.Interrupted || !slices.Contains(m.Command, "--prefix") {
 		t.Errorf("manifest %+v", m)
 	}
-	if !strings.Contains(stderr, "sweep: host") {
+	if !regexp.MustCompile(`kvtier sweep: \[\d+/26\] host `).MatchString(stderr) {
 		t.Errorf("no progress lines:\n%s", stderr)
 	}
 }

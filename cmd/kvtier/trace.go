@@ -87,18 +87,23 @@ func (f *traceFlags) settings(ao trace.AnalyzeOptions, g kv.Geometry) map[string
 
 // analyzeTraces analyses each trace, saying on stderr how long it took.
 // A trace that cannot be read or has no usable request is bad input.
-func analyzeTraces(ctx context.Context, stderr io.Writer, cmd string, paths []string, g kv.Geometry, ro trace.Options, ao trace.AnalyzeOptions) ([]*trace.Result, error) {
+func analyzeTraces(ctx context.Context, stderr io.Writer, cmd string, quiet bool, paths []string, g kv.Geometry, ro trace.Options, ao trace.AnalyzeOptions) ([]*trace.Result, error) {
 	var out []*trace.Result
+	pr := harness.ProgressOf(stderr)
+	pr.Start(cmd, quiet)
+	defer pr.Stop()
+	pr.Plan(len(paths))
 	for _, p := range paths {
 		start := time.Now()
+		pr.Begin(p)
 		res, err := trace.AnalyzeFile(ctx, p, g.Model, ro, ao)
 		if err != nil {
 			return out, err
 		}
 		a := res.Analysis
 		sec := time.Since(start).Seconds()
-		fmt.Fprintf(stderr, "kvtier %s: %s: %s trace, %d requests, %d block references (%d distinct) in %.3f s (%.3g references/s), %s analysis\n",
-			cmd, p, res.Read.Format, a.Requests, a.BlockRefs, a.Distinct, sec, float64(a.BlockRefs)/sec, a.Method)
+		pr.End(fmt.Sprintf("%s trace, %d requests, %d block references (%d distinct) in %.3f s (%.3g references/s), %s analysis",
+			res.Read.Format, a.Requests, a.BlockRefs, a.Distinct, sec, float64(a.BlockRefs)/sec, a.Method))
 		if res.Read.Malformed > 0 {
 			fmt.Fprintf(stderr, "kvtier %s: %s: warning: %s\n", cmd, p, res.Read.BadLines())
 		}
@@ -220,7 +225,7 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	if err := errors.Join(errs...); err != nil {
 		return usageErr(stderr, "trace", err)
 	}
-	res, err := analyzeTraces(ctx, stderr, "trace", paths, g, ro, ao)
+	res, err := analyzeTraces(ctx, stderr, "trace", f.out.quiet, paths, g, ro, ao)
 	if err != nil {
 		return traceFailed(ctx, stderr, "trace", err)
 	}

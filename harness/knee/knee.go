@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
@@ -100,8 +101,12 @@ func Run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks) error {
 			return err
 		}
 	}
+	pr := harness.ProgressOf(cfg.Log)
+	pr.Plan(len(cfg.Capacities))
 	for i, blocks := range cfg.Capacities {
+		pr.Begin(fmt.Sprintf("%d GPU blocks", blocks))
 		row, err := measure(ctx, cfg, w, s, i, blocks, ws)
+		pr.End(outcome(row))
 		if errors.Is(err, errNoPool) {
 			return refuse(cfg, s, i, ws, err)
 		}
@@ -115,11 +120,25 @@ func Run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks) error {
 	return nil
 }
 
+// outcome is what a capacity row says in the run's progress.
+func outcome(row results.Row) string {
+	switch row.Status {
+	case results.StatusError:
+		return "failed: " + row.Reason
+	case results.StatusSkipped:
+		return "skipped: " + row.Reason
+	}
+	return "replayed"
+}
+
 // measure runs the workload against a server of blocks GPU blocks and
 // returns its row; the error is an interruption or a failed write.
 func measure(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, i, blocks int, ws int64) (results.Row, error) {
 	row := capacityRow(cfg, blocks, ws)
+	pr := harness.ProgressOf(cfg.Log)
+	pr.Wait(fmt.Sprintf("the server of %d GPU blocks to start", blocks))
 	srv, err := start(ctx, cfg, i, blocks)
+	pr.Wait("")
 	if srv != nil && srv.Log() != "" && s.AddFile != nil {
 		s.AddFile(srv.Log())
 	}

@@ -199,13 +199,18 @@ func (r *Runner) Family() serving.Family { return r.family }
 // goes on. It stops early, keeping what it wrote and writing the arms of
 // the interrupted cell that had finished, when ctx ends.
 func (r *Runner) Run(ctx context.Context, rows, tokens results.Sink) error {
+	pr := harness.ProgressOf(r.cfg.Log)
+	pr.Plan(len(r.cfg.Prefill) * len(r.cfg.Decode))
 	for _, p := range r.cfg.Prefill {
 		for _, d := range r.cfg.Decode {
+			pr.Begin(fmt.Sprintf("D=%d P=%d", d, p))
 			for rep := range r.cfg.Reps {
+				pr.Rep(rep, r.cfg.Reps)
 				if err := r.cell(ctx, d, p, rep, rows, tokens); err != nil {
 					return err
 				}
 			}
+			pr.End("")
 		}
 	}
 	return r.c.Tripped()
@@ -781,5 +786,5 @@ func (r *Runner) log(row results.Row) {
 	if row.Reason != "" {
 		what += " (" + row.Reason + ")"
 	}
-	fmt.Fprintf(r.cfg.Log, "mb1 %-9s D=%s P=%s rep %d: %s\n", row.Get(results.ColArm), row.Get(results.ColDecodeStreams), row.Get(results.ColPrefillTokens), row.Rep, what)
+	harness.Note(r.cfg.Log, fmt.Sprintf("mb1 %-9s D=%s P=%s rep %d: %s", row.Get(results.ColArm), row.Get(results.ColDecodeStreams), row.Get(results.ColPrefillTokens), row.Rep, what))
 }

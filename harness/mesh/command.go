@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvtier/kvtier/cli"
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
@@ -150,6 +151,10 @@ func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, p plan) int {
 	if p.launch.Rank == 0 {
 		return r.coordinate(ctx, c, p)
 	}
+	// Rank 0's run lifecycle starts its progress; the others' here.
+	progress := harness.ProgressOf(c.Stderr)
+	progress.Start(c.Name, p.out.Quiet)
+	defer progress.Stop()
 	return r.serve(ctx, c, p)
 }
 

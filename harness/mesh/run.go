@@ -14,6 +14,7 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
 )
 
 // Run measures every step of the schedule into out: mesh.csv as rows
@@ -33,7 +34,15 @@ func (c *Coordinator) Run(ctx context.Context, out *harness.Output, w *Worker, p
 		return err
 	}
 	col := newCollector(sink)
-	for _, step := range schedule(pattern, c.members, w.Options.RunDirections(), w.Options.Layouts, w.Options.Sizes, peerCopy) {
+	steps := schedule(pattern, c.members, w.Options.RunDirections(), w.Options.Layouts, w.Options.Sizes, peerCopy)
+	n := 0
+	for _, step := range steps {
+		for _, t := range step {
+			n += len(t.directions()) * len(t.Layouts) * len(t.Sizes)
+		}
+	}
+	harness.ProgressOf(c.cfg.Log).Plan(n)
+	for _, step := range steps {
 		if err := c.step(ctx, step, w, col); err != nil {
 			return err
 		}
@@ -164,6 +173,9 @@ func (c *Coordinator) event(m message, col *collector, done map[cfgKey]bool) (fi
 	case kindConfig:
 		dir := tiers.Direction(cmp.Or(m.Direction, string(tiers.Load)))
 		done[cfgKey{dir, m.Layout, m.Bytes}] = true
+		pr := harness.ProgressOf(c.cfg.Log)
+		pr.Begin(fmt.Sprintf("%s %s %s", dir, m.Layout, units.FormatBytes(m.Bytes)))
+		pr.End("measured by another rank")
 	case kindDone:
 		return true, nil
 	}

@@ -235,7 +235,8 @@ func (p *Prober) Client() *serving.Client { return p.c }
 // Run returns early, keeping what it wrote, when ctx is cancelled, and
 // returns the sink's error if a row cannot be written.
 func (p *Prober) Run(ctx context.Context, sink results.Sink) error {
-	rs := harness.Requests{Suite: "probe", Sink: sink, Policy: harness.Policy{Reps: p.cfg.Reps}}
+	rs := harness.Requests{Suite: "probe", Sink: sink, Log: p.cfg.Log, Policy: harness.Policy{Reps: p.cfg.Reps}}
+	harness.ProgressOf(p.cfg.Log).Plan(len(p.cfg.Prefixes) * len(p.cfg.Tiers))
 	for _, l := range p.cfg.Prefixes {
 		for _, tier := range p.cfg.Tiers {
 			if _, err := rs.Measure(ctx, p.requestCase(tier, l)); err != nil {
@@ -285,7 +286,7 @@ func (p *Prober) logRow(r results.Row) {
 	default:
 		what = string(r.Status) + ": " + r.Reason
 	}
-	fmt.Fprintf(p.cfg.Log, "probe %-6s %6d tokens rep %d: %s\n", r.Tier, r.PrefixTokens, r.Rep, what)
+	harness.Note(p.cfg.Log, fmt.Sprintf("probe %-6s %6d tokens rep %d: %s", r.Tier, r.PrefixTokens, r.Rep, what))
 }
 
 // newRow fills the columns every row of this probe has.
@@ -387,6 +388,9 @@ func (p *Prober) force(ctx context.Context, row *results.Row, tier, id string, p
 		if err := p.warm(ctx, req); err != nil {
 			return err
 		}
+		w := harness.ProgressOf(p.cfg.Log)
+		w.Wait(fmt.Sprintf("the GPU cache flood (%d filler tokens evicting the prefix)", need))
+		defer w.Wait("")
 		return p.evict(ctx, id, need)
 	}
 	return nil

@@ -24,12 +24,15 @@ import (
 func (rp *Replayer) Run(ctx context.Context, sink results.Sink, extra func(*results.Row)) (*Summary, error) {
 	before, berr := rp.c.Metrics(ctx, rp.info.Model)
 	col := &collector{}
+	pr, sent := harness.ProgressOf(rp.cfg.Log), 0
 	g := newRunGroup(ctx, func(row results.Row) error {
 		if extra != nil {
 			extra(&row)
 		}
 		col.add(row)
 		rp.logRow(row)
+		sent++
+		pr.Step("request", min(sent, len(rp.w.Requests)-1), len(rp.w.Requests))
 		return sink.Write(row)
 	})
 	start := harness.StartStopwatch()

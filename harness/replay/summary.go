@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
 )
@@ -163,7 +164,7 @@ func (rp *Replayer) logRow(r results.Row) {
 		what = fmt.Sprintf("ttft %.3f s, e2e %.3f s, %s prompt tokens, cached %s, predicted %s",
 			r.Seconds, r.Float("e2e_s"), r.Get("prompt_tokens"), orDash(r.Get("cached_tokens")), orDash(r.Get("predicted_hit_tokens")))
 	}
-	fmt.Fprintf(rp.cfg.Log, "replay %s session %s turn %s: %s\n", r.Get("request_index"), r.Get("session"), r.Get("turn"), what)
+	harness.Note(rp.cfg.Log, fmt.Sprintf("replay %s session %s turn %s: %s", r.Get("request_index"), r.Get("session"), r.Get("turn"), what))
 }
 
 func orDash(s string) string {

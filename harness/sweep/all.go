@@ -74,11 +74,13 @@ func (s *sweeper) group(ctx context.Context, c Config, v tiers.Variant, fit []in
 		g.cs = append(g.cs, s.newConfig(b, c.Spec, c.Layout, c.Copy, c.Direction, v))
 	}
 	blocks := c.Geom.Blocks(fit[len(fit)-1])
+	s.waitSetup(c, fit)
 	for i, o := range g.cs {
 		if err := o.Tier.Setup(ctx, blocks); err != nil {
 			return s.failSetup(ctx, g.Case, fit, fmt.Errorf("gpu %d: %w", i, err))
 		}
 	}
+	harness.ProgressOf(s.log).Wait("")
 	return s.prefixes(ctx, c, fit, g)
 }
 

@@ -52,16 +52,35 @@ func run(ctx context.Context, opts Options, settings map[string]string, s *sweep
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)
 		}
 	}()
+	n := 0
 	for _, dir := range opts.directions() {
-		if err := s.direction(ctx, dir); err != nil {
-			return err
+		n += len(s.configs(dir)) * len(opts.Prefixes)
+	}
+	harness.ProgressOf(log).Plan(n)
+	for _, dir := range opts.directions() {
+		for _, k := range s.configs(dir) {
+			if err := s.config(ctx, k.spec, k.layout, k.mode, dir, k.v); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// direction runs every configuration of one direction.
-func (s *sweeper) direction(ctx context.Context, dir tiers.Direction) error {
+// A configKey is one configuration of a direction: tier, layout, copy
+// mode and variant; each is measured at every prefix.
+type configKey struct {
+	spec   tiers.Spec
+	layout kv.Layout
+	mode   tiers.CopyMode
+	v      tiers.Variant
+}
+
+// configs lists the configurations of one direction in the order they
+// run: layout, tier (registry order), copy mode (tiers that move bytes
+// only), variant.
+func (s *sweeper) configs(dir tiers.Direction) []configKey {
+	var out []configKey
 	for li, layout := range s.opts.Layouts {
 		for _, name := range s.opts.selectedTiers() {
 			spec, _ := tiers.Lookup(name)
@@ -74,14 +93,12 @@ func (s *sweeper) direction(ctx context.Context, dir tiers.Direction) error {
 			}
 			for _, mode := range modes {
 				for _, v := range tiers.VariantsFor(s.opts.TierOptions[name], dir) {
-					if err := s.config(ctx, spec, layout, mode, dir, v); err != nil {
-						return err
-					}
+					out = append(out, configKey{spec, layout, mode, v})
 				}
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 // A sweeper holds the state of one Run.
@@ -144,13 +161,26 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout,
 	if s.all != nil {
 		return s.group(ctx, c, v, fit)
 	}
-	if err := c.Tier.Setup(ctx, c.Geom.Blocks(fit[len(fit)-1])); err != nil {
+	s.waitSetup(c, fit)
+	err = c.Tier.Setup(ctx, c.Geom.Blocks(fit[len(fit)-1]))
+	harness.ProgressOf(s.log).Wait("")
+	if err != nil {
 		return s.failSetup(ctx, c.Case, fit, err)
 	}
 	if why := c.Tier.Attrs()["device_reason"]; why != "" {
 		s.settings["rdma_device_reason"] = why
 	}
 	return s.prefixes(ctx, c, fit, single{s, c})
+}
+
+// waitSetup says in the run's progress that the configuration c waits
+// for its tier's set-up for the largest prefix of fit.
+func (s *sweeper) waitSetup(c Config, fit []int) {
+	what := c.Spec.Prepares
+	if what == "" {
+		what = "its pools"
+	}
+	harness.ProgressOf(s.log).Wait(fmt.Sprintf("the %s tier's set-up (%s, %d tokens)", c.Spec.Name, what, fit[len(fit)-1]))
 }
 
 // failSetup writes an error row for each prefix of fit, whose rows

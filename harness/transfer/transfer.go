@@ -72,6 +72,11 @@ func Run(ctx context.Context, o Options, be Backends, out *harness.Output, log i
 	if len(peers) == 0 {
 		peers = []string{""}
 	}
+	n := len(peers) * len(o.directions())
+	if o.PeerCopy != nil {
+		n++
+	}
+	harness.ProgressOf(log).Plan(n * len(o.Layouts) * len(o.Sizes))
 	for _, addr := range peers {
 		if err := r.peer(ctx, addr); err != nil {
 			return err
@@ -145,6 +150,7 @@ func (r *Measurer) dial(ctx context.Context, addr string) (*Target, func(), erro
 	t := &Target{Name: addr, Path: r.o.Path}
 	var emb *peer.Embedded
 	if addr == "" {
+		harness.ProgressOf(r.log).Wait("the embedded peer to start")
 		pool, err := peer.NewHostPool(r.embeddedPoolBytes(), r.o.Seed^0x7065657270)
 		if err != nil {
 			return nil, nil, fmt.Errorf("embedded peer: %w", err)
@@ -179,7 +185,10 @@ func (r *Measurer) dial(ctx context.Context, addr string) (*Target, func(), erro
 // connect dials the peer at addr into t with the options' transport,
 // connections, token and idle timeout and the RDMA configuration.
 func (r *Measurer) connect(ctx context.Context, t *Target, addr string) error {
+	pr := harness.ProgressOf(r.log)
+	pr.Wait("the handshake with peer " + addr)
 	c, err := peer.Dial(ctx, addr, r.dialOptions(false))
+	pr.Wait("")
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,10 @@ mkdir -p "$out" || exit 2
 backend=${KVTIER_BACKEND:-auto}
 full=${FULL:-}
 if [ -n "$full" ]; then
+	# Said first: the simulator's cost model puts the probe at about 10
+	# minutes and MB1 at about 36 (each says its own estimate as it
+	# starts), the sweeps and the rest at about 15 on 2 cores.
+	echo "== FULL=1: the full grids, estimated about an hour on a 2-core machine (probe ~10 min, MB1 ~36 min, sweeps ~15 min); without FULL about 6 minutes" >&2
 	prefixes=${KVTIER_PREFIXES:-1k,2k,4k,8k,16k,32k,64k}
 	layouts=${KVTIER_LAYOUTS:-layerwise,blockwise}
 	sizes=${KVTIER_SIZES:-16MiB,64MiB,256MiB,1GiB,4GiB}

@@ -73,12 +73,7 @@ func (f *interfereFlags) config() (mb1.Config, error) {
 // startInterfereSims starts the measured sim and the control arm's sim,
 // with chunked prefill of chunk tokens per step.
 func startInterfereSims(ctx context.Context, cfg *mb1.Config, chunk int) (func(), error) {
-	longest := slices.Max(cfg.Prefill)
-	base := vllmsim.Config{
-		Model: cfg.Model, MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024),
-		GPUBlocks: max(vllmsim.DefaultGPUBlocks, 2*longest/vllmsim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
-		TimeScale: 1, Seed: int64(cfg.Seed),
-	}
+	base := interfereSimConfig(*cfg, chunk)
 	var sims simFleet
 	var urls []string
 	for range 2 {
@@ -91,6 +86,17 @@ func startInterfereSims(ctx context.Context, cfg *mb1.Config, chunk int) (func()
 	}
 	cfg.Endpoint, cfg.ControlEndpoint, cfg.Simulated = urls[0], urls[1], true
 	return sims.close, nil
+}
+
+// interfereSimConfig is the configuration of the simulated servers
+// --sim starts for MB1 of cfg, chunk its chunked-prefill size.
+func interfereSimConfig(cfg mb1.Config, chunk int) vllmsim.Config {
+	longest := slices.Max(cfg.Prefill)
+	return vllmsim.Config{
+		Model: cfg.Model, MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024),
+		GPUBlocks: max(vllmsim.DefaultGPUBlocks, 2*longest/vllmsim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
+		TimeScale: 1, Seed: int64(cfg.Seed),
+	}
 }
 
 // add adds the flags of kvtier interfere.
@@ -129,6 +135,7 @@ func runInterfere(ctx context.Context, stdout, stderr io.Writer, args []string) 
 			chunk, _ = units.ParseTokens(f.chunkLabel)
 		}
 		cfg.ChunkLabel = strconv.Itoa(chunk)
+		sayEstimate(stderr, "interfere", f.full, len(cfg.Prefill)*len(cfg.Decode), cfg.Reps, interfereSimEstimate(cfg, interfereSimConfig(cfg, chunk)))
 		stop, err := startInterfereSims(ctx, &cfg, chunk)
 		if err != nil {
 			return usageErr(stderr, "interfere", fmt.Errorf("--sim: %w", err))

@@ -161,20 +161,10 @@ func clientOverhead(ctx context.Context) (time.Duration, error) {
 // is wanted, a producer it pulls from. The GPU pool holds twice the
 // longest prefix, so forcing the cpu tier evicts little.
 func startProbeSims(ctx context.Context, cfg *probe.Config) (func(), error) {
-	longest := slices.Max(cfg.Prefixes)
-	bs := cfg.BlockSize
-	if bs == 0 {
-		bs = vllmsim.DefaultBlockSize
-	}
-	gpu := max(2*longest/bs+64, 1024)
-	base := vllmsim.Config{
-		Model: cfg.Model, BlockSize: bs, GPUBlocks: gpu,
-		MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024), TimeScale: 1,
-		EnablePromptTokensDetails: true, Seed: int64(cfg.Seed),
-	}
+	base := probeSimConfig(*cfg)
 	var sims simFleet
 	consumer := base
-	consumer.CPUBlocks = 4 * gpu
+	consumer.CPUBlocks = 4 * base.GPUBlocks
 	if slices.Contains(cfg.Tiers, "remote") {
 		producer := base
 		producer.Role = "producer"
@@ -198,6 +188,21 @@ func startProbeSims(ctx context.Context, cfg *probe.Config) (func(), error) {
 	cfg.Endpoint = url
 	cfg.Simulated = true
 	return sims.close, nil
+}
+
+// probeSimConfig is the configuration of the simulated servers --sim
+// starts for a probe of cfg.
+func probeSimConfig(cfg probe.Config) vllmsim.Config {
+	longest := slices.Max(cfg.Prefixes)
+	bs := cfg.BlockSize
+	if bs == 0 {
+		bs = vllmsim.DefaultBlockSize
+	}
+	return vllmsim.Config{
+		Model: cfg.Model, BlockSize: bs, GPUBlocks: max(2*longest/bs+64, 1024),
+		MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024), TimeScale: 1,
+		EnablePromptTokensDetails: true, Seed: int64(cfg.Seed),
+	}
 }
 
 // runProbe measures the TTFT of a reused prefix in each tier of a vLLM
@@ -229,6 +234,7 @@ func runProbe(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	}
 	warnSimTimeScale(fs, f.server.simScale, stderr)
 	if f.server.useSim {
+		sayEstimate(stderr, "probe", f.full, len(cfg.Prefixes)*len(cfg.Tiers), cfg.Reps, probeSimEstimate(cfg, probeSimConfig(cfg)))
 		stop, err := startProbeSims(ctx, &cfg)
 		if err != nil {
 			return usageErr(stderr, "probe", fmt.Errorf("--sim: %w", err))

@@ -187,7 +187,7 @@ func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planR
 			planner.Observe(r, h)
 		}
 	}
-	res, err := analyzeTraces(ctx, stderr, "plan", pr.f.out.quiet, []string{pr.trace}, pr.geom, pr.ro, pr.ao)
+	res, err := analyzeTraces(ctx, stderr, "plan", pr.f.out.Quiet, []string{pr.trace}, pr.geom, pr.ro, pr.ao)
 	if err == nil {
 		err = perr
 	}

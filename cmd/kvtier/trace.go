@@ -225,7 +225,7 @@ func runTrace(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	if err := errors.Join(errs...); err != nil {
 		return usageErr(stderr, "trace", err)
 	}
-	res, err := analyzeTraces(ctx, stderr, "trace", f.out.quiet, paths, g, ro, ao)
+	res, err := analyzeTraces(ctx, stderr, "trace", f.out.Quiet, paths, g, ro, ao)
 	if err != nil {
 		return traceFailed(ctx, stderr, "trace", err)
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// AddFields makes a flag of each option field.
+// AddFields makes a flag of each option field: the field types the
+// tiers' options hold (a new one is a programming error, and panics at
+// start).
 func AddFields(fs *pflag.FlagSet, fields []option.Field) {
 	for _, f := range fields {
 		switch p := f.Ptr.(type) {
@@ -23,12 +25,6 @@ func AddFields(fs *pflag.FlagSet, fields []option.Field) {
 			fs.StringVar(p, f.Name, *p, f.Usage)
 		case *int:
 			fs.IntVar(p, f.Name, *p, f.Usage)
-		case *int64:
-			fs.Int64Var(p, f.Name, *p, f.Usage)
-		case *uint64:
-			fs.Uint64Var(p, f.Name, *p, f.Usage)
-		case *float64:
-			fs.Float64Var(p, f.Name, *p, f.Usage)
 		case *bool:
 			fs.BoolVar(p, f.Name, *p, f.Usage)
 		case *time.Duration:

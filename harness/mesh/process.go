@@ -117,17 +117,18 @@ func (r *process) open(ctx context.Context, c *cli.Call, p plan, ip net.IP) erro
 // pickNIC chooses the rank's NIC: for verbs the RDMA port nearest its
 // GPU (or --rdma-device), checked to open; for tcp the interface of ip.
 func (r *process) pickNIC(c *cli.Call, self *Member, p plan, ip net.IP) (rdma.Config, error) {
-	dev := p.opts.RDMADevice
-	if dev == rdma.AutoDevice {
-		dev = ""
+	s := p.opts.ClientSettings
+	if s.RDMADevice == rdma.AutoDevice {
+		s.RDMADevice = ""
 	}
-	rcfg := rdma.Config{Device: dev, GIDIndex: p.opts.GIDIndex, Root: "/", Library: c.Libraries().IBVerbs, TC: p.opts.IBTC, SL: p.opts.IBSL}
+	s.Library = c.Libraries().IBVerbs
+	rcfg := s.RDMA("/")
 	if p.opts.Transport != peer.Verbs {
 		self.NIC = InterfaceOf(ip)
 		return rcfg, nil
 	}
 	dist := func(a, b string) string { return system.Distance("/", a, b) }
-	nic, d, ok := PickNIC(self.Manifest.NICs, dev, self.GPUBus, dist)
+	nic, d, ok := PickNIC(self.Manifest.NICs, s.RDMADevice, self.GPUBus, dist)
 	if !ok {
 		return rcfg, cli.VerbsProblem(rdma.ErrNoDevice)
 	}

@@ -136,7 +136,8 @@ func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, opts Options)
 		return c.UsageErr(err)
 	}
 	defer done()
-	rcfg := rdma.Config{Device: opts.RDMADevice, GIDIndex: opts.GIDIndex, Root: "/", Library: c.Libraries().IBVerbs, TC: opts.IBTC, SL: opts.IBSL}
+	opts.Library = c.Libraries().IBVerbs
+	rcfg := opts.RDMA("/")
 	if opts.Transport == peer.Verbs {
 		rcfg, opts.DeviceReason = peer.PickDevice(rcfg, cli.GPUBus(be.Dst, opts.DstMem == DstGPU))
 		if err := cli.VerbsReady(rcfg); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/kvtier/kvtier/units"
@@ -158,6 +159,21 @@ func fmtMS(s float64) string {
 		return ""
 	}
 	return sig(s * 1e3)
+}
+
+// fmtGB renders bytes as decimal gigabytes with one decimal, the unit of
+// the reference's capacity table; "" for NaN.
+func fmtGB(b float64) string { return fixed1(b/1e9, "") }
+
+// fmtShare renders a fraction as a percentage ("79.6 %"); "" for NaN.
+func fmtShare(x float64) string { return fixed1(100*x, " %") }
+
+// fixed1 renders x with one decimal and the suffix; "" for NaN or Inf.
+func fixed1(x float64, suffix string) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'f', 1, 64) + suffix
 }
 
 // sig renders x with three significant digits, without exponent for the

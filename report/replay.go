@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
@@ -14,15 +13,6 @@ import (
 func init() {
 	RegisterSection(Section{Suite: "replay", Write: WriteReplay})
 	RegisterSection(Section{Suite: "knee", Write: WriteKnee})
-}
-
-// fmtGB renders bytes as decimal gigabytes with one decimal, the unit of
-// the reference's capacity table; "" for NaN.
-func fmtGB(b float64) string {
-	if math.IsNaN(b) || math.IsInf(b, 0) {
-		return ""
-	}
-	return strconv.FormatFloat(b/1e9, 'f', 1, 64)
 }
 
 // runRows returns the rows of the suite's per-run (replay) or

@@ -18,14 +18,6 @@ func init() {
 	RegisterSection(Section{Suite: "plan", Write: WritePlan})
 }
 
-// fmtShare renders a fraction as a percentage ("79.6 %"); "" for NaN.
-func fmtShare(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return ""
-	}
-	return strconv.FormatFloat(100*x, 'f', 1, 64) + " %"
-}
-
 // traceFigures indexes one trace's rows of trace.csv by metric and stat.
 type traceFigures struct {
 	name string

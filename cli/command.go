@@ -4,8 +4,9 @@
 // lifecycle of a measuring command, and the exit statuses.
 //
 // A suite's command lives in the suite's package (harness/sweep's
-// command.go) and registers from an init function; cmd/kvtier imports
-// the suites for their registrations and dispatches over the registry.
+// command.go) and registers as the package initializes (var Command =
+// cli.Register(...)); cmd/kvtier imports the suites for their
+// registrations and dispatches over the registry.
 package cli
 
 import (

@@ -44,8 +44,8 @@ type DialOptions struct {
 }
 
 // Faults are test-only switches: they make a client send reads the peer
-// must refuse, to check that it does. cmd/kvtier sets them from the
-// environment variables named by EnvCorruptRKey, EnvSkipBounds and
+// must refuse, to check that it does. The command line (cli.EnvFaults,
+// in a test build) sets them from the environment variables named by EnvCorruptRKey, EnvSkipBounds and
 // EnvOutOfPool (the soft-RoCE VM test sets those).
 type Faults struct {
 	// CorruptRKey makes a verbs client use a wrong rkey.
@@ -82,7 +82,7 @@ type Client struct {
 	faults Faults
 }
 
-// The environment variables cmd/kvtier reads into Faults (set to a
+// The environment variables cli.EnvFaults reads into Faults (set to a
 // non-empty value to inject the fault).
 const (
 	EnvCorruptRKey = "KVTIER_TEST_CORRUPT_RKEY" // Faults.CorruptRKey

@@ -309,7 +309,7 @@ func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int, m measurer)
 // that move bytes by one block when the first prefix is larger.
 func (s *sweeper) calibrate(ctx context.Context, c Config, first tiers.Prefix) (estimator, error) {
 	if !c.Spec.Moves() {
-		rate, err := gemmRate(ctx, s.b, c.Geom)
+		rate, err := s.gemmRate(ctx, c.Geom)
 		if ctx.Err() != nil {
 			return estimator{}, ctx.Err()
 		}
@@ -334,25 +334,20 @@ func (s *sweeper) calibrate(ctx context.Context, c Config, first tiers.Prefix) (
 }
 
 // gemmRate measures the FLOP/s of b on one GEMM shaped like a projection
-// of the model (512 tokens × hidden × hidden), the second of two runs so
-// that scratch allocation stays out.
-func gemmRate(ctx context.Context, b tiers.Backend, g kv.Geometry) (float64, error) {
+// of the model (512 tokens × hidden × hidden), timed by the Sampler as
+// every sample is: the second of two runs, so that scratch allocation
+// stays out.
+func (s *sweeper) gemmRate(ctx context.Context, g kv.Geometry) (float64, error) {
 	op := kv.GEMM{Name: "calibrate", M: 512, N: g.Hidden, K: g.Hidden, Batch: 1}
+	c := harness.Case{Label: "GEMM calibration", Timer: s.b.Timer(tiers.Queued),
+		Fetch: func(context.Context) error { return s.b.GEMMs([]kv.GEMM{op}) }}
 	var sec float64
 	for range 2 {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		t := b.Timer(tiers.Queued)
-		if err := t.Start(); err != nil {
-			return 0, err
-		}
-		if err := b.GEMMs([]kv.GEMM{op}); err != nil {
-			t.Stop()
-			return 0, err
-		}
 		var err error
-		if sec, err = t.Stop(); err != nil {
+		if sec, _, err = s.sampler.Sample(ctx, &c); err != nil {
 			return 0, err
 		}
 	}

@@ -39,6 +39,10 @@ type Command struct {
 	// test ./bench read for this command that the binary does not, each
 	// with the flag that says the same to the binary.
 	ScriptEnv []EnvFlag
+	// Env are the environment variables this command reads besides those
+	// of the shared flags and libraries (EnvOf): its -h lists them and
+	// its manifest records them.
+	Env []EnvVar
 	// Run runs the command and returns its exit status. Its context is
 	// cancelled on SIGINT, SIGTERM or SIGHUP, after which a command stops
 	// measuring and keeps what it has written.

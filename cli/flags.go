@@ -33,10 +33,13 @@ type OutputFlags struct {
 	Dir       string
 	Overwrite bool
 	Quiet     bool // no progress (harness.Progress) on stderr
+
+	fs *pflag.FlagSet // the command's, for the environment it reads
 }
 
 // Add adds --out, --overwrite and --quiet to fs.
 func (f *OutputFlags) Add(fs *pflag.FlagSet) {
+	f.fs = fs
 	fs.StringVar(&f.Dir, "out", "", "results directory (default results/<UTC start time>, a fresh one for every run)")
 	fs.BoolVar(&f.Overwrite, "overwrite", false, "allow an --out that already holds results: the files this run writes replace theirs")
 	fs.BoolVarP(&f.Quiet, "quiet", "q", false, "no progress on stderr ([i/N] configurations, elapsed, ETA, one line per row measured); messages and the final lines stay")

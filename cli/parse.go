@@ -26,18 +26,25 @@ const (
 // NewFlagSet returns the flag set of the command called name: errors and
 // -h go to stderr, -h printing usage (its first lines) and the flags.
 func NewFlagSet(name, usage string, stderr io.Writer) *pflag.FlagSet {
+	return newFlagSet(name, usage, stderr, nil)
+}
+
+// newFlagSet is NewFlagSet for a command that reads the variables own
+// besides the shared ones: -h ends with every variable it reads.
+func newFlagSet(name, usage string, stderr io.Writer, own []EnvVar) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usage)
 		fs.PrintDefaults()
+		PrintEnv(stderr, EnvOf(fs, own))
 	}
 	return fs
 }
 
 // FlagSet returns the call's flag set, named after its command, -h
-// printing the command's Usage.
-func (c *Call) FlagSet() *pflag.FlagSet { return NewFlagSet(c.Name, c.Usage, c.Stderr) }
+// printing the command's Usage, flags and environment.
+func (c *Call) FlagSet() *pflag.FlagSet { return newFlagSet(c.Name, c.Usage, c.Stderr, c.Env) }
 
 // ParseFlags parses args into fs, a command's flag set named after the
 // command; getenv reads the environment variables that stand for flags.

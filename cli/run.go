@@ -36,6 +36,7 @@ func (r SuiteRun) Exec(ctx context.Context) int {
 	if err != nil {
 		return c.UsageErr(option.Wrap("out", err))
 	}
+	out.Manifest.Environment = ReadEnv(c.Getenv, r.Out.env(c.Env))
 	c.Logf("writing %s", out.Dir)
 	progress := harness.ProgressOf(c.Stderr)
 	progress.Start(c.Name, r.Out.Quiet)

@@ -23,6 +23,9 @@ type Manifest struct {
 	NICs        []NIC             `json:"nics,omitempty"`
 	Disks       []Disk            `json:"disks,omitempty"`
 	Settings    map[string]string `json:"settings,omitempty"` // resolved options of the command
+	// Environment holds the environment variables the command read that
+	// were set, by name; secrets (the run token) are "<redacted>".
+	Environment map[string]string `json:"environment,omitempty"`
 	Notes       map[string]any    `json:"notes,omitempty"`    // suite facts, e.g. probe client overhead
 	Warnings    []string          `json:"warnings,omitempty"` // e.g. a PCIe link below its max
 	Files       []string          `json:"files,omitempty"`    // what the run wrote, relative to the dir

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
@@ -55,6 +56,6 @@ func probeTierUsage() string {
 // --endpoint as its deprecated alias: vllm bench serve calls the server
 // --base-url and the API path (/v1/completions) --endpoint.
 func addBaseURL(fs *pflag.FlagSet, p *string, usage string) {
-	fs.StringVar(p, "base-url", os.Getenv("KVTIER_ENDPOINT"), usage)
+	fs.StringVar(p, "base-url", os.Getenv(cli.EnvEndpoint), usage)
 	alias(fs, "endpoint", "base-url")
 }

@@ -158,7 +158,17 @@ func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, p plan) int {
 	return r.serve(ctx, c, p)
 }
 
+// launcherEnv is LauncherEnv as the command's environment.
+func launcherEnv() []cli.EnvVar {
+	out := make([]cli.EnvVar, len(LauncherEnv))
+	for i, name := range LauncherEnv {
+		out[i] = cli.EnvVar{Name: name, Flag: "rank, --size, --coordinator",
+			Meaning: "rank, size and coordinator from the launcher (srun, mpirun, torchrun)"}
+	}
+	return out
+}
+
 // Command is kvtier mesh.
-var Command = cli.Register(&cli.Command{Name: "mesh", Order: 60, Run: cli.Bound(runCommand),
+var Command = cli.Register(&cli.Command{Name: "mesh", Order: 60, Run: cli.Bound(runCommand), Env: launcherEnv(),
 	Summary: "the transfer matrix between every pair of ranks, under srun, mpirun or torchrun",
 	Usage:   "Usage: kvtier mesh [flags]   (once per rank, under srun, mpirun or a torchrun-style launcher)\n\nThe KV transfer matrix between every pair of ranks, intra- and inter-node: each rank serves a pool,\nrank 0 schedules the pairs and writes mesh.csv, mesh_matrix.csv, mesh_ranks.json, plots and the manifest.\nEvery rank needs the same run token (KVTIER_TOKEN or --token)."})

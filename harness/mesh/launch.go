@@ -58,6 +58,16 @@ type Overrides struct {
 // NoOverrides leaves everything to the launcher.
 func NoOverrides() Overrides { return Overrides{Rank: -1, Size: -1, LocalRank: -1} }
 
+// LauncherEnv lists every variable Detect reads, for the manifest of a
+// run (a test holds Detect to it).
+var LauncherEnv = []string{
+	"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_JOB_ID", "SLURM_STEP_ID",
+	"SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURMD_NODENAME",
+	"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid",
+	"PMI_RANK", "PMIX_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+	"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT",
+}
+
 // An Env is where Detect reads the launcher's environment: cmd passes
 // os.Getenv, os.Hostname and ExpandNodelist; tests pass maps.
 type Env struct {

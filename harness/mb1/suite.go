@@ -10,14 +10,20 @@ const (
 	TokensFile = "mb1_tokens.csv" // every decoded token's arrival
 )
 
+// The cell's coordinates, in both of MB1's files.
+var (
+	decodeStreams = results.Int(results.ColDecodeStreams, "count", "D: decode streams running")
+	prefillTokens = results.Int(results.ColPrefillTokens, "tokens", "P: the injected prefill's prompt")
+)
+
 // columns follow results.CommonSchema in mb1.csv (backend "http", tier
 // "", seconds = prefill TTFT).
 var columns = []results.Column{
-	results.Text(results.ColEndpoint, "the server's base URL (credentials redacted)"),
-	results.Bool(results.ColSimulated, "true when the server said it is kvtier sim"),
+	results.EndpointColumn,
+	results.SimulatedColumn,
 	results.Text(results.ColArm, "interfere (prefill on the decoding instance) | control (on another instance) | baseline (no prefill)"),
-	results.Int(results.ColDecodeStreams, "count", "D: decode streams running"),
-	results.Int(results.ColPrefillTokens, "tokens", "P: the injected prefill's prompt"),
+	decodeStreams,
+	prefillTokens,
 	results.Text(results.ColChunkLabel, "the server's chunked-prefill size, as the user says"),
 	results.Float(results.ColBaseTPOT, "s", "the base TPOT penalty and benefit_s are taken on (penalty_base says which)"),
 	results.Float(results.ColPrefillTTFT, "s", "the injected prefill's TTFT"),
@@ -36,21 +42,21 @@ var columns = []results.Column{
 	results.Float("penalty_vs_baseline", "ratio", "eff_tpot_s / base_tpot_baseline_s"),
 	results.Float("penalty_vs_preinject", "ratio", "eff_tpot_s / base_tpot_preinject_s"),
 	results.Text("token_counting", "continuous_usage | token_ids | chunks: how tokens were counted"),
-	results.Text("api", "completions | chat"),
-	results.Text("server_version", `GET /version, "" unknown`),
+	results.APIColumn,
+	results.ServerVersionColumn,
 	results.Int("prompt_tokens", "tokens", "the prefill's prompt tokens as the server reported them (usage)"),
 	results.Text("prompt_form", "token_ids | text | chat: the form the prefill's prompt went in"),
-	results.Text("server_family", "vllm | sglang | llamacpp | ollama | tgi | trtllm | openai (docs/servers.md)"),
+	results.ServerFamilyColumn,
 }
 
 // TokenColumns are the whole header of mb1_tokens.csv: every decoded
 // token's arrival.
 var TokenColumns = []results.Column{
 	results.Text(results.ColSuite, "mb1"),
-	results.Text(results.ColEndpoint, "the server's base URL (credentials redacted)"),
+	results.EndpointColumn,
 	results.Text(results.ColArm, "interfere | control | baseline"),
-	results.Int(results.ColDecodeStreams, "count", "D: decode streams running"),
-	results.Int(results.ColPrefillTokens, "tokens", "P: the injected prefill's prompt"),
+	decodeStreams,
+	prefillTokens,
 	results.Int(results.ColRep, "count", "repetition, from 0"),
 	results.Int(results.ColStream, "", "the decode stream, from 0"),
 	results.Int(results.ColIndex, "", "the token's (chunk's) position in its stream, from 0"),

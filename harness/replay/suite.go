@@ -20,13 +20,13 @@ const (
 // request (seconds = TTFT; prefix_tokens = the prompt's tokens, blocks
 // and bytes its server blocks and their KV).
 var RequestColumns = []results.Column{
-	results.Text(results.ColEndpoint, "the server's base URL (credentials redacted)"),
-	results.Bool(results.ColSimulated, "true when the server said it is kvtier sim"),
+	results.EndpointColumn,
+	results.SimulatedColumn,
 	results.Text(results.ColTrace, `the trace file's name, or "generated"`),
 	results.Text(results.ColDispatch, "timestamp (each request at its time) | session (each session's turns in order)"),
 	results.Int("request_index", "", "position in the trace's timestamp order, from 0"),
 	results.Int("trace_line", "", "line of the trace file"),
-	results.Text("request_id", "the X-Request-Id sent"),
+	results.RequestIDColumn,
 	results.Int("session", "", "dense session number"),
 	results.Int("turn", "", "turn within the session, from 0"),
 	results.Float("sched_s", "s", "when it was due, seconds since the run started"),
@@ -38,7 +38,7 @@ var RequestColumns = []results.Column{
 	results.Float("itl_p50_s", "s", "p50 gap between choice chunks"),
 	results.Float("itl_p90_s", "s", "p90 gap between choice chunks"),
 	results.Float("e2e_s", "s", "time to the last choice chunk"),
-	results.Int("prompt_tokens", "tokens", "the prompt's tokens as the server reported them (usage)"),
+	results.PromptTokensColumn,
 	results.Int(results.ColOutputTokens, "tokens", "output tokens: usage, else counted in the stream"),
 	results.Text("token_counting", "continuous_usage | token_ids | chunks: how output tokens were counted"),
 	results.Int("cached_tokens", "tokens", `usage.prompt_tokens_details.cached_tokens or llama.cpp timings.cache_n; "" when the server does not send it`),
@@ -46,18 +46,18 @@ var RequestColumns = []results.Column{
 	results.Int(results.ColGPUBlocks, "blocks", "the server's KV pool the prediction used"),
 	results.Bool("slo_met", `both --slo-ttft and --slo-tpot met; "" without SLOs`),
 	results.Text("outcome", "ok | failed | timeout | skipped"),
-	results.Text("api", "completions | chat"),
-	results.Text("prompt_form", "token_ids | text | chat: the form the prompt went in"),
-	results.Text("server_family", "vllm | sglang | llamacpp | ollama | tgi | trtllm | openai (docs/servers.md)"),
-	results.Text("cached_source", "where cached_tokens came from: usage.prompt_tokens_details.cached_tokens | timings.cache_n"),
+	results.APIColumn,
+	results.PromptFormColumn,
+	results.ServerFamilyColumn,
+	results.CachedSourceColumn,
 }
 
 // RunColumns follow results.CommonSchema in a file of one row per run
 // (tokens columns are prompt tokens; seconds is empty: the run's figures
 // are in their own columns).
 var RunColumns = []results.Column{
-	results.Text(results.ColEndpoint, "the server's base URL (credentials redacted)"),
-	results.Bool(results.ColSimulated, "true when the server said it is kvtier sim"),
+	results.EndpointColumn,
+	results.SimulatedColumn,
 	results.Text(results.ColTrace, `the trace file's name, or "generated"`),
 	results.Text(results.ColDispatch, "timestamp | session"),
 	results.Float("speedup", "ratio", "--speedup: the trace's clock divided by this"),
@@ -97,7 +97,7 @@ var RunColumns = []results.Column{
 	results.Float("output_tokens_per_s", "tokens/s", "output tokens of the ok requests / duration_s"),
 	results.Float(results.ColSimLag, "s", "kvtier sim only: the most its engine fell behind real time (this machine's load is in its TTFTs)"),
 	results.Text(results.ColNote, "what else the run wants said"),
-	results.Text("server_family", "vllm | sglang | llamacpp | ollama | tgi | trtllm | openai (docs/servers.md)"),
+	results.ServerFamilyColumn,
 }
 
 // Suite declares what kvtier replay writes.

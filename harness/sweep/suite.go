@@ -24,7 +24,7 @@ var columns = []results.Column{
 	results.Text(results.ColDstMem, "where they went: device | pinned | pageable"),
 	results.Text(results.ColPath, "remote: loopback | intra | inter; cuda remote: gpudirect | bounce; disk: o_direct | pagecache [+bounce] | gpudirect"),
 	results.Text("gpudirect_reason", "remote path bounce: why the reads do not land in GPU memory directly"),
-	results.Text("timing", "events (CUDA events) | clock (the host clock)"),
+	results.TimingColumn,
 	results.Bool("held", "true when the stream was held until the plan was queued"),
 	results.Int("repeat", "count", "fetches timed back to back in one sample (plans under 1 ms); seconds are per fetch"),
 	results.Bool(results.ColVerified, `whether the bytes were checked and matched; "" when not checked on this rep`),

@@ -365,7 +365,7 @@ func sortedUnique(xs []int64) []int64 {
 // PlanColumns follow results.CommonSchema in plan.csv: one row per
 // capacity configuration (seconds = predicted TTFT p50).
 var PlanColumns = slices.Concat(
-	[]results.Column{results.Text(results.ColTrace, "the trace file's name")},
+	[]results.Column{traceName},
 	perTier(CapacityTiers, "%s_bytes", func(t string) results.Column {
 		return results.Column{Type: results.TypeString, Unit: "B", Doc: t + "'s capacity in bytes; inf: no limit, 0: none"}
 	}),

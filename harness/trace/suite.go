@@ -21,19 +21,26 @@ const (
 // from a trace, not measured on a device.
 const Backend = "trace"
 
+// Columns several of the trace suite's files (and plan.csv) share.
+var (
+	traceName   = results.Text(results.ColTrace, "the trace file's name")                                         // the trace a row is about
+	sampleRate  = results.Float(results.ColSampleRate, "fraction", "the share of hash ids sampled; 1 when exact") // how much of the trace an LRU figure read
+	blockTokens = results.Int(results.ColBlockTokens, "tokens", "tokens per hash id")                             // the trace's block
+)
+
 // TraceColumns follow results.CommonSchema in trace.csv: one row per
 // figure.
 var TraceColumns = []results.Column{
-	results.Text(results.ColTrace, "the trace file's name"),
+	traceName,
 	results.Text(results.ColFormat, "mooncake | alibaba"),
-	results.Int(results.ColBlockTokens, "tokens", "tokens per hash id"),
+	blockTokens,
 	results.Text(results.ColMetric, "the figure: requests, input_tokens, apc_ceiling_any, knee95, working_set_peak, ..."),
 	results.Text(results.ColStat, `mean | p50 | p90 | p99 | max; "" for a single figure`),
 	results.Float(results.ColValue, "", "the figure, in the row's unit"),
 	results.Text("unit", "the value's unit: count | tokens | bytes | s | fraction"),
 	results.Bool(results.ColPredicted, "true for the LRU model's figures (curves, knees), false for counts"),
 	results.Text(results.ColMethod, "exact | shards (sampled)"),
-	results.Float(results.ColSampleRate, "fraction", "the share of hash ids sampled; 1 when exact"),
+	sampleRate,
 	results.Float(results.ColErrorPP, "pp", `SHARDS: the error bound in hit-ratio points; "" exact`),
 	results.Int(results.ColInstances, "count", "knees: the instance count"),
 	results.Text(results.ColRoute, "knees of several instances: the router"),
@@ -45,9 +52,9 @@ var TraceColumns = []results.Column{
 // CurveColumns are the whole header of trace_curve.csv: the LRU model's
 // hit ratio against the capacity per instance.
 var CurveColumns = []results.Column{
-	results.Text(results.ColTrace, "the trace file's name"),
+	traceName,
 	results.Text(results.ColModel, "the model whose KV geometry sized the blocks"),
-	results.Int(results.ColBlockTokens, "tokens", "tokens per hash id"),
+	blockTokens,
 	results.Int("block_bytes", "B", "KV bytes of one block"),
 	results.Int(results.ColInstances, "count", "instances the trace is spread over"),
 	results.Text(results.ColRoute, "the router of several instances"),
@@ -60,20 +67,20 @@ var CurveColumns = []results.Column{
 	results.Float(results.ColCeiling, "fraction", "the hit ratio of an infinite cache"),
 	results.Float("stderr", "fraction", `SHARDS: the hit ratio's standard error; "" exact`),
 	results.Text(results.ColMethod, "exact | shards"),
-	results.Float(results.ColSampleRate, "fraction", "the share of hash ids sampled; 1 when exact"),
+	sampleRate,
 	results.Bool(results.ColPredicted, "always true: the LRU model's"),
 }
 
 // WindowColumns are the whole header of trace_windows.csv: the working
 // set per sliding window over time.
 var WindowColumns = []results.Column{
-	results.Text(results.ColTrace, "the trace file's name"),
+	traceName,
 	results.Float(results.ColWindow, "s", "the window's length"),
 	results.Float(results.ColTime, "s", "the window's end, seconds since the trace's first request"),
 	results.Float(results.ColDistinctBlocks, "blocks", "distinct blocks referenced in the window (SHARDS: scaled up)"),
 	results.Int(results.ColKVBytes, "B", "their KV"),
 	results.Text(results.ColMethod, "exact | shards"),
-	results.Float(results.ColSampleRate, "fraction", "the share of hash ids sampled; 1 when exact"),
+	sampleRate,
 }
 
 // Suite declares what kvtier trace writes.

@@ -29,7 +29,7 @@ var columns = []results.Column{
 	results.Float(results.ColT11_5GiB, "s", "derived: seconds to move 11.5 GiB at this rep's rate"),
 	results.Bool(results.ColVerified, "whether the bytes moved were checked and matched"),
 	results.Text("gpu", "the destination GPU (dst_mem=gpu), or both GPUs of a peer copy"),
-	results.Text("timing", "events (CUDA events) | clock (the host clock)"),
+	results.TimingColumn,
 	results.Bool("held", "whether the stream was held until the work was queued"),
 }
 

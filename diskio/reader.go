@@ -167,15 +167,7 @@ func (r *ringReader) addRange(op string, file, mem, n int64) error {
 
 // readErr names the file offset of the request that failed.
 func (r *ringReader) readErr(f *File, plan []kv.Copy, err error) error {
-	var ue *uring.Error
-	if errors.As(err, &ue) && ue.Index >= 0 && ue.Index < len(r.reqs) {
-		q := r.reqs[ue.Index]
-		if ue.Short {
-			return fmt.Errorf("read %s at offset %d: %d of %d bytes (the file is shorter than expected)", f.Path, q.Off, ue.Got, q.Len)
-		}
-		return fmt.Errorf("read %s at offset %d (%d bytes): %w", f.Path, q.Off, q.Len, err)
-	}
-	return fmt.Errorf("read %s: %w", f.Path, err)
+	return ringErr(f.Path, r.reqs, false, err)
 }
 
 func (r *ringReader) Close() error { return r.ring.Close() }
@@ -191,36 +183,5 @@ func (r *preadReader) Close() error { return nil }
 
 // Read preads every chunk in order; ctx is checked every batch chunks.
 func (r *preadReader) Read(ctx context.Context, f *File, plan []kv.Copy) error {
-	for i, c := range plan {
-		if i%batch == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if c.Bytes <= 0 || c.Dst < 0 || c.Src < 0 || c.Dst+c.Bytes > int64(len(r.dst)) {
-			return fmt.Errorf("diskio: read of %d bytes to %d outside a buffer of %d", c.Bytes, c.Dst, len(r.dst))
-		}
-		if err := pread(f, r.dst[c.Dst:c.Dst+c.Bytes], c.Src); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pread fills p from f at off, resuming after a partial read; reaching
-// the end of the file first is an error.
-func pread(f *File, p []byte, off int64) error {
-	for done := 0; done < len(p); {
-		n, err := unix.Pread(f.Fd(), p[done:], off+int64(done))
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return fmt.Errorf("read %s at offset %d (%d bytes): %w", f.Path, off, len(p), err)
-		case n == 0:
-			return fmt.Errorf("read %s at offset %d: %d of %d bytes (the file is shorter than expected)", f.Path, off, done, len(p))
-		}
-		done += n
-	}
-	return nil
+	return syncChunks(ctx, f, plan, r.dst, false)
 }

@@ -2,7 +2,6 @@ package diskio
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -83,15 +82,7 @@ func (w *ringWriter) Write(ctx context.Context, f *File, plan []kv.Copy) error {
 
 // writeErr names the file offset of the request that failed.
 func (w *ringWriter) writeErr(f *File, err error) error {
-	var ue *uring.Error
-	if errors.As(err, &ue) && ue.Index >= 0 && ue.Index < len(w.r.reqs) {
-		q := w.r.reqs[ue.Index]
-		if ue.Short {
-			return writeErr(f.Path, fmt.Errorf("at offset %d: %d of %d bytes written: %w", q.Off, ue.Got, q.Len, unix.ENOSPC))
-		}
-		return writeErr(f.Path, fmt.Errorf("at offset %d (%d bytes): %w", q.Off, q.Len, err))
-	}
-	return writeErr(f.Path, err)
+	return ringErr(f.Path, w.r.reqs, true, err)
 }
 
 type pwriteWriter struct {
@@ -105,37 +96,7 @@ func (w *pwriteWriter) Close() error { return nil }
 
 // Write pwrites every chunk in order; ctx is checked every batch chunks.
 func (w *pwriteWriter) Write(ctx context.Context, f *File, plan []kv.Copy) error {
-	for i, c := range plan {
-		if i%batch == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if c.Bytes <= 0 || c.Dst < 0 || c.Src < 0 || c.Src+c.Bytes > int64(len(w.src)) {
-			return fmt.Errorf("diskio: write of %d bytes from %d outside a buffer of %d", c.Bytes, c.Src, len(w.src))
-		}
-		if err := pwrite(f, w.src[c.Src:c.Src+c.Bytes], c.Dst); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pwrite writes p to f at off, resuming after a partial write.
-func pwrite(f *File, p []byte, off int64) error {
-	for done := 0; done < len(p); {
-		n, err := unix.Pwrite(f.Fd(), p[done:], off+int64(done))
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return writeErr(f.Path, fmt.Errorf("at offset %d (%d bytes): %w", off, len(p), err))
-		case n == 0:
-			return writeErr(f.Path, fmt.Errorf("at offset %d: %d of %d bytes written: %w", off, done, len(p), unix.ENOSPC))
-		}
-		done += n
-	}
-	return nil
+	return syncChunks(ctx, f, plan, w.src, true)
 }
 
 // OpenWrite opens path for reading and writing, with O_DIRECT when

@@ -210,14 +210,8 @@ func (x *cudaBuffer) Close() error {
 	}
 	x.b.mu.Unlock()
 	var errs []error
-	if x.dev != nil {
-		errs = append(errs, x.dev.Free())
-		x.dev = nil
-	}
-	if x.pin != nil {
-		errs = append(errs, x.pin.Free())
-		x.pin = nil
-	}
+	release(&errs, &x.dev, (*cuda.DeviceMem).Free)
+	release(&errs, &x.pin, (*cuda.HostMem).Free)
 	if x.mmap != nil {
 		errs = append(errs, unix.Munmap(x.mmap))
 		x.mmap = nil
@@ -674,26 +668,14 @@ func (b *CUDABackend) Close() error {
 		}
 		errs = append(errs, b.stream.Sync())
 	}
-	if b.handle != nil {
-		errs = append(errs, b.handle.Destroy())
-		b.handle = nil
-	}
+	release(&errs, &b.handle, (*cuda.Handle).Destroy)
 	// Note: libcublas and libcuda stay loaded (no dlclose), as in NCCL:
 	// unloading the driver with its threads alive is not safe.
 	b.blas = nil
-	if b.scratch != nil {
-		errs = append(errs, b.scratch.Free())
-		b.scratch = nil
-	}
+	release(&errs, &b.scratch, (*cuda.DeviceMem).Free)
 	closeOnce(&errs, &b.queued, &b.blocking)
 	b.plan.Free()
-	if b.stream != nil {
-		errs = append(errs, b.stream.Destroy())
-		b.stream = nil
-	}
-	if b.ctx != nil {
-		errs = append(errs, b.ctx.Release())
-		b.ctx = nil
-	}
+	release(&errs, &b.stream, (*cuda.Stream).Destroy)
+	release(&errs, &b.ctx, (*cuda.Context).Release)
 	return errors.Join(errs...)
 }

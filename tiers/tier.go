@@ -319,6 +319,15 @@ type Scrubber interface {
 	Scrub(p Prefix) error
 }
 
+// release frees *p with free unless it is nil, records the error in
+// errs and forgets *p, so that a second close frees nothing twice.
+func release[T any](errs *[]error, p **T, free func(*T) error) {
+	if *p != nil {
+		*errs = append(*errs, free(*p))
+		*p = nil
+	}
+}
+
 // closeOnce closes each of cs that is set and clears it, so that a
 // second Close finds nothing to close, adding each error to errs.
 func closeOnce[C interface {

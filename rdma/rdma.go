@@ -158,15 +158,15 @@ func toError(op string, st status, wrs []WR) error {
 	case ibvwrap.CodeOK:
 		return nil
 	case ibvwrap.CodeWC:
-		ce := &CompletionError{Index: st.WRIndex, Status: st.WCStatus, Text: st.Msg}
-		if st.WRIndex >= 0 && st.WRIndex < len(wrs) {
-			ce.WR = wrs[st.WRIndex]
+		ce := &CompletionError{Index: st.Index, Status: st.WCStatus, Text: st.Msg}
+		if st.Index >= 0 && st.Index < len(wrs) {
+			ce.WR = wrs[st.Index]
 		}
 		return ce
 	}
 	msg := st.Msg
-	if st.Code == ibvwrap.CodeSys && st.WRIndex >= 0 {
-		msg = fmt.Sprintf("%s (work request %d)", msg, st.WRIndex)
+	if st.Code == ibvwrap.CodeSys && st.Index >= 0 {
+		msg = fmt.Sprintf("%s (work request %d)", msg, st.Index)
 	}
 	return &Error{Op: op, Code: st.Code, Errno: syscall.Errno(st.Errno), Msg: msg}
 }

@@ -173,7 +173,7 @@ func TestPlanSpreadsOverQPs(t *testing.T) {
 
 func TestErrorMapping(t *testing.T) {
 	wrs := []WR{{QP: 1, Len: 16384, Remote: 0x1000, RKey: 0xbad}}
-	err := toError("read", status{Code: ibvwrap.CodeWC, WCStatus: 10, WRIndex: 0, Msg: "remote access error"}, wrs)
+	err := toError("read", status{Code: ibvwrap.CodeWC, WCStatus: 10, Index: 0, Msg: "remote access error"}, wrs)
 	var ce *CompletionError
 	if !errors.As(err, &ce) || ce.Index != 0 || ce.WR.QP != 1 ||
 		!strings.Contains(err.Error(), "work request 0") || !strings.Contains(err.Error(), "remote access error") {
@@ -183,12 +183,12 @@ func TestErrorMapping(t *testing.T) {
 		code int
 		want error
 	}{{ibvwrap.CodeNoLib, ErrNoLibrary}, {ibvwrap.CodeNoDev, ErrNoDevice}, {ibvwrap.CodeUnsup, ErrUnsupported}, {ibvwrap.CodeTimeout, ErrTimeout}, {ibvwrap.CodeArg, ErrBadArg}} {
-		err := toError("op", status{Code: tc.code, WRIndex: -1, Msg: "m"}, nil)
+		err := toError("op", status{Code: tc.code, Index: -1, Msg: "m"}, nil)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("code %d: %v is not %v", tc.code, err, tc.want)
 		}
 	}
-	err = toError("reg mr", status{Code: ibvwrap.CodeSys, Errno: int(syscall.ENOMEM), WRIndex: -1, Msg: "ibv_reg_mr: Cannot allocate memory"}, nil)
+	err = toError("reg mr", status{Code: ibvwrap.CodeSys, Errno: int(syscall.ENOMEM), Index: -1, Msg: "ibv_reg_mr: Cannot allocate memory"}, nil)
 	if !errors.Is(err, syscall.ENOMEM) || !strings.HasPrefix(err.Error(), "rdma: reg mr: ") {
 		t.Fatalf("sys error: %v", err)
 	}

@@ -2,47 +2,16 @@
  * Built by cgo as part of package cublaswrap. */
 #include "cublaswrap.h"
 
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static int kv_blas_fail(kv_cublas_err *e, const char *op, int code)
-{
-	if (e) {
-		e->op = op;
-		e->code = code;
-	}
-	return code;
-}
 
 kv_cublas *kv_cublas_load(const char *path, kv_cublas_err *e)
 {
-	e->msg[0] = 0;
-	dlerror();
-	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		const char *d = dlerror();
-		snprintf(e->msg, sizeof e->msg, "%s", d ? d : "unknown dlopen error");
-		kv_blas_fail(e, "dlopen", KV_BLAS_ERR_NO_LIBRARY);
+	kv_cublas *B = kv_shim_open(path, NULL, "libcublas", sizeof *B, e);
+	if (!B)
 		return NULL;
-	}
-	/* From here on the library stays open whatever happens: no dlclose. */
-	kv_cublas *B = calloc(1, sizeof *B);
-	if (!B) {
-		kv_blas_fail(e, "calloc", KV_BLAS_ERR_NO_MEMORY);
-		return NULL;
-	}
-	B->lib = lib;
-	snprintf(B->path, sizeof B->path, "%s", path);
-#define KV_CUBLAS_RESOLVE(name, req, ret, args)                                                \
-	B->name = (ret(*) args)dlsym(lib, #name);                                              \
-	if (!B->name && (req)) {                                                               \
-		snprintf(e->msg, sizeof e->msg, "%s: required symbol %s not found", path, #name); \
-		kv_blas_fail(e, #name, KV_BLAS_ERR_NO_SYMBOL);                                 \
-		free(B);                                                                       \
-		return NULL;                                                                   \
-	}
+#define KV_CUBLAS_RESOLVE(name, req, ret, args)               \
+	B->name = (ret(*) args)dlsym(B->head.lib, #name);     \
+	if (!B->name && (req))                                \
+		return kv_shim_missing(B, #name, NULL, e);
 	KV_CUBLAS_SYMBOLS(KV_CUBLAS_RESOLVE)
 #undef KV_CUBLAS_RESOLVE
 	return B;
@@ -50,13 +19,11 @@ kv_cublas *kv_cublas_load(const char *path, kv_cublas_err *e)
 
 int kv_cublas_preload(const char *path, kv_cublas_err *e)
 {
-	e->msg[0] = 0;
-	dlerror();
-	if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) { /* kept open: no dlclose */
-		const char *d = dlerror();
-		snprintf(e->msg, sizeof e->msg, "%s", d ? d : "unknown dlopen error");
-		return kv_blas_fail(e, "dlopen", KV_BLAS_ERR_NO_LIBRARY);
-	}
+	/* The table is not needed, only the library, which stays open. */
+	void *t = kv_shim_open(path, NULL, "libcublasLt", sizeof(kv_shim_lib), e);
+	if (!t)
+		return e->code;
+	free(t);
 	return 0;
 }
 
@@ -69,7 +36,7 @@ const char *kv_cublas_status_name(kv_cublas *B, int code)
 static int kv_blas_ctx(kv_blas_set_ctx_fn set, void *ctx, kv_cublas_err *e)
 {
 	int r = set(ctx);
-	return r ? kv_blas_fail(e, "cuCtxSetCurrent", r) : 0;
+	return r ? kv_shim_fail(e, "cuCtxSetCurrent", r) : 0;
 }
 
 int kv_cublas_create(kv_cublas *B, kv_blas_set_ctx_fn set_ctx, void *ctx, kv_blas_stream s, kv_blas_handle **out,
@@ -78,7 +45,7 @@ int kv_cublas_create(kv_cublas *B, kv_blas_set_ctx_fn set_ctx, void *ctx, kv_bla
 	*out = NULL;
 	kv_blas_handle *h = calloc(1, sizeof *h);
 	if (!h)
-		return kv_blas_fail(e, "calloc", KV_BLAS_ERR_NO_MEMORY);
+		return kv_shim_fail(e, "calloc", KV_SHIM_ERR_NO_MEMORY);
 	h->set_ctx = set_ctx;
 	h->ctx = ctx;
 	int r = kv_blas_ctx(set_ctx, ctx, e);
@@ -100,7 +67,7 @@ int kv_cublas_create(kv_cublas *B, kv_blas_set_ctx_fn set_ctx, void *ctx, kv_bla
 		if (h->h)
 			B->cublasDestroy_v2(h->h);
 		free(h);
-		return kv_blas_fail(e, op, r);
+		return kv_shim_fail(e, op, r);
 	}
 	*out = h;
 	return 0;
@@ -113,7 +80,7 @@ int kv_cublas_destroy(kv_cublas *B, kv_blas_handle *h, kv_cublas_err *e)
 		return r;
 	r = B->cublasDestroy_v2(h->h);
 	if (r != 0)
-		return kv_blas_fail(e, "cublasDestroy_v2", r);
+		return kv_shim_fail(e, "cublasDestroy_v2", r);
 	free(h);
 	return 0;
 }
@@ -149,7 +116,7 @@ int kv_cublas_gemms(kv_cublas *B, kv_blas_handle *bh, const kv_gemm *g, size_t n
 				KV_CUBLAS_GEMM_DEFAULT);
 		}
 		if (r != 0)
-			return kv_blas_fail(e, op, r);
+			return kv_shim_fail(e, op, r);
 		*done = i + 1;
 	}
 	return 0;

@@ -15,36 +15,21 @@ import "C"
 import (
 	"errors"
 	"unsafe"
+
+	"github.com/kvtier/kvtier/csrc/internal/shim"
 )
 
 // Loader codes in Status.Code, outside the cublasStatus_t range.
 const (
-	CodeNoLibrary = C.KV_BLAS_ERR_NO_LIBRARY
-	CodeNoSymbol  = C.KV_BLAS_ERR_NO_SYMBOL
+	CodeNoLibrary = shim.CodeNoLibrary
+	CodeNoSymbol  = shim.CodeNoSymbol
 )
 
 // A Status is the outcome of one shim call: Code 0, a raw cublasStatus_t
 // (or the CUresult of cuCtxSetCurrent when Op says so), or a loader code.
-type Status struct {
-	Op   string
-	Code int
-	Msg  string
-}
+type Status = shim.Status
 
-// OK reports success.
-func (s Status) OK() bool { return s.Code == 0 }
-
-func status(rc C.int, e *C.kv_cublas_err) Status {
-	if rc == 0 {
-		return Status{}
-	}
-	return failure(e)
-}
-
-// failure is the Status of a failed call, from what the shim put in e.
-func failure(e *C.kv_cublas_err) Status {
-	return Status{Op: C.GoString(e.op), Code: int(e.code), Msg: C.GoString(&e.msg[0])}
-}
+func status(rc C.int, e *C.kv_cublas_err) Status { return shim.Check(int(rc), unsafe.Pointer(e)) }
 
 // A Lib is one loaded libcublas. It is never unloaded.
 type Lib struct {
@@ -55,24 +40,23 @@ type Lib struct {
 // Load opens the library at path (a file or a soname) and resolves its
 // symbols. Each call loads anew; callers cache.
 func Load(path string) (*Lib, Status) {
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	var e C.kv_cublas_err
-	b := C.kv_cublas_load(cpath, &e)
-	if b == nil {
-		return nil, failure(&e)
+	t, opened, st := shim.Load(path, func(p, e unsafe.Pointer) unsafe.Pointer {
+		return unsafe.Pointer(C.kv_cublas_load((*C.char)(p), (*C.kv_cublas_err)(e)))
+	})
+	if t == nil {
+		return nil, st
 	}
-	return &Lib{b: b, Path: C.GoString(&b.path[0])}, Status{}
+	return &Lib{b: (*C.kv_cublas)(t), Path: opened}, st
 }
 
 // Preload opens the library at path and keeps it open (libcublasLt
 // beside a libcublas that is not on the loader's path: libcublas then
 // finds it by its soname).
 func Preload(path string) Status {
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
+	cpath, free := shim.CString(path)
+	defer free()
 	var e C.kv_cublas_err
-	return status(C.kv_cublas_preload(cpath, &e), &e)
+	return status(C.kv_cublas_preload((*C.char)(cpath), &e), &e)
 }
 
 // StatusName is cublasGetStatusName, "" where the library lacks it.

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../internal/shim/shim.h"
+
 typedef int cublasStatus_t;
 typedef struct cublasContext *cublasHandle_t;
 typedef struct CUstream_st *kv_blas_stream;
@@ -34,12 +36,6 @@ typedef struct CUstream_st *kv_blas_stream;
 #define KV_CUBLAS_ENUM(name, value) KV_##name = (value),
 enum { KV_CUBLAS_CONSTANTS(KV_CUBLAS_ENUM) };
 #undef KV_CUBLAS_ENUM
-
-enum {
-	KV_BLAS_ERR_NO_LIBRARY = -1,
-	KV_BLAS_ERR_NO_SYMBOL = -2,
-	KV_BLAS_ERR_NO_MEMORY = -4,
-};
 
 /* The driver's cuCtxSetCurrent, as cudawrap hands it over. */
 typedef int (*kv_blas_set_ctx_fn)(void *ctx);
@@ -58,18 +54,15 @@ typedef int (*kv_blas_set_ctx_fn)(void *ctx);
 	X(cublasGetStatusName, 0, const char *, (cublasStatus_t))
 
 typedef struct kv_cublas {
-	void *lib;
-	char path[512];
+	kv_shim_lib head; /* the library and the path that opened */
 #define KV_CUBLAS_FIELD(name, req, ret, args) ret(*name) args;
 	KV_CUBLAS_SYMBOLS(KV_CUBLAS_FIELD)
 #undef KV_CUBLAS_FIELD
 } kv_cublas;
 
-typedef struct {
-	const char *op;
-	int code;
-	char msg[1024];
-} kv_cublas_err;
+/* A kv_cublas_err says which call failed: code is a raw cublasStatus_t,
+ * the CUresult of cuCtxSetCurrent, or a KV_SHIM_ERR_* loader code. */
+typedef kv_shim_err kv_cublas_err;
 
 /* A kv_blas_handle is a cuBLAS handle with the context it belongs to. */
 typedef struct {

@@ -2,29 +2,15 @@
  * See cudawrap.h. Built by cgo as part of package cudawrap. */
 #include "cudawrap.h"
 
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 typedef CUresult (*kv_getproc_v2_t)(const char *, void **, int, unsigned long long, int *);
 typedef CUresult (*kv_getproc_t)(const char *, void **, int, unsigned long long);
 typedef CUresult (*kv_drvver_t)(int *);
-
-static int kv_fail(kv_cuda_err *e, const char *op, int code)
-{
-	if (e) {
-		e->op = op;
-		e->code = code;
-	}
-	return code;
-}
 
 #define KV_CHECK(e, call, name)                     \
 	do {                                        \
 		CUresult kv_r_ = (call);            \
 		if (kv_r_ != 0)                     \
-			return kv_fail(e, name, kv_r_); \
+			return kv_shim_fail(e, name, kv_r_); \
 	} while (0)
 
 /* kv_getproc_fallback resolves name at its KV_CUDA_FALLBACKS ABI, for a
@@ -49,34 +35,25 @@ typedef struct {
 	kv_drvver_t ver;
 } kv_entry;
 
-/* kv_open_lib opens libcuda at opened and finds its entry points; NULL
- * with e set if either fails. The library stays open: no dlclose. */
-static void *kv_open_lib(const char *opened, kv_entry *ep, kv_cuda_err *e)
+/* kv_entries finds L's driver entry points by dlsym; nonzero with e set
+ * if either is missing. */
+static int kv_entries(kv_cuda *L, kv_entry *ep, kv_cuda_err *e)
 {
-	dlerror();
-	void *lib = dlopen(opened, RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		const char *d = dlerror();
-		snprintf(e->msg, sizeof e->msg, "cannot load libcuda (tried %s): %s", opened,
-			 d ? d : "unknown dlopen error");
-		kv_fail(e, "dlopen", KV_ERR_NO_LIBRARY);
-		return NULL;
-	}
+	void *lib = L->head.lib;
 	ep->gp2 = (kv_getproc_v2_t)dlsym(lib, "cuGetProcAddress_v2");
 	ep->gp1 = ep->gp2 ? NULL : (kv_getproc_t)dlsym(lib, "cuGetProcAddress");
 	ep->ver = (kv_drvver_t)dlsym(lib, "cuDriverGetVersion");
 	if ((!ep->gp2 && !ep->gp1) || !ep->ver) {
-		snprintf(e->msg, sizeof e->msg, "%s: no %s (driver older than CUDA 11.3?)", opened,
+		snprintf(e->msg, sizeof e->msg, "%s: no %s (driver older than CUDA 11.3?)", L->head.path,
 			 ep->ver ? "cuGetProcAddress" : "cuDriverGetVersion");
-		kv_fail(e, "dlsym", KV_ERR_NO_SYMBOL);
-		return NULL;
+		return kv_shim_fail(e, "dlsym", KV_SHIM_ERR_NO_SYMBOL);
 	}
-	return lib;
+	return 0;
 }
 
 /* kv_resolve fills L's table. A required symbol missing fails it; an
  * optional one stays NULL and its callers report unsupported. */
-static int kv_resolve(kv_cuda *L, const kv_entry *ep, const char *opened, kv_cuda_err *e)
+static int kv_resolve(kv_cuda *L, const kv_entry *ep, kv_cuda_err *e)
 {
 	kv_getproc_v2_t gp2 = ep->gp2;
 	kv_getproc_t gp1 = ep->gp1;
@@ -92,8 +69,8 @@ static int kv_resolve(kv_cuda *L, const kv_entry *ep, const char *opened, kv_cud
 		L->name = (CUresult(*) args)p_;                                                       \
 		if (!p_ && (req)) {                                                                   \
 			snprintf(e->msg, sizeof e->msg, "%s: required %s (ABI %d) not found (driver %d)", \
-				 opened, #name, (abi), L->driver_version);                            \
-			return kv_fail(e, #name, KV_ERR_NO_SYMBOL);                                   \
+				 L->head.path, #name, (abi), L->driver_version);                          \
+			return kv_shim_fail(e, #name, KV_SHIM_ERR_NO_SYMBOL);                                   \
 		}                                                                                     \
 	} while (0);
 	KV_CUDA_SYMBOLS(KV_CUDA_RESOLVE)
@@ -112,32 +89,24 @@ static int kv_init(kv_cuda *L, kv_cuda_err *e)
 		snprintf(e->name, sizeof e->name, "%s", n);
 	if (L->cuGetErrorString(r, &m) == 0 && m)
 		snprintf(e->msg, sizeof e->msg, "%s", m);
-	return kv_fail(e, "cuInit", r);
+	return kv_shim_fail(e, "cuInit", r);
 }
 
 kv_cuda *kv_cuda_load(const char *path, kv_cuda_err *e)
 {
-	const char *opened = path && path[0] ? path : "libcuda.so.1";
-
-	e->msg[0] = 0;
-	e->name[0] = 0;
+	static const char *const names[] = {"libcuda.so.1", NULL};
+	kv_cuda *L = kv_shim_open(path, names, "libcuda", sizeof *L, e);
+	if (!L)
+		return NULL;
 	kv_entry ep;
-	void *lib = kv_open_lib(opened, &ep, e);
-	if (!lib)
-		return NULL;
-	kv_cuda *L = calloc(1, sizeof *L);
-	if (!L) {
-		kv_fail(e, "calloc", KV_ERR_NO_MEMORY);
-		return NULL;
-	}
-	L->lib = lib;
-	snprintf(L->path, sizeof L->path, "%s", opened);
+	if (kv_entries(L, &ep, e) != 0)
+		goto fail;
 	CUresult r = ep.ver(&L->driver_version);
 	if (r != 0) {
-		kv_fail(e, "cuDriverGetVersion", r);
+		kv_shim_fail(e, "cuDriverGetVersion", r);
 		goto fail;
 	}
-	if (kv_resolve(L, &ep, opened, e) != 0 || kv_init(L, e) != 0)
+	if (kv_resolve(L, &ep, e) != 0 || kv_init(L, e) != 0)
 		goto fail;
 	return L;
 fail:
@@ -270,7 +239,7 @@ KV_CTX_CALL(kv_cuda_stream_sync, (kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda
 int kv_cuda_stream_wait32(kv_cuda *L, CUcontext ctx, CUstream s, CUdeviceptr flag, uint32_t v, kv_cuda_err *e)
 {
 	if (!L->cuStreamWaitValue32)
-		return kv_fail(e, "cuStreamWaitValue32", KV_ERR_UNSUPPORTED);
+		return kv_shim_fail(e, "cuStreamWaitValue32", KV_SHIM_ERR_UNSUPPORTED);
 	KV_CTX(e, L, ctx);
 	KV_CHECK(e, L->cuStreamWaitValue32(s, flag, v, KV_CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32");
 	return 0;
@@ -300,7 +269,7 @@ int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int device, int dir
 	KV_CTX(e, L, ctx);
 	if (how == KV_BATCH) {
 		if (!L->cuMemcpyBatchAsync)
-			return kv_fail(e, "cuMemcpyBatchAsync", KV_ERR_UNSUPPORTED);
+			return kv_shim_fail(e, "cuMemcpyBatchAsync", KV_SHIM_ERR_UNSUPPORTED);
 		if (n == 0)
 			return 0;
 		kv_CUmemcpyAttributes attr;
@@ -317,7 +286,7 @@ int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int device, int dir
 						   &attr, &idx, 1, &fail, s);
 		if (r != 0) {
 			*done = fail == (size_t)-1 ? 0 : fail;
-			return kv_fail(e, "cuMemcpyBatchAsync", r);
+			return kv_shim_fail(e, "cuMemcpyBatchAsync", r);
 		}
 		*done = n;
 		return 0;
@@ -340,7 +309,7 @@ int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int device, int dir
 			break;
 		}
 		if (r != 0)
-			return kv_fail(e, op, r);
+			return kv_shim_fail(e, op, r);
 		*done = i + 1;
 	}
 	return 0;
@@ -349,7 +318,7 @@ int kv_cuda_copy_plan(kv_cuda *L, CUcontext ctx, CUstream s, int device, int dir
 int kv_cuda_dmabuf(kv_cuda *L, CUcontext ctx, CUdeviceptr p, size_t size, int *fd, kv_cuda_err *e)
 {
 	if (!L->cuMemGetHandleForAddressRange)
-		return kv_fail(e, "cuMemGetHandleForAddressRange", KV_ERR_UNSUPPORTED);
+		return kv_shim_fail(e, "cuMemGetHandleForAddressRange", KV_SHIM_ERR_UNSUPPORTED);
 	KV_CTX(e, L, ctx);
 	KV_CHECK(e, L->cuMemGetHandleForAddressRange(fd, p, size, KV_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
 		 "cuMemGetHandleForAddressRange");
@@ -361,7 +330,7 @@ int kv_cuda_can_access_peer(kv_cuda *L, int dev, int peer, int *can, kv_cuda_err
 	CUdevice d, p;
 	*can = 0;
 	if (!L->cuDeviceCanAccessPeer)
-		return kv_fail(e, "cuDeviceCanAccessPeer", KV_ERR_UNSUPPORTED);
+		return kv_shim_fail(e, "cuDeviceCanAccessPeer", KV_SHIM_ERR_UNSUPPORTED);
 	KV_CHECK(e, L->cuDeviceGet(&d, dev), "cuDeviceGet");
 	KV_CHECK(e, L->cuDeviceGet(&p, peer), "cuDeviceGet");
 	KV_CHECK(e, L->cuDeviceCanAccessPeer(can, d, p), "cuDeviceCanAccessPeer");
@@ -371,11 +340,11 @@ int kv_cuda_can_access_peer(kv_cuda *L, int dev, int peer, int *can, kv_cuda_err
 int kv_cuda_enable_peer(kv_cuda *L, CUcontext ctx, CUcontext peer, kv_cuda_err *e)
 {
 	if (!L->cuCtxEnablePeerAccess)
-		return kv_fail(e, "cuCtxEnablePeerAccess", KV_ERR_UNSUPPORTED);
+		return kv_shim_fail(e, "cuCtxEnablePeerAccess", KV_SHIM_ERR_UNSUPPORTED);
 	KV_CTX(e, L, ctx);
 	CUresult r = L->cuCtxEnablePeerAccess(peer, 0);
 	if (r != 0 && r != KV_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
-		return kv_fail(e, "cuCtxEnablePeerAccess", r);
+		return kv_shim_fail(e, "cuCtxEnablePeerAccess", r);
 	return 0;
 }
 
@@ -384,7 +353,7 @@ int kv_cuda_copy_peer(kv_cuda *L, CUcontext ctx, CUstream s, CUcontext dctx, CUc
 {
 	*done = 0;
 	if (!L->cuMemcpyPeerAsync)
-		return kv_fail(e, "cuMemcpyPeerAsync", KV_ERR_UNSUPPORTED);
+		return kv_shim_fail(e, "cuMemcpyPeerAsync", KV_SHIM_ERR_UNSUPPORTED);
 	KV_CTX(e, L, ctx);
 	for (size_t i = 0; i < n; i++) {
 		KV_CHECK(e, L->cuMemcpyPeerAsync(dsts[i], dctx, srcs[i], sctx, sizes[i], s), "cuMemcpyPeerAsync");
@@ -396,7 +365,7 @@ int kv_cuda_copy_peer(kv_cuda *L, CUcontext ctx, CUstream s, CUcontext dctx, CUc
 int kv_cuda_flush_gdr(kv_cuda *L, CUcontext ctx, kv_cuda_err *e)
 {
 	if (!L->cuFlushGPUDirectRDMAWrites)
-		return kv_fail(e, "cuFlushGPUDirectRDMAWrites", KV_ERR_UNSUPPORTED);
+		return kv_shim_fail(e, "cuFlushGPUDirectRDMAWrites", KV_SHIM_ERR_UNSUPPORTED);
 	KV_CTX(e, L, ctx);
 	KV_CHECK(e,
 		 L->cuFlushGPUDirectRDMAWrites(KV_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX,

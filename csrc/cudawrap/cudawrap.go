@@ -17,6 +17,8 @@ import "C"
 
 import (
 	"unsafe"
+
+	"github.com/kvtier/kvtier/csrc/internal/shim"
 )
 
 // Handles the driver returns, opaque to Go.
@@ -29,10 +31,10 @@ type (
 // Loader codes in Status.Code, outside the CUresult range, and the
 // CUresults callers branch on.
 const (
-	CodeNoLibrary   = C.KV_ERR_NO_LIBRARY
-	CodeNoSymbol    = C.KV_ERR_NO_SYMBOL
-	CodeUnsupported = C.KV_ERR_UNSUPPORTED
-	CodeNoMemory    = C.KV_ERR_NO_MEMORY
+	CodeNoLibrary   = shim.CodeNoLibrary
+	CodeNoSymbol    = shim.CodeNoSymbol
+	CodeUnsupported = shim.CodeUnsupported
+	CodeNoMemory    = shim.CodeNoMemory
 
 	ErrorNotSupported = C.KV_CUDA_ERROR_NOT_SUPPORTED
 )
@@ -71,28 +73,12 @@ const (
 	BatchAPI = C.KV_BATCH
 )
 
-// A Status is the outcome of one shim call.
-type Status struct {
-	Op   string // the driver function or loader step that failed
-	Code int    // 0, a raw CUresult, or a Code* loader code
-	Name string // the CUresult's name where the loader could ask
-	Msg  string // the loader's detail (path tried, dlerror)
-}
+// A Status is the outcome of one shim call: Code 0, a raw CUresult or a
+// Code* loader code; Name is the CUresult's name where the loader could
+// ask, Msg the loader's detail (paths tried, dlerror).
+type Status = shim.Status
 
-// OK reports success.
-func (s Status) OK() bool { return s.Code == 0 }
-
-func status(rc C.int, e *C.kv_cuda_err) Status {
-	if rc == 0 {
-		return Status{}
-	}
-	return failure(e)
-}
-
-// failure is the Status of a failed call, from what the shim put in e.
-func failure(e *C.kv_cuda_err) Status {
-	return Status{Op: C.GoString(e.op), Code: int(e.code), Name: C.GoString(&e.name[0]), Msg: C.GoString(&e.msg[0])}
-}
+func status(rc C.int, e *C.kv_cuda_err) Status { return shim.Check(int(rc), unsafe.Pointer(e)) }
 
 // A Lib is one loaded libcuda. It is never unloaded.
 type Lib struct {
@@ -104,17 +90,14 @@ type Lib struct {
 // Load opens the driver at path ("" for libcuda.so.1), resolves its
 // functions and runs cuInit. Each call loads anew; callers cache.
 func Load(path string) (*Lib, Status) {
-	var cpath *C.char
-	if path != "" {
-		cpath = C.CString(path)
-		defer C.free(unsafe.Pointer(cpath))
+	t, opened, st := shim.Load(path, func(p, e unsafe.Pointer) unsafe.Pointer {
+		return unsafe.Pointer(C.kv_cuda_load((*C.char)(p), (*C.kv_cuda_err)(e)))
+	})
+	if t == nil {
+		return nil, st
 	}
-	var e C.kv_cuda_err
-	l := C.kv_cuda_load(cpath, &e)
-	if l == nil {
-		return nil, failure(&e)
-	}
-	return &Lib{l: l, Path: C.GoString(&l.path[0]), Version: int(l.driver_version)}, Status{}
+	l := (*C.kv_cuda)(t)
+	return &Lib{l: l, Path: opened, Version: int(l.driver_version)}, st
 }
 
 // Has reports whether the driver provided the named function (its base

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../internal/shim/shim.h"
+
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
@@ -86,14 +88,9 @@ typedef struct {
 enum { KV_CUDA_CONSTANTS(KV_CUDA_ENUM) };
 #undef KV_CUDA_ENUM
 
-enum {
-	KV_CUDA_SUCCESS = 0,
-	/* Loader failures, outside the CUresult range. */
-	KV_ERR_NO_LIBRARY = -1,
-	KV_ERR_NO_SYMBOL = -2,   /* a required symbol is missing */
-	KV_ERR_UNSUPPORTED = -3, /* an optional symbol is missing */
-	KV_ERR_NO_MEMORY = -4,
-};
+/* Loader failures are shim.h's KV_SHIM_ERR_* codes, outside the CUresult
+ * range. */
+enum { KV_CUDA_SUCCESS = 0 };
 
 /* X(name, abi version, required, parameter list). Ask for the base name at
  * the version whose ABI is declared: cuMemAlloc at 3020 is cuMemAlloc_v2,
@@ -151,21 +148,17 @@ enum {
 
 /* A kv_cuda is one loaded libcuda: its handle and its function table. */
 typedef struct kv_cuda {
-	void *lib;
+	kv_shim_lib head; /* the library and the path that opened */
 	int driver_version;
-	char path[512]; /* the path that opened */
 #define KV_CUDA_FIELD(name, ver, req, args) CUresult (*name) args;
 	KV_CUDA_SYMBOLS(KV_CUDA_FIELD)
 #undef KV_CUDA_FIELD
 } kv_cuda;
 
-/* A kv_cuda_err says which operation failed and how. */
-typedef struct {
-	const char *op; /* static string: the driver function or shim step */
-	int code;       /* raw CUresult, or a KV_ERR_* loader code */
-	char name[64];  /* CUresult name when the loader could ask; "" else */
-	char msg[1024]; /* loader detail (path tried, dlerror); "" else */
-} kv_cuda_err;
+/* A kv_cuda_err says which operation failed and how: code is a raw
+ * CUresult or a KV_SHIM_ERR_* loader code, name the CUresult's name when
+ * the loader could ask. */
+typedef kv_shim_err kv_cuda_err;
 
 /* kv_cuda_set_ctx_fn is how another shim (cuBLAS) makes a context current
  * in the same C call as its own work: kv_cuda_set_ctx(L) returns the

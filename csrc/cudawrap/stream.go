@@ -14,18 +14,24 @@ import (
 func cstream(s Stream) C.CUstream { return C.CUstream(unsafe.Pointer(s)) }
 func cevent(ev Event) C.CUevent   { return C.CUevent(unsafe.Pointer(ev)) }
 
-// StreamCreate creates a non-blocking stream in context c.
-func (l *Lib) StreamCreate(c Ctx) (Stream, Status) {
-	var s C.CUstream
+// call runs f, a shim call that fills e on failure, and returns its
+// Status.
+func call(f func(e *C.kv_cuda_err) C.int) Status {
 	var e C.kv_cuda_err
-	st := status(C.kv_cuda_stream_create(l.l, cctx(c), &s, &e), &e)
-	return Stream(unsafe.Pointer(s)), st
+	return status(f(&e), &e)
+}
+
+// StreamCreate creates a non-blocking stream in context c.
+func (l *Lib) StreamCreate(c Ctx) (s Stream, st Status) {
+	st = call(func(e *C.kv_cuda_err) C.int {
+		return C.kv_cuda_stream_create(l.l, cctx(c), (*C.CUstream)(unsafe.Pointer(&s)), e)
+	})
+	return s, st
 }
 
 // StreamDestroy is cuStreamDestroy.
 func (l *Lib) StreamDestroy(c Ctx, s Stream) Status {
-	var e C.kv_cuda_err
-	return status(C.kv_cuda_stream_destroy(l.l, cctx(c), cstream(s), &e), &e)
+	return call(func(e *C.kv_cuda_err) C.int { return C.kv_cuda_stream_destroy(l.l, cctx(c), cstream(s), e) })
 }
 
 // StreamSync is cuStreamSynchronize.
@@ -42,17 +48,16 @@ func (l *Lib) StreamWait32(c Ctx, s Stream, flag uint64, v uint32) Status {
 }
 
 // EventCreate creates a timing event.
-func (l *Lib) EventCreate(c Ctx) (Event, Status) {
-	var ev C.CUevent
-	var e C.kv_cuda_err
-	st := status(C.kv_cuda_event_create(l.l, cctx(c), &ev, &e), &e)
-	return Event(unsafe.Pointer(ev)), st
+func (l *Lib) EventCreate(c Ctx) (ev Event, st Status) {
+	st = call(func(e *C.kv_cuda_err) C.int {
+		return C.kv_cuda_event_create(l.l, cctx(c), (*C.CUevent)(unsafe.Pointer(&ev)), e)
+	})
+	return ev, st
 }
 
 // EventDestroy is cuEventDestroy.
 func (l *Lib) EventDestroy(c Ctx, ev Event) Status {
-	var e C.kv_cuda_err
-	return status(C.kv_cuda_event_destroy(l.l, cctx(c), cevent(ev), &e), &e)
+	return call(func(e *C.kv_cuda_err) C.int { return C.kv_cuda_event_destroy(l.l, cctx(c), cevent(ev), e) })
 }
 
 // EventRecord queues ev on s.

@@ -2,21 +2,13 @@
  * See cufilewrap.h. Built by cgo as part of package cufilewrap. */
 #include "cufilewrap.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
+/* kv_fail records that op failed with code, nothing else. */
 static int kv_fail(kv_cufile_err *e, const char *op, int code)
 {
-	e->op = op;
-	e->code = code;
-	e->cu_err = 0;
-	e->sys_errno = 0;
-	e->index = -1;
-	e->res = 0;
-	return code;
+	kv_shim_clear(e);
+	return kv_shim_fail(e, op, code);
 }
 
 /* kv_status turns a returned CUfileError_t into the shim's code. */
@@ -42,60 +34,23 @@ static int kv_ctx(kv_cufile_set_ctx_fn set, uint64_t ctx, kv_cufile_err *e)
 	return 0;
 }
 
-static void *kv_open(const char *path, kv_cufile_err *e)
-{
-	const char *tries[] = {"libcufile.so.0", "libcufile.so"};
-	int n = 2;
-	if (path && path[0]) {
-		tries[0] = path;
-		n = 1;
-	}
-	size_t used = 0;
-	for (int i = 0; i < n; i++) {
-		dlerror();
-		void *lib = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
-		if (lib)
-			return lib;
-		const char *d = dlerror();
-		used += snprintf(e->msg + used, sizeof e->msg - used, "%s%s", i ? "; " : "cannot load libcufile: ",
-				 d ? d : tries[i]);
-		if (used >= sizeof e->msg)
-			break;
-	}
-	return NULL;
-}
-
 kv_cufile *kv_cufile_load(const char *path, kv_cufile_err *e)
 {
-	e->msg[0] = 0;
-	void *lib = kv_open(path, e);
-	if (!lib) {
-		kv_fail(e, "dlopen", KV_CUFILE_ERR_NO_LIBRARY);
+	static const char *const names[] = {"libcufile.so.0", "libcufile.so", NULL};
+	kv_cufile *L = kv_shim_open(path, names, "libcufile", sizeof *L, e);
+	if (!L)
 		return NULL;
-	}
-	/* From here on the library stays open whatever happens: no dlclose. */
-	kv_cufile *L = calloc(1, sizeof *L);
-	if (!L) {
-		kv_fail(e, "calloc", KV_CUFILE_ERR_NO_MEMORY);
-		return NULL;
-	}
-	L->lib = lib;
-	snprintf(L->path, sizeof L->path, "%s", path && path[0] ? path : "libcufile.so.0");
-#define KV_CUFILE_RESOLVE(name, sym, req, ret, args)                                            \
-	do {                                                                                    \
-		const char *s_ = sym;                                                           \
-		void *p_ = dlsym(lib, s_);                                                      \
-		if (!p_ && strcmp(s_, #name) != 0)                                              \
-			p_ = dlsym(lib, s_ = #name);                                            \
-		L->name = (ret(*) args)p_;                                                      \
-		if (p_ && strcmp(#name, "cuFileDriverClose") == 0)                              \
-			snprintf(L->close_symbol, sizeof L->close_symbol, "%s", s_);            \
-		if (!p_ && (req)) {                                                             \
-			snprintf(e->msg, sizeof e->msg, "%s: required %s not found", L->path, sym); \
-			kv_fail(e, sym, KV_CUFILE_ERR_NO_SYMBOL);                               \
-			free(L);                                                                \
-			return NULL;                                                            \
-		}                                                                               \
+#define KV_CUFILE_RESOLVE(name, sym, req, ret, args)                                 \
+	do {                                                                         \
+		const char *s_ = sym;                                                \
+		void *p_ = dlsym(L->head.lib, s_);                                   \
+		if (!p_ && strcmp(s_, #name) != 0)                                   \
+			p_ = dlsym(L->head.lib, s_ = #name);                         \
+		L->name = (ret(*) args)p_;                                           \
+		if (p_ && strcmp(#name, "cuFileDriverClose") == 0)                   \
+			snprintf(L->close_symbol, sizeof L->close_symbol, "%s", s_); \
+		if (!p_ && (req))                                                    \
+			return kv_shim_missing(L, sym, NULL, e);                     \
 	} while (0);
 	KV_CUFILE_SYMBOLS(KV_CUFILE_RESOLVE)
 #undef KV_CUFILE_RESOLVE

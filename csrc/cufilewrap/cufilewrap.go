@@ -17,14 +17,16 @@ import "C"
 
 import (
 	"unsafe"
+
+	"github.com/kvtier/kvtier/csrc/internal/shim"
 )
 
 // Shim codes in Status.Code, outside cuFile's, and the cuFile codes
 // callers name.
 const (
-	CodeNoLibrary = C.KV_CUFILE_ERR_NO_LIBRARY
-	CodeNoSymbol  = C.KV_CUFILE_ERR_NO_SYMBOL
-	CodeNoMemory  = C.KV_CUFILE_ERR_NO_MEMORY
+	CodeNoLibrary = shim.CodeNoLibrary
+	CodeNoSymbol  = shim.CodeNoSymbol
+	CodeNoMemory  = shim.CodeNoMemory
 	CodeContext   = C.KV_CUFILE_ERR_CONTEXT // making the CUDA context current failed; CUErr says how
 	CodeErrno     = C.KV_CUFILE_ERR_ERRNO   // cuFileRead or cuFileWrite returned -1; Errno says why
 	CodeShort     = C.KV_CUFILE_ERR_SHORT   // cuFileRead or cuFileWrite moved fewer bytes than asked
@@ -33,27 +35,14 @@ const (
 	CUDADriverError      = C.KV_CU_FILE_CUDA_DRIVER_ERROR
 )
 
-// A Status is the outcome of one shim call.
-type Status struct {
-	Op    string // the cuFile function or shim step that failed
-	Code  int    // 0, a CUfileOpError, or a Code* shim code
-	CUErr int    // the CUresult of a CUDA driver error
-	Errno int    // errno of CodeErrno
-	Index int    // the request of a failed read or write; -1 else
-	Got   int64  // bytes a short read or write returned
-	Msg   string // loader detail
-}
+// A Status is the outcome of one shim call: Op the cuFile function or
+// shim step that failed; Code 0, a CUfileOpError or a Code* shim code;
+// CUErr the CUresult of a CUDA driver error; Errno the errno of
+// CodeErrno; Index the request of a failed read or write (-1 else); Got
+// the bytes a short read or write returned; Msg the loader's detail.
+type Status = shim.Status
 
-// OK reports success.
-func (s Status) OK() bool { return s.Code == 0 }
-
-func status(rc C.int, e *C.kv_cufile_err) Status {
-	if rc == 0 {
-		return Status{}
-	}
-	return Status{Op: C.GoString(e.op), Code: int(e.code), CUErr: int(e.cu_err), Errno: int(e.sys_errno),
-		Index: int(e.index), Got: int64(e.res), Msg: C.GoString(&e.msg[0])}
-}
+func status(rc C.int, e *C.kv_cufile_err) Status { return shim.Check(int(rc), unsafe.Pointer(e)) }
 
 // A Ctx is what makes the caller's CUDA context current in a cuFile
 // call: the loaded cuCtxSetCurrent and the CUcontext (a driver handle,
@@ -75,17 +64,14 @@ type Lib struct {
 // Load opens libcufile at path ("" for libcufile.so.0, then libcufile.so)
 // and resolves its functions.
 func Load(path string) (*Lib, Status) {
-	var cpath *C.char
-	if path != "" {
-		cpath = C.CString(path)
-		defer C.free(unsafe.Pointer(cpath))
+	t, opened, st := shim.Load(path, func(p, e unsafe.Pointer) unsafe.Pointer {
+		return unsafe.Pointer(C.kv_cufile_load((*C.char)(p), (*C.kv_cufile_err)(e)))
+	})
+	if t == nil {
+		return nil, st
 	}
-	var e C.kv_cufile_err
-	l := C.kv_cufile_load(cpath, &e)
-	if l == nil {
-		return nil, Status{Op: C.GoString(e.op), Code: int(e.code), Index: -1, Msg: C.GoString(&e.msg[0])}
-	}
-	return &Lib{l: l, Path: C.GoString(&l.path[0]), Close: C.GoString(&l.close_symbol[0])}, Status{}
+	l := (*C.kv_cufile)(t)
+	return &Lib{l: l, Path: opened, Close: C.GoString(&l.close_symbol[0])}, st
 }
 
 // DriverOpen is cuFileDriverOpen with c current.

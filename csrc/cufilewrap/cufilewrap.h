@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../internal/shim/shim.h"
+
 /* CUfileError_t: two int-sized enums, the cuFile status and, when it is
  * CU_FILE_CUDA_DRIVER_ERROR, the CUresult. Returned by value. */
 typedef struct {
@@ -65,13 +67,10 @@ enum { KV_CUFILE_CONSTANTS(KV_CUFILE_ENUM) };
 #undef KV_CUFILE_ENUM
 
 enum {
-	/* Loader and shim failures, outside cuFile's codes. */
-	KV_CUFILE_ERR_NO_LIBRARY = -1,
-	KV_CUFILE_ERR_NO_SYMBOL = -2,
-	KV_CUFILE_ERR_NO_MEMORY = -3,
-	KV_CUFILE_ERR_CONTEXT = -4, /* making the CUDA context current failed; cu_err says how */
-	KV_CUFILE_ERR_ERRNO = -5,   /* cuFileRead or cuFileWrite returned -1: errno says why */
-	KV_CUFILE_ERR_SHORT = -6,   /* cuFileRead or cuFileWrite moved fewer bytes than asked */
+	/* Shim failures, outside cuFile's codes and shim.h's loader codes. */
+	KV_CUFILE_ERR_CONTEXT = -5, /* making the CUDA context current failed; cu_err says how */
+	KV_CUFILE_ERR_ERRNO = -6,   /* cuFileRead or cuFileWrite returned -1: errno says why */
+	KV_CUFILE_ERR_SHORT = -7,   /* cuFileRead or cuFileWrite moved fewer bytes than asked */
 };
 
 /* X(name, exported symbol, required, return type, parameter list). */
@@ -88,24 +87,19 @@ enum {
 
 /* A kv_cufile is one loaded libcufile: its handle and function table. */
 typedef struct kv_cufile {
-	void *lib;
-	char path[512];         /* the path that opened */
+	kv_shim_lib head;       /* the library and the path that opened */
 	char close_symbol[64];  /* the cuFileDriverClose that resolved */
 #define KV_CUFILE_FIELD(name, sym, req, ret, args) ret(*name) args;
 	KV_CUFILE_SYMBOLS(KV_CUFILE_FIELD)
 #undef KV_CUFILE_FIELD
 } kv_cufile;
 
-/* A kv_cufile_err says which call failed and how. */
-typedef struct {
-	const char *op; /* static string: the cuFile function or shim step */
-	int code;       /* a CUfileOpError, or a KV_CUFILE_ERR_* code */
-	int cu_err;     /* the CUresult of a CUDA driver error */
-	int sys_errno;  /* errno of KV_CUFILE_ERR_ERRNO */
-	long index;     /* the request of a failed read or write; -1 else */
-	long long res;  /* bytes a short read or write returned */
-	char msg[512];  /* loader detail (paths tried, dlerror); "" else */
-} kv_cufile_err;
+/* A kv_cufile_err says which call failed and how: code is a
+ * CUfileOpError, a KV_CUFILE_ERR_* or a KV_SHIM_ERR_* code; cu_err the
+ * CUresult of a CUDA driver error, sys_errno the errno of
+ * KV_CUFILE_ERR_ERRNO, index the request of a failed read or write (-1
+ * else), res the bytes a short one returned. */
+typedef kv_shim_err kv_cufile_err;
 
 /* kv_cufile_set_ctx_fn makes a CUDA context current (cuCtxSetCurrent). */
 typedef int (*kv_cufile_set_ctx_fn)(void *ctx);

@@ -25,10 +25,8 @@ static void kvt_set(kvt_ibv_status *st, int code, int err, const char *fmt, cons
 
 static void kvt_clear(kvt_ibv_status *st)
 {
-	if (!st)
-		return;
-	memset(st, 0, sizeof(*st));
-	st->wr_index = -1;
+	if (st)
+		kv_shim_clear(st);
 }
 
 #include <dlfcn.h>
@@ -43,63 +41,36 @@ static void kvt_clear(kvt_ibv_status *st)
 /* A kvt_ibv_lib is one loaded libibverbs: its handle and its table. */
 #define KVT_DECL(name, ver, req, ret, params) ret(*p_##name) params;
 struct kvt_ibv_lib {
-	void *handle;
-	char path[256];
+	kv_shim_lib head; /* the library and the path that opened */
 	KVT_IBV_SYMBOLS(KVT_DECL)
 };
 #undef KVT_DECL
 
-int kvt_ibv_load(const char *path, kvt_ibv_lib **out, kvt_ibv_status *st)
+/* kvt_load_failed turns shim.h's loader codes into the shim's. */
+static kvt_ibv_lib *kvt_load_failed(kvt_ibv_status *st)
 {
-	kvt_clear(st);
-	*out = NULL;
-	int given = path && path[0];
-	const char *names[] = {given ? path : "libibverbs.so.1", given ? NULL : "libibverbs.so"};
-	char tried[KVT_IBV_MSGLEN] = "";
-	void *handle = NULL;
-	const char *opened = NULL;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !handle; i++) {
-		if (!names[i])
-			continue;
-		handle = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-		if (handle) {
-			opened = names[i];
-		} else {
-			size_t used = strlen(tried);
-			snprintf(tried + used, sizeof(tried) - used, "%s%s", used ? "; " : "", dlerror());
-		}
-	}
-	if (!handle) {
-		kvt_set(st, KVT_IBV_ENOLIB, 0, "cannot load libibverbs (tried: %s)%s", tried, NULL);
-		return KVT_IBV_ENOLIB;
-	}
-	/* From here on the library stays open whatever happens: no dlclose. */
-	kvt_ibv_lib *L = calloc(1, sizeof(*L));
-	if (!L) {
-		kvt_set(st, KVT_IBV_ESYS, ENOMEM, "cannot load libibverbs: out of memory%s%s", NULL, NULL);
-		return KVT_IBV_ESYS;
-	}
-	L->handle = handle;
-	snprintf(L->path, sizeof(L->path), "%s", opened);
-	const char *missing = NULL, *missing_ver = NULL;
-#define KVT_LOAD(name, ver, req, ret, params)                                        \
-	L->p_##name = (ret(*) params)dlvsym(handle, #name, ver);                      \
-	if (!L->p_##name && (req) && !missing) {                                     \
-		missing = #name;                                                     \
-		missing_ver = ver;                                                   \
+	int oom = st->code == KV_SHIM_ERR_NO_MEMORY;
+	st->sys_errno = oom ? ENOMEM : 0;
+	st->code = oom ? KVT_IBV_ESYS : KVT_IBV_ENOLIB;
+	return NULL;
+}
+
+kvt_ibv_lib *kvt_ibv_load(const char *path, kvt_ibv_status *st)
+{
+	static const char *const names[] = {"libibverbs.so.1", "libibverbs.so", NULL};
+	kvt_ibv_lib *L = kv_shim_open(path, names, "libibverbs", sizeof(*L), st);
+	if (!L)
+		return kvt_load_failed(st);
+#define KVT_LOAD(name, ver, req, ret, params)                         \
+	L->p_##name = (ret(*) params)dlvsym(L->head.lib, #name, ver); \
+	if (!L->p_##name && (req)) {                                  \
+		kv_shim_missing(L, #name, ver, st);                   \
+		return kvt_load_failed(st);                           \
 	}
 	KVT_IBV_SYMBOLS(KVT_LOAD)
 #undef KVT_LOAD
-	if (missing) {
-		kvt_set(st, KVT_IBV_ENOLIB, 0, "libibverbs lacks %s@%s", missing, missing_ver);
-		free(L);
-		return KVT_IBV_ENOLIB;
-	}
-	*out = L;
-	return KVT_IBV_OK;
+	return L;
 }
-
-const char *kvt_ibv_lib_path(const kvt_ibv_lib *L) { return L->path; }
 
 int kvt_ibv_has_dmabuf(const kvt_ibv_lib *L) { return L->p_ibv_reg_dmabuf_mr != NULL; }
 
@@ -598,7 +569,7 @@ static int kvt_rd_fill(kvt_ibv_rd *rd, int q, kvt_ibv_status *st)
 		rd->next[q] += posted;
 		errno = rc;
 		kvt_sys(st, "ibv_post_send", NULL);
-		st->wr_index = bad ? (long)bad->wr_id : (long)next;
+		st->index = bad ? (long)bad->wr_id : (long)next;
 		return KVT_IBV_ESYS;
 	}
 	rd->inflight[q] += k;
@@ -618,7 +589,7 @@ static int kvt_rd_reap(kvt_ibv_rd *rd, const struct ibv_wc *wc, int got, kvt_ibv
 				kvt_rd_credit(rd, (long)wc[j].wr_id);
 			st->code = KVT_IBV_EWC;
 			st->wc_status = wc[i].status;
-			st->wr_index = idx;
+			st->index = idx;
 			snprintf(st->msg, sizeof(st->msg), "%s", rd->ep->L->p_ibv_wc_status_str(wc[i].status));
 			return KVT_IBV_EWC;
 		}

@@ -24,6 +24,8 @@ import (
 	"runtime"
 	"strings"
 	"unsafe"
+
+	"github.com/kvtier/kvtier/csrc/internal/shim"
 )
 
 // Status codes of the shim (ibvwrap.h).
@@ -40,22 +42,12 @@ const (
 	MaxQP       = C.KVT_IBV_MAXQP
 )
 
-// A Status is the outcome of one shim call.
-type Status struct {
-	Code     int
-	Errno    int // errno of the failing verb, 0 if none
-	WCStatus int // enum ibv_wc_status of a failed completion
-	WRIndex  int // index of the failing work request, -1 if none
-	Msg      string
-}
+// A Status is the outcome of one shim call: Code a Code* code, Errno the
+// errno of the failing verb (0 if none), WCStatus the enum ibv_wc_status
+// of a failed completion, Index the failing work request (-1 if none).
+type Status = shim.Status
 
-// OK reports success.
-func (s Status) OK() bool { return s.Code == CodeOK }
-
-func status(st *C.kvt_ibv_status) Status {
-	return Status{Code: int(st.code), Errno: int(st.sys_errno), WCStatus: int(st.wc_status),
-		WRIndex: int(st.wr_index), Msg: C.GoString(&st.msg[0])}
-}
+func status(st *C.kvt_ibv_status) Status { return shim.Failure(unsafe.Pointer(st)) }
 
 // A Lib is one loaded libibverbs. It is never unloaded.
 type Lib struct {
@@ -66,18 +58,13 @@ type Lib struct {
 // Load opens libibverbs at path, or where path is "" at libibverbs.so.1,
 // then libibverbs.so. Each call loads anew; callers cache.
 func Load(path string) (*Lib, Status) {
-	var cs *C.char
-	if path != "" {
-		cs = C.CString(path)
-		defer C.free(unsafe.Pointer(cs))
+	t, opened, st := shim.Load(path, func(p, e unsafe.Pointer) unsafe.Pointer {
+		return unsafe.Pointer(C.kvt_ibv_load((*C.char)(p), (*C.kvt_ibv_status)(e)))
+	})
+	if t == nil {
+		return nil, st
 	}
-	var st C.kvt_ibv_status
-	var l *C.kvt_ibv_lib
-	C.kvt_ibv_load(cs, &l, &st)
-	if s := status(&st); !s.OK() {
-		return nil, s
-	}
-	return &Lib{l: l, Path: C.GoString(C.kvt_ibv_lib_path(l))}, Status{}
+	return &Lib{l: (*C.kvt_ibv_lib)(t), Path: opened}, st
 }
 
 // HasDMABuf reports whether the library has ibv_reg_dmabuf_mr.

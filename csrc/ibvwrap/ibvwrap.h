@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../internal/shim/shim.h"
+
 /* Status codes. */
 enum {
 	KVT_IBV_OK = 0,
@@ -25,16 +27,13 @@ enum {
 	KVT_IBV_EAGAIN = 9    /* a time slice passed, reads still in flight */
 };
 
-#define KVT_IBV_MSGLEN 256
 #define KVT_IBV_MAXQP 64
 
-typedef struct {
-	int code;
-	int sys_errno;   /* errno of the failing verb, 0 if none */
-	int wc_status;   /* enum ibv_wc_status of a failed completion */
-	long wr_index;   /* index of the failing work request, -1 if none */
-	char msg[KVT_IBV_MSGLEN];
-} kvt_ibv_status;
+/* A kvt_ibv_status is shim.h's error: code a KVT_IBV_* code, sys_errno
+ * the errno of the failing verb (0 if none), wc_status the enum
+ * ibv_wc_status of a failed completion, index the failing work request
+ * (-1 if none). */
+typedef kv_shim_err kvt_ibv_status;
 
 /* What an opened endpoint found. */
 typedef struct {
@@ -69,9 +68,7 @@ typedef struct kvt_ibv_ep kvt_ibv_ep;
  * from libibverbs.so.1, then libibverbs.so, and resolves its symbols. The
  * message lists every path tried. Each call loads anew; the caller keeps
  * one library per path. */
-int kvt_ibv_load(const char *path, kvt_ibv_lib **out, kvt_ibv_status *st);
-/* kvt_ibv_lib_path is the path that opened. */
-const char *kvt_ibv_lib_path(const kvt_ibv_lib *L);
+kvt_ibv_lib *kvt_ibv_load(const char *path, kvt_ibv_status *st);
 /* kvt_ibv_has_dmabuf reports whether ibv_reg_dmabuf_mr was found. */
 int kvt_ibv_has_dmabuf(const kvt_ibv_lib *L);
 /* kvt_ibv_devices writes the names of the RDMA devices, newline

@@ -2,25 +2,13 @@
  * See nvmlwrap.h. Built by cgo as part of package nvmlwrap. */
 #include "nvmlwrap.h"
 
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static int kv_fail(kv_nvml_err *e, const char *op, int code)
-{
-	e->op = op;
-	e->code = code;
-	return code;
-}
-
 /* kv_check turns a returned nvmlReturn_t into the shim's code, with
  * NVML's own message for it. */
 static int kv_check(kv_nvml *L, kv_nvml_err *e, const char *op, kv_nvmlReturn_t r)
 {
 	if (r == KV_NVML_SUCCESS)
 		return 0;
-	kv_fail(e, op, r);
+	kv_shim_fail(e, op, r);
 	const char *s = L->nvmlErrorString ? L->nvmlErrorString(r) : NULL;
 	snprintf(e->msg, sizeof e->msg, "%s", s ? s : "");
 	return r;
@@ -28,32 +16,14 @@ static int kv_check(kv_nvml *L, kv_nvml_err *e, const char *op, kv_nvmlReturn_t 
 
 kv_nvml *kv_nvml_load(const char *path, kv_nvml_err *e)
 {
-	e->msg[0] = 0;
-	const char *p = path && path[0] ? path : "libnvidia-ml.so.1";
-	dlerror();
-	void *lib = dlopen(p, RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		const char *d = dlerror();
-		snprintf(e->msg, sizeof e->msg, "cannot load %s: %s", p, d ? d : "dlopen failed");
-		kv_fail(e, "dlopen", KV_NVML_ERR_NO_LIBRARY);
+	static const char *const names[] = {"libnvidia-ml.so.1", NULL};
+	kv_nvml *L = kv_shim_open(path, names, "libnvidia-ml", sizeof *L, e);
+	if (!L)
 		return NULL;
-	}
-	/* From here on the library stays open whatever happens: no dlclose. */
-	kv_nvml *L = calloc(1, sizeof *L);
-	if (!L) {
-		kv_fail(e, "calloc", KV_NVML_ERR_NO_MEMORY);
-		return NULL;
-	}
-	L->lib = lib;
-	snprintf(L->path, sizeof L->path, "%s", p);
-#define KV_NVML_RESOLVE(name, sym, req, ret, args)                                               \
-	L->name = (ret(*) args)dlsym(lib, sym);                                                  \
-	if (!L->name && (req)) {                                                                 \
-		snprintf(e->msg, sizeof e->msg, "%s: required %s not found", L->path, sym);      \
-		kv_fail(e, sym, KV_NVML_ERR_NO_SYMBOL);                                          \
-		free(L);                                                                         \
-		return NULL;                                                                     \
-	}
+#define KV_NVML_RESOLVE(name, sym, req, ret, args)      \
+	L->name = (ret(*) args)dlsym(L->head.lib, sym); \
+	if (!L->name && (req))                          \
+		return kv_shim_missing(L, sym, NULL, e);
 	KV_NVML_SYMBOLS(KV_NVML_RESOLVE)
 #undef KV_NVML_RESOLVE
 	return L;

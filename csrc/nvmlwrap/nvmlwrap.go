@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"github.com/kvtier/kvtier/csrc/internal/shim"
 )
 
 // Codes in Error.Code: NVML's that callers name, and the loader's.
@@ -29,9 +31,9 @@ const (
 	ErrLibNotFound   = C.KV_NVML_ERROR_LIBRARY_NOT_FOUND
 	ErrFuncNotFound  = C.KV_NVML_ERROR_FUNCTION_NOT_FOUND
 
-	CodeNoLibrary = C.KV_NVML_ERR_NO_LIBRARY // dlopen failed
-	CodeNoSymbol  = C.KV_NVML_ERR_NO_SYMBOL  // a required function is missing
-	CodeNoMemory  = C.KV_NVML_ERR_NO_MEMORY
+	CodeNoLibrary = shim.CodeNoLibrary // dlopen failed
+	CodeNoSymbol  = shim.CodeNoSymbol  // a required function is missing
+	CodeNoMemory  = shim.CodeNoMemory
 )
 
 // An Error is a failed NVML call or load.
@@ -63,9 +65,9 @@ var codeNames = map[int]string{
 	C.KV_NVML_ERROR_FUNCTION_NOT_FOUND: "ERROR_FUNCTION_NOT_FOUND",
 	C.KV_NVML_ERROR_GPU_IS_LOST:        "ERROR_GPU_IS_LOST",
 	C.KV_NVML_ERROR_UNKNOWN:            "ERROR_UNKNOWN",
-	C.KV_NVML_ERR_NO_LIBRARY:           "ERROR_LIBRARY_NOT_FOUND",
-	C.KV_NVML_ERR_NO_SYMBOL:            "ERROR_FUNCTION_NOT_FOUND",
-	C.KV_NVML_ERR_NO_MEMORY:            "ERROR_MEMORY",
+	CodeNoLibrary:                      "ERROR_LIBRARY_NOT_FOUND",
+	CodeNoSymbol:                       "ERROR_FUNCTION_NOT_FOUND",
+	CodeNoMemory:                       "ERROR_MEMORY",
 }
 
 // CodeName names an nvmlReturn_t or loader code.
@@ -77,10 +79,14 @@ func CodeName(code int) string {
 }
 
 func failed(rc C.int, e *C.kv_nvml_err) error {
-	if rc == 0 {
+	return errorOf(shim.Check(int(rc), unsafe.Pointer(e)))
+}
+
+func errorOf(st shim.Status) error {
+	if st.OK() {
 		return nil
 	}
-	return &Error{Op: C.GoString(e.op), Code: int(e.code), Msg: C.GoString(&e.msg[0])}
+	return &Error{Op: st.Op, Code: st.Code, Msg: st.Msg}
 }
 
 // A Lib is one loaded libnvidia-ml. It is never unloaded.
@@ -102,17 +108,13 @@ func Load(path string) (*Lib, error) {
 	if l, ok := loaded[path]; ok {
 		return l, nil
 	}
-	var cpath *C.char
-	if path != "" {
-		cpath = C.CString(path)
-		defer C.free(unsafe.Pointer(cpath))
+	t, opened, st := shim.Load(path, func(p, e unsafe.Pointer) unsafe.Pointer {
+		return unsafe.Pointer(C.kv_nvml_load((*C.char)(p), (*C.kv_nvml_err)(e)))
+	})
+	if t == nil {
+		return nil, errorOf(st)
 	}
-	var e C.kv_nvml_err
-	l := C.kv_nvml_load(cpath, &e)
-	if l == nil {
-		return nil, failed(C.int(e.code), &e)
-	}
-	lib := &Lib{l: l, Path: C.GoString(&l.path[0])}
+	lib := &Lib{l: (*C.kv_nvml)(t), Path: opened}
 	loaded[path] = lib
 	return lib, nil
 }

@@ -17,6 +17,8 @@
 #ifndef KVTIER_NVMLWRAP_H
 #define KVTIER_NVMLWRAP_H
 
+#include "../internal/shim/shim.h"
+
 /* nvmlReturn_t and nvmlClockType_t are int-sized enums. */
 typedef int kv_nvmlReturn_t;
 typedef int kv_nvmlClockType_t;
@@ -83,13 +85,6 @@ typedef struct {
 enum { KV_NVML_CONSTANTS(KV_NVML_ENUM) };
 #undef KV_NVML_ENUM
 
-enum {
-	/* Loader failures, outside NVML's codes. */
-	KV_NVML_ERR_NO_LIBRARY = -1,
-	KV_NVML_ERR_NO_SYMBOL = -2,
-	KV_NVML_ERR_NO_MEMORY = -3,
-};
-
 /* X(name, exported symbol, required, return type, parameter list). A
  * function that is not required and not found answers
  * NVML_ERROR_FUNCTION_NOT_FOUND. */
@@ -127,19 +122,16 @@ enum {
 
 /* A kv_nvml is one loaded libnvidia-ml: its handle and function table. */
 typedef struct kv_nvml {
-	void *lib;
-	char path[512]; /* the path that opened */
+	kv_shim_lib head; /* the library and the path that opened */
 #define KV_NVML_FIELD(name, sym, req, ret, args) ret(*name) args;
 	KV_NVML_SYMBOLS(KV_NVML_FIELD)
 #undef KV_NVML_FIELD
 } kv_nvml;
 
-/* A kv_nvml_err says which call failed and how. */
-typedef struct {
-	const char *op; /* static string: the NVML function or loader step */
-	int code;       /* an nvmlReturn_t, or a KV_NVML_ERR_* code */
-	char msg[512];  /* nvmlErrorString's message, or the loader's detail */
-} kv_nvml_err;
+/* A kv_nvml_err says which call failed and how: code is an nvmlReturn_t
+ * or a KV_SHIM_ERR_* loader code, msg nvmlErrorString's message or the
+ * loader's detail. */
+typedef kv_shim_err kv_nvml_err;
 
 /* kv_nvml_gpu is what kvtier reads of one device; a query that failed
  * leaves its fields 0 ("" for strings), mig -1. */

@@ -148,7 +148,7 @@ type Handle struct {
 // on s.
 func (b *BLAS) NewHandle(s *Stream) (*Handle, error) {
 	c := s.c
-	h, v, st := b.b.Create(c.d.l.SetCtxFunc(), unsafe.Pointer(c.ctx), unsafe.Pointer(s.s))
+	h, v, st := b.b.Create(c.d.l.SetCtxFunc(), unsafe.Pointer(c.ctx), unsafe.Pointer(s.h))
 	if err := b.err(st, c.d); err != nil {
 		return nil, err
 	}
@@ -157,11 +157,10 @@ func (b *BLAS) NewHandle(s *Stream) (*Handle, error) {
 
 // Destroy releases the handle.
 func (h *Handle) Destroy() error {
-	if h.h == nil {
+	x, ok := take(&h.h)
+	if !ok {
 		return nil
 	}
-	x := h.h
-	h.h = nil
 	return h.b.err(h.b.b.Destroy(x), h.s.c.d)
 }
 

@@ -32,7 +32,7 @@ func (s *Stream) CopyPeer(dst, src *Context, p *Plan) (int, error) {
 	if p.Len() == 0 {
 		return 0, nil
 	}
-	done, st := s.c.d.l.CopyPeer(s.c.ctx, s.s, dst.ctx, src.ctx, &p.p)
+	done, st := s.c.d.l.CopyPeer(s.c.ctx, s.h, dst.ctx, src.ctx, &p.p)
 	if err := s.c.d.err(st); err != nil {
 		return done, fmt.Errorf("peer copy %d of %d (device %d to %d): %w", done, p.Len(), src.ordinal, dst.ordinal, err)
 	}

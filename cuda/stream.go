@@ -6,67 +6,85 @@ import (
 	"github.com/kvtier/kvtier/csrc/cudawrap"
 )
 
-// A Stream is a non-blocking CUDA stream of the context.
-type Stream struct {
+// A handle is a stream or an event of a context.
+type handle[H comparable] struct {
 	c *Context
-	s cudawrap.Stream
+	h H
 }
+
+// newHandle makes a stream or an event in c by create, the driver call.
+func newHandle[H comparable](c *Context, create func(cudawrap.Ctx) (H, cudawrap.Status)) (handle[H], error) {
+	h, st := create(c.ctx)
+	return handle[H]{c: c, h: h}, c.d.err(st)
+}
+
+// release destroys the stream or event by destroy, once: a second call
+// finds it gone and does nothing.
+func (x *handle[H]) release(destroy func(cudawrap.Ctx, H) cudawrap.Status) error {
+	h, ok := take(&x.h)
+	if !ok {
+		return nil
+	}
+	return x.c.d.err(destroy(x.c.ctx, h))
+}
+
+// take returns what *p holds and whether it held anything, leaving the
+// zero value: a handle released this way is released once.
+func take[H comparable](p *H) (H, bool) {
+	var none H
+	h := *p
+	*p = none
+	return h, h != none
+}
+
+// A Stream is a non-blocking CUDA stream of the context.
+type Stream struct{ handle[cudawrap.Stream] }
 
 // NewStream creates a stream that does not synchronise with the legacy
 // NULL stream (cuMemcpyBatchAsync refuses that one).
 func (c *Context) NewStream() (*Stream, error) {
-	s, st := c.d.l.StreamCreate(c.ctx)
-	if err := c.d.err(st); err != nil {
+	h, err := newHandle(c, c.d.l.StreamCreate)
+	if err != nil {
 		return nil, err
 	}
-	return &Stream{c: c, s: s}, nil
+	return &Stream{h}, nil
 }
 
 // Sync waits for all work on the stream.
 func (s *Stream) Sync() error {
-	return s.c.d.err(s.c.d.l.StreamSync(s.c.ctx, s.s))
+	return s.c.d.err(s.c.d.l.StreamSync(s.c.ctx, s.h))
 }
 
 // Destroy releases the stream (queued work still completes).
-func (s *Stream) Destroy() error {
-	if s.s == nil {
-		return nil
-	}
-	st := s.s
-	s.s = nil
-	return s.c.d.err(s.c.d.l.StreamDestroy(s.c.ctx, st))
-}
+func (s *Stream) Destroy() error { return s.release(s.c.d.l.StreamDestroy) }
 
 // WaitFlag makes the stream wait until the 32-bit word at device address
 // flag is at least v (cuStreamWaitValue32). ErrUnsupported without it.
 func (s *Stream) WaitFlag(flag uint64, v uint32) error {
-	return s.c.d.err(s.c.d.l.StreamWait32(s.c.ctx, s.s, flag, v))
+	return s.c.d.err(s.c.d.l.StreamWait32(s.c.ctx, s.h, flag, v))
 }
 
 // An Event is a timing event.
-type Event struct {
-	c  *Context
-	ev cudawrap.Event
-}
+type Event struct{ handle[cudawrap.Event] }
 
 // NewEvent creates a timing event.
 func (c *Context) NewEvent() (*Event, error) {
-	ev, st := c.d.l.EventCreate(c.ctx)
-	if err := c.d.err(st); err != nil {
+	h, err := newHandle(c, c.d.l.EventCreate)
+	if err != nil {
 		return nil, err
 	}
-	return &Event{c: c, ev: ev}, nil
+	return &Event{h}, nil
 }
 
 // Record queues the event on s.
 func (ev *Event) Record(s *Stream) error {
-	return ev.c.d.err(ev.c.d.l.EventRecord(ev.c.ctx, ev.ev, s.s))
+	return ev.c.d.err(ev.c.d.l.EventRecord(ev.c.ctx, ev.h, s.h))
 }
 
 // Elapsed waits for stop and returns the seconds from start to stop.
 func Elapsed(start, stop *Event) (float64, error) {
 	c := stop.c
-	ms, st := c.d.l.EventElapsed(c.ctx, start.ev, stop.ev)
+	ms, st := c.d.l.EventElapsed(c.ctx, start.h, stop.h)
 	if err := c.d.err(st); err != nil {
 		return 0, err
 	}
@@ -74,14 +92,7 @@ func Elapsed(start, stop *Event) (float64, error) {
 }
 
 // Destroy releases the event.
-func (ev *Event) Destroy() error {
-	if ev.ev == nil {
-		return nil
-	}
-	x := ev.ev
-	ev.ev = nil
-	return ev.c.d.err(ev.c.d.l.EventDestroy(ev.c.ctx, x))
-}
+func (ev *Event) Destroy() error { return ev.release(ev.c.d.l.EventDestroy) }
 
 // A Dir is the direction of a copy plan.
 type Dir int
@@ -147,7 +158,7 @@ func (s *Stream) Copy(dir Dir, how How, p *Plan) (int, error) {
 	if p.Len() == 0 {
 		return 0, nil
 	}
-	done, st := s.c.d.l.CopyPlan(s.c.ctx, s.s, s.c.ordinal, int(dir), int(how), &p.p)
+	done, st := s.c.d.l.CopyPlan(s.c.ctx, s.h, s.c.ordinal, int(dir), int(how), &p.p)
 	if err := s.c.d.err(st); err != nil {
 		return done, fmt.Errorf("%s copy %d of %d: %w", dir, done, p.Len(), err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 )
@@ -23,50 +22,27 @@ func runCUFile(w io.Writer, cudarc, shims string) error {
 	if err != nil {
 		return err
 	}
-	text, err := os.ReadFile(filepath.Join(shims, "cufilewrap/cufilewrap.h"))
+	want, err := readShimHeader(filepath.Join(shims, "cufilewrap/cufilewrap.h"), reCUFileSym, reCUFileConst, reFieldX)
 	if err != nil {
 		return err
 	}
-	var want shimLists
-	for _, m := range reCUFileSym.FindAllStringSubmatch(string(text), -1) {
-		want.symbols = append(want.symbols, m[2]) // the exported name looked up
-	}
-	want.constants = submatches(reCUFileConst, string(text))
-	for _, m := range reFieldX.FindAllStringSubmatch(string(text), -1) {
-		want.fields = append(want.fields, [2]string{m[1], m[2]})
-		if !contains(want.structs, m[1]) {
-			want.structs = append(want.structs, m[1])
-		}
-	}
-	fmt.Fprintln(w, "# cuFile (GPUDirect Storage) ABI facts kvtier's cuFile shim relies on, per CUDA")
-	fmt.Fprintln(w, "# header version; written by csrc/internal/abigen -cufile from cudarc's bindgen")
-	fmt.Fprintln(w, "# output of NVIDIA's cufile.h. Classes: p pointer, i integer, f float; last, the")
-	fmt.Fprintln(w, "# return type.")
-	for _, v := range versions {
-		lines, err := cufileFacts(v, b, want)
-		if err != nil {
-			return err
-		}
-		for _, l := range lines {
-			fmt.Fprintln(w, l)
-		}
-	}
-	return nil
+	head := `# cuFile (GPUDirect Storage) ABI facts kvtier's cuFile shim relies on, per CUDA
+# header version; written by csrc/internal/abigen -cufile from cudarc's bindgen
+# output of NVIDIA's cufile.h. Classes: p pointer, i integer, f float; last, the
+# return type.
+`
+	return writeFacts(w, head, versions, func(v int) ([]string, error) { return cufileFacts(v, b, want) })
 }
 
 func cufileFacts(v int, b *Bindings, want shimLists) ([]string, error) {
 	var out []string
 	for _, name := range want.symbols {
-		params, ok := lookup(b.Funcs, name, v)
-		if !ok {
-			return nil, fmt.Errorf("cufile.h of CUDA %d declares no %s", v, name)
-		}
-		cls, err := classes(b, params, v)
+		sig, err := signature(b, name, v, fmt.Sprintf("cufile.h of CUDA %d", v))
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, err
 		}
 		ret, _ := lookup(b.Returns, name, v)
-		out = append(out, fmt.Sprintf("%d cufile %s %d%s %s", v, name, len(params), cls, cReturn(ret)))
+		out = append(out, fmt.Sprintf("%d cufile %s %s %s", v, name, sig, cReturn(ret)))
 	}
 	s, err := structFacts(v, b, want)
 	if err != nil {

@@ -91,21 +91,11 @@ func run(w io.Writer, cudarc, abiFile, shims string) error {
 		return err
 	}
 	table := abiTable(string(abiText), drv, want.symbols)
-	fmt.Fprintln(w, "# CUDA ABI facts kvtier's shims rely on, per CUDA header version; written by")
-	fmt.Fprintln(w, "# csrc/internal/abigen from cudarc's bindgen output of NVIDIA's headers and")
-	fmt.Fprintln(w, "# NVIDIA's cuGetProcAddress loader tables. Classes: p pointer, i integer, f float.")
-	var lines []string
-	for _, v := range versions {
-		l, err := facts(v, drv, blas, want, table)
-		if err != nil {
-			return err
-		}
-		lines = append(lines, l...)
-	}
-	for _, l := range lines {
-		fmt.Fprintln(w, l)
-	}
-	return nil
+	head := `# CUDA ABI facts kvtier's shims rely on, per CUDA header version; written by
+# csrc/internal/abigen from cudarc's bindgen output of NVIDIA's headers and
+# NVIDIA's cuGetProcAddress loader tables. Classes: p pointer, i integer, f float.
+`
+	return writeFacts(w, head, versions, func(v int) ([]string, error) { return facts(v, drv, blas, want, table) })
 }
 
 func parseFile(path string) (*Bindings, error) {
@@ -145,14 +135,66 @@ func readShims(dir string) (shimLists, error) {
 		s.symbols = append(s.symbols, submatches(reSym, t)...)
 		s.blas = append(s.blas, submatches(reBlas, t)...)
 		s.constants = append(s.constants, submatches(reConstX, t)...)
-		for _, m := range reFieldX.FindAllStringSubmatch(t, -1) {
-			s.fields = append(s.fields, [2]string{m[1], m[2]})
-			if !contains(s.structs, m[1]) {
-				s.structs = append(s.structs, m[1])
-			}
-		}
+		s.addFields(reFieldX, t)
 	}
 	return s, nil
+}
+
+// addFields appends the X(struct, field) entries re finds in t, and each
+// struct once.
+func (s *shimLists) addFields(re *regexp.Regexp, t string) {
+	for _, m := range re.FindAllStringSubmatch(t, -1) {
+		s.fields = append(s.fields, [2]string{m[1], m[2]})
+		if !contains(s.structs, m[1]) {
+			s.structs = append(s.structs, m[1])
+		}
+	}
+}
+
+// readShimHeader reads what the shim header at path lists: the exported
+// name of each symbol (sym's second group), the constants and the fields.
+func readShimHeader(path string, sym, constant, field *regexp.Regexp) (shimLists, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return shimLists{}, err
+	}
+	var want shimLists
+	for _, m := range sym.FindAllStringSubmatch(string(text), -1) {
+		want.symbols = append(want.symbols, m[2])
+	}
+	want.constants = submatches(constant, string(text))
+	want.addFields(field, string(text))
+	return want, nil
+}
+
+// writeFacts writes head, then the lines facts gives for each source (a
+// header version, a header file), in order.
+func writeFacts[S any](w io.Writer, head string, sources []S, facts func(S) ([]string, error)) error {
+	fmt.Fprint(w, head)
+	for _, src := range sources {
+		lines, err := facts(src)
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	}
+	return nil
+}
+
+// signature is name's parameter count and classes in b at version v;
+// what names b's header in the error.
+func signature(b *Bindings, name string, v int, what string) (string, error) {
+	params, ok := lookup(b.Funcs, name, v)
+	if !ok {
+		return "", fmt.Errorf("%s declares no %s", what, name)
+	}
+	cls, err := classes(b, params, v)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return fmt.Sprintf("%d%s", len(params), cls), nil
 }
 
 func submatches(re *regexp.Regexp, t string) []string {
@@ -272,15 +314,11 @@ func facts(v int, drv, blas *Bindings, want shimLists, table map[string][]abiEnt
 		}
 	}
 	for _, name := range want.blas {
-		params, ok := lookup(blas.Funcs, name, v)
-		if !ok {
-			return nil, fmt.Errorf("cuBLAS %d declares no %s", v, name)
-		}
-		cls, err := classes(blas, params, v)
+		sig, err := signature(blas, name, v, fmt.Sprintf("cuBLAS %d", v))
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, err
 		}
-		out = append(out, fmt.Sprintf("%d blas %s %d%s", v, name, len(params), cls))
+		out = append(out, fmt.Sprintf("%d blas %s %s", v, name, sig))
 	}
 	s, err := structFacts(v, drv, want)
 	if err != nil {

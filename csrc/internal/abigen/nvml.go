@@ -31,35 +31,22 @@ var (
 
 // runNVML writes the NVML golden from the headers at paths.
 func runNVML(w io.Writer, headers []string, shims string) error {
-	text, err := os.ReadFile(filepath.Join(shims, "nvmlwrap/nvmlwrap.h"))
+	want, err := readShimHeader(filepath.Join(shims, "nvmlwrap/nvmlwrap.h"), reNVMLSym, reNVMLConst, reNVMLField)
 	if err != nil {
 		return err
 	}
-	var want shimLists
-	for _, m := range reNVMLSym.FindAllStringSubmatch(string(text), -1) {
-		want.symbols = append(want.symbols, m[2]) // the exported name looked up
-	}
-	want.constants = submatches(reNVMLConst, string(text))
-	for _, m := range reNVMLField.FindAllStringSubmatch(string(text), -1) {
-		want.fields = append(want.fields, [2]string{m[1], m[2]})
-		if !contains(want.structs, m[1]) {
-			want.structs = append(want.structs, m[1])
-		}
-	}
-	fmt.Fprintln(w, "# NVML ABI facts kvtier's NVML shim relies on, per nvml.h version; written by")
-	fmt.Fprintln(w, "# csrc/internal/abigen -nvml from NVIDIA's nvml.h. Symbols by the exported name")
-	fmt.Fprintln(w, "# looked up: parameter count, each parameter's class (p pointer, i integer, f")
-	fmt.Fprintln(w, "# float) and size, then the return's.")
-	for _, h := range headers {
+	head := `# NVML ABI facts kvtier's NVML shim relies on, per nvml.h version; written by
+# csrc/internal/abigen -nvml from NVIDIA's nvml.h. Symbols by the exported name
+# looked up: parameter count, each parameter's class (p pointer, i integer, f
+# float) and size, then the return's.
+`
+	return writeFacts(w, head, headers, func(h string) ([]string, error) {
 		lines, err := nvmlFacts(h, shims, want)
 		if err != nil {
-			return fmt.Errorf("%s: %w", h, err)
+			return nil, fmt.Errorf("%s: %w", h, err)
 		}
-		for _, l := range lines {
-			fmt.Fprintln(w, l)
-		}
-	}
-	return nil
+		return lines, nil
+	})
 }
 
 // nvmlFacts compiles and runs the facts program over header h and

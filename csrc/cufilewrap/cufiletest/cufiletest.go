@@ -8,42 +8,13 @@
 package cufiletest
 
 /*
-#cgo LDFLAGS: -ldl
-#define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdlib.h>
 
-static void *loaded(const char *path) { return dlopen(path, RTLD_NOW | RTLD_NOLOAD); }
+static void call_fail(void *f, const char *s, int code) { ((void (*)(const char *, int))f)(s, code); }
 
-static int fail(const char *path, const char *sym, int code)
+static void call_state(void *f, long *o, long *hd, long *b, long *r, long *w)
 {
-	void *h = loaded(path);
-	if (!h)
-		return -1;
-	void (*f)(const char *, int) = (void (*)(const char *, int))dlsym(h, "fakecufile_fail");
-	if (!f)
-		return -1;
-	f(sym, code);
-	return 0;
-}
-
-static int state(const char *path, long *o, long *hd, long *b, long *r, long *w)
-{
-	void *h = loaded(path);
-	if (!h)
-		return -1;
-	void (*f)(long *, long *, long *, long *, long *) =
-		(void (*)(long *, long *, long *, long *, long *))dlsym(h, "fakecufile_state");
-	if (!f)
-		return -1;
-	f(o, hd, b, r, w);
-	return 0;
-}
-
-static void *sym(const char *path, const char *name)
-{
-	void *h = loaded(path);
-	return h ? dlsym(h, name) : NULL;
+	((void (*)(long *, long *, long *, long *, long *))f)(o, hd, b, r, w);
 }
 
 static void *ctx_of(void *f, long *calls) { return ((void *(*)(long *))f)(calls); }
@@ -87,12 +58,9 @@ func Build(t testing.TB, opts ...Option) string {
 // -1 fails with errno EIO); code 0 clears it.
 func Fail(t testing.TB, lib, sym string, code int) {
 	t.Helper()
-	cp, cs := C.CString(lib), C.CString(sym)
-	defer C.free(unsafe.Pointer(cp))
+	cs := C.CString(sym)
 	defer C.free(unsafe.Pointer(cs))
-	if C.fail(cp, cs, C.int(code)) != 0 {
-		t.Fatalf("cufiletest: %s is not loaded", lib)
-	}
+	C.call_fail(fakelib.Sym(t, lib, "fakecufile_fail"), cs, C.int(code))
 }
 
 // A State is what the loaded fake holds.
@@ -107,12 +75,8 @@ type State struct {
 // StateOf returns the state of the loaded fake at lib.
 func StateOf(t testing.TB, lib string) State {
 	t.Helper()
-	cp := C.CString(lib)
-	defer C.free(unsafe.Pointer(cp))
 	var o, h, b, r, w C.long
-	if C.state(cp, &o, &h, &b, &r, &w) != 0 {
-		t.Fatalf("cufiletest: %s is not loaded", lib)
-	}
+	C.call_state(fakelib.Sym(t, lib, "fakecufile_state"), &o, &h, &b, &r, &w)
 	return State{Open: int64(o), Handles: int64(h), Buffers: int64(b), Reads: int64(r), Writes: int64(w)}
 }
 
@@ -121,8 +85,7 @@ func StateOf(t testing.TB, lib string) State {
 // context 0xbad.
 func SetCtxFunc(t testing.TB, lib string) unsafe.Pointer {
 	t.Helper()
-	p := sym(t, lib, "fakecufile_set_ctx")
-	return p
+	return fakelib.Sym(t, lib, "fakecufile_set_ctx")
 }
 
 // LastCtx returns the last context the fake's stand-in made current and
@@ -130,18 +93,6 @@ func SetCtxFunc(t testing.TB, lib string) unsafe.Pointer {
 func LastCtx(t testing.TB, lib string) (uintptr, int64) {
 	t.Helper()
 	var n C.long
-	c := C.ctx_of(sym(t, lib, "fakecufile_ctx"), &n)
+	c := C.ctx_of(fakelib.Sym(t, lib, "fakecufile_ctx"), &n)
 	return uintptr(c), int64(n)
-}
-
-func sym(t testing.TB, lib, name string) unsafe.Pointer {
-	t.Helper()
-	cp, cn := C.CString(lib), C.CString(name)
-	defer C.free(unsafe.Pointer(cp))
-	defer C.free(unsafe.Pointer(cn))
-	p := C.sym(cp, cn)
-	if p == nil {
-		t.Fatalf("cufiletest: %s is not loaded or lacks %s", lib, name)
-	}
-	return p
 }

@@ -13,16 +13,7 @@
 package nvmltest
 
 /*
-#cgo LDFLAGS: -ldl
-#define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdlib.h>
-
-static void *sym(const char *path, const char *name)
-{
-	void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-	return h ? dlsym(h, name) : NULL;
-}
 
 static void call_fail(void *f, const char *s, int code) { ((void (*)(const char *, int))f)(s, code); }
 static int call_inits(void *f) { return ((int (*)(void))f)(); }
@@ -57,23 +48,11 @@ func Fail(t testing.TB, lib, sym string, code int) {
 	t.Helper()
 	cs := C.CString(sym)
 	defer C.free(unsafe.Pointer(cs))
-	C.call_fail(symbol(t, lib, "fakenvml_fail"), cs, C.int(code))
+	C.call_fail(fakelib.Sym(t, lib, "fakenvml_fail"), cs, C.int(code))
 }
 
 // Inits returns the loaded fake's nvmlInit_v2 calls not yet shut down.
 func Inits(t testing.TB, lib string) int {
 	t.Helper()
-	return int(C.call_inits(symbol(t, lib, "fakenvml_inits")))
-}
-
-func symbol(t testing.TB, lib, name string) unsafe.Pointer {
-	t.Helper()
-	cp, cn := C.CString(lib), C.CString(name)
-	defer C.free(unsafe.Pointer(cp))
-	defer C.free(unsafe.Pointer(cn))
-	p := C.sym(cp, cn)
-	if p == nil {
-		t.Fatalf("nvmltest: %s is not loaded or lacks %s", lib, name)
-	}
-	return p
+	return int(C.call_inits(fakelib.Sym(t, lib, "fakenvml_inits")))
 }

@@ -63,23 +63,40 @@ func (d *Dest) newBounce() ([]byte, func([]peer.Chunk) error, error) {
 
 // bounceTo allocates a pinned buffer of b the size of dst, for reads
 // that cannot land in dst itself, and returns it with its upload: a copy
-// of plan (whose Src and Dst are the same offsets) from it to dst in
-// mode (PerCopy where b lacks mode), waited for.
+// of plan (whose Src and Dst are the same offsets) from it to dst.
 func bounceTo(b Backend, dst Buffer, mode CopyMode) (Buffer, func(plan []kv.Copy) error, error) {
-	bounce, err := b.Alloc(Pinned, dst.Size())
+	return bounceBuffer(b, dst, mode, true)
+}
+
+// bounceFrom allocates a pinned buffer of b the size of src, for writes
+// that cannot leave from src itself, and returns it with its download: a
+// copy of plan (whose Src and Dst are the same offsets) from src to it.
+func bounceFrom(b Backend, src Buffer, mode CopyMode) (Buffer, func(plan []kv.Copy) error, error) {
+	return bounceBuffer(b, src, mode, false)
+}
+
+// bounceBuffer allocates a pinned buffer of b the size of pool and
+// returns it with the copy of plan between it and pool (into pool when
+// in, out of pool otherwise) in mode (PerCopy where b lacks mode),
+// waited for.
+func bounceBuffer(b Backend, pool Buffer, mode CopyMode, in bool) (Buffer, func(plan []kv.Copy) error, error) {
+	bounce, err := b.Alloc(Pinned, pool.Size())
 	if err != nil {
 		return nil, nil, err
 	}
 	if !slices.Contains(b.CopyModes(), mode) {
 		mode = PerCopy
 	}
-	upload := func(plan []kv.Copy) error {
-		if err := b.Copy(dst, bounce, plan, mode); err != nil {
+	dst, src := pool, bounce
+	if !in {
+		dst, src = bounce, pool
+	}
+	return bounce, func(plan []kv.Copy) error {
+		if err := b.Copy(dst, src, plan, mode); err != nil {
 			return err
 		}
 		return b.Sync()
-	}
-	return bounce, upload, nil
+	}, nil
 }
 
 // Scrub overwrites the destination ranges of list in dst and in the

@@ -72,26 +72,6 @@ func (t *diskTier) setupStore(ctx context.Context, size int64) error {
 	return nil
 }
 
-// bounceFrom allocates a pinned buffer of b the size of src, for writes
-// that cannot leave from src itself, and returns it with its download: a
-// copy of plan (whose Src and Dst are the same offsets) from src to it
-// in mode (PerCopy where b lacks mode), waited for.
-func bounceFrom(b Backend, src Buffer, mode CopyMode) (Buffer, func(plan []kv.Copy) error, error) {
-	bounce, err := b.Alloc(Pinned, src.Size())
-	if err != nil {
-		return nil, nil, err
-	}
-	if !slices.Contains(b.CopyModes(), mode) {
-		mode = PerCopy
-	}
-	return bounce, func(plan []kv.Copy) error {
-		if err := b.Copy(bounce, src, plan, mode); err != nil {
-			return err
-		}
-		return b.Sync()
-	}, nil
-}
-
 // writes returns the writes of a store of p (a load's reads turned
 // around) and the ranges of the working pool they leave from.
 func (t *diskTier) writes(p Prefix) (writes, from []kv.Copy, err error) {

@@ -148,7 +148,7 @@ type PolicyFlags struct {
 // Add adds --reps, --warmup and, withBudget, --budget, defaulting to d.
 func (f *PolicyFlags) Add(fs *pflag.FlagSet, d harness.Policy, withBudget bool) {
 	fs.IntVar(&f.Reps, "reps", d.Reps, "measured samples per configuration")
-	fs.IntVar(&f.Warmup, "warmup", d.Warmup, "discarded warm-up samples per configuration")
+	fs.IntVar(&f.Warmup, "warmup", d.Warmup, harness.WarmupUsage)
 	if withBudget {
 		fs.StringVar(&f.Budget, "budget", d.Budget.String(), "time budget of one configuration: fewer reps, or a skipped row, beyond it")
 	}

@@ -15,6 +15,17 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
+// DefaultWarmup is --warmup wherever samples are discarded first (sweep,
+// transfer, mesh): the first sample pays one-time costs a measured one
+// must not see (page faults and TLB fills of fresh pools, lazy CUDA
+// module and cuBLAS set-up, a new connection's slow start), and the
+// second shows the steady state the reps measure and sizes the repeat
+// count of small copies from it.
+const DefaultWarmup = 2
+
+// WarmupUsage is the help of --warmup, the same in every command.
+const WarmupUsage = "discarded warm-up samples per configuration (one default in every command: the first pays one-time costs, page faults, lazy CUDA and cuBLAS set-up, a new connection's slow start; the second shows the steady state and sizes small copies' repeats)"
+
 // A Policy says how a Sampler measures each case.
 type Policy struct {
 	Warmup int // samples run and discarded before the measured ones

@@ -76,6 +76,17 @@ func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }
 
+// DefaultConns is --conns wherever a client reads a peer's pool (the
+// sweep's remote tier, transfer, mesh): a prefix's chunks are many
+// independent reads, which an engine's KV connector spreads over several
+// connections or QPs; one TCP stream is bound by one core's copies and
+// leaves most of a 100-400 Gb/s link idle, so a default of 1 measured
+// the stream, not the path.
+const DefaultConns = 4
+
+// ConnsUsage is the help of --conns, the same in every command.
+const ConnsUsage = "parallel TCP connections or RC QPs (one default in every command: a prefix's chunks are independent reads an engine's KV connector spreads over several; one TCP stream is bound by one core and measures the stream, not the path)"
+
 // MaxConns bounds the parallel connections (or RC QPs) one client opens.
 const MaxConns = 64
 

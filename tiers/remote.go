@@ -40,9 +40,9 @@ type RemoteOptions struct {
 }
 
 // NewRemoteOptions returns the remote tier's defaults: an embedded
-// loopback peer over TCP with four connections.
+// loopback peer over TCP with peer.DefaultConns connections.
 func NewRemoteOptions() *RemoteOptions {
-	return &RemoteOptions{ClientSettings: peer.DefaultClientSettings(4)}
+	return &RemoteOptions{ClientSettings: peer.DefaultClientSettings(peer.DefaultConns)}
 }
 
 // PeerAddr returns --peer: "" for an embedded peer.
@@ -56,7 +56,7 @@ func (o *RemoteOptions) Fields() []option.Field {
 	return []option.Field{
 		{Name: "peer", Ptr: &o.Peer, Usage: "HOST:PORT of a kvtier serve peer for the remote tier (default: an embedded loopback peer)"},
 		{Name: "transport", Ptr: &o.Transport, Usage: "remote tier transport: tcp or verbs"},
-		{Name: "conns", Ptr: &o.Conns, Usage: "remote tier: parallel TCP connections or RC QPs"},
+		{Name: "conns", Ptr: &o.Conns, Usage: "remote tier: " + peer.ConnsUsage},
 		{Name: "rdma-device", Ptr: &o.RDMADevice, Usage: "RDMA device, e.g. mlx5_0; auto: the active port nearest the GPU in use, else the first active port (column device_reason)"},
 		{Name: "gid-index", Ptr: &o.GIDIndex, Usage: "GID index (-1: RoCE v2 GIDs agreed with the peer, IPv4-mapped preferred)"},
 		{Name: "ib-tc", Ptr: &o.IBTC, Usage: "RoCE traffic class of the QPs (0-255; default $NCCL_IB_TC, else 0)"},

@@ -47,7 +47,7 @@ func DefaultOptions() Options {
 	o := Options{
 		Geometry: g, Layouts: kv.Layouts(), Prefixes: slices.Clone(DefaultPrefixes), Seed: 1,
 		Copy: tiers.CopyModes(), Directions: []tiers.Direction{tiers.Load},
-		Policy: harness.Policy{Warmup: 2, Reps: 5, Budget: 30 * time.Second},
+		Policy: harness.Policy{Warmup: harness.DefaultWarmup, Reps: 5, Budget: 30 * time.Second},
 		Root:   "/", TierOptions: map[string]tiers.Options{},
 	}
 	for _, s := range tiers.All() {

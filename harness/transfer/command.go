@@ -38,7 +38,7 @@ func (f *Flags) Add(fs *pflag.FlagSet, o Options, sizesHelp string) {
 	f.token.Add(fs)
 	fs.StringVar(&f.sizes, "sizes", "", sizesHelp)
 	fs.StringVar(&f.layouts, "layout", strings.Join(o.Layouts, ","), "layouts: layerwise (16 KiB chunks), blockwise (one chunk per KV block), contiguous (one message)")
-	fs.IntVar(&p.Conns, "conns", o.Conns, "parallel TCP connections (or RC QPs for verbs)")
+	fs.IntVar(&p.Conns, "conns", o.Conns, peer.ConnsUsage)
 	cli.Alias(fs, "qps", "conns")
 	fs.StringVar(&p.Transport, "transport", o.Transport, "tcp or verbs")
 	fs.Float64Var(&p.LineGbps, "line-rate", 0, "link rate in Gb/s for line_frac (default: the NIC's rate for verbs, unknown for tcp)")

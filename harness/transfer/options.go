@@ -84,9 +84,9 @@ type Options struct {
 func DefaultOptions() Options {
 	g, _ := kv.Resolve("", "", kv.DefaultBlockTokens)
 	return Options{
-		Sizes: DefaultSizes(), Policy: harness.Policy{Warmup: 1, Reps: 5},
+		Sizes: DefaultSizes(), Policy: harness.Policy{Warmup: harness.DefaultWarmup, Reps: 5},
 		Layouts:  []string{Layerwise, Blockwise, Contiguous},
-		Geometry: g, ClientSettings: peer.DefaultClientSettings(1), Seed: 1, DstMem: DstHost, Root: "/",
+		Geometry: g, ClientSettings: peer.DefaultClientSettings(peer.DefaultConns), Seed: 1, DstMem: DstHost, Root: "/",
 		Directions: []tiers.Direction{tiers.Load},
 	}
 }

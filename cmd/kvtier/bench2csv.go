@@ -60,7 +60,7 @@ func runBench2CSV(ctx context.Context, c *cli.Call) int {
 		return c.UsageErr(err)
 	}
 	if strings.HasSuffix(o.Out, ".csv") {
-		if err := checkFileDir(o.Out); err != nil {
+		if err := cli.CheckFileDir(o.Out); err != nil {
 			return c.UsageErr(option.Wrap("out", err))
 		}
 		c.Logf("--out %s: a file is deprecated; give a directory (sweep.csv and transfer.csv are written into it)", o.Out)

@@ -27,9 +27,15 @@ import (
 
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
+	_ "github.com/kvtier/kvtier/harness/knee"
+	_ "github.com/kvtier/kvtier/harness/mb1"
 	_ "github.com/kvtier/kvtier/harness/mesh"
+	_ "github.com/kvtier/kvtier/harness/probe"
+	_ "github.com/kvtier/kvtier/harness/replay"
 	_ "github.com/kvtier/kvtier/harness/sweep"
+	_ "github.com/kvtier/kvtier/harness/trace"
 	_ "github.com/kvtier/kvtier/harness/transfer"
+	_ "github.com/kvtier/kvtier/vllmsim/command"
 )
 
 func main() { os.Exit(run(os.Stdout, os.Stderr, os.Args[1:])) }

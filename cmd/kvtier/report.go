@@ -32,16 +32,6 @@ func (o reportOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkFileDir says whether a file can be written at path: its
-// directory must exist and be writable.
-func checkFileDir(path string) error {
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s: no directory %s", path, dir)
-	}
-	return cli.CheckOutDir(dir)
-}
-
 // writeFile writes b to path whole or not at all (results.WriteBytes).
 func writeFile(path string, b []byte) error {
 	if err := results.WriteBytes(path, b); err != nil {
@@ -130,7 +120,7 @@ func reportPath(stderr io.Writer, out, first string) (string, error) {
 	case out == "":
 		return filepath.Join(first, "REPORT.md"), nil // checked by loading it
 	case strings.HasSuffix(out, ".md"):
-		if err := checkFileDir(out); err != nil {
+		if err := cli.CheckFileDir(out); err != nil {
 			return "", err
 		}
 		fmt.Fprintf(stderr, "kvtier report: --out %s: a file is deprecated; give a directory (REPORT.md is written into it)\n", out)

@@ -1,26 +1,39 @@
-package main
+package trace
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/units"
-	"github.com/spf13/pflag"
 )
+
+func init() { cli.Register(PlanCommand) }
+
+// PlanCommand is kvtier plan.
+var PlanCommand = &cli.Command{Name: "plan", Order: 110, Run: runPlan,
+	Summary: "tier capacities for a trace: hit share per tier and predicted TTFT",
+	Usage: `Usage: kvtier plan --trace TRACE --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
+
+Combines the trace's exact LRU stack distances with the tier costs measured in RESULTS_DIR
+(a sweep: fitted α + bytes/rate per tier; or a probe: TTFT per tier vs L) and writes, per
+capacity configuration, the share of tokens each tier serves and the predicted KV-load time
+and TTFT (plan.csv, plan_costs.csv), the trace's own files, plots and manifest.json; prints
+the path of plan.csv and the plan. Tiers with no measured cost are named as missing.`}
 
 // planFlags are the flags of kvtier plan besides the trace's.
 type planFlags struct {
@@ -39,34 +52,34 @@ func (p *planFlags) addCaps(fs *pflag.FlagSet) {
 	}
 }
 
-// maxCapacity bounds a tier capacity that is not "inf": 1 PiB.
-const maxCapacity = 1 << 50
+// maxPlanCapacity bounds a tier capacity that is not "inf": 1 PiB.
+const maxPlanCapacity = 1 << 50
 
-// parseCapacity reads a tier capacity: "0", "inf", or a size up to
-// maxCapacity.
-func parseCapacity(s string) (int64, error) {
+// ParseCapacity reads a tier capacity: "0", "inf", or a size up to
+// 1 PiB.
+func ParseCapacity(s string) (int64, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "0":
 		return 0, nil
 	case "inf", "unbounded":
-		return trace.Unbounded, nil
+		return Unbounded, nil
 	}
 	n, err := units.ParseBytes(s)
-	if err == nil && n > maxCapacity {
-		return 0, fmt.Errorf("%q: at most %s (or inf)", s, units.FormatBytes(int64(maxCapacity)))
+	if err == nil && n > maxPlanCapacity {
+		return 0, fmt.Errorf("%q: at most %s (or inf)", s, units.FormatBytes(int64(maxPlanCapacity)))
 	}
 	return n, err
 }
 
 // configs returns every combination of the tiers' capacities, the
 // first tier's varying slowest.
-func (f *planFlags) configs(errs *[]error) []trace.Config {
-	out := []trace.Config{{}}
+func (f *planFlags) configs(errs *[]error) []Config {
+	out := []Config{{}}
 	var flags []string
 	for _, t := range tierspec.CapacityNames() {
-		var next []trace.Config
+		var next []Config
 		for _, c := range out {
-			for _, b := range listFlag(errs, t, *f.caps[t], parseCapacity) {
+			for _, b := range cli.ListFlag(errs, t, *f.caps[t], ParseCapacity) {
 				n := maps.Clone(c)
 				n[t] = b
 				next = append(next, n)
@@ -93,7 +106,7 @@ func (f *planFlags) settings() map[string]string {
 // loadCosts reads the tier costs of the results directory and checks
 // they were measured for the model the plan sizes capacities with: the
 // costs' model when --model and --model-config are not given.
-func loadCosts(dir string, m *modelFlags) (*report.PlanCosts, error) {
+func loadCosts(dir string, m *cli.ModelFlags) (*report.PlanCosts, error) {
 	run, err := analysis.Load(dir)
 	if err != nil {
 		return nil, option.Wrap("costs", err)
@@ -103,38 +116,30 @@ func loadCosts(dir string, m *modelFlags) (*report.PlanCosts, error) {
 		return nil, option.Wrap("costs", err)
 	}
 	switch {
-	case c.Model == "" || m.config != "":
-	case m.model == "":
+	case c.Model == "" || m.Config != "":
+	case m.Model == "":
 		if _, err := kv.LookupModel(c.Model); err == nil {
-			m.model = c.Model
+			m.Model = c.Model
 		} else {
 			return nil, option.Errorf("model-config", "the costs in %s were measured for %s, not a preset: give its config.json", dir, c.Model)
 		}
-	case m.model != c.Model:
-		return nil, option.Errorf("model", "%s: the costs in %s were measured for %s", m.model, dir, c.Model)
+	case m.Model != c.Model:
+		return nil, option.Errorf("model", "%s: the costs in %s were measured for %s", m.Model, dir, c.Model)
 	}
 	return c, nil
 }
 
-const planUsage = `Usage: kvtier plan --trace TRACE --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
-
-Combines the trace's exact LRU stack distances with the tier costs measured in RESULTS_DIR
-(a sweep: fitted α + bytes/rate per tier; or a probe: TTFT per tier vs L) and writes, per
-capacity configuration, the share of tokens each tier serves and the predicted KV-load time
-and TTFT (plan.csv, plan_costs.csv), the trace's own files, plots and manifest.json; prints
-the path of plan.csv and the plan. Tiers with no measured cost are named as missing.`
-
 // runPlan predicts, per tier capacity configuration, what share of a
 // trace's tokens each tier serves and what TTFT that gives.
-func runPlan(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("plan", planUsage, stderr)
+func runPlan(ctx context.Context, c *cli.Call) int {
+	fs := c.FlagSet()
 	var f traceFlags
 	var p planFlags
 	f.add(fs)
 	fs.StringVar(&p.costs, "costs", "", "results directory of a kvtier sweep (device tier costs) or probe (HTTP TTFT per tier)")
 	p.addCaps(fs)
 	fs.BoolVar(&p.inclusive, "inclusive", false, "tiers are inclusive (write-through offload): each holds the most recent blocks that fit it; default exclusive")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.ParseFlags(fs); !ok {
 		return code
 	}
 	var errs []error
@@ -145,18 +150,18 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	var costs *report.PlanCosts
 	if p.costs == "" {
 		errs = append(errs, option.Errorf("costs", "a results directory is required"))
-	} else if c, err := loadCosts(p.costs, &f.model); err != nil {
+	} else if pc, err := loadCosts(p.costs, &f.model); err != nil {
 		errs = append(errs, err)
 	} else {
-		costs = c
+		costs = pc
 	}
 	ro, ao, g := f.options(&errs)
 	errs = append(errs, ao.Validate())
 	configs := p.configs(&errs)
 	if err := errors.Join(errs...); err != nil {
-		return usageErr(stderr, "plan", err)
+		return c.UsageErr(err)
 	}
-	return plan(ctx, stdout, stderr, args, planRun{f: &f, p: &p, costs: costs, configs: configs, geom: g, ro: ro, ao: ao, trace: paths[0]})
+	return plan(ctx, c, planRun{f: &f, p: &p, costs: costs, configs: configs, geom: g, ro: ro, ao: ao, trace: paths[0]})
 }
 
 // planRun is a validated kvtier plan.
@@ -164,21 +169,21 @@ type planRun struct {
 	f       *traceFlags
 	p       *planFlags
 	costs   *report.PlanCosts
-	configs []trace.Config
+	configs []Config
 	geom    kv.Geometry
-	ro      trace.Options
-	ao      trace.AnalyzeOptions
+	ro      Options
+	ao      AnalyzeOptions
 	trace   string
 }
 
-func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planRun) int {
+func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 	// The block bytes need the trace's block size, known from its first
 	// line: the planner is made on the first request.
-	var planner *trace.Planner
+	var planner *Planner
 	var perr error
-	pr.ao.OnRequest = func(r *trace.Request, h *trace.Hits) {
+	pr.ao.OnRequest = func(r *Request, h *Hits) {
 		if planner == nil && perr == nil {
-			planner, perr = trace.NewPlanner(trace.PlanOptions{
+			planner, perr = NewPlanner(PlanOptions{
 				Configs: pr.configs, Inclusive: pr.p.inclusive, Costs: pr.costs,
 				BlockBytes: int64(r.BlockTokens) * pr.geom.BytesPerToken(),
 			})
@@ -187,16 +192,16 @@ func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planR
 			planner.Observe(r, h)
 		}
 	}
-	res, err := analyzeTraces(ctx, stderr, "plan", pr.f.out.Quiet, []string{pr.trace}, pr.geom, pr.ro, pr.ao)
+	res, err := analyzeTraces(ctx, c, []string{pr.trace}, pr.geom, pr.ro, pr.ao)
 	if err == nil {
 		err = perr
 	}
 	if err != nil {
-		return traceFailed(ctx, stderr, "plan", err)
+		return traceFailed(ctx, c, err)
 	}
 	var dir string
-	r := suiteRun{cmd: "plan", suite: trace.PlanSuite, out: pr.f.out, args: args, plots: true,
-		run: func(ctx context.Context, out *harness.Output) error {
+	code := cli.SuiteRun{Call: c, Suite: PlanSuite, Out: pr.f.out, Plots: true,
+		Run: func(ctx context.Context, out *harness.Output) error {
 			dir = out.Dir
 			out.Manifest.Settings = pr.f.settings(pr.ao, pr.geom)
 			maps.Copy(out.Manifest.Settings, pr.p.settings())
@@ -206,24 +211,23 @@ func plan(ctx context.Context, stdout, stderr io.Writer, args []string, pr planR
 				return err
 			}
 			return writePlanFiles(out, res[0], planner.Results(), pr.costs)
-		}}
-	code := r.exec(ctx, stdout, stderr)
-	return printSection(stdout, stderr, "plan", dir, code, report.WritePlan)
+		}}.Exec(ctx)
+	return c.PrintSection(dir, code, report.WritePlan)
 }
 
 // writePlanFiles writes plan.csv and plan_costs.csv.
-func writePlanFiles(out *harness.Output, res *trace.Result, plan []trace.PlanResult, costs *report.PlanCosts) error {
-	if err := writeRows(out, trace.PlanSuite.Files[0], trace.PlanRows(res, plan, costs.Dir)); err != nil {
+func writePlanFiles(out *harness.Output, res *Result, plan []PlanResult, costs *report.PlanCosts) error {
+	if err := writeRows(out, PlanSuite.Files[0], PlanRows(res, plan, costs.Dir)); err != nil {
 		return err
 	}
-	return writeRows(out, trace.PlanSuite.Files[1], costRows(costs))
+	return writeRows(out, PlanSuite.Files[1], costRows(costs))
 }
 
 // costRows are the plan_costs.csv rows: one per plan tier.
 func costRows(c *report.PlanCosts) []results.Row {
 	var rows []results.Row
 	for _, t := range c.Tiers {
-		r := trace.RawRow()
+		r := RawRow()
 		r.Tier = t.Tier
 		r.Set("costs", c.Dir)
 		r.Set("measured", t.Measured)

@@ -1,25 +1,37 @@
-package main
+// Package command is kvtier sim: a simulated vLLM server on a port, for
+// clients and for kvtier knee's --server-cmd. It is a package of its own
+// so that vllmsim itself builds without cgo.
+package command
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
+func init() { cli.Register(Command) }
+
+// Command is kvtier sim.
+var Command = &cli.Command{Name: "sim", Order: 70, Run: runCommand,
+	Summary: "a simulated vLLM server (OpenAI API, prefix cache, offload, P/D)",
+	Usage:   "Usage: kvtier sim [flags]\n\nServes a simulated vLLM instance: OpenAI API, vLLM metrics, prefix cache,\nCPU offload and P/D, with delays from a cost model. Every response carries\nX-Kvtier-Simulated: 1 and /metrics has kvtier_simulated 1."}
+
 // simOptions are the flags of kvtier sim.
 type simOptions struct {
 	listen, served          string
-	model                   modelFlags
+	model                   cli.ModelFlags
 	gpuBlocks, cpuBlocks    int
 	maxModelLen, maxBatched string
 	details                 bool
@@ -39,9 +51,9 @@ const (
 	maxSimConns  = 1 << 20 // limit-concurrency, max-conns
 )
 
-// config validates the options, reporting every problem at once, and
+// Resolve validates the options, reporting every problem at once, and
 // returns the simulator's configuration.
-func (o *simOptions) config() (vllmsim.Config, error) {
+func (o *simOptions) Resolve() (vllmsim.Config, error) {
 	var errs []error
 	cfg := vllmsim.Config{
 		GPUBlocks: o.gpuBlocks, CPUBlocks: o.cpuBlocks,
@@ -58,10 +70,10 @@ func (o *simOptions) config() (vllmsim.Config, error) {
 	if strings.TrimSpace(o.listen) == "" {
 		errs = append(errs, option.Errorf("listen", "empty address"))
 	}
-	g, err := o.model.geometry()
+	g, err := o.model.Geometry()
 	errs = append(errs, err)
-	cfg.Geometry, cfg.BlockSize = g, o.model.blockSize
-	cfg.Model = cmp.Or(o.served, o.model.model, g.Model, kv.DefaultModel)
+	cfg.Geometry, cfg.BlockSize = g, o.model.BlockSize
+	cfg.Model = cmp.Or(o.served, o.model.Model, g.Model, kv.DefaultModel)
 	errs = append(errs, option.Range("gpu-blocks", o.gpuBlocks, 1, maxSimBlocks), option.Range("cpu-blocks", o.cpuBlocks, 0, maxSimBlocks))
 	cfg.MaxModelLen = tokenFlag(&errs, "max-model-len", o.maxModelLen)
 	cfg.MaxNumBatchedTokens = tokenFlag(&errs, "max-num-batched-tokens", o.maxBatched)
@@ -120,12 +132,10 @@ func assumedNote(p vllmsim.Profile) string {
 	return ""
 }
 
-// runSim serves a simulated vLLM instance until interrupted.
-func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("sim", "Usage: kvtier sim [flags]\n\nServes a simulated vLLM instance: OpenAI API, vLLM metrics, prefix cache,\nCPU offload and P/D, with delays from a cost model. Every response carries\nX-Kvtier-Simulated: 1 and /metrics has kvtier_simulated 1.", stderr)
-	var o simOptions
+// Bind adds the flags to fs.
+func (o *simOptions) Bind(fs *pflag.FlagSet, _ *cli.Call) {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "HOST:PORT to serve on (:0 picks a port)")
-	o.model.add(fs)
+	o.model.Add(fs)
 	fs.StringVar(&o.served, "served-model-name", "", "model name the API answers to (default --model)")
 	fs.IntVar(&o.gpuBlocks, "gpu-blocks", vllmsim.DefaultGPUBlocks, "KV blocks in the simulated GPU pool")
 	fs.IntVar(&o.cpuBlocks, "cpu-blocks", 0, "KV blocks of CPU offload (0: none); hits there count as external prefix cache hits")
@@ -144,29 +154,34 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	// which requests are refused with 503. vLLM's --max-num-seqs, which
 	// queues them, would say something else.
 	fs.IntVar(&o.maxRequests, "limit-concurrency", vllmsim.DefaultMaxRequests, "requests served at once; one more is answered 503 with a JSON error")
-	alias(fs, "max-requests", "limit-concurrency")
+	cli.Alias(fs, "max-requests", "limit-concurrency")
 	fs.IntVar(&o.maxConns, "max-conns", vllmsim.DefaultMaxConns, "connections held open; one more is answered 503 and closed")
-	addIdleTimeout(fs, &o.idle)
-	cfg, code, ok := parseOptions(fs, args, stderr, o.config)
+	cli.AddIdleTimeout(fs, &o.idle)
+}
+
+// runCommand serves a simulated vLLM instance until interrupted.
+func runCommand(ctx context.Context, c *cli.Call) int {
+	var o simOptions
+	cfg, code, ok := cli.Parse(c, &o)
 	if !ok {
 		return code
 	}
 	s, err := vllmsim.New(cfg)
 	if err != nil {
-		return usageErr(stderr, "sim", err)
+		return c.UsageErr(err)
 	}
 	defer s.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	u, err := s.Start(ctx, o.listen)
 	if err != nil {
-		return usageErr(stderr, "sim", fmt.Errorf("--listen %s: %w", o.listen, err))
+		return c.UsageErr(fmt.Errorf("--listen %s: %w", o.listen, err))
 	}
-	c := s.Config()
-	fmt.Fprintf(stdout, "kvtier sim: serving %s (simulated) on %s\n", c.Model, u)
-	fmt.Fprintf(stderr, "kvtier sim: profile %s [%s], time scale %g, %d GPU blocks, %d CPU blocks (load %g GB/s, store %g GB/s%s), block %d, chunk %d, engine id %s\n",
-		c.Profile.Name, c.Profile.Source, c.TimeScale, c.GPUBlocks, c.CPUBlocks, c.Profile.HostGBps, c.Profile.HostStoreGBps, assumedNote(c.Profile),
-		c.BlockSize, c.MaxNumBatchedTokens, c.EngineID)
+	sc := s.Config()
+	fmt.Fprintf(c.Stdout, "kvtier sim: serving %s (simulated) on %s\n", sc.Model, u)
+	c.Logf("profile %s [%s], time scale %g, %d GPU blocks, %d CPU blocks (load %g GB/s, store %g GB/s%s), block %d, chunk %d, engine id %s",
+		sc.Profile.Name, sc.Profile.Source, sc.TimeScale, sc.GPUBlocks, sc.CPUBlocks, sc.Profile.HostGBps, sc.Profile.HostStoreGBps, assumedNote(sc.Profile),
+		sc.BlockSize, sc.MaxNumBatchedTokens, sc.EngineID)
 	<-ctx.Done()
-	return exitOK
+	return cli.ExitOK
 }

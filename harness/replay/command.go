@@ -1,41 +1,55 @@
-package main
+package replay
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/serving"
 )
 
-// workloadFlags are the flags kvtier replay and kvtier knee share: the
+func init() { cli.Register(Command) }
+
+// Command is kvtier replay.
+var Command = &cli.Command{Name: "replay", Order: 120, Run: runCommand,
+	Summary: "send a trace (or multi-turn sessions) to a server: realized vs predicted APC, TTFT",
+	Usage: `Usage: kvtier replay --base-url URL [--trace FILE] [flags]
+
+Sends a trace's requests (or synthetic closed-loop multi-turn sessions) to a vLLM server
+as prompts of token ids that share exactly what the trace's hash ids share, and writes
+replay.csv (per request: dispatch time, TTFT, TPOT, ITL p50/p90, E2E, tokens, cached
+tokens, the LRU model's predicted hit at the server's capacity) and replay_run.csv (per
+run: realized APC from /metrics deltas, external hits apart, predicted APC, TTFT
+percentiles, goodput against --slo-ttft/--slo-tpot, failed and timed-out requests).`}
+
+// WorkloadFlags are the flags kvtier replay and kvtier knee share: the
 // workload (a trace or synthetic sessions) and how it is sent.
-type workloadFlags struct {
-	model             modelFlags
+type WorkloadFlags struct {
+	Model             cli.ModelFlags
 	served            string
 	tracePath         string
 	read              trace.Options
 	numPrompts        int
-	gen               genFlags
+	gen               trace.GenFlags
 	dispatch          string
 	speedup           float64
 	concurrency       int
 	duration, timeout time.Duration
 	sloTTFT, sloTPOT  time.Duration
 	maxOutput         string
-	seed              uint64
+	Seed              uint64
 	idle              time.Duration
 	api               string
 	maxTimeouts       int
@@ -45,50 +59,51 @@ type workloadFlags struct {
 // (--think applies to both).
 var genNames = []string{"sessions", "turns", "shared-prompts", "system-prompt", "turn-tokens", "output-tokens", "arrival-window", "fixed-sessions"}
 
-func (f *workloadFlags) add(fs *pflag.FlagSet) {
-	f.model.addModel(fs)
+// Add adds the flags to fs.
+func (f *WorkloadFlags) Add(fs *pflag.FlagSet) {
+	f.Model.AddModel(fs)
 	fs.StringVar(&f.served, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
 	fs.StringVar(&f.tracePath, "trace", "", "trace to replay (Mooncake or Alibaba JSON lines, gzip or not); default: synthetic sessions (the generator flags)")
 	fs.IntVar(&f.read.BlockTokens, "trace-block", 0, "tokens per hash id (0: the format's: 512 Mooncake, 16 Alibaba; 16 for synthetic sessions); a multiple of the server's block")
 	fs.IntVar(&f.read.Reorder, "reorder", trace.DefaultReorder, "requests held to put the trace's lines into timestamp order")
 	fs.IntVar(&f.numPrompts, "num-prompts", 0, "send only the first N requests in timestamp order (0: all)")
-	alias(fs, "max-requests", "num-prompts")
-	f.gen.add(fs, replay.DefaultSessions(), "without --trace: ")
+	cli.Alias(fs, "max-requests", "num-prompts")
+	f.gen.Add(fs, DefaultSessions(), "without --trace: ")
 	fs.Lookup("think").Usage = "think time between a session's turns: of synthetic sessions the mean (exponential; 0: back to back); with --trace, of a turn the trace gives no gap to its parent for"
 	fs.StringVar(&f.dispatch, "dispatch", "", "when requests are sent: timestamp (trace times / --speedup, open loop) or session (closed loop: a turn after the previous answer and its think time); default timestamp with --trace, session without")
 	fs.Float64Var(&f.speedup, "speedup", 1, "divide the trace's times and think times by this")
 	fs.IntVar(&f.concurrency, "max-concurrency", 0, "timestamp: most requests in flight; session: sessions at once (0: no limit, every session)")
-	alias(fs, "concurrency", "max-concurrency")
+	cli.Alias(fs, "concurrency", "max-concurrency")
 	f.timeout = 300 * time.Second
-	fs.Var(zeroDurationValue{&f.duration}, "duration", "send no request after this long (0: the whole workload)")
-	fs.Var(durationValue{&f.timeout}, "timeout", "limit of one request; one that runs past it is counted as timed out")
-	fs.Var(zeroDurationValue{&f.sloTTFT}, "slo-ttft", "TTFT objective of goodput (e.g. 2s; 0: none)")
-	fs.Var(zeroDurationValue{&f.sloTPOT}, "slo-tpot", "TPOT objective of goodput (e.g. 50ms; 0: none)")
+	fs.Var(cli.ZeroDurationValue{D: &f.duration}, "duration", "send no request after this long (0: the whole workload)")
+	fs.Var(cli.DurationValue{D: &f.timeout}, "timeout", "limit of one request; one that runs past it is counted as timed out")
+	fs.Var(cli.ZeroDurationValue{D: &f.sloTTFT}, "slo-ttft", "TTFT objective of goodput (e.g. 2s; 0: none)")
+	fs.Var(cli.ZeroDurationValue{D: &f.sloTPOT}, "slo-tpot", "TPOT objective of goodput (e.g. 50ms; 0: none)")
 	fs.StringVar(&f.maxOutput, "max-output", "0", "cap on max_tokens (k = 1024; 0: the trace's output_length)")
-	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids and of synthetic sessions")
-	addIdleTimeout(fs, &f.idle)
-	addMaxTimeouts(fs, &f.maxTimeouts)
+	fs.Uint64Var(&f.Seed, "seed", 1, "seed of the prompts' token ids and of synthetic sessions")
+	cli.AddIdleTimeout(fs, &f.idle)
+	cli.AddMaxTimeouts(fs, &f.maxTimeouts)
 	fs.StringVar(&f.api, "api", serving.APICompletions, "API of the requests: completions (prompts of token ids, or text to a server that takes none) or chat (one user message of the same length)")
 }
 
-// config returns the replay configuration (without endpoint) and the
+// Config returns the replay configuration (without endpoint) and the
 // workload, adding every problem to errs. The workload is nil when the
 // flags are bad.
-func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]error) (replay.Config, *replay.Workload) {
-	cfg := replay.Config{Model: f.served, API: f.api, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.seed, Think: f.gen.gen.Think, Idle: f.idle, MaxTimeouts: f.maxTimeouts,
+func (f *WorkloadFlags) Config(ctx context.Context, fs *pflag.FlagSet, errs *[]error) (Config, *Workload) {
+	cfg := Config{Model: f.served, API: f.api, Speedup: f.speedup, Concurrency: f.concurrency, Seed: f.Seed, Think: f.gen.Gen.Think, Idle: f.idle, MaxTimeouts: f.maxTimeouts,
 		Timeout: f.timeout, Duration: f.duration, SLOTTFT: f.sloTTFT, SLOTPOT: f.sloTPOT}
-	cfg.Dispatch = replay.Dispatch(cmp.Or(f.dispatch, map[bool]string{true: "timestamp", false: "session"}[f.tracePath != ""]))
-	cfg.MaxOutput = tokens(errs, "max-output", f.maxOutput, 0)
+	cfg.Dispatch = Dispatch(cmp.Or(f.dispatch, map[bool]string{true: "timestamp", false: "session"}[f.tracePath != ""]))
+	cfg.MaxOutput = cli.TokenCount(errs, "max-output", f.maxOutput, 0)
 	*errs = append(*errs, option.Range("num-prompts", f.numPrompts, 0, 1<<30, "0: all"))
 	if err := f.read.Validate(); err != nil {
 		*errs = append(*errs, err)
 	}
 	if f.tracePath == "" {
-		o := f.gen.options(errs, f.seed, cmp.Or(f.read.BlockTokens, replay.DefaultSessions().BlockTokens))
+		o := f.gen.Options(errs, f.Seed, cmp.Or(f.read.BlockTokens, DefaultSessions().BlockTokens))
 		if errors.Join(*errs...) != nil { // nil entries are no problems
 			return cfg, nil
 		}
-		w, err := replay.Generate(ctx, o, f.numPrompts)
+		w, err := Generate(ctx, o, f.numPrompts)
 		*errs = append(*errs, workloadErr(err, ""))
 		return cfg, w
 	}
@@ -100,7 +115,7 @@ func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]e
 	if errors.Join(*errs...) != nil { // nil entries are no problems
 		return cfg, nil
 	}
-	w, err := replay.LoadTrace(ctx, f.tracePath, f.read, f.numPrompts)
+	w, err := LoadTrace(ctx, f.tracePath, f.read, f.numPrompts)
 	*errs = append(*errs, workloadErr(err, "trace"))
 	return cfg, w
 }
@@ -110,7 +125,7 @@ func (f *workloadFlags) config(ctx context.Context, fs *pflag.FlagSet, errs *[]e
 // field ("": err names its own).
 func workloadErr(err error, field string) error {
 	switch {
-	case errors.Is(err, replay.ErrTooLarge):
+	case errors.Is(err, ErrTooLarge):
 		return option.Wrap("num-prompts", err)
 	case err == nil || field == "":
 		return err
@@ -118,8 +133,8 @@ func workloadErr(err error, field string) error {
 	return option.Wrap(field, err)
 }
 
-// settings are the workload's settings for manifest.json.
-func (f *workloadFlags) settings(cfg replay.Config, w *replay.Workload) map[string]string {
+// Settings are the workload's settings for manifest.json.
+func (f *WorkloadFlags) Settings(cfg Config, w *Workload) map[string]string {
 	s := map[string]string{
 		"trace": w.Name, "dispatch": string(cfg.Dispatch), "speedup": strconv.FormatFloat(cfg.Speedup, 'g', -1, 64),
 		"concurrency": strconv.Itoa(cfg.Concurrency), "duration": cfg.Duration.String(), "think": cfg.Think.String(),
@@ -142,70 +157,61 @@ func (f *workloadFlags) settings(cfg replay.Config, w *replay.Workload) map[stri
 	return s
 }
 
-const replayUsage = `Usage: kvtier replay --base-url URL [--trace FILE] [flags]
-
-Sends a trace's requests (or synthetic closed-loop multi-turn sessions) to a vLLM server
-as prompts of token ids that share exactly what the trace's hash ids share, and writes
-replay.csv (per request: dispatch time, TTFT, TPOT, ITL p50/p90, E2E, tokens, cached
-tokens, the LRU model's predicted hit at the server's capacity) and replay_run.csv (per
-run: realized APC from /metrics deltas, external hits apart, predicted APC, TTFT
-percentiles, goodput against --slo-ttft/--slo-tpot, failed and timed-out requests).`
-
-// runReplay replays a workload against a server.
-func runReplay(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("replay", replayUsage, stderr)
-	var f workloadFlags
-	var out outputFlags
+// runCommand replays a workload against a server.
+func runCommand(ctx context.Context, c *cli.Call) int {
+	fs := c.FlagSet()
+	var f WorkloadFlags
+	var out cli.OutputFlags
 	var baseURL string
 	var blockSize, gpuBlocks int
-	f.add(fs)
-	out.add(fs)
-	addBaseURL(fs, &baseURL, "base URL of the vLLM server, e.g. http://127.0.0.1:8000 (env KVTIER_ENDPOINT)")
+	f.Add(fs)
+	out.Add(fs)
+	cli.AddBaseURL(fs, c, &baseURL, "base URL of the vLLM server, e.g. http://127.0.0.1:8000 (env "+cli.EnvEndpoint+")")
 	fs.IntVar(&blockSize, "block-size", 0, "the server's KV block size in tokens (default: from vllm:cache_config_info)")
 	fs.IntVar(&gpuBlocks, "gpu-blocks", 0, "the server's GPU KV blocks, for the prediction (default: vllm:cache_config_info num_gpu_blocks)")
-	r, code, ok := parseOptions(fs, args, stderr, func() (replayRun, error) {
+	r, code, ok := cli.ParseOptions(fs, c.Args, c.Stderr, c.Getenv, func() (replayRun, error) {
 		var errs []error
-		cfg, w := f.config(ctx, fs, &errs)
-		cfg.Endpoint, cfg.BlockSize, cfg.GPUBlocks, cfg.Log = strings.TrimSpace(baseURL), blockSize, gpuBlocks, stderr
-		errs = append(errs, out.check(), cfg.Validate())
+		cfg, w := f.Config(ctx, fs, &errs)
+		cfg.Endpoint, cfg.BlockSize, cfg.GPUBlocks, cfg.Log = strings.TrimSpace(baseURL), blockSize, gpuBlocks, c.Stderr
+		errs = append(errs, out.Check(), cfg.Validate())
 		cfg.BlockBytes = f.blockBytes(&errs)
 		if err := errors.Join(errs...); err != nil {
 			return replayRun{}, err
 		}
-		rp, err := replay.New(ctx, cfg, w)
+		rp, err := New(ctx, cfg, w)
 		return replayRun{cfg, w, rp}, err
 	})
 	if !ok {
 		return code
 	}
 	var dir string
-	code = suiteRun{cmd: "replay", suite: replay.Suite, out: out, args: args,
-		run: func(ctx context.Context, o *harness.Output) error {
+	code = cli.SuiteRun{Call: c, Suite: Suite, Out: out,
+		Run: func(ctx context.Context, o *harness.Output) error {
 			dir = o.Dir
-			return replayInto(ctx, stderr, o, &f, r)
-		}}.exec(ctx, stdout, stderr)
-	return printSection(stdout, stderr, "replay", dir, code, report.WriteReplay)
+			return replayInto(ctx, c, o, &f, r)
+		}}.Exec(ctx)
+	return c.PrintSection(dir, code, report.WriteReplay)
 }
 
 // replayRun is a validated kvtier replay, connected to its server.
 type replayRun struct {
-	cfg replay.Config
-	w   *replay.Workload
-	rp  *replay.Replayer
+	cfg Config
+	w   *Workload
+	rp  *Replayer
 }
 
 // blockBytes returns the KV bytes of a block of the served model: of the
 // geometry --model or --model-config give, else of the preset the served
 // model's name matches (0 when none does).
-func (f *workloadFlags) blockBytes(errs *[]error) func(model string, blockSize int) int64 {
-	if f.model.model == "" && f.model.config == "" {
-		if f.model.tp != 1 || f.model.kvDType != "" {
+func (f *WorkloadFlags) blockBytes(errs *[]error) func(model string, blockSize int) int64 {
+	if f.Model.Model == "" && f.Model.Config == "" {
+		if f.Model.TP != 1 || f.Model.KVDType != "" {
 			*errs = append(*errs, option.Errorf("tp", "--tp and --kv-dtype need the model's geometry: give --model or --model-config"))
 			return nil
 		}
-		return presetBlockBytes
+		return kv.ServedBlockBytes
 	}
-	g, err := f.model.geometry()
+	g, err := f.Model.Geometry()
 	if err != nil {
 		*errs = append(*errs, err)
 		return nil
@@ -215,15 +221,15 @@ func (f *workloadFlags) blockBytes(errs *[]error) func(model string, blockSize i
 
 // replayInto runs the replay into the results directory: the manifest's
 // settings, the request rows, the run row.
-func replayInto(ctx context.Context, stderr io.Writer, out *harness.Output, f *workloadFlags, r replayRun) error {
+func replayInto(ctx context.Context, c *cli.Call, out *harness.Output, f *WorkloadFlags, r replayRun) error {
 	cfg, w, rp := r.cfg, r.w, r.rp
 	info := rp.Info()
-	out.Manifest.Settings = f.settings(cfg, w)
+	out.Manifest.Settings = f.Settings(cfg, w)
 	replaySettings(out.Manifest.Settings, info)
 	if err := out.WriteManifest(); err != nil {
 		return err
 	}
-	sinks, err := out.OpenAll(replay.Suite.Files)
+	sinks, err := out.OpenAll(Suite.Files)
 	if err != nil {
 		return err
 	}
@@ -232,7 +238,7 @@ func replayInto(ctx context.Context, stderr io.Writer, out *harness.Output, f *w
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "kvtier replay: %d requests of %s to %s at %s (%s dispatch; block %d, %s; %d GPU blocks, %s)\n",
+	c.Logf("%d requests of %s to %s at %s (%s dispatch; block %d, %s; %d GPU blocks, %s)",
 		len(w.Requests), w.Name, info.Model, info.Endpoint, cfg.Dispatch, info.BlockSize, info.BlockSource, info.GPUBlocks, info.GPUSource)
 	pr := harness.ProgressOf(stderr)
 	pr.Plan(1)
@@ -243,7 +249,7 @@ func replayInto(ctx context.Context, stderr io.Writer, out *harness.Output, f *w
 		return rerr
 	}
 	sum.SetWorkingSet(ws)
-	if err := runs.Write(sum.Row(replay.Suite.Name)); err != nil {
+	if err := runs.Write(sum.Row(Suite.Name)); err != nil {
 		return err
 	}
 	if rerr == nil {
@@ -253,7 +259,7 @@ func replayInto(ctx context.Context, stderr io.Writer, out *harness.Output, f *w
 }
 
 // replaySettings records what the replay learnt of the server.
-func replaySettings(s map[string]string, info replay.Info) {
+func replaySettings(s map[string]string, info Info) {
 	s["endpoint"], s["model"], s["server_version"] = info.Endpoint, info.Model, info.Version
 	s["block_size"], s["block_size_source"] = strconv.Itoa(info.BlockSize), info.BlockSource
 	s["num_gpu_blocks"], s["num_gpu_blocks_source"] = strconv.Itoa(info.GPUBlocks), info.GPUSource

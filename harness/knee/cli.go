@@ -1,10 +1,9 @@
-package main
+package knee
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,9 +11,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/knee"
 	"github.com/kvtier/kvtier/harness/replay"
+	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
@@ -22,15 +22,12 @@ import (
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
-// kneeFlags are the flags of kvtier knee besides the workload's.
-type kneeFlags struct {
-	capacities, capacityBlocks string
-	serverCmd                  string
-	healthTimeout, grace       time.Duration
-	blockSize                  int
-}
+func init() { cli.Register(CLI) }
 
-const kneeUsage = `Usage: kvtier knee [--capacities SIZES | --capacity-blocks N,...] [--server-cmd COMMAND] [flags]
+// CLI is kvtier knee (Command is a server command line).
+var CLI = &cli.Command{Name: "knee", Order: 130, Run: runCommand,
+	Summary: "sweep a server's GPU KV capacity with one workload: the capacity knee",
+	Usage: `Usage: kvtier knee [--capacities SIZES | --capacity-blocks N,...] [--server-cmd COMMAND] [flags]
 
 For each GPU KV capacity, starts a server with that many KV blocks, waits for GET /health,
 replays the workload (a --trace, or synthetic closed-loop sessions: by default the
@@ -46,24 +43,32 @@ replaced per capacity, e.g.
   --server-cmd 'vllm serve MODEL --num-gpu-blocks-override {blocks} --max-model-len {tokens} --port {port} --enable-prefix-caching'
 The server leads a process group of its own; it is stopped with SIGTERM to the group,
 then SIGKILL after --stop-grace, also on Ctrl-C. Without --server-cmd each capacity is an
-embedded kvtier simulator (rows say simulated=true).`
+embedded kvtier simulator (rows say simulated=true).`}
 
-// runKnee sweeps a server's GPU KV capacity with one workload.
-func runKnee(ctx context.Context, stdout, stderr io.Writer, args []string) int {
-	fs := newFlagSet("knee", kneeUsage, stderr)
-	var f workloadFlags
+// kneeFlags are the flags of kvtier knee besides the workload's.
+type kneeFlags struct {
+	capacities, capacityBlocks string
+	serverCmd                  string
+	healthTimeout, grace       time.Duration
+	blockSize                  int
+}
+
+// runCommand sweeps a server's GPU KV capacity with one workload.
+func runCommand(ctx context.Context, c *cli.Call) int {
+	fs := c.FlagSet()
+	var f replay.WorkloadFlags
 	var k kneeFlags
-	var out outputFlags
-	f.add(fs)
-	out.add(fs)
+	var out cli.OutputFlags
+	f.Add(fs)
+	out.Add(fs)
 	fs.StringVar(&k.capacities, "capacities", "1.2GB,2.4GB,3.6GB,9.7GB,14.5GB", "GPU KV capacities (bytes; converted to blocks with the model's geometry)")
 	fs.StringVar(&k.capacityBlocks, "capacity-blocks", "", "GPU KV capacities in blocks, instead of --capacities")
 	fs.StringVar(&k.serverCmd, "server-cmd", "", "command that starts a server at one capacity (see above; default: the embedded simulator)")
 	k.healthTimeout, k.grace = 15*time.Minute, 30*time.Second
-	fs.Var(durationValue{&k.healthTimeout}, "health-timeout", "how long a server may take to answer GET /health")
-	fs.Var(durationValue{&k.grace}, "stop-grace", "between SIGTERM and SIGKILL when a server is stopped")
+	fs.Var(cli.DurationValue{D: &k.healthTimeout}, "health-timeout", "how long a server may take to answer GET /health")
+	fs.Var(cli.DurationValue{D: &k.grace}, "stop-grace", "between SIGTERM and SIGKILL when a server is stopped")
 	fs.IntVar(&k.blockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block of the servers (give the server command the same)")
-	r, code, ok := parseOptions(fs, args, stderr, func() (kneeRun, error) {
+	r, code, ok := cli.ParseOptions(fs, c.Args, c.Stderr, c.Getenv, func() (kneeRun, error) {
 		cfg, w, err := k.config(ctx, fs, &f, out)
 		return kneeRun{cfg, w}, err
 	})
@@ -71,38 +76,38 @@ func runKnee(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		return code
 	}
 	cfg, w := r.cfg, r.w
-	cfg.Log, cfg.Replay.Log = stderr, nil
+	cfg.Log, cfg.Replay.Log = c.Stderr, nil
 	var dir string
-	code = suiteRun{cmd: "knee", suite: knee.Suite, out: out, args: args, plots: true,
-		run: func(ctx context.Context, o *harness.Output) error {
+	code = cli.SuiteRun{Call: c, Suite: Suite, Out: out, Plots: true,
+		Run: func(ctx context.Context, o *harness.Output) error {
 			dir = o.Dir
 			return kneeInto(ctx, o, &f, cfg, w)
-		}}.exec(ctx, stdout, stderr)
-	return printSection(stdout, stderr, "knee", dir, code, report.WriteKnee)
+		}}.Exec(ctx)
+	return c.PrintSection(dir, code, report.WriteKnee)
 }
 
 // kneeRun is a validated kvtier knee.
 type kneeRun struct {
-	cfg knee.Config
+	cfg Config
 	w   *replay.Workload
 }
 
 // config checks every flag and returns the sweep's configuration and
 // workload.
-func (k *kneeFlags) config(ctx context.Context, fs *pflag.FlagSet, f *workloadFlags, out outputFlags) (knee.Config, *replay.Workload, error) {
+func (k *kneeFlags) config(ctx context.Context, fs *pflag.FlagSet, f *replay.WorkloadFlags, out cli.OutputFlags) (Config, *replay.Workload, error) {
 	var errs []error
-	rc, w := f.config(ctx, fs, &errs)
-	f.model.blockSize = k.blockSize
-	g, err := f.model.geometry()
-	errs = append(errs, err, out.check())
-	cfg := knee.Config{BlockSize: k.blockSize, BytesPerToken: g.BytesPerToken(), Replay: rc, HealthTimeout: k.healthTimeout, Grace: k.grace}
+	rc, w := f.Config(ctx, fs, &errs)
+	f.Model.BlockSize = k.blockSize
+	g, err := f.Model.Geometry()
+	errs = append(errs, err, out.Check())
+	cfg := Config{BlockSize: k.blockSize, BytesPerToken: g.BytesPerToken(), Replay: rc, HealthTimeout: k.healthTimeout, Grace: k.grace}
 	cfg.Capacities = k.blocks(&errs, fs.Changed("capacities"), g.BlockBytes())
 	if k.serverCmd != "" {
-		c, err := knee.ParseCommand(k.serverCmd)
+		c, err := ParseCommand(k.serverCmd)
 		cfg.Server = c
 		errs = append(errs, option.Wrap("server-cmd", err))
 	} else {
-		cfg.Sim = vllmsim.Config{Model: g.Model, Geometry: g, BlockSize: k.blockSize, TimeScale: 1, Seed: int64(f.seed), EnablePromptTokensDetails: true}
+		cfg.Sim = vllmsim.Config{Model: g.Model, Geometry: g, BlockSize: k.blockSize, TimeScale: 1, Seed: int64(f.Seed), EnablePromptTokensDetails: true}
 	}
 	rc.Endpoint = "http://127.0.0.1:1" // set per capacity; checked here for the other fields
 	errs = append(errs, rc.Validate())
@@ -120,9 +125,9 @@ func (k *kneeFlags) blocks(errs *[]error, sizesGiven bool, blockBytes int64) []i
 		if sizesGiven {
 			*errs = append(*errs, option.Errorf("capacity-blocks", "given with --capacities: give one of them"))
 		}
-		out = listFlag(errs, "capacity-blocks", k.capacityBlocks, atoiFlag, 1)
+		out = cli.ListFlag(errs, "capacity-blocks", k.capacityBlocks, cli.Atoi, 1)
 	} else {
-		for _, b := range listFlag(errs, "capacities", k.capacities, parseBytesFlag, 1) {
+		for _, b := range cli.ListFlag(errs, "capacities", k.capacities, trace.ParseCapacity, 1) {
 			n := b / max(blockBytes, 1)
 			if n < 1 {
 				*errs = append(*errs, option.Errorf("capacities", "%d bytes hold no block of %d bytes", b, blockBytes))
@@ -135,15 +140,13 @@ func (k *kneeFlags) blocks(errs *[]error, sizesGiven bool, blockBytes int64) []i
 	return slices.Compact(out)
 }
 
-func parseBytesFlag(s string) (int64, error) { return parseCapacity(s) }
-
 // kneeInto runs the sweep into the results directory.
-func kneeInto(ctx context.Context, out *harness.Output, f *workloadFlags, cfg knee.Config, w *replay.Workload) error {
+func kneeInto(ctx context.Context, out *harness.Output, f *replay.WorkloadFlags, cfg Config, w *replay.Workload) error {
 	cfg.Dir = out.Dir
-	s := f.settings(cfg.Replay, w)
+	s := f.Settings(cfg.Replay, w)
 	s["capacities_blocks"] = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(cfg.Capacities)), ","), "[]")
 	s["block_size"], s["bytes_per_token"] = strconv.Itoa(cfg.BlockSize), strconv.FormatInt(cfg.BytesPerToken, 10)
-	s["server"], s["health_timeout"], s["stop_grace"] = knee.EmbeddedName, cfg.HealthTimeout.String(), cfg.Grace.String()
+	s["server"], s["health_timeout"], s["stop_grace"] = EmbeddedName, cfg.HealthTimeout.String(), cfg.Grace.String()
 	if cfg.Server != nil {
 		s["server"] = strings.Join(redact.Args(cfg.Server.Args), " ")
 	}
@@ -151,10 +154,10 @@ func kneeInto(ctx context.Context, out *harness.Output, f *workloadFlags, cfg kn
 	if err := out.WriteManifest(); err != nil {
 		return err
 	}
-	c, err := out.OpenAll(knee.Suite.Files)
+	c, err := out.OpenAll(Suite.Files)
 	if err != nil {
 		return err
 	}
-	sinks := knee.Sinks{Requests: c[0], Capacities: c[1], Curve: c[2], AddFile: out.AddFile}
-	return knee.Run(ctx, cfg, w, sinks)
+	sinks := Sinks{Requests: c[0], Capacities: c[1], Curve: c[2], AddFile: out.AddFile}
+	return Run(ctx, cfg, w, sinks)
 }

@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/units"
+)
+
+// The flag groups of the commands that send requests to an OpenAI/vLLM
+// server (probe, interfere, replay, knee), and what those commands share.
+
+// DefaultReps is --reps wherever repetitions are counted: five samples a
+// side is the fewest with which kvtier compare's rank test can reach
+// p <= 0.05, so two runs with default flags can be compared.
+const DefaultReps = 5
+
+// ServerFlags choose the vLLM server a client command measures:
+// --base-url (vllm bench serve's name; --endpoint before, which is the
+// API path there) or --sim (an embedded kvtier sim), --served-model-name,
+// --idle-timeout, --max-timeouts and the removed --sim-time-scale.
+type ServerFlags struct {
+	FS          *pflag.FlagSet // the command's, to tell whether --base-url was given
+	BaseURL     string
+	Model       string // --served-model-name
+	UseSim      bool
+	SimScale    float64
+	Idle        time.Duration
+	MaxTimeouts int
+}
+
+// Add adds the group's flags to fs; simUsage says what --sim measures.
+func (f *ServerFlags) Add(fs *pflag.FlagSet, c *Call, simUsage string) {
+	f.FS = fs
+	AddBaseURL(fs, c, &f.BaseURL, "base URL of the vLLM server measured, e.g. http://127.0.0.1:8000 (env "+EnvEndpoint+")")
+	fs.BoolVar(&f.UseSim, "sim", false, simUsage)
+	addSimTimeScale(fs, &f.SimScale)
+	fs.StringVar(&f.Model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
+	Alias(fs, "model", "served-model-name")
+	AddIdleTimeout(fs, &f.Idle)
+	AddMaxTimeouts(fs, &f.MaxTimeouts)
+}
+
+// AddBaseURL adds --base-url, the server a client command sends to
+// (default $KVTIER_ENDPOINT), with --endpoint as its deprecated alias:
+// vllm bench serve calls the server --base-url and the API path
+// (/v1/completions) --endpoint.
+func AddBaseURL(fs *pflag.FlagSet, c *Call, p *string, usage string) {
+	fs.StringVar(p, "base-url", c.Getenv(EnvEndpoint), usage)
+	Alias(fs, "endpoint", "base-url")
+}
+
+// AddMaxTimeouts adds --max-timeouts, the circuit breaker of every HTTP
+// command: one name, one meaning.
+func AddMaxTimeouts(fs *pflag.FlagSet, p *int) {
+	fs.IntVar(p, "max-timeouts", serving.DefaultMaxTimeouts, "stop after this many consecutive requests to a server time out (a hung engine), leaving skipped rows for the rest (0: never)")
+}
+
+// A SecondEndpoint is a server a command talks to besides --base-url: its
+// flag, what it is (said when --sim makes it redundant) and its URL.
+type SecondEndpoint struct{ Flag, Role, URL string }
+
+// EndpointURL checks --base-url, --sim and a second server's flag
+// together, adding each problem to errs, and returns the endpoint to
+// use: "sim" with --sim (replaced by the sim's URL once it runs).
+func (f *ServerFlags) EndpointURL(errs *[]error, second SecondEndpoint) string {
+	endpoint := strings.TrimSpace(f.BaseURL)
+	switch {
+	case f.UseSim:
+		if FlagChanged(f.FS, "base-url") {
+			*errs = append(*errs, errors.New("--sim and --base-url exclude each other"))
+		}
+		if second.URL != "" {
+			*errs = append(*errs, fmt.Errorf("--sim starts its own %s: drop --%s", second.Role, second.Flag))
+		}
+		endpoint = "sim"
+	case endpoint == "":
+		*errs = append(*errs, errors.New("--base-url URL is required (or "+EnvEndpoint+", or --sim)"))
+	default:
+		if _, err := serving.NewClient(endpoint, time.Second); err != nil {
+			*errs = append(*errs, fmt.Errorf("--base-url: %w", err))
+		}
+	}
+	if second.URL != "" {
+		if _, err := serving.NewClient(second.URL, time.Second); err != nil {
+			*errs = append(*errs, fmt.Errorf("--%s: %w", second.Flag, err))
+		}
+	}
+	if err := CheckSimTimeScale(f.SimScale); err != nil {
+		*errs = append(*errs, err)
+	}
+	return endpoint
+}
+
+// FlagChanged reports whether the flag called name was given on the
+// command line, under its name or under a deprecated alias of it (see
+// Alias): pflag's Changed sees only the name given.
+func FlagChanged(fs *pflag.FlagSet, name string) bool {
+	found := fs.Changed(name)
+	fs.Visit(func(f *pflag.Flag) {
+		if names := f.Annotations[AliasOf]; len(names) == 1 && names[0] == name {
+			found = true
+		}
+	})
+	return found
+}
+
+// AddFull adds --full to a client command whose --sim default is a short
+// grid: the flags named in grid (flag name, its default against a server)
+// keep their full default with --sim only when --full is given.
+func AddFull(fs *pflag.FlagSet, p *bool, grid string) {
+	fs.BoolVar(p, "full", false, "with --sim, the full grid ("+grid+"), the default against a server; without it --sim runs a short grid (under 2 minutes on 2 cores)")
+}
+
+// ShortGrid sets *value to short when the run is --sim, --full is not
+// given and the flag called name was left at its default.
+func ShortGrid(fs *pflag.FlagSet, sim, full bool, name string, value *string, short string) {
+	if sim && !full && !fs.Changed(name) {
+		*value = short
+	}
+}
+
+// addSimTimeScale adds --sim-time-scale, removed: a simulator run faster
+// than real time cannot give back real-time figures (its own processing
+// time, which does not scale, is folded into what it models). Given 1, it
+// is accepted with a deprecation warning (WarnSimTimeScale); any other
+// value is bad input (CheckSimTimeScale). It is hidden from the usage.
+func addSimTimeScale(fs *pflag.FlagSet, v *float64) {
+	fs.Float64Var(v, "sim-time-scale", 1, "removed: the embedded sim runs in real time")
+	fs.MarkHidden("sim-time-scale")
+}
+
+// WarnSimTimeScale says on stderr that --sim-time-scale 1 is deprecated.
+func (f *ServerFlags) WarnSimTimeScale(stderr io.Writer) {
+	if f.FS.Changed("sim-time-scale") && f.SimScale == 1 {
+		fmt.Fprintf(stderr, "kvtier %s: warning: --sim-time-scale is deprecated and will go: the embedded sim always runs in real time (kvtier sim --time-scale still scales a standalone server)\n", f.FS.Name())
+	}
+}
+
+// CheckSimTimeScale rejects --sim-time-scale other than 1.
+func CheckSimTimeScale(v float64) error {
+	if v == 1 {
+		return nil
+	}
+	return option.Errorf("sim-time-scale", "%g: removed; a scaled simulator cannot give real-time figures back (its own processing time does not scale), so the embedded sim runs in real time: drop the flag (kvtier sim --time-scale still scales a standalone server)", v)
+}
+
+// TokensFlag parses an optional token count ("" or "0": none, "400k");
+// a value that does not parse adds an option.Error to errs.
+func TokensFlag(errs *[]error, name, value string) int {
+	if strings.TrimSpace(value) == "" {
+		return 0
+	}
+	n, err := units.ParseTokens(value)
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return 0
+	}
+	return n
+}
+
+// PrintSection prints a report section of the results directory dir on
+// stdout once the run wrote it cleanly (code is ExitOK), and returns the
+// exit status.
+func (c *Call) PrintSection(dir string, code int, section func(io.Writer, *analysis.Run)) int {
+	if code != ExitOK {
+		return code
+	}
+	run, err := analysis.Load(dir)
+	if err != nil {
+		c.Logf("%v", err)
+		return ExitFail
+	}
+	fmt.Fprintln(c.Stdout)
+	section(c.Stdout, run)
+	return code
+}

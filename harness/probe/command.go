@@ -1,0 +1,298 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	neturl "net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvtier/kvtier/cli"
+	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/redact"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/tiers/tierspec"
+	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/vllmsim"
+)
+
+func init() { cli.Register(Command) }
+
+// Command is kvtier probe.
+var Command = &cli.Command{Name: "probe", Order: 80, Run: runCommand,
+	Summary:   "four-tier TTFT of a reused prefix against a vLLM server",
+	Usage:     "Usage: kvtier probe --base-url URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.",
+	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PRODUCER", Flag: "--producer"}}}
+
+// flags are the flags of kvtier probe.
+type flags struct {
+	server                    cli.ServerFlags
+	full                      bool // --full: the full grid with --sim
+	producer, connector       string
+	tiers, prefixes           string
+	timeout                   time.Duration
+	out                       cli.OutputFlags
+	api, mooncakeShape        string
+	cpuCapacity, offloadBlock string
+	reps, blockSize           int
+	bootstrapPort             int
+	seed                      uint64
+	evictMargin               float64
+}
+
+// Bind adds the flags to fs.
+func (f *flags) Bind(fs *pflag.FlagSet, c *cli.Call) {
+	f.server.Add(fs, c, "measure an embedded kvtier sim instead of a server (rows say simulated=true)")
+	fs.StringVar(&f.tiers, "tiers", strings.Join(Tiers, ","), "tiers to force and measure: "+tierUsage()+"; the other names in parentheses are accepted too")
+	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024; with --sim 1k,4k,16k unless --full)")
+	cli.AddFull(fs, &f.full, "--prefix 1k,2k,4k,8k,16k,32k,64k")
+	fs.IntVar(&f.reps, "reps", cli.DefaultReps, "measured requests per tier and prefix")
+	f.out.Add(fs)
+	f.timeout = 120 * time.Second
+	fs.Var(cli.DurationValue{D: &f.timeout}, "timeout", "limit of one request")
+	fs.StringVar(&f.producer, "producer", "", "remote tier: base URL of the instance that prefills (kv_producer); the --base-url server pulls from it")
+	fs.StringVar(&f.connector, "connector", "nixl", "remote tier: KV connector protocol, nixl or mooncake")
+	fs.IntVar(&f.bootstrapPort, "bootstrap-port", 8998, "remote tier, mooncake: the producer's bootstrap port")
+	fs.StringVar(&f.mooncakeShape, "mooncake-shape", MooncakeAuto, "remote tier, mooncake: request shape of the proxy, "+strings.Join(MooncakeShapes, ", ")+" (auto: transfer when the bootstrap server answers GET /query, else bootstrap)")
+	fs.StringVar(&f.api, "api", serving.APICompletions, "API of the requests: completions (prompts of token ids) or chat (one user message, sized with POST /tokenize)")
+	fs.StringVar(&f.cpuCapacity, "cpu-capacity", "", "cpu tier: tokens the server's CPU offload store holds (default: from vllm:cache_config_info or GET /server_info; unknown otherwise)")
+	fs.StringVar(&f.offloadBlock, "offload-block", "", "cpu tier: tokens per offload unit, when larger than the KV block (OffloadingConnector block_size, LMCache chunk; default: from GET /server_info, else the block)")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the prompts' token ids")
+	fs.Float64Var(&f.evictMargin, "evict-margin", 1.5, "cpu tier: filler tokens sent to evict the GPU cache, as a multiple of the GPU pool")
+	fs.IntVar(&f.blockSize, "block-size", 0, "KV block size in tokens (default: from vllm:cache_config_info)")
+}
+
+// Resolve turns the flags into the probe's configuration, reporting
+// every problem at once.
+func (f *flags) Resolve() (Config, error) {
+	var errs []error
+	cfg := Config{
+		Producer: strings.TrimSpace(f.producer), Connector: f.connector, BootstrapPort: f.bootstrapPort, Model: f.server.Model,
+		Reps: f.reps, Seed: f.seed, EvictMargin: f.evictMargin, BlockSize: f.blockSize,
+		API: f.api, MooncakeShape: f.mooncakeShape,
+	}
+	cfg.CPUCapacity = cli.TokensFlag(&errs, "cpu-capacity", f.cpuCapacity)
+	cfg.OffloadBlock = cli.TokensFlag(&errs, "offload-block", f.offloadBlock)
+	cfg.Endpoint = f.server.EndpointURL(&errs, cli.SecondEndpoint{Flag: "producer", Role: "producer", URL: cfg.Producer})
+	// Connector names are Validate's to check; tiers go by any of their
+	// names.
+	cfg.Tiers = cli.ListFlag(&errs, "tiers", f.tiers, func(s string) (string, error) { return tierName(strings.TrimSpace(s)) }, "miss")
+	cli.ShortGrid(f.server.FS, f.server.UseSim, f.full, "prefix", &f.prefixes, "1k,4k,16k")
+	cfg.Prefixes = cli.ListFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
+	cfg.Timeout = f.timeout
+	cfg.Idle, cfg.MaxTimeouts = f.server.Idle, f.server.MaxTimeouts
+	// The flag takes a port; the library's 0 (Mooncake's default) is
+	// the flag's default already. Reported here once, not again below.
+	if err := option.Range("bootstrap-port", f.bootstrapPort, 1, 65535); err != nil {
+		errs = append(errs, err)
+		cfg.BootstrapPort = 0
+	}
+	errs = append(errs, f.out.Check())
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// tierName returns the probe's name of the tier called name, any name
+// the tier goes by (the sweep's hbm, host, recompute; dram), or an error
+// naming the tiers the probe measures.
+func tierName(name string) (string, error) {
+	if d, ok := tierspec.Lookup(name); ok && d.Probe != "" {
+		return d.Probe, nil
+	}
+	return "", fmt.Errorf("unknown tier %q (the probe measures %s)", name, tierUsage())
+}
+
+// tierUsage names the probe's tiers in the probe's order, each with its
+// other names: "miss (recompute), gpu (hbm), ...".
+func tierUsage() string {
+	var out []string
+	for _, p := range Tiers {
+		d, _ := tierspec.Lookup(p)
+		names := slices.DeleteFunc(d.Names(), func(n string) bool { return n == p })
+		if len(names) == 0 {
+			out = append(out, p)
+			continue
+		}
+		out = append(out, p+" ("+strings.Join(names, ", ")+")")
+	}
+	return strings.Join(out, ", ")
+}
+
+// overheadReps is how many 1k prompts measure the client's own floor.
+const overheadReps = 7
+
+// clientOverhead measures the probe client's TTFT p50 for a 1k prompt
+// against an in-process sim that answers at no cost.
+func clientOverhead(ctx context.Context) (time.Duration, error) {
+	zero, err := vllmsim.LookupProfile("zero")
+	if err != nil {
+		return 0, err
+	}
+	s, err := vllmsim.New(vllmsim.Config{Profile: zero, TimeScale: 0})
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	url, err := s.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	c, err := serving.NewClient(url, 30*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	return Overhead(ctx, c, s.Config().Model, 1024, overheadReps, 1)
+}
+
+// startSims starts a consumer sim with CPU offload and, when remote
+// is wanted, a producer it pulls from. The GPU pool holds twice the
+// longest prefix, so forcing the cpu tier evicts little.
+func startSims(ctx context.Context, cfg *Config) (func(), error) {
+	longest := slices.Max(cfg.Prefixes)
+	bs := cfg.BlockSize
+	if bs == 0 {
+		bs = vllmsim.DefaultBlockSize
+	}
+	gpu := max(2*longest/bs+64, 1024)
+	base := vllmsim.Config{
+		Model: cfg.Model, BlockSize: bs, GPUBlocks: gpu,
+		MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024), TimeScale: 1,
+		EnablePromptTokensDetails: true, Seed: int64(cfg.Seed),
+	}
+	var sims vllmsim.Fleet
+	consumer := base
+	consumer.CPUBlocks = 4 * gpu
+	if slices.Contains(cfg.Tiers, "remote") {
+		producer := base
+		producer.Role = "producer"
+		url, err := sims.Start(ctx, producer)
+		if err != nil {
+			sims.Close()
+			return nil, err
+		}
+		cfg.Producer = url
+		consumer.Role, consumer.KVPeer = "consumer", url
+		// The sim's Mooncake bootstrap server is its API port.
+		if u, err := neturl.Parse(url); err == nil {
+			cfg.BootstrapPort, _ = strconv.Atoi(u.Port())
+		}
+	}
+	url, err := sims.Start(ctx, consumer)
+	if err != nil {
+		sims.Close()
+		return nil, err
+	}
+	cfg.Endpoint = url
+	cfg.Simulated = true
+	return sims.Close, nil
+}
+
+// runCommand measures the TTFT of a reused prefix in each tier of a
+// vLLM server (or an embedded sim) and writes probe.csv.
+func runCommand(ctx context.Context, c *cli.Call) int {
+	var f flags
+	cfg, code, ok := cli.Parse(c, &f)
+	if !ok {
+		return code
+	}
+	f.server.WarnSimTimeScale(c.Stderr)
+	if f.server.UseSim {
+		stop, err := startSims(ctx, &cfg)
+		if err != nil {
+			return c.UsageErr(fmt.Errorf("--sim: %w", err))
+		}
+		defer stop()
+	}
+	cfg.BlockBytes = kv.ServedBlockBytes
+	cfg.Log = c.Stderr
+	p, err := New(ctx, cfg)
+	if err != nil {
+		return c.UsageErr(err)
+	}
+	info := p.Info()
+	return cli.SuiteRun{Call: c, Suite: Suite, Out: f.out,
+		Run: func(ctx context.Context, out *harness.Output) error {
+			writeManifest(ctx, c.Stderr, out.Manifest, f, cfg, info)
+			if err := out.WriteManifest(); err != nil {
+				return err
+			}
+			sink, err := out.Open(Suite.Main())
+			if err != nil {
+				return err
+			}
+			c.Logf("%s at %s (block size %d, %s)", info.Model, redact.URL(cfg.Endpoint), info.BlockSize, info.BlockSource)
+			ts := &ttftSink{Sink: sink}
+			err = p.Run(ctx, ts)
+			ts.summary(c.Stderr, map[bool]string{true: "simulated", false: "measured"}[cfg.Simulated])
+			return err
+		}}.Exec(ctx)
+}
+
+// serverSettings records what the probe learnt of the server: its
+// version and counters, the CPU store, the Mooncake shape; a figure the
+// server does not expose is a warning.
+func serverSettings(stderr io.Writer, m *results.Manifest, cfg Config, info Info) {
+	m.Settings["api"] = cfg.API
+	m.Settings["server_version"] = info.Version
+	m.Settings["server_family"] = info.Family.String()
+	m.Settings["counter_generation"] = info.Generation.String()
+	warn := func(msg string) {
+		m.Warnings = append(m.Warnings, "probe: "+msg)
+		fmt.Fprintf(stderr, "kvtier probe: warning: %s\n", msg)
+	}
+	if info.VersionError != "" {
+		warn(info.VersionError + ": counters read as of an unknown vLLM release")
+	}
+	if slices.Contains(cfg.Tiers, "cpu") {
+		m.Settings["cpu_capacity_tokens"] = strconv.Itoa(info.Offload.Tokens)
+		m.Settings["cpu_capacity_source"] = info.Offload.TokensSource
+		m.Settings["offload_grain_tokens"] = strconv.Itoa(info.Offload.Grain)
+		m.Settings["offload_grain_source"] = info.Offload.GrainSource
+		if info.Offload.Tokens == 0 {
+			warn("CPU store size " + info.Offload.TokensSource + ": the eviction flood may evict the warmed prefix from CPU memory too (give --cpu-capacity)")
+		}
+	}
+	if info.MooncakeShape != "" {
+		m.Settings["mooncake_shape"] = info.MooncakeShape
+		m.Settings["mooncake_shape_source"] = info.MooncakeSource
+	}
+}
+
+// writeManifest records the probe's settings, the client's own overhead
+// and what /metrics said at start in m.
+func writeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f flags, cfg Config, info Info) {
+	m.Settings = map[string]string{
+		"endpoint": redact.URL(cfg.Endpoint), "producer": redact.URL(cfg.Producer), "connector": cfg.Connector,
+		"model": info.Model, "tiers": strings.Join(cfg.Tiers, ","), "prefixes": f.prefixes,
+		"reps": strconv.Itoa(cfg.Reps), "seed": strconv.FormatUint(cfg.Seed, 10),
+		"timeout": cfg.Timeout.String(), "idle_timeout": cfg.Idle.String(), "evict_margin": strconv.FormatFloat(cfg.EvictMargin, 'g', -1, 64),
+		"block_size": strconv.Itoa(info.BlockSize), "block_size_source": info.BlockSource,
+		"num_gpu_blocks": strconv.Itoa(info.GPUBlocks), "max_model_len": strconv.Itoa(info.MaxModelLen),
+		"simulated": strconv.FormatBool(info.Simulated), "max_tokens": strconv.Itoa(MaxTokens),
+	}
+	serverSettings(stderr, m, cfg, info)
+	if info.MetricsError != "" {
+		m.Warnings = append(m.Warnings, "probe: /metrics at start: "+info.MetricsError)
+		fmt.Fprintf(stderr, "kvtier probe: warning: %s: rows cannot be verified\n", info.MetricsError)
+	}
+	if m.Notes == nil {
+		m.Notes = map[string]any{}
+	}
+	if d, err := clientOverhead(ctx); err != nil {
+		m.Warnings = append(m.Warnings, "probe: client overhead not measured: "+err.Error())
+	} else {
+		m.Notes["client_overhead_ttft_p50_s"] = d.Seconds()
+		fmt.Fprintf(stderr, "kvtier probe: client overhead (TTFT p50, 1k prompt, zero-cost sim): %.3g ms\n", 1e3*d.Seconds())
+	}
+}

@@ -13,6 +13,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kvtier/kvtier/cli"
+)
+
+// The exit statuses, by their short names in these tests.
+const (
+	exitOK          = cli.ExitOK
+	exitFail        = cli.ExitFail
+	exitUsage       = cli.ExitUsage
+	exitInterrupted = cli.ExitInterrupted
 )
 
 // runCLI runs kvtier with args and returns exit status, stdout and stderr.

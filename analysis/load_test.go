@@ -1,4 +1,4 @@
-package analysis
+package analysis_test
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness/mb1"
 	_ "github.com/kvtier/kvtier/harness/probe" // registers probe.csv
 	"github.com/kvtier/kvtier/results"
@@ -27,8 +28,8 @@ func TestReadTokensRefusesMalformedCounts(t *testing.T) {
 			if err := os.WriteFile(path, []byte(header+"\n"+tt.row+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			run, err := Load(dir)
-			var toks []Token
+			run, err := analysis.Load(dir)
+			var toks []analysis.Token
 			if run != nil {
 				toks = run.Tokens
 			}
@@ -58,7 +59,7 @@ func TestLoadKeepsRowsAfterAMalformedOne(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "probe.csv"), []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run, err := Load(dir)
+	run, err := analysis.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -183,3 +183,22 @@ func (c *Call) PrintSection(dir string, code int, section func(io.Writer, *analy
 	section(c.Stdout, run)
 	return code
 }
+
+// shortRun is how long the short --sim grids take at most: a longer run
+// says its estimate before it starts, as --full always does.
+const shortRun = 2 * time.Minute
+
+// SayEstimate says, before a --sim run starts, how long it will take when
+// it is the full grid or longer than a short one: configs configurations
+// of reps reps each, est by the simulator's cost model.
+func SayEstimate(w io.Writer, cmd string, full bool, configs, reps int, est time.Duration) {
+	if !full && est <= shortRun {
+		return
+	}
+	grid := "the grid"
+	if full {
+		grid = "--full"
+	}
+	fmt.Fprintf(w, "kvtier %s: %s: %d configurations × %d reps, estimated %s from the simulator's cost model (a loaded machine takes longer)\n",
+		cmd, grid, configs, reps, est.Round(time.Second))
+}

@@ -22,10 +22,8 @@ import (
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
-func init() { cli.Register(CLI) }
-
 // CLI is kvtier knee (Command is a server command line).
-var CLI = &cli.Command{Name: "knee", Order: 130, Run: runCommand,
+var CLI = cli.Register(&cli.Command{Name: "knee", Order: 130, Run: runCommand,
 	Summary: "sweep a server's GPU KV capacity with one workload: the capacity knee",
 	Usage: `Usage: kvtier knee [--capacities SIZES | --capacity-blocks N,...] [--server-cmd COMMAND] [flags]
 
@@ -43,7 +41,7 @@ replaced per capacity, e.g.
   --server-cmd 'vllm serve MODEL --num-gpu-blocks-override {blocks} --max-model-len {tokens} --port {port} --enable-prefix-caching'
 The server leads a process group of its own; it is stopped with SIGTERM to the group,
 then SIGKILL after --stop-grace, also on Ctrl-C. Without --server-cmd each capacity is an
-embedded kvtier simulator (rows say simulated=true).`}
+embedded kvtier simulator (rows say simulated=true).`})
 
 // kneeFlags are the flags of kvtier knee besides the workload's.
 type kneeFlags struct {

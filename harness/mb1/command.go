@@ -20,13 +20,11 @@ import (
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
-func init() { cli.Register(Command) }
-
 // Command is kvtier interfere.
-var Command = &cli.Command{Name: "interfere", Order: 90, Run: runCommand,
+var Command = cli.Register(&cli.Command{Name: "interfere", Order: 90, Run: cli.Bound(runCommand),
 	Summary:   "MB1: decode stall caused by a prefill on the same server",
 	Usage:     "Usage: kvtier interfere --base-url URL | --sim [flags]\n\nMB1: runs D streaming decodes, injects one prefill of P tokens into the same server\n(and into --control-base-url for the control arm), and measures how decode stalls.\nWrites mb1.csv (one row per cell, arm and rep), mb1_tokens.csv (every token's arrival)\nand manifest.json.",
-	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PRODUCER", Flag: "--producer"}}}
+	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PRODUCER", Flag: "--producer"}}})
 
 // flags are the flags of kvtier interfere.
 type flags struct {
@@ -39,6 +37,34 @@ type flags struct {
 	reps, decodeTokens       int
 	seed                     uint64
 	full                     bool // --full: the full grid with --sim
+}
+
+// simConfig is the configuration of the simulated servers --sim starts
+// for MB1 of cfg, chunk its chunked-prefill size.
+func simConfig(cfg Config, chunk int) vllmsim.Config {
+	longest := slices.Max(cfg.Prefill)
+	return vllmsim.Config{
+		Model: cfg.Model, MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024),
+		GPUBlocks: max(vllmsim.DefaultGPUBlocks, 2*longest/vllmsim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
+		TimeScale: 1, Seed: int64(cfg.Seed),
+	}
+}
+
+// simEstimate is the time MB1 of cfg takes against simulated
+// servers of sim: per cell and rep, each arm's decodes run for the
+// inject delay and then as long as the prefill of P tokens beside D
+// decodes takes. Only --sim has a full grid: its servers are
+// simulators, the second one for the control arm.
+func simEstimate(cfg Config, sim vllmsim.Config) time.Duration {
+	const arms = 3 // interfere, control (on the second simulator) and baseline
+	var sec float64
+	for _, p := range cfg.Prefill {
+		for _, d := range cfg.Decode {
+			arm := cfg.InjectAfter.Seconds() + vllmsim.EstimateTTFT(sim, "miss", p, d)
+			sec += arms * arm * float64(cfg.Reps)
+		}
+	}
+	return time.Duration(sec * float64(time.Second))
 }
 
 // Bind adds the flags to fs.
@@ -96,12 +122,7 @@ func (f *flags) Resolve() (Config, error) {
 // startSims starts the measured sim and the control arm's sim,
 // with chunked prefill of chunk tokens per step.
 func startSims(ctx context.Context, cfg *Config, chunk int) (func(), error) {
-	longest := slices.Max(cfg.Prefill)
-	base := vllmsim.Config{
-		Model: cfg.Model, MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024),
-		GPUBlocks: max(vllmsim.DefaultGPUBlocks, 2*longest/vllmsim.DefaultBlockSize), MaxNumBatchedTokens: chunk,
-		TimeScale: 1, Seed: int64(cfg.Seed),
-	}
+	base := simConfig(*cfg, chunk)
 	var sims vllmsim.Fleet
 	var urls []string
 	for range 2 {
@@ -118,12 +139,7 @@ func startSims(ctx context.Context, cfg *Config, chunk int) (func(), error) {
 
 // runCommand runs MB1: decode streams, a prefill injected into them,
 // and per-token times, into mb1.csv and mb1_tokens.csv.
-func runCommand(ctx context.Context, c *cli.Call) int {
-	var f flags
-	cfg, code, ok := cli.Parse(c, &f)
-	if !ok {
-		return code
-	}
+func runCommand(ctx context.Context, c *cli.Call, f *flags, cfg Config) int {
 	f.server.WarnSimTimeScale(c.Stderr)
 	if f.server.UseSim {
 		chunk := vllmsim.DefaultMaxBatched
@@ -131,6 +147,7 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 			chunk, _ = units.ParseTokens(f.chunkLabel)
 		}
 		cfg.ChunkLabel = strconv.Itoa(chunk)
+		cli.SayEstimate(c.Stderr, c.Name, f.full, len(cfg.Prefill)*len(cfg.Decode), cfg.Reps, simEstimate(cfg, simConfig(cfg, chunk)))
 		stop, err := startSims(ctx, &cfg, chunk)
 		if err != nil {
 			return c.UsageErr(fmt.Errorf("--sim: %w", err))
@@ -157,6 +174,9 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 				return err
 			}
 			c.Logf("%s at %s", r.Model(), redact.URL(cfg.Endpoint))
-			return r.Run(ctx, sinks[0], sinks[1])
+			ps := &penaltySink{Sink: sinks[0]}
+			err = r.Run(ctx, ps, sinks[1])
+			ps.summary(c.Stderr, map[bool]string{true: "simulated", false: "measured"}[r.Simulated()])
+			return err
 		}}.Exec(ctx)
 }

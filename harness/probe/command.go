@@ -25,13 +25,11 @@ import (
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
-func init() { cli.Register(Command) }
-
 // Command is kvtier probe.
-var Command = &cli.Command{Name: "probe", Order: 80, Run: runCommand,
+var Command = cli.Register(&cli.Command{Name: "probe", Order: 80, Run: cli.Bound(runCommand),
 	Summary:   "four-tier TTFT of a reused prefix against a vLLM server",
 	Usage:     "Usage: kvtier probe --base-url URL | --sim [flags]\n\nMeasures the time to first token of a prompt whose prefix the server holds nowhere\n(miss), in GPU memory, in CPU memory (offload) or on a producer instance (remote),\nchecking each against the server's /metrics. Writes probe.csv, probe_summary.csv\nand manifest.json.",
-	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PRODUCER", Flag: "--producer"}}}
+	ScriptEnv: []cli.EnvFlag{{Env: "KVTIER_PRODUCER", Flag: "--producer"}}})
 
 // flags are the flags of kvtier probe.
 type flags struct {
@@ -159,20 +157,10 @@ func clientOverhead(ctx context.Context) (time.Duration, error) {
 // is wanted, a producer it pulls from. The GPU pool holds twice the
 // longest prefix, so forcing the cpu tier evicts little.
 func startSims(ctx context.Context, cfg *Config) (func(), error) {
-	longest := slices.Max(cfg.Prefixes)
-	bs := cfg.BlockSize
-	if bs == 0 {
-		bs = vllmsim.DefaultBlockSize
-	}
-	gpu := max(2*longest/bs+64, 1024)
-	base := vllmsim.Config{
-		Model: cfg.Model, BlockSize: bs, GPUBlocks: gpu,
-		MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024), TimeScale: 1,
-		EnablePromptTokensDetails: true, Seed: int64(cfg.Seed),
-	}
+	base := simConfig(*cfg)
 	var sims vllmsim.Fleet
 	consumer := base
-	consumer.CPUBlocks = 4 * gpu
+	consumer.CPUBlocks = 4 * base.GPUBlocks
 	if slices.Contains(cfg.Tiers, "remote") {
 		producer := base
 		producer.Role = "producer"
@@ -198,16 +186,55 @@ func startSims(ctx context.Context, cfg *Config) (func(), error) {
 	return sims.Close, nil
 }
 
+// simConfig is the configuration of the simulated servers --sim starts
+// for a probe of cfg.
+func simConfig(cfg Config) vllmsim.Config {
+	longest := slices.Max(cfg.Prefixes)
+	bs := cfg.BlockSize
+	if bs == 0 {
+		bs = vllmsim.DefaultBlockSize
+	}
+	return vllmsim.Config{
+		Model: cfg.Model, BlockSize: bs, GPUBlocks: max(2*longest/bs+64, 1024),
+		MaxModelLen: max(vllmsim.DefaultMaxModelLen, longest+1024), TimeScale: 1,
+		EnablePromptTokensDetails: true, Seed: int64(cfg.Seed),
+	}
+}
+
+// simEstimate is the time a probe of cfg takes against simulated
+// servers of sim: per prefix, tier and rep, the requests it sends (the
+// measured one, the warm-up that caches the prefix for gpu and cpu, the
+// producer's prefill for remote, the eviction flood for cpu), each for
+// the TTFT the simulator models.
+func simEstimate(cfg Config, sim vllmsim.Config) time.Duration {
+	ttft := func(tier string, tokens int) float64 { return vllmsim.EstimateTTFT(sim, tier, tokens, 0) }
+	// The flood: fillers of at most 8k tokens (half the pool at most)
+	// totalling the GPU pool times the margin (probe.Prober.evict).
+	pool := sim.GPUBlocks * sim.BlockSize
+	filler := min(8192, pool/2)
+	flood := float64((int(float64(pool)*cfg.EvictMargin)+filler-1)/filler) * ttft("miss", filler)
+	var sec float64
+	for _, l := range cfg.Prefixes {
+		for _, tier := range cfg.Tiers {
+			t := ttft(tier, l)
+			switch tier {
+			case "gpu", "remote":
+				t += ttft("miss", l)
+			case "cpu":
+				t += ttft("miss", l) + flood
+			}
+			sec += t * float64(cfg.Reps)
+		}
+	}
+	return time.Duration(sec * float64(time.Second))
+}
+
 // runCommand measures the TTFT of a reused prefix in each tier of a
 // vLLM server (or an embedded sim) and writes probe.csv.
-func runCommand(ctx context.Context, c *cli.Call) int {
-	var f flags
-	cfg, code, ok := cli.Parse(c, &f)
-	if !ok {
-		return code
-	}
+func runCommand(ctx context.Context, c *cli.Call, f *flags, cfg Config) int {
 	f.server.WarnSimTimeScale(c.Stderr)
 	if f.server.UseSim {
+		cli.SayEstimate(c.Stderr, c.Name, f.full, len(cfg.Prefixes)*len(cfg.Tiers), cfg.Reps, simEstimate(cfg, simConfig(cfg)))
 		stop, err := startSims(ctx, &cfg)
 		if err != nil {
 			return c.UsageErr(fmt.Errorf("--sim: %w", err))
@@ -271,7 +298,7 @@ func serverSettings(stderr io.Writer, m *results.Manifest, cfg Config, info Info
 
 // writeManifest records the probe's settings, the client's own overhead
 // and what /metrics said at start in m.
-func writeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f flags, cfg Config, info Info) {
+func writeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f *flags, cfg Config, info Info) {
 	m.Settings = map[string]string{
 		"endpoint": redact.URL(cfg.Endpoint), "producer": redact.URL(cfg.Producer), "connector": cfg.Connector,
 		"model": info.Model, "tiers": strings.Join(cfg.Tiers, ","), "prefixes": f.prefixes,
@@ -284,7 +311,7 @@ func writeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f
 	serverSettings(stderr, m, cfg, info)
 	if info.MetricsError != "" {
 		m.Warnings = append(m.Warnings, "probe: /metrics at start: "+info.MetricsError)
-		fmt.Fprintf(stderr, "kvtier probe: warning: %s: rows cannot be verified\n", info.MetricsError)
+		fmt.Fprintf(stderr, "kvtier probe: warning: %s: only what the responses report of their cache (cached_tokens, llama.cpp cache_n) can verify rows\n", info.MetricsError)
 	}
 	if m.Notes == nil {
 		m.Notes = map[string]any{}

@@ -20,10 +20,8 @@ import (
 	"github.com/kvtier/kvtier/serving"
 )
 
-func init() { cli.Register(Command) }
-
 // Command is kvtier replay.
-var Command = &cli.Command{Name: "replay", Order: 120, Run: runCommand,
+var Command = cli.Register(&cli.Command{Name: "replay", Order: 120, Run: runCommand,
 	Summary: "send a trace (or multi-turn sessions) to a server: realized vs predicted APC, TTFT",
 	Usage: `Usage: kvtier replay --base-url URL [--trace FILE] [flags]
 
@@ -32,7 +30,7 @@ as prompts of token ids that share exactly what the trace's hash ids share, and 
 replay.csv (per request: dispatch time, TTFT, TPOT, ITL p50/p90, E2E, tokens, cached
 tokens, the LRU model's predicted hit at the server's capacity) and replay_run.csv (per
 run: realized APC from /metrics deltas, external hits apart, predicted APC, TTFT
-percentiles, goodput against --slo-ttft/--slo-tpot, failed and timed-out requests).`}
+percentiles, goodput against --slo-ttft/--slo-tpot, failed and timed-out requests).`})
 
 // WorkloadFlags are the flags kvtier replay and kvtier knee share: the
 // workload (a trace or synthetic sessions) and how it is sent.
@@ -240,7 +238,7 @@ func replayInto(ctx context.Context, c *cli.Call, out *harness.Output, f *Worklo
 	}
 	c.Logf("%d requests of %s to %s at %s (%s dispatch; block %d, %s; %d GPU blocks, %s)",
 		len(w.Requests), w.Name, info.Model, info.Endpoint, cfg.Dispatch, info.BlockSize, info.BlockSource, info.GPUBlocks, info.GPUSource)
-	pr := harness.ProgressOf(stderr)
+	pr := harness.ProgressOf(c.Stderr)
 	pr.Plan(1)
 	pr.Begin(fmt.Sprintf("%d requests of %s", len(w.Requests), w.Name))
 	sum, rerr := rp.Run(ctx, reqs, nil)

@@ -19,10 +19,8 @@ import (
 	"github.com/kvtier/kvtier/results"
 )
 
-func init() { cli.Register(Command) }
-
 // Command is kvtier trace.
-var Command = &cli.Command{Name: "trace", Order: 100, Run: runCommand,
+var Command = cli.Register(&cli.Command{Name: "trace", Order: 100, Run: runCommand,
 	Summary: "a trace's reuse, APC ceiling, exact LRU hit ratio vs capacity, working set",
 	Usage: `Usage: kvtier trace [flags] --trace TRACE... (or TRACE...)
        kvtier trace --generate FILE [generator flags]
@@ -31,7 +29,7 @@ Reads Mooncake or Alibaba-style traces (JSON lines, gzip or not) and writes trac
 (request and session counts, lengths, KV footprint, APC ceiling, reuse split, knees),
 trace_curve.csv (the exact LRU prefix hit ratio at every capacity), trace_windows.csv
 (working set per sliding window), plots and manifest.json; prints the path of trace.csv
-and the summary.`}
+and the summary.`})
 
 // traceFlags are the flags kvtier trace and kvtier plan share: how a
 // trace is read and what its analysis keeps.
@@ -98,18 +96,23 @@ func (f *traceFlags) settings(ao AnalyzeOptions, g kv.Geometry) map[string]strin
 
 // analyzeTraces analyses each trace, saying on stderr how long it took.
 // A trace that cannot be read or has no usable request is bad input.
-func analyzeTraces(ctx context.Context, c *cli.Call, paths []string, g kv.Geometry, ro Options, ao AnalyzeOptions) ([]*Result, error) {
+func analyzeTraces(ctx context.Context, c *cli.Call, quiet bool, paths []string, g kv.Geometry, ro Options, ao AnalyzeOptions) ([]*Result, error) {
 	var out []*Result
+	pr := harness.ProgressOf(c.Stderr)
+	pr.Start(c.Name, quiet)
+	defer pr.Stop()
+	pr.Plan(len(paths))
 	for _, p := range paths {
 		start := time.Now()
+		pr.Begin(p)
 		res, err := AnalyzeFile(ctx, p, g.Model, ro, ao)
 		if err != nil {
 			return out, err
 		}
 		a := res.Analysis
 		sec := time.Since(start).Seconds()
-		c.Logf("%s: %s trace, %d requests, %d block references (%d distinct) in %.3f s (%.3g references/s), %s analysis",
-			p, res.Read.Format, a.Requests, a.BlockRefs, a.Distinct, sec, float64(a.BlockRefs)/sec, a.Method)
+		pr.End(fmt.Sprintf("%s trace, %d requests, %d block references (%d distinct) in %.3f s (%.3g references/s), %s analysis",
+			res.Read.Format, a.Requests, a.BlockRefs, a.Distinct, sec, float64(a.BlockRefs)/sec, a.Method))
 		if res.Read.Malformed > 0 {
 			c.Logf("%s: warning: %s", p, res.Read.BadLines())
 		}
@@ -206,7 +209,7 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 	if err := errors.Join(errs...); err != nil {
 		return c.UsageErr(err)
 	}
-	res, err := analyzeTraces(ctx, c, paths, g, ro, ao)
+	res, err := analyzeTraces(ctx, c, f.out.Quiet, paths, g, ro, ao)
 	if err != nil {
 		return traceFailed(ctx, c, err)
 	}

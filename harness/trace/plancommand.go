@@ -22,10 +22,8 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-func init() { cli.Register(PlanCommand) }
-
 // PlanCommand is kvtier plan.
-var PlanCommand = &cli.Command{Name: "plan", Order: 110, Run: runPlan,
+var PlanCommand = cli.Register(&cli.Command{Name: "plan", Order: 110, Run: runPlan,
 	Summary: "tier capacities for a trace: hit share per tier and predicted TTFT",
 	Usage: `Usage: kvtier plan --trace TRACE --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
 
@@ -33,7 +31,7 @@ Combines the trace's exact LRU stack distances with the tier costs measured in R
 (a sweep: fitted α + bytes/rate per tier; or a probe: TTFT per tier vs L) and writes, per
 capacity configuration, the share of tokens each tier serves and the predicted KV-load time
 and TTFT (plan.csv, plan_costs.csv), the trace's own files, plots and manifest.json; prints
-the path of plan.csv and the plan. Tiers with no measured cost are named as missing.`}
+the path of plan.csv and the plan. Tiers with no measured cost are named as missing.`})
 
 // planFlags are the flags of kvtier plan besides the trace's.
 type planFlags struct {
@@ -192,7 +190,7 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 			planner.Observe(r, h)
 		}
 	}
-	res, err := analyzeTraces(ctx, c, []string{pr.trace}, pr.geom, pr.ro, pr.ao)
+	res, err := analyzeTraces(ctx, c, pr.f.out.Quiet, []string{pr.trace}, pr.geom, pr.ro, pr.ao)
 	if err == nil {
 		err = perr
 	}

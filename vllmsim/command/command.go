@@ -21,12 +21,10 @@ import (
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
-func init() { cli.Register(Command) }
-
 // Command is kvtier sim.
-var Command = &cli.Command{Name: "sim", Order: 70, Run: runCommand,
+var Command = cli.Register(&cli.Command{Name: "sim", Order: 70, Run: cli.Bound(runCommand),
 	Summary: "a simulated vLLM server (OpenAI API, prefix cache, offload, P/D)",
-	Usage:   "Usage: kvtier sim [flags]\n\nServes a simulated vLLM instance: OpenAI API, vLLM metrics, prefix cache,\nCPU offload and P/D, with delays from a cost model. Every response carries\nX-Kvtier-Simulated: 1 and /metrics has kvtier_simulated 1."}
+	Usage:   "Usage: kvtier sim [flags]\n\nServes a simulated vLLM instance: OpenAI API, vLLM metrics, prefix cache,\nCPU offload and P/D, with delays from a cost model. Every response carries\nX-Kvtier-Simulated: 1 and /metrics has kvtier_simulated 1."})
 
 // simOptions are the flags of kvtier sim.
 type simOptions struct {
@@ -160,12 +158,7 @@ func (o *simOptions) Bind(fs *pflag.FlagSet, _ *cli.Call) {
 }
 
 // runCommand serves a simulated vLLM instance until interrupted.
-func runCommand(ctx context.Context, c *cli.Call) int {
-	var o simOptions
-	cfg, code, ok := cli.Parse(c, &o)
-	if !ok {
-		return code
-	}
+func runCommand(ctx context.Context, c *cli.Call, o *simOptions, cfg vllmsim.Config) int {
 	s, err := vllmsim.New(cfg)
 	if err != nil {
 		return c.UsageErr(err)

@@ -1,4 +1,4 @@
-package main
+package mb1
 
 import (
 	"cmp"
@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/kvtier/kvtier/analysis"
-	"github.com/kvtier/kvtier/harness/mb1"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
 )
@@ -39,7 +38,7 @@ var penaltyColumns = []struct {
 
 func (s *penaltySink) Write(r results.Row) error {
 	arm := r.Get("arm")
-	if r.Status == results.StatusOK && (arm == mb1.ArmInterfere || arm == mb1.ArmControl) {
+	if r.Status == results.StatusOK && (arm == ArmInterfere || arm == ArmControl) {
 		if s.cells == nil {
 			s.cells = map[[2]int64]*penaltyCell{}
 		}
@@ -56,7 +55,7 @@ func (s *penaltySink) Write(r results.Row) error {
 
 // add keeps the figures of one ok row of arm.
 func (c *penaltyCell) add(arm string, r results.Row) {
-	if arm == mb1.ArmControl {
+	if arm == ArmControl {
 		if v := r.Float("penalty"); v > 0 {
 			c.control = append(c.control, v)
 		}

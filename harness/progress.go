@@ -117,16 +117,27 @@ func (p *Progress) Start(name string, quiet bool) {
 // ticker redraws the status line every second, so that elapsed time
 // moves during a long sample or wait.
 func (p *Progress) ticker(stop chan struct{}) {
-	t := time.NewTicker(time.Second)
+	Every(time.Second, stop, func() bool {
+		p.mu.Lock()
+		p.draw()
+		p.mu.Unlock()
+		return true
+	})
+}
+
+// Every calls f every d until stop is closed or f returns false: a
+// status line's redraw, a link's heartbeat.
+func Every(d time.Duration, stop <-chan struct{}, f func() bool) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			p.mu.Lock()
-			p.draw()
-			p.mu.Unlock()
+			if !f() {
+				return
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
@@ -124,18 +125,7 @@ func (l *link) recv() (message, error) {
 
 // beat sends a beat every beatEvery until stop is closed or a send fails.
 func (l *link) beat(stop <-chan struct{}) {
-	t := time.NewTicker(beatEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			if l.send(message{Kind: kindBeat}) != nil {
-				return
-			}
-		}
-	}
+	harness.Every(beatEvery, stop, func() bool { return l.send(message{Kind: kindBeat}) == nil })
 }
 
 // rowCells turns a row into its cells for the wire.

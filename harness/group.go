@@ -28,15 +28,7 @@ func (s *Sampler) MeasureGroup(ctx context.Context, cs []Case, agg Case) (Result
 			return res, ctx.Err()
 		}
 		res.Errors, res.Err = 1, err
-		for i := range cs {
-			r := s.row(&cs[i], 0)
-			r.Fail(err)
-			s.progress(cs[i].Label, "failed: "+err.Error())
-			if werr := s.write(r); werr != nil {
-				return res, werr
-			}
-		}
-		return res, s.fail(agg, 0, err)
+		return res, s.groupFailed(cs, agg, err)
 	}
 	n := 1
 	if agg.Repeat {
@@ -81,6 +73,20 @@ func (s *Sampler) MeasureGroup(ctx context.Context, cs []Case, agg Case) (Result
 	res.Seconds = results.Describe(secs)
 	s.summary(&agg, res)
 	return res, nil
+}
+
+// groupFailed writes the error rows of a group whose warm-up failed with
+// err: one per case, then the aggregate's, which ends the configuration.
+func (s *Sampler) groupFailed(cs []Case, agg Case, err error) error {
+	for i := range cs {
+		r := s.row(&cs[i], 0)
+		r.Fail(err)
+		s.progress(cs[i].Label, "failed: "+err.Error())
+		if werr := s.write(r); werr != nil {
+			return werr
+		}
+	}
+	return s.fail(agg, 0, err)
 }
 
 // groupWarmup runs the group's discarded samples and returns the slowest

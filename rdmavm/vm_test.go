@@ -135,6 +135,8 @@ var wantCSVs = []want{
 		"status": "ok", "verified": "true", "conns": "2"}},
 	{"sweep-sweep.csv", 8, map[string]string{
 		"suite": "sweep", "transport": "verbs", "tier": "remote", "status": "ok", "verified": "true"}},
+	{"store-sweep.csv", 2, map[string]string{
+		"suite": "sweep", "transport": "verbs", "tier": "remote", "direction": "store", "status": "ok", "verified": "true"}},
 	{"bad_rkey-transfer.csv", 1, map[string]string{"transport": "verbs", "status": "error"}},
 	{"out_of_pool-transfer.csv", 1, map[string]string{"transport": "verbs", "status": "error"}},
 	{"mesh-mesh.csv", 4, map[string]string{

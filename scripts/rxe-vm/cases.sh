@@ -4,12 +4,13 @@
 # verdict (OUTDIR/status, OUTDIR/why: PASS or FAIL) and leaves the CSVs it wants sent back
 # to the host in OUTDIR. Every command runs under timeout, so a hang fails
 # its case instead of the whole VM. Cases run in the init shell, in order:
-# transfer, the refused reads, the killed client and sweep share one
-# kvtier serve (which so has to survive the refused reads and the client
-# that vanished), serve_stop stops it.
+# transfer, the refused reads, the killed client, sweep and store share
+# one kvtier serve --writable (which so has to survive the refused reads
+# and the client that vanished; reads never ask to write), serve_stop
+# stops it.
 
 # ALL_CASES is what "all" runs, in order. Not in it: timing (diagnostic).
-ALL_CASES="infra info transfer bad_rkey out_of_pool client_killed sweep serve_stop peer_killed bad_gid mesh"
+ALL_CASES="infra info transfer bad_rkey out_of_pool client_killed sweep store serve_stop peer_killed bad_gid mesh"
 
 PORT=7470
 POOL=32MiB
@@ -79,7 +80,7 @@ shared_server() {
 		verdict "$1" FAIL "the shared kvtier serve has died: $(tail -1 $SHARED_DIR/serve.err)"
 		return 1
 	fi
-	if ! start_server $SHARED_DIR; then
+	if ! start_server $SHARED_DIR --writable; then
 		verdict "$1" FAIL "serve did not start: $(tail -1 $SHARED_DIR/serve.err)"
 		return 1
 	fi
@@ -221,6 +222,25 @@ case_sweep() {
 	if [ $rc != 0 ]; then verdict "$d" FAIL "sweep exit $rc: $(tail -1 "$d/sweep.err")"; return; fi
 	# 2 prefixes x 2 layouts x 2 reps
 	if ! m=$($CHECK -v all="tier=remote,transport=verbs,status=ok,verified=true" -v min=8 "$d/sweep.csv" 2>&1); then
+		verdict "$d" FAIL "$m"; return
+	fi
+	verdict "$d" PASS "$m"
+}
+
+# Stores over rxe0: the shared serve (--writable) takes the remote tier's
+# sweep --direction store as RDMA WRITEs into its pool; every row ok,
+# verified by reading the pool back, direction store. The store writes
+# the peer's pattern back when it ends, so later cases read the pool they
+# expect. (transfer --direction store shares the code; the fake
+# libibverbs covers it.)
+case_store() {
+	d=$1
+	shared_server "$d" || return
+	ts "sweep --direction store"
+	client "$d" sweep timeout 90 kvtier sweep --backend host --direction store --tiers remote --transport verbs \
+		--peer 127.0.0.1:$SHARED_PORT --prefix 64 --layout layerwise --copy percopy --conns 2 --reps 2 --warmup 0
+	if [ $rc != 0 ]; then verdict "$d" FAIL "sweep --direction store exit $rc: $(tail -1 "$d/sweep.err")"; return; fi
+	if ! m=$($CHECK -v all="tier=remote,transport=verbs,direction=store,status=ok,verified=true" -v min=2 "$d/sweep.csv" 2>&1); then
 		verdict "$d" FAIL "$m"; return
 	fi
 	verdict "$d" PASS "$m"

@@ -26,7 +26,7 @@ const skipStatus = 77
 
 // vmTimeout bounds the whole script: kvtier build, kernel fetch on a
 // clean machine, initramfs, boot and cases.
-const vmTimeout = 4 * time.Minute
+const vmTimeout = 5 * time.Minute
 
 // TestSoftRoCE runs scripts/rxe-vm-test.sh. KVTIER_RXE_CASES narrows the
 // guest cases (comma-separated, see scripts/rxe-vm/cases.sh).

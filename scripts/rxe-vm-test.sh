@@ -22,7 +22,7 @@
 #
 # Environment: KVTIER_RXE_CACHE (kernel cache, default
 # ${XDG_CACHE_HOME:-~/.cache}/kvtier/rxe-vm), KVTIER_RXE_TIMEOUT (seconds the
-# guest may run, default 180), KVTIER_RXE_CPUS (guest CPUs, default 2),
+# guest may run, default 240), KVTIER_RXE_CPUS (guest CPUs, default 2),
 # KVTIER_RXE_LOCK_WAIT (seconds to wait for another run on this machine
 # before skipping, default 300).
 set -uo pipefail
@@ -42,7 +42,7 @@ while getopts "b:c:o:h" opt; do
 done
 
 skip_status=${KVTIER_RXE_SKIP_STATUS:-0}
-vm_timeout=${KVTIER_RXE_TIMEOUT:-180}
+vm_timeout=${KVTIER_RXE_TIMEOUT:-240}
 cpus=${KVTIER_RXE_CPUS:-2}
 cache=${KVTIER_RXE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kvtier/rxe-vm}
 t0=$(date +%s)

@@ -58,7 +58,9 @@ start_server() {
 	mkdir -p "$sd"
 	PORT=$((PORT + 1))
 	ts "serve on port $PORT"
-	timeout 150 kvtier serve --transport verbs --listen 127.0.0.1:$PORT --pool $POOL "$@" \
+	# The shared serve outlives every case before serve_stop: on a slow
+	# host that is minutes (the guest's own timeout bounds it anyway).
+	timeout 600 kvtier serve --transport verbs --listen 127.0.0.1:$PORT --pool $POOL "$@" \
 		>"$sd/serve.out" 2>"$sd/serve.err" &
 	SERVER=$!
 	i=0

@@ -12,10 +12,14 @@ type handle[H comparable] struct {
 	h H
 }
 
-// newHandle makes a stream or an event in c by create, the driver call.
-func newHandle[H comparable](c *Context, create func(cudawrap.Ctx) (H, cudawrap.Status)) (handle[H], error) {
+// newHandle makes a stream or an event T in c by create, the driver
+// call.
+func newHandle[T ~struct{ handle[H] }, H comparable](c *Context, create func(cudawrap.Ctx) (H, cudawrap.Status)) (*T, error) {
 	h, st := create(c.ctx)
-	return handle[H]{c: c, h: h}, c.d.err(st)
+	if err := c.d.err(st); err != nil {
+		return nil, err
+	}
+	return &T{handle[H]{c: c, h: h}}, nil
 }
 
 // release destroys the stream or event by destroy, once: a second call
@@ -42,13 +46,7 @@ type Stream struct{ handle[cudawrap.Stream] }
 
 // NewStream creates a stream that does not synchronise with the legacy
 // NULL stream (cuMemcpyBatchAsync refuses that one).
-func (c *Context) NewStream() (*Stream, error) {
-	h, err := newHandle(c, c.d.l.StreamCreate)
-	if err != nil {
-		return nil, err
-	}
-	return &Stream{h}, nil
-}
+func (c *Context) NewStream() (*Stream, error) { return newHandle[Stream](c, c.d.l.StreamCreate) }
 
 // Sync waits for all work on the stream.
 func (s *Stream) Sync() error {
@@ -68,13 +66,7 @@ func (s *Stream) WaitFlag(flag uint64, v uint32) error {
 type Event struct{ handle[cudawrap.Event] }
 
 // NewEvent creates a timing event.
-func (c *Context) NewEvent() (*Event, error) {
-	h, err := newHandle(c, c.d.l.EventCreate)
-	if err != nil {
-		return nil, err
-	}
-	return &Event{h}, nil
-}
+func (c *Context) NewEvent() (*Event, error) { return newHandle[Event](c, c.d.l.EventCreate) }
 
 // Record queues the event on s.
 func (ev *Event) Record(s *Stream) error {

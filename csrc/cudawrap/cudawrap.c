@@ -227,11 +227,25 @@ KV_CTX_CALL(kv_cuda_htod, (kv_cuda *L, CUcontext ctx, CUdeviceptr dst, const voi
 KV_CTX_CALL(kv_cuda_dtoh, (kv_cuda *L, CUcontext ctx, void *dst, CUdeviceptr src, size_t n, kv_cuda_err *e),
 	    "cuMemcpyDtoH", L->cuMemcpyDtoH(dst, src, n))
 
-KV_CTX_CALL(kv_cuda_stream_create, (kv_cuda *L, CUcontext ctx, CUstream *s, kv_cuda_err *e),
-	    "cuStreamCreate", L->cuStreamCreate(s, KV_CU_STREAM_NON_BLOCKING))
+int kv_cuda_create(kv_cuda *L, CUcontext ctx, int kind, void **h, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	if (kind == KV_EVENT)
+		KV_CHECK(e, L->cuEventCreate((CUevent *)h, KV_CU_EVENT_DEFAULT), "cuEventCreate");
+	else
+		KV_CHECK(e, L->cuStreamCreate((CUstream *)h, KV_CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	return 0;
+}
 
-KV_CTX_CALL(kv_cuda_stream_destroy, (kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e),
-	    "cuStreamDestroy", L->cuStreamDestroy(s))
+int kv_cuda_destroy(kv_cuda *L, CUcontext ctx, int kind, void *h, kv_cuda_err *e)
+{
+	KV_CTX(e, L, ctx);
+	if (kind == KV_EVENT)
+		KV_CHECK(e, L->cuEventDestroy((CUevent)h), "cuEventDestroy");
+	else
+		KV_CHECK(e, L->cuStreamDestroy((CUstream)h), "cuStreamDestroy");
+	return 0;
+}
 
 KV_CTX_CALL(kv_cuda_stream_sync, (kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e),
 	    "cuStreamSynchronize", L->cuStreamSynchronize(s))
@@ -244,12 +258,6 @@ int kv_cuda_stream_wait32(kv_cuda *L, CUcontext ctx, CUstream s, CUdeviceptr fla
 	KV_CHECK(e, L->cuStreamWaitValue32(s, flag, v, KV_CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32");
 	return 0;
 }
-
-KV_CTX_CALL(kv_cuda_event_create, (kv_cuda *L, CUcontext ctx, CUevent *ev, kv_cuda_err *e),
-	    "cuEventCreate", L->cuEventCreate(ev, KV_CU_EVENT_DEFAULT))
-
-KV_CTX_CALL(kv_cuda_event_destroy, (kv_cuda *L, CUcontext ctx, CUevent ev, kv_cuda_err *e),
-	    "cuEventDestroy", L->cuEventDestroy(ev))
 
 KV_CTX_CALL(kv_cuda_event_record, (kv_cuda *L, CUcontext ctx, CUevent ev, CUstream s, kv_cuda_err *e),
 	    "cuEventRecord", L->cuEventRecord(ev, s))

@@ -197,13 +197,16 @@ int kv_cuda_host_devptr(kv_cuda *L, CUcontext ctx, void *p, CUdeviceptr *d, kv_c
 int kv_cuda_htod(kv_cuda *L, CUcontext ctx, CUdeviceptr dst, const void *src, size_t n, kv_cuda_err *e);
 int kv_cuda_dtoh(kv_cuda *L, CUcontext ctx, void *dst, CUdeviceptr src, size_t n, kv_cuda_err *e);
 
-int kv_cuda_stream_create(kv_cuda *L, CUcontext ctx, CUstream *s, kv_cuda_err *e);
-int kv_cuda_stream_destroy(kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e);
+/* Kinds of driver object kv_cuda_create makes and kv_cuda_destroy
+ * releases. */
+enum { KV_STREAM = 0, KV_EVENT = 1 };
+/* kv_cuda_create makes a non-blocking stream (KV_STREAM) or a timing
+ * event (KV_EVENT) in ctx; kv_cuda_destroy releases one. */
+int kv_cuda_create(kv_cuda *L, CUcontext ctx, int kind, void **h, kv_cuda_err *e);
+int kv_cuda_destroy(kv_cuda *L, CUcontext ctx, int kind, void *h, kv_cuda_err *e);
 int kv_cuda_stream_sync(kv_cuda *L, CUcontext ctx, CUstream s, kv_cuda_err *e);
 int kv_cuda_stream_wait32(kv_cuda *L, CUcontext ctx, CUstream s, CUdeviceptr flag, uint32_t v, kv_cuda_err *e);
 
-int kv_cuda_event_create(kv_cuda *L, CUcontext ctx, CUevent *ev, kv_cuda_err *e);
-int kv_cuda_event_destroy(kv_cuda *L, CUcontext ctx, CUevent ev, kv_cuda_err *e);
 int kv_cuda_event_record(kv_cuda *L, CUcontext ctx, CUevent ev, CUstream s, kv_cuda_err *e);
 int kv_cuda_event_elapsed(kv_cuda *L, CUcontext ctx, CUevent start, CUevent stop, float *ms, kv_cuda_err *e);
 

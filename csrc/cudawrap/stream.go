@@ -21,17 +21,26 @@ func call(f func(e *C.kv_cuda_err) C.int) Status {
 	return status(f(&e), &e)
 }
 
+// create makes a stream or an event (kind) in context c.
+func (l *Lib) create(c Ctx, kind C.int) (h unsafe.Pointer, st Status) {
+	st = call(func(e *C.kv_cuda_err) C.int { return C.kv_cuda_create(l.l, cctx(c), kind, &h, e) })
+	return h, st
+}
+
+// destroy releases the stream or event h (kind) of context c.
+func (l *Lib) destroy(c Ctx, kind C.int, h unsafe.Pointer) Status {
+	return call(func(e *C.kv_cuda_err) C.int { return C.kv_cuda_destroy(l.l, cctx(c), kind, h, e) })
+}
+
 // StreamCreate creates a non-blocking stream in context c.
-func (l *Lib) StreamCreate(c Ctx) (s Stream, st Status) {
-	st = call(func(e *C.kv_cuda_err) C.int {
-		return C.kv_cuda_stream_create(l.l, cctx(c), (*C.CUstream)(unsafe.Pointer(&s)), e)
-	})
-	return s, st
+func (l *Lib) StreamCreate(c Ctx) (Stream, Status) {
+	h, st := l.create(c, C.KV_STREAM)
+	return Stream(h), st
 }
 
 // StreamDestroy is cuStreamDestroy.
 func (l *Lib) StreamDestroy(c Ctx, s Stream) Status {
-	return call(func(e *C.kv_cuda_err) C.int { return C.kv_cuda_stream_destroy(l.l, cctx(c), cstream(s), e) })
+	return l.destroy(c, C.KV_STREAM, unsafe.Pointer(s))
 }
 
 // StreamSync is cuStreamSynchronize.
@@ -48,16 +57,14 @@ func (l *Lib) StreamWait32(c Ctx, s Stream, flag uint64, v uint32) Status {
 }
 
 // EventCreate creates a timing event.
-func (l *Lib) EventCreate(c Ctx) (ev Event, st Status) {
-	st = call(func(e *C.kv_cuda_err) C.int {
-		return C.kv_cuda_event_create(l.l, cctx(c), (*C.CUevent)(unsafe.Pointer(&ev)), e)
-	})
-	return ev, st
+func (l *Lib) EventCreate(c Ctx) (Event, Status) {
+	h, st := l.create(c, C.KV_EVENT)
+	return Event(h), st
 }
 
 // EventDestroy is cuEventDestroy.
 func (l *Lib) EventDestroy(c Ctx, ev Event) Status {
-	return call(func(e *C.kv_cuda_err) C.int { return C.kv_cuda_event_destroy(l.l, cctx(c), cevent(ev), e) })
+	return l.destroy(c, C.KV_EVENT, unsafe.Pointer(ev))
 }
 
 // EventRecord queues ev on s.

@@ -113,10 +113,8 @@ static int kv_moved(kv_cufile_err *e, const char *op, ssize_t r, const kv_cufile
 	return e->code;
 }
 
-/* kv_cufile_io moves the n requests in order, by cuFileWrite where write
- * is set and by cuFileRead otherwise. */
-static int kv_cufile_io(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
-			const kv_cufile_req *req, long n, int write, kv_cufile_err *e)
+int kv_cufile_io(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
+		 const kv_cufile_req *req, long n, int write, kv_cufile_err *e)
 {
 	if (kv_ctx(set, ctx, e))
 		return e->code;
@@ -130,16 +128,4 @@ static int kv_cufile_io(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv
 			return e->code;
 	}
 	return 0;
-}
-
-int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
-		   const kv_cufile_req *req, long n, kv_cufile_err *e)
-{
-	return kv_cufile_io(L, set, ctx, h, base, req, n, 0, e);
-}
-
-int kv_cufile_write(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
-		    const kv_cufile_req *req, long n, kv_cufile_err *e)
-{
-	return kv_cufile_io(L, set, ctx, h, base, req, n, 1, e);
 }

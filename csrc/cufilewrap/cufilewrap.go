@@ -124,21 +124,22 @@ var _ = [1]struct{}{}[unsafe.Sizeof(Req{})-C.sizeof_kv_cufile_req]
 // Read reads reqs in order from h into the device memory at base with c
 // current; the first that fails or reads short ends it.
 func (l *Lib) Read(c Ctx, h Handle, base uintptr, reqs []Req) Status {
-	if len(reqs) == 0 {
-		return Status{}
-	}
-	var e C.kv_cufile_err
-	p := (*C.kv_cufile_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
-	return status(C.kv_cufile_read(l.l, c.set(), C.uint64_t(c.Ctx), C.kv_CUfileHandle_t(h), C.uint64_t(base), p, C.long(len(reqs)), &e), &e)
+	return l.io(c, h, base, reqs, 0)
 }
 
 // Write writes reqs in order from the device memory at base to h with c
 // current; the first that fails or writes short ends it.
 func (l *Lib) Write(c Ctx, h Handle, base uintptr, reqs []Req) Status {
+	return l.io(c, h, base, reqs, 1)
+}
+
+// io moves reqs between h and the device memory at base with c current,
+// writing them where write is 1 and reading them where it is 0.
+func (l *Lib) io(c Ctx, h Handle, base uintptr, reqs []Req, write C.int) Status {
 	if len(reqs) == 0 {
 		return Status{}
 	}
 	var e C.kv_cufile_err
 	p := (*C.kv_cufile_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
-	return status(C.kv_cufile_write(l.l, c.set(), C.uint64_t(c.Ctx), C.kv_CUfileHandle_t(h), C.uint64_t(base), p, C.long(len(reqs)), &e), &e)
+	return status(C.kv_cufile_io(l.l, c.set(), C.uint64_t(c.Ctx), C.kv_CUfileHandle_t(h), C.uint64_t(base), p, C.long(len(reqs)), write, &e), &e)
 }

@@ -124,13 +124,10 @@ void kv_cufile_handle_deregister(kv_cufile *L, kv_CUfileHandle_t h);
 int kv_cufile_buf_register(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, uint64_t p, size_t n,
 			   kv_cufile_err *e);
 int kv_cufile_buf_deregister(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, uint64_t p, kv_cufile_err *e);
-/* kv_cufile_read reads the n requests in order into the device buffer at
- * base; the first that fails or reads short ends it. */
-int kv_cufile_read(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
-		   const kv_cufile_req *req, long n, kv_cufile_err *e);
-/* kv_cufile_write writes the n requests in order from the device buffer
- * at base; the first that fails or writes short ends it. */
-int kv_cufile_write(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
-		    const kv_cufile_req *req, long n, kv_cufile_err *e);
+/* kv_cufile_io moves the n requests in order between h and the device
+ * buffer at base: it writes them where write is set and reads them
+ * otherwise; the first that fails or moves short ends it. */
+int kv_cufile_io(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_CUfileHandle_t h, uint64_t base,
+		 const kv_cufile_req *req, long n, int write, kv_cufile_err *e);
 
 #endif

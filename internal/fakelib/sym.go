@@ -15,9 +15,17 @@ static void *loaded_sym(const char *path, const char *name)
 import "C"
 
 import (
+	"path/filepath"
 	"testing"
 	"unsafe"
 )
+
+// Path builds lib as Build does and returns the path of the library in
+// the test's fresh copy.
+func Path(t testing.TB, lib Lib) string {
+	t.Helper()
+	return filepath.Join(Build(t, lib), lib.Name)
+}
 
 // Sym returns the address of name in the library at path, which this
 // process has loaded already (a fake's test hooks); the test fails if it

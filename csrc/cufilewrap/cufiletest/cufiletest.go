@@ -23,7 +23,6 @@ import "C"
 
 import (
 	_ "embed"
-	"path/filepath"
 	"testing"
 	"unsafe"
 
@@ -49,8 +48,7 @@ func Build(t testing.TB, opts ...Option) string {
 	for _, o := range opts {
 		flags = append(flags, string(o))
 	}
-	dir := fakelib.Build(t, fakelib.Lib{Name: "libcufile.so.0", Source: fakeCUFile, Flags: flags})
-	return filepath.Join(dir, "libcufile.so.0")
+	return fakelib.Path(t, fakelib.Lib{Name: "libcufile.so.0", Source: fakeCUFile, Flags: flags})
 }
 
 // Fail makes every later call of sym in the loaded fake at lib fail with

@@ -4,17 +4,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
 )
 
 // The cuFile facts (csrc/testdata/cufile-abi.golden) come from cudarc's
 // bindgen output of NVIDIA's cufile.h (src/cufile/sys/mod.rs) and the
 // cuFile shim's lists in csrc/cufilewrap/cufilewrap.h.
-
-var (
-	reCUFileSym   = regexp.MustCompile(`X\((cuFile\w+), "(\w+)", [01],`)
-	reCUFileConst = regexp.MustCompile(`X\(((?:CU_FILE|CUFILE)\w*), `)
-)
 
 // runCUFile writes the cuFile golden.
 func runCUFile(w io.Writer, cudarc, shims string) error {

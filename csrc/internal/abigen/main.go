@@ -117,11 +117,18 @@ type shimLists struct {
 	fields                            [][2]string
 }
 
+// The patterns of the shims' X-macro lists: the CUDA and cuBLAS shims'
+// symbols, constants and fields, then the cuFile and NVML shims'.
 var (
-	reSym    = regexp.MustCompile(`X\((cu[A-Z]\w+), \d+, [01],`)
-	reBlas   = regexp.MustCompile(`X\((cublas\w+), [01],`)
-	reConstX = regexp.MustCompile(`X\(((?:CU|CUDA|CUBLAS)_\w+), `)
-	reFieldX = regexp.MustCompile(`X\((CU[a-z]\w*), ([a-zA-Z]\w*)\)`)
+	reSym         = regexp.MustCompile(`X\((cu[A-Z]\w+), \d+, [01],`)
+	reBlas        = regexp.MustCompile(`X\((cublas\w+), [01],`)
+	reConstX      = regexp.MustCompile(`X\(((?:CU|CUDA|CUBLAS)_\w+), `)
+	reFieldX      = regexp.MustCompile(`X\((CU[a-z]\w*), ([a-zA-Z]\w*)\)`)
+	reCUFileSym   = regexp.MustCompile(`X\((cuFile\w+), "(\w+)", [01],`)
+	reCUFileConst = regexp.MustCompile(`X\(((?:CU_FILE|CUFILE)\w*), `)
+	reNVMLSym     = regexp.MustCompile(`X\((nvml\w+), "(\w+)", [01],`)
+	reNVMLConst   = regexp.MustCompile(`X\((NVML_\w+), `)
+	reNVMLField   = regexp.MustCompile(`X\((nvml\w+_t), (\w+)\)`)
 )
 
 func readShims(dir string) (shimLists, error) {

@@ -22,12 +22,7 @@ import (
 // go-nvml's copies wrap the opaque handle types in a struct for cgo, and
 // abigen puts NVIDIA's pointer typedefs back before compiling.
 
-var (
-	reNVMLSym     = regexp.MustCompile(`X\((nvml\w+), "(\w+)", [01],`)
-	reNVMLConst   = regexp.MustCompile(`X\((NVML_\w+), `)
-	reNVMLField   = regexp.MustCompile(`X\((nvml\w+_t), (\w+)\)`)
-	reNVMLVersion = regexp.MustCompile(`NVML VERSION: ([0-9.]+)`)
-)
+var reNVMLVersion = regexp.MustCompile(`NVML VERSION: ([0-9.]+)`)
 
 // runNVML writes the NVML golden from the headers at paths.
 func runNVML(w io.Writer, headers []string, shims string) error {

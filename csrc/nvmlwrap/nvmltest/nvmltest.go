@@ -22,7 +22,6 @@ import "C"
 
 import (
 	_ "embed"
-	"path/filepath"
 	"testing"
 	"unsafe"
 
@@ -37,8 +36,7 @@ var fakeNVML []byte
 // no C compiler.
 func Build(t testing.TB) string {
 	t.Helper()
-	dir := fakelib.Build(t, fakelib.Lib{Name: "libnvidia-ml.so.1", Source: fakeNVML, Flags: []string{"-Werror"}})
-	return filepath.Join(dir, "libnvidia-ml.so.1")
+	return fakelib.Path(t, fakelib.Lib{Name: "libnvidia-ml.so.1", Source: fakeNVML, Flags: []string{"-Werror"}})
 }
 
 // Fail makes every later call of sym (an exported name, such as

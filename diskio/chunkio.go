@@ -11,6 +11,28 @@ import (
 	"github.com/kvtier/kvtier/kv"
 )
 
+// A syncIO is the Pread Reader or the Pwrite Writer of one host buffer:
+// one blocking call per chunk, in order.
+type syncIO struct {
+	mode string // Pread or Pwrite
+	buf  []byte
+}
+
+func (s *syncIO) Mode() string { return s.mode }
+func (s *syncIO) Depth() int   { return 1 }
+func (s *syncIO) Fixed() bool  { return false }
+func (s *syncIO) Close() error { return nil }
+
+// Read preads every chunk in order; ctx is checked every batch chunks.
+func (s *syncIO) Read(ctx context.Context, f *File, plan []kv.Copy) error {
+	return syncChunks(ctx, f, plan, s.buf, false)
+}
+
+// Write pwrites every chunk in order; ctx is checked every batch chunks.
+func (s *syncIO) Write(ctx context.Context, f *File, plan []kv.Copy) error {
+	return syncChunks(ctx, f, plan, s.buf, true)
+}
+
 // syncChunks moves every chunk of plan in order between buf and f, one
 // blocking pread (write false: file offset c.Src into buf[c.Dst:]) or
 // pwrite (write true: buf[c.Src:] to file offset c.Dst) each; ctx is

@@ -50,7 +50,7 @@ type Reader interface {
 func NewReader(mode string, depth int, dst []byte) (Reader, error) {
 	switch mode {
 	case Pread:
-		return &preadReader{dst: dst}, nil
+		return &syncIO{mode: Pread, buf: dst}, nil
 	case Uring:
 		return newRingReader(depth, dst, uring.MaxBuffer)
 	}
@@ -171,17 +171,3 @@ func (r *ringReader) readErr(f *File, plan []kv.Copy, err error) error {
 }
 
 func (r *ringReader) Close() error { return r.ring.Close() }
-
-type preadReader struct {
-	dst []byte
-}
-
-func (r *preadReader) Mode() string { return Pread }
-func (r *preadReader) Depth() int   { return 1 }
-func (r *preadReader) Fixed() bool  { return false }
-func (r *preadReader) Close() error { return nil }
-
-// Read preads every chunk in order; ctx is checked every batch chunks.
-func (r *preadReader) Read(ctx context.Context, f *File, plan []kv.Copy) error {
-	return syncChunks(ctx, f, plan, r.dst, false)
-}

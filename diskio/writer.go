@@ -39,7 +39,7 @@ type Writer interface {
 func NewWriter(mode string, depth int, src []byte) (Writer, error) {
 	switch mode {
 	case Pwrite, Pread:
-		return &pwriteWriter{src: src}, nil
+		return &syncIO{mode: Pwrite, buf: src}, nil
 	case Uring:
 		r, err := newRingReader(depth, src, uring.MaxBuffer)
 		if err != nil {
@@ -83,20 +83,6 @@ func (w *ringWriter) Write(ctx context.Context, f *File, plan []kv.Copy) error {
 // writeErr names the file offset of the request that failed.
 func (w *ringWriter) writeErr(f *File, err error) error {
 	return ringErr(f.Path, w.r.reqs, true, err)
-}
-
-type pwriteWriter struct {
-	src []byte
-}
-
-func (w *pwriteWriter) Mode() string { return Pwrite }
-func (w *pwriteWriter) Depth() int   { return 1 }
-func (w *pwriteWriter) Fixed() bool  { return false }
-func (w *pwriteWriter) Close() error { return nil }
-
-// Write pwrites every chunk in order; ctx is checked every batch chunks.
-func (w *pwriteWriter) Write(ctx context.Context, f *File, plan []kv.Copy) error {
-	return syncChunks(ctx, f, plan, w.src, true)
 }
 
 // OpenWrite opens path for reading and writing, with O_DIRECT when

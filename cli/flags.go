@@ -142,7 +142,7 @@ func (f *ModelFlags) Geometry() (kv.Geometry, error) {
 // is sampled.
 type PolicyFlags struct {
 	Reps, Warmup int
-	Budget       string
+	Budget       time.Duration
 }
 
 // Add adds --reps, --warmup and, withBudget, --budget, defaulting to d.
@@ -150,19 +150,15 @@ func (f *PolicyFlags) Add(fs *pflag.FlagSet, d harness.Policy, withBudget bool) 
 	fs.IntVar(&f.Reps, "reps", d.Reps, "measured samples per configuration")
 	fs.IntVar(&f.Warmup, "warmup", d.Warmup, harness.WarmupUsage)
 	if withBudget {
-		fs.StringVar(&f.Budget, "budget", d.Budget.String(), "time budget of one configuration: fewer reps, or a skipped row, beyond it")
+		f.Budget = d.Budget
+		fs.Var(DurationValue{D: &f.Budget}, "budget", "time budget of one configuration: fewer reps, or a skipped row, beyond it")
 	}
 }
 
-// Policy is the sampling policy the flags name.
+// Policy is the sampling policy the flags name. (The flags parse their
+// values; the error is Policy's Validate's to give.)
 func (f *PolicyFlags) Policy() (harness.Policy, error) {
-	p := harness.Policy{Reps: f.Reps, Warmup: f.Warmup}
-	if f.Budget == "" {
-		return p, nil
-	}
-	d, err := ParseDuration(f.Budget)
-	p.Budget = d
-	return p, option.Wrap("budget", err)
+	return harness.Policy{Reps: f.Reps, Warmup: f.Warmup, Budget: f.Budget}, nil
 }
 
 // MaxOrdinal bounds a GPU ordinal (--gpu) and a NUMA node (--numa).

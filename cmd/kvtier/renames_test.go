@@ -107,7 +107,8 @@ func TestTierNamesParse(t *testing.T) {
 // TestDurationFlagsTyped: every flag that holds a duration is typed
 // duration in -h, takes plain seconds and Go durations, and refuses a
 // negative one as the flags parse. Before, --timeout, --inject-after,
-// --duration, --slo-*, --health-timeout and --stop-grace were strings.
+// --duration, --slo-*, --health-timeout, --stop-grace, --budget and
+// --rendezvous-timeout were strings.
 func TestDurationFlagsTyped(t *testing.T) {
 	t.Parallel()
 	durations := map[string][]string{
@@ -117,6 +118,9 @@ func TestDurationFlagsTyped(t *testing.T) {
 		"knee":      {"timeout", "duration", "slo-ttft", "slo-tpot", "health-timeout", "stop-grace", "think", "arrival-window"},
 		"trace":     {"think", "arrival-window"},
 		"sim":       {"idle-timeout"},
+		"sweep":     {"budget", "idle-timeout"},
+		"transfer":  {"idle-timeout"},
+		"mesh":      {"rendezvous-timeout"},
 	}
 	for cmd, names := range durations {
 		types := flagsOf(t, cmd)

@@ -31,7 +31,7 @@ type commandFlags struct {
 	directions         string
 	gpu                int
 	peerCopy           bool
-	rendezvous         string
+	rendezvous         time.Duration
 }
 
 // commandDefaults are MB2's defaults with a lighter sweep: a matrix has
@@ -56,7 +56,8 @@ func (f *commandFlags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 	fs.IntVar(&f.gpu, "gpu", -1, "CUDA device ordinal of this rank (-1: its local rank)")
 	fs.StringVar(&f.listen, "listen", "", "HOST[:PORT] this rank's pool listens on (default: the address it reaches the coordinator from, any free port)")
 	fs.BoolVar(&f.peerCopy, "intra-peer-copy", false, "also time intra-node pairs over the GPUs' peer path (rows path=peercopy; skipped without two GPUs in one process)")
-	fs.StringVar(&f.rendezvous, "rendezvous-timeout", "60s", "how long ranks wait for each other at the start")
+	f.rendezvous = 60 * time.Second
+	fs.Var(cli.DurationValue{D: &f.rendezvous}, "rendezvous-timeout", "how long ranks wait for each other at the start")
 	fs.StringVar(&f.ov.Coordinator, "coordinator", "", "HOST:PORT of rank 0 (default: MASTER_ADDR:MASTER_PORT, else the first node of SLURM_STEP_NODELIST)")
 	fs.StringVar(&f.ov.Launcher, "launcher", "", "launcher whose environment gives rank and world size: "+strings.Join(Launchers, ", ")+", or flags (default: detected)")
 	fs.IntVar(&f.ov.Rank, "rank", -1, "this process's rank (default: from the launcher)")
@@ -86,7 +87,7 @@ func (f *commandFlags) Resolve() (plan, error) {
 	p := plan{out: f.out, pattern: f.pattern, mem: f.mem, gpu: f.gpu, listen: f.listen, peerCopy: f.peerCopy}
 	p.opts = f.mb2.Options(&errs, f.call.Getenv)
 	p.opts.Directions = cli.ListFlag(&errs, "direction", f.directions, cli.ParseDirection, tiers.Load)
-	rdv := cli.DurationFlag(&errs, "rendezvous-timeout", f.rendezvous)
+	rdv := f.rendezvous
 	errs = append(errs, p.opts.Validate(), f.out.Check())
 	if f.pattern != Pairwise && f.pattern != Ring {
 		errs = append(errs, option.Errorf("pattern", "want pairwise or ring, got %q", f.pattern))

@@ -35,6 +35,13 @@ func sweepRow(rep int) results.Row {
 	return r
 }
 
+// storeRow is a row of the remote tier's sweep --direction store.
+func storeRow(rep int) results.Row {
+	r := sweepRow(rep)
+	r.Set(results.DirectionColumn, "store")
+	return r
+}
+
 func errorRow() results.Row {
 	r := transferRow(0)
 	r.Fail(errors.New(`peer 127.0.0.1:7471: rdma: read: work request 0 (qp 0, "x") failed: remote access error (status 10)`))
@@ -70,6 +77,7 @@ func repeat(n int, f func(int) results.Row) []results.Row {
 func goodSet(t *testing.T, dir string) {
 	writeCSV(t, filepath.Join(dir, "transfer-transfer.csv"), transfer.Suite.Main().Names(), repeat(12, transferRow))
 	writeCSV(t, filepath.Join(dir, "sweep-sweep.csv"), sweep.Suite.Main().Names(), repeat(8, sweepRow))
+	writeCSV(t, filepath.Join(dir, "store-sweep.csv"), sweep.Suite.Main().Names(), repeat(2, storeRow))
 	writeCSV(t, filepath.Join(dir, "bad_rkey-transfer.csv"), transfer.Suite.Main().Names(), []results.Row{errorRow()})
 	writeCSV(t, filepath.Join(dir, "out_of_pool-transfer.csv"), transfer.Suite.Main().Names(), []results.Row{errorRow()})
 	writeCSV(t, filepath.Join(dir, "mesh-mesh.csv"), mesh.Suite.Main().Names(), repeat(8, meshRow))

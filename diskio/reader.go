@@ -31,12 +31,18 @@ type Reader interface {
 	// reads short because the file shrank, ends it with an error naming
 	// the chunk; ctx is checked between batches.
 	Read(ctx context.Context, f *File, plan []kv.Copy) error
-	// Mode is Uring or Pread.
+	Engine // Mode Uring or Pread; Fixed: reads land in registered buffers (READ_FIXED)
+}
+
+// An Engine is what a Reader or a Writer says of itself.
+type Engine interface {
+	// Mode is how it moves bytes: Uring, Pread or Pwrite.
 	Mode() string
-	// Depth is the most reads it keeps in flight.
+	// Depth is the most requests it keeps in flight.
 	Depth() int
-	// Fixed says reads land in registered buffers (io_uring's
-	// READ_FIXED): false for pread, or where registering failed.
+	// Fixed says requests use registered buffers (io_uring's READ_FIXED
+	// or WRITE_FIXED): false for pread and pwrite, or where registering
+	// failed.
 	Fixed() bool
 	Close() error
 }

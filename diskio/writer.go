@@ -22,14 +22,7 @@ type Writer interface {
 	// writes short (a full disk), ends it with an error naming the
 	// chunk; ctx is checked between batches.
 	Write(ctx context.Context, f *File, plan []kv.Copy) error
-	// Mode is Uring or Pwrite.
-	Mode() string
-	// Depth is the most writes it keeps in flight.
-	Depth() int
-	// Fixed says writes come from registered buffers (io_uring's
-	// WRITE_FIXED).
-	Fixed() bool
-	Close() error
+	Engine // Mode Uring or Pwrite; Fixed: writes leave from registered buffers (WRITE_FIXED)
 }
 
 // NewWriter returns a writer of mode (Uring, or Pwrite; Pread is taken

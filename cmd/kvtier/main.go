@@ -27,14 +27,7 @@ import (
 
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
-	_ "github.com/kvtier/kvtier/harness/knee"
-	_ "github.com/kvtier/kvtier/harness/mb1"
-	_ "github.com/kvtier/kvtier/harness/mesh"
-	_ "github.com/kvtier/kvtier/harness/probe"
-	_ "github.com/kvtier/kvtier/harness/replay"
-	_ "github.com/kvtier/kvtier/harness/sweep"
-	_ "github.com/kvtier/kvtier/harness/trace"
-	_ "github.com/kvtier/kvtier/harness/transfer"
+	_ "github.com/kvtier/kvtier/harness/suites"
 	_ "github.com/kvtier/kvtier/vllmsim/command"
 )
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -103,14 +102,14 @@ func analyzeTraces(ctx context.Context, c *cli.Call, quiet bool, paths []string,
 	defer pr.Stop()
 	pr.Plan(len(paths))
 	for _, p := range paths {
-		start := time.Now()
+		sw := harness.StartStopwatch()
 		pr.Begin(p)
 		res, err := AnalyzeFile(ctx, p, g.Model, ro, ao)
 		if err != nil {
 			return out, err
 		}
 		a := res.Analysis
-		sec := time.Since(start).Seconds()
+		sec := sw.Seconds()
 		pr.End(fmt.Sprintf("%s trace, %d requests, %d block references (%d distinct) in %.3f s (%.3g references/s), %s analysis",
 			res.Read.Format, a.Requests, a.BlockRefs, a.Distinct, sec, float64(a.BlockRefs)/sec, a.Method))
 		if res.Read.Malformed > 0 {

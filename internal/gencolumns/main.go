@@ -15,16 +15,7 @@ import (
 	"slices"
 	"strings"
 
-	// Every package that registers a suite (results.RegisterSuite); the
-	// test checks that none is missing.
-	_ "github.com/kvtier/kvtier/harness/knee"
-	_ "github.com/kvtier/kvtier/harness/mb1"
-	_ "github.com/kvtier/kvtier/harness/mesh"
-	_ "github.com/kvtier/kvtier/harness/probe"
-	_ "github.com/kvtier/kvtier/harness/replay"
-	_ "github.com/kvtier/kvtier/harness/sweep"
-	_ "github.com/kvtier/kvtier/harness/trace"
-	_ "github.com/kvtier/kvtier/harness/transfer"
+	_ "github.com/kvtier/kvtier/harness/suites" // every suite
 	"github.com/kvtier/kvtier/results"
 )
 

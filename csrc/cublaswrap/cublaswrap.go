@@ -32,21 +32,18 @@ type Status = shim.Status
 func status(rc C.int, e *C.kv_cublas_err) Status { return shim.Check(int(rc), unsafe.Pointer(e)) }
 
 // A Lib is one loaded libcublas. It is never unloaded.
-type Lib struct {
-	b    *C.kv_cublas
-	Path string
-}
+type Lib struct{ *shim.Lib[C.kv_cublas] }
 
 // Load opens the library at path (a file or a soname) and resolves its
 // symbols. Each call loads anew; callers cache.
 func Load(path string) (*Lib, Status) {
-	t, opened, st := shim.Load(path, func(p, e unsafe.Pointer) unsafe.Pointer {
-		return unsafe.Pointer(C.kv_cublas_load((*C.char)(p), (*C.kv_cublas_err)(e)))
+	l, st := shim.Load(path, func(p, e unsafe.Pointer) *C.kv_cublas {
+		return C.kv_cublas_load((*C.char)(p), (*C.kv_cublas_err)(e))
 	})
-	if t == nil {
+	if l == nil {
 		return nil, st
 	}
-	return &Lib{b: (*C.kv_cublas)(t), Path: opened}, st
+	return &Lib{l}, st
 }
 
 // Preload opens the library at path and keeps it open (libcublasLt
@@ -61,7 +58,7 @@ func Preload(path string) Status {
 
 // StatusName is cublasGetStatusName, "" where the library lacks it.
 func (l *Lib) StatusName(code int) string {
-	if n := C.kv_cublas_status_name(l.b, C.int(code)); n != nil {
+	if n := C.kv_cublas_status_name(l.T, C.int(code)); n != nil {
 		return C.GoString(n)
 	}
 	return ""
@@ -79,7 +76,7 @@ func (l *Lib) Create(setCtx, ctx, stream unsafe.Pointer) (*Handle, int, Status) 
 	var h *C.kv_blas_handle
 	var v C.int
 	var e C.kv_cublas_err
-	st := status(C.kv_cublas_create(l.b, C.kv_blas_set_ctx_fn(setCtx), ctx, C.kv_blas_stream(stream), &h, &v, &e), &e)
+	st := status(C.kv_cublas_create(l.T, C.kv_blas_set_ctx_fn(setCtx), ctx, C.kv_blas_stream(stream), &h, &v, &e), &e)
 	if !st.OK() {
 		return nil, 0, st
 	}
@@ -89,7 +86,7 @@ func (l *Lib) Create(setCtx, ctx, stream unsafe.Pointer) (*Handle, int, Status) 
 // Destroy destroys the handle in its context.
 func (l *Lib) Destroy(h *Handle) Status {
 	var e C.kv_cublas_err
-	return status(C.kv_cublas_destroy(l.b, h.h, &e), &e)
+	return status(C.kv_cublas_destroy(l.T, h.h, &e), &e)
 }
 
 // A Gemm is C[M×N] = A[M×K]·B[K×N], row-major bf16, Batch times over
@@ -114,6 +111,6 @@ func (l *Lib) Gemms(h *Handle, ops []Gemm) (int, Status, error) {
 	}
 	var done C.size_t
 	var e C.kv_cublas_err
-	st := status(C.kv_cublas_gemms(l.b, h.h, arr, C.size_t(len(ops)), &done, &e), &e)
+	st := status(C.kv_cublas_gemms(l.T, h.h, arr, C.size_t(len(ops)), &done, &e), &e)
 	return int(done), st, nil
 }

@@ -82,22 +82,20 @@ func status(rc C.int, e *C.kv_cuda_err) Status { return shim.Check(int(rc), unsa
 
 // A Lib is one loaded libcuda. It is never unloaded.
 type Lib struct {
-	l       *C.kv_cuda
-	Path    string // what dlopen opened
-	Version int    // cuDriverGetVersion, e.g. 12080
+	*shim.Lib[C.kv_cuda]
+	Version int // cuDriverGetVersion, e.g. 12080
 }
 
 // Load opens the driver at path ("" for libcuda.so.1), resolves its
 // functions and runs cuInit. Each call loads anew; callers cache.
 func Load(path string) (*Lib, Status) {
-	t, opened, st := shim.Load(path, func(p, e unsafe.Pointer) unsafe.Pointer {
-		return unsafe.Pointer(C.kv_cuda_load((*C.char)(p), (*C.kv_cuda_err)(e)))
+	l, st := shim.Load(path, func(p, e unsafe.Pointer) *C.kv_cuda {
+		return C.kv_cuda_load((*C.char)(p), (*C.kv_cuda_err)(e))
 	})
-	if t == nil {
+	if l == nil {
 		return nil, st
 	}
-	l := (*C.kv_cuda)(t)
-	return &Lib{l: l, Path: opened, Version: int(l.driver_version)}, st
+	return &Lib{Lib: l, Version: int(l.T.driver_version)}, st
 }
 
 // Has reports whether the driver provided the named function (its base
@@ -105,13 +103,13 @@ func Load(path string) (*Lib, Status) {
 func (l *Lib) Has(name string) bool {
 	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))
-	return C.kv_cuda_has(l.l, cs) != 0
+	return C.kv_cuda_has(l.T, cs) != 0
 }
 
 // ErrorName returns the driver's name and description of a CUresult.
 func (l *Lib) ErrorName(code int) (name, desc string) {
 	var n, s *C.char
-	C.kv_cuda_error_name(l.l, C.int(code), &n, &s)
+	C.kv_cuda_error_name(l.T, C.int(code), &n, &s)
 	if n != nil {
 		name = C.GoString(n)
 	}
@@ -123,13 +121,13 @@ func (l *Lib) ErrorName(code int) (name, desc string) {
 
 // SetCtxFunc is the loaded cuCtxSetCurrent, for another shim that must
 // make a context current in the same C call as its own work.
-func (l *Lib) SetCtxFunc() unsafe.Pointer { return unsafe.Pointer(C.kv_cuda_set_ctx(l.l)) }
+func (l *Lib) SetCtxFunc() unsafe.Pointer { return unsafe.Pointer(C.kv_cuda_set_ctx(l.T)) }
 
 // DeviceCount is cuDeviceGetCount.
 func (l *Lib) DeviceCount() (int, Status) {
 	var n C.int
 	var e C.kv_cuda_err
-	st := status(C.kv_cuda_device_count(l.l, &n, &e), &e)
+	st := status(C.kv_cuda_device_count(l.T, &n, &e), &e)
 	return int(n), st
 }
 
@@ -139,7 +137,7 @@ func (l *Lib) DeviceInfo(ordinal int) (name, bus string, total int64, st Status)
 	var cbus [64]C.char
 	var t C.size_t
 	var e C.kv_cuda_err
-	rc := C.kv_cuda_device_info(l.l, C.int(ordinal), &cname[0], C.int(len(cname)), &cbus[0], C.int(len(cbus)), &t, &e)
+	rc := C.kv_cuda_device_info(l.T, C.int(ordinal), &cname[0], C.int(len(cname)), &cbus[0], C.int(len(cbus)), &t, &e)
 	if st = status(rc, &e); !st.OK() {
 		return "", "", 0, st
 	}
@@ -150,7 +148,7 @@ func (l *Lib) DeviceInfo(ordinal int) (name, bus string, total int64, st Status)
 func (l *Lib) DeviceAttr(ordinal, attr int) (int, Status) {
 	var v C.int
 	var e C.kv_cuda_err
-	st := status(C.kv_cuda_device_attr(l.l, C.int(ordinal), C.int(attr), &v, &e), &e)
+	st := status(C.kv_cuda_device_attr(l.T, C.int(ordinal), C.int(attr), &v, &e), &e)
 	return int(v), st
 }
 
@@ -158,14 +156,14 @@ func (l *Lib) DeviceAttr(ordinal, attr int) (int, Status) {
 func (l *Lib) CtxRetain(ordinal int) (Ctx, Status) {
 	var c C.CUcontext
 	var e C.kv_cuda_err
-	st := status(C.kv_cuda_ctx_retain(l.l, C.int(ordinal), &c, &e), &e)
+	st := status(C.kv_cuda_ctx_retain(l.T, C.int(ordinal), &c, &e), &e)
 	return Ctx(unsafe.Pointer(c)), st
 }
 
 // CtxRelease releases device ordinal's primary context.
 func (l *Lib) CtxRelease(ordinal int) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_ctx_release(l.l, C.int(ordinal), &e), &e)
+	return status(C.kv_cuda_ctx_release(l.T, C.int(ordinal), &e), &e)
 }
 
 func cctx(c Ctx) C.CUcontext { return C.CUcontext(unsafe.Pointer(c)) }
@@ -174,7 +172,7 @@ func cctx(c Ctx) C.CUcontext { return C.CUcontext(unsafe.Pointer(c)) }
 func (l *Lib) MemInfo(c Ctx) (free, total int64, st Status) {
 	var f, t C.size_t
 	var e C.kv_cuda_err
-	st = status(C.kv_cuda_mem_info(l.l, cctx(c), &f, &t, &e), &e)
+	st = status(C.kv_cuda_mem_info(l.T, cctx(c), &f, &t, &e), &e)
 	return int64(f), int64(t), st
 }
 
@@ -182,14 +180,14 @@ func (l *Lib) MemInfo(c Ctx) (free, total int64, st Status) {
 func (l *Lib) MemAlloc(c Ctx, size int64) (uint64, Status) {
 	var p C.CUdeviceptr
 	var e C.kv_cuda_err
-	st := status(C.kv_cuda_mem_alloc(l.l, cctx(c), C.size_t(size), &p, &e), &e)
+	st := status(C.kv_cuda_mem_alloc(l.T, cctx(c), C.size_t(size), &p, &e), &e)
 	return uint64(p), st
 }
 
 // MemFree is cuMemFree in context c.
 func (l *Lib) MemFree(c Ctx, p uint64) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_mem_free(l.l, cctx(c), C.CUdeviceptr(p), &e), &e)
+	return status(C.kv_cuda_mem_free(l.T, cctx(c), C.CUdeviceptr(p), &e), &e)
 }
 
 // AddressRange is cuMemGetAddressRange: the allocation holding p.
@@ -197,7 +195,7 @@ func (l *Lib) AddressRange(c Ctx, p uint64) (base uint64, size int64, st Status)
 	var b C.CUdeviceptr
 	var n C.size_t
 	var e C.kv_cuda_err
-	st = status(C.kv_cuda_addr_range(l.l, cctx(c), C.CUdeviceptr(p), &b, &n, &e), &e)
+	st = status(C.kv_cuda_addr_range(l.T, cctx(c), C.CUdeviceptr(p), &b, &n, &e), &e)
 	return uint64(b), int64(n), st
 }
 
@@ -205,33 +203,33 @@ func (l *Lib) AddressRange(c Ctx, p uint64) (base uint64, size int64, st Status)
 func (l *Lib) HostAlloc(c Ctx, size int64, flags int) (unsafe.Pointer, Status) {
 	var p unsafe.Pointer
 	var e C.kv_cuda_err
-	st := status(C.kv_cuda_host_alloc(l.l, cctx(c), C.size_t(size), C.uint(flags), &p, &e), &e)
+	st := status(C.kv_cuda_host_alloc(l.T, cctx(c), C.size_t(size), C.uint(flags), &p, &e), &e)
 	return p, st
 }
 
 // HostFree is cuMemFreeHost.
 func (l *Lib) HostFree(c Ctx, p unsafe.Pointer) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_host_free(l.l, cctx(c), p, &e), &e)
+	return status(C.kv_cuda_host_free(l.T, cctx(c), p, &e), &e)
 }
 
 // HostRegister is cuMemHostRegister of memory outside the Go heap.
 func (l *Lib) HostRegister(c Ctx, p unsafe.Pointer, size int64, flags int) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_host_register(l.l, cctx(c), p, C.size_t(size), C.uint(flags), &e), &e)
+	return status(C.kv_cuda_host_register(l.T, cctx(c), p, C.size_t(size), C.uint(flags), &e), &e)
 }
 
 // HostUnregister is cuMemHostUnregister.
 func (l *Lib) HostUnregister(c Ctx, p unsafe.Pointer) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_host_unregister(l.l, cctx(c), p, &e), &e)
+	return status(C.kv_cuda_host_unregister(l.T, cctx(c), p, &e), &e)
 }
 
 // HostDevicePtr is cuMemHostGetDevicePointer.
 func (l *Lib) HostDevicePtr(c Ctx, p unsafe.Pointer) (uint64, Status) {
 	var d C.CUdeviceptr
 	var e C.kv_cuda_err
-	st := status(C.kv_cuda_host_devptr(l.l, cctx(c), p, &d, &e), &e)
+	st := status(C.kv_cuda_host_devptr(l.T, cctx(c), p, &d, &e), &e)
 	return uint64(d), st
 }
 
@@ -239,20 +237,20 @@ func (l *Lib) HostDevicePtr(c Ctx, p unsafe.Pointer) (uint64, Status) {
 // memory: the shim keeps nothing after the call.
 func (l *Lib) HtoD(c Ctx, dst uint64, src []byte) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_htod(l.l, cctx(c), C.CUdeviceptr(dst), unsafe.Pointer(&src[0]), C.size_t(len(src)), &e), &e)
+	return status(C.kv_cuda_htod(l.T, cctx(c), C.CUdeviceptr(dst), unsafe.Pointer(&src[0]), C.size_t(len(src)), &e), &e)
 }
 
 // DtoH copies device address src into dst, synchronously.
 func (l *Lib) DtoH(c Ctx, dst []byte, src uint64) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_dtoh(l.l, cctx(c), unsafe.Pointer(&dst[0]), C.CUdeviceptr(src), C.size_t(len(dst)), &e), &e)
+	return status(C.kv_cuda_dtoh(l.T, cctx(c), unsafe.Pointer(&dst[0]), C.CUdeviceptr(src), C.size_t(len(dst)), &e), &e)
 }
 
 // DMABuf exports [p, p+size) as a DMA-BUF file descriptor.
 func (l *Lib) DMABuf(c Ctx, p uint64, size int64) (int, Status) {
 	var fd C.int
 	var e C.kv_cuda_err
-	st := status(C.kv_cuda_dmabuf(l.l, cctx(c), C.CUdeviceptr(p), C.size_t(size), &fd, &e), &e)
+	st := status(C.kv_cuda_dmabuf(l.T, cctx(c), C.CUdeviceptr(p), C.size_t(size), &fd, &e), &e)
 	return int(fd), st
 }
 
@@ -260,5 +258,5 @@ func (l *Lib) DMABuf(c Ctx, p uint64, size int64) (int, Status) {
 // GPUDirect RDMA writes so far become visible to c's later work.
 func (l *Lib) FlushGPUDirect(c Ctx) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_flush_gdr(l.l, cctx(c), &e), &e)
+	return status(C.kv_cuda_flush_gdr(l.T, cctx(c), &e), &e)
 }

@@ -23,13 +23,13 @@ func call(f func(e *C.kv_cuda_err) C.int) Status {
 
 // create makes a stream or an event (kind) in context c.
 func (l *Lib) create(c Ctx, kind C.int) (h unsafe.Pointer, st Status) {
-	st = call(func(e *C.kv_cuda_err) C.int { return C.kv_cuda_create(l.l, cctx(c), kind, &h, e) })
+	st = call(func(e *C.kv_cuda_err) C.int { return C.kv_cuda_create(l.T, cctx(c), kind, &h, e) })
 	return h, st
 }
 
 // destroy releases the stream or event h (kind) of context c.
 func (l *Lib) destroy(c Ctx, kind C.int, h unsafe.Pointer) Status {
-	return call(func(e *C.kv_cuda_err) C.int { return C.kv_cuda_destroy(l.l, cctx(c), kind, h, e) })
+	return call(func(e *C.kv_cuda_err) C.int { return C.kv_cuda_destroy(l.T, cctx(c), kind, h, e) })
 }
 
 // StreamCreate creates a non-blocking stream in context c.
@@ -46,14 +46,14 @@ func (l *Lib) StreamDestroy(c Ctx, s Stream) Status {
 // StreamSync is cuStreamSynchronize.
 func (l *Lib) StreamSync(c Ctx, s Stream) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_stream_sync(l.l, cctx(c), cstream(s), &e), &e)
+	return status(C.kv_cuda_stream_sync(l.T, cctx(c), cstream(s), &e), &e)
 }
 
 // StreamWait32 makes s wait until the word at device address flag is at
 // least v (cuStreamWaitValue32, GEQ).
 func (l *Lib) StreamWait32(c Ctx, s Stream, flag uint64, v uint32) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_stream_wait32(l.l, cctx(c), cstream(s), C.CUdeviceptr(flag), C.uint32_t(v), &e), &e)
+	return status(C.kv_cuda_stream_wait32(l.T, cctx(c), cstream(s), C.CUdeviceptr(flag), C.uint32_t(v), &e), &e)
 }
 
 // EventCreate creates a timing event.
@@ -70,14 +70,14 @@ func (l *Lib) EventDestroy(c Ctx, ev Event) Status {
 // EventRecord queues ev on s.
 func (l *Lib) EventRecord(c Ctx, ev Event, s Stream) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_event_record(l.l, cctx(c), cevent(ev), cstream(s), &e), &e)
+	return status(C.kv_cuda_event_record(l.T, cctx(c), cevent(ev), cstream(s), &e), &e)
 }
 
 // EventElapsed waits for stop and returns the milliseconds from start.
 func (l *Lib) EventElapsed(c Ctx, start, stop Event) (float32, Status) {
 	var ms C.float
 	var e C.kv_cuda_err
-	st := status(C.kv_cuda_event_elapsed(l.l, cctx(c), cevent(start), cevent(stop), &ms, &e), &e)
+	st := status(C.kv_cuda_event_elapsed(l.T, cctx(c), cevent(start), cevent(stop), &ms, &e), &e)
 	return float32(ms), st
 }
 
@@ -151,7 +151,7 @@ func (p *Plan) Free() {
 func (l *Lib) CopyPlan(c Ctx, s Stream, device, dir, how int, p *Plan) (int, Status) {
 	var done C.size_t
 	var e C.kv_cuda_err
-	rc := C.kv_cuda_copy_plan(l.l, cctx(c), cstream(s), C.int(device), C.int(dir), C.int(how), p.dsts, p.srcs, p.sizes, C.size_t(p.n), &done, &e)
+	rc := C.kv_cuda_copy_plan(l.T, cctx(c), cstream(s), C.int(device), C.int(dir), C.int(how), p.dsts, p.srcs, p.sizes, C.size_t(p.n), &done, &e)
 	return int(done), status(rc, &e)
 }
 
@@ -159,14 +159,14 @@ func (l *Lib) CopyPlan(c Ctx, s Stream, device, dir, how int, p *Plan) (int, Sta
 func (l *Lib) CanAccessPeer(dev, peer int) (bool, Status) {
 	var can C.int
 	var e C.kv_cuda_err
-	st := status(C.kv_cuda_can_access_peer(l.l, C.int(dev), C.int(peer), &can, &e), &e)
+	st := status(C.kv_cuda_can_access_peer(l.T, C.int(dev), C.int(peer), &can, &e), &e)
 	return can != 0, st
 }
 
 // EnablePeer is cuCtxEnablePeerAccess; already enabled is success.
 func (l *Lib) EnablePeer(c, peer Ctx) Status {
 	var e C.kv_cuda_err
-	return status(C.kv_cuda_enable_peer(l.l, cctx(c), cctx(peer), &e), &e)
+	return status(C.kv_cuda_enable_peer(l.T, cctx(c), cctx(peer), &e), &e)
 }
 
 // CopyPeer issues p's copies with cuMemcpyPeerAsync on s (a stream of c),
@@ -174,6 +174,6 @@ func (l *Lib) EnablePeer(c, peer Ctx) Status {
 func (l *Lib) CopyPeer(c Ctx, s Stream, dctx, sctx Ctx, p *Plan) (int, Status) {
 	var done C.size_t
 	var e C.kv_cuda_err
-	rc := C.kv_cuda_copy_peer(l.l, cctx(c), cstream(s), cctx(dctx), cctx(sctx), p.dsts, p.srcs, p.sizes, C.size_t(p.n), &done, &e)
+	rc := C.kv_cuda_copy_peer(l.T, cctx(c), cstream(s), cctx(dctx), cctx(sctx), p.dsts, p.srcs, p.sizes, C.size_t(p.n), &done, &e)
 	return int(done), status(rc, &e)
 }

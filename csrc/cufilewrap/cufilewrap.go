@@ -56,34 +56,32 @@ func (c Ctx) set() C.kv_cufile_set_ctx_fn { return C.kv_cufile_set_ctx_fn(c.SetC
 
 // A Lib is one loaded libcufile. It is never unloaded.
 type Lib struct {
-	l     *C.kv_cufile
-	Path  string // what dlopen opened
+	*shim.Lib[C.kv_cufile]
 	Close string // the cuFileDriverClose symbol that resolved
 }
 
 // Load opens libcufile at path ("" for libcufile.so.0, then libcufile.so)
 // and resolves its functions.
 func Load(path string) (*Lib, Status) {
-	t, opened, st := shim.Load(path, func(p, e unsafe.Pointer) unsafe.Pointer {
-		return unsafe.Pointer(C.kv_cufile_load((*C.char)(p), (*C.kv_cufile_err)(e)))
+	l, st := shim.Load(path, func(p, e unsafe.Pointer) *C.kv_cufile {
+		return C.kv_cufile_load((*C.char)(p), (*C.kv_cufile_err)(e))
 	})
-	if t == nil {
+	if l == nil {
 		return nil, st
 	}
-	l := (*C.kv_cufile)(t)
-	return &Lib{l: l, Path: opened, Close: C.GoString(&l.close_symbol[0])}, st
+	return &Lib{Lib: l, Close: C.GoString(&l.T.close_symbol[0])}, st
 }
 
 // DriverOpen is cuFileDriverOpen with c current.
 func (l *Lib) DriverOpen(c Ctx) Status {
 	var e C.kv_cufile_err
-	return status(C.kv_cufile_driver_open(l.l, c.set(), C.uint64_t(c.Ctx), &e), &e)
+	return status(C.kv_cufile_driver_open(l.T, c.set(), C.uint64_t(c.Ctx), &e), &e)
 }
 
 // DriverClose is cuFileDriverClose (its _v2 where the library has it).
 func (l *Lib) DriverClose() Status {
 	var e C.kv_cufile_err
-	return status(C.kv_cufile_driver_close(l.l, &e), &e)
+	return status(C.kv_cufile_driver_close(l.T, &e), &e)
 }
 
 // A Handle is a registered file.
@@ -93,23 +91,23 @@ type Handle unsafe.Pointer
 func (l *Lib) HandleRegister(fd int) (Handle, Status) {
 	var h C.kv_CUfileHandle_t
 	var e C.kv_cufile_err
-	st := status(C.kv_cufile_handle_register(l.l, C.int(fd), &h, &e), &e)
+	st := status(C.kv_cufile_handle_register(l.T, C.int(fd), &h, &e), &e)
 	return Handle(h), st
 }
 
 // HandleDeregister deregisters h.
-func (l *Lib) HandleDeregister(h Handle) { C.kv_cufile_handle_deregister(l.l, C.kv_CUfileHandle_t(h)) }
+func (l *Lib) HandleDeregister(h Handle) { C.kv_cufile_handle_deregister(l.T, C.kv_CUfileHandle_t(h)) }
 
 // BufRegister registers n bytes of device memory at addr with c current.
 func (l *Lib) BufRegister(c Ctx, addr uintptr, n int64) Status {
 	var e C.kv_cufile_err
-	return status(C.kv_cufile_buf_register(l.l, c.set(), C.uint64_t(c.Ctx), C.uint64_t(addr), C.size_t(n), &e), &e)
+	return status(C.kv_cufile_buf_register(l.T, c.set(), C.uint64_t(c.Ctx), C.uint64_t(addr), C.size_t(n), &e), &e)
 }
 
 // BufDeregister deregisters the device memory at addr with c current.
 func (l *Lib) BufDeregister(c Ctx, addr uintptr) Status {
 	var e C.kv_cufile_err
-	return status(C.kv_cufile_buf_deregister(l.l, c.set(), C.uint64_t(c.Ctx), C.uint64_t(addr), &e), &e)
+	return status(C.kv_cufile_buf_deregister(l.T, c.set(), C.uint64_t(c.Ctx), C.uint64_t(addr), &e), &e)
 }
 
 // A Req is one read (Len bytes at file offset Off into the device
@@ -141,5 +139,5 @@ func (l *Lib) io(c Ctx, h Handle, base uintptr, reqs []Req, write C.int) Status 
 	}
 	var e C.kv_cufile_err
 	p := (*C.kv_cufile_req)(unsafe.Pointer(unsafe.SliceData(reqs)))
-	return status(C.kv_cufile_io(l.l, c.set(), C.uint64_t(c.Ctx), C.kv_CUfileHandle_t(h), C.uint64_t(base), p, C.long(len(reqs)), write, &e), &e)
+	return status(C.kv_cufile_io(l.T, c.set(), C.uint64_t(c.Ctx), C.kv_CUfileHandle_t(h), C.uint64_t(base), p, C.long(len(reqs)), write, &e), &e)
 }

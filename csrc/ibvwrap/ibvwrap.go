@@ -50,31 +50,32 @@ type Status = shim.Status
 func status(st *C.kvt_ibv_status) Status { return shim.Failure(unsafe.Pointer(st)) }
 
 // A Lib is one loaded libibverbs. It is never unloaded.
-type Lib struct {
-	l    *C.kvt_ibv_lib
-	Path string
-}
+type Lib struct{ *shim.Lib[C.kv_shim_lib] }
+
+// lib is the shim's table, which opens with the kv_shim_lib (ibvwrap.h
+// keeps its layout private).
+func (l *Lib) lib() *C.kvt_ibv_lib { return (*C.kvt_ibv_lib)(unsafe.Pointer(l.T)) }
 
 // Load opens libibverbs at path, or where path is "" at libibverbs.so.1,
 // then libibverbs.so. Each call loads anew; callers cache.
 func Load(path string) (*Lib, Status) {
-	t, opened, st := shim.Load(path, func(p, e unsafe.Pointer) unsafe.Pointer {
-		return unsafe.Pointer(C.kvt_ibv_load((*C.char)(p), (*C.kvt_ibv_status)(e)))
+	l, st := shim.Load(path, func(p, e unsafe.Pointer) *C.kv_shim_lib {
+		return (*C.kv_shim_lib)(unsafe.Pointer(C.kvt_ibv_load((*C.char)(p), (*C.kvt_ibv_status)(e))))
 	})
-	if t == nil {
+	if l == nil {
 		return nil, st
 	}
-	return &Lib{l: (*C.kvt_ibv_lib)(t), Path: opened}, st
+	return &Lib{l}, st
 }
 
 // HasDMABuf reports whether the library has ibv_reg_dmabuf_mr.
-func (l *Lib) HasDMABuf() bool { return C.kvt_ibv_has_dmabuf(l.l) != 0 }
+func (l *Lib) HasDMABuf() bool { return C.kvt_ibv_has_dmabuf(l.lib()) != 0 }
 
 // Devices lists the devices the library sees.
 func (l *Lib) Devices() ([]string, Status) {
 	buf := make([]byte, 4096)
 	var st C.kvt_ibv_status
-	C.kvt_ibv_devices(l.l, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &st)
+	C.kvt_ibv_devices(l.lib(), (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &st)
 	if s := status(&st); !s.OK() {
 		return nil, s
 	}
@@ -118,7 +119,7 @@ func (l *Lib) Open(device string, port, nqp, sqDepth int) (*Endpoint, EndpointAt
 		attr C.kvt_ibv_ep_attr
 		ep   *C.kvt_ibv_ep
 	)
-	C.kvt_ibv_ep_open(l.l, dev, C.int(port), C.int(nqp), C.int(sqDepth), &ep, &attr, &st)
+	C.kvt_ibv_ep_open(l.lib(), dev, C.int(port), C.int(nqp), C.int(sqDepth), &ep, &attr, &st)
 	if s := status(&st); !s.OK() {
 		return nil, EndpointAttr{}, s
 	}

@@ -90,10 +90,7 @@ func errorOf(st shim.Status) error {
 }
 
 // A Lib is one loaded libnvidia-ml. It is never unloaded.
-type Lib struct {
-	l    *C.kv_nvml
-	Path string // what dlopen opened
-}
+type Lib struct{ *shim.Lib[C.kv_nvml] }
 
 var (
 	mu     sync.Mutex
@@ -108,13 +105,13 @@ func Load(path string) (*Lib, error) {
 	if l, ok := loaded[path]; ok {
 		return l, nil
 	}
-	t, opened, st := shim.Load(path, func(p, e unsafe.Pointer) unsafe.Pointer {
-		return unsafe.Pointer(C.kv_nvml_load((*C.char)(p), (*C.kv_nvml_err)(e)))
+	l, st := shim.Load(path, func(p, e unsafe.Pointer) *C.kv_nvml {
+		return C.kv_nvml_load((*C.char)(p), (*C.kv_nvml_err)(e))
 	})
-	if t == nil {
+	if l == nil {
 		return nil, errorOf(st)
 	}
-	lib := &Lib{l: (*C.kv_nvml)(t), Path: opened}
+	lib := &Lib{l}
 	loaded[path] = lib
 	return lib, nil
 }
@@ -123,13 +120,13 @@ func Load(path string) (*Lib, error) {
 // Shutdown.
 func (l *Lib) Init() error {
 	var e C.kv_nvml_err
-	return failed(C.kv_nvml_init(l.l, &e), &e)
+	return failed(C.kv_nvml_init(l.T, &e), &e)
 }
 
 // Shutdown releases what Init took (nvmlShutdown).
 func (l *Lib) Shutdown() error {
 	var e C.kv_nvml_err
-	return failed(C.kv_nvml_shutdown(l.l, &e), &e)
+	return failed(C.kv_nvml_shutdown(l.T, &e), &e)
 }
 
 // Driver returns the driver version ("550.54.15") and the CUDA version
@@ -138,7 +135,7 @@ func (l *Lib) Driver() (string, int, error) {
 	var buf [C.KV_NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE]C.char
 	var cuda C.int
 	var e C.kv_nvml_err
-	err := failed(C.kv_nvml_driver(l.l, &buf[0], C.uint(len(buf)), &cuda, &e), &e)
+	err := failed(C.kv_nvml_driver(l.T, &buf[0], C.uint(len(buf)), &cuda, &e), &e)
 	return C.GoString(&buf[0]), int(cuda), err
 }
 
@@ -146,7 +143,7 @@ func (l *Lib) Driver() (string, int, error) {
 func (l *Lib) Count() (int, error) {
 	var n C.uint
 	var e C.kv_nvml_err
-	err := failed(C.kv_nvml_count(l.l, &n, &e), &e)
+	err := failed(C.kv_nvml_count(l.T, &n, &e), &e)
 	return int(n), err
 }
 
@@ -175,7 +172,7 @@ func gpuOf(g *C.kv_nvml_gpu) GPU {
 func (l *Lib) GPU(i int) (GPU, error) {
 	var g C.kv_nvml_gpu
 	var e C.kv_nvml_err
-	if err := failed(C.kv_nvml_gpu_at(l.l, C.uint(i), &g, &e), &e); err != nil {
+	if err := failed(C.kv_nvml_gpu_at(l.T, C.uint(i), &g, &e), &e); err != nil {
 		return GPU{}, err
 	}
 	return gpuOf(&g), nil
@@ -188,7 +185,7 @@ func (l *Lib) GPUByBusID(bus string) (GPU, error) {
 	defer C.free(unsafe.Pointer(cbus))
 	var g C.kv_nvml_gpu
 	var e C.kv_nvml_err
-	if err := failed(C.kv_nvml_gpu_by_bus(l.l, cbus, &g, &e), &e); err != nil {
+	if err := failed(C.kv_nvml_gpu_by_bus(l.T, cbus, &g, &e), &e); err != nil {
 		return GPU{}, err
 	}
 	return gpuOf(&g), nil

@@ -56,11 +56,17 @@ func Failure(e unsafe.Pointer) Status {
 		Got: int64(c.res)}
 }
 
+// A Lib is one loaded library: the shim's table T (headed by shim.h's
+// kv_shim_lib) and the path that opened it. It is never unloaded.
+type Lib[T any] struct {
+	T    *T
+	Path string // what dlopen opened
+}
+
 // Load runs load, a shim's loader, with path as a C string (nil for "",
-// the shim's default names) and a kv_shim_err, and returns the table it
-// returned with the path that opened (the table's kv_shim_lib head), or
-// the Status of its failure.
-func Load(path string, load func(cpath, e unsafe.Pointer) unsafe.Pointer) (unsafe.Pointer, string, Status) {
+// the shim's default names) and a kv_shim_err, and returns the library it
+// loaded, or nil and the Status of its failure.
+func Load[T any](path string, load func(cpath, e unsafe.Pointer) *T) (*Lib[T], Status) {
 	var cpath *C.char
 	if path != "" {
 		cpath = C.CString(path)
@@ -69,9 +75,9 @@ func Load(path string, load func(cpath, e unsafe.Pointer) unsafe.Pointer) (unsaf
 	var e C.kv_shim_err
 	t := load(unsafe.Pointer(cpath), unsafe.Pointer(&e))
 	if t == nil {
-		return nil, "", Failure(unsafe.Pointer(&e))
+		return nil, Failure(unsafe.Pointer(&e))
 	}
-	return t, C.GoString(&(*C.kv_shim_lib)(t).path[0]), Status{}
+	return &Lib[T]{T: t, Path: C.GoString(&(*C.kv_shim_lib)(unsafe.Pointer(t)).path[0])}, Status{}
 }
 
 // CString is s in C memory, and the function that frees it.

@@ -539,29 +539,50 @@ func (t *diskTier) setupDest(size int64) error {
 	if t.dst, err = b.Alloc(Device, size); err != nil {
 		return fmt.Errorf("disk: working pool: %w", err)
 	}
-	depth := t.opts.IODepth
-	if t.v.io == diskio.CUFile {
-		lib, ctx := t.env.Backend.(GDSBackend).GDS()
-		if t.gds, err = diskio.OpenGDS(lib, ctx, t.dst.Addr(), t.dst.Size(), depth); err != nil {
-			return fmt.Errorf("disk: %w", err)
-		}
-		return nil
+	host, err := t.hostIO(true)
+	if err != nil || t.v.io == diskio.CUFile {
+		return err
 	}
-	host := t.dst.Host()
-	if host == nil {
-		if t.bounce, t.push, err = bounceTo(b, t.dst, t.env.Copy); err != nil {
-			return fmt.Errorf("disk: bounce buffer: %w", err)
-		}
-		host = t.bounce.Host()
-	} else if err := diskio.HugePages(host); err != nil && t.env.Log != nil {
-		// The host stand-in's working pool in large pages, as a GPU's
-		// memory is: reads land in one DMA segment each.
-		fmt.Fprintf(t.env.Log, "kvtier: disk: working pool in 4 KiB pages: %v\n", err)
-	}
-	if t.reader, err = t.newReader(t.v.io, depth, host); err != nil {
+	if t.reader, err = t.newReader(t.v.io, t.opts.IODepth, host); err != nil {
 		return fmt.Errorf("disk: %w", err)
 	}
 	return nil
+}
+
+// hostIO sets up how the disk's I/O reaches the working pool t.dst: by
+// cuFile (t.gds; no host memory), or through the host memory it
+// returns: the pool itself (in large pages where it can) or a pinned
+// bounce buffer (t.bounce) whose copy into the pool (load, t.push) or
+// out of it (store, t.pull) it sets.
+func (t *diskTier) hostIO(load bool) ([]byte, error) {
+	b := t.env.Backend
+	if t.v.io == diskio.CUFile {
+		lib, dc := b.(GDSBackend).GDS()
+		var err error
+		if t.gds, err = diskio.OpenGDS(lib, dc, t.dst.Addr(), t.dst.Size(), t.opts.IODepth); err != nil {
+			return nil, fmt.Errorf("disk: %w", err)
+		}
+		return nil, nil
+	}
+	if host := t.dst.Host(); host != nil {
+		if err := diskio.HugePages(host); err != nil && t.env.Log != nil {
+			// The host stand-in's working pool in large pages, as a GPU's
+			// memory is: requests move one DMA segment each.
+			fmt.Fprintf(t.env.Log, "kvtier: disk: working pool in 4 KiB pages: %v\n", err)
+		}
+		return host, nil
+	}
+	bounce, move, err := bounceBuffer(b, t.dst, t.env.Copy, load)
+	if err != nil {
+		return nil, fmt.Errorf("disk: bounce buffer: %w", err)
+	}
+	t.bounce = bounce
+	if load {
+		t.push = move
+	} else {
+		t.pull = move
+	}
+	return bounce.Host(), nil
 }
 
 // reads returns the reads of a fetch of p and the ranges of the working

@@ -50,21 +50,9 @@ func (t *diskTier) setupStore(ctx context.Context, size int64) error {
 	if t.back, err = os.OpenFile(t.file.path, os.O_RDWR, 0); err != nil {
 		return fmt.Errorf("disk: %w", err)
 	}
-	if t.v.io == diskio.CUFile {
-		lib, dc := b.(GDSBackend).GDS()
-		if t.gds, err = diskio.OpenGDS(lib, dc, t.dst.Addr(), t.dst.Size(), t.opts.IODepth); err != nil {
-			return fmt.Errorf("disk: %w", err)
-		}
-		return nil
-	}
-	src := t.dst.Host()
-	if src == nil {
-		if t.bounce, t.pull, err = bounceFrom(b, t.dst, t.env.Copy); err != nil {
-			return fmt.Errorf("disk: bounce buffer: %w", err)
-		}
-		src = t.bounce.Host()
-	} else if err := diskio.HugePages(src); err != nil && t.env.Log != nil {
-		fmt.Fprintf(t.env.Log, "kvtier: disk: working pool in 4 KiB pages: %v\n", err)
+	src, err := t.hostIO(false)
+	if err != nil || t.v.io == diskio.CUFile {
+		return err
 	}
 	if t.writer, err = diskio.NewWriter(t.v.io, t.opts.IODepth, src); err != nil {
 		return fmt.Errorf("disk: %w", err)

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/kvtier/kvtier/csrc/cublaswrap"
+	"github.com/kvtier/kvtier/csrc/shim"
 )
 
 // BLAS is a loaded libcublas.
@@ -55,7 +56,7 @@ func OpenBLAS(path string, driverVersion int, dirs BLASDirs) (*BLAS, error) {
 	if path != "" {
 		b, err := openBLAS(path)
 		if err != nil {
-			return nil, &Error{Op: "dlopen", Code: cublaswrap.CodeNoLibrary, Msg: fmt.Sprintf("cannot load libcublas (tried %v)", err)}
+			return nil, &Error{Op: "dlopen", Code: shim.CodeNoLibrary, Msg: fmt.Sprintf("cannot load libcublas (tried %v)", err)}
 		}
 		return b, nil
 	}
@@ -85,7 +86,7 @@ func OpenBLAS(path string, driverVersion int, dirs BLASDirs) (*BLAS, error) {
 	if driverVersion > 0 {
 		msg = fmt.Sprintf("cannot load libcublas for driver CUDA %s (tried %s)", FormatVersion(driverVersion), strings.Join(tried, "; "))
 	}
-	return nil, &Error{Op: "dlopen", Code: cublaswrap.CodeNoLibrary, Msg: msg}
+	return nil, &Error{Op: "dlopen", Code: shim.CodeNoLibrary, Msg: msg}
 }
 
 // openBLASIn loads the first of names that dir holds, after the
@@ -115,7 +116,7 @@ func openBLAS(path string) (*BLAS, error) {
 		switch {
 		case st.OK():
 			return &BLAS{b: b, Path: b.Path}, nil
-		case st.Code == cublaswrap.CodeNoSymbol:
+		case st.Code == shim.CodeNoSymbol:
 			return nil, fmt.Errorf("%s", st.Msg)
 		}
 		return nil, fmt.Errorf("%s: %s", path, st.Msg)

@@ -29,6 +29,7 @@ import (
 	"fmt"
 
 	"github.com/kvtier/kvtier/csrc/cudawrap"
+	"github.com/kvtier/kvtier/csrc/shim"
 	"github.com/kvtier/kvtier/internal/native"
 )
 
@@ -53,9 +54,9 @@ type Error struct {
 // driver's description.
 func (e *Error) Error() string {
 	switch e.Code {
-	case cudawrap.CodeNoLibrary, cudawrap.CodeNoSymbol:
+	case shim.CodeNoLibrary, shim.CodeNoSymbol:
 		return "cuda: " + e.Msg
-	case cudawrap.CodeUnsupported:
+	case shim.CodeUnsupported:
 		return fmt.Sprintf("cuda: %s: %v", e.Op, ErrUnsupported)
 	}
 	s := fmt.Sprintf("cuda: %s: ", e.Op)
@@ -74,9 +75,9 @@ func (e *Error) Error() string {
 func (e *Error) Is(target error) bool {
 	switch target {
 	case ErrNoDriver:
-		return e.Code == cudawrap.CodeNoLibrary || e.Code == cudawrap.CodeNoSymbol
+		return e.Code == shim.CodeNoLibrary || e.Code == shim.CodeNoSymbol
 	case ErrUnsupported:
-		return e.Code == cudawrap.CodeUnsupported || e.Code == cudawrap.ErrorNotSupported
+		return e.Code == shim.CodeUnsupported || e.Code == cudawrap.ErrorNotSupported
 	}
 	return false
 }

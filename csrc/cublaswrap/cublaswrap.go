@@ -16,13 +16,7 @@ import (
 	"errors"
 	"unsafe"
 
-	"github.com/kvtier/kvtier/csrc/internal/shim"
-)
-
-// Loader codes in Status.Code, outside the cublasStatus_t range.
-const (
-	CodeNoLibrary = shim.CodeNoLibrary
-	CodeNoSymbol  = shim.CodeNoSymbol
+	"github.com/kvtier/kvtier/csrc/shim"
 )
 
 // A Status is the outcome of one shim call: Code 0, a raw cublasStatus_t

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../internal/shim/shim.h"
+#include "../shim/shim.h"
 
 typedef int cublasStatus_t;
 typedef struct cublasContext *cublasHandle_t;

@@ -18,7 +18,7 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/kvtier/kvtier/csrc/internal/shim"
+	"github.com/kvtier/kvtier/csrc/shim"
 )
 
 // Handles the driver returns, opaque to Go.
@@ -28,16 +28,9 @@ type (
 	Event  unsafe.Pointer // CUevent
 )
 
-// Loader codes in Status.Code, outside the CUresult range, and the
-// CUresults callers branch on.
-const (
-	CodeNoLibrary   = shim.CodeNoLibrary
-	CodeNoSymbol    = shim.CodeNoSymbol
-	CodeUnsupported = shim.CodeUnsupported
-	CodeNoMemory    = shim.CodeNoMemory
-
-	ErrorNotSupported = C.KV_CUDA_ERROR_NOT_SUPPORTED
-)
+// ErrorNotSupported is the CUresult callers branch on; the loader's codes
+// in Status.Code are package shim's.
+const ErrorNotSupported = C.KV_CUDA_ERROR_NOT_SUPPORTED
 
 // Flags and attributes, by their cuda.h values (csrc's ABI test checks
 // them against NVIDIA's headers).

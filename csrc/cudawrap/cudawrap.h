@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../internal/shim/shim.h"
+#include "../shim/shim.h"
 
 typedef int CUresult;
 typedef int CUdevice;

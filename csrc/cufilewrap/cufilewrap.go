@@ -18,18 +18,15 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/kvtier/kvtier/csrc/internal/shim"
+	"github.com/kvtier/kvtier/csrc/shim"
 )
 
-// Shim codes in Status.Code, outside cuFile's, and the cuFile codes
-// callers name.
+// Shim codes in Status.Code, outside cuFile's and package shim's loader
+// codes, and the cuFile codes callers name.
 const (
-	CodeNoLibrary = shim.CodeNoLibrary
-	CodeNoSymbol  = shim.CodeNoSymbol
-	CodeNoMemory  = shim.CodeNoMemory
-	CodeContext   = C.KV_CUFILE_ERR_CONTEXT // making the CUDA context current failed; CUErr says how
-	CodeErrno     = C.KV_CUFILE_ERR_ERRNO   // cuFileRead or cuFileWrite returned -1; Errno says why
-	CodeShort     = C.KV_CUFILE_ERR_SHORT   // cuFileRead or cuFileWrite moved fewer bytes than asked
+	CodeContext = C.KV_CUFILE_ERR_CONTEXT // making the CUDA context current failed; CUErr says how
+	CodeErrno   = C.KV_CUFILE_ERR_ERRNO   // cuFileRead or cuFileWrite returned -1; Errno says why
+	CodeShort   = C.KV_CUFILE_ERR_SHORT   // cuFileRead or cuFileWrite moved fewer bytes than asked
 
 	DriverNotInitialized = C.KV_CU_FILE_DRIVER_NOT_INITIALIZED
 	CUDADriverError      = C.KV_CU_FILE_CUDA_DRIVER_ERROR

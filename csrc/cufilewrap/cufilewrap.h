@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../internal/shim/shim.h"
+#include "../shim/shim.h"
 
 /* CUfileError_t: two int-sized enums, the cuFile status and, when it is
  * CU_FILE_CUDA_DRIVER_ERROR, the CUresult. Returned by value. */

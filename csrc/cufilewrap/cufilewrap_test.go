@@ -12,20 +12,21 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kvtier/kvtier/csrc/cufilewrap/cufiletest"
+	"github.com/kvtier/kvtier/csrc/shim"
 )
 
 func TestLoadMissing(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "libcufile.so.0")
 	_, st := Load(missing)
-	if st.Code != CodeNoLibrary || !strings.Contains(st.Msg, missing) {
+	if st.Code != shim.CodeNoLibrary || !strings.Contains(st.Msg, missing) {
 		t.Errorf("Load of a missing library: %+v", st)
 	}
 	empty := filepath.Join(t.TempDir(), "libempty.so")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, st := Load(empty); st.Code != CodeNoLibrary {
+	if _, st := Load(empty); st.Code != shim.CodeNoLibrary {
 		t.Errorf("Load of a file that is no library: %+v", st)
 	}
 }

@@ -25,7 +25,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/kvtier/kvtier/csrc/internal/shim"
+	"github.com/kvtier/kvtier/csrc/shim"
 )
 
 // Status codes of the shim (ibvwrap.h).

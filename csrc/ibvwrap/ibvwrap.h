@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../internal/shim/shim.h"
+#include "../shim/shim.h"
 
 /* Status codes. */
 enum {

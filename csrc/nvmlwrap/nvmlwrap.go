@@ -19,10 +19,11 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/kvtier/kvtier/csrc/internal/shim"
+	"github.com/kvtier/kvtier/csrc/shim"
 )
 
-// Codes in Error.Code: NVML's that callers name, and the loader's.
+// Codes in Error.Code: NVML's that callers name. The loader's are
+// package shim's.
 const (
 	Success          = C.KV_NVML_SUCCESS
 	ErrUninitialized = C.KV_NVML_ERROR_UNINITIALIZED
@@ -30,10 +31,6 @@ const (
 	ErrNotFound      = C.KV_NVML_ERROR_NOT_FOUND
 	ErrLibNotFound   = C.KV_NVML_ERROR_LIBRARY_NOT_FOUND
 	ErrFuncNotFound  = C.KV_NVML_ERROR_FUNCTION_NOT_FOUND
-
-	CodeNoLibrary = shim.CodeNoLibrary // dlopen failed
-	CodeNoSymbol  = shim.CodeNoSymbol  // a required function is missing
-	CodeNoMemory  = shim.CodeNoMemory
 )
 
 // An Error is a failed NVML call or load.
@@ -65,9 +62,9 @@ var codeNames = map[int]string{
 	C.KV_NVML_ERROR_FUNCTION_NOT_FOUND: "ERROR_FUNCTION_NOT_FOUND",
 	C.KV_NVML_ERROR_GPU_IS_LOST:        "ERROR_GPU_IS_LOST",
 	C.KV_NVML_ERROR_UNKNOWN:            "ERROR_UNKNOWN",
-	CodeNoLibrary:                      "ERROR_LIBRARY_NOT_FOUND",
-	CodeNoSymbol:                       "ERROR_FUNCTION_NOT_FOUND",
-	CodeNoMemory:                       "ERROR_MEMORY",
+	shim.CodeNoLibrary:                 "ERROR_LIBRARY_NOT_FOUND",
+	shim.CodeNoSymbol:                  "ERROR_FUNCTION_NOT_FOUND",
+	shim.CodeNoMemory:                  "ERROR_MEMORY",
 }
 
 // CodeName names an nvmlReturn_t or loader code.

@@ -17,7 +17,7 @@
 #ifndef KVTIER_NVMLWRAP_H
 #define KVTIER_NVMLWRAP_H
 
-#include "../internal/shim/shim.h"
+#include "../shim/shim.h"
 
 /* nvmlReturn_t and nvmlClockType_t are int-sized enums. */
 typedef int kv_nvmlReturn_t;

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvtier/kvtier/csrc/nvmlwrap"
 	"github.com/kvtier/kvtier/csrc/nvmlwrap/nvmltest"
+	"github.com/kvtier/kvtier/csrc/shim"
 )
 
 // TestFakeGPUs reads the fake library's driver and GPUs through the
@@ -90,7 +91,7 @@ func TestNoLibrary(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
 	_, err := nvmlwrap.Load(missing)
 	var e *nvmlwrap.Error
-	if !errors.As(err, &e) || e.Code != nvmlwrap.CodeNoLibrary || !strings.Contains(err.Error(), "ERROR_LIBRARY_NOT_FOUND") || !strings.Contains(err.Error(), missing) {
+	if !errors.As(err, &e) || e.Code != shim.CodeNoLibrary || !strings.Contains(err.Error(), "ERROR_LIBRARY_NOT_FOUND") || !strings.Contains(err.Error(), missing) {
 		t.Errorf("Load(%s) = %v", missing, err)
 	}
 }

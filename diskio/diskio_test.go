@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/kvtier/kvtier/diskio/disktest"
@@ -223,12 +224,20 @@ func TestDropCache(t *testing.T) {
 	if disktest.Resident(t, path) == 0 {
 		t.Skip("a buffered read left no pages cached here; cannot tell a drop from no cache")
 	}
-	if err := f.DropCache(); err != nil {
-		t.Fatal(err)
+	// Readahead the buffered read started can land a few pages after a
+	// drop; what must hold is that dropping again leaves none, so a drop
+	// that does nothing still fails all three tries.
+	var n int
+	for try := 0; try < 3; try++ {
+		if err := f.DropCache(); err != nil {
+			t.Fatal(err)
+		}
+		if n = disktest.Resident(t, path); n == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if n := disktest.Resident(t, path); n > 0 {
-		t.Errorf("%d pages still cached after DropCache", n)
-	}
+	t.Errorf("%d pages still cached after DropCache three times", n)
 }
 
 func TestBadPlans(t *testing.T) {

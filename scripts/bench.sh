@@ -46,13 +46,17 @@ if [ -n "$full" ]; then
 	prefixes=${KVTIER_PREFIXES:-1k,2k,4k,8k,16k,32k,64k}
 	layouts=${KVTIER_LAYOUTS:-layerwise,blockwise}
 	sizes=${KVTIER_SIZES:-16MiB,64MiB,256MiB,1GiB,4GiB}
+	copies=percopy,batch,contiguous
 	probe_prefixes=1k,2k,4k,8k,16k,32k,64k mb1=(--decode 1,4,8 --prefill 2k,8k,32k,64k,128k --reps 3)
 	knee=()
 	disk_max=${KVTIER_DISK_MAX:-4GiB}
 else
 	# The reference's prefix lengths and 1k for the cost model's fit, the
-	# engine's layout; the knee's load scaled down (see below).
+	# engine's layout and copy modes (contiguous, the upper bound, only
+	# with FULL: each copy mode sets its pools up anew, about a minute at
+	# 64k on the host backend); the knee's load scaled down (see below).
 	prefixes=${KVTIER_PREFIXES:-1k,8k,16k,32k,64k}
+	copies=percopy,batch
 	layouts=${KVTIER_LAYOUTS:-layerwise}
 	sizes=${KVTIER_SIZES:-16MiB,64MiB,256MiB,1GiB}
 	probe_prefixes=1k,4k,16k mb1=(--decode 1,8 --prefill 2k,8k,16k --reps 2)
@@ -87,7 +91,7 @@ peer=()
 [ -n "${KVTIER_PEER:-}" ] && peer=(--peer "$KVTIER_PEER")
 disk=(--disk-max "$disk_max")
 [ -n "${KVTIER_DISK_DIR:-}" ] && disk+=(--disk-dir "$KVTIER_DISK_DIR")
-step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --layout "$layouts" --reps "$reps" --warmup 1 \
+step sweep "$bin" sweep --backend "$backend" --prefix "$prefixes" --layout "$layouts" --copy "$copies" --reps "$reps" --warmup 1 \
 	"${peer[@]}" "${disk[@]}" --out "$out/sweep"
 step transfer "$bin" transfer "${peer[@]}" --sizes "$sizes" --reps "$reps" \
 	--layout layerwise,blockwise,contiguous --out "$out/transfer"

@@ -89,18 +89,6 @@ func SizeFlag(errs *[]error, name, value string, limit int64) int64 {
 	return n
 }
 
-// DurationFlag parses the value of the flag called name with
-// ParseDuration; a value that does not parse adds an option.Error to
-// errs and yields one second, a valid placeholder.
-func DurationFlag(errs *[]error, name, value string) time.Duration {
-	d, err := ParseDuration(value)
-	if err != nil {
-		*errs = append(*errs, option.Wrap(name, err))
-		return time.Second
-	}
-	return d
-}
-
 // maxDuration bounds every duration flag: a week.
 const maxDuration = 7 * 24 * time.Hour
 

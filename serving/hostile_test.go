@@ -17,6 +17,12 @@ import (
 	"unicode/utf8"
 )
 
+// hostileIdle is the idle timeout of the hostile cases: wide enough
+// that a race run on a loaded 2-core machine (the VM tests beside it)
+// never starves a live server into one (300ms did, in CI), and short
+// enough that the silent cases end in a couple of seconds.
+const hostileIdle = 2 * time.Second
+
 // hostile is a server that misbehaves in the way its handler says; it
 // answers GET /v1/models unless the handler has path "/" in its name.
 func hostile(t *testing.T, name string, h http.HandlerFunc) *Client {
@@ -34,7 +40,7 @@ func hostile(t *testing.T, name string, h http.HandlerFunc) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Idle = 300 * time.Millisecond
+	c.Idle = hostileIdle
 	return c
 }
 
@@ -63,15 +69,15 @@ func TestHostileServer(t *testing.T) {
 	}{
 		{"silent before headers, GET /v1/models", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
 			func(ctx context.Context, c *Client) error { _, err := c.Models(ctx); return err },
-			"sent no response headers for 300ms (idle timeout)"},
+			"sent no response headers for 2s (idle timeout)"},
 		{"frozen server, generation /", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
 			func(ctx context.Context, c *Client) error { _, err := c.Stream(ctx, stream, nil); return err },
-			"sent no answer, nor any to GET /v1/models, for 300ms (idle timeout)"},
+			"sent no answer, nor any to GET /v1/models, for 2s (idle timeout)"},
 		{"frozen server, non-streamed generation /", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
 			func(ctx context.Context, c *Client) error { _, err := c.Complete(ctx, stream); return err },
-			"sent no answer, nor any to GET /v1/models, for 300ms (idle timeout)"},
+			"sent no answer, nor any to GET /v1/models, for 2s (idle timeout)"},
 		{"long prefill on a live server", func(w http.ResponseWriter, r *http.Request) {
-			time.Sleep(time.Second) // no headers either, as behind a P/D proxy
+			time.Sleep(hostileIdle + time.Second) // no headers either, as behind a P/D proxy
 			w.Write([]byte(`{"choices":[{"finish_reason":"length"}]}`))
 		}, func(ctx context.Context, c *Client) error { _, err := c.Complete(ctx, stream); return err }, ""},
 		{"silent after headers", func(w http.ResponseWriter, r *http.Request) {
@@ -79,7 +85,7 @@ func TestHostileServer(t *testing.T) {
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 		}, func(ctx context.Context, c *Client) error { _, err := c.Metrics(ctx, "m"); return err },
-			"sent no data for 300ms (idle timeout)"},
+			"sent no data for 2s (idle timeout)"},
 		{"endless GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte(`{"data":[{"id":"`))
 			endless(w, r, "a")
@@ -99,18 +105,18 @@ func TestHostileServer(t *testing.T) {
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 		}, func(ctx context.Context, c *Client) error { _, err := c.Stream(ctx, stream, nil); return err },
-			"sent no data for 300ms (idle timeout)"},
+			"sent no data for 2s (idle timeout)"},
 		{"stream of more tokens than asked", func(w http.ResponseWriter, r *http.Request) { endless(w, r, event) },
 			func(ctx context.Context, c *Client) error { _, err := c.Stream(ctx, stream, nil); return err },
 			"more than 22 tokens, far past its max_tokens"},
 		{"slow drip that progresses", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusOK)
 			w.(http.Flusher).Flush()
-			time.Sleep(time.Second) // the time to first token is not idle time
+			time.Sleep(hostileIdle + time.Second) // the time to first token is not idle time
 			for range 3 {
 				w.Write([]byte(event))
 				w.(http.Flusher).Flush()
-				time.Sleep(100 * time.Millisecond) // each gap a third of the idle timeout, so load on the test machine does not make it one
+				time.Sleep(hostileIdle / 40) // each gap a fortieth of the idle timeout, so load on the test machine does not make it one
 				w.Write([]byte(":\n"))
 				w.(http.Flusher).Flush()
 			}

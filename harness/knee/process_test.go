@@ -50,7 +50,7 @@ func testServer(args []string) int {
 	pidfile := fs.String("pidfile", "", "")
 	ignoreTerm := fs.Bool("ignore-term", false, "ignore SIGTERM")
 	exitBelow := fs.Int("exit-below", 0, "exit at once with status 3 below this many blocks")
-	dieAfter := fs.Duration("die-after", 0, "exit with status 4 after this long")
+	dieOnRequest := fs.Bool("die-on-request", false, "exit with status 4 on the first generation request")
 	noListen := fs.Bool("no-listen", false, "never answer /health")
 	setsidChild := fs.Bool("setsid-child", false, "start the child in a session of its own, outside the process group")
 	ollama := fs.Bool("ollama", false, "serve as Ollama does (no /health, no KV pool)")
@@ -74,10 +74,9 @@ func testServer(args []string) int {
 	if *ignoreTerm {
 		signal.Ignore(syscall.SIGTERM)
 	}
-	if *dieAfter > 0 {
-		time.AfterFunc(*dieAfter, func() { os.Exit(4) })
-	}
-	if *ollama || *noHealth {
+	if *dieOnRequest {
+		go serveDying(*port, *blocks)
+	} else if *ollama || *noHealth {
 		go serveOdd(*port, *ollama)
 	} else if !*noListen {
 		s, err := vllmsim.New(vllmsim.Config{GPUBlocks: *blocks, TimeScale: 0.01, EnablePromptTokensDetails: true})
@@ -115,6 +114,23 @@ func serveOdd(port int, ollama bool) {
 		})
 	}
 	http.ListenAndServe("127.0.0.1:"+strconv.Itoa(port), h)
+	os.Exit(7)
+}
+
+// serveDying serves, on port, a simulator that exits with status 4 on
+// its first generation request: it dies mid-run however long a loaded
+// machine takes to start it.
+func serveDying(port, blocks int) {
+	s, err := vllmsim.New(vllmsim.Config{GPUBlocks: blocks, TimeScale: 0.01})
+	if err != nil {
+		os.Exit(6)
+	}
+	http.ListenAndServe("127.0.0.1:"+strconv.Itoa(port), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/completions" {
+			os.Exit(4)
+		}
+		s.ServeHTTP(w, r)
+	}))
 	os.Exit(7)
 }
 
@@ -290,14 +306,16 @@ func TestServerFailuresAreErrorRows(t *testing.T) {
 		want        []string // per capacity: "ok" or a piece of the reason
 	}{
 		{"exits at start", "-exit-below 200", []int{128, 256}, []string{"exited before it was ready: exit status 3 (see server-0-128blocks.log)", "ok"}},
-		{"dies mid-run", "-die-after 400ms", []int{256}, []string{"the server exited during the run (exit status 4)"}},
+		{"dies mid-run", "-die-on-request", []int{256}, []string{"the server exited during the run (exit status 4)"}},
 		{"never healthy", "-no-listen", []int{256}, []string{"not ready within 1s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			cfg := processConfig(t, dir, tc.caps, tc.extra)
-			cfg.HealthTimeout = time.Second
+			if tc.extra == "-no-listen" {
+				cfg.HealthTimeout = time.Second // a server that starts takes its time on a loaded machine
+			}
 			cfg.Replay.Timeout = 2 * time.Second
 			var reqs, caps resultstest.Sink
 			if err := Run(context.Background(), cfg, smallWorkload(t), Sinks{Requests: &reqs, Capacities: &caps}); err != nil {

@@ -177,33 +177,69 @@ func checkFamily(t *testing.T, rows []map[string]string, suite string) {
 }
 
 // checkInterfere: MB1 with D of 1 and 2 measures ok rows whose decode
-// streams counted tokens before and during the prefill.
+// streams counted tokens before and during the prefill. Ollama v0.6.8's
+// CPU runner sometimes admits a new sequence only after the two decode
+// sequences running have ended (seen in 2 of 6 runs here: the prefill's
+// request waited in the runner 12 s, its log shows its cache slot loaded
+// only when the decodes finished). kvtier then refuses the cell, as it
+// must, with ErrSerializing's reason and a skipped baseline; the test
+// takes that refusal at D=2, never at D=1, and never any other fault.
 func checkInterfere(t *testing.T, o *ollama, out string) {
 	r := runKvtier(t, o.mark, out, 60*time.Second,
 		"interfere", "--base-url", o.url, "--decode", "1,2", "--prefill", "2k", "--reps", "1",
 		"--inject-after", "300ms", "--decode-tokens", "7000", "--timeout", "30s")
-	if r.code != 0 {
-		t.Fatalf("kvtier interfere: exit %d", r.code)
-	}
 	rows := readRows(t, filepath.Join(out, "mb1.csv"))
-	if bad := notOK(rows); len(bad) > 0 || len(rows) != 4 {
-		t.Fatalf("%d mb1 rows (want an interfere and a baseline arm per D), not ok: %v", len(rows), bad)
+	if len(rows) != 4 {
+		t.Fatalf("%d mb1 rows, want an interfere and a baseline arm per D", len(rows))
 	}
 	checkFamily(t, rows, "interfere")
+	refused := 0
 	for _, row := range rows {
-		if row["arm"] != "interfere" {
+		if row["status"] != "ok" {
+			if !serializedAtTwo(row) {
+				t.Fatalf("D=%s %s arm: %s: %s", row["decode_streams"], row["arm"], row["status"], row["reason"])
+			}
+			refused++
 			continue
 		}
-		d := num(row, "decode_streams")
-		if during := num(row, "tokens_during"); during < d {
-			t.Errorf("D=%v: %v tokens during the prefill (%s), want at least one per stream", d, during, row["token_counting"])
+		if row["arm"] == "interfere" {
+			checkInterfereRow(t, row)
 		}
-		if tpot := num(row, "base_tpot_s"); tpot <= 0 {
-			t.Errorf("D=%v: base TPOT %q: no tokens counted before the prefill", d, row["base_tpot_s"])
-		}
-		if p := num(row, "prefill_ttft_s"); p <= 0 {
-			t.Errorf("D=%v: prefill TTFT %q", d, row["prefill_ttft_s"])
-		}
+	}
+	if want := map[bool]int{true: 1, false: 0}[refused > 0]; r.code != want {
+		t.Fatalf("kvtier interfere: exit %d with %d rows refused", r.code, refused)
+	}
+	if refused > 0 {
+		t.Logf("Ollama served D=2's prefill only after its decodes: kvtier refused the cell (exit 1), D=1 measured")
+	}
+}
+
+// serializedAtTwo says whether row is D=2's refusal of a server that
+// served the prefill after the decodes: the interfere arm's error, or
+// the baseline arm skipped for want of its window.
+func serializedAtTwo(row map[string]string) bool {
+	if row["decode_streams"] != "2" {
+		return false
+	}
+	if row["arm"] == "interfere" {
+		return row["status"] == "error" && strings.Contains(row["reason"], "the server serializes requests")
+	}
+	return row["status"] == "skipped" && strings.Contains(row["reason"], "has no prefill TTFT")
+}
+
+// checkInterfereRow: an ok interfere arm counted tokens before and
+// during the prefill.
+func checkInterfereRow(t *testing.T, row map[string]string) {
+	t.Helper()
+	d := num(row, "decode_streams")
+	if during := num(row, "tokens_during"); during < d {
+		t.Errorf("D=%v: %v tokens during the prefill (%s), want at least one per stream", d, during, row["token_counting"])
+	}
+	if tpot := num(row, "base_tpot_s"); tpot <= 0 {
+		t.Errorf("D=%v: base TPOT %q: no tokens counted before the prefill", d, row["base_tpot_s"])
+	}
+	if p := num(row, "prefill_ttft_s"); p <= 0 {
+		t.Errorf("D=%v: prefill TTFT %q", d, row["prefill_ttft_s"])
 	}
 }
 

@@ -18,15 +18,31 @@ type SweepKey struct {
 	// Direction is "" for a load (and for rows without the direction
 	// Column), results.DirectionStore for a store.
 	Direction string
+	// GPUs is AllGPUs on the aggregate rows of `sweep --gpu all` (every
+	// GPU loading at once: the slowest GPU's time, the sum of the
+	// bytes), "" on a row of one GPU. An aggregate is its own
+	// configuration, never pooled with the rows of single GPUs.
+	GPUs string
 }
+
+// AllGPUs is the gpu column of `sweep --gpu all`'s aggregate rows.
+const AllGPUs = "all"
 
 // SweepKeyOf is the configuration a sweep row belongs to.
 func SweepKeyOf(r results.Row) SweepKey {
 	return SweepKey{
 		Backend: r.Backend, Transport: r.Transport, Tier: r.Tier, Layout: r.Layout,
 		Copy: r.Get(results.ColCopy), Path: r.Get(results.ColPath), Dtype: r.Get(results.ColComputeDtype),
-		Direction: StoreOrEmpty(r),
+		Direction: StoreOrEmpty(r), GPUs: allOrEmpty(r.Get("gpu")),
 	}
+}
+
+// allOrEmpty is AllGPUs for the gpu column of an aggregate row, else "".
+func allOrEmpty(gpu string) string {
+	if gpu == AllGPUs {
+		return AllGPUs
+	}
+	return ""
 }
 
 // StoreOrEmpty is a row's direction as SweepKey keeps it: "" for a load,
@@ -52,6 +68,7 @@ func CompareSweepKeys(a, b SweepKey) int {
 		cmp.Compare(a.Transport, b.Transport),
 		cmp.Compare(a.Dtype, b.Dtype),
 		cmp.Compare(a.Direction, b.Direction),
+		cmp.Compare(a.GPUs, b.GPUs),
 	)
 }
 
@@ -93,6 +110,9 @@ func (k SweepKey) Label() string {
 	if p := k.Route(); p != "" {
 		via = append(via, p)
 	}
+	if k.GPUs != "" {
+		via = append(via, allGPUsLabel)
+	}
 	return strings.Join(parts, " ") + " (" + strings.Join(via, ", ") + ")"
 }
 
@@ -103,12 +123,23 @@ func (k SweepKey) Short() string {
 	if IsStandIn(be) {
 		be = "stand-in"
 	}
-	via := JoinNonEmpty(", ", be, k.Transport, k.Route())
+	via := JoinNonEmpty(", ", be, k.Transport, k.Route(), k.AllLabel())
 	return JoinNonEmpty(" ", JoinNonEmpty("/", k.Layout, k.Copy, k.Dtype), "("+via+")")
 }
 
 // path returns the configuration's path, without the "(host stand-in)"
 // the stand-in's rows add to it: their backend says so already.
+// allGPUsLabel marks an aggregate configuration in labels.
+const allGPUsLabel = "all GPUs at once"
+
+// AllLabel is allGPUsLabel for an aggregate configuration, else "".
+func (k SweepKey) AllLabel() string {
+	if k.GPUs == "" {
+		return ""
+	}
+	return allGPUsLabel
+}
+
 // Route is the path column as a label shows it: a stand-in's without
 // the "(host stand-in)" the backend already says.
 func (k SweepKey) Route() string {

@@ -91,3 +91,81 @@ func TestStoreLineLengths(t *testing.T) {
 		})
 	}
 }
+
+// TestAllGPUsKeptApart checks that `sweep --gpu all`'s aggregate rows
+// (gpu "all": the slowest GPU's time, the sum of the bytes) are a
+// configuration of their own, named as such, never pooled with the rows
+// of single GPUs: pooled, its summed bytes over the slowest time would
+// pass for one GPU's rate.
+func TestAllGPUsKeptApart(t *testing.T) {
+	t.Parallel()
+	row := func(gpu string, bytes int64, sec float64, rep int) results.Row {
+		r := results.NewRow("sweep")
+		r.Backend, r.Transport, r.Tier, r.Layout, r.Model = "cuda", "memcpy", "host", "layerwise", "m"
+		r.PrefixTokens, r.Blocks, r.Bytes, r.Rep = 1024, 64, bytes, rep
+		r.Set("copy", "percopy")
+		r.Set("gpu", gpu)
+		r.SetTime(sec)
+		return r
+	}
+	var rows []results.Row
+	for rep := range 3 {
+		rows = append(rows, row("0", 64<<20, 0.004, rep), row("1", 64<<20, 0.004, rep), row("all", 128<<20, 0.008, rep))
+	}
+	keys, cells := sweepCells(rows)
+	if len(keys) != 2 || keys[0].GPUs != "" || keys[1].GPUs != analysis.AllGPUs {
+		t.Fatalf("sweep cells %v: want the single GPUs' configuration, then the aggregate's", keys)
+	}
+	if n := len(cells[keys[0]]); n != 6 {
+		t.Errorf("%d rows in the single GPUs' configuration, want 6", n)
+	}
+	if l := keys[1].Label(); !strings.Contains(l, "all GPUs at once") {
+		t.Errorf("aggregate label %q does not say so", l)
+	}
+	if l := keys[0].Label(); strings.Contains(l, "all GPUs") {
+		t.Errorf("single-GPU label %q", l)
+	}
+	run := &analysis.Run{Files: map[string][]results.Row{"sweep.csv": rows}}
+	_, detail := sweepHeadline([]*analysis.Run{run})
+	if !strings.Contains(detail, "4.00 ms") || strings.Contains(detail, "8.00 ms") {
+		t.Errorf("headline table %q: want one GPU's 4 ms, not the aggregate's 8 ms", detail)
+	}
+}
+
+// TestPlanTakesOneGPU checks that the planner costs a tier on one GPU's
+// configuration, never on `--gpu all`'s aggregate, whose summed bytes
+// over the slowest GPU's time is no one engine's rate: not even when the
+// aggregate's copy mode ranks first.
+func TestPlanTakesOneGPU(t *testing.T) {
+	t.Parallel()
+	var rows []results.Row
+	for rep := range 3 {
+		for _, L := range []int64{1024, 8192} {
+			for _, gpu := range []string{"all", "0"} {
+				r := results.NewRow("sweep")
+				r.Backend, r.Transport, r.Tier, r.Layout, r.Model = "cuda", "memcpy", "host", "layerwise", "m"
+				r.PrefixTokens, r.Blocks, r.Bytes, r.Rep = L, L/16, L<<16, rep
+				r.Set("copy", "percopy")
+				r.Set("gpu", gpu)
+				sec := float64(L<<16) / 20e9
+				if gpu == "all" {
+					r.Set("copy", "batch") // ranked before percopy, were it one GPU's
+					r.Bytes *= 8
+					sec *= 1.1
+				}
+				r.SetTime(sec)
+				rows = append(rows, r)
+			}
+		}
+	}
+	var c PlanCosts
+	c.fromSweep(rows)
+	for _, pc := range c.Tiers {
+		if pc.Measured && strings.Contains(pc.Config, "all GPUs") {
+			t.Errorf("%s costed on %s", pc.Tier, pc.Config)
+		}
+	}
+	if !slices.ContainsFunc(c.Tiers, func(pc PlanTierCost) bool { return pc.Measured }) {
+		t.Fatalf("no tier costed: %+v", c.Tiers)
+	}
+}

@@ -23,7 +23,8 @@ func sweepCells(rows []results.Row) ([]sweepCell, map[sweepCell][]results.Row) {
 
 // bestConfigs returns, per tier in tier order, the configuration the
 // headline shows: of the tier's GPU configurations (the host stand-in's
-// when it has none) the fastest, by p50 time at the longest prefix they
+// when it has none), those of one GPU (`--gpu all`'s aggregates when
+// there are none), the fastest, by p50 time at the longest prefix they
 // all measured.
 func bestConfigs(keys []sweepCell, cells map[sweepCell][]results.Row) []analysis.SweepKey {
 	byTier := map[string][]analysis.SweepKey{}
@@ -49,6 +50,10 @@ func bestConfigs(keys []sweepCell, cells map[sweepCell][]results.Row) []analysis
 		cands := byTier[tier]
 		if gpu := slices.DeleteFunc(slices.Clone(cands), func(k analysis.SweepKey) bool { return analysis.IsStandIn(k.Backend) }); len(gpu) > 0 {
 			cands = gpu
+		}
+		// One GPU's cost, not `--gpu all`'s aggregate (its bytes summed).
+		if one := slices.DeleteFunc(slices.Clone(cands), func(k analysis.SweepKey) bool { return k.GPUs != "" }); len(one) > 0 {
+			cands = one
 		}
 		best = append(best, fastest(cands, cells, ls))
 	}
@@ -83,7 +88,8 @@ func fastest(cands []analysis.SweepKey, cells map[sweepCell][]results.Row, ls []
 // howOf says what a configuration does in a few words: layout/copy over
 // transport and path.
 func howOf(k analysis.SweepKey) string {
-	return analysis.JoinNonEmpty(" over ", analysis.JoinNonEmpty("/", k.Layout, k.Copy, k.Dtype), analysis.JoinNonEmpty(" ", k.Transport, k.Route()))
+	how := analysis.JoinNonEmpty(" over ", analysis.JoinNonEmpty("/", k.Layout, k.Copy, k.Dtype), analysis.JoinNonEmpty(" ", k.Transport, k.Route()))
+	return analysis.JoinNonEmpty(", ", how, k.AllLabel())
 }
 
 // sweepHeadline is the tier table: per prefix length of the reference,

@@ -177,8 +177,11 @@ func compareForPlan(a, b analysis.SweepKey) int {
 		}
 		return 0
 	}
+	// An engine loads on its own GPU: `--gpu all`'s aggregate (every GPU
+	// at once, the bytes summed) is no one engine's cost.
 	return cmp.Or(
 		cmp.Compare(stand(a), stand(b)),
+		cmp.Compare(a.GPUs, b.GPUs),
 		cmp.Compare(cached(a), cached(b)),
 		cmp.Compare(rank(a.Layout, "layerwise", "blockwise", ""), rank(b.Layout, "layerwise", "blockwise", "")),
 		cmp.Compare(rank(a.Copy, "batch", "percopy", ""), rank(b.Copy, "batch", "percopy", "")),

@@ -291,7 +291,7 @@ func writeModel(w io.Writer, r *analysis.Run) {
 			}
 			alpha := fitAlpha(t, f.Alpha, strings.Join(f.Problems, "; "))
 			t.add(f.Key.Tier, orDash(analysis.JoinNonEmpty("/", f.Key.Layout, f.Key.Copy, f.Key.Dtype)), backend,
-				orDash(analysis.JoinNonEmpty(" / ", f.Key.Transport, f.Key.Route())), model, fmt.Sprint(f.N), fmtTokens(f.MinL)+" – "+fmtTokens(f.MaxL),
+				orDash(analysis.JoinNonEmpty(" / ", f.Key.Transport, f.Key.Route(), f.Key.AllLabel())), model, fmt.Sprint(f.N), fmtTokens(f.MinL)+" – "+fmtTokens(f.MaxL),
 				alpha, rate, fmt.Sprintf("%.4f", f.R2))
 		}
 		t.write(w)

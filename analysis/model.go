@@ -33,7 +33,7 @@ func SweepKeyOf(r results.Row) SweepKey {
 	return SweepKey{
 		Backend: r.Backend, Transport: r.Transport, Tier: r.Tier, Layout: r.Layout,
 		Copy: r.Get(results.ColCopy), Path: r.Get(results.ColPath), Dtype: r.Get(results.ColComputeDtype),
-		Direction: StoreOrEmpty(r), GPUs: allOrEmpty(r.Get("gpu")),
+		Direction: StoreOrEmpty(r), GPUs: allOrEmpty(r.Get(results.ColGPU)),
 	}
 }
 

@@ -29,6 +29,7 @@ const (
 const (
 	ColCopy            = "copy"
 	ColDevice          = "device"
+	ColGPU             = "gpu" // not a tier: the CUDA ordinal, or "all" on sweep --gpu all's aggregate rows
 	ColSrcMem          = "src_mem"
 	ColDstMem          = "dst_mem"
 	ColPath            = "path"

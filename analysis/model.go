@@ -18,15 +18,12 @@ type SweepKey struct {
 	// Direction is "" for a load (and for rows without the direction
 	// Column), results.DirectionStore for a store.
 	Direction string
-	// GPUs is AllGPUs on the aggregate rows of `sweep --gpu all` (every
+	// GPUs is results.AllGPUs on the aggregate rows of `sweep --gpu all` (every
 	// GPU loading at once: the slowest GPU's time, the sum of the
 	// bytes), "" on a row of one GPU. An aggregate is its own
 	// configuration, never pooled with the rows of single GPUs.
 	GPUs string
 }
-
-// AllGPUs is the gpu column of `sweep --gpu all`'s aggregate rows.
-const AllGPUs = "all"
 
 // SweepKeyOf is the configuration a sweep row belongs to.
 func SweepKeyOf(r results.Row) SweepKey {
@@ -37,10 +34,11 @@ func SweepKeyOf(r results.Row) SweepKey {
 	}
 }
 
-// allOrEmpty is AllGPUs for the gpu column of an aggregate row, else "".
+// allOrEmpty is results.AllGPUs for the gpu column of an aggregate
+// row, else "".
 func allOrEmpty(gpu string) string {
-	if gpu == AllGPUs {
-		return AllGPUs
+	if gpu == results.AllGPUs {
+		return results.AllGPUs
 	}
 	return ""
 }
@@ -110,8 +108,8 @@ func (k SweepKey) Label() string {
 	if p := k.Route(); p != "" {
 		via = append(via, p)
 	}
-	if k.GPUs != "" {
-		via = append(via, allGPUsLabel)
+	if l := k.AllLabel(); l != "" {
+		via = append(via, l)
 	}
 	return strings.Join(parts, " ") + " (" + strings.Join(via, ", ") + ")"
 }
@@ -127,8 +125,6 @@ func (k SweepKey) Short() string {
 	return JoinNonEmpty(" ", JoinNonEmpty("/", k.Layout, k.Copy, k.Dtype), "("+via+")")
 }
 
-// path returns the configuration's path, without the "(host stand-in)"
-// the stand-in's rows add to it: their backend says so already.
 // allGPUsLabel marks an aggregate configuration in labels.
 const allGPUsLabel = "all GPUs at once"
 

@@ -113,7 +113,7 @@ func TestAllGPUsKeptApart(t *testing.T) {
 		rows = append(rows, row("0", 64<<20, 0.004, rep), row("1", 64<<20, 0.004, rep), row("all", 128<<20, 0.008, rep))
 	}
 	keys, cells := sweepCells(rows)
-	if len(keys) != 2 || keys[0].GPUs != "" || keys[1].GPUs != analysis.AllGPUs {
+	if len(keys) != 2 || keys[0].GPUs != "" || keys[1].GPUs != results.AllGPUs {
 		t.Fatalf("sweep cells %v: want the single GPUs' configuration, then the aggregate's", keys)
 	}
 	if n := len(cells[keys[0]]); n != 6 {

@@ -29,7 +29,7 @@ const (
 const (
 	ColCopy            = "copy"
 	ColDevice          = "device"
-	ColGPU             = "gpu" // not a tier: the CUDA ordinal, or "all" on sweep --gpu all's aggregate rows
+	ColGPU             = "gpu" // not a tier: the CUDA ordinal, or AllGPUs
 	ColSrcMem          = "src_mem"
 	ColDstMem          = "dst_mem"
 	ColPath            = "path"
@@ -147,3 +147,7 @@ const (
 	ColStoreRate      = "store_rate"
 	ColStoreUnchecked = "store_unchecked"
 )
+
+// AllGPUs is the gpu column (ColGPU) of `sweep --gpu all`'s aggregate
+// rows and manifest: every GPU loading at once.
+const AllGPUs = "all"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -56,7 +57,7 @@ func RunAll(ctx context.Context, opts Options, bs []tiers.Backend, out *harness.
 		devs = append(devs, b.Device())
 	}
 	settings["device"] = strings.Join(devs, "; ")
-	settings["gpu"] = "all"
+	settings[results.ColGPU] = results.AllGPUs
 	settings["gpus"] = strconv.Itoa(len(bs))
 	return run(ctx, opts, settings, &sweeper{b: bs[0], all: bs}, out, log)
 }
@@ -118,7 +119,7 @@ func (s *sweeper) skipCase(c Config, p tiers.Prefix) harness.Case {
 func allCase(c Config, n int, p tiers.Prefix) harness.Case {
 	hc := c.Case(p)
 	hc.Label += " all"
-	hc.Row.Set("gpu", "all")
+	hc.Row.Set(results.ColGPU, results.AllGPUs)
 	hc.Row.Set("device", fmt.Sprintf("%d GPUs", n))
 	hc.Row.Bytes *= int64(n)
 	delete(hc.Row.Extra, "link_gb_per_s")

@@ -97,7 +97,7 @@ func (c Config) row(p tiers.Prefix) results.Row {
 	r.Set("seed", c.Seed)
 	r.Set(results.ColDevice, c.Backend.Device())
 	if g, ok := c.Backend.(gpuOrdinal); ok {
-		r.Set("gpu", g.GPU())
+		r.Set(results.ColGPU, g.GPU())
 	}
 	r.Set(results.DirectionColumn, string(c.direction()))
 	r.Transport = "compute"

@@ -18,7 +18,7 @@ const File = "sweep.csv"
 var columns = []results.Column{
 	results.Text(results.DirectionColumn, "load (the tier into the working pool) | store (the working pool into the tier)"),
 	results.Text(results.ColDevice, `what did the work: "cpu (host stand-in)", "NVIDIA H200 [0000:19:00.0]"`),
-	results.Text("gpu", `CUDA ordinal; "all" on --gpu all's aggregate rows; "" on the host backend`),
+	results.Text(results.ColGPU, `CUDA ordinal; "all" on --gpu all's aggregate rows; "" on the host backend`),
 	results.Text(results.ColCopy, `percopy | batch | contiguous ("" for recompute)`),
 	results.Text(results.ColSrcMem, "where the bytes came from: device | pinned | pageable | peer | disk | pagecache"),
 	results.Text(results.ColDstMem, "where they went: device | pinned | pageable"),
@@ -37,7 +37,7 @@ var columns = []results.Column{
 }
 
 // SummaryKeys are the columns sweep_summary.csv groups by.
-var SummaryKeys = []string{results.DirectionColumn, results.ColTier, results.ColLayout, results.ColCopy, results.ColBackend, results.ColTransport, results.ColPrefixTokens, results.ColPath, results.ColSrcMem, "gpu"}
+var SummaryKeys = []string{results.DirectionColumn, results.ColTier, results.ColLayout, results.ColCopy, results.ColBackend, results.ColTransport, results.ColPrefixTokens, results.ColPath, results.ColSrcMem, results.ColGPU}
 
 // Columns returns sweep.csv's columns after the common ones: the sweep's
 // own, then every registered tier's attribute columns, each once.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -29,7 +30,7 @@ func Run(ctx context.Context, opts Options, b tiers.Backend, out *harness.Output
 	settings["backend_used"] = b.Name()
 	settings["device"] = b.Device()
 	if g, ok := b.(gpuOrdinal); ok {
-		settings["gpu"] = strconv.Itoa(g.GPU())
+		settings[results.ColGPU] = strconv.Itoa(g.GPU())
 	}
 	return run(ctx, opts, settings, &sweeper{b: b}, out, log)
 }

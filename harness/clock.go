@@ -1,6 +1,6 @@
 package harness
 
-import "github.com/kvtier/kvtier/harness/clock"
+import "github.com/kvtier/kvtier/clock"
 
 // A Stopwatch is the measuring core's monotonic clock for timelines that
 // are not samples of a Case: MB1's token arrivals during a prefill and

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/clock"
+	"github.com/kvtier/kvtier/clock"
 	"github.com/kvtier/kvtier/redact"
 )
 

@@ -71,7 +71,7 @@ func TestSuitesDoNotImportEachOther(t *testing.T) {
 // for row values: every other clock read under harness/ and in the
 // serving client is a deadline, a grace period, a nonce or a stamp and
 // says so on its line.
-var clockCore = []string{"harness/clock/clock.go", "harness/sampler.go"}
+var clockCore = []string{"clock/clock.go", "harness/sampler.go"}
 
 // clockDirs are where a clock read must be the core's or say what it is
 // for: the suites and the serving client, whose request times are row

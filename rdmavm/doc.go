@@ -6,7 +6,10 @@
 // it, plus the failure cases (a refused READ, a peer killed mid-transfer,
 // a GID index that does not exist). The work is done by
 // scripts/rxe-vm-test.sh; the package holds only the test that drives it
-// from `go test`, so `make test` covers the verbs path where it can.
+// from `go test` and checks the CSVs the guest sends back. The test
+// builds only with -tags rdmavm: `make test-rdma` runs it (CI runs that
+// after `make test`), so the minutes of emulation do not compete with the
+// race-instrumented packages of `go test -race ./...`.
 //
 // The test skips, with one line saying why, when it is not run as root,
 // in -short mode, or when the script cannot get qemu, the packages or the

@@ -1,4 +1,10 @@
-//go:build linux
+//go:build linux && rdmavm
+
+// The VM test builds only with -tags rdmavm, which `make test-rdma` sets:
+// booting the guest under TCG takes minutes of both cores, and inside
+// `go test -race ./...` beside the race-instrumented packages it ran past
+// its limit on a loaded machine. check_test.go (the CSV checks) still runs
+// in `make test`.
 
 package rdmavm
 
@@ -7,26 +13,22 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/kvtier/kvtier/results"
 )
 
 // skipStatus is the exit status the script uses for a skip when asked to.
 const skipStatus = 77
 
 // vmTimeout bounds the whole script: kvtier build, kernel fetch on a
-// clean machine, initramfs, boot and cases.
-const vmTimeout = 5 * time.Minute
+// clean machine, initramfs, boot and cases (about 2 minutes alone on 2
+// cores; the guest's own limit is KVTIER_RXE_TIMEOUT, 240 s).
+const vmTimeout = 10 * time.Minute
 
 // TestSoftRoCE runs scripts/rxe-vm-test.sh. KVTIER_RXE_CASES narrows the
 // guest cases (comma-separated, see scripts/rxe-vm/cases.sh).
@@ -50,9 +52,9 @@ func TestSoftRoCE(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(ctx, "bash", script, "-o", out)
-	// Another run on this machine (a second go test) holds the script's
-	// lock: wait a minute for it, then skip rather than overrun.
-	cmd.Env = append(os.Environ(), "KVTIER_RXE_SKIP_STATUS=77", "KVTIER_RXE_LOCK_WAIT=60")
+	// Another run on this machine holds the script's lock: wait for it
+	// (the script's default, 300 s), then skip rather than overrun.
+	cmd.Env = append(os.Environ(), "KVTIER_RXE_SKIP_STATUS=77")
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	// On our deadline the script's process group gets SIGTERM; the
@@ -119,58 +121,4 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// want is what the rows of a CSV the guest sent back must hold, checked
-// again here with the project's own CSV reader (the guest checks with awk).
-type want struct {
-	file    string // as the host script names it: CASE-FILE.csv
-	minRows int
-	cells   map[string]string // column -> value on every row
-}
-
-var wantCSVs = []want{
-	{"transfer-transfer.csv", 12, map[string]string{
-		"suite": "transfer", "transport": "verbs", "device": "rxe0", "tier": "remote",
-		"status": "ok", "verified": "true", "conns": "2"}},
-	{"sweep-sweep.csv", 8, map[string]string{
-		"suite": "sweep", "transport": "verbs", "tier": "remote", "status": "ok", "verified": "true"}},
-	{"store-sweep.csv", 2, map[string]string{
-		"suite": "sweep", "transport": "verbs", "tier": "remote", "direction": "store", "status": "ok", "verified": "true"}},
-	{"bad_rkey-transfer.csv", 1, map[string]string{"transport": "verbs", "status": "error"}},
-	{"out_of_pool-transfer.csv", 1, map[string]string{"transport": "verbs", "status": "error"}},
-	{"mesh-mesh.csv", 4, map[string]string{
-		"suite": "mesh", "transport": "verbs", "device": "rxe0", "status": "ok", "verified": "true", "pair": "intra"}},
-}
-
-// csvProblems re-reads the CSVs in dir that wantCSVs names and says what
-// is wrong with them. A missing file is a problem unless narrowed (only
-// some cases ran).
-func csvProblems(dir string, narrowed bool) []string {
-	var probs []string
-	for _, w := range wantCSVs {
-		path := filepath.Join(dir, w.file)
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && narrowed {
-			continue
-		}
-		rows, _, err := results.ReadCSV(path)
-		if err != nil {
-			probs = append(probs, fmt.Sprintf("%s: %v", w.file, err))
-			continue
-		}
-		if len(rows) < w.minRows {
-			probs = append(probs, fmt.Sprintf("%s: %d rows, want at least %d", w.file, len(rows), w.minRows))
-		}
-		for i, r := range rows {
-			for _, col := range slices.Sorted(maps.Keys(w.cells)) {
-				if got := r.Cell(col); got != w.cells[col] {
-					probs = append(probs, fmt.Sprintf("%s row %d: %s = %q, want %q (reason %q)", w.file, i+1, col, got, w.cells[col], r.Reason))
-				}
-			}
-			if r.Status == results.StatusOK && !(r.Seconds > 0 && r.Bytes > 0) {
-				probs = append(probs, fmt.Sprintf("%s row %d: ok row with seconds %v, bytes %d", w.file, i+1, r.Seconds, r.Bytes))
-			}
-		}
-	}
-	return probs
 }

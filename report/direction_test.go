@@ -30,7 +30,7 @@ func TestStoreRowsKeptApart(t *testing.T) {
 	for rep := range 3 {
 		rows = append(rows, row("", 0.004, rep), row("store", 0.001, rep))
 	}
-	keys, _ := sweepCells(rows)
+	keys, _ := analysis.SweepCells(rows)
 	var labels []string
 	for _, k := range keys {
 		labels = append(labels, k.Label())
@@ -112,7 +112,7 @@ func TestAllGPUsKeptApart(t *testing.T) {
 	for rep := range 3 {
 		rows = append(rows, row("0", 64<<20, 0.004, rep), row("1", 64<<20, 0.004, rep), row("all", 128<<20, 0.008, rep))
 	}
-	keys, cells := sweepCells(rows)
+	keys, cells := analysis.SweepCells(rows)
 	if len(keys) != 2 || keys[0].GPUs != "" || keys[1].GPUs != results.AllGPUs {
 		t.Fatalf("sweep cells %v: want the single GPUs' configuration, then the aggregate's", keys)
 	}
@@ -132,40 +132,26 @@ func TestAllGPUsKeptApart(t *testing.T) {
 	}
 }
 
-// TestPlanTakesOneGPU checks that the planner costs a tier on one GPU's
-// configuration, never on `--gpu all`'s aggregate, whose summed bytes
-// over the slowest GPU's time is no one engine's rate: not even when the
-// aggregate's copy mode ranks first.
-func TestPlanTakesOneGPU(t *testing.T) {
+// TestStoreHeadline reads hand-written sweep results: the host tier's
+// store measured beside its load, the disk's load only; results without
+// a direction column are loads. The headline's store line names host's
+// store beside its load and disk as not measured; there is none without
+// store rows.
+func TestStoreHeadline(t *testing.T) {
 	t.Parallel()
-	var rows []results.Row
-	for rep := range 3 {
-		for _, L := range []int64{1024, 8192} {
-			for _, gpu := range []string{"all", "0"} {
-				r := results.NewRow("sweep")
-				r.Backend, r.Transport, r.Tier, r.Layout, r.Model = "cuda", "memcpy", "host", "layerwise", "m"
-				r.PrefixTokens, r.Blocks, r.Bytes, r.Rep = L, L/16, L<<16, rep
-				r.Set("copy", "percopy")
-				r.Set("gpu", gpu)
-				sec := float64(L<<16) / 20e9
-				if gpu == "all" {
-					r.Set("copy", "batch") // ranked before percopy, were it one GPU's
-					r.Bytes *= 8
-					sec *= 1.1
-				}
-				r.SetTime(sec)
-				rows = append(rows, r)
-			}
+	for _, tc := range []struct {
+		dir        string
+		storesHost bool
+	}{{"../analysis/testdata/plan_store", true}, {"../analysis/testdata/plan_nodirection", false}} {
+		run, err := analysis.Load(tc.dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	var c PlanCosts
-	c.fromSweep(rows)
-	for _, pc := range c.Tiers {
-		if pc.Measured && strings.Contains(pc.Config, "all GPUs") {
-			t.Errorf("%s costed on %s", pc.Tier, pc.Config)
+		line, _ := sweepHeadline([]*analysis.Run{run})
+		has := strings.Contains(line, "Store / load p50 (fastest configuration of each): host 1k ") &&
+			strings.Contains(line, "16k 2.73 ms / 1.36 ms; store not measured: disk.")
+		if has != tc.storesHost || (!tc.storesHost && strings.Contains(line, "Store")) {
+			t.Errorf("%s: headline %q", tc.dir, line)
 		}
-	}
-	if !slices.ContainsFunc(c.Tiers, func(pc PlanTierCost) bool { return pc.Measured }) {
-		t.Fatalf("no tier costed: %+v", c.Tiers)
 	}
 }

@@ -1,4 +1,6 @@
 package report
 
+import "flag"
+
 // UpdateGolden is the -update flag for the external tests.
-var UpdateGolden = update
+var UpdateGolden = flag.Bool("update", false, "rewrite golden files")

@@ -27,11 +27,11 @@ func storeLine(rows []results.Row, ls []int64) string {
 	if len(stores) == 0 {
 		return ""
 	}
-	lkeys, lcells := sweepCells(results.Loads(rows))
-	skeys, scells := sweepCells(stores)
+	lkeys, lcells := analysis.SweepCells(results.Loads(rows))
+	skeys, scells := analysis.SweepCells(stores)
 	sbest := bestConfigs(skeys, scells)
-	p50 := func(cells map[sweepCell][]results.Row, k analysis.SweepKey, L int64) string {
-		d := analysis.Summarize(analysis.Column(cells[sweepCell{k, L}], analysis.Seconds))
+	p50 := func(cells map[analysis.SweepCell][]results.Row, k analysis.SweepKey, L int64) string {
+		d := analysis.Summarize(analysis.Column(cells[analysis.SweepCell{SweepKey: k, L: L}], analysis.Seconds))
 		if d.N == 0 {
 			return Dash
 		}
@@ -76,7 +76,7 @@ func storeLine(rows []results.Row, ls []int64) string {
 // those of ls measured both ways (bothWays), naming the rest of ls as
 // not stored; where none of ls was, up to four of the store rows'
 // lengths measured both ways, said to be those; where none at all, ls.
-func storeLengths(ls []int64, skeys []sweepCell, bothWays func(int64) bool) ([]int64, string) {
+func storeLengths(ls []int64, skeys []analysis.SweepCell, bothWays func(int64) bool) ([]int64, string) {
 	head := "Store / load p50 (fastest configuration of each"
 	at := slices.DeleteFunc(slices.Clone(ls), func(L int64) bool { return !bothWays(L) })
 	if len(at) > 0 {

@@ -13,20 +13,12 @@ import (
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
-// sweepCells groups sweep rows by configuration and prefix length.
-func sweepCells(rows []results.Row) ([]sweepCell, map[sweepCell][]results.Row) {
-	return analysis.GroupBy(rows, func(x results.Row) sweepCell { return sweepCell{analysis.SweepKeyOf(x), x.PrefixTokens} },
-		func(a, b sweepCell) int {
-			return cmp.Or(analysis.CompareSweepKeys(a.SweepKey, b.SweepKey), cmp.Compare(a.L, b.L))
-		})
-}
-
 // bestConfigs returns, per tier in tier order, the configuration the
 // headline shows: of the tier's GPU configurations (the host stand-in's
 // when it has none), those of one GPU (`--gpu all`'s aggregates when
 // there are none), the fastest, by p50 time at the longest prefix they
 // all measured.
-func bestConfigs(keys []sweepCell, cells map[sweepCell][]results.Row) []analysis.SweepKey {
+func bestConfigs(keys []analysis.SweepCell, cells map[analysis.SweepCell][]results.Row) []analysis.SweepKey {
 	byTier := map[string][]analysis.SweepKey{}
 	var tiers []string
 	var ls []int64
@@ -62,9 +54,9 @@ func bestConfigs(keys []sweepCell, cells map[sweepCell][]results.Row) []analysis
 
 // fastest returns the candidate with the lowest p50 time at the longest
 // prefix all of them measured, else at the longest any measured.
-func fastest(cands []analysis.SweepKey, cells map[sweepCell][]results.Row, ls []int64) analysis.SweepKey {
+func fastest(cands []analysis.SweepKey, cells map[analysis.SweepCell][]results.Row, ls []int64) analysis.SweepKey {
 	p50 := func(k analysis.SweepKey, L int64) float64 {
-		return analysis.Summarize(analysis.Column(cells[sweepCell{k, L}], analysis.Seconds)).P50
+		return analysis.Summarize(analysis.Column(cells[analysis.SweepCell{SweepKey: k, L: L}], analysis.Seconds)).P50
 	}
 	for _, all := range []bool{true, false} {
 		for _, L := range ls {
@@ -98,7 +90,7 @@ func howOf(k analysis.SweepKey) string {
 // recompute.
 func sweepHeadline(runs []*analysis.Run) (string, string) {
 	rows := results.Loads(allRows(runs, "sweep")) // the headline is of loads
-	keys, cells := sweepCells(rows)
+	keys, cells := analysis.SweepCells(rows)
 	if len(keys) == 0 {
 		return "", ""
 	}
@@ -119,7 +111,9 @@ func sweepHeadline(runs []*analysis.Run) (string, string) {
 		}
 		header = append(header, name)
 		how := "not measured"
-		if slices.ContainsFunc(keys, func(c sweepCell) bool { return c.SweepKey == k && len(analysis.Column(cells[c], analysis.Seconds)) > 0 }) {
+		if slices.ContainsFunc(keys, func(c analysis.SweepCell) bool {
+			return c.SweepKey == k && len(analysis.Column(cells[c], analysis.Seconds)) > 0
+		}) {
 			how = howOf(k)
 		}
 		hows = append(hows, k.Tier+": "+how)
@@ -152,10 +146,10 @@ func sweepHeadline(runs []*analysis.Run) (string, string) {
 // where it was not measured, the tier's fitted cost model's (in italics,
 // noted as predicted), or a dash; one note for the column says why, per
 // L where the reasons differ.
-func tierColumn(t *table, grid [][]string, k analysis.SweepKey, ls []int64, cells map[sweepCell][]results.Row, fit *analysis.Fit) {
+func tierColumn(t *table, grid [][]string, k analysis.SweepKey, ls []int64, cells map[analysis.SweepCell][]results.Row, fit *analysis.Fit) {
 	var why, at []string
 	for i, L := range ls {
-		rows := cells[sweepCell{k, L}]
+		rows := cells[analysis.SweepCell{SweepKey: k, L: L}]
 		c := tierCell(k, rows)
 		grid[i] = append(grid[i], c)
 		if c == "" {
@@ -279,11 +273,11 @@ func breakEvenShort(b analysis.BreakEven) string {
 // ratios of neighbouring tiers; a real server's rows before the
 // simulator's.
 func probeHeadline(runs []*analysis.Run) (string, string) {
-	cells, groups := probeDists(allRows(runs, "probe"))
+	cells, groups := analysis.ProbeDists(allRows(runs, "probe"))
 	if len(cells) == 0 {
 		return "", ""
 	}
-	sim := !slices.ContainsFunc(cells, func(c probeCell) bool { return !c.Sim })
+	sim := !slices.ContainsFunc(cells, func(c analysis.ProbeCell) bool { return !c.Sim })
 	var ls []int64
 	for _, c := range cells {
 		if c.Sim == sim {
@@ -296,8 +290,8 @@ func probeHeadline(runs []*analysis.Run) (string, string) {
 		row := []string{fmtTokens(L)}
 		p50 := map[string]float64{}
 		for _, tier := range tierspec.ProbeNames() {
-			rows := groups[probeCell{sim, L, tier}]
-			d := countedTTFT(rows)
+			rows := groups[analysis.ProbeCell{Sim: sim, L: L, Tier: tier}]
+			d := analysis.CountedTTFT(rows)
 			p50[tier] = d.P50
 			switch {
 			case d.N > 0:

@@ -187,16 +187,11 @@ func (g *gaps) write(w io.Writer, what string) {
 	fmt.Fprintln(w)
 }
 
-type sweepCell struct {
-	analysis.SweepKey
-	L int64
-}
-
 // writeSweep writes the fetch tiers' table and recompute's, one row per
 // configuration and prefix length, sorted by tier, layout, copy mode and
 // L; what every row shares is said once above each.
 func writeSweep(w io.Writer, r *analysis.Run) {
-	keys, groups := sweepCells(r.Rows("sweep"))
+	keys, groups := analysis.SweepCells(r.Rows("sweep"))
 	fetch := newTable("tier", "layout", "copy", "backend", "transport", "L", "bytes", "n", "time p50", "time p10–p90", "GB/s p50", "GB/s p10–p90", "link frac")
 	rc := newTable("backend", "transport", "dtype", "L", "n", "time p50", "time p10–p90", "TFLOP/s p50")
 	var g gaps
@@ -320,33 +315,6 @@ func writeModel(w io.Writer, r *analysis.Run) {
 	t.write(w)
 }
 
-// A probeCell is the TTFT of one tier at one prefix length.
-type probeCell struct {
-	Sim  bool
-	L    int64
-	Tier string
-}
-
-// probeDists returns the TTFT distribution of every (source, L, tier) with
-// the rows behind it.
-func probeDists(rows []results.Row) ([]probeCell, map[probeCell][]results.Row) {
-	return analysis.GroupBy(rows, func(x results.Row) probeCell {
-		return probeCell{x.Get(results.ColSimulated) == "true", x.PrefixTokens, x.Tier}
-	}, func(a, b probeCell) int {
-		return cmp.Or(analysis.CompareBool(a.Sim, b.Sim), cmp.Compare(a.L, b.L), cmp.Compare(analysis.TierOrder(a.Tier), analysis.TierOrder(b.Tier)))
-	})
-}
-
-func countedTTFT(rows []results.Row) analysis.Dist {
-	var v []float64
-	for _, x := range rows {
-		if analysis.ProbeCounted(x) {
-			v = append(v, analysis.ProbeTTFT(x))
-		}
-	}
-	return analysis.Summarize(v)
-}
-
 // probeLength is one row of the probe table: a prompt length, real or simulated.
 type probeLength struct {
 	Sim bool
@@ -354,7 +322,7 @@ type probeLength struct {
 }
 
 // probeLengths lists the lengths of cells in order, each once.
-func probeLengths(cells []probeCell) []probeLength {
+func probeLengths(cells []analysis.ProbeCell) []probeLength {
 	var ls []probeLength
 	for _, c := range cells {
 		k := probeLength{c.Sim, c.L}
@@ -366,7 +334,7 @@ func probeLengths(cells []probeCell) []probeLength {
 }
 
 func writeProbe(w io.Writer, r *analysis.Run) {
-	cells, groups := probeDists(r.Rows("probe"))
+	cells, groups := analysis.ProbeDists(r.Rows("probe"))
 	paragraph(w, "TTFT in seconds: p50 (p90, n). Hits count only when the server's counters confirmed the tier; the ratios compare p50s.")
 	t := newTable(append(append([]string{"L", "source"}, tierspec.ProbeNames()...), probeRatioHeads()...)...)
 	var unverified []string
@@ -379,7 +347,7 @@ func writeProbe(w io.Writer, r *analysis.Run) {
 		row := []string{fmtTokens(lk.L), src}
 		p50 := map[string]float64{}
 		for _, tier := range tierspec.ProbeNames() {
-			rows := groups[probeCell{lk.Sim, lk.L, tier}]
+			rows := groups[analysis.ProbeCell{Sim: lk.Sim, L: lk.L, Tier: tier}]
 			g.add(fmt.Sprintf("%s (%s)", tier, src), "L="+fmtTokens(lk.L), rows)
 			cell, p, unver := probeTierCell(t, rows, fmt.Sprintf("%s L=%s (%s)", tier, fmtTokens(lk.L), src))
 			p50[tier] = p
@@ -409,7 +377,7 @@ func probeTierCell(t *table, rows []results.Row, where string) (cell string, p50
 			reasons[orDash(x.Get(results.ColVerifyReason))]++
 		}
 	}
-	d := countedTTFT(rows)
+	d := analysis.CountedTTFT(rows)
 	p50 = math.NaN()
 	switch {
 	case d.N > 0:

@@ -16,8 +16,8 @@ import (
 	"github.com/kvtier/kvtier/harness/sweep"
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
-	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/gobench"
 )
 
 // bench2csvOptions are the flags and arguments of kvtier bench2csv.
@@ -133,9 +133,9 @@ func convertBench(ctx context.Context, in io.Reader, name string, defaults map[s
 // convertOne writes the rows of one file, the sweep's, to w; a row of
 // another file (BenchmarkTransfer's) needs --out DIR.
 func convertOne(ctx context.Context, in io.Reader, name string, defaults map[string]string, w io.Writer) (map[string]int, []string, error) {
-	var rw *report.RowWriter
+	var rw *gobench.RowWriter
 	n := 0
-	warns, err := report.ScanBenchFiles(in, name, defaults, func(f results.File, r results.Row) error {
+	warns, err := gobench.ScanFiles(in, name, defaults, func(f results.File, r results.Row) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -144,7 +144,7 @@ func convertOne(ctx context.Context, in io.Reader, name string, defaults map[str
 		}
 		if rw == nil {
 			var err error
-			if rw, err = report.NewRowWriter(w, report.SweepHeader()); err != nil {
+			if rw, err = gobench.NewRowWriter(w, gobench.SweepHeader()); err != nil {
 				return writeError{err}
 			}
 		}
@@ -171,17 +171,17 @@ func convertDir(ctx context.Context, in io.Reader, name string, defaults map[str
 	sweepPath, transferPath := filepath.Join(dir, sweep.File), filepath.Join(dir, transfer.File)
 	err := results.WriteFile(sweepPath, func(ws io.Writer) error {
 		return results.WriteFile(transferPath, func(wt io.Writer) error {
-			writers := map[string]*report.RowWriter{}
+			writers := map[string]*gobench.RowWriter{}
 			outs := map[string]io.Writer{sweep.File: ws, transfer.File: wt}
 			var err error
-			warns, err = report.ScanBenchFiles(in, name, defaults, func(f results.File, r results.Row) error {
+			warns, err = gobench.ScanFiles(in, name, defaults, func(f results.File, r results.Row) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 				rw := writers[f.Name]
 				if rw == nil {
 					var err error
-					if rw, err = report.NewRowWriter(outs[f.Name], f.Header()); err != nil {
+					if rw, err = gobench.NewRowWriter(outs[f.Name], f.Header()); err != nil {
 						return writeError{err}
 					}
 					writers[f.Name] = rw
@@ -206,7 +206,7 @@ func convertDir(ctx context.Context, in io.Reader, name string, defaults map[str
 }
 
 // writeRow writes r, a failure being a writeError.
-func writeRow(rw *report.RowWriter, r results.Row) error {
+func writeRow(rw *gobench.RowWriter, r results.Row) error {
 	if err := rw.Write(r); err != nil {
 		return writeError{err}
 	}

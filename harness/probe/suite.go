@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -41,26 +42,12 @@ var columns = []results.Column{
 	results.CachedSourceColumn,
 }
 
-// Counted says whether an ok probe row's TTFT is a measurement of its
-// tier: a hit whose tier the server's counters confirmed, or a miss they
-// did not contradict.
-func Counted(r results.Row) bool {
-	if r.Status != results.StatusOK {
-		return false
-	}
-	v := r.Get(results.ColVerified)
-	if r.Tier == "miss" {
-		return v != "false"
-	}
-	return v == "true"
-}
-
 // Suite declares the probe's results.
 var Suite = results.Suite{
 	Name: "probe", Title: "HTTP four-tier TTFT", Command: "kvtier probe", Order: 20,
 	Files: []results.File{{
 		Name: File, Columns: columns, Keys: []string{results.ColTier, results.ColPrefixTokens, results.ColEndpoint},
-		Match: []string{results.ColTier, results.ColPrefixTokens, results.ColSimulated}, Metric: "TTFT", Value: results.ColTTFT, Counts: Counted,
+		Match: []string{results.ColTier, results.ColPrefixTokens, results.ColSimulated}, Metric: "TTFT", Value: results.ColTTFT, Counts: analysis.ProbeCounted,
 	}},
 }
 

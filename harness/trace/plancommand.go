@@ -104,12 +104,12 @@ func (f *planFlags) settings() map[string]string {
 // loadCosts reads the tier costs of the results directory and checks
 // they were measured for the model the plan sizes capacities with: the
 // costs' model when --model and --model-config are not given.
-func loadCosts(dir string, m *cli.ModelFlags) (*report.PlanCosts, error) {
+func loadCosts(dir string, m *cli.ModelFlags) (*analysis.PlanCosts, error) {
 	run, err := analysis.Load(dir)
 	if err != nil {
 		return nil, option.Wrap("costs", err)
 	}
-	c, err := report.LoadPlanCosts(run)
+	c, err := analysis.LoadPlanCosts(run.Dir, run.Rows("sweep"), run.Rows("probe"))
 	if err != nil {
 		return nil, option.Wrap("costs", err)
 	}
@@ -145,7 +145,7 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 	if len(paths) != 1 {
 		errs = append(errs, fmt.Errorf("need exactly one trace file (kvtier plan --trace TRACE --costs DIR), got %d", len(paths)))
 	}
-	var costs *report.PlanCosts
+	var costs *analysis.PlanCosts
 	if p.costs == "" {
 		errs = append(errs, option.Errorf("costs", "a results directory is required"))
 	} else if pc, err := loadCosts(p.costs, &f.model); err != nil {
@@ -166,7 +166,7 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 type planRun struct {
 	f       *traceFlags
 	p       *planFlags
-	costs   *report.PlanCosts
+	costs   *analysis.PlanCosts
 	configs []Config
 	geom    kv.Geometry
 	ro      Options
@@ -214,7 +214,7 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 }
 
 // writePlanFiles writes plan.csv and plan_costs.csv.
-func writePlanFiles(out *harness.Output, res *Result, plan []PlanResult, costs *report.PlanCosts) error {
+func writePlanFiles(out *harness.Output, res *Result, plan []PlanResult, costs *analysis.PlanCosts) error {
 	if err := writeRows(out, PlanSuite.Files[0], PlanRows(res, plan, costs.Dir)); err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func writePlanFiles(out *harness.Output, res *Result, plan []PlanResult, costs *
 }
 
 // costRows are the plan_costs.csv rows: one per plan tier.
-func costRows(c *report.PlanCosts) []results.Row {
+func costRows(c *analysis.PlanCosts) []results.Row {
 	var rows []results.Row
 	for _, t := range c.Tiers {
 		r := RawRow()

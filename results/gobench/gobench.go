@@ -1,4 +1,7 @@
-package report
+// Package gobench converts `go test -bench` output into results rows:
+// the sweep's or the transfer's columns, as `kvtier bench2csv` writes
+// them.
+package gobench
 
 import (
 	"bufio"
@@ -17,10 +20,10 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// BenchSuite is the suite column of rows converted from `go test -bench`.
-const BenchSuite = "bench"
+// Suite is the suite column of rows converted from `go test -bench`.
+const Suite = "bench"
 
-// ParseBench reads `go test -bench` output and returns one sweep.csv-shaped
+// Parse reads `go test -bench` output and returns one sweep.csv-shaped
 // row per benchmark result. The key=value parts of a sub-benchmark name
 // (BenchmarkTiers/tier=host/layout=layerwise/copy=percopy/prefix=4096-2)
 // become columns; a file configuration line ("backend: cuda") fills a
@@ -28,16 +31,16 @@ const BenchSuite = "bench"
 // input) becomes gbps; B/op, allocs/op and other units are ignored. rep
 // counts the results of one name from 0. Warnings list what was dropped:
 // syntax errors, name parts that are not columns, results without sec/op.
-func ParseBench(r io.Reader, name string) (rows []results.Row, warnings []string, err error) {
-	return ParseBenchDefaults(r, name, nil)
+func Parse(r io.Reader, name string) (rows []results.Row, warnings []string, err error) {
+	return ParseDefaults(r, name, nil)
 }
 
-// ParseBenchDefaults is ParseBench with default column values (backend,
+// ParseDefaults is Parse with default column values (backend,
 // transport, model, ...) for what neither a name part nor a configuration
 // line sets. `go test -bench` output does not say which backend ran, so
 // the caller says it; a row whose backend stays unknown is warned about.
-func ParseBenchDefaults(r io.Reader, name string, defaults map[string]string) (rows []results.Row, warnings []string, err error) {
-	warnings, err = ScanBench(r, name, defaults, func(row results.Row) error {
+func ParseDefaults(r io.Reader, name string, defaults map[string]string) (rows []results.Row, warnings []string, err error) {
+	warnings, err = Scan(r, name, defaults, func(row results.Row) error {
 		rows = append(rows, row)
 		return nil
 	})
@@ -47,7 +50,7 @@ func ParseBenchDefaults(r io.Reader, name string, defaults map[string]string) (r
 	return rows, warnings, nil
 }
 
-// Bounds on what ScanBench keeps while it reads, so that an endless
+// Bounds on what Scan keeps while it reads, so that an endless
 // benchmark stream cannot grow it without bound: distinct benchmark
 // names (each keeps a repetition count) and distinct warnings. A line is
 // bounded by benchfmt's reader (64 KiB).
@@ -56,12 +59,12 @@ const (
 	maxBenchWarnings = 100
 )
 
-// ScanBench reads `go test -bench` output as ParseBenchDefaults does but
+// Scan reads `go test -bench` output as ParseDefaults does but
 // hands each row to emit as soon as it is read, keeping nothing but a
 // repetition count per benchmark name: a stream of any length is
 // converted in bounded memory. An error from emit ends the scan.
-func ScanBench(r io.Reader, name string, defaults map[string]string, emit func(results.Row) error) (warnings []string, err error) {
-	return ScanBenchFiles(r, name, defaults, func(_ results.File, row results.Row) error { return emit(row) })
+func Scan(r io.Reader, name string, defaults map[string]string, emit func(results.Row) error) (warnings []string, err error) {
+	return ScanFiles(r, name, defaults, func(_ results.File, row results.Row) error { return emit(row) })
 }
 
 // benchFiles maps a benchmark's base name to the suite whose rows it
@@ -69,19 +72,19 @@ func ScanBench(r io.Reader, name string, defaults map[string]string, emit func(r
 // benchmark (BenchmarkTiers) sweep.csv rows.
 var benchFiles = map[string]string{"Transfer": "transfer"}
 
-// BenchFile returns the results file of the benchmark called base
+// FileOf returns the results file of the benchmark called base
 // (without "Benchmark").
-func BenchFile(base string) results.File {
+func FileOf(base string) results.File {
 	if s, ok := results.LookupSuite(benchFiles[base]); ok {
 		return s.Main()
 	}
 	return sweepFile()
 }
 
-// ScanBenchFiles is ScanBench for every suite the benchmarks give rows
+// ScanFiles is Scan for every suite the benchmarks give rows
 // of: emit gets each row with the results file it belongs in
-// (BenchFile).
-func ScanBenchFiles(r io.Reader, name string, defaults map[string]string, emit func(results.File, results.Row) error) (warnings []string, err error) {
+// (FileOf).
+func ScanFiles(r io.Reader, name string, defaults map[string]string, emit func(results.File, results.Row) error) (warnings []string, err error) {
 	br := benchfmt.NewReader(r, name)
 	reps := map[string]int{}
 	warned := map[string]bool{}
@@ -97,7 +100,7 @@ func ScanBenchFiles(r io.Reader, name string, defaults map[string]string, emit f
 		case *benchfmt.SyntaxError:
 			warn(rec.Error())
 		case *benchfmt.Result:
-			file := BenchFile(string(rec.Name.Base()))
+			file := FileOf(string(rec.Name.Base()))
 			row, ws := benchRow(rec, defaults, file)
 			for _, w := range ws {
 				warn(w)
@@ -215,7 +218,7 @@ func (b *benchCells) fromName() {
 // with why it was dropped.
 func benchRow(res *benchfmt.Result, defaults map[string]string, file results.File) (*results.Row, []string) {
 	b := &benchCells{file: file, name: res.Name, set: map[string]bool{},
-		row: results.Row{Suite: BenchSuite, Status: results.StatusOK, Seconds: math.NaN(), GBps: math.NaN(), Extra: map[string]string{}}}
+		row: results.Row{Suite: Suite, Status: results.StatusOK, Seconds: math.NaN(), GBps: math.NaN(), Extra: map[string]string{}}}
 	b.fromName()
 	for _, c := range res.Config {
 		if _, known := benchColumn(file, c.Key); known && c.File {
@@ -390,7 +393,7 @@ func NewRowWriter(w io.Writer, header []string) (*RowWriter, error) {
 // Write writes one row.
 func (rw *RowWriter) Write(r results.Row) error {
 	if r.Status == "" {
-		return errors.New("report: row has no status")
+		return errors.New("gobench: row has no status")
 	}
 	rec := make([]string, len(rw.header))
 	for i, c := range rw.header {

@@ -1,4 +1,4 @@
-package report
+package gobench
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ func TestParseBenchGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, warns, err := ParseBench(bytes.NewReader(in), "bench.txt")
+	rows, warns, err := Parse(bytes.NewReader(in), "bench.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestParseBenchGolden(t *testing.T) {
 
 func TestParseBenchEmpty(t *testing.T) {
 	t.Parallel()
-	if _, _, err := ParseBench(strings.NewReader("PASS\nok x 1s\n"), "x"); err == nil {
+	if _, _, err := Parse(strings.NewReader("PASS\nok x 1s\n"), "x"); err == nil {
 		t.Error("no benchmarks: no error")
 	}
 }

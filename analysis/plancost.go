@@ -1,4 +1,4 @@
-package report
+package analysis
 
 import (
 	"cmp"
@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
@@ -54,14 +53,14 @@ func recomputed() string {
 type PlanTierCost struct {
 	Tier     string // hbm, dram, disk, remote, recompute
 	Measured bool
-	Source   string        // SourceGPU, SourceStandIn, SourceSim, SourceHTTPReal
-	Config   string        // the configuration measured
-	Model    string        // the formula the cost follows
-	Fit      *analysis.Fit // device sweep: the fitted cost
+	Source   string // SourceGPU, SourceStandIn, SourceSim, SourceHTTPReal
+	Config   string // the configuration measured
+	Model    string // the formula the cost follows
+	Fit      *Fit   // device sweep: the fitted cost
 	// Points are the probe's TTFT p50 per prefix length, by length, and
 	// Growth the cost fitted to them.
 	Points [][2]float64
-	Growth *analysis.Growth
+	Growth *Growth
 	Reason string // why not measured
 }
 
@@ -97,39 +96,40 @@ type PlanCosts struct {
 	Model string         // the model the costs were measured for ("" unknown)
 	// Stores are the fitted store costs of the tiers whose store the
 	// sweep measured (rows with direction=store), by plan tier.
-	Stores map[string]*analysis.Fit
+	Stores map[string]*Fit
 	probe  bool
 }
 
-// LoadPlanCosts returns the plan costs of a results directory: its sweep
-// when it has one with measured rows, else its probe.
-func LoadPlanCosts(run *analysis.Run) (*PlanCosts, error) {
-	c := &PlanCosts{Dir: run.Dir}
+// LoadPlanCosts returns the plan costs of the results directory dir
+// from its device sweep's rows when it has measured ones, else from its
+// HTTP probe's.
+func LoadPlanCosts(dir string, sweep, probe []results.Row) (*PlanCosts, error) {
+	c := &PlanCosts{Dir: dir}
 	switch {
-	case anyOK(run.Rows("sweep")):
-		c.fromSweep(results.Loads(run.Rows("sweep"))) // a hit's cost is a load's
-		c.storesFrom(run.Rows("sweep"))
-	case anyOK(run.Rows("probe")):
+	case anyOK(sweep):
+		c.fromSweep(results.Loads(sweep)) // a hit's cost is a load's
+		c.storesFrom(sweep)
+	case anyOK(probe):
 		c.probe = true
-		c.fromProbe(run.Rows("probe"))
+		c.fromProbe(probe)
 	default:
-		return nil, fmt.Errorf("%s: no measured sweep or probe rows to take tier costs from", run.Dir)
+		return nil, fmt.Errorf("%s: no measured sweep or probe rows to take tier costs from", dir)
 	}
 	return c, nil
 }
 
-func anyOK(rows []results.Row) bool { return slices.ContainsFunc(rows, analysis.OK) }
+func anyOK(rows []results.Row) bool { return slices.ContainsFunc(rows, OK) }
 
 // fromSweep picks, per tier, the fit of the configuration closest to a
 // serving engine: a GPU backend before the stand-in, the layer-wise
 // layout, batched copies before per-chunk ones, contiguous last (an upper
 // bound, not a real layout).
 func (c *PlanCosts) fromSweep(rows []results.Row) {
-	fits, failed := analysis.Fits(rows)
+	fits, failed := Fits(rows)
 	c.Model = modelOf(rows)
 	for _, t := range planTiers() {
 		pc := PlanTierCost{Tier: t.plan}
-		var cands []analysis.Fit
+		var cands []Fit
 		for _, f := range fits {
 			if f.Key.Tier == t.sweep {
 				cands = append(cands, f)
@@ -140,11 +140,11 @@ func (c *PlanCosts) fromSweep(rows []results.Row) {
 			c.Tiers = append(c.Tiers, pc)
 			continue
 		}
-		slices.SortStableFunc(cands, func(a, b analysis.Fit) int { return compareForPlan(a.Key, b.Key) })
+		slices.SortStableFunc(cands, func(a, b Fit) int { return compareForPlan(a.Key, b.Key) })
 		f := cands[0]
 		pc.Measured, pc.Fit, pc.Config = true, &f, f.Key.Label()
 		pc.Source = SourceGPU
-		if analysis.IsStandIn(f.Key.Backend) {
+		if IsStandIn(f.Key.Backend) {
 			pc.Source = SourceStandIn
 		}
 		pc.Model = "α + bytes/rate"
@@ -155,15 +155,15 @@ func (c *PlanCosts) fromSweep(rows []results.Row) {
 	}
 }
 
-func compareForPlan(a, b analysis.SweepKey) int {
+func compareForPlan(a, b SweepKey) int {
 	rank := func(s string, order ...string) int {
 		if i := slices.Index(order, s); i >= 0 {
 			return i
 		}
 		return len(order)
 	}
-	stand := func(k analysis.SweepKey) int {
-		if analysis.IsStandIn(k.Backend) {
+	stand := func(k SweepKey) int {
+		if IsStandIn(k.Backend) {
 			return 1
 		}
 		return 0
@@ -171,7 +171,7 @@ func compareForPlan(a, b analysis.SweepKey) int {
 	// The disk tier: reads through the page cache measure DRAM, so they
 	// come last; of its I/O modes, what an engine would use first
 	// (cuFile where it reaches GPU memory, then io_uring, then pread).
-	cached := func(k analysis.SweepKey) int {
+	cached := func(k SweepKey) int {
 		if strings.HasPrefix(k.Path, "pagecache") {
 			return 1
 		}
@@ -186,7 +186,7 @@ func compareForPlan(a, b analysis.SweepKey) int {
 		cmp.Compare(rank(a.Layout, "layerwise", "blockwise", ""), rank(b.Layout, "layerwise", "blockwise", "")),
 		cmp.Compare(rank(a.Copy, "batch", "percopy", ""), rank(b.Copy, "batch", "percopy", "")),
 		cmp.Compare(rank(a.Transport, "cufile", "uring"), rank(b.Transport, "cufile", "uring")),
-		analysis.CompareSweepKeys(a, b),
+		CompareSweepKeys(a, b),
 	)
 }
 
@@ -219,7 +219,7 @@ func missingReason(rows []results.Row, failed []string, tier string) string {
 
 func modelOf(rows []results.Row) string {
 	for _, r := range rows {
-		if analysis.OK(r) && r.Model != "" {
+		if OK(r) && r.Model != "" {
 			return r.Model
 		}
 	}
@@ -235,8 +235,8 @@ func (c *PlanCosts) fromProbe(rows []results.Row) {
 		byL := map[float64][]float64{}
 		sim := false
 		for _, r := range rows {
-			if t.probe != "" && r.Tier == t.probe && analysis.ProbeCounted(r) {
-				byL[float64(r.PrefixTokens)] = append(byL[float64(r.PrefixTokens)], analysis.ProbeTTFT(r))
+			if t.probe != "" && r.Tier == t.probe && ProbeCounted(r) {
+				byL[float64(r.PrefixTokens)] = append(byL[float64(r.PrefixTokens)], ProbeTTFT(r))
 				sim = sim || r.Get(results.ColSimulated) == "true"
 			}
 		}
@@ -246,7 +246,7 @@ func (c *PlanCosts) fromProbe(rows []results.Row) {
 			continue
 		}
 		for L, ys := range byL {
-			pc.Points = append(pc.Points, [2]float64{L, analysis.Summarize(ys).P50})
+			pc.Points = append(pc.Points, [2]float64{L, Summarize(ys).P50})
 		}
 		sort.Slice(pc.Points, func(i, j int) bool { return pc.Points[i][0] < pc.Points[j][0] })
 		pc.Growth = growthOf(pc.Points)
@@ -267,10 +267,10 @@ func (c *PlanCosts) storesFrom(rows []results.Row) {
 			stores = append(stores, r)
 		}
 	}
-	fits, _ := analysis.Fits(stores)
-	c.Stores = map[string]*analysis.Fit{}
+	fits, _ := Fits(stores)
+	c.Stores = map[string]*Fit{}
 	for _, t := range capacityTiers() {
-		var best *analysis.Fit
+		var best *Fit
 		for i, f := range fits {
 			if f.Key.Tier == t.sweep && (best == nil || compareForPlan(f.Key, best.Key) < 0) {
 				best = &fits[i]
@@ -402,18 +402,18 @@ func (c *PlanCosts) Extrapolated(served map[string]int64, input int64) bool {
 
 // growthOf fits a probe tier's TTFT points; one length only gives a
 // constant, said as a problem.
-func growthOf(pts [][2]float64) *analysis.Growth {
+func growthOf(pts [][2]float64) *Growth {
 	ls, ys := make([]float64, len(pts)), make([]float64, len(pts))
 	for i, p := range pts {
 		ls[i], ys[i] = p[0], p[1]
 	}
-	g, err := analysis.FitGrowth(ls, ys)
+	g, err := FitGrowth(ls, ys)
 	if err != nil {
 		mean := 0.0
 		for _, y := range ys {
 			mean += y / float64(len(ys))
 		}
-		g = analysis.Growth{C: max(mean, 0), N: len(pts), MinL: pts[0][0], MaxL: pts[len(pts)-1][0],
+		g = Growth{C: max(mean, 0), N: len(pts), MinL: pts[0][0], MaxL: pts[len(pts)-1][0],
 			Problems: []string{"no fit (" + err.Error() + "): the mean TTFT, constant in L"}}
 	}
 	return &g

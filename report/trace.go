@@ -148,15 +148,27 @@ func writeTraceReuse(w io.Writer, f traceFigures) {
 
 func writeTraceKnees(w io.Writer, f traceFigures) {
 	touch := f.rows[0].Get(results.ColTouch)
-	fmt.Fprintf(w, "LRU capacity knees, **predicted** by the LRU model (a request's blocks looked up at arrival, the hit is the leading run present, then its blocks touched %s): the smallest capacity per instance reaching 95 %% and 99 %% of the ceiling.\n\n", touch)
-	t := newTable("instances", "router", "knee 95 %", "tokens", "knee 99 %", "tokens")
+	metrics := kneeMetrics(f.rows)
+	if len(metrics) == 0 {
+		return
+	}
+	var shares []string
+	for _, m := range metrics {
+		shares = append(shares, strings.TrimPrefix(m, "knee")+" %")
+	}
+	fmt.Fprintf(w, "LRU capacity knees, **predicted** by the LRU model (a request's blocks looked up at arrival, the hit is the leading run present, then its blocks touched %s): the smallest capacity per instance reaching %s of the ceiling.\n\n", touch, strings.Join(shares, ", "))
+	heads := []string{"instances", "router"}
+	for _, s := range shares {
+		heads = append(heads, "knee "+s, "tokens")
+	}
+	t := newTable(heads...)
 	for _, r := range f.rows {
-		if r.Get(results.ColMetric) != "knee95" {
+		if r.Get(results.ColMetric) != metrics[0] {
 			continue
 		}
-		r99, _ := f.row("knee99", "", results.ColInstances, r.Get(results.ColInstances), results.ColRoute, r.Get(results.ColRoute))
 		cells := []string{r.Get(results.ColInstances), orDash(r.Get(results.ColRoute))}
-		for _, k := range []results.Row{r, r99} {
+		for _, m := range metrics {
+			k, _ := f.row(m, "", results.ColInstances, r.Get(results.ColInstances), results.ColRoute, r.Get(results.ColRoute))
 			if k.Status != results.StatusOK {
 				cells = append(cells, t.dash(orDash(k.Reason)), Dash)
 				continue
@@ -166,6 +178,35 @@ func writeTraceKnees(w io.Writer, f traceFigures) {
 		t.add(cells...)
 	}
 	t.write(w)
+}
+
+// kneeMetrics returns the knee metrics of trace.csv rows ("knee50",
+// "knee90", ...) in the order they first appear: ascending, as trace
+// writes them.
+func kneeMetrics(rows []results.Row) []string {
+	var out []string
+	for _, r := range rows {
+		if m := r.Get(results.ColMetric); strings.HasPrefix(m, "knee") && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// writePlanKnees writes one line of the trace's LRU knees for a plan:
+// the single cache's capacity reaching each share of the ceiling.
+func writePlanKnees(w io.Writer, run *analysis.Run) {
+	for _, f := range byTrace(run.Rows("trace")) {
+		var parts []string
+		for _, m := range kneeMetrics(f.rows) {
+			if k, ok := f.row(m, "", results.ColInstances, "1"); ok && k.Status == results.StatusOK {
+				parts = append(parts, fmt.Sprintf("%s %% of it at %s", strings.TrimPrefix(m, "knee"), fmtBytes(float64(k.Bytes))))
+			}
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "`%s`: APC ceiling %s; one cache reaches %s (LRU model, **predicted**).\n\n", f.name, fmtShare(f.value("apc_ceiling_any", "")), strings.Join(parts, ", "))
+		}
+	}
 }
 
 func writeTraceWindows(w io.Writer, f traceFigures) {
@@ -195,6 +236,7 @@ func WritePlan(w io.Writer, run *analysis.Run) {
 	}
 	fmt.Fprintf(w, "Every figure here is **predicted**: the trace's LRU stack distances (touch %s) combined with tier costs measured in `%s` (**%s**). Tiers are %s; a hit is the leading run of blocks some tier holds, each block served by the fastest tier holding it, the rest recomputed.\n\n",
 		first.Get(results.ColTouch), first.Get(results.ColCosts), orDash(first.Get(results.ColCostSource)), mode)
+	writePlanKnees(w, run)
 	writePlanCosts(w, run.FileWith("plan", results.ColAlpha))
 	t := newTable(planHeads()...)
 	for _, r := range plan {

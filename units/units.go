@@ -59,23 +59,27 @@ var byteSuffixes = []suffix{
 
 // ParseBytes parses a byte size. SI suffixes (KB, MB, GB, TB) are powers of
 // ten, IEC suffixes (KiB, MiB, GiB, TiB, or K/M/G/T alone) powers of two.
-// The size must be positive and a whole number of bytes.
+// The size must be positive; decimals are taken ("1.45TiB"), a size of
+// 1 KiB or more rounded to the nearest byte, a smaller one must be a
+// whole number of bytes. What uses the size in blocks rounds it with
+// Blocks, which says so.
 func ParseBytes(s string) (int64, error) {
 	n, err := byteSize.parse(s)
 	return int64(n), err
 }
 
 // A quantity is a kind of positive whole count a flag takes: its name in
-// errors, its unit, examples of it, its suffixes and its largest value.
+// errors, its unit, examples of it, its suffixes, its largest value and
+// the value from which a fraction of the unit is rounded away (0: never).
 type quantity struct {
 	name, unit, examples string
 	suffixes             []suffix
-	max                  float64
+	max, round           float64
 }
 
 var (
-	tokenCount = quantity{"token count", "tokens", "1024, 8k, 64Ki", tokenSuffixes, math.MaxInt32}
-	byteSize   = quantity{"size", "bytes", "16MiB, 1.5GB, 4096", byteSuffixes, math.MaxInt64 / 2}
+	tokenCount = quantity{"token count", "tokens", "1024, 8k, 64Ki", tokenSuffixes, math.MaxInt32, 0}
+	byteSize   = quantity{"size", "bytes", "16MiB, 1.45TiB, 1.5GB, 4096", byteSuffixes, math.MaxInt64 / 2, 1024}
 )
 
 // parse parses s as a positive whole number of q's unit, with one of its
@@ -89,6 +93,9 @@ func (q quantity) parse(s string) (float64, error) {
 	if !ok {
 		return 0, fmt.Errorf("%q is not a %s (want e.g. %s)", s, q.name, q.examples)
 	}
+	if q.round > 0 && n >= q.round {
+		n = math.Round(n)
+	}
 	if n != math.Trunc(n) {
 		return 0, fmt.Errorf("%q is not a whole number of %s", s, q.unit)
 	}
@@ -99,6 +106,22 @@ func (q quantity) parse(s string) (float64, error) {
 		return 0, fmt.Errorf("%q: %s too large", s, q.name)
 	}
 	return n, nil
+}
+
+// Blocks returns how many whole blocks of blockBytes a size of bytes
+// holds, rounded down, and, when the size is not a whole number of
+// blocks, a note saying so ("1.45 TiB is not a whole number of 1.5 MiB
+// blocks: rounded down to 1,013,623 blocks, 1.45 TiB"); "" when it is.
+func Blocks(bytes, blockBytes int64) (int64, string) {
+	if blockBytes <= 0 {
+		return 0, ""
+	}
+	n := bytes / blockBytes
+	if bytes%blockBytes == 0 {
+		return n, ""
+	}
+	return n, fmt.Sprintf("%s is not a whole number of %s blocks: rounded down to %s blocks, %s",
+		FormatBytes(bytes), FormatBytes(blockBytes), Commas(n), FormatBytes(n*blockBytes))
 }
 
 // ParseList splits a comma-separated flag value and parses each element

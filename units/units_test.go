@@ -50,6 +50,9 @@ func TestParseBytes(t *testing.T) {
 		{"11.5GiB", 11.5 * (1 << 30), false},
 		{"2TB", 2e12, false},
 		{"10b", 10, false},
+		{"1.45TiB", 1594291860275, false},
+		{"1.0001KiB", 1024, false},
+		{"1.5KiB", 1536, false},
 		{"0", 0, true},
 		{"-4KiB", 0, true},
 		{"1.5", 0, true},
@@ -60,6 +63,25 @@ func TestParseBytes(t *testing.T) {
 		got, err := ParseBytes(tt.in)
 		if (err != nil) != tt.wantErr || got != tt.want {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d, err=%v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestBlocks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		bytes, block, want int64
+		note               string
+	}{
+		{4096, 1024, 4, ""},
+		{4097, 1024, 4, "4 KiB is not a whole number of 1 KiB blocks: rounded down to 4 blocks, 4 KiB"},
+		{1594291860275, 1572864, 1013623, "1.45 TiB is not a whole number of 1.5 MiB blocks: rounded down to 1,013,623 blocks, 1.45 TiB"},
+		{100, 0, 0, ""},
+	}
+	for _, tt := range tests {
+		got, note := Blocks(tt.bytes, tt.block)
+		if got != tt.want || note != tt.note {
+			t.Errorf("Blocks(%d, %d) = %d, %q; want %d, %q", tt.bytes, tt.block, got, note, tt.want, tt.note)
 		}
 	}
 }

@@ -66,13 +66,16 @@ func TestTraceCommand(t *testing.T) {
 	}
 	// Sampled: the method and its bound are said in the rows and output.
 	out2 := filepath.Join(dir, "sampled")
-	code, stdout, stderr := runCLI(t, "trace", path, "--sample", "0.5", "--out", out2)
+	code, stdout, stderr := runCLI(t, "trace", path, "--sample", "0.5", "--knees", "90,99.9", "--out", out2)
 	if code != exitOK || !strings.Contains(stdout, "SHARDS sampling") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	rows, _, _ = results.ReadCSV(filepath.Join(out2, trace.File))
 	if r := metricRow(t, rows, "apc_ceiling_any"); r.Get("method") != "shards" || r.Get("sample_rate") != "0.5" || r.Get("error_pp") == "" {
 		t.Errorf("sampled row %+v", r.Extra)
+	}
+	if !strings.Contains(stdout, "| knee 90 % | tokens | knee 99.9 % |") || metricRow(t, rows, "knee99.9").Status != results.StatusOK {
+		t.Errorf("--knees 90,99.9: no knee 99.9 %% in the table or trace.csv:\n%s", stdout)
 	}
 }
 
@@ -126,8 +129,12 @@ func TestPlanCommand(t *testing.T) {
 	mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "host,hbm,recompute", "--layout", "layerwise", "--copy", "percopy",
 		"--prefix", "16,64,256", "--reps", "2", "--warmup", "1", "--budget", "2s", "--out", sweep)
 	out := filepath.Join(dir, "plan")
-	stdout, _ := mustRunCLI(t, "plan", path, "--costs", sweep, "--hbm", "1GiB,4GiB", "--dram", "0,16GiB", "--out", out)
-	for _, want := range []string{"**host stand-in**", "Missing tier costs: hbm, disk, remote, recompute", "not predicted: no measured cost for hbm, recompute"} {
+	stdout, stderr := mustRunCLI(t, "plan", path, "--costs", sweep, "--hbm", "1.45GiB,4GiB", "--dram", "0,16GiB", "--out", out)
+	if !strings.Contains(stderr, "--hbm 1.45 GiB is not a whole number of 48 MiB blocks: rounded down to 30 blocks, 1.41 GiB") {
+		t.Errorf("stderr does not say how --hbm 1.45GiB was rounded:\n%s", stderr)
+	}
+	for _, want := range []string{"**host stand-in**", "Missing tier costs: hbm, disk, remote, recompute", "not predicted: no measured cost for hbm, recompute",
+		"one cache reaches 50 % of it at"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}

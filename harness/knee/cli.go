@@ -19,6 +19,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/report"
+	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -59,7 +60,7 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 	var out cli.OutputFlags
 	f.Add(fs)
 	out.Add(fs)
-	fs.StringVar(&k.capacities, "capacities", "1.2GB,2.4GB,3.6GB,9.7GB,14.5GB", "GPU KV capacities (bytes; converted to blocks with the model's geometry)")
+	fs.StringVar(&k.capacities, "capacities", "1.2GB,2.4GB,3.6GB,9.7GB,14.5GB", "GPU KV capacities (bytes, decimals taken: 1.45GiB; rounded down to whole blocks of the model's geometry, recorded as capacities_blocks)")
 	fs.StringVar(&k.capacityBlocks, "capacity-blocks", "", "GPU KV capacities in blocks, instead of --capacities")
 	fs.StringVar(&k.serverCmd, "server-cmd", "", "command that starts a server at one capacity (see above; default: the embedded simulator)")
 	k.healthTimeout, k.grace = 15*time.Minute, 30*time.Second
@@ -126,7 +127,7 @@ func (k *kneeFlags) blocks(errs *[]error, sizesGiven bool, blockBytes int64) []i
 		out = cli.ListFlag(errs, "capacity-blocks", k.capacityBlocks, cli.Atoi, 1)
 	} else {
 		for _, b := range cli.ListFlag(errs, "capacities", k.capacities, trace.ParseCapacity, 1) {
-			n := b / max(blockBytes, 1)
+			n, _ := units.Blocks(b, max(blockBytes, 1)) // the manifest's capacities_blocks says how it was rounded
 			if n < 1 {
 				*errs = append(*errs, option.Errorf("capacities", "%d bytes hold no block of %d bytes", b, blockBytes))
 				continue

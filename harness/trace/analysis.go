@@ -48,7 +48,8 @@ type Analysis struct {
 	Method     string  // MethodExact or MethodShards
 	Sample     float64 // sampling rate, 1 when exact
 	Touch      Touch
-	BlockBytes int64 // KV bytes of one block of the trace's block size
+	BlockBytes int64     // KV bytes of one block of the trace's block size
+	Knees      []float64 // the shares of the ceiling whose knees are reported, ascending
 }
 
 // A WorkingSet is the distinct KV referenced in a sliding window over time.
@@ -87,6 +88,7 @@ func (a *Analyzer) Finish(blockTokens int) *Analysis {
 		Requests: a.requests, Sessions: len(a.sessionTokens), SessionsKnown: a.sessioned,
 		BlockRefs: a.refs, InputTokens: a.input, HashedTokens: a.hashed, Span: a.last - a.first,
 		Method: MethodExact, Sample: 1, Touch: a.o.Touch, SharedSessions: a.o.SharedSessions,
+		Knees:      sortedKnees(a.o.Knees),
 		BlockBytes: int64(blockTokens) * a.o.BytesPerToken,
 	}
 	if a.sampled {

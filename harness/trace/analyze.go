@@ -52,10 +52,25 @@ type AnalyzeOptions struct {
 	// its cross-session hits to count as shared prefix (option
 	// "shared-sessions").
 	SharedSessions int
+	// Knees are the shares of the ceiling whose smallest capacity the
+	// analysis reports, in (0, 1] (option "knees", in per cent); nil is
+	// DefaultKnees.
+	Knees []float64
 	// OnRequest, when not nil, is called after each request with the
 	// stack distances of its blocks in one cache. Exact analysis only:
 	// under sampling the distances of most blocks are not known.
 	OnRequest func(*Request, *Hits)
+}
+
+// DefaultKnees are the default AnalyzeOptions.Knees: 50, 90, 95 and
+// 99 % of the ceiling.
+var DefaultKnees = []float64{0.5, 0.9, 0.95, 0.99}
+
+// sortedKnees returns the knees ascending, each once.
+func sortedKnees(k []float64) []float64 {
+	out := slices.Clone(k)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // DefaultSharedSessions is the default AnalyzeOptions.SharedSessions: a
@@ -90,6 +105,11 @@ func (o AnalyzeOptions) Validate() error {
 		errs = append(errs, option.Errorf("sample", "per-request distances need the exact analysis: drop sampling"))
 	}
 	errs = append(errs, option.Range("shared-sessions", o.SharedSessions, 0, maxLength))
+	for _, k := range o.Knees {
+		if !(k > 0 && k <= 1) {
+			errs = append(errs, option.Errorf("knees", "%g %%: want a share of the ceiling above 0 and at most 100 %%", 100*k))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -134,6 +154,9 @@ func NewAnalyzer(o AnalyzeOptions) (*Analyzer, error) {
 	}
 	if o.SharedSessions == 0 {
 		o.SharedSessions = DefaultSharedSessions
+	}
+	if o.Knees == nil {
+		o.Knees = DefaultKnees
 	}
 	o.Instances = instanceCounts(o.Instances)
 	a := &Analyzer{o: o, sessionTokens: map[int]int64{}, routeSeed: mix(o.Seed ^ 0x9e3779b97f4a7c15),

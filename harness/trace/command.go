@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -40,6 +41,7 @@ type traceFlags struct {
 	windows string
 	touch   string
 	shared  int
+	knees   string
 }
 
 func (f *traceFlags) add(fs *pflag.FlagSet) {
@@ -50,6 +52,7 @@ func (f *traceFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.read.Reorder, "reorder", DefaultReorder, "requests held to put lines into timestamp order; a line out of order by more is an error")
 	fs.StringVar(&f.windows, "window", "60s,600s", "sliding windows of the working set")
 	fs.StringVar(&f.touch, "touch", string(TouchForward), "order a request's blocks become most recent: forward (block 0 first) or reverse (tail first, as vLLM frees them)")
+	fs.StringVar(&f.knees, "knees", "50,90,95,99", "shares of the APC ceiling (per cent) whose smallest LRU capacity is reported")
 	fs.IntVar(&f.shared, "shared-sessions", DefaultSharedSessions, "sessions that must reference a hash id for its cross-session hits to count as shared prefix")
 }
 
@@ -73,6 +76,9 @@ func (f *traceFlags) options(errs *[]error) (Options, AnalyzeOptions, kv.Geometr
 	for _, d := range cli.ListFlag(errs, "window", f.windows, cli.ParseDuration) {
 		ao.Windows = append(ao.Windows, d.Seconds())
 	}
+	for _, k := range cli.ListFlag(errs, "knees", f.knees, parsePercent) {
+		ao.Knees = append(ao.Knees, k/100)
+	}
 	if err := f.read.Validate(); err != nil {
 		*errs = append(*errs, err)
 	}
@@ -82,12 +88,21 @@ func (f *traceFlags) options(errs *[]error) (Options, AnalyzeOptions, kv.Geometr
 	return f.read, ao, g
 }
 
+// parsePercent reads a share in per cent ("90", "99.9", "95%").
+func parsePercent(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a percentage (want e.g. 90 or 99.9)", s)
+	}
+	return v, nil
+}
+
 // settings are the resolved options for manifest.json.
 func (f *traceFlags) settings(ao AnalyzeOptions, g kv.Geometry) map[string]string {
 	return map[string]string{
 		"model": g.Model, "bytes_per_token": strconv.FormatInt(g.BytesPerToken(), 10),
 		"trace_block": strconv.Itoa(f.read.BlockTokens), "reorder": strconv.Itoa(f.read.Reorder),
-		"window": f.windows, "touch": string(ao.Touch), "shared_sessions": strconv.Itoa(f.shared),
+		"window": f.windows, "knees": f.knees, "touch": string(ao.Touch), "shared_sessions": strconv.Itoa(f.shared),
 		"instances": fmt.Sprint(ao.Instances), "route": string(ao.Route),
 		"sample": strconv.FormatFloat(ao.Sample, 'g', -1, 64),
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
+	"github.com/kvtier/kvtier/units"
 )
 
 // PlanTiers lists the plan names of the tiers (tierspec) in serving
@@ -97,6 +98,7 @@ type Planner struct {
 	distinct    int64   // blocks referenced so far: the depth of the LRU stack
 	first, last float64 // arrival of the first and last request, seconds
 	requests    int
+	notes       []string // capacities rounded down to whole blocks, said once each
 }
 
 type planEval struct {
@@ -120,7 +122,11 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 		b := c.capacities(p.caps)
 		for i, bytes := range b {
 			if bytes != Unbounded {
-				b[i] = bytes / o.BlockBytes
+				var note string
+				b[i], note = units.Blocks(bytes, o.BlockBytes)
+				if note != "" && !slices.Contains(p.notes, "--"+p.caps[i]+" "+note) {
+					p.notes = append(p.notes, "--"+p.caps[i]+" "+note)
+				}
 			}
 		}
 		p.blocks = append(p.blocks, b)
@@ -129,6 +135,10 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 	}
 	return p, nil
 }
+
+// Rounding says which capacities were not a whole number of blocks
+// and how they were rounded, one line each; nil when all were.
+func (p *Planner) Rounding() []string { return p.notes }
 
 // tierOf returns the index in p.caps of the tier serving a block at
 // stack distance d, given the tiers' capacities in blocks; -1 when no

@@ -210,3 +210,25 @@ func TestPlanCountsWrites(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanRoundsToBlocks(t *testing.T) {
+	t.Parallel()
+	const B = 100
+	configs := []Config{{"hbm": 2 * B, "dram": 3*B + 50}, {"hbm": 2*B + 1, "dram": 3*B + 50}}
+	p, err := NewPlanner(PlanOptions{Configs: configs, BlockBytes: B, Costs: fakeCosts{PlanTiers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dram's 350 B is said once though two configurations hold it.
+	want := []string{
+		"--dram 350 B is not a whole number of 100 B blocks: rounded down to 3 blocks, 300 B",
+		"--hbm 201 B is not a whole number of 100 B blocks: rounded down to 2 blocks, 200 B",
+	}
+	got := slices.Sorted(slices.Values(p.Rounding()))
+	if !slices.Equal(got, want) {
+		t.Errorf("Rounding() = %q, want %q", got, want)
+	}
+	if p.blocks[1][0] != 2 || p.blocks[1][1] != 3 {
+		t.Errorf("blocks %v, want 2 and 3", p.blocks[1])
+	}
+}

@@ -197,6 +197,9 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 	if err != nil {
 		return traceFailed(ctx, c, err)
 	}
+	for _, n := range planner.Rounding() {
+		c.Logf("%s", n)
+	}
 	var dir string
 	code := cli.SuiteRun{Call: c, Suite: PlanSuite, Out: pr.f.out, Plots: true,
 		Run: func(ctx context.Context, out *harness.Output) error {
@@ -205,6 +208,9 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 			maps.Copy(out.Manifest.Settings, pr.p.settings())
 			maps.Copy(out.Manifest.Settings, map[string]string{"costs": pr.p.costs,
 				"inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source()})
+			if r := planner.Rounding(); len(r) > 0 {
+				out.Manifest.Settings["capacity_rounding"] = strings.Join(r, "; ")
+			}
 			if err := writeTraceFiles(out, res); err != nil {
 				return err
 			}

@@ -34,7 +34,7 @@ var TraceColumns = []results.Column{
 	traceName,
 	results.Text(results.ColFormat, "mooncake | alibaba"),
 	blockTokens,
-	results.Text(results.ColMetric, "the figure: requests, input_tokens, apc_ceiling_any, knee95, working_set_peak, ..."),
+	results.Text(results.ColMetric, "the figure: requests, input_tokens, apc_ceiling_any, knee50, knee90, knee95, knee99 (--knees), working_set_peak, ..."),
 	results.Text(results.ColStat, `mean | p50 | p90 | p99 | max; "" for a single figure`),
 	results.Float(results.ColValue, "", "the figure, in the row's unit"),
 	results.Text("unit", "the value's unit: count | tokens | bytes | s | fraction"),
@@ -179,17 +179,14 @@ func (res *Result) Rows() []results.Row {
 }
 
 // kneeRows returns the knees of every curve: the smallest capacity per
-// instance reaching 95 % and 99 % of the ceiling.
+// instance reaching each of the analysis's shares of the ceiling.
 func (res *Result) kneeRows() []results.Row {
 	var rows []results.Row
 	bt := int64(res.Read.BlockTokens)
 	for _, c := range res.Analysis.Curves {
-		for _, k := range []struct {
-			name string
-			frac float64
-		}{{"knee95", 0.95}, {"knee99", 0.99}} {
-			blocks, ok := c.Knee(k.frac)
-			r := res.row(k.name, "", math.NaN(), "bytes", true)
+		for _, frac := range res.Analysis.Knees {
+			blocks, ok := c.Knee(frac)
+			r := res.row(KneeMetric(frac), "", math.NaN(), "bytes", true)
 			if ok {
 				r.Blocks, r.PrefixTokens, r.Bytes = blocks, blocks*bt, blocks*res.Analysis.BlockBytes
 				r.Set(results.ColValue, float64(r.Bytes))
@@ -204,6 +201,12 @@ func (res *Result) kneeRows() []results.Row {
 	return rows
 }
 
+// KneeMetric is the trace.csv metric of the knee at frac of the
+// ceiling: "knee90" for 0.9, "knee99.9" for 0.999.
+func KneeMetric(frac float64) string {
+	return "knee" + strconv.FormatFloat(math.Round(frac*1e6)/1e4, 'f', -1, 64)
+}
+
 // maxCurvePoints bounds the rows of one curve in trace_curve.csv: the
 // curve in memory is exact at every capacity; the file holds every step
 // or, past this many, this many capacities spaced on a log scale.
@@ -216,7 +219,7 @@ func (res *Result) CurveRows() []results.Row {
 	var rows []results.Row
 	for _, c := range a.Curves {
 		caps := c.Steps(maxCurvePoints)
-		for _, f := range []float64{0.95, 0.99} {
+		for _, f := range a.Knees {
 			if k, ok := c.Knee(f); ok {
 				caps = append(caps, k)
 			}

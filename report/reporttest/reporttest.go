@@ -567,9 +567,10 @@ func (w *writer) trace() {
 	for _, k := range []struct {
 		instances int
 		route     string
-		k95, k99  int64
-	}{{1, "", 230000, 260000}, {4, "session", 70000, 90000}} {
-		for name, blocks := range map[string]int64{"knee95": k.k95, "knee99": k.k99} {
+		knees     [4]int64 // at 50, 90, 95 and 99 % of the ceiling
+	}{{1, "", [4]int64{90000, 190000, 230000, 260000}}, {4, "session", [4]int64{25000, 55000, 70000, 90000}}} {
+		for i, name := range []string{"knee50", "knee90", "knee95", "knee99"} {
+			blocks := k.knees[i]
 			r := row(name, "", float64(blocks*BlockBytes), "bytes", true)
 			r.Blocks, r.PrefixTokens, r.Bytes = blocks, blocks*BlockTokens, blocks*BlockBytes
 			r.Set("instances", k.instances)

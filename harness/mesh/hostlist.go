@@ -16,6 +16,10 @@ const MaxHosts = 1 << 16
 // malformed list cannot make a rank build gigabytes of names.
 const MaxHostName = 253
 
+// MaxHostlist bounds the text of one host list (1 MiB: 65,536 names of
+// 15 characters written out one by one), checked before it is parsed.
+const MaxHostlist = 1 << 20
+
 // ExpandHostlist expands Slurm's hostlist syntax into host names, in
 // order, duplicates kept, as `scontrol show hostnames` prints them:
 // entries separated by commas (outside brackets) or white space; in an
@@ -25,6 +29,9 @@ const MaxHostName = 253
 // the last group ("gpu[01-04]-ib") is kept as a suffix: newer Slurm and
 // pdsh accept it; Slurm 22.05's scontrol calls such a list invalid.
 func ExpandHostlist(list string) ([]string, error) {
+	if len(list) > MaxHostlist {
+		return nil, fmt.Errorf("hostlist %s: longer than %d bytes", quoteShort(list), MaxHostlist)
+	}
 	var out []string
 	for _, entry := range splitEntries(list) {
 		hosts, err := expandEntry(entry)
@@ -74,7 +81,7 @@ func expandEntry(entry string) ([]string, error) {
 			if shut >= 0 {
 				return nil, errors.New("']' without '['")
 			}
-			if err := checkNameLen(hosts, entry, nil); err != nil {
+			if err := checkNameLen(hosts, entry, 0); err != nil {
 				return nil, err
 			}
 			return appendAll(hosts, []string{entry}), nil
@@ -85,35 +92,32 @@ func expandEntry(entry string) ([]string, error) {
 		if next := strings.IndexByte(entry[open+1:], '['); next >= 0 && open+1+next < shut {
 			return nil, errors.New("nested '['")
 		}
-		nums, err := expandRanges(entry[open+1 : shut])
+		group, err := parseRanges(entry[open+1 : shut])
 		if err != nil {
 			return nil, err
 		}
-		if len(hosts)*len(nums) > MaxHosts {
+		if len(hosts)*group.count > MaxHosts {
 			return nil, fmt.Errorf("more than %d hosts", MaxHosts)
 		}
-		if err := checkNameLen(hosts, entry[:open], nums); err != nil {
+		if err := checkNameLen(hosts, entry[:open], group.width); err != nil {
 			return nil, err
 		}
+		nums := group.expand()
 		hosts = appendAll(appendAll(hosts, []string{entry[:open]}), nums)
 		entry = entry[shut+1:]
 	}
 	return hosts, nil
 }
 
-// checkNameLen refuses to build names (every host, then text, then one
-// of nums) longer than MaxHostName, before they are built.
-func checkNameLen(hosts []string, text string, nums []string) error {
+// checkNameLen refuses to build names (every host, then text, then a
+// number of up to width digits) longer than MaxHostName, before they are
+// built.
+func checkNameLen(hosts []string, text string, width int) error {
 	n := 0
 	for _, h := range hosts {
 		n = max(n, len(h))
 	}
-	n += len(text)
-	w := 0
-	for _, s := range nums {
-		w = max(w, len(s))
-	}
-	if n+w > MaxHostName {
+	if n+len(text)+width > MaxHostName {
 		return fmt.Errorf("a host name longer than %d characters", MaxHostName)
 	}
 	return nil
@@ -138,32 +142,63 @@ func appendAll(as, bs []string) []string {
 	return out
 }
 
-// expandRanges expands the inside of a bracket group: "1-3,07,10-11".
-func expandRanges(s string) ([]string, error) {
-	var out []string
+// span is one range of a bracket group: lo..hi, zero-padded to pad.
+type span struct {
+	lo, hi int64
+	pad    int
+}
+
+// group is a parsed bracket group: its ranges, how many numbers they
+// hold and the widest number's digits, known before any is printed.
+type group struct {
+	spans []span
+	count int
+	width int
+}
+
+// parseRanges parses the inside of a bracket group ("1-3,07,10-11"),
+// checking its count against MaxHosts and each number's width against
+// MaxHostName before anything is expanded: a number padded to 120,000
+// digits would otherwise print 65,536 names of that width.
+func parseRanges(s string) (group, error) {
+	var g group
 	for r := range strings.SplitSeq(s, ",") {
 		lo, hi, isRange := strings.Cut(r, "-")
+		if len(lo) > MaxHostName || len(hi) > MaxHostName {
+			return group{}, fmt.Errorf("a number of %d digits: a host name longer than %d characters", max(len(lo), len(hi)), MaxHostName)
+		}
 		a, err := parseIndex(lo)
 		if err != nil {
-			return nil, fmt.Errorf("range %q: %w", r, err)
+			return group{}, fmt.Errorf("range %q: %w", r, err)
 		}
 		b := a
 		if isRange {
 			if b, err = parseIndex(hi); err != nil {
-				return nil, fmt.Errorf("range %q: %w", r, err)
+				return group{}, fmt.Errorf("range %q: %w", r, err)
 			}
 		}
 		if b < a {
-			return nil, fmt.Errorf("range %q runs backwards", r)
+			return group{}, fmt.Errorf("range %q runs backwards", r)
 		}
-		if b-a >= MaxHosts || len(out)+int(b-a)+1 > MaxHosts {
-			return nil, fmt.Errorf("range %q: more than %d hosts", r, MaxHosts)
+		if b-a >= MaxHosts || g.count+int(b-a)+1 > MaxHosts {
+			return group{}, fmt.Errorf("range %q: more than %d hosts", r, MaxHosts)
 		}
-		for n := a; n <= b; n++ {
-			out = append(out, fmt.Sprintf("%0*d", len(lo), n))
+		g.spans = append(g.spans, span{a, b, len(lo)})
+		g.count += int(b-a) + 1
+		g.width = max(g.width, len(lo), len(strconv.FormatInt(b, 10)))
+	}
+	return g, nil
+}
+
+// expand prints every number of g, in order.
+func (g group) expand() []string {
+	out := make([]string, 0, g.count)
+	for _, sp := range g.spans {
+		for n := sp.lo; n <= sp.hi; n++ {
+			out = append(out, fmt.Sprintf("%0*d", sp.pad, n))
 		}
 	}
-	return out, nil
+	return out
 }
 
 func parseIndex(s string) (int64, error) {

@@ -39,6 +39,14 @@ func TestExpandHostlist(t *testing.T) {
 		{strings.Repeat("h", 120000) + "[1-65536]", nil, "longer than 253"},
 		{strings.Repeat("h", 250) + "[1-1000]", nil, "longer than 253"},
 		{"n[1-2]" + strings.Repeat("x", 252), nil, "longer than 253"},
+		// A number padded to 120,000 digits, or a list of more than
+		// 1 MiB, is refused before a name is built (the padded range
+		// once printed 65,536 names of 120,000 digits: out of memory).
+		{"n[" + strings.Repeat("0", 119995) + "1-65536]", nil, "longer than 253"},
+		{"n[1-" + strings.Repeat("0", 119995) + "65536]", nil, "longer than 253"},
+		{"n[" + strings.Repeat("0", 252) + "1-65536]", nil, "longer than 253"},
+		{"n[8-" + strings.Repeat("0", 251) + "10]", []string{"n8", "n9", "n10"}, ""},
+		{strings.Repeat("n1,", 400000), nil, "longer than 1048576 bytes"},
 	}
 	for _, tc := range tests {
 		got, err := ExpandHostlist(tc.in)

@@ -1,7 +1,14 @@
 // Package cli is kvtier's command line below the driver: the spec of a
-// command and the registry the commands add themselves to, the flag
-// groups every command shares (one flag name, one meaning), the run
-// lifecycle of a measuring command, and the exit statuses.
+// command and the registry the commands add themselves to, parsing and
+// binding of flags into options, the exit statuses and the suggestions
+// of a mistyped name, the flag groups every measuring command shares
+// (output, sampling, model: one flag name, one meaning) and the
+// FlagGroup the others are declared with beside their concern
+// (tiers/tierflag, peer/peerflag, serving/servingflag), and the run
+// lifecycle of a measuring command. The lifecycle draws figures and
+// collects the machine's facts through the hooks the driver puts in a
+// Call, so cli links no device, verbs or plotting code, and neither does
+// a suite that moves no device bytes.
 //
 // A suite's command lives in the suite's package (harness/sweep's
 // command.go) and registers as the package initializes (var Command =
@@ -15,8 +22,10 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/registry"
+	"github.com/kvtier/kvtier/results"
 )
 
 // Exit statuses: one table for every command (README "Exit status").
@@ -62,6 +71,29 @@ type Call struct {
 	// Getenv reads the environment: the driver passes os.Getenv, tests
 	// their own. Nothing below the driver reads the environment itself.
 	Getenv func(string) string
+	// Facts adds this machine's facts (host, CPU, GPUs, NICs, libraries)
+	// to a run's manifest, returning what it could not find out: the
+	// driver passes package system's collectors, so that cli, and the
+	// suites that move no device bytes, link none of them. Nil adds none.
+	Facts harness.Collector
+	// Figures draws the figures of the results directory dir and returns
+	// the files it wrote: the driver passes package plots' drawers. Nil
+	// draws none.
+	Figures func(dir string) ([]string, error)
+}
+
+// CommandLine is the command line the call records in a manifest: kvtier,
+// the command's name and its arguments.
+func (c *Call) CommandLine() []string {
+	return append([]string{"kvtier", c.Name}, c.Args...)
+}
+
+// Manifest returns the first manifest of a run of suite by the call: what
+// the run lifecycle writes (SuiteRun), for a process that reports its
+// facts to another instead (a rank of kvtier mesh). What the machine's
+// facts could not say is in its warnings, not on stderr.
+func (c *Call) Manifest(suite string) *results.Manifest {
+	return harness.NewManifest(suite, c.CommandLine(), c.Facts, nil)
 }
 
 var commands = registry.New("command", func(c *Command) string { return c.Name },

@@ -33,3 +33,17 @@ func Atoi(s string) (int, error) {
 	}
 	return n, nil
 }
+
+// TokensFlag parses an optional token count ("" or "0": none, "400k");
+// a value that does not parse adds an option.Error to errs.
+func TokensFlag(errs *[]error, name, value string) int {
+	if strings.TrimSpace(value) == "" {
+		return 0
+	}
+	n, err := units.ParseTokens(value)
+	if err != nil {
+		*errs = append(*errs, option.Wrap(name, err))
+		return 0
+	}
+	return n
+}

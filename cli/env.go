@@ -21,57 +21,35 @@ type EnvVar struct {
 	Secret  bool // its value never reaches a manifest
 }
 
-// The run token's and the server's variables.
-const (
-	EnvEndpoint = "KVTIER_ENDPOINT"
-)
-
-// flagEnv are the variables that stand for a shared flag: a command
-// reads one when it has that flag.
-var flagEnv = []EnvVar{
-	{Name: EnvEndpoint, Flag: "base-url", Meaning: "the server measured"},
-	{Name: EnvToken, Flag: "token", Meaning: "the run token of pools and coordinators", Secret: true},
-	{Name: "NCCL_IB_TC", Flag: "ib-tc", Meaning: "RoCE traffic class of the QPs, as NCCL reads it"},
-	{Name: "NCCL_IB_SL", Flag: "ib-sl", Meaning: "InfiniBand service level of the QPs, as NCCL reads it"},
-}
-
-// libraryEnv are the native libraries' variables (Libraries): read by
-// every command that writes a manifest (the machine's facts) or opens a
-// backend, and by info.
-var libraryEnv = []EnvVar{
-	{Name: EnvLibCUDA, Meaning: "libcuda.so.1 to load instead of the usual sonames"},
-	{Name: EnvLibCUBLAS, Meaning: "libcublas to load instead of the usual sonames and pip's wheels"},
-	{Name: EnvLibIBVerbs, Meaning: "libibverbs.so.1 to load instead of the usual sonames"},
-	{Name: EnvLibCUFile, Meaning: "libcufile.so to load instead of the usual sonames"},
-	{Name: EnvLibNVML, Meaning: "libnvidia-ml.so.1 to load instead of the usual sonames"},
-}
-
-// BinaryEnv lists the variables every command may read (the flags' and
-// the libraries'); a command's own are in its Command.Env. The test-only
-// fault switches (KVTIER_TEST_*) are in none: a shipped binary has none.
-func BinaryEnv() []EnvVar { return append(slices.Clone(flagEnv), libraryEnv...) }
-
-// readsLibraries says whether the command of fs loads the native
-// libraries.
-func readsLibraries(fs *pflag.FlagSet) bool {
-	if fs.Name() == "info" {
-		return true
+// BinaryEnv lists the variables every command may read: those of every
+// registered flag group; a command's own are in its Command.Env. The
+// test-only fault switches (KVTIER_TEST_*) are in none: a shipped binary
+// has none.
+func BinaryEnv() []EnvVar {
+	var out []EnvVar
+	for _, g := range groups.All() {
+		for _, e := range g.Env {
+			if !slices.ContainsFunc(out, func(o EnvVar) bool { return o.Name == e.Name }) {
+				out = append(out, e)
+			}
+		}
 	}
-	return (fs.Lookup("out") != nil || fs.Lookup("backend") != nil || fs.Lookup("mem") != nil) &&
-		fs.Name() != "report" && fs.Name() != "bench2csv"
+	return out
 }
 
 // EnvOf returns the variables the command of fs reads, own its own
-// besides the shared ones.
+// besides those of the flag groups it binds: a variable that stands for
+// a flag where fs has the flag, a group's others where the command binds
+// the group or one of its ReadBy.
 func EnvOf(fs *pflag.FlagSet, own []EnvVar) []EnvVar {
+	names := boundNames(fs)
 	var out []EnvVar
-	for _, e := range flagEnv {
-		if fs.Lookup(e.Flag) != nil {
-			out = append(out, e)
+	for _, g := range groups.All() {
+		for _, e := range g.Env {
+			if e.Flag != "" && fs.Lookup(e.Flag) != nil || e.Flag == "" && g.readBy(names) {
+				out = append(out, e)
+			}
 		}
-	}
-	if readsLibraries(fs) {
-		out = append(out, libraryEnv...)
 	}
 	return append(out, own...)
 }

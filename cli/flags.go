@@ -3,11 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,15 +14,25 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
-	"github.com/kvtier/kvtier/system"
-	"github.com/kvtier/kvtier/tiers"
 )
 
-// The flag groups below are shared by the commands that take them, so
-// that one flag name has one meaning in every command. A group adds its
-// flags to a command's FlagSet and turns their raw values into options;
-// problems come back as option.Errors naming the flag without its
-// dashes, and UsageErr prints them as "--name: problem".
+// The flag groups below are shared by every measuring command, so that
+// one flag name has one meaning in every command (the groups of one
+// concern sit beside it: tierflag, peerflag, servingflag). A group adds
+// its flags to a command's FlagSet and turns their raw values into
+// options; problems come back as option.Errors naming the flag without
+// its dashes, and UsageErr prints them as "--name: problem".
+
+// The groups of this package.
+var (
+	// OutputGroup is --out, --overwrite and --quiet.
+	OutputGroup = NewGroup(FlagGroup{Name: "output", Heading: "Output", Order: 10})
+	// PolicyGroup is --reps, --warmup and --budget.
+	PolicyGroup = NewGroup(FlagGroup{Name: "policy", Heading: "Sampling", Order: 20})
+	// ModelGroup is --model, --model-config, --block-size, --tp and
+	// --kv-dtype.
+	ModelGroup = NewGroup(FlagGroup{Name: "model", Heading: "Model", Order: 30})
+)
 
 // OutputFlags are --out, --overwrite and --quiet: the results directory
 // of a measuring command and what it says while it measures.
@@ -40,6 +47,10 @@ type OutputFlags struct {
 // Add adds --out, --overwrite and --quiet to fs.
 func (f *OutputFlags) Add(fs *pflag.FlagSet) {
 	f.fs = fs
+	OutputGroup.Bind(fs, f.add)
+}
+
+func (f *OutputFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Dir, "out", "", "results directory (default results/<UTC start time>, a fresh one for every run)")
 	fs.BoolVar(&f.Overwrite, "overwrite", false, "allow an --out that already holds results: the files this run writes replace theirs")
 	fs.BoolVarP(&f.Quiet, "quiet", "q", false, "no progress on stderr ([i/N] configurations, elapsed, ETA, one line per row measured); messages and the final lines stay")
@@ -115,7 +126,9 @@ type ModelFlags struct {
 // Add adds the group's flags to fs.
 func (f *ModelFlags) Add(fs *pflag.FlagSet) {
 	f.AddModel(fs)
-	fs.IntVar(&f.BlockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block")
+	ModelGroup.Bind(fs, func(fs *pflag.FlagSet) {
+		fs.IntVar(&f.BlockSize, "block-size", kv.DefaultBlockTokens, "tokens per KV block")
+	})
 }
 
 // AddModel adds --model, --model-config, --tp and --kv-dtype, for the
@@ -123,6 +136,10 @@ func (f *ModelFlags) Add(fs *pflag.FlagSet) {
 // --trace-block).
 func (f *ModelFlags) AddModel(fs *pflag.FlagSet) {
 	f.BlockSize = kv.DefaultBlockTokens
+	ModelGroup.Bind(fs, f.addModel)
+}
+
+func (f *ModelFlags) addModel(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Model, "model", "", "model preset whose KV geometry is used ("+strings.Join(kv.ModelNames(), ", ")+"; default "+kv.DefaultModel+")")
 	fs.StringVar(&f.Config, "model-config", "", "Hugging Face config.json of the model (or its directory), instead of --model")
 	fs.IntVar(&f.TP, "tp", 1, "tensor-parallel GPUs: KV bytes are one GPU's, 1/N of the KV heads (N must divide them)")
@@ -147,12 +164,14 @@ type PolicyFlags struct {
 
 // Add adds --reps, --warmup and, withBudget, --budget, defaulting to d.
 func (f *PolicyFlags) Add(fs *pflag.FlagSet, d harness.Policy, withBudget bool) {
-	fs.IntVar(&f.Reps, "reps", d.Reps, "measured samples per configuration")
-	fs.IntVar(&f.Warmup, "warmup", d.Warmup, harness.WarmupUsage)
-	if withBudget {
-		f.Budget = d.Budget
-		fs.Var(DurationValue{D: &f.Budget}, "budget", "time budget of one configuration: fewer reps, or a skipped row, beyond it")
-	}
+	PolicyGroup.Bind(fs, func(fs *pflag.FlagSet) {
+		fs.IntVar(&f.Reps, "reps", d.Reps, "measured samples per configuration")
+		fs.IntVar(&f.Warmup, "warmup", d.Warmup, harness.WarmupUsage)
+		if withBudget {
+			f.Budget = d.Budget
+			fs.Var(DurationValue{D: &f.Budget}, "budget", "time budget of one configuration: fewer reps, or a skipped row, beyond it")
+		}
+	})
 }
 
 // Policy is the sampling policy the flags name. (The flags parse their
@@ -161,124 +180,7 @@ func (f *PolicyFlags) Policy() (harness.Policy, error) {
 	return harness.Policy{Reps: f.Reps, Warmup: f.Warmup, Budget: f.Budget}, nil
 }
 
-// MaxOrdinal bounds a GPU ordinal (--gpu) and a NUMA node (--numa).
-const MaxOrdinal = 1023
-
-// BackendFlags are --backend, --gpu and --numa: which backend measures.
-type BackendFlags struct {
-	Name      string
-	GPU, NUMA int
-	All       bool // --gpu all (kvtier sweep: every GPU at once)
-}
-
-// Add adds the group's flags to fs.
-func (f *BackendFlags) Add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Name, "backend", "auto", "compute backend: auto, "+strings.Join(tiers.BackendNames(), ", ")+" (auto picks the best that opens and says why the others did not)")
-	fs.Var(&gpuFlag{&f.GPU, &f.All}, "gpu", "CUDA device ordinal, or all: the host and hbm tiers on every GPU at once, with per-GPU and aggregate rows")
-	f.NUMA = tiers.NUMAAuto
-	fs.Var((*NUMAFlag)(&f.NUMA), "numa", "NUMA node for host pools: auto (the GPU's node), a node, or -1 (left to the kernel)")
-}
-
-// gpuFlag is --gpu of kvtier sweep: an ordinal, or "all".
-type gpuFlag struct {
-	n   *int
-	all *bool
-}
-
-func (g *gpuFlag) String() string {
-	if g.n == nil {
-		return "0"
-	}
-	if *g.all {
-		return "all"
-	}
-	return strconv.Itoa(*g.n)
-}
-
-func (g *gpuFlag) Set(s string) error {
-	if s == "all" {
-		*g.n, *g.all = 0, true
-		return nil
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		return fmt.Errorf("want a GPU ordinal or all, got %q", s)
-	}
-	*g.n, *g.all = v, false
-	return nil
-}
-
-func (g *gpuFlag) Type() string { return "ordinal|all" }
-
-// NUMAFlag is --numa: "auto" (tiers.NUMAAuto), a node, or -1.
-type NUMAFlag int
-
-func (n *NUMAFlag) String() string {
-	if *n == tiers.NUMAAuto {
-		return "auto"
-	}
-	return strconv.Itoa(int(*n))
-}
-
-// Set parses auto, -1 or a node.
-func (n *NUMAFlag) Set(s string) error {
-	if s == "auto" {
-		*n = tiers.NUMAAuto
-		return nil
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil || v < -1 || v > MaxOrdinal {
-		return fmt.Errorf("want auto, -1 or a node 0 to %d, got %q", MaxOrdinal, s)
-	}
-	*n = NUMAFlag(v)
-	return nil
-}
-
-// Type names the flag's values in -h.
-func (n *NUMAFlag) Type() string { return "auto|node" }
-
-// Validate reports an unknown backend and an ordinal out of range.
-func (f *BackendFlags) Validate() error {
-	var errs []error
-	if f.Name != "auto" && !slices.Contains(tiers.BackendNames(), f.Name) {
-		errs = append(errs, option.Errorf("backend", "unknown backend %q (known: auto, %s)", f.Name, strings.Join(tiers.BackendNames(), ", ")))
-	}
-	errs = append(errs, option.Range("gpu", f.GPU, 0, MaxOrdinal), option.Range("numa", f.NUMA, tiers.NUMAAuto, MaxOrdinal, "-1: left to the kernel"))
-	return errors.Join(errs...)
-}
-
-// Config returns the configuration backends open with: this group's
-// device and node, the native libraries libs, and log.
-func (f *BackendFlags) Config(log io.Writer, libs system.Libraries) tiers.BackendConfig {
-	return tiers.BackendConfig{GPU: f.GPU, NUMA: f.NUMA, Log: log, LibCUDA: libs.CUDA, LibCUBLAS: libs.CUBLAS, LibCUFile: libs.CUFile, CUBLASDirs: libs.CUBLASDirs}
-}
-
-// TokenFlags is --token: the run token kvtier mesh's ranks and kvtier
-// serve's pools demand of every connection, and that kvtier transfer
-// sends. KVTIER_TOKEN stands in for the flag (launchers pass the
-// environment: srun by default, mpirun with -x KVTIER_TOKEN).
-type TokenFlags struct{ Token string }
-
-// EnvToken names the environment variable of the run token.
-const EnvToken = "KVTIER_TOKEN"
-
-// Add adds --token to fs.
-func (f *TokenFlags) Add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Token, "token", "", "run token every connection to a pool or coordinator must carry (default $"+EnvToken+")")
-}
-
-// Value is the flag, else the environment's token (getenv reads it).
-func (f *TokenFlags) Value(getenv func(string) string) string {
-	if f.Token != "" {
-		return f.Token
-	}
-	return getenv(EnvToken)
-}
-
-// DirectionUsage is the one meaning of --direction (sweep, transfer, mesh).
-const DirectionUsage = "comma-separated directions: load (bring KV back from the tier or peer) and store (put it there)"
-
-// ParseDirection parses one value of --direction.
-func ParseDirection(s string) (tiers.Direction, error) {
-	return tiers.ParseDirection(strings.TrimSpace(s))
-}
+// DefaultReps is --reps wherever repetitions are counted: five samples a
+// side is the fewest with which kvtier compare's rank test can reach
+// p <= 0.05, so two runs with default flags can be compared.
+const DefaultReps = 5

@@ -47,7 +47,8 @@ func newFlagSet(name, usage string, stderr io.Writer, own []EnvVar) *pflag.FlagS
 func (c *Call) FlagSet() *pflag.FlagSet { return newFlagSet(c.Name, c.Usage, c.Stderr, c.Env) }
 
 // ParseFlags parses args into fs, a command's flag set named after the
-// command; getenv reads the environment variables that stand for flags.
+// command; getenv reads the environment variables that stand for the
+// flags of the groups fs binds (FlagGroup.FromEnv), and no other.
 // ok is false when the command must return code at once: ExitOK after
 // -h/--help (pflag has printed the usage), ExitUsage after a bad flag
 // (one line on stderr). Positional arguments are left in fs.Args().
@@ -61,7 +62,7 @@ func ParseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer, getenv func(
 	if err := checkAliases(fs); err != nil {
 		return UsageErr(stderr, fs.Name(), err), false
 	}
-	if err := IBQoSFromEnv(fs, getenv); err != nil {
+	if err := fromEnv(fs, getenv); err != nil {
 		return UsageErr(stderr, fs.Name(), err), false
 	}
 	if ParseOnly == StopAfterFlags {

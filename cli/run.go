@@ -3,12 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/option"
-	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -21,7 +22,7 @@ type SuiteRun struct {
 	Call  *Call         // the command, its arguments and where it writes
 	Suite results.Suite // what it writes
 	Out   OutputFlags   // --out, --overwrite
-	Plots bool          // draw the suite's plots into the directory at the end
+	Plots bool          // draw the suite's figures into the directory at the end (Call.Figures)
 	// Run measures into out. Error rows do not make it fail: out counts
 	// them. Its error ends the run early (a failed write, a cancelled
 	// context).
@@ -31,8 +32,7 @@ type SuiteRun struct {
 // Exec runs r and returns the exit status.
 func (r SuiteRun) Exec(ctx context.Context) int {
 	c := r.Call
-	command := append([]string{"kvtier", c.Name}, c.Args...)
-	out, err := harness.Create(r.Out.OutDir(), r.Suite.Name, command, c.CollectSystem, c.Stderr)
+	out, err := harness.Create(r.Out.OutDir(), r.Suite.Name, c.CommandLine(), c.Facts, c.Stderr)
 	if err != nil {
 		return c.UsageErr(option.Wrap("out", err))
 	}
@@ -61,7 +61,7 @@ func (r SuiteRun) finish(ctx context.Context, out *harness.Output, rerr error) i
 	if cerr != nil {
 		c.Logf("%v", cerr)
 	}
-	if r.Plots && !interrupted && rerr == nil {
+	if r.Plots && c.Figures != nil && !interrupted && rerr == nil {
 		r.drawPlots(out)
 	}
 	c.Logf("wrote %s (%s)", out.Dir, strings.Join(out.Manifest.Files, ", "))
@@ -83,9 +83,10 @@ func (r SuiteRun) finish(ctx context.Context, out *harness.Output, rerr error) i
 	return ExitOK
 }
 
-// drawPlots draws the directory's plots and records them in the manifest.
+// drawPlots draws the directory's figures and records them in the
+// manifest.
 func (r SuiteRun) drawPlots(out *harness.Output) {
-	paths, err := plots.Dir(out.Dir)
+	paths, err := r.Call.Figures(out.Dir)
 	for _, p := range paths {
 		out.AddFile(p)
 	}
@@ -97,4 +98,21 @@ func (r SuiteRun) drawPlots(out *harness.Output) {
 			r.Call.Logf("%v", err)
 		}
 	}
+}
+
+// PrintSection prints a report section of the results directory dir on
+// stdout once the run wrote it cleanly (code is ExitOK), and returns the
+// exit status.
+func (c *Call) PrintSection(dir string, code int, section func(io.Writer, *analysis.Run)) int {
+	if code != ExitOK {
+		return code
+	}
+	run, err := analysis.Load(dir)
+	if err != nil {
+		c.Logf("%v", err)
+		return ExitFail
+	}
+	fmt.Fprintln(c.Stdout)
+	section(c.Stdout, run)
+	return code
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvtier/kvtier/option"
-	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -43,6 +42,19 @@ func Alias(fs *pflag.FlagSet, old, name string) {
 	fs.Var(f.Value, old, "deprecated: use --"+name)
 	fs.MarkDeprecated(old, "use --"+name+" instead")
 	fs.SetAnnotation(old, AliasOf, []string{name})
+}
+
+// FlagChanged reports whether the flag called name was given on the
+// command line, under its name or under a deprecated alias of it (see
+// Alias): pflag's Changed sees only the name given.
+func FlagChanged(fs *pflag.FlagSet, name string) bool {
+	found := fs.Changed(name)
+	fs.Visit(func(f *pflag.Flag) {
+		if names := f.Annotations[AliasOf]; len(names) == 1 && names[0] == name {
+			found = true
+		}
+	})
+	return found
 }
 
 // AliasOf annotates a deprecated flag with the name of the flag it stands
@@ -157,9 +169,18 @@ func (v ZeroDurationValue) Set(s string) error {
 // Type names the flag's values in -h.
 func (v ZeroDurationValue) Type() string { return "duration" }
 
+// The one meaning of --idle-timeout, in every command that has it: the
+// serving client's and the simulator's, and the peer's (package peer's
+// DefaultIdleTimeout and IdleTimeoutUsage say the same, and a test holds
+// them to it).
+const (
+	DefaultIdleTimeout = 30 * time.Second
+	IdleTimeoutUsage   = "a peer, server or client that moves no data for this long is gone: its request, read or session fails (an error row where it measured)"
+)
+
 // AddIdleTimeout adds --idle-timeout, the idle timeout of a command's
-// network operations, into p (default peer.DefaultIdleTimeout).
+// network operations, into p (default DefaultIdleTimeout).
 func AddIdleTimeout(fs *pflag.FlagSet, p *time.Duration) {
-	*p = peer.DefaultIdleTimeout
-	fs.Var(DurationValue{p}, "idle-timeout", peer.IdleTimeoutUsage)
+	*p = DefaultIdleTimeout
+	fs.Var(DurationValue{p}, "idle-timeout", IdleTimeoutUsage)
 }

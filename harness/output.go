@@ -90,6 +90,21 @@ func Create(d OutDir, suite string, command []string, collect Collector, log io.
 		return nil, fmt.Errorf("%s: not writable: %w", dir, err)
 	}
 	os.Remove(probe)
+	m := NewManifest(suite, command, collect, log)
+	o := &Output{Dir: dir, Manifest: m, summary: map[string][]string{}, created: created, parents: parents}
+	if err := o.WriteManifest(); err != nil {
+		o.Remove()
+		return nil, err
+	}
+	return o, nil
+}
+
+// NewManifest returns the first manifest of a run of suite started by
+// command: kvtier's version, the command line (secrets redacted), the
+// start time and the machine's facts, which collect adds; what it could
+// not find out becomes the manifest's warnings, each also said on log
+// (nil: not said).
+func NewManifest(suite string, command []string, collect Collector, log io.Writer) *results.Manifest {
 	m := &results.Manifest{
 		Tool: "kvtier", Version: Version(), Command: redact.Args(command), Suite: suite, Start: time.Now().UTC(), // the manifest's wall-clock stamp
 	}
@@ -103,12 +118,7 @@ func Create(d OutDir, suite string, command []string, collect Collector, log io.
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)
 		}
 	}
-	o := &Output{Dir: dir, Manifest: m, summary: map[string][]string{}, created: created, parents: parents}
-	if err := o.WriteManifest(); err != nil {
-		o.Remove()
-		return nil, err
-	}
-	return o, nil
+	return m
 }
 
 // makeDir creates the directory of d, returning its path and whether

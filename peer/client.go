@@ -44,7 +44,7 @@ type DialOptions struct {
 }
 
 // Faults are test-only switches: they make a client send reads the peer
-// must refuse, to check that it does. The command line (cli.EnvFaults,
+// must refuse, to check that it does. The command line (peerflag.EnvFaults,
 // in a test build) sets them from the environment variables named by EnvCorruptRKey, EnvSkipBounds and
 // EnvOutOfPool (the soft-RoCE VM test sets those).
 type Faults struct {
@@ -82,7 +82,7 @@ type Client struct {
 	faults Faults
 }
 
-// The environment variables cli.EnvFaults reads into Faults (set to a
+// The environment variables peerflag.EnvFaults reads into Faults (set to a
 // non-empty value to inject the fault).
 const (
 	EnvCorruptRKey = "KVTIER_TEST_CORRUPT_RKEY" // Faults.CorruptRKey

@@ -57,13 +57,29 @@ type Client struct {
 // optionally ending in /v1; "http://user:password@h:p" sends the
 // credentials as HTTP basic auth). Each request is bounded by timeout.
 func NewClient(endpoint string, timeout time.Duration) (*Client, error) {
-	u, err := url.Parse(strings.TrimSpace(endpoint))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", redact.URL(endpoint))
+	u, err := parseURL(endpoint)
+	if err != nil {
+		return nil, err
 	}
 	base := strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
 	base = strings.TrimSuffix(base, "/v1")
 	return &Client{Base: base, HTTP: &http.Client{}, Timeout: timeout, user: u.User, cal: &calibrations{}, brk: &breaker{}}, nil
+}
+
+// CheckURL says whether endpoint is a server's http(s) URL, as NewClient
+// takes it.
+func CheckURL(endpoint string) error {
+	_, err := parseURL(endpoint)
+	return err
+}
+
+// parseURL parses endpoint, an http(s) URL with a host.
+func parseURL(endpoint string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(endpoint))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", redact.URL(endpoint))
+	}
+	return u, nil
 }
 
 // NewClientWith returns NewClient(endpoint, timeout) with Idle set to idle

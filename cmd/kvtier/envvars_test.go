@@ -10,7 +10,10 @@ import (
 
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness/mesh"
+	"github.com/kvtier/kvtier/peer/peerflag"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving/servingflag"
+	"github.com/kvtier/kvtier/tiers/tierflag"
 )
 
 // TestEnvInHelp: every command's -h ends with the environment variables
@@ -53,8 +56,9 @@ func TestEnvInHelp(t *testing.T) {
 
 // TestBinaryEnvComplete: every variable the binary reads is in
 // cli.BinaryEnv or a command's Env, so that -h and the manifest name it:
-// each literal or constant given to a Getenv in package cli, cmd/kvtier
-// and the suites' commands, and the NCCL variables. The test-only
+// each literal or constant given to a Getenv in package cli, its flag
+// groups' packages, cmd/kvtier and the suites' commands, and the NCCL
+// variables. The test-only
 // KVTIER_TEST_* switches are not in a shipped binary.
 func TestBinaryEnvComplete(t *testing.T) {
 	t.Parallel()
@@ -68,7 +72,11 @@ func TestBinaryEnvComplete(t *testing.T) {
 		}
 	}
 	files, _ := filepath.Glob("*.go")
-	more, _ := filepath.Glob("../../cli/*.go")
+	var more []string
+	for _, dir := range []string{"cli", "tiers/tierflag", "peer/peerflag", "serving/servingflag"} {
+		m, _ := filepath.Glob("../../" + dir + "/*.go")
+		more = append(more, m...)
+	}
 	cmds, _ := filepath.Glob("../../harness/*/command.go")
 	files = append(append(files, more...), cmds...)
 	consts := map[string]string{}
@@ -103,7 +111,7 @@ func TestBinaryEnvComplete(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []string{"NCCL_IB_TC", "NCCL_IB_SL", cli.EnvEndpoint, cli.EnvToken} {
+	for _, n := range []string{"NCCL_IB_TC", "NCCL_IB_SL", servingflag.EnvEndpoint, peerflag.EnvToken} {
 		if !known[n] {
 			t.Errorf("%s is read and not listed", n)
 		}
@@ -119,9 +127,9 @@ func TestBinaryEnvComplete(t *testing.T) {
 // set in its manifest, the run token redacted, and not those it does not
 // read. Before, the manifest recorded no environment at all.
 func TestManifestEnvironment(t *testing.T) {
-	t.Setenv(cli.EnvToken, "s3cret-run-token")
-	t.Setenv(cli.EnvLibIBVerbs, "/nonexistent/libibverbs.so.1")
-	t.Setenv(cli.EnvEndpoint, "http://127.0.0.1:1")
+	t.Setenv(peerflag.EnvToken, "s3cret-run-token")
+	t.Setenv(tierflag.EnvLibIBVerbs, "/nonexistent/libibverbs.so.1")
+	t.Setenv(servingflag.EnvEndpoint, "http://127.0.0.1:1")
 	out := filepath.Join(t.TempDir(), "run")
 	mustRunCLI(t, "sweep", "--backend", "host", "--tiers", "host", "--layout", "blockwise", "--copy", "percopy",
 		"--model-config", "testdata/tiny_config.json", "--prefix", "16", "--reps", "1", "--warmup", "0", "--quiet", "--out", out)
@@ -130,11 +138,11 @@ func TestManifestEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := m.Environment
-	if env[cli.EnvToken] != "<redacted>" || env[cli.EnvLibIBVerbs] != "/nonexistent/libibverbs.so.1" {
+	if env[peerflag.EnvToken] != "<redacted>" || env[tierflag.EnvLibIBVerbs] != "/nonexistent/libibverbs.so.1" {
 		t.Errorf("environment %v", env)
 	}
-	if _, ok := env[cli.EnvEndpoint]; ok {
-		t.Errorf("sweep does not read %s, yet its manifest records it: %v", cli.EnvEndpoint, env)
+	if _, ok := env[servingflag.EnvEndpoint]; ok {
+		t.Errorf("sweep does not read %s, yet its manifest records it: %v", servingflag.EnvEndpoint, env)
 	}
 	b, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
 	if strings.Contains(string(b), "s3cret-run-token") {

@@ -6,18 +6,18 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/tiers/tierflag"
 	"github.com/kvtier/kvtier/units"
 )
 
 func init() {
-	cli.Register(&cli.Command{Name: "info", Order: 10, Run: runInfo, Usage: "Usage: kvtier info [--json]",
+	cli.Register(&cli.Command{Name: "info", Order: 10, Run: runInfo, Usage: "Usage: kvtier info [--json]", Env: tierflag.LibraryGroup.Env,
 		Summary: "what this machine has: CPU, NUMA, memory, GPUs, RDMA NICs, libraries"})
 }
 
@@ -30,11 +30,9 @@ func runInfo(ctx context.Context, c *cli.Call) int {
 	if code, ok := c.ParseNoArgs(fs); !ok {
 		return code
 	}
-	m := &results.Manifest{Tool: "kvtier", Version: harness.Version(), Suite: "info",
-		Command: append([]string{"kvtier", "info"}, c.Args...), Start: time.Now().UTC()}
-	for _, err := range system.Collect(c.SysConfig(*root), m) {
-		m.Warnings = append(m.Warnings, err.Error())
-	}
+	m := harness.NewManifest("info", c.CommandLine(), func(m *results.Manifest) []error {
+		return system.Collect(sysConfig(c, *root), m)
+	}, nil)
 	if *asJSON {
 		b, err := json.MarshalIndent(m, "", "  ")
 		if err != nil {

@@ -28,6 +28,10 @@ import (
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
 	_ "github.com/kvtier/kvtier/harness/suites"
+	"github.com/kvtier/kvtier/plots"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/tiers/tierflag"
 	_ "github.com/kvtier/kvtier/vllmsim/command"
 )
 
@@ -113,7 +117,15 @@ func dispatch(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 		return cli.ExitUsage
 	}
 	noteScriptEnv(stderr, name, args[1:], os.LookupEnv)
-	return c.Run(ctx, &cli.Call{Command: c, Args: args[1:], Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv})
+	call := &cli.Call{Command: c, Args: args[1:], Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv, Figures: plots.Dir}
+	call.Facts = func(m *results.Manifest) []error { return system.Collect(sysConfig(call, "/"), m) }
+	return c.Run(ctx, call)
+}
+
+// sysConfig is where the machine's facts are read for the call: root
+// for sysfs and procfs, and the native libraries its environment names.
+func sysConfig(c *cli.Call, root string) system.Config {
+	return system.Config{Root: root, Libs: tierflag.Libraries(c.Getenv)}
 }
 
 // commandNames are the names of the registered commands.

@@ -10,11 +10,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kvtier/kvtier/cli"
+	"github.com/kvtier/kvtier/peer/peerflag"
 )
 
 func TestMeshBadInput(t *testing.T) {
-	t.Setenv(cli.EnvToken, "")
+	t.Setenv(peerflag.EnvToken, "")
 	tests := []struct {
 		name string
 		args []string

@@ -15,7 +15,9 @@ import (
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/peer/peerflag"
 	"github.com/kvtier/kvtier/rdma"
+	"github.com/kvtier/kvtier/tiers/tierflag"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -26,6 +28,7 @@ var serveCommand = cli.Register(&cli.Command{
 	Order:   40,
 	Usage:   "Usage: kvtier serve [flags]\n\nHolds a KV pool filled with a verifiable pattern and serves chunk reads to kvtier transfer and the remote tier.\nPrints one line \"kvtier serve: listening on ADDR (...)\" on stdout once ready; SIGINT or SIGTERM stops it.",
 	Run:     runServe,
+	Env:     tierflag.LibraryGroup.Env, // --mem gpu opens the cuda backend
 })
 
 // serveOptions are the flags of kvtier serve.
@@ -39,8 +42,8 @@ type serveOptions struct {
 	GIDIndex  int
 	TC, SL    int // --ib-tc, --ib-sl
 	Seed      uint64
-	backend   cli.BackendFlags // --gpu for --mem gpu
-	token     cli.TokenFlags   // --token: clients without it are refused
+	backend   tierflag.BackendFlags // --gpu for --mem gpu
+	token     peerflag.TokenFlags   // --token: clients without it are refused
 	Idle      time.Duration
 	Sessions  int
 	Writable  bool // accept stores into the pool
@@ -51,11 +54,11 @@ func (o *serveOptions) add(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Mem, "mem", peer.HostMem, "pool memory: host (anonymous mmap) or gpu (device memory of the cuda backend)")
 	fs.StringVar(&o.pool, "pool", "1GiB", "pool size")
 	fs.StringVar(&o.Transport, "transport", peer.TCP, "tcp, or verbs (RDMA READ from the registered pool; TCP clients are served too)")
-	fs.StringVar(&o.Device, "rdma-device", rdma.AutoDevice, cli.RDMADeviceUsage)
+	fs.StringVar(&o.Device, "rdma-device", rdma.AutoDevice, peerflag.RDMADeviceUsage)
 	cli.Alias(fs, "device", "rdma-device")
 	fs.IntVar(&o.backend.GPU, "gpu", 0, "CUDA device ordinal for --mem gpu")
-	fs.IntVar(&o.GIDIndex, "gid-index", -1, cli.GIDIndexUsage)
-	cli.AddIBQoS(fs, &o.TC, &o.SL)
+	fs.IntVar(&o.GIDIndex, "gid-index", -1, peerflag.GIDIndexUsage)
+	peerflag.AddIBQoS(fs, &o.TC, &o.SL)
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the pool's data pattern (clients verify against it)")
 	o.token.Add(fs)
 	cli.AddIdleTimeout(fs, &o.Idle)
@@ -100,13 +103,13 @@ func runServe(ctx context.Context, c *cli.Call) int {
 	if err := o.validate(); err != nil {
 		return c.UsageErr(err)
 	}
-	rcfg := rdma.Config{Device: o.Device, GIDIndex: o.GIDIndex, Root: "/", Library: c.Libraries().IBVerbs, TC: o.TC, SL: o.SL}
+	rcfg := rdma.Config{Device: o.Device, GIDIndex: o.GIDIndex, Root: "/", Library: tierflag.Libraries(c.Getenv).IBVerbs, TC: o.TC, SL: o.SL}
 	if o.Transport == peer.Verbs {
 		// Open one endpoint now so a missing device or a bad GID index is
 		// reported at start, not on the first client (nor after filling
 		// the pool).
-		if early, _ := peer.PickDevice(rcfg, ""); cli.VerbsReady(early) != nil {
-			return c.UsageErr(cli.VerbsReady(early))
+		if early, _ := peer.PickDevice(rcfg, ""); peerflag.VerbsReady(early) != nil {
+			return c.UsageErr(peerflag.VerbsReady(early))
 		}
 	}
 	// Listen first: an address that cannot be had is refused before
@@ -116,7 +119,7 @@ func runServe(ctx context.Context, c *cli.Call) int {
 		return c.UsageErr(option.Wrap("listen", err))
 	}
 	defer ln.Close()
-	p, gpuBus, done, err := cli.Pool{Mem: o.Mem, Size: o.Pool, Seed: o.Seed, Backend: o.backend.Config(c.Stderr, c.Libraries())}.Open(ctx)
+	p, gpuBus, done, err := tierflag.Pool{Mem: o.Mem, Size: o.Pool, Seed: o.Seed, Backend: o.backend.Config(c.Stderr, tierflag.Libraries(c.Getenv))}.Open(ctx)
 	if err != nil {
 		return c.UsageErr(err)
 	}
@@ -124,7 +127,7 @@ func runServe(ctx context.Context, c *cli.Call) int {
 	if o.Transport == peer.Verbs {
 		var why string
 		if rcfg, why = peer.PickDevice(rcfg, gpuBus); gpuBus != "" {
-			if err := cli.VerbsReady(rcfg); err != nil {
+			if err := peerflag.VerbsReady(rcfg); err != nil {
 				return c.UsageErr(err)
 			}
 		}

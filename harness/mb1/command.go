@@ -16,6 +16,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/serving/servingflag"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 )
@@ -28,7 +29,7 @@ var Command = cli.Register(&cli.Command{Name: "interfere", Order: 90, Run: cli.B
 
 // flags are the flags of kvtier interfere.
 type flags struct {
-	server                   cli.ServerFlags
+	server                   servingflag.ServerFlags
 	control, decode, prefill string
 	chunkLabel               string
 	injectAfter, timeout     time.Duration
@@ -73,7 +74,7 @@ func (f *flags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 	fs.StringVar(&f.decode, "decode", "1,4,8", "numbers of concurrent decode streams D (with --sim 1,8 unless --full)")
 	fs.StringVar(&f.api, "api", serving.APICompletions, "API of the decode streams and the prefill: completions (prompts of token ids) or chat (as the H20 reference; the prefill sized with POST /tokenize)")
 	fs.StringVar(&f.prefill, "prefill", "2k,8k,32k,64k,128k", "prefill lengths P in tokens (k = 1024; with --sim 8k unless --full)")
-	cli.AddFull(fs, &f.full, "--decode 1,4,8 --prefill 2k,8k,32k,64k,128k")
+	servingflag.AddFull(fs, &f.full, "--decode 1,4,8 --prefill 2k,8k,32k,64k,128k")
 	fs.IntVar(&f.reps, "reps", cli.DefaultReps, "reps per (D, P) cell")
 	fs.StringVar(&f.control, "control-base-url", "", "base URL of a second instance: the control arm sends the prefill there (no control arm without it)")
 	cli.Alias(fs, "control-endpoint", "control-base-url")
@@ -94,8 +95,9 @@ func (f *flags) Resolve() (Config, error) {
 		ControlEndpoint: strings.TrimSpace(f.control), Model: f.server.Model, API: f.api,
 		Reps: f.reps, ChunkLabel: f.chunkLabel, DecodeTokens: f.decodeTokens, Seed: f.seed,
 	}
-	cfg.Endpoint = f.server.EndpointURL(&errs, cli.SecondEndpoint{Flag: "control-base-url", Role: "control instance", URL: cfg.ControlEndpoint})
-	cli.ShortGrid(f.server.FS, f.server.UseSim, f.full, "decode", &f.decode, "1,8")
+	cfg.Simulated = f.server.UseSim // the sim runs, and its URL is known, once the flags are checked
+	cfg.Endpoint = f.server.EndpointURL(&errs, servingflag.SecondEndpoint{Flag: "control-base-url", Role: "control instance", URL: cfg.ControlEndpoint})
+	servingflag.ShortGrid(f.server.FS, f.server.UseSim, f.full, "decode", &f.decode, "1,8")
 	cfg.Decode = cli.ListFlag(&errs, "decode", f.decode, func(s string) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -103,7 +105,7 @@ func (f *flags) Resolve() (Config, error) {
 		}
 		return n, nil
 	}, 1)
-	cli.ShortGrid(f.server.FS, f.server.UseSim, f.full, "prefill", &f.prefill, "8k")
+	servingflag.ShortGrid(f.server.FS, f.server.UseSim, f.full, "prefill", &f.prefill, "8k")
 	cfg.Prefill = cli.ListFlag(&errs, "prefill", f.prefill, units.ParseTokens, 2048)
 	if f.chunkLabel != "" {
 		if n, err := units.ParseTokens(f.chunkLabel); err != nil || n > serving.MaxPromptTokens {
@@ -147,7 +149,7 @@ func runCommand(ctx context.Context, c *cli.Call, f *flags, cfg Config) int {
 			chunk, _ = units.ParseTokens(f.chunkLabel)
 		}
 		cfg.ChunkLabel = strconv.Itoa(chunk)
-		cli.SayEstimate(c.Stderr, c.Name, f.full, len(cfg.Prefill)*len(cfg.Decode), cfg.Reps, simEstimate(cfg, simConfig(cfg, chunk)))
+		servingflag.SayEstimate(c.Stderr, c.Name, f.full, len(cfg.Prefill)*len(cfg.Decode), cfg.Reps, simEstimate(cfg, simConfig(cfg, chunk)))
 		stop, err := startSims(ctx, &cfg, chunk)
 		if err != nil {
 			return c.UsageErr(fmt.Errorf("--sim: %w", err))

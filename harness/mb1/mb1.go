@@ -85,7 +85,7 @@ type Config struct {
 // (option.Error).
 func (c Config) Validate() error {
 	var errs []error
-	if c.Endpoint == "" {
+	if c.Endpoint == "" && !c.Simulated {
 		errs = append(errs, option.Errorf("base-url", "required"))
 	}
 	errs = append(errs, serving.CheckCounts("decode", c.Decode, 1, MaxStreams, "streams")...)

@@ -17,7 +17,9 @@ import (
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/peer/peerflag"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/tiers/tierflag"
 )
 
 // commandFlags are the flags of kvtier mesh.
@@ -49,7 +51,7 @@ func (f *commandFlags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 	f.ov = NoOverrides()
 	f.out.Add(fs)
 	f.mb2.Add(fs, commandDefaults(), "transfer sizes (default 64MiB,256MiB,1GiB)")
-	fs.StringVar(&f.directions, "direction", "load", cli.DirectionUsage+"; load: each rank reads from the others' pools, store: it writes into them (every rank's pool then accepts writes)")
+	fs.StringVar(&f.directions, "direction", "load", tierflag.DirectionUsage+"; load: each rank reads from the others' pools, store: it writes into them (every rank's pool then accepts writes)")
 	fs.StringVar(&f.pattern, "pattern", Pairwise, "pairwise (one pair moves data at a time) or ring (every rank reads from rank+1 at once)")
 	fs.StringVar(&f.mem, "mem", peer.HostMem, "pool memory of every rank: host, or gpu (device memory of the rank's GPU)")
 	fs.StringVar(&f.pool, "pool", "", "pool size per rank (default: the largest size and a quarter, within free memory shared by the node's ranks)")
@@ -86,7 +88,7 @@ func (f *commandFlags) Resolve() (plan, error) {
 	var errs []error
 	p := plan{out: f.out, pattern: f.pattern, mem: f.mem, gpu: f.gpu, listen: f.listen, peerCopy: f.peerCopy}
 	p.opts = f.mb2.Options(&errs, f.call.Getenv)
-	p.opts.Directions = cli.ListFlag(&errs, "direction", f.directions, cli.ParseDirection, tiers.Load)
+	p.opts.Directions = cli.ListFlag(&errs, "direction", f.directions, tierflag.ParseDirection, tiers.Load)
 	rdv := f.rendezvous
 	errs = append(errs, p.opts.Validate(), f.out.Check())
 	if f.pattern != Pairwise && f.pattern != Ring {
@@ -98,9 +100,9 @@ func (f *commandFlags) Resolve() (plan, error) {
 	if f.pool != "" {
 		p.pool = cli.SizeFlag(&errs, "pool", f.pool, transfer.MaxSize)
 	}
-	errs = append(errs, option.Range("gpu", f.gpu, -1, cli.MaxOrdinal, "-1: the local rank"))
+	errs = append(errs, option.Range("gpu", f.gpu, -1, tierflag.MaxOrdinal, "-1: the local rank"))
 	if p.opts.Token == "" {
-		errs = append(errs, option.Errorf("token", "no run token: set %s in the job's environment (srun passes it; mpirun -x %s) or give --token", cli.EnvToken, cli.EnvToken))
+		errs = append(errs, option.Errorf("token", "no run token: set %s in the job's environment (srun passes it; mpirun -x %s) or give --token", peerflag.EnvToken, peerflag.EnvToken))
 	}
 	var err error
 	p.launch, err = Detect(Env{Getenv: f.call.Getenv, Hostname: os.Hostname, Expand: expandNodelist, NodeAddr: slurmNodeAddr}, f.ov)

@@ -6,18 +6,17 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/peer/peerflag"
 	"github.com/kvtier/kvtier/rdma"
-	"github.com/kvtier/kvtier/redact"
-	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/system/meminfo"
+	"github.com/kvtier/kvtier/tiers/tierflag"
 )
 
 // A process is what one rank of kvtier mesh holds open: its side of the
@@ -79,10 +78,7 @@ func rankExit(ctx context.Context, c *cli.Call, rank int, err error, code int) i
 // open collects this rank's facts, picks its GPU and NIC, opens its
 // backends and serves its pool.
 func (r *process) open(ctx context.Context, c *cli.Call, p plan, ip net.IP) error {
-	man := &results.Manifest{Tool: "kvtier", Version: harness.Version(), Command: redact.Args(os.Args), Suite: Suite.Name, Start: time.Now().UTC()} // the manifest's start stamp
-	for _, err := range c.CollectSystem(man) {
-		man.Warnings = append(man.Warnings, err.Error())
-	}
+	man := c.Manifest(Suite.Name)
 	host, _ := os.Hostname()
 	self := Member{Launch: p.launch, Host: host, Transport: p.opts.Transport, Mem: p.mem, GPU: -1, Manifest: man}
 	gpu := p.gpu
@@ -98,14 +94,14 @@ func (r *process) open(ctx context.Context, c *cli.Call, p plan, ip net.IP) erro
 	if err != nil {
 		return err
 	}
-	bf := cli.BackendFlags{GPU: gpu, NUMA: -1}
-	be, done, err := transfer.OpenBackends(ctx, p.opts, bf.Config(c.Stderr, c.Libraries()))
+	bf := tierflag.BackendFlags{GPU: gpu, NUMA: -1}
+	be, done, err := transfer.OpenBackends(ctx, p.opts, bf.Config(c.Stderr, tierflag.Libraries(c.Getenv)))
 	if err != nil {
 		return err
 	}
 	r.closes = append(r.closes, done)
 	be.RDMA = rcfg
-	r.worker = &Worker{Options: p.opts, Backends: be, BackendConfig: bf.Config(c.Stderr, c.Libraries()), Log: c.Stderr}
+	r.worker = &Worker{Options: p.opts, Backends: be, BackendConfig: bf.Config(c.Stderr, tierflag.Libraries(c.Getenv)), Log: c.Stderr}
 	r.closes = append(r.closes, func() { r.worker.Close() })
 	if err := r.servePool(ctx, c, p, &self, gpu, ip, rcfg); err != nil {
 		return err
@@ -121,7 +117,7 @@ func (r *process) pickNIC(c *cli.Call, self *Member, p plan, ip net.IP) (rdma.Co
 	if s.RDMADevice == rdma.AutoDevice {
 		s.RDMADevice = ""
 	}
-	s.Library = c.Libraries().IBVerbs
+	s.Library = tierflag.Libraries(c.Getenv).IBVerbs
 	rcfg := s.RDMA("/")
 	if p.opts.Transport != peer.Verbs {
 		self.NIC = InterfaceOf(ip)
@@ -130,11 +126,11 @@ func (r *process) pickNIC(c *cli.Call, self *Member, p plan, ip net.IP) (rdma.Co
 	dist := func(a, b string) string { return system.Distance("/", a, b) }
 	nic, d, ok := PickNIC(self.Manifest.NICs, s.RDMADevice, self.GPUBus, dist)
 	if !ok {
-		return rcfg, cli.VerbsProblem(rdma.ErrNoDevice)
+		return rcfg, peerflag.VerbsProblem(rdma.ErrNoDevice)
 	}
 	rcfg.Device, rcfg.Port = nic.Name, nic.Port
 	self.NIC, self.NICRate, self.GPUNIC = nic.Name, nic.RateGbps, d
-	return rcfg, cli.VerbsReady(rcfg)
+	return rcfg, peerflag.VerbsReady(rcfg)
 }
 
 // servePool allocates the rank's pool and serves it, with the run token,
@@ -145,8 +141,8 @@ func (r *process) servePool(ctx context.Context, c *cli.Call, p plan, self *Memb
 		size = poolBytes(p.opts, p.launch.LocalSize)
 	}
 	seed := p.opts.Seed*1_000_003 + uint64(p.launch.Rank) + 1 // each rank's pool its own pattern
-	bf := cli.BackendFlags{Name: "cuda", GPU: gpu, NUMA: -1}
-	pool, _, closePool, err := cli.Pool{Mem: p.mem, Size: size, Seed: seed, Backend: bf.Config(c.Stderr, c.Libraries())}.Open(ctx)
+	bf := tierflag.BackendFlags{Name: "cuda", GPU: gpu, NUMA: -1}
+	pool, _, closePool, err := tierflag.Pool{Mem: p.mem, Size: size, Seed: seed, Backend: bf.Config(c.Stderr, tierflag.Libraries(c.Getenv))}.Open(ctx)
 	if err != nil {
 		return option.Wrap("pool", err)
 	}

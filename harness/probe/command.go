@@ -20,6 +20,7 @@ import (
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/serving/servingflag"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
@@ -33,7 +34,7 @@ var Command = cli.Register(&cli.Command{Name: "probe", Order: 80, Run: cli.Bound
 
 // flags are the flags of kvtier probe.
 type flags struct {
-	server                    cli.ServerFlags
+	server                    servingflag.ServerFlags
 	full                      bool // --full: the full grid with --sim
 	producer, connector       string
 	tiers, prefixes           string
@@ -52,7 +53,7 @@ func (f *flags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 	f.server.Add(fs, c, "measure an embedded kvtier sim instead of a server (rows say simulated=true)")
 	fs.StringVar(&f.tiers, "tiers", strings.Join(Tiers, ","), "tiers to force and measure: "+tierUsage()+"; the other names in parentheses are accepted too")
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prompt lengths in tokens (k = 1024; with --sim 1k,4k,16k unless --full)")
-	cli.AddFull(fs, &f.full, "--prefix 1k,2k,4k,8k,16k,32k,64k")
+	servingflag.AddFull(fs, &f.full, "--prefix 1k,2k,4k,8k,16k,32k,64k")
 	fs.IntVar(&f.reps, "reps", cli.DefaultReps, "measured requests per tier and prefix")
 	f.out.Add(fs)
 	f.timeout = 120 * time.Second
@@ -80,11 +81,12 @@ func (f *flags) Resolve() (Config, error) {
 	}
 	cfg.CPUCapacity = cli.TokensFlag(&errs, "cpu-capacity", f.cpuCapacity)
 	cfg.OffloadBlock = cli.TokensFlag(&errs, "offload-block", f.offloadBlock)
-	cfg.Endpoint = f.server.EndpointURL(&errs, cli.SecondEndpoint{Flag: "producer", Role: "producer", URL: cfg.Producer})
+	cfg.Simulated = f.server.UseSim // the sim runs, and its URL is known, once the flags are checked
+	cfg.Endpoint = f.server.EndpointURL(&errs, servingflag.SecondEndpoint{Flag: "producer", Role: "producer", URL: cfg.Producer})
 	// Connector names are Validate's to check; tiers go by any of their
 	// names.
 	cfg.Tiers = cli.ListFlag(&errs, "tiers", f.tiers, func(s string) (string, error) { return tierName(strings.TrimSpace(s)) }, "miss")
-	cli.ShortGrid(f.server.FS, f.server.UseSim, f.full, "prefix", &f.prefixes, "1k,4k,16k")
+	servingflag.ShortGrid(f.server.FS, f.server.UseSim, f.full, "prefix", &f.prefixes, "1k,4k,16k")
 	cfg.Prefixes = cli.ListFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
 	cfg.Timeout = f.timeout
 	cfg.Idle, cfg.MaxTimeouts = f.server.Idle, f.server.MaxTimeouts
@@ -234,7 +236,7 @@ func simEstimate(cfg Config, sim vllmsim.Config) time.Duration {
 func runCommand(ctx context.Context, c *cli.Call, f *flags, cfg Config) int {
 	f.server.WarnSimTimeScale(c.Stderr)
 	if f.server.UseSim {
-		cli.SayEstimate(c.Stderr, c.Name, f.full, len(cfg.Prefixes)*len(cfg.Tiers), cfg.Reps, simEstimate(cfg, simConfig(cfg)))
+		servingflag.SayEstimate(c.Stderr, c.Name, f.full, len(cfg.Prefixes)*len(cfg.Tiers), cfg.Reps, simEstimate(cfg, simConfig(cfg)))
 		stop, err := startSims(ctx, &cfg)
 		if err != nil {
 			return c.UsageErr(fmt.Errorf("--sim: %w", err))

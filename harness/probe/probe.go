@@ -92,7 +92,7 @@ type Config struct {
 // (option.Error).
 func (c Config) Validate() error {
 	var errs []error
-	if c.Endpoint == "" {
+	if c.Endpoint == "" && !c.Simulated {
 		errs = append(errs, option.Errorf("base-url", "required"))
 	}
 	for _, t := range c.Tiers {

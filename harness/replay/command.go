@@ -18,6 +18,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/serving/servingflag"
 )
 
 // Command is kvtier replay.
@@ -80,7 +81,7 @@ func (f *WorkloadFlags) Add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.maxOutput, "max-output", "0", "cap on max_tokens (k = 1024; 0: the trace's output_length)")
 	fs.Uint64Var(&f.Seed, "seed", 1, "seed of the prompts' token ids and of synthetic sessions")
 	cli.AddIdleTimeout(fs, &f.idle)
-	cli.AddMaxTimeouts(fs, &f.maxTimeouts)
+	servingflag.AddMaxTimeouts(fs, &f.maxTimeouts)
 	fs.StringVar(&f.api, "api", serving.APICompletions, "API of the requests: completions (prompts of token ids, or text to a server that takes none) or chat (one user message of the same length)")
 }
 
@@ -164,7 +165,7 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 	var blockSize, gpuBlocks int
 	f.Add(fs)
 	out.Add(fs)
-	cli.AddBaseURL(fs, c, &baseURL, "base URL of the vLLM server, e.g. http://127.0.0.1:8000 (env "+cli.EnvEndpoint+")")
+	servingflag.AddBaseURL(fs, c, &baseURL, "base URL of the vLLM server, e.g. http://127.0.0.1:8000 (env "+servingflag.EnvEndpoint+")")
 	fs.IntVar(&blockSize, "block-size", 0, "the server's KV block size in tokens (default: from vllm:cache_config_info)")
 	fs.IntVar(&gpuBlocks, "gpu-blocks", 0, "the server's GPU KV blocks, for the prediction (default: vllm:cache_config_info num_gpu_blocks)")
 	r, code, ok := cli.ParseOptions(fs, c.Args, c.Stderr, c.Getenv, func() (replayRun, error) {

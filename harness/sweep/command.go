@@ -12,7 +12,9 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/peer/peerflag"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/tiers/tierflag"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -22,8 +24,8 @@ type flags struct {
 	out                              cli.OutputFlags
 	model                            cli.ModelFlags
 	policy                           cli.PolicyFlags
-	backend                          cli.BackendFlags
-	token                            cli.TokenFlags // sent to the remote tier's peer
+	backend                          tierflag.BackendFlags
+	token                            peerflag.TokenFlags // sent to the remote tier's peer
 	tiers, layouts, prefixes, copies string
 	directions                       string
 	seed                             uint64
@@ -43,7 +45,7 @@ func (f *flags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 	fs.StringVar(&f.layouts, "layout", "layerwise,blockwise", "pool layouts: layerwise (vLLM paged, one chunk per layer and K/V), blockwise (one chunk per block)")
 	fs.StringVar(&f.prefixes, "prefix", "1k,2k,4k,8k,16k,32k,64k", "prefix lengths in tokens (k = 1024)")
 	fs.StringVar(&f.copies, "copy", "percopy,batch,contiguous", "copy modes for tiers that move bytes: percopy, batch (cuMemcpyBatchAsync), contiguous (upper bound)")
-	fs.StringVar(&f.directions, "direction", "load", cli.DirectionUsage)
+	fs.StringVar(&f.directions, "direction", "load", tierflag.DirectionUsage)
 	fs.Uint64Var(&f.seed, "seed", f.opts.Seed, "seed of block placement and the data pattern")
 	for _, s := range tiers.All() {
 		if o := f.opts.TierOptions[s.Name]; o != nil {
@@ -66,12 +68,12 @@ func (f *flags) Resolve() (Options, error) {
 	o.Layouts = cli.ListFlag(&errs, "layout", f.layouts, func(s string) (kv.Layout, error) { return kv.ParseLayout(strings.TrimSpace(s)) }, kv.Layouts()...)
 	o.Prefixes = cli.ListFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1)
 	o.Copy = cli.ListFlag(&errs, "copy", f.copies, func(s string) (tiers.CopyMode, error) { return tiers.ParseCopyMode(strings.TrimSpace(s)) }, tiers.PerCopy)
-	o.Directions = cli.ListFlag(&errs, "direction", f.directions, cli.ParseDirection, tiers.Load)
+	o.Directions = cli.ListFlag(&errs, "direction", f.directions, tierflag.ParseDirection, tiers.Load)
 	o.Seed = f.seed
 	for _, to := range o.TierOptions {
 		if po, ok := to.(tiers.PeerOptions); ok {
 			s := po.PeerSettings()
-			s.Token, s.Library = f.token.Value(f.call.Getenv), f.call.Libraries().IBVerbs
+			s.Token, s.Library = f.token.Value(f.call.Getenv), tierflag.Libraries(f.call.Getenv).IBVerbs
 		}
 	}
 	var err error
@@ -100,17 +102,17 @@ func runCommand(ctx context.Context, c *cli.Call, f *flags, opts Options) int {
 		if !ok || po.PeerAddr() == "" || (len(opts.Tiers) > 0 && !slices.Contains(opts.Tiers, name)) {
 			continue
 		}
-		if err := cli.PeerReachable(ctx, po.PeerAddr(), po.PeerSettings().Token); err != nil {
-			return c.PeerUnreachable(ctx, err)
+		if err := peerflag.PeerReachable(ctx, po.PeerAddr(), po.PeerSettings().Token); err != nil {
+			return peerflag.Unreachable(ctx, c, err)
 		}
 	}
 	// Open the backend before writing anything, so a backend that cannot
 	// open is one line and exit 2 with no results directory.
-	bs, why, err := cli.OpenBackends(ctx, &f.backend, f.backend.Config(c.Stderr, c.Libraries()))
+	bs, why, err := tierflag.OpenBackends(ctx, &f.backend, f.backend.Config(c.Stderr, tierflag.Libraries(c.Getenv)))
 	if err != nil {
 		return c.UsageErr(err)
 	}
-	defer cli.CloseAll(bs, c.Stderr)
+	defer tierflag.CloseAll(bs, c.Stderr)
 	for _, w := range why {
 		c.Logf("backend %s; using %s", w, bs[0].Name())
 	}

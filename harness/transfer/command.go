@@ -13,8 +13,10 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
+	"github.com/kvtier/kvtier/peer/peerflag"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/tiers/tierflag"
 	"github.com/kvtier/kvtier/units"
 )
 
@@ -23,7 +25,7 @@ import (
 type Flags struct {
 	model          cli.ModelFlags
 	policy         cli.PolicyFlags
-	token          cli.TokenFlags
+	token          peerflag.TokenFlags
 	sizes, layouts string
 	// Opts are the options the flags start from and set.
 	Opts Options
@@ -42,9 +44,9 @@ func (f *Flags) Add(fs *pflag.FlagSet, o Options, sizesHelp string) {
 	cli.Alias(fs, "qps", "conns")
 	fs.StringVar(&p.Transport, "transport", o.Transport, "tcp or verbs")
 	fs.Float64Var(&p.LineGbps, "line-rate", 0, "link rate in Gb/s for line_frac (default: the NIC's rate for verbs, unknown for tcp)")
-	fs.StringVar(&p.RDMADevice, "rdma-device", rdma.AutoDevice, cli.RDMADeviceUsage)
-	fs.IntVar(&p.GIDIndex, "gid-index", o.GIDIndex, cli.GIDIndexUsage)
-	cli.AddIBQoS(fs, &p.IBTC, &p.IBSL)
+	fs.StringVar(&p.RDMADevice, "rdma-device", rdma.AutoDevice, peerflag.RDMADeviceUsage)
+	fs.IntVar(&p.GIDIndex, "gid-index", o.GIDIndex, peerflag.GIDIndexUsage)
+	peerflag.AddIBQoS(fs, &p.IBTC, &p.IBSL)
 	fs.Uint64Var(&p.Seed, "seed", o.Seed, "seed of chunk placement")
 	fs.StringVar(&p.DstMem, "dst-mem", DstHost, "where reads land: host, or gpu (device memory through the cuda backend: GPUDirect on verbs when it registers, else a pinned bounce buffer + H2D, timed together; the path column gets +gpudirect or +bounce)")
 	cli.AddIdleTimeout(fs, &p.IdleTimeout)
@@ -85,7 +87,7 @@ func (f *commandFlags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 	f.call = c
 	f.out.Add(fs)
 	f.mb2.Add(fs, DefaultOptions(), "transfer sizes (default 16MiB to 16GiB, doubling; sizes over the peer's pool or free memory are skipped rows)")
-	fs.StringVar(&f.directions, "direction", "load", cli.DirectionUsage+"; load pulls from the peer, store pushes into its pool (kvtier serve --writable)")
+	fs.StringVar(&f.directions, "direction", "load", tierflag.DirectionUsage+"; load pulls from the peer, store pushes into its pool (kvtier serve --writable)")
 	fs.StringVar(&f.peers, "peer", "", "HOST:PORT of kvtier serve peers, comma-separated, measured in turn into one transfer.csv (default: an embedded loopback peer)")
 	fs.StringVar(&f.path, "path", "", "label rows intra or inter (default: intra when the peer is on this host, else inter; loopback for the embedded peer)")
 	fs.StringVar(&f.pool, "pool", "", "pool of the embedded peer (default: fits the largest size in free memory)")
@@ -99,7 +101,7 @@ func (f *commandFlags) Resolve() (Options, error) {
 	var errs []error
 	o := f.mb2.Options(&errs, f.call.Getenv)
 	o.Path = f.path
-	o.Directions = cli.ListFlag(&errs, "direction", f.directions, cli.ParseDirection, tiers.Load)
+	o.Directions = cli.ListFlag(&errs, "direction", f.directions, tierflag.ParseDirection, tiers.Load)
 	o.Peers = nil
 	if strings.TrimSpace(f.peers) != "" {
 		for p := range strings.SplitSeq(f.peers, ",") {
@@ -112,14 +114,14 @@ func (f *commandFlags) Resolve() (Options, error) {
 	if f.peerCopy != "" {
 		o.PeerCopy = cli.ListFlag(&errs, "peer-copy", f.peerCopy, func(s string) (int, error) {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n < 0 || n > cli.MaxOrdinal {
+			if err != nil || n < 0 || n > tierflag.MaxOrdinal {
 				return 0, fmt.Errorf("%q is not a GPU ordinal", s)
 			}
 			return n, nil
 		})
 	}
 	errs = append(errs, o.Validate(), f.out.Check())
-	errs = append(errs, option.Range("gpu", f.gpu, 0, cli.MaxOrdinal))
+	errs = append(errs, option.Range("gpu", f.gpu, 0, tierflag.MaxOrdinal))
 	return o, errors.Join(errs...)
 }
 
@@ -130,27 +132,27 @@ func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, opts Options)
 			return c.UsageErr(option.Errorf("pool", "the embedded peer's pool %s", reason))
 		}
 	}
-	bf := cli.BackendFlags{GPU: f.gpu, NUMA: -1}
-	be, done, err := OpenBackends(ctx, opts, bf.Config(c.Stderr, c.Libraries()))
+	bf := tierflag.BackendFlags{GPU: f.gpu, NUMA: -1}
+	be, done, err := OpenBackends(ctx, opts, bf.Config(c.Stderr, tierflag.Libraries(c.Getenv)))
 	if err != nil {
 		return c.UsageErr(err)
 	}
 	defer done()
-	opts.Library = c.Libraries().IBVerbs
+	opts.Library = tierflag.Libraries(c.Getenv).IBVerbs
 	rcfg := opts.RDMA("/")
 	if opts.Transport == peer.Verbs {
-		rcfg, opts.DeviceReason = peer.PickDevice(rcfg, cli.GPUBus(be.Dst, opts.DstMem == DstGPU))
-		if err := cli.VerbsReady(rcfg); err != nil {
+		rcfg, opts.DeviceReason = peer.PickDevice(rcfg, tierflag.GPUBus(be.Dst, opts.DstMem == DstGPU))
+		if err := peerflag.VerbsReady(rcfg); err != nil {
 			return c.UsageErr(err)
 		}
 	}
-	be.RDMA, be.Faults = rcfg, cli.PeerFaults(c.Getenv)
+	be.RDMA, be.Faults = rcfg, peerflag.PeerFaults(c.Getenv)
 	// A peer that cannot be reached at all is bad input: say so before
 	// the results directory exists. One that goes away later is an error
 	// row in it.
 	for _, addr := range opts.Peers {
-		if err := cli.PeerReachable(ctx, addr, opts.Token); err != nil {
-			return c.PeerUnreachable(ctx, err)
+		if err := peerflag.PeerReachable(ctx, addr, opts.Token); err != nil {
+			return peerflag.Unreachable(ctx, c, err)
 		}
 	}
 	return cli.SuiteRun{Call: c, Suite: Suite, Out: f.out,

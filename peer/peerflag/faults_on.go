@@ -1,6 +1,6 @@
 //go:build kvtier_testfaults
 
-package cli
+package peerflag
 
 import "github.com/kvtier/kvtier/peer"
 

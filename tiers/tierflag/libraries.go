@@ -1,12 +1,11 @@
-package cli
+package tierflag
 
 import (
 	"errors"
 	"os/exec"
 	"sync"
 
-	"github.com/kvtier/kvtier/peer"
-	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/system"
 )
 
@@ -19,6 +18,22 @@ const (
 	EnvLibCUFile  = "KVTIER_LIBCUFILE"
 	EnvLibNVML    = "KVTIER_LIBNVML"
 )
+
+// LibraryGroup is the native libraries' variables: no flag, read by every
+// command that opens a backend or writes a manifest (the machine's facts
+// load NVML and the drivers), and by the commands that list it in their
+// Env (info, serve).
+var LibraryGroup = cli.NewGroup(cli.FlagGroup{
+	Name: "libraries", Heading: "Native libraries", Order: 80,
+	ReadBy: []string{cli.OutputGroup.Name, BackendGroup.Name},
+	Env: []cli.EnvVar{
+		{Name: EnvLibCUDA, Meaning: "libcuda.so.1 to load instead of the usual sonames"},
+		{Name: EnvLibCUBLAS, Meaning: "libcublas to load instead of the usual sonames and pip's wheels"},
+		{Name: EnvLibIBVerbs, Meaning: "libibverbs.so.1 to load instead of the usual sonames"},
+		{Name: EnvLibCUFile, Meaning: "libcufile.so to load instead of the usual sonames"},
+		{Name: EnvLibNVML, Meaning: "libnvidia-ml.so.1 to load instead of the usual sonames"},
+	},
+})
 
 // Libraries names the native libraries to load, from the environment
 // getenv reads ("" takes the usual sonames).
@@ -33,9 +48,6 @@ func Libraries(getenv func(string) string) system.Libraries {
 		CUBLASDirs: pipCUBLASDirs,
 	}
 }
-
-// Libraries names the native libraries the call's environment names.
-func (c *Call) Libraries() system.Libraries { return Libraries(c.Getenv) }
 
 // pipCUBLASDirs are the directories of pip's cuBLAS wheels in the
 // site-packages of the Python on PATH (python3, else python), asked once
@@ -53,29 +65,3 @@ var pipCUBLASDirs = sync.OnceValues(func() ([]string, error) {
 	}
 	return system.CUBLASDirs(sites), nil
 })
-
-// SysConfig is where collectors look: root for sysfs and procfs, and the
-// libraries the call's environment names.
-func (c *Call) SysConfig(root string) system.Config {
-	return system.Config{Root: root, Libs: c.Libraries()}
-}
-
-// CollectSystem adds this machine's facts to a run's manifest.
-func (c *Call) CollectSystem(m *results.Manifest) []error {
-	return system.Collect(c.SysConfig("/"), m)
-}
-
-// PeerFaults returns the test-only fault switches, reading the
-// environment with getenv: none in the shipped binary; the KVTIER_TEST_*
-// environment variables in a binary built with -tags kvtier_testfaults
-// (the soft-RoCE VM test's) and in the tests that set it to EnvFaults.
-var PeerFaults = buildFaults
-
-// EnvFaults reads the test-only fault switches from the environment.
-func EnvFaults(getenv func(string) string) peer.Faults {
-	return peer.Faults{
-		CorruptRKey: getenv(peer.EnvCorruptRKey) != "",
-		SkipBounds:  getenv(peer.EnvSkipBounds) != "",
-		OutOfPool:   getenv(peer.EnvOutOfPool) != "",
-	}
-}

@@ -1,4 +1,11 @@
-package cli
+// Package servingflag holds the flag group of the commands that send
+// requests to an OpenAI/vLLM server (probe, interfere, replay, knee):
+// the server measured, or an embedded kvtier sim in its place
+// (ServerFlags, ServerGroup), and what those commands share about --sim's
+// grids. It sits beside package serving, as the go command keeps
+// AddBuildFlags beside its build; serving itself stays below the
+// command line and the measuring core.
+package servingflag
 
 import (
 	"errors"
@@ -9,19 +16,18 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/serving"
-	"github.com/kvtier/kvtier/units"
 )
 
-// The flag groups of the commands that send requests to an OpenAI/vLLM
-// server (probe, interfere, replay, knee), and what those commands share.
+// EnvEndpoint stands for --base-url.
+const EnvEndpoint = "KVTIER_ENDPOINT"
 
-// DefaultReps is --reps wherever repetitions are counted: five samples a
-// side is the fewest with which kvtier compare's rank test can reach
-// p <= 0.05, so two runs with default flags can be compared.
-const DefaultReps = 5
+// ServerGroup is the server a client command measures: --base-url, --sim,
+// --served-model-name, --idle-timeout and --max-timeouts.
+var ServerGroup = cli.NewGroup(cli.FlagGroup{Name: "server", Heading: "Server", Order: 40,
+	Env: []cli.EnvVar{{Name: EnvEndpoint, Flag: "base-url", Meaning: "the server measured"}}})
 
 // ServerFlags choose the vLLM server a client command measures:
 // --base-url (vllm bench serve's name; --endpoint before, which is the
@@ -38,30 +44,36 @@ type ServerFlags struct {
 }
 
 // Add adds the group's flags to fs; simUsage says what --sim measures.
-func (f *ServerFlags) Add(fs *pflag.FlagSet, c *Call, simUsage string) {
+func (f *ServerFlags) Add(fs *pflag.FlagSet, c *cli.Call, simUsage string) {
 	f.FS = fs
-	AddBaseURL(fs, c, &f.BaseURL, "base URL of the vLLM server measured, e.g. http://127.0.0.1:8000 (env "+EnvEndpoint+")")
-	fs.BoolVar(&f.UseSim, "sim", false, simUsage)
-	addSimTimeScale(fs, &f.SimScale)
-	fs.StringVar(&f.Model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
-	Alias(fs, "model", "served-model-name")
-	AddIdleTimeout(fs, &f.Idle)
-	AddMaxTimeouts(fs, &f.MaxTimeouts)
+	ServerGroup.Bind(fs, func(fs *pflag.FlagSet) {
+		AddBaseURL(fs, c, &f.BaseURL, "base URL of the vLLM server measured, e.g. http://127.0.0.1:8000 (env "+EnvEndpoint+")")
+		fs.BoolVar(&f.UseSim, "sim", false, simUsage)
+		addSimTimeScale(fs, &f.SimScale)
+		fs.StringVar(&f.Model, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
+		cli.Alias(fs, "model", "served-model-name")
+		cli.AddIdleTimeout(fs, &f.Idle)
+		AddMaxTimeouts(fs, &f.MaxTimeouts)
+	})
 }
 
 // AddBaseURL adds --base-url, the server a client command sends to
 // (default $KVTIER_ENDPOINT), with --endpoint as its deprecated alias:
 // vllm bench serve calls the server --base-url and the API path
 // (/v1/completions) --endpoint.
-func AddBaseURL(fs *pflag.FlagSet, c *Call, p *string, usage string) {
-	fs.StringVar(p, "base-url", c.Getenv(EnvEndpoint), usage)
-	Alias(fs, "endpoint", "base-url")
+func AddBaseURL(fs *pflag.FlagSet, c *cli.Call, p *string, usage string) {
+	ServerGroup.Bind(fs, func(fs *pflag.FlagSet) {
+		fs.StringVar(p, "base-url", c.Getenv(EnvEndpoint), usage)
+		cli.Alias(fs, "endpoint", "base-url")
+	})
 }
 
 // AddMaxTimeouts adds --max-timeouts, the circuit breaker of every HTTP
 // command: one name, one meaning.
 func AddMaxTimeouts(fs *pflag.FlagSet, p *int) {
-	fs.IntVar(p, "max-timeouts", serving.DefaultMaxTimeouts, "stop after this many consecutive requests to a server time out (a hung engine), leaving skipped rows for the rest (0: never)")
+	ServerGroup.Bind(fs, func(fs *pflag.FlagSet) {
+		fs.IntVar(p, "max-timeouts", serving.DefaultMaxTimeouts, "stop after this many consecutive requests to a server time out (a hung engine), leaving skipped rows for the rest (0: never)")
+	})
 }
 
 // A SecondEndpoint is a server a command talks to besides --base-url: its
@@ -70,27 +82,27 @@ type SecondEndpoint struct{ Flag, Role, URL string }
 
 // EndpointURL checks --base-url, --sim and a second server's flag
 // together, adding each problem to errs, and returns the endpoint to
-// use: "sim" with --sim (replaced by the sim's URL once it runs).
+// use: none with --sim, whose URL is known once the sim runs.
 func (f *ServerFlags) EndpointURL(errs *[]error, second SecondEndpoint) string {
 	endpoint := strings.TrimSpace(f.BaseURL)
 	switch {
 	case f.UseSim:
-		if FlagChanged(f.FS, "base-url") {
+		if cli.FlagChanged(f.FS, "base-url") {
 			*errs = append(*errs, errors.New("--sim and --base-url exclude each other"))
 		}
 		if second.URL != "" {
 			*errs = append(*errs, fmt.Errorf("--sim starts its own %s: drop --%s", second.Role, second.Flag))
 		}
-		endpoint = "sim"
+		endpoint = ""
 	case endpoint == "":
 		*errs = append(*errs, errors.New("--base-url URL is required (or "+EnvEndpoint+", or --sim)"))
 	default:
-		if _, err := serving.NewClient(endpoint, time.Second); err != nil {
+		if err := serving.CheckURL(endpoint); err != nil {
 			*errs = append(*errs, fmt.Errorf("--base-url: %w", err))
 		}
 	}
 	if second.URL != "" {
-		if _, err := serving.NewClient(second.URL, time.Second); err != nil {
+		if err := serving.CheckURL(second.URL); err != nil {
 			*errs = append(*errs, fmt.Errorf("--%s: %w", second.Flag, err))
 		}
 	}
@@ -100,24 +112,13 @@ func (f *ServerFlags) EndpointURL(errs *[]error, second SecondEndpoint) string {
 	return endpoint
 }
 
-// FlagChanged reports whether the flag called name was given on the
-// command line, under its name or under a deprecated alias of it (see
-// Alias): pflag's Changed sees only the name given.
-func FlagChanged(fs *pflag.FlagSet, name string) bool {
-	found := fs.Changed(name)
-	fs.Visit(func(f *pflag.Flag) {
-		if names := f.Annotations[AliasOf]; len(names) == 1 && names[0] == name {
-			found = true
-		}
-	})
-	return found
-}
-
 // AddFull adds --full to a client command whose --sim default is a short
 // grid: the flags named in grid (flag name, its default against a server)
 // keep their full default with --sim only when --full is given.
 func AddFull(fs *pflag.FlagSet, p *bool, grid string) {
-	fs.BoolVar(p, "full", false, "with --sim, the full grid ("+grid+"), the default against a server; without it --sim runs a short grid (under 2 minutes on 2 cores)")
+	ServerGroup.Bind(fs, func(fs *pflag.FlagSet) {
+		fs.BoolVar(p, "full", false, "with --sim, the full grid ("+grid+"), the default against a server; without it --sim runs a short grid (under 2 minutes on 2 cores)")
+	})
 }
 
 // ShortGrid sets *value to short when the run is --sim, --full is not
@@ -151,37 +152,6 @@ func CheckSimTimeScale(v float64) error {
 		return nil
 	}
 	return option.Errorf("sim-time-scale", "%g: removed; a scaled simulator cannot give real-time figures back (its own processing time does not scale), so the embedded sim runs in real time: drop the flag (kvtier sim --time-scale still scales a standalone server)", v)
-}
-
-// TokensFlag parses an optional token count ("" or "0": none, "400k");
-// a value that does not parse adds an option.Error to errs.
-func TokensFlag(errs *[]error, name, value string) int {
-	if strings.TrimSpace(value) == "" {
-		return 0
-	}
-	n, err := units.ParseTokens(value)
-	if err != nil {
-		*errs = append(*errs, option.Wrap(name, err))
-		return 0
-	}
-	return n
-}
-
-// PrintSection prints a report section of the results directory dir on
-// stdout once the run wrote it cleanly (code is ExitOK), and returns the
-// exit status.
-func (c *Call) PrintSection(dir string, code int, section func(io.Writer, *analysis.Run)) int {
-	if code != ExitOK {
-		return code
-	}
-	run, err := analysis.Load(dir)
-	if err != nil {
-		c.Logf("%v", err)
-		return ExitFail
-	}
-	fmt.Fprintln(c.Stdout)
-	section(c.Stdout, run)
-	return code
 }
 
 // shortRun is how long the short --sim grids take at most: a longer run

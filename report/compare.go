@@ -49,9 +49,9 @@ func (sp compareSpec) key(x results.Row) string {
 		case v == "":
 			continue
 		case c == results.ColPrefixTokens:
-			v = "L=" + fmtTokens(x.PrefixTokens)
+			v = "L=" + FmtTokens(x.PrefixTokens)
 		case c == results.ColBytes:
-			v = fmtBytes(float64(x.Bytes))
+			v = FmtBytes(float64(x.Bytes))
 		case c == results.ColSimulated:
 			if v != "true" {
 				continue
@@ -168,7 +168,7 @@ func change(sp compareSpec, key string, o, n []float64) Change {
 func WriteComparison(w io.Writer, oldName, newName string, changes []Change) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	suite := ""
-	sig := 0
+	Sig := 0
 	for _, c := range changes {
 		if c.Suite != suite {
 			if suite != "" {
@@ -177,7 +177,7 @@ func WriteComparison(w io.Writer, oldName, newName string, changes []Change) {
 			suite = c.Suite
 			fmt.Fprintf(tw, "%s (%s p50)\told\tnew\tchange\tp\tn\tnote\n", c.Suite, c.Metric)
 		}
-		fmtv := fmtSec
+		fmtv := FmtSec
 		if c.Metric == "penalty" {
 			fmtv = func(x float64) string { return sig3x(x) }
 		}
@@ -192,15 +192,15 @@ func WriteComparison(w io.Writer, oldName, newName string, changes []Change) {
 		if !math.IsNaN(c.P) {
 			p = fmt.Sprintf("%.3f", c.P)
 		}
-		delta := orDash(c.Delta)
+		delta := OrDash(c.Delta)
 		if c.Significant {
-			sig++
+			Sig++
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d+%d\t%s\n", c.Config, ov, nv, delta, p, c.Old.N, c.New.N, c.Note)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nold: %s\nnew: %s\n%d of %d configurations changed significantly (Mann-Whitney U, alpha 0.05; ~ = no significant change).\n",
-		oldName, newName, sig, len(changes))
+		oldName, newName, Sig, len(changes))
 }
 
-func sig3x(x float64) string { return sig(x) + "×" }
+func sig3x(x float64) string { return Sig(x) + "×" }

@@ -192,13 +192,13 @@ func runsWith(runs []*analysis.Run, suite results.Suite) []*analysis.Run {
 // writeIndex lists every figure: its title linking to it, the section it
 // is shown in, and what its figures are.
 func writeIndex(w io.Writer, figs []placed, link func(analysis.Figure) string) {
-	t := newTable("figure", "section", "what it shows", "file")
-	t.hoist = false
+	t := NewTable("figure", "section", "what it shows", "file")
+	t.Hoist = false
 	for _, f := range figs {
-		t.add(fmt.Sprintf("[%s](%s)", f.Title, link(f.Figure)), fmt.Sprintf("[%s](#%s)", f.section, anchor(f.section)),
+		t.Add(fmt.Sprintf("[%s](%s)", f.Title, link(f.Figure)), fmt.Sprintf("[%s](#%s)", f.section, anchor(f.section)),
 			analysis.KindLabel(f.Kinds), "`"+f.Name+"`")
 	}
-	t.write(w)
+	t.Write(w)
 }
 
 // anchor returns the id GitHub and REPORT.html give a heading: lower

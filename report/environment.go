@@ -21,9 +21,9 @@ type fact struct{ key, text string }
 func facts(m *results.Manifest) []fact {
 	h := m.Host
 	out := []fact{
-		{"kvtier", orDash(m.Version)},
-		{"host", fmt.Sprintf("%s, %s %s, kernel %s, %s", orDash(h.Hostname), orDash(h.OS), orDash(h.Arch), orDash(h.Kernel), orDash(h.GoVersion))}, // not a tier: the machine
-		{"CPU", fmt.Sprintf("%s × %d, %d NUMA node(s), %s memory", orDash(h.CPUModel), h.CPUs, h.NUMANodes, fmtBytes(float64(h.MemoryBytes)))},
+		{"kvtier", OrDash(m.Version)},
+		{"host", fmt.Sprintf("%s, %s %s, kernel %s, %s", OrDash(h.Hostname), OrDash(h.OS), OrDash(h.Arch), OrDash(h.Kernel), OrDash(h.GoVersion))}, // not a tier: the machine
+		{"CPU", fmt.Sprintf("%s × %d, %d NUMA node(s), %s memory", OrDash(h.CPUModel), h.CPUs, h.NUMANodes, FmtBytes(float64(h.MemoryBytes)))},
 	}
 	if len(m.GPUs) == 0 {
 		out = append(out, fact{"GPUs", "none found"})
@@ -34,8 +34,8 @@ func facts(m *results.Manifest) []fact {
 			link = fmt.Sprintf("%.1f GB/s link", g.LinkGBps)
 		}
 		text := fmt.Sprintf("%s [%s], %s, NUMA %d, PCIe gen%d x%d (max gen%d x%d), %s, driver %s, CUDA %s",
-			g.Name, g.BusID, fmtBytes(float64(g.MemoryBytes)), g.NUMANode, g.PCIeGen, g.PCIeWidth,
-			g.PCIeMaxGen, g.PCIeMaxWidth, link, orDash(g.DriverVersion), orDash(g.CUDAVersion))
+			g.Name, g.BusID, FmtBytes(float64(g.MemoryBytes)), g.NUMANode, g.PCIeGen, g.PCIeWidth,
+			g.PCIeMaxGen, g.PCIeMaxWidth, link, OrDash(g.DriverVersion), OrDash(g.CUDAVersion))
 		for _, gw := range g.Warnings {
 			text += "; warning: " + gw
 		}
@@ -45,7 +45,7 @@ func facts(m *results.Manifest) []fact {
 		out = append(out, fact{"RDMA NICs", "none found"})
 	}
 	for _, n := range m.NICs {
-		text := fmt.Sprintf("%s, %s, %g Gb/s, MTU %d, NUMA %d", orDash(n.State), orDash(n.LinkLayer), n.RateGbps, n.MTU, n.NUMANode)
+		text := fmt.Sprintf("%s, %s, %g Gb/s, MTU %d, NUMA %d", OrDash(n.State), OrDash(n.LinkLayer), n.RateGbps, n.MTU, n.NUMANode)
 		if n.NetDev != "" {
 			text += ", netdev " + n.NetDev
 		}
@@ -57,7 +57,7 @@ func facts(m *results.Manifest) []fact {
 			out = append(out, fact{"backend " + b.Name, "available" + prefixed(", ", b.Detail)})
 			continue
 		}
-		out = append(out, fact{"backend " + b.Name, "not available: " + orDash(b.Reason)})
+		out = append(out, fact{"backend " + b.Name, "not available: " + OrDash(b.Reason)})
 		reasons = append(reasons, b.Reason)
 	}
 	for _, w := range m.Warnings {
@@ -72,7 +72,7 @@ func facts(m *results.Manifest) []fact {
 // libraries, one line per library that did not load), then per run only
 // its suite, command, time span and what differs from that.
 func writeEnvironment(w io.Writer, runs []*analysis.Run) {
-	paragraph(w, "## Environment")
+	Paragraph(w, "## Environment")
 	var all [][]fact
 	for _, r := range runs {
 		if r.Manifest != nil {
@@ -81,7 +81,7 @@ func writeEnvironment(w io.Writer, runs []*analysis.Run) {
 	}
 	shared := sharedFacts(all)
 	if len(runs) > 1 && len(shared) > 0 {
-		paragraph(w, "What every run shares:")
+		Paragraph(w, "What every run shares:")
 	}
 	var loader []fact
 	for _, f := range shared {
@@ -127,13 +127,13 @@ func sharedFacts(all [][]fact) []fact {
 // writeRunTable lists each run: its suite, command, start and duration,
 // and the facts of its environment the others do not share.
 func writeRunTable(w io.Writer, runs []*analysis.Run, shared []fact) {
-	t := newTable("suite", "command", "started", "took", "differs")
-	t.hoist = false
+	t := NewTable("suite", "command", "started", "took", "differs")
+	t.Hoist = false
 	differs := false
 	for _, r := range runs {
 		m := r.Manifest
 		if m == nil {
-			t.add(Dash, t.dash("no manifest.json"), Dash, Dash, "`"+r.Dir+"`")
+			t.Add(Dash, t.Dash("no manifest.json"), Dash, Dash, "`"+r.Dir+"`")
 			continue
 		}
 		suite := m.Suite
@@ -142,12 +142,12 @@ func writeRunTable(w io.Writer, runs []*analysis.Run, shared []fact) {
 		}
 		var took string
 		if m.End.IsZero() {
-			took = t.dash("not finished (no end time)")
+			took = t.Dash("not finished (no end time)")
 		} else {
 			took = m.End.Sub(m.Start).Round(time.Second).String()
 		}
 		if m.Interrupted {
-			took += " " + t.note("interrupted: the results are what was measured before the stop")
+			took += " " + t.Note("interrupted: the results are what was measured before the stop")
 		}
 		var own []string
 		for _, f := range facts(m) {
@@ -156,7 +156,7 @@ func writeRunTable(w io.Writer, runs []*analysis.Run, shared []fact) {
 			}
 		}
 		differs = differs || len(own) > 0
-		t.add(suite, "`"+orDash(strings.Join(m.Command, " "))+"`", m.Start.UTC().Format("2006-01-02 15:04:05Z"), took, strings.Join(own, "; "))
+		t.Add(suite, "`"+OrDash(strings.Join(m.Command, " "))+"`", m.Start.UTC().Format("2006-01-02 15:04:05Z"), took, strings.Join(own, "; "))
 	}
 	if !differs {
 		for i := range t.rows {
@@ -164,5 +164,5 @@ func writeRunTable(w io.Writer, runs []*analysis.Run, shared []fact) {
 		}
 		t.header = t.header[:4]
 	}
-	t.write(w)
+	t.Write(w)
 }

@@ -14,24 +14,26 @@ import (
 // says why.
 const Dash = "—"
 
-// A table is a Markdown table with footnotes. Columns whose cells are all
+// A Table is a Markdown table with footnotes. Columns whose cells are all
 // numbers (or dashes) are right-aligned.
-type table struct {
+type Table struct {
 	header []string
 	rows   [][]string
 	notes  []string // footnote texts; note i is marked "[i+1]"
-	// hoist moves a column whose cell is the same in every row (of two
+	// Hoist moves a column whose cell is the same in every row (of two
 	// or more) out of the table into one line above it: a label said
 	// once, not in every row.
-	hoist bool
-	// inline writes the footnotes on one line (the headline's tables).
-	inline bool
+	Hoist bool
+	// Inline writes the footnotes on one line (the headline's tables).
+	Inline bool
 }
 
-func newTable(header ...string) *table { return &table{header: header, hoist: true} }
+// NewTable returns an empty table under header that hoists the
+// columns all its rows share.
+func NewTable(header ...string) *Table { return &Table{header: header, Hoist: true} }
 
 // numeric reports whether column i holds numbers only.
-func (t *table) numeric(i int) bool {
+func (t *Table) numeric(i int) bool {
 	digits := false
 	for _, r := range t.rows {
 		c := strings.TrimLeft(r[i], "+-*") // *…*: a predicted figure in italics
@@ -47,7 +49,9 @@ func (t *table) numeric(i int) bool {
 	return digits
 }
 
-func (t *table) add(cells ...string) {
+// Add adds a row; an empty or NaN cell becomes Dash (the caller adds
+// the note saying why).
+func (t *Table) Add(cells ...string) {
 	for i, c := range cells {
 		if c == "" || strings.Contains(c, "NaN") || strings.Contains(c, "Inf") {
 			cells[i] = Dash // never an empty or NaN cell; callers add a note
@@ -56,8 +60,8 @@ func (t *table) add(cells ...string) {
 	t.rows = append(t.rows, cells)
 }
 
-// note returns the marker of footnote text, adding it once.
-func (t *table) note(text string) string {
+// Note returns the marker of footnote text, adding it once.
+func (t *Table) Note(text string) string {
 	for i, n := range t.notes {
 		if n == text {
 			return fmt.Sprintf("[%d]", i+1)
@@ -67,14 +71,14 @@ func (t *table) note(text string) string {
 	return fmt.Sprintf("[%d]", len(t.notes))
 }
 
-// dash returns Dash marked with footnote text.
-func (t *table) dash(text string) string { return Dash + " " + t.note(text) }
+// Dash returns Dash marked with footnote text.
+func (t *Table) Dash(text string) string { return Dash + " " + t.Note(text) }
 
 // constant returns the columns whose cell is the same in every row, when
 // hoisting applies, and the others.
-func (t *table) constant() (same, keep []int) {
+func (t *Table) constant() (same, keep []int) {
 	for i := range t.header {
-		one := t.hoist && len(t.rows) >= 2
+		one := t.Hoist && t.Len() >= 2
 		for _, r := range t.rows {
 			one = one && r[i] == t.rows[0][i]
 		}
@@ -90,7 +94,9 @@ func (t *table) constant() (same, keep []int) {
 	return same, keep
 }
 
-func (t *table) write(w io.Writer) {
+// Write writes the table, its hoisted columns in a line above it and
+// its footnotes below.
+func (t *Table) Write(w io.Writer) {
 	esc := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 	same, keep := t.constant()
 	if len(same) > 0 {
@@ -124,12 +130,12 @@ func (t *table) write(w io.Writer) {
 }
 
 // writeNotes writes the footnotes, one a line or all on one.
-func (t *table) writeNotes(w io.Writer) {
+func (t *Table) writeNotes(w io.Writer) {
 	if len(t.notes) == 0 {
 		return
 	}
 	fmt.Fprintln(w)
-	if t.inline {
+	if t.Inline {
 		var ns []string
 		for i, n := range t.notes {
 			ns = append(ns, fmt.Sprintf("[%d] %s", i+1, n))
@@ -142,31 +148,34 @@ func (t *table) writeNotes(w io.Writer) {
 	}
 }
 
-// String returns the table as write writes it.
-func (t *table) String() string {
+// Len returns the number of rows.
+func (t *Table) Len() int { return len(t.rows) }
+
+// String returns the table as Write writes it.
+func (t *Table) String() string {
 	var b strings.Builder
-	t.write(&b)
+	t.Write(&b)
 	return b.String()
 }
 
-// fmtSec renders seconds with three significant digits in the unit
+// FmtSec renders seconds with three significant digits in the unit
 // that suits them; "" for NaN so the table marks it.
-func fmtSec(s float64) string { return units.FormatSeconds(s) }
+func FmtSec(s float64) string { return units.FormatSeconds(s) }
 
-// fmtMS renders seconds as milliseconds, the unit of the MB1 table.
-func fmtMS(s float64) string {
+// FmtMS renders seconds as milliseconds, the unit of the MB1 table.
+func FmtMS(s float64) string {
 	if math.IsNaN(s) || math.IsInf(s, 0) {
 		return ""
 	}
-	return sig(s * 1e3)
+	return Sig(s * 1e3)
 }
 
-// fmtGB renders bytes as decimal gigabytes with one decimal, the unit of
+// FmtGB renders bytes as decimal gigabytes with one decimal, the unit of
 // the reference's capacity table; "" for NaN.
-func fmtGB(b float64) string { return fixed1(b/1e9, "") }
+func FmtGB(b float64) string { return fixed1(b/1e9, "") }
 
-// fmtShare renders a fraction as a percentage ("79.6 %"); "" for NaN.
-func fmtShare(x float64) string { return fixed1(100*x, " %") }
+// FmtShare renders a fraction as a percentage ("79.6 %"); "" for NaN.
+func FmtShare(x float64) string { return fixed1(100*x, " %") }
 
 // fixed1 renders x with one decimal and the suffix; "" for NaN or Inf.
 func fixed1(x float64, suffix string) string {
@@ -176,44 +185,45 @@ func fixed1(x float64, suffix string) string {
 	return strconv.FormatFloat(x, 'f', 1, 64) + suffix
 }
 
-// sig renders x with three significant digits, without exponent for the
+// Sig renders x with three significant digits, without exponent for the
 // magnitudes a table holds.
-func sig(x float64) string { return units.FormatSig(x) }
+func Sig(x float64) string { return units.FormatSig(x) }
 
-// commas renders n with thousands separators.
-func commas(n int64) string { return units.Commas(n) }
+// Commas renders n with thousands separators.
+func Commas(n int64) string { return units.Commas(n) }
 
-// fmtRatio renders a/b as "3.9×"; "" when it cannot exist.
-func fmtRatio(a, b float64) string {
+// FmtRatio renders a/b as "3.9×"; "" when it cannot exist.
+func FmtRatio(a, b float64) string {
 	if b == 0 || math.IsNaN(a) || math.IsNaN(b) {
 		return ""
 	}
-	return sig(a/b) + "×"
+	return Sig(a/b) + "×"
 }
 
-// fmtRange renders the p10–p90 spread.
-func fmtRange(lo, hi float64, f func(float64) string) string {
+// FmtRange renders the p10–p90 spread.
+func FmtRange(lo, hi float64, f func(float64) string) string {
 	if math.IsNaN(lo) || math.IsNaN(hi) {
 		return ""
 	}
 	return f(lo) + " – " + f(hi)
 }
 
-// fmtTokens renders a prefix length as it is usually written (8k).
-func fmtTokens(n int64) string { return units.FormatTokens(n) }
+// FmtTokens renders a prefix length as it is usually written (8k).
+func FmtTokens(n int64) string { return units.FormatTokens(n) }
 
-// fmtBytes renders a payload size with an IEC unit.
-func fmtBytes(n float64) string { return units.FormatBytes(n) }
+// FmtBytes renders a payload size with an IEC unit.
+func FmtBytes(n float64) string { return units.FormatBytes(n) }
 
-func fmtPct(x float64) string {
+// FmtPct renders a signed percentage ("+4.2 %"); "" for NaN or Inf.
+func FmtPct(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return ""
 	}
 	return fmt.Sprintf("%+.1f %%", x)
 }
 
-// paragraph writes text as a Markdown paragraph: its line, then a blank one.
-func paragraph(w io.Writer, text string) {
+// Paragraph writes text as a Markdown paragraph: its line, then a blank one.
+func Paragraph(w io.Writer, text string) {
 	fmt.Fprintln(w, text)
 	fmt.Fprintln(w)
 }

@@ -31,7 +31,6 @@ var headlines = map[string]Headline{}
 func RegisterHeadline(h Headline) { headlines[h.Suite] = h }
 
 func init() {
-	RegisterHeadline(Headline{Suite: "sweep", Write: sweepHeadline})
 	RegisterHeadline(Headline{Suite: "probe", Write: probeHeadline})
 	RegisterHeadline(Headline{Suite: "mb1", Write: mb1Headline})
 	RegisterHeadline(Headline{Suite: "transfer", Write: transferHeadline})
@@ -45,7 +44,7 @@ func init() {
 // writeHeadline writes the headline: every suite the runs hold, in
 // report order, tables as captioned tables and the rest as one list.
 func writeHeadline(w io.Writer, runs []*analysis.Run) {
-	paragraph(w, "## Headline")
+	Paragraph(w, "## Headline")
 	inList := false
 	for _, suite := range results.Suites() {
 		with := runsWith(runs, suite)
@@ -78,8 +77,8 @@ func writeHeadline(w io.Writer, runs []*analysis.Run) {
 	}
 }
 
-// allRows returns the rows of suite's main file across runs.
-func allRows(runs []*analysis.Run, suite string) []results.Row {
+// AllRows returns the rows of suite's main file across runs.
+func AllRows(runs []*analysis.Run, suite string) []results.Row {
 	var rows []results.Row
 	for _, r := range runs {
 		rows = append(rows, r.Rows(suite)...)
@@ -92,7 +91,7 @@ func allRows(runs []*analysis.Run, suite string) []results.Row {
 // range of their p50s, or how many rows.
 func SummaryLine(runs []*analysis.Run, suite results.Suite) string {
 	f := suite.Main()
-	rows := allRows(runs, suite.Name)
+	rows := AllRows(runs, suite.Name)
 	counts := statusCounts(rows)
 	if f.Keys == nil || len(rows) == 0 {
 		return counts
@@ -120,9 +119,9 @@ func SummaryLine(runs []*analysis.Run, suite results.Suite) string {
 	if math.IsInf(lo, 1) {
 		return fmt.Sprintf("%d configurations, none with a measurement; %s", len(keys), counts)
 	}
-	val := sig
+	val := Sig
 	if v := cmp.Or(f.Value, results.ColSeconds); v == results.ColSeconds || strings.HasSuffix(v, "_s") {
-		val = fmtSec
+		val = FmtSec
 	}
 	return fmt.Sprintf("%d configurations; %s p50 from %s (%s) to %s (%s); %s", len(keys), cmp.Or(f.Metric, "seconds"),
 		val(lo), loK, val(hi), hiK, counts)
@@ -143,13 +142,13 @@ func statusCounts(rows []results.Row) string {
 	return s
 }
 
-// headlineL are the prefix lengths of the headline's tables: the
+// HeadlineL are the prefix lengths of the headline's tables: the
 // reference's.
-var headlineL = []int64{8192, 16384, 32768, 65536}
+var HeadlineL = []int64{8192, 16384, 32768, 65536}
 
-// pickL returns the lengths of ls when they are four or fewer, else
+// PickL returns the lengths of ls when they are four or fewer, else
 // those of want that ls holds, else the largest four of ls.
-func pickL(ls []int64, want []int64) []int64 {
+func PickL(ls []int64, want []int64) []int64 {
 	slices.Sort(ls)
 	ls = slices.Compact(ls)
 	if len(ls) <= 4 {
@@ -167,8 +166,8 @@ func pickL(ls []int64, want []int64) []int64 {
 	return out
 }
 
-// reasonAt returns the reason of the first not-ok row, "" when none.
-func reasonAt(rows []results.Row) string {
+// ReasonAt returns the reason of the first not-ok row, "" when none.
+func ReasonAt(rows []results.Row) string {
 	for _, r := range rows {
 		if r.Status != results.StatusOK {
 			return fmt.Sprintf("%s: %s", r.Status, analysis.ReasonOf(r))

@@ -20,7 +20,7 @@ func mb1Headline(runs []*analysis.Run) (string, string) {
 		D, P int
 		arm  string
 	}
-	rows := allRows(runs, "mb1")
+	rows := AllRows(runs, "mb1")
 	sim := !slices.ContainsFunc(rows, func(r results.Row) bool { return analysis.OK(r) && r.Get(results.ColSimulated) != "true" })
 	pen := map[cell][]float64{}
 	var ds []int
@@ -46,9 +46,9 @@ func mb1Headline(runs []*analysis.Run) (string, string) {
 		if p == 0 {
 			continue
 		}
-		s := fmt.Sprintf("D=%d, P=%s: %s×", d, commas(int64(p)), sig(analysis.Summarize(pen[cell{d, p, "interfere"}]).P50))
+		s := fmt.Sprintf("D=%d, P=%s: %s×", d, Commas(int64(p)), Sig(analysis.Summarize(pen[cell{d, p, "interfere"}]).P50))
 		if c := analysis.Summarize(pen[cell{d, p, "control"}]); c.N > 0 {
-			s += fmt.Sprintf(" (control %s×)", sig(c.P50))
+			s += fmt.Sprintf(" (control %s×)", Sig(c.P50))
 		}
 		parts = append(parts, s)
 	}
@@ -62,7 +62,7 @@ func mb1Headline(runs []*analysis.Run) (string, string) {
 // loopback, ...) the p50 GB/s of its best layout, the line rate and the
 // reference's intra and inter rates.
 func transferHeadline(runs []*analysis.Run) (string, string) {
-	return pathsLine(results.Loads(allRows(runs, "transfer")), func(r results.Row) string { return r.Get(results.ColPath) }), ""
+	return pathsLine(results.Loads(AllRows(runs, "transfer")), func(r results.Row) string { return r.Get(results.ColPath) }), ""
 }
 
 // pathsLine says the p50 GB/s of each path's best layout at the largest
@@ -105,22 +105,22 @@ func pathsLine(rows []results.Row, path func(results.Row) string) string {
 	var parts []string
 	for _, p := range paths {
 		k := best[p]
-		parts = append(parts, fmt.Sprintf("%s %s GB/s (%s)", orDash(p), sig(rate[k]), orDash(k.layout)))
+		parts = append(parts, fmt.Sprintf("%s %s GB/s (%s)", OrDash(p), Sig(rate[k]), OrDash(k.layout)))
 	}
-	s := fmt.Sprintf("p50 GB/s at %s, each path's best layout: %s", fmtBytes(float64(size)), strings.Join(parts, ", "))
+	s := fmt.Sprintf("p50 GB/s at %s, each path's best layout: %s", FmtBytes(float64(size)), strings.Join(parts, ", "))
 	if line := analysis.Summarize(analysis.Column(rows, func(r results.Row) float64 { return r.Float(results.ColLineGBPerSecond) })); line.N > 0 {
-		s += fmt.Sprintf("; line rate %s GB/s", sig(line.P50))
+		s += fmt.Sprintf("; line rate %s GB/s", Sig(line.P50))
 	}
 	if !slices.Contains(paths, "intra") && !slices.Contains(paths, "inter") {
 		s += "; no intra- or inter-node peer in these results"
 	}
-	return s + fmt.Sprintf(". %s: intra %s, inter %s GB/s.", analysis.Reference, sig(analysis.ReferenceMB2["intra"]), sig(analysis.ReferenceMB2["inter"]))
+	return s + fmt.Sprintf(". %s: intra %s, inter %s GB/s.", analysis.Reference, Sig(analysis.ReferenceMB2["intra"]), Sig(analysis.ReferenceMB2["inter"]))
 }
 
 // meshHeadline is the mesh's intra- against inter-node pairs at the
 // largest size: the median over the pairs of each pair's p50 GB/s.
 func meshHeadline(runs []*analysis.Run) (string, string) {
-	keys, stats := analysis.MeshCells(allRows(runs, "mesh"))
+	keys, stats := analysis.MeshCells(AllRows(runs, "mesh"))
 	var size int64
 	for _, k := range keys {
 		if k.Route == "net" && stats[k].N > 0 {
@@ -128,7 +128,7 @@ func meshHeadline(runs []*analysis.Run) (string, string) {
 		}
 	}
 	if size == 0 {
-		return "no pair has an ok row; " + statusCounts(allRows(runs, "mesh")), ""
+		return "no pair has an ok row; " + statusCounts(AllRows(runs, "mesh")), ""
 	}
 	vals := map[string][]float64{}
 	var pairs, layouts []string
@@ -147,17 +147,17 @@ func meshHeadline(runs []*analysis.Run) (string, string) {
 	}
 	var parts []string
 	for _, p := range pairs {
-		parts = append(parts, fmt.Sprintf("%s %s GB/s (median of %d pairs' p50)", orDash(p), sig(analysis.Summarize(vals[p]).P50), len(vals[p])))
+		parts = append(parts, fmt.Sprintf("%s %s GB/s (median of %d pairs' p50)", OrDash(p), Sig(analysis.Summarize(vals[p]).P50), len(vals[p])))
 	}
-	return fmt.Sprintf("at %s (%s): %s. %s: intra %s, inter %s GB/s.", fmtBytes(float64(size)), strings.Join(layouts, ", "),
-		strings.Join(parts, ", "), analysis.Reference, sig(analysis.ReferenceMB2["intra"]), sig(analysis.ReferenceMB2["inter"])), ""
+	return fmt.Sprintf("at %s (%s): %s. %s: intra %s, inter %s GB/s.", FmtBytes(float64(size)), strings.Join(layouts, ", "),
+		strings.Join(parts, ", "), analysis.Reference, Sig(analysis.ReferenceMB2["intra"]), Sig(analysis.ReferenceMB2["inter"])), ""
 }
 
 // traceHeadline is each trace's APC ceiling and LRU knee.
 func traceHeadline(runs []*analysis.Run) (string, string) {
 	var parts []string
-	for _, f := range byTrace(allRows(runs, "trace")) {
-		s := fmt.Sprintf("`%s`: APC ceiling %s", f.name, orDash(fmtShare(f.value("apc_ceiling_any", ""))))
+	for _, f := range byTrace(AllRows(runs, "trace")) {
+		s := fmt.Sprintf("`%s`: APC ceiling %s", f.name, OrDash(FmtShare(f.value("apc_ceiling_any", ""))))
 		var knee results.Row
 		for _, r := range f.rows {
 			if r.Get(results.ColMetric) == "knee95" && r.Status == results.StatusOK && (knee.Status == "" || r.Get(results.ColInstances) == "1") {
@@ -165,7 +165,7 @@ func traceHeadline(runs []*analysis.Run) (string, string) {
 			}
 		}
 		if knee.Status != "" {
-			s += fmt.Sprintf(", 95 %% of it from %s of KV per instance (%s instance(s), LRU model)", fmtBytes(float64(knee.Bytes)), knee.Get(results.ColInstances))
+			s += fmt.Sprintf(", 95 %% of it from %s of KV per instance (%s instance(s), LRU model)", FmtBytes(float64(knee.Bytes)), knee.Get(results.ColInstances))
 		}
 		parts = append(parts, s)
 	}
@@ -177,7 +177,7 @@ func traceHeadline(runs []*analysis.Run) (string, string) {
 // predicted TTFT p90 is within 10 % of the best; where no TTFT could be
 // predicted, the smallest within one point of the best prefix hit.
 func planHeadline(runs []*analysis.Run) (string, string) {
-	rows := allRows(runs, "plan")
+	rows := AllRows(runs, "plan")
 	if len(rows) == 0 {
 		return "", ""
 	}
@@ -188,13 +188,13 @@ func planHeadline(runs []*analysis.Run) (string, string) {
 	var better func(a, b results.Row) bool
 	if slices.ContainsFunc(rows, func(r results.Row) bool { return !math.IsNaN(ttft(r)) }) {
 		best := extreme(rows, ttft, -1)
-		lead = fmt.Sprintf("the smallest configuration within 10 %% of the best predicted TTFT p90 (%s)", fmtSec(best))
+		lead = fmt.Sprintf("the smallest configuration within 10 %% of the best predicted TTFT p90 (%s)", FmtSec(best))
 		within = func(r results.Row) bool { return ttft(r) <= 1.1*best }
 		better = func(a, b results.Row) bool { return ttft(a) < ttft(b) }
 	} else {
 		best := extreme(rows, hit, 1)
 		lead = fmt.Sprintf("TTFT not predicted (no measured cost for %s); the smallest configuration within 1 point of the best predicted prefix hit (%s)",
-			strings.ReplaceAll(orDash(rows[0].Get(results.ColMissing)), ";", ", "), fmtShare(best))
+			strings.ReplaceAll(OrDash(rows[0].Get(results.ColMissing)), ";", ", "), FmtShare(best))
 		within = func(r results.Row) bool { return hit(r) >= best-0.01 }
 		better = func(a, b results.Row) bool { return hit(a) > hit(b) }
 	}
@@ -211,9 +211,9 @@ func planHeadline(runs []*analysis.Run) (string, string) {
 			caps = append(caps, tier+" "+c)
 		}
 	}
-	what := "prefix hit " + orDash(fmtShare(hit(pick)))
+	what := "prefix hit " + OrDash(FmtShare(hit(pick)))
 	if v := ttft(pick); !math.IsNaN(v) {
-		what = "TTFT p90 " + fmtSec(v) + ", " + what
+		what = "TTFT p90 " + FmtSec(v) + ", " + what
 	}
 	return fmt.Sprintf("%s is %s: %s.", lead, strings.Join(caps, ", "), what), ""
 }
@@ -263,9 +263,9 @@ func kneeHeadline(runs []*analysis.Run) (string, string) {
 	}
 	kr := k.Rows[k.Knee]
 	s := fmt.Sprintf("the realized APC reaches 95 %% of its largest (%s) at %s GB of GPU KV, TTFT p90 %s there, %s× below the smallest capacity's",
-		fmtShare(k.Rows[len(k.Rows)-1].Float(results.ColAPC)), orDash(fmtGB(kr.Float(results.ColCapacityBytes))), fmtSec(kr.Float(results.ColTTFTP90)), sig(k.TTFTFall))
+		FmtShare(k.Rows[len(k.Rows)-1].Float(results.ColAPC)), OrDash(FmtGB(kr.Float(results.ColCapacityBytes))), FmtSec(kr.Float(results.ColTTFTP90)), Sig(k.TTFTFall))
 	if ws := kr.Float(results.ColWorkingSetBytes); !math.IsNaN(ws) {
-		s += fmt.Sprintf("; working set %s GB (%s)", fmtGB(ws), analysis.Predicted)
+		s += fmt.Sprintf("; working set %s GB (%s)", FmtGB(ws), analysis.Predicted)
 	}
 	return s + ".", ""
 }
@@ -277,8 +277,8 @@ func replayHeadline(runs []*analysis.Run) (string, string) {
 	for _, r := range runs {
 		for _, x := range runRows(r, "replay") {
 			parts = append(parts, fmt.Sprintf("`%s`: realized APC %s (%s: %s), TTFT p50 %s, p90 %s", x.Get(results.ColTrace),
-				orDash(fmtShare(x.Float(results.ColAPC))), analysis.Predicted, orDash(fmtShare(x.Float(results.ColPredictedAPC))),
-				orDash(fmtSec(x.Float(results.ColTTFTP50))), orDash(fmtSec(x.Float(results.ColTTFTP90)))))
+				OrDash(FmtShare(x.Float(results.ColAPC))), analysis.Predicted, OrDash(FmtShare(x.Float(results.ColPredictedAPC))),
+				OrDash(FmtSec(x.Float(results.ColTTFTP50))), OrDash(FmtSec(x.Float(results.ColTTFTP90)))))
 		}
 	}
 	if len(parts) == 0 {

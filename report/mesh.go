@@ -18,9 +18,9 @@ func init() {
 // line rate, and what was not measured.
 func writeMesh(w io.Writer, r *analysis.Run) {
 	keys, stats := analysis.MeshCells(r.Rows("mesh"))
-	paragraph(w, "Each matrix: p50 GB/s of reads by the destination rank (column) from the source rank's pool (row); intra = both ranks on one node. `err` marks a cell with error rows, `skip` one that could not run, — the diagonal.")
+	Paragraph(w, "Each matrix: p50 GB/s of reads by the destination rank (column) from the source rank's pool (row); intra = both ranks on one node. `err` marks a cell with error rows, `skip` one that could not run, — the diagonal.")
 	if meshStores(keys) {
-		paragraph(w, "A matrix titled store: p50 GB/s of writes by the source rank (row) into the destination rank's pool (column).")
+		Paragraph(w, "A matrix titled store: p50 GB/s of writes by the source rank (row) into the destination rank's pool (column).")
 	}
 	type view struct {
 		route, direction, layout string
@@ -28,7 +28,7 @@ func writeMesh(w io.Writer, r *analysis.Run) {
 	}
 	var views []view
 	ranks := map[int]string{}
-	var g gaps
+	var g Gaps
 	for _, k := range keys {
 		v := view{k.Route, k.Direction, k.Layout, k.Bytes}
 		if len(views) == 0 || views[len(views)-1] != v {
@@ -36,7 +36,7 @@ func writeMesh(w io.Writer, r *analysis.Run) {
 		}
 		st := stats[k]
 		ranks[k.Src], ranks[k.Dst] = st.SrcNode, st.DstNode
-		g.add(fmt.Sprintf("%d→%d %s%s %s", k.Src, k.Dst, k.Route, storeLabel(k.Direction), k.Layout), fmtBytes(float64(k.Bytes)), st.Rows)
+		g.Add(fmt.Sprintf("%d→%d %s%s %s", k.Src, k.Dst, k.Route, storeLabel(k.Direction), k.Layout), FmtBytes(float64(k.Bytes)), st.Rows)
 	}
 	order := slices.Sorted(func(yield func(int) bool) {
 		for r := range ranks {
@@ -46,13 +46,13 @@ func writeMesh(w io.Writer, r *analysis.Run) {
 		}
 	})
 	for _, v := range views {
-		fmt.Fprintf(w, "### %s%s, %s, %s\n\n", v.route, storeLabel(v.direction), v.layout, fmtBytes(float64(v.bytes)))
+		fmt.Fprintf(w, "### %s%s, %s, %s\n\n", v.route, storeLabel(v.direction), v.layout, FmtBytes(float64(v.bytes)))
 		writeMeshMatrix(w, order, ranks, func(src, dst int) *analysis.MeshStat {
 			return stats[analysis.MeshCell{Route: v.route, Direction: v.direction, Layout: v.layout, Bytes: v.bytes, Src: src, Dst: dst}]
 		})
 	}
 	writeMeshPairs(w, keys, stats)
-	g.write(w, "mesh")
+	g.Write(w, "mesh")
 }
 
 // meshStores reports whether any cell is a store.
@@ -75,8 +75,8 @@ func writeMeshMatrix(w io.Writer, order []int, nodes map[int]string, cell func(s
 	for _, d := range order {
 		header = append(header, fmt.Sprintf("%d (%s)", d, nodes[d]))
 	}
-	t := newTable(header...)
-	t.hoist = false // a matrix keeps every column, the same or not
+	t := NewTable(header...)
+	t.Hoist = false // a matrix keeps every column, the same or not
 	for _, s := range order {
 		row := []string{fmt.Sprintf("%d (%s)", s, nodes[s])}
 		for _, d := range order {
@@ -87,18 +87,18 @@ func writeMeshMatrix(w io.Writer, order []int, nodes map[int]string, cell func(s
 			case st == nil:
 				row = append(row, "")
 			case st.N > 0 && st.NotOK == 0:
-				row = append(row, sig(st.GBps))
+				row = append(row, Sig(st.GBps))
 			case st.N > 0:
-				row = append(row, sig(st.GBps)+" err")
+				row = append(row, Sig(st.GBps)+" err")
 			case hasStatus(st.Rows, results.StatusError):
 				row = append(row, "err")
 			default:
 				row = append(row, "skip")
 			}
 		}
-		t.add(row...)
+		t.Add(row...)
 	}
-	t.write(w)
+	t.Write(w)
 	fmt.Fprintln(w)
 }
 
@@ -132,30 +132,30 @@ func writeMeshPairs(w io.Writer, keys []analysis.MeshCell, stats map[analysis.Me
 		}
 	}
 	if len(order) == 0 {
-		paragraph(w, "No ok rows in mesh.csv.")
+		Paragraph(w, "No ok rows in mesh.csv.")
 		return
 	}
-	paragraph(w, "### Intra- against inter-node pairs")
+	Paragraph(w, "### Intra- against inter-node pairs")
 	stores := meshStores(keys)
 	header := []string{"route", "layout", "size", "pair", "pairs", "GB/s median of p50s", "lowest", "highest", "line frac"}
 	if stores {
 		header = slices.Insert(header, 1, "direction")
 	}
-	t := newTable(header...)
+	t := NewTable(header...)
 	for _, gk := range order {
 		d := analysis.Summarize(vals[gk])
 		var frac string
 		if l := analysis.Summarize(lines[gk]); l.N > 0 && l.P50 > 0 {
 			frac = fmt.Sprintf("%.2f", d.P50/l.P50)
 		} else {
-			frac = t.dash("line rate unknown (tcp, no --line-rate)")
+			frac = t.Dash("line rate unknown (tcp, no --line-rate)")
 		}
-		cells := []string{gk.route, gk.layout, fmtBytes(float64(gk.bytes)), gk.pair, fmt.Sprint(d.N), sig(d.P50), sig(d.Min), sig(d.Max), frac}
+		cells := []string{gk.route, gk.layout, FmtBytes(float64(gk.bytes)), gk.pair, fmt.Sprint(d.N), Sig(d.P50), Sig(d.Min), Sig(d.Max), frac}
 		if stores {
 			cells = slices.Insert(cells, 1, gk.direction)
 		}
-		t.add(cells...)
+		t.Add(cells...)
 	}
-	t.write(w)
+	t.Write(w)
 	fmt.Fprintln(w)
 }

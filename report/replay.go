@@ -27,7 +27,7 @@ func serverSentence(r results.Row) string {
 	if r.Get(results.ColSimulated) == "true" {
 		what = "**kvtier's simulator** (simulated figures, not a GPU's)"
 	}
-	return fmt.Sprintf("%s, model %s, workload `%s` (%s dispatch, concurrency %s)", what, orDash(r.Model), r.Get(results.ColTrace), r.Get(results.ColDispatch), concurrency(r.Get(results.ColConcurrency)))
+	return fmt.Sprintf("%s, model %s, workload `%s` (%s dispatch, concurrency %s)", what, OrDash(r.Model), r.Get(results.ColTrace), r.Get(results.ColDispatch), concurrency(r.Get(results.ColConcurrency)))
 }
 
 func concurrency(s string) string {
@@ -53,33 +53,33 @@ func requestCounts(r results.Row) string {
 // TPOT percentiles and goodput.
 func WriteReplay(w io.Writer, run *analysis.Run) {
 	for _, r := range runRows(run, "replay") {
-		fmt.Fprintf(w, "Replayed against %s at `%s`: %s requests (%s) in %s.\n\n", serverSentence(r), r.Get(results.ColEndpoint), r.Get(results.ColRequests), requestCounts(r), fmtSec(r.Float(results.ColDuration)))
-		t := newTable("realized APC", "external APC", "predicted APC", "cached share (usage)", "TTFT p50", "p90", "p99", "TPOT p50", "goodput", "throughput")
-		pred := fmtShare(r.Float(results.ColPredictedAPC))
+		fmt.Fprintf(w, "Replayed against %s at `%s`: %s requests (%s) in %s.\n\n", serverSentence(r), r.Get(results.ColEndpoint), r.Get(results.ColRequests), requestCounts(r), FmtSec(r.Float(results.ColDuration)))
+		t := NewTable("realized APC", "external APC", "predicted APC", "cached share (usage)", "TTFT p50", "p90", "p99", "TPOT p50", "goodput", "throughput")
+		pred := FmtShare(r.Float(results.ColPredictedAPC))
 		if pred == "" {
-			pred = t.dash("the server's capacity is unknown (no num_gpu_blocks in vllm:cache_config_info)")
+			pred = t.Dash("the server's capacity is unknown (no num_gpu_blocks in vllm:cache_config_info)")
 		}
-		apc := fmtShare(r.Float(results.ColAPC))
+		apc := FmtShare(r.Float(results.ColAPC))
 		if apc == "" {
-			apc = t.dash(r.Get(results.ColAPCSource))
+			apc = t.Dash(r.Get(results.ColAPCSource))
 		}
-		good := sig(r.Float(results.ColGoodputRPS)) + " req/s"
+		good := Sig(r.Float(results.ColGoodputRPS)) + " req/s"
 		if math.IsNaN(r.Float(results.ColGoodputRPS)) {
-			good = t.dash("no --slo-ttft or --slo-tpot")
+			good = t.Dash("no --slo-ttft or --slo-tpot")
 		}
-		ext, cached := fmtShare(r.Float(results.ColAPCExternal)), fmtShare(r.Float(results.ColCachedShare))
+		ext, cached := FmtShare(r.Float(results.ColAPCExternal)), FmtShare(r.Float(results.ColCachedShare))
 		if ext == "" {
-			ext = t.dash("the server counted no external (KV connector) prefix-cache queries")
+			ext = t.Dash("the server counted no external (KV connector) prefix-cache queries")
 		}
 		if cached == "" {
-			cached = t.dash("the server sent no usage cached_tokens (vLLM: --enable-prompt-tokens-details)")
+			cached = t.Dash("the server sent no usage cached_tokens (vLLM: --enable-prompt-tokens-details)")
 		}
-		t.add(apc, ext, pred, cached,
-			fmtSec(r.Float(results.ColTTFTP50)), fmtSec(r.Float(results.ColTTFTP90)), fmtSec(r.Float(results.ColTTFTP99)), fmtSec(r.Float(results.ColTPOTP50)),
-			good, sig(r.Float(results.ColThroughputRPS))+" req/s")
-		t.write(w)
+		t.Add(apc, ext, pred, cached,
+			FmtSec(r.Float(results.ColTTFTP50)), FmtSec(r.Float(results.ColTTFTP90)), FmtSec(r.Float(results.ColTTFTP99)), FmtSec(r.Float(results.ColTPOTP50)),
+			good, Sig(r.Float(results.ColThroughputRPS))+" req/s")
+		t.Write(w)
 		fmt.Fprintf(w, "Realized APC is the server's prefix-cache hits over its queries across the run (%s). The prediction is the LRU model's at the server's %s GPU blocks (%s tokens), fed the requests in the order they were sent.\n\n",
-			orDash(r.Get(results.ColAPCSource)), orDash(r.Get(results.ColGPUBlocks)), orDash(r.Get(results.ColCapacityTokens)))
+			OrDash(r.Get(results.ColAPCSource)), OrDash(r.Get(results.ColGPUBlocks)), OrDash(r.Get(results.ColCapacityTokens)))
 		if r.Status != results.StatusOK {
 			fmt.Fprintf(w, "Run status %s: %s.\n\n", r.Status, r.Reason)
 		}
@@ -108,28 +108,28 @@ func WriteKnee(w io.Writer, run *analysis.Run) {
 		fmt.Fprintf(w, " The workload: synthetic sessions, %s.", run.Manifest.Settings["generated"])
 	}
 	fmt.Fprint(w, "\n\n")
-	t := newTable("GPU KV (GB)", "realized APC", "TTFT p90", "blocks", "predicted APC", "TTFT p50", "TTFT p99", "requests")
+	t := NewTable("GPU KV (GB)", "realized APC", "TTFT p90", "blocks", "predicted APC", "TTFT p50", "TTFT p99", "requests")
 	for _, r := range rows {
-		gb := fmtGB(r.Float(results.ColCapacityBytes))
+		gb := FmtGB(r.Float(results.ColCapacityBytes))
 		if gb == "" {
-			gb = t.dash("the model's KV geometry is unknown: " + r.Get(results.ColCapacityTokens) + " tokens")
+			gb = t.Dash("the model's KV geometry is unknown: " + r.Get(results.ColCapacityTokens) + " tokens")
 		}
 		if r.Status == results.StatusError && r.Get(results.ColRequests) == "" {
-			t.add(gb, t.dash(r.Reason), Dash, r.Get(results.ColGPUBlocks), Dash, Dash, Dash, Dash)
+			t.Add(gb, t.Dash(r.Reason), Dash, r.Get(results.ColGPUBlocks), Dash, Dash, Dash, Dash)
 			continue
 		}
-		apc := fmtShare(r.Float(results.ColAPC))
+		apc := FmtShare(r.Float(results.ColAPC))
 		if apc == "" {
-			apc = t.dash(orDash(r.Get(results.ColAPCSource)))
+			apc = t.Dash(OrDash(r.Get(results.ColAPCSource)))
 		}
 		reqs := requestCounts(r)
 		if r.Status != results.StatusOK {
-			reqs += " " + t.note(r.Reason)
+			reqs += " " + t.Note(r.Reason)
 		}
-		t.add(gb, apc, fmtSec(r.Float(results.ColTTFTP90)), r.Get(results.ColGPUBlocks), fmtShare(r.Float(results.ColPredictedAPC)),
-			fmtSec(r.Float(results.ColTTFTP50)), fmtSec(r.Float(results.ColTTFTP99)), reqs)
+		t.Add(gb, apc, FmtSec(r.Float(results.ColTTFTP90)), r.Get(results.ColGPUBlocks), FmtShare(r.Float(results.ColPredictedAPC)),
+			FmtSec(r.Float(results.ColTTFTP50)), FmtSec(r.Float(results.ColTTFTP99)), reqs)
 	}
-	t.write(w)
+	t.Write(w)
 	writeKneeFindings(w, rows)
 	writeSimLag(w, rows)
 }
@@ -148,7 +148,7 @@ func writeSimLag(w io.Writer, rows []results.Row) {
 		}
 	}
 	if worst > simLagNotable {
-		fmt.Fprintf(w, "The simulator fell up to %s behind real time (kvtier_sim_lag_seconds, at %s GPU blocks): this machine's load, not the model, is in its TTFTs up to that much.\n\n", fmtSec(worst), at)
+		fmt.Fprintf(w, "The simulator fell up to %s behind real time (kvtier_sim_lag_seconds, at %s GPU blocks): this machine's load, not the model, is in its TTFTs up to that much.\n\n", FmtSec(worst), at)
 	}
 }
 
@@ -217,9 +217,9 @@ func ShapeOfKnee(rows []results.Row) (KneeShape, error) {
 // APC stops growing and how the TTFT falls across the knee.
 func writeKneeFindings(w io.Writer, rows []results.Row) {
 	if i := slices.IndexFunc(rows, func(r results.Row) bool { return r.Get(results.ColWorkingSetTokens) != "" }); i >= 0 {
-		size := commas(int64(rows[i].Float(results.ColWorkingSetTokens))) + " tokens"
+		size := Commas(int64(rows[i].Float(results.ColWorkingSetTokens))) + " tokens"
 		if b := rows[i].Float(results.ColWorkingSetBytes); !math.IsNaN(b) {
-			size = fmtGB(b) + " GB (" + size + ")"
+			size = FmtGB(b) + " GB (" + size + ")"
 		}
 		fmt.Fprintf(w, "Working set: %s, the smallest cache at which the LRU model (blocks touched tail first, as vLLM frees them) serves every hit an infinite cache would, fed the requests in the order they are expected to be sent (**predicted**).", size)
 	}
@@ -230,5 +230,5 @@ func writeKneeFindings(w io.Writer, rows []results.Row) {
 	}
 	kr, last := k.Rows[k.Knee], k.Rows[len(k.Rows)-1]
 	fmt.Fprintf(w, " The realized APC rises from %s at the smallest capacity to %s at the largest and reaches 95 %% of that at %s GB (%s blocks); TTFT p90 falls %s× from the smallest capacity to there and stays within ±%s %% beyond it.\n\n",
-		fmtShare(k.Rows[0].Float(results.ColAPC)), fmtShare(last.Float(results.ColAPC)), orDash(fmtGB(kr.Float(results.ColCapacityBytes))), kr.Get(results.ColGPUBlocks), sig(k.TTFTFall), sig(100*k.Flat))
+		FmtShare(k.Rows[0].Float(results.ColAPC)), FmtShare(last.Float(results.ColAPC)), OrDash(FmtGB(kr.Float(results.ColCapacityBytes))), kr.Get(results.ColGPUBlocks), Sig(k.TTFTFall), Sig(100*k.Flat))
 }

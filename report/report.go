@@ -34,8 +34,6 @@ var sections []Section
 func RegisterSection(s Section) { sections = append(sections, s) }
 
 func init() {
-	RegisterSection(Section{Suite: "sweep", Write: writeSweep, Figures: "sweep_"})
-	RegisterSection(Section{Suite: "sweep", Title: "Tier cost model", Write: writeModel, Figures: "costmodel_"})
 	RegisterSection(Section{Suite: "probe", Write: writeProbe})
 	RegisterSection(Section{Suite: "mb1", Write: writeMB1})
 	RegisterSection(Section{Suite: "transfer", Write: writeTransfer})
@@ -77,7 +75,7 @@ func writeSummary(w io.Writer, suite results.Suite, r *analysis.Run) {
 		return strings.Join(cellsOf(x, cols), "\x00")
 	}, strings.Compare)
 	metric := cmp.Or(f.Metric, "seconds")
-	t := newTable(append(append([]string{}, cols...), "n", metric+" p50", "p10–p90")...)
+	t := NewTable(append(append([]string{}, cols...), "n", metric+" p50", "p10–p90")...)
 	for _, k := range keys {
 		var xs []float64
 		for _, x := range groups[k] {
@@ -86,10 +84,10 @@ func writeSummary(w io.Writer, suite results.Suite, r *analysis.Run) {
 			}
 		}
 		d := analysis.Summarize(xs)
-		cells := append(cellsOf(groups[k][0], cols), fmt.Sprint(d.N), sig(d.P50), fmtRange(d.P10, d.P90, sig))
-		t.add(cells...)
+		cells := append(cellsOf(groups[k][0], cols), fmt.Sprint(d.N), Sig(d.P50), FmtRange(d.P10, d.P90, Sig))
+		t.Add(cells...)
 	}
-	t.write(w)
+	t.Write(w)
 	fmt.Fprintln(w)
 }
 
@@ -118,7 +116,7 @@ func joinWhere(ws []string) string {
 	return strings.Join(out, ", ")
 }
 
-func orDash(s string) string {
+func OrDash(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return Dash
 	}
@@ -132,9 +130,9 @@ func prefixed(p, s string) string {
 	return p + s
 }
 
-// gaps collects the rows that hold no measurement, by status and reason,
+// Gaps collects the rows that hold no measurement, by status and reason,
 // and under each the configurations and where (L, size) they were.
-type gaps struct {
+type Gaps struct {
 	keys  []gapKey
 	n     map[gapKey]int
 	cfgs  map[gapKey][]string
@@ -143,8 +141,8 @@ type gaps struct {
 
 type gapKey struct{ status, reason string }
 
-// add records the not-ok rows of one cell: configuration cfg at where.
-func (g *gaps) add(cfg, where string, rows []results.Row) {
+// Add records the not-ok rows of one cell: configuration cfg at where.
+func (g *Gaps) Add(cfg, where string, rows []results.Row) {
 	if g.n == nil {
 		g.n, g.cfgs, g.where = map[gapKey]int{}, map[gapKey][]string{}, map[gapKey]map[string][]string{}
 	}
@@ -167,9 +165,9 @@ func (g *gaps) add(cfg, where string, rows []results.Row) {
 	}
 }
 
-// write prints one item per status and reason with the configurations it
+// Write prints one item per status and reason with the configurations it
 // hit, so that a reason shared by many cells is said once.
-func (g *gaps) write(w io.Writer, what string) {
+func (g *Gaps) Write(w io.Writer, what string) {
 	if len(g.keys) == 0 {
 		return
 	}
@@ -185,134 +183,6 @@ func (g *gaps) write(w io.Writer, what string) {
 		}
 	}
 	fmt.Fprintln(w)
-}
-
-// writeSweep writes the fetch tiers' table and recompute's, one row per
-// configuration and prefix length, sorted by tier, layout, copy mode and
-// L; what every row shares is said once above each.
-func writeSweep(w io.Writer, r *analysis.Run) {
-	keys, groups := analysis.SweepCells(r.Rows("sweep"))
-	fetch := newTable("tier", "layout", "copy", "backend", "transport", "L", "bytes", "n", "time p50", "time p10–p90", "GB/s p50", "GB/s p10–p90", "link frac")
-	rc := newTable("backend", "transport", "dtype", "L", "n", "time p50", "time p10–p90", "TFLOP/s p50")
-	var g gaps
-	for _, k := range keys {
-		rows := groups[k]
-		g.add(k.Label(), "L="+fmtTokens(k.L), rows)
-		sec := analysis.Summarize(analysis.Column(rows, analysis.Seconds))
-		if sec.N == 0 {
-			continue
-		}
-		backend := k.Backend
-		if analysis.IsStandIn(k.Backend) {
-			backend = "host stand-in (CPU DRAM), not a GPU"
-		}
-		transport := analysis.JoinNonEmpty(" / ", k.Transport, k.Route())
-		if tierspec.Computes(k.Tier) {
-			tf := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(results.ColTFLOPS) }))
-			tfc := sig(tf.P50)
-			if tf.N == 0 {
-				tfc = rc.dash("no tflops column in the rows")
-			}
-			rc.add(backend, orDash(transport), orDash(k.Dtype), fmtTokens(k.L), fmt.Sprint(sec.N),
-				fmtSec(sec.P50), fmtRange(sec.P10, sec.P90, fmtSec), tfc)
-			continue
-		}
-		gb, gbRange, frac := rateCells(fetch, rows)
-		fetch.add(k.Tier, orNote(fetch, k.Layout, "not applicable to this tier"), orNote(fetch, k.Copy, "not applicable to this tier"),
-			backend, orDash(transport), fmtTokens(k.L), fmtBytes(float64(rows[0].Bytes)), fmt.Sprint(sec.N),
-			fmtSec(sec.P50), fmtRange(sec.P10, sec.P90, fmtSec), gb, gbRange, frac)
-	}
-	if len(fetch.rows)+len(rc.rows) == 0 {
-		paragraph(w, "No ok rows in sweep.csv.")
-	}
-	if len(fetch.rows) > 0 {
-		fetch.write(w)
-	}
-	if len(rc.rows) > 0 {
-		paragraph(w, "Recompute: the model's prefill GEMMs and attention for L tokens; it moves no KV bytes, so its rate is in TFLOP/s.")
-		rc.write(w)
-	}
-	g.write(w, "sweep")
-}
-
-// orNote returns s, or a dash marked with note when s is empty.
-func orNote(t *table, s, note string) string {
-	if s == "" {
-		return t.dash(note)
-	}
-	return s
-}
-
-// rateCells returns the GB/s p50, its p10–p90 and the fraction of the
-// link's rate of a fetch cell's rows.
-func rateCells(t *table, rows []results.Row) (gb, gbRange, frac string) {
-	g := analysis.Summarize(analysis.Column(rows, analysis.GBps))
-	if g.N == 0 {
-		gb = t.dash("no bytes recorded")
-		return gb, gb, gb
-	}
-	link := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(results.ColLinkGBPerSecond) }))
-	if link.N > 0 && link.P50 > 0 {
-		frac = fmt.Sprintf("%.2f", g.P50/link.P50)
-	} else {
-		frac = t.dash("link limit unknown (link_gb_per_s empty)")
-	}
-	return sig(g.P50), fmtRange(g.P10, g.P90, sig), frac
-}
-
-func writeModel(w io.Writer, r *analysis.Run) {
-	fits, skipped := analysis.Fits(r.Rows("sweep"))
-	if len(fits) == 0 {
-		paragraph(w, "No configuration has two or more prefix lengths measured, so no cost model can be fitted.")
-	} else {
-		paragraph(w, "Least-squares fit over every ok sample, weighted by 1/t² so that relative errors count (R² is the weighted one): fetch tiers t(L) = α + bytes(L)/β with bytes(L) = ceil(L/block)·block_bytes; recompute t(L) = α + flops(L)/rate.")
-		t := newTable("tier", "layout/copy", "backend", "transport", "model", "n", "L measured", "α", "β / rate", "R²")
-		for _, f := range fits {
-			rate := ""
-			if math.IsInf(f.Rate, 1) {
-				rate = t.dash("time does not grow with size: slope ≤ 0")
-			} else if f.Regressor == "flops" {
-				rate = sig(f.Rate/1e12) + " TFLOP/s"
-			} else {
-				rate = sig(f.Rate/1e9) + " GB/s"
-			}
-			model := "α + bytes/β"
-			if f.Regressor == "flops" {
-				model = "α + flops/rate"
-			}
-			backend := f.Key.Backend
-			if analysis.IsStandIn(backend) {
-				backend = analysis.StandInLabel
-			}
-			alpha := fitAlpha(t, f.Alpha, strings.Join(f.Problems, "; "))
-			t.add(f.Key.Tier, orDash(analysis.JoinNonEmpty("/", f.Key.Layout, f.Key.Copy, f.Key.Dtype)), backend,
-				orDash(analysis.JoinNonEmpty(" / ", f.Key.Transport, f.Key.Route(), f.Key.AllLabel())), model, fmt.Sprint(f.N), fmtTokens(f.MinL)+" – "+fmtTokens(f.MaxL),
-				alpha, rate, fmt.Sprintf("%.4f", f.R2))
-		}
-		t.write(w)
-	}
-	listed := 0
-	for _, s := range skipped {
-		if strings.Contains(s, analysis.ErrNoOK) {
-			continue // said under Not measured
-		}
-		fmt.Fprintf(w, "- not fitted: %s\n", s)
-		listed++
-	}
-	if listed > 0 {
-		fmt.Fprintln(w)
-	}
-	bes := analysis.BreakEvens(fits)
-	if len(bes) == 0 {
-		paragraph(w, "Break-even prefixes need a recompute fit and a fetch fit on the same backend; these results have no such pair.")
-		return
-	}
-	paragraph(w, "Break-even prefix: below it recompute is cheaper than the fetch (searched token by token over the measured range, with the fitted models).")
-	t := newTable("fetch", tierspec.Recompute.Name, "break-even L")
-	for _, b := range bes {
-		t.add(b.Fetch.Label(), b.Recompute.Label(), b.String())
-	}
-	t.write(w)
 }
 
 // probeLength is one row of the probe table: a prompt length, real or simulated.
@@ -335,46 +205,46 @@ func probeLengths(cells []analysis.ProbeCell) []probeLength {
 
 func writeProbe(w io.Writer, r *analysis.Run) {
 	cells, groups := analysis.ProbeDists(r.Rows("probe"))
-	paragraph(w, "TTFT in seconds: p50 (p90, n). Hits count only when the server's counters confirmed the tier; the ratios compare p50s.")
-	t := newTable(append(append([]string{"L", "source"}, tierspec.ProbeNames()...), probeRatioHeads()...)...)
+	Paragraph(w, "TTFT in seconds: p50 (p90, n). Hits count only when the server's counters confirmed the tier; the ratios compare p50s.")
+	t := NewTable(append(append([]string{"L", "source"}, tierspec.ProbeNames()...), probeRatioHeads()...)...)
 	var unverified []string
-	var g gaps
+	var g Gaps
 	for _, lk := range probeLengths(cells) {
 		src := "real server"
 		if lk.Sim {
 			src = "simulated"
 		}
-		row := []string{fmtTokens(lk.L), src}
+		row := []string{FmtTokens(lk.L), src}
 		p50 := map[string]float64{}
 		for _, tier := range tierspec.ProbeNames() {
 			rows := groups[analysis.ProbeCell{Sim: lk.Sim, L: lk.L, Tier: tier}]
-			g.add(fmt.Sprintf("%s (%s)", tier, src), "L="+fmtTokens(lk.L), rows)
-			cell, p, unver := probeTierCell(t, rows, fmt.Sprintf("%s L=%s (%s)", tier, fmtTokens(lk.L), src))
+			g.Add(fmt.Sprintf("%s (%s)", tier, src), "L="+FmtTokens(lk.L), rows)
+			cell, p, unver := probeTierCell(t, rows, fmt.Sprintf("%s L=%s (%s)", tier, FmtTokens(lk.L), src))
 			p50[tier] = p
 			if unver != "" {
 				unverified = append(unverified, unver)
 			}
 			row = append(row, cell)
 		}
-		t.add(append(row, tierRatios(t, p50)...)...)
+		t.Add(append(row, tierRatios(t, p50)...)...)
 	}
-	t.write(w)
+	t.Write(w)
 	if len(unverified) > 0 {
 		fmt.Fprintf(w, "Unverified hits (the server's counters did not confirm the tier):\n\n%s\n\n", strings.Join(unverified, "\n"))
 	}
-	g.write(w, "probe")
+	g.Write(w, "probe")
 }
 
 // probeTierCell formats one tier's cell of the probe table from its rows:
 // the counted TTFT, its p50 (NaN if none) and, if some ok hits were not
 // confirmed by the server's counters, a line for where naming them.
-func probeTierCell(t *table, rows []results.Row, where string) (cell string, p50 float64, unverified string) {
+func probeTierCell(t *Table, rows []results.Row, where string) (cell string, p50 float64, unverified string) {
 	nUnver := 0
 	reasons := map[string]int{}
 	for _, x := range rows {
 		if analysis.OK(x) && !analysis.ProbeCounted(x) {
 			nUnver++
-			reasons[orDash(x.Get(results.ColVerifyReason))]++
+			reasons[OrDash(x.Get(results.ColVerifyReason))]++
 		}
 	}
 	d := analysis.CountedTTFT(rows)
@@ -382,18 +252,18 @@ func probeTierCell(t *table, rows []results.Row, where string) (cell string, p50
 	switch {
 	case d.N > 0:
 		p50 = d.P50
-		cell = fmt.Sprintf("%s (%s, %d)", sig(d.P50), sig(d.P90), d.N)
+		cell = fmt.Sprintf("%s (%s, %d)", Sig(d.P50), Sig(d.P90), d.N)
 	case len(rows) == 0:
-		cell = t.dash("not measured at this L")
+		cell = t.Dash("not measured at this L")
 	case nUnver > 0:
 		cell = Dash
 	default:
-		cell = t.dash("no ok sample (see Not measured)")
+		cell = t.Dash("no ok sample (see Not measured)")
 	}
 	if nUnver == 0 {
 		return cell, p50, ""
 	}
-	cell += " " + t.note("unverified hits excluded from the numbers; counted below")
+	cell += " " + t.Note("unverified hits excluded from the numbers; counted below")
 	var rs []string
 	for k, v := range reasons {
 		rs = append(rs, fmt.Sprintf("%d: %s", v, k))
@@ -431,30 +301,30 @@ func writeMB1(w io.Writer, r *analysis.Run) {
 	cells, groups := analysis.GroupBy(r.Rows("mb1"), mb1ArmOf, func(a, b mb1ArmCell) int {
 		return cmp.Or(analysis.CompareBool(a.Sim, b.Sim), cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.D, b.D), cmp.Compare(a.P, b.P), cmp.Compare(a.Arm, b.Arm))
 	})
-	paragraph(w, "Interference arm: p50 over reps. Effective TPOT during = prefill TTFT / (tokens during / D); penalty = that / base TPOT. The control arm sends the prefill elsewhere.")
-	t := newTable("D", "P", "chunk", "source", "n", "base TPOT ms", "prefill TTFT ms", "tokens/stream during", "eff. TPOT ms", "penalty", "control penalty")
-	var g gaps
+	Paragraph(w, "Interference arm: p50 over reps. Effective TPOT during = prefill TTFT / (tokens during / D); penalty = that / base TPOT. The control arm sends the prefill elsewhere.")
+	t := NewTable("D", "P", "chunk", "source", "n", "base TPOT ms", "prefill TTFT ms", "tokens/stream during", "eff. TPOT ms", "penalty", "control penalty")
+	var g Gaps
 	for _, c := range cells {
-		g.add(fmt.Sprintf("%s arm", orDash(c.Arm)), fmt.Sprintf("D=%d P=%s", c.D, fmtTokens(int64(c.P))), groups[c])
+		g.Add(fmt.Sprintf("%s arm", OrDash(c.Arm)), fmt.Sprintf("D=%d P=%s", c.D, FmtTokens(int64(c.P))), groups[c])
 		if c.Arm != "interfere" {
 			continue
 		}
 		if _, n := mb1P50(groups[c], results.ColPenalty); n == 0 {
 			continue
 		}
-		t.add(mb1Row(t, c.mb1Cell, groups[c], groups[mb1ArmCell{c.mb1Cell, "control"}])...)
+		t.Add(mb1Row(t, c.mb1Cell, groups[c], groups[mb1ArmCell{c.mb1Cell, "control"}])...)
 	}
-	if len(t.rows) == 0 {
-		paragraph(w, "No interference cell has an ok rep.")
+	if t.Len() == 0 {
+		Paragraph(w, "No interference cell has an ok rep.")
 	} else {
-		t.write(w)
+		t.Write(w)
 	}
-	g.write(w, "mb1")
+	g.Write(w, "mb1")
 }
 
 // mb1Row is the table row of interference cell c from its interfere and
 // control arms' rows; the interfere arm has at least one penalty.
-func mb1Row(t *table, c mb1Cell, rows, ctrl []results.Row) []string {
+func mb1Row(t *Table, c mb1Cell, rows, ctrl []results.Row) []string {
 	pen, n := mb1P50(rows, results.ColPenalty)
 	src := "real server"
 	if c.Sim {
@@ -462,31 +332,31 @@ func mb1Row(t *table, c mb1Cell, rows, ctrl []results.Row) []string {
 	}
 	chunk := c.Chunk
 	if chunk == "" {
-		chunk = t.dash("chunked-prefill size not given")
+		chunk = t.Dash("chunked-prefill size not given")
 	}
 	val := func(col string, f func(float64) string) string {
 		v, _ := mb1P50(rows, col)
 		if s := f(v); s != "" {
 			return s
 		}
-		return t.dash("not recorded in this run")
+		return t.Dash("not recorded in this run")
 	}
 	ctrlCell := mb1Control(t, ctrl)
-	return []string{fmt.Sprint(c.D), commas(int64(c.P)), chunk, src, fmt.Sprint(n),
-		val(results.ColBaseTPOT, fmtMS), val(results.ColPrefillTTFT, fmtMS), val(results.ColTokensPerStreamDuring, sig),
-		val(results.ColEffTPOT, fmtMS), sig(pen) + "×", ctrlCell}
+	return []string{fmt.Sprint(c.D), Commas(int64(c.P)), chunk, src, fmt.Sprint(n),
+		val(results.ColBaseTPOT, FmtMS), val(results.ColPrefillTTFT, FmtMS), val(results.ColTokensPerStreamDuring, Sig),
+		val(results.ColEffTPOT, FmtMS), Sig(pen) + "×", ctrlCell}
 }
 
 // mb1Control is the control penalty cell from the control arm's rows.
-func mb1Control(t *table, ctrl []results.Row) string {
+func mb1Control(t *Table, ctrl []results.Row) string {
 	cp, cn := mb1P50(ctrl, results.ColPenalty)
 	switch {
 	case cn > 0:
-		return fmt.Sprintf("%s× (n=%d)", sig(cp), cn)
+		return fmt.Sprintf("%s× (n=%d)", Sig(cp), cn)
 	case len(ctrl) > 0:
-		return t.dash("control arm has no ok rep (see Not measured)")
+		return t.Dash("control arm has no ok rep (see Not measured)")
 	default:
-		return t.dash("control arm not run for this cell")
+		return t.Dash("control arm not run for this cell")
 	}
 }
 
@@ -503,12 +373,12 @@ func writeTransfer(w io.Writer, r *analysis.Run) {
 		return cmp.Or(cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Transport, b.Transport), cmp.Compare(a.Device, b.Device),
 			cmp.Compare(a.Layout, b.Layout), cmp.Compare(a.Src, b.Src), cmp.Compare(a.Dst, b.Dst), cmp.Compare(a.Bytes, b.Bytes))
 	})
-	paragraph(w, "GB/s = payload bytes / time (1 GB = 10⁹ B). Time for 3 GiB and 11.5 GiB is extrapolated from each rep's rate (p50 over reps).")
-	t := newTable("path", "transport", "device", "layout", "mem", "size", "n", "GB/s p50", "GB/s p10–p90", "line frac", "time p50", "time p99", "3 GiB p50", "11.5 GiB p50")
-	var g gaps
+	Paragraph(w, "GB/s = payload bytes / time (1 GB = 10⁹ B). Time for 3 GiB and 11.5 GiB is extrapolated from each rep's rate (p50 over reps).")
+	t := NewTable("path", "transport", "device", "layout", "mem", "size", "n", "GB/s p50", "GB/s p10–p90", "line frac", "time p50", "time p99", "3 GiB p50", "11.5 GiB p50")
+	var g Gaps
 	for _, k := range keys {
 		rows := groups[k]
-		g.add(analysis.JoinNonEmpty(" ", k.Path, k.Transport, k.Device, k.Layout), fmtBytes(float64(k.Bytes)), rows)
+		g.Add(analysis.JoinNonEmpty(" ", k.Path, k.Transport, k.Device, k.Layout), FmtBytes(float64(k.Bytes)), rows)
 		sec := analysis.Summarize(analysis.Column(rows, analysis.Seconds))
 		if sec.N == 0 {
 			continue
@@ -518,39 +388,39 @@ func writeTransfer(w io.Writer, r *analysis.Run) {
 		extrap := func(col string, size float64) string { return transferExtrap(t, rows, col, size) }
 		path := analysis.JoinNonEmpty(" ", k.Path, k.Direction)
 		if k.Path == "" {
-			path = analysis.JoinNonEmpty(" ", t.dash("path not recorded"), k.Direction)
+			path = analysis.JoinNonEmpty(" ", t.Dash("path not recorded"), k.Direction)
 		}
 		mem := k.Src + "→" + k.Dst
 		if k.Src == "" && k.Dst == "" {
-			mem = t.dash("memory kinds not recorded")
+			mem = t.Dash("memory kinds not recorded")
 		}
-		gb, gbr := sig(g.P50), fmtRange(g.P10, g.P90, sig)
+		gb, gbr := Sig(g.P50), FmtRange(g.P10, g.P90, Sig)
 		if g.N == 0 {
-			gb = t.dash("no bytes recorded")
+			gb = t.Dash("no bytes recorded")
 			gbr = gb
 		}
-		t.add(path, orDash(k.Transport), orDash(k.Device), orDash(k.Layout), mem, fmtBytes(float64(k.Bytes)), fmt.Sprint(sec.N),
-			gb, gbr, frac, fmtSec(sec.P50), fmtSec(sec.P99), extrap(results.ColT3GiB, 3*(1<<30)), extrap(results.ColT11_5GiB, 11.5*(1<<30)))
+		t.Add(path, OrDash(k.Transport), OrDash(k.Device), OrDash(k.Layout), mem, FmtBytes(float64(k.Bytes)), fmt.Sprint(sec.N),
+			gb, gbr, frac, FmtSec(sec.P50), FmtSec(sec.P99), extrap(results.ColT3GiB, 3*(1<<30)), extrap(results.ColT11_5GiB, 11.5*(1<<30)))
 	}
-	if len(t.rows) == 0 {
-		paragraph(w, "No ok rows in transfer.csv.")
+	if t.Len() == 0 {
+		Paragraph(w, "No ok rows in transfer.csv.")
 	} else {
-		t.write(w)
+		t.Write(w)
 	}
-	g.write(w, "transfer")
+	g.Write(w, "transfer")
 }
 
 // transferLineFrac is the fraction of the line rate that g's p50 reached.
-func transferLineFrac(t *table, rows []results.Row, g analysis.Dist) string {
+func transferLineFrac(t *Table, rows []results.Row, g analysis.Dist) string {
 	if line := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(results.ColLineGBPerSecond) })); line.N > 0 && line.P50 > 0 && g.N > 0 {
 		return fmt.Sprintf("%.2f", g.P50/line.P50)
 	}
-	return t.dash("line rate unknown (line_gb_per_s empty)")
+	return t.Dash("line rate unknown (line_gb_per_s empty)")
 }
 
 // transferExtrap is the p50 time to move size bytes: col where the row
 // recorded it, else extrapolated from the row's rate.
-func transferExtrap(t *table, rows []results.Row, col string, size float64) string {
+func transferExtrap(t *Table, rows []results.Row, col string, size float64) string {
 	d := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 {
 		if v := x.Float(col); !math.IsNaN(v) {
 			return v
@@ -561,7 +431,7 @@ func transferExtrap(t *table, rows []results.Row, col string, size float64) stri
 		return math.NaN()
 	}))
 	if d.N == 0 {
-		return t.dash("no rate to extrapolate from")
+		return t.Dash("no rate to extrapolate from")
 	}
-	return fmtSec(d.P50)
+	return FmtSec(d.P50)
 }

@@ -70,7 +70,7 @@ func WriteTrace(w io.Writer, run *analysis.Run) {
 	for _, f := range byTrace(run.Rows("trace")) {
 		first := f.rows[0]
 		fmt.Fprintf(w, "#### Trace `%s`\n\n", f.name)
-		fmt.Fprintf(w, "%s format, %s tokens per hash id, model %s; %s.\n\n", first.Get(results.ColFormat), first.Get(results.ColBlockTokens), orDash(first.Model), methodSentence(first))
+		fmt.Fprintf(w, "%s format, %s tokens per hash id, model %s; %s.\n\n", first.Get(results.ColFormat), first.Get(results.ColBlockTokens), OrDash(first.Model), methodSentence(first))
 		writeTraceCounts(w, f)
 		writeTraceLengths(w, f)
 		writeTraceReuse(w, f)
@@ -84,61 +84,61 @@ func methodSentence(r results.Row) string {
 		return "exact analysis (every block tracked)"
 	}
 	return fmt.Sprintf("SHARDS sampling (Waldspurger et al., FAST'15) of %s of the blocks in 8 hash-partitioned sub-samples: hit ratios within ±%s points (95 %%: t for 7 degrees of freedom times the standard error of the token-weighted sub-samples, the largest over capacities; the block opening each request tracked exactly), capacities below 8/rate blocks not resolved",
-		fmtShare(r.Float(results.ColSampleRate)), sig(r.Float(results.ColErrorPP)))
+		FmtShare(r.Float(results.ColSampleRate)), Sig(r.Float(results.ColErrorPP)))
 }
 
 func writeTraceCounts(w io.Writer, f traceFigures) {
-	sess := commas(int64(f.value("sessions", "")))
+	sess := Commas(int64(f.value("sessions", "")))
 	if r, ok := f.row("sessions", ""); ok && r.Get(results.ColNote) != "" {
 		sess = "unknown (" + r.Get(results.ColNote) + ")"
 	}
 	fmt.Fprintf(w, "- %s requests, sessions: %s, over %s; %s block references, %s distinct\n",
-		commas(int64(f.value("requests", ""))), sess, fmtSec(f.value("span", "")),
-		commas(int64(f.value("block_refs", ""))), commas(int64(f.value("distinct_blocks", ""))))
+		Commas(int64(f.value("requests", ""))), sess, FmtSec(f.value("span", "")),
+		Commas(int64(f.value("block_refs", ""))), Commas(int64(f.value("distinct_blocks", ""))))
 	if r, ok := f.row("malformed_lines", ""); ok && r.Float(results.ColValue) > 0 {
 		fmt.Fprintf(w, "- %s\n", r.Get(results.ColNote))
 	}
 	if v := f.value("top1pct_sessions_input_share", ""); !math.IsNaN(v) {
-		fmt.Fprintf(w, "- the top 1 %% of sessions send %s of the input tokens\n", fmtShare(v))
+		fmt.Fprintf(w, "- the top 1 %% of sessions send %s of the input tokens\n", FmtShare(v))
 	}
 	fmt.Fprintln(w)
 }
 
 func writeTraceLengths(w io.Writer, f traceFigures) {
-	t := newTable("per request", "mean", "p50", "p90", "p99", "max")
+	t := NewTable("per request", "mean", "p50", "p90", "p99", "max")
 	for _, m := range []struct {
 		metric, label string
 		format        func(float64) string
 	}{
-		{"input_tokens", "input tokens", func(v float64) string { return commas(int64(math.Round(v))) }},
-		{"output_tokens", "output tokens", func(v float64) string { return commas(int64(math.Round(v))) }},
-		{"kv_footprint", "KV footprint of the input", fmtBytes},
-		{"think", "gap to the parent request", fmtSec},
+		{"input_tokens", "input tokens", func(v float64) string { return Commas(int64(math.Round(v))) }},
+		{"output_tokens", "output tokens", func(v float64) string { return Commas(int64(math.Round(v))) }},
+		{"kv_footprint", "KV footprint of the input", FmtBytes},
+		{"think", "gap to the parent request", FmtSec},
 	} {
 		cells := []string{m.label}
 		for _, s := range []string{"mean", "p50", "p90", "p99", "max"} {
 			v := f.value(m.metric, s)
 			if math.IsNaN(v) {
-				cells = append(cells, t.dash("no request has a parent"))
+				cells = append(cells, t.Dash("no request has a parent"))
 				continue
 			}
 			cells = append(cells, m.format(v))
 		}
-		t.add(cells...)
+		t.Add(cells...)
 	}
-	t.write(w)
+	t.Write(w)
 }
 
 func writeTraceReuse(w io.Writer, f traceFigures) {
 	fmt.Fprintf(w, "APC ceiling with an infinite cache (tokens in the leading run of blocks seen before): **%s any session**, %s within the session.",
-		fmtShare(f.value("apc_ceiling_any", "")), orDash(fmtShare(f.value("apc_ceiling_intra", ""))))
+		FmtShare(f.value("apc_ceiling_any", "")), OrDash(FmtShare(f.value("apc_ceiling_intra", ""))))
 	if v := f.value("reuse_intra", ""); !math.IsNaN(v) {
 		note := ""
 		if r, ok := f.row("reuse_shared", ""); ok {
 			note = " (" + r.Get(results.ColNote) + ")"
 		}
 		fmt.Fprintf(w, " Its hits split into intra-session %s, cross-session %s, shared prefix %s%s.",
-			fmtShare(v), fmtShare(f.value("reuse_cross", "")), fmtShare(f.value("reuse_shared", "")), note)
+			FmtShare(v), FmtShare(f.value("reuse_cross", "")), FmtShare(f.value("reuse_shared", "")), note)
 	} else {
 		fmt.Fprint(w, " The trace has no sessions, so its hits are not split by session.")
 	}
@@ -161,23 +161,23 @@ func writeTraceKnees(w io.Writer, f traceFigures) {
 	for _, s := range shares {
 		heads = append(heads, "knee "+s, "tokens")
 	}
-	t := newTable(heads...)
+	t := NewTable(heads...)
 	for _, r := range f.rows {
 		if r.Get(results.ColMetric) != metrics[0] {
 			continue
 		}
-		cells := []string{r.Get(results.ColInstances), orDash(r.Get(results.ColRoute))}
+		cells := []string{r.Get(results.ColInstances), OrDash(r.Get(results.ColRoute))}
 		for _, m := range metrics {
 			k, _ := f.row(m, "", results.ColInstances, r.Get(results.ColInstances), results.ColRoute, r.Get(results.ColRoute))
 			if k.Status != results.StatusOK {
-				cells = append(cells, t.dash(orDash(k.Reason)), Dash)
+				cells = append(cells, t.Dash(OrDash(k.Reason)), Dash)
 				continue
 			}
-			cells = append(cells, fmtBytes(float64(k.Bytes)), commas(k.PrefixTokens))
+			cells = append(cells, FmtBytes(float64(k.Bytes)), Commas(k.PrefixTokens))
 		}
-		t.add(cells...)
+		t.Add(cells...)
 	}
-	t.write(w)
+	t.Write(w)
 }
 
 // kneeMetrics returns the knee metrics of trace.csv rows ("knee50",
@@ -200,11 +200,11 @@ func writePlanKnees(w io.Writer, run *analysis.Run) {
 		var parts []string
 		for _, m := range kneeMetrics(f.rows) {
 			if k, ok := f.row(m, "", results.ColInstances, "1"); ok && k.Status == results.StatusOK {
-				parts = append(parts, fmt.Sprintf("%s %% of it at %s", strings.TrimPrefix(m, "knee"), fmtBytes(float64(k.Bytes))))
+				parts = append(parts, fmt.Sprintf("%s %% of it at %s", strings.TrimPrefix(m, "knee"), FmtBytes(float64(k.Bytes))))
 			}
 		}
 		if len(parts) > 0 {
-			fmt.Fprintf(w, "`%s`: APC ceiling %s; one cache reaches %s (LRU model, **predicted**).\n\n", f.name, fmtShare(f.value("apc_ceiling_any", "")), strings.Join(parts, ", "))
+			fmt.Fprintf(w, "`%s`: APC ceiling %s; one cache reaches %s (LRU model, **predicted**).\n\n", f.name, FmtShare(f.value("apc_ceiling_any", "")), strings.Join(parts, ", "))
 		}
 	}
 }
@@ -213,7 +213,7 @@ func writeTraceWindows(w io.Writer, f traceFigures) {
 	var ws []string
 	for _, r := range f.rows {
 		if r.Get(results.ColMetric) == "working_set_peak" {
-			ws = append(ws, fmt.Sprintf("%s in %s windows", fmtBytes(r.Float(results.ColValue)), fmtSec(r.Float(results.ColWindow))))
+			ws = append(ws, fmt.Sprintf("%s in %s windows", FmtBytes(r.Float(results.ColValue)), FmtSec(r.Float(results.ColWindow))))
 		}
 	}
 	if len(ws) > 0 {
@@ -235,43 +235,43 @@ func WritePlan(w io.Writer, run *analysis.Run) {
 		mode = "inclusive (write-through: each tier holds the most recent blocks that fit it)"
 	}
 	fmt.Fprintf(w, "Every figure here is **predicted**: the trace's LRU stack distances (touch %s) combined with tier costs measured in `%s` (**%s**). Tiers are %s; a hit is the leading run of blocks some tier holds, each block served by the fastest tier holding it, the rest recomputed.\n\n",
-		first.Get(results.ColTouch), first.Get(results.ColCosts), orDash(first.Get(results.ColCostSource)), mode)
+		first.Get(results.ColTouch), first.Get(results.ColCosts), OrDash(first.Get(results.ColCostSource)), mode)
 	writePlanKnees(w, run)
 	writePlanCosts(w, run.FileWith("plan", results.ColAlpha))
-	t := newTable(planHeads()...)
+	t := NewTable(planHeads()...)
 	for _, r := range plan {
 		cells := []string{r.Get(results.ColTrace)}
 		for _, tier := range tierspec.CapacityNames() {
 			cells = append(cells, fmtCapacity(r.Get(tier+"_bytes")))
 		}
-		cells = append(cells, fmtShare(r.Float(results.ColHitRatio)))
+		cells = append(cells, FmtShare(r.Float(results.ColHitRatio)))
 		for _, tier := range tierspec.PlanNames() {
-			cells = append(cells, fmtShare(r.Float("frac_"+tier)))
+			cells = append(cells, FmtShare(r.Float("frac_"+tier)))
 		}
-		load := []string{fmtSec(r.Float(results.ColLoadP50)), fmtSec(r.Float(results.ColLoadP90))}
+		load := []string{FmtSec(r.Float(results.ColLoadP50)), FmtSec(r.Float(results.ColLoadP90))}
 		if ex := r.Get(results.ColLoadExcludes); ex != "" {
-			n := t.note("excludes the fetches from " + strings.ReplaceAll(ex, ";", ", ") + ": no measured cost (a lower bound)")
+			n := t.Note("excludes the fetches from " + strings.ReplaceAll(ex, ";", ", ") + ": no measured cost (a lower bound)")
 			load[0], load[1] = load[0]+" "+n, load[1]+" "+n
 		}
 		cells = append(cells, load...)
 		extrap := ""
 		if x := r.Float(results.ColExtrapolated); x > 0 {
-			extrap = " " + t.note(fmt.Sprintf("extrapolated: %s of the requests are predicted from a cost past the longest prefix it was measured at (plan_costs.csv max_tokens)", fmtShare(x)))
+			extrap = " " + t.Note(fmt.Sprintf("extrapolated: %s of the requests are predicted from a cost past the longest prefix it was measured at (plan_costs.csv max_tokens)", FmtShare(x)))
 		}
 		for _, s := range []string{"mean", "p50", "p90", "p99"} {
 			v := r.Float("ttft_" + s + "_s")
 			switch {
 			case !math.IsNaN(v):
-				cells = append(cells, fmtSec(v)+extrap)
+				cells = append(cells, FmtSec(v)+extrap)
 			case r.Get(results.ColMissing) != "":
-				cells = append(cells, t.dash("not predicted: no measured cost for "+strings.ReplaceAll(r.Get(results.ColMissing), ";", ", ")))
+				cells = append(cells, t.Dash("not predicted: no measured cost for "+strings.ReplaceAll(r.Get(results.ColMissing), ";", ", ")))
 			default:
-				cells = append(cells, t.dash("the costs give no TTFT"))
+				cells = append(cells, t.Dash("the costs give no TTFT"))
 			}
 		}
-		t.add(append(cells, planWrites(t, r))...)
+		t.Add(append(cells, planWrites(t, r))...)
 	}
-	t.write(w)
+	t.Write(w)
 }
 
 // planHeads are the headers of the plan table: each tier's capacity,
@@ -291,7 +291,7 @@ func planHeads() []string {
 // planWrites is a plan row's write cell: per tier written to, the bytes/s
 // it must absorb and the share of its measured store that needs, "over"
 // past 100 %, "not checked" without a measured store.
-func planWrites(t *table, r results.Row) string {
+func planWrites(t *Table, r results.Row) string {
 	var parts []string
 	for _, tier := range tierspec.CapacityNames() {
 		bps := r.Float("write_" + tier + "_Bps")
@@ -300,46 +300,46 @@ func planWrites(t *table, r results.Row) string {
 		}
 		use := "not checked"
 		if u := r.Float("store_util_" + tier); !math.IsNaN(u) {
-			use = fmtShare(u)
+			use = FmtShare(u)
 			if u > 1 {
 				use = "**over: " + use + "**"
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%s %s/s (%s)", tier, fmtBytes(bps), use))
+		parts = append(parts, fmt.Sprintf("%s %s/s (%s)", tier, FmtBytes(bps), use))
 	}
 	if len(parts) == 0 {
 		return Dash
 	}
 	cell := strings.Join(parts, ", ")
 	if r.Get(results.ColStoreUnchecked) != "" {
-		cell += " " + t.note("not checked: the costs have no store rows (direction=store) for that tier")
+		cell += " " + t.Note("not checked: the costs have no store rows (direction=store) for that tier")
 	}
 	return cell
 }
 
-// fitAlpha is a fit's α cell: a negative fixed cost is a fit problem,
+// FitAlpha is a fit's α cell: a negative fixed cost is a fit problem,
 // not a cost, so the cell is a dash that says so; other problems (a poor
 // R²) are noted beside α.
-func fitAlpha(t *table, alpha float64, problems string) string {
+func FitAlpha(t *Table, alpha float64, problems string) string {
 	switch {
 	case strings.Contains(problems, "negative fixed cost"):
-		return t.dash("fit problem: " + problems)
+		return t.Dash("fit problem: " + problems)
 	case problems != "":
-		return fmtSec(alpha) + " " + t.note("fit problem: "+problems)
+		return FmtSec(alpha) + " " + t.Note("fit problem: "+problems)
 	}
-	return fmtSec(alpha)
+	return FmtSec(alpha)
 }
 
 // storeCell is a plan tier's measured store: fixed cost and bandwidth.
-func storeCell(t *table, r results.Row) string {
+func storeCell(t *Table, r results.Row) string {
 	rate := r.Float(results.ColStoreRate)
 	if tierspec.Computes(r.Tier) {
 		return Dash
 	}
 	if math.IsNaN(rate) {
-		return t.dash("store not measured (no direction=store rows): its writes are not checked")
+		return t.Dash("store not measured (no direction=store rows): its writes are not checked")
 	}
-	return fmtSec(r.Float(results.ColStoreAlpha)) + " + " + sig(rate/1e9) + " GB/s"
+	return FmtSec(r.Float(results.ColStoreAlpha)) + " + " + Sig(rate/1e9) + " GB/s"
 }
 
 // writePlanCosts lists the cost of every plan tier, or why it is missing.
@@ -347,25 +347,25 @@ func writePlanCosts(w io.Writer, rows []results.Row) {
 	if len(rows) == 0 {
 		return
 	}
-	t := newTable("tier", "cost", "source", "measured configuration", "α", "rate", "store")
+	t := NewTable("tier", "cost", "source", "measured configuration", "α", "rate", "store")
 	var missing []string
 	for _, r := range rows {
 		if r.Get(results.ColMeasured) != "true" {
-			t.add(r.Tier, t.dash(r.Reason), Dash, Dash, Dash, Dash, storeCell(t, r))
+			t.Add(r.Tier, t.Dash(r.Reason), Dash, Dash, Dash, Dash, storeCell(t, r))
 			missing = append(missing, r.Tier)
 			continue
 		}
-		rate := sig(r.Float(results.ColRate)/1e9) + " GB/s"
+		rate := Sig(r.Float(results.ColRate)/1e9) + " GB/s"
 		if r.Get(results.ColRateUnit) == "FLOP/s" {
-			rate = sig(r.Float(results.ColRate)/1e12) + " TFLOP/s"
+			rate = Sig(r.Float(results.ColRate)/1e12) + " TFLOP/s"
 		}
 		if math.IsNaN(r.Float(results.ColRate)) {
-			rate = t.dash("probe TTFT fitted, no rate")
+			rate = t.Dash("probe TTFT fitted, no rate")
 		}
-		alpha := fitAlpha(t, r.Float(results.ColAlpha), r.Get(results.ColFitProblem))
-		t.add(r.Tier, r.Get(results.ColFormula), r.Get(results.ColSource), r.Get(results.ColConfig), alpha, rate, storeCell(t, r))
+		alpha := FitAlpha(t, r.Float(results.ColAlpha), r.Get(results.ColFitProblem))
+		t.Add(r.Tier, r.Get(results.ColFormula), r.Get(results.ColSource), r.Get(results.ColConfig), alpha, rate, storeCell(t, r))
 	}
-	t.write(w)
+	t.Write(w)
 	if len(missing) > 0 {
 		fmt.Fprintf(w, "Missing tier costs: %s. They are not filled in: a configuration that needs one has no predicted TTFT.\n\n", strings.Join(missing, ", "))
 	}
@@ -383,5 +383,5 @@ func fmtCapacity(s string) string {
 	if n == 0 {
 		return "0"
 	}
-	return fmtBytes(n)
+	return FmtBytes(n)
 }

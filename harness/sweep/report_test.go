@@ -1,4 +1,4 @@
-package report
+package sweep
 
 import (
 	"slices"
@@ -142,7 +142,7 @@ func TestStoreHeadline(t *testing.T) {
 	for _, tc := range []struct {
 		dir        string
 		storesHost bool
-	}{{"../analysis/testdata/plan_store", true}, {"../analysis/testdata/plan_nodirection", false}} {
+	}{{"../../analysis/testdata/plan_store", true}, {"../../analysis/testdata/plan_nodirection", false}} {
 		run, err := analysis.Load(tc.dir)
 		if err != nil {
 			t.Fatal(err)

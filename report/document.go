@@ -40,6 +40,19 @@ type layout struct {
 	figures []placed
 }
 
+// closings are the parts of the report that read the rows of more than
+// one suite, written after every suite's sections, in the order
+// registered.
+var closings []func(io.Writer, []*analysis.Run)
+
+// RegisterClosing adds a part written after every suite's sections and
+// before the suites not run: one that reads the rows of several suites
+// (the probe's hits predicted from the sweep's fetches). It is called
+// from init functions.
+func RegisterClosing(write func(w io.Writer, runs []*analysis.Run)) {
+	closings = append(closings, write)
+}
+
 // Write renders the report of runs as Markdown, as Markdown does with
 // links relative to the current directory.
 func Write(w io.Writer, runs []*analysis.Run) { Markdown(w, runs, Options{}) }
@@ -100,7 +113,9 @@ func layOut(runs []*analysis.Run) layout {
 		}
 		l.suite(runs, with, suite)
 	}
-	writePredictions(&b, runs)
+	for _, write := range closings {
+		write(&b, runs)
+	}
 	if len(missing) > 0 {
 		fmt.Fprintln(&b, "## Not in these results")
 		fmt.Fprintln(&b)

@@ -31,9 +31,6 @@ var headlines = map[string]Headline{}
 func RegisterHeadline(h Headline) { headlines[h.Suite] = h }
 
 func init() {
-	RegisterHeadline(Headline{Suite: "probe", Write: probeHeadline})
-	RegisterHeadline(Headline{Suite: "mb1", Write: mb1Headline})
-	RegisterHeadline(Headline{Suite: "transfer", Write: transferHeadline})
 	RegisterHeadline(Headline{Suite: "mesh", Write: meshHeadline})
 	RegisterHeadline(Headline{Suite: "trace", Write: traceHeadline})
 	RegisterHeadline(Headline{Suite: "plan", Write: planHeadline})
@@ -92,7 +89,7 @@ func AllRows(runs []*analysis.Run, suite string) []results.Row {
 func SummaryLine(runs []*analysis.Run, suite results.Suite) string {
 	f := suite.Main()
 	rows := AllRows(runs, suite.Name)
-	counts := statusCounts(rows)
+	counts := StatusCounts(rows)
 	if f.Keys == nil || len(rows) == 0 {
 		return counts
 	}
@@ -127,8 +124,8 @@ func SummaryLine(runs []*analysis.Run, suite results.Suite) string {
 		val(lo), loK, val(hi), hiK, counts)
 }
 
-// statusCounts says how many rows are ok, skipped and errors.
-func statusCounts(rows []results.Row) string {
+// StatusCounts says how many rows are ok, skipped and errors.
+func StatusCounts(rows []results.Row) string {
 	n := map[results.Status]int{}
 	for _, r := range rows {
 		n[r.Status]++

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -12,110 +11,6 @@ import (
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
-
-// mb1Headline is MB1's penalty at the largest prefill per D, with the
-// control arm's beside it; a real server's rows before the simulator's.
-func mb1Headline(runs []*analysis.Run) (string, string) {
-	type cell struct {
-		D, P int
-		arm  string
-	}
-	rows := AllRows(runs, "mb1")
-	sim := !slices.ContainsFunc(rows, func(r results.Row) bool { return analysis.OK(r) && r.Get(results.ColSimulated) != "true" })
-	pen := map[cell][]float64{}
-	var ds []int
-	for _, r := range rows {
-		if !analysis.OK(r) || (r.Get(results.ColSimulated) == "true") != sim {
-			continue
-		}
-		c := cell{analysis.Atoi(r.Get(results.ColDecodeStreams)), analysis.Atoi(r.Get(results.ColPrefillTokens)), r.Get(results.ColArm)}
-		pen[c] = append(pen[c], r.Float(results.ColPenalty))
-		if c.arm == "interfere" && !slices.Contains(ds, c.D) {
-			ds = append(ds, c.D)
-		}
-	}
-	slices.Sort(ds)
-	var parts []string
-	for _, d := range ds {
-		p := 0
-		for c, v := range pen {
-			if c.D == d && c.arm == "interfere" && analysis.Summarize(v).N > 0 {
-				p = max(p, c.P)
-			}
-		}
-		if p == 0 {
-			continue
-		}
-		s := fmt.Sprintf("D=%d, P=%s: %s×", d, Commas(int64(p)), Sig(analysis.Summarize(pen[cell{d, p, "interfere"}]).P50))
-		if c := analysis.Summarize(pen[cell{d, p, "control"}]); c.N > 0 {
-			s += fmt.Sprintf(" (control %s×)", Sig(c.P50))
-		}
-		parts = append(parts, s)
-	}
-	if len(parts) == 0 {
-		return "no interference cell has an ok rep; " + statusCounts(rows), ""
-	}
-	return "decode penalty (effective / base TPOT, p50) at the largest prefill per D: " + strings.Join(parts, "; ") + ".", ""
-}
-
-// transferHeadline is MB2 at the largest size: per path (intra, inter,
-// loopback, ...) the p50 GB/s of its best layout, the line rate and the
-// reference's intra and inter rates.
-func transferHeadline(runs []*analysis.Run) (string, string) {
-	return pathsLine(results.Loads(AllRows(runs, "transfer")), func(r results.Row) string { return r.Get(results.ColPath) }), ""
-}
-
-// pathsLine says the p50 GB/s of each path's best layout at the largest
-// size of rows.
-func pathsLine(rows []results.Row, path func(results.Row) string) string {
-	var size int64
-	for _, r := range rows {
-		if analysis.OK(r) && r.GBps > 0 {
-			size = max(size, r.Bytes)
-		}
-	}
-	if size == 0 {
-		return "no ok row with a rate; " + statusCounts(rows)
-	}
-	type key struct{ path, layout string }
-	keys, groups := analysis.GroupBy(rows, func(r results.Row) key { return key{path(r), r.Layout} },
-		func(a, b key) int { return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.layout, b.layout)) })
-	best := map[string]key{}
-	rate := map[key]float64{}
-	var paths []string
-	for _, k := range keys {
-		var at []results.Row
-		for _, r := range groups[k] {
-			if r.Bytes == size {
-				at = append(at, r)
-			}
-		}
-		g := analysis.Summarize(analysis.Column(at, analysis.GBps))
-		if g.N == 0 {
-			continue
-		}
-		rate[k] = g.P50
-		if b, seen := best[k.path]; !seen || g.P50 > rate[b] {
-			best[k.path] = k
-		}
-		if !slices.Contains(paths, k.path) {
-			paths = append(paths, k.path)
-		}
-	}
-	var parts []string
-	for _, p := range paths {
-		k := best[p]
-		parts = append(parts, fmt.Sprintf("%s %s GB/s (%s)", OrDash(p), Sig(rate[k]), OrDash(k.layout)))
-	}
-	s := fmt.Sprintf("p50 GB/s at %s, each path's best layout: %s", FmtBytes(float64(size)), strings.Join(parts, ", "))
-	if line := analysis.Summarize(analysis.Column(rows, func(r results.Row) float64 { return r.Float(results.ColLineGBPerSecond) })); line.N > 0 {
-		s += fmt.Sprintf("; line rate %s GB/s", Sig(line.P50))
-	}
-	if !slices.Contains(paths, "intra") && !slices.Contains(paths, "inter") {
-		s += "; no intra- or inter-node peer in these results"
-	}
-	return s + fmt.Sprintf(". %s: intra %s, inter %s GB/s.", analysis.Reference, Sig(analysis.ReferenceMB2["intra"]), Sig(analysis.ReferenceMB2["inter"]))
-}
 
 // meshHeadline is the mesh's intra- against inter-node pairs at the
 // largest size: the median over the pairs of each pair's p50 GB/s.
@@ -128,7 +23,7 @@ func meshHeadline(runs []*analysis.Run) (string, string) {
 		}
 	}
 	if size == 0 {
-		return "no pair has an ok row; " + statusCounts(AllRows(runs, "mesh")), ""
+		return "no pair has an ok row; " + StatusCounts(AllRows(runs, "mesh")), ""
 	}
 	vals := map[string][]float64{}
 	var pairs, layouts []string

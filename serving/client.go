@@ -122,7 +122,9 @@ type Model struct {
 	MaxModelLen int    `json:"max_model_len"`
 }
 
-// Models lists the served models.
+// Models lists the served models, their names and owners as ServerText
+// keeps them (a name longer than MaxServerText is measured by naming it
+// with --served-model-name).
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	var body struct {
 		Data []Model `json:"data"`
@@ -133,6 +135,10 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	}
 	if h.Get("X-Kvtier-Simulated") == "1" {
 		c.simulated.Store(true)
+	}
+	for i := range body.Data {
+		m := &body.Data[i]
+		m.ID, m.OwnedBy = ServerText(m.ID), ServerText(m.OwnedBy)
 	}
 	return body.Data, nil
 }
@@ -176,7 +182,7 @@ func (c *Client) ServedModel(ctx context.Context, want string) (Model, error) {
 		return Model{}, fmt.Errorf("%s serves no model (GET /v1/models is empty)", c.Base)
 	}
 	if ids := modelIDs(models); want == "" && len(ids) > 1 {
-		return Model{}, fmt.Errorf("%s serves %d models (%s): name the one to measure with --served-model-name", c.Base, len(ids), clip(strings.Join(ids, ", "), 200))
+		return Model{}, fmt.Errorf("%s serves %d models (%s): name the one to measure with --served-model-name", c.Base, len(ids), ServerText(strings.Join(ids, ", ")))
 	}
 	if strings.Contains(strings.ToLower(m.OwnedBy), "kvtier") {
 		c.simulated.Store(true)
@@ -427,9 +433,9 @@ func statusError(resp *http.Response) *HTTPError {
 		}
 	}
 	if e.Message == "" {
-		e.Message = clip(strings.TrimSpace(string(b)), 200)
+		e.Message = string(b)
 	}
-	e.Message = OneLine(e.Message)
+	e.Message = ServerText(e.Message)
 	return e
 }
 
@@ -621,7 +627,8 @@ func (c *Client) GetJSON(ctx context.Context, path string, v any) (http.Header, 
 	return resp.Header, nil
 }
 
-// Version returns what GET /version says ({"version": "0.18.1"}).
+// Version returns what GET /version says ({"version": "0.18.1"}), as
+// ServerText keeps it.
 func (c *Client) Version(ctx context.Context) (string, error) {
 	var v struct {
 		Version string `json:"version"`
@@ -629,7 +636,7 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 	if _, err := c.GetJSON(ctx, "/version", &v); err != nil {
 		return "", err
 	}
-	if v.Version == "" {
+	if v.Version = ServerText(v.Version); v.Version == "" {
 		return "", errors.New("GET /version: no version in the answer")
 	}
 	return v.Version, nil

@@ -162,7 +162,7 @@ func (c *Client) detectFamily(ctx context.Context) Family {
 		f := Family{Name: t.Name, By: "GET " + t.Probe}
 		var v string
 		if json.Unmarshal(body["version"], &v) == nil {
-			f.Version = OneLine(clip(v, 64))
+			f.Version = clip(ServerText(v), 64)
 		}
 		return f
 	}
@@ -181,7 +181,7 @@ func (c *Client) familyVersion(ctx context.Context, t Traits) string {
 	if _, err := c.GetJSON(ctx, "/version", &v); err != nil {
 		return ""
 	}
-	return OneLine(clip(v.Version, 64))
+	return clip(ServerText(v.Version), 64)
 }
 
 // readySignals are the requests asked, in order, when GET /health is

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -370,6 +372,86 @@ func TestHostileGrowthBounded(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > 6*MaxMetricsBytes {
 			t.Errorf("%s: allocated %d MiB", tc.name, grew>>20)
+		}
+	}
+}
+
+// Every string a server sends reaches kvtier clipped and without control
+// characters: a 4 MiB version, an escape sequence and a newline in a
+// version, a model's name, an error's message and a metric's label.
+func TestServerStringsClean(t *testing.T) {
+	t.Parallel()
+	for _, said := range []string{strings.Repeat("9", 4<<20), "0.0.1\u001b[2J\nINJECTED", "a\u202ebidi\x00\x7f\u0085\xff"} {
+		// The 4 MiB string goes to GET /version only; elsewhere its first
+		// kilobyte is enough (and keeps a race run short).
+		js, _ := json.Marshal(said)
+		short, _ := json.Marshal(said[:min(len(said), 1<<10)])
+		prom := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(said[:min(len(said), 1<<10)]) + `"`
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/version":
+				fmt.Fprintf(w, `{"version":%s}`, js)
+			case "/api/version":
+				fmt.Fprintf(w, `{"version":%s}`, short)
+			case "/v1/models":
+				fmt.Fprintf(w, `{"data":[{"id":%s,"owned_by":%s}]}`, short, short)
+			case "/metrics":
+				fmt.Fprintf(w, "vllm:cache_config_info{block_size=%s} 1\n", prom)
+			case "/v1/completions":
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprintf(w, "data: {\"error\":{\"message\":%s,\"code\":%s}}\n\n", short, short)
+			default:
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprintf(w, `{"error":{"message":%s}}`, short)
+			}
+		}))
+		defer srv.Close()
+		c, err := NewClient(srv.URL, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var got []string
+		v, err := c.Version(ctx)
+		got = append(got, v, fmt.Sprint(err))
+		models, err := c.Models(ctx)
+		for _, m := range models {
+			got = append(got, m.ID, m.OwnedBy)
+		}
+		got = append(got, fmt.Sprint(err), c.DetectFamily(ctx).String())
+		_, err = c.Stream(ctx, Request{Model: "m", Prompt: []int{1}, MaxTokens: 1}, nil)
+		got = append(got, fmt.Sprint(err))
+		_, err = c.Tokenize(ctx, "m", "x")
+		got = append(got, fmt.Sprint(err))
+		snap, err := c.Metrics(ctx, "")
+		got = append(got, fmt.Sprint(err), snap.CacheConfig["block_size"])
+		for i, s := range got {
+			if utf8.RuneCountInString(s) > 2*MaxServerText+100 || strings.ContainsFunc(s, func(r rune) bool {
+				return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+			}) || !utf8.ValidString(s) {
+				t.Errorf("%.20q: string %d is %d characters: %.120q", said, i, utf8.RuneCountInString(s), s)
+			}
+		}
+		if !strings.Contains(got[0], "INJECTED") && !strings.HasPrefix(got[0], "999") && !strings.Contains(got[0], "bidi") {
+			t.Errorf("%.20q: version %q lost its text", said, got[0])
+		}
+	}
+}
+
+func TestServerText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"0.8.5", "0.8.5"},
+		{"0.0.1\u001b[2J\nINJECTED", "0.0.1[2J INJECTED"},
+		{"  a \t\r\n b  ", "a b"},
+		{"a\xffb", "a?b"},
+		{"x\u202eevil\u200f", "xevil"},
+		{strings.Repeat("é", 300), strings.Repeat("é", MaxServerText) + "..."},
+		{strings.Repeat("a", 255) + " b", strings.Repeat("a", 255) + "..."},
+		{strings.Repeat("a", 256), strings.Repeat("a", 256)},
+	} {
+		if got := ServerText(tc.in); got != tc.want {
+			t.Errorf("ServerText(%.40q) = %.60q, want %.60q", tc.in, got, tc.want)
 		}
 	}
 }

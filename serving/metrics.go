@@ -144,7 +144,7 @@ func ParseMetrics(r io.Reader, model string) (Snapshot, error) {
 	p := expfmt.NewTextParser(utf8Names)
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("parsing /metrics: %w", err)
+		return Snapshot{}, fmt.Errorf("parsing /metrics: %s", ServerText(err.Error()))
 	}
 	declared(fams, text, hitNames, queryNames, promptNames)
 	var s Snapshot
@@ -159,7 +159,7 @@ func ParseMetrics(r io.Reader, model string) (Snapshot, error) {
 	if f, ok := fams["vllm:cache_config_info"]; ok && len(f.Metric) > 0 {
 		s.CacheConfig = map[string]string{}
 		for _, l := range f.Metric[0].Label {
-			s.CacheConfig[l.GetName()] = l.GetValue()
+			s.CacheConfig[ServerText(l.GetName())] = ServerText(l.GetValue())
 		}
 	}
 	return s, nil
@@ -228,10 +228,11 @@ func byLabel(fams map[string]*dto.MetricFamily, names []string, lab, modelName s
 	return nil
 }
 
+// label returns the value of m's label name, as ServerText keeps it.
 func label(m *dto.Metric, name string) string {
 	for _, l := range m.Label {
 		if l.GetName() == name {
-			return l.GetValue()
+			return ServerText(l.GetValue())
 		}
 	}
 	return ""

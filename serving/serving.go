@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/kvtier/kvtier/option"
 )
@@ -87,4 +89,49 @@ func TokenIDs(seed, stream uint64, n int) []int {
 // space: a server's message fit for one CSV cell and one console line.
 func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// MaxServerText bounds, in characters, a string a server sent as
+// ServerText keeps it.
+const MaxServerText = 256
+
+// ServerText makes a string a server sent (its version, a model's name,
+// an error message) fit for a row, a manifest and the console: invalid
+// UTF-8 made "?", every run of white space one space, every other
+// control character (an escape sequence's ESC, a bidirectional
+// override) dropped, and the whole cut to MaxServerText characters with
+// "..." marking the cut. Every such string passes here, and only here,
+// before kvtier keeps it.
+func ServerText(s string) string {
+	var b strings.Builder
+	n, space := 0, false
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			space = b.Len() > 0
+			continue
+		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\uFEFF':
+			continue
+		case r == utf8.RuneError:
+			r = '?'
+		}
+		if n+btoi(space) >= MaxServerText {
+			b.WriteString("...")
+			break
+		}
+		if space {
+			b.WriteByte(' ')
+			n, space = n+1, false
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // An EventReader reads the data of server-sent events from a stream the
@@ -211,16 +212,16 @@ func (c *chunk) err() error {
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		var e apiError
 		if json.Unmarshal(c.Error, &e) == nil && e.Message != "" {
-			return &ServerError{Message: e.Message, Code: codeText(e.Code)}
+			return serverError(e.Message, e.Code)
 		}
 		var s string
 		if json.Unmarshal(c.Error, &s) == nil {
-			return &ServerError{Message: s}
+			return serverError(s, nil)
 		}
-		return &ServerError{Message: string(c.Error)}
+		return serverError(string(c.Error), nil)
 	}
 	if c.Object == "error" {
-		return &ServerError{Message: c.Message, Code: codeText(c.Code)}
+		return serverError(c.Message, c.Code)
 	}
 	return nil
 }
@@ -244,9 +245,15 @@ func notChunk(n int, data []byte, err error) error {
 func errorField(data []byte) error {
 	var e apiError
 	if json.Unmarshal(data, &e) == nil && e.Message != "" {
-		return &ServerError{Message: e.Message, Code: codeText(e.Code)}
+		return serverError(e.Message, e.Code)
 	}
-	return &ServerError{Message: clip(string(data), 200)}
+	return serverError(string(data), nil)
+}
+
+// serverError is the ServerError of a message and code a server sent,
+// both as ServerText keeps them.
+func serverError(msg string, code any) *ServerError {
+	return &ServerError{Message: ServerText(msg), Code: ServerText(codeText(code))}
 }
 
 func codeText(v any) string {
@@ -263,17 +270,16 @@ func codeText(v any) string {
 // A ServerError is an error the server reported inside a stream or as a
 // JSON error body.
 type ServerError struct {
-	Message string
+	Message string // as ServerText keeps it
 	Code    string // the error's code field, often the HTTP status
 }
 
 // Error says the server's message and, when there is one, its code.
 func (e *ServerError) Error() string {
-	msg := OneLine(e.Message)
 	if e.Code != "" {
-		return fmt.Sprintf("server error (code %s): %s", e.Code, msg)
+		return fmt.Sprintf("server error (code %s): %s", e.Code, e.Message)
 	}
-	return "server error: " + msg
+	return "server error: " + e.Message
 }
 
 // Errors that end a stream early. They are returned wrapped, with the
@@ -642,10 +648,15 @@ func (s *Stream) endWithoutDone() error {
 	return nil
 }
 
+// clip cuts s, made valid UTF-8, to its first n bytes, at a character's
+// start, marking the cut with "...".
 func clip(s string, n int) string {
 	s = strings.ToValidUTF8(s, "?")
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "..."
 }

@@ -91,3 +91,20 @@ func TestColumnCheck(t *testing.T) {
 		}
 	}
 }
+
+// Floats reach the CSV in positional digits, so an integral value (tokens,
+// bytes per second) reads as an integer; exponent form only at the extremes.
+func TestFormatValueFloat(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   float64
+		want string
+	}{
+		{1154048, "1154048"}, {3.7748736e9, "3774873600"}, {1e6, "1000000"}, {2.5e9 + 0.25, "2500000000.25"},
+		{0.5, "0.5"}, {0, "0"}, {-1200, "-1200"}, {1e-7, "1e-07"}, {0.0001, "0.0001"}, {1e21, "1e+21"},
+	} {
+		if got := FormatValue(c.in); got != c.want {
+			t.Errorf("FormatValue(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

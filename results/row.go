@@ -133,7 +133,7 @@ func FormatValue(v any) string {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return ""
 		}
-		return strconv.FormatFloat(x, 'g', -1, 64)
+		return formatFloat(x)
 	case float32:
 		return FormatValue(float64(x))
 	case int:
@@ -153,6 +153,17 @@ func FormatValue(v any) string {
 	default:
 		return fmt.Sprint(x)
 	}
+}
+
+// formatFloat writes x as people read it: positional digits wherever that
+// is exact and not absurdly long, so an integral value (a count of tokens,
+// bytes per second) reads as an integer, not 1.154048e+06; exponent form
+// only below 1e-4 and from 1e21, where positional digits would run on.
+func formatFloat(x float64) string {
+	if a := math.Abs(x); a != 0 && (a < 1e-4 || a >= 1e21) {
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(x, 'f', -1, 64)
 }
 
 // Cell returns the text of column col for this row as every sink writes

@@ -40,6 +40,7 @@ import (
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/units"
 )
 
 // Arms, in the order a cell runs them.
@@ -453,7 +454,7 @@ func afterDecodes(res *armResult, ends []float64) error {
 	if len(ends) == 0 || res.done <= last {
 		return nil
 	}
-	return fmt.Errorf("%w: the prefill's first token came at %.3f s, after every decode stream had ended (the last at %.3f s)", ErrSerializing, res.done, last)
+	return fmt.Errorf("%w: the prefill's first token came at %s, after every decode stream had ended (the last at %s)", ErrSerializing, units.FormatSeconds(res.done), units.FormatSeconds(last))
 }
 
 // waitReady waits until every stream has passed its warm-up and a few
@@ -688,7 +689,7 @@ func (r *Runner) row(res armResult, base float64) results.Row {
 	var notes []string
 	r.setFigures(&row, st, base, res.prefillTTFT, &notes)
 	if res.arm == ArmBaseline {
-		notes = append(notes, fmt.Sprintf("window %.6g s from the interfere arm's prefill TTFT", res.prefillTTFT))
+		notes = append(notes, "window "+units.FormatSeconds(res.prefillTTFT)+" from the interfere arm's prefill TTFT")
 	}
 	if res.counting == serving.CountChunks {
 		notes = append(notes, "tokens counted by chunks: the server reports neither continuous usage nor token ids, so chunks that bundle tokens undercount")
@@ -775,7 +776,7 @@ func (r *Runner) log(row results.Row) {
 	}
 	what := string(row.Status)
 	if row.Status == results.StatusOK {
-		ms := func(col string) string { return fmt.Sprintf("%.3g ms", 1e3*row.Float(col)) }
+		ms := func(col string) string { return units.FormatSeconds(row.Float(col)) }
 		what = "base TPOT " + ms("base_tpot_s") + " (" + row.Get("penalty_base") + ")"
 		if row.Get(results.ColPrefillTTFT) != "" {
 			what += ", prefill TTFT " + ms("prefill_ttft_s")

@@ -322,6 +322,6 @@ func writeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f
 		m.Warnings = append(m.Warnings, "probe: client overhead not measured: "+err.Error())
 	} else {
 		m.Notes["client_overhead_ttft_p50_s"] = d.Seconds()
-		fmt.Fprintf(stderr, "kvtier probe: client overhead (TTFT p50, 1k prompt, zero-cost sim): %.3g ms\n", 1e3*d.Seconds())
+		fmt.Fprintf(stderr, "kvtier probe: client overhead (TTFT p50, 1k prompt, zero-cost sim): %s\n", units.FormatSeconds(d.Seconds()))
 	}
 }

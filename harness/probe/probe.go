@@ -30,6 +30,7 @@ import (
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/units"
 )
 
 // Tiers lists the tiers the probe knows, in the order it measures them.
@@ -277,7 +278,7 @@ func (p *Prober) logRow(r results.Row) {
 	what := ""
 	switch r.Status {
 	case results.StatusOK:
-		what = fmt.Sprintf("ttft %.4f s", r.Seconds)
+		what = "ttft " + units.FormatSeconds(r.Seconds)
 		if r.Get(results.ColVerified) == "true" {
 			what += " verified by " + r.Get("verified_by")
 		} else {

@@ -8,6 +8,7 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/units"
 )
 
 // A collector gathers what a run's rows say as they are written.
@@ -161,8 +162,8 @@ func (rp *Replayer) logRow(r results.Row) {
 	}
 	what := r.Get("outcome") + ": " + r.Reason
 	if r.Status == results.StatusOK {
-		what = fmt.Sprintf("ttft %.3f s, e2e %.3f s, %s prompt tokens, cached %s, predicted %s",
-			r.Seconds, r.Float("e2e_s"), r.Get("prompt_tokens"), orDash(r.Get("cached_tokens")), orDash(r.Get("predicted_hit_tokens")))
+		what = fmt.Sprintf("ttft %s, e2e %s, %s prompt tokens, cached %s, predicted %s",
+			units.FormatSeconds(r.Seconds), units.FormatSeconds(r.Float("e2e_s")), r.Get("prompt_tokens"), orDash(r.Get("cached_tokens")), orDash(r.Get("predicted_hit_tokens")))
 	}
 	harness.Note(rp.cfg.Log, fmt.Sprintf("replay %s session %s turn %s: %s", r.Get("request_index"), r.Get("session"), r.Get("turn"), what))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
 )
 
 // Run runs the tier sweep on backend b: for every direction (loads
@@ -289,7 +290,7 @@ func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int, m measurer)
 			if !c.Spec.Moves() {
 				hc.Row.Set("flops", work(c, p))
 			}
-			if err := s.sampler.Skip(hc, fmt.Sprintf("estimated %.3g s per rep exceeds the budget of %s", sec, budget)); err != nil {
+			if err := s.sampler.Skip(hc, fmt.Sprintf("estimated %s per rep exceeds the budget of %s", units.FormatSeconds(sec), budget)); err != nil {
 				return err
 			}
 			continue

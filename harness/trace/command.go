@@ -17,6 +17,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
 // Command is kvtier trace.
@@ -25,7 +26,7 @@ var Command = cli.Register(&cli.Command{Name: "trace", Order: 100, Run: runComma
 	Usage: `Usage: kvtier trace [flags] --trace TRACE... (or TRACE...)
        kvtier trace --generate FILE [generator flags]
 
-Reads Mooncake or Alibaba-style traces (JSON lines, gzip or not) and writes trace.csv
+Reads Mooncake or Alibaba-style traces (JSON lines, gzip or not; - is stdin) and writes trace.csv
 (request and session counts, lengths, KV footprint, APC ceiling, reuse split, knees),
 trace_curve.csv (the exact LRU prefix hit ratio at every capacity), trace_windows.csv
 (working set per sliding window), plots and manifest.json; prints the path of trace.csv
@@ -45,7 +46,7 @@ type traceFlags struct {
 }
 
 func (f *traceFlags) add(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&f.traces, "trace", nil, "trace to read (Mooncake or Alibaba JSON lines, gzip or not), as in replay and knee; the same as a TRACE argument")
+	fs.StringArrayVar(&f.traces, "trace", nil, "trace to read (Mooncake or Alibaba JSON lines, gzip or not; - for stdin), as in replay and knee; the same as a TRACE argument")
 	f.model.AddModel(fs)
 	f.out.Add(fs)
 	fs.IntVar(&f.read.BlockTokens, "trace-block", 0, "tokens per hash id (0: the format's: 512 Mooncake, 16 Alibaba)")
@@ -62,9 +63,10 @@ func (f *traceFlags) paths(fs *pflag.FlagSet) []string {
 	return append(slices.Clone(f.traces), fs.Args()...)
 }
 
-// options returns the reading and analysis options, adding every problem
-// to errs.
-func (f *traceFlags) options(errs *[]error) (Options, AnalyzeOptions, kv.Geometry) {
+// options returns the reading and analysis options, the trace "-" read
+// from stdin, adding every problem to errs.
+func (f *traceFlags) options(stdin io.Reader, errs *[]error) (Options, AnalyzeOptions, kv.Geometry) {
+	f.read.Stdin = stdin
 	g, err := f.model.Geometry()
 	if err != nil {
 		*errs = append(*errs, err)
@@ -125,8 +127,8 @@ func analyzeTraces(ctx context.Context, c *cli.Call, quiet bool, paths []string,
 		}
 		a := res.Analysis
 		sec := sw.Seconds()
-		pr.End(fmt.Sprintf("%s trace, %d requests, %d block references (%d distinct) in %.3f s (%.3g references/s), %s analysis",
-			res.Read.Format, a.Requests, a.BlockRefs, a.Distinct, sec, float64(a.BlockRefs)/sec, a.Method))
+		pr.End(fmt.Sprintf("%s trace, %d requests, %d block references (%d distinct) in %s (%s references/s), %s analysis",
+			res.Read.Format, a.Requests, a.BlockRefs, a.Distinct, units.FormatSeconds(sec), units.FormatSig(float64(a.BlockRefs)/sec), a.Method))
 		if res.Read.Malformed > 0 {
 			c.Logf("%s: warning: %s", p, res.Read.BadLines())
 		}
@@ -206,7 +208,7 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 		return runGenerate(c, fs, f.paths(fs), t)
 	}
 	var errs []error
-	ro, ao, g := f.options(&errs)
+	ro, ao, g := f.options(c.Stdin, &errs)
 	ao.Instances = cli.ListFlag(&errs, "instances", t.instances, cli.Atoi, 1)
 	ao.Route, ao.Sample, ao.Seed = Route(t.route), t.sample, t.seed
 	if !(t.sample > 0) {

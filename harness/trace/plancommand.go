@@ -153,7 +153,7 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 	} else {
 		costs = pc
 	}
-	ro, ao, g := f.options(&errs)
+	ro, ao, g := f.options(c.Stdin, &errs)
 	errs = append(errs, ao.Validate())
 	configs := p.configs(&errs)
 	if err := errors.Join(errs...); err != nil {

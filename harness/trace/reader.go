@@ -25,6 +25,9 @@ type Options struct {
 	// earlier than a request already handed out is an error: the trace is
 	// out of order by more than the window.
 	Reorder int
+	// Stdin is read for the path "-", as bench2csv reads it; nil leaves
+	// "-" a file name.
+	Stdin io.Reader
 }
 
 // DefaultReorder is the reorder window when Options.Reorder is 0.
@@ -87,8 +90,12 @@ type Reader struct {
 	sess      sessions
 }
 
-// Open opens a trace file (gzip-compressed or not) for reading.
+// Open opens a trace file (gzip-compressed or not) for reading; the path
+// "-" reads o.Stdin where it is set.
 func Open(path string, o Options) (*Reader, error) {
+	if path == "-" && o.Stdin != nil {
+		return NewReader(o.Stdin, "stdin", o)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -239,12 +239,24 @@ func (t *gatherTier) Attrs() map[string]string {
 		"device":    b.Device(),
 	}
 	if !b.Caps().DeviceMemory {
+		// The stand-in's working pool is pageable DRAM, as the path says:
+		// the row must not claim device memory.
 		a["path"] = "dram-to-dram (host stand-in)"
+		a[sideOf(src, dst)] = string(Pageable)
 	}
 	if l := b.LinkGBps(src, dst); l > 0 {
 		a["link_gb_per_s"] = fmt.Sprint(l)
 	}
 	return a
+}
+
+// sideOf names the column of the copy's device side: src_mem for a
+// store's source, else dst_mem.
+func sideOf(src, dst MemKind) string {
+	if src == Device {
+		return "src_mem"
+	}
+	return "dst_mem"
 }
 
 // Work is 0: the tier moves bytes, it computes nothing.

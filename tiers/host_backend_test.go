@@ -199,7 +199,7 @@ func TestGatherTierFetchVerify(t *testing.T) {
 					t.Error("Fetch beyond the set-up blocks succeeded")
 				}
 				a := tier.Attrs()
-				if a["copy"] != string(mode) || a["src_mem"] != "pageable" || a["dst_mem"] != "device" || !strings.Contains(a["path"], "dram-to-dram") {
+				if a["copy"] != string(mode) || a["src_mem"] != "pageable" || a["dst_mem"] != "pageable" || !strings.Contains(a["path"], "dram-to-dram") {
 					t.Errorf("Attrs = %v", a)
 				}
 				want := int64(kv.PoolSlots(10)+10) * 2048

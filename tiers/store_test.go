@@ -87,7 +87,7 @@ func TestStoreHostBackend(t *testing.T) {
 					env := tiers.Env{Backend: b, Geometry: storeGeometry(), Layout: layout, Copy: mode, Seed: 5,
 						Options: &tiers.HostOptions{Mem: mem}}
 					a := storeRoundTrip(t, "host", env)
-					if a["src_mem"] != "device" || a["dst_mem"] != string(mem) || !strings.Contains(a["path"], "host stand-in") {
+					if a["src_mem"] != "pageable" || a["dst_mem"] != string(mem) || !strings.Contains(a["path"], "host stand-in") {
 						t.Errorf("Attrs = %v", a)
 					}
 				})

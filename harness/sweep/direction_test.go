@@ -35,7 +35,7 @@ func TestSweepStoreDirection(t *testing.T) {
 		seen[r.Tier+" "+d+" "+string(r.Status)]++
 		switch {
 		case r.Tier == "host" && d == "store" && r.Status == results.StatusOK:
-			if r.Get("src_mem") != "device" || r.Get("dst_mem") != "pinned" {
+			if r.Get("src_mem") != "pageable" || r.Get("dst_mem") != "pinned" { // the host stand-in's working pool is DRAM
 				t.Errorf("host store row: src_mem %q dst_mem %q", r.Get("src_mem"), r.Get("dst_mem"))
 			}
 		case r.Tier == "recompute" && d == "store":

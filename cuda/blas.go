@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,32 +62,76 @@ func OpenBLAS(path string, driverVersion int, dirs BLASDirs) (*BLAS, error) {
 		return b, nil
 	}
 	names := BLASNames(driverVersion)
-	var tried []string
+	var t blasTried
 	for _, n := range names {
 		b, err := openBLAS(n)
 		if err == nil {
 			return b, nil
 		}
-		tried = append(tried, err.Error())
+		t.soname(n, err)
 	}
 	if dirs != nil {
 		ds, err := dirs()
 		if err != nil {
-			tried = append(tried, "pip's site-packages: "+err.Error())
+			t.other = append(t.other, "pip's site-packages: "+err.Error())
 		}
 		for _, d := range ds {
 			b, err := openBLASIn(d, names)
 			if err == nil {
 				return b, nil
 			}
-			tried = append(tried, err.Error())
+			t.dir(d, err)
 		}
 	}
-	msg := fmt.Sprintf("cannot load libcublas (tried %s)", strings.Join(tried, "; "))
+	msg := fmt.Sprintf("cannot load libcublas (tried %s)", t.String(names))
 	if driverVersion > 0 {
-		msg = fmt.Sprintf("cannot load libcublas for driver CUDA %s (tried %s)", FormatVersion(driverVersion), strings.Join(tried, "; "))
+		msg = fmt.Sprintf("cannot load libcublas for driver CUDA %s (tried %s)", FormatVersion(driverVersion), t.String(names))
 	}
 	return nil, &Error{Op: "dlopen", Code: shim.CodeNoLibrary, Msg: msg}
+}
+
+// blasTried is what OpenBLAS tried, said once per kind of failure: the
+// sonames the loader does not find, the directories that hold none of
+// them, and every other error as it is.
+type blasTried struct {
+	absent, emptyDirs, other []string
+}
+
+// errNoBLASIn is openBLASIn's error for a directory holding none of the
+// names.
+var errNoBLASIn = errors.New("no libcublas")
+
+func (t *blasTried) soname(n string, err error) {
+	if strings.Contains(err.Error(), "cannot open shared object file") {
+		t.absent = append(t.absent, n)
+		return
+	}
+	t.other = append(t.other, err.Error())
+}
+
+func (t *blasTried) dir(d string, err error) {
+	if errors.Is(err, errNoBLASIn) {
+		t.emptyDirs = append(t.emptyDirs, d)
+		return
+	}
+	t.other = append(t.other, err.Error())
+}
+
+// String says it in one short line: "libcublas.so.13, libcublas.so.12:
+// not found by the loader; none of them in DIR, DIR; OTHER".
+func (t *blasTried) String(names []string) string {
+	var parts []string
+	if len(t.absent) > 0 {
+		parts = append(parts, strings.Join(t.absent, ", ")+": not found by the loader")
+	}
+	if len(t.emptyDirs) > 0 {
+		what := "none of them"
+		if len(t.absent) == 0 {
+			what = "no " + strings.Join(names, " or ")
+		}
+		parts = append(parts, what+" in "+strings.Join(t.emptyDirs, ", "))
+	}
+	return strings.Join(append(parts, t.other...), "; ")
 }
 
 // openBLASIn loads the first of names that dir holds, after the
@@ -106,7 +151,7 @@ func openBLASIn(dir string, names []string) (*BLAS, error) {
 		}
 		return openBLAS(p)
 	}
-	return nil, fmt.Errorf("%s: no %s", dir, strings.Join(names, " or "))
+	return nil, fmt.Errorf("%s: %w of %s", dir, errNoBLASIn, strings.Join(names, ", "))
 }
 
 // openBLAS loads one path once; the error names the path and why.

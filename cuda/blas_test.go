@@ -135,10 +135,14 @@ func TestOpenBLASFromWheel(t *testing.T) {
 	if err == nil {
 		t.Skip("a libcublas.so.12 is on this machine's loader path")
 	}
-	for _, want := range []string{"libcublas.so.12: ", dirs[0] + ": no libcublas.so.12 or libcublas.so.11", dirs[1], "no python3 on PATH"} {
+	// Each soname and each directory is said once, in one short line.
+	for _, want := range []string{"libcublas.so.12, libcublas.so.11: not found by the loader", "none of them in " + dirs[0] + ", " + dirs[1], "no python3 on PATH"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+	if n := strings.Count(err.Error(), "libcublas.so.12"); n != 1 {
+		t.Errorf("error %q names libcublas.so.12 %d times", err, n)
 	}
 	b, err := cuda.OpenBLAS("", d.Version, func() ([]string, error) { return dirs, nil })
 	if err != nil {

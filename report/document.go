@@ -17,6 +17,9 @@ type Options struct {
 	// figure files are relative to it. "" links them as the runs' Dir
 	// say.
 	Base string
+	// Home is the user's home directory: the report, meant to be shared,
+	// writes it as ~ wherever a path holds it. "" leaves paths as they are.
+	Home string
 }
 
 // A part is a piece of the report: its Markdown, then the figures shown
@@ -64,6 +67,7 @@ func Write(w io.Writer, runs []*analysis.Run) { Markdown(w, runs, Options{}) }
 // every figure.
 func Markdown(w io.Writer, runs []*analysis.Run, o Options) {
 	l := layOut(runs)
+	l.hideHome(o.Home)
 	for _, p := range l.parts {
 		io.WriteString(w, p.md)
 		if len(p.figures) > 0 {
@@ -87,6 +91,39 @@ func (o Options) link(path string) string {
 		}
 	}
 	return filepath.ToSlash(path)
+}
+
+// hideHome writes the home directory home as ~ in every part: a
+// report is shared, and the reader needs neither the user's name nor
+// where their files are (cuBLAS's search paths, --out of a command).
+func (l *layout) hideHome(home string) {
+	home = strings.TrimSuffix(home, "/")
+	if home == "" {
+		return
+	}
+	for i := range l.parts {
+		l.parts[i].md = tildeHome(l.parts[i].md, home)
+	}
+}
+
+// tildeHome replaces home in s by ~ where it is a whole path element:
+// followed by a slash or by no further path character.
+func tildeHome(s, home string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, home)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		rest := s[i+len(home):]
+		if rest == "" || !strings.ContainsAny(rest[:1], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") {
+			b.WriteString(s[:i] + "~")
+		} else {
+			b.WriteString(s[:i+len(home)])
+		}
+		s = rest
+	}
 }
 
 // layOut builds the report's parts from runs.

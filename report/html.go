@@ -29,6 +29,7 @@ const maxSVGBytes = 8 << 20
 // from a file:// URL.
 func HTML(w io.Writer, runs []*analysis.Run, o Options) error {
 	l := layOut(runs)
+	l.hideHome(o.Home)
 	md := goldmark.New(goldmark.WithExtensions(extension.Table), goldmark.WithParserOptions(parser.WithAutoHeadingID()))
 	ids := &headingIDs{seen: map[string]int{}}
 	var b bytes.Buffer

@@ -68,7 +68,7 @@ func runReport(ctx context.Context, c *cli.Call) int {
 	if err != nil {
 		return c.UsageErr(err)
 	}
-	ro := report.Options{Base: filepath.Dir(out)}
+	ro := report.Options{Base: filepath.Dir(out), Home: c.Getenv("HOME")}
 	var buf bytes.Buffer
 	report.Markdown(&buf, runs, ro)
 	if err := writeFile(out, buf.Bytes()); err != nil {

@@ -116,6 +116,10 @@ func runCommand(ctx context.Context, c *cli.Call, f *flags, opts Options) int {
 	for _, w := range why {
 		c.Logf("backend %s; using %s", w, bs[0].Name())
 	}
+	gpuNote := f.backend.UnusedGPU(bs[0])
+	if gpuNote != "" {
+		c.Logf("%s", gpuNote)
+	}
 	for _, b := range bs {
 		c.Logf("%s, backend %s (%s)", opts.Geometry.Model, b.Name(), b.Device())
 	}
@@ -123,6 +127,9 @@ func runCommand(ctx context.Context, c *cli.Call, f *flags, opts Options) int {
 		Run: func(ctx context.Context, out *harness.Output) error {
 			for _, w := range why {
 				out.Manifest.Warnings = append(out.Manifest.Warnings, "backend "+w)
+			}
+			if gpuNote != "" {
+				out.Manifest.Warnings = append(out.Manifest.Warnings, gpuNote)
 			}
 			var err error
 			if f.backend.All {

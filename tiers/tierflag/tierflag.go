@@ -163,6 +163,16 @@ func OpenBackends(ctx context.Context, f *BackendFlags, cfg tiers.BackendConfig)
 	return bs, why, nil
 }
 
+// UnusedGPU says why --gpu does not apply to b, a backend without GPUs
+// (the host one, which auto falls back to), or "" where it does or was
+// not given: a --gpu 3 the run cannot honour is said, not dropped.
+func (f *BackendFlags) UnusedGPU(b tiers.Backend) string {
+	if _, ok := b.(interface{ DeviceCount() (int, error) }); ok || f.GPU == 0 {
+		return ""
+	}
+	return fmt.Sprintf("--gpu %d not used: the %s backend has no GPUs", f.GPU, b.Name())
+}
+
 // CloseAll closes every backend of bs, warning of failures on log.
 func CloseAll(bs []tiers.Backend, log io.Writer) {
 	for _, b := range bs {

@@ -9,7 +9,7 @@
 # installed; else bin/kvtier. A node without Go runs a binary built
 # elsewhere and carried along (bin/ is not in git):
 #
-#     CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" go build -trimpath -o bin/kvtier ./cmd/kvtier
+#     go build -trimpath -o bin/kvtier ./cmd/kvtier
 #
 # Build it on x86-64 Linux with glibc 2.34 or newer (Debian 12, Ubuntu
 # 22.04, RHEL 9; the binary then needs glibc 2.34 on the node: build on
@@ -146,7 +146,7 @@ find_binary() {
 	BIN=${KVTIER_BIN:-}
 	if [ -z "$BIN" ] && command -v go >/dev/null 2>&1; then
 		log "building kvtier with $(go version)"
-		if CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" timeout "$(left 120 200)" go build -trimpath -o bin/kvtier ./cmd/kvtier >>"$LOG" 2>&1; then
+		if timeout "$(left 120 200)" go build -trimpath -o bin/kvtier ./cmd/kvtier >>"$LOG" 2>&1; then
 			BIN=bin/kvtier
 		else
 			log "go build failed (see $LOG)"
@@ -171,7 +171,7 @@ check_glibc() {
 	[ -z "$need" ] && return
 	have=$(ldd --version 2>&1 | head -1 | grep -o '[0-9]*\.[0-9]*$')
 	log "$BIN needs ${need/_/ } but this node has glibc ${have:-unknown} (Ubuntu 20.04 has 2.31, RHEL 8 2.28): build kvtier on this node instead, with Go 1.26 (https://go.dev/dl, unpacked anywhere, no root needed) on PATH, from this clone:"
-	log "    CGO_CFLAGS=\"-O2 -g -Wno-deprecated-declarations\" go build -trimpath -o bin/kvtier ./cmd/kvtier && $0 $OUTDIR"
+	log "    go build -trimpath -o bin/kvtier ./cmd/kvtier && $0 $OUTDIR"
 	exit 2
 }
 

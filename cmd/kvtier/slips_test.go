@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kvtier/kvtier/cli"
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
+)
+
+// runStdin runs kvtier command name with args, reading stdin.
+func runStdin(t *testing.T, stdin string, name string, args ...string) (int, string, string) {
+	t.Helper()
+	c, ok := cli.Lookup(name)
+	if !ok {
+		t.Fatalf("no command %s", name)
+	}
+	var stdout, stderr strings.Builder
+	code := c.Run(context.Background(), &cli.Call{Command: c, Args: args, Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr, Getenv: os.Getenv})
+	return code, stdout.String(), stderr.String()
+}
+
+func readDoc(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestTraceReadsStdin: `kvtier trace -` reads the trace from standard
+// input, as bench2csv - does.
+func TestTraceReadsStdin(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, n := genTrace(t, dir)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "stdin")
+	code, _, stderr := runStdin(t, string(data), "trace", "-", "--out", out, "-q")
+	if code != exitOK {
+		t.Fatalf("trace -: exit %d: %s", code, stderr)
+	}
+	rows, _, err := results.ReadCSV(filepath.Join(out, "trace.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := metricRow(t, rows, "requests").Get("value"); got != strconv.Itoa(n) {
+		t.Errorf("requests %s, want %d", got, n)
+	}
+	// Integers are written as integers: no 1.154048e+06 in any CSV.
+	for _, f := range []string{"trace.csv", "trace_curve.csv"} {
+		b, _ := os.ReadFile(filepath.Join(out, f))
+		if m := regexp.MustCompile(`,-?[0-9.]+e\+[0-9]+`).Find(b); m != nil {
+			t.Errorf("%s holds %q, an exponent where digits belong", f, m)
+		}
+	}
+}
+
+// TestBench2CSVSaysWhere: with --out FILE.csv (deprecated) the count line
+// names the file; -h names the units it converts to.
+func TestBench2CSVSaysWhere(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "rows.csv")
+	in := "BenchmarkTiers/tier=host/layout=blockwise/prefix=16-2 \t 1 \t 1000 ns/op\n"
+	code, _, stderr := runStdin(t, in, "bench2csv", "--out", out, "--backend", "host")
+	if code != exitOK || !strings.Contains(stderr, "1 rows to "+out+"\n") {
+		t.Errorf("exit %d, stderr %q: want the count and %s", code, stderr, out)
+	}
+	_, help, _ := runCLI(t, "help", "bench2csv")
+	_, helpErr, _ := runCLI(t, "bench2csv", "-h")
+	for _, h := range []string{help, helpErr} {
+		if strings.Contains(h, "MB/s\ngbps") || strings.Contains(h, "MB/s gbps") {
+			t.Errorf("help says %q", "MB/s gbps")
+		}
+	}
+}
+
+// TestGPUFlagNotDropped: --gpu 3 that the host backend auto falls back to
+// cannot honour is said, on stderr and in the manifest.
+func TestGPUFlagNotDropped(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "run")
+	_, stderr := mustRunCLI(t, "sweep", "--backend", "host", "--gpu", "3", "--tiers", "host", "--model-config", "testdata/tiny_config.json",
+		"--prefix", "16", "--reps", "1", "--warmup", "0", "--out", out, "-q")
+	const want = "--gpu 3 not used: the host backend has no GPUs"
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+	m, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if !strings.Contains(string(m), want) {
+		t.Errorf("manifest lacks %q", want)
+	}
+}
+
+// TestServersDocCoversFamilies: docs/servers.md gives one kvtier command
+// line per server family (TestDocCommandsParse parses them).
+func TestServersDocCoversFamilies(t *testing.T) {
+	t.Parallel()
+	lines := strings.Split(readDoc(t, "docs/servers.md"), "\n")
+	for _, name := range serving.Families() {
+		if name == serving.FamilyOpenAI {
+			continue
+		}
+		title := serving.TraitsOf(name).Title
+		found := false
+		for i, l := range lines[:len(lines)-1] {
+			if strings.HasPrefix(l, "# "+title+": ") && strings.HasPrefix(lines[i+1], "bin/kvtier ") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("docs/servers.md: no \"# %s: SERVER COMMAND\" line followed by a kvtier command line", title)
+		}
+	}
+}
+
+// simClaim matches the documentation's list of the commands that take
+// --sim.
+var simClaim = regexp.MustCompile("`--sim` of ([a-z ,]+)")
+
+// TestDocsSlips keeps the small things true: the test timeout the docs
+// show is the Makefile's, no "...:" introduces nothing, the commands said
+// to take --sim take it, and gpu-check.sh asks for no compiler flags.
+func TestDocsSlips(t *testing.T) {
+	t.Parallel()
+	mk := regexp.MustCompile(`test -race -count=1 -timeout ([0-9]+m)`).FindStringSubmatch(readDoc(t, "Makefile"))
+	if mk == nil || !strings.Contains(readDoc(t, "docs/testing.md"), "-timeout "+mk[1]+" ") {
+		t.Errorf("docs/testing.md does not show the Makefile's test timeout %v", mk)
+	}
+	if s := readDoc(t, "scripts/gpu-check.sh"); strings.Contains(s, "-Wno-") {
+		t.Error("scripts/gpu-check.sh still asks for compiler flags kvtier does not need")
+	}
+	files, _ := filepath.Glob("../../docs/*.md")
+	for _, f := range append(files, "../../README.md") {
+		b, _ := os.ReadFile(f)
+		checkDanglingColon(t, filepath.Base(f), string(b))
+		for _, m := range simClaim.FindAllStringSubmatch(string(b), -1) {
+			for _, name := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' }) {
+				if name == "and" {
+					continue
+				}
+				c, ok := cli.Lookup(name)
+				if !ok || !strings.Contains(usageOf(t, c), "--sim") {
+					t.Errorf("%s: says %s takes --sim", filepath.Base(f), name)
+				}
+			}
+		}
+	}
+}
+
+// usageOf returns the -h output of command c.
+func usageOf(t *testing.T, c *cli.Command) string {
+	t.Helper()
+	_, _, stderr := runCLI(t, c.Name, "-h")
+	return stderr
+}
+
+// checkDanglingColon fails a prose line ending in ':' followed by a
+// heading or the end of the file: an introduction to nothing.
+func checkDanglingColon(t *testing.T, name, doc string) {
+	t.Helper()
+	lines := strings.Split(doc, "\n")
+	fence := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			fence = !fence
+			continue
+		}
+		if fence || !strings.HasSuffix(strings.TrimSpace(l), ":") || strings.HasPrefix(l, "#") {
+			continue
+		}
+		j := i + 1
+		for j < len(lines) && strings.TrimSpace(lines[j]) == "" {
+			j++
+		}
+		if j == len(lines) || strings.HasPrefix(lines[j], "#") {
+			t.Errorf("%s:%d: %q introduces nothing", name, i+1, l)
+		}
+	}
+}

@@ -345,9 +345,36 @@ func (o *Output) Close(interrupted bool) error {
 // for builds where the toolchain's VCS stamping is off (GOFLAGS=-buildvcs=false).
 var revision string
 
-// Version returns kvtier's VCS revision as the Go toolchain stamped it,
-// else the revision set at link time, else "unknown".
+// Version says which kvtier this is, the same wherever a binary reports
+// it (--version, kvtier info, every manifest and so every report): the
+// module version the build recorded (a tag; a pseudo-version such as
+// v0.0.0-20261201195234-5e640eda1d81 for `go install ...@latest`, which
+// holds the revision; "(devel)" for a build from a clone), then the VCS
+// revision where the toolchain or make build stamped one and the module
+// version does not already hold it.
 func Version() string {
+	mod := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		mod = bi.Main.Version
+	}
+	if rev := Revision(); rev != "unknown" && !strings.Contains(mod, shortRev(rev)) {
+		return mod + " revision " + rev
+	}
+	return mod
+}
+
+// shortRev is the 12-character prefix of a revision a pseudo-version
+// carries.
+func shortRev(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+// Revision returns kvtier's VCS revision as the Go toolchain stamped it,
+// else the revision set at link time, else "unknown".
+func Revision() string {
 	bi, ok := debug.ReadBuildInfo()
 	rev, dirty := "", false
 	if ok {

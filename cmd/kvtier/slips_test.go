@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/kvtier/kvtier/cli"
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
 )
@@ -96,9 +98,9 @@ func TestGPUFlagNotDropped(t *testing.T) {
 	if !strings.Contains(stderr, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr)
 	}
-	m, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
-	if !strings.Contains(string(m), want) {
-		t.Errorf("manifest lacks %q", want)
+	m, err := results.ReadManifest(filepath.Join(out, "manifest.json"))
+	if err != nil || !slices.Contains(m.Warnings, want) || m.Version != harness.Version() {
+		t.Errorf("manifest: %v; want the warning %q and version %s", err, want, harness.Version())
 	}
 }
 
@@ -186,5 +188,24 @@ func checkDanglingColon(t *testing.T, name, doc string) {
 		if j == len(lines) || strings.HasPrefix(lines[j], "#") {
 			t.Errorf("%s:%d: %q introduces nothing", name, i+1, l)
 		}
+	}
+}
+
+// TestVersionSameEverywhere: --version, info and the manifest (so the
+// report) say the same version; info said "unknown" where --version said
+// "(devel)".
+func TestVersionSameEverywhere(t *testing.T) {
+	t.Parallel()
+	v := harness.Version()
+	if v == "" || strings.Contains(v, "unknown") {
+		t.Fatalf("harness.Version() = %q", v)
+	}
+	stdout, _ := mustRunCLI(t, "--version")
+	if !strings.HasPrefix(stdout, "kvtier "+v+" ") {
+		t.Errorf("--version says %q, want kvtier %s and the Go version", stdout, v)
+	}
+	stdout, _ = mustRunCLI(t, "info")
+	if first, _, _ := strings.Cut(stdout, "\n"); first != "kvtier "+v {
+		t.Errorf("info says %q, want kvtier %s", first, v)
 	}
 }

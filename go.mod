@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/Mellanox/rdmamap v1.1.0
+	github.com/NVIDIA/go-nvml v0.12.9-0
 	github.com/montanaflynn/stats v0.14.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1

@@ -76,6 +76,11 @@ type Call struct {
 	// driver passes package system's collectors, so that cli, and the
 	// suites that move no device bytes, link none of them. Nil adds none.
 	Facts harness.Collector
+	// FinishFacts re-reads, at the end of a run, the facts that change
+	// over it (the GPUs' PCIe links under load, throttle reasons, PCIe
+	// replays) into its manifest: the driver passes package system's.
+	// Nil re-reads none.
+	FinishFacts func(m *results.Manifest)
 	// Figures draws the figures of the results directory dir and returns
 	// the files it wrote: the driver passes package plots' drawers. Nil
 	// draws none.

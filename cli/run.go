@@ -57,6 +57,9 @@ func (r SuiteRun) finish(ctx context.Context, out *harness.Output, rerr error) i
 	c := r.Call
 	interrupted := ctx.Err() != nil
 	errRows := out.Errors()
+	if c.FinishFacts != nil {
+		c.FinishFacts(out.Manifest)
+	}
 	cerr := out.Close(interrupted || rerr != nil)
 	if cerr != nil {
 		c.Logf("%v", cerr)

@@ -112,28 +112,6 @@ func TestCUFileABIGolden(t *testing.T) {
 	}
 }
 
-// TestNVMLABIGolden compiles a program over the NVML shim's lists and
-// compares what it prints (each symbol by the exported, versioned name it
-// looks up, with its parameters' and return's classes and sizes; struct
-// sizes and offsets; constants) with the facts of NVIDIA's nvml.h for
-// NVML 11.4, 12.8, 12.9, 13.0 and 13.3 (testdata/nvml-abi.golden, written
-// by internal/abigen -nvml): every fact must hold in all of them.
-func TestNVMLABIGolden(t *testing.T) {
-	shim := output(t, compile(t, "nvmlfacts.c"))
-	g := golden(t, "nvml-abi.golden")
-	for _, v := range []string{"11.4.120", "12.8.90", "12.9.40", "13.0.39", "13.3.29"} {
-		if len(g[v]) == 0 {
-			t.Fatalf("the golden has no facts for NVML %s", v)
-		}
-		for _, fact := range shim {
-			f := strings.Fields(fact)
-			if !hasFact(g[v], fact) {
-				t.Errorf("shim: %s; NVML %s nvml.h: %s", fact, v, near(g[v], f[0]+" "+f[1]+" "))
-			}
-		}
-	}
-}
-
 // checkPFN checks one "pfn NAME ABI N CLASSES..." fact of the shim.
 func checkPFN(t *testing.T, g map[string][]string, versions []string, f []string) {
 	t.Helper()

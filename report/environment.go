@@ -39,7 +39,7 @@ func facts(m *results.Manifest) []fact {
 		for _, gw := range g.Warnings {
 			text += "; warning: " + gw
 		}
-		out = append(out, fact{fmt.Sprintf("GPU %d", g.Index), text})
+		out = append(out, fact{gpuLabel(g), text})
 	}
 	if len(m.NICs) == 0 {
 		out = append(out, fact{"RDMA NICs", "none found"})
@@ -165,4 +165,13 @@ func writeRunTable(w io.Writer, runs []*analysis.Run, shared []fact) {
 		t.header = t.header[:4]
 	}
 	t.Write(w)
+}
+
+// gpuLabel names a GPU by its CUDA ordinal (what the rows' gpu column
+// holds), by bus id where CUDA did not see it.
+func gpuLabel(g results.GPU) string {
+	if g.CUDAOrdinal < 0 {
+		return "GPU " + g.BusID
+	}
+	return fmt.Sprintf("GPU %d", g.CUDAOrdinal)
 }

@@ -55,21 +55,38 @@ type BackendStatus struct {
 	Reason    string `json:"reason,omitempty"` // why not available
 }
 
-// GPU is one GPU as NVML and the CUDA driver see it.
+// GPU is one GPU as NVML and the CUDA driver see it. NVML's index is not
+// the CUDA ordinal (CUDA_VISIBLE_DEVICES reorders and hides devices): the
+// two meet by PCI bus id, and warnings name a GPU by its CUDA ordinal
+// and bus id.
 type GPU struct {
-	Index         int     `json:"index"`
-	Name          string  `json:"name"`
-	UUID          string  `json:"uuid"`
-	BusID         string  `json:"bus_id"`
-	NUMANode      int     `json:"numa_node"` // -1 unknown
-	MemoryBytes   int64   `json:"memory_bytes"`
-	DriverVersion string  `json:"driver_version"`
-	CUDAVersion   string  `json:"cuda_version"`
-	PCIeGen       int     `json:"pcie_gen"`       // 0 unknown
-	PCIeWidth     int     `json:"pcie_width"`     // lanes, 0 unknown
-	PCIeMaxGen    int     `json:"pcie_max_gen"`   // 0 unknown
-	PCIeMaxWidth  int     `json:"pcie_max_width"` // 0 unknown
-	LinkGBps      float64 `json:"link_gbps"`      // unidirectional payload limit of the current link, 0 unknown
+	Index int `json:"index"` // NVML's index; the CUDA ordinal where NVML is absent
+	// CUDAOrdinal is the GPU's ordinal as CUDA numbers it in this process
+	// (what --gpu and the rows' gpu column mean); -1 when CUDA does not
+	// see it.
+	CUDAOrdinal   int    `json:"cuda_ordinal"`
+	Name          string `json:"name"`
+	UUID          string `json:"uuid"`
+	BusID         string `json:"bus_id"`
+	NUMANode      int    `json:"numa_node"` // -1 unknown
+	MemoryBytes   int64  `json:"memory_bytes"`
+	DriverVersion string `json:"driver_version"`
+	CUDAVersion   string `json:"cuda_version"`
+	// PCIeGen and PCIeWidth are the link as read when the run started;
+	// an idle GPU may train its link down, so they may be below the max
+	// without a fault.
+	PCIeGen      int `json:"pcie_gen"`       // 0 unknown
+	PCIeWidth    int `json:"pcie_width"`     // lanes, 0 unknown
+	PCIeMaxGen   int `json:"pcie_max_gen"`   // 0 unknown
+	PCIeMaxWidth int `json:"pcie_max_width"` // 0 unknown
+	// PCIeGenEnd and PCIeWidthEnd are the link re-read at the end of the
+	// run, under load; 0 when not re-read.
+	PCIeGenEnd   int `json:"pcie_gen_end,omitempty"`
+	PCIeWidthEnd int `json:"pcie_width_end,omitempty"`
+	// LinkGBps is the unidirectional payload limit of the link at its
+	// max generation and width (the current ones where the max is
+	// unknown); 0 unknown.
+	LinkGBps float64 `json:"link_gbps"`
 	// PCIeSwitch is the upstream port of the PCIe switch the GPU sits
 	// behind ("" when on a root port or unknown); GPUs with the same one
 	// share its uplink.
@@ -77,13 +94,29 @@ type GPU struct {
 	// ACS is "off", "redirect at BUS,..." (bridges above the GPU that
 	// send peer-to-peer requests up to the root complex) or "unknown"
 	// (PCI config space not readable: not root).
-	ACS           string   `json:"acs,omitempty"`
-	IOMMUGroup    string   `json:"iommu_group,omitempty"` // "" without IOMMU translation
-	SMClockMHz    int      `json:"sm_clock_mhz,omitempty"`
-	MaxSMClockMHz int      `json:"max_sm_clock_mhz,omitempty"`
-	MemClockMHz   int      `json:"mem_clock_mhz,omitempty"`
-	MIGMode       string   `json:"mig_mode,omitempty"` // "enabled", "disabled"; "" unknown
-	Warnings      []string `json:"warnings,omitempty"`
+	ACS        string `json:"acs,omitempty"`
+	IOMMUGroup string `json:"iommu_group,omitempty"` // "" without IOMMU translation
+	// IOMMUMode is the IOMMU domain type of the GPU's group from
+	// sysfs ("identity", "DMA", "DMA-FQ"); "" unknown.
+	IOMMUMode     string `json:"iommu_mode,omitempty"`
+	SMClockMHz    int    `json:"sm_clock_mhz,omitempty"`
+	MaxSMClockMHz int    `json:"max_sm_clock_mhz,omitempty"`
+	MemClockMHz   int    `json:"mem_clock_mhz,omitempty"`
+	MIGMode       string `json:"mig_mode,omitempty"`         // "enabled", "disabled"; "" unknown
+	Persistence   string `json:"persistence_mode,omitempty"` // "enabled", "disabled"; "" unknown
+	ECCMode       string `json:"ecc_mode,omitempty"`         // "enabled", "disabled"; "" unknown
+	// ThrottleStart and ThrottleEnd are NVML's clock throttle reasons
+	// when the run started and when it ended ("none" when the clocks
+	// were not held back); nil unknown.
+	ThrottleStart []string `json:"throttle_reasons_start,omitempty"`
+	ThrottleEnd   []string `json:"throttle_reasons_end,omitempty"`
+	// PCIeReplays is how much the PCIe replay counter grew over the run
+	// (link-level retransmissions); nil unknown.
+	PCIeReplays *int64   `json:"pcie_replays,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
+	// ReplayStart is the replay counter when the run started, -1
+	// unknown; Finish takes PCIeReplays from it (not written).
+	ReplayStart int64 `json:"-"`
 }
 
 // NIC is one RDMA device port.

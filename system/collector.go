@@ -10,6 +10,8 @@ import (
 	"cmp"
 	"fmt"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/kvtier/kvtier/registry"
 	"github.com/kvtier/kvtier/results"
 )
@@ -18,6 +20,9 @@ import (
 type Config struct {
 	Root string    // root of procfs and sysfs reads: "/" on a live machine
 	Libs Libraries // the native libraries to load
+	// NVML is the NVML to ask; nil is go-nvml loading Libs.NVML. Tests
+	// set go-nvml's mock here.
+	NVML nvml.Interface
 }
 
 // Libraries names the native libraries kvtier loads at run time; "" takes

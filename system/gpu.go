@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kvtier/kvtier/csrc/nvmlwrap"
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/kvtier/kvtier/cuda"
 	"github.com/kvtier/kvtier/results"
 )
@@ -17,8 +18,8 @@ func init() {
 
 // collectGPU adds the CUDA driver, cuBLAS and NVML to m.Backends and
 // every GPU to m.GPUs: from NVML where it loads, else from the CUDA
-// driver; NUMA node and PCIe link from sysfs under c.Root when NVML
-// cannot say. A missing library is a BackendStatus with its reason, never
+// driver, each named by its CUDA ordinal (matched by PCI bus id); NUMA
+// node and PCIe link from sysfs under c.Root when NVML cannot say. A missing library is a BackendStatus with its reason, never
 // an error.
 func collectGPU(c Config, m *results.Manifest) error {
 	drv, derr := cuda.Open(c.Libs.CUDA)
@@ -32,16 +33,19 @@ func collectGPU(c Config, m *results.Manifest) error {
 	} else {
 		m.Backends = append(m.Backends, results.BackendStatus{Name: "cublas", Available: true, Detail: b.Path})
 	}
-	gpus, nst := nvmlGPUs(c.Libs.NVML)
+	gpus, nst := nvmlGPUs(c.nvml())
 	m.Backends = append(m.Backends, nst)
-	if !nst.Available && derr == nil {
+	switch {
+	case nst.Available && derr == nil:
+		cudaOrdinals(drv, gpus)
+	case derr == nil:
 		gpus = driverGPUs(drv)
 		kmod := ParseNVIDIAVersion(readLine(c.Root, "proc/driver/nvidia/version"))
 		for i := range gpus {
 			gpus[i].DriverVersion = kmod
 		}
 	}
-	linkGPUs(c.Root, gpus, m)
+	linkGPUs(c.Root, gpus)
 	topologyGPUs(c.Root, gpus, m)
 	m.GPUs = append(m.GPUs, gpus...)
 	return nil
@@ -64,9 +68,11 @@ func driverStatus(drv *cuda.Driver, err error) results.BackendStatus {
 	return st
 }
 
-// linkGPUs fills each GPU's NUMA node and, where NVML did not, its PCIe
-// link from sysfs under root, and warns of a link below its maximum.
-func linkGPUs(root string, gpus []results.GPU, m *results.Manifest) {
+// linkGPUs fills each GPU's NUMA node, where NVML did not its PCIe link
+// from sysfs, and its link limit from the link's max generation and
+// width. A link below its max is not a warning here: an idle GPU trains
+// its link down; Finish re-reads it under load.
+func linkGPUs(root string, gpus []results.GPU) {
 	for i := range gpus {
 		g := &gpus[i]
 		g.NUMANode = NUMANode(root, g.BusID)
@@ -74,59 +80,8 @@ func linkGPUs(root string, gpus []results.GPU, m *results.Manifest) {
 			l := SysfsLink(root, g.BusID)
 			g.PCIeGen, g.PCIeWidth, g.PCIeMaxGen, g.PCIeMaxWidth = l.Gen, l.Width, l.MaxGen, l.MaxWidth
 		}
-		g.LinkGBps = LinkGBps(g.PCIeGen, g.PCIeWidth)
-		if g.PCIeGen > 0 && (g.PCIeGen < g.PCIeMaxGen || g.PCIeWidth < g.PCIeMaxWidth) {
-			w := fmt.Sprintf("gpu%d %s: PCIe link runs at gen%d x%d, below its max gen%d x%d", g.Index, g.BusID,
-				g.PCIeGen, g.PCIeWidth, g.PCIeMaxGen, g.PCIeMaxWidth)
-			g.Warnings = append(g.Warnings, w)
-			m.Warnings = append(m.Warnings, w)
-		}
+		g.LinkGBps = Link{g.PCIeGen, g.PCIeWidth, g.PCIeMaxGen, g.PCIeMaxWidth}.LimitGBps()
 	}
-}
-
-// nvmlGPUs lists GPUs through NVML, loaded from lib ("" for
-// libnvidia-ml.so.1).
-func nvmlGPUs(lib string) ([]results.GPU, results.BackendStatus) {
-	st := results.BackendStatus{Name: "nvml"}
-	l, err := nvmlwrap.Load(lib)
-	if err == nil {
-		err = l.Init()
-	}
-	if err != nil {
-		st.Reason = "nvml init: " + err.Error()
-		return nil, st
-	}
-	defer l.Shutdown()
-	drvVer, cudaVer, _ := l.Driver()
-	n, err := l.Count()
-	if err != nil {
-		st.Reason = "nvml device count: " + err.Error()
-		return nil, st
-	}
-	st.Available = true
-	st.Detail = fmt.Sprintf("driver %s, %d device(s)", drvVer, n)
-	var gpus []results.GPU
-	for i := range n {
-		d, err := l.GPU(i)
-		if err != nil {
-			continue
-		}
-		g := results.GPU{Index: i, NUMANode: -1, DriverVersion: drvVer, Name: d.Name, UUID: d.UUID,
-			MemoryBytes: int64(d.MemoryBytes), PCIeGen: d.PCIeGen, PCIeWidth: d.PCIeWidth,
-			PCIeMaxGen: d.PCIeMaxGen, PCIeMaxWidth: d.PCIeMaxWidth,
-			SMClockMHz: d.SMClockMHz, MaxSMClockMHz: d.MaxSMClockMHz, MemClockMHz: d.MemClockMHz}
-		if cudaVer > 0 {
-			g.CUDAVersion = cuda.FormatVersion(cudaVer)
-		}
-		if d.BusID != "" {
-			g.BusID = NormalizeBusID(d.BusID)
-		}
-		if d.MIG >= 0 {
-			g.MIGMode = map[bool]string{true: "enabled", false: "disabled"}[d.MIG == 1]
-		}
-		gpus = append(gpus, g)
-	}
-	return gpus, st
 }
 
 // driverGPUs lists GPUs through the CUDA driver (no UUID, no link).
@@ -141,8 +96,8 @@ func driverGPUs(d *cuda.Driver) []results.GPU {
 		if err != nil {
 			continue
 		}
-		gpus = append(gpus, results.GPU{Index: i, Name: info.Name, BusID: info.BusID, NUMANode: -1,
-			MemoryBytes: info.MemoryBytes, CUDAVersion: d.VersionString()})
+		gpus = append(gpus, results.GPU{Index: i, CUDAOrdinal: i, Name: info.Name, BusID: NormalizeBusID(info.BusID),
+			NUMANode: -1, MemoryBytes: info.MemoryBytes, CUDAVersion: d.VersionString(), ReplayStart: -1})
 	}
 	return gpus
 }
@@ -248,14 +203,25 @@ func LinkGBps(gen, width int) float64 {
 	return gtps[gen] * float64(width) * eff / 8
 }
 
+// LimitGBps is the payload limit of l (LinkGBps) at its max generation
+// and width, else at its current ones where the max is unknown.
+func (l Link) LimitGBps() float64 {
+	if l.MaxGen > 0 && l.MaxWidth > 0 {
+		return LinkGBps(l.MaxGen, l.MaxWidth)
+	}
+	return LinkGBps(l.Gen, l.Width)
+}
+
 // DeviceLink returns the PCIe link of the GPU at bus: from NVML
 // (libnvidia-ml.so.1) where it loads, else from sysfs under root.
 func DeviceLink(root, bus string) Link {
-	if l, err := nvmlwrap.Load(""); err == nil && l.Init() == nil {
-		defer l.Shutdown()
-		// NVML wants its own 8-digit domain form.
-		if d, err := l.GPUByBusID("0000" + NormalizeBusID(bus)); err == nil && d.PCIeGen > 0 {
-			return Link{Gen: d.PCIeGen, Width: d.PCIeWidth, MaxGen: d.PCIeMaxGen, MaxWidth: d.PCIeMaxWidth}
+	lib := nvml.New()
+	if lib.Init() == nvml.SUCCESS {
+		defer lib.Shutdown()
+		if d, r := lib.DeviceGetHandleByPciBusId(nvmlBusID(bus)); r == nvml.SUCCESS {
+			if l := nvmlLink(d); l.Gen > 0 {
+				return l
+			}
 		}
 	}
 	return SysfsLink(root, bus)

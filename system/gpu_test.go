@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtier/kvtier/csrc/nvmlwrap/nvmltest"
 	"github.com/kvtier/kvtier/cuda/cudatest"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/system"
@@ -98,7 +97,9 @@ func TestSysfs(t *testing.T) {
 // TestCollectGPU runs the "gpu" collector on the fake driver with NVML
 // absent (a library path that does not exist): NVML is unavailable with
 // NVML's library-not-found reason, GPUs come from the driver, NUMA and
-// link from the fixture tree, and a link below its max is a warning.
+// link from the fixture tree, the link limit from the max generation and
+// width, and a link below its max is a warning only when Finish re-reads
+// it at the end of the run.
 func TestCollectGPU(t *testing.T) {
 	libs := cudatest.Build(t)
 	root := fixture(t, "0000:19:00.0", map[string]string{"numa_node": "0", "current_link_speed": "16.0 GT/s PCIe",
@@ -134,52 +135,19 @@ func TestCollectGPU(t *testing.T) {
 	}
 	g := m.GPUs[0]
 	if g.Name != "Fake CUDA Device 0" || g.BusID != "0000:19:00.0" || g.NUMANode != 0 || g.PCIeGen != 4 || g.PCIeMaxGen != 5 ||
-		math.Abs(g.LinkGBps-31.508) > 0.001 || g.CUDAVersion != "12.8" || g.DriverVersion != "550.54.15" {
+		g.CUDAOrdinal != 0 || math.Abs(g.LinkGBps-63.015) > 0.001 || g.CUDAVersion != "12.8" || g.DriverVersion != "550.54.15" {
 		t.Errorf("gpu %+v", g)
 	}
-	if len(m.Warnings) < 1 || !strings.Contains(m.Warnings[0], "below its max gen5 x16") {
-		t.Errorf("warnings %q", m.Warnings)
+	if len(m.Warnings) != 0 {
+		t.Errorf("warnings of an idle link %q", m.Warnings)
 	}
-}
-
-// TestCollectGPUNVML runs the "gpu" collector with the fake NVML beside
-// the fake driver: the GPUs, their names, UUIDs, memory, clocks, MIG mode
-// and PCIe links come from NVML, bus ids in sysfs's form, NUMA nodes from
-// the fixture tree, and a link below its max is a warning.
-func TestCollectGPUNVML(t *testing.T) {
-	libs := cudatest.Build(t)
-	nvml := nvmltest.Build(t)
-	root := fixture(t, "0000:19:00.0", map[string]string{"numa_node": "1"})
-	var m results.Manifest
-	for _, err := range system.Collect(system.Config{Root: root, Libs: system.Libraries{CUDA: libs.CUDA, CUBLAS: libs.CUBLAS, NVML: nvml}}, &m) {
-		t.Fatal(err)
+	// Under load the link is still gen4: now it is a warning.
+	system.Finish(system.Config{Root: root, Libs: system.Libraries{NVML: noNVML}}, &m)
+	g = m.GPUs[0]
+	if g.PCIeGenEnd != 4 || g.PCIeWidthEnd != 16 || g.ThrottleEnd != nil || g.PCIeReplays != nil {
+		t.Errorf("gpu at the end %+v", g)
 	}
-	var nv results.BackendStatus
-	for _, s := range m.Backends {
-		if s.Name == "nvml" {
-			nv = s
-		}
-	}
-	if !nv.Available || nv.Detail != "driver 550.54.15, 2 device(s)" {
-		t.Errorf("nvml status %+v", nv)
-	}
-	if len(m.GPUs) != 2 {
-		t.Fatalf("GPUs %+v", m.GPUs)
-	}
-	g := m.GPUs[0]
-	if g.Name != "NVIDIA H20" || g.UUID != "GPU-00000000-1111-2222-3333-444444444444" || g.BusID != "0000:19:00.0" || g.NUMANode != 1 ||
-		g.MemoryBytes != 102625181696 || g.PCIeGen != 4 || g.PCIeWidth != 16 || g.PCIeMaxGen != 5 || g.PCIeMaxWidth != 16 ||
-		g.SMClockMHz != 1755 || g.MaxSMClockMHz != 1980 || g.MemClockMHz != 2619 || g.MIGMode != "disabled" ||
-		g.DriverVersion != "550.54.15" || g.CUDAVersion != "12.8" {
-		t.Errorf("gpu 0 %+v", g)
-	}
-	if g := m.GPUs[1]; g.Index != 1 || g.BusID != "0000:3b:00.0" || g.MIGMode != "enabled" || g.NUMANode != -1 {
-		t.Errorf("gpu 1 %+v", g)
-	}
-	if nvmltest.Inits(t, nvml) != 0 {
-		t.Error("nvmlInit_v2 without its nvmlShutdown")
-	}
-	if len(m.Warnings) < 1 || !strings.Contains(m.Warnings[0], "gpu0 0000:19:00.0: PCIe link runs at gen4 x16, below its max gen5 x16") {
-		t.Errorf("warnings %q", m.Warnings)
+	if len(m.Warnings) != 1 || m.Warnings[0] != "gpu0 0000:19:00.0: PCIe link runs at gen4 x16 under load, below its max gen5 x16" {
+		t.Errorf("warnings at the end %q", m.Warnings)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -195,8 +196,8 @@ func FarWarning(root string, gpu results.GPU, nic results.NIC) string {
 	}
 	d := Distance(root, gpu.BusID, nic.PCIAddress)
 	if d == DistCrossSocket || d == DistSameNUMA {
-		return fmt.Sprintf("rdma: %s is %s from gpu%d (%s): GPUDirect reads may run at about half rate; prefer a NIC behind the GPU's switch",
-			nic.Name, d, gpu.Index, gpu.BusID)
+		return fmt.Sprintf("rdma: %s is %s from %s: GPUDirect reads may run at about half rate; prefer a NIC behind the GPU's switch",
+			nic.Name, d, GPUName(gpu))
 	}
 	return ""
 }
@@ -211,15 +212,17 @@ func collectNIC(c Config, m *results.Manifest) error {
 			if nics[i].PCIAddress == "" || g.BusID == "" {
 				continue
 			}
-			nics[i].GPUDist = append(nics[i].GPUDist, fmt.Sprintf("gpu%d: %s", g.Index, Distance(root, g.BusID, nics[i].PCIAddress)))
+			nics[i].GPUDist = append(nics[i].GPUDist, fmt.Sprintf("%s: %s", GPUName(g), Distance(root, g.BusID, nics[i].PCIAddress)))
 		}
 	}
 	m.NICs = append(m.NICs, nics...)
-	// The NIC a run would pick by default: the first active port.
+	// The NIC and GPU a run would pick by default: the first active port
+	// and CUDA's device 0 (found by bus id, not NVML's index).
+	gpu := slices.IndexFunc(m.GPUs, func(g results.GPU) bool { return g.CUDAOrdinal == 0 })
 	for _, n := range nics {
 		if n.State == "ACTIVE" {
-			if len(m.GPUs) > 0 {
-				if w := FarWarning(root, m.GPUs[0], n); w != "" {
+			if gpu >= 0 {
+				if w := FarWarning(root, m.GPUs[gpu], n); w != "" {
 					m.Warnings = append(m.Warnings, w)
 				}
 			}

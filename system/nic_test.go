@@ -56,20 +56,22 @@ func TestDistance(t *testing.T) {
 		}
 	}
 	near := results.GPU{Index: 0, BusID: "00000000:1A:00.0"}
-	far := results.GPU{Index: 1, BusID: "0000:af:00.0"}
+	far := results.GPU{Index: 0, CUDAOrdinal: 1, BusID: "0000:af:00.0"}
 	n := results.NIC{Name: "mlx5_0", PCIAddress: nic}
 	if w := system.FarWarning(fixture, near, n); w != "" {
 		t.Errorf("near GPU warned: %s", w)
 	}
-	if w := system.FarWarning(fixture, far, n); !strings.Contains(w, "across sockets") || !strings.Contains(w, "gpu1") {
+	if w := system.FarWarning(fixture, far, n); !strings.Contains(w, "across sockets from gpu1 0000:af:00.0") {
 		t.Errorf("far GPU warning %q", w)
 	}
 }
 
 func TestCollectNICFixture(t *testing.T) {
 	fixture := rdmatest.SysfsTree(t)
-	// The GPU the GPU collector would have found, far from mlx5_0.
-	m := &results.Manifest{GPUs: []results.GPU{{Index: 0, BusID: "0000:af:00.0"}}}
+	// The GPUs the GPU collector would have found: NVML's first is CUDA's
+	// device 1, near mlx5_0; CUDA's device 0, which a run uses by
+	// default, is far from it.
+	m := &results.Manifest{GPUs: []results.GPU{{Index: 0, CUDAOrdinal: 1, BusID: "0000:1a:00.0"}, {Index: 1, CUDAOrdinal: 0, BusID: "0000:af:00.0"}}}
 	cfg := system.Config{Root: fixture, Libs: system.Libraries{IBVerbs: filepath.Join(fixture, "no-libibverbs.so.1")}}
 	if err := system.CollectNIC(cfg, m); err != nil {
 		t.Fatal(err)
@@ -88,13 +90,13 @@ func TestCollectNICFixture(t *testing.T) {
 	}
 	found := false
 	for _, w := range m.Warnings {
-		found = found || strings.Contains(w, "across sockets")
+		found = found || strings.Contains(w, "mlx5_0 is across sockets from gpu0 0000:af:00.0")
 	}
 	if !found {
 		t.Fatalf("no far-NIC warning in %v", m.Warnings)
 	}
 	for _, n := range m.NICs {
-		if n.Name == "mlx5_0" && (len(n.GPUDist) != 1 || n.GPUDist[0] != "gpu0: across sockets") {
+		if n.Name == "mlx5_0" && !slices.Equal(n.GPUDist, []string{"gpu1 0000:1a:00.0: same switch", "gpu0 0000:af:00.0: across sockets"}) {
 			t.Fatalf("gpu distance %v", n.GPUDist)
 		}
 	}

@@ -1,6 +1,7 @@
 package system
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -133,8 +134,9 @@ func IOMMU(root string) string {
 	return "on (" + s + ")"
 }
 
-// topologyGPUs fills each GPU's switch, ACS and IOMMU group, and warns of
-// ACS redirection and of an IOMMU that translates GPU DMA.
+// topologyGPUs fills each GPU's switch, ACS, IOMMU group and its
+// domain type, and warns of ACS redirection and of an IOMMU that
+// translates GPU DMA.
 func topologyGPUs(root string, gpus []results.GPU, m *results.Manifest) {
 	m.Host.IOMMU = IOMMU(root)
 	for i := range gpus {
@@ -144,17 +146,35 @@ func topologyGPUs(root string, gpus []results.GPU, m *results.Manifest) {
 		g.ACS = ACS(root, bus)
 		if t, err := os.Readlink(filepath.Join(root, "sys/bus/pci/devices", bus, "iommu_group")); err == nil {
 			g.IOMMUGroup = filepath.Base(t)
+			g.IOMMUMode = readLine(root, filepath.Join("sys/kernel/iommu_groups", g.IOMMUGroup, "type"))
 		}
 		var ws []string
 		if strings.HasPrefix(g.ACS, "redirect") {
-			ws = append(ws, fmt.Sprintf("gpu%d %s: ACS %s: peer-to-peer and GPUDirect traffic goes up to the root complex", g.Index, bus, g.ACS))
+			ws = append(ws, fmt.Sprintf("%s: ACS %s: peer-to-peer and GPUDirect traffic goes up to the root complex", GPUName(*g), g.ACS))
 		}
-		if g.IOMMUGroup != "" && !strings.Contains(m.Host.IOMMU, "iommu=pt") {
-			ws = append(ws, fmt.Sprintf("gpu%d %s: the IOMMU translates its DMA (no iommu=pt): GPUDirect RDMA may fail or slow down", g.Index, bus))
+		if IOMMUTranslates(g.IOMMUGroup, g.IOMMUMode, m.Host.IOMMU) {
+			ws = append(ws, fmt.Sprintf("%s: the IOMMU translates its DMA (%s): GPUDirect RDMA may fail or slow down",
+				GPUName(*g), cmp.Or(g.IOMMUMode, "no iommu=pt")))
 		}
 		g.Warnings = append(g.Warnings, ws...)
 		m.Warnings = append(m.Warnings, ws...)
 	}
+}
+
+// IOMMUTranslates reports whether the IOMMU translates the DMA of a
+// device in IOMMU group group (sysfs's iommu_group link; "" none) whose
+// domain type (sys/kernel/iommu_groups/<g>/type) is mode: "DMA" and
+// "DMA-FQ" translate, "identity" passes through. Kernels before 5.11
+// have no type file ("" mode): then the command line host describes
+// (IOMMU's) decides, iommu=pt or iommu.passthrough=1 passing through.
+func IOMMUTranslates(group, mode, host string) bool {
+	switch {
+	case group == "":
+		return false
+	case mode != "":
+		return strings.HasPrefix(mode, "DMA")
+	}
+	return !strings.Contains(host, "iommu=pt") && !strings.Contains(host, "iommu.passthrough=1")
 }
 
 // netdevQoS fills a NIC's netdev MTU and, where its driver exposes them,

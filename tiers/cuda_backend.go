@@ -141,12 +141,13 @@ func (b *CUDABackend) CopyModes() []CopyMode {
 	return []CopyMode{PerCopy, Contiguous}
 }
 
-// LinkGBps is the PCIe payload limit (system.LinkGBps of the link's
-// current generation and width) between host memory and the device, 0
-// for other pairs and where the link is unknown.
+// LinkGBps is the PCIe payload limit between host memory and the
+// device at the link's max generation and width (an idle GPU trains its
+// link down, so the current ones would understate it), 0 for other
+// pairs and where the link is unknown.
 func (b *CUDABackend) LinkGBps(src, dst MemKind) float64 {
 	if (src == Device) != (dst == Device) {
-		return system.LinkGBps(b.link.Gen, b.link.Width)
+		return b.link.LimitGBps()
 	}
 	return 0
 }

@@ -102,8 +102,8 @@ func printBackends(w io.Writer, backends []results.BackendStatus) {
 func printGPUs(w io.Writer, gpus []results.GPU) {
 	heading(w, "GPUs", len(gpus))
 	for _, g := range gpus {
-		fmt.Fprintf(w, "  gpu%d  %s  %s  bus %s  numa %d  %s\n", g.Index, g.Name, units.FormatBytes(g.MemoryBytes), g.BusID, g.NUMANode, g.UUID)
-		fmt.Fprintf(w, "        driver %s, CUDA %s, PCIe gen%d x%d (max gen%d x%d)", g.DriverVersion, g.CUDAVersion, g.PCIeGen, g.PCIeWidth, g.PCIeMaxGen, g.PCIeMaxWidth)
+		fmt.Fprintf(w, "  %s  %s  %s  numa %d  %s\n", system.GPUName(g), g.Name, units.FormatBytes(g.MemoryBytes), g.NUMANode, g.UUID)
+		fmt.Fprintf(w, "        driver %s, CUDA %s, PCIe gen%d x%d now (max gen%d x%d)", g.DriverVersion, g.CUDAVersion, g.PCIeGen, g.PCIeWidth, g.PCIeMaxGen, g.PCIeMaxWidth)
 		if g.LinkGBps > 0 {
 			fmt.Fprintf(w, ", %.1f GB/s", g.LinkGBps)
 		}

@@ -119,6 +119,7 @@ func dispatch(ctx context.Context, stdout, stderr io.Writer, args []string) int 
 	noteScriptEnv(stderr, name, args[1:], os.LookupEnv)
 	call := &cli.Call{Command: c, Args: args[1:], Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv, Figures: plots.Dir}
 	call.Facts = func(m *results.Manifest) []error { return system.Collect(sysConfig(call, "/"), m) }
+	call.FinishFacts = func(m *results.Manifest) { system.Finish(sysConfig(call, "/"), m) }
 	return c.Run(ctx, call)
 }
 

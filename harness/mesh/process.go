@@ -86,7 +86,7 @@ func (r *process) open(ctx context.Context, c *cli.Call, p plan, ip net.IP) erro
 		gpu = p.launch.LocalRank
 	}
 	for _, g := range man.GPUs {
-		if g.Index == gpu {
+		if g.CUDAOrdinal == gpu {
 			self.GPU, self.GPUBus = gpu, g.BusID
 		}
 	}

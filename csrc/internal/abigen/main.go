@@ -27,13 +27,6 @@
 //
 //	go run ./csrc/internal/abigen -cufile -cudarc CUDARC_CHECKOUT >csrc/testdata/cufile-abi.golden
 //
-// With -nvml it writes csrc/testdata/nvml-abi.golden instead: the NVML
-// shim's symbols (by the exported, versioned name it looks up), structs
-// and constants as each of the given nvml.h files declares them, by
-// compiling a program over the header (needs gcc):
-//
-//	go run ./csrc/internal/abigen -nvml NVML_H[,NVML_H...] >csrc/testdata/nvml-abi.golden
-//
 // No NVIDIA file is committed; only the facts below are.
 package main
 
@@ -58,14 +51,10 @@ func main() {
 	abi := flag.String("abi", "", "a file of cuGetProcAddress loader lines and PFN #define lines")
 	shims := flag.String("csrc", "csrc", "the shims' directory")
 	cufile := flag.Bool("cufile", false, "write the cuFile facts (src/cufile/sys/mod.rs) instead")
-	nvml := flag.String("nvml", "", "write the NVML facts of these nvml.h files (comma-separated) instead")
 	flag.Parse()
 	run := func() error { return run(os.Stdout, *cudarc, *abi, *shims) }
-	switch {
-	case *cufile:
+	if *cufile {
 		run = func() error { return runCUFile(os.Stdout, *cudarc, *shims) }
-	case *nvml != "":
-		run = func() error { return runNVML(os.Stdout, strings.Split(*nvml, ","), *shims) }
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "abigen:", err)
@@ -118,7 +107,7 @@ type shimLists struct {
 }
 
 // The patterns of the shims' X-macro lists: the CUDA and cuBLAS shims'
-// symbols, constants and fields, then the cuFile and NVML shims'.
+// symbols, constants and fields, then the cuFile shim's.
 var (
 	reSym         = regexp.MustCompile(`X\((cu[A-Z]\w+), \d+, [01],`)
 	reBlas        = regexp.MustCompile(`X\((cublas\w+), [01],`)
@@ -126,9 +115,6 @@ var (
 	reFieldX      = regexp.MustCompile(`X\((CU[a-z]\w*), ([a-zA-Z]\w*)\)`)
 	reCUFileSym   = regexp.MustCompile(`X\((cuFile\w+), "(\w+)", [01],`)
 	reCUFileConst = regexp.MustCompile(`X\(((?:CU_FILE|CUFILE)\w*), `)
-	reNVMLSym     = regexp.MustCompile(`X\((nvml\w+), "(\w+)", [01],`)
-	reNVMLConst   = regexp.MustCompile(`X\((NVML_\w+), `)
-	reNVMLField   = regexp.MustCompile(`X\((nvml\w+_t), (\w+)\)`)
 )
 
 func readShims(dir string) (shimLists, error) {

@@ -71,9 +71,7 @@ func WriteReplay(w io.Writer, run *analysis.Run) {
 		if ext == "" {
 			ext = t.Dash("the server counted no external (KV connector) prefix-cache queries")
 		}
-		if cached == "" {
-			cached = t.Dash("the server sent no usage cached_tokens (vLLM: --enable-prompt-tokens-details)")
-		}
+		cached = cachedShareCell(t, r, cached)
 		t.Add(apc, ext, pred, cached,
 			FmtSec(r.Float(results.ColTTFTP50)), FmtSec(r.Float(results.ColTTFTP90)), FmtSec(r.Float(results.ColTTFTP99)), FmtSec(r.Float(results.ColTPOTP50)),
 			good, Sig(r.Float(results.ColThroughputRPS))+" req/s")
@@ -85,6 +83,25 @@ func WriteReplay(w io.Writer, run *analysis.Run) {
 		}
 		writeSimLag(w, []results.Row{r})
 	}
+}
+
+// cachedShareCell is the cached share's cell: the share, or a dash
+// saying why there is none; never a share above 100 % (a server's
+// impossible figure), and the requests whose figures were impossible
+// are counted beside it.
+func cachedShareCell(t *Table, r results.Row, cell string) string {
+	n := r.Float(results.ColServerImpossible)
+	switch {
+	case r.Float(results.ColCachedShare) > 1:
+		return t.Dash("impossible: the server reported more cached tokens than prompt tokens")
+	case cell == "" && n > 0:
+		return t.Dash(fmt.Sprintf("impossible: every request's cached tokens were (%g; see server_check)", n))
+	case cell == "":
+		return t.Dash("the server sent no usage cached_tokens (vLLM: --enable-prompt-tokens-details)")
+	case n > 0:
+		return cell + " " + t.Note(fmt.Sprintf("%g request(s) with impossible server figures left out (server_check)", n))
+	}
+	return cell
 }
 
 // WriteKnee writes the knee section, laid out like the reference's

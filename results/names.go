@@ -88,6 +88,7 @@ const (
 	ColAPCExternal      = "apc_external"
 	ColAPCSource        = "apc_source"
 	ColCachedShare      = "cached_share"
+	ColServerImpossible = "server_impossible"
 	ColPredictedAPC     = "predicted_apc"
 	ColGPUBlocks        = "gpu_blocks"
 	ColCapacityTokens   = "capacity_tokens"

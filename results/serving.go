@@ -1,5 +1,8 @@
 package results
 
+// ColServerCheck is the column of ServerCheckColumn.
+const ColServerCheck = "server_check"
+
 // Columns that several suites write with the same name, type, unit and
 // meaning, declared once: a suite's column list names them instead of
 // declaring them again.
@@ -22,6 +25,8 @@ var (
 	PromptTokensColumn = Int("prompt_tokens", "tokens", "the prompt's tokens as the server reported them (usage)")
 	// CachedSourceColumn: where a row's cached_tokens came from.
 	CachedSourceColumn = Text("cached_source", "where cached_tokens came from: usage.prompt_tokens_details.cached_tokens | timings.cache_n")
+	// ServerCheckColumn: figures the server reported that cannot be true.
+	ServerCheckColumn = Text(ColServerCheck, `"impossible: " and why, where a figure the server reported cannot be true (cached tokens above the prompt, completion_tokens past max_tokens and its slack, a count no server holds): that figure is left out and verifies nothing; "" when none`)
 	// TimingColumn: the clock a device sample (sweep, transfer) was timed by.
 	TimingColumn = Text("timing", "events (CUDA events) | clock (the host clock)")
 )

@@ -554,7 +554,7 @@ func (c *Client) stream(ctx context.Context, r Request, onChoice func(Chunk)) (S
 	defer resp.Body.Close()
 	x.w.await(c.ping) // the first event may come after a long prefill
 	s, err := readStream(resp.Body, timer.Since, onChoice, TokenCap(r.MaxTokens))
-	s.Form, s.Sent = r.Form(), r.Sent()
+	s.Form, s.Sent, s.MaxTokens = r.Form(), r.Sent(), r.MaxTokens
 	if err != nil && x.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%w (timeout %s)", err, c.Timeout)
 	}

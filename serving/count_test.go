@@ -141,3 +141,41 @@ func TestTokenCapRefusesRunaway(t *testing.T) {
 		t.Errorf("TokenCap(2) = %d, TokenCap(0) = %d", TokenCap(2), TokenCap(0))
 	}
 }
+
+// Figures no request can have are named, and neither the cached count
+// nor the output length is taken from them.
+func TestImpossibleFigures(t *testing.T) {
+	t.Parallel()
+	text := `{"choices":[{"text":"a"}]}`
+	for _, tt := range []struct {
+		name, last string
+		sent, max  int
+		want       string // in Impossible; "" none
+		cached     int    // -1: Cached says nothing
+		output     int
+	}{
+		{"fine", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":2,"total_tokens":102,"prompt_tokens_details":{"cached_tokens":96}}}`, 100, 2, "", 96, 2},
+		{"cached above the prompt", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":2,"total_tokens":102,"prompt_tokens_details":{"cached_tokens":7265}}}`, 100, 2,
+			"usage.prompt_tokens_details.cached_tokens 7265 above the prompt's 100 tokens", -1, 2},
+		{"cache_n past any count", `{"choices":[],"timings":{"cache_n":1000000000000000,"prompt_n":4}}`, 100, 2, "timings.cache_n 1000000000000000 is not a count", -1, 2},
+		{"cache_n above the prompt sent", `{"choices":[],"timings":{"cache_n":1000000000000,"prompt_n":4}}`, 100, 2, "timings.cache_n 1000000000000 above the prompt's 100 tokens", -1, 2},
+		{"completion past max_tokens", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":5000,"total_tokens":5100}}`, 100, 2,
+			"completion_tokens 5000 past max_tokens 2 and its slack (20)", -1, 2},
+	} {
+		s, err := readStream(strings.NewReader(sse(text, text, tt.last)), fakeClock(), nil, TokenCap(tt.max))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		s.Sent, s.MaxTokens = tt.sent, tt.max
+		if got := s.Impossible(); got != tt.want {
+			t.Errorf("%s: Impossible() = %q, want %q", tt.name, got, tt.want)
+		}
+		n, ok := s.CachedTokens()
+		if !ok {
+			n = -1
+		}
+		if n != tt.cached || s.OutputTokens() != tt.output {
+			t.Errorf("%s: cached %d, output %d; want %d, %d", tt.name, n, s.OutputTokens(), tt.cached, tt.output)
+		}
+	}
+}

@@ -338,6 +338,9 @@ type Stream struct {
 	// Timings is llama.cpp's report of the prompt (cache_n, prompt_n),
 	// from the last chunk that carried one; nil from other servers.
 	Timings *Timings
+	// MaxTokens is the request's max_tokens (set by Client.Stream): what
+	// Impossible checks completion_tokens against; 0 unknown.
+	MaxTokens int
 }
 
 // Where a stream's count of cached prompt tokens came from (Stream.Cached).
@@ -356,8 +359,19 @@ func (s *Stream) CachedTokens() (int, bool) {
 // prefix cache, and where it said so: usage.prompt_tokens_details.
 // cached_tokens (vLLM with --enable-prompt-tokens-details, SGLang with
 // --enable-cache-report, TensorRT-LLM) or llama.cpp's timings.cache_n.
-// ok is false when the stream said nothing of it.
+// ok is false when the stream said nothing of it, or said a count that
+// cannot be true (Impossible says which).
 func (s *Stream) Cached() (n int, source string, ok bool) {
+	n, source, ok = s.reportedCached()
+	if ok && n > s.prompt() && s.prompt() > 0 {
+		return 0, "", false
+	}
+	return n, source, ok
+}
+
+// reportedCached is what the server said of its cached tokens, believed
+// or not; a cache_n outside any count is not taken.
+func (s *Stream) reportedCached() (int, string, bool) {
 	if n, ok := s.Usage.CachedTokens(); ok {
 		return n, CachedFromUsage, true
 	}
@@ -365,6 +379,42 @@ func (s *Stream) Cached() (n int, source string, ok bool) {
 		return *s.Timings.CacheN, CachedFromTimings, true
 	}
 	return 0, "", false
+}
+
+// prompt is the prompt's length: as the server counted it (usage), else
+// as sent.
+func (s *Stream) prompt() int {
+	if s.Usage != nil && s.Usage.PromptTokens > 0 {
+		return s.Usage.PromptTokens
+	}
+	return s.Sent
+}
+
+// Impossible says why figures the server reported of this stream cannot
+// be true, "" when none: cached tokens above the prompt (a bug, or a
+// proxy summing several requests), llama.cpp's cache_n outside any
+// count, completion_tokens past max_tokens and the slack TokenCap
+// allows. Cached and OutputTokens leave such figures out; a suite's row
+// says the reason and verifies nothing by them. (Negative or absurd
+// usage counts fail the stream.)
+func (s *Stream) Impossible() string {
+	var why []string
+	if n, src, ok := s.reportedCached(); ok && s.prompt() > 0 && n > s.prompt() {
+		why = append(why, fmt.Sprintf("%s %d above the prompt's %d tokens", src, n, s.prompt()))
+	}
+	if t := s.Timings; t != nil && t.CacheN != nil && (*t.CacheN < 0 || *t.CacheN > maxServerCount) {
+		why = append(why, fmt.Sprintf("timings.cache_n %d is not a count", *t.CacheN))
+	}
+	if s.completionImpossible() {
+		why = append(why, fmt.Sprintf("completion_tokens %d past max_tokens %d and its slack (%d)", s.Usage.CompletionTokens, s.MaxTokens, TokenCap(s.MaxTokens)))
+	}
+	return strings.Join(why, "; ")
+}
+
+// completionImpossible reports a completion_tokens past what the
+// request allowed, with TokenCap's slack.
+func (s *Stream) completionImpossible() bool {
+	return s.Usage != nil && s.MaxTokens > 0 && s.Usage.CompletionTokens > TokenCap(s.MaxTokens)
 }
 
 // PromptCheck compares the prompt tokens the server reported in usage
@@ -393,7 +443,7 @@ func (s *Stream) Tokens() int {
 // OutputTokens is the output length vllm bench uses: usage's
 // completion_tokens, else the tokens counted in the stream.
 func (s *Stream) OutputTokens() int {
-	if s.Usage != nil && s.Usage.CompletionTokens > 0 {
+	if s.Usage != nil && s.Usage.CompletionTokens > 0 && !s.completionImpossible() {
 		return s.Usage.CompletionTokens
 	}
 	return s.Tokens()

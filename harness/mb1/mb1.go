@@ -542,6 +542,9 @@ func (r *Runner) inject(ctx context.Context, res *armResult, ds *decodes, pre se
 	if err == nil {
 		err = s.PromptCheck()
 	}
+	if why := s.Impossible(); err == nil && why != "" {
+		err = fmt.Errorf("the server reported an impossible figure (%s)", why)
+	}
 	if err != nil {
 		return fmt.Errorf("prefill of %d tokens: %w", res.p, err)
 	}

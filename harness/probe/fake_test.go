@@ -27,6 +27,8 @@ type fakeVLLM struct {
 	failNext    func(w http.ResponseWriter) bool // handles a completion itself when true
 	cachedField bool                             // send prompt_tokens_details
 	noMetrics   bool                             // /metrics answers 404
+	lieCached   int                              // >0: report this many cached tokens, whatever the prompt
+	lieOutput   int                              // >0: report this completion_tokens
 }
 
 func newFake(t *testing.T) (*fakeVLLM, *httptest.Server) {
@@ -100,10 +102,17 @@ func (f *fakeVLLM) complete(w http.ResponseWriter, r *http.Request) {
 	w.(http.Flusher).Flush()
 	fmt.Fprintf(w, "data: {\"id\":\"cmpl-x\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\n")
 	details := ""
+	if f.lieCached > 0 {
+		hit = f.lieCached
+	}
 	if f.cachedField {
 		details = fmt.Sprintf(`,"prompt_tokens_details":{"cached_tokens":%d}`, hit)
 	}
-	fmt.Fprintf(w, "data: {\"id\":\"cmpl-x\",\"object\":\"text_completion\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":2,\"total_tokens\":%d%s}}\n\n", l, l+2, details)
+	out := 2
+	if f.lieOutput > 0 {
+		out = f.lieOutput
+	}
+	fmt.Fprintf(w, "data: {\"id\":\"cmpl-x\",\"object\":\"text_completion\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d%s}}\n\n", l, out, l+out, details)
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 

@@ -496,6 +496,9 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *serving.Clie
 			}
 		}
 	}
+	if why := s.Impossible(); why != "" {
+		v = fail("", "the server reported an impossible figure (%s): the row verifies nothing", why)
+	}
 	p.verdict(row, d, v, check)
 }
 
@@ -529,6 +532,9 @@ func (p *Prober) timings(row *results.Row, s *serving.Stream, chat bool) {
 	if n, src, ok := s.Cached(); ok {
 		row.Set("cached_tokens", n)
 		row.Set("cached_source", src)
+	}
+	if why := s.Impossible(); why != "" {
+		row.Set(results.ColServerCheck, "impossible: "+why)
 	}
 }
 

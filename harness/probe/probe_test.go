@@ -99,6 +99,31 @@ func TestProbeFakeMissAndGPU(t *testing.T) {
 	}
 }
 
+// A server's impossible figures make its rows unverified, saying why,
+// and an impossible cached count never becomes the row's cached_tokens.
+func TestProbeImpossibleFigures(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		cached, output int
+		want           string
+	}{
+		{"cached above the prompt", 18597, 0, "cached_tokens 18597 above the prompt's 256 tokens"},
+		{"completion past max_tokens", 0, 5000, "completion_tokens 5000 past max_tokens"},
+	} {
+		f, srv := newFake(t)
+		f.lieCached, f.lieOutput = tc.cached, tc.output
+		cfg := testConfig(srv.URL)
+		cfg.Reps = 1
+		sink := mustRun(t, mustNew(t, cfg))
+		for _, r := range sink.Rows() {
+			if r.Get("verified") != "false" || !strings.Contains(r.Get("verify_reason"), tc.want) ||
+				!strings.Contains(r.Get("server_check"), "impossible: ") || (tc.cached > 0) != (r.Get("cached_tokens") == "") {
+				t.Errorf("%s, %s: verified %s (%s), server_check %q, cached_tokens %q", tc.name, r.Tier, r.Get("verified"), r.Get("verify_reason"), r.Get("server_check"), r.Get("cached_tokens"))
+			}
+		}
+	}
+}
+
 func TestProbeSkips(t *testing.T) {
 	_, srv := newFake(t)
 	cfg := testConfig(srv.URL)

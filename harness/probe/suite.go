@@ -40,6 +40,7 @@ var columns = []results.Column{
 	results.PromptFormColumn,
 	results.ServerFamilyColumn,
 	results.CachedSourceColumn,
+	results.ServerCheckColumn,
 }
 
 // Suite declares the probe's results.

@@ -152,6 +152,9 @@ func (rp *Replayer) fill(row *results.Row, s serving.Stream) {
 		row.Set("cached_tokens", n)
 		row.Set("cached_source", src)
 	}
+	if why := s.Impossible(); why != "" {
+		row.Set(results.ColServerCheck, "impossible: "+why)
+	}
 	if rp.cfg.SLOTTFT > 0 || rp.cfg.SLOTPOT > 0 {
 		met := rp.cfg.SLOTTFT <= 0 || s.TTFT <= rp.cfg.SLOTTFT
 		// As vllm bench: a request without a TPOT (one output token) meets its SLO.

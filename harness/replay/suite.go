@@ -50,6 +50,7 @@ var RequestColumns = []results.Column{
 	results.PromptFormColumn,
 	results.ServerFamilyColumn,
 	results.CachedSourceColumn,
+	results.ServerCheckColumn,
 }
 
 // RunColumns follow results.CommonSchema in a file of one row per run
@@ -75,7 +76,8 @@ var RunColumns = []results.Column{
 	results.Int("external_hit_tokens", "tokens", "delta of external_prefix_cache_hits"),
 	results.Int("external_query_tokens", "tokens", "delta of external_prefix_cache_queries"),
 	results.Text(results.ColAPCSource, "where apc came from, or why it is missing"),
-	results.Float(results.ColCachedShare, "fraction", `sum of usage cached_tokens / prompt tokens; "" when the server does not send them`),
+	results.Float(results.ColCachedShare, "fraction", `sum of usage cached_tokens / prompt tokens over the requests whose figures are possible; "" when the server does not send them`),
+	results.Int(results.ColServerImpossible, "count", "requests whose server figures cannot be true (their server_check): left out of cached_share"),
 	results.Float(results.ColPredictedAPC, "fraction", "the LRU model's hits / input tokens of the ok requests, at gpu_blocks"),
 	results.Int(results.ColGPUBlocks, "blocks", "the server's KV pool"),
 	results.Int("block_size", "tokens", "the server's block"),

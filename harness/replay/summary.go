@@ -21,6 +21,7 @@ type collector struct {
 	// sent cached_tokens), input and predicted hit tokens (where known).
 	prompt, cached     float64
 	cachedRows, okRows int
+	impossible         int // rows with a server_check
 	input, predicted   float64
 	predictedRows      int
 }
@@ -32,6 +33,9 @@ func (c *collector) add(r results.Row) {
 	c.outcomes[r.Get("outcome")]++
 	if r.Get("slo_met") == "true" {
 		c.met++
+	}
+	if r.Get(results.ColServerCheck) != "" {
+		c.impossible++
 	}
 	if r.Status != results.StatusOK {
 		return
@@ -82,6 +86,7 @@ type Summary struct {
 	// (its kvtier_sim_lag_seconds after the run); NaN for other servers.
 	SimLag       float64
 	CachedShare  float64 // usage's cached tokens / prompt tokens; NaN when never sent
+	Impossible   int     // requests whose server figures cannot be true
 	PredictedAPC float64 // the LRU model's, NaN when the capacity is unknown
 	Info         Info
 	Trace        string // the workload's name
@@ -101,6 +106,7 @@ func (rp *Replayer) summarize(c *collector, d time.Duration) *Summary {
 		CachedShare: nan, PredictedAPC: nan, SimLag: nan, Info: rp.info, Trace: rp.w.Name, cfg: rp.cfg,
 	}
 	s.Requests = s.OK + s.Failed + s.TimedOut + s.Skipped
+	s.Impossible = c.impossible
 	if c.cachedRows > 0 && c.prompt > 0 {
 		s.CachedShare = c.cached / c.prompt
 	}
@@ -192,7 +198,7 @@ func (s *Summary) Row(suite string) results.Row {
 		{"requests", s.Requests}, {"ok", s.OK}, {"failed", s.Failed}, {"timed_out", s.TimedOut}, {"skipped", s.Skipped},
 		{"duration_s", s.Duration.Seconds()}, {"apc", s.APC}, {"hit_tokens", s.Hits}, {"query_tokens", s.Queries},
 		{"apc_external", s.ExtAPC}, {"external_hit_tokens", s.ExtHits}, {"external_query_tokens", s.ExtQueries},
-		{"apc_source", s.APCSource}, {"cached_share", s.CachedShare}, {"predicted_apc", s.PredictedAPC},
+		{"apc_source", s.APCSource}, {"cached_share", s.CachedShare}, {results.ColServerImpossible, s.Impossible}, {"predicted_apc", s.PredictedAPC},
 		{"block_size", s.Info.BlockSize}, {"server_family", s.Info.Family.Name},
 		{"ttft_p50_s", s.TTFT.P50}, {"ttft_p90_s", s.TTFT.P90}, {"ttft_p99_s", s.TTFT.P99},
 		{"tpot_p50_s", s.TPOT.P50}, {"tpot_p90_s", s.TPOT.P90}, {"e2e_p50_s", s.E2E.P50},

@@ -14,13 +14,13 @@ import (
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/replay"
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // CLI is kvtier knee (Command is a server command line).
@@ -126,7 +126,7 @@ func (k *kneeFlags) blocks(errs *[]error, sizesGiven bool, blockBytes int64) []i
 		}
 		out = cli.ListFlag(errs, "capacity-blocks", k.capacityBlocks, cli.Atoi, 1)
 	} else {
-		for _, b := range cli.ListFlag(errs, "capacities", k.capacities, trace.ParseCapacity, 1) {
+		for _, b := range cli.ListFlag(errs, "capacities", k.capacities, workload.ParseCapacity, 1) {
 			n, _ := units.Blocks(b, max(blockBytes, 1)) // the manifest's capacities_blocks says how it was rounded
 			if n < 1 {
 				*errs = append(*errs, option.Errorf("capacities", "%d bytes hold no block of %d bytes", b, blockBytes))

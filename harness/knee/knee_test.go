@@ -10,12 +10,12 @@ import (
 
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness/replay"
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // referenceWorkload is the knee workload of the reference, the default
@@ -159,7 +159,7 @@ func checkShape(t *testing.T, rows []results.Row) {
 // the LRU model's at the working set and flat beyond it, rows of every kind written.
 func TestKneeEmbeddedSmall(t *testing.T) {
 	t.Parallel()
-	w, err := replay.Generate(context.Background(), trace.GenOptions{Sessions: 3, Turns: 3, SystemTokens: 256, TurnTokens: 128, OutputTokens: 8, BlockTokens: 16, Seed: 1, Fixed: true}, 0)
+	w, err := replay.Generate(context.Background(), workload.GenOptions{Sessions: 3, Turns: 3, SystemTokens: 256, TurnTokens: 128, OutputTokens: 8, BlockTokens: 16, Seed: 1, Fixed: true}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

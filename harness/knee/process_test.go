@@ -16,12 +16,12 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/replay"
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/internal/syncbuf"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/serving/servingtest"
 	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // TestMain lets the test binary play a server: "knee-test-server" serves
@@ -204,7 +204,7 @@ func processConfig(t *testing.T, dir string, caps []int, extra string) Config {
 // smallWorkload is 8 requests of 64 to 160 tokens, 100 ms apart.
 func smallWorkload(t *testing.T) *replay.Workload {
 	t.Helper()
-	w, err := replay.Generate(context.Background(), trace.GenOptions{Sessions: 2, Turns: 4, TurnTokens: 32, OutputTokens: 4, SystemTokens: 32,
+	w, err := replay.Generate(context.Background(), workload.GenOptions{Sessions: 2, Turns: 4, TurnTokens: 32, OutputTokens: 4, SystemTokens: 32,
 		BlockTokens: 16, Seed: 1, Fixed: true, Think: 200 * time.Millisecond, Duration: 100 * time.Millisecond}, 0)
 	if err != nil {
 		t.Fatal(err)

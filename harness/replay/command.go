@@ -13,12 +13,12 @@ import (
 
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/serving/servingflag"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // Command is kvtier replay.
@@ -39,9 +39,9 @@ type WorkloadFlags struct {
 	Model             cli.ModelFlags
 	served            string
 	tracePath         string
-	read              trace.Options
+	read              workload.Options
 	numPrompts        int
-	gen               trace.GenFlags
+	gen               workload.GenFlags
 	dispatch          string
 	speedup           float64
 	concurrency       int
@@ -64,7 +64,7 @@ func (f *WorkloadFlags) Add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.served, "served-model-name", "", "served model name (default: the first of GET /v1/models)")
 	fs.StringVar(&f.tracePath, "trace", "", "trace to replay (Mooncake or Alibaba JSON lines, gzip or not); default: synthetic sessions (the generator flags)")
 	fs.IntVar(&f.read.BlockTokens, "trace-block", 0, "tokens per hash id (0: the format's: 512 Mooncake, 16 Alibaba; 16 for synthetic sessions); a multiple of the server's block")
-	fs.IntVar(&f.read.Reorder, "reorder", trace.DefaultReorder, "requests held to put the trace's lines into timestamp order")
+	fs.IntVar(&f.read.Reorder, "reorder", workload.DefaultReorder, "requests held to put the trace's lines into timestamp order")
 	fs.IntVar(&f.numPrompts, "num-prompts", 0, "send only the first N requests in timestamp order (0: all)")
 	cli.Alias(fs, "max-requests", "num-prompts")
 	f.gen.Add(fs, DefaultSessions(), "without --trace: ")

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/internal/wait"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // Run sends the workload and writes one row per request to sink as each
@@ -108,7 +108,7 @@ func (rp *Replayer) sessions(g *runGroup, start harness.Stopwatch) {
 // session sends a session's turns one after the other, each after the
 // previous one's answer and its think time. It reports false when the
 // run is over (cancelled, a failed write, past Duration).
-func (rp *Replayer) session(ctx context.Context, g *runGroup, turns []*trace.Request, start harness.Stopwatch) bool {
+func (rp *Replayer) session(ctx context.Context, g *runGroup, turns []*workload.Request, start harness.Stopwatch) bool {
 	for j, r := range turns {
 		if j > 0 && wait.For(ctx, rp.think(r)) != nil {
 			return false
@@ -127,7 +127,7 @@ func (rp *Replayer) session(ctx context.Context, g *runGroup, turns []*trace.Req
 
 // think is the think time before turn r: the trace's gap to its parent
 // over the speedup, else Config.Think.
-func (rp *Replayer) think(r *trace.Request) time.Duration {
+func (rp *Replayer) think(r *workload.Request) time.Duration {
 	if r.HasParent() && !math.IsNaN(r.Think) && r.Think >= 0 {
 		return rp.scaled(r.Think)
 	}

@@ -9,10 +9,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // replayOnSim replays w against a simulator of gpuBlocks on an in-memory
@@ -50,7 +50,7 @@ func replayOnSim(t *testing.T, w *Workload, gpuBlocks int, cfg Config) (*Summary
 // few requests overlap) and returns its path.
 func fidelityTrace(t *testing.T) string {
 	t.Helper()
-	o := trace.DefaultGenOptions()
+	o := workload.DefaultGenOptions()
 	o.Sessions, o.Turns, o.SystemPrompts, o.SystemTokens = 16, 4, 3, 2048
 	o.TurnTokens, o.OutputTokens, o.Think, o.Duration = 600, 200, 60*time.Second, 4*time.Minute
 	path := filepath.Join(t.TempDir(), "fidelity.jsonl")
@@ -59,7 +59,7 @@ func fidelityTrace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := trace.Generate(f, o); err != nil {
+	if _, err := workload.Generate(f, o); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -75,12 +75,11 @@ func TestReplayMatchesTracePrediction(t *testing.T) {
 	}
 	t.Parallel()
 	path := fidelityTrace(t)
-	res, err := trace.AnalyzeFile(context.Background(), path, "m", trace.Options{}, trace.AnalyzeOptions{BytesPerToken: 1, Touch: trace.TouchReverse})
+	w, err := LoadTrace(context.Background(), path, workload.Options{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	curve := res.Analysis.Curves[0]
-	w, err := LoadTrace(context.Background(), path, trace.Options{}, 0)
+	curve, err := Model(w.Requests, w.BlockTokens, 1) // what kvtier trace --touch reverse computes
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,8 @@
 package replay
 
 import (
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // Prompts turns the requests of a trace into prompts of token ids that
@@ -23,7 +23,7 @@ type Prompts struct {
 const uniqueStream = 0x6b76746965722d74 // "kvtier-t"
 
 // Tokens returns the prompt of r: exactly r.Input token ids.
-func (p Prompts) Tokens(r *trace.Request) []int {
+func (p Prompts) Tokens(r *workload.Request) []int {
 	ids := make([]int, 0, r.Input)
 	for k, h := range r.Hashes {
 		n := r.BlockTokensAt(k)

@@ -15,14 +15,14 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // writeTrace writes trace lines to a file and loads it.
-func writeTrace(t *testing.T, o trace.Options, lines ...string) *Workload {
+func writeTrace(t *testing.T, o workload.Options, lines ...string) *Workload {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -37,7 +37,7 @@ func writeTrace(t *testing.T, o trace.Options, lines ...string) *Workload {
 
 func TestPromptsRealizeSharing(t *testing.T) {
 	t.Parallel()
-	w := writeTrace(t, trace.Options{},
+	w := writeTrace(t, workload.Options{},
 		`{"chat_id":1,"parent_chat_id":-1,"timestamp":0,"input_length":40,"output_length":3,"hash_ids":[1,2,3]}`,
 		`{"chat_id":2,"parent_chat_id":-1,"timestamp":1,"input_length":48,"output_length":3,"hash_ids":[1,2,4]}`,
 		`{"chat_id":3,"parent_chat_id":-1,"timestamp":2,"input_length":50,"output_length":3,"hash_ids":[1]}`,
@@ -80,7 +80,7 @@ func TestPromptsRealizeSharing(t *testing.T) {
 
 func TestOrderRoundRobin(t *testing.T) {
 	t.Parallel()
-	w, err := Generate(context.Background(), trace.GenOptions{Sessions: 3, Turns: 2, TurnTokens: 32, OutputTokens: 4, BlockTokens: 16, Seed: 1, Fixed: true, Duration: time.Minute}, 0)
+	w, err := Generate(context.Background(), workload.GenOptions{Sessions: 3, Turns: 2, TurnTokens: 32, OutputTokens: 4, BlockTokens: 16, Seed: 1, Fixed: true, Duration: time.Minute}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestOrderRoundRobin(t *testing.T) {
 	}
 	var got []string
 	for _, r := range w.Order(DispatchSession, 2) {
-		got = append(got, string(rune('a'+slices.IndexFunc(sess, func(s []*trace.Request) bool { return s[0].Session == r.Session })))+string(rune('0'+r.Turn)))
+		got = append(got, string(rune('a'+slices.IndexFunc(sess, func(s []*workload.Request) bool { return s[0].Session == r.Session })))+string(rune('0'+r.Turn)))
 	}
 	// Two slots: a and b take turns; c takes a's slot when a is done.
 	if want := []string{"a1", "b1", "a2", "b2", "c1", "c2"}; !slices.Equal(got, want) {
@@ -176,7 +176,7 @@ func TestNewRefusesBlocksNotAWholeNumberOfTheServers(t *testing.T) {
 		traceBlock int
 		refused    bool
 	}{{24, true}, {8, true}, {32, false}, {16, false}} {
-		w := writeTrace(t, trace.Options{BlockTokens: tc.traceBlock}, `{"chat_id":1,"timestamp":0,"input_length":100,"output_length":3,"hash_ids":[1]}`)
+		w := writeTrace(t, workload.Options{BlockTokens: tc.traceBlock}, `{"chat_id":1,"timestamp":0,"input_length":100,"output_length":3,"hash_ids":[1]}`)
 		inSim(t, vllmsim.Config{GPUBlocks: 64}, nil, func(t *testing.T, url string, c *http.Client) {
 			_, err := New(context.Background(), Config{Endpoint: url, HTTP: c, Dispatch: DispatchTimestamp, Speedup: 1, Timeout: time.Minute}, w)
 			if refused := err != nil && strings.Contains(err.Error(), "not a whole number of the server's 16-token blocks"); refused != tc.refused {
@@ -193,7 +193,7 @@ func mooncake(ms, input, output int, session string, ids string) string {
 
 func TestTimestampDispatch(t *testing.T) {
 	t.Parallel()
-	w := writeTrace(t, trace.Options{BlockTokens: 16},
+	w := writeTrace(t, workload.Options{BlockTokens: 16},
 		mooncake(0, 64, 200, "a", "1,2,3,4"), mooncake(1000, 64, 4, "b", "5,6,7,8"),
 		mooncake(5000, 64, 4, "c", "9,10"), mooncake(9000, 64, 4, "d", "11"))
 	for _, tc := range []struct {
@@ -228,7 +228,7 @@ func TestTimestampDispatch(t *testing.T) {
 func TestSessionDispatchIsClosedLoop(t *testing.T) {
 	t.Parallel()
 	// Session a: two turns 30 s apart in the trace; session b one turn.
-	w := writeTrace(t, trace.Options{BlockTokens: 16},
+	w := writeTrace(t, workload.Options{BlockTokens: 16},
 		mooncake(0, 64, 8, "a", "1,2,3,4"), mooncake(0, 32, 8, "b", "9,10"), mooncake(30000, 96, 8, "a", "1,2,3,4,5,6"))
 	inSim(t, vllmsim.Config{GPUBlocks: 256}, nil, func(t *testing.T, url string, c *http.Client) {
 		_, rows, err := run(t, url, c, w, Config{Dispatch: DispatchSession, Speedup: 10, Concurrency: 1})
@@ -280,7 +280,7 @@ func failing(noMetrics bool) func(http.Handler) http.Handler {
 
 func TestFailuresAndTimeoutsAreCounted(t *testing.T) {
 	t.Parallel()
-	w := writeTrace(t, trace.Options{BlockTokens: 16},
+	w := writeTrace(t, workload.Options{BlockTokens: 16},
 		mooncake(0, 64, 4, "a", "1,2,3,4"), mooncake(1000, 64, 4, "b", "1,2,3,4"),
 		mooncake(2000, 64, 4, "c", "1,2,3,4"), mooncake(3000, 64, 4, "d", "1,2,3,4"))
 	inSim(t, vllmsim.Config{GPUBlocks: 256, EnablePromptTokensDetails: true}, failing(false), func(t *testing.T, url string, c *http.Client) {
@@ -313,7 +313,7 @@ func TestFailuresAndTimeoutsAreCounted(t *testing.T) {
 
 func TestNoMetricsNoAPC(t *testing.T) {
 	t.Parallel()
-	w := writeTrace(t, trace.Options{BlockTokens: 16}, mooncake(0, 64, 4, "a", "1,2,3,4"))
+	w := writeTrace(t, workload.Options{BlockTokens: 16}, mooncake(0, 64, 4, "a", "1,2,3,4"))
 	inSim(t, vllmsim.Config{GPUBlocks: 256}, failing(true), func(t *testing.T, url string, c *http.Client) {
 		sum, _, err := run(t, url, c, w, Config{GPUBlocks: 100})
 		if err != nil {
@@ -331,7 +331,7 @@ func TestNoMetricsNoAPC(t *testing.T) {
 
 func TestMaxOutputAndModelLength(t *testing.T) {
 	t.Parallel()
-	w := writeTrace(t, trace.Options{BlockTokens: 16}, mooncake(0, 64, 40, "a", "1,2,3,4"), mooncake(1000, 200, 4, "b", "5"))
+	w := writeTrace(t, workload.Options{BlockTokens: 16}, mooncake(0, 64, 40, "a", "1,2,3,4"), mooncake(1000, 200, 4, "b", "5"))
 	inSim(t, vllmsim.Config{GPUBlocks: 256, MaxModelLen: 128}, nil, func(t *testing.T, url string, c *http.Client) {
 		sum, rows, err := run(t, url, c, w, Config{MaxOutput: 10})
 		if err != nil || len(rows) != 2 {
@@ -348,7 +348,7 @@ func TestMaxOutputAndModelLength(t *testing.T) {
 
 func TestInterruptedRunKeepsRows(t *testing.T) {
 	t.Parallel()
-	w := writeTrace(t, trace.Options{BlockTokens: 16},
+	w := writeTrace(t, workload.Options{BlockTokens: 16},
 		mooncake(0, 64, 4, "a", "1"), mooncake(10000, 64, 4, "b", "2"), mooncake(20000, 64, 4, "c", "3"))
 	inSim(t, vllmsim.Config{GPUBlocks: 256}, nil, func(t *testing.T, url string, c *http.Client) {
 		rp, err := New(context.Background(), Config{Endpoint: url, HTTP: c, Dispatch: DispatchTimestamp, Speedup: 1, Timeout: time.Minute}, w)

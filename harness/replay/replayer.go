@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // Info is what a Replayer learnt about the server before sending.
@@ -128,7 +128,7 @@ func (rp *Replayer) Info() Info { return rp.info }
 // they are sent: the hit it predicts for each at the server's capacity.
 type predictor struct {
 	mu       sync.Mutex
-	a        *trace.Analyzer
+	a        *workload.Analyzer
 	capacity int64 // in hash-id blocks; 0: unknown
 	seq      int
 	hit      int
@@ -136,9 +136,9 @@ type predictor struct {
 
 func newPredictor(capacity int64) (*predictor, error) {
 	p := &predictor{capacity: capacity}
-	a, err := trace.NewAnalyzer(trace.AnalyzeOptions{
-		BytesPerToken: 1, Touch: trace.TouchReverse,
-		OnRequest: func(_ *trace.Request, h *trace.Hits) { p.hit = h.HitTokens(p.capacity) },
+	a, err := workload.NewAnalyzer(workload.AnalyzeOptions{
+		BytesPerToken: 1, Touch: workload.TouchReverse,
+		OnRequest: func(_ *workload.Request, h *workload.Hits) { p.hit = h.HitTokens(p.capacity) },
 	})
 	p.a = a
 	return p, err
@@ -147,7 +147,7 @@ func newPredictor(capacity int64) (*predictor, error) {
 // predict adds r as the next request sent and returns the tokens the
 // model says a cache of the server's capacity serves it; ok is false
 // when the capacity is unknown.
-func (p *predictor) predict(r *trace.Request) (hit int, ok bool) {
+func (p *predictor) predict(r *workload.Request) (hit int, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := *r

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // Outcomes of a request (the outcome column).
@@ -23,7 +23,7 @@ const (
 )
 
 // newRow fills the columns every request row of the run has.
-func (rp *Replayer) newRow(r *trace.Request) results.Row {
+func (rp *Replayer) newRow(r *workload.Request) results.Row {
 	row := results.NewRow(Suite.Name)
 	row.Backend, row.Transport, row.Model = Backend, Transport, rp.info.Model
 	row.PrefixTokens = int64(r.Input)
@@ -48,13 +48,13 @@ func (rp *Replayer) newRow(r *trace.Request) results.Row {
 	return row
 }
 
-func (rp *Replayer) requestID(r *trace.Request) string {
+func (rp *Replayer) requestID(r *workload.Request) string {
 	return fmt.Sprintf("kvtier-replay-%x-%d", rp.info.Nonce, r.Index)
 }
 
 // maxTokens is the max_tokens of r: its output_length (at least 1)
 // capped by MaxOutput.
-func (rp *Replayer) maxTokens(r *trace.Request) int {
+func (rp *Replayer) maxTokens(r *workload.Request) int {
 	n := max(r.Output, 1)
 	if rp.cfg.MaxOutput > 0 {
 		n = min(n, rp.cfg.MaxOutput)
@@ -65,7 +65,7 @@ func (rp *Replayer) maxTokens(r *trace.Request) int {
 // send sends r, due at due after start, and returns its row; ok is false
 // when ctx ended before its answer did (an interruption, not the
 // server's failure: no row).
-func (rp *Replayer) send(ctx context.Context, r *trace.Request, start harness.Stopwatch, due time.Duration) (row results.Row, ok bool) {
+func (rp *Replayer) send(ctx context.Context, r *workload.Request, start harness.Stopwatch, due time.Duration) (row results.Row, ok bool) {
 	row = rp.newRow(r)
 	row.Set("sched_s", due.Seconds())
 	mt := rp.maxTokens(r)
@@ -116,7 +116,7 @@ func (rp *Replayer) send(ctx context.Context, r *trace.Request, start harness.St
 
 // request is r's request: its prompt of token ids, or for the chat API
 // that prompt spelled as a user message of r.Input tokens.
-func (rp *Replayer) request(ctx context.Context, r *trace.Request, maxTokens int) (serving.Request, error) {
+func (rp *Replayer) request(ctx context.Context, r *workload.Request, maxTokens int) (serving.Request, error) {
 	req := serving.Request{API: rp.cfg.API, Model: rp.info.Model, Prompt: rp.prompts.Tokens(r), PromptTokens: r.Input,
 		MaxTokens: maxTokens, RequestID: rp.requestID(r), CountTokens: true}
 	if req.Chat() {

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/serving/servingtest"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // A server that takes only text prompts and sends an all-zero usage on
@@ -19,7 +19,7 @@ import (
 // API.
 func TestReplayTextOnlyServer(t *testing.T) {
 	t.Parallel()
-	w := writeTrace(t, trace.Options{BlockTokens: 16},
+	w := writeTrace(t, workload.Options{BlockTokens: 16},
 		mooncake(0, 200, 3, "a", "1,2"), mooncake(1, 300, 3, "a", "1,2,3"), mooncake(2, 1057, 2, "b", "9"))
 	for _, api := range []string{serving.APICompletions, serving.APIChat} {
 		srv := httptest.NewServer(&servingtest.Ollama{Ctx: 1024})
@@ -48,7 +48,7 @@ func TestReplayTextOnlyServer(t *testing.T) {
 // timings.cache_n realizes the trace's shared prefix.
 func TestReplayServerFamilies(t *testing.T) {
 	t.Parallel()
-	w := writeTrace(t, trace.Options{BlockTokens: 16}, mooncake(0, 64, 2, "a", "1,2,3,4"), mooncake(1, 64, 2, "a", "1,2,3,4"))
+	w := writeTrace(t, workload.Options{BlockTokens: 16}, mooncake(0, 64, 2, "a", "1,2,3,4"), mooncake(1, 64, 2, "a", "1,2,3,4"))
 	for _, tc := range []struct {
 		h      http.Handler
 		family string

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // GeneratedName is the trace column of a workload of generated sessions.
@@ -18,19 +18,19 @@ const GeneratedName = "generated"
 // A Workload is what a replay sends: the requests of a trace, or of
 // synthetic multi-turn sessions, in timestamp order.
 type Workload struct {
-	Name        string           // the trace file's base name, or GeneratedName
-	Requests    []*trace.Request // in timestamp order
-	BlockTokens int              // tokens per hash id
-	Read        trace.ReadStats
+	Name        string              // the trace file's base name, or GeneratedName
+	Requests    []*workload.Request // in timestamp order
+	BlockTokens int                 // tokens per hash id
+	Read        workload.ReadStats
 	// Generated holds the generator's options of a synthetic workload;
 	// nil for a trace file.
-	Generated *trace.GenOptions
+	Generated *workload.GenOptions
 }
 
 // LoadTrace reads the first max requests (0: all) of a trace file in
 // timestamp order.
-func LoadTrace(ctx context.Context, path string, o trace.Options, max int) (*Workload, error) {
-	r, err := trace.Open(path, o)
+func LoadTrace(ctx context.Context, path string, o workload.Options, max int) (*Workload, error) {
+	r, err := workload.Open(path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -48,17 +48,17 @@ func LoadTrace(ctx context.Context, path string, o trace.Options, max int) (*Wor
 // system prompt, every earlier turn and answer, and new tokens. The
 // generator writes into a pipe read as it goes and stops once enough is
 // read, so only the workload is held, never the trace's text.
-func Generate(ctx context.Context, o trace.GenOptions, max int) (*Workload, error) {
+func Generate(ctx context.Context, o workload.GenOptions, max int) (*Workload, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		_, err := trace.Generate(pw, o)
+		_, err := workload.Generate(pw, o)
 		pw.CloseWithError(err) // nil: the reader sees io.EOF
 	}()
 	defer pr.Close() // a generator still writing fails at its next write
-	r, err := trace.NewReader(pr, GeneratedName, trace.Options{BlockTokens: o.BlockTokens})
+	r, err := workload.NewReader(pr, GeneratedName, workload.Options{BlockTokens: o.BlockTokens})
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ var workloadBytes int64 = MaxWorkloadBytes
 // ErrTooLarge is the error of a workload past MaxWorkloadBytes.
 var ErrTooLarge = errors.New("workload too large to hold")
 
-func readAll(ctx context.Context, r *trace.Reader, max int) (*Workload, error) {
+func readAll(ctx context.Context, r *workload.Reader, max int) (*Workload, error) {
 	w := &Workload{}
 	var held int64
 	for max <= 0 || len(w.Requests) < max {
@@ -104,16 +104,16 @@ func readAll(ctx context.Context, r *trace.Reader, max int) (*Workload, error) {
 	w.Read = r.Stats()
 	w.BlockTokens = w.Read.BlockTokens
 	if len(w.Requests) == 0 {
-		return nil, fmt.Errorf("%w (%d lines; %s)", trace.ErrNoRequests, w.Read.Lines, w.Read.BadLines())
+		return nil, fmt.Errorf("%w (%d lines; %s)", workload.ErrNoRequests, w.Read.Lines, w.Read.BadLines())
 	}
 	return w, nil
 }
 
 // Sessions returns the requests grouped by session: sessions in the
 // order of their first request, turns in timestamp order.
-func (w *Workload) Sessions() [][]*trace.Request {
+func (w *Workload) Sessions() [][]*workload.Request {
 	index := map[int]int{}
-	var out [][]*trace.Request
+	var out [][]*workload.Request
 	for _, r := range w.Requests {
 		i, ok := index[r.Session]
 		if !ok {
@@ -131,7 +131,7 @@ func (w *Workload) Sessions() [][]*trace.Request {
 // them at a time (0: all) taking turns, one turn each per round, a
 // finished session's slot going to the next session: the order when
 // every turn takes as long as every other.
-func (w *Workload) Order(d Dispatch, concurrency int) []*trace.Request {
+func (w *Workload) Order(d Dispatch, concurrency int) []*workload.Request {
 	if d != DispatchSession {
 		return slices.Clone(w.Requests)
 	}
@@ -142,7 +142,7 @@ func (w *Workload) Order(d Dispatch, concurrency int) []*trace.Request {
 	}
 	slots := slices.Clone(sess[:n])
 	next := n
-	out := make([]*trace.Request, 0, len(w.Requests))
+	out := make([]*workload.Request, 0, len(w.Requests))
 	for len(out) < len(w.Requests) {
 		for i, s := range slots {
 			if len(s) == 0 {
@@ -162,8 +162,8 @@ func (w *Workload) Order(d Dispatch, concurrency int) []*trace.Request {
 // Model returns the LRU model's single-cache curve of the requests in
 // the order given (touched tail first, as vLLM frees a request's blocks),
 // with bytesPerToken (0: unknown, 1 is used) for its byte figures.
-func Model(reqs []*trace.Request, blockTokens int, bytesPerToken int64) (*trace.Curve, error) {
-	a, err := trace.NewAnalyzer(trace.AnalyzeOptions{BytesPerToken: max(bytesPerToken, 1), Touch: trace.TouchReverse})
+func Model(reqs []*workload.Request, blockTokens int, bytesPerToken int64) (*workload.Curve, error) {
+	a, err := workload.NewAnalyzer(workload.AnalyzeOptions{BytesPerToken: max(bytesPerToken, 1), Touch: workload.TouchReverse})
 	if err != nil {
 		return nil, err
 	}
@@ -210,14 +210,14 @@ func (w *Workload) WorkingSet(d Dispatch, concurrency int) (int64, error) {
 // about 5.7 ms a token: the reference's 13 s takes about 600 output
 // tokens a turn. 256 gave half its TTFT p90 there and two thirds at
 // 2.4 GB; the other capacities check the choice (harness/knee tests).
-func DefaultSessions() trace.GenOptions {
-	return trace.GenOptions{
+func DefaultSessions() workload.GenOptions {
+	return workload.GenOptions{
 		Sessions: 4, Turns: 6, SystemPrompts: 0, SystemTokens: 2048, TurnTokens: 640, OutputTokens: 640,
 		BlockTokens: 16, Seed: 1, Fixed: true,
 	}
 }
 
 // requestBytes is about the memory r holds.
-func requestBytes(r *trace.Request) int64 {
+func requestBytes(r *workload.Request) int64 {
 	return int64(8*len(r.Hashes)+len(r.ID)+len(r.Type)) + 200
 }

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvtier/kvtier/harness/trace"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // TestGenerateStopsEarly checks that Generate holds only the requests it
 // returns: asked for the first 10 requests of a large generated trace
 // (hundreds of MiB of text), it allocates a small fraction of that.
 func TestGenerateStopsEarly(t *testing.T) {
-	o := trace.DefaultGenOptions()
+	o := workload.DefaultGenOptions()
 	o.Sessions = 1 << 16
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

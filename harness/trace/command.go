@@ -18,6 +18,7 @@ import (
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // Command is kvtier trace.
@@ -38,7 +39,7 @@ type traceFlags struct {
 	traces  []string // --trace, before the TRACE arguments
 	model   cli.ModelFlags
 	out     cli.OutputFlags
-	read    Options
+	read    workload.Options
 	windows string
 	touch   string
 	shared  int
@@ -50,11 +51,11 @@ func (f *traceFlags) add(fs *pflag.FlagSet) {
 	f.model.AddModel(fs)
 	f.out.Add(fs)
 	fs.IntVar(&f.read.BlockTokens, "trace-block", 0, "tokens per hash id (0: the format's: 512 Mooncake, 16 Alibaba)")
-	fs.IntVar(&f.read.Reorder, "reorder", DefaultReorder, "requests held to put lines into timestamp order; a line out of order by more is an error")
+	fs.IntVar(&f.read.Reorder, "reorder", workload.DefaultReorder, "requests held to put lines into timestamp order; a line out of order by more is an error")
 	fs.StringVar(&f.windows, "window", "60s,600s", "sliding windows of the working set")
-	fs.StringVar(&f.touch, "touch", string(TouchForward), "order a request's blocks become most recent: forward (block 0 first) or reverse (tail first, as vLLM frees them)")
+	fs.StringVar(&f.touch, "touch", string(workload.TouchForward), "order a request's blocks become most recent: forward (block 0 first) or reverse (tail first, as vLLM frees them)")
 	fs.StringVar(&f.knees, "knees", "50,90,95,99", "shares of the APC ceiling (per cent) whose smallest LRU capacity is reported")
-	fs.IntVar(&f.shared, "shared-sessions", DefaultSharedSessions, "sessions that must reference a hash id for its cross-session hits to count as shared prefix")
+	fs.IntVar(&f.shared, "shared-sessions", workload.DefaultSharedSessions, "sessions that must reference a hash id for its cross-session hits to count as shared prefix")
 }
 
 // paths are the traces to read: every --trace, then the TRACE
@@ -65,13 +66,13 @@ func (f *traceFlags) paths(fs *pflag.FlagSet) []string {
 
 // options returns the reading and analysis options, the trace "-" read
 // from stdin, adding every problem to errs.
-func (f *traceFlags) options(stdin io.Reader, errs *[]error) (Options, AnalyzeOptions, kv.Geometry) {
+func (f *traceFlags) options(stdin io.Reader, errs *[]error) (workload.Options, workload.AnalyzeOptions, kv.Geometry) {
 	f.read.Stdin = stdin
 	g, err := f.model.Geometry()
 	if err != nil {
 		*errs = append(*errs, err)
 	}
-	ao := AnalyzeOptions{BytesPerToken: g.BytesPerToken(), Touch: Touch(f.touch), SharedSessions: f.shared}
+	ao := workload.AnalyzeOptions{BytesPerToken: g.BytesPerToken(), Touch: workload.Touch(f.touch), SharedSessions: f.shared}
 	if ao.BytesPerToken <= 0 {
 		ao.BytesPerToken = 1 // the geometry's error is said above
 	}
@@ -100,7 +101,7 @@ func parsePercent(s string) (float64, error) {
 }
 
 // settings are the resolved options for manifest.json.
-func (f *traceFlags) settings(ao AnalyzeOptions, g kv.Geometry) map[string]string {
+func (f *traceFlags) settings(ao workload.AnalyzeOptions, g kv.Geometry) map[string]string {
 	return map[string]string{
 		"model": g.Model, "bytes_per_token": strconv.FormatInt(g.BytesPerToken(), 10),
 		"trace_block": strconv.Itoa(f.read.BlockTokens), "reorder": strconv.Itoa(f.read.Reorder),
@@ -112,7 +113,7 @@ func (f *traceFlags) settings(ao AnalyzeOptions, g kv.Geometry) map[string]strin
 
 // analyzeTraces analyses each trace, saying on stderr how long it took.
 // A trace that cannot be read or has no usable request is bad input.
-func analyzeTraces(ctx context.Context, c *cli.Call, quiet bool, paths []string, g kv.Geometry, ro Options, ao AnalyzeOptions) ([]*Result, error) {
+func analyzeTraces(ctx context.Context, c *cli.Call, quiet bool, paths []string, g kv.Geometry, ro workload.Options, ao workload.AnalyzeOptions) ([]*Result, error) {
 	var out []*Result
 	pr := harness.ProgressOf(c.Stderr)
 	pr.Start(c.Name, quiet)
@@ -186,7 +187,7 @@ type traceOnlyFlags struct {
 	sample           float64
 	seed             uint64
 	generate         string
-	gen              GenFlags
+	gen              workload.GenFlags
 }
 
 // runCommand analyses traces, or writes a synthetic one with --generate.
@@ -196,11 +197,11 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 	var t traceOnlyFlags
 	f.add(fs)
 	fs.StringVar(&t.instances, "instances", "1", "instance counts behind a router, one curve each (per-instance capacity)")
-	fs.StringVar(&t.route, "route", string(RouteRandom), "router of --instances: random, session or hash (of the first block)")
+	fs.StringVar(&t.route, "route", string(workload.RouteRandom), "router of --instances: random, session or hash (of the first block)")
 	fs.Float64Var(&t.sample, "sample", 1, "SHARDS sampling rate of blocks in (0, 1] (1: exact, every block tracked)")
 	fs.Uint64Var(&t.seed, "seed", 1, "seed of random routing, of the --sample draw and of --generate")
 	fs.StringVar(&t.generate, "generate", "", "write a synthetic Mooncake-format trace to this file instead of analysing (see the generator flags)")
-	t.gen.Add(fs, DefaultGenOptions(), "--generate: ")
+	t.gen.Add(fs, workload.DefaultGenOptions(), "--generate: ")
 	if code, ok := c.ParseFlags(fs); !ok {
 		return code
 	}
@@ -210,7 +211,7 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 	var errs []error
 	ro, ao, g := f.options(c.Stdin, &errs)
 	ao.Instances = cli.ListFlag(&errs, "instances", t.instances, cli.Atoi, 1)
-	ao.Route, ao.Sample, ao.Seed = Route(t.route), t.sample, t.seed
+	ao.Route, ao.Sample, ao.Seed = workload.Route(t.route), t.sample, t.seed
 	if !(t.sample > 0) {
 		// The analysis reads 0 as exact; on the command line it is a mistake.
 		errs = append(errs, option.Errorf("sample", "%g: must be in (0, 1] (1: exact)", t.sample))
@@ -239,47 +240,6 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 	return c.PrintSection(dir, code, report.WriteTrace)
 }
 
-// GenFlags are the synthetic-session flags: kvtier trace --generate
-// writes such sessions, kvtier replay and kvtier knee send them. The
-// names mean the same in each; the defaults differ.
-type GenFlags struct {
-	Gen GenOptions // the flags' values, but for the token counts
-	// Token counts, as text: 2k is 2048.
-	systemPrompt, turnTokens, outputTokens string
-}
-
-// Add adds the flags with the defaults of d, each usage after prefix.
-func (f *GenFlags) Add(fs *pflag.FlagSet, d GenOptions, prefix string) {
-	g := &f.Gen
-	*g = d
-	fs.IntVar(&g.Sessions, "sessions", g.Sessions, prefix+"sessions")
-	fs.IntVar(&g.Turns, "turns", g.Turns, prefix+"mean turns per session (uniform from 1 to 2·turns−1; exactly this with --fixed-sessions)")
-	fs.IntVar(&g.SystemPrompts, "shared-prompts", g.SystemPrompts, prefix+"distinct system prompts the sessions share")
-	fs.StringVar(&f.systemPrompt, "system-prompt", strconv.Itoa(g.SystemTokens), prefix+"tokens of each system prompt (k = 1024; 0: none)")
-	fs.StringVar(&f.turnTokens, "turn-tokens", strconv.Itoa(g.TurnTokens), prefix+"mean new user tokens per turn")
-	fs.StringVar(&f.outputTokens, "output-tokens", strconv.Itoa(g.OutputTokens), prefix+"mean output tokens per turn (0: none)")
-	fs.Var(cli.ZeroDurationValue{D: &g.Think}, "think", prefix+"mean think time between a session's turns (exponential; 0: back to back)")
-	fs.Var(cli.ZeroDurationValue{D: &g.Duration}, "arrival-window", prefix+"sessions start uniformly within this window (0: all at once)")
-	fs.BoolVar(&g.Fixed, "fixed-sessions", g.Fixed, prefix+"every session exactly --turns turns of exactly --turn-tokens new and --output-tokens output tokens (default: uniform from half to one and a half times each)")
-}
-
-// Options returns the generator's options with seed and block size,
-// adding every problem to errs.
-func (f *GenFlags) Options(errs *[]error, seed uint64, blockTokens int) GenOptions {
-	o := f.Gen
-	o.Seed = seed
-	if blockTokens > 0 {
-		o.BlockTokens = blockTokens
-	}
-	o.SystemTokens = cli.TokenCount(errs, "system-prompt", f.systemPrompt, o.SystemTokens)
-	o.TurnTokens = cli.TokenCount(errs, "turn-tokens", f.turnTokens, o.TurnTokens)
-	o.OutputTokens = cli.TokenCount(errs, "output-tokens", f.outputTokens, o.OutputTokens)
-	if err := o.Validate(); err != nil {
-		*errs = append(*errs, err)
-	}
-	return o
-}
-
 // runGenerate writes a synthetic trace: the generator's flags and
 // --trace-block and --seed apply.
 func runGenerate(c *cli.Call, fs *pflag.FlagSet, traces []string, t traceOnlyFlags) int {
@@ -295,9 +255,9 @@ func runGenerate(c *cli.Call, fs *pflag.FlagSet, traces []string, t traceOnlyFla
 	if err := cli.CheckFileDir(t.generate); err != nil {
 		return c.UsageErr(option.Wrap("generate", err))
 	}
-	var st GenStats
+	var st workload.GenStats
 	err := results.WriteFile(t.generate, func(w io.Writer) (err error) {
-		st, err = Generate(w, o)
+		st, err = workload.Generate(w, o)
 		return err
 	})
 	if err != nil {

@@ -5,24 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-)
 
-// ErrNoRequests is returned for a trace with no usable request.
-var ErrNoRequests = errors.New("no usable request")
+	"github.com/kvtier/kvtier/workload"
+)
 
 // AnalyzeFile reads the trace at path (gzip or not) and analyses it in
 // one pass, streaming: memory grows with the distinct blocks and the
 // reorder window, not with the file. model names the geometry in rows. A
-// trace with no usable request is ErrNoRequests, with the malformed lines
+// trace with no usable request is workload.ErrNoRequests, with the malformed lines
 // said; a line out of order beyond the window or a read error ends it
 // with an error.
-func AnalyzeFile(ctx context.Context, path, model string, ro Options, ao AnalyzeOptions) (*Result, error) {
-	r, err := Open(path, ro)
+func AnalyzeFile(ctx context.Context, path, model string, ro workload.Options, ao workload.AnalyzeOptions) (*Result, error) {
+	r, err := workload.Open(path, ro)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	a, err := NewAnalyzer(ao)
+	a, err := workload.NewAnalyzer(ao)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +42,7 @@ func AnalyzeFile(ctx context.Context, path, model string, ro Options, ao Analyze
 	}
 	st := r.Stats()
 	if st.Requests == 0 {
-		return nil, fmt.Errorf("%s: %w (%d lines; %s)", path, ErrNoRequests, st.Lines, st.BadLines())
+		return nil, fmt.Errorf("%s: %w (%d lines; %s)", path, workload.ErrNoRequests, st.Lines, st.BadLines())
 	}
 	return &Result{Path: path, Model: model, Read: st, Analysis: a.Finish(st.BlockTokens)}, nil
 }

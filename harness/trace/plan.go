@@ -12,6 +12,7 @@ import (
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // PlanTiers lists the plan names of the tiers (tierspec) in serving
@@ -21,9 +22,6 @@ var (
 	PlanTiers     = tierspec.PlanNames()
 	CapacityTiers = tierspec.CapacityNames()
 )
-
-// Unbounded is the capacity of a tier without a limit ("inf").
-const Unbounded = int64(math.MaxInt64)
 
 // A Config is one capacity configuration: bytes per tier by plan name
 // (absent or 0 none, Unbounded without limit).
@@ -121,7 +119,7 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 	for _, c := range o.Configs {
 		b := c.capacities(p.caps)
 		for i, bytes := range b {
-			if bytes != Unbounded {
+			if bytes != workload.Unbounded {
 				var note string
 				b[i], note = units.Blocks(bytes, o.BlockBytes)
 				if note != "" && !slices.Contains(p.notes, "--"+p.caps[i]+" "+note) {
@@ -145,7 +143,7 @@ func (p *Planner) Rounding() []string { return p.notes }
 // tier holds it. A block never seen before (Inf) is in none, however
 // large a tier.
 func (p *Planner) tierOf(caps []int64, d int64) int {
-	if d == Inf {
+	if d == workload.Inf {
 		return -1
 	}
 	if p.o.Inclusive {
@@ -158,7 +156,7 @@ func (p *Planner) tierOf(caps []int64, d int64) int {
 	}
 	var below int64
 	for i, c := range caps {
-		if c == Unbounded {
+		if c == workload.Unbounded {
 			return i
 		}
 		below += c
@@ -172,7 +170,7 @@ func (p *Planner) tierOf(caps []int64, d int64) int {
 // Observe evaluates one request with its stack distances in every
 // configuration: the leading run of blocks some tier holds is the hit,
 // each block of it served by the tier its own distance falls in.
-func (p *Planner) Observe(r *Request, h *Hits) {
+func (p *Planner) Observe(r *workload.Request, h *workload.Hits) {
 	for ci, caps := range p.blocks {
 		clear(p.served)
 		var hit int64
@@ -207,7 +205,7 @@ func (p *Planner) Observe(r *Request, h *Hits) {
 	p.requests++
 	p.last = r.Time
 	for _, d := range h.Dist {
-		if d == Inf {
+		if d == workload.Inf {
 			p.distinct++
 		}
 	}
@@ -220,7 +218,7 @@ func (p *Planner) Observe(r *Request, h *Hits) {
 // Inclusive tiers: a tier of S blocks is written every block referenced
 // from below its S most recent. Distances are those at the request's
 // arrival; a block never seen is written into every tier it enters.
-func (p *Planner) countWrites(e *planEval, caps []int64, h *Hits) {
+func (p *Planner) countWrites(e *planEval, caps []int64, h *workload.Hits) {
 	for i, c := range caps {
 		if c == 0 {
 			continue
@@ -229,17 +227,17 @@ func (p *Planner) countWrites(e *planEval, caps []int64, h *Hits) {
 		if !p.o.Inclusive && i > 0 {
 			above := int64(0)
 			for _, a := range caps[:i] {
-				if a == Unbounded {
-					above = Unbounded
+				if a == workload.Unbounded {
+					above = workload.Unbounded
 					break
 				}
 				above += a
 			}
 			thr, depth = above, above
 		}
-		if thr == Unbounded && (p.o.Inclusive || i == 0) {
-			thr = Inf - 1 // only new blocks enter an unbounded tier
-		} else if thr == Unbounded || p.distinct < depth {
+		if thr == workload.Unbounded && (p.o.Inclusive || i == 0) {
+			thr = workload.Inf - 1 // only new blocks enter an unbounded tier
+		} else if thr == workload.Unbounded || p.distinct < depth {
 			continue // nothing is evicted from above
 		}
 		var n int64
@@ -523,7 +521,7 @@ func setWrites(r *results.Row, p PlanResult) {
 
 // FormatCapacityBytes writes a capacity for a CSV cell: bytes, or "inf".
 func FormatCapacityBytes(b int64) string {
-	if b == Unbounded {
+	if b == workload.Unbounded {
 		return "inf"
 	}
 	return strconv.FormatInt(b, 10)

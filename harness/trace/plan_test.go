@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/kvtier/kvtier/workload"
 )
 
 // fakeCosts charges per token: 1 s per token from dram, 10 s per token
@@ -42,7 +44,7 @@ func (f fakeCosts) Predict(served map[string]int64, input int64) (float64, float
 func TestPlanTiers(t *testing.T) {
 	t.Parallel()
 	// Four 10-token blocks: own distances 5 2 9 ∞, leading 5 5 9 ∞.
-	h := &Hits{Dist: []int64{5, 2, 9, Inf}, Lead: []int64{5, 5, 9, Inf}, Tokens: []int{10, 10, 10, 10}, Input: 40}
+	h := &workload.Hits{Dist: []int64{5, 2, 9, workload.Inf}, Lead: []int64{5, 5, 9, workload.Inf}, Tokens: []int{10, 10, 10, 10}, Input: 40}
 	const B = 100 // bytes per block
 	for _, tc := range []struct {
 		name      string
@@ -60,7 +62,7 @@ func TestPlanTiers(t *testing.T) {
 		{"inclusive, at the boundary", Config{"hbm": 2 * B, "dram": 5 * B}, true, map[string]int64{"hbm": 10, "dram": 10, "recompute": 20}},
 		{"exclusive, at the boundary", Config{"hbm": 2 * B, "dram": 3 * B}, false, map[string]int64{"hbm": 10, "dram": 10, "recompute": 20}},
 		// An unbounded remote store takes everything seen before.
-		{"remote inf", Config{"hbm": 3 * B, "dram": 4 * B, "remote": Unbounded}, false, map[string]int64{"hbm": 10, "dram": 10, "remote": 10, "recompute": 10}},
+		{"remote inf", Config{"hbm": 3 * B, "dram": 4 * B, "remote": workload.Unbounded}, false, map[string]int64{"hbm": 10, "dram": 10, "remote": 10, "recompute": 10}},
 		// Capacities round down to whole blocks: 399 bytes are 3 blocks.
 		{"partial block of capacity", Config{"hbm": 3*B + 99, "dram": 4*B + 99}, false, map[string]int64{"hbm": 10, "dram": 10, "recompute": 20}},
 	} {
@@ -68,7 +70,7 @@ func TestPlanTiers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Observe(&Request{Input: 40}, h)
+		p.Observe(&workload.Request{Input: 40}, h)
 		r := p.Results()[0]
 		for _, tier := range PlanTiers {
 			if r.Tokens[tier] != tc.want[tier] {
@@ -83,7 +85,7 @@ func TestPlanTiers(t *testing.T) {
 
 func TestPlanNamesMissingCosts(t *testing.T) {
 	t.Parallel()
-	h := &Hits{Dist: []int64{5, 2, 9, Inf}, Lead: []int64{5, 5, 9, Inf}, Tokens: []int{10, 10, 10, 10}, Input: 40}
+	h := &workload.Hits{Dist: []int64{5, 2, 9, workload.Inf}, Lead: []int64{5, 5, 9, workload.Inf}, Tokens: []int{10, 10, 10, 10}, Input: 40}
 	p, err := NewPlanner(PlanOptions{
 		Configs:    []Config{{"hbm": 300, "dram": 400}, {"hbm": 0, "dram": 1000}},
 		BlockBytes: 100, Costs: fakeCosts{[]string{"dram"}},
@@ -91,9 +93,9 @@ func TestPlanNamesMissingCosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Observe(&Request{Input: 40}, h)
-	h30 := &Hits{Dist: []int64{5, 2, 9}, Lead: []int64{5, 5, 9}, Tokens: []int{10, 10, 10}, Input: 30}
-	p.Observe(&Request{Input: 30}, h30)
+	p.Observe(&workload.Request{Input: 40}, h)
+	h30 := &workload.Hits{Dist: []int64{5, 2, 9}, Lead: []int64{5, 5, 9}, Tokens: []int{10, 10, 10}, Input: 30}
+	p.Observe(&workload.Request{Input: 30}, h30)
 	rs := p.Results()
 	// hbm served tokens without a cost, recompute too: load leaves hbm
 	// out (10 dram tokens at 1 s), TTFT is not predicted.
@@ -110,7 +112,7 @@ func TestPlanNamesMissingCosts(t *testing.T) {
 	if r := rs[1]; r.Extrapolated != 0.5 {
 		t.Errorf("config 1: %+v", r)
 	}
-	rows := PlanRows(&Result{Path: "/x/t.jsonl", Model: "m", Read: ReadStats{BlockTokens: 10}, Analysis: &Analysis{Touch: TouchForward}}, rs, "/costs")
+	rows := PlanRows(&Result{Path: "/x/t.jsonl", Model: "m", Read: workload.ReadStats{BlockTokens: 10}, Analysis: &workload.Analysis{Touch: workload.TouchForward}}, rs, "/costs")
 	r := rows[0]
 	if r.Get("missing") != "hbm;recompute" || r.Get("load_excludes") != "hbm" || r.Get("ttft_p90_s") != "" ||
 		r.Get("load_p50_s") != "10" || r.Get("extrapolated") != "0.5" || r.Get("hbm_bytes") != "300" || r.Get("cost_source") != "host stand-in" || r.Get("predicted") != "true" {
@@ -175,7 +177,7 @@ func TestPlanCountsWrites(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(4, 4))
 	var ids []uint64
-	var reqs []*Request
+	var reqs []*workload.Request
 	for i := range 400 {
 		id := uint64(rng.IntN(14))
 		ids = append(ids, id)
@@ -188,7 +190,7 @@ func TestPlanCountsWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		analyse(t, AnalyzeOptions{OnRequest: p.Observe}, reqs...)
+		analyse(t, workload.AnalyzeOptions{OnRequest: p.Observe}, reqs...)
 		res := p.Results()[0]
 		want := tierSim(ids, []int{2, 3, 5}, inclusive)
 		span := reqs[len(reqs)-1].Time
@@ -203,7 +205,7 @@ func TestPlanCountsWrites(t *testing.T) {
 		if !dram.Checked || !dram.Over() || hbm.Checked || !math.IsNaN(hbm.Utilisation) || res.Writes[3].BlocksPerSec != 0 {
 			t.Errorf("inclusive %v: writes %+v", inclusive, res.Writes)
 		}
-		row := PlanRows(&Result{Path: "t", Read: ReadStats{BlockTokens: 10}, Analysis: &Analysis{Touch: TouchForward}}, []PlanResult{res}, "c")[0]
+		row := PlanRows(&Result{Path: "t", Read: workload.ReadStats{BlockTokens: 10}, Analysis: &workload.Analysis{Touch: workload.TouchForward}}, []PlanResult{res}, "c")[0]
 		if row.Get("store_over") != "dram" || row.Get("store_unchecked") != "hbm;disk" || row.Get("store_util_hbm") != "" ||
 			row.Get("store_util_dram") == "" || row.Get("write_remote_Bps") != "0" {
 			t.Errorf("inclusive %v: row %+v", inclusive, row.Extra)

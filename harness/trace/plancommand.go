@@ -19,7 +19,7 @@ import (
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
-	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // PlanCommand is kvtier plan.
@@ -50,25 +50,6 @@ func (p *planFlags) addCaps(fs *pflag.FlagSet) {
 	}
 }
 
-// maxPlanCapacity bounds a tier capacity that is not "inf": 1 PiB.
-const maxPlanCapacity = 1 << 50
-
-// ParseCapacity reads a tier capacity: "0", "inf", or a size up to
-// 1 PiB.
-func ParseCapacity(s string) (int64, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "0":
-		return 0, nil
-	case "inf", "unbounded":
-		return Unbounded, nil
-	}
-	n, err := units.ParseBytes(s)
-	if err == nil && n > maxPlanCapacity {
-		return 0, fmt.Errorf("%q: at most %s (or inf)", s, units.FormatBytes(int64(maxPlanCapacity)))
-	}
-	return n, err
-}
-
 // configs returns every combination of the tiers' capacities, the
 // first tier's varying slowest.
 func (f *planFlags) configs(errs *[]error) []Config {
@@ -77,7 +58,7 @@ func (f *planFlags) configs(errs *[]error) []Config {
 	for _, t := range tierspec.CapacityNames() {
 		var next []Config
 		for _, c := range out {
-			for _, b := range cli.ListFlag(errs, t, *f.caps[t], ParseCapacity) {
+			for _, b := range cli.ListFlag(errs, t, *f.caps[t], workload.ParseCapacity) {
 				n := maps.Clone(c)
 				n[t] = b
 				next = append(next, n)
@@ -169,8 +150,8 @@ type planRun struct {
 	costs   *analysis.PlanCosts
 	configs []Config
 	geom    kv.Geometry
-	ro      Options
-	ao      AnalyzeOptions
+	ro      workload.Options
+	ao      workload.AnalyzeOptions
 	trace   string
 }
 
@@ -179,7 +160,7 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 	// line: the planner is made on the first request.
 	var planner *Planner
 	var perr error
-	pr.ao.OnRequest = func(r *Request, h *Hits) {
+	pr.ao.OnRequest = func(r *workload.Request, h *workload.Hits) {
 		if planner == nil && perr == nil {
 			planner, perr = NewPlanner(PlanOptions{
 				Configs: pr.configs, Inclusive: pr.p.inclusive, Costs: pr.costs,

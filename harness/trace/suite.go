@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // The files of the trace and plan suites.
@@ -102,8 +103,8 @@ func init() {
 type Result struct {
 	Path     string // the trace file
 	Model    string // the geometry's model
-	Read     ReadStats
-	Analysis *Analysis
+	Read     workload.ReadStats
+	Analysis *workload.Analysis
 }
 
 // Name is the trace column: the file's base name.
@@ -124,7 +125,7 @@ func (res *Result) row(metric, stat string, v float64, unit string, predicted bo
 	r.Set(results.ColPredicted, predicted)
 	r.Set(results.ColMethod, a.Method)
 	r.Set(results.ColSampleRate, a.Sample)
-	if a.Method != MethodExact {
+	if a.Method != workload.MethodExact {
 		r.Set(results.ColErrorPP, 100*a.ErrorBound())
 	}
 	r.Set(results.ColTouch, string(a.Touch))
@@ -241,7 +242,7 @@ func (res *Result) CurveRows() []results.Row {
 			r.Set(results.ColHitRatio, c.HitRatio(cap))
 			r.Set("hit_tokens", c.HitTokens(cap))
 			r.Set(results.ColCeiling, ceil)
-			if a.Method != MethodExact {
+			if a.Method != workload.MethodExact {
 				r.Set("stderr", c.StdErr(cap))
 			}
 			r.Set(results.ColMethod, a.Method)

@@ -10,6 +10,7 @@ import (
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
+	"github.com/kvtier/kvtier/workload"
 )
 
 // toy is a tier this test adds: a capacity tier after remote that the
@@ -40,14 +41,14 @@ func TestToyTierInPlanAndReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf := int64(trace.Inf)
-	p.Observe(&trace.Request{Time: 0}, &trace.Hits{Dist: []int64{inf, inf, inf}, Lead: []int64{inf, inf, inf}, Tokens: []int{16, 16, 16}, Input: 48})
-	p.Observe(&trace.Request{Time: 1}, &trace.Hits{Dist: []int64{5, 5, 5}, Lead: []int64{5, 5, 5}, Tokens: []int{16, 16, 16}, Input: 48})
+	inf := int64(workload.Inf)
+	p.Observe(&workload.Request{Time: 0}, &workload.Hits{Dist: []int64{inf, inf, inf}, Lead: []int64{inf, inf, inf}, Tokens: []int{16, 16, 16}, Input: 48})
+	p.Observe(&workload.Request{Time: 1}, &workload.Hits{Dist: []int64{5, 5, 5}, Lead: []int64{5, 5, 5}, Tokens: []int{16, 16, 16}, Input: 48})
 	plan := p.Results()
 	if got := plan[0].Tokens[toy.Plan.Name]; got != 48 {
 		t.Fatalf("the toy tier served %d tokens, want 48 (a distance past hbm's 2 blocks, within the toy's 10)", got)
 	}
-	res := &trace.Result{Path: "toy.jsonl", Read: trace.ReadStats{BlockTokens: 16}, Analysis: &trace.Analysis{Touch: trace.TouchForward}}
+	res := &trace.Result{Path: "toy.jsonl", Read: workload.ReadStats{BlockTokens: 16}, Analysis: &workload.Analysis{Touch: workload.TouchForward}}
 	rows := trace.PlanRows(res, plan, "costs")
 	if rows[0].Get("frac_toyplan") != "0.5" || rows[0].Get("toyplan_bytes") != "1000" {
 		t.Errorf("plan row: frac_toyplan %q, toyplan_bytes %q", rows[0].Get("frac_toyplan"), rows[0].Get("toyplan_bytes"))

@@ -1,4 +1,4 @@
-package trace
+package workload
 
 import (
 	"bufio"
@@ -14,6 +14,9 @@ import (
 
 	"github.com/kvtier/kvtier/option"
 )
+
+// ErrNoRequests is returned for a trace with no usable request.
+var ErrNoRequests = errors.New("no usable request")
 
 // Options say how a trace is read.
 type Options struct {

@@ -1,6 +1,6 @@
 //go:build race
 
-package trace
+package workload
 
 // raceDetector: the race detector slows the analysis several times.
 const raceDetector = true

@@ -1,14 +1,10 @@
-package trace
+package workload
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
-
-	"github.com/kvtier/kvtier/results"
 )
 
 // req builds a request of session s at time t whose blocks are hashes,
@@ -282,39 +278,5 @@ func TestStackCompaction(t *testing.T) {
 	}
 	if len(s.tree) > 2*minSlots+1 {
 		t.Errorf("tree of %d slots for 300 blocks", len(s.tree))
-	}
-}
-
-func TestKneeRows(t *testing.T) {
-	t.Parallel()
-	reqs := []*Request{
-		req(0, 0, 10, 0, 1), req(1, 1, 10, 0, 7),
-		req(0, 2, 10, 0, 1, 2), req(1, 3, 10, 0, 7, 8),
-		req(0, 4, 10, 0, 1, 2, 3), req(1, 5, 10, 0, 7, 8, 9),
-	}
-	// The knees of TestInterleavedSessions: half the ceiling at 4
-	// blocks, 70 % and more at 5.
-	for _, tc := range []struct {
-		knees []float64
-		want  map[string]int64
-	}{
-		{nil, map[string]int64{"knee50": 4, "knee90": 5, "knee95": 5, "knee99": 5}},
-		{[]float64{0.7, 0.5, 0.7}, map[string]int64{"knee50": 4, "knee70": 5}},
-	} {
-		res := &Result{Read: ReadStats{BlockTokens: 10}, Analysis: analyse(t, AnalyzeOptions{Knees: tc.knees}, reqs...)}
-		got := map[string]int64{}
-		var order []string
-		for _, r := range res.kneeRows() {
-			got[r.Get(results.ColMetric)] = r.Blocks
-			order = append(order, r.Get(results.ColMetric))
-		}
-		if !maps.Equal(got, tc.want) || !slices.IsSorted(order) {
-			t.Errorf("knees %v: rows %v (in order %v), want %v", tc.knees, got, order, tc.want)
-		}
-	}
-	for _, bad := range [][]float64{{0}, {1.5}, {math.NaN()}} {
-		if err := (AnalyzeOptions{BytesPerToken: 1, Knees: bad}).Validate(); err == nil {
-			t.Errorf("knees %v accepted", bad)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package trace
+package workload
 
 // A window follows the working set of one window length: the distinct
 // blocks referenced in the last w seconds, read off an LRU stack (they

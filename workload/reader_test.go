@@ -1,8 +1,8 @@
-package trace
+package workload
 
 import (
 	"bytes"
-	"compress/gzip"
+
 	"context"
 	"errors"
 	"io"
@@ -176,36 +176,6 @@ func TestReaderMalformedLines(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("%q lacks %q", msg, want)
 		}
-	}
-}
-
-func TestAnalyzeFile(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.jsonl")
-	if err := os.WriteFile(bad, lines("{}", "[1,2]"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	o := AnalyzeOptions{BytesPerToken: 2}
-	_, err := AnalyzeFile(context.Background(), bad, "m", Options{}, o)
-	if !errors.Is(err, ErrNoRequests) || !strings.Contains(err.Error(), "line 1: no timestamp") || !strings.Contains(err.Error(), "line 2: not a JSON object") {
-		t.Errorf("all malformed: %v", err)
-	}
-	// A gzip-compressed trace reads the same as plain text.
-	gz := filepath.Join(dir, "t.jsonl.gz")
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(lines(mooncake(0, 1024, "1,2"), mooncake(1000, 1024, "1,2")))
-	zw.Close()
-	if err := os.WriteFile(gz, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res, err := AnalyzeFile(context.Background(), gz, "m", Options{}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := res.Analysis; a.Requests != 2 || a.CeilingAny != 0.5 || a.Footprint.Max != 2048 || res.Name() != "t.jsonl.gz" {
-		t.Errorf("gzip trace: %+v", a)
 	}
 }
 

@@ -92,6 +92,9 @@ const (
 
 // Dial connects to the peer at addr and shakes hands on every connection.
 func Dial(ctx context.Context, addr string, opt DialOptions) (*Client, error) {
+	if err := CheckToken(opt.Token); err != nil {
+		return nil, fmt.Errorf("peer %s: %w", addr, err)
+	}
 	if opt.Transport == "" {
 		opt.Transport = TCP
 	}
@@ -162,12 +165,13 @@ func dialTCP(ctx context.Context, addr string, opt DialOptions, h Hello) (*tcpCo
 // Info describes the peer.
 func (c *Client) Info() Info { return c.info }
 
-// check refuses a list that falls outside dst or the peer's pool.
-func (c *Client) check(dstLen int64, list []Chunk) error {
+// check refuses a list that falls outside the local buffer (local: the
+// destination of a read, the source of a write) or the peer's pool.
+func (c *Client) check(local string, dstLen int64, list []Chunk) error {
 	skipPool := c.faults.SkipBounds || c.faults.OutOfPool
 	for i, ch := range list {
 		if ch.Len <= 0 || ch.Dst < 0 || ch.Dst > dstLen-ch.Len {
-			return fmt.Errorf("peer: chunk %d (%d bytes to offset %d) outside the destination of %d bytes", i, ch.Len, ch.Dst, dstLen)
+			return fmt.Errorf("peer: chunk %d (%d bytes to offset %d) outside the %s of %d bytes", i, ch.Len, ch.Dst, local, dstLen)
 		}
 		if !skipPool && (ch.Src < 0 || ch.Src > c.info.PoolBytes-ch.Len) {
 			return fmt.Errorf("peer: chunk %d (%d bytes at offset %d) outside the peer's pool of %d bytes", i, ch.Len, ch.Src, c.info.PoolBytes)
@@ -193,7 +197,7 @@ func (c *Client) ReadChunks(ctx context.Context, dst []byte, list []Chunk) error
 // move checks list against a local buffer of n bytes and moves it: by
 // verbs where the session has them, else spread over the TCP connections.
 func (c *Client) move(n int64, list []Chunk, verbs func() error, tcp func(t *tcpConn, p []Chunk) error) error {
-	if err := c.check(n, list); err != nil {
+	if err := c.check("destination", n, list); err != nil {
 		return err
 	}
 	if len(list) == 0 {
@@ -284,7 +288,7 @@ func (c *Client) ReadToDevice(ctx context.Context, dst DeviceMem, list []Chunk) 
 	if c.verbs == nil {
 		return fmt.Errorf("peer: device memory over tcp: %w", rdma.ErrUnsupported)
 	}
-	if err := c.check(dst.Size, list); err != nil {
+	if err := c.check("destination", dst.Size, list); err != nil {
 		return err
 	}
 	return c.verbs.readDevice(ctx, dst, list)

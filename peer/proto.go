@@ -44,6 +44,20 @@ const minVersion uint16 = 1
 // server allocate without limit.
 const maxMessage = 1 << 20
 
+// MaxToken bounds a run token, in bytes: escaped as JSON escapes it (six
+// bytes a byte at worst) beside a verbs endpoint, it still fits in a
+// hello.
+const MaxToken = 4 << 10
+
+// CheckToken refuses a run token no hello can carry, saying so: a server
+// that took one would refuse every client.
+func CheckToken(token string) error {
+	if len(token) > MaxToken {
+		return fmt.Errorf("the run token is %d bytes; a hello carries at most %d", len(token), MaxToken)
+	}
+	return nil
+}
+
 // Transports.
 const (
 	TCP   = "tcp"

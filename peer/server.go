@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvtier/kvtier/pattern"
 	"github.com/kvtier/kvtier/rdma"
 )
 
@@ -255,7 +256,7 @@ func (s *Server) serveTCP(c idleConn, writable bool) error {
 			continue
 		}
 		h := s.cfg.Pool.Host()
-		bad := s.outside(list)
+		bad := s.outside(list, "read")
 		if bad == "" && h == nil {
 			// The device reads the pool: RDMA WRITEs into it first.
 			if err := s.cfg.Pool.flushRemoteWrites(); err != nil {
@@ -310,9 +311,12 @@ func (s *Server) readBatch(c net.Conn, r *bufio.Reader, list []Chunk) ([]Chunk, 
 // takeWrite reads the bytes of a write request's chunks into the pool
 // (through stage, grown to writeGroup once, for a device pool) and
 // answers it. A write the session may not make, or outside the pool, is
-// refused and ends the session.
+// refused and ends the session. A write whose bytes stop coming (the
+// writer went, or idled out) leaves every chunk of its request holding
+// the pool's pattern again, as before it began, so that no later read
+// of them fails its data check.
 func (s *Server) takeWrite(c idleConn, r *bufio.Reader, list []Chunk, writable bool, stage []byte) ([]byte, error) {
-	bad := s.outside(list)
+	bad := s.outside(list, "write")
 	if !writable {
 		bad = "this session may not write: the peer was not started with --writable, or the hello did not ask to write"
 	}
@@ -320,38 +324,92 @@ func (s *Server) takeWrite(c idleConn, r *bufio.Reader, list []Chunk, writable b
 		writeStatus(c, statusErr, bad)
 		return stage, errors.New("refused a write: " + bad)
 	}
-	pool := s.cfg.Pool
+	stage, got, err := s.receive(r, list, stage)
+	var perr *poolError
+	switch {
+	case errors.As(err, &perr):
+		writeStatus(c, statusErr, err.Error())
+		return stage, err
+	case err != nil:
+		if rerr := s.restore(list, stage); rerr != nil {
+			return stage, fmt.Errorf("a write ended after %d bytes (%w), and restoring its chunks failed: %w", got, err, rerr)
+		}
+		return stage, fmt.Errorf("a write ended after %d bytes (%w): its chunks hold the pool's pattern again", got, err)
+	}
+	return stage, writeStatus(c, statusOK, "")
+}
+
+// A poolError is a write into the pool that failed on this side.
+type poolError struct{ err error }
+
+func (e *poolError) Error() string { return fmt.Sprintf("write pool: %v", e.err) }
+func (e *poolError) Unwrap() error { return e.err }
+
+// receive reads the bytes of list's chunks from r into the pool and
+// returns stage and how many bytes it took.
+func (s *Server) receive(r *bufio.Reader, list []Chunk, stage []byte) ([]byte, int64, error) {
+	pool, got := s.cfg.Pool, int64(0)
 	for _, ch := range list {
 		if h := pool.Host(); h != nil {
-			if _, err := io.ReadFull(r, h[ch.Src:ch.Src+ch.Len]); err != nil {
-				return stage, err
+			n, err := io.ReadFull(r, h[ch.Src:ch.Src+ch.Len])
+			if got += int64(n); err != nil {
+				return stage, got, err
 			}
 			continue
 		}
 		for done := int64(0); done < ch.Len; {
 			k := min(ch.Len-done, writeGroup)
-			if int64(len(stage)) < k {
-				stage = make([]byte, writeGroup)
-			}
+			stage = grow(stage, k)
 			if _, err := io.ReadFull(r, stage[:k]); err != nil {
-				return stage, err
+				return stage, got, err
 			}
 			if _, err := pool.Buffer().WriteAt(stage[:k], ch.Src+done); err != nil {
-				writeStatus(c, statusErr, fmt.Sprintf("write pool: %v", err))
-				return stage, fmt.Errorf("write pool: %w", err)
+				return stage, got, &poolError{err}
+			}
+			done, got = done+k, got+k
+		}
+	}
+	return stage, got, nil
+}
+
+// restore fills every chunk of list with the pool's pattern again
+// (through stage for a device pool).
+func (s *Server) restore(list []Chunk, stage []byte) error {
+	pool := s.cfg.Pool
+	for _, ch := range list {
+		if h := pool.Host(); h != nil {
+			pattern.Fill(h[ch.Src:ch.Src+ch.Len], pool.Seed(), ch.Src)
+			continue
+		}
+		for done := int64(0); done < ch.Len; {
+			k := min(ch.Len-done, writeGroup)
+			stage = grow(stage, k)
+			pattern.Fill(stage[:k], pool.Seed(), ch.Src+done)
+			if _, err := pool.Buffer().WriteAt(stage[:k], ch.Src+done); err != nil {
+				return err
 			}
 			done += k
 		}
 	}
-	return stage, writeStatus(c, statusOK, "")
+	return nil
 }
 
-// outside says why a read of list falls outside the pool, "" if none.
-func (s *Server) outside(list []Chunk) string {
+// grow returns stage, made writeGroup bytes long when it holds fewer
+// than k.
+func grow(stage []byte, k int64) []byte {
+	if int64(len(stage)) < k {
+		return make([]byte, writeGroup)
+	}
+	return stage
+}
+
+// outside says why a read or write (what) of list falls outside the
+// pool, "" if none.
+func (s *Server) outside(list []Chunk, what string) string {
 	pool := s.cfg.Pool
 	for _, ch := range list {
 		if !pool.contains(ch.Src, ch.Len) {
-			return fmt.Sprintf("read of %d bytes at offset %d is outside the pool of %d bytes", ch.Len, ch.Src, pool.Size())
+			return fmt.Sprintf("%s of %d bytes at offset %d is outside the pool of %d bytes", what, ch.Len, ch.Src, pool.Size())
 		}
 	}
 	return ""
@@ -363,9 +421,7 @@ func (s *Server) stageChunks(c idleConn, stage []byte, list []Chunk) ([]byte, er
 	for _, ch := range list {
 		for done := int64(0); done < ch.Len; {
 			k := min(ch.Len-done, writeGroup)
-			if int64(len(stage)) < k {
-				stage = make([]byte, writeGroup)
-			}
+			stage = grow(stage, k)
 			if _, err := s.cfg.Pool.Buffer().ReadAt(stage[:k], ch.Src+done); err != nil {
 				return stage, fmt.Errorf("read pool: %w", err)
 			}

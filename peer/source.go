@@ -91,7 +91,7 @@ func (c *Client) WriteFromDevice(ctx context.Context, src DeviceMem, list []Chun
 	if err := c.mayWrite(); err != nil {
 		return err
 	}
-	if err := c.check(src.Size, list); err != nil {
+	if err := c.check("source", src.Size, list); err != nil {
 		return err
 	}
 	return c.verbs.writeDevice(ctx, src, list)

@@ -54,6 +54,24 @@ func TestRunToken(t *testing.T) {
 	}
 }
 
+// The longest token a run may have reaches the server in a hello even
+// when every byte is one JSON escapes six bytes long; one byte more is
+// refused by the client before it dials, saying why.
+func TestLongestToken(t *testing.T) {
+	t.Parallel()
+	longest := strings.Repeat("<", MaxToken)
+	addr, _ := startServerConfig(t, 1<<20, 5, ServerConfig{Token: longest})
+	c, err := Dial(context.Background(), addr, DialOptions{Token: longest, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("the longest token: %v", err)
+	}
+	c.Close()
+	_, err = Dial(context.Background(), addr, DialOptions{Token: longest + "<", Timeout: 5 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "a hello carries at most 4096") {
+		t.Errorf("a token one byte too long: %v", err)
+	}
+}
+
 // frameOf is a frame of version ver holding the JSON of v, as a kvtier
 // of that version writes it.
 func frameOf(t *testing.T, ver uint16, v any) []byte {

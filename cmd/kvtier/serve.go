@@ -69,14 +69,18 @@ func (o *serveOptions) add(fs *pflag.FlagSet) {
 // maxSessions bounds kvtier serve's --max-sessions.
 const maxSessions = 1 << 16
 
-// validate parses --pool and reports every problem at once.
-func (o *serveOptions) validate() error {
+// validate parses --pool and reports every problem at once; getenv
+// reads the run token where --token is not given.
+func (o *serveOptions) validate(getenv func(string) string) error {
 	var errs []error
 	o.Pool = cli.SizeFlag(&errs, "pool", o.pool, transfer.MaxSize)
-	if _, port, err := net.SplitHostPort(o.Listen); err != nil {
+	errs = append(errs, o.token.Check(getenv))
+	if host, port, err := net.SplitHostPort(o.Listen); err != nil {
 		errs = append(errs, option.Errorf("listen", "%q: want HOST:PORT", o.Listen))
 	} else if n, err := strconv.ParseUint(port, 10, 64); err == nil && n > 65535 {
 		errs = append(errs, option.Errorf("listen", "port %s: want 0 to 65535", port))
+	} else if o.Writable && o.token.Value(getenv) == "" && !loopback(host) {
+		errs = append(errs, option.Errorf("writable", "%s reaches beyond loopback: anyone who reaches it could overwrite the pool; give --token (or $%s) to serve a writable pool there", o.Listen, peerflag.EnvToken))
 	}
 	if o.Mem != peer.HostMem && o.Mem != peer.GPUMem {
 		errs = append(errs, option.Errorf("mem", "want host or gpu, got %q", o.Mem))
@@ -91,6 +95,17 @@ func (o *serveOptions) validate() error {
 	return errors.Join(append(errs, o.backend.Validate())...)
 }
 
+// loopback reports whether a listen host is loopback only: localhost or
+// a loopback address ("" and unspecified addresses listen everywhere; a
+// name is not resolved, so it counts as beyond loopback).
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // runServe holds a pattern-filled pool and answers reads from it until
 // SIGINT or SIGTERM.
 func runServe(ctx context.Context, c *cli.Call) int {
@@ -100,7 +115,7 @@ func runServe(ctx context.Context, c *cli.Call) int {
 	if code, ok := c.ParseNoArgs(fs); !ok {
 		return code
 	}
-	if err := o.validate(); err != nil {
+	if err := o.validate(c.Getenv); err != nil {
 		return c.UsageErr(err)
 	}
 	rcfg := rdma.Config{Device: o.Device, GIDIndex: o.GIDIndex, Root: "/", Library: tierflag.Libraries(c.Getenv).IBVerbs, TC: o.TC, SL: o.SL}

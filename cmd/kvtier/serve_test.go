@@ -69,7 +69,18 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--transport", "udp", "--listen", "nowhere"}, []string{"--transport: want tcp or verbs, got \"udp\"", "--listen: \"nowhere\": want HOST:PORT"}},
 		{[]string{"extra"}, []string{"unexpected argument"}},
 		{[]string{"--listen", ":99999"}, []string{"--listen: port 99999: want 0 to 65535"}},
+		// A writable pool beyond loopback needs a token, and a token
+		// must fit in a hello.
+		{[]string{"--writable", "--listen", "0.0.0.0:0"}, []string{"--writable: 0.0.0.0:0 reaches beyond loopback", "give --token"}},
+		{[]string{"--writable", "--listen", ":0"}, []string{"--writable: :0 reaches beyond loopback"}},
+		{[]string{"--writable", "--listen", "nodeB:0"}, []string{"--writable: nodeB:0 reaches beyond loopback"}},
+		{[]string{"--token", strings.Repeat("t", 5000)}, []string{"--token: the run token is 5000 bytes; a hello carries at most 4096"}},
+		{[]string{"KVTIER_TOKEN=" + strings.Repeat("t", 5000)}, []string{"--token: $KVTIER_TOKEN: the run token is 5000 bytes"}},
 	} {
+		if env, ok := strings.CutPrefix(tc.args[0], "KVTIER_TOKEN="); ok {
+			t.Setenv("KVTIER_TOKEN", env)
+			tc.args = nil
+		}
 		code, _, stderr := runCLI(t, append([]string{"serve"}, tc.args...)...)
 		if code != exitUsage || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q", tc.args, code, stderr)
@@ -78,6 +89,16 @@ func TestServeBadFlags(t *testing.T) {
 			if !strings.Contains(stderr, w) {
 				t.Errorf("%v: stderr %q lacks %q", tc.args, stderr, w)
 			}
+		}
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	t.Parallel()
+	for host, want := range map[string]bool{"127.0.0.1": true, "127.9.9.9": true, "::1": true, "localhost": true,
+		"": false, "0.0.0.0": false, "::": false, "10.0.0.1": false, "nodeB": false} {
+		if got := loopback(host); got != want {
+			t.Errorf("loopback(%q) = %v, want %v", host, got, want)
 		}
 	}
 }

@@ -70,6 +70,7 @@ func (f *flags) Resolve() (Options, error) {
 	o.Copy = cli.ListFlag(&errs, "copy", f.copies, func(s string) (tiers.CopyMode, error) { return tiers.ParseCopyMode(strings.TrimSpace(s)) }, tiers.PerCopy)
 	o.Directions = cli.ListFlag(&errs, "direction", f.directions, tierflag.ParseDirection, tiers.Load)
 	o.Seed = f.seed
+	errs = append(errs, f.token.Check(f.call.Getenv))
 	for _, to := range o.TierOptions {
 		if po, ok := to.(tiers.PeerOptions); ok {
 			s := po.PeerSettings()

@@ -68,6 +68,7 @@ func (f *Flags) Options(errs *[]error, getenv func(string) string) Options {
 	o.Policy, err = f.policy.Policy()
 	*errs = append(*errs, err)
 	o.Token = f.token.Value(getenv)
+	*errs = append(*errs, f.token.Check(getenv))
 	return o
 }
 

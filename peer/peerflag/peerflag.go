@@ -64,6 +64,16 @@ func (f *TokenFlags) Value(getenv func(string) string) string {
 	return getenv(EnvToken)
 }
 
+// Check refuses a token (Value) longer than a hello can carry, naming
+// where it came from.
+func (f *TokenFlags) Check(getenv func(string) string) error {
+	err := peer.CheckToken(f.Value(getenv))
+	if err != nil && f.Token == "" {
+		return option.Errorf("token", "$%s: %w", EnvToken, err)
+	}
+	return option.Wrap("token", err)
+}
+
 // ibQoSEnv maps the RDMA QoS flags to the environment variables NCCL
 // users already set for the same meaning; a variable is read only when
 // its flag is absent from the command line.

@@ -28,7 +28,7 @@ bench: build
 vet:
 	$(GO) vet ./...
 
-# Every parser of outside input is fuzzed for a few seconds (28 s in all).
+# Every parser of outside input is fuzzed for a few seconds (31 s in all).
 # The last steps run what the race detector would slow past its checks
 # (under it those tests skip themselves): one MB1 cell against the
 # simulator in real time (about 8 s); replay's fidelity to the trace
@@ -40,8 +40,9 @@ test:
 	@scripts/deps.sh test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 12m ./...
-	$(GO) test -run NONE -fuzz FuzzMooncakeTrace -fuzztime 4s ./harness/trace
-	$(GO) test -run NONE -fuzz FuzzAlibabaTrace -fuzztime 4s ./harness/trace
+	$(GO) test -run NONE -fuzz FuzzMooncakeTrace -fuzztime 4s ./workload
+	$(GO) test -run NONE -fuzz FuzzAlibabaTrace -fuzztime 4s ./workload
+	$(GO) test -run NONE -fuzz FuzzDecoder -fuzztime 3s ./workload
 	$(GO) test -run NONE -fuzz FuzzExpandHostlist -fuzztime 3s ./harness/mesh
 	$(GO) test -run NONE -fuzz FuzzReadStream -fuzztime 2s ./serving
 	$(GO) test -run NONE -fuzz FuzzParseMetrics -fuzztime 2s ./serving
@@ -52,7 +53,7 @@ test:
 	$(GO) test -run NONE -fuzz FuzzTokenize -fuzztime 2s ./vllmsim
 	$(GO) test -count=1 -run TestSimMB1RealTime ./harness/mb1
 	$(GO) test -count=1 -run 'TestReplayMatchesTracePrediction|TestKneeEmbeddedReference|TestKneeExternalSimShape' ./harness/replay ./harness/knee ./cmd/kvtier
-	$(GO) test -count=1 -run 'TestShardsOneInAHundred' ./harness/trace
+	$(GO) test -count=1 -run 'TestShardsOneInAHundred' ./workload
 
 # Checks beyond vet, for contributors (not part of make test: they fetch
 # and build their tools, minutes on 2 cores): staticcheck, deadcode (no

@@ -104,7 +104,7 @@ func (a *Analyzer) Finish(blockTokens int) *Analysis {
 	}
 	sampled := 0.0
 	for _, g := range a.groups {
-		sampled += float64(len(g.ids) - g.exact)
+		sampled += float64(g.ids.len() - g.exact)
 	}
 	res.Distinct = int64(math.Round(sampled/a.rate()/float64(len(a.groups)))) + int64(a.groups[0].exact)
 	a.ceilings(res)

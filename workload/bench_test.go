@@ -115,7 +115,7 @@ func TestMemoryPerBlock(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	distinct := int64(len(a.groups[0].ids))
+	distinct := int64(a.groups[0].ids.len())
 	per := float64(after.HeapAlloc-before.HeapAlloc) / float64(distinct)
 	t.Logf("%d requests, %d references, %d distinct blocks: %.0f B of analysis state per distinct block", len(reqs), refs, distinct, per)
 	runtime.KeepAlive(a)
@@ -123,4 +123,21 @@ func TestMemoryPerBlock(t *testing.T) {
 	if per > 400 {
 		t.Errorf("%.0f B per distinct block", per)
 	}
+}
+
+// BenchmarkRead reads the default generated trace's JSON lines into
+// requests (the scanner, ordering, sessions): MB/s of trace text and
+// block references per second.
+func BenchmarkRead(b *testing.B) {
+	text := generated(b)
+	b.SetBytes(int64(len(text)))
+	var refs int64
+	for b.Loop() {
+		reqs, _ := readAll(b, text, Options{})
+		refs = 0
+		for _, r := range reqs {
+			refs += int64(len(r.Hashes))
+		}
+	}
+	b.ReportMetric(float64(refs)*float64(b.N)/b.Elapsed().Seconds(), "refs/s")
 }

@@ -9,12 +9,12 @@ import "math"
 // weighted by the group's rate so that it counts as one block and its
 // tokens once, where a sampled block stands for 1/rate of them.
 type group struct {
-	ids    map[uint64]int32 // hash id -> dense block
-	exact  int              // blocks of ids tracked exactly
-	unit   int64            // stack weight of a sampled block (1: exact analysis)
-	exactW int64            // stack weight of a block tracked exactly: rate·unit
-	stacks [][]*stack       // per instance count, per instance
-	hist   [][]float64      // per instance count: tokens by leading distance (sampled units)
+	ids    blockIndex  // hash id -> dense block
+	exact  int         // blocks of ids tracked exactly
+	unit   int64       // stack weight of a sampled block (1: exact analysis)
+	exactW int64       // stack weight of a block tracked exactly: rate·unit
+	stacks [][]*stack  // per instance count, per instance
+	hist   [][]float64 // per instance count: tokens by leading distance (sampled units)
 
 	sampled float64 // tokens of the group's block references (sampled units)
 	// The ceiling: tokens in the leading run of blocks seen before, by
@@ -22,9 +22,14 @@ type group struct {
 	// into intra-session and, per block, cross-session.
 	anyHit, intraCeil, intraHit float64
 	crossHit                    map[int32]float64
-	pairs                       map[uint64]struct{} // session<<32 | block seen
-	sessions                    []int32             // per block: sessions that referenced it
-	windows                     []*window
+	// The sessions that referenced each block: how many, the first of
+	// them, and, for a block two or more referenced, every (session,
+	// block) pair in pairs (session<<32 | block). Most blocks belong to
+	// one session, so pairs holds the shared ones only.
+	sessions  []int32
+	firstSess []int32
+	pairs     map[uint64]struct{}
+	windows   []*window
 
 	// The current request's blocks in this group.
 	pos    []int     // position in the request
@@ -41,7 +46,7 @@ type group struct {
 const sampledUnit = 1 << 20
 
 func newGroup(o AnalyzeOptions, rate float64) *group {
-	g := &group{ids: map[uint64]int32{}, crossHit: map[int32]float64{}, pairs: map[uint64]struct{}{}, unit: 1, exactW: 1}
+	g := &group{crossHit: map[int32]float64{}, pairs: map[uint64]struct{}{}, unit: 1, exactW: 1}
 	if rate < 1 {
 		g.unit = sampledUnit
 		g.exactW = max(1, int64(math.Round(rate*sampledUnit)))
@@ -82,7 +87,7 @@ func (g *group) collect(r *Request, member []int, gi int) {
 		g.weight = append(g.weight, w)
 		g.wtok = append(g.wtok, wt)
 		g.sampled += wt
-		b, seen := g.ids[h]
+		b, seen := g.ids.get(h)
 		if !seen {
 			b = -1
 		}
@@ -104,7 +109,7 @@ func (g *group) ceiling(session int, sessioned bool) {
 		if !sessioned {
 			continue
 		}
-		_, mine := g.pairs[pairKey(session, b)]
+		mine := g.referenced(session, b)
 		if mine {
 			g.intraHit += t
 		} else {
@@ -118,6 +123,33 @@ func (g *group) ceiling(session int, sessioned bool) {
 }
 
 func pairKey(session int, b int32) uint64 { return uint64(session)<<32 | uint64(uint32(b)) }
+
+// referenced reports whether session referenced block b before.
+func (g *group) referenced(session int, b int32) bool {
+	if g.sessions[b] == 1 {
+		return g.firstSess[b] == int32(session)
+	}
+	_, ok := g.pairs[pairKey(session, b)]
+	return ok
+}
+
+// addSession records that session referenced block b.
+func (g *group) addSession(session int, b int32) {
+	switch n := g.sessions[b]; {
+	case n == 0:
+		g.sessions[b], g.firstSess[b] = 1, int32(session)
+	case n == 1 && g.firstSess[b] == int32(session):
+	case n == 1:
+		g.pairs[pairKey(int(g.firstSess[b]), b)] = struct{}{}
+		g.pairs[pairKey(session, b)] = struct{}{}
+		g.sessions[b] = 2
+	default:
+		if _, ok := g.pairs[pairKey(session, b)]; !ok {
+			g.pairs[pairKey(session, b)] = struct{}{}
+			g.sessions[b]++
+		}
+	}
+}
 
 // lookup computes the stack distances of the request's blocks in instance
 // inst of instance count ni and adds each block's tokens to the histogram
@@ -157,13 +189,13 @@ func (g *group) touch(r *Request, o AnalyzeOptions, sessioned bool, instance fun
 			continue
 		}
 		h := r.Hashes[g.pos[i]]
-		if b2, ok := g.ids[h]; ok { // a repeat within the request
+		if b2, ok := g.ids.get(h); ok { // a repeat within the request
 			g.idx[i] = b2
 			continue
 		}
-		g.idx[i] = int32(len(g.ids))
-		g.ids[h] = g.idx[i]
+		g.idx[i] = g.ids.add(h)
 		g.sessions = append(g.sessions, 0)
+		g.firstSess = append(g.firstSess, 0)
 		if g.weight[i] != g.unit {
 			g.exact++
 		}
@@ -180,12 +212,9 @@ func (g *group) touch(r *Request, o AnalyzeOptions, sessioned bool, instance fun
 			s.touchWeighted(g.idx[j], g.weight[j])
 		}
 	}
-	for _, b := range g.idx {
-		if sessioned {
-			if _, ok := g.pairs[pairKey(r.Session, b)]; !ok {
-				g.pairs[pairKey(r.Session, b)] = struct{}{}
-				g.sessions[b]++
-			}
+	if sessioned {
+		for _, b := range g.idx {
+			g.addSession(r.Session, b)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -41,21 +42,30 @@ type rawLine struct {
 // of a billion tokens, and a larger value is a corrupt line.
 const maxLength = 1 << 30
 
-// parseLine parses one line of a trace. Block size B checks that the hash
-// ids fit the input: more ids than ceil(input_length/B) blocks is an error.
-func parseLine(b []byte, num, blockTokens int, want Format) (line, error) {
-	var raw rawLine
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return line{}, jsonError(err)
+// parseLine parses one line of a trace, using f's buffers. Block size B
+// checks that the hash ids fit the input: more ids than
+// ceil(input_length/B) blocks is an error. Lines of the usual shape are
+// read by f's scanner, without allocating per field; any other line,
+// valid or not, by encoding/json, whose errors the messages keep.
+func parseLine(f *fields, b []byte, num, blockTokens int, want Format) (line, error) {
+	if !f.scan(b) {
+		if err := f.decodeJSON(b); err != nil {
+			return line{}, err
+		}
 	}
+	return f.line(num, blockTokens, want)
+}
+
+// line checks the fields read and makes them a line.
+func (f *fields) line(num, blockTokens int, want Format) (line, error) {
 	l := line{num: num, format: Mooncake}
-	if raw.ChatID != nil || raw.ParentChatID != nil {
+	if f.chatID != nil || f.parentID != nil {
 		l.format = Alibaba
 	}
 	if want != "" && l.format != want {
 		return line{}, fmt.Errorf("a %s line in a %s trace", l.format, want)
 	}
-	if err := l.required(&raw); err != nil {
+	if err := l.required(f); err != nil {
 		return line{}, err
 	}
 	if blockTokens <= 0 {
@@ -65,20 +75,48 @@ func parseLine(b []byte, num, blockTokens int, want Format) (line, error) {
 		return line{}, fmt.Errorf("%d hash_ids but input_length %d is %d blocks of %d tokens (is the block size right? --trace-block)",
 			len(l.hashes), l.input, blocks, blockTokens)
 	}
-	return l, l.optional(&raw)
+	return l, l.optional(f)
+}
+
+// decodeJSON reads the known fields of b with encoding/json.
+func (f *fields) decodeJSON(b []byte) error {
+	var raw rawLine
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return jsonError(err)
+	}
+	*f = fields{hashes: f.hashes[:0], chatID: raw.ChatID, parentID: raw.ParentChatID, session: raw.SessionID, typ: raw.Type}
+	if raw.Timestamp != nil {
+		f.timestamp, f.has = *raw.Timestamp, f.has|hasTimestamp
+	}
+	for _, v := range []struct {
+		p   *int64
+		dst *int64
+		bit fieldSet
+	}{{raw.InputLength, &f.input, hasInput}, {raw.OutputLength, &f.output, hasOutput}, {raw.Turn, &f.turn, hasTurn}} {
+		if v.p != nil {
+			*v.dst, f.has = *v.p, f.has|v.bit
+		}
+	}
+	if raw.HashIDs != nil {
+		f.has |= hasHashes
+		for _, h := range *raw.HashIDs {
+			f.hashes = append(f.hashes, uint64(h))
+		}
+	}
+	return nil
 }
 
 // required checks and copies the fields both formats must have.
-func (l *line) required(raw *rawLine) error {
+func (l *line) required(f *fields) error {
 	switch {
-	case raw.Timestamp == nil:
+	case f.has&hasTimestamp == 0:
 		return errors.New("no timestamp")
-	case raw.InputLength == nil:
+	case f.has&hasInput == 0:
 		return errors.New("no input_length")
-	case raw.HashIDs == nil:
+	case f.has&hasHashes == 0:
 		return errors.New("no hash_ids")
 	}
-	t := *raw.Timestamp
+	t := f.timestamp
 	if math.IsNaN(t) || math.IsInf(t, 0) || t < 0 {
 		return fmt.Errorf("timestamp %v: must be a finite number ≥ 0", t)
 	}
@@ -86,50 +124,47 @@ func (l *line) required(raw *rawLine) error {
 		t /= 1000 // milliseconds
 	}
 	l.time = t
-	in := *raw.InputLength
+	in := f.input
 	if in < 1 || in > maxLength {
 		return fmt.Errorf("input_length %d: must be between 1 and %d", in, maxLength)
 	}
 	l.input = int(in)
-	if raw.OutputLength != nil {
-		out := *raw.OutputLength
+	if f.has&hasOutput != 0 {
+		out := f.output
 		if out < 0 || out > maxLength {
 			return fmt.Errorf("output_length %d: must be between 0 and %d", out, maxLength)
 		}
 		l.output = int(out)
 	}
-	l.hashes = make([]uint64, len(*raw.HashIDs))
-	for i, h := range *raw.HashIDs {
-		l.hashes[i] = uint64(h)
-	}
+	l.hashes = slices.Clone(f.hashes)
 	return nil
 }
 
 // optional copies the identity fields: chat ids, session, turn, type.
-func (l *line) optional(raw *rawLine) error {
+func (l *line) optional(f *fields) error {
 	var err error
-	if l.id, err = idText(raw.ChatID); err != nil {
+	if l.id, err = idText(f.chatID); err != nil {
 		return fmt.Errorf("chat_id: %w", err)
 	}
 	if l.format == Alibaba && l.id == "" {
 		return errors.New("no chat_id")
 	}
-	if l.parent, err = idText(raw.ParentChatID); err != nil {
+	if l.parent, err = idText(f.parentID); err != nil {
 		return fmt.Errorf("parent_chat_id: %w", err)
 	}
 	if l.parent == "-1" || l.parent == l.id {
 		l.parent = ""
 	}
-	if l.session, err = idText(raw.SessionID); err != nil {
+	if l.session, err = idText(f.session); err != nil {
 		return fmt.Errorf("session_id: %w", err)
 	}
-	if raw.Turn != nil {
-		if *raw.Turn < 0 || *raw.Turn > maxLength {
-			return fmt.Errorf("turn %d: must be between 0 and %d", *raw.Turn, maxLength)
+	if f.has&hasTurn != 0 {
+		if f.turn < 0 || f.turn > maxLength {
+			return fmt.Errorf("turn %d: must be between 0 and %d", f.turn, maxLength)
 		}
-		l.turn = int(*raw.Turn)
+		l.turn = int(f.turn)
 	}
-	if l.typ, err = idText(raw.Type); err != nil {
+	if l.typ, err = idText(f.typ); err != nil {
 		return fmt.Errorf("type: %w", err)
 	}
 	return nil
@@ -137,10 +172,16 @@ func (l *line) optional(raw *rawLine) error {
 
 // idText returns an identifier given as a JSON string or integer as text;
 // null and absence are "".
-func idText(m json.RawMessage) (string, error) {
+func idText(m []byte) (string, error) {
 	m = bytes.TrimSpace(m)
 	if len(m) == 0 || string(m) == "null" {
 		return "", nil
+	}
+	if plain, _, ok := plainString(m, 0); ok && len(plain) == len(m)-2 {
+		return string(plain), nil
+	}
+	if n, j, ok := integer(m, 0); ok && j == len(m) {
+		return strconv.FormatInt(n, 10), nil
 	}
 	if m[0] == '"' {
 		var s string

@@ -82,10 +82,11 @@ type Reader struct {
 	format      Format
 	blockTokens int
 
+	fields    fields // the line being parsed
 	lines     int
 	malformed []Malformed
 	nBad      int
-	pending   arrivalHeap[line]
+	pending   lineQueue
 	held      int64 // bytes the pending lines hold
 	emitted   int
 	lastTime  float64
@@ -156,7 +157,7 @@ func (r *Reader) Next() (*Request, error) {
 // also while it reads past lines that hold no request (blank, malformed):
 // a file of millions of those never keeps a Ctrl-C waiting.
 func (r *Reader) NextContext(ctx context.Context) (*Request, error) {
-	for !r.eof && len(r.pending) <= r.opts.Reorder {
+	for !r.eof && r.pending.len() <= r.opts.Reorder {
 		if r.lines%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -164,10 +165,10 @@ func (r *Reader) NextContext(ctx context.Context) (*Request, error) {
 			return nil, err
 		}
 	}
-	if len(r.pending) == 0 {
+	if r.pending.len() == 0 {
 		return nil, io.EOF
 	}
-	l := heap.Pop(&r.pending).(line)
+	l := r.pending.pop()
 	r.held -= l.size()
 	r.lastTime = l.time
 	req := r.sess.resolve(&l, r.emitted, r.blockTokens)
@@ -192,7 +193,7 @@ func (r *Reader) readLine() error {
 	if len(b) == 0 {
 		return nil
 	}
-	l, err := parseLine(b, r.lines, r.opts.BlockTokens, r.format)
+	l, err := parseLine(&r.fields, b, r.lines, r.opts.BlockTokens, r.format)
 	if err != nil {
 		r.bad(err)
 		return nil
@@ -211,7 +212,7 @@ func (r *Reader) readLine() error {
 	if r.held += l.size(); r.held > windowBytes {
 		return fmt.Errorf("line %d: the reorder window of %d requests holds more than %d MiB: lower --reorder", l.num, r.opts.Reorder, windowBytes>>20)
 	}
-	heap.Push(&r.pending, l)
+	r.pending.push(l)
 	return nil
 }
 
@@ -304,3 +305,42 @@ func (h *arrivalHeap[T]) Pop() any {
 }
 
 func (l line) arrival() (float64, int) { return l.time, l.num }
+
+// A lineQueue holds the reorder window: the lines that came in timestamp
+// order in a FIFO, any other in an arrivalHeap; the next line out is the
+// earlier of their heads. A trace in order never touches the heap.
+type lineQueue struct {
+	fifo []line
+	head int
+	heap arrivalHeap[line]
+}
+
+func (q *lineQueue) len() int { return len(q.fifo) - q.head + len(q.heap) }
+
+func (q *lineQueue) push(l line) {
+	if n := len(q.fifo); n == q.head || l.time >= q.fifo[n-1].time {
+		q.fifo = append(q.fifo, l)
+		return
+	}
+	heap.Push(&q.heap, l)
+}
+
+// pop removes and returns the earliest line; the queue must not be empty.
+func (q *lineQueue) pop() line {
+	if q.head == len(q.fifo) || (len(q.heap) > 0 && earlier(q.heap[0], q.fifo[q.head])) {
+		return heap.Pop(&q.heap).(line)
+	}
+	l := q.fifo[q.head]
+	q.fifo[q.head] = line{}
+	q.head++
+	if q.head > 1024 && 2*q.head > len(q.fifo) {
+		q.fifo = q.fifo[:copy(q.fifo, q.fifo[q.head:])]
+		q.head = 0
+	}
+	return l
+}
+
+// earlier reports whether a comes out before b: by time, then line.
+func earlier(a, b line) bool {
+	return a.time < b.time || (a.time == b.time && a.num < b.num)
+}

@@ -24,14 +24,16 @@ const Inf = math.MaxInt64
 // the blocks' latest references, so one stack mixes blocks sampled at
 // different rates.
 type stack struct {
-	last   []int32 // per block: its slot, -1 before its first reference
-	owner  []int32 // per slot: the block whose last reference it is, or -1
-	tree   []int64 // Fenwick tree of weights over slots (1-based inside)
-	stamp  []int64 // per slot: the reference count when it was taken
-	weight []int64 // per slot: the weight of its reference
-	next   int32   // the next free slot
-	live   int64   // weight of the distinct blocks referenced so far
-	clock  int64   // references so far
+	last  []int32 // per block: its slot, -1 before its first reference
+	owner []int32 // per slot: the block whose last reference it is, or -1
+	tree  []int64 // Fenwick tree of weights over slots (1-based inside)
+	stamp []int64 // per slot: the reference count when it was taken
+	// weight is per slot the weight of its reference; nil while every
+	// weight has been 1 (an exact analysis), which saves its memory.
+	weight []int64
+	next   int32 // the next free slot
+	live   int64 // weight of the distinct blocks referenced so far
+	clock  int64 // references so far
 }
 
 const minSlots = 1024
@@ -44,7 +46,15 @@ func (s *stack) distance(b int32) int64 {
 		return Inf
 	}
 	slot := s.last[b]
-	return s.live - s.prefix(slot) + s.weight[slot]
+	return s.live - s.prefix(slot) + s.weightAt(slot)
+}
+
+// weightAt returns the weight of slot i's reference.
+func (s *stack) weightAt(i int32) int64 {
+	if s.weight == nil {
+		return 1
+	}
+	return s.weight[i]
 }
 
 // above returns the weight of the distinct blocks referenced since block
@@ -65,9 +75,16 @@ func (s *stack) touchWeighted(b int32, w int64) {
 	for int(b) >= len(s.last) {
 		s.last = append(s.last, -1)
 	}
+	if w != 1 && s.weight == nil {
+		s.weight = make([]int64, len(s.owner))
+		for i := range s.weight {
+			s.weight[i] = 1
+		}
+	}
 	if old := s.last[b]; old >= 0 {
-		s.add(old, -s.weight[old])
-		s.live -= s.weight[old]
+		ow := s.weightAt(old)
+		s.add(old, -ow)
+		s.live -= ow
 		s.owner[old] = -1
 	}
 	if int(s.next) >= len(s.owner) {
@@ -77,7 +94,9 @@ func (s *stack) touchWeighted(b int32, w int64) {
 	s.next++
 	s.owner[slot] = b
 	s.stamp[slot] = s.clock
-	s.weight[slot] = w
+	if s.weight != nil {
+		s.weight[slot] = w
+	}
 	s.clock++
 	s.last[b] = slot
 	s.live += w
@@ -110,40 +129,54 @@ func (s *stack) add(i int32, v int64) {
 	}
 }
 
-// compact renumbers the live slots 0..live-1 in order into a clock of
-// twice as many slots and rebuilds the tree in linear time.
+// compact renumbers the live slots 0..n-1 in order, in place, and
+// rebuilds the tree in linear time. The clock grows to twice the live
+// slots when fewer than half as many again would be free, so compaction
+// costs O(1) per reference and the slots stay within twice the distinct
+// blocks.
 func (s *stack) compact() {
-	distinct := 0
-	for _, b := range s.owner[:s.next] {
-		if b >= 0 {
-			distinct++
-		}
-	}
-	size := max(2*distinct+2, minSlots)
-	if size > math.MaxInt32-1 {
-		panic("trace: more than 1e9 distinct blocks in one LRU stack; use sampling")
-	}
-	owner := make([]int32, size)
-	for i := range owner {
-		owner[i] = -1
-	}
-	stamp, weight := make([]int64, size), make([]int64, size)
 	n := int32(0)
 	for i, b := range s.owner[:s.next] {
 		if b >= 0 {
-			owner[n], stamp[n], weight[n] = b, s.stamp[i], s.weight[i]
+			s.owner[n], s.stamp[n] = b, s.stamp[i]
+			if s.weight != nil {
+				s.weight[n] = s.weight[i]
+			}
 			s.last[b] = n
 			n++
 		}
 	}
-	s.owner, s.stamp, s.weight, s.next = owner, stamp, weight, n
-	s.tree = make([]int64, size+1)
-	for i := int32(0); i < n; i++ {
-		s.tree[i+1] = weight[i]
+	if size := len(s.owner); size < int(n)+max(int(n)/2, minSlots) {
+		size = max(2*int(n), minSlots)
+		if size > math.MaxInt32-1 {
+			panic("trace: more than 1e9 distinct blocks in one LRU stack; use sampling")
+		}
+		s.owner = grown(s.owner[:n], size)
+		s.stamp = grown(s.stamp[:n], size)
+		if s.weight != nil {
+			s.weight = grown(s.weight[:n], size)
+		}
+		s.tree = make([]int64, size+1)
 	}
+	for i := n; int(i) < len(s.owner); i++ {
+		s.owner[i] = -1
+	}
+	s.next = n
+	clear(s.tree)
+	for i := int32(0); i < n; i++ {
+		s.tree[i+1] = s.weightAt(i)
+	}
+	size := len(s.owner)
 	for j := 1; j <= size; j++ {
 		if p := j + j&-j; p <= size {
 			s.tree[p] += s.tree[j]
 		}
 	}
+}
+
+// grown returns xs in a new slice of length size.
+func grown[T any](xs []T, size int) []T {
+	out := make([]T, size)
+	copy(out, xs)
+	return out
 }

@@ -13,10 +13,10 @@ import (
 
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
+	"github.com/kvtier/kvtier/replayer"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
@@ -55,7 +55,7 @@ type kneeFlags struct {
 // runCommand sweeps a server's GPU KV capacity with one workload.
 func runCommand(ctx context.Context, c *cli.Call) int {
 	fs := c.FlagSet()
-	var f replay.WorkloadFlags
+	var f replayer.WorkloadFlags
 	var k kneeFlags
 	var out cli.OutputFlags
 	f.Add(fs)
@@ -88,12 +88,12 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 // kneeRun is a validated kvtier knee.
 type kneeRun struct {
 	cfg Config
-	w   *replay.Workload
+	w   *replayer.Workload
 }
 
 // config checks every flag and returns the sweep's configuration and
 // workload.
-func (k *kneeFlags) config(ctx context.Context, fs *pflag.FlagSet, f *replay.WorkloadFlags, out cli.OutputFlags) (Config, *replay.Workload, error) {
+func (k *kneeFlags) config(ctx context.Context, fs *pflag.FlagSet, f *replayer.WorkloadFlags, out cli.OutputFlags) (Config, *replayer.Workload, error) {
 	var errs []error
 	rc, w := f.Config(ctx, fs, &errs)
 	f.Model.BlockSize = k.blockSize
@@ -140,7 +140,7 @@ func (k *kneeFlags) blocks(errs *[]error, sizesGiven bool, blockBytes int64) []i
 }
 
 // kneeInto runs the sweep into the results directory.
-func kneeInto(ctx context.Context, out *harness.Output, f *replay.WorkloadFlags, cfg Config, w *replay.Workload) error {
+func kneeInto(ctx context.Context, out *harness.Output, f *replayer.WorkloadFlags, cfg Config, w *replayer.Workload) error {
 	cfg.Dir = out.Dir
 	s := f.Settings(cfg.Replay, w)
 	s["capacities_blocks"] = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(cfg.Capacities)), ","), "[]")

@@ -3,7 +3,7 @@ package knee
 import (
 	"slices"
 
-	"github.com/kvtier/kvtier/harness/replay"
+	"github.com/kvtier/kvtier/replayer"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -21,8 +21,8 @@ const (
 // the server's capacity, fed the requests in the order the dispatch is
 // expected to send them, from 0 to a quarter past the largest capacity
 // or the working set.
-func writeCurve(sink results.Sink, cfg Config, w *replay.Workload, ws int64) error {
-	c, err := replay.Model(w.Order(cfg.Replay.Dispatch, cfg.Replay.Concurrency), w.BlockTokens, 1)
+func writeCurve(sink results.Sink, cfg Config, w *replayer.Workload, ws int64) error {
+	c, err := replayer.Model(w.Order(cfg.Replay.Dispatch, cfg.Replay.Concurrency), w.BlockTokens, 1)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func writeCurve(sink results.Sink, cfg Config, w *replay.Workload, ws int64) err
 	}
 	slices.Sort(caps)
 	order := OrderTimestamp
-	if cfg.Replay.Dispatch == replay.DispatchSession {
+	if cfg.Replay.Dispatch == replayer.DispatchSession {
 		order = OrderSessions
 	}
 	for _, b := range slices.Compact(caps) {

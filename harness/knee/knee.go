@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/replayer"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/vllmsim"
@@ -50,7 +50,7 @@ type Config struct {
 	Grace         time.Duration // between SIGTERM and SIGKILL
 	// Replay is how the workload is sent; its Endpoint and GPUBlocks are
 	// set per capacity.
-	Replay replay.Config
+	Replay replayer.Config
 	Dir    string    // where server logs go: the results directory
 	Log    io.Writer // progress; nil for none
 }
@@ -88,7 +88,7 @@ type Sinks struct {
 // whose server cannot start, or exits during its run, is an error row;
 // the sweep goes on. Run returns early, with every server stopped, when
 // ctx is cancelled or a row cannot be written.
-func Run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks) error {
+func Run(ctx context.Context, cfg Config, w *replayer.Workload, s Sinks) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func outcome(row results.Row) string {
 
 // measure runs the workload against a server of blocks GPU blocks and
 // returns its row; the error is an interruption or a failed write.
-func measure(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, i, blocks int, ws int64) (results.Row, error) {
+func measure(ctx context.Context, cfg Config, w *replayer.Workload, s Sinks, i, blocks int, ws int64) (results.Row, error) {
 	row := capacityRow(cfg, blocks, ws)
 	pr := harness.ProgressOf(cfg.Log)
 	pr.Wait(fmt.Sprintf("the server of %d GPU blocks to start", blocks))
@@ -232,11 +232,11 @@ func refuse(cfg Config, s Sinks, i int, ws int64, why error) error {
 var errWrite = errors.New("writing a row")
 
 // run replays the workload against srv.
-func run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, srv server, blocks int) (*replay.Summary, error) {
+func run(ctx context.Context, cfg Config, w *replayer.Workload, s Sinks, srv server, blocks int) (*replayer.Summary, error) {
 	rc := cfg.Replay
-	rc.Endpoint, rc.GPUBlocks, rc.Simulated = srv.URL(), blocks, srv.Simulated()
+	rc.Suite, rc.Endpoint, rc.GPUBlocks, rc.Simulated = Suite.Name, srv.URL(), blocks, srv.Simulated()
 	rc.BlockBytes = func(_ string, bs int) int64 { return cfg.BytesPerToken * int64(bs) }
-	rp, err := replay.New(ctx, rc, w)
+	rp, err := replayer.New(ctx, rc, w)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,6 @@ func run(ctx context.Context, cfg Config, w *replay.Workload, s Sinks, srv serve
 		fmt.Fprintf(cfg.Log, "knee: %d blocks (%s): replaying %d requests\n", blocks, srv.Name(), len(w.Requests))
 	}
 	sum, err := rp.Run(ctx, s.Requests, func(r *results.Row) {
-		r.Suite = Suite.Name
 		r.Set(results.ColServer, srv.Name())
 		r.Set("server_log", logName(srv))
 	})
@@ -309,7 +308,7 @@ func logHint(srv server) string {
 // capacityRow is the row of a capacity before it is measured: what it is.
 func capacityRow(cfg Config, blocks int, ws int64) results.Row {
 	r := results.NewRow(Suite.Name)
-	r.Backend, r.Transport, r.Status = replay.Backend, replay.Transport, results.StatusOK
+	r.Backend, r.Transport, r.Status = replayer.Backend, replayer.Transport, results.StatusOK
 	r.Set(results.ColSimulated, cfg.Server == nil)
 	r.Set(results.ColGPUBlocks, blocks)
 	r.Set("block_size", cfg.BlockSize)

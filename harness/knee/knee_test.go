@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/analysis"
-	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/kv"
+	"github.com/kvtier/kvtier/replayer"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
@@ -19,13 +19,13 @@ import (
 )
 
 // referenceWorkload is the knee workload of the reference, the default
-// sessions of replay and knee (replay.DefaultSessions), their tokens
+// sessions of replay and knee (replayer.DefaultSessions), their tokens
 // drawn from seed.
-func referenceWorkload(t *testing.T, seed uint64) *replay.Workload {
+func referenceWorkload(t *testing.T, seed uint64) *replayer.Workload {
 	t.Helper()
-	o := replay.DefaultSessions()
+	o := replayer.DefaultSessions()
 	o.Seed = seed
-	w, err := replay.Generate(context.Background(), o, 0)
+	w, err := replayer.Generate(context.Background(), o, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func embeddedSweep(t *testing.T, gb []float64, seed uint64) []results.Row {
 			Capacities: blocksOf(gb, g.BlockBytes()), BlockSize: 16, BytesPerToken: g.BytesPerToken(),
 			Sim: vllmsim.Config{TimeScale: 1, Seed: int64(seed), EnablePromptTokensDetails: true}, Net: &net,
 			HealthTimeout: time.Minute, Grace: time.Second,
-			Replay: replay.Config{Dispatch: replay.DispatchSession, Concurrency: 4, Speedup: 1, Timeout: 10 * time.Minute, HTTP: net.Client(), Seed: seed},
+			Replay: replayer.Config{Dispatch: replayer.DispatchSession, Concurrency: 4, Speedup: 1, Timeout: 10 * time.Minute, HTTP: net.Client(), Seed: seed},
 		}
 		var reqs, caps, curve resultstest.Sink
 		if err := Run(context.Background(), cfg, w, Sinks{Requests: &reqs, Capacities: &caps, Curve: &curve}); err != nil {
@@ -159,18 +159,18 @@ func checkShape(t *testing.T, rows []results.Row) {
 // the LRU model's at the working set and flat beyond it, rows of every kind written.
 func TestKneeEmbeddedSmall(t *testing.T) {
 	t.Parallel()
-	w, err := replay.Generate(context.Background(), workload.GenOptions{Sessions: 3, Turns: 3, SystemTokens: 256, TurnTokens: 128, OutputTokens: 8, BlockTokens: 16, Seed: 1, Fixed: true}, 0)
+	w, err := replayer.Generate(context.Background(), workload.GenOptions{Sessions: 3, Turns: 3, SystemTokens: 256, TurnTokens: 128, OutputTokens: 8, BlockTokens: 16, Seed: 1, Fixed: true}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, _ := w.WorkingSet(replay.DispatchSession, 0)
+	ws, _ := w.WorkingSet(replayer.DispatchSession, 0)
 	caps := []int{int(ws/16) / 2, int(ws / 16), int(ws/16) * 2}
 	synctest.Test(t, func(t *testing.T) {
 		var net vllmsim.MemNet
 		defer net.Close()
 		cfg := Config{
 			Capacities: caps, BlockSize: 16, Sim: vllmsim.Config{TimeScale: 1}, Net: &net, HealthTimeout: time.Minute, Grace: time.Second,
-			Replay: replay.Config{Dispatch: replay.DispatchSession, Speedup: 1, Timeout: time.Minute, HTTP: net.Client()},
+			Replay: replayer.Config{Dispatch: replayer.DispatchSession, Speedup: 1, Timeout: time.Minute, HTTP: net.Client()},
 		}
 		var reqs, rows, curve resultstest.Sink
 		if err := Run(context.Background(), cfg, w, Sinks{Requests: &reqs, Capacities: &rows, Curve: &curve}); err != nil {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvtier/kvtier/harness/replay"
 	"github.com/kvtier/kvtier/internal/syncbuf"
+	"github.com/kvtier/kvtier/replayer"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/serving/servingtest"
@@ -197,14 +197,14 @@ func processConfig(t *testing.T, dir string, caps []int, extra string) Config {
 	return Config{
 		Capacities: caps, BlockSize: 16, BytesPerToken: 1, Server: cmd, Dir: dir,
 		HealthTimeout: 20 * time.Second, Grace: 5 * time.Second, Log: &syncbuf.Buffer{},
-		Replay: replay.Config{Dispatch: replay.DispatchTimestamp, Speedup: 1, Timeout: 20 * time.Second, Seed: 1},
+		Replay: replayer.Config{Dispatch: replayer.DispatchTimestamp, Speedup: 1, Timeout: 20 * time.Second, Seed: 1},
 	}
 }
 
 // smallWorkload is 8 requests of 64 to 160 tokens, 100 ms apart.
-func smallWorkload(t *testing.T) *replay.Workload {
+func smallWorkload(t *testing.T) *replayer.Workload {
 	t.Helper()
-	w, err := replay.Generate(context.Background(), workload.GenOptions{Sessions: 2, Turns: 4, TurnTokens: 32, OutputTokens: 4, SystemTokens: 32,
+	w, err := replayer.Generate(context.Background(), workload.GenOptions{Sessions: 2, Turns: 4, TurnTokens: 32, OutputTokens: 4, SystemTokens: 32,
 		BlockTokens: 16, Seed: 1, Fixed: true, Think: 200 * time.Millisecond, Duration: 100 * time.Millisecond}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -346,7 +346,7 @@ func TestServerProgramMissing(t *testing.T) {
 	t.Parallel()
 	cmd, _ := ParseCommand("/nonexistent/kvtier-test-server --port {port}")
 	cfg := Config{Capacities: []int{64}, BlockSize: 16, Server: cmd, Dir: t.TempDir(), HealthTimeout: time.Second, Grace: time.Second,
-		Replay: replay.Config{Dispatch: replay.DispatchTimestamp, Speedup: 1, Timeout: time.Second}}
+		Replay: replayer.Config{Dispatch: replayer.DispatchTimestamp, Speedup: 1, Timeout: time.Second}}
 	var reqs, caps resultstest.Sink
 	if err := Run(context.Background(), cfg, smallWorkload(t), Sinks{Requests: &reqs, Capacities: &caps}); err != nil {
 		t.Fatal(err)

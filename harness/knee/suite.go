@@ -3,7 +3,7 @@ package knee
 import (
 	"slices"
 
-	"github.com/kvtier/kvtier/harness/replay"
+	"github.com/kvtier/kvtier/replayer"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -21,11 +21,11 @@ var serverColumns = []results.Column{
 }
 
 // RequestColumns follow results.CommonSchema in knee_requests.csv.
-var RequestColumns = append(slices.Clone(replay.RequestColumns), serverColumns...)
+var RequestColumns = append(slices.Clone(replayer.RequestColumns), serverColumns...)
 
 // Columns follow results.CommonSchema in knee.csv: a replay run's
 // columns, per capacity.
-var Columns = append(slices.Clone(replay.RunColumns), serverColumns...)
+var Columns = append(slices.Clone(replayer.RunColumns), serverColumns...)
 
 // CurveColumns are the whole header of knee_curve.csv.
 var CurveColumns = []results.Column{

@@ -1,6 +1,6 @@
 //go:build race
 
-package replay
+package replayer
 
 // raceDetector: the race detector slows request handling several times.
 const raceDetector = true

@@ -1,4 +1,4 @@
-package replay
+package replayer
 
 import (
 	"cmp"
@@ -24,7 +24,7 @@ const (
 
 // newRow fills the columns every request row of the run has.
 func (rp *Replayer) newRow(r *workload.Request) results.Row {
-	row := results.NewRow(Suite.Name)
+	row := results.NewRow(rp.cfg.Suite)
 	row.Backend, row.Transport, row.Model = Backend, Transport, rp.info.Model
 	row.PrefixTokens = int64(r.Input)
 	bs := int64(rp.info.BlockSize)

@@ -1,4 +1,4 @@
-package replay
+package replayer
 
 import (
 	"errors"
@@ -26,6 +26,7 @@ const (
 
 // A Config says how a workload is replayed against a server.
 type Config struct {
+	Suite    string       // the suite its request rows name (kvtier replay's, kvtier knee's)
 	Endpoint string       // base URL of the server
 	Model    string       // served model name; "" takes the first of GET /v1/models
 	API      string       // completions (default) | chat

@@ -1,4 +1,4 @@
-package replay
+package replayer
 
 import (
 	"context"
@@ -297,7 +297,7 @@ func TestFailuresAndTimeoutsAreCounted(t *testing.T) {
 		if sum.OK != 2 || sum.Failed != 1 || sum.TimedOut != 1 || sum.SLOMet != 2 {
 			t.Errorf("summary %d ok, %d failed, %d timed out, %d met the SLO", sum.OK, sum.Failed, sum.TimedOut, sum.SLOMet)
 		}
-		row := sum.Row(Suite.Name)
+		row := sum.Row("replay")
 		if row.Status != results.StatusError || row.Get("failed") != "1" || row.Get("timed_out") != "1" || row.Get("sim_lag_s") != "0" {
 			t.Errorf("run row %s %q, sim lag %q (virtual time: 0)", row.Status, row.Reason, row.Get("sim_lag_s"))
 		}
@@ -319,7 +319,7 @@ func TestNoMetricsNoAPC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		row := sum.Row(Suite.Name)
+		row := sum.Row("replay")
 		if row.Get("apc") != "" || !strings.Contains(row.Get("apc_source"), "no /metrics") || row.Get("gpu_blocks") != "100" || row.Get("sim_lag_s") != "" {
 			t.Errorf("apc %q source %q gpu blocks %q", row.Get("apc"), row.Get("apc_source"), row.Get("gpu_blocks"))
 		}

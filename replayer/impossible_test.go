@@ -1,4 +1,4 @@
-package replay
+package replayer
 
 import (
 	"math"
@@ -23,7 +23,7 @@ func TestSummaryCountsImpossible(t *testing.T) {
 	if s.Impossible != 1 || math.Abs(s.CachedShare-0.5) > 1e-12 {
 		t.Errorf("impossible %d, cached share %g; want 1, 0.5", s.Impossible, s.CachedShare)
 	}
-	if got := s.Row(Suite.Name).Get(results.ColServerImpossible); got != "1" {
+	if got := s.Row("replay").Get(results.ColServerImpossible); got != "1" {
 		t.Errorf("run row %s = %q, want 1", results.ColServerImpossible, got)
 	}
 }

@@ -1,5 +1,5 @@
 //go:build !race
 
-package replay
+package replayer
 
 const raceDetector = false

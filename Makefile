@@ -52,7 +52,7 @@ test:
 	$(GO) test -run NONE -fuzz FuzzReadFrame -fuzztime 3s ./peer
 	$(GO) test -run NONE -fuzz FuzzTokenize -fuzztime 2s ./vllmsim
 	$(GO) test -count=1 -run TestSimMB1RealTime ./harness/mb1
-	$(GO) test -count=1 -run 'TestReplayMatchesTracePrediction|TestKneeEmbeddedReference|TestKneeExternalSimShape' ./harness/replay ./harness/knee ./cmd/kvtier
+	$(GO) test -count=1 -run 'TestReplayMatchesTracePrediction|TestKneeEmbeddedReference|TestKneeExternalSimShape' ./replayer ./harness/knee ./cmd/kvtier
 	$(GO) test -count=1 -run 'TestShardsOneInAHundred' ./workload
 
 # Checks beyond vet, for contributors (not part of make test: they fetch

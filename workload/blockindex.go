@@ -1,4 +1,4 @@
-package trace
+package workload
 
 // A blockIndex maps hash ids to dense block numbers (0, 1, 2, ... in the
 // order they are put). The traces kvtier reads number their hash ids

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/kvtier/kvtier/cli"
@@ -46,9 +47,11 @@ var endSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 // measured and exits 130. A second one kills the process at once (the
 // signal's default action restored), for a command stuck where no context
 // reaches: a hung driver call, a FIFO opened as a trace with no writer.
-// A broken pipe on stdout or stderr (kvtier ... | head) cancels the
-// context too: SIGPIPE is caught, so such a write fails with EPIPE
-// instead of killing kvtier before it has cleaned up.
+// A broken pipe on stdout (kvtier ... | head) cancels the context too:
+// SIGPIPE is caught, so such a write fails with EPIPE instead of killing
+// kvtier before it has cleaned up. A broken pipe on stderr (kvtier ...
+// 2>&1 | head) only silences it: progress and messages stop, the
+// measurement goes on and its rows are written.
 func run(stdout, stderr io.Writer, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), endSignals...)
 	defer stop()
@@ -61,15 +64,17 @@ func run(stdout, stderr io.Writer, args []string) int {
 		<-ctx.Done()
 		stop()
 	}()
-	return dispatch(ctx, brokenPipe{stdout, cancel}, brokenPipe{stderr, cancel}, args)
+	return dispatch(ctx, brokenPipe{w: stdout, cancel: cancel}, brokenPipe{w: stderr, gone: new(atomic.Bool)}, args)
 }
 
 // A brokenPipe is a writer whose EPIPE (its reader went away) cancels the
-// command. SIGPIPE itself cannot say which pipe broke: a socket's raises
-// it too.
+// command, or, with gone set, silences the writer for good (each later
+// write is dropped as if written). SIGPIPE itself cannot say which pipe
+// broke: a socket's raises it too.
 type brokenPipe struct {
 	w      io.Writer
 	cancel context.CancelFunc
+	gone   *atomic.Bool
 }
 
 // Fd is the file descriptor of the writer beneath, so that a terminal is
@@ -82,8 +87,16 @@ func (b brokenPipe) Fd() uintptr {
 }
 
 func (b brokenPipe) Write(p []byte) (int, error) {
+	if b.gone != nil && b.gone.Load() {
+		return len(p), nil
+	}
 	n, err := b.w.Write(p)
-	if errors.Is(err, syscall.EPIPE) {
+	switch {
+	case !errors.Is(err, syscall.EPIPE):
+	case b.gone != nil:
+		b.gone.Store(true)
+		return len(p), nil
+	default:
 		b.cancel()
 	}
 	return n, err

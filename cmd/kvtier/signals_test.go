@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,20 +16,22 @@ import (
 	"github.com/kvtier/kvtier/results"
 )
 
-// A disk sweep ended by a hung-up ssh session (SIGHUP) or by a reader
-// that went away (a broken pipe, as in kvtier ... 2>&1 | head -1; but
-// not by a peer's socket that breaks, which raises SIGPIPE as well)
-// removes its scratch file, writes its summary and exits 130, as Ctrl-C
-// does. Before, both killed the process with the file (960 MiB at 8k)
-// left behind and no summary.
+// A disk sweep ended by a hung-up ssh session (SIGHUP) removes its
+// scratch file, writes its summary and exits 130, as Ctrl-C does; one
+// whose stderr's reader went away (kvtier ... 2>&1 | head -1; a broken
+// pipe) goes on silently to its end and keeps every row. Before, the
+// first killed the process with the file (960 MiB at 8k) left behind
+// and no summary, and the second aborted the measurement.
 func TestEndSignalsCleanUp(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name string
-		end  func(t *testing.T, p *os.Process, stderr *os.File)
+		name     string
+		prefixes string
+		end      func(t *testing.T, p *os.Process, stderr *os.File)
+		want     int
 	}{
-		{"SIGHUP", func(t *testing.T, p *os.Process, _ *os.File) { p.Signal(syscall.SIGHUP) }},
-		{"broken pipe", func(t *testing.T, _ *os.Process, stderr *os.File) { stderr.Close() }},
+		{"SIGHUP", "64,128,192,256,320,384,448,512", func(t *testing.T, p *os.Process, _ *os.File) { p.Signal(syscall.SIGHUP) }, exitInterrupted},
+		{"broken pipe", "64,128", func(t *testing.T, _ *os.Process, stderr *os.File) { stderr.Close() }, exitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -41,7 +44,7 @@ func TestEndSignalsCleanUp(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cmd := helperCmd(ctx, nil, "sweep", "--backend", "host", "--tiers", "disk", "--io", "pread",
-				"--model-config", "testdata/tiny_config.json", "--prefix", "64,128,192,256,320,384,448,512", "--layout", "blockwise",
+				"--model-config", "testdata/tiny_config.json", "--prefix", tc.prefixes, "--layout", "blockwise", "--copy", "percopy",
 				"--reps", "100000", "--warmup", "1", "--budget", "1s", "--disk-dir", scratch, "--out", out)
 			pr, pw, err := os.Pipe()
 			if err != nil {
@@ -63,14 +66,20 @@ func TestEndSignalsCleanUp(t *testing.T) {
 			// stderr, at the end of the first configuration.
 			tc.end(t, cmd.Process, pr)
 			cmd.Wait()
-			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
-				t.Errorf("exit %d (%v), want %d", code, cmd.ProcessState, exitInterrupted)
+			if code := cmd.ProcessState.ExitCode(); code != tc.want {
+				t.Errorf("exit %d (%v), want %d", code, cmd.ProcessState, tc.want)
 			}
 			if left, _ := filepath.Glob(filepath.Join(scratch, "*")); len(left) > 0 {
 				t.Errorf("scratch files left behind: %v", left)
 			}
 			if _, err := os.Stat(filepath.Join(out, "sweep_summary.csv")); err != nil {
 				t.Errorf("no summary: %v", err)
+			}
+			if tc.want == exitOK {
+				tab, err := results.ReadTable(filepath.Join(out, sweep.File))
+				if err != nil || !slices.ContainsFunc(tab.Rows, func(r results.Row) bool { return r.Get(results.ColPrefixTokens) == "128" }) {
+					t.Errorf("no row of the configuration after the pipe broke (%v)", err)
+				}
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -288,8 +289,17 @@ func (c *Client) send(x *exchange, method, path string, body []byte, hdr map[str
 		defer resp.Body.Close()
 		return nil, fmt.Errorf("%s: %w", op, statusError(resp))
 	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: %w", op, ErrHTML)
+	}
 	return resp, nil
 }
+
+// ErrHTML: a server answered 200 with an HTML page, as a proxy's login or
+// error page does, where the API answers JSON, an event stream or
+// Prometheus text.
+var ErrHTML = errors.New("the server answered HTML (a proxy's login or error page?), not the OpenAI API: check --base-url")
 
 // ping asks the server for GET /v1/models: whether it answers at all.
 func (c *Client) ping(ctx context.Context) error {

@@ -78,6 +78,11 @@ func TestHostileServer(t *testing.T) {
 		{"frozen server, non-streamed generation /", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
 			func(ctx context.Context, c *Client) error { _, err := c.Complete(ctx, stream); return err },
 			"sent no answer, nor any to GET /v1/models, for 2s (idle timeout)"},
+		{"an HTML login page /", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, "<!DOCTYPE html><html><body>Sign in</body></html>")
+		}, func(ctx context.Context, c *Client) error { _, err := c.Stream(ctx, stream, nil); return err },
+			"the server answered HTML"},
 		{"long prefill on a live server", func(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(hostileIdle + time.Second) // no headers either, as behind a P/D proxy
 			w.Write([]byte(`{"choices":[{"finish_reason":"length"}]}`))

@@ -13,6 +13,7 @@
 package peer
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -135,12 +136,17 @@ func (e *VersionError) Error() string {
 // framing of every kvtier control connection (peers and kvtier mesh).
 func WriteFrame(w io.Writer, v any) error { return writeFrameVersion(w, Version, v) }
 
-// writeFrameVersion writes a frame stamped with version ver.
+// writeFrameVersion writes a frame stamped with version ver. Its JSON
+// ends in a newline (white space to JSON): a web server reached by
+// mistake then has a whole line to refuse, and answers at once with an
+// HTTP error that ReadFrame recognises, instead of waiting for the rest
+// of a request until the handshake times out.
 func writeFrameVersion(w io.Writer, ver uint16, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("peer: handshake: %w", err)
 	}
+	body = append(body, '\n')
 	buf := make([]byte, 0, len(Magic)+2+4+len(body))
 	buf = append(buf, Magic...)
 	buf = binary.BigEndian.AppendUint16(buf, ver)
@@ -164,6 +170,9 @@ func readFrame(r io.Reader, v any, limit uint32) error {
 			return &ProtocolError{"connection closed before a complete header"}
 		}
 		return err
+	}
+	if bytes.HasPrefix(hdr[:], []byte("HTTP/")) {
+		return &ProtocolError{"it answered in HTTP: not a kvtier peer (a web server, or a serving engine's port? kvtier serve listens on 7471 unless told otherwise)"}
 	}
 	if string(hdr[:len(Magic)]) != Magic {
 		return &ProtocolError{fmt.Sprintf("bad magic %q (not a kvtier peer?)", printable(hdr[:len(Magic)]))}

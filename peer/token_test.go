@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +196,22 @@ func TestIdleTimeout(t *testing.T) {
 	defer cancel()
 	if err := c2.ReadChunks(ctx, make([]byte, 4096), []Chunk{{Len: 4096}}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancelled read: %v", err)
+	}
+}
+
+// A client aimed at a web server's port (a serving engine's, by
+// mistake) is told at once that it reached no kvtier peer: the newline
+// ending its hello makes the server refuse the line in HTTP, which the
+// client recognises, where it used to wait out its handshake timeout.
+func TestDialHTTPPort(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, write := range []bool{false, true} {
+		_, err := Dial(context.Background(), addr, DialOptions{Write: write, Timeout: time.Minute})
+		if err == nil || !strings.Contains(err.Error(), "answered in HTTP: not a kvtier peer") {
+			t.Errorf("write %v: %v", write, err)
+		}
 	}
 }

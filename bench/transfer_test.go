@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/transfer"
+	"github.com/kvtier/kvtier/xfer"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
@@ -19,7 +20,7 @@ import (
 
 // transferConfig is the environment's configuration of BenchmarkTransfer.
 type transferConfig struct {
-	opts  transfer.Options
+	opts  xfer.Options
 	peers []string // "" is an embedded loopback peer
 }
 
@@ -28,7 +29,7 @@ type transferConfig struct {
 // kvtier transfer's defaults (KVTIER_RDMA_DEVICE and KVTIER_LIBIBVERBS
 // are read where the backends open).
 func loadTransferConfig() (transferConfig, error) {
-	c := transferConfig{opts: transfer.DefaultOptions()}
+	c := transferConfig{opts: xfer.DefaultOptions()}
 	o := &c.opts
 	var err error
 	if o.Sizes, err = units.ParseList(env("KVTIER_SIZES", "16MiB,256MiB"), units.ParseBytes); err != nil {
@@ -67,7 +68,7 @@ func BenchmarkTransfer(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	be, closeBe, err := transfer.OpenBackends(ctx, c.opts, tiers.BackendConfig{NUMA: -1, Log: os.Stderr})
+	be, closeBe, err := xfer.OpenBackends(ctx, c.opts, tiers.BackendConfig{NUMA: -1, Log: os.Stderr})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,10 +85,10 @@ func BenchmarkTransfer(b *testing.B) {
 }
 
 // benchPeer runs every layout and size against the peer at addr.
-func benchPeer(b *testing.B, c transferConfig, be transfer.Backends, addr string) {
+func benchPeer(b *testing.B, c transferConfig, be xfer.Backends, addr string) {
 	ctx := context.Background()
 	s := &harness.Sampler{Suite: transfer.Suite.Name}
-	m := transfer.NewMeasurer(c.opts, be, s, os.Stderr)
+	m := xfer.NewMeasurer(c.opts, be, s, os.Stderr)
 	t, done, err := m.Dial(ctx, addr)
 	if err != nil {
 		b.Skipf("peer %s: %v", addr, err)
@@ -104,7 +105,7 @@ func benchPeer(b *testing.B, c transferConfig, be transfer.Backends, addr string
 
 // benchTransfer measures one layout and size: b.N samples after a
 // verified warm-up, reported as their mean.
-func benchTransfer(b *testing.B, m *transfer.Measurer, s *harness.Sampler, t *transfer.Target, layout string, size int64) {
+func benchTransfer(b *testing.B, m *xfer.Measurer, s *harness.Sampler, t *xfer.Target, layout string, size int64) {
 	var rows []results.Row
 	s.Sink = sinkFunc(func(r results.Row) error { rows = append(rows, r); return nil })
 	s.Policy = harness.Policy{Warmup: 1, Reps: b.N}

@@ -12,13 +12,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvtier/kvtier/cli"
-	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/peer/peerflag"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/tiers/tierflag"
 	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/xfer"
 )
 
 // serveCommand is kvtier serve.
@@ -73,7 +73,7 @@ const maxSessions = 1 << 16
 // reads the run token where --token is not given.
 func (o *serveOptions) validate(getenv func(string) string) error {
 	var errs []error
-	o.Pool = cli.SizeFlag(&errs, "pool", o.pool, transfer.MaxSize)
+	o.Pool = cli.SizeFlag(&errs, "pool", o.pool, xfer.MaxSize)
 	errs = append(errs, o.token.Check(getenv))
 	if host, port, err := net.SplitHostPort(o.Listen); err != nil {
 		errs = append(errs, option.Errorf("listen", "%q: want HOST:PORT", o.Listen))

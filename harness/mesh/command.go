@@ -14,19 +14,19 @@ import (
 
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/peer/peerflag"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/tiers/tierflag"
+	"github.com/kvtier/kvtier/xfer"
 )
 
 // commandFlags are the flags of kvtier mesh.
 type commandFlags struct {
 	call               *cli.Call
 	out                cli.OutputFlags
-	mb2                transfer.Flags
+	mb2                xfer.Flags
 	ov                 Overrides
 	pattern, mem, pool string
 	listen             string
@@ -38,10 +38,10 @@ type commandFlags struct {
 
 // commandDefaults are MB2's defaults with a lighter sweep: a matrix has
 // n(n-1) pairs.
-func commandDefaults() transfer.Options {
-	o := transfer.DefaultOptions()
+func commandDefaults() xfer.Options {
+	o := xfer.DefaultOptions()
 	o.Sizes = []int64{64 << 20, 256 << 20, 1 << 30}
-	o.Layouts = []string{transfer.Blockwise}
+	o.Layouts = []string{xfer.Blockwise}
 	return o
 }
 
@@ -71,7 +71,7 @@ func (f *commandFlags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 // A plan is the checked input of kvtier mesh.
 type plan struct {
 	launch   Launch
-	opts     transfer.Options
+	opts     xfer.Options
 	cfg      Config
 	out      cli.OutputFlags
 	pattern  string
@@ -98,7 +98,7 @@ func (f *commandFlags) Resolve() (plan, error) {
 		errs = append(errs, option.Errorf("mem", "want host or gpu, got %q", f.mem))
 	}
 	if f.pool != "" {
-		p.pool = cli.SizeFlag(&errs, "pool", f.pool, transfer.MaxSize)
+		p.pool = cli.SizeFlag(&errs, "pool", f.pool, xfer.MaxSize)
 	}
 	errs = append(errs, option.Range("gpu", f.gpu, -1, tierflag.MaxOrdinal, "-1: the local rank"))
 	if p.opts.Token == "" {

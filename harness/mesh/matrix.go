@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/xfer"
 )
 
 // Routes of a matrix cell: through the pools' data path (NIC or TCP), or
@@ -62,7 +62,7 @@ func (c *collector) Write(r results.Row) error {
 		return nil
 	}
 	route := RouteNet
-	if r.Get(results.ColPath) == transfer.PathPeerCopy {
+	if r.Get(results.ColPath) == xfer.PathPeerCopy {
 		route = RoutePeerCopy
 	}
 	k := cellKey{route, r.Direction(), r.Layout, r.Bytes, src, dst}

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/xfer"
 )
 
 const testToken = "t0ken"
@@ -27,9 +27,9 @@ type testRank struct {
 	worker *Worker
 }
 
-func testOptions() transfer.Options {
-	o := transfer.DefaultOptions()
-	o.Sizes, o.Layouts = []int64{256 << 10, 1 << 20}, []string{transfer.Blockwise}
+func testOptions() xfer.Options {
+	o := xfer.DefaultOptions()
+	o.Sizes, o.Layouts = []int64{256 << 10, 1 << 20}, []string{xfer.Blockwise}
 	o.Policy.Reps, o.Token, o.IdleTimeout = 2, testToken, 2*time.Second
 	return o
 }
@@ -54,7 +54,7 @@ func newTestRank(t *testing.T, rank, size int, node string, dirs []tiers.Directi
 		pool.Close()
 		t.Fatal(err)
 	}
-	be, closeBe, err := transfer.OpenBackends(context.Background(), o, tiers.BackendConfig{NUMA: -1})
+	be, closeBe, err := xfer.OpenBackends(context.Background(), o, tiers.BackendConfig{NUMA: -1})
 	if err != nil {
 		e.Close()
 		t.Fatal(err)

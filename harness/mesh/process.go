@@ -9,7 +9,6 @@ import (
 
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/peer/peerflag"
@@ -17,6 +16,7 @@ import (
 	"github.com/kvtier/kvtier/system"
 	"github.com/kvtier/kvtier/system/meminfo"
 	"github.com/kvtier/kvtier/tiers/tierflag"
+	"github.com/kvtier/kvtier/xfer"
 )
 
 // A process is what one rank of kvtier mesh holds open: its side of the
@@ -95,7 +95,7 @@ func (r *process) open(ctx context.Context, c *cli.Call, p plan, ip net.IP) erro
 		return err
 	}
 	bf := tierflag.BackendFlags{GPU: gpu, NUMA: -1}
-	be, done, err := transfer.OpenBackends(ctx, p.opts, bf.Config(c.Stderr, tierflag.Libraries(c.Getenv)))
+	be, done, err := xfer.OpenBackends(ctx, p.opts, bf.Config(c.Stderr, tierflag.Libraries(c.Getenv)))
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (r *process) servePool(ctx context.Context, c *cli.Call, p plan, self *Memb
 
 // poolBytes sizes a rank's pool: the largest size and a quarter, whole
 // blocks, within 40% of free memory shared by the node's ranks.
-func poolBytes(o transfer.Options, local int) int64 {
+func poolBytes(o xfer.Options, local int) int64 {
 	var want int64
 	for _, s := range o.Sizes {
 		want = max(want, s+s/4)

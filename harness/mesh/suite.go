@@ -11,8 +11,8 @@ package mesh
 import (
 	"slices"
 
-	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/xfer"
 )
 
 // Files of a mesh run, written by rank 0.
@@ -82,7 +82,7 @@ var SummaryKeys = []string{"pattern", results.DirectionColumn, results.ColSrcRan
 var Suite = results.Suite{
 	Name: "mesh", Title: "Transfer matrix: intra- vs inter-node", Command: "kvtier mesh", Order: 45,
 	Files: []results.File{
-		{Name: File, Columns: append(slices.Clone(transfer.Suite.Main().Columns), pairColumns...), Keys: SummaryKeys, Metric: "time"},
+		{Name: File, Columns: append(slices.Clone(xfer.Columns), pairColumns...), Keys: SummaryKeys, Metric: "time"},
 		{Name: MatrixFile, Columns: MatrixColumns, Raw: true},
 	},
 }

@@ -7,15 +7,15 @@ import (
 	"io"
 
 	"github.com/kvtier/kvtier/harness"
-	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/xfer"
 )
 
 // A Worker is one rank's measuring side: what it reads with and how.
 type Worker struct {
-	Options  transfer.Options  // sizes, layouts, policy, transport, conns, destination, token, idle timeout
-	Backends transfer.Backends // the destination backend and RDMA configuration
+	Options  xfer.Options  // sizes, layouts, policy, transport, conns, destination, token, idle timeout
+	Backends xfer.Backends // the destination backend and RDMA configuration
 	// BackendConfig opens the cuda backend for GPU peer copies of intra
 	// pairs (Task.PeerCopy).
 	BackendConfig tiers.BackendConfig
@@ -53,12 +53,12 @@ func pairOf(src, dst Member) string {
 // (src's pool, dst the rank measuring) in direction dir to sink. A
 // store's rows name the data's way: from dst (src_rank) into src's pool
 // (dst_rank).
-func (w *Worker) measurer(t Task, src, dst Member, dir tiers.Direction, sink results.Sink, be transfer.Backends) *transfer.Measurer {
+func (w *Worker) measurer(t Task, src, dst Member, dir tiers.Direction, sink results.Sink, be xfer.Backends) *xfer.Measurer {
 	if dir == tiers.Store {
 		src, dst = dst, src
 	}
 	s := &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: w.Log, Policy: w.Options.Policy}
-	m := transfer.NewMeasurer(w.Options, be, s, w.Log)
+	m := xfer.NewMeasurer(w.Options, be, s, w.Log)
 	m.Decorate = func(r *results.Row) {
 		r.Set(results.ColSrcRank, src.Rank)
 		r.Set(results.ColDstRank, dst.Rank)
@@ -86,7 +86,7 @@ func (w *Worker) run(ctx context.Context, t Task, src, self Member, sink results
 	tgt, err := w.measurer(t, src, self, tiers.Load, sink, w.Backends).Open(ctx, src.Addr, pair)
 	if err != nil {
 		err = fmt.Errorf("rank %d (%s) pool %s: %w", src.Rank, src.Node, src.Addr, err)
-		tgt = &transfer.Target{Name: src.Addr, Path: pair}
+		tgt = &xfer.Target{Name: src.Addr, Path: pair}
 	} else {
 		defer func() {
 			tgt.Client.Close()
@@ -121,7 +121,7 @@ func (w *Worker) run(ctx context.Context, t Task, src, self Member, sink results
 // row when an earlier transfer failed (*failed); a transfer that fails
 // becomes *failed for the rest of the task. The error returned must stop
 // the rank.
-func measureOne(ctx context.Context, m *transfer.Measurer, tgt *transfer.Target, k cfgKey, src int, failed *error) error {
+func measureOne(ctx context.Context, m *xfer.Measurer, tgt *xfer.Target, k cfgKey, src int, failed *error) error {
 	if *failed != nil {
 		return m.FailDir(tgt, k.dir, k.layout, k.size, *failed)
 	}
@@ -142,7 +142,7 @@ func (w *Worker) peerCopy(ctx context.Context, t Task, src, self Member, sink re
 		if self.GPU < 0 || src.GPU < 0 {
 			w.pcWhy = "the GPUs' peer path needs a GPU on both ranks"
 		} else {
-			w.pc, w.pcBe, w.pcWhy = transfer.OpenPeerCopier(ctx, w.BackendConfig, self.GPU)
+			w.pc, w.pcBe, w.pcWhy = xfer.OpenPeerCopier(ctx, w.BackendConfig, self.GPU)
 		}
 	}
 	be := w.Backends
@@ -154,7 +154,7 @@ func (w *Worker) peerCopy(ctx context.Context, t Task, src, self Member, sink re
 // fail writes an error row for each direction, layout and size of t not
 // in done.
 func (w *Worker) fail(t Task, src, dst Member, done map[cfgKey]bool, sink results.Sink, err error) error {
-	tgt := &transfer.Target{Name: src.Addr, Path: pairOf(src, dst)}
+	tgt := &xfer.Target{Name: src.Addr, Path: pairOf(src, dst)}
 	var errs []error
 	for _, dir := range t.directions() {
 		m := w.measurer(t, src, dst, dir, sink, w.Backends)

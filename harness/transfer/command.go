@@ -14,69 +14,16 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/peer"
 	"github.com/kvtier/kvtier/peer/peerflag"
-	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/tiers/tierflag"
-	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/xfer"
 )
-
-// Flags are the flags of an MB2 measurement that kvtier transfer and
-// kvtier mesh share: what is read, how, and where it lands.
-type Flags struct {
-	model          cli.ModelFlags
-	policy         cli.PolicyFlags
-	token          peerflag.TokenFlags
-	sizes, layouts string
-	// Opts are the options the flags start from and set.
-	Opts Options
-}
-
-// Add adds the flags to fs, defaulting to o; sizesHelp is --sizes' help.
-func (f *Flags) Add(fs *pflag.FlagSet, o Options, sizesHelp string) {
-	f.Opts = o
-	p := &f.Opts
-	f.model.Add(fs)
-	f.policy.Add(fs, o.Policy, false)
-	f.token.Add(fs)
-	fs.StringVar(&f.sizes, "sizes", "", sizesHelp)
-	fs.StringVar(&f.layouts, "layout", strings.Join(o.Layouts, ","), "layouts: layerwise (16 KiB chunks), blockwise (one chunk per KV block), contiguous (one message)")
-	fs.IntVar(&p.Conns, "conns", o.Conns, peer.ConnsUsage)
-	cli.Alias(fs, "qps", "conns")
-	fs.StringVar(&p.Transport, "transport", o.Transport, "tcp or verbs")
-	fs.Float64Var(&p.LineGbps, "line-rate", 0, "link rate in Gb/s for line_frac (default: the NIC's rate for verbs, unknown for tcp)")
-	fs.StringVar(&p.RDMADevice, "rdma-device", rdma.AutoDevice, peerflag.RDMADeviceUsage)
-	fs.IntVar(&p.GIDIndex, "gid-index", o.GIDIndex, peerflag.GIDIndexUsage)
-	peerflag.AddIBQoS(fs, &p.IBTC, &p.IBSL)
-	fs.Uint64Var(&p.Seed, "seed", o.Seed, "seed of chunk placement")
-	fs.StringVar(&p.DstMem, "dst-mem", DstHost, "where reads land: host, or gpu (device memory through the cuda backend: GPUDirect on verbs when it registers, else a pinned bounce buffer + H2D, timed together; the path column gets +gpudirect or +bounce)")
-	cli.AddIdleTimeout(fs, &p.IdleTimeout)
-}
-
-// Options turns the shared flags into options, adding every problem to
-// errs; getenv reads the run token where --token is not given.
-func (f *Flags) Options(errs *[]error, getenv func(string) string) Options {
-	o := f.Opts
-	if f.sizes != "" {
-		o.Sizes = cli.ListFlag(errs, "sizes", f.sizes, func(s string) (int64, error) { return units.ParseBytes(strings.TrimSpace(s)) }, 1)
-	}
-	o.Layouts = cli.ListFlag(errs, "layout", f.layouts, func(s string) (string, error) { return strings.TrimSpace(s), nil }, Layerwise)
-	var err error
-	if o.Geometry, err = f.model.Geometry(); err != nil {
-		*errs = append(*errs, err)
-		o.Geometry = f.Opts.Geometry
-	}
-	o.Policy, err = f.policy.Policy()
-	*errs = append(*errs, err)
-	o.Token = f.token.Value(getenv)
-	*errs = append(*errs, f.token.Check(getenv))
-	return o
-}
 
 // commandFlags are the flags of kvtier transfer.
 type commandFlags struct {
 	call           *cli.Call
 	out            cli.OutputFlags
-	mb2            Flags
+	mb2            xfer.Flags
 	peers, pool    string
 	peerCopy, path string
 	directions     string
@@ -87,7 +34,7 @@ type commandFlags struct {
 func (f *commandFlags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 	f.call = c
 	f.out.Add(fs)
-	f.mb2.Add(fs, DefaultOptions(), "transfer sizes (default 16MiB to 16GiB, doubling; sizes over the peer's pool or free memory are skipped rows)")
+	f.mb2.Add(fs, xfer.DefaultOptions(), "transfer sizes (default 16MiB to 16GiB, doubling; sizes over the peer's pool or free memory are skipped rows)")
 	fs.StringVar(&f.directions, "direction", "load", tierflag.DirectionUsage+"; load pulls from the peer, store pushes into its pool (kvtier serve --writable)")
 	fs.StringVar(&f.peers, "peer", "", "HOST:PORT of kvtier serve peers, comma-separated, measured in turn into one transfer.csv (default: an embedded loopback peer)")
 	fs.StringVar(&f.path, "path", "", "label rows intra or inter (default: intra when the peer is on this host, else inter; loopback for the embedded peer)")
@@ -98,7 +45,7 @@ func (f *commandFlags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 
 // Resolve turns the flags into the transfer's options, reporting every
 // problem at once.
-func (f *commandFlags) Resolve() (Options, error) {
+func (f *commandFlags) Resolve() (xfer.Options, error) {
 	var errs []error
 	o := f.mb2.Options(&errs, f.call.Getenv)
 	o.Path = f.path
@@ -110,7 +57,7 @@ func (f *commandFlags) Resolve() (Options, error) {
 		}
 	}
 	if f.pool != "" {
-		o.PoolBytes = cli.SizeFlag(&errs, "pool", f.pool, MaxSize)
+		o.PoolBytes = cli.SizeFlag(&errs, "pool", f.pool, xfer.MaxSize)
 	}
 	if f.peerCopy != "" {
 		o.PeerCopy = cli.ListFlag(&errs, "peer-copy", f.peerCopy, func(s string) (int, error) {
@@ -127,14 +74,14 @@ func (f *commandFlags) Resolve() (Options, error) {
 }
 
 // runCommand runs MB2: KV transfer bandwidth against one or more peers.
-func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, opts Options) int {
+func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, opts xfer.Options) int {
 	if opts.PoolBytes > 0 && len(opts.Peers) == 0 {
 		if reason, _ := harness.HostFitReason("/", opts.PoolBytes); reason != "" {
 			return c.UsageErr(option.Errorf("pool", "the embedded peer's pool %s", reason))
 		}
 	}
 	bf := tierflag.BackendFlags{GPU: f.gpu, NUMA: -1}
-	be, done, err := OpenBackends(ctx, opts, bf.Config(c.Stderr, tierflag.Libraries(c.Getenv)))
+	be, done, err := xfer.OpenBackends(ctx, opts, bf.Config(c.Stderr, tierflag.Libraries(c.Getenv)))
 	if err != nil {
 		return c.UsageErr(err)
 	}
@@ -142,7 +89,7 @@ func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, opts Options)
 	opts.Library = tierflag.Libraries(c.Getenv).IBVerbs
 	rcfg := opts.RDMA("/")
 	if opts.Transport == peer.Verbs {
-		rcfg, opts.DeviceReason = peer.PickDevice(rcfg, tierflag.GPUBus(be.Dst, opts.DstMem == DstGPU))
+		rcfg, opts.DeviceReason = peer.PickDevice(rcfg, tierflag.GPUBus(be.Dst, opts.DstMem == xfer.DstGPU))
 		if err := peerflag.VerbsReady(rcfg); err != nil {
 			return c.UsageErr(err)
 		}
@@ -158,7 +105,7 @@ func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, opts Options)
 	}
 	return cli.SuiteRun{Call: c, Suite: Suite, Out: f.out,
 		Run: func(ctx context.Context, out *harness.Output) error {
-			return Run(ctx, opts, be, out, c.Stderr)
+			return xfer.Run(ctx, opts, be, out, Suite, c.Stderr)
 		}}.Exec(ctx)
 }
 

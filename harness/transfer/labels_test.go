@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/xfer"
 )
 
 // labelColumns are what every suite's rows must say alike of the same
@@ -105,8 +107,8 @@ func TestSameFetchSameLabels(t *testing.T) {
 	g := tiny(t)
 	p := harness.Policy{Warmup: 1, Reps: 3, Budget: time.Minute}
 	sw := sweepRows(t, g, p, "/")
-	o := DefaultOptions()
-	o.Geometry, o.Sizes, o.Layouts, o.Policy = g, []int64{4 * g.BlockBytes()}, []string{Layerwise}, p
+	o := xfer.DefaultOptions()
+	o.Geometry, o.Sizes, o.Layouts, o.Policy = g, []int64{4 * g.BlockBytes()}, []string{xfer.Layerwise}, p
 	tr, errs := runTransfer(t, o, tiers.BackendConfig{NUMA: -1})
 	if errs != 0 || len(sw) != 3 || len(tr) != 3 {
 		t.Fatalf("%d sweep rows, %d transfer rows, %d errors", len(sw), len(tr), errs)
@@ -140,4 +142,36 @@ func TestSameFetchSameLabels(t *testing.T) {
 			t.Errorf("%s row %s %q, want skipped by the memory-fit rule", r.Suite, r.Status, r.Reason)
 		}
 	}
+}
+
+// runTransfer runs o, as kvtier transfer does, with the backends
+// xfer.OpenBackends opens for cfg into a fresh directory and returns the
+// rows and the error rows counted.
+func runTransfer(t *testing.T, o xfer.Options, cfg tiers.BackendConfig) ([]results.Row, int) {
+	t.Helper()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	be, done, err := xfer.OpenBackends(context.Background(), o, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	dir := filepath.Join(t.TempDir(), "out")
+	out, err := harness.CreateOutput(dir, Suite.Name, []string{"test"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xfer.Run(context.Background(), o, be, out, Suite, io.Discard); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	n := out.Errors()
+	if err := out.Close(false); err != nil {
+		t.Fatal(err)
+	}
+	rows, _, err := results.ReadCSV(filepath.Join(dir, File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, n
 }

@@ -1,4 +1,4 @@
-package transfer
+package xfer
 
 import (
 	"context"
@@ -54,20 +54,21 @@ func NewMeasurer(o Options, be Backends, sampler *harness.Sampler, log io.Writer
 
 // Run measures reads of each size and layout from each peer (an
 // embedded loopback peer when none is given) and, when asked, GPU peer
-// copies, writing one row per rep to transfer.csv in out. A peer that
-// cannot be reached or goes away gives error rows and the run goes on
-// with the next peer; ctx's error or a failed write ends it.
-func Run(ctx context.Context, o Options, be Backends, out *harness.Output, log io.Writer) error {
+// copies, writing one row per rep to the main file of suite in out (the
+// transfer suite's transfer.csv). A peer that cannot be reached or goes
+// away gives error rows and the run goes on with the next peer; ctx's
+// error or a failed write ends it.
+func Run(ctx context.Context, o Options, be Backends, out *harness.Output, suite results.Suite, log io.Writer) error {
 	out.Manifest.Settings = o.Settings()
 	out.Manifest.Settings["backend_used"] = be.Dst.Name()
 	if err := out.WriteManifest(); err != nil {
 		return err
 	}
-	sink, err := out.Open(Suite.Main())
+	sink, err := out.Open(suite.Main())
 	if err != nil {
 		return err
 	}
-	r := NewMeasurer(o, be, &harness.Sampler{Suite: Suite.Name, Sink: sink, Log: log, Policy: o.Policy}, log)
+	r := NewMeasurer(o, be, &harness.Sampler{Suite: suite.Name, Sink: sink, Log: log, Policy: o.Policy}, log)
 	peers := o.Peers
 	if len(peers) == 0 {
 		peers = []string{""}
@@ -278,7 +279,7 @@ func (r *Measurer) label(peerName, layout string, size int64) string {
 
 // row returns the columns every row of one configuration shares.
 func (r *Measurer) row(t *Target, layout string, size int64) results.Row {
-	row := results.NewRow(Suite.Name)
+	row := results.NewRow(r.sampler.Suite)
 	row.Backend = r.be.Dst.Name()
 	row.Transport = t.Info.Transport
 	if row.Transport == "" {

@@ -1,4 +1,4 @@
-package transfer
+package xfer
 
 import (
 	"bytes"
@@ -119,6 +119,9 @@ func TestTransferMismatch(t *testing.T) {
 	}
 }
 
+// testSuite is what the transfer suite writes: rows of Columns.
+var testSuite = results.Suite{Name: "transfer", Files: []results.File{{Name: "transfer.csv", Columns: Columns, Metric: "time"}}}
+
 // runTransfer runs o with the backends OpenBackends opens for cfg into
 // a fresh directory and returns the rows and the error rows counted.
 func runTransfer(t *testing.T, o Options, cfg tiers.BackendConfig) ([]results.Row, int) {
@@ -137,14 +140,14 @@ func runTransfer(t *testing.T, o Options, cfg tiers.BackendConfig) ([]results.Ro
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	if err := Run(context.Background(), o, be, out, &log); err != nil {
+	if err := Run(context.Background(), o, be, out, testSuite, &log); err != nil {
 		t.Fatalf("Run: %v\n%s", err, log.String())
 	}
 	n := out.Errors()
 	if err := out.Close(false); err != nil {
 		t.Fatal(err)
 	}
-	rows, _, err := results.ReadCSV(filepath.Join(dir, File))
+	rows, _, err := results.ReadCSV(filepath.Join(dir, testSuite.Main().Name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,10 @@ type Traits struct {
 	// Pool is the launch option that sizes a KV pool shared by requests
 	// (the knee sweeps it); NoPool says why there is none when Pool is "".
 	Pool, NoPool string
+	// SlotsAt is the GET that says how many sequences the server runs
+	// at once and SlotsField its member (Client.Slots); "" none. Parallel
+	// is the launch setting that sets it, for a message.
+	SlotsAt, SlotsField, Parallel string
 }
 
 // families lists the families, those told apart by a request first in
@@ -60,21 +64,24 @@ type Traits struct {
 var families = []Traits{
 	{Name: FamilyOllama, Title: "Ollama", Probe: "/api/version", Field: "version",
 		Cached: "none in the OpenAI API (native /api/generate: prompt_eval_count)", Grain: 1,
-		NoPool: "Ollama's context length (num_ctx) limits one request; its KV is not a pool shared by requests that a launch option sizes"},
+		Parallel: "OLLAMA_NUM_PARALLEL (default 2 on a CPU)",
+		NoPool:   "Ollama's context length (num_ctx) limits one request; its KV is not a pool shared by requests that a launch option sizes"},
 	{Name: FamilyTRTLLM, Title: "TensorRT-LLM trtllm-serve", OwnedBy: "tensorrt_llm", TokenIDs: true,
 		Metrics: "/prometheus/metrics", Cached: CachedFromUsage, Pool: "--kv_cache_free_gpu_memory_fraction"},
 	{Name: FamilyVLLM, Title: "vLLM", OwnedBy: "vllm", Probe: "/version", Field: "version", TokenIDs: true,
 		Tokenize: "POST /tokenize {count, tokens}", Metrics: "/metrics", MetricPrefix: "vllm:",
-		Cached: CachedFromUsage + " (--enable-prompt-tokens-details)", Pool: "--num-gpu-blocks-override"},
+		Cached: CachedFromUsage + " (--enable-prompt-tokens-details)", Pool: "--num-gpu-blocks-override", Parallel: "--max-num-seqs"},
 	{Name: FamilySGLang, Title: "SGLang", OwnedBy: "sglang", Probe: "/get_model_info", Field: "model_path", TokenIDs: true,
 		Tokenize: "POST /tokenize {tokens, count}", Metrics: "/metrics", MetricPrefix: "sglang:",
-		Cached: CachedFromUsage + " (--enable-cache-report; absent when 0)", Grain: 1, Pool: "--max-total-tokens"},
+		Cached: CachedFromUsage + " (--enable-cache-report; absent when 0)", Grain: 1, Pool: "--max-total-tokens",
+		SlotsAt: "/get_server_info", SlotsField: "max_running_requests", Parallel: "--max-running-requests"},
 	{Name: FamilyLlamaCpp, Title: "llama.cpp server", OwnedBy: "llamacpp", Probe: "/props", Field: "default_generation_settings", TokenIDs: true,
 		Tokenize: "POST /tokenize {tokens}", Metrics: "/metrics", MetricPrefix: "llamacpp:",
-		Cached: CachedFromTimings, Grain: 1, Pool: "--ctx-size over --parallel slots"},
+		Cached: CachedFromTimings, Grain: 1, Pool: "--ctx-size over --parallel slots",
+		SlotsAt: "/props", SlotsField: "total_slots", Parallel: "--parallel"},
 	{Name: FamilyTGI, Title: "TGI", Probe: "/info", Field: "model_id",
 		Tokenize: "POST /tokenize [{id, text, start, stop}]", Metrics: "/metrics", MetricPrefix: "tgi_",
-		Pool: "--max-batch-total-tokens"},
+		Pool: "--max-batch-total-tokens", Parallel: "--max-concurrent-requests"},
 	{Name: FamilyOpenAI, Title: "an OpenAI-compatible server", TokenIDs: true, Metrics: "/metrics"},
 }
 

@@ -158,3 +158,32 @@ func TestFamilyTraits(t *testing.T) {
 		t.Error("an unknown family is not openai")
 	}
 }
+
+// Slots come from the family's own report where it has one, and are
+// unknown (0) where it has none or says nothing sensible.
+func TestSlots(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		h      http.Handler
+		n      int
+		source string
+	}{
+		{&servingtest.Server{Family: servingtest.LlamaCpp}, 4, "llama.cpp server: GET /props total_slots"},
+		{&servingtest.Server{Family: servingtest.SGLang}, 8, "SGLang: GET /get_server_info max_running_requests"},
+		{&servingtest.Server{Family: servingtest.VLLM}, 0, ""},
+		{&servingtest.Ollama{}, 0, ""},
+		{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/v1/models":
+				w.Write([]byte(`{"data":[{"id":"m","owned_by":"llamacpp"}]}`))
+			case "/props":
+				w.Write([]byte(`{"default_generation_settings":{},"total_slots":-3}`))
+			}
+		}), 0, ""},
+	} {
+		c := newFamily(t, tt.h)
+		if got := c.Slots(t.Context()); got.N != tt.n || got.Source != tt.source {
+			t.Errorf("%T: %+v, want %d from %q", tt.h, got, tt.n, tt.source)
+		}
+	}
+}

@@ -29,7 +29,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,9 +76,12 @@ type Config struct {
 	// MaxTimeouts stops the suite after that many consecutive requests
 	// timed out (serving.Client.SetMaxTimeouts); 0 never.
 	MaxTimeouts int
-	Simulated   bool
-	HTTP        *http.Client // nil: a client of its own
-	Log         io.Writer
+	// Slots is how many sequences the server runs at once when known
+	// from elsewhere (its log); N 0: asked of the server (Client.Slots).
+	Slots     serving.Slots
+	Simulated bool
+	HTTP      *http.Client // nil: a client of its own
+	Log       io.Writer
 }
 
 // Validate reports every problem with c at once, each naming its field
@@ -121,6 +123,9 @@ type Runner struct {
 	simulated   bool
 	version     string
 	family      serving.Family
+	slots       serving.Slots
+	solo        map[int]time.Duration // P: the bound on its prefill beside decodes (admitBound)
+	unadmitted  map[int]int           // P: the D whose prefill was not admitted
 }
 
 // New checks the configuration, lists the models of the endpoint (and of
@@ -137,7 +142,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg}
+	r := &Runner{cfg: cfg, solo: map[int]time.Duration{}, unadmitted: map[int]int{}}
 	var err error
 	if r.c, err = r.client(cfg.Endpoint); err != nil {
 		return nil, err
@@ -150,6 +155,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	r.simulated = cfg.Simulated || r.c.Simulated()
 	r.streams = r.c.With(0, max(cfg.Idle, cfg.Timeout))
 	r.family = r.c.DetectFamily(ctx)
+	if r.slots = cfg.Slots; r.slots.N == 0 {
+		r.slots = r.c.Slots(ctx)
+	}
 	if v, err := r.c.Version(ctx); err == nil {
 		r.version = v
 	} else {
@@ -205,6 +213,13 @@ func (r *Runner) Run(ctx context.Context, rows, tokens results.Sink) error {
 	for _, p := range r.cfg.Prefill {
 		for _, d := range r.cfg.Decode {
 			pr.Begin(fmt.Sprintf("D=%d P=%d", d, p))
+			if why := r.refusal(d, p); why != "" {
+				if err := r.refuse(d, p, why, rows); err != nil {
+					return err
+				}
+				pr.End("refused")
+				continue
+			}
 			for rep := range r.cfg.Reps {
 				pr.Rep(rep, r.cfg.Reps)
 				if err := r.cell(ctx, d, p, rep, rows, tokens); err != nil {
@@ -218,15 +233,10 @@ func (r *Runner) Run(ctx context.Context, rows, tokens results.Sink) error {
 }
 
 func (r *Runner) cell(ctx context.Context, d, p, rep int, rows, tokens results.Sink) error {
-	arms := []string{ArmInterfere}
-	if r.control != nil {
-		arms = append(arms, ArmControl)
-	}
-	arms = append(arms, ArmBaseline)
 	var done []armResult
 	var window float64 // the interfere arm's prefill TTFT
 	var stopped error
-	for _, arm := range arms {
+	for _, arm := range r.arms() {
 		if stopped = ctx.Err(); stopped != nil {
 			break
 		}
@@ -441,22 +451,6 @@ func (ds *decodes) serial(need int) error {
 	return fmt.Errorf("%w: decode stream %d received %d tokens while stream %d received none", ErrSerializing, lead, ds.tokens[lead], idle)
 }
 
-// afterDecodes reports a prefill whose first token came (at done) only
-// after every decode stream had ended: the server served it after them.
-func afterDecodes(res *armResult, ends []float64) error {
-	last := 0.0
-	for _, e := range ends {
-		if e == 0 {
-			return nil // a stream still running when the prefill answered
-		}
-		last = max(last, e)
-	}
-	if len(ends) == 0 || res.done <= last {
-		return nil
-	}
-	return fmt.Errorf("%w: the prefill's first token came at %s, after every decode stream had ended (the last at %s)", ErrSerializing, units.FormatSeconds(res.done), units.FormatSeconds(last))
-}
-
 // waitReady waits until every stream has passed its warm-up and a few
 // base tokens and the inject delay has passed; it fails when a stream
 // ends or stalls first.
@@ -494,6 +488,9 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 		return res
 	}
 	id := fmt.Sprintf("kvtier-mb1-%d-%s-d%d-p%d-%d", r.cfg.Seed, arm, d, p, rep)
+	if arm == ArmInterfere {
+		r.admitBound(ctx, p)
+	}
 	var pre serving.Request
 	if arm != ArmBaseline {
 		pr, err := r.prompts.Make(ctx, id+"-prefill", p, true)
@@ -532,9 +529,21 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 // inject sends the arm's prefill while ds decode and records its TTFT,
 // the prompt the server saw and the form it went in; the error is the
 // prefill's, a prompt the server cut, or a server that served the
-// prefill only after the decodes (ErrSerializing).
+// prefill only after a decode ended (ErrNotAdmitted).
 func (r *Runner) inject(ctx context.Context, res *armResult, ds *decodes, pre serving.Request) error {
-	s, err := r.prefill(ctx, res.arm, pre)
+	pctx, bound := ctx, time.Duration(0)
+	if res.arm == ArmInterfere {
+		// Measured before the decodes start: the prefill alone.
+		if bound = r.solo[res.p]; bound > 0 {
+			var cancel context.CancelFunc
+			pctx, cancel = context.WithTimeout(ctx, bound)
+			defer cancel()
+		}
+	}
+	s, err := r.prefill(pctx, res.arm, pre)
+	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
+		return r.notAdmitted(res.d, res.p, bound)
+	}
 	res.form = s.Form
 	if s.Usage != nil {
 		res.prompt = s.Usage.PromptTokens
@@ -552,7 +561,7 @@ func (r *Runner) inject(ctx context.Context, res *armResult, ds *decodes, pre se
 	res.prefillTTFT, res.done = ttft, res.inject+ttft
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	return afterDecodes(res, slices.Clone(ds.endAt))
+	return endedBefore(res.done, ds.ended, ds.endAt)
 }
 
 // prefill sends the arm's prefill (to the control instance for the
@@ -712,6 +721,13 @@ func (r *Runner) row(res armResult, base float64) results.Row {
 // arm's own pre-injection base when there is no baseline arm; the
 // penalty_base column says which.
 func (r *Runner) setFigures(row *results.Row, st stats, base, window float64, notes *[]string) {
+	if st.tokensDuring == 0 && window > 0 {
+		// Fully stalled: each stream's next token is at least the window
+		// away, so the effective TPOT is at least the window.
+		st.effTPOT = window
+		row.Set(ColPenaltyBound, BoundLower)
+		*notes = append(*notes, "no decode token arrived during the window (the decodes stalled for the whole prefill): effective TPOT and penalty are lower bounds, prefill TTFT ÷ base TPOT")
+	}
 	row.Set("tokens_during", int(st.tokensDuring))
 	row.Set(results.ColTokensPerStreamDuring, st.perStream)
 	row.Set(results.ColEffTPOT, st.effTPOT)
@@ -732,9 +748,6 @@ func (r *Runner) setFigures(row *results.Row, st stats, base, window float64, no
 	row.Set(results.ColBaseTPOT, used)
 	row.Set(results.ColPenalty, st.effTPOT/used)
 	row.Set("benefit_s", window-st.perStream*used)
-	if st.tokensDuring == 0 {
-		*notes = append(*notes, "no decode token arrived during the window: effective TPOT unbounded")
-	}
 	if math.IsNaN(st.baseTPOT) {
 		*notes = append(*notes, "too few tokens before the injection for a base TPOT: raise --inject-after")
 	}

@@ -10,6 +10,13 @@ const (
 	TokensFile = "mb1_tokens.csv" // every decoded token's arrival
 )
 
+// ColPenaltyBound marks a row whose effective TPOT and penalties are
+// bounds, not measurements; BoundLower is its value for lower bounds.
+const (
+	ColPenaltyBound = "penalty_bound"
+	BoundLower      = "lower"
+)
+
 // The cell's coordinates, in both of MB1's files.
 var (
 	decodeStreams = results.Int(results.ColDecodeStreams, "count", "D: decode streams running")
@@ -36,6 +43,7 @@ var columns = []results.Column{
 	results.Float("itl_p90_base_s", "s", "p90 gap between tokens before it"),
 	results.Float(results.ColPenalty, "ratio", "eff_tpot_s / base_tpot_s"),
 	results.Float("benefit_s", "s", "prefill_ttft_s − tokens_per_stream_during × base_tpot_s"),
+	results.Text(ColPenaltyBound, BoundLower+" (the decodes stalled for the whole prefill: eff_tpot_s and the penalties are at least the figures given) | empty (measured)"),
 	results.Text("penalty_base", "baseline (the baseline arm's TPOT, the protocol's) | preinject (this arm's before the injection)"),
 	results.Float("base_tpot_baseline_s", "s", "the baseline arm's effective TPOT over the same window (the protocol's)"),
 	results.Float("base_tpot_preinject_s", "s", "this arm's mean per-stream token gap before the injection"),

@@ -84,6 +84,8 @@ func (f *Server) family(w http.ResponseWriter, r *http.Request) bool {
 		fmt.Fprint(w, `[]`) // iteration stats, not Prometheus
 	case SGLang + " /get_model_info":
 		fmt.Fprint(w, `{"model_path":"m","tokenizer_path":"m","is_generation":true}`)
+	case SGLang + " /get_server_info":
+		fmt.Fprint(w, `{"model_path":"m","max_running_requests":8,"max_total_num_tokens":65536}`)
 	case SGLang + " /health_generate":
 	case LlamaCpp + " /props":
 		fmt.Fprint(w, `{"default_generation_settings":{"n_ctx":4096},"total_slots":4,"build_info":"b1"}`)

@@ -1,0 +1,216 @@
+package mb1
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/results/resultstest"
+	"github.com/kvtier/kvtier/vllmsim"
+)
+
+// slotServer runs at most cap(slot) requests at once, the rest waiting
+// for a slot as Ollama's do: a decode makes a token every 5.3 ms, a
+// prefill (max_tokens 1) answers after 200 ms.
+type slotServer struct {
+	slots int
+	slot  chan struct{} // made in the bubble
+	// family: "ollama" answers GET /api/version and says nothing of its
+	// slots; "llamacpp" answers GET /props with total_slots.
+	family string
+	// eosAfter ends every decode after that many tokens (0: at its
+	// max_tokens).
+	eosAfter int
+	// stall makes the decodes send nothing while a prefill runs.
+	stall      bool
+	prefilling atomic.Int32
+}
+
+func (s *slotServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/v1/models":
+		fmt.Fprintf(w, `{"data":[{"id":"m","max_model_len":4096,"owned_by":%q}]}`, map[string]string{"llamacpp": "llamacpp"}[s.family])
+		return
+	case r.URL.Path == "/api/version" && s.family == "ollama":
+		fmt.Fprint(w, `{"version":"0.9.6"}`)
+		return
+	case r.URL.Path == "/props" && s.family == "llamacpp":
+		fmt.Fprintf(w, `{"default_generation_settings":{},"total_slots":%d}`, cap(s.slot))
+		return
+	case r.URL.Path != "/v1/completions":
+		http.NotFound(w, r)
+		return
+	}
+	var body struct {
+		MaxTokens int   `json:"max_tokens"`
+		Prompt    []int `json:"prompt"`
+	}
+	json.NewDecoder(r.Body).Decode(&body)
+	select {
+	case s.slot <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	defer func() { <-s.slot }()
+	w.Header().Set("Content-Type", "text/event-stream")
+	if body.MaxTokens == 1 {
+		// A decode stalled by it resumes once its token has gone.
+		s.prefilling.Add(1)
+		defer s.prefilling.Add(-1)
+		time.Sleep(200 * time.Millisecond)
+		s.send(w, 1, len(body.Prompt))
+		return
+	}
+	n := body.MaxTokens
+	if s.eosAfter > 0 {
+		n = min(n, s.eosAfter)
+	}
+	for range n {
+		// 5.3 ms, so that no token comes at the instant the prefill is
+		// sent (the waits of the bubble are whole milliseconds).
+		time.Sleep(5300 * time.Microsecond)
+		if s.stall && s.prefilling.Load() > 0 {
+			for s.prefilling.Load() > 0 {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if r.Context().Err() != nil || s.send(w, 0, 0) != nil {
+			return // the client went away
+		}
+	}
+	s.send(w, n, len(body.Prompt))
+}
+
+// send writes one token's chunk, and with n > 0 the usage of a request
+// of prompt tokens that made n and the end of the stream.
+func (s *slotServer) send(w http.ResponseWriter, n, prompt int) error {
+	if n == 1 || n == 0 {
+		if _, err := fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"x\",\"token_ids\":[7]}]}\n\n"); err != nil {
+			return err
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", prompt, n)
+	}
+	w.(http.Flusher).Flush()
+	return nil
+}
+
+// runSlots runs MB1 with decodes against srv in a bubble, returning its
+// rows and how long the run took on the bubble's clock.
+func runSlots(t *testing.T, srv *slotServer, decode []int) ([]results.Row, time.Duration) {
+	t.Helper()
+	var rows, toks resultstest.Sink
+	var took time.Duration
+	synctest.Test(t, func(t *testing.T) {
+		srv.slot = make(chan struct{}, srv.slots)
+		var net vllmsim.MemNet
+		defer net.Close()
+		url, err := net.Serve(srv, "slots")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Decodes of 100k tokens would run 500 s.
+		r, err := New(t.Context(), Config{Endpoint: url, HTTP: net.Client(), Decode: decode, Prefill: []int{64}, Reps: 1,
+			DecodeTokens: 100_000, InjectAfter: 300 * time.Millisecond, Timeout: 600 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := r.Run(t.Context(), &rows, &toks); err != nil {
+			t.Fatal(err)
+		}
+		took = time.Since(start)
+		net.Close()
+		time.Sleep(time.Second)
+	})
+	return rows.Rows(), took
+}
+
+// cellRows returns the rows of D=d.
+func cellRows(rows []results.Row, d int) []results.Row {
+	var out []results.Row
+	for _, r := range rows {
+		if r.Get("decode_streams") == fmt.Sprint(d) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A server whose slots the decodes fill, saying nothing of how many it
+// has (Ollama at its default of 2): D=1 measures; D=2's prefill is
+// refused within a few times its TTFT alone, never after a decode ends
+// (500 s), and D=3 is not tried.
+func TestInterfereRefusesUnadmittedPrefill(t *testing.T) {
+	t.Parallel()
+	rows, took := runSlots(t, &slotServer{slots: 2, family: "ollama"}, []int{1, 2, 3})
+	if took > 30*time.Second {
+		t.Errorf("the run took %v: the decodes were let run to their end", took)
+	}
+	if one := cellRows(rows, 1); len(one) != 2 || one[0].Status != results.StatusOK || one[1].Status != results.StatusOK {
+		t.Fatalf("D=1: %v", one)
+	}
+	two := cellRows(rows, 2)
+	if len(two) != 2 || two[0].Status != results.StatusError || !strings.Contains(two[0].Reason, ErrNotAdmitted.Error()) ||
+		!strings.Contains(two[0].Reason, "OLLAMA_NUM_PARALLEL") {
+		t.Fatalf("D=2: %v", two)
+	}
+	if two[1].Status != results.StatusSkipped {
+		t.Errorf("D=2 baseline: %s %q", two[1].Status, two[1].Reason)
+	}
+	for _, r := range cellRows(rows, 3) {
+		if r.Status != results.StatusSkipped || !strings.Contains(r.Reason, "not admitted beside D=2") {
+			t.Errorf("D=3 %s: %s %q", r.Get("arm"), r.Status, r.Reason)
+		}
+	}
+}
+
+// A server that says how many sequences it runs (llama.cpp's /props
+// total_slots) has a D that does not fit refused at start, sending
+// nothing.
+func TestInterfereRefusesOverSlotsAtStart(t *testing.T) {
+	t.Parallel()
+	rows, _ := runSlots(t, &slotServer{slots: 2, family: "llamacpp"}, []int{1, 2})
+	if one := cellRows(rows, 1); len(one) != 2 || one[0].Status != results.StatusOK {
+		t.Fatalf("D=1: %v", one)
+	}
+	for _, r := range cellRows(rows, 2) {
+		if r.Status != results.StatusSkipped || !strings.Contains(r.Reason, "at most 2 (llama.cpp server: GET /props total_slots): raise --parallel") {
+			t.Errorf("D=2 %s: %s %q", r.Get("arm"), r.Status, r.Reason)
+		}
+	}
+}
+
+// A prefill that answers only after a decode ended (at end-of-sequence)
+// is never ok: it may have waited for that decode's slot.
+func TestInterfereRefusesPrefillAfterDecodeEnded(t *testing.T) {
+	t.Parallel()
+	rows, _ := runSlots(t, &slotServer{slots: 2, family: "ollama", eosAfter: 100}, []int{2})
+	in := rows[0]
+	if in.Status == results.StatusOK || !strings.Contains(in.Reason, "ended at") {
+		t.Errorf("interfere row: %s %q", in.Status, in.Reason)
+	}
+}
+
+// Decodes that stall for the whole prefill give the penalty as a lower
+// bound, marked, never an ok row without it.
+func TestInterfereStalledDecodesBoundPenalty(t *testing.T) {
+	t.Parallel()
+	rows, _ := runSlots(t, &slotServer{slots: 4, family: "ollama", stall: true}, []int{2})
+	in := rows[0]
+	if in.Status != results.StatusOK || in.Get(ColPenaltyBound) != BoundLower || in.Get("tokens_during") != "0" {
+		t.Fatalf("interfere row: %s %q, bound %q, tokens during %s", in.Status, in.Reason, in.Get(ColPenaltyBound), in.Get("tokens_during"))
+	}
+	p, ttft, base := in.Float(results.ColPenalty), in.Float(results.ColPrefillTTFT), in.Float(results.ColBaseTPOT)
+	if !(p > 1) || p != ttft/base || !strings.Contains(in.Reason, "lower bounds") {
+		t.Errorf("penalty %g, want prefill TTFT %g ÷ base TPOT %g, noted (%q)", p, ttft, base, in.Reason)
+	}
+}

@@ -271,15 +271,23 @@ func (p *Progress) counter(i int) string {
 }
 
 // timing is the elapsed time and the estimate of the time left, in
-// proportion to the configurations (and repetitions) done so far.
+// proportion to the configurations (and repetitions) done so far; none
+// once every configuration ended (an interrupted one too: what is left
+// was not run, not done in no time), and never "0s" while one is left.
 func (p *Progress) timing() string {
 	el := p.now().Sub(p.start)
 	s := roundDuration(el) + " elapsed"
 	done := float64(p.done) + p.frac
-	if p.total == 0 || done <= 0 || done > float64(p.total) {
+	switch {
+	case p.total > 0 && p.done >= p.total:
+		return s
+	case p.total == 0 || done <= 0 || done > float64(p.total):
 		return s + ", ETA unknown"
 	}
 	left := time.Duration(float64(el) * (float64(p.total) - done) / done)
+	if left < 50*time.Millisecond {
+		return s + ", ETA under 0.1s"
+	}
 	return s + ", ETA " + roundDuration(left)
 }
 

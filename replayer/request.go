@@ -135,8 +135,12 @@ func (rp *Replayer) fill(row *results.Row, s serving.Stream) {
 	row.Set("outcome", OutcomeOK)
 	row.Set(results.ColTTFT, ttft)
 	tpot := math.NaN()
-	if d, ok := s.TPOT(false); ok {
+	d, why := s.TPOT(false)
+	switch {
+	case why == "":
 		tpot = d.Seconds()
+	case s.OutputTokens() >= 2:
+		row.Reason = why // bundled: unmeasurable, said
 	}
 	row.Set("tpot_s", tpot)
 	itl := results.Describe(seconds(s.ITL()))

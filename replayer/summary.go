@@ -90,8 +90,20 @@ type Summary struct {
 	PredictedAPC float64 // the LRU model's, NaN when the capacity is unknown
 	Info         Info
 	Trace        string // the workload's name
-	cfg          Config
-	workingSet   int64
+	// Planned is the workload's requests when the run was interrupted
+	// before it sent them all (Interrupted); 0 for a whole run.
+	Planned    int
+	cfg        Config
+	workingSet int64
+}
+
+// Interrupted marks the summary as of a run stopped before its planned
+// requests: its row says how many of them it covers.
+func (s *Summary) Interrupted(planned int) {
+	s.Planned = planned
+	if s.APCSource == "" {
+		s.APCSource = "not read: the run was interrupted"
+	}
 }
 
 // summarize turns the collected rows into the run's summary (without the
@@ -208,6 +220,9 @@ func (s *Summary) Row(suite string) results.Row {
 		r.Set(c.col, c.v)
 	}
 	s.capacityColumns(&r)
+	if s.Planned > 0 {
+		r.Set(results.ColNote, fmt.Sprintf("interrupted after %d of %d requests: the figures are of those", s.Requests, s.Planned))
+	}
 	return r
 }
 

@@ -452,17 +452,28 @@ func (s *Stream) OutputTokens() int {
 // TPOT is vllm bench serve's time per output token: (latency − TTFT) /
 // (output tokens − 1), the latency being the last choice chunk for
 // completions and the last chunk of any kind for chat (as its request
-// functions time them); ok is false with fewer than two output tokens.
-func (s *Stream) TPOT(chat bool) (time.Duration, bool) {
+// functions time them). There is none (why says so) with fewer than two
+// output tokens, or when they all came in one chunk: the time between
+// the first chunk and that one is no time per token.
+func (s *Stream) TPOT(chat bool) (d time.Duration, why string) {
 	n := s.OutputTokens()
 	if n < 2 || s.TTFT == 0 {
-		return 0, false
+		return 0, "fewer than two output tokens"
+	}
+	carrying := 0
+	for _, c := range s.Chunks {
+		if c.Tokens > 0 {
+			carrying++
+		}
+	}
+	if carrying < 2 && len(s.Chunks) > 0 {
+		return 0, fmt.Sprintf("TPOT unmeasurable: all %d output tokens came in one chunk", n)
 	}
 	lat := s.E2E
 	if chat && s.LastEvent > lat {
 		lat = s.LastEvent
 	}
-	return (lat - s.TTFT) / time.Duration(n-1), true
+	return (lat - s.TTFT) / time.Duration(n-1), ""
 }
 
 // ITL returns vllm bench serve's inter-token latencies: the gaps between

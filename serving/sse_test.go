@@ -204,3 +204,27 @@ func FuzzReadStream(f *testing.F) {
 		}
 	})
 }
+
+// A TPOT needs two output tokens in at least two chunks: tokens that all
+// came in one chunk (a first chunk of no text, then everything) are no
+// time per token.
+func TestTPOTNeedsTwoChunks(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	for _, tt := range []struct {
+		name   string
+		chunks []Chunk
+		want   time.Duration
+		why    string
+	}{
+		{"one token a chunk", []Chunk{{10 * ms, 1}, {20 * ms, 1}, {30 * ms, 1}}, 10 * ms, ""},
+		{"all in the last chunk", []Chunk{{10 * ms, 0}, {30 * ms, 16}}, 0, "all 16 output tokens came in one chunk"},
+		{"one token", []Chunk{{10 * ms, 1}}, 0, "fewer than two output tokens"},
+	} {
+		s := Stream{Chunks: tt.chunks, TTFT: tt.chunks[0].At, E2E: tt.chunks[len(tt.chunks)-1].At}
+		got, why := s.TPOT(false)
+		if got != tt.want || !strings.Contains(why, tt.why) || (tt.why == "") != (why == "") {
+			t.Errorf("%s: TPOT %v (%q), want %v (%q)", tt.name, got, why, tt.want, tt.why)
+		}
+	}
+}

@@ -34,6 +34,9 @@ type exitCase struct {
 	interruptAt string
 	term        bool
 	want        int
+	// keeps, when set, is a file under OUT that must hold a row noting
+	// the interruption afterwards (a run summary of the rows so far).
+	keeps string
 }
 
 // exitCases are every measuring and analysing command in each status it
@@ -74,7 +77,7 @@ func exitCases(costs string) []exitCase {
 		{name: "replay error rows", args: []string{"replay", "--base-url", "SRV", "--sessions", "1", "--turns", "1", "--out", "OUT"}, want: exitFail},
 		{name: "replay bad input", args: with(replaySmall, "--speedup", "NaN", "--out", "OUT"), want: exitUsage},
 		{name: "replay unreachable", args: []string{"replay", "--base-url", "http://127.0.0.1:1", "--out", "OUT"}, want: exitUsage},
-		{name: "replay interrupted", args: with(replaySmall, "--sessions", "1000", "--max-concurrency", "4", "--out", "OUT"), interruptAt: "replay.csv", want: exitInterrupted},
+		{name: "replay interrupted", args: with(replaySmall, "--sessions", "1000", "--max-concurrency", "4", "--out", "OUT"), interruptAt: "replay.csv", want: exitInterrupted, keeps: "replay_run.csv"},
 		{name: "knee ok", args: with([]string{"knee", "--capacity-blocks", "10,40", "--out", "OUT"}, smallSessions...), want: exitOK},
 		{name: "knee bad input", args: []string{"knee", "--capacity-blocks", "0", "--out", "OUT"}, want: exitUsage},
 		{name: "trace ok", args: []string{"trace", "TRACE", "--out", "OUT"}, want: exitOK},
@@ -147,6 +150,12 @@ func TestExitCodes(t *testing.T) {
 			code, stderr := runExitCase(t, tc, args, env, out)
 			if code != tc.want {
 				t.Errorf("kvtier %s: exit %d, want %d; stderr:\n%s", strings.Join(args, " "), code, tc.want, stderr)
+			}
+			if tc.keeps != "" {
+				tab, err := results.ReadTable(filepath.Join(out, tc.keeps))
+				if err != nil || len(tab.Rows) != 1 || !strings.Contains(tab.Rows[0].Get(results.ColNote), "interrupted after") {
+					t.Errorf("%s after the interruption: want one row noting it (%v)", tc.keeps, err)
+				}
 			}
 			if tc.want == exitUsage && strings.Count(strings.TrimSpace(stderr), "\n") > 0 && !strings.HasPrefix(tc.args[0], "probe") {
 				t.Errorf("bad input said in more than one line:\n%s", stderr)

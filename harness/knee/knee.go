@@ -106,7 +106,7 @@ func Run(ctx context.Context, cfg Config, w *replayer.Workload, s Sinks) error {
 	for i, blocks := range cfg.Capacities {
 		pr.Begin(fmt.Sprintf("%d GPU blocks", blocks))
 		row, err := measure(ctx, cfg, w, s, i, blocks, ws)
-		pr.End(outcome(row))
+		pr.End(outcome(row, err))
 		if errors.Is(err, errNoPool) {
 			return refuse(cfg, s, i, ws, err)
 		}
@@ -120,15 +120,22 @@ func Run(ctx context.Context, cfg Config, w *replayer.Workload, s Sinks) error {
 	return nil
 }
 
-// outcome is what a capacity row says in the run's progress.
-func outcome(row results.Row) string {
-	switch row.Status {
-	case results.StatusError:
+// outcome is what a capacity's row, or the error that stopped it, says
+// in the run's progress: "replayed" only when requests were answered.
+func outcome(row results.Row, err error) string {
+	switch {
+	case errors.Is(err, errNoPool):
+		return "refused: " + err.Error()
+	case err != nil:
+		return "stopped: " + err.Error()
+	case row.Status == results.StatusError:
 		return "failed: " + row.Reason
-	case results.StatusSkipped:
+	case row.Status == results.StatusSkipped:
 		return "skipped: " + row.Reason
+	case row.Get("ok") == "" || row.Get("ok") == "0":
+		return "nothing replayed: no request was answered"
 	}
-	return "replayed"
+	return fmt.Sprintf("replayed: %s of %s requests answered", row.Get("ok"), row.Get("requests"))
 }
 
 // measure runs the workload against a server of blocks GPU blocks and

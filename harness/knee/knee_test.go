@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/workload"
 )
@@ -190,4 +192,32 @@ func TestKneeEmbeddedSmall(t *testing.T) {
 			t.Errorf("realized APC %.3f %.3f %.3f (predicted at the working set %.3f)", a(0), a(1), a(2), capRows[1].Float("predicted_apc"))
 		}
 	})
+}
+
+// The progress says "replayed" only of a capacity whose requests were
+// answered: a refusal, an interruption or a run with none answered says
+// what happened instead.
+func TestOutcomeSaysWhatHappened(t *testing.T) {
+	t.Parallel()
+	ok := func(okN, reqs string) results.Row {
+		r := results.NewRow(Suite.Name)
+		r.Status = results.StatusOK
+		r.Set("ok", okN)
+		r.Set("requests", reqs)
+		return r
+	}
+	for _, tt := range []struct {
+		row  results.Row
+		err  error
+		want string
+	}{
+		{ok("6", "6"), nil, "replayed: 6 of 6 requests answered"},
+		{ok("0", "6"), nil, "nothing replayed"},
+		{results.NewRow(Suite.Name), &noPoolError{family: serving.Family{Name: "ollama"}, why: "no pool"}, "refused: no KV capacity to sweep"},
+		{results.NewRow(Suite.Name), context.Canceled, "stopped: context canceled"},
+	} {
+		if got := outcome(tt.row, tt.err); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("outcome(%v, %v) = %q, want %q", tt.row.Extra, tt.err, got, tt.want)
+		}
+	}
 }

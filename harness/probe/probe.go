@@ -515,7 +515,7 @@ func (p *Prober) timings(row *results.Row, s *serving.Stream, chat bool) {
 	}
 	row.Set(results.ColTTFT, s.TTFT.Seconds())
 	row.Set("e2e_s", s.E2E.Seconds())
-	if tpot, ok := s.TPOT(chat); ok {
+	if tpot, why := s.TPOT(chat); why == "" {
 		row.Set("tpot_s", tpot.Seconds())
 	}
 	if itl := s.ITL(); len(itl) > 0 {

@@ -94,11 +94,17 @@ func replayInto(ctx context.Context, c *cli.Call, out *harness.Output, f *replay
 	pr.Plan(1)
 	pr.Begin(fmt.Sprintf("%d requests of %s", len(w.Requests), w.Name))
 	sum, rerr := rp.Run(ctx, reqs, nil)
-	pr.End("")
+	sum.SetWorkingSet(ws)
 	if ctx.Err() != nil {
+		// Interrupted: the run row covers the requests answered so far.
+		sum.Interrupted(len(w.Requests))
+		pr.End(fmt.Sprintf("interrupted: %d of %d requests answered", sum.Requests, len(w.Requests)))
+		if err := runs.Write(sum.Row(Suite.Name)); err != nil {
+			return err
+		}
 		return rerr
 	}
-	sum.SetWorkingSet(ws)
+	pr.End("")
 	if err := runs.Write(sum.Row(Suite.Name)); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
+	"github.com/kvtier/kvtier/units"
 )
 
 // Cost sources, as every predicted figure is labelled.
@@ -249,11 +250,21 @@ func (c *PlanCosts) fromProbe(rows []results.Row) {
 			pc.Points = append(pc.Points, [2]float64{L, Summarize(ys).P50})
 		}
 		sort.Slice(pc.Points, func(i, j int) bool { return pc.Points[i][0] < pc.Points[j][0] })
-		pc.Growth = growthOf(pc.Points)
-		pc.Measured, pc.Config, pc.Source = true, "probe tier "+t.probe, SourceHTTPReal
+		pc.Config, pc.Source = "probe tier "+t.probe, SourceHTTPReal
 		if sim {
 			pc.Source = SourceSim
 		}
+		g, err := growthOf(pc.Points)
+		if err != nil {
+			pc.Reason = fmt.Sprintf("%s (measured at L = %s)", err, pointLengths(pc.Points))
+			if len(pc.Points) < 2 {
+				pc.Reason = fmt.Sprintf("measured at one prefix length only (%s): a cost needs a fit over at least two, so no TTFT is predicted from it; %s",
+					pointLengths(pc.Points), WhatToRun)
+			}
+			c.Tiers = append(c.Tiers, pc)
+			continue
+		}
+		pc.Growth, pc.Measured = g, true
 		c.Tiers = append(c.Tiers, pc)
 	}
 }
@@ -326,7 +337,11 @@ func (c *PlanCosts) Source() string {
 // has no cost. From a probe, load is NaN (HTTP TTFT does not separate it)
 // and TTFT mixes the tiers' TTFT at the hit length by their share of the
 // hit, plus the miss TTFT's growth from the hit length to the input.
+// Past ExtrapolationLimit both are NaN (PastLimit).
 func (c *PlanCosts) Predict(served map[string]int64, input int64) (load, ttft float64) {
+	if c.PastLimit(served, input) {
+		return math.NaN(), math.NaN()
+	}
 	missing := false
 	for _, t := range planTiers() {
 		if served[t.plan] > 0 && !c.Has(t.plan) {
@@ -374,47 +389,76 @@ func (c *PlanCosts) probeTTFT(served map[string]int64, input int64) float64 {
 	return ttft
 }
 
-// Extrapolated reports whether the prediction for a request of input
-// tokens served served[tier] tokens per tier reads a cost past the
-// longest prefix it was measured at: a fetch of more tokens than the
-// tier's sweep moved, a recompute or a probe TTFT at a longer L.
-func (c *PlanCosts) Extrapolated(served map[string]int64, input int64) bool {
+// WhatToRun says how to measure costs a plan can fit.
+const WhatToRun = "run kvtier probe --prefix at lengths covering the trace's (e.g. --prefix 4k,16k,32k,64k), or kvtier plan --sim"
+
+// ExtrapolationLimit is how far past the longest prefix length a cost
+// was measured at the plan reads it: up to this multiple, along the form
+// the fit has (prefill's C + A·L + B·L², a fetch's α + bytes/rate);
+// past it a request is counted, not predicted.
+const ExtrapolationLimit = 2.0
+
+// reach returns how far the prediction for a request of input tokens
+// served served[tier] tokens per tier reads its costs, as a multiple of
+// the longest prefix each was measured at: above 1 is extrapolated. A
+// sweep's fetch moves the tier's tokens; the recompute of the tail
+// attends to the whole input; a probe's hit TTFT is read at the hit
+// length.
+func (c *PlanCosts) reach(served map[string]int64, input int64) float64 {
 	hit := input - served[recomputed()]
+	r := 0.0
 	for _, t := range planTiers() {
 		n := served[t.plan]
 		tc := c.tier(t.plan)
 		if n <= 0 || tc == nil {
 			continue
 		}
-		L := float64(n) // a sweep's fetch moves the tier's tokens
+		L := float64(n)
 		switch {
 		case t.plan == recomputed():
-			L = float64(input) // the recompute of the tail attends to the whole input
+			L = float64(input)
 		case c.probe:
-			L = float64(hit) // the probe's hit TTFT at the hit length
+			L = float64(hit)
 		}
-		if L > tc.MaxL() {
-			return true
-		}
+		r = max(r, L/tc.MaxL())
 	}
-	return false
+	return r
 }
 
-// growthOf fits a probe tier's TTFT points; one length only gives a
-// constant, said as a problem.
-func growthOf(pts [][2]float64) *Growth {
+// Extrapolated reports whether the prediction for a request of input
+// tokens served served[tier] tokens per tier reads a cost past the
+// longest prefix it was measured at: a fetch of more tokens than the
+// tier's sweep moved, a recompute or a probe TTFT at a longer L.
+func (c *PlanCosts) Extrapolated(served map[string]int64, input int64) bool {
+	return c.reach(served, input) > 1
+}
+
+// PastLimit reports whether that prediction would read a cost past
+// ExtrapolationLimit times the longest prefix it was measured at:
+// Predict gives no figure for it.
+func (c *PlanCosts) PastLimit(served map[string]int64, input int64) bool {
+	return c.reach(served, input) > ExtrapolationLimit
+}
+
+// pointLengths lists the prefix lengths of a probe tier's points.
+func pointLengths(pts [][2]float64) string {
+	var ls []string
+	for _, p := range pts {
+		ls = append(ls, units.FormatTokens(int64(p[0])))
+	}
+	return strings.Join(ls, ", ")
+}
+
+// growthOf fits a probe tier's TTFT points; with fewer than two
+// lengths there is no fit, and no cost.
+func growthOf(pts [][2]float64) (*Growth, error) {
 	ls, ys := make([]float64, len(pts)), make([]float64, len(pts))
 	for i, p := range pts {
 		ls[i], ys[i] = p[0], p[1]
 	}
 	g, err := FitGrowth(ls, ys)
 	if err != nil {
-		mean := 0.0
-		for _, y := range ys {
-			mean += y / float64(len(ys))
-		}
-		g = Growth{C: max(mean, 0), N: len(pts), MinL: pts[0][0], MaxL: pts[len(pts)-1][0],
-			Problems: []string{"no fit (" + err.Error() + "): the mean TTFT, constant in L"}}
+		return nil, fmt.Errorf("no fit: %w", err)
 	}
-	return &g
+	return &g, nil
 }

@@ -229,3 +229,45 @@ func TestPlanStoreCosts(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRefusesOneLength: the quick start's probe (one prefix length)
+// gives no cost to predict TTFT from, and says what to run; the miss
+// cost is not a constant that makes a hit's tail free.
+func TestPlanRefusesOneLength(t *testing.T) {
+	t.Parallel()
+	miss := func(L float64) float64 { return 4.6 * L / 32768 }
+	hit := func(L float64) float64 { return 0.108 }
+	c, err := loadCosts(probeRun(map[string]func(float64) float64{"miss": miss, "gpu": hit, "cpu": hit}, 32768))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range c.Tiers {
+		if tc.Tier == "recompute" && (tc.Measured || !strings.Contains(tc.Reason, "one prefix length only (32k)") || !strings.Contains(tc.Reason, "kvtier plan --sim")) {
+			t.Errorf("recompute: measured %v, reason %q", tc.Measured, tc.Reason)
+		}
+	}
+	if _, ttft := c.Predict(map[string]int64{"hbm": 512, "recompute": 30000}, 30512); !math.IsNaN(ttft) {
+		t.Errorf("TTFT %g predicted from one length", ttft)
+	}
+}
+
+// TestPlanStopsAtTheLimit: past twice the longest length measured a
+// request is not predicted.
+func TestPlanStopsAtTheLimit(t *testing.T) {
+	t.Parallel()
+	truth := func(L float64) float64 { return 0.08 + 1.6e-4*L + 1.7e-9*L*L }
+	c, err := loadCosts(probeRun(map[string]func(float64) float64{"miss": truth, "gpu": truth}, 8192, 16384))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		L    int64
+		past bool
+	}{{30000, false}, {32768, false}, {40000, true}} {
+		served := map[string]int64{"recompute": tc.L}
+		_, ttft := c.Predict(served, tc.L)
+		if c.PastLimit(served, tc.L) != tc.past || math.IsNaN(ttft) != tc.past {
+			t.Errorf("L %d: past limit %v, TTFT %g; want past %v", tc.L, c.PastLimit(served, tc.L), ttft, tc.past)
+		}
+	}
+}

@@ -88,8 +88,8 @@ func planHeadline(runs []*analysis.Run) (string, string) {
 		better = func(a, b results.Row) bool { return ttft(a) < ttft(b) }
 	} else {
 		best := extreme(rows, hit, 1)
-		lead = fmt.Sprintf("TTFT not predicted (no measured cost for %s); the smallest configuration within 1 point of the best predicted prefix hit (%s)",
-			strings.ReplaceAll(OrDash(rows[0].Get(results.ColMissing)), ";", ", "), FmtShare(best))
+		lead = fmt.Sprintf("TTFT not predicted (no usable cost for %s%s); the smallest configuration within 1 point of the best predicted prefix hit (%s)",
+			strings.ReplaceAll(OrDash(rows[0].Get(results.ColMissing)), ";", ", "), missingWhy(runs), FmtShare(best))
 		within = func(r results.Row) bool { return hit(r) >= best-0.01 }
 		better = func(a, b results.Row) bool { return hit(a) > hit(b) }
 	}
@@ -110,7 +110,38 @@ func planHeadline(runs []*analysis.Run) (string, string) {
 	if v := ttft(pick); !math.IsNaN(v) {
 		what = "TTFT p90 " + FmtSec(v) + ", " + what
 	}
-	return fmt.Sprintf("%s is %s: %s.", lead, strings.Join(caps, ", "), what), ""
+	return fmt.Sprintf("%s is %s: %s (%s).", lead, strings.Join(caps, ", "), what, planProvenance(pick)), ""
+}
+
+// planProvenance says what a plan row's figures rest on: the LRU model,
+// the costs' source and directory (a mix said as one), and how much of
+// the prediction is extrapolated or past the limit.
+func planProvenance(r results.Row) string {
+	src := OrDash(r.Get(results.ColCostSource))
+	if strings.Contains(src, " + ") {
+		src = "mixed sources: " + src
+	}
+	s := fmt.Sprintf("predicted by the LRU model from %s costs in `%s`", src, r.Get(results.ColCosts))
+	if x := r.Float(results.ColExtrapolated); x > 0 {
+		s += fmt.Sprintf("; %s of the requests extrapolated past the longest prefix measured, up to %g×", FmtShare(x), analysis.ExtrapolationLimit)
+	}
+	if x := r.Float(results.ColPastLimit); x > 0 {
+		s += fmt.Sprintf("; %s past that, counted, not predicted", FmtShare(x))
+	}
+	return s
+}
+
+// missingWhy is why the plan's costs could not be used, from
+// plan_costs.csv: the first reason given, after a colon; "" when none.
+func missingWhy(runs []*analysis.Run) string {
+	for _, run := range runs {
+		for _, r := range run.FileWith("plan", results.ColAlpha) {
+			if r.Get(results.ColMeasured) != "true" && r.Reason != "" && r.Get(results.ColSource) != "" {
+				return ": " + r.Tier + " " + r.Reason
+			}
+		}
+	}
+	return ""
 }
 
 // extreme returns the largest (sign 1) or smallest (sign -1) finite

@@ -256,7 +256,10 @@ func WritePlan(w io.Writer, run *analysis.Run) {
 		cells = append(cells, load...)
 		extrap := ""
 		if x := r.Float(results.ColExtrapolated); x > 0 {
-			extrap = " " + t.Note(fmt.Sprintf("extrapolated: %s of the requests are predicted from a cost past the longest prefix it was measured at (plan_costs.csv max_tokens)", FmtShare(x)))
+			extrap = " " + t.Note(fmt.Sprintf("extrapolated: %s of the requests are predicted from a cost past the longest prefix it was measured at (plan_costs.csv max_tokens), along the fit's form, up to %g× that length", FmtShare(x), analysis.ExtrapolationLimit))
+		}
+		if x := r.Float(results.ColPastLimit); x > 0 {
+			extrap += " " + t.Note(fmt.Sprintf("%s of the requests need a cost past %g× the longest prefix measured: counted, not predicted, left out of these percentiles", FmtShare(x), analysis.ExtrapolationLimit))
 		}
 		for _, s := range []string{"mean", "p50", "p90", "p99"} {
 			v := r.Float("ttft_" + s + "_s")
@@ -342,33 +345,71 @@ func storeCell(t *Table, r results.Row) string {
 	return FmtSec(r.Float(results.ColStoreAlpha)) + " + " + Sig(rate/1e9) + " GB/s"
 }
 
-// writePlanCosts lists the cost of every plan tier, or why it is missing.
+// writePlanCosts lists the cost of every plan tier, or why it is
+// missing: the fit's form, intercept, rate or coefficients, R² and the
+// range of prefix lengths measured, and its source.
 func writePlanCosts(w io.Writer, rows []results.Row) {
 	if len(rows) == 0 {
 		return
 	}
-	t := NewTable("tier", "cost", "source", "measured configuration", "α", "rate", "store")
+	t := NewTable("tier", "cost", "source", "measured configuration", "intercept", "rate / coefficients", "R²", "measured L", "store")
 	var missing []string
 	for _, r := range rows {
 		if r.Get(results.ColMeasured) != "true" {
-			t.Add(r.Tier, t.Dash(r.Reason), Dash, Dash, Dash, Dash, storeCell(t, r))
+			t.Add(r.Tier, t.Dash(r.Reason), OrDash(r.Get(results.ColSource)), Dash, Dash, Dash, Dash, measuredRange(r), storeCell(t, r))
 			missing = append(missing, r.Tier)
 			continue
 		}
-		rate := Sig(r.Float(results.ColRate)/1e9) + " GB/s"
-		if r.Get(results.ColRateUnit) == "FLOP/s" {
-			rate = Sig(r.Float(results.ColRate)/1e12) + " TFLOP/s"
-		}
-		if math.IsNaN(r.Float(results.ColRate)) {
-			rate = t.Dash("probe TTFT fitted, no rate")
-		}
 		alpha := FitAlpha(t, r.Float(results.ColAlpha), r.Get(results.ColFitProblem))
-		t.Add(r.Tier, r.Get(results.ColFormula), r.Get(results.ColSource), r.Get(results.ColConfig), alpha, rate, storeCell(t, r))
+		t.Add(r.Tier, r.Get(results.ColFormula), r.Get(results.ColSource), r.Get(results.ColConfig), alpha, rateCell(r),
+			OrDash(fixed3(r.Float("r2"))), measuredRange(r), storeCell(t, r))
 	}
 	t.Write(w)
 	if len(missing) > 0 {
 		fmt.Fprintf(w, "Missing tier costs: %s. They are not filled in: a configuration that needs one has no predicted TTFT.\n\n", strings.Join(missing, ", "))
 	}
+}
+
+// rateCell is a plan cost's rate (α + bytes/rate, α + FLOPs/rate) or its
+// growth coefficients (C + A·L + B·L²).
+func rateCell(r results.Row) string {
+	if rate := r.Float(results.ColRate); !math.IsNaN(rate) {
+		if r.Get(results.ColRateUnit) == "FLOP/s" {
+			return Sig(rate/1e12) + " TFLOP/s"
+		}
+		return Sig(rate/1e9) + " GB/s"
+	}
+	return fmt.Sprintf("A %s s/token, B %s s/token²", sci(r.Float(results.ColLinear)), sci(r.Float(results.ColQuadratic)))
+}
+
+// sci renders a coefficient with three significant digits, "0" for 0.
+func sci(x float64) string {
+	if x == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+// fixed3 renders an R² with three decimals, "" for NaN.
+func fixed3(x float64) string {
+	if math.IsNaN(x) {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'f', 3, 64)
+}
+
+// measuredRange is the prefix lengths a cost was measured over, with the
+// count of points.
+func measuredRange(r results.Row) string {
+	lo, hi := r.Float("min_tokens"), r.Float("max_tokens")
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return Dash
+	}
+	s := FmtTokens(int64(lo))
+	if hi != lo {
+		s += "–" + FmtTokens(int64(hi))
+	}
+	return s + " (" + r.Get("n") + " points)"
 }
 
 // fmtCapacity renders a capacity cell of plan.csv: bytes or "inf".

@@ -51,6 +51,9 @@ type CostModel interface {
 	// Extrapolated reports whether that prediction reads a cost past the
 	// longest prefix it was measured at.
 	Extrapolated(served map[string]int64, input int64) bool
+	// PastLimit reports whether it would read a cost past the limit the
+	// model extrapolates to: the request is counted, not predicted.
+	PastLimit(served map[string]int64, input int64) bool
 	// Store returns the measured cost of storing into a tier, a fixed
 	// cost per store and its bandwidth in bytes/s; ok is false where the
 	// tier's store was not measured.
@@ -105,6 +108,7 @@ type planEval struct {
 	load, ttft  []float32
 	usedMissing map[string]bool // tiers that served tokens with no cost
 	extrap      int             // requests predicted past the measured range
+	past        int             // requests past the extrapolation limit: counted, not predicted
 	// Per tier of Planner.caps: blocks written into it and the requests
 	// that wrote any (one store each).
 	writes, stores []int64
@@ -191,12 +195,7 @@ func (p *Planner) Observe(r *workload.Request, h *workload.Hits) {
 			}
 		}
 		e.input += int64(h.Input)
-		load, ttft := p.o.Costs.Predict(p.served, int64(h.Input))
-		if p.o.Costs.Extrapolated(p.served, int64(h.Input)) {
-			e.extrap++
-		}
-		e.load = append(e.load, float32(load))
-		e.ttft = append(e.ttft, float32(ttft))
+		p.predict(e, int64(h.Input))
 		p.countWrites(e, caps, h)
 	}
 	if p.requests == 0 {
@@ -209,6 +208,21 @@ func (p *Planner) Observe(r *workload.Request, h *workload.Hits) {
 			p.distinct++
 		}
 	}
+}
+
+// predict adds the predicted load and TTFT of a request of input tokens
+// served p.served to e, or counts it past the extrapolation limit.
+func (p *Planner) predict(e *planEval, input int64) {
+	if p.o.Costs.PastLimit(p.served, input) {
+		e.past++
+		return
+	}
+	load, ttft := p.o.Costs.Predict(p.served, input)
+	if p.o.Costs.Extrapolated(p.served, input) {
+		e.extrap++
+	}
+	e.load = append(e.load, float32(load))
+	e.ttft = append(e.ttft, float32(ttft))
 }
 
 // countWrites adds the blocks the request writes into each tier under
@@ -273,6 +287,9 @@ type PlanResult struct {
 	// Extrapolated is the share of requests whose prediction reads a
 	// cost past the longest prefix it was measured at.
 	Extrapolated float64
+	// PastLimit is the share of requests past the extrapolation limit:
+	// counted, left out of Load and TTFT.
+	PastLimit float64
 	// Writes are the required write rates of the tiers that hold blocks
 	// (Tiers but the last) against their measured stores.
 	Writes []TierWrites
@@ -315,8 +332,8 @@ func (p *Planner) Results() []PlanResult {
 				r.TTFTMissing = append(r.TTFTMissing, t)
 			}
 		}
-		if n := len(e.load); n > 0 {
-			r.Extrapolated = float64(e.extrap) / float64(n)
+		if n := len(e.load) + e.past; n > 0 {
+			r.Extrapolated, r.PastLimit = float64(e.extrap)/float64(n), float64(e.past)/float64(n)
 		}
 		r.Writes = p.writes(e)
 		r.Load = describe32(e.load)
@@ -397,7 +414,8 @@ var PlanColumns = slices.Concat(
 		results.Float(results.ColTTFTP90, "s", "predicted TTFT: p90"),
 		results.Float(results.ColTTFTP99, "s", "predicted TTFT: p99"),
 		results.Text(results.ColMissing, "tiers with no measured cost that this configuration needs: TTFT not predicted"),
-		results.Float(results.ColExtrapolated, "fraction", "share of requests predicted from a cost past the longest prefix it was measured at"),
+		results.Float(results.ColExtrapolated, "fraction", "share of requests predicted from a cost past the longest prefix it was measured at (up to the limit)"),
+		results.Float(results.ColPastLimit, "fraction", "share of requests past the extrapolation limit (twice the longest prefix measured): counted, not predicted, left out of load_* and ttft_*"),
 	},
 	perTier(CapacityTiers, "write_%s_Bps", func(t string) results.Column {
 		return results.Float("", "B/s", "bytes/s "+t+" must absorb")
@@ -433,7 +451,9 @@ var PlanCostColumns = []results.Column{
 	results.Text(results.ColSource, "GPU measured | host stand-in | simulated"),
 	results.Text(results.ColConfig, "the measured configuration the cost is fitted to"),
 	results.Text(results.ColFormula, "the cost model the tier was fitted with"),
-	results.Float(results.ColAlpha, "s", "the fit's fixed cost"),
+	results.Float(results.ColAlpha, "s", "the fit's intercept (its fixed cost: α of α + bytes/rate, C of C + A·L + B·L²)"),
+	results.Float(results.ColLinear, "s/token", "C + A·L + B·L²: A, the cost per token (projections, MLP, a copy)"),
+	results.Float(results.ColQuadratic, "s/token²", "C + A·L + B·L²: B, attention's cost per token pair"),
 	results.Float(results.ColRate, "", "the fit's rate, in rate_unit"),
 	results.Text(results.ColRateUnit, "B/s | FLOP/s"),
 	results.Float("r2", "", "the fit's R²"),
@@ -487,6 +507,7 @@ func PlanRows(res *Result, plan []PlanResult, costsDir string) []results.Row {
 		r.Set(results.ColLoadExcludes, strings.Join(p.LoadMissing, ";"))
 		r.Set(results.ColMissing, strings.Join(p.TTFTMissing, ";"))
 		r.Set(results.ColExtrapolated, p.Extrapolated)
+		r.Set(results.ColPastLimit, p.PastLimit)
 		setWrites(&r, p)
 		if len(p.TTFTMissing) > 0 {
 			r.Reason = "TTFT not predicted: no measured cost for " + strings.Join(p.TTFTMissing, ", ")

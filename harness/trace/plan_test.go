@@ -22,6 +22,9 @@ func (f fakeCosts) Store(tier string) (float64, float64, bool) { return 1, 100, 
 
 // Extrapolated: the fake's costs were measured up to 30 tokens.
 func (f fakeCosts) Extrapolated(_ map[string]int64, input int64) bool { return input > 30 }
+
+// PastLimit: the fake extrapolates up to 60 tokens.
+func (f fakeCosts) PastLimit(_ map[string]int64, input int64) bool { return input > 60 }
 func (f fakeCosts) Predict(served map[string]int64, input int64) (float64, float64) {
 	rate := map[string]float64{"hbm": 0.5, "dram": 1, "disk": 2, "remote": 3}
 	var load float64
@@ -232,5 +235,26 @@ func TestPlanRoundsToBlocks(t *testing.T) {
 	}
 	if p.blocks[1][0] != 2 || p.blocks[1][1] != 3 {
 		t.Errorf("blocks %v, want 2 and 3", p.blocks[1])
+	}
+}
+
+// A request past the costs' extrapolation limit is counted, not
+// predicted: it stays out of the TTFT percentiles.
+func TestPlanCountsPastLimit(t *testing.T) {
+	t.Parallel()
+	p, err := NewPlanner(PlanOptions{Configs: []Config{{"hbm": 0, "dram": 1000}}, BlockBytes: 100, Costs: fakeCosts{PlanTiers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{2, 4, 8} { // 20, 40 and 80 tokens: inside, extrapolated, past 60
+		h := &Hits{Input: 10 * n}
+		for range n {
+			h.Dist, h.Lead, h.Tokens = append(h.Dist, Inf), append(h.Lead, Inf), append(h.Tokens, 10)
+		}
+		p.Observe(&Request{Input: 10 * n}, h)
+	}
+	r := p.Results()[0]
+	if r.PastLimit != 1.0/3 || r.Extrapolated != 1.0/3 || r.TTFT.N != 2 || r.TTFT.Max != 400 {
+		t.Errorf("past %g extrapolated %g, TTFT %+v; want 1/3, 1/3 and two requests up to 400 s", r.PastLimit, r.Extrapolated, r.TTFT)
 	}
 }

@@ -222,6 +222,12 @@ func costRows(c *analysis.PlanCosts) []results.Row {
 		}
 		if !t.Measured {
 			r.Reason = t.Reason
+			if len(t.Points) > 0 {
+				r.Set("source", t.Source)
+				r.Set("n", len(t.Points))
+				r.Set("min_tokens", int64(t.Points[0][0]))
+				r.Set("max_tokens", int64(t.Points[len(t.Points)-1][0]))
+			}
 			rows = append(rows, r)
 			continue
 		}
@@ -238,6 +244,8 @@ func costRows(c *analysis.PlanCosts) []results.Row {
 			r.Set("max_tokens", f.MaxL)
 		} else if g := t.Growth; g != nil {
 			r.Set("alpha_s", g.C)
+			r.Set(results.ColLinear, g.A)
+			r.Set(results.ColQuadratic, g.B)
 			r.Set("rate", math.NaN())
 			r.Set("r2", g.R2)
 			r.Set("n", len(t.Points))

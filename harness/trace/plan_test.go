@@ -247,11 +247,11 @@ func TestPlanCountsPastLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []int{2, 4, 8} { // 20, 40 and 80 tokens: inside, extrapolated, past 60
-		h := &Hits{Input: 10 * n}
+		h := &workload.Hits{Input: 10 * n}
 		for range n {
-			h.Dist, h.Lead, h.Tokens = append(h.Dist, Inf), append(h.Lead, Inf), append(h.Tokens, 10)
+			h.Dist, h.Lead, h.Tokens = append(h.Dist, workload.Inf), append(h.Lead, workload.Inf), append(h.Tokens, 10)
 		}
-		p.Observe(&Request{Input: 10 * n}, h)
+		p.Observe(&workload.Request{Input: 10 * n}, h)
 	}
 	r := p.Results()[0]
 	if r.PastLimit != 1.0/3 || r.Extrapolated != 1.0/3 || r.TTFT.N != 2 || r.TTFT.Max != 400 {

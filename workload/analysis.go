@@ -137,11 +137,10 @@ func (a *Analyzer) ceilings(res *Analysis) {
 		anyHit += g.anyHit
 		intraCeil += g.intraCeil
 		intraHit += g.intraHit
-		for b, t := range g.crossHit {
-			if int(g.sessions[b]) >= a.o.SharedSessions {
-				shared += t
-			}
-		}
+		shared += g.refs.shared(a.o.SharedSessions)
+	}
+	if a.exact != nil {
+		shared += a.exact.sets.shared(a.o.SharedSessions)
 	}
 	share := 0.0
 	if a.input > 0 && sampled > 0 {

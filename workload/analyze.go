@@ -136,9 +136,9 @@ type Analyzer struct {
 	first, last     float64
 	windows         []*workingSet
 	routeSeed       uint64
-	member          []int               // per block of the current request: its group, memberExact or memberNone
-	opening         map[uint64]struct{} // under SHARDS: hash ids that opened a request, tracked exactly
-	sampleKey       uint64              // mixed into every hash id before sampling: the seed's draw
+	member          []int        // per block of the current request: its group, memberExact or memberNone
+	exact           *exactBlocks // under SHARDS: the hash ids that opened a request, tracked exactly
+	sampleKey       uint64       // mixed into every hash id before sampling: the seed's draw
 }
 
 // NewAnalyzer returns an Analyzer for the options.
@@ -165,7 +165,7 @@ func NewAnalyzer(o AnalyzeOptions) (*Analyzer, error) {
 	if o.Sample > 0 && o.Sample < 1 {
 		a.sampled, n = true, shardsGroups
 		a.threshold = uint64(math.Ceil(o.Sample * (1 << 24)))
-		a.opening = map[uint64]struct{}{}
+		a.exact = &exactBlocks{sets: newSessionSets()}
 	}
 	for range n {
 		a.groups = append(a.groups, newGroup(o, a.rate()))
@@ -206,30 +206,31 @@ const (
 // draw caught it, and no spread of the sub-samples could show that.
 func (a *Analyzer) classify(r *Request) {
 	a.member = a.member[:0]
+	if a.exact != nil {
+		a.exact.start()
+	}
 	for k, h := range r.Hashes {
-		m := a.groupOf(h)
-		if a.sampled {
-			if k == 0 {
-				a.opening[h] = struct{}{}
-			}
-			if _, ok := a.opening[h]; ok {
-				m = memberExact
-			}
+		mixed := a.mixed(h)
+		m := a.groupOf(mixed)
+		if a.exact != nil && a.exact.classify(h, mixed, k == 0, r.Session) {
+			m = memberExact
 		}
 		a.member = append(a.member, m)
 	}
 }
 
-// groupOf returns the group block hash h is sampled into, -1 for none.
-// The hash id is mixed with a key drawn from the seed, so every id
-// (id 0 included) is sampled with the same probability and another seed
-// draws another sample; the top 24 bits of the mix decide whether it is
-// sampled, the low 3 bits its group.
-func (a *Analyzer) groupOf(h uint64) int {
+// mixed returns hash id h mixed with a key drawn from the seed, so every
+// id (id 0 included) is sampled with the same probability and another
+// seed draws another sample.
+func (a *Analyzer) mixed(h uint64) uint64 { return mix(h ^ a.sampleKey) }
+
+// groupOf returns the group the block of mixed hash m (a.mixed) is
+// sampled into, -1 for none: the top 24 bits of the mix decide whether
+// it is sampled, the low 3 bits its group.
+func (a *Analyzer) groupOf(m uint64) int {
 	if !a.sampled {
 		return 0
 	}
-	m := mix(h ^ a.sampleKey)
 	if m>>40 >= a.threshold {
 		return memberNone
 	}
@@ -257,7 +258,7 @@ func (a *Analyzer) Add(r *Request) error {
 	a.classify(r)
 	for gi, g := range a.groups {
 		g.collect(r, a.member, gi)
-		g.ceiling(r.Session, a.sessioned)
+		g.ceiling(r.Session, a.sessioned, a.exact)
 		for ni, n := range a.o.Instances {
 			inst := a.route(r, n)
 			g.lookup(ni, inst)
@@ -265,7 +266,10 @@ func (a *Analyzer) Add(r *Request) error {
 				a.hits.fill(r, g)
 			}
 		}
-		g.touch(r, a.o, a.sessioned, a.instancesOf(r))
+		g.touch(r, a.o, a.sessioned, a.exact, a.instancesOf(r))
+	}
+	if a.exact != nil && a.sessioned {
+		a.exact.record(r.Session)
 	}
 	if a.o.OnRequest != nil {
 		a.o.OnRequest(r, &a.hits)

@@ -245,10 +245,12 @@ func TestStackCompaction(t *testing.T) {
 	// More references than the clock's first size, over few blocks, so
 	// the clock is compacted many times; distances must not change.
 	var s stack
+	w := window{w: 500}
 	ref := map[int32]int{} // block -> time of last touch
 	rng := rand.New(rand.NewPCG(3, 4))
 	for now := range 20000 {
-		// The distinct blocks referenced since reference number since.
+		// The distinct blocks referenced since time since (one reference
+		// per unit of time).
 		since := rng.IntN(now + 1)
 		want := 0
 		for _, l := range ref {
@@ -256,8 +258,14 @@ func TestStackCompaction(t *testing.T) {
 				want++
 			}
 		}
-		if got := s.since(int64(since)); got != int64(want) {
+		if got := s.since(float64(since)); got != int64(want) {
 			t.Fatalf("step %d: %d distinct blocks since reference %d, want %d", now, got, since, want)
+		}
+		// A window steps on from where it was, across compactions.
+		if now > 0 {
+			if got, want := w.blocks(&s, float64(now-1)), s.since(float64(now-1)-w.w); got != want {
+				t.Fatalf("step %d: window of %g holds %d blocks, want %d", now, w.w, got, want)
+			}
 		}
 		b := int32(rng.IntN(300))
 		if last, ok := ref[b]; ok {
@@ -273,6 +281,7 @@ func TestStackCompaction(t *testing.T) {
 		} else if d := s.distance(b); d != Inf {
 			t.Fatalf("unseen block %d: distance %d", b, d)
 		}
+		s.now = float64(now)
 		s.touch(b)
 		ref[b] = now
 	}

@@ -21,15 +21,8 @@ type group struct {
 	// any session and by the same session; the any-session hits split
 	// into intra-session and, per block, cross-session.
 	anyHit, intraCeil, intraHit float64
-	crossHit                    map[int32]float64
-	// The sessions that referenced each block: how many, the first of
-	// them, and, for a block two or more referenced, every (session,
-	// block) pair in pairs (session<<32 | block). Most blocks belong to
-	// one session, so pairs holds the shared ones only.
-	sessions  []int32
-	firstSess []int32
-	pairs     map[uint64]struct{}
-	windows   []*window
+	refs                        sessionSets // the sessions of the group's sampled blocks
+	windows                     []*window
 
 	// The current request's blocks in this group.
 	pos    []int     // position in the request
@@ -46,7 +39,7 @@ type group struct {
 const sampledUnit = 1 << 20
 
 func newGroup(o AnalyzeOptions, rate float64) *group {
-	g := &group{crossHit: map[int32]float64{}, pairs: map[uint64]struct{}{}, unit: 1, exactW: 1}
+	g := &group{refs: newSessionSets(), unit: 1, exactW: 1}
 	if rate < 1 {
 		g.unit = sampledUnit
 		g.exactW = max(1, int64(math.Round(rate*sampledUnit)))
@@ -97,8 +90,10 @@ func (g *group) collect(r *Request, member []int, gi int) {
 
 // ceiling adds the request's blocks to the infinite-cache figures: the
 // leading run of blocks seen before by anyone, split by whether the same
-// session saw them, and the leading run of blocks its session saw.
-func (g *group) ceiling(session int, sessioned bool) {
+// session saw them, and the leading run of blocks its session saw. x,
+// under SHARDS, says which of the request's blocks are tracked exactly
+// and whether the session saw them; nil in an exact analysis.
+func (g *group) ceiling(session int, sessioned bool, x *exactBlocks) {
 	intraRun := sessioned
 	for i, b := range g.idx {
 		if b < 0 {
@@ -109,44 +104,20 @@ func (g *group) ceiling(session int, sessioned bool) {
 		if !sessioned {
 			continue
 		}
-		mine := g.referenced(session, b)
+		refs, mine := &g.refs, false
+		if xb := x.at(g.pos[i]); xb >= 0 {
+			refs, b, mine = &x.sets, xb, x.mine[g.pos[i]]
+		} else {
+			mine = g.refs.referenced(session, b)
+		}
 		if mine {
 			g.intraHit += t
 		} else {
-			g.crossHit[b] += t
+			refs.crossHit[b] += t
 		}
 		intraRun = intraRun && mine
 		if intraRun {
 			g.intraCeil += t
-		}
-	}
-}
-
-func pairKey(session int, b int32) uint64 { return uint64(session)<<32 | uint64(uint32(b)) }
-
-// referenced reports whether session referenced block b before.
-func (g *group) referenced(session int, b int32) bool {
-	if g.sessions[b] == 1 {
-		return g.firstSess[b] == int32(session)
-	}
-	_, ok := g.pairs[pairKey(session, b)]
-	return ok
-}
-
-// addSession records that session referenced block b.
-func (g *group) addSession(session int, b int32) {
-	switch n := g.sessions[b]; {
-	case n == 0:
-		g.sessions[b], g.firstSess[b] = 1, int32(session)
-	case n == 1 && g.firstSess[b] == int32(session):
-	case n == 1:
-		g.pairs[pairKey(int(g.firstSess[b]), b)] = struct{}{}
-		g.pairs[pairKey(session, b)] = struct{}{}
-		g.sessions[b] = 2
-	default:
-		if _, ok := g.pairs[pairKey(session, b)]; !ok {
-			g.pairs[pairKey(session, b)] = struct{}{}
-			g.sessions[b]++
 		}
 	}
 }
@@ -183,7 +154,7 @@ func (g *group) lookup(ni, inst int) {
 
 // touch makes the request's blocks the most recently used in every cache
 // it went to and records them in the session and window sets.
-func (g *group) touch(r *Request, o AnalyzeOptions, sessioned bool, instance func(ni int) int) {
+func (g *group) touch(r *Request, o AnalyzeOptions, sessioned bool, x *exactBlocks, instance func(ni int) int) {
 	for i, b := range g.idx {
 		if b >= 0 {
 			continue
@@ -194,17 +165,14 @@ func (g *group) touch(r *Request, o AnalyzeOptions, sessioned bool, instance fun
 			continue
 		}
 		g.idx[i] = g.ids.add(h)
-		g.sessions = append(g.sessions, 0)
-		g.firstSess = append(g.firstSess, 0)
+		g.refs.grow(g.ids.len())
 		if g.weight[i] != g.unit {
 			g.exact++
 		}
 	}
-	for _, w := range g.windows {
-		w.arrive(r.Time, g.stacks[0][0].clock)
-	}
 	for ni := range g.stacks {
 		s := g.stacks[ni][instance(ni)]
+		s.now = r.Time
 		for j := range g.idx {
 			if o.Touch == TouchReverse {
 				j = len(g.idx) - 1 - j
@@ -213,8 +181,10 @@ func (g *group) touch(r *Request, o AnalyzeOptions, sessioned bool, instance fun
 		}
 	}
 	if sessioned {
-		for _, b := range g.idx {
-			g.addSession(r.Session, b)
+		for i, b := range g.idx {
+			if x.at(g.pos[i]) < 0 {
+				g.refs.add(r.Session, b)
+			}
 		}
 	}
 }

@@ -189,7 +189,7 @@ func TestSamplingHashHasNoFixedIDs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.groupOf(id) != memberNone {
+			if a.groupOf(a.mixed(id)) != memberNone {
 				n++
 			}
 		}

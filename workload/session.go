@@ -7,7 +7,7 @@ import "strconv"
 type sessions struct {
 	byKey    map[string]int     // session_id -> dense session
 	chats    map[string]chatRef // chat_id -> the request (Alibaba)
-	latest   map[int]chatRef    // dense session -> its latest request
+	latest   []chatRef          // dense session -> its latest request (index -1: none yet)
 	count    int
 	known    bool
 	dangling int
@@ -19,7 +19,7 @@ type chatRef struct {
 }
 
 func newSessions() sessions {
-	return sessions{byKey: map[string]int{}, chats: map[string]chatRef{}, latest: map[int]chatRef{}}
+	return sessions{byKey: map[string]int{}, chats: map[string]chatRef{}}
 }
 
 // resolve turns line l, the index-th request out, into a Request.
@@ -57,7 +57,7 @@ func (s *sessions) resolve(l *line, index, blockTokens int) *Request {
 			s.byKey[l.session] = id
 		}
 		r.Session = id
-		if prev, ok := s.latest[id]; ok && !hasParent {
+		if prev, ok := s.latestOf(id); ok && !hasParent {
 			parent, hasParent = prev, true
 		}
 	case hasParent:
@@ -77,6 +77,9 @@ func (s *sessions) resolve(l *line, index, blockTokens int) *Request {
 		s.chats[l.id] = ref
 	}
 	if l.session != "" {
+		for len(s.latest) <= r.Session {
+			s.latest = append(s.latest, chatRef{index: -1})
+		}
 		s.latest[r.Session] = ref
 	}
 	return r
@@ -85,4 +88,12 @@ func (s *sessions) resolve(l *line, index, blockTokens int) *Request {
 func (s *sessions) newSession() int {
 	s.count++
 	return s.count - 1
+}
+
+// latestOf returns the latest request of session id, if it has one.
+func (s *sessions) latestOf(id int) (chatRef, bool) {
+	if id >= len(s.latest) || s.latest[id].index < 0 {
+		return chatRef{}, false
+	}
+	return s.latest[id], true
 }

@@ -24,16 +24,18 @@ const Inf = math.MaxInt64
 // the blocks' latest references, so one stack mixes blocks sampled at
 // different rates.
 type stack struct {
-	last  []int32 // per block: its slot, -1 before its first reference
-	owner []int32 // per slot: the block whose last reference it is, or -1
-	tree  []int64 // Fenwick tree of weights over slots (1-based inside)
-	stamp []int64 // per slot: the reference count when it was taken
+	last  []int32   // per block: its slot, -1 before its first reference
+	owner []int32   // per slot: the block whose last reference it is, or -1
+	tree  []int64   // Fenwick tree of weights over slots (1-based inside)
+	when  []float64 // per slot: the arrival of the request that took it
 	// weight is per slot the weight of its reference; nil while every
 	// weight has been 1 (an exact analysis), which saves its memory.
 	weight []int64
-	next   int32 // the next free slot
-	live   int64 // weight of the distinct blocks referenced so far
-	clock  int64 // references so far
+	next   int32   // the next free slot
+	live   int64   // weight of the distinct blocks referenced so far
+	now    float64 // the arrival of the request whose blocks are touched
+	// compactions counts the compactions, which renumber the slots.
+	compactions int
 }
 
 const minSlots = 1024
@@ -93,25 +95,33 @@ func (s *stack) touchWeighted(b int32, w int64) {
 	slot := s.next
 	s.next++
 	s.owner[slot] = b
-	s.stamp[slot] = s.clock
+	s.when[slot] = s.now
 	if s.weight != nil {
 		s.weight[slot] = w
 	}
-	s.clock++
 	s.last[b] = slot
 	s.live += w
 	s.add(slot, w)
 }
 
-// since returns the number (weight) of distinct blocks referenced at or
-// after reference number ref: the top of the stack down to the first slot
-// stamped ref or later.
-func (s *stack) since(ref int64) int64 {
-	first, _ := slices.BinarySearch(s.stamp[:s.next], ref)
+// since returns the number (weight) of distinct blocks referenced by
+// requests that arrived at t or later: the top of the stack down to the
+// first slot taken at t or later.
+func (s *stack) since(t float64) int64 { return s.fromSlot(s.firstSince(t)) }
+
+// firstSince returns the first slot taken at t or later (s.next when
+// none).
+func (s *stack) firstSince(t float64) int32 {
+	first, _ := slices.BinarySearch(s.when[:s.next], t)
+	return int32(first)
+}
+
+// fromSlot returns the weight of the live slots from slot first on.
+func (s *stack) fromSlot(first int32) int64 {
 	if first == 0 {
 		return s.live
 	}
-	return s.live - s.prefix(int32(first-1))
+	return s.live - s.prefix(first-1)
 }
 
 // prefix returns the weight of the live slots at or before slot i.
@@ -138,7 +148,7 @@ func (s *stack) compact() {
 	n := int32(0)
 	for i, b := range s.owner[:s.next] {
 		if b >= 0 {
-			s.owner[n], s.stamp[n] = b, s.stamp[i]
+			s.owner[n], s.when[n] = b, s.when[i]
 			if s.weight != nil {
 				s.weight[n] = s.weight[i]
 			}
@@ -152,7 +162,7 @@ func (s *stack) compact() {
 			panic("trace: more than 1e9 distinct blocks in one LRU stack; use sampling")
 		}
 		s.owner = grown(s.owner[:n], size)
-		s.stamp = grown(s.stamp[:n], size)
+		s.when = grown(s.when[:n], size)
 		if s.weight != nil {
 			s.weight = grown(s.weight[:n], size)
 		}
@@ -162,6 +172,7 @@ func (s *stack) compact() {
 		s.owner[i] = -1
 	}
 	s.next = n
+	s.compactions++
 	clear(s.tree)
 	for i := int32(0); i < n; i++ {
 		s.tree[i+1] = s.weightAt(i)

@@ -2,39 +2,28 @@ package workload
 
 // A window follows the working set of one window length: the distinct
 // blocks referenced in the last w seconds, read off an LRU stack (they
-// are its top, down to the first slot taken in the window).
+// are its top, down to the first slot taken in the window). The stack
+// keeps each slot's time, so a window holds nothing per request.
 type window struct {
-	w      float64
-	starts []windowStart // requests still in the window, oldest first
-	head   int
-}
-
-// A windowStart is a request's arrival and the stack's reference count
-// before it.
-type windowStart struct {
-	t   float64
-	ref int64
-}
-
-// arrive records a request arriving at t (non-decreasing) whose first
-// reference will be number ref of the stack.
-func (w *window) arrive(t float64, ref int64) {
-	w.starts = append(w.starts, windowStart{t, ref})
+	w float64
+	// first is the stack's first slot taken in the window when the stack
+	// had been compacted compactions times; the window only moves on,
+	// so it is found by stepping from there.
+	first       int32
+	compactions int
 }
 
 // blocks returns the distinct blocks of s referenced in [t − w, t], in
-// the stack's weights.
+// the stack's weights; t is the latest request's arrival.
 func (w *window) blocks(s *stack, t float64) int64 {
-	for w.head < len(w.starts)-1 && w.starts[w.head].t < t-w.w {
-		w.head++
+	from := t - w.w
+	if w.compactions != s.compactions {
+		w.first, w.compactions = s.firstSince(from), s.compactions
 	}
-	// Reclaim the dropped prefix once it is half the queue.
-	if w.head > 1024 && w.head*2 > len(w.starts) {
-		n := copy(w.starts, w.starts[w.head:])
-		w.starts = w.starts[:n]
-		w.head = 0
+	for w.first < s.next && s.when[w.first] < from {
+		w.first++
 	}
-	return s.since(w.starts[w.head].ref)
+	return s.fromSlot(w.first)
 }
 
 // A WindowPoint is the working set of one window length at one time.

@@ -1,0 +1,128 @@
+package workload
+
+// sessionSets records, per dense block, the sessions that referenced it
+// and the tokens of its cross-session hits: how many sessions, the first
+// of them, and, for a block two or more referenced, every (session,
+// block) pair in pairs (session<<32 | block). Most blocks belong to one
+// session, so pairs holds the shared ones only.
+type sessionSets struct {
+	count    []int32 // per block: sessions that referenced it
+	first    []int32 // per block: the first of them
+	pairs    map[uint64]struct{}
+	crossHit map[int32]float64 // per block: tokens of its cross-session hits (sampled units)
+}
+
+func newSessionSets() sessionSets {
+	return sessionSets{pairs: map[uint64]struct{}{}, crossHit: map[int32]float64{}}
+}
+
+// grow makes room for blocks up to n−1.
+func (s *sessionSets) grow(n int) {
+	for len(s.count) < n {
+		s.count = append(s.count, 0)
+		s.first = append(s.first, 0)
+	}
+}
+
+func pairKey(session int, b int32) uint64 { return uint64(session)<<32 | uint64(uint32(b)) }
+
+// referenced reports whether session referenced block b before.
+func (s *sessionSets) referenced(session int, b int32) bool {
+	if s.count[b] == 1 {
+		return s.first[b] == int32(session)
+	}
+	_, ok := s.pairs[pairKey(session, b)]
+	return ok
+}
+
+// add records that session referenced block b.
+func (s *sessionSets) add(session int, b int32) {
+	switch n := s.count[b]; {
+	case n == 0:
+		s.count[b], s.first[b] = 1, int32(session)
+	case n == 1 && s.first[b] == int32(session):
+	case n == 1:
+		s.pairs[pairKey(int(s.first[b]), b)] = struct{}{}
+		s.pairs[pairKey(session, b)] = struct{}{}
+		s.count[b] = 2
+	default:
+		if _, ok := s.pairs[pairKey(session, b)]; !ok {
+			s.pairs[pairKey(session, b)] = struct{}{}
+			s.count[b]++
+		}
+	}
+}
+
+// shared returns the cross-session hit tokens of the blocks at least
+// min sessions referenced.
+func (s *sessionSets) shared(min int) float64 {
+	t := 0.0
+	for b, hit := range s.crossHit {
+		if int(s.count[b]) >= min {
+			t += hit
+		}
+	}
+	return t
+}
+
+// exactBlocks are, under SHARDS, the blocks tracked exactly (those that
+// opened a request), which every group holds: their sessions are
+// recorded once here rather than in every group.
+type exactBlocks struct {
+	ids blockIndex
+	// filter has a bit set for every id in ids (by the low bits of its
+	// mix), so most ids that are not are told without a lookup.
+	filter [1 << 10]uint64
+	sets   sessionSets
+	// Per position of the current request: the block's index in ids (-1
+	// for a sampled block) and whether its session referenced it before.
+	idx  []int32
+	mine []bool
+}
+
+// start begins a request.
+func (x *exactBlocks) start() { x.idx, x.mine = x.idx[:0], x.mine[:0] }
+
+// classify notes the request's next block, hash id h, and reports
+// whether it is tracked exactly: it opens the request (the request's
+// first block) or opened an earlier one. Whether the session saw it
+// before is looked up now, before any block of the request is recorded.
+func (x *exactBlocks) classify(h, mixed uint64, opens bool, session int) bool {
+	bit := mixed % (64 * uint64(len(x.filter)))
+	if !opens && x.filter[bit/64]&(1<<(bit%64)) == 0 {
+		x.idx = append(x.idx, -1)
+		x.mine = append(x.mine, false)
+		return false
+	}
+	b, seen := x.ids.get(h)
+	mine := seen && x.sets.referenced(session, b)
+	switch {
+	case !seen && opens:
+		x.filter[bit/64] |= 1 << (bit % 64)
+		b = x.ids.add(h)
+		x.sets.grow(x.ids.len())
+	case !seen:
+		b = -1
+	}
+	x.idx = append(x.idx, b)
+	x.mine = append(x.mine, mine)
+	return b >= 0
+}
+
+// record adds the request's exact blocks to their sessions.
+func (x *exactBlocks) record(session int) {
+	for _, b := range x.idx {
+		if b >= 0 {
+			x.sets.add(session, b)
+		}
+	}
+}
+
+// at returns the exact index of the request's block k, -1 when it is
+// sampled or x is nil (an exact analysis).
+func (x *exactBlocks) at(k int) int32 {
+	if x == nil {
+		return -1
+	}
+	return x.idx[k]
+}

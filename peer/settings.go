@@ -47,10 +47,29 @@ func (s ClientSettings) Errors() []error {
 	if s.Transport != TCP && s.Transport != Verbs {
 		errs = append(errs, option.Errorf("transport", "want tcp or verbs, got %q", s.Transport))
 	}
-	return append(errs, option.Range("conns", s.Conns, 1, MaxConns),
+	return append(errs, CheckQoS(s.Transport, s.IBTC, s.IBSL), option.Range("conns", s.Conns, 1, MaxConns),
 		option.Range("gid-index", s.GIDIndex, -1, rdma.MaxGIDIndex, "-1: automatic"),
 		option.Range("ib-tc", s.IBTC, 0, rdma.MaxTC), option.Range("ib-sl", s.IBSL, 0, rdma.MaxSL),
 		option.NotNegative("idle-timeout", s.IdleTimeout, "0: none"))
+}
+
+// CheckQoS refuses a traffic class or service level (--ib-tc, --ib-sl)
+// given for transport tcp, which has no queue pair to carry them: a run
+// would record them as if they applied. (NCCL_IB_TC and NCCL_IB_SL are
+// not read for tcp.)
+func CheckQoS(transport string, tc, sl int) error {
+	if transport != TCP {
+		return nil
+	}
+	for _, q := range []struct {
+		flag string
+		v    int
+	}{{"ib-tc", tc}, {"ib-sl", sl}} {
+		if q.v != 0 {
+			return option.Errorf(q.flag, "%d applies to RDMA queue pairs, and transport tcp has none (use --transport verbs, or leave it out)", q.v)
+		}
+	}
+	return nil
 }
 
 // Record adds the settings to a manifest's settings (never the token or

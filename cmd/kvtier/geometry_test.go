@@ -91,6 +91,12 @@ func TestBadInputGolden(t *testing.T) {
 		{"sweep", "--out", "testdata/tiny_config.json/run"},
 		{"sweep", "--reps", "0", "--prefix", "-4", "--tiers", "tape"},
 		{"sweep", "extra-arg"},
+		// Runs that could measure nothing, and flags that would not apply.
+		{"sweep", "--direction", "store", "--tiers", "recompute"},
+		{"sweep", "--sync", "fdatasync"},
+		{"sweep", "--sync", "fdatasync", "--direction", "store", "--tiers", "host"},
+		{"sweep", "--tiers", "remote", "--ib-tc", "106"},
+		{"transfer", "--ib-sl", "3"},
 	}
 	var got strings.Builder
 	for _, args := range cases {

@@ -90,7 +90,7 @@ func (o *serveOptions) validate(getenv func(string) string) error {
 	}
 	errs = append(errs, option.Range("gid-index", o.GIDIndex, -1, rdma.MaxGIDIndex, "-1: automatic"),
 		option.Range("ib-tc", o.TC, 0, rdma.MaxTC), option.Range("ib-sl", o.SL, 0, rdma.MaxSL),
-		option.Range("max-sessions", o.Sessions, 1, maxSessions))
+		option.Range("max-sessions", o.Sessions, 1, maxSessions), peer.CheckQoS(o.Transport, o.TC, o.SL))
 	o.backend.Name, o.backend.NUMA = "cuda", -1
 	return errors.Join(append(errs, o.backend.Validate())...)
 }

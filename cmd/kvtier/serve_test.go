@@ -69,6 +69,7 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--transport", "udp", "--listen", "nowhere"}, []string{"--transport: want tcp or verbs, got \"udp\"", "--listen: \"nowhere\": want HOST:PORT"}},
 		{[]string{"extra"}, []string{"unexpected argument"}},
 		{[]string{"--listen", ":99999"}, []string{"--listen: port 99999: want 0 to 65535"}},
+		{[]string{"--ib-tc", "106"}, []string{"--ib-tc: 106 applies to RDMA queue pairs, and transport tcp has none"}},
 		// A writable pool beyond loopback needs a token, and a token
 		// must fit in a hello.
 		{[]string{"--writable", "--listen", "0.0.0.0:0"}, []string{"--writable: 0.0.0.0:0 reaches beyond loopback", "give --token"}},

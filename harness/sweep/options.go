@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"errors"
 	"maps"
 	"slices"
@@ -95,7 +96,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, option.Wrap("copy", err))
 		}
 	}
-	errs = append(errs, tiers.CheckDirections(o.Directions))
+	errs = append(errs, tiers.CheckDirections(o.Directions), o.checkMeasurable())
 	// Every tier's options, selected or not: each is a flag the user gave.
 	for _, name := range tiers.Names() {
 		if to := o.TierOptions[name]; to != nil {
@@ -103,6 +104,43 @@ func (o *Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkMeasurable refuses a run that can measure nothing at all: no tier
+// selected moves KV in any direction asked (--direction store --tiers
+// recompute), and --sync given where no disk store runs.
+func (o *Options) checkMeasurable() error {
+	dirs := o.directions()
+	var why string
+	for _, name := range o.selectedTiers() {
+		spec, err := tiers.Lookup(name)
+		if err != nil {
+			return nil // refused as --tiers
+		}
+		for _, d := range dirs {
+			if spec.Has(d) {
+				return o.checkSync(dirs)
+			}
+			why = cmp.Or(why, spec.NoDirectionReason(d))
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return option.Errorf("direction", "nothing to measure: %s", why)
+}
+
+// checkSync refuses --sync where no disk store runs: it says what a
+// disk tier store waits for, and nothing else reads it.
+func (o *Options) checkSync(dirs []tiers.Direction) error {
+	d, ok := o.TierOptions["disk"].(*tiers.DiskOptions)
+	if !ok || strings.TrimSpace(d.Sync) == "" || d.Sync == tiers.NewDiskOptions().Sync {
+		return nil // not given
+	}
+	if !slices.Contains(dirs, tiers.Store) || !slices.Contains(o.selectedTiers(), "disk") {
+		return option.Errorf("sync", "%s applies to disk tier stores, and this run has none (add --direction store and the disk tier, or leave it out)", d.Sync)
+	}
+	return nil
 }
 
 // MaxPrefix bounds a prefix length: 16M tokens, beyond any context window.

@@ -95,9 +95,12 @@ func AddIBQoS(fs *pflag.FlagSet, tc, sl *int) {
 
 // IBQoSFromEnv sets --ib-tc and --ib-sl, where fs has them and the
 // command line did not give them, from NCCL_IB_TC and NCCL_IB_SL (getenv
-// reads the environment). A value that is no integer in range is an
-// error naming the variable.
+// reads the environment), unless fs's --transport is tcp. A value that
+// is no integer in range is an error naming the variable.
 func IBQoSFromEnv(fs *pflag.FlagSet, getenv func(string) string) error {
+	if t := fs.Lookup("transport"); t != nil && t.Value.String() == peer.TCP {
+		return nil // no queue pair to carry them (peer.CheckQoS)
+	}
 	for _, q := range ibQoSEnv {
 		f := fs.Lookup(q.flag)
 		if f == nil || f.Changed {

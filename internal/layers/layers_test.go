@@ -56,17 +56,6 @@ func TestCoreWithoutCgo(t *testing.T) {
 	}
 }
 
-// The suites that talk to a server reach it through the serving client,
-// not through another suite.
-func TestSuitesDoNotImportEachOther(t *testing.T) {
-	t.Parallel()
-	for _, pkg := range []string{"harness/mb1", "harness/replay", "harness/knee"} {
-		if _, ok := deps(t, pkg)[module+"harness/probe"]; ok {
-			t.Errorf("%s depends on harness/probe; the client it needs is package serving", pkg)
-		}
-	}
-}
-
 // clockCore lists the files of the measuring core that read the clock
 // for row values: every other clock read under harness/ and in the
 // serving client is a deadline, a grace period, a nonce or a stamp and

@@ -39,7 +39,7 @@ func TestDocCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(have, b.Bytes()) {
-		t.Errorf("docs/columns.md is not current: run go run ./internal/gencolumns > docs/columns.md (or go test ./internal/gencolumns -update)")
+		t.Errorf("docs/columns.md is not current: run go run ./cmd/gencolumns > docs/columns.md (or go test ./cmd/gencolumns -update)")
 	}
 }
 

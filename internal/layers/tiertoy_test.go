@@ -26,6 +26,7 @@ type toyCosts struct{}
 func (toyCosts) Has(string) bool                                    { return true }
 func (toyCosts) Predict(map[string]int64, int64) (float64, float64) { return 0.001, 0.01 }
 func (toyCosts) Extrapolated(map[string]int64, int64) bool          { return false }
+func (toyCosts) PastLimit(map[string]int64, int64) bool             { return false }
 func (toyCosts) Store(string) (float64, float64, bool)              { return 0, 0, false }
 func (toyCosts) Source() string                                     { return "simulated" }
 

@@ -72,52 +72,115 @@ func regDevice(ep *rdma.Endpoint, d DeviceMem, root string) (*rdma.MR, error) {
 const capIPCLock = 14
 
 // holdsIPCLock reports whether the process's effective capabilities
-// include CAP_IPC_LOCK (then RLIMIT_MEMLOCK does not bound what it
-// registers), from a /proc/self/status text.
+// include CAP_IPC_LOCK, from a /proc/self/status text.
 func holdsIPCLock(status string) bool {
+	c, err := strconv.ParseUint(statusField(status, "CapEff"), 16, 64)
+	return err == nil && c&(1<<capIPCLock) != 0
+}
+
+// statusField is the value of field name in a /proc/self/status text,
+// "" if absent.
+func statusField(status, name string) string {
 	for line := range strings.Lines(status) {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			c, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return err == nil && c&(1<<capIPCLock) != 0
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return strings.TrimSpace(v)
 		}
 	}
-	return false
+	return ""
 }
 
-// memlockProblem says why n bytes of host memory cannot be registered
-// under a memlock limit of limit bytes without CAP_IPC_LOCK; nil when
-// they can.
-func memlockProblem(n int64, limit uint64, capLock bool) error {
-	if capLock || limit == unix.RLIM_INFINITY || uint64(n) <= limit {
+// pinnedBytes is what the process has pinned already (VmPin of a
+// /proc/self/status text: the kernel's pinned_vm, which every
+// registration adds to and RLIMIT_MEMLOCK bounds), 0 if absent.
+func pinnedBytes(status string) int64 {
+	kb, err := strconv.ParseInt(strings.TrimSuffix(statusField(status, "VmPin"), " kB"), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return kb << 10
+}
+
+// initialUserNS reports whether a /proc/self/uid_map text is the initial
+// user namespace's identity map ("0 0 4294967295"). Inside any other
+// (rootless containers) CapEff may show CAP_IPC_LOCK, but the kernel
+// asks for it in the initial namespace before letting a registration
+// pass the memlock limit, so it does not count there.
+func initialUserNS(uidMap string) bool {
+	return strings.Join(strings.Fields(uidMap), " ") == "0 0 4294967295"
+}
+
+// A lockState is what decides whether a registration may pin more host
+// memory.
+type lockState struct {
+	limit   uint64 // RLIMIT_MEMLOCK's soft limit
+	pinned  int64  // what the process has pinned already
+	capLock bool   // CAP_IPC_LOCK, effective and in the initial user namespace
+	userNS  bool   // CapEff shows CAP_IPC_LOCK, but in a user namespace of its own
+}
+
+// memlockHint is how to raise the limit.
+const memlockHint = "raise it with `ulimit -l unlimited` (in a container: docker run --ulimit memlock=-1, or the runtime's equivalent), or run with CAP_IPC_LOCK"
+
+// memlockProblem says why n more bytes of host memory cannot be
+// registered under st; nil when they can.
+func memlockProblem(n int64, st lockState) error {
+	if st.capLock || st.limit == unix.RLIM_INFINITY || uint64(st.pinned+n) <= st.limit {
 		return nil
 	}
-	return fmt.Errorf("peer: cannot register %s of host memory for RDMA: the locked-memory limit (RLIMIT_MEMLOCK) is %s; "+
-		"raise it with `ulimit -l unlimited` (in a container: docker run --ulimit memlock=-1, or the runtime's equivalent), or run with CAP_IPC_LOCK",
-		units.FormatBytes(n), units.FormatBytes(int64(min(limit, 1<<62))))
+	var also string
+	if st.pinned > 0 {
+		also = fmt.Sprintf(" and the process has %s pinned already (VmPin: other sessions' registrations count too)", units.FormatBytes(st.pinned))
+	}
+	if st.userNS {
+		also += "; CAP_IPC_LOCK inside this user namespace does not lift it (the kernel asks for it in the initial one)"
+	}
+	return fmt.Errorf("peer: cannot register %s of host memory for RDMA: the locked-memory limit (RLIMIT_MEMLOCK) is %s%s; %s",
+		units.FormatBytes(n), units.FormatBytes(int64(min(st.limit, 1<<62))), also, memlockHint)
 }
 
-// checkMemlock reports, before a registration of n bytes of host memory,
-// a memlock limit too small for it, unless the process holds
-// CAP_IPC_LOCK. A limit it cannot read lets the registration try.
-func checkMemlock(n int64) error {
+// readLockState reads the process's memlock limit, pinned memory and
+// CAP_IPC_LOCK; ok is false when it cannot.
+func readLockState() (st lockState, ok bool) {
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return nil
+		return st, false
 	}
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
-		return nil
+		return st, false
 	}
-	return memlockProblem(n, rl.Cur, holdsIPCLock(string(status)))
+	uidMap, err := os.ReadFile("/proc/self/uid_map")
+	initNS := err != nil || initialUserNS(string(uidMap)) // no user namespaces: the initial one
+	lock := holdsIPCLock(string(status))
+	return lockState{limit: rl.Cur, pinned: pinnedBytes(string(status)), capLock: lock && initNS, userNS: lock && !initNS}, true
 }
 
 // regHost registers n bytes of host memory at addr on ep, once the
-// memlock limit allows it.
+// memlock limit allows it with what the process has pinned already; an
+// ENOMEM of the registration itself (a limit reached between the check
+// and the call, by another session) carries the same hint.
 func regHost(ep *rdma.Endpoint, addr uintptr, n int64) (*rdma.MR, error) {
-	if err := checkMemlock(n); err != nil {
-		return nil, err
+	st, ok := readLockState()
+	if ok {
+		if err := memlockProblem(n, st); err != nil {
+			return nil, err
+		}
 	}
-	return ep.Reg(addr, n)
+	mr, err := ep.Reg(addr, n)
+	return mr, regError(err, n, st, ok)
+}
+
+// regError adds the memlock hint to an ENOMEM of registering n bytes of
+// host memory under st (known: whether st could be read).
+func regError(err error, n int64, st lockState, known bool) error {
+	switch {
+	case !errors.Is(err, syscall.ENOMEM):
+		return err
+	case !known:
+		return fmt.Errorf("%w: the locked-memory limit (RLIMIT_MEMLOCK) may be reached; %s", err, memlockHint)
+	}
+	return fmt.Errorf("%w: registering %s more of host memory with %s pinned under a locked-memory limit (RLIMIT_MEMLOCK) of %s; %s",
+		err, units.FormatBytes(n), units.FormatBytes(st.pinned), units.FormatBytes(int64(min(st.limit, 1<<62))), memlockHint)
 }
 
 func hostAddr(p []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(p))) }

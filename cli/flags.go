@@ -142,8 +142,8 @@ func (f *ModelFlags) AddModel(fs *pflag.FlagSet) {
 func (f *ModelFlags) addModel(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Model, "model", "", "model preset whose KV geometry is used ("+strings.Join(kv.ModelNames(), ", ")+"; default "+kv.DefaultModel+")")
 	fs.StringVar(&f.Config, "model-config", "", "Hugging Face config.json of the model (or its directory), instead of --model")
-	fs.IntVar(&f.TP, "tp", 1, "tensor-parallel GPUs: KV bytes are one GPU's, 1/N of the KV heads (N must divide them)")
-	fs.StringVar(&f.KVDType, "kv-dtype", "", "KV cache dtype: bf16, fp16 or fp8 (fp8 halves every byte count; default the model's dtype)")
+	fs.IntVar(&f.TP, "tp", 1, "tensor-parallel GPUs: KV bytes are one GPU's, max(1, KV heads/N) heads as vLLM shards them (N divides the KV heads or is a multiple of them)")
+	fs.StringVar(&f.KVDType, "kv-dtype", "", "KV cache dtype: bf16, fp16, fp8 (vLLM's fp8_e4m3, fp8_e5m2: one byte each; fp8 halves every byte count) or auto (the model's dtype, the default)")
 }
 
 // Geometry is the geometry the flags name.

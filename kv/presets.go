@@ -32,6 +32,12 @@ var presets = map[string]Geometry{
 		Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128, Hidden: 8192, Vocab: 128256,
 		DType: "bfloat16", DTypeBytes: 2, Intermediate: 28672,
 	},
+	// meta-llama/Llama-3.1-405B-Instruct: 8 KV heads, so TP 16 holds one
+	// per GPU, each replicated on two (as vLLM shards it).
+	"llama-3.1-405b": {
+		Layers: 126, Heads: 128, KVHeads: 8, HeadDim: 128, Hidden: 16384, Vocab: 128256,
+		DType: "bfloat16", DTypeBytes: 2, Intermediate: 53248,
+	},
 	// Qwen/Qwen3-32B: head_dim 128 although hidden/heads is 80.
 	"qwen3-32b": {
 		Layers: 64, Heads: 64, KVHeads: 8, HeadDim: 128, Hidden: 5120, Vocab: 151936,
@@ -68,6 +74,8 @@ var hfIDs = map[string]string{
 	"meta-llama/llama-3.1-70b-instruct":      "llama-3.1-70b",
 	"meta-llama/llama-3.1-70b":               "llama-3.1-70b",
 	"meta-llama/meta-llama-3.1-70b-instruct": "llama-3.1-70b",
+	"meta-llama/llama-3.1-405b-instruct":     "llama-3.1-405b",
+	"meta-llama/llama-3.1-405b":              "llama-3.1-405b",
 	"qwen/qwen3-32b":                         "qwen3-32b",
 	"deepseek-ai/deepseek-v3":                "deepseek-v3",
 	"deepseek-ai/deepseek-v3-0324":           "deepseek-v3",

@@ -3,6 +3,7 @@ package xfer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -166,10 +167,11 @@ func (o *Options) Settings() map[string]string {
 	m := map[string]string{
 		"peers": strings.Join(o.Peers, ","), "sizes": strings.Join(sizes, ","), "reps": fmt.Sprint(o.Policy.Reps),
 		"warmup": fmt.Sprint(o.Policy.Warmup), "layouts": strings.Join(o.Layouts, ","), "model": o.Geometry.Model,
-		"block_size": fmt.Sprint(o.Geometry.BlockTokens), "tp": fmt.Sprint(max(o.Geometry.TP, 1)), "kv_dtype": o.Geometry.KVDTypeName(),
-		"path": o.Path, "line_rate_gbit": fmt.Sprint(o.LineGbps), "seed": fmt.Sprint(o.Seed), "dst_mem": o.DstMem, "peer_copy": pc,
+		"block_size": fmt.Sprint(o.Geometry.BlockTokens),
+		"path":       o.Path, "line_rate_gbit": fmt.Sprint(o.LineGbps), "seed": fmt.Sprint(o.Seed), "dst_mem": o.DstMem, "peer_copy": pc,
 		"directions": joinDirections(o.directions()), "rdma_device_reason": o.DeviceReason,
 	}
+	maps.Copy(m, o.Geometry.ShardSettings())
 	o.Record(m)
 	return m
 }

@@ -15,7 +15,7 @@ import (
 func init() {
 	cli.Register(&cli.Command{Name: "geometry", Order: 20, Run: cli.Bound(runGeometry),
 		Summary: "KV geometry of a model: bytes per token and block, chunks per layout",
-		Usage:   "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N] [--tp N] [--kv-dtype bf16|fp16|fp8]"})
+		Usage:   "Usage: kvtier geometry [--model NAME | --model-config PATH] [--block-size N] [--tp N] [--kv-dtype bf16|fp16|fp8|fp8_e4m3|fp8_e5m2|auto]"})
 }
 
 // geometryFlags are the flags of kvtier geometry: the model's.
@@ -56,7 +56,11 @@ func printGeometry(w io.Writer, g kv.Geometry) {
 	}
 	fmt.Fprintf(w, "KV cache:\n")
 	if p := g.Parallel(); p != "" {
-		fmt.Fprintf(w, "  per GPU (%s): %d of %d KV heads, %s (%d bytes)\n", p, g.KVHeadsPerGPU(), g.KVHeads, g.KVDTypeName(), g.KVElemBytes())
+		fmt.Fprintf(w, "  per GPU (%s): %d of %d KV heads", p, g.KVHeadsPerGPU(), g.KVHeads)
+		if r := g.KVHeadReplicas(); r > 1 && !g.MLA() {
+			fmt.Fprintf(w, " (each replicated on %d GPUs)", r)
+		}
+		fmt.Fprintf(w, ", %s (%d bytes)\n", g.KVDTypeName(), g.KVElemBytes())
 	}
 	fmt.Fprintf(w, "  %d bytes/token/layer\n", g.BytesPerTokenLayer())
 	fmt.Fprintf(w, "  %d bytes/token (%s)\n", g.BytesPerToken(), units.FormatBytes(g.BytesPerToken()))

@@ -204,8 +204,8 @@ func (o *Options) Settings() map[string]string {
 		"budget": o.Policy.Budget.String(), "seed": strconv.FormatUint(o.Seed, 10),
 		"bytes_per_token": strconv.FormatInt(g.BytesPerToken(), 10),
 		"block_bytes":     strconv.FormatInt(g.BlockBytes(), 10),
-		"tp":              strconv.Itoa(max(g.TP, 1)), "kv_dtype": g.KVDTypeName(),
 	}
+	maps.Copy(m, g.ShardSettings())
 	for _, name := range o.selectedTiers() {
 		if to := o.TierOptions[name]; to != nil {
 			maps.Copy(m, to.Settings())

@@ -31,7 +31,7 @@ func TestEnvInHelp(t *testing.T) {
 		{"transfer", []string{"NCCL_IB_TC", "(--ib-tc wins over it)", "NCCL_IB_SL", "KVTIER_LIBIBVERBS"}},
 		{"mesh", []string{"SLURM_PROCID", "MASTER_ADDR", "(--rank, --size, --coordinator win over them)"}},
 		{"info", []string{"KVTIER_LIBCUDA"}},
-		{"report", nil},
+		{"report", []string{"HOME", "written as ~"}},
 		{"compare", nil},
 	} {
 		_, _, stderr := runCLI(t, c.cmd, "-h")

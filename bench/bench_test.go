@@ -8,7 +8,13 @@
 // reads from each peer of KVTIER_PEERS (an embedded loopback peer when
 // unset), named peer=ADDR/layout=contiguous/size=16MiB. b.SetBytes makes
 // Go print MB/s; GB/s (or TFLOP/s for recompute) is an extra metric. A
-// configuration that cannot run here is skipped with its reason.
+// configuration that cannot run here is skipped with the reason kvtier
+// sweep gives, and says so in a line of its own whatever -v says
+// ("--- SKIP: NAME/prefix=N: REASON", one per prefix, as the sweep has one
+// row per prefix), which benchstat ignores and kvtier bench2csv turns into
+// a status=skipped row. A compute tier whose estimated time per rep (its
+// FLOPs over the backend's GEMM rate) exceeds KVTIER_BUDGET is skipped
+// with its estimate, as the sweep skips it.
 //
 // Before the results the benchmarks print Go benchmark configuration
 // lines (kvtier:, model:, gpu:, nic:, backend:, transport:, path:, ...)
@@ -20,8 +26,9 @@
 // Environment (read by this package only; the kvtier binary has flags):
 //
 //	KVTIER_PREFIXES  prefix lengths (default 1k,4k)
-//	KVTIER_TIERS     tiers to run (default every tier; recompute on the
-//	                 host backend only when named, it is slow on a CPU)
+//	KVTIER_TIERS     tiers to run (default every tier)
+//	KVTIER_BUDGET    time budget per rep, as kvtier sweep's --budget
+//	                 (default 30s; 0: none)
 //	KVTIER_LAYOUTS   layouts (default layerwise,blockwise; transfer:
 //	                 layerwise,blockwise,contiguous)
 //	KVTIER_MODEL     preset name or config.json path (default qwen3-coder-30b-a3b)
@@ -47,6 +54,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/sweep"
@@ -66,6 +74,7 @@ type benchConfig struct {
 	backend  string
 	peer     string
 	out      string
+	budget   time.Duration
 }
 
 func loadConfig() (benchConfig, error) {
@@ -92,6 +101,9 @@ func loadConfig() (benchConfig, error) {
 	}
 	if c.geom, err = loadModel(); err != nil {
 		return c, err
+	}
+	if c.budget, err = time.ParseDuration(env("KVTIER_BUDGET", sweep.DefaultOptions().Policy.Budget.String())); err != nil {
+		return c, fmt.Errorf("KVTIER_BUDGET: %w", err)
 	}
 	c.backend = env("KVTIER_BACKEND", "auto")
 	c.peer = env("KVTIER_PEER", "")
@@ -186,7 +198,7 @@ func BenchmarkTiers(b *testing.B) {
 				}
 				b.Run("direction="+string(dir), func(b *testing.B) {
 					if !spec.Has(dir) {
-						b.Skip(spec.NoDirectionReason(dir))
+						skipPrefixes(b, cfg, spec.NoDirectionReason(dir))
 					}
 					benchTier(b, cfg, backend, spec, dir)
 				})
@@ -198,9 +210,6 @@ func BenchmarkTiers(b *testing.B) {
 // benchTier runs every layout and copy mode of one tier in direction dir.
 func benchTier(b *testing.B, cfg benchConfig, backend tiers.Backend, spec tiers.Spec, dir tiers.Direction) {
 	if !spec.Moves() {
-		if backend.Name() == "host" && !slices.Contains(cfg.tiers, spec.Name) {
-			b.Skip(spec.Name + " on the host backend runs the prefill GEMMs on the CPU, which takes minutes per prefix: name it in KVTIER_TIERS to run it")
-		}
 		benchVariants(b, cfg, backend, spec, kv.Layerwise, "", dir)
 		return
 	}
@@ -258,14 +267,18 @@ func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec
 	c := sweep.Config{Backend: backend, Spec: spec, Tier: spec.New(env), Layout: layout, Copy: mode, Direction: dir, Variant: v.Name, Geom: g, Seed: 1}
 	defer c.Tier.Close()
 	if reason := c.Tier.Available(); reason != "" {
-		b.Skip(reason)
+		skipPrefixes(b, cfg, reason)
 	}
 	if spec.Moves() && !slices.Contains(backend.CopyModes(), mode) {
-		b.Skip(tiers.UnsupportedModeReason(mode))
+		skipPrefixes(b, cfg, tiers.UnsupportedModeReason(mode))
 	}
 	ready := false
 	for _, tok := range cfg.prefixes {
 		b.Run(fmt.Sprintf("prefix=%d", tok), func(b *testing.B) {
+			if reason := overBudget(b, cfg, c, sweep.Prefix(g, tok)); reason != "" {
+				skipLine(b, reason)
+				b.Skip(reason)
+			}
 			if !ready {
 				if err := c.Tier.Setup(context.Background(), g.Blocks(cfg.prefixes[len(cfg.prefixes)-1])); err != nil {
 					b.Skipf("setup: %v", err)
@@ -275,6 +288,48 @@ func benchConfigGroup(b *testing.B, cfg benchConfig, backend tiers.Backend, spec
 			benchPrefix(b, c, sweep.Prefix(g, tok))
 		})
 	}
+}
+
+// skipLine says that the benchmark b skips, and why, in a line of its
+// own on stdout: go test prints its --- SKIP lines with -v only, and
+// bench2csv needs every skipped configuration to write its row.
+func skipLine(b *testing.B, reason string) {
+	fmt.Printf("--- SKIP: %s: %s\n", b.Name(), strings.ReplaceAll(reason, "\n", " "))
+}
+
+// skipPrefixes skips b, a configuration of every prefix, saying so once
+// per prefix (the sweep writes one row per prefix).
+func skipPrefixes(b *testing.B, cfg benchConfig, reason string) {
+	for _, tok := range cfg.prefixes {
+		fmt.Printf("--- SKIP: %s/prefix=%d: %s\n", b.Name(), tok, strings.ReplaceAll(reason, "\n", " "))
+	}
+	b.Skip(reason)
+}
+
+// gemmRates holds each backend's GEMM rate, measured once.
+var gemmRates sync.Map // tiers.Backend -> float64
+
+// overBudget returns the sweep's reason for skipping c at p, a compute
+// configuration whose estimated time per rep (its FLOPs over the
+// backend's GEMM rate) exceeds the budget, or "".
+func overBudget(b *testing.B, cfg benchConfig, c sweep.Config, p tiers.Prefix) string {
+	if c.Spec.Moves() || cfg.budget <= 0 {
+		return ""
+	}
+	rate, ok := gemmRates.Load(c.Backend)
+	if !ok {
+		s := &harness.Sampler{Suite: "bench", Sink: sinkFunc(func(results.Row) error { return nil }), Policy: harness.Policy{Reps: 1}}
+		r, err := sweep.GEMMRate(context.Background(), c.Backend, s, c.Geom)
+		if err != nil {
+			b.Logf("GEMM calibration: %v; no estimate", err)
+			return ""
+		}
+		rate, _ = gemmRates.LoadOrStore(c.Backend, r)
+	}
+	if sec := c.Tier.Work(p) / rate.(float64); sec > cfg.budget.Seconds() {
+		return sweep.OverBudget(sec, cfg.budget)
+	}
+	return ""
 }
 
 // benchPrefix verifies one fetch of p the way a sweep verifies a rep,

@@ -130,6 +130,9 @@ func TestServersDocCoversFamilies(t *testing.T) {
 // --sim.
 var simClaim = regexp.MustCompile("`--sim` of ([a-z ,]+)")
 
+// benchCount matches the -count of a go test -bench line.
+var benchCount = regexp.MustCompile(`-bench [^\n]*-count[ =]([0-9]+)`)
+
 // TestDocsSlips keeps the small things true: the test timeout the docs
 // show is the Makefile's, no "...:" introduces nothing, the commands said
 // to take --sim take it, and gpu-check.sh asks for no compiler flags.
@@ -146,6 +149,12 @@ func TestDocsSlips(t *testing.T) {
 	for _, f := range append(files, "../../README.md") {
 		b, _ := os.ReadFile(f)
 		checkDanglingColon(t, filepath.Base(f), string(b))
+		// benchstat needs 6 samples or more for a confidence interval.
+		for _, m := range benchCount.FindAllStringSubmatch(string(b), -1) {
+			if n, _ := strconv.Atoi(m[1]); n < 6 {
+				t.Errorf("%s: go test -bench ... -count %s: benchstat needs 6 or more", filepath.Base(f), m[1])
+			}
+		}
 		for _, m := range simClaim.FindAllStringSubmatch(string(b), -1) {
 			for _, name := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' }) {
 				if name == "and" {
@@ -207,5 +216,45 @@ func TestVersionSameEverywhere(t *testing.T) {
 	stdout, _ = mustRunCLI(t, "info")
 	if first, _, _ := strings.Cut(stdout, "\n"); first != "kvtier "+v {
 		t.Errorf("info says %q, want kvtier %s", first, v)
+	}
+}
+
+// TestBench2CSVSkipLines: the skip lines ./bench prints become
+// status=skipped rows with the sweep's reason, once per configuration
+// however often -count repeats them, labelled by the run's lines only;
+// go test -v's own SKIP lines are not rows.
+func TestBench2CSVSkipLines(t *testing.T) {
+	t.Parallel()
+	const hbm = "no device memory on the host backend (the DRAM stand-in would duplicate the host tier); run with --backend cuda"
+	in := "backend: host\nmodel: qwen3-coder-30b-a3b\nblock_tokens: 16\nblock_bytes: 1572864\npath: dram-to-dram (host stand-in)\n" +
+		"--- SKIP: BenchmarkTiers/tier=hbm/layout=layerwise/copy=percopy/prefix=1024: " + hbm + "\n" +
+		"BenchmarkTiers/tier=host/layout=layerwise/copy=percopy/prefix=1024-2 \t 2 \t 76617541 ns/op \t 1313.84 MB/s\n" +
+		"--- SKIP: BenchmarkTiers/tier=recompute/prefix=8192: estimated 49,490 s per rep exceeds the budget of 30s\n" +
+		"--- SKIP: BenchmarkTiers/tier=hbm/layout=layerwise/copy=percopy/prefix=1024: " + hbm + "\n" +
+		"--- SKIP: BenchmarkTiers/tier=hbm\n    bench_test.go:240: " + hbm + "\n"
+	code, stdout, stderr := runStdin(t, in, "bench2csv")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	tab, err := results.ParseTable([]byte(stdout), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := tab.Rows
+	var skipped []results.Row
+	for _, r := range rows {
+		if r.Status == results.StatusSkipped {
+			skipped = append(skipped, r)
+		}
+	}
+	if len(rows) != 3 || len(skipped) != 2 {
+		t.Fatalf("%d rows (%d skipped), want the ok row and two skipped:\n%s", len(rows), len(skipped), stdout)
+	}
+	h := skipped[0]
+	if h.Tier != "hbm" || h.Reason != hbm || h.PrefixTokens != 1024 || h.Backend != "host" || h.Get("path") != "" || h.Layout != "layerwise" {
+		t.Errorf("hbm skip row %+v", h)
+	}
+	if r := skipped[1]; r.Tier != "recompute" || r.PrefixTokens != 8192 || !strings.Contains(r.Reason, "exceeds the budget of 30s") {
+		t.Errorf("recompute skip row %+v", r)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
@@ -290,7 +291,7 @@ func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int, m measurer)
 			if !c.Spec.Moves() {
 				hc.Row.Set("flops", work(c, p))
 			}
-			if err := s.sampler.Skip(hc, fmt.Sprintf("estimated %s per rep exceeds the budget of %s", units.FormatSeconds(sec), budget)); err != nil {
+			if err := s.sampler.Skip(hc, OverBudget(sec, budget)); err != nil {
 				return err
 			}
 			continue
@@ -306,12 +307,19 @@ func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int, m measurer)
 	return nil
 }
 
+// OverBudget is the reason of a configuration skipped because its
+// estimated sec per rep exceeds the budget: the sweep's and go test
+// -bench's, in the same words.
+func OverBudget(sec float64, budget time.Duration) string {
+	return fmt.Sprintf("estimated %s per rep exceeds the budget of %s", units.FormatSeconds(sec), budget)
+}
+
 // calibrate returns a first estimator so that a first prefix far over
 // the budget is not run: compute tiers by the backend's GEMM rate, tiers
 // that move bytes by one block when the first prefix is larger.
 func (s *sweeper) calibrate(ctx context.Context, c Config, first tiers.Prefix) (estimator, error) {
 	if !c.Spec.Moves() {
-		rate, err := s.gemmRate(ctx, c.Geom)
+		rate, err := GEMMRate(ctx, s.b, s.sampler, c.Geom)
 		if ctx.Err() != nil {
 			return estimator{}, ctx.Err()
 		}
@@ -335,21 +343,21 @@ func (s *sweeper) calibrate(ctx context.Context, c Config, first tiers.Prefix) (
 	return estimator{sec, work(c, one)}, nil
 }
 
-// gemmRate measures the FLOP/s of b on one GEMM shaped like a projection
-// of the model (512 tokens × hidden × hidden), timed by the Sampler as
-// every sample is: the second of two runs, so that scratch allocation
-// stays out.
-func (s *sweeper) gemmRate(ctx context.Context, g kv.Geometry) (float64, error) {
+// GEMMRate measures the FLOP/s of b on one GEMM shaped like a projection
+// of the model (512 tokens × hidden × hidden), timed by sampler as every
+// sample is: the second of two runs, so that scratch allocation stays
+// out. A compute tier's time per rep is estimated from it before it runs.
+func GEMMRate(ctx context.Context, b tiers.Backend, sampler *harness.Sampler, g kv.Geometry) (float64, error) {
 	op := kv.GEMM{Name: "calibrate", M: 512, N: g.Hidden, K: g.Hidden, Batch: 1}
-	c := harness.Case{Label: "GEMM calibration", Timer: s.b.Timer(tiers.Queued),
-		Fetch: func(context.Context) error { return s.b.GEMMs([]kv.GEMM{op}) }}
+	c := harness.Case{Label: "GEMM calibration", Timer: b.Timer(tiers.Queued),
+		Fetch: func(context.Context) error { return b.GEMMs([]kv.GEMM{op}) }}
 	var sec float64
 	for range 2 {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
 		var err error
-		if sec, _, err = s.sampler.Sample(ctx, &c); err != nil {
+		if sec, _, err = sampler.Sample(ctx, &c); err != nil {
 			return 0, err
 		}
 	}

@@ -85,7 +85,8 @@ func FileOf(base string) results.File {
 // of: emit gets each row with the results file it belongs in
 // (FileOf).
 func ScanFiles(r io.Reader, name string, defaults map[string]string, emit func(results.File, results.Row) error) (warnings []string, err error) {
-	br := benchfmt.NewReader(r, name)
+	tap := newSkipTap(r)
+	br := benchfmt.NewReader(tap, name)
 	reps := map[string]int{}
 	warned := map[string]bool{}
 	warn := func(s string) {
@@ -95,7 +96,30 @@ func ScanFiles(r io.Reader, name string, defaults map[string]string, emit func(r
 		}
 	}
 	n := 0
+	// skipped emits the rows of the skip lines read so far, one per
+	// configuration however often -count repeats it.
+	skipped := func() error {
+		for _, s := range tap.take() {
+			file := FileOf(baseOf(s.name))
+			row, ws := skipRow(s, defaults, file)
+			for _, w := range ws {
+				warn(w)
+			}
+			if row == nil || reps[s.name] > 0 || len(reps) >= maxBenchNames {
+				continue
+			}
+			reps[s.name]++
+			if err := emit(file, *row); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	}
 	for br.Scan() {
+		if err := skipped(); err != nil {
+			return warnings, err
+		}
 		switch rec := br.Result().(type) {
 		case *benchfmt.SyntaxError:
 			warn(rec.Error())
@@ -120,6 +144,9 @@ func ScanFiles(r io.Reader, name string, defaults map[string]string, emit func(r
 			n++
 		}
 	}
+	if err := skipped(); err != nil {
+		return warnings, err
+	}
 	if err := br.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
 			err = errors.New("a line longer than 64 KiB: not benchmark output")
@@ -130,6 +157,12 @@ func ScanFiles(r io.Reader, name string, defaults map[string]string, emit func(r
 		return warnings, fmt.Errorf("%s: no benchmark results", name)
 	}
 	return warnings, nil
+}
+
+// baseOf is the benchmark's name without "Benchmark" and its
+// sub-benchmarks: Tiers of BenchmarkTiers/tier=host.
+func baseOf(name string) string {
+	return string(benchfmt.Name(name).Base())
 }
 
 func gomaxprocsSuffix(n benchfmt.Name) string {

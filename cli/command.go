@@ -135,19 +135,27 @@ func (c *Call) Logf(format string, args ...any) {
 }
 
 // DidYouMean returns ` (did you mean "x"?)` for the candidate nearest to
-// s by edit distance, when it is near enough to be a typo (at most a
-// third of s's letters, at least one, wrong); else "".
+// s by edit distance, when it is near enough to be a typo (nearest);
+// else "".
 func DidYouMean(s string, candidates []string) string {
-	best, bestD := "", max(1, len(s)/3)+1
+	best := nearest(s, candidates)
+	if best == "" {
+		return ""
+	}
+	return ` (did you mean "` + best + `"?)`
+}
+
+// nearest returns the candidate nearest s: within an edit distance of 2
+// (a transposition, as in endpiont, is 2), or of a third of s for a
+// longer name; "" when none is.
+func nearest(s string, candidates []string) string {
+	best, bestD := "", max(2, len(s)/3)+1
 	for _, c := range candidates {
 		if d := editDistance(s, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return ` (did you mean "` + best + `"?)`
+	return best
 }
 
 // editDistance is the Levenshtein distance between a and b.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,25 +27,26 @@ const (
 // NewFlagSet returns the flag set of the command called name: errors and
 // -h go to stderr, -h printing usage (its first lines) and the flags.
 func NewFlagSet(name, usage string, stderr io.Writer) *pflag.FlagSet {
-	return newFlagSet(name, usage, stderr, nil)
+	return newFlagSet(name, usage, stderr, nil, nil)
 }
 
 // newFlagSet is NewFlagSet for a command that reads the variables own
-// besides the shared ones: -h ends with every variable it reads.
-func newFlagSet(name, usage string, stderr io.Writer, own []EnvVar) *pflag.FlagSet {
+// besides the shared ones: -h lists the flags under their headings, fits
+// its lines to HelpWidth and ends with every variable it reads.
+func newFlagSet(name, usage string, stderr io.Writer, own []EnvVar, getenv func(string) string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, usage)
-		fs.PrintDefaults()
-		PrintEnv(stderr, EnvOf(fs, own))
+		printHelp(stderr, fs, usage, EnvOf(fs, own), HelpWidth(getenv, stderr))
 	}
 	return fs
 }
 
 // FlagSet returns the call's flag set, named after its command, -h
 // printing the command's Usage, flags and environment.
-func (c *Call) FlagSet() *pflag.FlagSet { return newFlagSet(c.Name, c.Usage, c.Stderr, c.Env) }
+func (c *Call) FlagSet() *pflag.FlagSet {
+	return newFlagSet(c.Name, c.Usage, c.Stderr, c.Env, c.Getenv)
+}
 
 // ParseFlags parses args into fs, a command's flag set named after the
 // command; getenv reads the environment variables that stand for the
@@ -83,16 +85,23 @@ func suggestFlag(fs *pflag.FlagSet, err error) error {
 	if !ok {
 		return err
 	}
+	// A deprecated alias is matched too, and its new name suggested:
+	// --endpiont is a misspelt --endpoint, which is --base-url now.
 	var names []string
+	target := map[string]string{}
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Deprecated == "" && !f.Hidden {
-			names = append(names, f.Name)
+		if alias := f.Annotations[AliasOf]; len(alias) == 1 {
+			target[f.Name] = alias[0] // hidden, as pflag hides a deprecated flag
+		} else if f.Hidden || f.Deprecated != "" {
+			return
 		}
+		names = append(names, f.Name)
 	})
-	if s := DidYouMean(name, names); s != "" {
-		return fmt.Errorf("%w%s", err, strings.Replace(s, `"`, `"--`, 1))
+	best := nearest(name, names)
+	if best == "" {
+		return err
 	}
-	return err
+	return fmt.Errorf(`%w (did you mean "--%s"?)`, err, cmp.Or(target[best], best))
 }
 
 // ParseNoArgs is ParseFlags for a command that takes no positional

@@ -119,7 +119,8 @@ func walk(err error, f func(*Error)) {
 }
 
 // Render rewrites every *Error inside err with name(field) in place of the
-// field, joining the problems with "; ", one line. cmd/kvtier passes a name
+// field, joining the problems with "; ", one line, and saying each option's
+// problem once (saidOf). cmd/kvtier passes a name
 // that makes "--field" of it.
 func Render(err error, name func(field string) string) string {
 	var parts []string
@@ -132,7 +133,9 @@ func Render(err error, name func(field string) string) string {
 			return
 		}
 		if e, ok := err.(*Error); ok {
-			parts = append(parts, name(e.Field)+": "+oneLine(e.Err.Error()))
+			if n := name(e.Field); !saidOf(parts, n) {
+				parts = append(parts, n+": "+oneLine(e.Err.Error()))
+			}
 			return
 		}
 		parts = append(parts, oneLine(err.Error()))
@@ -141,6 +144,19 @@ func Render(err error, name func(field string) string) string {
 		render(err)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// saidOf reports whether a part already says what is wrong with the
+// option called n (it starts with n and a space or colon): one message
+// per option, as "--base-url URL is required (or ...)" then
+// "--base-url: required" from a second check would say it twice.
+func saidOf(parts []string, n string) bool {
+	for _, p := range parts {
+		if rest, ok := strings.CutPrefix(p, n); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, ":")) {
+			return true
+		}
+	}
+	return false
 }
 
 // joined returns the errors err joins when it is an errors.Join (its

@@ -216,5 +216,5 @@ func writeRow(rw *gobench.RowWriter, r results.Row) error {
 func init() {
 	cli.Register(&cli.Command{Name: "bench2csv", Order: 170, Run: runBench2CSV,
 		Summary: "turn `go test -bench` output into kvtier rows",
-		Usage:   "usage: kvtier bench2csv [--out DIR] [FILE|-]\n\nTurns `go test -bench ./bench` output into kvtier results (suite \"bench\"):\nBenchmarkTiers into DIR/sweep.csv, BenchmarkTransfer into DIR/transfer.csv,\nwhich kvtier report, plot and compare read as a sweep's and a transfer's.\nkey=value parts of the names and the configuration lines the benchmarks\nprint (backend:, model:, path:, ...) become columns; sec/op becomes the\nseconds column and MB/s gb_per_s (GB/s, 10^9 bytes). Without --out the\nsweep's CSV goes to stdout."})
+		Usage:   "Usage: kvtier bench2csv [--out DIR] [FILE|-]\n\nTurns `go test -bench ./bench` output into kvtier results (suite \"bench\"):\nBenchmarkTiers into DIR/sweep.csv, BenchmarkTransfer into DIR/transfer.csv,\nwhich kvtier report, plot and compare read as a sweep's and a transfer's.\nkey=value parts of the names and the configuration lines the benchmarks\nprint (backend:, model:, path:, ...) become columns; sec/op becomes the\nseconds column and MB/s gb_per_s (GB/s, 10^9 bytes). Without --out the\nsweep's CSV goes to stdout."})
 }

@@ -58,5 +58,5 @@ func runCompare(ctx context.Context, c *cli.Call) int {
 func init() {
 	cli.Register(&cli.Command{Name: "compare", Order: 160, Run: runCompare,
 		Summary: "change in p50 between two runs, with a significance test",
-		Usage:   "usage: kvtier compare OLD NEW\n\nChange in p50 per configuration between two results directories\n(sweep time, probe TTFT, transfer time, MB1 penalty), with a Mann-Whitney\nU test at alpha 0.05; \"~\" marks no significant change."})
+		Usage:   "Usage: kvtier compare OLD NEW\n\nChange in p50 per configuration between two results directories\n(sweep time, probe TTFT, transfer time, MB1 penalty), with a Mann-Whitney\nU test at alpha 0.05; \"~\" marks no significant change."})
 }

@@ -46,8 +46,9 @@ func TestEnvInHelp(t *testing.T) {
 			t.Errorf("%s -h has no Environment section:\n%s", c.cmd, stderr)
 			continue
 		}
+		env := strings.Join(strings.Fields(stderr[i:]), " ") // lines wrapped to the width joined
 		for _, w := range c.want {
-			if !strings.Contains(stderr[i:], w) {
+			if !strings.Contains(env, w) {
 				t.Errorf("%s -h environment lacks %q:\n%s", c.cmd, w, stderr[i:])
 			}
 		}

@@ -23,10 +23,18 @@ func helpFlags(t *testing.T, cmd string) []helpFlag {
 		t.Fatalf("kvtier %s -h: exit %d", cmd, code)
 	}
 	var flags []helpFlag
+	cont := false // the line may continue the last flag's usage (wrapped to the width)
 	for _, l := range strings.Split(stderr, "\n") {
 		if m := flagLine.FindStringSubmatch(l); m != nil && !strings.HasPrefix(m[2], "deprecated") {
 			flags = append(flags, helpFlag{m[1], m[2]})
+			cont = true
+			continue
 		}
+		if cont && strings.HasPrefix(l, "   ") && strings.TrimSpace(l) != "" && !strings.HasPrefix(strings.TrimSpace(l), "-") {
+			flags[len(flags)-1].usage += " " + strings.TrimSpace(l)
+			continue
+		}
+		cont = false
 	}
 	return flags
 }

@@ -61,5 +61,5 @@ func runPlot(ctx context.Context, c *cli.Call) int {
 func init() {
 	cli.Register(&cli.Command{Name: "plot", Order: 140, Run: runPlot,
 		Summary: "plots (PNG and SVG) of every suite in a results directory",
-		Usage:   "usage: kvtier plot [--verbose] DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/ and prints their paths; says why a figure of a\nsuite that ran was not drawn."})
+		Usage:   "Usage: kvtier plot [--verbose] DIR...\n\nDraws the plots (PNG and SVG) of every suite found in each results\ndirectory into DIR/plots/ and prints their paths; says why a figure of a\nsuite that ran was not drawn."})
 }

@@ -190,7 +190,7 @@ func loadRuns(dirs []string) ([]*analysis.Run, error) {
 
 func init() {
 	cli.Register(&cli.Command{Name: "report", Order: 150, Run: runReport,
-		Env: []cli.EnvVar{{Name: "HOME", Meaning: "the home directory, written as ~ in the report (a report is shared)", Secret: true}},
+		Env:     []cli.EnvVar{{Name: "HOME", Meaning: "the home directory, written as ~ in the report (a report is shared)", Secret: true}},
 		Summary: "REPORT.md: tables, tier cost model, break-even prefixes",
-		Usage:   "usage: kvtier report [--out DIR] [--html] DIR...\n\nWrites REPORT.md (the headline, the environment once, each suite's tables,\nthe tier cost model, break-even prefixes, predicted vs measured TTFT and an\nindex of the figures) from kvtier results directories, says where, and prints\nits headline (--print: all of it); with --html also one self-contained\nREPORT.html beside it, figures inline."})
+		Usage:   "Usage: kvtier report [--out DIR] [--html] DIR...\n\nWrites REPORT.md (the headline, the environment once, each suite's tables,\nthe tier cost model, break-even prefixes, predicted vs measured TTFT and an\nindex of the figures) from kvtier results directories, says where, and prints\nits headline (--print: all of it); with --html also one self-contained\nREPORT.html beside it, figures inline."})
 }

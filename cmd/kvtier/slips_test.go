@@ -258,3 +258,65 @@ func TestBench2CSVSkipLines(t *testing.T) {
 		t.Errorf("recompute skip row %+v", r)
 	}
 }
+
+// TestHelpFitsAndGroups: every command's -h at COLUMNS=100 keeps every
+// line within 100 columns, starts "Usage: kvtier", lists its flags
+// under headings (a line at column 0 ending in ':'), the shared groups in
+// the same order in every command; kvtier sweep's tier options sit under
+// their tier's heading.
+func TestHelpFitsAndGroups(t *testing.T) {
+	t.Parallel()
+	var order []string
+	for _, g := range cli.Groups() {
+		order = append(order, g.Heading+":")
+	}
+	for _, c := range cli.Commands() {
+		var stderr strings.Builder
+		c.Run(context.Background(), &cli.Call{Command: c, Args: []string{"-h"}, Stdin: strings.NewReader(""), Stdout: &stderr, Stderr: &stderr,
+			Getenv: func(k string) string {
+				if k == cli.EnvColumns {
+					return "100"
+				}
+				return ""
+			}})
+		help := stderr.String()
+		if !strings.HasPrefix(help, "Usage: kvtier "+c.Name) {
+			t.Errorf("%s -h starts %q", c.Name, help[:min(len(help), 30)])
+		}
+		last := -1
+		for i, l := range strings.Split(help, "\n") {
+			if n := len([]rune(l)); n > 100 {
+				t.Errorf("%s -h line %d is %d columns: %q", c.Name, i+1, n, l)
+			}
+			if j := slices.Index(order, l); j >= 0 {
+				if j < last {
+					t.Errorf("%s -h lists %s after %s", c.Name, l, order[last])
+				}
+				last = j
+			}
+		}
+		if strings.Contains(help, "\n      --") && !strings.Contains(help, "\nFlags:\n") && last < 0 {
+			t.Errorf("%s -h lists flags under no heading", c.Name)
+		}
+	}
+	_, _, sweepHelp := runCLI(t, "sweep", "-h")
+	for _, h := range []string{"\nRemote tier:\n      --conns", "\nDisk tier:\n", "\nOutput:\n", "\nBackend:\n"} {
+		if !strings.Contains(sweepHelp, h) {
+			t.Errorf("sweep -h lacks %q", h)
+		}
+	}
+}
+
+// TestOneMessagePerFlag: a missing --base-url is said once; a misspelt
+// flag within two edits gets a suggestion, a renamed one its new name.
+func TestOneMessagePerFlag(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := runCLI(t, "probe")
+	if code != exitUsage || strings.Count(stderr, "--base-url") != 1 {
+		t.Errorf("probe without flags: exit %d, %q: want --base-url said once", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "probe", "--endpiont", "http://127.0.0.1:1")
+	if code != exitUsage || !strings.Contains(stderr, `(did you mean "--base-url"?)`) {
+		t.Errorf("--endpiont: exit %d, %q", code, stderr)
+	}
+}

@@ -49,7 +49,8 @@ func (f *flags) Bind(fs *pflag.FlagSet, c *cli.Call) {
 	fs.Uint64Var(&f.seed, "seed", f.opts.Seed, "seed of block placement and the data pattern")
 	for _, s := range tiers.All() {
 		if o := f.opts.TierOptions[s.Name]; o != nil {
-			cli.AddFields(fs, o.Fields())
+			heading := strings.ToUpper(s.Name[:1]) + s.Name[1:] + " tier"
+			cli.UnderHeading(fs, heading, func(fs *pflag.FlagSet) { cli.AddFields(fs, o.Fields()) })
 		}
 	}
 }

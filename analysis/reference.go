@@ -72,6 +72,10 @@ var ReferenceMB1 = []RefMB1{
 	{8, 131072, 7.74e-3, 56.991, 40.2, 1.419, 183},
 }
 
+// ReferencePCIeGBps is the reference's host-to-device PCIe bandwidth,
+// GB/s (its four-tier section).
+const ReferencePCIeGBps = 54.0
+
 // ReferenceMB2 is the reference's KV transfer bandwidth in GB/s by path
 // (nine sizes × 5 reps through a KV transfer engine's batch write).
 var ReferenceMB2 = map[string]float64{"intra": 9.7, "inter": 10.0}

@@ -135,7 +135,7 @@ func TestHeadlineFirstScreen(t *testing.T) {
 	head := strings.Join(lines[h2[0]:h2[1]], "\n")
 	for _, want := range []string{
 		"| L | hbm | host | remote | disk | recompute |", "| 16k |", "| 64k |", "| break-even |",
-		"| L | miss | remote | cpu | gpu | miss/remote | remote/cpu | cpu/gpu |",
+		"| L | miss | remote | cpu | gpu | miss/remote | remote/cpu | cpu/gpu | miss/cpu |",
 		"D=8, P=32,768", "(control", "intra 9.", "inter 10.", "at 4 GiB", "at 1 GiB (blockwise): intra 8.", "inter 2",
 		"disk: in italics, predicted by the tier's fitted cost model (measured at L 1k – 4k); not measured at 16k: skipped: the file would exceed", "| *1.", "APC ceiling 80.3 %", "the smallest configuration within 10 %",
 	} {

@@ -156,7 +156,7 @@ func probeHeadline(runs []*analysis.Run) (string, string) {
 }
 
 // probeRatioHeads are the headers of tierRatios' cells: miss/remote,
-// remote/cpu, cpu/gpu.
+// remote/cpu, cpu/gpu, miss/cpu.
 func probeRatioHeads() []string {
 	var out []string
 	for _, pr := range probePairs() {
@@ -165,18 +165,23 @@ func probeRatioHeads() []string {
 	return out
 }
 
-// probePairs are the neighbouring HTTP tiers, slower first.
+// probePairs are the neighbouring HTTP tiers, slower first, then the
+// quick start's question: a miss against a CPU-offload hit.
 func probePairs() [][2]string {
 	names := tierspec.ProbeNames()
 	var out [][2]string
 	for i := 1; i < len(names); i++ {
 		out = append(out, [2]string{names[i-1], names[i]})
 	}
-	return out
+	return append(out, [2]string{names[0], offloadTier})
 }
 
-// tierRatios returns the ratios of neighbouring HTTP tiers' p50s:
-// miss/remote, remote/cpu, cpu/gpu.
+// offloadTier is the probe's name for a hit served from the server's
+// CPU offload.
+const offloadTier = "cpu"
+
+// tierRatios returns the ratios of neighbouring HTTP tiers' p50s
+// (miss/remote, remote/cpu, cpu/gpu) and miss/cpu.
 func tierRatios(t *report.Table, p50 map[string]float64) []string {
 	var out []string
 	for _, pr := range probePairs() {

@@ -213,7 +213,28 @@ func sweepHeadline(runs []*analysis.Run) (string, string) {
 	line := fmt.Sprintf("p50 time · GB/s (recompute: TFLOP/s) on each tier's fastest configuration (%s); break-even: the prefix from which a fetch is cheaper than recomputing it.",
 		strings.Join(hows, "; "))
 	line = analysis.JoinNonEmpty(" ", line, storeLine(report.AllRows(runs, Suite.Name), ls))
+	if !slices.ContainsFunc(best, func(k analysis.SweepKey) bool { return !analysis.IsStandIn(k.Backend) }) {
+		line = analysis.JoinNonEmpty(" ", line, referenceBeside())
+	}
 	return line, t.String()
+}
+
+// quickStartL is the prefix length of the README's question (a 32k
+// prefix from CPU memory against recomputing it).
+const quickStartL = 32768
+
+// referenceBeside sets the reference's device figures beside a host
+// stand-in's, which are not a GPU's, and says where a recompute figure
+// can come from on a machine without one.
+func referenceBeside() string {
+	s := fmt.Sprintf("These are %s figures, not a GPU's; for comparison, %s:", analysis.StandIn, analysis.Reference)
+	for _, r := range analysis.ReferenceTTFT {
+		if r.L == quickStartL {
+			s += fmt.Sprintf(" at %s a miss (recompute) %s against %s from CPU memory, %s× less,",
+				report.FmtTokens(r.L), report.FmtSec(r.Miss), report.FmtSec(r.CPU), report.Sig(r.Miss/r.CPU))
+		}
+	}
+	return s + fmt.Sprintf(" host-to-device PCIe %s GB/s. A recompute figure for this model can come from `kvtier probe --sim` (simulated, calibrated to that reference) or a GPU node.", report.Sig(analysis.ReferencePCIeGBps))
 }
 
 // tierColumn appends one tier's cells at each L to grid: time · rate;

@@ -40,6 +40,9 @@ func TestStoreRowsKeptApart(t *testing.T) {
 	}
 	run := &analysis.Run{Files: map[string][]results.Row{"sweep.csv": rows}}
 	line, detail := sweepHeadline([]*analysis.Run{run})
+	if strings.Contains(line, "for comparison") {
+		t.Errorf("a GPU's headline compares itself with the reference as a stand-in's does: %q", line)
+	}
 	if !strings.Contains(detail, "4.00 ms") || strings.Contains(detail, "1.00 ms") {
 		t.Errorf("headline table %q: want the load's 4 ms, not the store's 1 ms", detail)
 	}
@@ -87,6 +90,11 @@ func TestStoreLineLengths(t *testing.T) {
 			line, _ := sweepHeadline([]*analysis.Run{run})
 			if !strings.Contains(line, tc.want) {
 				t.Errorf("headline %q\nwant %q", line, tc.want)
+			}
+			// A host stand-in's headline sets the reference beside it
+			// and says where a recompute figure can come from.
+			if ref := "at 32k a miss (recompute) 4.60 s against 158 ms from CPU memory, 29.1× less, host-to-device PCIe 54.0 GB/s. A recompute figure for this model can come from `kvtier probe --sim`"; !strings.Contains(line, ref) {
+				t.Errorf("host stand-in headline %q\nlacks %q", line, ref)
 			}
 		})
 	}

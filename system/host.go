@@ -112,6 +112,17 @@ func ParseCPUInfo(s string) (model string, cpus int) {
 
 var nodeDir = regexp.MustCompile(`^node[0-9]+$`)
 
+// HasNUMANode reports whether root/sys/devices/system/node holds node;
+// known is false where that directory is not there to say.
+func HasNUMANode(root string, node int) (has, known bool) {
+	dir := filepath.Join(root, "sys/devices/system/node")
+	if _, err := os.Stat(dir); err != nil {
+		return false, false
+	}
+	_, err := os.Stat(filepath.Join(dir, "node"+strconv.Itoa(node)))
+	return err == nil, true
+}
+
 // NUMANodes counts the NUMA nodes under root/sys/devices/system/node; a
 // machine without that directory has one.
 func NUMANodes(root string) int {

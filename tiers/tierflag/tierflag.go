@@ -8,6 +8,7 @@
 package tierflag
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,9 @@ type BackendFlags struct {
 	Name      string
 	GPU, NUMA int
 	All       bool // --gpu all (kvtier sweep: every GPU at once)
+	// Root is where sysfs is read to check --numa's node ("" is "/"; a
+	// test's fixture otherwise).
+	Root string
 }
 
 // Add adds the group's flags to fs.
@@ -106,13 +110,18 @@ func (n *NUMAFlag) Set(s string) error {
 // Type names the flag's values in -h.
 func (n *NUMAFlag) Type() string { return "auto|node" }
 
-// Validate reports an unknown backend and an ordinal out of range.
+// Validate reports an unknown backend, an ordinal out of range and a
+// NUMA node this machine does not have (its pools would land wherever
+// the kernel put them, with no row saying so).
 func (f *BackendFlags) Validate() error {
 	var errs []error
 	if f.Name != "auto" && !slices.Contains(tiers.BackendNames(), f.Name) {
 		errs = append(errs, option.Errorf("backend", "unknown backend %q (known: auto, %s)", f.Name, strings.Join(tiers.BackendNames(), ", ")))
 	}
 	errs = append(errs, option.Range("gpu", f.GPU, 0, MaxOrdinal), option.Range("numa", f.NUMA, tiers.NUMAAuto, MaxOrdinal, "-1: left to the kernel"))
+	if has, known := system.HasNUMANode(cmp.Or(f.Root, "/"), f.NUMA); f.NUMA >= 0 && known && !has {
+		errs = append(errs, option.Errorf("numa", "this machine has no NUMA node %d (it has %d; -1 leaves placement to the kernel)", f.NUMA, system.NUMANodes(cmp.Or(f.Root, "/"))))
+	}
 	return errors.Join(errs...)
 }
 

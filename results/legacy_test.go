@@ -29,6 +29,26 @@ func TestLegacyColumnNames(t *testing.T) {
 	}
 }
 
+// A file with both an old column and today's name of it (gbps beside
+// gb_per_s: a hand-merged or edited file) reads a row whose two agree,
+// and lists a row whose two disagree as malformed, naming both, rather
+// than reading one of them without a word.
+func TestLegacyColumnTwins(t *testing.T) {
+	t.Parallel()
+	data := strings.Join(CommonColumns, ",") + ",gbps\n" +
+		"transfer,host,tcp,remote,contiguous,m,,,,16777216,0,0.01,1.6777216,ok,,1.677721600000001\n" +
+		"transfer,host,tcp,remote,contiguous,m,,,,16777216,1,0.01,1.6777216,ok,,16.777216\n" +
+		"transfer,host,tcp,remote,contiguous,m,,,,16777216,2,0.01,1.6777216,ok,,\n"
+	tab, err := ParseTable([]byte(data), "both.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Rows) != 2 || len(tab.Malformed) != 1 || tab.Malformed[0].Line != 3 ||
+		!strings.Contains(tab.Problems(), "gbps 16.777216 and gb_per_s 1.6777216 disagree") {
+		t.Errorf("rows %d, problems %q", len(tab.Rows), tab.Problems())
+	}
+}
+
 // Integers an older kvtier wrote in float form (kv_bytes 3.7748736e+09,
 // a counter's delta 1.2e+06) read as the integers they are, in the
 // common columns and in the columns the file's suite declares integer;

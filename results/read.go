@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -33,6 +35,10 @@ type Table struct {
 	// file (wrong field count, a stray quote, a value that does not
 	// parse): each is left out and counted, never taken for the end.
 	Malformed []LineError
+	// twins are the indices of a legacy column and of today's name of
+	// it, where the header has both: a row whose two disagree is
+	// malformed.
+	twins [][2]int
 }
 
 // A LineError is a line of a file that is not a row of it.
@@ -133,8 +139,11 @@ func ParseTable(data []byte, name string) (*Table, error) {
 	}
 	t.Header = slices.Clone(hdr)
 	for i, c := range t.Header {
-		if n, ok := LegacyColumns[c]; ok && !slices.Contains(hdr, n) {
+		n, ok := LegacyColumns[c]
+		if j := slices.Index(hdr, n); ok && j < 0 {
 			t.Header[i] = n
+		} else if ok {
+			t.twins = append(t.twins, [2]int{i, j})
 		}
 	}
 	t.Schema = declared(name, t.Header)
@@ -178,6 +187,12 @@ func (t *Table) add(rec []string) error {
 	if len(rec) != len(t.Header) {
 		return fmt.Errorf("%d fields, the header has %d", len(rec), len(t.Header))
 	}
+	for _, tw := range t.twins {
+		if old, now := rec[tw[0]], rec[tw[1]]; old != "" && now != "" && !sameFigure(old, now) {
+			return fmt.Errorf("%s %s and %s %s disagree (%s is the old name of %s: one of them was edited)",
+				t.Header[tw[0]], old, t.Header[tw[1]], now, t.Header[tw[0]], t.Header[tw[1]])
+		}
+	}
 	row := Row{Extra: map[string]string{}}
 	for i, c := range t.Header {
 		// An integer written in float form by an older kvtier reads
@@ -188,6 +203,18 @@ func (t *Table) add(rec []string) error {
 	}
 	t.Rows = append(t.Rows, row)
 	return nil
+}
+
+// sameFigure reports whether two cells hold the same figure: equal
+// text, or numbers within a millionth of each other (as written at
+// different precisions).
+func sameFigure(a, b string) bool {
+	x, errx := strconv.ParseFloat(a, 64)
+	y, erry := strconv.ParseFloat(b, 64)
+	if errx != nil || erry != nil {
+		return a == b
+	}
+	return math.Abs(x-y) <= 1e-6*max(math.Abs(x), math.Abs(y))
 }
 
 // declared returns the declarations of header's columns in the file

@@ -227,3 +227,16 @@ func Paragraph(w io.Writer, text string) {
 	fmt.Fprintln(w, text)
 	fmt.Fprintln(w)
 }
+
+// FitAlpha is a fit's α cell: a negative fixed cost is a fit problem,
+// not a cost, so the cell is a dash that says so; other problems (a poor
+// R²) are noted beside α.
+func FitAlpha(t *Table, alpha float64, problems string) string {
+	switch {
+	case strings.Contains(problems, "negative fixed cost"):
+		return t.Dash("fit problem: " + problems)
+	case problems != "":
+		return FmtSec(alpha) + " " + t.Note("fit problem: "+problems)
+	}
+	return FmtSec(alpha)
+}

@@ -30,14 +30,6 @@ var headlines = map[string]Headline{}
 // functions of the files that render it.
 func RegisterHeadline(h Headline) { headlines[h.Suite] = h }
 
-func init() {
-	RegisterHeadline(Headline{Suite: "mesh", Write: meshHeadline})
-	RegisterHeadline(Headline{Suite: "trace", Write: traceHeadline})
-	RegisterHeadline(Headline{Suite: "plan", Write: planHeadline})
-	RegisterHeadline(Headline{Suite: "replay", Write: replayHeadline})
-	RegisterHeadline(Headline{Suite: "knee", Write: kneeHeadline})
-}
-
 // writeHeadline writes the headline: every suite the runs hold, in
 // report order, tables as captioned tables and the rest as one list.
 func writeHeadline(w io.Writer, runs []*analysis.Run) {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvtier/kvtier/harness/knee"
 	"github.com/kvtier/kvtier/internal/syncbuf"
-	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -183,7 +183,7 @@ func externalShape(t *testing.T, try int) (string, float64) {
 		lag = max(lag, r.Float("sim_lag_s"))
 	}
 	t.Logf("try %d took %v, simulator lag up to %.3f s:\n%s", try, time.Since(start), lag, stdout)
-	k, err := report.ShapeOfKnee(rows)
+	k, err := knee.ShapeOfKnee(rows)
 	if err != nil {
 		t.Fatal(err)
 	}

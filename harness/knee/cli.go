@@ -17,7 +17,6 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/replayer"
-	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/workload"
@@ -82,7 +81,7 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 			dir = o.Dir
 			return kneeInto(ctx, o, &f, cfg, w)
 		}}.Exec(ctx)
-	return c.PrintSection(dir, code, report.WriteKnee)
+	return c.PrintSection(dir, code, writeKnee)
 }
 
 // kneeRun is a validated kvtier knee.

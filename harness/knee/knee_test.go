@@ -12,7 +12,6 @@ import (
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/replayer"
-	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
 	"github.com/kvtier/kvtier/serving"
@@ -137,7 +136,7 @@ func TestKneeEmbeddedReferenceSeeds(t *testing.T) {
 // capacity step of the working set.
 func checkShape(t *testing.T, rows []results.Row) {
 	t.Helper()
-	k, err := report.ShapeOfKnee(rows)
+	k, err := ShapeOfKnee(rows)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,14 +42,14 @@ func (e errLike) Error() string { return string(e) }
 
 func TestShapeOfKnee(t *testing.T) {
 	rows := []results.Row{kneeRow(600, 0.75, 0.7), kneeRow(100, 0.07, 13), kneeRow(300, 0.74, 0.6), kneeRow(200, 0.36, 4.6), kneeRow(900, 0.75, 0.65)}
-	k, err := report.ShapeOfKnee(rows)
+	k, err := ShapeOfKnee(rows)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if k.Knee != 2 || k.WorkingSet != 2 || math.Abs(k.APCGain-0.75/0.07) > 1e-9 || math.Abs(k.TTFTFall-13/0.6) > 1e-9 || math.Abs(k.Flat-0.1/0.6) > 1e-9 {
 		t.Errorf("shape %+v", k)
 	}
-	if _, err := report.ShapeOfKnee(append(rows, kneeRow(50, math.NaN(), math.NaN()))); err == nil {
+	if _, err := ShapeOfKnee(append(rows, kneeRow(50, math.NaN(), math.NaN()))); err == nil {
 		t.Error("an error row must leave no shape")
 	}
 }
@@ -59,7 +59,7 @@ func TestWriteKnee(t *testing.T) {
 	lagged.Set("sim_lag_s", 0.042)
 	run := &analysis.Run{Files: map[string][]results.Row{File: {kneeRow(200, 0.36, 4.6), kneeRow(50, math.NaN(), math.NaN()), lagged}}}
 	var b bytes.Buffer
-	report.WriteKnee(&b, run)
+	writeKnee(&b, run)
 	out := b.String()
 	for _, want := range []string{
 		"| GPU KV (GB) | realized APC | TTFT p90 |",

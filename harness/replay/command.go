@@ -10,7 +10,6 @@ import (
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/replayer"
-	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/serving/servingflag"
 )
 
@@ -59,7 +58,7 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 			dir = o.Dir
 			return replayInto(ctx, c, o, &f, r)
 		}}.Exec(ctx)
-	return c.PrintSection(dir, code, report.WriteReplay)
+	return c.PrintSection(dir, code, writeReplay)
 }
 
 // replayRun is a validated kvtier replay, connected to its server.

@@ -15,7 +15,6 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
-	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/workload"
@@ -237,7 +236,7 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 			out.Manifest.Settings = f.settings(ao, g)
 			return writeTraceFiles(out, res)
 		}}.Exec(ctx)
-	return c.PrintSection(dir, code, report.WriteTrace)
+	return c.PrintSection(dir, code, writeTrace)
 }
 
 // runGenerate writes a synthetic trace: the generator's flags and

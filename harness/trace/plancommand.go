@@ -16,7 +16,6 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
-	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/workload"
@@ -197,7 +196,7 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 			}
 			return writePlanFiles(out, res[0], planner.Results(), pr.costs)
 		}}.Exec(ctx)
-	return c.PrintSection(dir, code, report.WritePlan)
+	return c.PrintSection(dir, code, writePlan)
 }
 
 // writePlanFiles writes plan.csv and plan_costs.csv.

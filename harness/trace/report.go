@@ -1,4 +1,4 @@
-package report
+package trace
 
 import (
 	"fmt"
@@ -9,13 +9,17 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
+// The trace's and the plan's report: their sections and headlines.
 func init() {
-	RegisterSection(Section{Suite: "trace", Write: WriteTrace})
-	RegisterSection(Section{Suite: "plan", Write: WritePlan})
+	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeTrace})
+	report.RegisterSection(report.Section{Suite: PlanSuite.Name, Write: writePlan})
+	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: traceHeadline})
+	report.RegisterHeadline(report.Headline{Suite: PlanSuite.Name, Write: planHeadline})
 }
 
 // traceFigures indexes one trace's rows of trace.csv by metric and stat.
@@ -63,14 +67,14 @@ func byTrace(rows []results.Row) []traceFigures {
 	return out
 }
 
-// WriteTrace writes the trace section of a results directory: per trace
+// writeTrace writes the trace section of a results directory: per trace
 // its requests, lengths and footprint, the APC ceiling and its reuse
 // split, the LRU knees (predicted by the LRU model) and working sets.
-func WriteTrace(w io.Writer, run *analysis.Run) {
-	for _, f := range byTrace(run.Rows("trace")) {
+func writeTrace(w io.Writer, run *analysis.Run) {
+	for _, f := range byTrace(run.Rows(Suite.Name)) {
 		first := f.rows[0]
 		fmt.Fprintf(w, "#### Trace `%s`\n\n", f.name)
-		fmt.Fprintf(w, "%s format, %s tokens per hash id, model %s; %s.\n\n", first.Get(results.ColFormat), first.Get(results.ColBlockTokens), OrDash(first.Model), methodSentence(first))
+		fmt.Fprintf(w, "%s format, %s tokens per hash id, model %s; %s.\n\n", first.Get(results.ColFormat), first.Get(results.ColBlockTokens), report.OrDash(first.Model), methodSentence(first))
 		writeTraceCounts(w, f)
 		writeTraceLengths(w, f)
 		writeTraceReuse(w, f)
@@ -84,36 +88,36 @@ func methodSentence(r results.Row) string {
 		return "exact analysis (every block tracked)"
 	}
 	return fmt.Sprintf("SHARDS sampling (Waldspurger et al., FAST'15) of %s of the blocks in 8 hash-partitioned sub-samples: hit ratios within ±%s points (95 %%: t for 7 degrees of freedom times the standard error of the token-weighted sub-samples, the largest over capacities; the block opening each request tracked exactly), capacities below 8/rate blocks not resolved",
-		FmtShare(r.Float(results.ColSampleRate)), Sig(r.Float(results.ColErrorPP)))
+		report.FmtShare(r.Float(results.ColSampleRate)), report.Sig(r.Float(results.ColErrorPP)))
 }
 
 func writeTraceCounts(w io.Writer, f traceFigures) {
-	sess := Commas(int64(f.value("sessions", "")))
+	sess := report.Commas(int64(f.value("sessions", "")))
 	if r, ok := f.row("sessions", ""); ok && r.Get(results.ColNote) != "" {
 		sess = "unknown (" + r.Get(results.ColNote) + ")"
 	}
 	fmt.Fprintf(w, "- %s requests, sessions: %s, over %s; %s block references, %s distinct\n",
-		Commas(int64(f.value("requests", ""))), sess, FmtSec(f.value("span", "")),
-		Commas(int64(f.value("block_refs", ""))), Commas(int64(f.value("distinct_blocks", ""))))
+		report.Commas(int64(f.value("requests", ""))), sess, report.FmtSec(f.value("span", "")),
+		report.Commas(int64(f.value("block_refs", ""))), report.Commas(int64(f.value("distinct_blocks", ""))))
 	if r, ok := f.row("malformed_lines", ""); ok && r.Float(results.ColValue) > 0 {
 		fmt.Fprintf(w, "- %s\n", r.Get(results.ColNote))
 	}
 	if v := f.value("top1pct_sessions_input_share", ""); !math.IsNaN(v) {
-		fmt.Fprintf(w, "- the top 1 %% of sessions send %s of the input tokens\n", FmtShare(v))
+		fmt.Fprintf(w, "- the top 1 %% of sessions send %s of the input tokens\n", report.FmtShare(v))
 	}
 	fmt.Fprintln(w)
 }
 
 func writeTraceLengths(w io.Writer, f traceFigures) {
-	t := NewTable("per request", "mean", "p50", "p90", "p99", "max")
+	t := report.NewTable("per request", "mean", "p50", "p90", "p99", "max")
 	for _, m := range []struct {
 		metric, label string
 		format        func(float64) string
 	}{
-		{"input_tokens", "input tokens", func(v float64) string { return Commas(int64(math.Round(v))) }},
-		{"output_tokens", "output tokens", func(v float64) string { return Commas(int64(math.Round(v))) }},
-		{"kv_footprint", "KV footprint of the input", FmtBytes},
-		{"think", "gap to the parent request", FmtSec},
+		{"input_tokens", "input tokens", func(v float64) string { return report.Commas(int64(math.Round(v))) }},
+		{"output_tokens", "output tokens", func(v float64) string { return report.Commas(int64(math.Round(v))) }},
+		{"kv_footprint", "KV footprint of the input", report.FmtBytes},
+		{"think", "gap to the parent request", report.FmtSec},
 	} {
 		cells := []string{m.label}
 		for _, s := range []string{"mean", "p50", "p90", "p99", "max"} {
@@ -131,14 +135,14 @@ func writeTraceLengths(w io.Writer, f traceFigures) {
 
 func writeTraceReuse(w io.Writer, f traceFigures) {
 	fmt.Fprintf(w, "APC ceiling with an infinite cache (tokens in the leading run of blocks seen before): **%s any session**, %s within the session.",
-		FmtShare(f.value("apc_ceiling_any", "")), OrDash(FmtShare(f.value("apc_ceiling_intra", ""))))
+		report.FmtShare(f.value("apc_ceiling_any", "")), report.OrDash(report.FmtShare(f.value("apc_ceiling_intra", ""))))
 	if v := f.value("reuse_intra", ""); !math.IsNaN(v) {
 		note := ""
 		if r, ok := f.row("reuse_shared", ""); ok {
 			note = " (" + r.Get(results.ColNote) + ")"
 		}
 		fmt.Fprintf(w, " Its hits split into intra-session %s, cross-session %s, shared prefix %s%s.",
-			FmtShare(v), FmtShare(f.value("reuse_cross", "")), FmtShare(f.value("reuse_shared", "")), note)
+			report.FmtShare(v), report.FmtShare(f.value("reuse_cross", "")), report.FmtShare(f.value("reuse_shared", "")), note)
 	} else {
 		fmt.Fprint(w, " The trace has no sessions, so its hits are not split by session.")
 	}
@@ -161,19 +165,19 @@ func writeTraceKnees(w io.Writer, f traceFigures) {
 	for _, s := range shares {
 		heads = append(heads, "knee "+s, "tokens")
 	}
-	t := NewTable(heads...)
+	t := report.NewTable(heads...)
 	for _, r := range f.rows {
 		if r.Get(results.ColMetric) != metrics[0] {
 			continue
 		}
-		cells := []string{r.Get(results.ColInstances), OrDash(r.Get(results.ColRoute))}
+		cells := []string{r.Get(results.ColInstances), report.OrDash(r.Get(results.ColRoute))}
 		for _, m := range metrics {
 			k, _ := f.row(m, "", results.ColInstances, r.Get(results.ColInstances), results.ColRoute, r.Get(results.ColRoute))
 			if k.Status != results.StatusOK {
-				cells = append(cells, t.Dash(OrDash(k.Reason)), Dash)
+				cells = append(cells, t.Dash(report.OrDash(k.Reason)), report.Dash)
 				continue
 			}
-			cells = append(cells, FmtBytes(float64(k.Bytes)), Commas(k.PrefixTokens))
+			cells = append(cells, report.FmtBytes(float64(k.Bytes)), report.Commas(k.PrefixTokens))
 		}
 		t.Add(cells...)
 	}
@@ -196,15 +200,15 @@ func kneeMetrics(rows []results.Row) []string {
 // writePlanKnees writes one line of the trace's LRU knees for a plan:
 // the single cache's capacity reaching each share of the ceiling.
 func writePlanKnees(w io.Writer, run *analysis.Run) {
-	for _, f := range byTrace(run.Rows("trace")) {
+	for _, f := range byTrace(run.Rows(Suite.Name)) {
 		var parts []string
 		for _, m := range kneeMetrics(f.rows) {
 			if k, ok := f.row(m, "", results.ColInstances, "1"); ok && k.Status == results.StatusOK {
-				parts = append(parts, fmt.Sprintf("%s %% of it at %s", strings.TrimPrefix(m, "knee"), FmtBytes(float64(k.Bytes))))
+				parts = append(parts, fmt.Sprintf("%s %% of it at %s", strings.TrimPrefix(m, "knee"), report.FmtBytes(float64(k.Bytes))))
 			}
 		}
 		if len(parts) > 0 {
-			fmt.Fprintf(w, "`%s`: APC ceiling %s; one cache reaches %s (LRU model, **predicted**).\n\n", f.name, FmtShare(f.value("apc_ceiling_any", "")), strings.Join(parts, ", "))
+			fmt.Fprintf(w, "`%s`: APC ceiling %s; one cache reaches %s (LRU model, **predicted**).\n\n", f.name, report.FmtShare(f.value("apc_ceiling_any", "")), strings.Join(parts, ", "))
 		}
 	}
 }
@@ -213,7 +217,7 @@ func writeTraceWindows(w io.Writer, f traceFigures) {
 	var ws []string
 	for _, r := range f.rows {
 		if r.Get(results.ColMetric) == "working_set_peak" {
-			ws = append(ws, fmt.Sprintf("%s in %s windows", FmtBytes(r.Float(results.ColValue)), FmtSec(r.Float(results.ColWindow))))
+			ws = append(ws, fmt.Sprintf("%s in %s windows", report.FmtBytes(r.Float(results.ColValue)), report.FmtSec(r.Float(results.ColWindow))))
 		}
 	}
 	if len(ws) > 0 {
@@ -221,11 +225,11 @@ func writeTraceWindows(w io.Writer, f traceFigures) {
 	}
 }
 
-// WritePlan writes the plan section: the tier costs used (or why a tier
+// writePlan writes the plan section: the tier costs used (or why a tier
 // has none) and, per capacity configuration, the share of tokens each
 // tier serves and the predicted KV-load time and TTFT.
-func WritePlan(w io.Writer, run *analysis.Run) {
-	plan := run.Rows("plan")
+func writePlan(w io.Writer, run *analysis.Run) {
+	plan := run.Rows(PlanSuite.Name)
 	if len(plan) == 0 {
 		return
 	}
@@ -235,20 +239,20 @@ func WritePlan(w io.Writer, run *analysis.Run) {
 		mode = "inclusive (write-through: each tier holds the most recent blocks that fit it)"
 	}
 	fmt.Fprintf(w, "Every figure here is **predicted**: the trace's LRU stack distances (touch %s) combined with tier costs measured in `%s` (**%s**). Tiers are %s; a hit is the leading run of blocks some tier holds, each block served by the fastest tier holding it, the rest recomputed.\n\n",
-		first.Get(results.ColTouch), first.Get(results.ColCosts), OrDash(first.Get(results.ColCostSource)), mode)
+		first.Get(results.ColTouch), first.Get(results.ColCosts), report.OrDash(first.Get(results.ColCostSource)), mode)
 	writePlanKnees(w, run)
-	writePlanCosts(w, run.FileWith("plan", results.ColAlpha))
-	t := NewTable(planHeads()...)
+	writePlanCosts(w, run.FileWith(PlanSuite.Name, results.ColAlpha))
+	t := report.NewTable(planHeads()...)
 	for _, r := range plan {
 		cells := []string{r.Get(results.ColTrace)}
 		for _, tier := range tierspec.CapacityNames() {
 			cells = append(cells, fmtCapacity(r.Get(tier+"_bytes")))
 		}
-		cells = append(cells, FmtShare(r.Float(results.ColHitRatio)))
+		cells = append(cells, report.FmtShare(r.Float(results.ColHitRatio)))
 		for _, tier := range tierspec.PlanNames() {
-			cells = append(cells, FmtShare(r.Float("frac_"+tier)))
+			cells = append(cells, report.FmtShare(r.Float("frac_"+tier)))
 		}
-		load := []string{FmtSec(r.Float(results.ColLoadP50)), FmtSec(r.Float(results.ColLoadP90))}
+		load := []string{report.FmtSec(r.Float(results.ColLoadP50)), report.FmtSec(r.Float(results.ColLoadP90))}
 		if ex := r.Get(results.ColLoadExcludes); ex != "" {
 			n := t.Note("excludes the fetches from " + strings.ReplaceAll(ex, ";", ", ") + ": no measured cost (a lower bound)")
 			load[0], load[1] = load[0]+" "+n, load[1]+" "+n
@@ -256,16 +260,16 @@ func WritePlan(w io.Writer, run *analysis.Run) {
 		cells = append(cells, load...)
 		extrap := ""
 		if x := r.Float(results.ColExtrapolated); x > 0 {
-			extrap = " " + t.Note(fmt.Sprintf("extrapolated: %s of the requests are predicted from a cost past the longest prefix it was measured at (plan_costs.csv max_tokens), along the fit's form, up to %g× that length", FmtShare(x), analysis.ExtrapolationLimit))
+			extrap = " " + t.Note(fmt.Sprintf("extrapolated: %s of the requests are predicted from a cost past the longest prefix it was measured at (plan_costs.csv max_tokens), along the fit's form, up to %g× that length", report.FmtShare(x), analysis.ExtrapolationLimit))
 		}
 		if x := r.Float(results.ColPastLimit); x > 0 {
-			extrap += " " + t.Note(fmt.Sprintf("%s of the requests need a cost past %g× the longest prefix measured: counted, not predicted, left out of these percentiles", FmtShare(x), analysis.ExtrapolationLimit))
+			extrap += " " + t.Note(fmt.Sprintf("%s of the requests need a cost past %g× the longest prefix measured: counted, not predicted, left out of these percentiles", report.FmtShare(x), analysis.ExtrapolationLimit))
 		}
 		for _, s := range []string{"mean", "p50", "p90", "p99"} {
 			v := r.Float("ttft_" + s + "_s")
 			switch {
 			case !math.IsNaN(v):
-				cells = append(cells, FmtSec(v)+extrap)
+				cells = append(cells, report.FmtSec(v)+extrap)
 			case r.Get(results.ColMissing) != "":
 				cells = append(cells, t.Dash("not predicted: no measured cost for "+strings.ReplaceAll(r.Get(results.ColMissing), ";", ", ")))
 			default:
@@ -294,7 +298,7 @@ func planHeads() []string {
 // planWrites is a plan row's write cell: per tier written to, the bytes/s
 // it must absorb and the share of its measured store that needs, "over"
 // past 100 %, "not checked" without a measured store.
-func planWrites(t *Table, r results.Row) string {
+func planWrites(t *report.Table, r results.Row) string {
 	var parts []string
 	for _, tier := range tierspec.CapacityNames() {
 		bps := r.Float("write_" + tier + "_Bps")
@@ -303,15 +307,15 @@ func planWrites(t *Table, r results.Row) string {
 		}
 		use := "not checked"
 		if u := r.Float("store_util_" + tier); !math.IsNaN(u) {
-			use = FmtShare(u)
+			use = report.FmtShare(u)
 			if u > 1 {
 				use = "**over: " + use + "**"
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%s %s/s (%s)", tier, FmtBytes(bps), use))
+		parts = append(parts, fmt.Sprintf("%s %s/s (%s)", tier, report.FmtBytes(bps), use))
 	}
 	if len(parts) == 0 {
-		return Dash
+		return report.Dash
 	}
 	cell := strings.Join(parts, ", ")
 	if r.Get(results.ColStoreUnchecked) != "" {
@@ -320,29 +324,16 @@ func planWrites(t *Table, r results.Row) string {
 	return cell
 }
 
-// FitAlpha is a fit's α cell: a negative fixed cost is a fit problem,
-// not a cost, so the cell is a dash that says so; other problems (a poor
-// R²) are noted beside α.
-func FitAlpha(t *Table, alpha float64, problems string) string {
-	switch {
-	case strings.Contains(problems, "negative fixed cost"):
-		return t.Dash("fit problem: " + problems)
-	case problems != "":
-		return FmtSec(alpha) + " " + t.Note("fit problem: "+problems)
-	}
-	return FmtSec(alpha)
-}
-
 // storeCell is a plan tier's measured store: fixed cost and bandwidth.
-func storeCell(t *Table, r results.Row) string {
+func storeCell(t *report.Table, r results.Row) string {
 	rate := r.Float(results.ColStoreRate)
 	if tierspec.Computes(r.Tier) {
-		return Dash
+		return report.Dash
 	}
 	if math.IsNaN(rate) {
 		return t.Dash("store not measured (no direction=store rows): its writes are not checked")
 	}
-	return FmtSec(r.Float(results.ColStoreAlpha)) + " + " + Sig(rate/1e9) + " GB/s"
+	return report.FmtSec(r.Float(results.ColStoreAlpha)) + " + " + report.Sig(rate/1e9) + " GB/s"
 }
 
 // writePlanCosts lists the cost of every plan tier, or why it is
@@ -352,17 +343,17 @@ func writePlanCosts(w io.Writer, rows []results.Row) {
 	if len(rows) == 0 {
 		return
 	}
-	t := NewTable("tier", "cost", "source", "measured configuration", "intercept", "rate / coefficients", "R²", "measured L", "store")
+	t := report.NewTable("tier", "cost", "source", "measured configuration", "intercept", "rate / coefficients", "R²", "measured L", "store")
 	var missing []string
 	for _, r := range rows {
 		if r.Get(results.ColMeasured) != "true" {
-			t.Add(r.Tier, t.Dash(r.Reason), OrDash(r.Get(results.ColSource)), Dash, Dash, Dash, Dash, measuredRange(r), storeCell(t, r))
+			t.Add(r.Tier, t.Dash(r.Reason), report.OrDash(r.Get(results.ColSource)), report.Dash, report.Dash, report.Dash, report.Dash, measuredRange(r), storeCell(t, r))
 			missing = append(missing, r.Tier)
 			continue
 		}
-		alpha := FitAlpha(t, r.Float(results.ColAlpha), r.Get(results.ColFitProblem))
+		alpha := report.FitAlpha(t, r.Float(results.ColAlpha), r.Get(results.ColFitProblem))
 		t.Add(r.Tier, r.Get(results.ColFormula), r.Get(results.ColSource), r.Get(results.ColConfig), alpha, rateCell(r),
-			OrDash(fixed3(r.Float("r2"))), measuredRange(r), storeCell(t, r))
+			report.OrDash(fixed3(r.Float("r2"))), measuredRange(r), storeCell(t, r))
 	}
 	t.Write(w)
 	if len(missing) > 0 {
@@ -375,9 +366,9 @@ func writePlanCosts(w io.Writer, rows []results.Row) {
 func rateCell(r results.Row) string {
 	if rate := r.Float(results.ColRate); !math.IsNaN(rate) {
 		if r.Get(results.ColRateUnit) == "FLOP/s" {
-			return Sig(rate/1e12) + " TFLOP/s"
+			return report.Sig(rate/1e12) + " TFLOP/s"
 		}
-		return Sig(rate/1e9) + " GB/s"
+		return report.Sig(rate/1e9) + " GB/s"
 	}
 	return fmt.Sprintf("A %s s/token, B %s s/token²", sci(r.Float(results.ColLinear)), sci(r.Float(results.ColQuadratic)))
 }
@@ -403,11 +394,11 @@ func fixed3(x float64) string {
 func measuredRange(r results.Row) string {
 	lo, hi := r.Float("min_tokens"), r.Float("max_tokens")
 	if math.IsNaN(lo) || math.IsNaN(hi) {
-		return Dash
+		return report.Dash
 	}
-	s := FmtTokens(int64(lo))
+	s := report.FmtTokens(int64(lo))
 	if hi != lo {
-		s += "–" + FmtTokens(int64(hi))
+		s += "–" + report.FmtTokens(int64(hi))
 	}
 	return s + " (" + r.Get("n") + " points)"
 }
@@ -424,5 +415,129 @@ func fmtCapacity(s string) string {
 	if n == 0 {
 		return "0"
 	}
-	return FmtBytes(n)
+	return report.FmtBytes(n)
+}
+
+// traceHeadline is each trace's APC ceiling and LRU knee.
+func traceHeadline(runs []*analysis.Run) (string, string) {
+	var parts []string
+	for _, f := range byTrace(report.AllRows(runs, Suite.Name)) {
+		s := fmt.Sprintf("`%s`: APC ceiling %s", f.name, report.OrDash(report.FmtShare(f.value("apc_ceiling_any", ""))))
+		var knee results.Row
+		for _, r := range f.rows {
+			if r.Get(results.ColMetric) == "knee95" && r.Status == results.StatusOK && (knee.Status == "" || r.Get(results.ColInstances) == "1") {
+				knee = r
+			}
+		}
+		if knee.Status != "" {
+			s += fmt.Sprintf(", 95 %% of it from %s of KV per instance (%s instance(s), LRU model)", report.FmtBytes(float64(knee.Bytes)), knee.Get(results.ColInstances))
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ") + ".", ""
+}
+
+// planHeadline is the planner's recommendation: of the capacity
+// configurations, the smallest (total bytes over the tiers) whose
+// predicted TTFT p90 is within 10 % of the best; where no TTFT could be
+// predicted, the smallest within one point of the best prefix hit.
+func planHeadline(runs []*analysis.Run) (string, string) {
+	rows := report.AllRows(runs, PlanSuite.Name)
+	if len(rows) == 0 {
+		return "", ""
+	}
+	ttft := func(r results.Row) float64 { return r.Float(results.ColTTFTP90) }
+	hit := func(r results.Row) float64 { return r.Float(results.ColHitRatio) }
+	var lead string
+	var within func(results.Row) bool
+	var better func(a, b results.Row) bool
+	if slices.ContainsFunc(rows, func(r results.Row) bool { return !math.IsNaN(ttft(r)) }) {
+		best := extreme(rows, ttft, -1)
+		lead = fmt.Sprintf("the smallest configuration within 10 %% of the best predicted TTFT p90 (%s)", report.FmtSec(best))
+		within = func(r results.Row) bool { return ttft(r) <= 1.1*best }
+		better = func(a, b results.Row) bool { return ttft(a) < ttft(b) }
+	} else {
+		best := extreme(rows, hit, 1)
+		lead = fmt.Sprintf("TTFT not predicted (no usable cost for %s%s); the smallest configuration within 1 point of the best predicted prefix hit (%s)",
+			strings.ReplaceAll(report.OrDash(rows[0].Get(results.ColMissing)), ";", ", "), missingWhy(runs), report.FmtShare(best))
+		within = func(r results.Row) bool { return hit(r) >= best-0.01 }
+		better = func(a, b results.Row) bool { return hit(a) > hit(b) }
+	}
+	var pick results.Row
+	size := math.Inf(1)
+	for _, r := range rows {
+		if c := planCapacity(r); within(r) && (pick.Extra == nil || c < size || (c == size && better(r, pick))) {
+			pick, size = r, c
+		}
+	}
+	var caps []string
+	for _, tier := range tierspec.CapacityNames() {
+		if c := fmtCapacity(pick.Get(tier + "_bytes")); c != "" && c != "0" {
+			caps = append(caps, tier+" "+c)
+		}
+	}
+	what := "prefix hit " + report.OrDash(report.FmtShare(hit(pick)))
+	if v := ttft(pick); !math.IsNaN(v) {
+		what = "TTFT p90 " + report.FmtSec(v) + ", " + what
+	}
+	return fmt.Sprintf("%s is %s: %s (%s).", lead, strings.Join(caps, ", "), what, planProvenance(pick)), ""
+}
+
+// planProvenance says what a plan row's figures rest on: the LRU model,
+// the costs' source and directory (a mix said as one), and how much of
+// the prediction is extrapolated or past the limit.
+func planProvenance(r results.Row) string {
+	src := report.OrDash(r.Get(results.ColCostSource))
+	if strings.Contains(src, " + ") {
+		src = "mixed sources: " + src
+	}
+	s := fmt.Sprintf("predicted by the LRU model from %s costs in `%s`", src, r.Get(results.ColCosts))
+	if x := r.Float(results.ColExtrapolated); x > 0 {
+		s += fmt.Sprintf("; %s of the requests extrapolated past the longest prefix measured, up to %g×", report.FmtShare(x), analysis.ExtrapolationLimit)
+	}
+	if x := r.Float(results.ColPastLimit); x > 0 {
+		s += fmt.Sprintf("; %s past that, counted, not predicted", report.FmtShare(x))
+	}
+	return s
+}
+
+// missingWhy is why the plan's costs could not be used, from
+// plan_costs.csv: the first reason given, after a colon; "" when none.
+func missingWhy(runs []*analysis.Run) string {
+	for _, run := range runs {
+		for _, r := range run.FileWith(PlanSuite.Name, results.ColAlpha) {
+			if r.Get(results.ColMeasured) != "true" && r.Reason != "" && r.Get(results.ColSource) != "" {
+				return ": " + r.Tier + " " + r.Reason
+			}
+		}
+	}
+	return ""
+}
+
+// extreme returns the largest (sign 1) or smallest (sign -1) finite
+// value of v over rows, NaN when none is finite.
+func extreme(rows []results.Row, v func(results.Row) float64, sign float64) float64 {
+	best := math.NaN()
+	for _, r := range rows {
+		if x := v(r); !math.IsNaN(x) && (math.IsNaN(best) || sign*x > sign*best) {
+			best = x
+		}
+	}
+	return best
+}
+
+// planCapacity returns the bytes of every tier of a plan row ("inf" is
+// +Inf).
+func planCapacity(r results.Row) float64 {
+	total := 0.0
+	for _, tier := range tierspec.CapacityNames() {
+		s := r.Get(tier + "_bytes")
+		if s == "inf" {
+			return math.Inf(1)
+		}
+		if v, err := strconv.ParseFloat(s, 64); err == nil {
+			total += v
+		}
+	}
+	return total
 }

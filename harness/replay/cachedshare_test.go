@@ -1,9 +1,10 @@
-package report
+package replay
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -23,8 +24,8 @@ func TestCachedShareCell(t *testing.T) {
 		{"none sent", "", "0", "the server sent no usage cached_tokens", "impossible"},
 	} {
 		r := results.Row{Extra: map[string]string{results.ColCachedShare: tc.share, results.ColServerImpossible: tc.impossible}}
-		tab := NewTable("cached share (usage)")
-		tab.Add(cachedShareCell(tab, r, FmtShare(r.Float(results.ColCachedShare))))
+		tab := report.NewTable("cached share (usage)")
+		tab.Add(cachedShareCell(tab, r, report.FmtShare(r.Float(results.ColCachedShare))))
 		got := tab.String()
 		if !strings.Contains(got, tc.want) || (tc.deny != "" && strings.Contains(got, tc.deny)) {
 			t.Errorf("%s: table\n%s\nwant %q, never %q", tc.name, got, tc.want, tc.deny)

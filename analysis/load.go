@@ -118,15 +118,14 @@ func (r *Run) readRows(name string) error {
 	return nil
 }
 
-// tokensFile is MB1's per-token series: the raw file of the mb1 suite.
+// tokensFile is MB1's per-token series: the raw file whose rows are
+// tokens, by stream and index within their stream.
 func tokensFile() string {
-	s, ok := results.LookupSuite("mb1")
-	if !ok {
-		return ""
-	}
-	for _, f := range s.Files {
-		if f.Raw {
-			return f.Name
+	for _, s := range results.Suites() {
+		for _, f := range s.Files {
+			if names := f.Names(); f.Raw && slices.Contains(names, results.ColStream) && slices.Contains(names, results.ColIndex) {
+				return f.Name
+			}
 		}
 	}
 	return ""

@@ -35,18 +35,18 @@ func drawDeclared(dir string, run *analysis.Run, res *Result, suite results.Suit
 		return strings.Join(cells, " / ")
 	}, strings.Compare)
 	x := func(r results.Row) float64 { return r.Float(fig.X) }
-	ss := seriesOf(keys, groups, func(k string) string { return k }, x, file.Measure)
-	f, err := seriesFigure(res, ss, file.Name+" has no ok rows: "+fig.Name+" not drawn",
+	ss := SeriesOf(keys, groups, func(k string) string { return k }, x, file.Measure)
+	f, err := SeriesFigure(res, ss, file.Name+" has no ok rows: "+fig.Name+" not drawn",
 		fig.Title, axisLabel(file, fig.X, fig.X), axisLabel(file, cmp.Or(file.Value, results.ColSeconds), cmp.Or(file.Metric, "time")))
 	if f == nil || err != nil {
 		return err
 	}
 	if fig.LogX {
-		f.logX(plainLabel, true)
+		f.LogX(PlainLabel, true)
 	}
-	f.ticksAt(allX(ss), plainLabel)
-	f.linearY(plainLabel)
-	return emit(dir, fig.Name, f, res)
+	f.TicksAt(AllX(ss), PlainLabel)
+	f.LinearY(PlainLabel)
+	return Emit(dir, fig.Name, f, res)
 }
 
 // axisLabel names the axis of file's column col: name, and the unit the

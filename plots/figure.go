@@ -51,13 +51,13 @@ var dashes = [][]vg.Length{
 	{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)},
 }
 
-// style returns the colour and dash pattern of series i.
-func style(i int) (color.Color, []vg.Length) {
+// Style returns the colour and dash pattern of series i.
+func Style(i int) (color.Color, []vg.Length) {
 	return palette[i%len(palette)], dashes[(i/len(palette))%len(dashes)]
 }
 
-// translucent returns c with alpha a (for bands).
-func translucent(c color.Color, a uint8) color.Color {
+// Translucent returns c with alpha a (for bands).
+func Translucent(c color.Color, a uint8) color.Color {
 	r, g, b, _ := c.RGBA()
 	// Premultiplied: scale the channels by the new alpha.
 	f := float64(a) / 255
@@ -65,16 +65,21 @@ func translucent(c color.Color, a uint8) color.Color {
 }
 
 // A figure is a plot with its legend entries, drawn below the plot.
-type figure struct {
-	p      *plot.Plot
+type Figure struct {
+	P      *plot.Plot // the plot drawn on
 	legend []legendEntry
 	// x and y ranges of the data, for axes the figure sets itself.
 	xmin, xmax, ymin, ymax float64
-	// kinds say what the figures are (analysis.Measured, ...); emit takes
+	// kinds say what the figures are (analysis.Measured, ...); Emit takes
 	// the suite's when none is set. reference is set once a reference
 	// curve is drawn.
-	kinds     []string
-	reference bool
+	Kinds     []string
+	Reference bool
+}
+
+// AddLegend adds a legend entry: name beside the thumbnails drawn for it.
+func (f *Figure) AddLegend(name string, thumbs ...plot.Thumbnailer) {
+	f.legend = append(f.legend, legendEntry{name, thumbs})
 }
 
 type legendEntry struct {
@@ -82,7 +87,7 @@ type legendEntry struct {
 	thumbs []plot.Thumbnailer
 }
 
-func newFigure(title, xlabel, ylabel string) *figure {
+func NewFigure(title, xlabel, ylabel string) *Figure {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = 12
@@ -100,51 +105,69 @@ func newFigure(title, xlabel, ylabel string) *figure {
 	g.Vertical.Width = vg.Points(0.5)
 	g.Horizontal.Width = vg.Points(0.5)
 	p.Add(g)
-	return &figure{p: p, xmin: math.Inf(1), xmax: math.Inf(-1), ymin: math.Inf(1), ymax: math.Inf(-1)}
+	return &Figure{P: p, xmin: math.Inf(1), xmax: math.Inf(-1), ymin: math.Inf(1), ymax: math.Inf(-1)}
 }
 
-// extend widens the recorded data range by the finite points of xys.
-func (f *figure) extend(xys plotter.XYs) {
+// XRange returns the smallest and largest x of the data drawn so far.
+func (f *Figure) XRange() (lo, hi float64) { return f.xmin, f.xmax }
+
+// YRange returns the smallest and largest y of the data drawn so far.
+func (f *Figure) YRange() (lo, hi float64) { return f.ymin, f.ymax }
+
+// Legends returns how many legend entries the figure has.
+func (f *Figure) Legends() int { return len(f.legend) }
+
+// Color is the colour of style i.
+func Color(i int) color.Color { return palette[i%len(palette)] }
+
+// Glyph is the point shape of series i.
+func Glyph(i int) draw.GlyphDrawer { return glyphs[i%len(glyphs)] }
+
+// Styles is how many colours (and dash patterns) Style cycles through.
+var Styles = len(palette)
+
+// Extend widens the recorded data range by the finite points of xys.
+func (f *Figure) Extend(xys plotter.XYs) {
 	for _, pt := range xys {
-		if finite(pt.X) && finite(pt.Y) {
+		if Finite(pt.X) && Finite(pt.Y) {
 			f.xmin, f.xmax = math.Min(f.xmin, pt.X), math.Max(f.xmax, pt.X)
 			f.ymin, f.ymax = math.Min(f.ymin, pt.Y), math.Max(f.ymax, pt.Y)
 		}
 	}
 }
 
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+func Finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-// curve adds a plain polyline (no markers) in series style i.
-func (f *figure) curve(xys plotter.XYs, i int) (*plotter.Line, error) {
-	c, d := style(i)
+// curve adds a plain polyline (no markers) in series Style i.
+func (f *Figure) Curve(xys plotter.XYs, i int) (*plotter.Line, error) {
+	c, d := Style(i)
 	l, err := plotter.NewLine(xys)
 	if err != nil {
 		return nil, err
 	}
 	l.Color, l.Width, l.Dashes = c, vg.Points(1.4), d
-	f.p.Add(l)
-	f.extend(xys)
+	f.P.Add(l)
+	f.Extend(xys)
 	return l, nil
 }
 
 // bandNote adds the legend entry that explains the shaded bands.
-func (f *figure) bandNote(text string) {
+func (f *Figure) BandNote(text string) {
 	poly, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}, {X: 1, Y: 1}})
 	if err != nil {
 		return
 	}
-	poly.Color = translucent(color.Gray{0x60}, 0x50)
+	poly.Color = Translucent(color.Gray{0x60}, 0x50)
 	poly.LineStyle.Width = 0
-	f.legend = append(f.legend, legendEntry{text, []plot.Thumbnailer{poly}})
+	f.AddLegend(text, poly)
 }
 
-// line adds a polyline with markers in series style i.
-func (f *figure) line(xys plotter.XYs, i int, dashed bool, name string) error {
+// line adds a polyline with markers in series Style i.
+func (f *Figure) Line(xys plotter.XYs, i int, dashed bool, name string) error {
 	if len(xys) == 0 {
 		return nil
 	}
-	c, d := style(i)
+	c, d := Style(i)
 	if dashed {
 		d = []vg.Length{vg.Points(5), vg.Points(3)}
 	}
@@ -158,10 +181,10 @@ func (f *figure) line(xys plotter.XYs, i int, dashed bool, name string) error {
 		return err
 	}
 	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.2), Shape: glyphs[i%len(glyphs)]}
-	f.p.Add(l, s)
-	f.extend(xys)
+	f.P.Add(l, s)
+	f.Extend(xys)
 	if name != "" {
-		f.legend = append(f.legend, legendEntry{name, []plot.Thumbnailer{l, s}})
+		f.AddLegend(name, l, s)
 	}
 	return nil
 }
@@ -171,12 +194,12 @@ var glyphs = []draw.GlyphDrawer{
 	draw.RingGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{},
 }
 
-// band adds the translucent area between lo and hi (same x) in style i.
-func (f *figure) band(lo, hi plotter.XYs, i int) error {
+// band adds the Translucent area between lo and hi (same x) in Style i.
+func (f *Figure) Band(lo, hi plotter.XYs, i int) error {
 	if len(lo) < 2 || len(lo) != len(hi) {
 		return nil // a band needs two x values
 	}
-	c, _ := style(i)
+	c, _ := Style(i)
 	ring := make(plotter.XYs, 0, 2*len(lo))
 	ring = append(ring, lo...)
 	for _, h := range slices.Backward(hi) {
@@ -186,25 +209,25 @@ func (f *figure) band(lo, hi plotter.XYs, i int) error {
 	if err != nil {
 		return err
 	}
-	poly.Color = translucent(c, 0x38)
+	poly.Color = Translucent(c, 0x38)
 	poly.LineStyle.Width = 0
-	f.p.Add(poly)
-	f.extend(ring)
+	f.P.Add(poly)
+	f.Extend(ring)
 	return nil
 }
 
 // logX and logY put the axes on log scales with ticks labelled by label,
 // and set their ranges from the data with a margin (gonum's own range
 // padding can go below zero, which a log axis cannot show).
-func (f *figure) logX(label func(float64) string, base2 bool) {
-	f.p.X.Scale = plot.LogScale{}
-	f.p.X.Tick.Marker = logTicks{label: label, base2: base2}
-	f.p.X.Min, f.p.X.Max = logRange(f.xmin, f.xmax)
+func (f *Figure) LogX(label func(float64) string, base2 bool) {
+	f.P.X.Scale = plot.LogScale{}
+	f.P.X.Tick.Marker = logTicks{label: label, base2: base2}
+	f.P.X.Min, f.P.X.Max = logRange(f.xmin, f.xmax)
 }
 
 // ticksAt labels the x axis at the values measured (prefix lengths,
 // transfer sizes) when there are few enough to read.
-func (f *figure) ticksAt(xs []float64, label func(float64) string) {
+func (f *Figure) TicksAt(xs []float64, label func(float64) string) {
 	slices.Sort(xs)
 	xs = slices.Compact(xs)
 	if len(xs) == 0 || len(xs) > 10 {
@@ -214,17 +237,17 @@ func (f *figure) ticksAt(xs []float64, label func(float64) string) {
 	for _, x := range xs {
 		ticks = append(ticks, plot.Tick{Value: x, Label: label(x)})
 	}
-	f.p.X.Tick.Marker = ticks
+	f.P.X.Tick.Marker = ticks
 }
 
 // linearY starts the y axis at zero with round ticks.
-func (f *figure) linearY(label func(float64) string) {
-	f.p.Y.Min, f.p.Y.Max = 0, f.ymax*1.12
-	f.p.Y.Tick.Marker = linearTicks(label)
+func (f *Figure) LinearY(label func(float64) string) {
+	f.P.Y.Min, f.P.Y.Max = 0, f.ymax*1.12
+	f.P.Y.Tick.Marker = LinearTicks(label)
 }
 
-// linearTicks returns a ticker with 4 to 7 labelled round steps.
-func linearTicks(label func(float64) string) plot.Ticker {
+// LinearTicks returns a ticker with 4 to 7 labelled round steps.
+func LinearTicks(label func(float64) string) plot.Ticker {
 	return plot.TickerFunc(func(min, max float64) []plot.Tick {
 		span := max - min
 		if !(span > 0) {
@@ -246,14 +269,14 @@ func linearTicks(label func(float64) string) plot.Ticker {
 	})
 }
 
-func (f *figure) logY(label func(float64) string) {
-	f.p.Y.Scale = plot.LogScale{}
-	f.p.Y.Tick.Marker = logTicks{label: label}
-	f.p.Y.Min, f.p.Y.Max = logRange(f.ymin, f.ymax)
+func (f *Figure) LogY(label func(float64) string) {
+	f.P.Y.Scale = plot.LogScale{}
+	f.P.Y.Tick.Marker = logTicks{label: label}
+	f.P.Y.Min, f.P.Y.Max = logRange(f.ymin, f.ymax)
 }
 
 func logRange(lo, hi float64) (float64, float64) {
-	if !(lo > 0) || !finite(hi) {
+	if !(lo > 0) || !Finite(hi) {
 		return 1, 10
 	}
 	if hi/lo < 2 {
@@ -321,7 +344,7 @@ func (t logTicks) all(min, max float64) []plot.Tick {
 }
 
 // save writes the figure as base.png and base.svg and returns the paths.
-func (f *figure) save(base string) ([]string, error) {
+func (f *Figure) save(base string) ([]string, error) {
 	var out []string
 	for _, ext := range []string{"png", "svg"} {
 		path := base + "." + ext
@@ -337,7 +360,7 @@ const legendFont = 9
 
 // legends splits the entries into one or two columns of legends and
 // returns them with the height they need.
-func (f *figure) legends() ([]*plot.Legend, vg.Length) {
+func (f *Figure) legends() ([]*plot.Legend, vg.Length) {
 	if len(f.legend) == 0 {
 		return nil, 0
 	}
@@ -369,7 +392,7 @@ func (f *figure) legends() ([]*plot.Legend, vg.Length) {
 	return ls, h + vg.Points(14)
 }
 
-func (f *figure) write(path, ext string) error {
+func (f *Figure) write(path, ext string) error {
 	ls, lh := f.legends()
 	h := plotHight + lh
 	var c vg.CanvasWriterTo
@@ -388,19 +411,19 @@ func (f *figure) write(path, ext string) error {
 	// gonum centres a y label at the linear midpoint of the data range,
 	// which on a log axis lands near the top and squeezes the plot; the
 	// label is drawn here instead, in a margin of its own.
-	ylabel := f.p.Y.Label.Text
-	f.p.Y.Label.Text = ""
-	defer func() { f.p.Y.Label.Text = ylabel }()
+	ylabel := f.P.Y.Label.Text
+	f.P.Y.Label.Text = ""
+	defer func() { f.P.Y.Label.Text = ylabel }()
 	if ylabel != "" {
-		sty := f.p.Y.Label.TextStyle
+		sty := f.P.Y.Label.TextStyle
 		sty.Rotation = math.Pi / 2
 		sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
-		lw := f.p.Y.Label.TextStyle.Height(ylabel) + vg.Points(10)
-		top := pc.Max.Y - f.p.Title.TextStyle.Rectangle(f.p.Title.Text).Size().Y - f.p.Title.Padding
+		lw := f.P.Y.Label.TextStyle.Height(ylabel) + vg.Points(10)
+		top := pc.Max.Y - f.P.Title.TextStyle.Rectangle(f.P.Title.Text).Size().Y - f.P.Title.Padding
 		dc.FillText(sty, vg.Point{X: pc.Min.X + lw/2 - vg.Points(1), Y: (pc.Min.Y + top) / 2}, ylabel)
 		pc.Min.X += lw
 	}
-	f.p.Draw(pc)
+	f.P.Draw(pc)
 	colW := (figWidth - vg.Points(36)) / vg.Length(max(1, len(ls)))
 	for k, l := range ls {
 		lc := dc
@@ -438,14 +461,14 @@ func (c *countWriter) Write(p []byte) (int, error) {
 
 // hline adds a horizontal line at y (a line rate, a ceiling) across the
 // x range.
-func (f *figure) hline(y float64, name string) error {
+func (f *Figure) HLine(y float64, name string) error {
 	ref := plotter.NewFunction(func(float64) float64 { return y })
 	ref.Color = color.Gray{0x55}
 	ref.Width = vg.Points(1.2)
 	ref.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
-	f.p.Add(ref)
+	f.P.Add(ref)
 	f.ymin, f.ymax = math.Min(f.ymin, y), math.Max(f.ymax, y)
-	f.legend = append(f.legend, legendEntry{name, []plot.Thumbnailer{ref}})
+	f.AddLegend(name, ref)
 	return nil
 }
 
@@ -458,8 +481,8 @@ func fileBase(dir, name string) (string, error) {
 	return filepath.Join(pd, name), nil
 }
 
-// slug turns a label into a file-name part.
-func slug(s string) string {
+// Slug turns a label into a file-name part.
+func Slug(s string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(s) {
 		switch {
@@ -474,10 +497,10 @@ func slug(s string) string {
 	return strings.TrimSuffix(b.String(), "_")
 }
 
-// streamTicks labels whole stream numbers only, at most about ten.
-type streamTicks struct{}
+// StreamTicks labels whole stream numbers only, at most about ten.
+type StreamTicks struct{}
 
-func (streamTicks) Ticks(min, max float64) []plot.Tick {
+func (StreamTicks) Ticks(min, max float64) []plot.Tick {
 	lo, hi := math.Ceil(min), math.Floor(max)
 	step := math.Max(1, math.Ceil((hi-lo+1)/10))
 	var ticks []plot.Tick
@@ -490,11 +513,11 @@ func (streamTicks) Ticks(min, max float64) []plot.Tick {
 // refLine draws a curve of the reference's figures in series colour i,
 // dotted with hollow markers so that it reads as not kvtier's, and marks
 // the figure as holding a reference.
-func (f *figure) refLine(xys plotter.XYs, i int, name string) error {
+func (f *Figure) RefLine(xys plotter.XYs, i int, name string) error {
 	if len(xys) == 0 {
 		return nil
 	}
-	c, _ := style(i)
+	c, _ := Style(i)
 	l, err := plotter.NewLine(xys)
 	if err != nil {
 		return err
@@ -505,9 +528,40 @@ func (f *figure) refLine(xys plotter.XYs, i int, name string) error {
 		return err
 	}
 	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.6), Shape: draw.RingGlyph{}}
-	f.p.Add(l, s)
-	f.extend(xys)
-	f.legend = append(f.legend, legendEntry{name, []plot.Thumbnailer{l, s}})
-	f.reference = true
+	f.P.Add(l, s)
+	f.Extend(xys)
+	f.AddLegend(name, l, s)
+	f.Reference = true
 	return nil
+}
+
+// cellLabels writes each label centred on its cell, white on dark cells.
+func (f *Figure) CellLabels(labels plotter.XYLabels, dark []bool) error {
+	if len(labels.XYs) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLabels(labels)
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+		l.TextStyle[i].Font.Size = vg.Points(8)
+		l.TextStyle[i].Color = color.Gray{0x20}
+		if dark[i] {
+			l.TextStyle[i].Color = color.White
+		}
+	}
+	f.P.Add(l)
+	return nil
+}
+
+// legendSwatch adds a legend entry with a filled square of c.
+func (f *Figure) LegendSwatch(c color.Color, name string) {
+	poly, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}, {X: 1, Y: 1}, {X: 0, Y: 1}})
+	if err != nil {
+		return
+	}
+	poly.Color, poly.LineStyle.Width = c, 0
+	f.AddLegend(name, poly)
 }

@@ -145,7 +145,7 @@ func TestProbeSimMooncakeShapes(t *testing.T) {
 					if r.Seconds < 0.14 || r.Seconds > 0.19 {
 						t.Errorf("%s: remote TTFT %.4f s: not the pull alone", shape, r.Seconds)
 					}
-					if want := map[string]string{MooncakeAuto: MooncakeTransfer, "nixl": ""}[shape]; r.Get("mooncake_shape") != cmp(want, shape) {
+					if want := map[string]string{MooncakeAuto: MooncakeTransfer, "nixl": ""}[shape]; r.Get("mooncake_shape") != wantShape(want, shape) {
 						t.Errorf("mooncake_shape %q for %s", r.Get("mooncake_shape"), shape)
 					}
 				}
@@ -155,8 +155,8 @@ func TestProbeSimMooncakeShapes(t *testing.T) {
 	}
 }
 
-// cmp returns a unless it is empty and b is not "nixl".
-func cmp(a, b string) string {
+// wantShape returns a unless it is empty and b is not "nixl".
+func wantShape(a, b string) string {
 	switch {
 	case b == "nixl":
 		return ""

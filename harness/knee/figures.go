@@ -1,4 +1,4 @@
-package plots
+package knee
 
 import (
 	"fmt"
@@ -6,16 +6,19 @@ import (
 	"math"
 	"slices"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
 )
 
-func init() { Register("knee", drawKnee) }
+// The knee's figures: APC and TTFT against GPU KV capacity.
+func init() {
+	plots.Register(Suite.Name, drawKnee)
+}
 
 // kneeAxis is the x axis of the knee's figures: GPU KV in decimal GB as
 // the reference's table, or in tokens where the model's geometry was
@@ -37,8 +40,8 @@ func kneeAxisOf(rows []results.Row) kneeAxis {
 // drawKnee draws the realized APC and the TTFT p90 against the GPU KV
 // capacity, the LRU model's predicted APC curve beside the measured
 // points and the working set marked, as the reference's knee table.
-func drawKnee(dir string, run *analysis.Run, res *Result) error {
-	rows := slices.Clone(run.FileWith("knee", results.ColAPCSource))
+func drawKnee(dir string, run *analysis.Run, res *plots.Result) error {
+	rows := slices.Clone(run.FileWith(Suite.Name, results.ColAPCSource))
 	slices.SortStableFunc(rows, func(a, b results.Row) int {
 		return int(a.Float(results.ColCapacityTokens) - b.Float(results.ColCapacityTokens))
 	})
@@ -57,14 +60,14 @@ func drawKnee(dir string, run *analysis.Run, res *Result) error {
 	if measured[0].Get(results.ColSimulated) == "true" {
 		sim = " (kvtier simulator)"
 	}
-	if err := drawKneeAPC(dir, measured, run.FileWith("knee", results.ColOrder), ax, sim, res); err != nil {
+	if err := drawKneeAPC(dir, measured, run.FileWith(Suite.Name, results.ColOrder), ax, sim, res); err != nil {
 		return err
 	}
 	return drawKneeTTFT(dir, measured, ax, sim, res)
 }
 
-func drawKneeAPC(dir string, rows, curve []results.Row, ax kneeAxis, sim string, res *Result) error {
-	f := newFigure("Realized APC vs GPU KV capacity"+sim, ax.label, "prefix-cache hit ratio (% of prompt tokens)")
+func drawKneeAPC(dir string, rows, curve []results.Row, ax kneeAxis, sim string, res *plots.Result) error {
+	f := plots.NewFigure("Realized APC vs GPU KV capacity"+sim, ax.label, "prefix-cache hit ratio (% of prompt tokens)")
 	var pts plotter.XYs
 	missing := 0
 	for _, r := range rows {
@@ -82,7 +85,7 @@ func drawKneeAPC(dir string, rows, curve []results.Row, ax kneeAxis, sim string,
 	if missing > 0 {
 		res.Absent = append(res.Absent, fmt.Sprintf("knee: %d of %d capacities have no realized APC: not in knee_apc", missing, len(rows)))
 	}
-	if err := f.line(pts, 0, false, "realized APC (server's /metrics: hits / queries)"); err != nil {
+	if err := f.Line(pts, 0, false, "realized APC (server's /metrics: hits / queries)"); err != nil {
 		return err
 	}
 	var model plotter.XYs
@@ -94,24 +97,24 @@ func drawKneeAPC(dir string, rows, curve []results.Row, ax kneeAxis, sim string,
 		}
 	}
 	if len(model) > 1 {
-		l, err := f.curve(model, 1)
+		l, err := f.Curve(model, 1)
 		if err != nil {
 			return err
 		}
 		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		f.legend = append(f.legend, legendEntry{"LRU model (" + order + " order): predicted, not measured", []plot.Thumbnailer{l}})
+		f.AddLegend("LRU model ("+order+" order): predicted, not measured", l)
 	}
-	f.p.X.Min, f.p.Y.Min, f.p.Y.Max = 0, 0, 100
-	f.p.Y.Tick.Marker = linearTicks(plainLabel)
-	f.p.X.Tick.Marker = linearTicks(plainLabel)
+	f.P.X.Min, f.P.Y.Min, f.P.Y.Max = 0, 0, 100
+	f.P.Y.Tick.Marker = plots.LinearTicks(plots.PlainLabel)
+	f.P.X.Tick.Marker = plots.LinearTicks(plots.PlainLabel)
 	if err := markWorkingSet(f, rows[0], ax, 100); err != nil {
 		return err
 	}
-	return emit(dir, "knee_apc", f, res)
+	return plots.Emit(dir, "knee_apc", f, res)
 }
 
-func drawKneeTTFT(dir string, rows []results.Row, ax kneeAxis, sim string, res *Result) error {
-	f := newFigure("TTFT vs GPU KV capacity"+sim, ax.label, "TTFT (s)")
+func drawKneeTTFT(dir string, rows []results.Row, ax kneeAxis, sim string, res *plots.Result) error {
+	f := plots.NewFigure("TTFT vs GPU KV capacity"+sim, ax.label, "TTFT (s)")
 	for i, p := range []struct{ col, name string }{{results.ColTTFTP90, "TTFT p90"}, {results.ColTTFTP50, "TTFT p50"}} {
 		var pts plotter.XYs
 		for _, r := range rows {
@@ -119,38 +122,39 @@ func drawKneeTTFT(dir string, rows []results.Row, ax kneeAxis, sim string, res *
 				pts = append(pts, plotter.XY{X: ax.of(r), Y: v})
 			}
 		}
-		if err := f.line(pts, i, i > 0, p.name); err != nil {
+		if err := f.Line(pts, i, i > 0, p.name); err != nil {
 			return err
 		}
 	}
-	f.logY(func(v float64) string { return units.FormatSeconds(v) })
-	f.p.X.Min = 0
-	f.p.X.Tick.Marker = linearTicks(plainLabel)
-	if err := markWorkingSet(f, rows[0], ax, f.p.Y.Max); err != nil {
+	f.LogY(func(v float64) string { return units.FormatSeconds(v) })
+	f.P.X.Min = 0
+	f.P.X.Tick.Marker = plots.LinearTicks(plots.PlainLabel)
+	if err := markWorkingSet(f, rows[0], ax, f.P.Y.Max); err != nil {
 		return err
 	}
-	return emit(dir, "knee_ttft", f, res)
+	return plots.Emit(dir, "knee_ttft", f, res)
 }
 
 // markWorkingSet draws the workload's working set as a vertical line up
 // to top, when the rows know it.
-func markWorkingSet(f *figure, r results.Row, ax kneeAxis, top float64) error {
+func markWorkingSet(f *plots.Figure, r results.Row, ax kneeAxis, top float64) error {
 	ws := r
 	ws.Extra = map[string]string{results.ColCapacityBytes: r.Get(results.ColWorkingSetBytes), results.ColCapacityTokens: r.Get(results.ColWorkingSetTokens)}
 	x := ax.of(ws)
 	if !(x > 0) {
 		return nil
 	}
-	bottom := f.p.Y.Min
+	bottom := f.P.Y.Min
 	if bottom <= 0 {
-		bottom = math.Min(0, f.ymin)
+		ymin, _ := f.YRange()
+		bottom = math.Min(0, ymin)
 	}
 	l, err := plotter.NewLine(plotter.XYs{{X: x, Y: bottom}, {X: x, Y: top}})
 	if err != nil {
 		return err
 	}
 	l.Color, l.Width, l.Dashes = color.Gray{0x44}, vg.Points(1), []vg.Length{vg.Points(2), vg.Points(2)}
-	f.p.Add(l)
-	f.legend = append(f.legend, legendEntry{"working set (LRU model: no hit lost; predicted)", []plot.Thumbnailer{l}})
+	f.P.Add(l)
+	f.AddLegend("working set (LRU model: no hit lost; predicted)", l)
 	return nil
 }

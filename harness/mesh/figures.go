@@ -1,4 +1,4 @@
-package plots
+package mesh
 
 import (
 	"cmp"
@@ -10,16 +10,17 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/units"
 )
 
+// The mesh's figures: its matrices and its pairs.
 func init() {
-	Register("mesh", drawMeshMatrices)
-	Register("mesh", drawMeshPairs)
+	plots.Register(Suite.Name, drawMeshMatrices)
+	plots.Register(Suite.Name, drawMeshPairs)
 }
 
 // heat is a colour ramp for the matrices, light (low) to dark (high):
@@ -43,8 +44,8 @@ func heatColor(v, lo, hi float64) color.RGBA {
 // drawMeshMatrices draws one heat map per route, direction, layout and
 // size: p50 GB/s of each source (row) → destination (column) pair; a
 // store's file and title say store, a load's as before stores.
-func drawMeshMatrices(dir string, run *analysis.Run, res *Result) error {
-	keys, stats := analysis.MeshCells(run.Rows("mesh"))
+func drawMeshMatrices(dir string, run *analysis.Run, res *plots.Result) error {
+	keys, stats := analysis.MeshCells(run.Rows(Suite.Name))
 	type view struct {
 		route, direction, layout string
 		bytes                    int64
@@ -70,7 +71,7 @@ func drawMeshMatrices(dir string, run *analysis.Run, res *Result) error {
 		if err != nil {
 			return err
 		}
-		if err := emit(dir, fmt.Sprintf("mesh_matrix_%s_%s_%d", route, v.layout, v.bytes), f, res); err != nil {
+		if err := plots.Emit(dir, fmt.Sprintf("mesh_matrix_%s_%s_%d", route, v.layout, v.bytes), f, res); err != nil {
 			return err
 		}
 	}
@@ -80,8 +81,8 @@ func drawMeshMatrices(dir string, run *analysis.Run, res *Result) error {
 // meshHeatMap draws the cells of one matrix of n ranks: source rank 0 on
 // the top row, each cell coloured by its p50 and labelled with it
 // (grey "err" or "skip" where it has no ok rep).
-func meshHeatMap(title string, n int, cells []analysis.MeshCell, stats map[analysis.MeshCell]*analysis.MeshStat) (*figure, error) {
-	f := newFigure(title, "destination rank (reads)", "source rank (pool)")
+func meshHeatMap(title string, n int, cells []analysis.MeshCell, stats map[analysis.MeshCell]*analysis.MeshStat) (*plots.Figure, error) {
+	f := plots.NewFigure(title, "destination rank (reads)", "source rank (pool)")
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, k := range cells {
 		if g := stats[k].GBps; !math.IsNaN(g) {
@@ -109,66 +110,35 @@ func meshHeatMap(title string, n int, cells []analysis.MeshCell, stats map[analy
 		}
 		poly.Color = c
 		dark = append(dark, 0.299*float64(c.R)+0.587*float64(c.G)+0.114*float64(c.B) < 128)
-		f.p.Add(poly)
+		f.P.Add(poly)
 		if n <= 16 {
 			labels.XYs = append(labels.XYs, plotter.XY{X: float64(k.Dst), Y: y})
 			labels.Labels = append(labels.Labels, text)
 		}
 	}
-	if err := f.cellLabels(labels, dark); err != nil {
+	if err := f.CellLabels(labels, dark); err != nil {
 		return nil, err
 	}
-	f.p.X.Min, f.p.X.Max, f.p.Y.Min, f.p.Y.Max = -.5, float64(n)-.5, -.5, float64(n)-.5
+	f.P.X.Min, f.P.X.Max, f.P.Y.Min, f.P.Y.Max = -.5, float64(n)-.5, -.5, float64(n)-.5
 	var xt, yt plot.ConstantTicks
 	for r := range n {
 		xt = append(xt, plot.Tick{Value: float64(r), Label: fmt.Sprint(r)})
 		yt = append(yt, plot.Tick{Value: float64(n - 1 - r), Label: fmt.Sprint(r)})
 	}
-	f.p.X.Tick.Marker, f.p.Y.Tick.Marker = xt, yt
+	f.P.X.Tick.Marker, f.P.Y.Tick.Marker = xt, yt
 	if !math.IsInf(lo, 0) {
-		f.legendSwatch(heatColor(lo, lo, hi), fmt.Sprintf("lightest: %.3g GB/s", lo))
-		f.legendSwatch(heatColor(hi, lo, hi), fmt.Sprintf("darkest: %.3g GB/s", hi))
+		f.LegendSwatch(heatColor(lo, lo, hi), fmt.Sprintf("lightest: %.3g GB/s", lo))
+		f.LegendSwatch(heatColor(hi, lo, hi), fmt.Sprintf("darkest: %.3g GB/s", hi))
 	}
-	f.legendSwatch(color.Gray{0xc8}, "grey: no ok rep (err: error rows, skip: could not run)")
+	f.LegendSwatch(color.Gray{0xc8}, "grey: no ok rep (err: error rows, skip: could not run)")
 	return f, nil
-}
-
-// cellLabels writes each label centred on its cell, white on dark cells.
-func (f *figure) cellLabels(labels plotter.XYLabels, dark []bool) error {
-	if len(labels.XYs) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLabels(labels)
-	if err != nil {
-		return err
-	}
-	for i := range l.TextStyle {
-		l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
-		l.TextStyle[i].Font.Size = vg.Points(8)
-		l.TextStyle[i].Color = color.Gray{0x20}
-		if dark[i] {
-			l.TextStyle[i].Color = color.White
-		}
-	}
-	f.p.Add(l)
-	return nil
-}
-
-// legendSwatch adds a legend entry with a filled square of c.
-func (f *figure) legendSwatch(c color.Color, name string) {
-	poly, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}, {X: 1, Y: 1}, {X: 0, Y: 1}})
-	if err != nil {
-		return
-	}
-	poly.Color, poly.LineStyle.Width = c, 0
-	f.legend = append(f.legend, legendEntry{name, []plot.Thumbnailer{poly}})
 }
 
 // drawMeshPairs draws bandwidth against size for intra- and inter-node
 // pairs (each route and layout a series over the samples of its pairs).
-func drawMeshPairs(dir string, run *analysis.Run, res *Result) error {
+func drawMeshPairs(dir string, run *analysis.Run, res *plots.Result) error {
 	type key struct{ pair, route, direction, layout string }
-	keys, groups := analysis.GroupBy(run.Rows("mesh"), func(r results.Row) key {
+	keys, groups := analysis.GroupBy(run.Rows(Suite.Name), func(r results.Row) key {
 		route := "net"
 		if r.Get(results.ColPath) == "peercopy" {
 			route = "peercopy"
@@ -177,19 +147,19 @@ func drawMeshPairs(dir string, run *analysis.Run, res *Result) error {
 	}, func(a, b key) int {
 		return cmp.Or(cmp.Compare(a.route, b.route), cmp.Compare(a.direction, b.direction), cmp.Compare(a.pair, b.pair), cmp.Compare(a.layout, b.layout))
 	})
-	ss := seriesOf(keys, groups, func(k key) string {
+	ss := plots.SeriesOf(keys, groups, func(k key) string {
 		if k.direction != results.DirectionLoad {
 			return fmt.Sprintf("%s-node pairs / %s %s / %s", k.pair, k.route, k.direction, k.layout)
 		}
 		return fmt.Sprintf("%s-node pairs / %s / %s", k.pair, k.route, k.layout)
-	}, bytesX, okGBps)
-	f, err := seriesFigure(res, ss, "mesh.csv has no ok rows with a rate: intra/inter plot not drawn",
+	}, plots.BytesX, plots.OKGBps)
+	f, err := plots.SeriesFigure(res, ss, "mesh.csv has no ok rows with a rate: intra/inter plot not drawn",
 		"Mesh: intra- vs inter-node bandwidth vs size (samples of all pairs)", "transfer size", "bandwidth (GB/s)")
 	if f == nil || err != nil {
 		return err
 	}
-	f.logX(bytesLabel, true)
-	f.ticksAt(allX(ss), bytesLabel)
-	f.linearY(plainLabel)
-	return emit(dir, "mesh_intra_inter", f, res)
+	f.LogX(plots.BytesLabel, true)
+	f.TicksAt(plots.AllX(ss), plots.BytesLabel)
+	f.LinearY(plots.PlainLabel)
+	return plots.Emit(dir, "mesh_intra_inter", f, res)
 }

@@ -1,4 +1,4 @@
-package plots
+package trace
 
 import (
 	"cmp"
@@ -8,33 +8,34 @@ import (
 	"slices"
 	"strings"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/units"
 )
 
+// The trace's and the plan's figures.
 func init() {
-	Register("trace", drawTrace)
-	Register("plan", drawPlan)
+	plots.Register(Suite.Name, drawTrace)
+	plots.Register(PlanSuite.Name, drawPlan)
 }
 
 // drawTrace draws the LRU hit ratio against capacity per trace and
 // instance count (with the plan's tier boundaries when the directory has
 // a plan) and the working set over time.
-func drawTrace(dir string, run *analysis.Run, res *Result) error {
-	if curve := run.FileWith("trace", results.ColCapacityBlocks); len(curve) > 0 {
-		if err := drawHitCurve(dir, curve, run.Rows("plan"), res); err != nil {
+func drawTrace(dir string, run *analysis.Run, res *plots.Result) error {
+	if curve := run.FileWith(Suite.Name, results.ColCapacityBlocks); len(curve) > 0 {
+		if err := drawHitCurve(dir, curve, run.Rows(PlanSuite.Name), res); err != nil {
 			return err
 		}
 	} else {
 		res.Absent = append(res.Absent, "no hit-ratio curve: its plot not drawn")
 	}
-	windows := run.FileWith("trace", results.ColTime)
+	windows := run.FileWith(Suite.Name, results.ColTime)
 	if len(windows) == 0 {
 		res.Absent = append(res.Absent, "no working-set series: its plot not drawn")
 		return nil
@@ -53,7 +54,7 @@ func (k curveKey) label() string {
 	return s
 }
 
-func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
+func drawHitCurve(dir string, curve, plan []results.Row, res *plots.Result) error {
 	var keys []curveKey
 	pts := map[curveKey]plotter.XYs{}
 	method := ""
@@ -63,23 +64,23 @@ func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
 			keys = append(keys, k)
 		}
 		x, y := r.Float(results.ColCapacityBytes), r.Float(results.ColHitRatio)
-		if x > 0 && finite(y) {
+		if x > 0 && plots.Finite(y) {
 			pts[k] = append(pts[k], plotter.XY{X: x, Y: 100 * y})
 		}
 		if r.Get(results.ColMethod) == "shards" {
 			method = fmt.Sprintf(" (SHARDS sample %s)", r.Get(results.ColSampleRate))
 		}
 	}
-	f := newFigure("LRU prefix hit ratio vs KV capacity"+method, "KV capacity per instance", "prefix hit ratio (% of input tokens)")
-	f.kinds = []string{analysis.Predicted}
+	f := plots.NewFigure("LRU prefix hit ratio vs KV capacity"+method, "KV capacity per instance", "prefix hit ratio (% of input tokens)")
+	f.Kinds = []string{analysis.Predicted}
 	for i, k := range keys {
-		l, err := f.curve(pts[k], i)
+		l, err := f.Curve(pts[k], i)
 		if err != nil {
 			return err
 		}
-		f.legend = append(f.legend, legendEntry{k.label(), []plot.Thumbnailer{l}})
+		f.AddLegend(k.label(), l)
 	}
-	if len(f.legend) == 0 {
+	if f.Legends() == 0 {
 		res.Absent = append(res.Absent, "the hit-ratio curve has no point: its plot not drawn")
 		return nil
 	}
@@ -87,18 +88,18 @@ func drawHitCurve(dir string, curve, plan []results.Row, res *Result) error {
 	for _, r := range curve {
 		if r.Get(results.ColInstances) == "1" && !slices.Contains(ceilTraces, r.Get(results.ColTrace)) {
 			ceilTraces = append(ceilTraces, r.Get(results.ColTrace))
-			if err := f.hline(100*r.Float(results.ColCeiling), "APC ceiling (infinite cache), "+r.Get(results.ColTrace)); err != nil {
+			if err := f.HLine(100*r.Float(results.ColCeiling), "APC ceiling (infinite cache), "+r.Get(results.ColTrace)); err != nil {
 				return err
 			}
 		}
 	}
-	f.logX(bytesLabel, true)
+	f.LogX(plots.BytesLabel, true)
 	if err := markBoundaries(f, plan); err != nil {
 		return err
 	}
-	f.p.Y.Min, f.p.Y.Max = 0, 100
-	f.p.Y.Tick.Marker = linearTicks(func(v float64) string { return plainLabel(v) })
-	return emit(dir, "trace_hitratio", f, res)
+	f.P.Y.Min, f.P.Y.Max = 0, 100
+	f.P.Y.Tick.Marker = plots.LinearTicks(func(v float64) string { return plots.PlainLabel(v) })
+	return plots.Emit(dir, "trace_hitratio", f, res)
 }
 
 // boundaries returns the capacities where the plan's configurations put
@@ -132,14 +133,14 @@ func boundaries(plan []results.Row) map[float64]string {
 
 // markBoundaries draws the plan's tier boundaries as labelled vertical
 // lines inside the x range.
-func markBoundaries(f *figure, plan []results.Row) error {
+func markBoundaries(f *plots.Figure, plan []results.Row) error {
 	b := boundaries(plan)
 	if len(b) == 0 {
 		return nil
 	}
 	xs := make([]float64, 0, len(b))
 	for x := range b {
-		if x >= f.p.X.Min && x <= f.p.X.Max {
+		if x >= f.P.X.Min && x <= f.P.X.Max {
 			xs = append(xs, x)
 		}
 	}
@@ -151,9 +152,9 @@ func markBoundaries(f *figure, plan []results.Row) error {
 			return err
 		}
 		l.Color, l.Width, l.Dashes = color.Gray{0x66}, vg.Points(0.8), []vg.Length{vg.Points(2), vg.Points(2)}
-		f.p.Add(l)
+		f.P.Add(l)
 		if i == 0 {
-			f.legend = append(f.legend, legendEntry{"plan's tier boundaries (exclusive tiers stack)", []plot.Thumbnailer{l}})
+			f.AddLegend("plan's tier boundaries (exclusive tiers stack)", l)
 		}
 		lbl.XYs = append(lbl.XYs, plotter.XY{X: x, Y: 4 + float64(i%4)*7})
 		lbl.Labels = append(lbl.Labels, b[x])
@@ -165,11 +166,11 @@ func markBoundaries(f *figure, plan []results.Row) error {
 	for i := range labels.TextStyle {
 		labels.TextStyle[i].Font.Size = 7
 	}
-	f.p.Add(labels)
+	f.P.Add(labels)
 	return nil
 }
 
-func drawWorkingSet(dir string, windows []results.Row, res *Result) error {
+func drawWorkingSet(dir string, windows []results.Row, res *plots.Result) error {
 	type key struct{ trace, window string }
 	var keys []key
 	pts := map[key]plotter.XYs{}
@@ -180,26 +181,26 @@ func drawWorkingSet(dir string, windows []results.Row, res *Result) error {
 		}
 		pts[k] = append(pts[k], plotter.XY{X: r.Float(results.ColTime), Y: r.Float(results.ColKVBytes)})
 	}
-	f := newFigure("Working set: distinct KV referenced in a sliding window", "time since the first request (s)", "KV bytes (whole blocks)")
-	f.kinds = analysis.KindsOf(windows)
+	f := plots.NewFigure("Working set: distinct KV referenced in a sliding window", "time since the first request (s)", "KV bytes (whole blocks)")
+	f.Kinds = analysis.KindsOf(windows)
 	for i, k := range keys {
-		l, err := f.curve(pts[k], i)
+		l, err := f.Curve(pts[k], i)
 		if err != nil {
 			return err
 		}
-		f.legend = append(f.legend, legendEntry{fmt.Sprintf("%s, %s window (largest in each tenth of it)", k.trace, units.FormatSeconds(atof(k.window))), []plot.Thumbnailer{l}})
+		f.AddLegend(fmt.Sprintf("%s, %s window (largest in each tenth of it)", k.trace, units.FormatSeconds(atof(k.window))), l)
 	}
-	f.linearY(bytesLabel)
-	return emit(dir, "trace_workingset", f, res)
+	f.LinearY(plots.BytesLabel)
+	return plots.Emit(dir, "trace_workingset", f, res)
 }
 
 // drawPlan draws the predicted TTFT p90 against the HBM capacity, one
 // line per size of the slower tiers; the predicted KV-load p90 where no
 // TTFT could be predicted.
-func drawPlan(dir string, run *analysis.Run, res *Result) error {
-	plan := run.Rows("plan")
+func drawPlan(dir string, run *analysis.Run, res *plots.Result) error {
+	plan := run.Rows(PlanSuite.Name)
 	col, what, note := results.ColTTFTP90, "TTFT p90", ""
-	if !slices.ContainsFunc(plan, func(r results.Row) bool { return finite(r.Float(col)) }) {
+	if !slices.ContainsFunc(plan, func(r results.Row) bool { return plots.Finite(r.Float(col)) }) {
 		col, what = results.ColLoadP90, "KV-load time p90"
 		note = "TTFT not predicted: no measured cost for " + strings.ReplaceAll(plan[0].Get(results.ColMissing), ";", ", ")
 		if ex := plan[0].Get(results.ColLoadExcludes); ex != "" {
@@ -214,17 +215,17 @@ func drawPlan(dir string, run *analysis.Run, res *Result) error {
 		if _, seen := pts[k]; !seen {
 			keys = append(keys, k)
 		}
-		if x, y := r.Float("hbm_bytes"), r.Float(col); x > 0 && finite(y) {
+		if x, y := r.Float("hbm_bytes"), r.Float(col); x > 0 && plots.Finite(y) {
 			pts[k] = append(pts[k], plotter.XY{X: x, Y: y})
 		}
 	}
 	title := fmt.Sprintf("Predicted %s vs HBM capacity\n(costs: %s)", what, cmp.Or(plan[0].Get(results.ColCostSource), "unknown"))
-	f := newFigure(title, "HBM KV capacity", "predicted "+what)
+	f := plots.NewFigure(title, "HBM KV capacity", "predicted "+what)
 	var xs []float64
 	for i, k := range keys {
 		slices.SortFunc(pts[k], func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 		label := fmt.Sprintf("dram %s, disk %s, remote %s (predicted)", capLabel(k.dram), capLabel(k.disk), capLabel(k.remote))
-		if err := f.line(pts[k], i, false, label); err != nil {
+		if err := f.Line(pts[k], i, false, label); err != nil {
 			return err
 		}
 		for _, p := range pts[k] {
@@ -236,12 +237,12 @@ func drawPlan(dir string, run *analysis.Run, res *Result) error {
 		return nil
 	}
 	if note != "" {
-		f.bandNote(note)
+		f.BandNote(note)
 	}
-	f.logX(bytesLabel, true)
-	f.ticksAt(xs, bytesLabel)
-	f.linearY(secLabel)
-	return emit(dir, "plan_ttft_p90", f, res)
+	f.LogX(plots.BytesLabel, true)
+	f.TicksAt(xs, plots.BytesLabel)
+	f.LinearY(plots.SecLabel)
+	return plots.Emit(dir, "plan_ttft_p90", f, res)
 }
 
 func capLabel(s string) string {

@@ -31,7 +31,7 @@ func collectDisks(c Config, m *results.Manifest) error {
 	if lib, err := diskio.LoadCUFile(c.Libs.CUFile); err != nil {
 		m.Backends = append(m.Backends, results.BackendStatus{Name: "cufile", Reason: err.Error()})
 	} else {
-		m.Backends = append(m.Backends, results.BackendStatus{Name: "cufile", Available: true, Detail: lib})
+		m.Backends = append(m.Backends, results.BackendStatus{Name: "cufile", Available: true, Detail: lib + "; GDS mode " + GDSMode(c.Root)})
 	}
 	root := c.Root
 	ents, err := os.ReadDir(filepath.Join(root, "sys/block"))
@@ -45,6 +45,18 @@ func collectDisks(c Config, m *results.Manifest) error {
 		}
 	}
 	return nil
+}
+
+// GDSMode says how cuFile moves data on the machine under root:
+// "native" (GPUDirect Storage: DMA between the disk and GPU memory) where
+// the nvidia-fs kernel module is loaded (/proc/driver/nvidia-fs), else
+// "compatibility": cuFile's POSIX fallback (allow_compat_mode, on by
+// default), which reads through host memory and copies to the GPU.
+func GDSMode(root string) string {
+	if _, err := os.Stat(filepath.Join(root, "proc/driver/nvidia-fs")); err == nil {
+		return "native"
+	}
+	return "compatibility"
 }
 
 // DiskOf returns the disk that holds device major:minor (a partition's

@@ -154,3 +154,18 @@ func TestCollectDiskLibraries(t *testing.T) {
 		}
 	}
 }
+
+// TestGDSMode: cuFile runs GPUDirect Storage only where the nvidia-fs
+// module is loaded; without it, its POSIX fallback.
+func TestGDSMode(t *testing.T) {
+	root := t.TempDir()
+	if m := GDSMode(root); m != "compatibility" {
+		t.Errorf("without nvidia-fs: %q", m)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "proc/driver/nvidia-fs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if m := GDSMode(root); m != "native" {
+		t.Errorf("with nvidia-fs: %q", m)
+	}
+}

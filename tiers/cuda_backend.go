@@ -161,7 +161,12 @@ type cudaBuffer struct {
 	dev  *cuda.DeviceMem // Device
 	pin  *cuda.HostMem   // Pinned (allocated or registered)
 	mmap []byte          // Pageable, or Pinned registered on a NUMA node
+	// placed is where mmap's pages went (Placed).
+	placed string
 }
+
+// Placement says where the buffer's host pages went.
+func (x *cudaBuffer) Placement() string { return x.placed }
 
 func (x *cudaBuffer) Kind() MemKind { return x.kind }
 func (x *cudaBuffer) Size() int64   { return x.size }
@@ -238,14 +243,14 @@ func (b *CUDABackend) Alloc(kind MemKind, size int64) (Buffer, error) {
 			x.pin, err = b.ctx.AllocHost(size, cuda.HostPortable)
 			break
 		}
-		if x.mmap, err = b.hostMap(size); err == nil {
+		if x.mmap, x.placed, err = b.hostMap(size); err == nil {
 			if x.pin, err = b.ctx.RegisterHost(x.mmap); err != nil {
 				unix.Munmap(x.mmap)
 				x.mmap = nil
 			}
 		}
 	case Pageable:
-		x.mmap, err = b.hostMap(size)
+		x.mmap, x.placed, err = b.hostMap(size)
 	default:
 		return nil, fmt.Errorf("cuda backend: unknown memory kind %q", kind)
 	}
@@ -263,25 +268,31 @@ func (b *CUDABackend) Alloc(kind MemKind, size int64) (Buffer, error) {
 	return x, nil
 }
 
-// hostMap maps size bytes, binds them to cfg.NUMA when given and faults
-// them in.
-func (b *CUDABackend) hostMap(size int64) ([]byte, error) {
-	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+// hostMap maps size bytes, places them on cfg.NUMA when given
+// (placeOnNode: bound, or preferred where they do not fit) and faults
+// them in; placed says where they went.
+func (b *CUDABackend) hostMap(size int64) (mem []byte, placed string, err error) {
+	mem, err = unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
+		return nil, "", fmt.Errorf("mmap %d bytes: %w", size, err)
 	}
 	if b.cfg.NUMA >= 0 {
-		if err := bindNode(mem, b.cfg.NUMA); err != nil {
+		p, w, err := placeOnNode(cmp.Or(b.cfg.Root, "/"), mem, b.cfg.NUMA)
+		if err != nil {
 			unix.Munmap(mem)
-			return nil, fmt.Errorf("bind to NUMA node %d: %w", b.cfg.NUMA, err)
+			return nil, "", fmt.Errorf("bind to NUMA node %d: %w", b.cfg.NUMA, err)
 		}
+		if w != "" && b.cfg.Log != nil {
+			fmt.Fprintf(b.cfg.Log, "kvtier: warning: cuda: %s\n", w)
+		}
+		placed = p
 	}
 	if err := unix.Madvise(mem, unix.MADV_POPULATE_WRITE); err != nil {
 		for i := 0; i < len(mem); i += os.Getpagesize() {
 			mem[i] = 0
 		}
 	}
-	return mem, nil
+	return mem, placed, nil
 }
 
 func (b *CUDABackend) buffer(x Buffer, role string) (*cudaBuffer, error) {

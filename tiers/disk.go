@@ -42,6 +42,7 @@ func init() {
 			results.Bool("fixed_bufs", "disk, io_uring: whether the buffers were registered (fixed)"),
 			results.Text("disk", "disk: the block device under the tier's file"),
 			results.Text("disk_fs", "disk: the file system of the tier's file"),
+			results.Text("gds_mode", "disk, cufile: native (GPUDirect Storage, the nvidia-fs module loaded) or compatibility (cuFile's POSIX fallback through host memory)"),
 			results.Text("sync", "disk stores: what a sample waits for: none (the writes complete) or fdatasync (they are durable)"),
 		},
 		Prepares: "the disk file to be written and its pages dropped",
@@ -711,6 +712,7 @@ func (t *diskTier) Attrs() map[string]string {
 	switch {
 	case t.v.io == diskio.CUFile:
 		path = peer.DestGPUDirect
+		a["gds_mode"] = system.GDSMode(root(t.env))
 	case t.env.Backend.Caps().DeviceMemory:
 		path += "+" + peer.DestBounce
 	}

@@ -247,6 +247,9 @@ func (t *gatherTier) Attrs() map[string]string {
 	if l := b.LinkGBps(src, dst); l > 0 {
 		a["link_gb_per_s"] = fmt.Sprint(l)
 	}
+	if p, ok := t.src.(Placed); ok && t.srcKind != Device && p.Placement() != "" {
+		a["numa_placement"] = p.Placement()
+	}
 	return a
 }
 

@@ -2,6 +2,7 @@ package tiers
 
 import (
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
@@ -17,6 +18,9 @@ func init() {
 			return &gatherTier{env: env, srcKind: o.Mem, name: "host"}
 		},
 		NewOptions: func() Options { return NewHostOptions() },
+		Columns: []results.Column{
+			results.Text("numa_placement", "host: where the source pool's pages went under --numa: nodeN (bound), or nodeN preferred when the node's free memory could not hold the pool (the rest on other nodes); empty: the kernel's choice"),
+		},
 	})
 }
 

@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"github.com/kvtier/kvtier/internal/bounds"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/system"
+	"github.com/kvtier/kvtier/system/meminfo"
+	"github.com/kvtier/kvtier/units"
 )
 
 func init() {
@@ -99,10 +102,16 @@ func (h *HostBackend) Alloc(kind MemKind, size int64) (Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host backend: mmap %d bytes: %w", size, err)
 	}
+	var placed string
 	if h.cfg.NUMA >= 0 {
-		if err := bindNode(mem, h.cfg.NUMA); err != nil {
+		p, w, err := placeOnNode(cmp.Or(h.cfg.Root, "/"), mem, h.cfg.NUMA)
+		switch {
+		case err != nil:
 			h.warn("host backend: binding buffers to NUMA node %d: %v (placement left to the kernel)", h.cfg.NUMA, err)
+		case w != "":
+			h.warn("host backend: %s", w)
 		}
+		placed = p
 	}
 	if err := unix.Madvise(mem, unix.MADV_POPULATE_WRITE); err != nil {
 		pg := os.Getpagesize()
@@ -110,7 +119,7 @@ func (h *HostBackend) Alloc(kind MemKind, size int64) (Buffer, error) {
 			mem[i] = 0
 		}
 	}
-	return &hostBuffer{kind: kind, mem: mem}, nil
+	return &hostBuffer{kind: kind, mem: mem, placed: placed}, nil
 }
 
 func (h *HostBackend) warn(format string, args ...any) {
@@ -123,20 +132,54 @@ func (h *HostBackend) warn(format string, args ...any) {
 	fmt.Fprintf(h.cfg.Log, "kvtier: warning: "+format+"\n", args...)
 }
 
-// bindNode applies MPOL_BIND to node for the pages of mem.
-func bindNode(mem []byte, node int) error {
-	const mpolBind = 2
+// NUMA memory policies of mbind(2).
+const (
+	mpolPreferred = 1
+	mpolBind      = 2
+)
+
+// placeOnNode binds mem's pages to NUMA node node (MPOL_BIND) when they
+// fit in what the node can give (meminfo.NodeFree under root), and
+// otherwise only prefers it (MPOL_PREFERRED): a strict bind that cannot
+// be satisfied while the pages are faulted in gets the process
+// OOM-killed, where a preference spills to other nodes. It returns where
+// the pages went, for the rows ("node1", or "node1 preferred (...)"), and
+// a warning when they may not all be there.
+func placeOnNode(root string, mem []byte, node int) (placement, warning string, err error) {
+	free, ferr := meminfo.NodeFree(root, node)
+	if ferr == nil && int64(len(mem)) > free {
+		if err := mbind(mem, node, mpolPreferred); err != nil {
+			return "", "", err
+		}
+		placement = fmt.Sprintf("node%d preferred (%s did not fit in its %s free)", node,
+			units.FormatBytes(int64(len(mem))), units.FormatBytes(free))
+		return placement, fmt.Sprintf("NUMA node %d has %s free, too little for a %s pool: placed there as far as it fits, the rest on other nodes (numa_placement)",
+			node, units.FormatBytes(free), units.FormatBytes(int64(len(mem)))), nil
+	}
+	if err := mbind(mem, node, mpolBind); err != nil {
+		return "", "", err
+	}
+	return fmt.Sprintf("node%d", node), "", nil
+}
+
+// mbind applies memory policy mode for node to the pages of mem.
+func mbind(mem []byte, node, mode int) error {
 	if node >= 64 {
 		return fmt.Errorf("node %d beyond the supported 64", node)
 	}
 	mask := uint64(1) << uint(node)
 	_, _, errno := unix.Syscall6(unix.SYS_MBIND, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)),
-		mpolBind, uintptr(unsafe.Pointer(&mask)), 65, 0)
+		uintptr(mode), uintptr(unsafe.Pointer(&mask)), 65, 0)
 	if errno != 0 {
 		return errno
 	}
 	return nil
 }
+
+// A Placed buffer says where its pages went: "node1", "node1 preferred
+// (...)" when the node could not hold them all, "" where placement was
+// left to the kernel.
+type Placed interface{ Placement() string }
 
 // Copy runs plan from src to dst. PerCopy is one copy() per chunk;
 // Contiguous is one copy of the summed payload (ContiguousSpan).
@@ -210,9 +253,13 @@ func (h *HostBackend) Timer(t Timing) Timer { return &ClockTimer{Sync: h.Sync} }
 
 // A hostBuffer is an anonymous mapping.
 type hostBuffer struct {
-	kind MemKind
-	mem  []byte
+	kind   MemKind
+	mem    []byte
+	placed string // where the pages went (Placed)
 }
+
+// Placement says where the buffer's pages went.
+func (b *hostBuffer) Placement() string { return b.placed }
 
 func (b *hostBuffer) Kind() MemKind { return b.kind }
 func (b *hostBuffer) Size() int64   { return int64(len(b.mem)) }

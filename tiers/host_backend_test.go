@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
@@ -295,5 +300,62 @@ func TestHostReadWriteAt(t *testing.T) {
 		if tt.write && err != nil && !tt.closed && string(h) != "01234567" {
 			t.Errorf("%s: a refused write changed the buffer to %q", tt.name, h)
 		}
+	}
+}
+
+// TestNUMAPlacementFallback: a pool that fits in its NUMA node's free
+// memory is bound there; one that does not is only preferred there (a
+// strict bind would get the process OOM-killed while its pages are
+// faulted in), with a warning, and the host tier's rows record where
+// the pool went.
+func TestNUMAPlacementFallback(t *testing.T) {
+	probe, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(probe)
+	if err := mbind(probe, 0, mpolPreferred); err != nil {
+		t.Skipf("mbind refused here: %v", err)
+	}
+	for _, tc := range []struct {
+		freeKB int
+		want   string
+		warns  bool
+	}{
+		{1 << 20, "node0", false},
+		{0, "node0 preferred (4 MiB did not fit in its 0 B free)", true},
+	} {
+		root := t.TempDir()
+		dir := filepath.Join(root, "sys/devices/system/node/node0")
+		os.MkdirAll(dir, 0o755)
+		text := fmt.Sprintf("Node 0 MemTotal: 1048576 kB\nNode 0 MemFree: %d kB\nNode 0 Inactive(file): %d kB\n", tc.freeKB, tc.freeKB/4)
+		if err := os.WriteFile(filepath.Join(dir, "meminfo"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var log strings.Builder
+		b, _, err := OpenBackend(context.Background(), "host", BackendConfig{NUMA: 0, Root: root, Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf, err := b.Alloc(Pinned, 4<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := buf.(Placed).Placement(); got != tc.want {
+			t.Errorf("free %d kB: placement %q, want %q", tc.freeKB, got, tc.want)
+		}
+		if warned := strings.Contains(log.String(), "too little for a 4 MiB pool"); warned != tc.warns {
+			t.Errorf("free %d kB: warning %q", tc.freeKB, log.String())
+		}
+		env := Env{Backend: b, Geometry: tinyGeometry(), Layout: kv.Layerwise, Copy: PerCopy, Options: &HostOptions{Mem: Pinned}, Seed: 7}
+		tier := newTier(t, "host", env)
+		if err := tier.Setup(context.Background(), 10); err != nil {
+			t.Fatal(err)
+		}
+		if a := tier.Attrs(); a["numa_placement"] != "node0" && !tc.warns || !strings.HasPrefix(a["numa_placement"], "node0 preferred") && tc.warns {
+			t.Errorf("free %d kB: row's numa_placement %q", tc.freeKB, a["numa_placement"])
+		}
+		tier.Close()
+		b.Close()
 	}
 }

@@ -44,3 +44,22 @@ func Available(root string) (int64, error) {
 	}
 	return kb * 1024, nil
 }
+
+// NodeFree returns the bytes NUMA node node can give a new allocation
+// without swapping or killing: its MemFree plus its inactive file pages,
+// which the kernel reclaims first (root/sys/devices/system/node/nodeN/meminfo,
+// whose lines read "Node N MemFree:  123 kB").
+func NodeFree(root string, node int) (int64, error) {
+	p := filepath.Join(root, fmt.Sprintf("sys/devices/system/node/node%d/meminfo", node))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0, fmt.Errorf("meminfo: %w", err)
+	}
+	prefix := fmt.Sprintf("Node %d ", node)
+	free, ok := Parse(string(b), prefix+"MemFree")
+	if !ok {
+		return 0, fmt.Errorf("meminfo: %s has no MemFree", p)
+	}
+	file, _ := Parse(string(b), prefix+"Inactive(file)")
+	return (free + file) * 1024, nil
+}

@@ -42,3 +42,17 @@ func TestAvailable(t *testing.T) {
 		t.Errorf("Available = %d, %v; want 4096", n, err)
 	}
 }
+
+func TestNodeFree(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if _, err := NodeFree(root, 1); err == nil {
+		t.Error("NodeFree without the node's meminfo succeeded")
+	}
+	dir := filepath.Join(root, "sys/devices/system/node/node1")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "meminfo"), []byte("Node 1 MemTotal: 64 kB\nNode 1 MemFree:  8 kB\nNode 1 Inactive(file): 4 kB\n"), 0o644)
+	if n, err := NodeFree(root, 1); n != 12<<10 || err != nil {
+		t.Errorf("NodeFree = %d, %v; want %d (free and inactive file pages)", n, err, 12<<10)
+	}
+}

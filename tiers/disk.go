@@ -706,8 +706,12 @@ func (t *diskTier) Attrs() map[string]string {
 	// The path: O_DIRECT or the page cache, then how the bytes reach
 	// GPU memory (a pinned bounce buffer) or, for cuFile, GPUDirect.
 	path := "o_direct"
-	if t.v.cached {
+	switch {
+	case t.v.cached:
 		a["src_mem"], path = "pagecache", "pagecache"
+	case t.fs.Buffered != "":
+		// O_DIRECT asked, buffered I/O done: the rows say so.
+		path, a["disk_fs"] = "buffered", t.fs.Type+" (data=journal: O_DIRECT is buffered)"
 	}
 	switch {
 	case t.v.io == diskio.CUFile:

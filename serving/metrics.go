@@ -259,6 +259,12 @@ type Delta struct {
 	// BySource and CachedBySource are the moves of the labelled
 	// counters, nil where the server lacks them.
 	BySource, CachedBySource map[string]float64
+	// SimLag is how much further kvtier sim's running-max lag behind
+	// real time (kvtier_sim_lag_seconds) rose between the scrapes: a
+	// lower bound of how far it fell behind in between. SimLagFound is
+	// false where the server is no kvtier sim.
+	SimLag      float64
+	SimLagFound bool
 }
 
 // Sub returns after minus before.
@@ -274,6 +280,8 @@ func Sub(before, after Snapshot) Delta {
 		PromptFound:    before.Prompt.Found && after.Prompt.Found,
 		BySource:       subMap(before.BySource, after.BySource),
 		CachedBySource: subMap(before.CachedBySource, after.CachedBySource),
+		SimLag:         max(0, after.SimLag.Value-before.SimLag.Value),
+		SimLagFound:    before.SimLag.Found && after.SimLag.Found,
 	}
 }
 

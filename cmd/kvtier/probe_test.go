@@ -31,7 +31,10 @@ func TestProbeCommandSim(t *testing.T) {
 		t.Errorf("no deprecation warning for --sim-time-scale: %q", stderr)
 	}
 	for _, r := range rows {
-		if r.Status != results.StatusOK || r.Get("verified") != "true" || r.Get("simulated") != "true" {
+		// On a loaded machine the real-time sim may fall behind: such a
+		// row says so instead of being verified.
+		lagged := strings.Contains(r.Get("verify_reason"), "further behind real time")
+		if r.Status != results.StatusOK || (r.Get("verified") != "true" && !lagged) || r.Get("simulated") != "true" {
 			t.Errorf("%s %d: %s %q verified=%s %q", r.Tier, r.PrefixTokens, r.Status, r.Reason, r.Get("verified"), r.Get("verify_reason"))
 		}
 		// qwen3-coder-30b-a3b: 1,572,864 bytes per 16-token block.

@@ -29,6 +29,8 @@ type fakeVLLM struct {
 	noMetrics   bool                             // /metrics answers 404
 	lieCached   int                              // >0: report this many cached tokens, whatever the prompt
 	lieOutput   int                              // >0: report this completion_tokens
+	lagStep     float64                          // >0: kvtier_sim_lag_seconds, which rises by this per completion
+	lag         float64
 }
 
 func newFake(t *testing.T) (*fakeVLLM, *httptest.Server) {
@@ -51,6 +53,9 @@ func (f *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer f.mu.Unlock()
 		fmt.Fprintf(w, "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{engine=\"0\",model_name=\"fake-model\"} %g\n", f.qs)
 		fmt.Fprintf(w, "# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{engine=\"0\",model_name=\"fake-model\"} %g\n", f.hits)
+		if f.lagStep > 0 {
+			fmt.Fprintf(w, "# TYPE kvtier_sim_lag_seconds gauge\nkvtier_sim_lag_seconds{model_name=\"fake-model\"} %g\n", f.lag)
+		}
 		if f.gpuBlocks > 0 {
 			fmt.Fprintf(w, "# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size=\"%d\",num_gpu_blocks=\"%d\"} 1.0\n", f.blockSize, f.gpuBlocks)
 		}
@@ -90,6 +95,7 @@ func (f *fakeVLLM) complete(w http.ResponseWriter, r *http.Request) {
 		hit = (l - 1) / f.blockSize * f.blockSize
 	}
 	f.cached[key] = true
+	f.lag += f.lagStep
 	f.qs += float64(l)
 	f.hits += float64(hit)
 	f.mu.Unlock()

@@ -499,6 +499,13 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *serving.Clie
 	if why := s.Impossible(); why != "" {
 		v = fail("", "the server reported an impossible figure (%s): the row verifies nothing", why)
 	}
+	if d.SimLagFound {
+		row.Set(results.ColSimLag, d.SimLag)
+		if ttft := s.TTFT.Seconds(); d.SimLag > MaxSimLag*ttft {
+			v = fail("", "kvtier sim fell %s further behind real time during the row, more than %.0f %% of its TTFT (%s): the figure is this machine's load, not the model's",
+				units.FormatSeconds(d.SimLag), 100*MaxSimLag, units.FormatSeconds(ttft))
+		}
+	}
 	p.verdict(row, d, v, check)
 }
 
@@ -537,6 +544,11 @@ func (p *Prober) timings(row *results.Row, s *serving.Stream, chat bool) {
 		row.Set(results.ColServerCheck, "impossible: "+why)
 	}
 }
+
+// MaxSimLag is the most a simulated row's lag may be, as a share of the
+// TTFT it measures, for the row to count: past it the row is
+// unverified, left out of the summaries and counted in the report.
+const MaxSimLag = 0.1
 
 // check is what the measured request must show: the prompt's length as
 // the server counted it (usage) or as sent, and the unit a complete hit

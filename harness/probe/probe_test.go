@@ -124,6 +124,26 @@ func TestProbeImpossibleFigures(t *testing.T) {
 	}
 }
 
+// A simulator that falls behind real time during a row by more than a
+// tenth of its TTFT makes the row unverified, saying so, with its lag.
+func TestProbeSimLag(t *testing.T) {
+	for _, tc := range []struct {
+		step     float64
+		verified string
+	}{{1e-9, "true"}, {10, "false"}} {
+		f, srv := newFake(t)
+		f.lagStep = tc.step
+		cfg := testConfig(srv.URL)
+		cfg.Reps = 1
+		for _, r := range mustRun(t, mustNew(t, cfg)).Rows() {
+			lagged := strings.Contains(r.Get("verify_reason"), "further behind real time during the row")
+			if r.Get("verified") != tc.verified || lagged != (tc.verified == "false") || !(r.Float("sim_lag_s") >= tc.step) {
+				t.Errorf("lag %g s per request, %s: verified %s (%s), sim_lag_s %s", tc.step, r.Tier, r.Get("verified"), r.Get("verify_reason"), r.Get("sim_lag_s"))
+			}
+		}
+	}
+}
+
 func TestProbeSkips(t *testing.T) {
 	_, srv := newFake(t)
 	cfg := testConfig(srv.URL)

@@ -70,7 +70,7 @@ func writeProbe(w io.Writer, r *analysis.Run) {
 	}
 	t.Write(w)
 	if len(unverified) > 0 {
-		fmt.Fprintf(w, "Unverified hits (the server's counters did not confirm the tier):\n\n%s\n\n", strings.Join(unverified, "\n"))
+		fmt.Fprintf(w, "Unverified rows, left out of the numbers (the server's counters did not confirm the tier, its figures were impossible, or the simulator fell behind real time by more than 10 %% of the TTFT):\n\n%s\n\n", strings.Join(unverified, "\n"))
 	}
 	g.Write(w, Suite.Name)
 }

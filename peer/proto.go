@@ -171,7 +171,9 @@ func readFrame(r io.Reader, v any, limit uint32) error {
 		}
 		return err
 	}
-	if bytes.HasPrefix(hdr[:], []byte("HTTP/")) {
+	if bytes.HasPrefix(hdr[:], []byte("HTTP/")) || hdr[0] == '<' {
+		// A status line, or an HTML page without one (a server taking
+		// the line for HTTP/0.9).
 		return &ProtocolError{"it answered in HTTP: not a kvtier peer (a web server, or a serving engine's port? kvtier serve listens on 7471 unless told otherwise)"}
 	}
 	if string(hdr[:len(Magic)]) != Magic {

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -207,11 +208,30 @@ func TestDialHTTPPort(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	for _, write := range []bool{false, true} {
-		_, err := Dial(context.Background(), addr, DialOptions{Write: write, Timeout: time.Minute})
-		if err == nil || !strings.Contains(err.Error(), "answered in HTTP: not a kvtier peer") {
-			t.Errorf("write %v: %v", write, err)
+	// Python's http.server takes a line without a version for HTTP/0.9
+	// and answers an HTML page without a status line.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			bufio.NewReader(c).ReadString('\n')
+			c.Write([]byte("<!DOCTYPE HTML>\n<html><body>Error code: 400</body></html>\n"))
+			c.Close()
+		}
+	}()
+	for _, addr := range []string{strings.TrimPrefix(srv.URL, "http://"), ln.Addr().String()} {
+		for _, write := range []bool{false, true} {
+			_, err := Dial(context.Background(), addr, DialOptions{Write: write, Timeout: time.Minute})
+			if err == nil || !strings.Contains(err.Error(), "answered in HTTP: not a kvtier peer") {
+				t.Errorf("%s, write %v: %v", addr, write, err)
+			}
 		}
 	}
 }

@@ -216,8 +216,12 @@ func All() []Spec { return specs.All() }
 // Names returns the registered tier names in display order.
 func Names() []string { return specs.Names() }
 
-// Lookup returns the tier named name.
+// Lookup returns the tier called name, by any name it goes by
+// (tierspec.Lookup: its name, an alias, the probe's or the plan's).
 func Lookup(name string) (Spec, error) {
+	if d, ok := tierspec.Lookup(name); ok {
+		name = d.Name
+	}
 	s, ok := specs.Lookup(name)
 	if !ok {
 		return Spec{}, fmt.Errorf("unknown tier %q (known: %s)", name, strings.Join(Names(), ", "))

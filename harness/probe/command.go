@@ -85,7 +85,7 @@ func (f *flags) Resolve() (Config, error) {
 	cfg.Endpoint = f.server.EndpointURL(&errs, servingflag.SecondEndpoint{Flag: "producer", Role: "producer", URL: cfg.Producer})
 	// Connector names are Validate's to check; tiers go by any of their
 	// names.
-	cfg.Tiers = cli.ListFlag(&errs, "tiers", f.tiers, func(s string) (string, error) { return tierName(strings.TrimSpace(s)) }, "miss")
+	cfg.Tiers = cli.ListFlag(&errs, "tiers", f.tiers, func(s string) (string, error) { return tierName(strings.TrimSpace(s)) }, tierMiss)
 	servingflag.ShortGrid(f.server.FS, f.server.UseSim, f.full, "prefix", &f.prefixes, "1k,4k,16k")
 	cfg.Prefixes = cli.ListFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
 	cfg.Timeout = f.timeout
@@ -163,7 +163,7 @@ func startSims(ctx context.Context, cfg *Config) (func(), error) {
 	var sims vllmsim.Fleet
 	consumer := base
 	consumer.CPUBlocks = 4 * base.GPUBlocks
-	if slices.Contains(cfg.Tiers, "remote") {
+	if slices.Contains(cfg.Tiers, tierRemote) {
 		producer := base
 		producer.Role = "producer"
 		url, err := sims.Start(ctx, producer)
@@ -214,16 +214,16 @@ func simEstimate(cfg Config, sim vllmsim.Config) time.Duration {
 	// totalling the GPU pool times the margin (probe.Prober.evict).
 	pool := sim.GPUBlocks * sim.BlockSize
 	filler := min(8192, pool/2)
-	flood := float64((int(float64(pool)*cfg.EvictMargin)+filler-1)/filler) * ttft("miss", filler)
+	flood := float64((int(float64(pool)*cfg.EvictMargin)+filler-1)/filler) * ttft(tierMiss, filler)
 	var sec float64
 	for _, l := range cfg.Prefixes {
 		for _, tier := range cfg.Tiers {
 			t := ttft(tier, l)
 			switch tier {
-			case "gpu", "remote":
-				t += ttft("miss", l)
-			case "cpu":
-				t += ttft("miss", l) + flood
+			case tierGPU, tierRemote:
+				t += ttft(tierMiss, l)
+			case tierCPU:
+				t += ttft(tierMiss, l) + flood
 			}
 			sec += t * float64(cfg.Reps)
 		}
@@ -283,7 +283,7 @@ func serverSettings(stderr io.Writer, m *results.Manifest, cfg Config, info Info
 	if info.VersionError != "" {
 		warn(info.VersionError + ": counters read as of an unknown vLLM release")
 	}
-	if slices.Contains(cfg.Tiers, "cpu") {
+	if slices.Contains(cfg.Tiers, tierCPU) {
 		m.Settings["cpu_capacity_tokens"] = strconv.Itoa(info.Offload.Tokens)
 		m.Settings["cpu_capacity_source"] = info.Offload.TokensSource
 		m.Settings["offload_grain_tokens"] = strconv.Itoa(info.Offload.Grain)

@@ -30,11 +30,22 @@ import (
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/units"
 )
 
+// The probe's tiers, by the probe's names of them (tierspec.Desc.Probe):
+// a miss recomputes the prefix, a gpu hit is vLLM's prefix cache, a cpu
+// hit its CPU offload, a remote hit a KV connector's pull from a peer.
+var (
+	tierMiss   = tierspec.Recompute.Probe
+	tierGPU    = tierspec.HBM.Probe
+	tierCPU    = tierspec.Host.Probe
+	tierRemote = tierspec.Remote.Probe
+)
+
 // Tiers lists the tiers the probe knows, in the order it measures them.
-var Tiers = []string{"miss", "gpu", "cpu", "remote"}
+var Tiers = []string{tierMiss, tierGPU, tierCPU, tierRemote}
 
 // Connectors lists the KV connectors the remote tier can drive.
 var Connectors = []string{"nixl", "mooncake"}
@@ -215,10 +226,10 @@ func (p *Prober) learn(ctx context.Context) {
 	p.info.CacheConfig = snap.CacheConfig
 	p.info.GPUBlocks = snap.GPUBlocks()
 	p.info.BlockSize, p.info.BlockSource = snap.BlockSizeFor(p.cfg.BlockSize, p.info.Family)
-	if slices.Contains(p.cfg.Tiers, "cpu") {
+	if slices.Contains(p.cfg.Tiers, tierCPU) {
 		p.info.Offload = p.discoverOffload(ctx, snap)
 	}
-	if slices.Contains(p.cfg.Tiers, "remote") && p.producer != nil && p.connector() == "mooncake" {
+	if slices.Contains(p.cfg.Tiers, tierRemote) && p.producer != nil && p.connector() == "mooncake" {
 		p.info.mooncake = p.discoverMooncake(ctx)
 		p.info.MooncakeShape, p.info.MooncakeSource = p.info.mooncake.shape, p.info.mooncake.source
 	}
@@ -305,7 +316,7 @@ func (p *Prober) newRow(tier string, l, rep int) results.Row {
 	}
 	r.Set(results.ColEndpoint, redact.URL(p.cfg.Endpoint))
 	r.Set("server_family", p.info.Family.Name)
-	if tier == "remote" {
+	if tier == tierRemote {
 		r.Set("producer", redact.URL(p.cfg.Producer))
 		r.Set("connector", p.connector())
 	}
@@ -336,7 +347,7 @@ func (p *Prober) measure(ctx context.Context, tier string, l, rep int) results.R
 		row.Skip(fmt.Sprintf("prefix of %d tokens exceeds the server's max_model_len %d", l, p.info.MaxModelLen))
 		return row
 	}
-	if tier == "remote" && p.producer == nil {
+	if tier == tierRemote && p.producer == nil {
 		row.Skip("remote tier needs --producer")
 		return row
 	}
@@ -356,7 +367,7 @@ func (p *Prober) measure(ctx context.Context, tier string, l, rep int) results.R
 	if row.Status == results.StatusSkipped {
 		return row
 	}
-	if tier == "remote" {
+	if tier == tierRemote {
 		p.measureRemote(ctx, &row, req)
 		return row
 	}
@@ -369,9 +380,9 @@ func (p *Prober) measure(ctx context.Context, tier string, l, rep int) results.R
 // eviction flood (cpu). A cpu row that cannot be forced here is skipped.
 func (p *Prober) force(ctx context.Context, row *results.Row, tier, id string, pr serving.Prompt, req serving.Request) error {
 	switch tier {
-	case "gpu":
+	case tierGPU:
 		return p.warm(ctx, req)
-	case "cpu":
+	case tierCPU:
 		row.Set("grain_tokens", p.info.Offload.Grain)
 		if p.info.Offload.Tokens > 0 {
 			row.Set("cpu_capacity_tokens", p.info.Offload.Tokens)
@@ -562,7 +573,7 @@ func (p *Prober) check(tier string, req serving.Request, u *serving.Usage) Check
 		l = u.PromptTokens
 	}
 	grain := p.info.BlockSize
-	if tier == "cpu" && p.info.Offload.Grain > grain {
+	if tier == tierCPU && p.info.Offload.Grain > grain {
 		grain = p.info.Offload.Grain
 	}
 	return Check{Tier: tier, L: l, Grain: grain, Gen: p.info.Generation}

@@ -61,9 +61,9 @@ func (s *ttftSink) summary(w io.Writer, kind string) {
 		return "—"
 	}
 	fmt.Fprintf(w, "kvtier probe: TTFT p50 of verified requests (%s)\n", kind)
-	fmt.Fprintf(w, "%8s %10s %10s %10s %10s %9s %9s %12s\n", "L", "miss", "gpu", "cpu", "remote", "miss/cpu", "cpu/gpu", "miss/remote")
+	fmt.Fprintf(w, "%8s %10s %10s %10s %10s %9s %9s %12s\n", "L", tierMiss, tierGPU, tierCPU, tierRemote, "miss/cpu", "cpu/gpu", "miss/remote")
 	for _, l := range ls {
-		m, g, c, r := p50("miss", l), p50("gpu", l), p50("cpu", l), p50("remote", l)
+		m, g, c, r := p50(tierMiss, l), p50(tierGPU, l), p50(tierCPU, l), p50(tierRemote, l)
 		fmt.Fprintf(w, "%8s %10s %10s %10s %10s %9s %9s %12s\n", units.FormatTokens(l),
 			cell(m), cell(g), cell(c), cell(r), ratio(m, c), ratio(c, g), ratio(m, r))
 	}

@@ -170,7 +170,7 @@ func fail(by, format string, args ...any) Verdict {
 // *serving.Usage, or the *serving.Stream, which adds llama.cpp's
 // timings.cache_n.
 func Verify(c Check, d serving.Delta, metricsErr error, u CacheReport) Verdict {
-	if c.Tier != "miss" && c.L-1 < c.Grain {
+	if c.Tier != tierMiss && c.L-1 < c.Grain {
 		return fail("", "a %d-token prompt holds no complete %d-token unit a cache could serve", c.L, c.Grain)
 	}
 	if metricsErr != nil {
@@ -184,7 +184,7 @@ func Verify(c Check, d serving.Delta, metricsErr error, u CacheReport) Verdict {
 		return verifyTier(c, d.CachedBySource)
 	case d.BySource != nil:
 		return verifySource(c, d.BySource)
-	case c.Tier == "miss" || c.Tier == "gpu":
+	case c.Tier == tierMiss || c.Tier == tierGPU:
 		return verifyLocal(c, d, u)
 	case d.ExtFound:
 		return verifyExternal(c, d)
@@ -215,14 +215,14 @@ func concurrent(c Check, d serving.Delta) (Verdict, bool) {
 
 // tierSources are the cache tiers each probe tier must be served from.
 var tierSources = map[string][]string{
-	"gpu":    {serving.TierDevice},
-	"cpu":    {serving.TierHost},
-	"remote": {serving.TierP2P, serving.TierUnspecified},
+	tierGPU:    {serving.TierDevice},
+	tierCPU:    {serving.TierHost},
+	tierRemote: {serving.TierP2P, serving.TierUnspecified},
 }
 
 func verifyTier(c Check, m map[string]float64) Verdict {
 	const by = "prompt_tokens_cached_by_source"
-	if c.Tier == "miss" {
+	if c.Tier == tierMiss {
 		if n := sum(m); n >= float64(c.Grain) {
 			return fail(by, "%s rose by %g (%s) for a %d-token prompt: it was already cached", by, n, fmtSources(m), c.L)
 		}
@@ -243,11 +243,11 @@ func verifySource(c Check, m map[string]float64) Verdict {
 	const by = "prompt_tokens_by_source"
 	local, ext := m[serving.SourceLocalHit], m[serving.SourceExternal]
 	switch c.Tier {
-	case "miss":
+	case tierMiss:
 		if local+ext >= float64(c.Grain) {
 			return fail(by, "%s rose by %s for a %d-token prompt: it was already cached", by, fmtSources(m), c.L)
 		}
-	case "gpu":
+	case tierGPU:
 		if local < c.need() {
 			return fail(by, "%s rose by %s for a %d-token prompt: the warmed prefix was not served from the GPU prefix cache (prefix caching off?)", by, fmtSources(m), c.L)
 		}
@@ -255,7 +255,7 @@ func verifySource(c Check, m map[string]float64) Verdict {
 		if ext >= c.need() {
 			break
 		}
-		if c.Tier == "cpu" && local >= c.need() {
+		if c.Tier == tierCPU && local >= c.need() {
 			return fail(by, "%s rose by %s for a %d-token prompt: the prefix was still in GPU memory (eviction too small? raise --evict-margin)", by, fmtSources(m), c.L)
 		}
 		return fail(by, "%s rose by %s for a %d-token prompt: fewer than %g tokens came through a KV connector (%s)", by, fmtSources(m), c.L, c.need(), externalHint(c.Tier))
@@ -264,7 +264,7 @@ func verifySource(c Check, m map[string]float64) Verdict {
 }
 
 func externalHint(tier string) string {
-	if tier == "cpu" {
+	if tier == tierCPU {
 		return "the server has no CPU offload?"
 	}
 	return "the consumer did not pull the prefix from the producer (no KV connector?)"
@@ -297,7 +297,7 @@ func verifyLocal(c Check, d serving.Delta, u CacheReport) Verdict {
 		return verifyUsage(c, u, "cannot verify: /metrics has no vllm:prefix_cache_hits and usage has no cached_tokens")
 	}
 	const by = "prefix_cache_hits"
-	if c.Tier == "miss" {
+	if c.Tier == tierMiss {
 		if got := d.Hits + d.ExtHits; got >= float64(c.Grain) {
 			return fail(by, "prefix_cache_hits rose by %g (external %g) of %d: the prompt was already cached", d.Hits, d.ExtHits, c.L)
 		}
@@ -315,7 +315,7 @@ func verifyExternal(c Check, d serving.Delta) Verdict {
 	if d.ExtHits >= c.need() {
 		return Verdict{OK: true, By: by}
 	}
-	if c.Tier == "cpu" && d.HitsFound && d.Hits >= c.need() {
+	if c.Tier == tierCPU && d.HitsFound && d.Hits >= c.need() {
 		return fail(by, "prefix_cache_hits rose by %g of %d and external_prefix_cache_hits by %g: the prefix was still in GPU memory (eviction too small? raise --evict-margin)", d.Hits, c.L, d.ExtHits)
 	}
 	return fail(by, "external_prefix_cache_hits rose by %g of %d: %s", d.ExtHits, c.L, externalHint(c.Tier))
@@ -333,7 +333,7 @@ func verifyElimination(c Check, d serving.Delta, u CacheReport) Verdict {
 	if ext := float64(cached) - d.Hits; ext >= c.need() {
 		return Verdict{OK: true, By: by}
 	}
-	if c.Tier == "cpu" && d.Hits >= c.need() {
+	if c.Tier == tierCPU && d.Hits >= c.need() {
 		return fail(by, "prefix_cache_hits rose by %g of %d: the prefix was still in GPU memory (eviction too small? raise --evict-margin)", d.Hits, c.L)
 	}
 	return fail(by, "usage reports %d cached tokens of %d and prefix_cache_hits rose by %g: %s", cached, c.L, d.Hits, externalHint(c.Tier))
@@ -346,11 +346,11 @@ func verifyUsage(c Check, u CacheReport, why string) Verdict {
 	by := reportedBy(u)
 	cached, ok := u.CachedTokens()
 	switch {
-	case !ok || (c.Tier != "miss" && c.Tier != "gpu"):
+	case !ok || (c.Tier != tierMiss && c.Tier != tierGPU):
 		return fail("", "%s", why)
-	case c.Tier == "miss" && cached >= c.Grain:
+	case c.Tier == tierMiss && cached >= c.Grain:
 		return fail(by, "usage reports %d cached tokens of %d: the prompt was already cached", cached, c.L)
-	case c.Tier == "gpu" && float64(cached) < c.need():
+	case c.Tier == tierGPU && float64(cached) < c.need():
 		return fail(by, "usage reports %d cached tokens of %d: the warmed prefix was not served from cache", cached, c.L)
 	}
 	return Verdict{OK: true, By: by}

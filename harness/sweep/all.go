@@ -13,25 +13,23 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 )
-
-// AllTiers are the tiers `--gpu all` runs on every GPU at once: those
-// whose loads share a node's PCIe switches and host memory bandwidth.
-var AllTiers = []string{"hbm", "host"}
 
 // ValidateAll reports, as an option.Error naming gpu, a selection of
 // tiers that `--gpu all` cannot run (every tier is selected when none is
 // named).
 func (o *Options) ValidateAll() error {
+	all := tierspec.AllGPUNames() // their loads share a node's PCIe switches and host memory bandwidth
 	var bad []string
 	for _, t := range o.selectedTiers() {
-		if !slices.Contains(AllTiers, t) {
+		if !slices.Contains(all, t) {
 			bad = append(bad, t)
 		}
 	}
 	if len(bad) > 0 {
-		return option.Errorf("gpu", "all runs only the tiers %s, not %s (give --tiers %s)",
-			strings.Join(AllTiers, ","), strings.Join(bad, ","), strings.Join(AllTiers, ","))
+		return option.Errorf("gpu", "all runs only the tiers %s, not %s (give --tiers %s)", // --gpu, not a tier
+			strings.Join(all, ","), strings.Join(bad, ","), strings.Join(all, ","))
 	}
 	return nil
 }

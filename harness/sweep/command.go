@@ -90,8 +90,8 @@ func (f *flags) Resolve() (Options, error) {
 	errs = append(errs, o.Validate(), f.backend.Validate(), f.out.Check())
 	if f.backend.All {
 		errs = append(errs, o.ValidateAll())
-		if f.backend.Name == "host" {
-			errs = append(errs, option.Errorf("gpu", "all spreads the tiers over GPUs, and the host backend has none (use --backend cuda)"))
+		if f.backend.Name == "host" { // the host backend, not a tier
+			errs = append(errs, option.Errorf("gpu", "all spreads the tiers over GPUs, and the host backend has none (use --backend cuda)")) // --gpu, not a tier
 		}
 	}
 	return o, errors.Join(errs...)

@@ -65,9 +65,6 @@ func (o *Options) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) { errs = append(errs, option.Errorf(field, format, args...)) }
 	for i, t := range o.Tiers {
-		if d, ok := tierspec.Lookup(t); ok {
-			t = d.Name // the probe's gpu, cpu, miss; dram
-		}
 		s, err := tiers.Lookup(t)
 		if err != nil {
 			errs = append(errs, option.Wrap("tiers", err))
@@ -133,11 +130,11 @@ func (o *Options) checkMeasurable() error {
 // checkSync refuses --sync where no disk store runs: it says what a
 // disk tier store waits for, and nothing else reads it.
 func (o *Options) checkSync(dirs []tiers.Direction) error {
-	d, ok := o.TierOptions["disk"].(*tiers.DiskOptions)
+	d, ok := o.TierOptions[tierspec.Disk.Name].(*tiers.DiskOptions)
 	if !ok || strings.TrimSpace(d.Sync) == "" || d.Sync == tiers.NewDiskOptions().Sync {
 		return nil // not given
 	}
-	if !slices.Contains(dirs, tiers.Store) || !slices.Contains(o.selectedTiers(), "disk") {
+	if !slices.Contains(dirs, tiers.Store) || !slices.Contains(o.selectedTiers(), tierspec.Disk.Name) {
 		return option.Errorf("sync", "%s applies to disk tier stores, and this run has none (add --direction store and the disk tier, or leave it out)", d.Sync)
 	}
 	return nil

@@ -13,12 +13,14 @@ import (
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
-// tierNameDirs are the packages that show results and plan capacities:
+// tierNameDirs are the packages that show results and plan capacities,
+// and the suites that choose among the tiers (the probe's, the sweep's):
 // what they know of a tier comes from its description (tierspec), so
 // that a new tier needs no edit in them.
-var tierNameDirs = []string{"report", "analysis", "plots", "harness/trace"}
+var tierNameDirs = []string{"report", "analysis", "plots", "harness/trace", "harness/probe", "harness/sweep"}
 
-// Report, plots, analysis and the capacity plan never name a tier: no
+// Report, plots, analysis, the capacity plan, the probe and the sweep
+// never name a tier: no
 // non-test file there has a string literal that is a tier's name or one
 // of its aliases, unless its line's comment says it is not a tier (the
 // host backend, the host machine). Fixture generators (report/reporttest)

@@ -10,6 +10,7 @@ var HBM = Register(Desc{
 	Directions: []Direction{Load, Store},
 	Probe:      "gpu",
 	ProbeLabel: "GPU hit",
+	AllGPUs:    true,
 	Plan: &Plan{Name: "hbm", Label: "HBM", Share: "hbm %", Order: 0,
 		Capacities: "40GiB,80GiB", Usage: "GPU KV capacities to plan"},
 })

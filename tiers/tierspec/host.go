@@ -10,6 +10,7 @@ var Host = Register(Desc{
 	Directions: []Direction{Load, Store},
 	Probe:      "cpu",
 	ProbeLabel: "CPU hit",
+	AllGPUs:    true,
 	Plan: &Plan{Name: "dram", Label: "DRAM", Share: "dram %", Order: 1,
 		Capacities: "0,512GiB,2TiB", Usage: "host DRAM KV capacities (0: none)"},
 })

@@ -68,6 +68,10 @@ type Desc struct {
 	// Plan says how a capacity plan shows the tier; nil where a plan has
 	// no place for it.
 	Plan *Plan
+	// AllGPUs says the sweep's --gpu all runs the tier on every GPU at
+	// once: its loads share a node's PCIe switches and host memory
+	// bandwidth.
+	AllGPUs bool
 }
 
 // A Plan is how a capacity plan (kvtier plan, trace's tables and
@@ -205,6 +209,18 @@ func ProbeNames() []string {
 	var out []string
 	for _, d := range Probes() {
 		out = append(out, d.Probe)
+	}
+	return out
+}
+
+// AllGPUNames returns the names of the tiers the sweep's --gpu all runs
+// on every GPU at once (Desc.AllGPUs), in display order.
+func AllGPUNames() []string {
+	var out []string
+	for _, d := range All() {
+		if d.AllGPUs {
+			out = append(out, d.Name)
+		}
 	}
 	return out
 }

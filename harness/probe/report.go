@@ -173,12 +173,8 @@ func probePairs() [][2]string {
 	for i := 1; i < len(names); i++ {
 		out = append(out, [2]string{names[i-1], names[i]})
 	}
-	return append(out, [2]string{names[0], offloadTier})
+	return append(out, [2]string{names[0], tierCPU})
 }
-
-// offloadTier is the probe's name for a hit served from the server's
-// CPU offload.
-const offloadTier = "cpu"
 
 // tierRatios returns the ratios of neighbouring HTTP tiers' p50s
 // (miss/remote, remote/cpu, cpu/gpu) and miss/cpu.

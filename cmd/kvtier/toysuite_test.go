@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +12,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/plots"
+	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -26,11 +30,44 @@ var toySuite = results.Suite{Name: "toy", Title: "Toy suite", Command: "kvtier t
 }
 
 // Adding a suite is its declaration and one registration line each:
-// nothing in cmd/kvtier, report or plots names the toy.
+// nothing in cmd/kvtier, report or plots names the toy. Its report
+// section, headline and a figure of its own register from here too.
 func init() {
 	results.RegisterSuite(toySuite)
 	cli.Register(&cli.Command{Name: "toy", Order: 1000, Run: cli.Bound(runToy),
 		Summary: "a toy suite a test registers", Usage: "Usage: kvtier toy [flags]"})
+	report.RegisterSection(report.Section{Suite: toySuite.Name, Write: writeToy, Figures: "toy_"})
+	report.RegisterHeadline(report.Headline{Suite: toySuite.Name, Write: toyHeadline})
+	plots.Register(toySuite.Name, drawToy)
+}
+
+// writeToy is the toy's section: its rows per mode, in a table.
+func writeToy(w io.Writer, run *analysis.Run) {
+	report.Paragraph(w, "The toy's own section: its ok rows per mode.")
+	keys, groups := analysis.GroupBy(run.Rows(toySuite.Name), func(r results.Row) string { return r.Get("mode") }, strings.Compare)
+	t := report.NewTable("mode", "ok rows")
+	for _, k := range keys {
+		t.Add(k, fmt.Sprint(len(analysis.Column(groups[k], analysis.Seconds))))
+	}
+	t.Write(w)
+}
+
+// toyHeadline is the toy's line in the headline.
+func toyHeadline(runs []*analysis.Run) (string, string) {
+	return fmt.Sprintf("the toy moved nothing in %d rows.", len(report.AllRows(runs, toySuite.Name))), ""
+}
+
+// drawToy draws the toy's own figure: its time against size per mode.
+func drawToy(dir string, run *analysis.Run, res *plots.Result) error {
+	keys, groups := analysis.GroupBy(run.Rows(toySuite.Name), func(r results.Row) string { return r.Get("mode") }, strings.Compare)
+	ss := plots.SeriesOf(keys, groups, func(k string) string { return k }, plots.BytesX, plots.OKSeconds)
+	f, err := plots.SeriesFigure(res, ss, "toy.csv has no ok rows", "Toy: its own figure", "size (bytes)", "time")
+	if f == nil || err != nil {
+		return err
+	}
+	f.LogX(plots.BytesLabel, true)
+	f.LogY(plots.SecLabel)
+	return plots.Emit(dir, "toy_own", f, res)
 }
 
 // toyFlags are the toy's flags: the shared output and repetition groups.
@@ -84,7 +121,8 @@ func runToy(ctx context.Context, c *cli.Call, f *toyFlags, p harness.Policy) int
 
 // TestToySuite: a suite declared and registered in this file alone is
 // listed by kvtier help, runs and writes its rows through the run
-// lifecycle, and gets a report section and a figure.
+// lifecycle, and gets its own report section, headline line and figure
+// besides the figure it declares.
 func TestToySuite(t *testing.T) {
 	t.Parallel()
 	if stdout, _ := mustRunCLI(t, "--help"); !strings.Contains(stdout, "toy        a toy suite a test registers") {
@@ -99,11 +137,13 @@ func TestToySuite(t *testing.T) {
 	if r := rows[len(rows)-1]; r.Get("mode") != "slow" || r.Get("size") != "1048576" || r.Status != results.StatusOK {
 		t.Errorf("last row %+v", r)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "plots", "toy_time.png")); err != nil {
-		t.Errorf("the declared figure was not drawn: %v", err)
+	for _, fig := range []string{"toy_time.png", "toy_own.png"} {
+		if _, err := os.Stat(filepath.Join(dir, "plots", fig)); err != nil {
+			t.Errorf("the toy's figure %s was not drawn: %v", fig, err)
+		}
 	}
 	stdout, _ := mustRunCLI(t, "report", "--print", dir)
-	for _, want := range []string{"## Toy suite", "toy_time.png", "| fast | 1048576 |"} {
+	for _, want := range []string{"## Toy suite", "The toy's own section", "In every row: ok rows: 6.", "| slow |", "the toy moved nothing in 12 rows.", "toy_time.png", "toy_own.png"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("REPORT.md lacks %q:\n%s", want, stdout)
 		}

@@ -77,6 +77,9 @@ func TestDocumentedValuesParse(t *testing.T) {
 				if f.name == "base-url" {
 					args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--sim" })
 				}
+				if f.name == "ib-tc" || f.name == "ib-sl" { // the QPs' QoS: tcp has none
+					args = append(slices.Clone(args), "--transport", "verbs")
+				}
 				all := append(append([]string{cmd}, args...), "--"+f.name, v)
 				if code, _, stderr := runCLI(t, all...); code != exitOK {
 					t.Errorf("kvtier %s --%s %s (documented: %q): exit %d: %s", cmd, f.name, v, f.usage, code, stderr)

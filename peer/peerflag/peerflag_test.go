@@ -93,3 +93,28 @@ func TestIdleTimeoutOneMeaning(t *testing.T) {
 		t.Errorf("peer's idle timeout %v %q, cli's %v %q", peer.DefaultIdleTimeout, peer.IdleTimeoutUsage, cli.DefaultIdleTimeout, cli.IdleTimeoutUsage)
 	}
 }
+
+// NCCL_IB_TC and NCCL_IB_SL set the QPs' QoS for transport verbs only:
+// with --transport tcp (no queue pair to carry them) they are not read,
+// so a run does not record them as applied (and --ib-tc given there is
+// refused: peer.CheckQoS).
+func TestQoSEnvNotForTCP(t *testing.T) {
+	t.Parallel()
+	for _, tr := range []string{peer.TCP, peer.Verbs} {
+		fs := cli.NewFlagSet("x", "", io.Discard)
+		var tc, sl int
+		transport := tr
+		fs.StringVar(&transport, "transport", tr, "")
+		AddIBQoS(fs, &tc, &sl)
+		getenv := func(k string) string { return map[string]string{"NCCL_IB_TC": "106", "NCCL_IB_SL": "3"}[k] }
+		if _, ok := cli.ParseFlags(fs, nil, io.Discard, getenv); !ok {
+			t.Fatalf("%s: parse failed", tr)
+		}
+		if applied := tc == 106 && sl == 3; applied != (tr == peer.Verbs) {
+			t.Errorf("transport %s: --ib-tc %d --ib-sl %d", tr, tc, sl)
+		}
+	}
+	if err := peer.CheckQoS(peer.TCP, 106, 0); err == nil || !strings.Contains(err.Error(), "ib-tc") {
+		t.Errorf("--ib-tc 106 on tcp: %v", err)
+	}
+}

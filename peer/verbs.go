@@ -183,6 +183,23 @@ func regError(err error, n int64, st lockState, known bool) error {
 		err, units.FormatBytes(n), units.FormatBytes(st.pinned), units.FormatBytes(int64(min(st.limit, 1<<62))), memlockHint)
 }
 
+// peerIP is the address of the peer at addr (host:port), resolving a
+// name; nil where it cannot say.
+func peerIP(ctx context.Context, addr string) net.IP {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip
+	}
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return nil
+	}
+	return ips[0].IP
+}
+
 func hostAddr(p []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(p))) }
 
 // serveVerbs runs one verbs session: open an endpoint with as many QPs as
@@ -204,6 +221,9 @@ func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome)
 	}
 	cfg := s.cfg.RDMA
 	cfg.QPs = len(h.Verbs.QPNs)
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		cfg.Peer = a.IP // the GID on the client's subnet first
+	}
 	cfg.RemoteWrite = w.Writable
 	if w.Writable {
 		s.cfg.Pool.remoteWrites.Store(true)
@@ -377,6 +397,7 @@ func (v *verbsClient) readCtx(ctx context.Context) (c context.Context, stop func
 func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient, error) {
 	cfg := opt.RDMA
 	cfg.QPs = opt.Conns
+	cfg.Peer = peerIP(ctx, addr) // the GID on the server's subnet first
 	ep, err := rdma.Open(cfg)
 	if err != nil {
 		return nil, err

@@ -213,3 +213,20 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestSLAboveSevenOnRoCE: the fake's port is Ethernet, where a service
+// level is a 3-bit priority: --ib-sl 9 is a warning, 3 is not.
+func TestSLAboveSevenOnRoCE(t *testing.T) {
+	lib := rdmatest.Build(t)
+	for sl, want := range map[int]string{9: "--ib-sl 9 on RoCE", 3: ""} {
+		e, err := Open(Config{GIDIndex: -1, Root: "/", SL: sl, Library: lib})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(e.Warnings(), "\n")
+		if want == "" && got != "" || !strings.Contains(got, want) || want != "" && !strings.Contains(got, "priority 1") {
+			t.Errorf("SL %d: warnings %q", sl, got)
+		}
+		e.Close()
+	}
+}

@@ -104,3 +104,49 @@ func listChoices(cs []GIDChoice) string {
 	}
 	return strings.Join(s, " and ")
 }
+
+// OnPeerSubnet returns the first routable RoCE v2 entry of table whose
+// address is on the subnet of peer: the entry's interface (NetDev) has
+// that address with a prefix that also covers peer, as nets says
+// (InterfaceNets on a live machine). ok is false when none is.
+func OnPeerSubnet(table []GIDEntry, peer net.IP, nets func(netdev string) []*net.IPNet) (e GIDEntry, ok bool) {
+	if peer == nil {
+		return GIDEntry{}, false
+	}
+	for _, e := range table {
+		if e.Zero() || e.linkLocal() || e.Type != "RoCE v2" || e.NetDev == "" {
+			continue
+		}
+		g, err := ParseGID(e.GID)
+		if err != nil {
+			continue
+		}
+		ip := net.IP(g[:])
+		for _, n := range nets(e.NetDev) {
+			if n.IP.Equal(ip) && n.Contains(peer) {
+				return e, true
+			}
+		}
+	}
+	return GIDEntry{}, false
+}
+
+// InterfaceNets lists the addresses, with their prefixes, of the network
+// interface named netdev; none where it cannot say.
+func InterfaceNets(netdev string) []*net.IPNet {
+	ifc, err := net.InterfaceByName(netdev)
+	if err != nil {
+		return nil
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return nil
+	}
+	var out []*net.IPNet
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}

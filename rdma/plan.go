@@ -10,6 +10,9 @@ type GIDEntry struct {
 	Index int
 	GID   string // sysfs text, e.g. "0000:0000:0000:0000:0000:ffff:0a00:0001"
 	Type  string // "RoCE v2", "IB/RoCE v1", "" when unreadable
+	// NetDev is the network interface the entry's address is on
+	// (gid_attrs/ndevs), "" unknown.
+	NetDev string
 }
 
 // Zero reports whether the entry holds no address.

@@ -52,6 +52,11 @@ type Config struct {
 	// the DSCP and ECN bits of RoCE v2 packets) and SL the service level
 	// (0-15), as NCCL_IB_TC and NCCL_IB_SL set them for NCCL.
 	TC, SL int
+	// Peer is the address the peer is reached at (nil unknown): on RoCE
+	// the GID on its subnet is offered first, as NCCL matches subnets,
+	// so a multi-address or VLAN port does not pick an address the peer
+	// cannot route to.
+	Peer net.IP
 	// RemoteWrite grants remote write on every memory registration of the
 	// endpoint (a pool that takes RDMA WRITEs: kvtier serve --writable);
 	// without it a peer's RDMA WRITE fails with a remote access error.

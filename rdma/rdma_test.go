@@ -3,6 +3,7 @@ package rdma
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,7 +80,7 @@ func TestSelectGID(t *testing.T) {
 		{"missing index", rxe, 99, "Ethernet", 0, "GID index 99 does not exist"},
 		{"empty index", mlx, 4, "Ethernet", 0, "is empty"},
 		{"infiniband needs none", nil, -1, "InfiniBand", -1, ""},
-		{"no v2", []GIDEntry{{0, "fe80::1", "RoCE v2"}, {1, "::ffff:10.0.0.1", "IB/RoCE v1"}}, -1, "Ethernet", 0, "no RoCE v2 GID"},
+		{"no v2", []GIDEntry{{Index: 0, GID: "fe80::1", Type: "RoCE v2"}, {Index: 1, GID: "::ffff:10.0.0.1", Type: "IB/RoCE v1"}}, -1, "Ethernet", 0, "no RoCE v2 GID"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := SelectGID(tc.table, tc.req, tc.ll, "dev port 1")
@@ -307,4 +308,33 @@ func TestReadNoCompletionTimeout(t *testing.T) {
 	}
 	runtime.KeepAlive(src)
 	runtime.KeepAlive(dst)
+}
+
+// TestOnPeerSubnet: on a port with addresses on two subnets (a VLAN
+// beside the untagged one), the GID offered first is the one on the
+// peer's subnet, as NCCL matches subnets; an address on no interface's
+// subnet with the peer, or no peer, picks none.
+func TestOnPeerSubnet(t *testing.T) {
+	t.Parallel()
+	table := []GIDEntry{
+		{Index: 0, GID: "fe80:0000:0000:0000:0000:0000:0000:0001", Type: "RoCE v2", NetDev: "ens1"},
+		{Index: 3, GID: "0000:0000:0000:0000:0000:ffff:0a00:0001", Type: "RoCE v2", NetDev: "ens1"},
+		{Index: 4, GID: "0000:0000:0000:0000:0000:ffff:0a00:0001", Type: "IB/RoCE v1", NetDev: "ens1"},
+		{Index: 5, GID: "0000:0000:0000:0000:0000:ffff:c0a8:6401", Type: "RoCE v2", NetDev: "ens1.100"},
+	}
+	nets := func(dev string) []*net.IPNet {
+		cidr := map[string]string{"ens1": "10.0.0.1/24", "ens1.100": "192.168.100.1/24"}[dev]
+		ip, n, _ := net.ParseCIDR(cidr)
+		n.IP = ip
+		return []*net.IPNet{n}
+	}
+	for _, tc := range []struct {
+		peer string
+		want int // -1: none
+	}{{"192.168.100.7", 5}, {"10.0.0.9", 3}, {"172.16.0.1", -1}, {"", -1}} {
+		e, ok := OnPeerSubnet(table, net.ParseIP(tc.peer), nets)
+		if got := map[bool]int{true: e.Index, false: -1}[ok]; got != tc.want {
+			t.Errorf("peer %q: GID index %d, want %d", tc.peer, got, tc.want)
+		}
+	}
 }

@@ -76,7 +76,8 @@ func ReadGIDTable(root, dev string, port int) ([]GIDEntry, error) {
 		if g == "" {
 			continue
 		}
-		out = append(out, GIDEntry{Index: i, GID: g, Type: readString(filepath.Join(pdir, "gid_attrs/types", e.Name()))})
+		out = append(out, GIDEntry{Index: i, GID: g, Type: readString(filepath.Join(pdir, "gid_attrs/types", e.Name())),
+			NetDev: readString(filepath.Join(pdir, "gid_attrs/ndevs", e.Name()))})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Index < out[b].Index })
 	return out, nil

@@ -74,7 +74,12 @@ type Endpoint struct {
 	// undrained says an aborted read left requests in flight: the memory
 	// registrations and QPs are never released.
 	undrained bool
+	warnings  []string
 }
+
+// Warnings says what about the endpoint's configuration will not apply
+// as asked (a service level above 7 on RoCE).
+func (e *Endpoint) Warnings() []string { return e.warnings }
 
 // An MR is a registered memory region.
 type MR struct {
@@ -114,6 +119,12 @@ func Open(cfg Config) (*Endpoint, error) {
 	if err != nil {
 		e.Close()
 		return nil, err
+	}
+	if attr.LinkLayer == 2 && cfg.SL > 7 {
+		// RoCE carries the service level as the VLAN priority (PCP),
+		// three bits: mlx5 keeps the low ones without a word.
+		e.warnings = append(e.warnings, fmt.Sprintf("--ib-sl %d on RoCE (%s port %d): Ethernet priorities are 0-7 and mlx5 keeps the low 3 bits (priority %d); use --ib-tc for DSCP",
+			cfg.SL, attr.Device, attr.Port, cfg.SL&7))
 	}
 	psns := make([]uint32, cfg.QPs)
 	var rnd [4]byte
@@ -168,8 +179,13 @@ func (e *Endpoint) selectGIDs(cfg Config, attr ibvwrap.EndpointAttr) ([]GIDChoic
 		}
 		idx = []int{cfg.GIDIndex}
 	} else {
+		if e, ok := OnPeerSubnet(table, cfg.Peer, InterfaceNets); ok && typed {
+			idx = append(idx, e.Index)
+		}
 		for _, c := range RoCEChoices(table, typed) {
-			idx = append(idx, c.Index)
+			if !slices.Contains(idx, c.Index) {
+				idx = append(idx, c.Index)
+			}
 		}
 	}
 	var out []GIDChoice

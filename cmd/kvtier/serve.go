@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -123,8 +124,9 @@ func runServe(ctx context.Context, c *cli.Call) int {
 		// Open one endpoint now so a missing device or a bad GID index is
 		// reported at start, not on the first client (nor after filling
 		// the pool).
-		if early, _ := peer.PickDevice(rcfg, ""); peerflag.VerbsReady(early) != nil {
-			return c.UsageErr(peerflag.VerbsReady(early))
+		early, _ := peer.PickDevice(rcfg, "")
+		if err := peerflag.VerbsReady(early, c.Stderr); err != nil {
+			return c.UsageErr(err)
 		}
 	}
 	// Listen first: an address that cannot be had is refused before
@@ -142,7 +144,7 @@ func runServe(ctx context.Context, c *cli.Call) int {
 	if o.Transport == peer.Verbs {
 		var why string
 		if rcfg, why = peer.PickDevice(rcfg, gpuBus); gpuBus != "" {
-			if err := peerflag.VerbsReady(rcfg); err != nil {
+			if err := peerflag.VerbsReady(rcfg, io.Discard); err != nil { // warned above
 				return c.UsageErr(err)
 			}
 		}

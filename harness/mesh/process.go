@@ -130,7 +130,7 @@ func (r *process) pickNIC(c *cli.Call, self *Member, p plan, ip net.IP) (rdma.Co
 	}
 	rcfg.Device, rcfg.Port = nic.Name, nic.Port
 	self.NIC, self.NICRate, self.GPUNIC = nic.Name, nic.RateGbps, d
-	return rcfg, peerflag.VerbsReady(rcfg)
+	return rcfg, peerflag.VerbsReady(rcfg, c.Stderr)
 }
 
 // servePool allocates the rank's pool and serves it, with the run token,

@@ -90,7 +90,7 @@ func runCommand(ctx context.Context, c *cli.Call, f *commandFlags, opts xfer.Opt
 	rcfg := opts.RDMA("/")
 	if opts.Transport == peer.Verbs {
 		rcfg, opts.DeviceReason = peer.PickDevice(rcfg, tierflag.GPUBus(be.Dst, opts.DstMem == xfer.DstGPU))
-		if err := peerflag.VerbsReady(rcfg); err != nil {
+		if err := peerflag.VerbsReady(rcfg, c.Stderr); err != nil {
 			return c.UsageErr(err)
 		}
 	}

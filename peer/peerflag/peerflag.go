@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -95,8 +96,9 @@ func AddIBQoS(fs *pflag.FlagSet, tc, sl *int) {
 
 // IBQoSFromEnv sets --ib-tc and --ib-sl, where fs has them and the
 // command line did not give them, from NCCL_IB_TC and NCCL_IB_SL (getenv
-// reads the environment), unless fs's --transport is tcp. A value that
-// is no integer in range is an error naming the variable.
+// reads the environment), unless fs's --transport is tcp. -1, NCCL's
+// default, is unset; any other value that is no integer in range is an
+// error naming the variable.
 func IBQoSFromEnv(fs *pflag.FlagSet, getenv func(string) string) error {
 	if t := fs.Lookup("transport"); t != nil && t.Value.String() == peer.TCP {
 		return nil // no queue pair to carry them (peer.CheckQoS)
@@ -107,8 +109,8 @@ func IBQoSFromEnv(fs *pflag.FlagSet, getenv func(string) string) error {
 			continue
 		}
 		v := strings.TrimSpace(getenv(q.env))
-		if v == "" {
-			continue
+		if v == "" || v == "-1" {
+			continue // NCCL's own "unset" (its default of -1)
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > q.max {
@@ -169,8 +171,10 @@ func VerbsProblem(err error) error {
 
 // VerbsReady says whether this machine can open the verbs endpoint cfg
 // describes, as a one-line reason ("no RDMA device", a GID index that
-// does not exist) when it cannot.
-func VerbsReady(cfg rdma.Config) error {
+// does not exist) when it cannot; what of cfg will not apply as asked
+// (rdma.Endpoint.Warnings: --ib-sl above 7 on RoCE) is a warning line
+// on warn.
+func VerbsReady(cfg rdma.Config, warn io.Writer) error {
 	names, err := rdma.DeviceNames(cfg.Library)
 	if err != nil {
 		return VerbsProblem(err)
@@ -181,6 +185,9 @@ func VerbsReady(cfg rdma.Config) error {
 	ep, err := rdma.Open(cfg)
 	if err != nil {
 		return VerbsProblem(err)
+	}
+	for _, w := range ep.Warnings() {
+		fmt.Fprintf(warn, "kvtier: warning: %s\n", w)
 	}
 	return ep.Close()
 }

@@ -28,6 +28,8 @@ func TestIBQoSFromEnv(t *testing.T) {
 		{nil, map[string]string{"NCCL_IB_TC": "256"}, 0, 0, `NCCL_IB_TC="256": want an integer 0-255`},
 		{nil, map[string]string{"NCCL_IB_SL": "x"}, 0, 0, `NCCL_IB_SL="x"`},
 		{[]string{"--ib-sl", "2"}, map[string]string{"NCCL_IB_SL": "x"}, 0, 2, ""},
+		// -1 is how NCCL's own scripts say unset.
+		{nil, map[string]string{"NCCL_IB_TC": "-1", "NCCL_IB_SL": " -1 "}, 0, 0, ""},
 	} {
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		var tcv, slv int

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kvtier/kvtier/analysis"
@@ -65,7 +66,7 @@ func writeSummary(w io.Writer, suite results.Suite, r *analysis.Run) {
 	cols := f.MatchColumns()
 	keys, groups := analysis.GroupBy(r.Rows(suite.Name), func(x results.Row) string {
 		return strings.Join(cellsOf(x, cols), "\x00")
-	}, strings.Compare)
+	}, compareCells)
 	metric := cmp.Or(f.Metric, "seconds")
 	t := NewTable(append(append([]string{}, cols...), "n", metric+" p50", "p10–p90")...)
 	for _, k := range keys {
@@ -81,6 +82,30 @@ func writeSummary(w io.Writer, suite results.Suite, r *analysis.Run) {
 	}
 	t.Write(w)
 	fmt.Fprintln(w)
+}
+
+// compareCells orders two keys of cells joined by NUL column by column:
+// numbers by value (256 before 1024), other cells as text, numbers
+// before text.
+func compareCells(a, b string) int {
+	as, bs := strings.Split(a, "\x00"), strings.Split(b, "\x00")
+	for i := range min(len(as), len(bs)) {
+		x, errx := strconv.ParseFloat(as[i], 64)
+		y, erry := strconv.ParseFloat(bs[i], 64)
+		c := strings.Compare(as[i], bs[i])
+		switch {
+		case errx == nil && erry == nil:
+			c = cmp.Or(cmp.Compare(x, y), c)
+		case errx == nil:
+			c = -1 // a number before text
+		case erry == nil:
+			c = 1
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(as), len(bs))
 }
 
 // cellsOf returns x's cells of cols.

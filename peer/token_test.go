@@ -152,6 +152,17 @@ func TestSilentClientDropped(t *testing.T) {
 
 // silentPeer shakes hands like a server and then never answers a read.
 func silentPeer(t *testing.T) string {
+	return rawPeer(t, func(c net.Conn) {
+		var h Hello
+		ReadFrame(c, &h)
+		WriteFrame(c, Welcome{PoolBytes: 1 << 20, Mem: HostMem, Transport: TCP})
+		t.Cleanup(func() { c.Close() })
+	})
+}
+
+// rawPeer listens on loopback until the test ends and hands each
+// connection to serve, one at a time; it returns the address.
+func rawPeer(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -164,10 +175,7 @@ func silentPeer(t *testing.T) string {
 			if err != nil {
 				return
 			}
-			var h Hello
-			ReadFrame(c, &h)
-			WriteFrame(c, Welcome{PoolBytes: 1 << 20, Mem: HostMem, Transport: TCP})
-			t.Cleanup(func() { c.Close() })
+			serve(c)
 		}
 	}()
 	return ln.Addr().String()
@@ -210,23 +218,12 @@ func TestDialHTTPPort(t *testing.T) {
 	defer srv.Close()
 	// Python's http.server takes a line without a version for HTTP/0.9
 	// and answers an HTML page without a status line.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			bufio.NewReader(c).ReadString('\n')
-			c.Write([]byte("<!DOCTYPE HTML>\n<html><body>Error code: 400</body></html>\n"))
-			c.Close()
-		}
-	}()
-	for _, addr := range []string{strings.TrimPrefix(srv.URL, "http://"), ln.Addr().String()} {
+	py := rawPeer(t, func(c net.Conn) {
+		bufio.NewReader(c).ReadString('\n')
+		c.Write([]byte("<!DOCTYPE HTML>\n<html><body>Error code: 400</body></html>\n"))
+		c.Close()
+	})
+	for _, addr := range []string{strings.TrimPrefix(srv.URL, "http://"), py} {
 		for _, write := range []bool{false, true} {
 			_, err := Dial(context.Background(), addr, DialOptions{Write: write, Timeout: time.Minute})
 			if err == nil || !strings.Contains(err.Error(), "answered in HTTP: not a kvtier peer") {

@@ -55,6 +55,19 @@ func Column(rows []results.Row, f func(results.Row) float64) []float64 {
 	return v
 }
 
+// MaxSimLag is the most a row measured against kvtier sim may have seen
+// it fall behind real time, as a share of the time the row measures
+// (its seconds), for the row's figure to count.
+const MaxSimLag = 0.1
+
+// Lagged reports whether a row measured against kvtier sim saw it fall
+// behind real time (its sim_lag_s) by more than MaxSimLag of the time the
+// row measures: its figure is this machine's load, not the model's. Such
+// rows are footnoted and left out of summaries, with their count.
+func Lagged(r results.Row) bool {
+	return r.Float(results.ColSimLag) > MaxSimLag*r.Seconds
+}
+
 // Seconds is a row's seconds, for Column.
 func Seconds(r results.Row) float64 { return r.Seconds }
 

@@ -240,7 +240,7 @@ func (r *Runner) cell(ctx context.Context, d, p, rep int, rows, tokens results.S
 		if stopped = ctx.Err(); stopped != nil {
 			break
 		}
-		res := r.arm(ctx, arm, d, p, rep, window)
+		res := r.timedArm(ctx, arm, d, p, rep, window)
 		if stopped = ctx.Err(); stopped != nil {
 			break // interrupted mid-arm: nothing whole to write
 		}
@@ -256,6 +256,23 @@ func (r *Runner) cell(ctx context.Context, d, p, rep int, rows, tokens results.S
 		return err
 	}
 	return stopped
+}
+
+// timedArm runs an arm; against kvtier sim it also records how much
+// further the sim fell behind real time meanwhile (its
+// kvtier_sim_lag_seconds before and after).
+func (r *Runner) timedArm(ctx context.Context, arm string, d, p, rep int, window float64) armResult {
+	if !r.simulated {
+		return r.arm(ctx, arm, d, p, rep, window)
+	}
+	before, berr := r.c.Metrics(ctx, r.model)
+	res := r.arm(ctx, arm, d, p, rep, window)
+	if after, err := r.c.Metrics(ctx, r.model); berr == nil && err == nil {
+		if d := serving.Sub(before, after); d.SimLagFound {
+			res.simLag = d.SimLag
+		}
+	}
+	return res
 }
 
 // write computes the rows of a cell's finished arms, each against the
@@ -305,6 +322,10 @@ type armResult struct {
 	note        string
 	err         error
 	skip        string
+	// simLag is how much further kvtier sim fell behind real time during
+	// the arm (its kvtier_sim_lag_seconds rose by); NaN where the server
+	// is no sim or its /metrics could not be read.
+	simLag float64
 }
 
 func (r *Runner) decodeTokens() int {
@@ -478,7 +499,7 @@ func (r *Runner) waitReady(ctx context.Context, ds *decodes) error {
 // collects the token arrivals. The window starts when the prefill is
 // sent; its prompt is ready before.
 func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window float64) armResult {
-	res := armResult{arm: arm, d: d, p: p, rep: rep, done: math.NaN()}
+	res := armResult{arm: arm, d: d, p: p, rep: rep, done: math.NaN(), simLag: math.NaN()}
 	if err := r.c.Tripped(); err != nil {
 		res.skip = err.Error()
 		return res
@@ -698,6 +719,9 @@ func (r *Runner) row(res armResult, base float64) results.Row {
 		row.Set(results.ColPrefillTTFT, res.prefillTTFT)
 	}
 	row.Set("token_counting", res.counting)
+	if !math.IsNaN(res.simLag) {
+		row.Set(results.ColSimLag, res.simLag)
+	}
 	var notes []string
 	r.setFigures(&row, st, base, res.prefillTTFT, &notes)
 	if res.arm == ArmBaseline {

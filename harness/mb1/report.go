@@ -35,9 +35,10 @@ func mb1ArmOf(x results.Row) mb1ArmCell {
 	return mb1ArmCell{mb1Cell{x.Get(results.ColSimulated) == "true", x.Get(results.ColChunkLabel), analysis.Atoi(x.Get(results.ColDecodeStreams)), analysis.Atoi(x.Get(results.ColPrefillTokens))}, x.Get(results.ColArm)}
 }
 
-// mb1P50 is the p50 of col over rows and how many rows had it; NaN, 0 if none.
+// mb1P50 is the p50 of col over rows and how many rows had it; NaN, 0 if
+// none. Rows the simulator lagged in (analysis.Lagged) are left out.
 func mb1P50(rows []results.Row, col string) (float64, int) {
-	d := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(col) }))
+	d := analysis.Summarize(analysis.Column(unlagged(rows), func(x results.Row) float64 { return x.Float(col) }))
 	if d.N == 0 {
 		return math.NaN(), 0
 	}
@@ -66,7 +67,21 @@ func writeMB1(w io.Writer, r *analysis.Run) {
 	} else {
 		t.Write(w)
 	}
+	if n := len(r.Rows(Suite.Name)) - len(unlagged(r.Rows(Suite.Name))); n > 0 {
+		report.Paragraph(w, fmt.Sprintf("Left out of these numbers: %d row(s) in which kvtier sim fell behind real time by more than %.0f %% of the prefill TTFT they measure (sim_lag_s): their figures are this machine's load, not the model's.", n, 100*analysis.MaxSimLag))
+	}
 	g.Write(w, Suite.Name)
+}
+
+// unlagged returns the rows the simulator did not lag in.
+func unlagged(rows []results.Row) []results.Row {
+	var out []results.Row
+	for _, r := range rows {
+		if !analysis.Lagged(r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // mb1Row is the table row of interference cell c from its interfere and
@@ -119,7 +134,7 @@ func mb1Headline(runs []*analysis.Run) (string, string) {
 	pen := map[cell][]float64{}
 	var ds []int
 	for _, r := range rows {
-		if !analysis.OK(r) || (r.Get(results.ColSimulated) == "true") != sim {
+		if !analysis.OK(r) || analysis.Lagged(r) || (r.Get(results.ColSimulated) == "true") != sim {
 			continue
 		}
 		c := cell{analysis.Atoi(r.Get(results.ColDecodeStreams)), analysis.Atoi(r.Get(results.ColPrefillTokens)), r.Get(results.ColArm)}

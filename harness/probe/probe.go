@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/internal/wait"
 	"github.com/kvtier/kvtier/kv"
@@ -512,9 +513,9 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *serving.Clie
 	}
 	if d.SimLagFound {
 		row.Set(results.ColSimLag, d.SimLag)
-		if ttft := s.TTFT.Seconds(); d.SimLag > MaxSimLag*ttft {
+		if ttft := s.TTFT.Seconds(); d.SimLag > analysis.MaxSimLag*ttft {
 			v = fail("", "kvtier sim fell %s further behind real time during the row, more than %.0f %% of its TTFT (%s): the figure is this machine's load, not the model's",
-				units.FormatSeconds(d.SimLag), 100*MaxSimLag, units.FormatSeconds(ttft))
+				units.FormatSeconds(d.SimLag), 100*analysis.MaxSimLag, units.FormatSeconds(ttft))
 		}
 	}
 	p.verdict(row, d, v, check)
@@ -555,11 +556,6 @@ func (p *Prober) timings(row *results.Row, s *serving.Stream, chat bool) {
 		row.Set(results.ColServerCheck, "impossible: "+why)
 	}
 }
-
-// MaxSimLag is the most a simulated row's lag may be, as a share of the
-// TTFT it measures, for the row to count: past it the row is
-// unverified, left out of the summaries and counted in the report.
-const MaxSimLag = 0.1
 
 // check is what the measured request must show: the prompt's length as
 // the server counted it (usage) or as sent, and the unit a complete hit

@@ -1,7 +1,8 @@
 // Package tiers holds the places a reused KV prefix can be brought back
-// from and what brings it back: the Tier contract and registry with the
-// tiers hbm, host, remote, disk and recompute (one file each, each with
-// its own options and columns), and the Backend
+// from and what brings it back: the Tier contract and registry, each tier
+// one file that registers itself with its own options and columns (its
+// description, what the rest of kvtier knows of it, in tierspec), and the
+// Backend
 // contract and registry with the host backend (a DRAM stand-in for the
 // GPU) and the cuda backend. A tier does no timing and writes no rows;
 // the harness's Sampler times it. The KV geometry and pool layouts it

@@ -87,6 +87,8 @@ type legendEntry struct {
 	thumbs []plot.Thumbnailer
 }
 
+// NewFigure returns an empty figure: a grid, the title and the axis
+// labels.
 func NewFigure(title, xlabel, ylabel string) *Figure {
 	p := plot.New()
 	p.Title.Text = title
@@ -136,6 +138,7 @@ func (f *Figure) Extend(xys plotter.XYs) {
 	}
 }
 
+// Finite reports whether x is neither NaN nor infinite.
 func Finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // curve adds a plain polyline (no markers) in series Style i.
@@ -269,6 +272,7 @@ func LinearTicks(label func(float64) string) plot.Ticker {
 	})
 }
 
+// LogY makes the y axis logarithmic over the data, labelled by label.
 func (f *Figure) LogY(label func(float64) string) {
 	f.P.Y.Scale = plot.LogScale{}
 	f.P.Y.Tick.Marker = logTicks{label: label}

@@ -1,9 +1,10 @@
 // Package plots draws kvtier's figures (PNG and SVG) from the CSV files of
-// a results directory alone: the device four-tier curve, the HTTP
-// four-tier TTFT curve, MB1's penalty against prefill size and its token
-// timelines, MB2's bandwidth against size, and the fitted tier cost model
-// over its measured points. A figure without data is not written; a host
-// backend series is labelled as the CPU stand-in it is.
+// a results directory alone. It is an engine: each suite registers its
+// figure drawers from its own package (Register) and draws them with the
+// figure kit here (Figure, Series, labels and ticks); a suite that
+// registers none gets the figures it declares (results.Figure). A figure
+// without data is not written; every figure says what it is (measured,
+// stand-in, simulated, predicted). It names no suite.
 package plots
 
 import (
@@ -222,14 +223,26 @@ func AllX(ss []Series) []float64 {
 	return xs
 }
 
+// OKSeconds is an ok row's seconds, for Collect.
 func OKSeconds(r results.Row) (float64, bool) { return r.Seconds, analysis.OK(r) }
-func OKGBps(r results.Row) (float64, bool)    { return r.GBps, analysis.OK(r) && r.GBps > 0 }
-func PrefixX(r results.Row) float64           { return float64(r.PrefixTokens) }
-func BytesX(r results.Row) float64            { return float64(r.Bytes) }
 
+// OKGBps is an ok row's rate in GB/s, where it has one, for Collect.
+func OKGBps(r results.Row) (float64, bool) { return r.GBps, analysis.OK(r) && r.GBps > 0 }
+
+// PrefixX is a row's prefix length, an x for Collect.
+func PrefixX(r results.Row) float64 { return float64(r.PrefixTokens) }
+
+// BytesX is a row's payload size, an x for Collect.
+func BytesX(r results.Row) float64 { return float64(r.Bytes) }
+
+// TokensLabel labels a tick in tokens (8k).
 func TokensLabel(v float64) string { return units.FormatTokens(int64(math.Round(v))) }
-func SecLabel(v float64) string    { return units.FormatSeconds(v) }
-func BytesLabel(v float64) string  { return units.FormatBytes(v) }
+
+// SecLabel labels a tick in seconds, in the unit that suits them.
+func SecLabel(v float64) string { return units.FormatSeconds(v) }
+
+// BytesLabel labels a tick in bytes, with an IEC unit.
+func BytesLabel(v float64) string { return units.FormatBytes(v) }
 
 // SILabel labels decades with an SI prefix: 100 MB, 1 GB, 10 TFLOP.
 func SILabel(unit string) func(float64) string {
@@ -246,4 +259,5 @@ func SILabel(unit string) func(float64) string {
 	}
 }
 
+// PlainLabel labels a tick with the number as it is.
 func PlainLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -1,9 +1,12 @@
-// Package report turns kvtier results directories into tables and models:
-// REPORT.md with the environment, the device tier table, the HTTP
-// four-tier TTFT table, the MB1 and MB2 tables, a fitted cost model per
-// tier with break-even prefixes against recompute, predicted versus
-// measured TTFT, run comparison with a significance test, and the
-// conversion of `go test -bench` output into kvtier rows.
+// Package report turns kvtier results directories into REPORT.md and
+// REPORT.html: a title, the headline, the environment said once, a
+// section per suite with its figures, the parts that read several suites,
+// the suites not run and an index of figures; and run comparison with a
+// significance test. It is an engine: each suite registers its section,
+// headline and closing parts from its own package (RegisterSection,
+// RegisterHeadline, RegisterClosing) and writes them with the tables and
+// formatting here; a suite that registers none gets its summary table and
+// a summary line. It names no suite.
 //
 // Everything here reads the CSV files and manifest.json alone, through
 // package analysis (loading, statistics, fits, provenance); it imports

@@ -133,6 +133,7 @@ func joinWhere(ws []string) string {
 	return strings.Join(out, ", ")
 }
 
+// OrDash returns s, or Dash when s is blank.
 func OrDash(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return Dash

@@ -15,11 +15,6 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// The knee's figures: APC and TTFT against GPU KV capacity.
-func init() {
-	plots.Register(Suite.Name, drawKnee)
-}
-
 // kneeAxis is the x axis of the knee's figures: GPU KV in decimal GB as
 // the reference's table, or in tokens where the model's geometry was
 // unknown.

@@ -7,15 +7,10 @@ import (
 	"slices"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
-
-// The knee's report: its section and headline.
-func init() {
-	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeKnee})
-	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: kneeHeadline})
-}
 
 // writeKnee writes the knee section, laid out like the reference's
 // capacity table: per GPU KV capacity the realized APC and TTFT p90,
@@ -167,4 +162,11 @@ func kneeHeadline(runs []*analysis.Run) (string, string) {
 		s += fmt.Sprintf("; working set %s GB (%s)", report.FmtGB(ws), analysis.Predicted)
 	}
 	return s + ".", ""
+}
+
+// The knee's section, headline and figures (APC and TTFT against capacity).
+func init() {
+	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeKnee})
+	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: kneeHeadline})
+	plots.Register(Suite.Name, drawKnee)
 }

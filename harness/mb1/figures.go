@@ -16,11 +16,6 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// MB1's figures: the penalty against prefill size and the token timelines.
-func init() {
-	plots.Register(Suite.Name, drawMB1)
-}
-
 func drawMB1(dir string, run *analysis.Run, res *plots.Result) error {
 	type key struct {
 		arm string

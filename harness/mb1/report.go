@@ -9,15 +9,10 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
-
-// MB1's report: its interference table and the headline's penalties.
-func init() {
-	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeMB1})
-	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: mb1Headline})
-}
 
 type mb1Cell struct {
 	Sim   bool
@@ -165,4 +160,11 @@ func mb1Headline(runs []*analysis.Run) (string, string) {
 		return "no interference cell has an ok rep; " + report.StatusCounts(rows), ""
 	}
 	return "decode penalty (effective / base TPOT, p50) at the largest prefill per D: " + strings.Join(parts, "; ") + ".", ""
+}
+
+// MB1's report and figures: its interference table and the headline's penalties.
+func init() {
+	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeMB1})
+	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: mb1Headline})
+	plots.Register(Suite.Name, drawMB1)
 }

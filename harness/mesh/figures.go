@@ -17,12 +17,6 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// The mesh's figures: its matrices and its pairs.
-func init() {
-	plots.Register(Suite.Name, drawMeshMatrices)
-	plots.Register(Suite.Name, drawMeshPairs)
-}
-
 // heat is a colour ramp for the matrices, light (low) to dark (high):
 // viridis' anchors, readable in grey.
 var heat = []color.RGBA{{0xfd, 0xe7, 0x25, 0xff}, {0x5e, 0xc9, 0x62, 0xff}, {0x21, 0x91, 0x8c, 0xff}, {0x3b, 0x52, 0x8b, 0xff}, {0x44, 0x01, 0x54, 0xff}}

@@ -7,16 +7,10 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
-
-// The mesh's report: its matrices and the headline's intra- against
-// inter-node rates.
-func init() {
-	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeMesh})
-	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: meshHeadline})
-}
 
 // writeMesh renders the matrices (one per route, direction, layout and
 // size), the intra- against inter-node comparison with the fraction of
@@ -199,4 +193,13 @@ func meshHeadline(runs []*analysis.Run) (string, string) {
 	}
 	return fmt.Sprintf("at %s (%s): %s. %s: intra %s, inter %s GB/s.", report.FmtBytes(float64(size)), strings.Join(layouts, ", "),
 		strings.Join(parts, ", "), analysis.Reference, report.Sig(analysis.ReferenceMB2["intra"]), report.Sig(analysis.ReferenceMB2["inter"])), ""
+}
+
+// The mesh's report and figures: its matrices and the headline's intra- against
+// inter-node rates.
+func init() {
+	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeMesh})
+	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: meshHeadline})
+	plots.Register(Suite.Name, drawMeshMatrices)
+	plots.Register(Suite.Name, drawMeshPairs)
 }

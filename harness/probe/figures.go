@@ -13,11 +13,6 @@ import (
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
 
-// The probe's figure: TTFT per HTTP tier against prefix length.
-func init() {
-	plots.Register(Suite.Name, drawProbe)
-}
-
 func drawProbe(dir string, run *analysis.Run, res *plots.Result) error {
 	type key struct {
 		tier string

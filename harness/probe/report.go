@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
@@ -16,14 +17,6 @@ import (
 // sweepSuite is the device sweep, whose fetch times the predictions add
 // to the probe's GPU hits.
 const sweepSuite = "sweep"
-
-// The probe's report: its TTFT table, the headline's four-tier TTFT and,
-// after every suite, its hit TTFTs predicted from the sweep's fetches.
-func init() {
-	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeProbe})
-	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: probeHeadline})
-	report.RegisterClosing(writePredictions)
-}
 
 // probeLength is one row of the probe table: a prompt length, real or simulated.
 type probeLength struct {
@@ -235,4 +228,13 @@ func writePredictions(w io.Writer, runs []*analysis.Run) {
 		t.Add(report.FmtTokens(p.L), tier, dev, report.FmtSec(p.GPU), fetch, report.FmtSec(p.Predicted), report.FmtSec(p.Measured), errPct)
 	}
 	t.Write(w)
+}
+
+// The probe's report and figures: its TTFT table, the headline's four-tier TTFT and,
+// after every suite, its hit TTFTs predicted from the sweep's fetches.
+func init() {
+	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeProbe})
+	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: probeHeadline})
+	report.RegisterClosing(writePredictions)
+	plots.Register(Suite.Name, drawProbe)
 }

@@ -11,12 +11,6 @@ import (
 	"github.com/kvtier/kvtier/results"
 )
 
-// The replay's report: its section and headline.
-func init() {
-	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeReplay})
-	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: replayHeadline})
-}
-
 // writeReplay writes the replay section: per run the realized APC from
 // the server's counters beside the LRU model's prediction, the TTFT and
 // TPOT percentiles and goodput.
@@ -88,4 +82,10 @@ func cachedShareCell(t *report.Table, r results.Row, cell string) string {
 		return cell + " " + t.Note(fmt.Sprintf("%g request(s) with impossible server figures left out (server_check)", n))
 	}
 	return cell
+}
+
+// The replay's report: its section and headline.
+func init() {
+	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeReplay})
+	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: replayHeadline})
 }

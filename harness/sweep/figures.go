@@ -14,11 +14,6 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// The sweep's figures: the tier curve and the cost model over its points.
-func init() {
-	plots.Register(Suite.Name, drawSweep)
-}
-
 func drawSweep(dir string, run *analysis.Run, res *plots.Result) error {
 	keys, groups := analysis.GroupBy(run.Rows(Suite.Name), analysis.SweepKeyOf, analysis.CompareSweepKeys)
 	ss := plots.SeriesOf(keys, groups, analysis.SweepKey.Label, plots.PrefixX, plots.OKSeconds)

@@ -10,18 +10,11 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
-
-// The sweep's report: its table, the tier cost model fitted to it and
-// the headline's tier table.
-func init() {
-	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeSweep, Figures: "sweep_"})
-	report.RegisterSection(report.Section{Suite: Suite.Name, Title: "Tier cost model", Write: writeModel, Figures: "costmodel_"})
-	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: sweepHeadline})
-}
 
 // writeSweep writes the fetch tiers' table and recompute's, one row per
 // configuration and prefix length, sorted by tier, layout, copy mode and
@@ -458,4 +451,13 @@ func tokenList(ls []int64) string {
 		s[i] = report.FmtTokens(L)
 	}
 	return strings.Join(s, ", ")
+}
+
+// The sweep's report and figures: its table, the tier cost model fitted to it and
+// the headline's tier table.
+func init() {
+	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeSweep, Figures: "sweep_"})
+	report.RegisterSection(report.Section{Suite: Suite.Name, Title: "Tier cost model", Write: writeModel, Figures: "costmodel_"})
+	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: sweepHeadline})
+	plots.Register(Suite.Name, drawSweep)
 }

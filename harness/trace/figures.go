@@ -18,12 +18,6 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// The trace's and the plan's figures.
-func init() {
-	plots.Register(Suite.Name, drawTrace)
-	plots.Register(PlanSuite.Name, drawPlan)
-}
-
 // drawTrace draws the LRU hit ratio against capacity per trace and
 // instance count (with the plan's tier boundaries when the directory has
 // a plan) and the working set over time.

@@ -9,18 +9,11 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 )
-
-// The trace's and the plan's report: their sections and headlines.
-func init() {
-	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeTrace})
-	report.RegisterSection(report.Section{Suite: PlanSuite.Name, Write: writePlan})
-	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: traceHeadline})
-	report.RegisterHeadline(report.Headline{Suite: PlanSuite.Name, Write: planHeadline})
-}
 
 // traceFigures indexes one trace's rows of trace.csv by metric and stat.
 type traceFigures struct {
@@ -540,4 +533,14 @@ func planCapacity(r results.Row) float64 {
 		}
 	}
 	return total
+}
+
+// The trace's and the plan's sections, headlines and figures.
+func init() {
+	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeTrace})
+	report.RegisterSection(report.Section{Suite: PlanSuite.Name, Write: writePlan})
+	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: traceHeadline})
+	report.RegisterHeadline(report.Headline{Suite: PlanSuite.Name, Write: planHeadline})
+	plots.Register(Suite.Name, drawTrace)
+	plots.Register(PlanSuite.Name, drawPlan)
 }

@@ -14,11 +14,6 @@ import (
 	"github.com/kvtier/kvtier/units"
 )
 
-// The transfer's figure: bandwidth against size.
-func init() {
-	plots.Register(Suite.Name, drawTransfer)
-}
-
 func drawTransfer(dir string, run *analysis.Run, res *plots.Result) error {
 	type key struct{ path, transport, layout, mem string }
 	rows := run.Rows(Suite.Name)

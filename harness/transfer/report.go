@@ -9,15 +9,10 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 )
-
-// The transfer's report: its rate table and the headline's rates per path.
-func init() {
-	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeTransfer})
-	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: transferHeadline})
-}
 
 type transferCell struct {
 	Path, Transport, Device, Layout, Src, Dst string
@@ -152,4 +147,11 @@ func pathsLine(rows []results.Row, path func(results.Row) string) string {
 		s += "; no intra- or inter-node peer in these results"
 	}
 	return s + fmt.Sprintf(". %s: intra %s, inter %s GB/s.", analysis.Reference, report.Sig(analysis.ReferenceMB2["intra"]), report.Sig(analysis.ReferenceMB2["inter"]))
+}
+
+// The transfer's report and figures: its rate table and the headline's rates per path.
+func init() {
+	report.RegisterSection(report.Section{Suite: Suite.Name, Write: writeTransfer})
+	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: transferHeadline})
+	plots.Register(Suite.Name, drawTransfer)
 }

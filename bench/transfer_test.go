@@ -11,11 +11,11 @@ import (
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/harness/transfer"
-	"github.com/kvtier/kvtier/xfer"
 	"github.com/kvtier/kvtier/rdma"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/xfer"
 )
 
 // transferConfig is the environment's configuration of BenchmarkTransfer.

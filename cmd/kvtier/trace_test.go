@@ -156,6 +156,17 @@ func TestPlanCommand(t *testing.T) {
 			t.Errorf("dram configuration without a predicted load: %+v", r.Extra)
 		}
 	}
+	// --sim: the costs of kvtier sim's model at the trace's lengths,
+	// labelled simulated, with a TTFT.
+	simOut := filepath.Join(dir, "simplan")
+	stdout, stderr = mustRunCLI(t, "plan", path, "--sim", "--hbm", "1GiB", "--dram", "0,16GiB", "--out", simOut)
+	if !strings.Contains(stderr, "costs: kvtier sim's cost model (simulated") || !strings.Contains(stdout, "**simulated**") {
+		t.Errorf("plan --sim does not say its costs are simulated:\n%s\n%s", stderr, stdout)
+	}
+	rows, _, err = results.ReadCSV(filepath.Join(simOut, trace.PlanFile))
+	if err != nil || len(rows) != 2 || rows[0].Get("cost_source") != "simulated" || rows[0].Get("ttft_p90_s") == "" {
+		t.Errorf("plan --sim rows %v (%v)", rows, err)
+	}
 	code, _, stderr := runCLI(t, "plan", path, "--costs", sweep, "--model", "llama-3.1-8b", "--out", filepath.Join(dir, "x"))
 	if code != exitUsage || !strings.Contains(stderr, "were measured for qwen3-coder-30b-a3b") {
 		t.Errorf("model mismatch: exit %d %s", code, stderr)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,6 +19,8 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
+	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/vllmsim"
 	"github.com/kvtier/kvtier/workload"
 )
 
@@ -39,6 +42,7 @@ type planFlags struct {
 	// flag each: --hbm, --dram, ...).
 	caps      map[string]*string
 	inclusive bool
+	sim       bool // --sim: the costs of an embedded kvtier sim
 }
 
 // addCaps declares one capacity flag per plan tier that holds blocks.
@@ -107,6 +111,26 @@ func loadCosts(dir string, m *cli.ModelFlags) (*analysis.PlanCosts, error) {
 	return c, nil
 }
 
+// costsOf returns the costs of --costs, adding every problem to errs;
+// nil for --sim, whose costs are made once the trace's lengths are
+// known.
+func (p *planFlags) costsOf(paths []string, m *cli.ModelFlags, errs *[]error) *analysis.PlanCosts {
+	switch {
+	case p.sim && p.costs != "":
+		*errs = append(*errs, option.Errorf("sim", "given with --costs: give one of them"))
+	case p.sim && slices.Contains(paths, "-"):
+		*errs = append(*errs, option.Errorf("sim", "reads the trace twice (its lengths, then the plan): give a file, not -"))
+	case p.sim:
+	case p.costs == "":
+		*errs = append(*errs, option.Errorf("costs", "a results directory is required (or --sim)"))
+	default:
+		c, err := loadCosts(p.costs, m)
+		*errs = append(*errs, err)
+		return c
+	}
+	return nil
+}
+
 // runPlan predicts, per tier capacity configuration, what share of a
 // trace's tokens each tier serves and what TTFT that gives.
 func runPlan(ctx context.Context, c *cli.Call) int {
@@ -116,6 +140,7 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 	f.add(fs)
 	fs.StringVar(&p.costs, "costs", "", "results directory of a kvtier sweep (device tier costs) or probe (HTTP TTFT per tier)")
 	p.addCaps(fs)
+	fs.BoolVar(&p.sim, "sim", false, "take the costs from an embedded kvtier sim (its cost model, calibrated to the H20 reference, evaluated at prefix lengths covering the trace's input lengths: p10, p50, p90, p99, max) instead of --costs")
 	fs.BoolVar(&p.inclusive, "inclusive", false, "tiers are inclusive (write-through offload): each holds the most recent blocks that fit it; default exclusive")
 	if code, ok := c.ParseFlags(fs); !ok {
 		return code
@@ -125,14 +150,7 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 	if len(paths) != 1 {
 		errs = append(errs, fmt.Errorf("need exactly one trace file (kvtier plan --trace TRACE --costs DIR), got %d", len(paths)))
 	}
-	var costs *analysis.PlanCosts
-	if p.costs == "" {
-		errs = append(errs, option.Errorf("costs", "a results directory is required"))
-	} else if pc, err := loadCosts(p.costs, &f.model); err != nil {
-		errs = append(errs, err)
-	} else {
-		costs = pc
-	}
+	costs := p.costsOf(paths, &f.model, &errs)
 	ro, ao, g := f.options(c.Stdin, &errs)
 	errs = append(errs, ao.Validate())
 	configs := p.configs(&errs)
@@ -155,6 +173,13 @@ type planRun struct {
 }
 
 func plan(ctx context.Context, c *cli.Call, pr planRun) int {
+	if pr.p.sim {
+		costs, err := simPlanCosts(ctx, c, pr)
+		if err != nil {
+			return traceFailed(ctx, c, err)
+		}
+		pr.costs = costs
+	}
 	// The block bytes need the trace's block size, known from its first
 	// line: the planner is made on the first request.
 	var planner *Planner
@@ -187,7 +212,8 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 			out.Manifest.Settings = pr.f.settings(pr.ao, pr.geom)
 			maps.Copy(out.Manifest.Settings, pr.p.settings())
 			maps.Copy(out.Manifest.Settings, map[string]string{"costs": pr.p.costs,
-				"inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source()})
+				"inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source(),
+				"sim": strconv.FormatBool(pr.p.sim)})
 			if r := planner.Rounding(); len(r) > 0 {
 				out.Manifest.Settings["capacity_rounding"] = strings.Join(r, "; ")
 			}
@@ -197,6 +223,78 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 			return writePlanFiles(out, res[0], planner.Results(), pr.costs)
 		}}.Exec(ctx)
 	return c.PrintSection(dir, code, writePlan)
+}
+
+// simPlanCosts reads the trace once for its input lengths and returns
+// the costs of an embedded kvtier sim at lengths covering them.
+func simPlanCosts(ctx context.Context, c *cli.Call, pr planRun) (*analysis.PlanCosts, error) {
+	ao := pr.ao
+	ao.OnRequest = nil
+	res, err := analyzeTraces(ctx, c, pr.f.out.Quiet, []string{pr.trace}, pr.geom, pr.ro, ao)
+	if err != nil {
+		return nil, err
+	}
+	cfg := vllmsim.Config{Model: pr.geom.Model, Geometry: pr.geom, TimeScale: 1}
+	ls := SimLengths(res[0].Analysis.Input, vllmsim.DefaultMaxModelLen-1024)
+	costs, err := SimCosts(cfg, ls)
+	if err == nil {
+		c.Logf("costs: kvtier sim's cost model (simulated, calibrated to the H20 reference) at L = %s, the trace's input p10, p50, p90, p99 and max (capped by the context)", tokenList(ls))
+	}
+	return costs, err
+}
+
+// SimLengths are the prefix lengths a plan's simulated costs are taken
+// at: the input lengths' p10, p50, p90, p99 and maximum, each at most
+// limit, each once, at least two.
+func SimLengths(in results.Stats, limit int) []int64 {
+	var ls []int64
+	for _, v := range []float64{in.P10, in.P50, in.P90, in.P99, in.Max} {
+		if v >= 1 {
+			ls = append(ls, min(int64(math.Ceil(v)), int64(limit)))
+		}
+	}
+	slices.Sort(ls)
+	ls = slices.Compact(ls)
+	if len(ls) == 1 {
+		ls = append([]int64{max(ls[0]/2, 1)}, ls...)
+	}
+	return ls
+}
+
+// SimCosts are the plan costs of a kvtier sim of cfg: its cost model's
+// TTFT of every probe tier at each of ls, in closed form (no request is
+// sent), labelled simulated.
+func SimCosts(cfg vllmsim.Config, ls []int64) (*analysis.PlanCosts, error) {
+	var rows []results.Row
+	for _, tier := range tierspec.ProbeNames() {
+		for _, L := range ls {
+			ttft := vllmsim.EstimateTTFT(cfg, tier, int(L), 0)
+			if !(ttft > 0) {
+				return nil, fmt.Errorf("kvtier sim has no cost for %s at %d tokens (model %s)", tier, L, cfg.Model)
+			}
+			r := results.NewRow(costsProbeSuite)
+			r.Tier, r.PrefixTokens, r.Status, r.Model = tier, L, results.StatusOK, cfg.Model
+			r.SetTime(ttft)
+			r.Set(results.ColTTFT, ttft)
+			r.Set(results.ColVerified, true)
+			r.Set(results.ColSimulated, true)
+			rows = append(rows, r)
+		}
+	}
+	return analysis.LoadPlanCosts("kvtier sim (cost model, closed form)", nil, rows)
+}
+
+// costsProbeSuite is the suite whose rows SimCosts writes: the probe's,
+// whose TTFT per tier the plan fits.
+const costsProbeSuite = "probe"
+
+// tokenList renders prefix lengths as "4k, 16k, 27,300".
+func tokenList(ls []int64) string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, units.FormatTokens(l))
+	}
+	return strings.Join(out, ", ")
 }
 
 // writePlanFiles writes plan.csv and plan_costs.csv.

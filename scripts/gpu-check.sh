@@ -30,7 +30,9 @@
 # pinned memory -> sweep-pinned/, host from pageable memory ->
 # sweep-pageable/; PyTorch's contiguous pinned H2D bandwidth for the bytes
 # of kvtier's contiguous TOP-token host row (torch.cuda events, warm-up)
-# -> torch.txt; a summary on stdout and in summary.txt whose last line is
+# -> torch.txt; a summary on stdout and in summary.txt (with the GDS mode,
+# the PCIe link at the start, at the end and at its max, the IOMMU mode
+# and the clock throttle reasons) whose last line is
 # "ratio kvtier/PyTorch: ..." (or "...: skipped (why)"); everything logged
 # in gpu-check.log.
 #
@@ -260,6 +262,38 @@ summarize() {
 	done
 }
 
+# gpu_facts prints what a reader needs to trust the GB/s above: how
+# cuFile runs (GPUDirect Storage or its compatibility mode, from kvtier
+# info), and of GPU $GPU (by CUDA ordinal) in the pinned sweep's manifest
+# the PCIe link at the start (an idle link may be trained down), at the
+# end under load and at its max, the IOMMU mode of its group and the
+# clock throttle reasons at both ends.
+gpu_facts() {
+	local gds m=$OUTDIR/sweep-pinned/manifest.json
+	gds=$(sed -n 's/^ *cufile .*; GDS mode \([a-z]*\).*/\1/p' "$OUTDIR/info.txt" 2>/dev/null | head -1)
+	echo "gds mode: ${gds:-none (cufile unavailable)}"
+	[ -f "$m" ] || { echo "gpu$GPU: no manifest (see $LOG)"; return; }
+	awk -v gpu="$GPU" '
+		function val(s) { gsub(/[",]/, "", s); return s }
+		function or(s, d) { return (s == "" || s == "0") ? d : s }
+		$1 == "\"iommu\":" { host = $0; sub(/^[^:]*: *"/, "", host); sub(/",?$/, "", host) }
+		$1 == "\"cuda_ordinal\":" { cur = (val($2) == gpu); next }
+		!cur { next }
+		arr != "" && /\]/ { arr = ""; next }
+		arr != "" { f[arr] = f[arr] (f[arr] == "" ? "" : ",") val($1); next }
+		$1 ~ /^"throttle_reasons_(start|end)":$/ { arr = val($1); sub(/:$/, "", arr); next }
+		$1 ~ /^"(pcie_[a-z_]+|iommu_mode)":$/ { k = val($1); sub(/:$/, "", k); f[k] = val($2) }
+		END {
+			printf "gpu%s pcie link: gen%s x%s at start, gen%s x%s at the end under load, max gen%s x%s\n", gpu,
+				or(f["pcie_gen"], "?"), or(f["pcie_width"], "?"), or(f["pcie_gen_end"], "?"), or(f["pcie_width_end"], "?"),
+				or(f["pcie_max_gen"], "?"), or(f["pcie_max_width"], "?")
+			printf "gpu%s iommu mode: %s (host: %s)\n", gpu, or(f["iommu_mode"], "unknown"), or(host, "unknown")
+			printf "gpu%s throttle reasons: %s at start, %s at the end; PCIe replays during the run: %s\n", gpu,
+				or(f["throttle_reasons_start"], "unknown"), or(f["throttle_reasons_end"], "unknown"),
+				("pcie_replays" in f) ? f["pcie_replays"] : "unknown"
+		}' "$m"
+}
+
 find_binary
 find_cublas
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >"$OUTDIR/nvidia-smi.txt" 2>&1
@@ -278,6 +312,7 @@ RATIO=$(ratio_line)
 	echo "gpu-check: $(date -u +%FT%TZ), $(($(date +%s) - T0)) s, results in $OUTDIR"
 	grep -E '^ *(cuda|cublas|nvml) ' "$OUTDIR/info.txt" 2>/dev/null
 	grep -A2 '^GPUs' "$OUTDIR/info.txt" 2>/dev/null | tail -2
+	gpu_facts
 	summarize
 	echo "$RATIO"
 } | tee "$OUTDIR/summary.txt"

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/csrc/cufilewrap/cufiletest"
 	"github.com/kvtier/kvtier/cuda/cudatest"
+	"github.com/kvtier/kvtier/system"
 )
 
 // fakePython is a python3 with a fake PyTorch: it answers gpu-check's
@@ -35,8 +37,9 @@ esac
 // libcuda as the driver and the fake cuBLAS only where pip's
 // nvidia-cublas-cu12 wheel puts it. cuBLAS must be found there (recompute
 // rows ok), a reason holding a comma (batch copies hidden) must come out
-// whole, and the summary must end with the kvtier/PyTorch ratio line, or
-// a line saying it is skipped without PyTorch.
+// whole, the summary must give the GDS mode, the PCIe link, IOMMU mode
+// and throttle reasons, and end with the kvtier/PyTorch ratio line, or a
+// line saying it is skipped without PyTorch.
 func TestGPUCheckOnFakes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kvtier and runs three sweeps")
@@ -48,6 +51,7 @@ func TestGPUCheckOnFakes(t *testing.T) {
 	}
 	dir := t.TempDir()
 	libs := cudatest.Build(t)
+	cufile := cufiletest.Build(t)
 	site := filepath.Join(dir, "venv/lib/python3.11/site-packages")
 	cublasDir := filepath.Join(site, "nvidia/cublas/lib")
 	for _, d := range []string{filepath.Join(dir, "clone/scripts"), filepath.Join(dir, "bin"), cublasDir} {
@@ -66,7 +70,7 @@ func TestGPUCheckOnFakes(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	env := []string{"HOME=" + dir, "PATH=" + filepath.Join(dir, "bin") + ":/usr/bin:/bin", "FAKE_SITE=" + site,
-		"KVTIER_BIN=" + bin, "KVTIER_LIBCUDA=" + libs.CUDA, "FAKECUDA_HIDE=cuMemcpyBatchAsync",
+		"KVTIER_BIN=" + bin, "KVTIER_LIBCUDA=" + libs.CUDA, "KVTIER_LIBCUFILE=" + cufile, "FAKECUDA_HIDE=cuMemcpyBatchAsync",
 		"PREFIXES=64,128", "TOP=128", "REPS=2", "WARMUP=1", "BUDGET_S=150"}
 	log, sum := runCheck(t, dir, "with-torch", append(env, "FAKE_TORCH=1"))
 	if !strings.Contains(log, "cuBLAS: pip's wheels at "+cublasDir) || strings.Contains(log, "building kvtier") {
@@ -78,6 +82,12 @@ func TestGPUCheckOnFakes(t *testing.T) {
 		"n=0 copy mode batch needs cuMemcpyBatchAsync, which this backend lacks\n",
 		"rows: ok=32 skipped=8,",
 		"PyTorch 20.000 GB/s)",
+		// The facts that qualify a bandwidth figure: the fake driver's GPU
+		// has no sysfs device here and no NVML, so they say unknown.
+		"gds mode: " + system.GDSMode("/") + "\n",
+		"gpu0 pcie link: gen? x? at start, gen? x? at the end under load, max gen? x?\n",
+		"gpu0 iommu mode: unknown (host: ",
+		"gpu0 throttle reasons: unknown at start, unknown at the end; PCIe replays during the run: unknown\n",
 	} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("with PyTorch: no %q in the summary\n%s", want, sum)

@@ -108,10 +108,27 @@ func printGPUs(w io.Writer, gpus []results.GPU) {
 			fmt.Fprintf(w, ", %.1f GB/s", g.LinkGBps)
 		}
 		fmt.Fprintln(w)
+		if st := gpuState(g); st != "" {
+			fmt.Fprintf(w, "        %s\n", st)
+		}
 		for _, warn := range g.Warnings {
 			fmt.Fprintf(w, "        warning: %s\n", warn)
 		}
 	}
+}
+
+// gpuState is a GPU's modes, throttle reasons and IOMMU mode where
+// known: "persistence enabled, ECC enabled, MIG disabled, throttle
+// gpu_idle, IOMMU identity"; "" where nothing is.
+func gpuState(g results.GPU) string {
+	var parts []string
+	for _, kv := range [][2]string{{"persistence", g.Persistence}, {"ECC", g.ECCMode}, {"MIG", g.MIGMode},
+		{"throttle", strings.Join(g.ThrottleStart, ",")}, {"IOMMU", g.IOMMUMode}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+" "+kv[1])
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // printNICs lists the RDMA NICs' ports with their GIDs and GPU distances.

@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
-# test-servers.sh: kvtier's HTTP suites against a real, independently
-# written server: Ollama v0.6.8 on this machine's CPU, serving a tiny
+# test-servers.sh: kvtier's HTTP suites against real, independently
+# written servers on this machine's CPU: Ollama v0.6.8 (its llama.cpp
+# runner) and Ollama v0.9.6 with OLLAMA_NEW_ENGINE=1 (its own Go runner,
+# runner/ollamarunner: another scheduler and cache), each serving a tiny
 # LLaMA with random weights that the tests write themselves.
 #
-# Ollama is built from its Go module (go install github.com/ollama/
-# ollama@VERSION: cgo and g++, about 2 minutes on 2 cores) once per machine
-# into a cache; then the tests in internal/realserver (build tag
-# "servers") start it on loopback with its own directories and run
-# kvtier probe, interfere, replay and knee against it.
+# Each Ollama is built from its Go module (go install github.com/ollama/
+# ollama@VERSION: cgo and g++, minutes on 2 cores) once per machine into a
+# cache; then the tests in internal/realserver (build tag "servers")
+# start it on loopback with its own directories and run kvtier probe,
+# interfere, replay and knee against it.
 #
 # usage: scripts/test-servers.sh [-b KVTIER_BINARY] [-k DIR] [-r REGEXP]
 #   -b  the kvtier binary to test (default: build ./cmd/kvtier)
 #   -k  keep each test's server log and kvtier results under DIR
 #   -r  run only the tests matching REGEXP (go test -run)
 #
-# Exit status: 0 pass, 1 fail; when Ollama cannot be built here (no route
-# to the module proxy, no g++ and not root, a failed build)
-# KVTIER_SERVERS_SKIP_STATUS (default 0) after one line that starts
-# "test-servers: SKIP:".
+# Exit status: 0 pass, 1 fail. When an Ollama cannot be built here (no
+# route to the module proxy, no g++ and not root, a failed build) one line
+# starting "test-servers: SKIP:" says so and the other engine is tested;
+# when neither can be, the script exits KVTIER_SERVERS_SKIP_STATUS
+# (default 0).
 #
-# Environment: KVTIER_OLLAMA_VERSION (default v0.6.8; newer versions do
-# not build from the module zip), KVTIER_OLLAMA_CACHE (default
-# ${XDG_CACHE_HOME:-~/.cache}/kvtier/ollama-VERSION), KVTIER_SERVERS_TIMEOUT
-# (go test -timeout, default 6m).
+# Environment: KVTIER_OLLAMA_VERSION (default v0.6.8), KVTIER_OLLAMA_NEW_VERSION
+# (default v0.9.6, run with OLLAMA_NEW_ENGINE=1; "none" skips it),
+# KVTIER_OLLAMA_CACHE_ROOT (default ${XDG_CACHE_HOME:-~/.cache}/kvtier: each
+# version under ollama-VERSION; KVTIER_OLLAMA_CACHE, where set, is
+# KVTIER_OLLAMA_VERSION's), KVTIER_SERVERS_TIMEOUT (go test -timeout,
+# default 12m).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,53 +39,80 @@ while getopts "b:k:r:h" opt; do
 	b) bin=$OPTARG ;;
 	k) keep=$OPTARG ;;
 	r) run=$OPTARG ;;
-	*) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,30s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 
 version=${KVTIER_OLLAMA_VERSION:-v0.6.8}
-cache=${KVTIER_OLLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kvtier/ollama-$version}
+newversion=${KVTIER_OLLAMA_NEW_VERSION:-v0.9.6}
+cacheroot=${KVTIER_OLLAMA_CACHE_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/kvtier}
 skip_status=${KVTIER_SERVERS_SKIP_STATUS:-0}
 GO=${GO:-go}
 
+# The SKIP lines go to the script's stdout, also from inside $(...).
+exec 3>&1
 say() { echo "test-servers: $*" >&2; }
-skip() { echo "test-servers: SKIP: $*"; exit "$skip_status"; }
+skip() { echo "test-servers: SKIP: $*" >&3; }
 
 # need_gxx makes sure g++ is there (Ollama's cgo code is C++): installed
-# from Debian's packages when root, else a skip.
+# from Debian's packages when root; else it says why and fails.
 need_gxx() {
 	command -v g++ >/dev/null && return
-	[ "$(id -u)" = 0 ] || skip "Ollama needs g++ to build, and installing it needs root"
-	command -v apt-get >/dev/null || skip "Ollama needs g++ to build; no apt-get to install it"
+	if [ "$(id -u)" != 0 ]; then
+		skip "Ollama needs g++ to build, and installing it needs root"
+		return 1
+	fi
+	if ! command -v apt-get >/dev/null; then
+		skip "Ollama needs g++ to build; no apt-get to install it"
+		return 1
+	fi
 	say "g++ is missing: installing it from Debian's packages (apt-get install -y g++)"
-	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++; } >&2 ||
-		skip "Ollama needs g++ to build; apt-get install g++ failed"
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++; } >&2 && return
+	skip "Ollama needs g++ to build; apt-get install g++ failed"
+	return 1
 }
 
-# build_ollama builds Ollama into $cache/bin unless a previous run did;
-# concurrent runs on one machine wait for each other's build.
+# build_ollama VERSION builds Ollama VERSION into its cache unless a
+# previous run did, and prints the binary's path; concurrent runs on one
+# machine wait for each other's build. On failure it prints a SKIP line
+# and fails.
 build_ollama() {
-	mkdir -p "$cache" || skip "cannot create the cache $cache"
-	exec 9>"$cache/lock"
-	flock 9
-	[ -x "$cache/bin/ollama" ] && return
-	need_gxx
-	local log=$cache/build.log tmp=$cache/bin.partial
-	say "building Ollama $version into $cache (once per machine; minutes on 2 cores)"
-	if ! (cd "$cache" && "$GO" mod download -x "github.com/ollama/ollama@$version") >"$log" 2>&1; then
-		skip "cannot fetch github.com/ollama/ollama@$version from the module proxy ($(go env GOPROXY)): $(tail -n 1 "$log")"
-	fi
-	rm -rf "$tmp"
-	if ! (cd "$cache" && GOBIN=$tmp "$GO" install "github.com/ollama/ollama@$version") >>"$log" 2>&1; then
-		tail -n 20 "$log" >&2
-		skip "building Ollama $version failed (log: $log)"
-	fi
-	rm -rf "$cache/bin" && mv "$tmp" "$cache/bin" || skip "cannot move the build into $cache/bin"
-	say "built $(du -h "$cache/bin/ollama" | cut -f1) $cache/bin/ollama"
+	local v=$1 cache=$cacheroot/ollama-$1
+	[ "$v" = "$version" ] && cache=${KVTIER_OLLAMA_CACHE:-$cache}
+	mkdir -p "$cache" || { skip "cannot create the cache $cache"; return 1; }
+	(
+		flock 9
+		[ -x "$cache/bin/ollama" ] && exit 0
+		need_gxx || exit 1
+		log=$cache/build.log tmp=$cache/bin.partial
+		say "building Ollama $v into $cache (once per machine; minutes on 2 cores)"
+		if ! (cd "$cache" && "$GO" mod download -x "github.com/ollama/ollama@$v") >"$log" 2>&1; then
+			skip "cannot fetch github.com/ollama/ollama@$v from the module proxy ($("$GO" env GOPROXY)): $(tail -n 1 "$log")"
+			exit 1
+		fi
+		rm -rf "$tmp"
+		if ! (cd "$cache" && GOBIN=$tmp "$GO" install "github.com/ollama/ollama@$v") >>"$log" 2>&1; then
+			tail -n 20 "$log" >&2
+			skip "building Ollama $v failed (log: $log)"
+			exit 1
+		fi
+		rm -rf "$cache/bin" && mv "$tmp" "$cache/bin" || { skip "cannot move the build into $cache/bin"; exit 1; }
+		say "built $(du -h "$cache/bin/ollama" | cut -f1) $cache/bin/ollama"
+	) 9>"$cache/lock" || return 1
+	echo "$cache/bin/ollama"
 }
 
-build_ollama
-ollama=$cache/bin/ollama
+args=()
+if ollama=$(build_ollama "$version"); then
+	args+=(-ollama "$ollama" -ollama-version "$version")
+fi
+if [ "$newversion" != none ] && ollama_new=$(build_ollama "$newversion"); then
+	args+=(-ollama-new "$ollama_new" -ollama-new-version "$newversion")
+fi
+if [ ${#args[@]} -eq 0 ]; then
+	echo "test-servers: SKIP: no Ollama could be built here (the lines above say why)"
+	exit "$skip_status"
+fi
 
 cd "$root" || exit 1
 if [ -z "$bin" ]; then
@@ -88,8 +120,8 @@ if [ -z "$bin" ]; then
 	"$GO" build -o "$bin" ./cmd/kvtier || exit 1
 fi
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-args=(-ollama "$ollama" -kvtier "$bin")
+args+=(-kvtier "$bin")
 [ -n "$keep" ] && args+=(-keep "$(mkdir -p "$keep" && cd "$keep" && pwd)")
 
 "$GO" vet -tags servers ./internal/realserver || exit 1
-exec "$GO" test -tags servers -count=1 -v -timeout "${KVTIER_SERVERS_TIMEOUT:-6m}" -run "$run" ./internal/realserver -args "${args[@]}"
+exec "$GO" test -tags servers -count=1 -v -timeout "${KVTIER_SERVERS_TIMEOUT:-12m}" -run "$run" ./internal/realserver -args "${args[@]}"

@@ -55,15 +55,16 @@ func (r *Runner) refusal(d, p int) string {
 	if why := r.overSlots(d); why != "" {
 		return why
 	}
-	if low, ok := r.unadmitted[p]; ok && d > low {
+	if low, ok := r.unadmitted[p]; ok && d >= low {
 		return fmt.Sprintf("not run: the prefill of %d tokens was not admitted beside D=%d decodes (its row says why)", p, low)
 	}
 	return ""
 }
 
-// refuse writes the skipped rows of a cell not run: one per arm and rep.
-func (r *Runner) refuse(d, p int, why string, rows results.Sink) error {
-	for rep := range r.cfg.Reps {
+// refuse writes the skipped rows of the reps of a cell not run, from
+// rep from on: one per arm and rep.
+func (r *Runner) refuse(d, p, from int, why string, rows results.Sink) error {
+	for rep := from; rep < r.cfg.Reps; rep++ {
 		for _, arm := range r.arms() {
 			res := armResult{arm: arm, d: d, p: p, rep: rep, skip: why}
 			row := r.row(res, 0)

@@ -105,7 +105,7 @@ func (s *slotServer) send(w http.ResponseWriter, n, prompt int) error {
 
 // runSlots runs MB1 with decodes against srv in a bubble, returning its
 // rows and how long the run took on the bubble's clock.
-func runSlots(t *testing.T, srv *slotServer, decode []int) ([]results.Row, time.Duration) {
+func runSlots(t *testing.T, srv *slotServer, decode []int, reps int) ([]results.Row, time.Duration) {
 	t.Helper()
 	var rows, toks resultstest.Sink
 	var took time.Duration
@@ -118,7 +118,7 @@ func runSlots(t *testing.T, srv *slotServer, decode []int) ([]results.Row, time.
 			t.Fatal(err)
 		}
 		// Decodes of 100k tokens would run 500 s.
-		r, err := New(t.Context(), Config{Endpoint: url, HTTP: net.Client(), Decode: decode, Prefill: []int{64}, Reps: 1,
+		r, err := New(t.Context(), Config{Endpoint: url, HTTP: net.Client(), Decode: decode, Prefill: []int{64}, Reps: reps,
 			DecodeTokens: 100_000, InjectAfter: 300 * time.Millisecond, Timeout: 600 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -151,20 +151,25 @@ func cellRows(rows []results.Row, d int) []results.Row {
 // (500 s), and D=3 is not tried.
 func TestInterfereRefusesUnadmittedPrefill(t *testing.T) {
 	t.Parallel()
-	rows, took := runSlots(t, &slotServer{slots: 2, family: "ollama"}, []int{1, 2, 3})
+	rows, took := runSlots(t, &slotServer{slots: 2, family: "ollama"}, []int{1, 2, 3}, 2)
 	if took > 30*time.Second {
 		t.Errorf("the run took %v: the decodes were let run to their end", took)
 	}
-	if one := cellRows(rows, 1); len(one) != 2 || one[0].Status != results.StatusOK || one[1].Status != results.StatusOK {
-		t.Fatalf("D=1: %v", one)
+	for _, r := range cellRows(rows, 1) {
+		if r.Status != results.StatusOK {
+			t.Fatalf("D=1 %s rep %d: %s %q", r.Get("arm"), r.Rep, r.Status, r.Reason)
+		}
 	}
 	two := cellRows(rows, 2)
-	if len(two) != 2 || two[0].Status != results.StatusError || !strings.Contains(two[0].Reason, ErrNotAdmitted.Error()) ||
+	if len(two) != 4 || two[0].Status != results.StatusError || !strings.Contains(two[0].Reason, ErrNotAdmitted.Error()) ||
 		!strings.Contains(two[0].Reason, "OLLAMA_NUM_PARALLEL") {
 		t.Fatalf("D=2: %v", two)
 	}
-	if two[1].Status != results.StatusSkipped {
-		t.Errorf("D=2 baseline: %s %q", two[1].Status, two[1].Reason)
+	// Its baseline has no window; the second rep is not tried.
+	for _, r := range two[1:] {
+		if r.Status != results.StatusSkipped {
+			t.Errorf("D=2 %s rep %d: %s %q", r.Get("arm"), r.Rep, r.Status, r.Reason)
+		}
 	}
 	for _, r := range cellRows(rows, 3) {
 		if r.Status != results.StatusSkipped || !strings.Contains(r.Reason, "not admitted beside D=2") {
@@ -178,7 +183,7 @@ func TestInterfereRefusesUnadmittedPrefill(t *testing.T) {
 // nothing.
 func TestInterfereRefusesOverSlotsAtStart(t *testing.T) {
 	t.Parallel()
-	rows, _ := runSlots(t, &slotServer{slots: 2, family: "llamacpp"}, []int{1, 2})
+	rows, _ := runSlots(t, &slotServer{slots: 2, family: "llamacpp"}, []int{1, 2}, 1)
 	if one := cellRows(rows, 1); len(one) != 2 || one[0].Status != results.StatusOK {
 		t.Fatalf("D=1: %v", one)
 	}
@@ -193,7 +198,7 @@ func TestInterfereRefusesOverSlotsAtStart(t *testing.T) {
 // is never ok: it may have waited for that decode's slot.
 func TestInterfereRefusesPrefillAfterDecodeEnded(t *testing.T) {
 	t.Parallel()
-	rows, _ := runSlots(t, &slotServer{slots: 2, family: "ollama", eosAfter: 100}, []int{2})
+	rows, _ := runSlots(t, &slotServer{slots: 2, family: "ollama", eosAfter: 100}, []int{2}, 1)
 	in := rows[0]
 	if in.Status == results.StatusOK || !strings.Contains(in.Reason, "ended at") {
 		t.Errorf("interfere row: %s %q", in.Status, in.Reason)
@@ -204,7 +209,7 @@ func TestInterfereRefusesPrefillAfterDecodeEnded(t *testing.T) {
 // bound, marked, never an ok row without it.
 func TestInterfereStalledDecodesBoundPenalty(t *testing.T) {
 	t.Parallel()
-	rows, _ := runSlots(t, &slotServer{slots: 4, family: "ollama", stall: true}, []int{2})
+	rows, _ := runSlots(t, &slotServer{slots: 4, family: "ollama", stall: true}, []int{2}, 1)
 	in := rows[0]
 	if in.Status != results.StatusOK || in.Get(ColPenaltyBound) != BoundLower || in.Get("tokens_during") != "0" {
 		t.Fatalf("interfere row: %s %q, bound %q, tokens during %s", in.Status, in.Reason, in.Get(ColPenaltyBound), in.Get("tokens_during"))

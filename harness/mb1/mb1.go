@@ -213,23 +213,31 @@ func (r *Runner) Run(ctx context.Context, rows, tokens results.Sink) error {
 	for _, p := range r.cfg.Prefill {
 		for _, d := range r.cfg.Decode {
 			pr.Begin(fmt.Sprintf("D=%d P=%d", d, p))
-			if why := r.refusal(d, p); why != "" {
-				if err := r.refuse(d, p, why, rows); err != nil {
-					return err
-				}
-				pr.End("refused")
-				continue
+			what, err := r.reps(ctx, d, p, rows, tokens)
+			if err != nil {
+				return err
 			}
-			for rep := range r.cfg.Reps {
-				pr.Rep(rep, r.cfg.Reps)
-				if err := r.cell(ctx, d, p, rep, rows, tokens); err != nil {
-					return err
-				}
-			}
-			pr.End("")
+			pr.End(what)
 		}
 	}
 	return r.c.Tripped()
+}
+
+// reps runs the reps of cell (d, p), writing skipped rows for those it
+// refuses (refusal: at the start, or once a rep's prefill was not
+// admitted); it returns what the progress says of the cell.
+func (r *Runner) reps(ctx context.Context, d, p int, rows, tokens results.Sink) (string, error) {
+	pr := harness.ProgressOf(r.cfg.Log)
+	for rep := range r.cfg.Reps {
+		if why := r.refusal(d, p); why != "" {
+			return "refused", r.refuse(d, p, rep, why, rows)
+		}
+		pr.Rep(rep, r.cfg.Reps)
+		if err := r.cell(ctx, d, p, rep, rows, tokens); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
 }
 
 func (r *Runner) cell(ctx context.Context, d, p, rep int, rows, tokens results.Sink) error {

@@ -15,7 +15,21 @@ type LlamaConfig struct {
 	KVHeads     int    // key/value heads, dividing Heads
 	Context     int    // trained context (llama.context_length)
 	Seed        uint64 // seed of the random weights
+	// Tokenizer is the vocabulary's kind: TokenizerLlama (the default,
+	// ""), SentencePiece-style, as llama.cpp reads it; or TokenizerGPT2,
+	// byte-level BPE with merges, the only kind Ollama's own engine
+	// (OLLAMA_NEW_ENGINE, runner/ollamarunner) reads a LLaMA's
+	// vocabulary as: it decodes every piece byte-level, so SentencePiece's
+	// "▁" becomes an invalid byte, and the runner drops text that is not
+	// valid UTF-8.
+	Tokenizer string
 }
+
+// Tokenizers Llama writes (tokenizer.ggml.model).
+const (
+	TokenizerLlama = "llama"
+	TokenizerGPT2  = "gpt2"
+)
 
 // Token types of tokenizer.ggml.token_type, as llama.cpp numbers them.
 const (
@@ -42,6 +56,23 @@ const eosWeight = -100
 // "▁" joined to each lowercase letter; an even number of them. It returns
 // each token's score and type.
 func Vocab() (tokens []string, scores []float32, types []int32) {
+	return vocab(TokenizerLlama)
+}
+
+// VocabGPT2 returns the byte-level BPE vocabulary Llama writes for
+// TokenizerGPT2: the same pieces, with "Ġ" (GPT-2's byte for a space)
+// for "▁" and no byte tokens (a byte-level vocabulary's bytes are its
+// pieces), and the merges that join "Ġ" to each lowercase letter.
+func VocabGPT2() (tokens []string, scores []float32, types []int32, merges []string) {
+	tokens, scores, types = vocab(TokenizerGPT2)
+	for c := 'a'; c <= 'z'; c++ {
+		merges = append(merges, "Ġ "+string(c))
+	}
+	return tokens, scores, types, merges
+}
+
+// vocab is the vocabulary of tokenizer kind.
+func vocab(kind string) (tokens []string, scores []float32, types []int32) {
 	add := func(tok string, score float32, typ int32) {
 		tokens = append(tokens, tok)
 		scores = append(scores, score)
@@ -50,13 +81,17 @@ func Vocab() (tokens []string, scores []float32, types []int32) {
 	add("<unk>", 0, tokenUnknown)
 	add("<s>", 0, tokenControl)
 	add("</s>", 0, tokenControl)
-	for b := range 256 {
-		add(fmt.Sprintf("<0x%02X>", b), 0, tokenByte)
+	space := "Ġ"
+	if kind != TokenizerGPT2 {
+		space = "▁"
+		for b := range 256 {
+			add(fmt.Sprintf("<0x%02X>", b), 0, tokenByte)
+		}
 	}
 	var pieces []string
-	pieces = append(pieces, "▁")
+	pieces = append(pieces, space)
 	for c := 'a'; c <= 'z'; c++ {
-		pieces = append(pieces, string(c), string(c-'a'+'A'), "▁"+string(c))
+		pieces = append(pieces, string(c), string(c-'a'+'A'), space+string(c))
 	}
 	for c := '0'; c <= '9'; c++ {
 		pieces = append(pieces, string(c))
@@ -87,9 +122,13 @@ func Llama(c LlamaConfig) (*File, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	tokens, scores, types := Vocab()
+	tokens, scores, types, merges := VocabGPT2()
+	if c.Tokenizer != TokenizerGPT2 {
+		tokens, scores, types = Vocab()
+		merges = nil
+	}
 	r := rand.New(rand.NewPCG(c.Seed, 0x6767756600000000))
-	f := &File{KV: c.metadata(tokens, scores, types)}
+	f := &File{KV: c.metadata(tokens, scores, types, merges)}
 	add := func(name string, dims []uint64, data []float32) {
 		f.Tensors = append(f.Tensors, Tensor{Name: name, Dims: dims, Data: data})
 	}
@@ -122,14 +161,20 @@ func (c LlamaConfig) check() error {
 		return fmt.Errorf("gguf: llama geometry: %d heads must divide the hidden size %d into even head sizes", c.Heads, c.Embed)
 	case c.KVHeads < 1 || c.Heads%c.KVHeads != 0:
 		return fmt.Errorf("gguf: llama geometry: %d key/value heads must divide %d heads", c.KVHeads, c.Heads)
+	case c.Tokenizer != "" && c.Tokenizer != TokenizerLlama && c.Tokenizer != TokenizerGPT2:
+		return fmt.Errorf("gguf: tokenizer %q: want %s or %s", c.Tokenizer, TokenizerLlama, TokenizerGPT2)
 	}
 	return nil
 }
 
 // metadata is the model's GGUF metadata: architecture, geometry and
-// tokenizer.
-func (c LlamaConfig) metadata(tokens []string, scores []float32, types []int32) []KV {
-	return []KV{
+// tokenizer (with its merges, for a BPE one).
+func (c LlamaConfig) metadata(tokens []string, scores []float32, types []int32, merges []string) []KV {
+	kind := TokenizerLlama
+	if c.Tokenizer == TokenizerGPT2 {
+		kind = TokenizerGPT2
+	}
+	kv := []KV{
 		{"general.architecture", "llama"},
 		{"general.name", "kvtier-random-llama"},
 		{"general.file_type", uint32(0)}, // all F32
@@ -143,7 +188,7 @@ func (c LlamaConfig) metadata(tokens []string, scores []float32, types []int32) 
 		{"llama.rope.freq_base", float32(10000)},
 		{"llama.attention.layer_norm_rms_epsilon", float32(1e-5)},
 		{"llama.vocab_size", uint32(len(tokens))},
-		{"tokenizer.ggml.model", "llama"},
+		{"tokenizer.ggml.model", kind},
 		{"tokenizer.ggml.tokens", tokens},
 		{"tokenizer.ggml.scores", scores},
 		{"tokenizer.ggml.token_type", types},
@@ -153,6 +198,10 @@ func (c LlamaConfig) metadata(tokens []string, scores []float32, types []int32) 
 		{"tokenizer.ggml.add_bos_token", true},
 		{"tokenizer.ggml.add_eos_token", false},
 	}
+	if len(merges) > 0 {
+		kv = append(kv, KV{"tokenizer.ggml.merges", merges})
+	}
+	return kv
 }
 
 // embeddings is the token embedding matrix: channel 0 is 1 for every

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var tiny = LlamaConfig{Layers: 2, Embed: 32, FeedForward: 64, Heads: 4, KVHeads: 2, Context: 8192, Seed: 1}
@@ -174,5 +175,70 @@ func TestLlamaRefusesGeometry(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// byteLevel decodes a piece as a byte-level BPE decoder does (GPT-2's
+// byte-to-rune map, as Ollama's own engine applies it to every LLaMA
+// piece): a rune stands for one byte, U+0100..U+0120 for the bytes to
+// 0x20 and the rest for itself, cut to a byte.
+func byteLevel(piece string) string {
+	var b []byte
+	for _, r := range piece {
+		if r >= 0x100 && r <= 0x120 {
+			r -= 0x100
+		}
+		b = append(b, byte(r))
+	}
+	return string(b)
+}
+
+// Every ordinary piece of the GPT-2 vocabulary decodes, byte-level, to
+// valid non-empty text ("Ġa" to " a"), and the merges make "Ġ" and a
+// letter one token; the SentencePiece vocabulary's word-start pieces do
+// not ("▁a" is an invalid byte and "a", which the runner drops whole),
+// which is why Ollama's own engine streamed mostly empty text.
+func TestVocabGPT2DecodesByteLevel(t *testing.T) {
+	t.Parallel()
+	tokens, _, types, merges := VocabGPT2()
+	if len(merges) != 26 || merges[0] != "Ġ a" {
+		t.Errorf("merges %q", merges)
+	}
+	have := map[string]bool{}
+	for i, tok := range tokens {
+		have[tok] = true
+		if types[i] == tokenByte {
+			t.Errorf("byte token %q in a byte-level vocabulary", tok)
+		}
+		if text := byteLevel(tok); types[i] == tokenNormal && (text == "" || !utf8.ValidString(text)) {
+			t.Errorf("piece %q decodes to %q", tok, text)
+		}
+	}
+	for _, m := range merges {
+		if l, r, _ := strings.Cut(m, " "); !have[l] || !have[r] || !have[l+r] {
+			t.Errorf("merge %q: its parts or result are not in the vocabulary", m)
+		}
+	}
+	sp, _, _ := Vocab()
+	bad := 0
+	for _, tok := range sp {
+		if strings.HasPrefix(tok, "▁") && !utf8.ValidString(byteLevel(tok)) {
+			bad++
+		}
+	}
+	if bad != 27 {
+		t.Errorf("%d SentencePiece word-start pieces decode to invalid bytes, want all 27", bad)
+	}
+	f, err := Llama(LlamaConfig{Layers: 1, Embed: 4, FeedForward: 4, Heads: 2, KVHeads: 1, Context: 64, Tokenizer: TokenizerGPT2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := f.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got := readGGUF(t, buf.Bytes())
+	if got.kv["tokenizer.ggml.model"] != TokenizerGPT2 || got.kv["tokenizer.ggml.merges"] == nil {
+		t.Errorf("tokenizer %v, merges %v", got.kv["tokenizer.ggml.model"], got.kv["tokenizer.ggml.merges"])
 	}
 }

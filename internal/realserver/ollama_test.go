@@ -27,10 +27,56 @@ import (
 )
 
 var (
-	ollamaBin = flag.String("ollama", "", "the ollama binary (v0.6.8) to test against")
-	kvtierBin = flag.String("kvtier", "", "the kvtier binary to test")
-	keepDir   = flag.String("keep", "", "leave each test's server log and kvtier results under this directory")
+	ollamaBin    = flag.String("ollama", "", "an ollama binary run with its llama.cpp runner (v0.6.8)")
+	ollamaVer    = flag.String("ollama-version", "v0.6.8", "the version of -ollama, for the tests' names")
+	ollamaNewBin = flag.String("ollama-new", "", "an ollama binary run with OLLAMA_NEW_ENGINE=1, its own Go runner (v0.9.6)")
+	ollamaNewVer = flag.String("ollama-new-version", "v0.9.6", "the version of -ollama-new, for the tests' names")
+	kvtierBin    = flag.String("kvtier", "", "the kvtier binary to test")
+	keepDir      = flag.String("keep", "", "leave each test's server log and kvtier results under this directory")
 )
+
+// An engine is one Ollama build the tests run, and how.
+type engine struct {
+	name string // the subtests' name: "v0.6.8", "v0.9.6-new-engine"
+	bin  string
+	// newEngine runs it with OLLAMA_NEW_ENGINE=1 (runner/ollamarunner),
+	// serving a model whose vocabulary that engine reads (byte-level BPE).
+	newEngine bool
+}
+
+// engines returns the engines given, skipping the test when there are
+// none or no kvtier binary (a plain `go test -tags servers`).
+func engines(t *testing.T) []engine {
+	t.Helper()
+	var es []engine
+	if *ollamaBin != "" {
+		es = append(es, engine{name: *ollamaVer, bin: *ollamaBin})
+	}
+	if *ollamaNewBin != "" {
+		es = append(es, engine{name: *ollamaNewVer + "-new-engine", bin: *ollamaNewBin, newEngine: true})
+	}
+	if len(es) == 0 || *kvtierBin == "" {
+		t.Skip("needs -ollama BIN and/or -ollama-new BIN, and -kvtier BIN (make test-servers gives them)")
+	}
+	return es
+}
+
+// forEngines runs f as a subtest per engine.
+func forEngines(t *testing.T, f func(t *testing.T, e engine)) {
+	for _, e := range engines(t) {
+		t.Run(e.name, func(t *testing.T) { f(t, e) })
+	}
+}
+
+// model is the engine's test model: tinyLlama with the vocabulary the
+// engine reads.
+func (e engine) model() gguf.LlamaConfig {
+	c := tinyLlama
+	if e.newEngine {
+		c.Tokenizer = gguf.TokenizerGPT2
+	}
+	return c
+}
 
 // The model every test serves, and the server's settings.
 const (
@@ -39,9 +85,11 @@ const (
 	// longest prompt the tests send (4k and a few hundred tokens of
 	// replay's sessions, plus output), so nothing is cut.
 	numCtx = 8192
-	// parallel is OLLAMA_NUM_PARALLEL, slots for concurrent requests: at
-	// least interfere's largest D (2) plus its prefill.
-	parallel = 3
+	// defaultParallel is Ollama's own default of parallel slots on a
+	// CPU (OLLAMA_NUM_PARALLEL unset: server/sched.go's defaultParallel
+	// in v0.6.8 and v0.9.6), which the tests keep: interfere's D=2 and
+	// its prefill need one more.
+	defaultParallel = 2
 	// numThread is the runner's threads: one. ggml's threads meet at a
 	// barrier after every operation; on a loaded machine each barrier
 	// waits for a descheduled thread, and two threads decode this model
@@ -54,15 +102,6 @@ const (
 // attention, quadratic in L: Ollama's CPU build has no SIMD).
 var tinyLlama = gguf.LlamaConfig{Layers: 2, Embed: 16, FeedForward: 32, Heads: 2, KVHeads: 1, Context: 16384, Seed: 1}
 
-// binaries returns the binaries under test, skipping the test when they
-// were not given (a plain `go test -tags servers`).
-func binaries(t *testing.T) (ollama, kvtier string) {
-	t.Helper()
-	if *ollamaBin == "" || *kvtierBin == "" {
-		t.Skip("needs -ollama BIN and -kvtier BIN (make test-servers gives them)")
-	}
-	return *ollamaBin, *kvtierBin
-}
 
 // workDir is a test's temporary directory, or one under -keep.
 func workDir(t *testing.T) string {
@@ -91,22 +130,27 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// ollamaEnv is the whole environment of an Ollama server run from dir:
+// ollamaEnv is the whole environment of engine e's server run from dir:
 // loopback only, its own models directory and home (where it writes its
-// key pair), the tests' context and slots, no proxy, and mark, the
-// marker that finds every process it starts.
-func ollamaEnv(dir, host, mark string) []string {
-	return []string{
+// key pair), the tests' context, Ollama's default slots, its debug log
+// (whose cache lines kvtier's --server-log reads), no proxy, and mark,
+// the marker that finds every process it starts.
+func (e engine) env(dir, host, mark string) []string {
+	env := []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + filepath.Join(dir, "home"),
 		"OLLAMA_HOST=" + host,
 		"OLLAMA_MODELS=" + filepath.Join(dir, "models"),
-		"OLLAMA_NUM_PARALLEL=" + strconv.Itoa(parallel),
 		"OLLAMA_MAX_LOADED_MODELS=1",
 		"OLLAMA_KEEP_ALIVE=1h",
 		"OLLAMA_CONTEXT_LENGTH=" + strconv.Itoa(numCtx),
+		"OLLAMA_DEBUG=1",
 		markerVar + "=" + mark,
 	}
+	if e.newEngine {
+		env = append(env, "OLLAMA_NEW_ENGINE=1")
+	}
+	return env
 }
 
 // An ollama is one `ollama serve` a test started, in a process group of
@@ -114,6 +158,7 @@ func ollamaEnv(dir, host, mark string) []string {
 type ollama struct {
 	url  string // http://127.0.0.1:PORT
 	dir  string
+	log  string // its log: stdout and stderr, its runners' included
 	mark string
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has been waited for
@@ -122,17 +167,17 @@ type ollama struct {
 // startOllama starts `ollama serve` on a free loopback port with its own
 // directories under dir, waits until it answers, registers the test
 // model, and stops it (and checks nothing of it is left) when t ends.
-func startOllama(t *testing.T, bin, dir string) *ollama {
+func startOllama(t *testing.T, e engine, dir string) *ollama {
 	t.Helper()
 	host := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	o := &ollama{url: "http://" + host, dir: dir, mark: newMark(t), done: make(chan struct{})}
-	logf, err := os.Create(filepath.Join(dir, "ollama.log"))
+	o := &ollama{url: "http://" + host, dir: dir, log: filepath.Join(dir, "ollama.log"), mark: newMark(t), done: make(chan struct{})}
+	logf, err := os.Create(o.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.cmd = exec.Command(bin, "serve")
+	o.cmd = exec.Command(e.bin, "serve")
 	o.cmd.Dir = dir
-	o.cmd.Env = ollamaEnv(dir, host, o.mark)
+	o.cmd.Env = e.env(dir, host, o.mark)
 	o.cmd.Stdout, o.cmd.Stderr = logf, logf
 	// Its own group, so one signal reaches the runners it starts; and
 	// SIGTERM should the test process die first (Ollama then unloads its
@@ -140,14 +185,14 @@ func startOllama(t *testing.T, bin, dir string) *ollama {
 	o.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := o.cmd.Start(); err != nil {
 		logf.Close()
-		t.Fatalf("starting %s serve: %v", bin, err)
+		t.Fatalf("starting %s serve: %v", e.bin, err)
 	}
 	go func() { o.cmd.Wait(); logf.Close(); close(o.done) }()
 	t.Cleanup(func() { o.stop(t) })
 	if err := o.waitReady(30 * time.Second); err != nil {
 		t.Fatalf("ollama serve: %v\n%s", err, tail(filepath.Join(dir, "ollama.log")))
 	}
-	if err := o.createModel(filepath.Join(dir, "model.gguf")); err != nil {
+	if err := o.createModel(filepath.Join(dir, "model.gguf"), e.model()); err != nil {
 		t.Fatalf("registering the model: %v\n%s", err, tail(filepath.Join(dir, "ollama.log")))
 	}
 	return o
@@ -197,8 +242,8 @@ func (o *ollama) waitReady(d time.Duration) error {
 // creates modelName from it with num_ctx pinned, as `ollama create` does
 // for a Modelfile "FROM ./model.gguf" with "PARAMETER num_ctx ..." and
 // "PARAMETER num_thread 1".
-func (o *ollama) createModel(path string) error {
-	f, err := gguf.Llama(tinyLlama)
+func (o *ollama) createModel(path string, model gguf.LlamaConfig) error {
+	f, err := gguf.Llama(model)
 	if err != nil {
 		return err
 	}

@@ -119,8 +119,11 @@ func (o *ollama) promptTokens(prompt string) (int, error) {
 // text chunk per token), a miss grows with the prompt, and the prompt
 // cache answers a repeated prompt at least 5 times faster.
 func TestOllamaServes(t *testing.T) {
-	bin, _ := binaries(t)
-	o := startOllama(t, bin, workDir(t))
+	forEngines(t, checkServes)
+}
+
+func checkServes(t *testing.T, e engine) {
+	o := startOllama(t, e, workDir(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := o.complete(ctx, "warm up", 1); err != nil { // loads the model

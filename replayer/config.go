@@ -66,7 +66,12 @@ type Config struct {
 	// unknown.
 	BlockBytes func(model string, blockSize int) int64
 	Simulated  bool      // the server is a kvtier sim
-	Log        io.Writer // one line per request; nil for none
+	// ServerLog is the server's log (--server-log, or the log of the
+	// server knee started): its cache lines count the cached tokens of
+	// requests whose responses do not (Ollama with OLLAMA_DEBUG=1); nil
+	// none.
+	ServerLog *serving.ServerLog
+	Log       io.Writer // one line per request; nil for none
 }
 
 // Bounds of a replay: past them a figure is a mistake.

@@ -23,6 +23,9 @@ import (
 // keeping what it wrote.
 func (rp *Replayer) Run(ctx context.Context, sink results.Sink, extra func(*results.Row)) (*Summary, error) {
 	before, berr := rp.c.Metrics(ctx, rp.info.Model)
+	if rp.cfg.ServerLog != nil {
+		rp.cfg.ServerLog.Mark() // the warm-up's line is no request's
+	}
 	col := &collector{}
 	pr, sent := harness.ProgressOf(rp.cfg.Log), 0
 	g := newRunGroup(ctx, func(row results.Row) error {

@@ -96,6 +96,9 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 // learn reads the server's version and cache configuration.
 func (rp *Replayer) learn(ctx context.Context) {
 	rp.info.Family = rp.c.DetectFamily(ctx)
+	if rp.cfg.ServerLog != nil && rp.info.Family.Traits().CacheLog != "" {
+		rp.cfg.ServerLog.Expect()
+	}
 	if v, err := rp.c.Version(ctx); err == nil {
 		rp.info.Version = v
 	} else {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/kvtier/kvtier/harness"
@@ -155,6 +156,13 @@ func (rp *Replayer) fill(row *results.Row, s serving.Stream) {
 	if n, src, ok := s.Cached(); ok {
 		row.Set("cached_tokens", n)
 		row.Set("cached_source", src)
+	} else if l := rp.cfg.ServerLog; l != nil && s.Usage != nil {
+		if n, why := l.Claim(s.Usage.PromptTokens); why == "" {
+			row.Set("cached_tokens", n)
+			row.Set("cached_source", serving.SourceServerLog)
+		} else {
+			row.Reason = strings.TrimPrefix(row.Reason+"; cached tokens unknown: "+why, "; ")
+		}
 	}
 	if why := s.Impossible(); why != "" {
 		row.Set(results.ColServerCheck, "impossible: "+why)

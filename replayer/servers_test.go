@@ -1,8 +1,11 @@
 package replayer
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -76,5 +79,37 @@ func TestReplayServerFamilies(t *testing.T) {
 		if got := rows[1].Get("cached_source"); got != tc.cached || (got != "" && rows[1].Float("cached_tokens") < 64) {
 			t.Errorf("%s: second request cached %q from %q, want 64 from %q", tc.family, rows[1].Get("cached_tokens"), got, tc.cached)
 		}
+	}
+}
+
+// With the server's log (Ollama with OLLAMA_DEBUG=1) the replay counts
+// each request's cached tokens from its cache line: the repeated prompt
+// reuses all but its last token, and the run's cached share says so.
+func TestReplayCachedFromServerLog(t *testing.T) {
+	t.Parallel()
+	w := writeTrace(t, workload.Options{BlockTokens: 16}, mooncake(0, 64, 2, "a", "1,2,3,4"), mooncake(1, 64, 2, "a", "1,2,3,4"))
+	path := filepath.Join(t.TempDir(), "ollama.log")
+	logf, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	srv := httptest.NewServer(&servingtest.Ollama{Log: logf})
+	defer srv.Close()
+	log, err := serving.OpenServerLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, rows, err := run(t, srv.URL, nil, w, Config{ServerLog: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"0", fmt.Sprint(rows[1].Float("prompt_tokens") - 1)} {
+		if r := rows[i]; r.Get("cached_tokens") != want || r.Get("cached_source") != serving.SourceServerLog {
+			t.Errorf("request %d: cached %q from %q, want %s from the server log (%s)", i, r.Get("cached_tokens"), r.Get("cached_source"), want, r.Reason)
+		}
+	}
+	if sum.CachedShare <= 0.4 {
+		t.Errorf("cached share %g, want the second request's", sum.CachedShare)
 	}
 }

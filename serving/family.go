@@ -53,6 +53,13 @@ type Traits struct {
 	// Pool is the launch option that sizes a KV pool shared by requests
 	// (the knee sweeps it); NoPool says why there is none when Pool is "".
 	Pool, NoPool string
+	// NoOffload says why the family has no CPU store that prefixes
+	// evicted from its KV go to (the probe's cpu tier); "" when it may
+	// have one.
+	NoOffload string
+	// CacheLog is the setting that makes its log count each request's
+	// cached prompt tokens (ServerLog); "" none.
+	CacheLog string
 	// SlotsAt is the GET that says how many sequences the server runs
 	// at once and SlotsField its member (Client.Slots); "" none. Parallel
 	// is the launch setting that sets it, for a message.
@@ -63,9 +70,11 @@ type Traits struct {
 // the order they are asked.
 var families = []Traits{
 	{Name: FamilyOllama, Title: "Ollama", Probe: "/api/version", Field: "version",
-		Cached: "none in the OpenAI API (native /api/generate: prompt_eval_count)", Grain: 1,
-		Parallel: "OLLAMA_NUM_PARALLEL (default 2 on a CPU)",
-		NoPool:   "Ollama's context length (num_ctx) limits one request; its KV is not a pool shared by requests that a launch option sizes"},
+		Cached: "none; the native /api/generate's prompt_eval_count is the whole prompt, hit or not", Grain: 1,
+		CacheLog:  "OLLAMA_DEBUG=1",
+		NoOffload: "Ollama keeps a request's KV in its parallel slot's context only; it offloads none to CPU memory",
+		Parallel:  "OLLAMA_NUM_PARALLEL (default 2 on a CPU)",
+		NoPool:    "Ollama's context length (num_ctx) limits one request; its KV is not a pool shared by requests that a launch option sizes"},
 	{Name: FamilyTRTLLM, Title: "TensorRT-LLM trtllm-serve", OwnedBy: "tensorrt_llm", TokenIDs: true,
 		Metrics: "/prometheus/metrics", Cached: CachedFromUsage, Pool: "--kv_cache_free_gpu_memory_fraction"},
 	{Name: FamilyVLLM, Title: "vLLM", OwnedBy: "vllm", Probe: "/version", Field: "version", TokenIDs: true,
@@ -78,7 +87,8 @@ var families = []Traits{
 	{Name: FamilyLlamaCpp, Title: "llama.cpp server", OwnedBy: "llamacpp", Probe: "/props", Field: "default_generation_settings", TokenIDs: true,
 		Tokenize: "POST /tokenize {tokens}", Metrics: "/metrics", MetricPrefix: "llamacpp:",
 		Cached: CachedFromTimings, Grain: 1, Pool: "--ctx-size over --parallel slots",
-		SlotsAt: "/props", SlotsField: "total_slots", Parallel: "--parallel"},
+		SlotsAt: "/props", SlotsField: "total_slots", Parallel: "--parallel",
+		NoOffload: "the llama.cpp server keeps a request's KV in its slot's context only; it offloads none to CPU memory"},
 	{Name: FamilyTGI, Title: "TGI", Probe: "/info", Field: "model_id",
 		Tokenize: "POST /tokenize [{id, text, start, stop}]", Metrics: "/metrics", MetricPrefix: "tgi_",
 		Pool: "--max-batch-total-tokens", Parallel: "--max-concurrent-requests"},

@@ -243,6 +243,11 @@ func run(ctx context.Context, cfg Config, w *replayer.Workload, s Sinks, srv ser
 	rc := cfg.Replay
 	rc.Suite, rc.Endpoint, rc.GPUBlocks, rc.Simulated = Suite.Name, srv.URL(), blocks, srv.Simulated()
 	rc.BlockBytes = func(_ string, bs int) int64 { return cfg.BytesPerToken * int64(bs) }
+	if path := srv.Log(); path != "" {
+		// The log of the server it started: its cache lines count the
+		// cached tokens a response does not (Ollama with OLLAMA_DEBUG=1).
+		rc.ServerLog, _ = serving.OpenServerLog(path)
+	}
 	rp, err := replayer.New(ctx, rc, w)
 	if err != nil {
 		return nil, err

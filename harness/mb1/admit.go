@@ -23,17 +23,24 @@ import (
 // served while its decodes ran.
 var ErrNotAdmitted = errors.New("the prefill was not admitted while the decodes ran")
 
-// admitFactor times the prefill's TTFT alone is how long it may take
-// beside the decodes before it counts as not admitted; admitFloor is
-// the least such bound.
+// admitFactor times the longest TTFT a prefill of its length has had
+// (alone, or beside decodes in an earlier rep or cell: on a loaded
+// machine it varies run to run) is how long it may take beside the
+// decodes before it counts as not admitted; admitFloor is the least
+// such bound.
 const (
 	admitFactor = 5
-	admitFloor  = 2 * time.Second
+	admitFloor  = 5 * time.Second
 )
 
 // overSlots is the reason a cell of D decodes cannot run on a server of
-// slots, "" when it can or the limit is unknown.
+// slots, "" when it can or the limit is unknown. A server whose API does
+// not say may have said in its log since the run began (Ollama starts its
+// runner on the first request).
 func (r *Runner) overSlots(d int) string {
+	if r.slots.N == 0 && r.cfg.ServerLog != nil {
+		r.slots = r.cfg.ServerLog.Slots()
+	}
 	if r.slots.N == 0 || d+1 <= r.slots.N {
 		return ""
 	}
@@ -87,32 +94,42 @@ func (r *Runner) arms() []string {
 }
 
 // admitBound is how long the interfere arm's prefill of p tokens may
-// take beside the decodes: admitFactor times its TTFT alone, measured
-// once per P with a prefill of its own, at least admitFloor and at
-// most the request timeout. It is 0 (the timeout bounds it) when the
-// prefill alone failed.
+// take beside the decodes: admitFactor times the longest TTFT a prefill
+// of p tokens had (the first, alone, sent once per P before its first
+// cell), at least admitFloor and at most the request timeout. It is 0
+// (the timeout bounds it) when the prefill alone failed.
 func (r *Runner) admitBound(ctx context.Context, p int) time.Duration {
-	if b, ok := r.solo[p]; ok {
-		return b
-	}
-	id := fmt.Sprintf("kvtier-mb1-%d-solo-p%d", r.cfg.Seed, p)
-	var b time.Duration
-	if pr, err := r.prompts.Make(ctx, id, p, true); err == nil {
-		if s, err := r.c.Stream(ctx, r.prompts.Request(pr, 1, id), nil); err == nil && s.TTFT > 0 {
-			b = min(max(admitFactor*s.TTFT, admitFloor), r.cfg.Timeout)
+	if _, ok := r.longest[p]; !ok {
+		id := fmt.Sprintf("kvtier-mb1-%d-solo-p%d", r.cfg.Seed, p)
+		var ttft time.Duration
+		if pr, err := r.prompts.Make(ctx, id, p, true); err == nil {
+			if s, err := r.c.Stream(ctx, r.prompts.Request(pr, 1, id), nil); err == nil {
+				ttft = s.TTFT
+			}
 		}
+		if ctx.Err() != nil {
+			return 0
+		}
+		r.longest[p] = ttft
 	}
-	if ctx.Err() == nil {
-		r.solo[p] = b
+	if r.longest[p] <= 0 {
+		return 0
 	}
-	return b
+	return min(max(admitFactor*r.longest[p], admitFloor), r.cfg.Timeout)
+}
+
+// admitted records the TTFT of a prefill of p tokens that was admitted.
+func (r *Runner) admitted(p int, ttft time.Duration) {
+	if r.longest[p] > 0 {
+		r.longest[p] = max(r.longest[p], ttft)
+	}
 }
 
 // notAdmitted is the error of a prefill of p tokens that had no first
 // token within bound beside d decodes.
 func (r *Runner) notAdmitted(d, p int, bound time.Duration) error {
 	r.unadmitted[p] = d
-	return fmt.Errorf("%w: no first token within %s (%d× its TTFT alone) beside D=%d decodes, so the server runs fewer than %d sequences at once%s",
+	return fmt.Errorf("%w: no first token within %s (%d× the longest TTFT it had before) beside D=%d decodes, so the server runs fewer than %d sequences at once%s",
 		ErrNotAdmitted, bound.Round(time.Millisecond), admitFactor, d, d+1, r.raise())
 }
 

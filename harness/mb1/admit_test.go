@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/resultstest"
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -105,7 +108,7 @@ func (s *slotServer) send(w http.ResponseWriter, n, prompt int) error {
 
 // runSlots runs MB1 with decodes against srv in a bubble, returning its
 // rows and how long the run took on the bubble's clock.
-func runSlots(t *testing.T, srv *slotServer, decode []int, reps int) ([]results.Row, time.Duration) {
+func runSlots(t *testing.T, srv *slotServer, decode []int, reps int, log ...*serving.ServerLog) ([]results.Row, time.Duration) {
 	t.Helper()
 	var rows, toks resultstest.Sink
 	var took time.Duration
@@ -120,6 +123,9 @@ func runSlots(t *testing.T, srv *slotServer, decode []int, reps int) ([]results.
 		// Decodes of 100k tokens would run 500 s.
 		r, err := New(t.Context(), Config{Endpoint: url, HTTP: net.Client(), Decode: decode, Prefill: []int{64}, Reps: reps,
 			DecodeTokens: 100_000, InjectAfter: 300 * time.Millisecond, Timeout: 600 * time.Second})
+		if len(log) > 0 {
+			r.cfg.ServerLog = log[0]
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,5 +223,30 @@ func TestInterfereStalledDecodesBoundPenalty(t *testing.T) {
 	p, ttft, base := in.Float(results.ColPenalty), in.Float(results.ColPrefillTTFT), in.Float(results.ColBaseTPOT)
 	if !(p > 1) || p != ttft/base || !strings.Contains(in.Reason, "lower bounds") {
 		t.Errorf("penalty %g, want prefill TTFT %g ÷ base TPOT %g, noted (%q)", p, ttft, base, in.Reason)
+	}
+}
+
+// Ollama's slots, which its API does not say, are read from its log
+// (--server-log): a D that does not fit is refused at start, sending no
+// request.
+func TestInterfereReadsSlotsFromServerLog(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ollama.log")
+	line := `time=2026-01-01T00:00:00.000Z level=INFO source=server.go:410 msg="starting llama server" cmd="/bin/ollama runner --model /m --ctx-size 16384 --batch-size 512 --verbose --threads 1 --no-mmap --parallel 2 --port 35921"` + "\n"
+	if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := serving.OpenServerLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, took := runSlots(t, &slotServer{slots: 2, family: "ollama"}, []int{2}, 1, log)
+	for _, r := range rows {
+		if r.Status != results.StatusSkipped || !strings.Contains(r.Reason, "the server runs at most 2 (server log "+path+": --parallel 2): raise OLLAMA_NUM_PARALLEL") {
+			t.Errorf("%s: %s %q", r.Get("arm"), r.Status, r.Reason)
+		}
+	}
+	if took > time.Second {
+		t.Errorf("refused after %v: requests were sent", took)
 	}
 }

@@ -114,6 +114,7 @@ func (f *flags) Resolve() (Config, error) {
 	}
 	cfg.InjectAfter, cfg.Timeout = f.injectAfter, f.timeout
 	cfg.Idle, cfg.MaxTimeouts = f.server.Idle, f.server.MaxTimeouts
+	cfg.ServerLog = servingflag.OpenServerLog(&errs, f.server.LogPath, f.server.UseSim)
 	errs = append(errs, f.out.Check())
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)

@@ -76,9 +76,10 @@ type Config struct {
 	// MaxTimeouts stops the suite after that many consecutive requests
 	// timed out (serving.Client.SetMaxTimeouts); 0 never.
 	MaxTimeouts int
-	// Slots is how many sequences the server runs at once when known
-	// from elsewhere (its log); N 0: asked of the server (Client.Slots).
-	Slots     serving.Slots
+	// ServerLog is the server's log (--server-log): where the server
+	// does not say how many sequences it runs at once (Client.Slots),
+	// its log may (Ollama's --parallel); nil none.
+	ServerLog *serving.ServerLog
 	Simulated bool
 	HTTP      *http.Client // nil: a client of its own
 	Log       io.Writer
@@ -124,7 +125,7 @@ type Runner struct {
 	version     string
 	family      serving.Family
 	slots       serving.Slots
-	solo        map[int]time.Duration // P: the bound on its prefill beside decodes (admitBound)
+	longest     map[int]time.Duration // P: the longest TTFT its prefill had (admitBound)
 	unadmitted  map[int]int           // P: the D whose prefill was not admitted
 }
 
@@ -142,7 +143,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, solo: map[int]time.Duration{}, unadmitted: map[int]int{}}
+	r := &Runner{cfg: cfg, longest: map[int]time.Duration{}, unadmitted: map[int]int{}}
 	var err error
 	if r.c, err = r.client(cfg.Endpoint); err != nil {
 		return nil, err
@@ -155,9 +156,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	r.simulated = cfg.Simulated || r.c.Simulated()
 	r.streams = r.c.With(0, max(cfg.Idle, cfg.Timeout))
 	r.family = r.c.DetectFamily(ctx)
-	if r.slots = cfg.Slots; r.slots.N == 0 {
-		r.slots = r.c.Slots(ctx)
-	}
+	r.slots = r.c.Slots(ctx)
 	if v, err := r.c.Version(ctx); err == nil {
 		r.version = v
 	} else {
@@ -562,8 +561,7 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 func (r *Runner) inject(ctx context.Context, res *armResult, ds *decodes, pre serving.Request) error {
 	pctx, bound := ctx, time.Duration(0)
 	if res.arm == ArmInterfere {
-		// Measured before the decodes start: the prefill alone.
-		if bound = r.solo[res.p]; bound > 0 {
+		if bound = r.admitBound(ctx, res.p); bound > 0 {
 			var cancel context.CancelFunc
 			pctx, cancel = context.WithTimeout(ctx, bound)
 			defer cancel()
@@ -590,7 +588,13 @@ func (r *Runner) inject(ctx context.Context, res *armResult, ds *decodes, pre se
 	res.prefillTTFT, res.done = ttft, res.inject+ttft
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	return endedBefore(res.done, ds.ended, ds.endAt)
+	if err := endedBefore(res.done, ds.ended, ds.endAt); err != nil {
+		return err
+	}
+	if res.arm == ArmInterfere {
+		r.admitted(res.p, s.TTFT)
+	}
+	return nil
 }
 
 // prefill sends the arm's prefill (to the control instance for the

@@ -90,6 +90,7 @@ func (f *flags) Resolve() (Config, error) {
 	cfg.Prefixes = cli.ListFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1024)
 	cfg.Timeout = f.timeout
 	cfg.Idle, cfg.MaxTimeouts = f.server.Idle, f.server.MaxTimeouts
+	cfg.ServerLog = servingflag.OpenServerLog(&errs, f.server.LogPath, f.server.UseSim)
 	// The flag takes a port; the library's 0 (Mooncake's default) is
 	// the flag's default already. Reported here once, not again below.
 	if err := option.Range("bootstrap-port", f.bootstrapPort, 1, 65535); err != nil {
@@ -288,7 +289,10 @@ func serverSettings(stderr io.Writer, m *results.Manifest, cfg Config, info Info
 		m.Settings["cpu_capacity_source"] = info.Offload.TokensSource
 		m.Settings["offload_grain_tokens"] = strconv.Itoa(info.Offload.Grain)
 		m.Settings["offload_grain_source"] = info.Offload.GrainSource
-		if info.Offload.Tokens == 0 {
+		switch why := info.Family.Traits().NoOffload; {
+		case why != "":
+			warn("the cpu tier's rows are skipped: " + why)
+		case info.Offload.Tokens == 0:
 			warn("CPU store size " + info.Offload.TokensSource + ": the eviction flood may evict the warmed prefix from CPU memory too (give --cpu-capacity)")
 		}
 	}
@@ -313,7 +317,7 @@ func writeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f
 	serverSettings(stderr, m, cfg, info)
 	if info.MetricsError != "" {
 		m.Warnings = append(m.Warnings, "probe: /metrics at start: "+info.MetricsError)
-		fmt.Fprintf(stderr, "kvtier probe: warning: %s: only what the responses report of their cache (cached_tokens, llama.cpp cache_n) can verify rows\n", info.MetricsError)
+		fmt.Fprintf(stderr, "kvtier probe: warning: %s\n", noMetricsWarning(info, cfg.ServerLog != nil))
 	}
 	if m.Notes == nil {
 		m.Notes = map[string]any{}
@@ -324,4 +328,23 @@ func writeManifest(ctx context.Context, stderr io.Writer, m *results.Manifest, f
 		m.Notes["client_overhead_ttft_p50_s"] = d.Seconds()
 		fmt.Fprintf(stderr, "kvtier probe: client overhead (TTFT p50, 1k prompt, zero-cost sim): %s\n", units.FormatSeconds(d.Seconds()))
 	}
+}
+
+// noMetricsWarning says what a server without readable /metrics leaves to
+// verify rows by, in its family's words.
+func noMetricsWarning(info Info, log bool) string {
+	t := info.Family.Traits()
+	switch {
+	case t.Metrics != "":
+		what := t.Cached
+		if what == "" {
+			what = serving.CachedFromUsage + ", llama.cpp's " + serving.CachedFromTimings
+		}
+		return info.MetricsError + ": only what the responses report of their cache (" + what + ") can verify rows"
+	case log:
+		return t.Title + " has no /metrics and reports no cached tokens: its log (--server-log) verifies rows"
+	case t.CacheLog != "":
+		return t.Title + " has no /metrics and reports no cached tokens: rows stay unverified unless it runs with " + t.CacheLog + " and --server-log names its log"
+	}
+	return t.Title + " has no /metrics and reports no cached tokens: rows stay unverified"
 }

@@ -98,7 +98,11 @@ type Config struct {
 	// BlockBytes returns the KV bytes of one block of the served model,
 	// 0 when its geometry is unknown. nil means unknown.
 	BlockBytes func(model string, blockSize int) int64
-	Log        io.Writer // progress, one line per row; nil for none
+	// ServerLog is the server's log (--server-log), whose cache lines
+	// count a request's cached tokens where its response does not; nil
+	// none.
+	ServerLog *serving.ServerLog
+	Log       io.Writer // progress, one line per row; nil for none
 }
 
 // Validate reports every problem with c at once, each naming its field
@@ -211,6 +215,9 @@ func (p *Prober) client(endpoint string) (*serving.Client, error) {
 // configuration, CPU store, Mooncake bootstrap server.
 func (p *Prober) learn(ctx context.Context) {
 	p.info.Family = p.c.DetectFamily(ctx)
+	if p.cfg.ServerLog != nil && p.info.Family.Traits().CacheLog != "" {
+		p.cfg.ServerLog.Expect()
+	}
 	if v, err := p.c.Version(ctx); err == nil {
 		p.info.Version = v
 	} else if p.info.Family.VLLMLike() {
@@ -388,8 +395,16 @@ func (p *Prober) force(ctx context.Context, row *results.Row, tier, id string, p
 		if p.info.Offload.Tokens > 0 {
 			row.Set("cpu_capacity_tokens", p.info.Offload.Tokens)
 		}
+		if why := p.info.Family.Traits().NoOffload; why != "" {
+			row.Skip("no cpu tier to measure: " + why)
+			return nil
+		}
 		if p.info.GPUBlocks <= 0 {
-			row.Skip("cannot size eviction: vllm:cache_config_info missing (no num_gpu_blocks)")
+			why := "vllm:cache_config_info missing (no num_gpu_blocks)"
+			if !p.info.Family.VLLMLike() {
+				why = p.info.Family.Traits().Title + " reports no size of its KV pool"
+			}
+			row.Skip("cannot size eviction: " + why)
 			return nil
 		}
 		need, err := p.floodTokens(pr.Tokens)
@@ -469,6 +484,9 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *serving.Clie
 		row.Fail(berr) // the server is silent: no request to time
 		return
 	}
+	if p.cfg.ServerLog != nil {
+		p.cfg.ServerLog.Mark()
+	}
 	s, err := c.Stream(ctx, req, nil)
 	aft, aerr := c.Metrics(ctx, p.info.Model)
 	var he *serving.HTTPError
@@ -497,14 +515,18 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *serving.Clie
 		d = serving.Sub(before, aft)
 	}
 	check := p.check(row.Tier, req, s.Usage)
-	v := Verify(check, d, merr, &s)
+	report := p.cacheReport(row, &s, check.L)
+	if merr != nil {
+		merr = p.noCounters(merr, report)
+	}
+	v := Verify(check, d, merr, report)
 	if !v.OK && merr == nil {
 		// A server may publish its counters a moment after the stream
 		// ends: read them once more before concluding.
 		if wait.For(ctx, settle) == nil {
 			if aft2, err := c.Metrics(ctx, p.info.Model); err == nil {
 				d = serving.Sub(before, aft2)
-				v = Verify(check, d, nil, &s)
+				v = Verify(check, d, nil, report)
 			}
 		}
 	}

@@ -1,12 +1,16 @@
 package probe
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/kvtier/kvtier/serving"
 	"github.com/kvtier/kvtier/serving/servingtest"
 )
 
@@ -56,6 +60,41 @@ func TestProbeLlamaCppVerifiedByCacheN(t *testing.T) {
 	for _, r := range sink.Rows() {
 		if r.Get("verified") != "true" || r.Get("cached_source") != "timings.cache_n" || r.Get("server_family") != "llamacpp" {
 			t.Errorf("%s row: verified %q by %q (%s), cached %q from %q", r.Tier, r.Get("verified"), r.Get("verified_by"), r.Get("verify_reason"), r.Get("cached_tokens"), r.Get("cached_source"))
+		}
+	}
+}
+
+// Ollama reports no cached tokens: without its log the probe's rows say
+// so in Ollama's words (not vLLM's /metrics 404); with --server-log its
+// cache lines verify the miss and the hit, with the count the log gives.
+func TestProbeOllamaVerifiedByServerLog(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ollama.log")
+	logf, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	var metrics atomic.Int32
+	url := counting(t, &servingtest.Ollama{Log: logf}, &metrics)
+	cfg := testConfig(url)
+	cfg.Reps = 1
+	for _, r := range mustRun(t, mustNew(t, cfg)).Rows() {
+		if why := r.Get("verify_reason"); r.Get("verified") != "false" || !strings.Contains(why, "Ollama reports no cached tokens") ||
+			!strings.Contains(why, "OLLAMA_DEBUG=1") || strings.Contains(why, "404") {
+			t.Errorf("%s without the log: verified %s, %q", r.Tier, r.Get("verified"), why)
+		}
+	}
+	if cfg.ServerLog, err = serving.OpenServerLog(path); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Nonce++ // prompts of their own
+	for _, r := range mustRun(t, mustNew(t, cfg)).Rows() {
+		want := map[string]string{"miss": "0", "gpu": fmt.Sprint(r.Float("prompt_tokens") - 1)}[r.Tier]
+		if r.Get("verified") != "true" || r.Get("verified_by") != serving.SourceServerLog || r.Get("cached_tokens") != want ||
+			r.Get("cached_source") != serving.SourceServerLog {
+			t.Errorf("%s with the log: verified %s by %q, cached %s (want %s) from %q: %s", r.Tier, r.Get("verified"), r.Get("verified_by"),
+				r.Get("cached_tokens"), want, r.Get("cached_source"), r.Get("verify_reason"))
 		}
 	}
 }

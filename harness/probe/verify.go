@@ -366,7 +366,7 @@ type CacheReport interface {
 // reportedBy names where r's cached tokens came from.
 func reportedBy(r CacheReport) string {
 	if s, ok := r.(interface{ Cached() (int, string, bool) }); ok {
-		if _, src, ok := s.Cached(); ok && src == serving.CachedFromTimings {
+		if _, src, ok := s.Cached(); ok && (src == serving.CachedFromTimings || src == serving.SourceServerLog) {
 			return src
 		}
 	}

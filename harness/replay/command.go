@@ -30,17 +30,19 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 	fs := c.FlagSet()
 	var f replayer.WorkloadFlags
 	var out cli.OutputFlags
-	var baseURL string
+	var baseURL, serverLog string
 	var blockSize, gpuBlocks int
 	f.Add(fs)
 	out.Add(fs)
 	servingflag.AddBaseURL(fs, c, &baseURL, "base URL of the vLLM server, e.g. http://127.0.0.1:8000 (env "+servingflag.EnvEndpoint+")")
 	fs.IntVar(&blockSize, "block-size", 0, "the server's KV block size in tokens (default: from vllm:cache_config_info)")
 	fs.IntVar(&gpuBlocks, "gpu-blocks", 0, "the server's GPU KV blocks, for the prediction (default: vllm:cache_config_info num_gpu_blocks)")
+	servingflag.AddServerLog(fs, &serverLog)
 	r, code, ok := cli.ParseOptions(fs, c.Args, c.Stderr, c.Getenv, func() (replayRun, error) {
 		var errs []error
 		cfg, w := f.Config(ctx, fs, &errs)
 		cfg.Suite, cfg.Endpoint, cfg.BlockSize, cfg.GPUBlocks, cfg.Log = Suite.Name, strings.TrimSpace(baseURL), blockSize, gpuBlocks, c.Stderr
+		cfg.ServerLog = servingflag.OpenServerLog(&errs, serverLog, false)
 		errs = append(errs, out.Check(), cfg.Validate())
 		cfg.BlockBytes = f.BlockBytes(&errs)
 		if err := errors.Join(errs...); err != nil {

@@ -131,11 +131,13 @@ func TestKvtierAgainstOllama(t *testing.T) {
 	})
 }
 
-// checkProbe: every miss and gpu row at 1k and 4k is ok, a miss grows
-// with L, and the repeated prefix answers at least 5x faster.
+// checkProbe: every miss and gpu row at 1k and 4k is ok and verified
+// by the server's log (--server-log; Ollama reports no cached tokens
+// otherwise) with the count its cache line gives, a miss grows with L,
+// and the repeated prefix answers at least 5x faster.
 func checkProbe(t *testing.T, o *ollama, out string) {
-	r := runKvtier(t, o.mark, out, 60*time.Second,
-		"probe", "--base-url", o.url, "--tiers", "miss,gpu", "--prefix", "1k,4k", "--reps", "2", "--timeout", "30s")
+	r := runKvtier(t, o.mark, out, 2*time.Minute,
+		"probe", "--base-url", o.url, "--tiers", "miss,gpu", "--prefix", "1k,4k", "--reps", "2", "--timeout", "60s", "--server-log", o.log)
 	if r.code != 0 {
 		t.Fatalf("kvtier probe: exit %d", r.code)
 	}
@@ -144,6 +146,12 @@ func checkProbe(t *testing.T, o *ollama, out string) {
 		t.Fatalf("%d probe rows not ok: %v", len(bad), bad)
 	}
 	checkFamily(t, rows, "probe")
+	for _, row := range rows {
+		want := map[string]float64{"miss": 0, "gpu": num(row, "prompt_tokens") - 1}[row["tier"]]
+		if row["verified"] != "true" || row["verified_by"] != "server_log" || num(row, "cached_tokens") != want {
+			t.Errorf("%s %s tokens: verified %s by %q, cached %s (want %v): %s", row["tier"], row["prefix_tokens"], row["verified"], row["verified_by"], row["cached_tokens"], want, row["verify_reason"])
+		}
+	}
 	if m, _ := os.ReadFile(filepath.Join(out, "manifest.json")); !strings.Contains(string(m), "server_family") || strings.Contains(string(m), "vLLM release") {
 		t.Errorf("probe's manifest names no server family, or warns of a vLLM release: %s", m)
 	}
@@ -240,7 +248,7 @@ func checkInterfereRow(t *testing.T, row map[string]string) {
 func checkReplay(t *testing.T, o *ollama, out string) {
 	r := runKvtier(t, o.mark, out, 60*time.Second,
 		"replay", "--base-url", o.url, "--sessions", "2", "--turns", "3", "--system-prompt", "2k",
-		"--turn-tokens", "128", "--output-tokens", "16", "--timeout", "30s")
+		"--turn-tokens", "128", "--output-tokens", "16", "--timeout", "60s", "--server-log", o.log)
 	if r.code != 0 {
 		t.Fatalf("kvtier replay: exit %d", r.code)
 	}
@@ -255,6 +263,11 @@ func checkReplay(t *testing.T, o *ollama, out string) {
 			first = append(first, num(row, "ttft_s"))
 		} else {
 			later = append(later, num(row, "ttft_s"))
+			// A later turn repeats all of the one before: its log line
+			// counts most of its prompt cached.
+			if row["cached_source"] != "server_log" || num(row, "cached_tokens") < num(row, "prompt_tokens")/2 {
+				t.Errorf("session %s turn %s: cached %s of %s from %q (%s)", row["session"], row["turn"], row["cached_tokens"], row["prompt_tokens"], row["cached_source"], row["reason"])
+			}
 		}
 	}
 	t.Logf("median TTFT: first turns %.4f s, later turns %.4f s", median(first), median(later))
@@ -267,6 +280,9 @@ func checkReplay(t *testing.T, o *ollama, out string) {
 	}
 	if apc := run[0]["apc"]; apc != "" && num(run[0], "apc") <= 0 {
 		t.Errorf("realized APC %s, want above zero", apc)
+	}
+	if share := num(run[0], "cached_share"); share <= 0.3 {
+		t.Errorf("cached share %s (from the server log), want most later-turn prompts", run[0]["cached_share"])
 	}
 }
 

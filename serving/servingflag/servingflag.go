@@ -32,10 +32,12 @@ var ServerGroup = cli.NewGroup(cli.FlagGroup{Name: "server", Heading: "Server", 
 // ServerFlags choose the vLLM server a client command measures:
 // --base-url (vllm bench serve's name; --endpoint before, which is the
 // API path there) or --sim (an embedded kvtier sim), --served-model-name,
-// --idle-timeout, --max-timeouts and the removed --sim-time-scale.
+// --idle-timeout, --max-timeouts, --server-log and the removed
+// --sim-time-scale.
 type ServerFlags struct {
 	FS          *pflag.FlagSet // the command's, to tell whether --base-url was given
 	BaseURL     string
+	LogPath     string // --server-log
 	Model       string // --served-model-name
 	UseSim      bool
 	SimScale    float64
@@ -55,6 +57,32 @@ func (f *ServerFlags) Add(fs *pflag.FlagSet, c *cli.Call, simUsage string) {
 		cli.AddIdleTimeout(fs, &f.Idle)
 		AddMaxTimeouts(fs, &f.MaxTimeouts)
 	})
+	AddServerLog(fs, &f.LogPath)
+}
+
+// AddServerLog adds --server-log, the log file of the server measured,
+// read for what its API does not report (docs/servers.md).
+func AddServerLog(fs *pflag.FlagSet, p *string) {
+	ServerGroup.Bind(fs, func(fs *pflag.FlagSet) {
+		fs.StringVar(p, "server-log", "", "the measured server's log file, read as it grows for what its API does not report: Ollama's cache lines (start it with OLLAMA_DEBUG=1) verify its hits (verified_by=server_log) and its --parallel its slots")
+	})
+}
+
+// OpenServerLog opens --server-log (path; "" none), adding a problem to
+// errs: a log that cannot be read, or one given with --sim.
+func OpenServerLog(errs *[]error, path string, sim bool) *serving.ServerLog {
+	switch {
+	case path == "":
+		return nil
+	case sim:
+		*errs = append(*errs, option.Errorf("server-log", "the embedded sim writes no log: drop it with --sim"))
+		return nil
+	}
+	l, err := serving.OpenServerLog(path)
+	if err != nil {
+		*errs = append(*errs, option.Wrap("server-log", err))
+	}
+	return l
 }
 
 // AddBaseURL adds --base-url, the server a client command sends to

@@ -6,8 +6,10 @@ package servingtest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -22,6 +24,30 @@ import (
 type Ollama struct {
 	Refused atomic.Int32 // prompts of token ids refused
 	Ctx     int          // num_ctx: longer prompts are cut to it; 0 none
+	// Log, when set, gets the cache line Ollama's runner logs with
+	// OLLAMA_DEBUG=1 as each request takes a slot: a prompt sent before
+	// reuses all but its last token, any other none.
+	Log  io.Writer
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// logLoad writes the cache line of a request of text, pt tokens.
+func (f *Ollama) logLoad(text string, pt int) {
+	if f.Log == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	used := 0
+	if f.seen[text] {
+		used = pt - 1
+	}
+	if f.seen == nil {
+		f.seen = map[string]bool{}
+	}
+	f.seen[text] = true
+	fmt.Fprintf(f.Log, "time=2026-01-01T00:00:00.000Z level=DEBUG source=cache.go:104 msg=\"loading cache slot\" id=0 cache=%d prompt=%d used=%d remaining=%d\n", used, pt, used, pt-used)
 }
 
 // Tokens is the prompt tokens the fake counts for text.
@@ -83,6 +109,7 @@ func (f *Ollama) complete(w http.ResponseWriter, r *http.Request) {
 			pt = min(pt, f.Ctx)
 		}
 	}
+	f.logLoad(text, pt)
 	n := max(req.MaxTokens, 1)
 	if !req.Stream {
 		fmt.Fprintf(w, `{"choices":[{"text":"x","finish_reason":"length"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, pt, n, pt+n)

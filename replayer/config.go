@@ -65,7 +65,7 @@ type Config struct {
 	// for the byte columns; 0 when its geometry is unknown. nil means
 	// unknown.
 	BlockBytes func(model string, blockSize int) int64
-	Simulated  bool      // the server is a kvtier sim
+	Simulated  bool // the server is a kvtier sim
 	// ServerLog is the server's log (--server-log, or the log of the
 	// server knee started): its cache lines count the cached tokens of
 	// requests whose responses do not (Ollama with OLLAMA_DEBUG=1); nil

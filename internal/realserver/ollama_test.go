@@ -102,7 +102,6 @@ const (
 // attention, quadratic in L: Ollama's CPU build has no SIMD).
 var tinyLlama = gguf.LlamaConfig{Layers: 2, Embed: 16, FeedForward: 32, Heads: 2, KVHeads: 1, Context: 16384, Seed: 1}
 
-
 // workDir is a test's temporary directory, or one under -keep.
 func workDir(t *testing.T) string {
 	t.Helper()

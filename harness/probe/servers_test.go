@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -95,6 +96,23 @@ func TestProbeOllamaVerifiedByServerLog(t *testing.T) {
 			r.Get("cached_source") != serving.SourceServerLog {
 			t.Errorf("%s with the log: verified %s by %q, cached %s (want %s) from %q: %s", r.Tier, r.Get("verified"), r.Get("verified_by"),
 				r.Get("cached_tokens"), want, r.Get("cached_source"), r.Get("verify_reason"))
+		}
+	}
+}
+
+// A miss on a cache that reuses token by token (grain 1: Ollama,
+// llama.cpp) shares a few leading tokens with earlier prompts and is
+// still a miss; a tenth of the prompt cached is not.
+func TestVerifyMissTokenGrain(t *testing.T) {
+	t.Parallel()
+	metrics := errors.New("no /metrics")
+	for _, tt := range []struct {
+		cached int
+		ok     bool
+	}{{0, true}, {3, true}, {102, true}, {103, false}, {1023, false}} {
+		v := Verify(Check{Tier: "miss", L: 1030, Grain: 1}, serving.Delta{}, metrics, loggedCache(tt.cached))
+		if v.OK != tt.ok || (v.OK && v.By != serving.SourceServerLog) {
+			t.Errorf("%d of 1030 cached: %+v, want ok %v", tt.cached, v, tt.ok)
 		}
 	}
 }

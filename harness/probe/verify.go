@@ -128,6 +128,18 @@ type Check struct {
 	Gen   Generation
 }
 
+// missLimit is the cached tokens at which a miss counts as already
+// cached: a whole unit, and for a cache that reuses token by token
+// (Ollama, llama.cpp) a tenth of the prompt, since any prompt shares its
+// BOS, a chat template's head or a word's first letters with an earlier
+// one.
+func (c Check) missLimit() int {
+	if c.Grain > 1 {
+		return c.Grain
+	}
+	return max(1, c.L/10)
+}
+
 // need is the least number of tokens a complete hit serves from cache:
 // every whole unit but the one holding the last token, which vLLM always
 // computes.
@@ -348,8 +360,8 @@ func verifyUsage(c Check, u CacheReport, why string) Verdict {
 	switch {
 	case !ok || (c.Tier != tierMiss && c.Tier != tierGPU):
 		return fail("", "%s", why)
-	case c.Tier == tierMiss && cached >= c.Grain:
-		return fail(by, "usage reports %d cached tokens of %d: the prompt was already cached", cached, c.L)
+	case c.Tier == tierMiss && cached >= c.missLimit():
+		return fail(by, "%s reports %d cached tokens of %d: the prompt was already cached", by, cached, c.L)
 	case c.Tier == tierGPU && float64(cached) < c.need():
 		return fail(by, "usage reports %d cached tokens of %d: the warmed prefix was not served from cache", cached, c.L)
 	}

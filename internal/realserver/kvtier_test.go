@@ -147,9 +147,12 @@ func checkProbe(t *testing.T, o *ollama, out string) {
 	}
 	checkFamily(t, rows, "probe")
 	for _, row := range rows {
-		want := map[string]float64{"miss": 0, "gpu": num(row, "prompt_tokens") - 1}[row["tier"]]
-		if row["verified"] != "true" || row["verified_by"] != "server_log" || num(row, "cached_tokens") != want {
-			t.Errorf("%s %s tokens: verified %s by %q, cached %s (want %v): %s", row["tier"], row["prefix_tokens"], row["verified"], row["verified_by"], row["cached_tokens"], want, row["verify_reason"])
+		// A miss shares BOS and a letter or two with earlier prompts (Ollama
+		// reuses token by token); a hit all but the last token.
+		cached, l := num(row, "cached_tokens"), num(row, "prompt_tokens")
+		bad := map[string]bool{"miss": cached < 0 || cached > l/10, "gpu": cached != l-1}[row["tier"]]
+		if row["verified"] != "true" || row["verified_by"] != "server_log" || bad {
+			t.Errorf("%s %s tokens: verified %s by %q, cached %s of %s: %s", row["tier"], row["prefix_tokens"], row["verified"], row["verified_by"], row["cached_tokens"], row["prompt_tokens"], row["verify_reason"])
 		}
 	}
 	if m, _ := os.ReadFile(filepath.Join(out, "manifest.json")); !strings.Contains(string(m), "server_family") || strings.Contains(string(m), "vLLM release") {
@@ -205,8 +208,10 @@ func checkInterfere(t *testing.T, o *ollama, out string) {
 		switch {
 		case row["decode_streams"] == "1" && row["status"] != "ok":
 			t.Errorf("D=1 %s arm: %s: %s", row["arm"], row["status"], row["reason"])
-		case row["decode_streams"] == "1" && row["arm"] == "interfere":
-			checkInterfereRow(t, row)
+		case row["decode_streams"] == "1":
+			if row["arm"] == "interfere" {
+				checkInterfereRow(t, row)
+			}
 		case row["arm"] == "interfere" && row["rep"] == "0":
 			if row["status"] != "error" || !strings.Contains(row["reason"], "not admitted") {
 				t.Errorf("D=2 rep 0: %s: %s, want refused as not admitted", row["status"], row["reason"])

@@ -510,12 +510,20 @@ func (p *Prober) measured(ctx context.Context, row *results.Row, c *serving.Clie
 	if merr == nil {
 		merr = aerr
 	}
+	p.verify(ctx, row, c, req, &s, before, aft, merr)
+}
+
+// verify decides whether the measured request was served from its tier
+// (Verify) from the counters read before and after it (merr: why they
+// could not be), what its response or the server's log counted cached,
+// and a second reading of the counters when the first disagrees.
+func (p *Prober) verify(ctx context.Context, row *results.Row, c *serving.Client, req serving.Request, s *serving.Stream, before, aft serving.Snapshot, merr error) {
 	var d serving.Delta
 	if merr == nil {
 		d = serving.Sub(before, aft)
 	}
 	check := p.check(row.Tier, req, s.Usage)
-	report := p.cacheReport(row, &s, check.L)
+	report := p.cacheReport(row, s, check.L)
 	if merr != nil {
 		merr = p.noCounters(merr, report)
 	}

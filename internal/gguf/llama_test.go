@@ -12,9 +12,10 @@ import (
 
 var tiny = LlamaConfig{Layers: 2, Embed: 32, FeedForward: 64, Heads: 4, KVHeads: 2, Context: 8192, Seed: 1}
 
-func TestLlamaLayout(t *testing.T) {
-	t.Parallel()
-	f, err := Llama(tiny)
+// writeLlama builds the model of c, writes it and reads it back.
+func writeLlama(t *testing.T, c LlamaConfig) decoded {
+	t.Helper()
+	f, err := Llama(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +23,12 @@ func TestLlamaLayout(t *testing.T) {
 	if err := f.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	got := readGGUF(t, buf.Bytes())
+	return readGGUF(t, buf.Bytes())
+}
+
+func TestLlamaLayout(t *testing.T) {
+	t.Parallel()
+	got := writeLlama(t, tiny)
 	for _, k := range []string{
 		"general.architecture", "llama.context_length", "llama.embedding_length", "llama.block_count",
 		"llama.feed_forward_length", "llama.attention.head_count", "llama.attention.head_count_kv",
@@ -229,15 +235,7 @@ func TestVocabGPT2DecodesByteLevel(t *testing.T) {
 	if bad != 27 {
 		t.Errorf("%d SentencePiece word-start pieces decode to invalid bytes, want all 27", bad)
 	}
-	f, err := Llama(LlamaConfig{Layers: 1, Embed: 4, FeedForward: 4, Heads: 2, KVHeads: 1, Context: 64, Tokenizer: TokenizerGPT2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := f.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	got := readGGUF(t, buf.Bytes())
+	got := writeLlama(t, LlamaConfig{Layers: 1, Embed: 4, FeedForward: 4, Heads: 2, KVHeads: 1, Context: 64, Tokenizer: TokenizerGPT2})
 	if got.kv["tokenizer.ggml.model"] != TokenizerGPT2 || got.kv["tokenizer.ggml.merges"] == nil {
 		t.Errorf("tokenizer %v, merges %v", got.kv["tokenizer.ggml.model"], got.kv["tokenizer.ggml.merges"])
 	}

@@ -23,19 +23,19 @@ func TestSameDefaults(t *testing.T) {
 		if c.Name == "toy" {
 			continue // a test's own suite (toysuite_test.go)
 		}
-		_, _, help := runCLI(t, c.Name, "-h")
-		for flag, def := range want {
-			m := regexp.MustCompile(`(?m)^\s+--` + flag + ` int\s+(.*)$`).FindStringSubmatch(help)
-			if m == nil {
+		for _, hf := range helpFlags(t, c.Name) { // usage lines wrapped to the width joined
+			def, ok := want[hf.name]
+			if !ok {
 				continue
 			}
+			flag := hf.name
 			seen[flag] = append(seen[flag], c.Name)
-			got := regexp.MustCompile(`\(default (\d+)\)$`).FindStringSubmatch(m[1])
+			got := regexp.MustCompile(`\(default (\d+)\)$`).FindStringSubmatch(hf.usage)
 			if got == nil || got[1] != strconv.Itoa(def) {
-				t.Errorf("%s --%s: %q, want default %d", c.Name, flag, m[1], def)
+				t.Errorf("%s --%s: %q, want default %d", c.Name, flag, hf.usage, def)
 			}
-			if !strings.Contains(m[1], "one default in every command: ") {
-				t.Errorf("%s --%s does not say why its default is what it is: %q", c.Name, flag, m[1])
+			if !strings.Contains(hf.usage, "one default in every command: ") {
+				t.Errorf("%s --%s does not say why its default is what it is: %q", c.Name, flag, hf.usage)
 			}
 		}
 	}

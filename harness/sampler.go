@@ -210,6 +210,15 @@ func (s *Sampler) Skip(c Case, reason string) error {
 	return s.write(r)
 }
 
+// SkipSaid writes the skipped row of c, with reason, without a progress
+// line: for a configuration the run's first lines already counted under
+// its reason, so that twenty alike are not twenty lines.
+func (s *Sampler) SkipSaid(c Case, reason string) error {
+	r := s.row(&c, 0)
+	r.Skip(reason)
+	return s.write(r)
+}
+
 // Fail writes one error row for rep of c and says so: one configuration
 // of the run's progress.
 func (s *Sampler) Fail(c Case, rep int, err error) error {

@@ -52,8 +52,16 @@ func TestSweepCommand(t *testing.T) {
 	if m.Suite != "sweep" || m.Settings["prefixes"] != "16,32" || m.Interrupted || !slices.Contains(m.Command, "--prefix") {
 		t.Errorf("manifest %+v", m)
 	}
-	if !regexp.MustCompile(`kvtier sweep: \[\d+/26\] host `).MatchString(stderr) {
+	// The 16 skipped configurations are said first, once per reason; the
+	// progress counts the 10 that run.
+	if !regexp.MustCompile(`kvtier sweep: \[\d+/10\] host `).MatchString(stderr) {
 		t.Errorf("no progress lines:\n%s", stderr)
+	}
+	for _, w := range []string{"kvtier sweep: 26 configurations (tier × layout × copy × prefix): 10 run on the host stand-in",
+		"\nkvtier sweep:   12 skipped: no device memory on the host backend", "\nkvtier sweep:   4 skipped: copy mode batch"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -21,6 +22,7 @@ import (
 // flags are the flags of kvtier sweep.
 type flags struct {
 	call                             *cli.Call
+	fs                               *pflag.FlagSet
 	out                              cli.OutputFlags
 	model                            cli.ModelFlags
 	policy                           cli.PolicyFlags
@@ -34,7 +36,7 @@ type flags struct {
 
 // Bind adds the flags to fs.
 func (f *flags) Bind(fs *pflag.FlagSet, c *cli.Call) {
-	f.call = c
+	f.call, f.fs = c, fs
 	f.opts = DefaultOptions()
 	f.out.Add(fs)
 	f.model.Add(fs)
@@ -97,6 +99,36 @@ func (f *flags) Resolve() (Options, error) {
 	return o, errors.Join(errs...)
 }
 
+// StandInPrefixes and StandInLayouts are the grid of a plain kvtier
+// sweep where the backend has no GPU: the CPU stands in for one, and the
+// GPU's grid (every prefix to 64k, both layouts) would take many minutes
+// to say what a few points say of a stand-in.
+var (
+	StandInPrefixes = []int{1 << 10, 4 << 10}
+	StandInLayouts  = []kv.Layout{kv.Layerwise}
+)
+
+// standInGrid narrows opts to the stand-in's grid when b has no device
+// memory and no flag chose the prefixes or layouts, and says so; "" when
+// it leaves opts as they are.
+func (f *flags) standInGrid(b tiers.Backend, opts *Options) string {
+	if b.Caps().DeviceMemory || f.fs == nil || cli.FlagChanged(f.fs, "prefix") || cli.FlagChanged(f.fs, "layout") {
+		return ""
+	}
+	opts.Prefixes, opts.Layouts = slices.Clone(StandInPrefixes), slices.Clone(StandInLayouts)
+	return fmt.Sprintf("no GPU: a grid sized for the host stand-in, --prefix %s --layout %s (give --prefix and --layout for more; a GPU's default is --prefix 1k,2k,4k,8k,16k,32k,64k --layout layerwise,blockwise)",
+		prefixFlag(opts.Prefixes), opts.Layouts[0])
+}
+
+// prefixFlag writes prefix lengths as --prefix takes them: 1k,4k.
+func prefixFlag(ps []int) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%dk", p>>10))
+	}
+	return strings.Join(out, ",")
+}
+
 // runCommand runs the tier sweep and writes a results directory.
 func runCommand(ctx context.Context, c *cli.Call, f *flags, opts Options) int {
 	for _, name := range tiers.Names() {
@@ -124,6 +156,9 @@ func runCommand(ctx context.Context, c *cli.Call, f *flags, opts Options) int {
 	}
 	for _, b := range bs {
 		c.Logf("%s, backend %s (%s)", opts.Geometry.Model, b.Name(), b.Device())
+	}
+	if note := f.standInGrid(bs[0], &opts); note != "" {
+		c.Logf("%s", note)
 	}
 	return cli.SuiteRun{Call: c, Suite: Suite, Out: f.out, Plots: true,
 		Run: func(ctx context.Context, out *harness.Output) error {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"time"
 
@@ -55,11 +54,7 @@ func run(ctx context.Context, opts Options, settings map[string]string, s *sweep
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)
 		}
 	}()
-	n := 0
-	for _, dir := range opts.directions() {
-		n += len(s.configs(dir)) * len(opts.Prefixes)
-	}
-	harness.ProgressOf(log).Plan(n)
+	harness.ProgressOf(log).Plan(s.preflight())
 	for _, dir := range opts.directions() {
 		for _, k := range s.configs(dir) {
 			if err := s.config(ctx, k.spec, k.layout, k.mode, dir, k.v); err != nil {
@@ -131,10 +126,10 @@ func (s *sweeper) newConfig(b tiers.Backend, spec tiers.Spec, layout kv.Layout, 
 		Direction: dir, Variant: v.Name, Geom: s.opts.Geometry, Seed: s.opts.Seed}
 }
 
-// skipAll writes one skipped row per prefix.
+// skipAll writes one skipped row per prefix, a reason preflight said.
 func (s *sweeper) skipAll(c Config, prefixes []int, reason string) error {
 	for _, tok := range prefixes {
-		if err := s.sampler.Skip(s.skipCase(c, Prefix(c.Geom, tok)), reason); err != nil {
+		if err := s.sampler.SkipSaid(s.skipCase(c, Prefix(c.Geom, tok)), reason); err != nil {
 			return err
 		}
 	}
@@ -148,14 +143,8 @@ func (s *sweeper) config(ctx context.Context, spec tiers.Spec, layout kv.Layout,
 	}
 	c := s.newConfig(s.b, spec, layout, mode, dir, v)
 	defer c.Tier.Close()
-	if !spec.Has(dir) {
-		return s.skipAll(c, s.opts.Prefixes, spec.NoDirectionReason(dir))
-	}
-	if reason := c.Tier.Available(); reason != "" {
+	if reason := s.cannotRun(c); reason != "" {
 		return s.skipAll(c, s.opts.Prefixes, reason)
-	}
-	if spec.Moves() && !slices.Contains(s.b.CopyModes(), mode) {
-		return s.skipAll(c, s.opts.Prefixes, tiers.UnsupportedModeReason(mode))
 	}
 	fit, err := s.fitting(c)
 	if err != nil || len(fit) == 0 {

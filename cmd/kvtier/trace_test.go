@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/harness/trace"
 	"github.com/kvtier/kvtier/results"
 )
@@ -174,5 +175,52 @@ func TestPlanCommand(t *testing.T) {
 	code, _, stderr = runCLI(t, "plan", path, "--costs", dir, "--hbm", "0,-1", "--out", filepath.Join(dir, "y"))
 	if code != exitUsage || !strings.Contains(stderr, "--costs") || !strings.Contains(stderr, "--hbm") {
 		t.Errorf("bad costs and hbm: exit %d %s", code, stderr)
+	}
+}
+
+// TestPlanQuickStartRefusesTTFT: the README's quick start probes one
+// prefix length (32k; here its rows, written by hand); a plan from it
+// predicts no TTFT and its report's headline says why and what to run,
+// instead of recommending no offload at a 108 ms p90 beside a 4.60 s
+// miss.
+func TestPlanQuickStartRefusesTTFT(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, _ := genTrace(t, dir)
+	costs := filepath.Join(dir, "probe")
+	if err := os.MkdirAll(costs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := results.CreateCSV(filepath.Join(costs, probe.File), "ttft_s", "verified", "simulated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tier, ttft := range map[string]float64{"miss": 4.6, "gpu": 0.106, "cpu": 0.186} {
+		for rep := range 3 {
+			r := results.NewRow("probe")
+			r.Tier, r.PrefixTokens, r.Rep, r.Status, r.Model = tier, 32768, rep, results.StatusOK, "qwen3-coder-30b-a3b"
+			r.SetTime(ttft)
+			r.Set("ttft_s", ttft)
+			r.Set("verified", true)
+			r.Set("simulated", true)
+			if err := w.Write(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "plan")
+	mustRunCLI(t, "plan", path, "--costs", costs, "--hbm", "80GiB", "--dram", "0,512GiB", "--out", out)
+	mustRunCLI(t, "report", out)
+	md, err := os.ReadFile(filepath.Join(out, "REPORT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"TTFT not predicted (no usable cost for", "measured at one prefix length only (32k)", "kvtier plan --sim"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("REPORT.md lacks %q", want)
+		}
 	}
 }

@@ -86,77 +86,101 @@ func FileOf(base string) results.File {
 // (FileOf).
 func ScanFiles(r io.Reader, name string, defaults map[string]string, emit func(results.File, results.Row) error) (warnings []string, err error) {
 	tap := newSkipTap(r)
+	sc := &scanner{name: name, defaults: defaults, emit: emit, tap: tap,
+		reps: map[string]int{}, warned: map[string]bool{}}
 	br := benchfmt.NewReader(tap, name)
-	reps := map[string]int{}
-	warned := map[string]bool{}
-	warn := func(s string) {
-		if !warned[s] && len(warned) < maxBenchWarnings {
-			warned[s] = true
-			warnings = append(warnings, s)
-		}
-	}
-	n := 0
-	// skipped emits the rows of the skip lines read so far, one per
-	// configuration however often -count repeats it.
-	skipped := func() error {
-		for _, s := range tap.take() {
-			file := FileOf(baseOf(s.name))
-			row, ws := skipRow(s, defaults, file)
-			for _, w := range ws {
-				warn(w)
-			}
-			if row == nil || reps[s.name] > 0 || len(reps) >= maxBenchNames {
-				continue
-			}
-			reps[s.name]++
-			if err := emit(file, *row); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	}
 	for br.Scan() {
-		if err := skipped(); err != nil {
-			return warnings, err
+		if err := sc.skipped(); err != nil {
+			return sc.warnings, err
 		}
 		switch rec := br.Result().(type) {
 		case *benchfmt.SyntaxError:
-			warn(rec.Error())
+			sc.warn(rec.Error())
 		case *benchfmt.Result:
-			file := FileOf(string(rec.Name.Base()))
-			row, ws := benchRow(rec, defaults, file)
-			for _, w := range ws {
-				warn(w)
+			if err := sc.result(rec); err != nil {
+				return sc.warnings, err
 			}
-			if row == nil {
-				continue
-			}
-			base, _ := strings.CutSuffix(string(rec.Name), gomaxprocsSuffix(rec.Name))
-			if _, ok := reps[base]; !ok && len(reps) >= maxBenchNames {
-				return warnings, fmt.Errorf("%s: more than %d distinct benchmark names", name, maxBenchNames)
-			}
-			row.Rep = reps[base]
-			reps[base]++
-			if err := emit(file, *row); err != nil {
-				return warnings, err
-			}
-			n++
 		}
 	}
-	if err := skipped(); err != nil {
-		return warnings, err
+	if err := sc.skipped(); err != nil {
+		return sc.warnings, err
 	}
 	if err := br.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
 			err = errors.New("a line longer than 64 KiB: not benchmark output")
 		}
-		return warnings, fmt.Errorf("%s: %w", name, err)
+		return sc.warnings, fmt.Errorf("%s: %w", name, err)
 	}
-	if n == 0 {
-		return warnings, fmt.Errorf("%s: no benchmark results", name)
+	if sc.n == 0 {
+		return sc.warnings, fmt.Errorf("%s: no benchmark results", name)
 	}
-	return warnings, nil
+	return sc.warnings, nil
+}
+
+// scanner is ScanFiles' state: the repetition count per benchmark
+// name, the warnings so far and the number of rows emitted.
+type scanner struct {
+	name     string
+	defaults map[string]string
+	emit     func(results.File, results.Row) error
+	tap      *skipTap
+	reps     map[string]int
+	warned   map[string]bool
+	warnings []string
+	n        int
+}
+
+// warn records s once, up to maxBenchWarnings warnings.
+func (sc *scanner) warn(s string) {
+	if !sc.warned[s] && len(sc.warned) < maxBenchWarnings {
+		sc.warned[s] = true
+		sc.warnings = append(sc.warnings, s)
+	}
+}
+
+// skipped emits the rows of the skip lines read so far, one per
+// configuration however often -count repeats it.
+func (sc *scanner) skipped() error {
+	for _, s := range sc.tap.take() {
+		file := FileOf(baseOf(s.name))
+		row, ws := skipRow(s, sc.defaults, file)
+		for _, w := range ws {
+			sc.warn(w)
+		}
+		if row == nil || sc.reps[s.name] > 0 || len(sc.reps) >= maxBenchNames {
+			continue
+		}
+		sc.reps[s.name]++
+		if err := sc.emit(file, *row); err != nil {
+			return err
+		}
+		sc.n++
+	}
+	return nil
+}
+
+// result emits the row of one benchmark result, numbering its
+// repetitions from 0.
+func (sc *scanner) result(rec *benchfmt.Result) error {
+	file := FileOf(string(rec.Name.Base()))
+	row, ws := benchRow(rec, sc.defaults, file)
+	for _, w := range ws {
+		sc.warn(w)
+	}
+	if row == nil {
+		return nil
+	}
+	base, _ := strings.CutSuffix(string(rec.Name), gomaxprocsSuffix(rec.Name))
+	if _, ok := sc.reps[base]; !ok && len(sc.reps) >= maxBenchNames {
+		return fmt.Errorf("%s: more than %d distinct benchmark names", sc.name, maxBenchNames)
+	}
+	row.Rep = sc.reps[base]
+	sc.reps[base]++
+	if err := sc.emit(file, *row); err != nil {
+		return err
+	}
+	sc.n++
+	return nil
 }
 
 // baseOf is the benchmark's name without "Benchmark" and its

@@ -71,9 +71,11 @@ func BenchmarkAnalyze(b *testing.B) {
 }
 
 // BenchmarkReadAnalyze adds parsing the JSON lines to BenchmarkAnalyze:
-// what `kvtier trace` spends on a trace.
+// what `kvtier trace` spends on a trace, in MB/s of trace text and block
+// references per second.
 func BenchmarkReadAnalyze(b *testing.B) {
 	text := generated(b)
+	b.SetBytes(int64(len(text)))
 	o := AnalyzeOptions{BytesPerToken: 98304, Windows: []float64{60, 600}}
 	var refs int64
 	for b.Loop() {
@@ -120,7 +122,7 @@ func TestMemoryPerBlock(t *testing.T) {
 	t.Logf("%d requests, %d references, %d distinct blocks: %.0f B of analysis state per distinct block", len(reqs), refs, distinct, per)
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(reqs)
-	if per > 400 {
+	if per > 100 {
 		t.Errorf("%.0f B per distinct block", per)
 	}
 }

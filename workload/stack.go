@@ -14,7 +14,7 @@ const Inf = math.MaxInt64
 // tree counts the slots that are some block's most recent reference, and
 // the distance of block b is one plus the number of such slots after b's.
 // When the clock runs out of slots the live ones are renumbered in order
-// (compaction), so the tree stays within twice the number of distinct
+// (compaction), so the tree stays within 1.5 times the number of distinct
 // blocks whatever the length of the trace.
 //
 // Blocks are dense indices (0, 1, 2, ...) handed out by the caller.
@@ -140,9 +140,10 @@ func (s *stack) add(i int32, v int64) {
 }
 
 // compact renumbers the live slots 0..n-1 in order, in place, and
-// rebuilds the tree in linear time. The clock grows to twice the live
-// slots when fewer than half as many again would be free, so compaction
-// costs O(1) per reference and the slots stay within twice the distinct
+// rebuilds the tree in linear time. The clock grows to one and a half
+// times the live slots when fewer than a quarter as many would be free,
+// so compaction costs O(1) per reference (a linear pass every n/4
+// references or more) and the slots stay within 1.5 times the distinct
 // blocks.
 func (s *stack) compact() {
 	n := int32(0)
@@ -156,8 +157,8 @@ func (s *stack) compact() {
 			n++
 		}
 	}
-	if size := len(s.owner); size < int(n)+max(int(n)/2, minSlots) {
-		size = max(2*int(n), minSlots)
+	if size := len(s.owner); size < int(n)+max(int(n)/4, minSlots) {
+		size = int(n) + max(int(n)/2, minSlots)
 		if size > math.MaxInt32-1 {
 			panic("trace: more than 1e9 distinct blocks in one LRU stack; use sampling")
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness/transfer"
+	"github.com/kvtier/kvtier/internal/loadcheck"
 	"github.com/kvtier/kvtier/results"
 )
 
@@ -160,7 +161,11 @@ func TestNetnsTransfer(t *testing.T) {
 		"transfer", "--peer", intra+","+inter, "--sizes", "24MiB", "--reps", "3", "--warmup", "1",
 		"--layout", "contiguous", "--line-rate", "0.4", "--out", dir)
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
+	probe := loadcheck.Start()
+	err := cmd.Run()
+	load := probe.Stop()
+	t.Log(load)
+	if err != nil {
 		t.Fatalf("transfer: %v\n%s", err, out.String())
 	}
 	rows, _, err := results.ReadCSV(filepath.Join(dir, transfer.File))
@@ -181,10 +186,9 @@ func TestNetnsTransfer(t *testing.T) {
 		case "inter":
 			nInter++
 			interRates = append(interRates, r.GBps)
-			// No rep may beat the shaping; one rep of a sender starved of
-			// CPU (2 shared cores under -race) may fall well under it.
-			if r.GBps > 1.1*want || r.GBps < 0.5*want {
-				t.Errorf("inter rep %d: %.4f GB/s, the shaped rate is %.4f GB/s", r.Rep, r.GBps, want)
+			// No rep may beat the shaping, however loaded the machine.
+			if r.GBps > 1.1*want {
+				t.Errorf("inter rep %d: %.4f GB/s, above the shaped rate of %.4f GB/s", r.Rep, r.GBps, want)
 			}
 			if f := r.Float("line_frac"); math.Abs(f-r.GBps/want) > 1e-9 {
 				t.Errorf("line_frac %.4f, want %.4f", f, r.GBps/want)
@@ -196,8 +200,20 @@ func TestNetnsTransfer(t *testing.T) {
 	if nIntra != 3 || nInter != 3 {
 		t.Fatalf("%d intra and %d inter rows:\n%s", nIntra, nInter, out.String())
 	}
-	// The median rep reproduces the shaped rate within 10%.
+	// Reaching the shaped rate needs a sender and a server that get a
+	// core when they are ready: where the machine did not keep pace, say
+	// so rather than fail on the rate it allowed.
 	sort.Float64s(interRates)
+	low := interRates[0] < 0.5*want || interRates[1] < 0.9*want
+	if low && load.Busy(20*time.Millisecond, time.Millisecond) {
+		t.Skipf("inter reps %v GB/s under the shaped %.4f GB/s on a machine that did not keep pace (%v)", interRates, want, load)
+	}
+	// One rep of a sender starved of CPU may fall under the rate, not
+	// under half of it.
+	if interRates[0] < 0.5*want {
+		t.Errorf("inter reps %v GB/s: one under half the shaped rate of %.4f GB/s", interRates, want)
+	}
+	// The median rep reproduces the shaped rate within 10%.
 	if med := interRates[1]; med < 0.9*want || med > 1.1*want {
 		t.Errorf("inter median %.4f GB/s, want within 10%% of the shaped %.4f GB/s (reps %v)", med, want, interRates)
 	}

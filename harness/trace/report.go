@@ -480,11 +480,14 @@ func planHeadline(runs []*analysis.Run) (string, string) {
 // the costs' source and directory (a mix said as one), and how much of
 // the prediction is extrapolated or past the limit.
 func planProvenance(r results.Row) string {
-	src := report.OrDash(r.Get(results.ColCostSource))
+	src := r.Get(results.ColCostSource)
 	if strings.Contains(src, " + ") {
 		src = "mixed sources: " + src
 	}
 	s := fmt.Sprintf("predicted by the LRU model from %s costs in `%s`", src, r.Get(results.ColCosts))
+	if src == "" {
+		s = fmt.Sprintf("predicted by the LRU model; no usable cost in `%s`", r.Get(results.ColCosts))
+	}
 	if x := r.Float(results.ColExtrapolated); x > 0 {
 		s += fmt.Sprintf("; %s of the requests extrapolated past the longest prefix measured, up to %g×", report.FmtShare(x), analysis.ExtrapolationLimit)
 	}

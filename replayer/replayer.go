@@ -115,7 +115,7 @@ func (rp *Replayer) learn(ctx context.Context) {
 	case snap.GPUBlocks() > 0:
 		rp.info.GPUBlocks, rp.info.GPUSource = snap.GPUBlocks(), "vllm:cache_config_info"
 	default:
-		rp.info.GPUSource = "unknown (no num_gpu_blocks in vllm:cache_config_info): no prediction"
+		rp.info.GPUSource = "unknown (" + rp.info.Family.NoPoolSize() + "): no prediction"
 	}
 }
 

@@ -112,4 +112,10 @@ func TestReplayCachedFromServerLog(t *testing.T) {
 	if sum.CachedShare <= 0.4 {
 		t.Errorf("cached share %g, want the second request's", sum.CachedShare)
 	}
+	// Ollama's own words: no vLLM metric, no 404.
+	for _, said := range []string{sum.Info.GPUSource, sum.APCSource} {
+		if !strings.Contains(said, "Ollama") || strings.Contains(strings.ToLower(said), "vllm") || strings.Contains(said, "404") {
+			t.Errorf("said of Ollama: %q", said)
+		}
+	}
 }

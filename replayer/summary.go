@@ -135,6 +135,9 @@ func (s *Summary) setAPC(before serving.Snapshot, berr error, after serving.Snap
 		s.SimLag = after.SimLag.Value
 	}
 	switch {
+	case s.Info.Family.Traits().Metrics == "":
+		s.APCSource = s.Info.Family.NoCounters(nil) // not its 404
+		return
 	case berr != nil:
 		s.APCSource = "no /metrics before the run: " + berr.Error()
 		return
@@ -144,7 +147,7 @@ func (s *Summary) setAPC(before serving.Snapshot, berr error, after serving.Snap
 	}
 	d := serving.Sub(before, after)
 	if !d.HitsFound {
-		s.APCSource = "the server exposes no vllm:prefix_cache_hits/queries"
+		s.APCSource = s.Info.Family.NoCounters(nil)
 		return
 	}
 	s.APCSource = "/metrics: " + after.Hits.Name + " / " + after.Queries.Name

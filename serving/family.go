@@ -261,3 +261,46 @@ func (f Family) String() string {
 	}
 	return strings.TrimSpace(s + " (" + f.By + ")")
 }
+
+// NoPoolSize says, in f's words, why the size of its KV pool is unknown:
+// vLLM's metric missing, a family without a pool (Ollama), or one that
+// does not report it.
+func (f Family) NoPoolSize() string {
+	t := f.Traits()
+	switch {
+	case f.VLLMLike():
+		return "no num_gpu_blocks in vllm:cache_config_info"
+	case t.NoPool != "":
+		return t.NoPool
+	}
+	return t.Title + " reports no size of its KV pool: give --gpu-blocks"
+}
+
+// NoCounters says, in f's words, why the server's prefix-cache counters
+// are missing; err is why /metrics could not be read (nil: read, without
+// the counters).
+func (f Family) NoCounters(err error) string {
+	t := f.Traits()
+	switch {
+	case t.Metrics == "":
+		return t.Title + " has no /metrics: no prefix-cache counters"
+	case err != nil:
+		return "no /metrics: " + err.Error()
+	case f.VLLMLike():
+		return "the server exposes no vllm:prefix_cache_hits/queries"
+	}
+	return t.Title + "'s /metrics has no prefix-cache hit counters"
+}
+
+// NoCachedTokens says, in f's words, why no response counted its cached
+// prompt tokens, and what would.
+func (f Family) NoCachedTokens() string {
+	t := f.Traits()
+	switch {
+	case f.VLLMLike():
+		return "the server sent no usage cached_tokens (vLLM: --enable-prompt-tokens-details)"
+	case t.CacheLog != "":
+		return t.Title + " reports no cached tokens; its log counts them: start it with " + t.CacheLog + " and give --server-log"
+	}
+	return t.Title + " sent no cached tokens (" + t.Cached + ")"
+}

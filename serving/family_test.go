@@ -187,3 +187,28 @@ func TestSlots(t *testing.T) {
 		}
 	}
 }
+
+// What a family lacks is said in its own words: vLLM's metric names only
+// for vLLM (and servers that may be it), Ollama's log for Ollama.
+func TestFamilyWords(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		family     string
+		want, none string
+	}{
+		{FamilyVLLM, "vllm", "Ollama"},
+		{FamilyOpenAI, "vllm", "Ollama"},
+		{FamilyOllama, "Ollama", "vllm"},
+		{FamilySGLang, "SGLang", "vllm"},
+	} {
+		f := Family{Name: tt.family}
+		for _, said := range []string{f.NoPoolSize(), f.NoCounters(nil), f.NoCachedTokens()} {
+			if !strings.Contains(said, tt.want) && !strings.Contains(said, "the server") || strings.Contains(said, tt.none) {
+				t.Errorf("%s: %q", tt.family, said)
+			}
+		}
+	}
+	if said := (Family{Name: FamilyOllama}).NoCachedTokens(); !strings.Contains(said, "OLLAMA_DEBUG=1") || !strings.Contains(said, "--server-log") {
+		t.Errorf("Ollama's cached tokens: %q, want how its log counts them", said)
+	}
+}

@@ -9,7 +9,13 @@ import (
 	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
 )
+
+// family is the server family a row names.
+func family(r results.Row) serving.Family {
+	return serving.Family{Name: r.Get(results.ServerFamilyColumn.Name)}
+}
 
 // writeReplay writes the replay section: per run the realized APC from
 // the server's counters beside the LRU model's prediction, the TTFT and
@@ -20,7 +26,7 @@ func writeReplay(w io.Writer, run *analysis.Run) {
 		t := report.NewTable("realized APC", "external APC", "predicted APC", "cached share (usage)", "TTFT p50", "p90", "p99", "TPOT p50", "goodput", "throughput")
 		pred := report.FmtShare(r.Float(results.ColPredictedAPC))
 		if pred == "" {
-			pred = t.Dash("the server's capacity is unknown (no num_gpu_blocks in vllm:cache_config_info)")
+			pred = t.Dash("the server's capacity is unknown (" + family(r).NoPoolSize() + ")")
 		}
 		apc := report.FmtShare(r.Float(results.ColAPC))
 		if apc == "" {
@@ -33,6 +39,9 @@ func writeReplay(w io.Writer, run *analysis.Run) {
 		ext, cached := report.FmtShare(r.Float(results.ColAPCExternal)), report.FmtShare(r.Float(results.ColCachedShare))
 		if ext == "" {
 			ext = t.Dash("the server counted no external (KV connector) prefix-cache queries")
+			if f := family(r); f.Traits().Metrics == "" {
+				ext = t.Dash(f.NoCounters(nil))
+			}
 		}
 		cached = cachedShareCell(t, r, cached)
 		t.Add(apc, ext, pred, cached,
@@ -77,7 +86,7 @@ func cachedShareCell(t *report.Table, r results.Row, cell string) string {
 	case cell == "" && n > 0:
 		return t.Dash(fmt.Sprintf("impossible: every request's cached tokens were (%g; see server_check)", n))
 	case cell == "":
-		return t.Dash("the server sent no usage cached_tokens (vLLM: --enable-prompt-tokens-details)")
+		return t.Dash(family(r).NoCachedTokens())
 	case n > 0:
 		return cell + " " + t.Note(fmt.Sprintf("%g request(s) with impossible server figures left out (server_check)", n))
 	}

@@ -44,6 +44,8 @@ var Units = []string{
 	"blocks",   // KV blocks (the server's or the trace's block)
 	"req/s",    // requests per second
 	"tokens/s", // tokens per second
+	"s/token",  // seconds per token (a cost fit's linear coefficient)
+	"s/token²", // seconds per token pair (a cost fit's quadratic coefficient)
 	"fraction", // a share between 0 and 1
 	"ratio",    // a quotient of two like quantities (×)
 	"pp",       // percentage points

@@ -140,7 +140,8 @@ func appendCommand(t *testing.T, cmds []docCommand, where, s string) []docComman
 		return cmds
 	}
 	for i, w := range words {
-		if (w == "kvtier" || strings.HasSuffix(w, "/kvtier")) && !strings.Contains(w, "=") {
+		// ./cmd/kvtier is the package (go install ./cmd/kvtier), not the binary.
+		if (w == "kvtier" || strings.HasSuffix(w, "/kvtier")) && !strings.Contains(w, "=") && !strings.HasPrefix(w, "./cmd/") {
 			return append(cmds, docCommand{where, words[i+1:]})
 		}
 	}

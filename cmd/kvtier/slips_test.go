@@ -145,6 +145,12 @@ func TestDocsSlips(t *testing.T) {
 	if s := readDoc(t, "scripts/gpu-check.sh"); strings.Contains(s, "-Wno-") {
 		t.Error("scripts/gpu-check.sh still asks for compiler flags kvtier does not need")
 	}
+	// Install says what to do with a clone before the @latest line.
+	readme := readDoc(t, "README.md")
+	build, latest := strings.Index(readme, "make build"), strings.Index(readme, "cmd/kvtier@latest")
+	if build < 0 || latest < 0 || build > latest || !strings.Contains(readme, "go install ./cmd/kvtier") || !strings.Contains(readme, "bin/kvtier") {
+		t.Error("README's Install does not say, before @latest, that a clone gives bin/kvtier with make build, or go install ./cmd/kvtier")
+	}
 	files, _ := filepath.Glob("../../docs/*.md")
 	for _, f := range append(files, "../../README.md") {
 		b, _ := os.ReadFile(f)

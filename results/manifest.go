@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -117,6 +118,22 @@ type GPU struct {
 	// ReplayStart is the replay counter when the run started, -1
 	// unknown; Finish takes PCIeReplays from it (not written).
 	ReplayStart int64 `json:"-"`
+}
+
+// UnmarshalJSON reads a GPU; a manifest written before cuda_ordinal
+// existed reads it as the GPU's index (the CUDA ordinal where NVML was
+// absent, NVML's index, the best guess, otherwise).
+func (g *GPU) UnmarshalJSON(b []byte) error {
+	type plain GPU
+	p := plain{CUDAOrdinal: math.MinInt}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	if p.CUDAOrdinal == math.MinInt {
+		p.CUDAOrdinal = p.Index
+	}
+	*g = GPU(p)
+	return nil
 }
 
 // NIC is one RDMA device port.

@@ -19,19 +19,22 @@ import (
 var quickSweep = []string{"sweep", "--backend", "host", "--tiers", "host,recompute", "--layout", "blockwise", "--copy", "percopy",
 	"--model-config", "testdata/tiny_config.json", "--prefix", "16,32", "--reps", "2", "--warmup", "1"}
 
-var progressLine = regexp.MustCompile(`^kvtier sweep: \[(\d)/4\] .* \(.*elapsed, ETA .*\)$`)
+var progressLine = regexp.MustCompile(`^kvtier sweep: \[(\d)/4\] .* \(.*elapsed(, ETA .*)?\)$`)
 
 // TestProgressOffTerminal: off a terminal, a run says where it is in one
-// line per configuration, [i/N] with the elapsed time and an ETA, in
-// words that are never "warning" or "error"; --quiet silences it and the
-// rows' lines, leaving the messages. Before, no line said [i/N], elapsed
-// or ETA, and there was no --quiet.
+// line per configuration, [i/N] with the elapsed time and an ETA (none on
+// the last: nothing is left), in words that are never "warning" or
+// "error"; --quiet silences it and the rows' lines, leaving the messages.
+// Before, no line said [i/N], elapsed or ETA, and there was no --quiet.
 func TestProgressOffTerminal(t *testing.T) {
 	_, stderr := mustRunCLI(t, append(quickSweep, "--out", filepath.Join(t.TempDir(), "run"))...)
 	var seen []string
 	for _, l := range strings.Split(stderr, "\n") {
 		if m := progressLine.FindStringSubmatch(l); m != nil && !strings.Contains(l, "waiting for") {
 			seen = append(seen, m[1])
+			if last := m[1] == "4"; last != (m[2] == "") {
+				t.Errorf("progress line [%s/4] has ETA %q, want one on every line but the last", m[1], m[2])
+			}
 			if forbiddenWords.MatchString(l) {
 				t.Errorf("progress line uses a message's word: %q", l)
 			}

@@ -24,7 +24,7 @@ var (
 	// PromptTokensColumn: the prompt's length as the server counted it.
 	PromptTokensColumn = Int("prompt_tokens", "tokens", "the prompt's tokens as the server reported them (usage)")
 	// CachedSourceColumn: where a row's cached_tokens came from.
-	CachedSourceColumn = Text("cached_source", "where cached_tokens came from: usage.prompt_tokens_details.cached_tokens | timings.cache_n")
+	CachedSourceColumn = Text("cached_source", "where cached_tokens came from: usage.prompt_tokens_details.cached_tokens | timings.cache_n | server_log (--server-log: the server's log, Ollama with OLLAMA_DEBUG=1)")
 	// ServerCheckColumn: figures the server reported that cannot be true.
 	ServerCheckColumn = Text(ColServerCheck, `"impossible: " and why, where a figure the server reported cannot be true (cached tokens above the prompt, completion_tokens past max_tokens and its slack, a count no server holds): that figure is left out and verifies nothing; "" when none`)
 	// TimingColumn: the clock a device sample (sweep, transfer) was timed by.

@@ -29,7 +29,7 @@ var columns = []results.Column{
 	results.APIColumn,
 	results.ServerVersionColumn,
 	results.Text("counter_generation", "what the server's counters mean (probe.Generation): e.g. queried+by_source"),
-	results.Text("verified_by", "the counter that decided: prompt_tokens_cached_by_source, prompt_tokens_by_source, ..."),
+	results.Text("verified_by", "the counter that decided: prompt_tokens_cached_by_source, prompt_tokens_by_source, ..., or server_log (the server's log, --server-log)"),
 	results.Text("source_tokens", `delta of prompt_tokens_(cached_)by_source per source, "local_compute=16,..."`),
 	results.Int("grain_tokens", "tokens", "a complete hit may fall short by this: the block, or the offload unit"),
 	results.Int("cpu_capacity_tokens", "tokens", "cpu tier: the CPU store's size where known"),

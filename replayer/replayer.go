@@ -96,7 +96,15 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 // learn reads the server's version and cache configuration.
 func (rp *Replayer) learn(ctx context.Context) {
 	rp.info.Family = rp.c.DetectFamily(ctx)
-	if rp.cfg.ServerLog != nil && rp.info.Family.Traits().CacheLog != "" {
+	switch {
+	case rp.cfg.ServerLog == nil:
+	case rp.info.Family.Traits().CacheLog == "":
+		// Its log counts nothing kvtier reads (a vLLM knee starts).
+		if rp.cfg.Log != nil {
+			fmt.Fprintf(rp.cfg.Log, "kvtier %s: the server log %s is not read: %s writes no cache lines kvtier knows\n", rp.cfg.Suite, rp.cfg.ServerLog.Path(), rp.info.Family.Traits().Title)
+		}
+		rp.cfg.ServerLog = nil
+	default:
 		rp.cfg.ServerLog.Expect()
 	}
 	if v, err := rp.c.Version(ctx); err == nil {

@@ -326,3 +326,93 @@ func TestOneMessagePerFlag(t *testing.T) {
 		t.Errorf("--endpiont: exit %d, %q", code, stderr)
 	}
 }
+
+// quickStartKinds name the kinds of line the README's quick start shows,
+// so that its shape can be compared with a run's: what each line is, in
+// what order, and how often.
+var quickStartKinds = []struct {
+	kind string
+	re   *regexp.Regexp
+}{
+	{"writing", regexp.MustCompile(`^kvtier probe: writing \S+$`)},
+	{"overhead", regexp.MustCompile(`^kvtier probe: client overhead .*: [0-9.,]+ (ns|µs|ms|s)$`)},
+	{"server", regexp.MustCompile(`^kvtier probe: \S+ at http://127\.0\.0\.1:\d+ \(block size \d+, .*\)$`)},
+	{"rep", regexp.MustCompile(`^probe (miss|gpu|cpu) +\d+ tokens rep \d+: ttft [0-9.,]+ (µs|ms|s) verified by \S+$`)},
+	{"progress", regexp.MustCompile(`^kvtier probe: \[\d+/\d+\] (\w+ \d+ tokens|waiting for .*) \(.*elapsed.*\)$`)},
+	{"table title", regexp.MustCompile(`^kvtier probe: TTFT p50 of verified requests \(simulated\)$`)},
+	{"table header", regexp.MustCompile(`^ +L +miss +gpu +cpu +remote +miss/cpu +cpu/gpu +miss/remote$`)},
+	{"table row", regexp.MustCompile(`^ +\d+k( +\S+( \S+)?){7}$`)},
+	{"wrote", regexp.MustCompile(`^kvtier probe: wrote \S+ \(probe\.csv, probe_summary\.csv\)$`)},
+	{"path", regexp.MustCompile(`^\S+/probe\.csv$`)},
+	{"elided", regexp.MustCompile(`^… +\(.*\)$`)},
+}
+
+// lineKinds returns the kind of each line, or fails naming a line of no
+// kind; repeated kinds are kept, as the repetitions are part of the shape.
+func lineKinds(t *testing.T, where string, lines []string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range lines {
+		kind := ""
+		for _, k := range quickStartKinds {
+			if k.re.MatchString(l) {
+				kind = k.kind
+				break
+			}
+		}
+		if kind == "" {
+			t.Errorf("%s: a line of no kind the probe prints: %q", where, l)
+		}
+		out = append(out, kind)
+	}
+	return out
+}
+
+// shapeOf is the order of kinds, runs of one kind as one and the tiers'
+// alike (rep, progress) groups as one.
+func shapeOf(kinds []string) string {
+	s := strings.Join(slices.Compact(slices.Clone(kinds)), ",")
+	return regexp.MustCompile(`(rep,progress,)+`).ReplaceAllString(s, "rep,progress,")
+}
+
+// TestReadmeQuickStartShape: the README's quick start shows what the
+// probe prints: every line one the probe writes (a run of the same
+// command at 1k without the cpu tier, on the simulator, gives each kind),
+// the kinds in the run's order, as many miss reps as the probe's default
+// --reps, [i/N] with N the tiers given, and stdout's last line the CSV's
+// path. Before, it showed 3 reps, no progress line and no path.
+func TestReadmeQuickStartShape(t *testing.T) {
+	t.Parallel()
+	readme := readDoc(t, "README.md")
+	i := strings.Index(readme, "$ kvtier probe --sim --prefix 32k --tiers miss,gpu,cpu --out r/probe\n")
+	j := strings.Index(readme, "$ kvtier report r/probe\n")
+	if i < 0 || j < i {
+		t.Fatal("README has no quick start probe block")
+	}
+	shown := strings.Split(strings.TrimSpace(readme[i:j]), "\n")[1:]
+	kinds := lineKinds(t, "README", shown)
+	out := filepath.Join(t.TempDir(), "q")
+	code, stdout, stderr := runCLI(t, "probe", "--sim", "--prefix", "1k", "--tiers", "miss,gpu", "--reps", "2", "--out", out)
+	if code != exitOK {
+		t.Fatalf("probe: exit %d: %s", code, stderr)
+	}
+	run := lineKinds(t, "a run", strings.Split(strings.TrimSpace(stderr+stdout), "\n"))
+	// The run's kinds in order are the README's, a tier's reps and
+	// progress lines taken once (the README has three tiers, the run two).
+	if a, b := shapeOf(run), shapeOf(slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == "elided" })); a != b {
+		t.Errorf("the run's lines are %s; the README's %s", a, b)
+	}
+	reps := 0
+	for _, l := range shown {
+		if strings.HasPrefix(l, "probe miss ") {
+			reps++
+		}
+	}
+	_, _, help := runCLI(t, "probe", "-h")
+	if !strings.Contains(strings.Join(strings.Fields(help), " "), "--reps int measured requests per tier and prefix (default "+strconv.Itoa(reps)+")") {
+		t.Errorf("the README shows %d miss reps; probe's default --reps is not %d", reps, reps)
+	}
+	if !strings.Contains(readme[i:j], "] miss 32768 tokens") || !strings.Contains(readme[i:j], "[3/3]") || shown[len(shown)-1] != "r/probe/probe.csv" {
+		t.Error("the README's quick start lacks the [i/3] progress or the CSV's path on stdout")
+	}
+}

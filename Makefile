@@ -31,7 +31,8 @@ vet:
 # Every parser of outside input is fuzzed for a few seconds (31 s in all).
 # The last steps run what the race detector would slow past its checks
 # (under it those tests skip themselves): one MB1 cell against the
-# simulator in real time (about 8 s); replay's fidelity to the trace
+# simulator in real time (about 8 s; it skips, saying what it measured,
+# where the machine did not keep pace: docs/testing.md); replay's fidelity to the trace
 # model and the reference's knee on embedded simulators, in virtual time
 # (about 3 s); the knee with kvtier sim started through --server-cmd,
 # in real time at a tenth of the modeled delays (about 11 s); SHARDS at

@@ -52,7 +52,8 @@ type CostModel interface {
 	// longest prefix it was measured at.
 	Extrapolated(served map[string]int64, input int64) bool
 	// PastLimit reports whether it would read a cost past the limit the
-	// model extrapolates to: the request is counted, not predicted.
+	// model extrapolates to: the request is counted, not predicted. It
+	// implies Extrapolated (the limit lies past the measured range).
 	PastLimit(served map[string]int64, input int64) bool
 	// Store returns the measured cost of storing into a tier, a fixed
 	// cost per store and its bandwidth in bytes/s; ok is false where the
@@ -213,12 +214,15 @@ func (p *Planner) Observe(r *workload.Request, h *workload.Hits) {
 // predict adds the predicted load and TTFT of a request of input tokens
 // served p.served to e, or counts it past the extrapolation limit.
 func (p *Planner) predict(e *planEval, input int64) {
-	if p.o.Costs.PastLimit(p.served, input) {
+	// A cost past the limit is past the measured range too: most
+	// requests are within it and ask once.
+	extrap := p.o.Costs.Extrapolated(p.served, input)
+	if extrap && p.o.Costs.PastLimit(p.served, input) {
 		e.past++
 		return
 	}
 	load, ttft := p.o.Costs.Predict(p.served, input)
-	if p.o.Costs.Extrapolated(p.served, input) {
+	if extrap {
 		e.extrap++
 	}
 	e.load = append(e.load, float32(load))
@@ -374,12 +378,17 @@ func (p *Planner) recomputed() string { return p.tiers[len(p.tiers)-1] }
 // holds.
 func (r PlanResult) recomputed() string { return r.Tiers[len(r.Tiers)-1] }
 
+// describe32 returns the statistics of xs without their values: a plan
+// keeps no per-request figures past its statistics (two per request and
+// configuration would be 16 MB per configuration per million requests).
 func describe32(xs []float32) results.Stats {
 	f := make([]float64, len(xs))
 	for i, x := range xs {
 		f[i] = float64(x)
 	}
-	return results.Describe(f)
+	st := results.Describe(f)
+	st.Values = nil
+	return st
 }
 
 func sortedUnique(xs []int64) []int64 {

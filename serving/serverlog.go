@@ -176,7 +176,7 @@ const logSettle = time.Second
 func (l *ServerLog) Claim(prompt int) (n int, why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	deadline := time.Now().Add(logSettle)
+	deadline := time.Now().Add(logSettle) // how long to wait for the log, not a measurement
 	for {
 		loads, err := l.loads()
 		if err != nil {
@@ -200,7 +200,7 @@ func (l *ServerLog) Claim(prompt int) (n int, why string) {
 			l.pool = append(l.pool[:at[0]], l.pool[at[0]+1:]...)
 			return c.Used, ""
 		}
-		if !l.seen || time.Now().After(deadline) {
+		if !l.seen || time.Now().After(deadline) { // the wait's deadline, not a measurement
 			return 0, fmt.Sprintf("the server log %s has no cache line of a %d-token prompt (Ollama writes them with OLLAMA_DEBUG=1)", l.path, prompt)
 		}
 		l.mu.Unlock()

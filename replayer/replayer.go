@@ -53,11 +53,10 @@ func New(ctx context.Context, cfg Config, w *Workload) (*Replayer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := serving.NewClientWith(cfg.Endpoint, cfg.Timeout, cfg.Idle, cfg.HTTP)
+	c, err := serving.NewMeasuringClient(cfg.Endpoint, cfg.Timeout, cfg.Idle, cfg.HTTP, cfg.MaxTimeouts)
 	if err != nil {
 		return nil, err
 	}
-	c.SetMaxTimeouts(cfg.MaxTimeouts)
 	rp := &Replayer{cfg: cfg, w: w, c: c}
 	rp.info.Endpoint = redact.URL(cfg.Endpoint)
 	m, err := c.ServedModel(ctx, cfg.Model)

@@ -98,6 +98,18 @@ func NewClientWith(endpoint string, timeout, idle time.Duration, hc *http.Client
 	return c, nil
 }
 
+// NewMeasuringClient returns NewClientWith(endpoint, timeout, idle, hc)
+// with its breaker set to maxTimeouts (SetMaxTimeouts): the client a
+// measuring run sends its requests through.
+func NewMeasuringClient(endpoint string, timeout, idle time.Duration, hc *http.Client, maxTimeouts int) (*Client, error) {
+	c, err := NewClientWith(endpoint, timeout, idle, hc)
+	if err != nil {
+		return nil, err
+	}
+	c.SetMaxTimeouts(maxTimeouts)
+	return c, nil
+}
+
 // With returns a client of the same server and credentials whose
 // requests are bounded by timeout and idle (0: none).
 func (c *Client) With(timeout, idle time.Duration) *Client {

@@ -107,3 +107,37 @@ func TestServedModel(t *testing.T) {
 		})
 	}
 }
+
+// TestNewMeasuringClient checks the client a measuring run builds: its
+// bounds, its HTTP client and its breaker, or the endpoint's error.
+func TestNewMeasuringClient(t *testing.T) {
+	hc := &http.Client{}
+	tests := []struct {
+		name     string
+		endpoint string
+		hc       *http.Client
+		max      int32
+		wantErr  bool
+	}{
+		{"breaker set", "http://127.0.0.1:1", hc, 3, false},
+		{"never trips", "http://127.0.0.1:1", nil, 0, false},
+		{"not a URL", "127.0.0.1:1", nil, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := NewMeasuringClient(tt.endpoint, 5*time.Second, time.Second, tt.hc, int(tt.max))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if c.brk.max != tt.max || c.Timeout != 5*time.Second || c.Idle != time.Second {
+				t.Errorf("max %d timeout %v idle %v, want %d 5s 1s", c.brk.max, c.Timeout, c.Idle, tt.max)
+			}
+			if tt.hc != nil && c.HTTP != tt.hc {
+				t.Error("the given HTTP client is not used")
+			}
+		})
+	}
+}

@@ -182,11 +182,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 // --timeout (the decode streams use r.streams, which is not: they run for
 // as long as the cell does).
 func (r *Runner) client(endpoint string) (*serving.Client, error) {
-	c, err := serving.NewClientWith(endpoint, r.cfg.Timeout, r.cfg.Idle, r.cfg.HTTP)
-	if err == nil {
-		c.SetMaxTimeouts(r.cfg.MaxTimeouts)
-	}
-	return c, err
+	return serving.NewMeasuringClient(endpoint, r.cfg.Timeout, r.cfg.Idle, r.cfg.HTTP, r.cfg.MaxTimeouts)
 }
 
 // Model returns the model the runner drives.

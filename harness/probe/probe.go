@@ -204,11 +204,7 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 }
 
 func (p *Prober) client(endpoint string) (*serving.Client, error) {
-	c, err := serving.NewClientWith(endpoint, p.cfg.Timeout, p.cfg.Idle, p.cfg.HTTP)
-	if err == nil {
-		c.SetMaxTimeouts(p.cfg.MaxTimeouts)
-	}
-	return c, err
+	return serving.NewMeasuringClient(endpoint, p.cfg.Timeout, p.cfg.Idle, p.cfg.HTTP, p.cfg.MaxTimeouts)
 }
 
 // learn reads what the server says of itself: version, counters, cache

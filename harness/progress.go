@@ -36,8 +36,9 @@ type Progress struct {
 	now   func() time.Time // the clock of elapsed and ETA (tests set it)
 
 	total, done int
-	label       string // the configuration under way; "" between them
-	step        string // "rep 2/5", "warm-up 1/2"
+	weights     []float64 // each configuration's relative cost, when planned with them
+	label       string    // the configuration under way; "" between them
+	step        string    // "rep 2/5", "warm-up 1/2"
 	frac        float64
 	wait        string // what the run waits for; "" when it does not
 	waitSeq     int    // counts the waits, so that a late line is of the wait it was for
@@ -162,6 +163,39 @@ func (p *Progress) Plan(n int) {
 	p.update(func() { p.total += n })
 }
 
+// PlanWeights adds len(w) configurations whose relative costs (their
+// estimated seconds, from the run's cost model) are w, in the order they
+// run: the ETA then weighs what is done and left by them, so that a
+// costly configuration ahead (a cache flood, a set-up) is in it. Planned
+// after configurations without weights, it is Plan(len(w)).
+func (p *Progress) PlanWeights(w []float64) {
+	p.update(func() {
+		if p.total == len(p.weights) {
+			p.weights = append(p.weights, w...)
+		}
+		p.total += len(w)
+	})
+}
+
+// doneWork is the share of the planned work done: configurations (and
+// the fraction of the one under way), weighted where the plan has
+// weights for every configuration.
+func (p *Progress) doneWork() (done, total float64) {
+	if len(p.weights) != p.total || p.total == 0 {
+		return float64(p.done) + p.frac, float64(p.total)
+	}
+	for i, w := range p.weights {
+		total += w
+		switch {
+		case i < p.done:
+			done += w
+		case i == p.done:
+			done += p.frac * w
+		}
+	}
+	return done, total
+}
+
 // Begin starts the next configuration, named label.
 func (p *Progress) Begin(label string) {
 	p.update(func() { p.label, p.step, p.frac, p.wait = strings.TrimSpace(label), "", 0, "" })
@@ -271,20 +305,21 @@ func (p *Progress) counter(i int) string {
 }
 
 // timing is the elapsed time and the estimate of the time left, in
-// proportion to the configurations (and repetitions) done so far; none
+// proportion to the configurations (and repetitions) done so far,
+// weighted by their estimated costs where the plan has them; none
 // once every configuration ended (an interrupted one too: what is left
 // was not run, not done in no time), and never "0s" while one is left.
 func (p *Progress) timing() string {
 	el := p.now().Sub(p.start)
 	s := roundDuration(el) + " elapsed"
-	done := float64(p.done) + p.frac
+	done, total := p.doneWork()
 	switch {
 	case p.total > 0 && p.done >= p.total:
 		return s
-	case p.total == 0 || done <= 0 || done > float64(p.total):
+	case p.total == 0 || done <= 0 || done > total:
 		return s + ", ETA unknown"
 	}
-	left := time.Duration(float64(el) * (float64(p.total) - done) / done)
+	left := time.Duration(float64(el) * (total - done) / done)
 	if left < 50*time.Millisecond {
 		return s + ", ETA under 0.1s"
 	}

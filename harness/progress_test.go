@@ -252,3 +252,24 @@ func TestSamplerProgress(t *testing.T) {
 		}
 	}
 }
+
+// With weights, the ETA weighs what is left by the estimated costs: a
+// costly configuration ahead is in it, where counting configurations
+// would call the run nearly done.
+func TestProgressWeightedETA(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	p := NewProgress(&b)
+	start := time.Unix(0, 0)
+	now := start
+	p.now = func() time.Time { return now }
+	p.Start("probe", false)
+	defer p.Stop()
+	p.PlanWeights([]float64{10, 10, 80})
+	p.Begin("miss")
+	now = start.Add(10 * time.Second)
+	p.End("")
+	if !strings.Contains(b.String(), "ETA 1m30s") {
+		t.Errorf("after 10 s and a tenth of the work, want ETA 1m30s:\n%s", b.String())
+	}
+}

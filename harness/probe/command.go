@@ -210,13 +210,25 @@ func simConfig(cfg Config) vllmsim.Config {
 // producer's prefill for remote, the eviction flood for cpu), each for
 // the TTFT the simulator models.
 func simEstimate(cfg Config, sim vllmsim.Config) time.Duration {
+	var sec float64
+	for _, w := range simWeights(cfg, sim) {
+		sec += w
+	}
+	return time.Duration(sec * float64(time.Second))
+}
+
+// simWeights are the estimated seconds of each configuration (prefix,
+// then tier, as the probe runs them) against sim: every rep's TTFT, the
+// miss that puts a prefix in place for a hit, and for the cpu tier the
+// flood that evicts it from the GPU. The progress's ETA weighs by them.
+func simWeights(cfg Config, sim vllmsim.Config) []float64 {
 	ttft := func(tier string, tokens int) float64 { return vllmsim.EstimateTTFT(sim, tier, tokens, 0) }
 	// The flood: fillers of at most 8k tokens (half the pool at most)
 	// totalling the GPU pool times the margin (probe.Prober.evict).
 	pool := sim.GPUBlocks * sim.BlockSize
 	filler := min(8192, pool/2)
 	flood := float64((int(float64(pool)*cfg.EvictMargin)+filler-1)/filler) * ttft(tierMiss, filler)
-	var sec float64
+	var out []float64
 	for _, l := range cfg.Prefixes {
 		for _, tier := range cfg.Tiers {
 			t := ttft(tier, l)
@@ -226,10 +238,10 @@ func simEstimate(cfg Config, sim vllmsim.Config) time.Duration {
 			case tierCPU:
 				t += ttft(tierMiss, l) + flood
 			}
-			sec += t * float64(cfg.Reps)
+			out = append(out, t*float64(cfg.Reps))
 		}
 	}
-	return time.Duration(sec * float64(time.Second))
+	return out
 }
 
 // runCommand measures the TTFT of a reused prefix in each tier of a
@@ -238,6 +250,7 @@ func runCommand(ctx context.Context, c *cli.Call, f *flags, cfg Config) int {
 	f.server.WarnSimTimeScale(c.Stderr)
 	if f.server.UseSim {
 		servingflag.SayEstimate(c.Stderr, c.Name, f.full, len(cfg.Prefixes)*len(cfg.Tiers), cfg.Reps, simEstimate(cfg, simConfig(cfg)))
+		cfg.Weights = simWeights(cfg, simConfig(cfg))
 		stop, err := startSims(ctx, &cfg)
 		if err != nil {
 			return c.UsageErr(fmt.Errorf("--sim: %w", err))

@@ -67,6 +67,10 @@ const MaxTokens = 2
 
 // A Config says what to probe.
 type Config struct {
+	// Weights are the estimated seconds of each configuration (prefix,
+	// then tier), for the progress's ETA; nil weighs them alike.
+	Weights []float64
+
 	Endpoint      string // the server measured (the consumer for remote)
 	Producer      string // remote tier: the instance that prefills
 	Connector     string // nixl | mooncake
@@ -252,7 +256,11 @@ func (p *Prober) Client() *serving.Client { return p.c }
 // returns the sink's error if a row cannot be written.
 func (p *Prober) Run(ctx context.Context, sink results.Sink) error {
 	rs := harness.Requests{Suite: "probe", Sink: sink, Log: p.cfg.Log, Policy: harness.Policy{Reps: p.cfg.Reps}}
-	harness.ProgressOf(p.cfg.Log).Plan(len(p.cfg.Prefixes) * len(p.cfg.Tiers))
+	if n := len(p.cfg.Prefixes) * len(p.cfg.Tiers); len(p.cfg.Weights) == n {
+		harness.ProgressOf(p.cfg.Log).PlanWeights(p.cfg.Weights)
+	} else {
+		harness.ProgressOf(p.cfg.Log).Plan(n)
+	}
 	for _, l := range p.cfg.Prefixes {
 		for _, tier := range p.cfg.Tiers {
 			if _, err := rs.Measure(ctx, p.requestCase(tier, l)); err != nil {

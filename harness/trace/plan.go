@@ -97,6 +97,7 @@ type Planner struct {
 	blocks      [][]int64 // per config: capacity in blocks per tier of caps
 	evals       []planEval
 	served      map[string]int64
+	byTier      []int64 // the tokens each tier of caps served one request
 	distinct    int64   // blocks referenced so far: the depth of the LRU stack
 	first, last float64 // arrival of the first and last request, seconds
 	requests    int
@@ -121,6 +122,7 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 		return nil, err
 	}
 	p := &Planner{o: o, served: map[string]int64{}, tiers: tierspec.PlanNames(), caps: tierspec.CapacityNames()}
+	p.byTier = make([]int64, len(p.caps))
 	for _, c := range o.Configs {
 		b := c.capacities(p.caps)
 		for i, bytes := range b {
@@ -177,15 +179,23 @@ func (p *Planner) tierOf(caps []int64, d int64) int {
 // each block of it served by the tier its own distance falls in.
 func (p *Planner) Observe(r *workload.Request, h *workload.Hits) {
 	for ci, caps := range p.blocks {
-		clear(p.served)
+		// Tokens per tier by index first: a map write per block and
+		// configuration was most of a plan's time.
+		clear(p.byTier)
 		var hit int64
 		for k, lead := range h.Lead {
 			if p.tierOf(caps, lead) < 0 {
 				break
 			}
 			t := int64(h.Tokens[k])
-			p.served[p.caps[p.tierOf(caps, h.Dist[k])]] += t
+			p.byTier[p.tierOf(caps, h.Dist[k])] += t
 			hit += t
+		}
+		clear(p.served)
+		for i, n := range p.byTier {
+			if n > 0 {
+				p.served[p.caps[i]] = n
+			}
 		}
 		p.served[p.recomputed()] = int64(h.Input) - hit
 		e := &p.evals[ci]

@@ -290,19 +290,13 @@ func numberEnd(b []byte, i int) (int, bool) {
 		i++
 	}
 	start := i
-	for i < len(b) && isDigit(b[i]) {
-		i++
-	}
+	i = digitsEnd(b, i)
 	if i == start || (i-start > 1 && b[start] == '0') {
 		return i, false
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		frac := i
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
-		if i == frac {
+		frac := i + 1
+		if i = digitsEnd(b, frac); i == frac {
 			return i, false
 		}
 	}
@@ -312,14 +306,19 @@ func numberEnd(b []byte, i int) (int, bool) {
 			i++
 		}
 		exp := i
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
-		if i == exp {
+		if i = digitsEnd(b, exp); i == exp {
 			return i, false
 		}
 	}
 	return i, true
+}
+
+// digitsEnd returns the index past the run of decimal digits at b[i:].
+func digitsEnd(b []byte, i int) int {
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	return i
 }
 
 // number reads a JSON number as a float64, exactly as strconv.ParseFloat

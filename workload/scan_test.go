@@ -128,3 +128,32 @@ func TestDecoderAllocs(t *testing.T) {
 		t.Errorf("%v allocations per line", n)
 	}
 }
+
+// TestNumberEnd checks where a JSON number ends and which forms are
+// refused, as encoding/json's grammar has them.
+func TestNumberEnd(t *testing.T) {
+	tests := []struct {
+		in   string
+		end  int
+		isOK bool
+	}{
+		{"0,", 1, true},
+		{"-12]", 3, true},
+		{"3.25}", 4, true},
+		{"1e9,", 3, true},
+		{"-1.5E+10 ", 8, true},
+		{"2.5e-3", 6, true},
+		{"01", 2, false},
+		{"-", 1, false},
+		{"1.", 2, false},
+		{"1.e5", 2, false},
+		{"1e", 2, false},
+		{"1e+", 3, false},
+	}
+	for _, tt := range tests {
+		end, ok := numberEnd([]byte(tt.in), 0)
+		if end != tt.end || ok != tt.isOK {
+			t.Errorf("numberEnd(%q) = %d, %v; want %d, %v", tt.in, end, ok, tt.end, tt.isOK)
+		}
+	}
+}

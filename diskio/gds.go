@@ -119,6 +119,9 @@ type GDS struct {
 	size  int64
 	depth int
 
+	props    cufilewrap.DriverProps
+	propsErr error // why props could not be read, nil if they were
+
 	mu      sync.Mutex
 	handles map[*File]cufilewrap.Handle
 	reqs    [][]cufilewrap.Req // per goroutine, reused
@@ -141,8 +144,35 @@ func OpenGDS(lib string, ctx DeviceContext, base uintptr, size int64, depth int)
 		l.DriverClose()
 		return nil, err
 	}
-	return &GDS{lib: l, ctx: ctx, base: base, size: size, depth: depth,
+	props, st := l.DriverProps()
+	return &GDS{lib: l, ctx: ctx, base: base, size: size, depth: depth, props: props, propsErr: cuFileErr(st),
 		handles: map[*File]cufilewrap.Handle{}, reqs: make([][]cufilewrap.Req, depth)}, nil
+}
+
+// Mode says how cuFile moves g's bytes: "native" (GPUDirect Storage,
+// DMA between the disk and GPU memory) only where the nvidia-fs module
+// is loaded (module, from /proc/driver/nvidia-fs) and the driver's
+// properties report an nvidia-fs version in use; else "compatibility"
+// (cuFile's POSIX fallback through host memory), with the reason.
+func (g *GDS) Mode(module bool) (mode, reason string) {
+	return GDSMode(module, g.props, g.propsErr)
+}
+
+// GDSMode is GDS.Mode from its inputs: whether the nvidia-fs module is
+// loaded and what cuFileDriverGetProperties returned (props, err).
+func GDSMode(module bool, props cufilewrap.DriverProps, err error) (mode, reason string) {
+	compat := "compatibility"
+	switch {
+	case err != nil:
+		return compat, fmt.Sprintf("cuFile driver properties unread (%v)", err)
+	case props.Major == 0 && props.Minor == 0 && !module:
+		return compat, "no nvidia-fs module (/proc/driver/nvidia-fs) and cuFile reports nvidia-fs 0.0"
+	case props.Major == 0 && props.Minor == 0:
+		return compat, "nvidia-fs module loaded but cuFile reports nvidia-fs 0.0 (not in use)"
+	case !module:
+		return compat, fmt.Sprintf("cuFile reports nvidia-fs %d.%d but /proc/driver/nvidia-fs is absent", props.Major, props.Minor)
+	}
+	return "native", fmt.Sprintf("nvidia-fs %d.%d", props.Major, props.Minor)
 }
 
 // Depth is the number of goroutines reading or writing at once.

@@ -2,11 +2,13 @@ package diskio
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/kvtier/kvtier/csrc/cufilewrap"
 	"github.com/kvtier/kvtier/csrc/cufilewrap/cufiletest"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/pattern"
@@ -203,5 +205,40 @@ func TestGDSTruncatedAndMissing(t *testing.T) {
 	}
 	if err := ProbeGDS(t.TempDir()+"/libcufile.so.0", DeviceContext{}); err == nil || !strings.Contains(err.Error(), "cannot load libcufile") {
 		t.Errorf("probe of a missing library: %v", err)
+	}
+}
+
+// TestGDSMode: native only where the nvidia-fs module is loaded and
+// cuFile's driver properties report it in use; the reason says which
+// input decided.
+func TestGDSMode(t *testing.T) {
+	t.Parallel()
+	lib := cufiletest.Build(t)
+	dev := buffer(t, 4<<10)
+	g, err := OpenGDS(lib, DeviceContext{}, uintptr(unsafe.Pointer(&dev[0])), int64(len(dev)), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if m, why := g.Mode(true); m != "compatibility" || !strings.Contains(why, "nvidia-fs 0.0") {
+		t.Errorf("fake reporting no nvidia-fs, module loaded: %s (%s)", m, why)
+	}
+	in := cufilewrap.DriverProps{Major: 2, Minor: 17}
+	for _, c := range []struct {
+		module bool
+		props  cufilewrap.DriverProps
+		err    error
+		want   string
+		why    string
+	}{
+		{true, in, nil, "native", "nvidia-fs 2.17"},
+		{false, in, nil, "compatibility", "/proc/driver/nvidia-fs is absent"},
+		{true, cufilewrap.DriverProps{}, nil, "compatibility", "not in use"},
+		{false, cufilewrap.DriverProps{}, nil, "compatibility", "no nvidia-fs module"},
+		{true, in, errors.New("cuFileDriverGetProperties: unsupported"), "compatibility", "unread"},
+	} {
+		if m, why := GDSMode(c.module, c.props, c.err); m != c.want || !strings.Contains(why, c.why) {
+			t.Errorf("module %v props %+v err %v: %s (%s), want %s (%s)", c.module, c.props, c.err, m, why, c.want, c.why)
+		}
 	}
 }

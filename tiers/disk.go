@@ -42,7 +42,8 @@ func init() {
 			results.Bool("fixed_bufs", "disk, io_uring: whether the buffers were registered (fixed)"),
 			results.Text("disk", "disk: the block device under the tier's file"),
 			results.Text("disk_fs", "disk: the file system of the tier's file"),
-			results.Text("gds_mode", "disk, cufile: native (GPUDirect Storage, the nvidia-fs module loaded) or compatibility (cuFile's POSIX fallback through host memory)"),
+			results.Text("gds_mode", "disk, cufile: native (GPUDirect Storage: the nvidia-fs module loaded and in use by cuFile) or compatibility (cuFile's POSIX fallback through host memory)"),
+			results.Text("gds_reason", "disk, cufile: why gds_mode: the nvidia-fs version cuFile's driver properties report, and whether the module is loaded"),
 			results.Text("sync", "disk stores: what a sample waits for: none (the writes complete) or fdatasync (they are durable)"),
 		},
 		Prepares: "the disk file to be written and its pages dropped",
@@ -357,6 +358,17 @@ func (t *diskTier) uringReason(err error) string {
 		why += " (kernel without io_uring, or a seccomp filter: containers often block it)"
 	}
 	return why + "; --io pread reads without it"
+}
+
+// gdsMode says how cuFile moves the tier's bytes and why: from the
+// nvidia-fs module and, once the driver is open, cuFile's own driver
+// properties.
+func (t *diskTier) gdsMode() (mode, reason string) {
+	module := system.GDSMode(root(t.env)) == "native"
+	if t.gds == nil {
+		return "compatibility", "cuFile driver not open: its properties unread"
+	}
+	return t.gds.Mode(module)
 }
 
 // gdsReason says why GPUDirect Storage cannot run here.
@@ -716,7 +728,7 @@ func (t *diskTier) Attrs() map[string]string {
 	switch {
 	case t.v.io == diskio.CUFile:
 		path = peer.DestGPUDirect
-		a["gds_mode"] = system.GDSMode(root(t.env))
+		a["gds_mode"], a["gds_reason"] = t.gdsMode()
 	case t.env.Backend.Caps().DeviceMemory:
 		path += "+" + peer.DestBounce
 	}

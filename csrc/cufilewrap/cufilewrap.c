@@ -69,6 +69,23 @@ int kv_cufile_driver_close(kv_cufile *L, kv_cufile_err *e)
 	return kv_status(e, "cuFileDriverClose", L->cuFileDriverClose());
 }
 
+int kv_cufile_driver_props(kv_cufile *L, unsigned *major, unsigned *minor, unsigned *status, unsigned *control,
+			   kv_cufile_err *e)
+{
+	if (!L->cuFileDriverGetProperties)
+		return kv_fail(e, "cuFileDriverGetProperties", KV_SHIM_ERR_UNSUPPORTED);
+	kv_CUfileDrvProps_t p;
+	memset(&p, 0, sizeof p);
+	int r = kv_status(e, "cuFileDriverGetProperties", L->cuFileDriverGetProperties(&p));
+	if (r)
+		return r;
+	*major = p.nvfs.major_version;
+	*minor = p.nvfs.minor_version;
+	*status = p.nvfs.dstatusflags;
+	*control = p.nvfs.dcontrolflags;
+	return 0;
+}
+
 int kv_cufile_handle_register(kv_cufile *L, int fd, kv_CUfileHandle_t *h, kv_cufile_err *e)
 {
 	kv_CUfileDescr_t d;

@@ -81,6 +81,27 @@ func (l *Lib) DriverClose() Status {
 	return status(C.kv_cufile_driver_close(l.T, &e), &e)
 }
 
+// DriverProps are the nvidia-fs facts of cuFileDriverGetProperties: the
+// nvidia-fs version cuFile uses (0.0 where it uses none: its POSIX
+// compatibility mode) and the driver's status and control flags.
+type DriverProps struct {
+	Major, Minor uint32
+	Status       uint32 // dstatusflags: CU_FILE_*_SUPPORTED bits
+	Control      uint32 // dcontrolflags: CU_FILE_USE_POLL_MODE, CU_FILE_ALLOW_COMPAT_MODE bits
+}
+
+// AllowCompat is CU_FILE_ALLOW_COMPAT_MODE's bit in DriverProps.Control.
+const AllowCompat = 1 << C.KV_CU_FILE_ALLOW_COMPAT_MODE
+
+// DriverProps is cuFileDriverGetProperties (after DriverOpen); Code
+// shim.CodeUnsupported where the library lacks it.
+func (l *Lib) DriverProps() (DriverProps, Status) {
+	var major, minor, st, ctl C.unsigned
+	var e C.kv_cufile_err
+	s := status(C.kv_cufile_driver_props(l.T, &major, &minor, &st, &ctl, &e), &e)
+	return DriverProps{uint32(major), uint32(minor), uint32(st), uint32(ctl)}, s
+}
+
 // A Handle is a registered file.
 type Handle unsafe.Pointer
 

@@ -46,13 +46,43 @@ typedef struct {
 
 typedef void *kv_CUfileHandle_t;
 
+/* CUfileDrvProps_t: what cuFileDriverGetProperties reports. nvfs is the
+ * nvidia-fs kernel driver as the library sees it: its version (0.0 when
+ * nvidia-fs is not in use: cuFile's POSIX compatibility mode), sizes,
+ * and the status (CU_FILE_*_SUPPORTED bits) and control
+ * (CU_FILE_USE_POLL_MODE, CU_FILE_ALLOW_COMPAT_MODE bits) flags. Only
+ * the fields kvtier reads are listed for the ABI test; the rest keep
+ * the layout. */
+typedef struct {
+	struct {
+		unsigned int major_version;
+		unsigned int minor_version;
+		size_t poll_thresh_size;
+		size_t max_direct_io_size;
+		unsigned int dstatusflags;
+		unsigned int dcontrolflags;
+	} nvfs;
+	unsigned int fflags;
+	unsigned int max_device_cache_size;
+	unsigned int per_buffer_cache_size;
+	unsigned int max_device_pinned_mem_size;
+	unsigned int max_batch_io_size;
+	unsigned int max_batch_io_timeout_msecs;
+} kv_CUfileDrvProps_t;
+
 /* X(struct, field): every field of the structs above, for the ABI test. */
 #define KV_CUFILE_FIELDS(X)                \
 	X(CUfileError_t, err)              \
 	X(CUfileError_t, cu_err)           \
 	X(CUfileDescr_t, type)             \
 	X(CUfileDescr_t, handle)           \
-	X(CUfileDescr_t, fs_ops)
+	X(CUfileDescr_t, fs_ops)           \
+	X(CUfileDrvProps_t, nvfs)          \
+	X(CUfileDrvProps_t, nvfs.major_version) \
+	X(CUfileDrvProps_t, nvfs.minor_version) \
+	X(CUfileDrvProps_t, nvfs.dstatusflags)  \
+	X(CUfileDrvProps_t, nvfs.dcontrolflags) \
+	X(CUfileDrvProps_t, fflags)
 
 /* X(name, value): the cufile.h constants the shim uses; each becomes
  * KV_<name>. */
@@ -60,7 +90,8 @@ typedef void *kv_CUfileHandle_t;
 	X(CU_FILE_SUCCESS, 0)                   \
 	X(CU_FILE_DRIVER_NOT_INITIALIZED, 5001) \
 	X(CU_FILE_CUDA_DRIVER_ERROR, 5011)      \
-	X(CU_FILE_HANDLE_TYPE_OPAQUE_FD, 1)
+	X(CU_FILE_HANDLE_TYPE_OPAQUE_FD, 1)     \
+	X(CU_FILE_ALLOW_COMPAT_MODE, 1)
 
 #define KV_CUFILE_ENUM(name, value) KV_##name = (value),
 enum { KV_CUFILE_CONSTANTS(KV_CUFILE_ENUM) };
@@ -83,7 +114,8 @@ enum {
 	X(cuFileBufRegister, "cuFileBufRegister", 1, kv_CUfileError_t, (const void *, size_t, int))      \
 	X(cuFileBufDeregister, "cuFileBufDeregister", 1, kv_CUfileError_t, (const void *))                \
 	X(cuFileRead, "cuFileRead", 1, ssize_t, (kv_CUfileHandle_t, void *, size_t, off_t, off_t))          \
-	X(cuFileWrite, "cuFileWrite", 1, ssize_t, (kv_CUfileHandle_t, const void *, size_t, off_t, off_t))
+	X(cuFileWrite, "cuFileWrite", 1, ssize_t, (kv_CUfileHandle_t, const void *, size_t, off_t, off_t))  \
+	X(cuFileDriverGetProperties, "cuFileDriverGetProperties", 0, kv_CUfileError_t, (kv_CUfileDrvProps_t *))
 
 /* A kv_cufile is one loaded libcufile: its handle and function table. */
 typedef struct kv_cufile {
@@ -119,6 +151,11 @@ kv_cufile *kv_cufile_load(const char *path, kv_cufile_err *e);
 
 int kv_cufile_driver_open(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, kv_cufile_err *e);
 int kv_cufile_driver_close(kv_cufile *L, kv_cufile_err *e);
+/* kv_cufile_driver_props is cuFileDriverGetProperties (the driver open):
+ * the nvidia-fs version it reports and its status and control flags;
+ * KV_SHIM_ERR_UNSUPPORTED where the library lacks the call. */
+int kv_cufile_driver_props(kv_cufile *L, unsigned *major, unsigned *minor, unsigned *status, unsigned *control,
+			   kv_cufile_err *e);
 int kv_cufile_handle_register(kv_cufile *L, int fd, kv_CUfileHandle_t *h, kv_cufile_err *e);
 void kv_cufile_handle_deregister(kv_cufile *L, kv_CUfileHandle_t h);
 int kv_cufile_buf_register(kv_cufile *L, kv_cufile_set_ctx_fn set, uint64_t ctx, uint64_t p, size_t n,

@@ -256,3 +256,29 @@ func TestWrite(t *testing.T) {
 		t.Errorf("write failing with a cuFile code: %+v", st)
 	}
 }
+
+// TestDriverProps reads cuFileDriverGetProperties: refused before the
+// driver is open, then the nvidia-fs version the library reports (0.0:
+// compatibility mode) and its flags, with the struct laid out as
+// cufile.h has it.
+func TestDriverProps(t *testing.T) {
+	t.Parallel()
+	x := setup(t)
+	if _, st := x.lib.DriverProps(); st.Code != DriverNotInitialized {
+		t.Errorf("before DriverOpen: %+v, want %d", st, DriverNotInitialized)
+	}
+	if st := x.lib.DriverOpen(Ctx{}); !st.OK() {
+		t.Fatalf("DriverOpen: %+v", st)
+	}
+	t.Cleanup(func() { x.lib.DriverClose() })
+	for _, v := range []struct{ major, minor uint32 }{{0, 0}, {2, 17}} {
+		cufiletest.NVFS(t, x.path, uint(v.major), uint(v.minor))
+		p, st := x.lib.DriverProps()
+		if !st.OK() {
+			t.Fatalf("DriverProps: %+v", st)
+		}
+		if p.Major != v.major || p.Minor != v.minor || p.Control&AllowCompat == 0 || p.Status != 1<<4 {
+			t.Errorf("nvfs %d.%d: props %+v", v.major, v.minor, p)
+		}
+	}
+}

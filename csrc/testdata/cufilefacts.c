@@ -35,6 +35,7 @@ int main(void)
 	KV_CUFILE_SYMBOLS(KV_SYM)
 	printf("struct CUfileError_t %zu\n", sizeof(kv_CUfileError_t));
 	printf("struct CUfileDescr_t %zu\n", sizeof(kv_CUfileDescr_t));
+	printf("struct CUfileDrvProps_t %zu\n", sizeof(kv_CUfileDrvProps_t));
 	KV_CUFILE_FIELDS(KV_FIELD)
 	KV_CUFILE_CONSTANTS(KV_CONST)
 	return 0;

@@ -17,6 +17,8 @@ static void call_state(void *f, long *o, long *hd, long *b, long *r, long *w)
 	((void (*)(long *, long *, long *, long *, long *))f)(o, hd, b, r, w);
 }
 
+static void call_nvfs(void *f, unsigned major, unsigned minor) { ((void (*)(unsigned, unsigned))f)(major, minor); }
+
 static void *ctx_of(void *f, long *calls) { return ((void *(*)(long *))f)(calls); }
 */
 import "C"
@@ -59,6 +61,14 @@ func Fail(t testing.TB, lib, sym string, code int) {
 	cs := C.CString(sym)
 	defer C.free(unsafe.Pointer(cs))
 	C.call_fail(fakelib.Sym(t, lib, "fakecufile_fail"), cs, C.int(code))
+}
+
+// NVFS makes cuFileDriverGetProperties of the loaded fake at lib report
+// nvidia-fs major.minor in use; 0, 0 (the default) reports none, as
+// cuFile does in compatibility mode.
+func NVFS(t testing.TB, lib string, major, minor uint) {
+	t.Helper()
+	C.call_nvfs(fakelib.Sym(t, lib, "fakecufile_nvfs"), C.unsigned(major), C.unsigned(minor))
 }
 
 // A State is what the loaded fake holds.

@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // structFacts writes the size of each struct the shim declares and the
 // offset and size of each of its fields, laid out by C's rules.
@@ -11,7 +14,7 @@ func structFacts(v int, b *Bindings, want shimLists) ([]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("CUDA %d declares no struct %s", v, s)
 		}
-		size, _, offs, err := b.layout(fields, union, v)
+		size, _, _, err := b.layout(fields, union, v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s, err)
 		}
@@ -20,14 +23,43 @@ func structFacts(v int, b *Bindings, want shimLists) ([]string, error) {
 			if f[0] != s {
 				continue
 			}
-			o, ok := offs[f[1]]
-			if !ok {
-				return nil, fmt.Errorf("CUDA %d: %s has no field %s", v, s, f[1])
+			o, err := b.fieldAt(fields, union, f[1], v)
+			if err != nil {
+				return nil, fmt.Errorf("CUDA %d: %s: %w", v, s, err)
 			}
 			out = append(out, fmt.Sprintf("%d field %s.%s %d %d", v, s, f[1], o[0], o[1]))
 		}
 	}
 	return out, nil
+}
+
+// fieldAt returns the offset and size of the field path (a.b: field b
+// of the struct that field a is) within a struct of fields.
+func (b *Bindings) fieldAt(fields []field, union bool, path string, v int) ([2]int, error) {
+	name, rest, nested := strings.Cut(path, ".")
+	_, _, offs, err := b.layout(fields, union, v)
+	if err != nil {
+		return [2]int{}, err
+	}
+	o, ok := offs[name]
+	if !ok {
+		return [2]int{}, fmt.Errorf("no field %s", name)
+	}
+	if !nested {
+		return o, nil
+	}
+	for _, f := range fields {
+		if f.name != name {
+			continue
+		}
+		inner, u, ok := b.structOf(f.typ, v)
+		if !ok {
+			return [2]int{}, fmt.Errorf("field %s is no struct", name)
+		}
+		in, err := b.fieldAt(inner, u, rest, v)
+		return [2]int{o[0] + in[0], in[1]}, err
+	}
+	return [2]int{}, fmt.Errorf("no field %s", name)
 }
 
 // structOf follows aliases from name to a struct or union declaration.

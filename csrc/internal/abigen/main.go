@@ -112,7 +112,7 @@ var (
 	reSym         = regexp.MustCompile(`X\((cu[A-Z]\w+), \d+, [01],`)
 	reBlas        = regexp.MustCompile(`X\((cublas\w+), [01],`)
 	reConstX      = regexp.MustCompile(`X\(((?:CU|CUDA|CUBLAS)_\w+), `)
-	reFieldX      = regexp.MustCompile(`X\((CU[a-z]\w*), ([a-zA-Z]\w*)\)`)
+	reFieldX      = regexp.MustCompile(`X\((CU[a-z]\w*), ([a-zA-Z][\w.]*)\)`)
 	reCUFileSym   = regexp.MustCompile(`X\((cuFile\w+), "(\w+)", [01],`)
 	reCUFileConst = regexp.MustCompile(`X\(((?:CU_FILE|CUFILE)\w*), `)
 )

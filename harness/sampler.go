@@ -24,7 +24,7 @@ import (
 const DefaultWarmup = 2
 
 // WarmupUsage is the help of --warmup, the same in every command.
-const WarmupUsage = "discarded warm-up samples per configuration (one default in every command: the first pays one-time costs, page faults, lazy CUDA and cuBLAS set-up, a new connection's slow start; the second shows the steady state and sizes small copies' repeats)"
+const WarmupUsage = "discarded warm-up samples per configuration (one default in every command: why in docs/gpu-node.md, What kvtier picks by itself)"
 
 // A Policy says how a Sampler measures each case.
 type Policy struct {

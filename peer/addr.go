@@ -85,7 +85,7 @@ func contextWithCancel() (context.Context, context.CancelFunc) {
 const DefaultConns = 4
 
 // ConnsUsage is the help of --conns, the same in every command.
-const ConnsUsage = "parallel TCP connections or RC QPs (one default in every command: a prefix's chunks are independent reads an engine's KV connector spreads over several; one TCP stream is bound by one core and measures the stream, not the path)"
+const ConnsUsage = "parallel TCP connections or RC QPs (one default in every command: why in docs/gpu-node.md, What kvtier picks by itself)"
 
 // MaxConns bounds the parallel connections (or RC QPs) one client opens.
 const MaxConns = 64

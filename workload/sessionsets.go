@@ -1,16 +1,21 @@
 package workload
 
 // sessionSets records, per dense block, the sessions that referenced it
-// and the tokens of its cross-session hits: how many sessions, the first
-// of them, and, for a block two or more referenced, every (session,
-// block) pair in pairs (session<<32 | block). Most blocks belong to one
-// session, so pairs holds the shared ones only.
+// and the tokens of its cross-session hits: how many sessions and the
+// first of them. Most blocks belong to one session; for a block two or
+// more referenced, each of those sessions lists it (a short slice per
+// session, the first maxListed such blocks) and pairs holds the rest
+// (session<<32 | block).
 type sessionSets struct {
-	count    []int32 // per block: sessions that referenced it
-	first    []int32 // per block: the first of them
+	count    []int32   // per block: sessions that referenced it
+	first    []int32   // per block: the first of them
+	listed   [][]int32 // per session: shared blocks it referenced, up to maxListed
 	pairs    map[uint64]struct{}
 	crossHit map[int32]float64 // per block: tokens of its cross-session hits (sampled units)
 }
+
+// maxListed bounds a session's list of shared blocks: a lookup scans it.
+const maxListed = 16
 
 func newSessionSets() sessionSets {
 	return sessionSets{pairs: map[uint64]struct{}{}, crossHit: map[int32]float64{}}
@@ -28,11 +33,43 @@ func pairKey(session int, b int32) uint64 { return uint64(session)<<32 | uint64(
 
 // referenced reports whether session referenced block b before.
 func (s *sessionSets) referenced(session int, b int32) bool {
-	if s.count[b] == 1 {
+	switch s.count[b] {
+	case 0:
+		return false
+	case 1:
 		return s.first[b] == int32(session)
+	}
+	return s.has(session, b)
+}
+
+// has reports whether session is one of shared block b's sessions.
+func (s *sessionSets) has(session int, b int32) bool {
+	if session >= len(s.listed) {
+		return false
+	}
+	l := s.listed[session]
+	for _, x := range l {
+		if x == b {
+			return true
+		}
+	}
+	if len(l) < maxListed {
+		return false
 	}
 	_, ok := s.pairs[pairKey(session, b)]
 	return ok
+}
+
+// note records that session referenced shared block b.
+func (s *sessionSets) note(session int, b int32) {
+	for len(s.listed) <= session {
+		s.listed = append(s.listed, nil)
+	}
+	if l := s.listed[session]; len(l) < maxListed {
+		s.listed[session] = append(l, b)
+		return
+	}
+	s.pairs[pairKey(session, b)] = struct{}{}
 }
 
 // add records that session referenced block b.
@@ -42,12 +79,12 @@ func (s *sessionSets) add(session int, b int32) {
 		s.count[b], s.first[b] = 1, int32(session)
 	case n == 1 && s.first[b] == int32(session):
 	case n == 1:
-		s.pairs[pairKey(int(s.first[b]), b)] = struct{}{}
-		s.pairs[pairKey(session, b)] = struct{}{}
+		s.note(int(s.first[b]), b)
+		s.note(session, b)
 		s.count[b] = 2
 	default:
-		if _, ok := s.pairs[pairKey(session, b)]; !ok {
-			s.pairs[pairKey(session, b)] = struct{}{}
+		if !s.has(session, b) {
+			s.note(session, b)
 			s.count[b]++
 		}
 	}

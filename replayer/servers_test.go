@@ -51,7 +51,9 @@ func TestReplayTextOnlyServer(t *testing.T) {
 // timings.cache_n realizes the trace's shared prefix.
 func TestReplayServerFamilies(t *testing.T) {
 	t.Parallel()
-	w := writeTrace(t, workload.Options{BlockTokens: 16}, mooncake(0, 64, 2, "a", "1,2,3,4"), mooncake(1, 64, 2, "a", "1,2,3,4"))
+	// The second request 300 ms after the first, so the first has
+	// finished (and filled the cache) on a loaded race run.
+	w := writeTrace(t, workload.Options{BlockTokens: 16}, mooncake(0, 64, 2, "a", "1,2,3,4"), mooncake(300, 64, 2, "a", "1,2,3,4"))
 	for _, tc := range []struct {
 		h      http.Handler
 		family string
@@ -87,7 +89,9 @@ func TestReplayServerFamilies(t *testing.T) {
 // reuses all but its last token, and the run's cached share says so.
 func TestReplayCachedFromServerLog(t *testing.T) {
 	t.Parallel()
-	w := writeTrace(t, workload.Options{BlockTokens: 16}, mooncake(0, 64, 2, "a", "1,2,3,4"), mooncake(1, 64, 2, "a", "1,2,3,4"))
+	// 300 ms apart: one after the other (two of one length at once
+	// whose lines disagree are left uncounted: TestServerLogClaim).
+	w := writeTrace(t, workload.Options{BlockTokens: 16}, mooncake(0, 64, 2, "a", "1,2,3,4"), mooncake(300, 64, 2, "a", "1,2,3,4"))
 	path := filepath.Join(t.TempDir(), "ollama.log")
 	logf, err := os.Create(path)
 	if err != nil {

@@ -36,7 +36,7 @@ vet:
 # model and the reference's knee on embedded simulators, in virtual time
 # (about 3 s); the knee with kvtier sim started through --server-cmd,
 # in real time at a tenth of the modeled delays (about 11 s); SHARDS at
-# a 1 % sample against the exact curve (about 10 s).
+# a 1 % sample against the exact curve (about 1 s).
 test: 
 	@scripts/deps.sh test
 	$(GO) vet ./...

@@ -77,7 +77,7 @@ lint: vet
 # VM's kvtier is built with -tags kvtier_testfaults: its fault cases set
 # KVTIER_TEST_* switches the shipped binary does not read.
 test-rdma: deps
-	$(GO) test -tags rdmavm -count=1 -v -timeout 15m -run TestSoftRoCE ./rdmavm
+	$(GO) test -tags rdmavm -count=1 -v -timeout 25m -run TestSoftRoCE ./rdmavm
 
 # kvtier's HTTP suites against a real server: Ollama v0.6.8 on the CPU,
 # built from its Go module once per machine (about 2 minutes on 2 cores,

@@ -1,9 +1,6 @@
 package layers
 
 import (
-	"io/fs"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -25,25 +22,9 @@ func TestNoSuiteNames(t *testing.T) {
 	for _, n := range suiteNames {
 		names[n] = n
 	}
-	root := filepath.Join("..", "..")
-	for _, dir := range engineDirs {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				return err
-			case d.IsDir() && d.Name() == "reporttest":
-				return filepath.SkipDir
-			case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
-				return nil
-			}
-			for _, bad := range tierLiterals(t, path, names) {
-				rel, _ := filepath.Rel(root, path)
-				t.Errorf("%s:%s names a suite; register the suite's section, headline or figure from its own package", filepath.ToSlash(rel), bad)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	engineSources(t, engineDirs, func(rel, path string) {
+		for _, bad := range tierLiterals(t, path, names) {
+			t.Errorf("%s:%s names a suite; register the suite's section, headline or figure from its own package", rel, bad)
 		}
-	}
+	})
 }

@@ -33,8 +33,21 @@ func TestNoTierNames(t *testing.T) {
 			names[n] = d.Name
 		}
 	}
+	engineSources(t, tierNameDirs, func(rel, path string) {
+		for _, bad := range tierLiterals(t, path, names) {
+			t.Errorf("%s:%s names a tier; iterate tierspec or ask its Desc instead", rel, bad)
+		}
+	})
+}
+
+// engineSources calls fn with the slash path from the module root and
+// the path of each non-test Go file under dirs, leaving out the fixture
+// generators (report/reporttest), which write rows, and rows name tiers
+// and suites.
+func engineSources(t *testing.T, dirs []string, fn func(rel, path string)) {
+	t.Helper()
 	root := filepath.Join("..", "..")
-	for _, dir := range tierNameDirs {
+	for _, dir := range dirs {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
 			switch {
 			case err != nil:
@@ -44,10 +57,8 @@ func TestNoTierNames(t *testing.T) {
 			case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
 				return nil
 			}
-			for _, bad := range tierLiterals(t, path, names) {
-				rel, _ := filepath.Rel(root, path)
-				t.Errorf("%s:%s names a tier; iterate tierspec or ask its Desc instead", filepath.ToSlash(rel), bad)
-			}
+			rel, _ := filepath.Rel(root, path)
+			fn(filepath.ToSlash(rel), path)
 			return nil
 		})
 		if err != nil {

@@ -82,8 +82,9 @@ type Summary struct {
 	APC, ExtAPC                        float64
 	Hits, Queries, ExtHits, ExtQueries float64
 	APCSource                          string
-	// SimLag is how far a kvtier sim fell behind real time in its life
-	// (its kvtier_sim_lag_seconds after the run); NaN for other servers.
+	// SimLag is the most a kvtier sim fell behind real time during the
+	// run (serving.SimLagBetween the scrapes before and after it; over
+	// its life where the one before failed); NaN for other servers.
 	SimLag       float64
 	CachedShare  float64 // usage's cached tokens / prompt tokens; NaN when never sent
 	Impossible   int     // requests whose server figures cannot be true
@@ -133,6 +134,9 @@ func (rp *Replayer) summarize(c *collector, d time.Duration) *Summary {
 func (s *Summary) setAPC(before serving.Snapshot, berr error, after serving.Snapshot, aerr error) {
 	if aerr == nil && after.SimLag.Found {
 		s.SimLag = after.SimLag.Value
+		if berr == nil {
+			s.SimLag = serving.SimLagBetween(before, after)
+		}
 	}
 	switch {
 	case s.Info.Family.Traits().Metrics == "":

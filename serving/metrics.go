@@ -80,8 +80,12 @@ type Snapshot struct {
 	// num_gpu_blocks, num_cpu_blocks, ...); nil when it is absent.
 	CacheConfig map[string]string
 	// SimLag is kvtier sim's kvtier_sim_lag_seconds: the most its engine
-	// fell behind real time (not Found on any other server).
-	SimLag Counter
+	// fell behind real time since it started (not Found on any other
+	// server). SimScrape is the number kvtier sim gave this scrape, and
+	// SimLagSince the most it fell behind since each of its last scrapes,
+	// by number (kvtier_sim_lag_since_seconds; nil where absent).
+	SimLag, SimScrape Counter
+	SimLagSince       map[string]float64
 }
 
 // BlockSize returns cache_config_info's block_size, 0 when unknown.
@@ -156,6 +160,8 @@ func ParseMetrics(r io.Reader, model string) (Snapshot, error) {
 	s.BySource = byLabel(fams, bySourceNames, "source", model)
 	s.CachedBySource = byLabel(fams, cachedSrcNames, "source", model)
 	s.SimLag = counter(fams, []string{"kvtier_sim_lag_seconds"}, model)
+	s.SimScrape = counter(fams, []string{"kvtier_sim_scrape"}, model)
+	s.SimLagSince = byLabel(fams, []string{"kvtier_sim_lag_since_seconds"}, "scrape", model)
 	if f, ok := fams["vllm:cache_config_info"]; ok && len(f.Metric) > 0 {
 		s.CacheConfig = map[string]string{}
 		for _, l := range f.Metric[0].Label {
@@ -259,10 +265,9 @@ type Delta struct {
 	// BySource and CachedBySource are the moves of the labelled
 	// counters, nil where the server lacks them.
 	BySource, CachedBySource map[string]float64
-	// SimLag is how much further kvtier sim's running-max lag behind
-	// real time (kvtier_sim_lag_seconds) rose between the scrapes: a
-	// lower bound of how far it fell behind in between. SimLagFound is
-	// false where the server is no kvtier sim.
+	// SimLag is the most kvtier sim fell behind real time between the
+	// scrapes (see SimLagBetween). SimLagFound is false where the server
+	// is no kvtier sim.
 	SimLag      float64
 	SimLagFound bool
 }
@@ -280,9 +285,26 @@ func Sub(before, after Snapshot) Delta {
 		PromptFound:    before.Prompt.Found && after.Prompt.Found,
 		BySource:       subMap(before.BySource, after.BySource),
 		CachedBySource: subMap(before.CachedBySource, after.CachedBySource),
-		SimLag:         max(0, after.SimLag.Value-before.SimLag.Value),
+		SimLag:         SimLagBetween(before, after),
 		SimLagFound:    before.SimLag.Found && after.SimLag.Found,
 	}
+}
+
+// SimLagBetween returns the most kvtier sim fell behind real time
+// between two scrapes: what the later one says of the time since the
+// earlier one (kvtier_sim_lag_since_seconds of its number). Where it
+// does not say (a simulator of an older kvtier, or more scrapes in
+// between than it keeps), it is the most over the simulator's life, an
+// upper bound: never how much that running maximum rose, which says
+// nothing when the simulator had fallen as far behind before.
+func SimLagBetween(before, after Snapshot) float64 {
+	if !before.SimScrape.Found {
+		return after.SimLag.Value
+	}
+	if v, ok := after.SimLagSince[strconv.FormatFloat(before.SimScrape.Value, 'f', -1, 64)]; ok {
+		return v
+	}
+	return after.SimLag.Value
 }
 
 // subMap is after - before per key; nil unless both scrapes had the counter.

@@ -121,6 +121,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	snap.c.ttft.counts = append([]uint64(nil), e.m.ttft.counts...)
 	e.mu.Unlock()
+	snap.lag, snap.lagMarks, snap.scrape = s.lag.scrape(time.Now())
 	var b bytes.Buffer
 	s.writeMetrics(&b, snap)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

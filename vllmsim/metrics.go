@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ttftBuckets are the upper bounds of vLLM's
@@ -41,6 +42,11 @@ type snapshot struct {
 	running, waiting int
 	usage            float64
 	c                counters
+	// lag is the most the engine fell behind over its life, lagMarks
+	// the most since each earlier scrape kept, scrape this one's number.
+	lag      time.Duration
+	lagMarks []lagMark
+	scrape   uint64
 }
 
 // An expositionWriter writes the Prometheus text format (0.0.4) as
@@ -164,14 +170,27 @@ func (s *Server) writeMetrics(w io.Writer, snap snapshot) error {
 
 	x.header("kvtier_simulated", "gauge", "1: this server is kvtier's simulator, not vLLM.")
 	x.printf("kvtier_simulated{%s} 1.0\n", x.labels)
-	x.header("kvtier_sim_lag_seconds", "gauge", "The most an engine step has ended after the wall-clock time its modeled end maps to: how far this machine's load made the simulator fall behind real time.")
-	x.printf("kvtier_sim_lag_seconds{%s} %s\n", x.labels, strconv.FormatFloat(s.Lag().Seconds(), 'g', -1, 64))
+	writeLag(x, snap)
 	if s.cfg.CPUBlocks > 0 {
 		p := s.cfg.Profile
 		x.header("kvtier_sim_host_store_gbps", "gauge", "GB/s of the modeled CPU offload's stores, device to host, beside its loads (PCIe is full duplex); assumed=\"true\" when no measurement gave the figure.")
 		x.printf("kvtier_sim_host_store_gbps{%s,assumed=\"%t\"} %s\n", x.labels, p.Assumed != "", strconv.FormatFloat(p.HostStoreGBps, 'g', -1, 64))
 	}
 	return x.err
+}
+
+// writeLag writes how far the engine fell behind real time: over the
+// server's life, and since each of the last scrapes (by number), so that
+// a client reads the most it fell behind between two of its scrapes.
+func writeLag(x *expositionWriter, snap snapshot) {
+	x.header("kvtier_sim_lag_seconds", "gauge", "The most the engine's modeled schedule has fallen behind the wall clock since the server started (a step ending after the wall-clock time its modeled end maps to): how far this machine's load made the simulator fall behind real time.")
+	x.printf("kvtier_sim_lag_seconds{%s} %s\n", x.labels, strconv.FormatFloat(snap.lag.Seconds(), 'g', -1, 64))
+	x.header("kvtier_sim_scrape", "gauge", "The number of this scrape of /metrics: kvtier_sim_lag_since_seconds of a later scrape carries it.")
+	x.printf("kvtier_sim_scrape{%s} %d\n", x.labels, snap.scrape)
+	x.header("kvtier_sim_lag_since_seconds", "gauge", "The most the engine's modeled schedule fell behind the wall clock since the scrape numbered by the label scrape (the last few scrapes).")
+	for _, m := range snap.lagMarks {
+		x.printf("kvtier_sim_lag_since_seconds{%s,scrape=\"%d\"} %s\n", x.labels, m.seq, strconv.FormatFloat(m.most.Seconds(), 'g', -1, 64))
+	}
 }
 
 // cacheConfigLabels is the label set of vllm:cache_config_info: a gauge

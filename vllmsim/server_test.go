@@ -250,6 +250,7 @@ func TestMetricsShape(t *testing.T) {
 		"vllm:cache_config_info":                   dto.MetricType_GAUGE,
 		"kvtier_simulated":                         dto.MetricType_GAUGE,
 		"kvtier_sim_lag_seconds":                   dto.MetricType_GAUGE,
+		"kvtier_sim_scrape":                        dto.MetricType_GAUGE,
 		"kvtier_sim_host_store_gbps":               dto.MetricType_GAUGE,
 	}
 	for name, typ := range want {

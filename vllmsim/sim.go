@@ -167,9 +167,11 @@ type Server struct {
 	pending map[string]chan struct{}
 	alias   map[string]string // X-Request-Id -> internal id of held KV
 
-	// lag is the most a step ended after its wall-clock deadline, in
-	// nanoseconds: how far the engine fell behind real time.
-	lag atomic.Int64
+	// lag records how far the engine fell behind real time.
+	lag lagMeter
+	// stall, when not nil, runs after each step's wait: tests make the
+	// engine late with it.
+	stall func()
 
 	// life ends when the server closes; every request's context with it.
 	life      context.Context
@@ -218,11 +220,11 @@ func engineConfigOf(cfg Config) engineConfig {
 	}
 }
 
-// Lag returns the most any engine step has ended after the wall-clock
-// time its modeled end maps to, since the server started: how far a
+// Lag returns the most the engine's modeled schedule has fallen behind
+// the wall clock since the server started (see lagMeter): how far a
 // loaded machine made it fall behind real time. Tokens of late steps
 // still carry their modeled times in the engine, but reach clients late.
-func (s *Server) Lag() time.Duration { return time.Duration(s.lag.Load()) }
+func (s *Server) Lag() time.Duration { return s.lag.most() }
 
 // Config returns the server's configuration with defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
@@ -343,6 +345,7 @@ func (s *Server) loop() {
 				if s.cfg.TimeScale > 0 && wait.For(s.life, settle) != nil {
 					return
 				}
+				s.wokenLate()
 			case <-due:
 			case <-idle.C:
 			}
@@ -370,15 +373,35 @@ const settle = 20 * time.Microsecond
 func (s *Server) waitUntil(end float64) bool {
 	if s.cfg.TimeScale > 0 {
 		deadline := s.started.Add(s.scaled(end))
+		s.lag.inFlight(deadline)
+		defer s.lag.inFlight(time.Time{})
 		if wait.Until(s.life, deadline) != nil {
 			return false
 		}
-		if late := time.Since(deadline); late > time.Duration(s.lag.Load()) {
-			s.lag.Store(int64(late))
+		if s.stall != nil {
+			s.stall()
 		}
+		s.lag.observe(time.Since(deadline))
 		return true
 	}
 	return s.life.Err() == nil
+}
+
+// wokenLate records how long after the newest waiting request arrived
+// the engine, idle until it came, took it up, beyond the settle wait.
+func (s *Server) wokenLate() {
+	e := s.eng
+	e.mu.Lock()
+	late := time.Duration(0)
+	if len(e.waiting) > 0 {
+		newest := e.waiting[0].arrival
+		for _, r := range e.waiting[1:] {
+			newest = max(newest, r.arrival)
+		}
+		late = s.scaled(s.modelNow()-newest) - settle
+	}
+	e.mu.Unlock()
+	s.lag.observe(late)
 }
 
 // requestID returns the internal id of a request: prefix plus the

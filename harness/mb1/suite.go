@@ -34,7 +34,7 @@ var columns = []results.Column{
 	results.Text(results.ColChunkLabel, "the server's chunked-prefill size, as the user says"),
 	results.Float(results.ColBaseTPOT, "s", "the base TPOT penalty and benefit_s are taken on (penalty_base says which)"),
 	results.Float(results.ColPrefillTTFT, "s", "the injected prefill's TTFT"),
-	results.Float(results.ColSimLag, "s", `kvtier sim only: how much further behind real time it fell during the arm (kvtier_sim_lag_seconds rose by); past 10 % of the prefill TTFT the row is left out of the report's numbers, counted`),
+	results.Float(results.ColSimLag, "s", `kvtier sim only: the most it fell behind real time during the arm (kvtier_sim_lag_since_seconds of the scrape before it); past 10 % of the prefill TTFT the row is left out of the report's numbers, counted`),
 	results.Int("tokens_during", "tokens", "tokens all streams decoded during the prefill"),
 	results.Float(results.ColTokensPerStreamDuring, "tokens", "tokens_during / decode_streams"),
 	results.Float(results.ColEffTPOT, "s", "effective TPOT during the prefill: its window / tokens_per_stream_during"),

@@ -41,7 +41,7 @@ var columns = []results.Column{
 	results.ServerFamilyColumn,
 	results.CachedSourceColumn,
 	results.ServerCheckColumn,
-	results.Float(results.ColSimLag, "s", `kvtier sim only: how much further behind real time it fell during the row (kvtier_sim_lag_seconds rose by; a lower bound of its lag); past 10 % of ttft_s the row is unverified, left out of the summaries`),
+	results.Float(results.ColSimLag, "s", `kvtier sim only: the most it fell behind real time during the row (kvtier_sim_lag_since_seconds of the scrape before it); past 10 % of ttft_s the row is unverified, left out of the summaries`),
 }
 
 // Suite declares the probe's results.

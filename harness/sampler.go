@@ -398,7 +398,7 @@ func (s *Sampler) summaryText(c *Case, res Result) (string, bool) {
 	if st.N == 0 {
 		return "", false
 	}
-	what := fmt.Sprintf("p50 %9.3f ms", st.P50*1e3)
+	what := fmt.Sprintf("p50 %9s", units.FormatSeconds(st.P50))
 	switch {
 	case c.Row.Bytes > 0:
 		what += fmt.Sprintf("  %8.2f GB/s", float64(c.Row.Bytes)/st.P50/1e9)

@@ -60,3 +60,27 @@ func TestBefore(t *testing.T) {
 		t.Errorf("row after a failing Before: %s %q", r.Status, r.Reason)
 	}
 }
+
+// TestSummaryText: a case's progress line gives its p50 in the unit that
+// suits it with three significant digits ("5.45 s", not "5452.728 ms").
+func TestSummaryText(t *testing.T) {
+	t.Parallel()
+	s := &Sampler{Policy: Policy{Reps: 5}}
+	tests := []struct {
+		p50   float64
+		bytes int64
+		want  string
+	}{
+		{5.452728, 0, "p50    5.45 s  n=5"},
+		{0.013714, 100_000_000, "p50   13.7 ms      7.29 GB/s  n=5"},
+		{0.0009996, 0, "p50   1.00 ms  n=5"},
+	}
+	for _, tt := range tests {
+		c := &Case{Row: results.NewRow("test")}
+		c.Row.Bytes = tt.bytes
+		got, ok := s.summaryText(c, Result{Seconds: results.Stats{N: 5, P50: tt.p50}, Reps: 5})
+		if !ok || got != tt.want {
+			t.Errorf("p50 %g: %q, want %q", tt.p50, got, tt.want)
+		}
+	}
+}

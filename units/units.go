@@ -180,12 +180,14 @@ func FormatTokens[T ~int | ~int64](n T) string {
 }
 
 // FormatSig renders x with three significant digits, without an exponent
-// from 0.001 up (thousands with commas); "" for NaN and ±Inf.
+// from 0.001 up; from 1000 up it is a whole number with commas, as a
+// count is written. The digits are chosen after rounding, so that 9.996
+// is "10.0", not "10.00"; "" for NaN and ±Inf.
 func FormatSig(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return ""
 	}
-	a := math.Abs(x)
+	a := math.Abs(round3(x))
 	switch {
 	case a == 0:
 		return "0"
@@ -203,14 +205,22 @@ func FormatSig(x float64) string {
 	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
+// round3 is x rounded to three significant digits.
+func round3(x float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 3, 64), 64)
+	return r
+}
+
 // FormatSeconds renders a duration in seconds with three significant
-// digits in the unit that suits it: ns, µs, ms or s ("0 s" for zero);
-// "" for NaN and ±Inf.
+// digits in the unit that suits it once rounded: ns, µs, ms or s ("1.00
+// s" for 0.9996, not "1000 ms"; "0 s" for zero). From 1000 s up it is
+// whole seconds with commas ("2,546 s"): a figure a reader compares with
+// a budget in seconds, and no unit to convert. "" for NaN and ±Inf.
 func FormatSeconds(s float64) string {
 	if math.IsNaN(s) || math.IsInf(s, 0) {
 		return ""
 	}
-	switch a := math.Abs(s); {
+	switch a := math.Abs(round3(s)); {
 	case a == 0:
 		return "0 s"
 	case a < 1e-6:

@@ -64,7 +64,7 @@ func NewClient(endpoint string, timeout time.Duration) (*Client, error) {
 	}
 	base := strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
 	base = strings.TrimSuffix(base, "/v1")
-	return &Client{Base: base, HTTP: &http.Client{}, Timeout: timeout, user: u.User, cal: &calibrations{}, brk: &breaker{}}, nil
+	return &Client{Base: base, HTTP: &http.Client{CheckRedirect: sameHost}, Timeout: timeout, user: u.User, cal: &calibrations{}, brk: &breaker{}}, nil
 }
 
 // CheckURL says whether endpoint is a server's http(s) URL, as NewClient
@@ -84,8 +84,8 @@ func parseURL(endpoint string) (*url.URL, error) {
 }
 
 // NewClientWith returns NewClient(endpoint, timeout) with Idle set to idle
-// and, when hc is not nil, hc as its HTTP client: the client a measuring
-// run builds from its configuration.
+// and, when hc is not nil, hc as its HTTP client (with its own redirect
+// policy): the client a measuring run builds from its configuration.
 func NewClientWith(endpoint string, timeout, idle time.Duration, hc *http.Client) (*Client, error) {
 	c, err := NewClient(endpoint, timeout)
 	if err != nil {
@@ -96,6 +96,19 @@ func NewClientWith(endpoint string, timeout, idle time.Duration, hc *http.Client
 		c.HTTP = hc
 	}
 	return c, nil
+}
+
+// sameHost follows a redirect within the server's host, as net/http
+// does, and refuses one to another host: kvtier measures the server it
+// was given, and its rows name that server.
+func sameHost(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if req.URL.Host != via[0].URL.Host {
+		return errors.New("redirected to another host: kvtier measures only the server it is given (give that URL if its server is the one to measure)")
+	}
+	return nil
 }
 
 // NewMeasuringClient returns NewClientWith(endpoint, timeout, idle, hc)

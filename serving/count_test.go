@@ -161,6 +161,25 @@ func TestImpossibleFigures(t *testing.T) {
 		{"cache_n above the prompt sent", `{"choices":[],"timings":{"cache_n":1000000000000,"prompt_n":4}}`, 100, 2, "timings.cache_n 1000000000000 above the prompt's 100 tokens", -1, 2},
 		{"completion past max_tokens", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":5000,"total_tokens":5100}}`, 100, 2,
 			"completion_tokens 5000 past max_tokens 2 and its slack (20)", -1, 2},
+		// Counts no server holds keep the request's timing: the figure is
+		// impossible and left out, the stream is not failed.
+		{"negative cached", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":-5}}}`, 100, 2,
+			"usage.prompt_tokens_details.cached_tokens -5 is not a count", -1, 2},
+		{"cached of 1e18", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1e18}}}`, 100, 2,
+			"usage.prompt_tokens_details.cached_tokens 1e18 is not a count", -1, 2},
+		{"cached past any count", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1000000000000000000}}}`, 100, 2,
+			"usage.prompt_tokens_details.cached_tokens 1000000000000000000 is not a count", -1, 2},
+		{"cached fractional", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3.5}}}`, 100, 2,
+			"usage.prompt_tokens_details.cached_tokens 3.5 is not a count", -1, 2},
+		{"cached a string", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":"NaN"}}}`, 100, 2,
+			`usage.prompt_tokens_details.cached_tokens "NaN" is not a count`, -1, 2},
+		{"details not an object", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":7}}`, 100, 2,
+			"usage.prompt_tokens_details 7 is not an object", -1, 2},
+		{"negative completion", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":-3}}`, 100, 2,
+			"usage.completion_tokens -3 is not a count", -1, 2},
+		{"prompt past any integer", `{"choices":[],"usage":{"prompt_tokens":1e300,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":96}}}`, 100, 2,
+			"usage.prompt_tokens 1e300 is not a count", 96, 2},
+		{"null details", `{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":null}}`, 100, 2, "", -1, 2},
 	} {
 		s, err := readStream(strings.NewReader(sse(text, text, tt.last)), fakeClock(), nil, TokenCap(tt.max))
 		if err != nil {

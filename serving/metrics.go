@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 
@@ -162,6 +163,9 @@ func ParseMetrics(r io.Reader, model string) (Snapshot, error) {
 	s.SimLag = counter(fams, []string{"kvtier_sim_lag_seconds"}, model)
 	s.SimScrape = counter(fams, []string{"kvtier_sim_scrape"}, model)
 	s.SimLagSince = byLabel(fams, []string{"kvtier_sim_lag_since_seconds"}, "scrape", model)
+	if err := s.check(); err != nil {
+		return Snapshot{}, err
+	}
 	if f, ok := fams["vllm:cache_config_info"]; ok && len(f.Metric) > 0 {
 		s.CacheConfig = map[string]string{}
 		for _, l := range f.Metric[0].Label {
@@ -172,6 +176,33 @@ func ParseMetrics(r io.Reader, model string) (Snapshot, error) {
 }
 
 var utf8Names = model.UTF8Validation
+
+// check refuses a scrape whose counters hold what no counter can (NaN,
+// an infinity, a negative value, a count past maxServerCount): nothing
+// could be verified by its deltas.
+func (s Snapshot) check() error {
+	for _, c := range []Counter{s.Hits, s.Queries, s.ExtHits, s.ExtQueries, s.Prompt, s.SimLag, s.SimScrape} {
+		if err := checkCount(c.Name, c.Value); c.Found && err != nil {
+			return err
+		}
+	}
+	for _, m := range []map[string]float64{s.BySource, s.CachedBySource, s.SimLagSince} {
+		for k, v := range m {
+			if err := checkCount("the series labelled "+k, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkCount says why v, a counter's value, is none.
+func checkCount(name string, v float64) error {
+	if math.IsNaN(v) || v < 0 || v > maxServerCount {
+		return fmt.Errorf("parsing /metrics: %s is %g, which no counter can be: its counters verify nothing", name, v)
+	}
+	return nil
+}
 
 // declared adds, for each of names that text declares (# TYPE) without
 // a series, an empty family: a labelled counter no request has touched

@@ -85,9 +85,26 @@ func TestParseMetricsPrefersCurrentName(t *testing.T) {
 	}
 }
 
+// A malformed exposition, or a counter kvtier reads holding what no
+// counter can, is an error naming it: deltas of NaN verify nothing.
 func TestParseMetricsError(t *testing.T) {
-	if _, err := ParseMetrics(strings.NewReader("vllm:prefix_cache_hits_total{ 3\n"), ""); err == nil {
-		t.Error("malformed exposition parsed without error")
+	for _, tc := range []struct{ in, want string }{
+		{"vllm:prefix_cache_hits_total{ 3\n", "parsing /metrics"},
+		{"vllm:prefix_cache_hits_total NaN\n", "vllm:prefix_cache_hits_total is NaN"},
+		{"vllm:prefix_cache_queries_total +Inf\n", "vllm:prefix_cache_queries_total is +Inf"},
+		{"vllm:prompt_tokens_total -7\n", "vllm:prompt_tokens_total is -7"},
+		{"vllm:external_prefix_cache_hits_total 1e300\n", "is 1e+300"},
+		{`vllm:prompt_tokens_by_source_total{source="local_compute"} NaN` + "\n", "labelled local_compute is NaN"},
+		{`vllm:prompt_tokens_cached_by_source_total{source="host"} -1` + "\n", "labelled host is -1"},
+		{"kvtier_sim_lag_seconds NaN\n", "kvtier_sim_lag_seconds is NaN"},
+	} {
+		if _, err := ParseMetrics(strings.NewReader(tc.in), ""); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one saying %q", tc.in, err, tc.want)
+		}
+	}
+	// A counter kvtier does not read may hold anything.
+	if _, err := ParseMetrics(strings.NewReader("vllm:kv_cache_usage_perc NaN\nvllm:prefix_cache_hits_total 3\n"), ""); err != nil {
+		t.Errorf("a NaN gauge kvtier does not read: %v", err)
 	}
 }
 

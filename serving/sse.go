@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -127,6 +128,62 @@ type Usage struct {
 	PromptTokensDetails *struct {
 		CachedTokens *int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	// NotCounts says which figures the server sent that no count can be
+	// (negative, fractional, past 2^40, not a number), "" when none:
+	// each was left out (0, or no cached_tokens), so that nothing
+	// believes it; Stream.Impossible reports it.
+	NotCounts string `json:"-"`
+}
+
+// UnmarshalJSON decodes a usage object, leaving out each figure that
+// no count can be and saying which in NotCounts: a server that reports
+// nonsense still had its request measured.
+func (u *Usage) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Prompt     json.RawMessage `json:"prompt_tokens"`
+		Completion json.RawMessage `json:"completion_tokens"`
+		Total      json.RawMessage `json:"total_tokens"`
+		Details    json.RawMessage `json:"prompt_tokens_details"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	var details struct {
+		Cached json.RawMessage `json:"cached_tokens"`
+	}
+	var bad []string
+	if isSet(raw.Details) && json.Unmarshal(raw.Details, &details) != nil {
+		bad = append(bad, "usage.prompt_tokens_details "+clip(string(raw.Details), 40)+" is not an object")
+	}
+	*u = Usage{}
+	u.PromptTokens, _ = countOf(raw.Prompt, "prompt_tokens", &bad)
+	u.CompletionTokens, _ = countOf(raw.Completion, "completion_tokens", &bad)
+	u.TotalTokens, _ = countOf(raw.Total, "total_tokens", &bad)
+	if n, ok := countOf(details.Cached, "prompt_tokens_details.cached_tokens", &bad); ok {
+		u.PromptTokensDetails = &struct {
+			CachedTokens *int `json:"cached_tokens"`
+		}{&n}
+	}
+	u.NotCounts = strings.Join(bad, "; ")
+	return nil
+}
+
+// isSet reports whether a JSON value was sent and is not null.
+func isSet(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
+
+// countOf is v as a count of tokens, ok when it was sent and is one;
+// when it is not (negative, fractional, past maxServerCount, not a
+// number) the reason is appended to bad.
+func countOf(v json.RawMessage, name string, bad *[]string) (n int, ok bool) {
+	if !isSet(v) {
+		return 0, false
+	}
+	c, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || c < 0 || c > maxServerCount {
+		*bad = append(*bad, fmt.Sprintf("usage.%s %s is not a count", name, clip(ServerText(string(v)), 40)))
+		return 0, false
+	}
+	return int(c), true
 }
 
 // CachedTokens returns usage.prompt_tokens_details.cached_tokens and
@@ -136,20 +193,6 @@ func (u *Usage) CachedTokens() (int, bool) {
 		return 0, false
 	}
 	return *u.PromptTokensDetails.CachedTokens, true
-}
-
-// check reports a usage no server counts: a negative figure, or one past
-// maxServerCount.
-func (u *Usage) check() error {
-	for _, v := range []int{u.PromptTokens, u.CompletionTokens, u.TotalTokens} {
-		if v < 0 || v > maxServerCount {
-			return fmt.Errorf("usage reports %d tokens: not a count", v)
-		}
-	}
-	if n, ok := u.CachedTokens(); ok && (n < 0 || n > maxServerCount) {
-		return fmt.Errorf("usage reports %d cached tokens: not a count", n)
-	}
-	return nil
 }
 
 // Timings is what llama.cpp's server reports of a request's prompt in
@@ -394,9 +437,9 @@ func (s *Stream) prompt() int {
 // be true, "" when none: cached tokens above the prompt (a bug, or a
 // proxy summing several requests), llama.cpp's cache_n outside any
 // count, completion_tokens past max_tokens and the slack TokenCap
-// allows. Cached and OutputTokens leave such figures out; a suite's row
-// says the reason and verifies nothing by them. (Negative or absurd
-// usage counts fail the stream.)
+// allows, a usage figure that is no count (Usage.NotCounts). Cached and
+// OutputTokens leave such figures out; a suite's row says the reason and
+// verifies nothing by them.
 func (s *Stream) Impossible() string {
 	var why []string
 	if n, src, ok := s.reportedCached(); ok && s.prompt() > 0 && n > s.prompt() {
@@ -404,6 +447,9 @@ func (s *Stream) Impossible() string {
 	}
 	if t := s.Timings; t != nil && t.CacheN != nil && (*t.CacheN < 0 || *t.CacheN > maxServerCount) {
 		why = append(why, fmt.Sprintf("timings.cache_n %d is not a count", *t.CacheN))
+	}
+	if s.Usage != nil && s.Usage.NotCounts != "" {
+		why = append(why, s.Usage.NotCounts)
 	}
 	if s.completionImpossible() {
 		why = append(why, fmt.Sprintf("completion_tokens %d past max_tokens %d and its slack (%d)", s.Usage.CompletionTokens, s.MaxTokens, TokenCap(s.MaxTokens)))
@@ -652,11 +698,6 @@ func readStream(r io.Reader, since func() time.Duration, onChoice func(Chunk), m
 // take records chunk c, which arrived at t: its usage, timings and, for
 // a choice chunk, its tokens as tc counts them.
 func (s *Stream) take(c *chunk, t time.Duration, tc *tokenCounter, maxTokens int, onChoice func(Chunk)) error {
-	if c.Usage != nil {
-		if err := c.Usage.check(); err != nil {
-			return err
-		}
-	}
 	if c.Timings != nil {
 		s.Timings = c.Timings
 	}

@@ -14,10 +14,14 @@ import (
 // verified one by tier and prompt length, for probe's closing summary.
 type ttftSink struct {
 	results.Sink
-	ttft map[string]map[int64][]float64 // tier → L → seconds
+	ttft       map[string]map[int64][]float64 // tier → L → seconds
+	unverified int                            // ok rows the server's counters did not confirm
 }
 
 func (s *ttftSink) Write(r results.Row) error {
+	if r.Status == results.StatusOK && r.Get("verified") == "false" {
+		s.unverified++
+	}
 	if r.Status == results.StatusOK && r.Get("verified") != "false" && r.Seconds > 0 {
 		if s.ttft == nil {
 			s.ttft = map[string]map[int64][]float64{}
@@ -44,6 +48,9 @@ func (s *ttftSink) summary(w io.Writer, kind string) {
 		}
 	}
 	if len(ls) == 0 {
+		if s.unverified > 0 {
+			fmt.Fprintf(w, "kvtier probe: no TTFT table: none of the %d requests measured was verified (each row's verify_reason in probe.csv says why)\n", s.unverified)
+		}
 		return
 	}
 	slices.Sort(ls)

@@ -40,3 +40,21 @@ func TestProbeSummary(t *testing.T) {
 		}
 	}
 }
+
+// A run whose every request went unverified ends saying so, not with
+// silence where the table would be.
+func TestProbeSummaryNoneVerified(t *testing.T) {
+	t.Parallel()
+	s := &ttftSink{Sink: nullSink{}}
+	for range 3 {
+		r := results.NewRow("probe")
+		r.Tier, r.PrefixTokens, r.Seconds, r.Status = "gpu", 1024, 0.01, results.StatusOK
+		r.Set("verified", "false")
+		s.Write(r)
+	}
+	var b bytes.Buffer
+	s.summary(&b, "measured")
+	if want := "none of the 3 requests measured was verified"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary %q lacks %q", b.String(), want)
+	}
+}

@@ -72,6 +72,9 @@ type Info struct {
 	// Flushes says the peer flushes the RDMA writes into its pool when
 	// asked (Flush): a writable verbs session into GPU memory.
 	Flushes bool
+	// Commits says the peer undoes what a session wrote and did not
+	// commit (Commit) when the session ends.
+	Commits bool
 }
 
 // A Client reads chunks from a peer's pool.
@@ -114,7 +117,7 @@ func Dial(ctx context.Context, addr string, opt DialOptions) (*Client, error) {
 				return nil, err
 			}
 			c.tcp = append(c.tcp, tc)
-			c.info = Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: TCP, Device: "tcp", Writable: w.Writable}
+			c.info = Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: TCP, Device: "tcp", Writable: w.Writable, Commits: w.Commits}
 		}
 	case Verbs:
 		vc, err := dialVerbs(ctx, addr, opt)
@@ -246,6 +249,26 @@ func (c *Client) mayWrite() error {
 	return nil
 }
 
+// Commit tells the peer that what the client wrote into its pool so far
+// is to stay. A peer that says so (Info.Commits) fills every region a
+// session wrote and did not commit with its pattern again when the
+// session ends, however it ends (the writer closed, killed, or cut off),
+// so that later loads from it verify; a writer that puts the pattern
+// back itself commits once it has. Elsewhere there is nothing to do.
+func (c *Client) Commit(ctx context.Context) error {
+	if !c.info.Commits {
+		return nil
+	}
+	if c.verbs != nil {
+		return c.verbs.ask(ctx, ctlCommit, "commit its writes")
+	}
+	var errs []error
+	for _, t := range c.tcp {
+		errs = append(errs, t.commit(ctx))
+	}
+	return errors.Join(errs...)
+}
+
 // Flush makes what the client wrote into the peer's pool by RDMA WRITE
 // visible to the peer's device before it is read back: where the peer
 // said it flushes (Info.Flushes: GPU memory written by GPUDirect RDMA,
@@ -363,11 +386,7 @@ func (r idleReader) Read(p []byte) (int, error) {
 func (t *tcpConn) read(ctx context.Context, dst []byte, list []Chunk) error {
 	var buf []byte
 	send := func(b []Chunk) error {
-		buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(b)))
-		for _, ch := range b {
-			buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Src))
-			buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Len))
-		}
+		buf = appendRequest(buf[:0], b, 0)
 		_, err := t.c.Write(buf)
 		return err
 	}
@@ -398,14 +417,11 @@ func (t *tcpConn) read(ctx context.Context, dst []byte, list []Chunk) error {
 func (t *tcpConn) write(ctx context.Context, src []byte, list []Chunk) error {
 	var hdr []byte
 	send := func(b []Chunk) error {
-		hdr = binary.BigEndian.AppendUint32(hdr[:0], uint32(len(b))|writeFlag)
-		bufs := net.Buffers{nil}
+		hdr = appendRequest(hdr[:0], b, writeFlag)
+		bufs := net.Buffers{hdr}
 		for _, ch := range b {
-			hdr = binary.BigEndian.AppendUint64(hdr, uint64(ch.Src))
-			hdr = binary.BigEndian.AppendUint64(hdr, uint64(ch.Len))
 			bufs = append(bufs, src[ch.Dst:ch.Dst+ch.Len])
 		}
-		bufs[0] = hdr
 		_, err := bufs.WriteTo(idleWriter{t})
 		return err
 	}
@@ -427,6 +443,43 @@ func (t *tcpConn) write(ctx context.Context, src []byte, list []Chunk) error {
 		}
 		return nil
 	})
+}
+
+// appendRequest appends a request of the data protocol for list to
+// buf: its count (with flags, writeFlag for a write), then each chunk's
+// offset in the pool and length.
+func appendRequest(buf []byte, list []Chunk, flags uint32) []byte {
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(list))|flags)
+	for _, ch := range list {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Src))
+		buf = binary.BigEndian.AppendUint64(buf, uint64(ch.Len))
+	}
+	return buf
+}
+
+// commit sends a write request without chunks, which commits what the
+// connection's session wrote, and reads the peer's answer.
+func (t *tcpConn) commit(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	stop := context.AfterFunc(ctx, t.cancel)
+	defer stop()
+	t.extend(false)
+	_, err := t.c.Write(appendRequest(nil, nil, writeFlag))
+	if err == nil {
+		t.extend(true)
+		err = t.readAnswer(nil, nil)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if pe, ok := errors.AsType[*peerError](err); ok {
+		return fmt.Errorf("peer %s refused a commit: %s", pe.addr, pe.msg)
+	}
+	if err != nil {
+		return t.wrap(err)
+	}
+	return nil
 }
 
 // exchange holds the connection for one call: send writes the batches

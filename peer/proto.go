@@ -101,6 +101,14 @@ type Welcome struct {
 	// sends ctlFlush on the control connection and waits for the status.
 	// Older peers leave it unset and are never asked.
 	Flushes bool `json:"flushes,omitempty"`
+	// Commits says the peer undoes what a writable session wrote and did
+	// not commit: when the session ends without it (the writer killed,
+	// its connection cut), every region it wrote holds the pool's pattern
+	// again before the peer serves on, so later loads verify. The client
+	// commits with an empty write request (tcp) or ctlCommit (verbs,
+	// whose writes it announces first with ctlWrites, the peer not seeing
+	// RDMA WRITEs). Older peers leave it unset and are never sent either.
+	Commits bool `json:"commits,omitempty"`
 }
 
 // ctlFlush, sent by a verbs client on the control connection of a
@@ -108,6 +116,16 @@ type Welcome struct {
 // writes into its pool; the peer answers with a status (as a TCP answer
 // opens: a status byte, a message length and the message).
 const ctlFlush = 'F'
+
+// ctlWrites, sent by a verbs client on the control connection of a
+// session whose Welcome said Commits, announces the regions its next
+// RDMA WRITEs go to, before it posts them: a write request's count and
+// pairs (as on tcp), not answered. ctlCommit says that what the session
+// wrote so far is to stay; the peer answers with a status.
+const (
+	ctlWrites = 'W'
+	ctlCommit = 'C'
+)
 
 // A ProtocolError is a handshake that could not be understood.
 type ProtocolError struct{ Msg string }

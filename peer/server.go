@@ -169,7 +169,8 @@ func (s *Server) busy(c net.Conn) {
 	c.Close()
 }
 
-// session runs one client connection: handshake, then the transport.
+// session runs one client connection: handshake, then the transport,
+// then the undoing of what it wrote without committing.
 func (s *Server) session(ctx context.Context, c net.Conn) {
 	h, ok := s.hello(c)
 	if !ok {
@@ -177,32 +178,60 @@ func (s *Server) session(ctx context.Context, c net.Conn) {
 	}
 	w := Welcome{PoolBytes: s.cfg.Pool.Size(), Seed: s.cfg.Pool.Seed(), Mem: s.cfg.Pool.Mem(), Transport: h.Transport,
 		Writable: h.Write && s.cfg.Writable}
-	if h.Write && !s.cfg.Writable {
+	w.Commits = w.Writable
+	switch {
+	case h.Write && !s.cfg.Writable:
 		w.Error = "this peer's pool is read-only: start kvtier serve with --writable to accept stores"
+	case h.Transport == Verbs && s.cfg.Transport != Verbs:
+		w.Error = "this peer serves transport tcp only (start it with --transport verbs)"
+	case h.Transport != TCP && h.Transport != Verbs:
+		w.Error = fmt.Sprintf("unknown transport %q (want tcp or verbs)", h.Transport)
+	}
+	if w.Error != "" {
 		WriteFrame(c, w)
 		return
 	}
-	switch h.Transport {
-	case TCP:
-		if err := WriteFrame(c, w); err != nil {
+	var dirty regionSet
+	var err error
+	what := "verbs session"
+	if h.Transport == TCP {
+		what = "session ended"
+		if err = WriteFrame(c, w); err != nil {
 			return
 		}
-		if err := s.serveTCP(idleConn{c, s.cfg.IdleTimeout}, w.Writable); !errors.Is(err, io.EOF) && ctx.Err() == nil {
-			fmt.Fprintf(s.cfg.Log, "kvtier serve: %s: session ended: %v\n", c.RemoteAddr(), err)
-		}
-	case Verbs:
-		if s.cfg.Transport != Verbs {
-			w.Error = "this peer serves transport tcp only (start it with --transport verbs)"
-			WriteFrame(c, w)
-			return
-		}
-		if err := s.serveVerbs(ctx, c, h, w); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(s.cfg.Log, "kvtier serve: %s: verbs session: %v\n", c.RemoteAddr(), err)
-		}
-	default:
-		w.Error = fmt.Sprintf("unknown transport %q (want tcp or verbs)", h.Transport)
-		WriteFrame(c, w)
+		err = s.serveTCP(idleConn{c, s.cfg.IdleTimeout}, w.Writable, &dirty)
+	} else {
+		err = s.serveVerbs(ctx, c, h, w, &dirty)
 	}
+	if ctx.Err() == nil {
+		s.ended(c, what, err, &dirty)
+	}
+}
+
+// ended fills the regions a session wrote without committing (dirty)
+// with the pool's pattern again, and logs how the session ended (what,
+// err; io.EOF or nil: the client hung up) where that was not plain.
+// For verbs it runs once the session's endpoint is closed, so no RDMA
+// WRITE lands after it.
+func (s *Server) ended(c net.Conn, what string, err error, dirty *regionSet) {
+	var note string
+	if n := len(dirty.r); n > 0 {
+		rerr := s.cfg.Pool.flushRemoteWrites()
+		if rerr == nil {
+			rerr = s.restore(dirty.r, nil)
+		}
+		note = fmt.Sprintf("; the %d bytes in %d regions it wrote without a commit hold the pool's pattern again", dirty.bytes(), n)
+		if rerr != nil {
+			note = fmt.Sprintf("; restoring the %d regions it wrote without a commit failed: %v", n, rerr)
+		}
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		if note == "" {
+			return
+		}
+		err = errors.New("the client hung up")
+	}
+	fmt.Fprintf(s.cfg.Log, "kvtier serve: %s: %s: %v%s\n", c.RemoteAddr(), what, err, note)
 }
 
 // hello reads the client's hello within the handshake timeout and
@@ -237,8 +266,9 @@ func (s *Server) hello(c net.Conn) (Hello, bool) {
 // in a writable session) carries the bytes of every chunk after its
 // pairs and is answered with a status alone, once they are in the pool; a
 // write that cannot be taken ends the session, whose stream then holds
-// bytes nobody reads.
-func (s *Server) serveTCP(c idleConn, writable bool) error {
+// bytes nobody reads. The regions written go into dirty until a write
+// request without chunks commits them.
+func (s *Server) serveTCP(c idleConn, writable bool, dirty *regionSet) error {
 	r := bufio.NewReaderSize(c, 64<<10)
 	var list []Chunk
 	var stage []byte
@@ -250,7 +280,7 @@ func (s *Server) serveTCP(c idleConn, writable bool) error {
 			return err
 		}
 		if write {
-			if stage, err = s.takeWrite(c, r, list, writable, stage); err != nil {
+			if stage, err = s.takeWrite(c, r, list, writable, dirty, stage); err != nil {
 				return err
 			}
 			continue
@@ -309,13 +339,13 @@ func (s *Server) readBatch(c net.Conn, r *bufio.Reader, list []Chunk) ([]Chunk, 
 }
 
 // takeWrite reads the bytes of a write request's chunks into the pool
-// (through stage, grown to writeGroup once, for a device pool) and
-// answers it. A write the session may not make, or outside the pool, is
-// refused and ends the session. A write whose bytes stop coming (the
-// writer went, or idled out) leaves every chunk of its request holding
-// the pool's pattern again, as before it began, so that no later read
-// of them fails its data check.
-func (s *Server) takeWrite(c idleConn, r *bufio.Reader, list []Chunk, writable bool, stage []byte) ([]byte, error) {
+// (through stage, grown to writeGroup once, for a device pool), notes
+// their regions in dirty and answers it; a request without chunks
+// commits what dirty holds instead. A write the session may not make,
+// or outside the pool, is refused and ends the session. A write whose
+// bytes stop coming (the writer went, or idled out) ends it too, and
+// the session's end fills its regions with the pattern again.
+func (s *Server) takeWrite(c idleConn, r *bufio.Reader, list []Chunk, writable bool, dirty *regionSet, stage []byte) ([]byte, error) {
 	bad := s.outside(list, "write")
 	if !writable {
 		bad = "this session may not write: the peer was not started with --writable, or the hello did not ask to write"
@@ -324,6 +354,11 @@ func (s *Server) takeWrite(c idleConn, r *bufio.Reader, list []Chunk, writable b
 		writeStatus(c, statusErr, bad)
 		return stage, errors.New("refused a write: " + bad)
 	}
+	if len(list) == 0 {
+		dirty.r = dirty.r[:0]
+		return stage, writeStatus(c, statusOK, "")
+	}
+	dirty.add(list, s.cfg.Pool.Size())
 	stage, got, err := s.receive(r, list, stage)
 	var perr *poolError
 	switch {
@@ -331,10 +366,7 @@ func (s *Server) takeWrite(c idleConn, r *bufio.Reader, list []Chunk, writable b
 		writeStatus(c, statusErr, err.Error())
 		return stage, err
 	case err != nil:
-		if rerr := s.restore(list, stage); rerr != nil {
-			return stage, fmt.Errorf("a write ended after %d bytes (%w), and restoring its chunks failed: %w", got, err, rerr)
-		}
-		return stage, fmt.Errorf("a write ended after %d bytes (%w): its chunks hold the pool's pattern again", got, err)
+		return stage, fmt.Errorf("a write ended after %d bytes (%v)", got, err)
 	}
 	return stage, writeStatus(c, statusOK, "")
 }

@@ -206,8 +206,10 @@ func hostAddr(p []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData
 // the client brought, register the pool for remote read (and remote
 // write for a writable session: a store's RDMA WRITEs), connect, send
 // the rkey and base address, then hold the session until the client
-// hangs up on the control connection.
-func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome) error {
+// hangs up on the control connection. The regions the client announces
+// it writes go into dirty until it commits them; the endpoint is closed
+// when serveVerbs returns, so none of its RDMA WRITEs lands after.
+func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome, dirty *regionSet) error {
 	refuse := func(err error) error {
 		w.Error = err.Error()
 		WriteFrame(c, w)
@@ -252,26 +254,40 @@ func (s *Server) serveVerbs(ctx context.Context, c net.Conn, h Hello, w Welcome)
 	if err := WriteFrame(c, w); err != nil {
 		return err
 	}
-	return s.control(c, w.Flushes)
+	return s.control(c, w, dirty)
 }
 
 // control answers a verbs session's control requests until the client
 // hangs up: the client moves the data by RDMA, and the control
-// connection only asks for flushes (where flushes) and says when the
-// client is done (EOF) or gone. Anything else ends the session.
-func (s *Server) control(c net.Conn, flushes bool) error {
+// connection only asks for flushes (where w.Flushes), announces writes
+// and commits them (where w.Commits: the regions go into dirty, and a
+// commit empties it), and says when the client is done (EOF) or gone.
+// Anything else ends the session.
+func (s *Server) control(c net.Conn, w Welcome, dirty *regionSet) error {
 	r := bufio.NewReader(c)
+	var list []Chunk
 	for {
 		b, err := r.ReadByte()
 		if err != nil {
 			return nil
 		}
-		if b != ctlFlush || !flushes {
-			return fmt.Errorf("unexpected control byte %#x", b)
-		}
 		status, msg := byte(statusOK), ""
-		if err := s.cfg.Pool.flushRemoteWrites(); err != nil {
-			status, msg = statusErr, err.Error()
+		switch {
+		case b == ctlFlush && w.Flushes:
+			if err := s.cfg.Pool.flushRemoteWrites(); err != nil {
+				status, msg = statusErr, err.Error()
+			}
+		case b == ctlWrites && w.Commits:
+			list, _, err = s.readBatch(c, r, list[:0])
+			dirty.add(list, s.cfg.Pool.Size())
+			if err != nil {
+				return fmt.Errorf("write announcement: %w", err)
+			}
+			continue
+		case b == ctlCommit && w.Commits:
+			dirty.r = dirty.r[:0]
+		default:
+			return fmt.Errorf("unexpected control byte %#x", b)
 		}
 		if err := writeStatus(c, status, msg); err != nil {
 			return err
@@ -307,6 +323,7 @@ type verbsClient struct {
 	// one at a time under ctlMu.
 	answers chan error
 	ctlMu   sync.Mutex
+	ann     []byte // the last write announcement, its memory reused (under ctlMu)
 }
 
 // watch reads the control connection until it ends. After its welcome
@@ -330,23 +347,29 @@ func (v *verbsClient) watch() {
 }
 
 // flush asks the peer to flush the RDMA writes into its pool, where its
-// welcome said it does, and waits for the answer, at most the idle
-// timeout (DefaultIdleTimeout where none is set).
+// welcome said it does, and waits for the answer.
 func (v *verbsClient) flush(ctx context.Context) error {
 	if !v.info.Flushes {
 		return nil
 	}
+	return v.ask(ctx, ctlFlush, "flush its pool")
+}
+
+// ask sends the control request b, which asks the peer to do what, and
+// waits for the answer, at most the idle timeout (DefaultIdleTimeout
+// where none is set).
+func (v *verbsClient) ask(ctx context.Context, b byte, what string) error {
 	v.ctlMu.Lock()
 	defer v.ctlMu.Unlock()
 	if v.peerGone() {
-		return fmt.Errorf("peer %s closed the control connection before the flush (%v)", v.info.Addr, v.goneErr)
+		return fmt.Errorf("peer %s closed the control connection before it was asked to %s (%v)", v.info.Addr, what, v.goneErr)
 	}
 	select {
-	case <-v.answers: // a late answer to a flush that timed out
+	case <-v.answers: // a late answer to a request that timed out
 	default:
 	}
-	if _, err := v.ctl.Write([]byte{ctlFlush}); err != nil {
-		return fmt.Errorf("peer %s: flush request: %w", v.info.Addr, err)
+	if _, err := v.ctl.Write([]byte{b}); err != nil {
+		return fmt.Errorf("peer %s: asking it to %s: %w", v.info.Addr, what, err)
 	}
 	wait := cmp.Or(v.opt.IdleTimeout, DefaultIdleTimeout)
 	timer := time.NewTimer(wait)
@@ -354,16 +377,38 @@ func (v *verbsClient) flush(ctx context.Context) error {
 	select {
 	case err := <-v.answers:
 		if pe, ok := errors.AsType[*peerError](err); ok {
-			return fmt.Errorf("peer %s could not flush its pool: %s", v.info.Addr, pe.msg)
+			return fmt.Errorf("peer %s could not %s: %s", v.info.Addr, what, pe.msg)
 		}
 		return nil
 	case <-v.gone:
-		return fmt.Errorf("peer %s closed the control connection before it flushed (%v)", v.info.Addr, v.goneErr)
+		return fmt.Errorf("peer %s closed the control connection before it could %s (%v)", v.info.Addr, what, v.goneErr)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
-		return fmt.Errorf("peer %s did not answer a flush within %s", v.info.Addr, wait)
+		return fmt.Errorf("peer %s was asked to %s and did not answer within %s", v.info.Addr, what, wait)
 	}
+}
+
+// announce tells a peer that undoes uncommitted writes (Info.Commits)
+// which regions of its pool the RDMA WRITEs of list are about to write,
+// before they are posted: the peer sees no RDMA WRITE, and must know
+// what to undo should the session end before a commit. The
+// announcement is not answered; the control connection delivers it
+// before its end, even when this process is killed.
+func (v *verbsClient) announce(list []Chunk) error {
+	if !v.info.Commits {
+		return nil
+	}
+	v.ctlMu.Lock()
+	defer v.ctlMu.Unlock()
+	v.ann = v.ann[:0]
+	for _, b := range batchesOf(list) {
+		v.ann = appendRequest(append(v.ann, ctlWrites), b, writeFlag)
+	}
+	if _, err := v.ctl.Write(v.ann); err != nil {
+		return fmt.Errorf("peer %s: announcing a write: %w", v.info.Addr, err)
+	}
+	return nil
 }
 
 // peerGone reports whether the control connection has ended.
@@ -427,7 +472,7 @@ func dialVerbs(ctx context.Context, addr string, opt DialOptions) (*verbsClient,
 	}
 	v := &verbsClient{
 		info: Info{Addr: addr, PoolBytes: w.PoolBytes, Seed: w.Seed, Mem: w.Mem, Transport: Verbs, Device: li.Device, RateGbps: li.RateGbps,
-			Writable: w.Writable, Flushes: w.Flushes},
+			Writable: w.Writable, Flushes: w.Flushes, Commits: w.Commits},
 		opt: opt, ctl: tc.c, ep: ep, rkey: rkey, base: w.Addr, root: cfg.Root,
 		gone: make(chan struct{}), answers: make(chan error, 1),
 	}
@@ -483,6 +528,9 @@ func (v *verbsClient) write(ctx context.Context, src []byte, list []Chunk) error
 	if err != nil {
 		return err
 	}
+	if err := v.announce(list); err != nil {
+		return err
+	}
 	return v.runWRs(ctx, "write", v.wrs(mr.Addr, mr.LKey, Split(list, int64(rdma.MaxWR))))
 }
 
@@ -518,6 +566,9 @@ func (v *verbsClient) readDevice(ctx context.Context, dst DeviceMem, list []Chun
 // device memory (GPUDirect RDMA).
 func (v *verbsClient) writeDevice(ctx context.Context, src DeviceMem, list []Chunk) error {
 	if err := v.registerDevice(src); err != nil {
+		return err
+	}
+	if err := v.announce(list); err != nil {
 		return err
 	}
 	return v.runWRs(ctx, "write", v.wrs(uint64(src.Addr), v.devMR.LKey, Split(list, int64(rdma.MaxWR))))

@@ -18,7 +18,8 @@ import (
 // pinned bounce buffer downloaded inside the sample. Verification reads
 // the pool back. On a peer not its own (kvtier serve --writable) it
 // writes the peer's pattern back over what it stored when it closes, so
-// that later loads from that peer verify.
+// that later loads from that peer verify; if it never closes, the peer
+// does.
 type Push struct {
 	*peer.Source
 	c       *peer.Client
@@ -158,11 +159,17 @@ func (s *Push) restorePool() error {
 }
 
 // Close writes the peer's pattern back over every chunk the store may
-// have written (a peer of its own only) and frees the bounce buffer.
+// have written (a peer not its own only), commits, and frees the bounce
+// buffer. Where Close never runs (the process killed), or the pattern
+// could not be written back, the peer does it once the session ends
+// uncommitted (peer.Client.Commit).
 func (s *Push) Close() error {
 	var err error
 	if s.restore {
 		err = s.restorePool()
+	}
+	if err == nil {
+		err = s.c.Commit(context.Background())
 	}
 	if s.bounce != nil {
 		if cerr := s.bounce.Close(); err == nil {

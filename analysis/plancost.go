@@ -246,7 +246,7 @@ func (c *PlanCosts) fromProbe(rows []results.Row) {
 			}
 		}
 		if len(byL) == 0 {
-			pc.Reason = "no verified probe rows of tier " + cmp.Or(t.probe, t.plan)
+			pc.Reason = probeMissing(rows, cmp.Or(t.probe, t.plan))
 			c.Tiers = append(c.Tiers, pc)
 			continue
 		}
@@ -271,6 +271,17 @@ func (c *PlanCosts) fromProbe(rows []results.Row) {
 		pc.Growth, pc.Measured = g, true
 		c.Tiers = append(c.Tiers, pc)
 	}
+}
+
+// probeMissing says why a probe tier has no cost: the reason of its
+// first skipped row, else that it has no verified row.
+func probeMissing(rows []results.Row, tier string) string {
+	for _, r := range rows {
+		if r.Tier == tier && r.Status == results.StatusSkipped && r.Reason != "" {
+			return r.Reason
+		}
+	}
+	return "no verified probe rows of tier " + tier
 }
 
 // storesFrom keeps, per plan tier, the fit of the store configuration

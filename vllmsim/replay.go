@@ -17,10 +17,14 @@ type Arrival struct {
 }
 
 // A Trace is what a replayed request got: the modeled time each of its
-// tokens was generated, and whether it finished.
+// tokens was generated, whether it finished, and how much of its prompt
+// its first admission found cached.
 type Trace struct {
 	Tokens []float64
 	Done   bool
+	// Cached are the prompt tokens not computed (GPU prefix hits and
+	// loads), Loaded those of them loaded from the CPU store or a peer.
+	Cached, Loaded int
 }
 
 // A ReplayStop says whether a replay ends at modeled time now; done(i)
@@ -59,7 +63,7 @@ func Replay(cfg Config, arrivals []Arrival, stop ReplayStop) ([]Trace, error) {
 	}
 	out := make([]Trace, len(v.reqs))
 	for i, q := range v.reqs {
-		out[i] = Trace{Tokens: q.tokens, Done: q.done}
+		out[i] = Trace{Tokens: q.tokens, Done: q.done, Cached: q.r.cached, Loaded: q.r.firstExt}
 	}
 	return out, nil
 }

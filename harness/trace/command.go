@@ -119,25 +119,36 @@ func analyzeTraces(ctx context.Context, c *cli.Call, quiet bool, paths []string,
 	defer pr.Stop()
 	pr.Plan(len(paths))
 	for _, p := range paths {
-		sw := harness.StartStopwatch()
-		pr.Begin(p)
-		res, err := AnalyzeFile(ctx, p, g.Model, ro, ao)
+		res, err := analyzeOne(ctx, c, pr, p, p, g, ro, ao)
 		if err != nil {
 			return out, err
-		}
-		a := res.Analysis
-		sec := sw.Seconds()
-		pr.End(fmt.Sprintf("%s trace, %d requests, %d block references (%d distinct) in %s (%s references/s), %s analysis",
-			res.Read.Format, a.Requests, a.BlockRefs, a.Distinct, units.FormatSeconds(sec), units.FormatSig(float64(a.BlockRefs)/sec), a.Method))
-		if res.Read.Malformed > 0 {
-			c.Logf("%s: warning: %s", p, res.Read.BadLines())
-		}
-		if res.Read.DanglingParents > 0 {
-			c.Logf("%s: warning: %d request(s) name a parent_chat_id never seen: each starts a session", p, res.Read.DanglingParents)
 		}
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// analyzeOne analyses the trace at path as the configuration label of
+// the progress pr, saying how long it took and what was wrong with its
+// lines.
+func analyzeOne(ctx context.Context, c *cli.Call, pr *harness.Progress, label, path string, g kv.Geometry, ro workload.Options, ao workload.AnalyzeOptions) (*Result, error) {
+	sw := harness.StartStopwatch()
+	pr.Begin(label)
+	res, err := AnalyzeFile(ctx, path, g.Model, ro, ao)
+	if err != nil {
+		return nil, err
+	}
+	a := res.Analysis
+	sec := sw.Seconds()
+	pr.End(fmt.Sprintf("%s trace, %d requests, %d block references (%d distinct) in %s (%s references/s), %s analysis",
+		res.Read.Format, a.Requests, a.BlockRefs, a.Distinct, units.FormatSeconds(sec), units.FormatSig(float64(a.BlockRefs)/sec), a.Method))
+	if res.Read.Malformed > 0 {
+		c.Logf("%s: warning: %s", path, res.Read.BadLines())
+	}
+	if res.Read.DanglingParents > 0 {
+		c.Logf("%s: warning: %d request(s) name a parent_chat_id never seen: each starts a session", path, res.Read.DanglingParents)
+	}
+	return res, nil
 }
 
 // traceFailed says why the analysis of a trace stopped and returns the

@@ -70,6 +70,9 @@ type PlanOptions struct {
 	Inclusive  bool  // write-through tiers: each holds the most recent blocks that fit it
 	BlockBytes int64 // KV bytes of one block of the trace's block size
 	Costs      CostModel
+	// Roles say why each of Configs is evaluated (the grid where nil or
+	// short); the results carry them.
+	Roles []Role
 }
 
 // Validate reports every unusable option, naming it.
@@ -284,6 +287,7 @@ func (p *Planner) countWrites(e *planEval, caps []int64, h *workload.Hits) {
 // A PlanResult is one configuration's prediction.
 type PlanResult struct {
 	Config    Config
+	Role      Role
 	Inclusive bool
 	// Tiers are the plan's tiers in serving order, the compute tier
 	// last.
@@ -338,6 +342,9 @@ func (p *Planner) Results() []PlanResult {
 	for ci, c := range p.o.Configs {
 		e := p.evals[ci]
 		r := PlanResult{Config: c, Inclusive: p.o.Inclusive, Tiers: p.tiers, Input: e.input, Tokens: e.tokens, Source: p.o.Costs.Source()}
+		if ci < len(p.o.Roles) {
+			r.Role = p.o.Roles[ci]
+		}
 		for _, t := range p.tiers {
 			if e.usedMissing[t] && t != p.recomputed() {
 				r.LoadMissing = append(r.LoadMissing, t)
@@ -409,10 +416,7 @@ func sortedUnique(xs []int64) []int64 {
 // PlanColumns follow results.CommonSchema in plan.csv: one row per
 // capacity configuration (seconds = predicted TTFT p50).
 var PlanColumns = slices.Concat(
-	[]results.Column{traceName},
-	perTier(CapacityTiers, "%s_bytes", func(t string) results.Column {
-		return results.Column{Type: results.TypeString, Unit: "B", Doc: t + "'s capacity in bytes; inf: no limit, 0: none"}
-	}),
+	configColumns,
 	[]results.Column{
 		results.Bool(results.ColInclusive, "write-through tiers: each holds the most recent blocks that fit it"),
 		results.Text(results.ColTouch, "forward | reverse"),
@@ -492,6 +496,7 @@ var PlanSuite = results.Suite{
 	Files: []results.File{
 		{Name: PlanFile, Columns: PlanColumns}, // predictions, one per configuration: nothing to compare
 		{Name: PlanCostsFile, Columns: PlanCostColumns, Raw: true},
+		{Name: PlanCheckFile, Columns: PlanCheckColumns}, // the recommendation checked: predicted beside realized
 	},
 }
 
@@ -501,11 +506,7 @@ func PlanRows(res *Result, plan []PlanResult, costsDir string) []results.Row {
 	for _, p := range plan {
 		r := results.NewRow(PlanSuite.Name)
 		r.Backend, r.Model, r.Status = Backend, res.Model, results.StatusOK
-		r.Set(results.ColTrace, res.Name())
-		caps := p.Tiers[:len(p.Tiers)-1]
-		for i, b := range p.Config.capacities(caps) {
-			r.Set(caps[i]+"_bytes", FormatCapacityBytes(b))
-		}
+		setConfig(&r, res, p)
 		r.Set(results.ColInclusive, p.Inclusive)
 		r.Set(results.ColTouch, string(res.Analysis.Touch))
 		r.Set(results.ColHitRatio, 1-p.Fraction(p.recomputed()))

@@ -27,13 +27,19 @@ import (
 // PlanCommand is kvtier plan.
 var PlanCommand = cli.Register(&cli.Command{Name: "plan", Order: 110, Run: runPlan,
 	Summary: "tier capacities for a trace: hit share per tier and predicted TTFT",
-	Usage: `Usage: kvtier plan --trace TRACE --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
+	Usage: `Usage: kvtier plan --trace TRACE --sim | --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
 
-Combines the trace's exact LRU stack distances with the tier costs measured in RESULTS_DIR
-(a sweep: fitted α + bytes/rate per tier; or a probe: TTFT per tier vs L) and writes, per
-capacity configuration, the share of tokens each tier serves and the predicted KV-load time
-and TTFT (plan.csv, plan_costs.csv), the trace's own files, plots and manifest.json; prints
-the path of plan.csv and the plan. Tiers with no measured cost are named as missing.`})
+Answers the capacity question for a trace: for the first tier alone, and for the second beside
+each --hbm capacity, the capacity reaching each --knees share of the achievable prefix hit ratio
+(the trace's exact LRU model), and the TTFT it buys with and without that tier. The costs come
+from --sim (measured by kvtier against its embedded simulator on its virtual clock: miss, GPU hit
+and CPU hit at the trace's input p10, p50, p90, p99 and max) or from RESULTS_DIR (a sweep: fitted
+α + bytes/rate per tier; or a probe: TTFT per tier vs L). With --sim the plan then checks itself:
+it replays the trace's first requests (up to 8 Mi input tokens) through the simulator at the 90 %
+configuration and without its second tier, and prints predicted beside realized hit and TTFT.
+Writes plan.csv (the --hbm × --dram grid and the answer's configurations), plan_costs.csv,
+plan_check.csv, the trace's own files, plots and manifest.json; prints the path of plan.csv and
+the plan. Tiers with no measured cost are named as missing.`})
 
 // planFlags are the flags of kvtier plan besides the trace's.
 type planFlags struct {
@@ -118,8 +124,6 @@ func (p *planFlags) costsOf(paths []string, m *cli.ModelFlags, errs *[]error) *a
 	switch {
 	case p.sim && p.costs != "":
 		*errs = append(*errs, option.Errorf("sim", "given with --costs: give one of them"))
-	case p.sim && slices.Contains(paths, "-"):
-		*errs = append(*errs, option.Errorf("sim", "reads the trace twice (its lengths, then the plan): give a file, not -"))
 	case p.sim:
 	case p.costs == "":
 		*errs = append(*errs, option.Errorf("costs", "a results directory is required (or --sim)"))
@@ -140,7 +144,7 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 	f.add(fs)
 	fs.StringVar(&p.costs, "costs", "", "results directory of a kvtier sweep (device tier costs) or probe (HTTP TTFT per tier)")
 	p.addCaps(fs)
-	fs.BoolVar(&p.sim, "sim", false, "take the costs from an embedded kvtier sim (its cost model, calibrated to the H20 reference, evaluated at prefix lengths covering the trace's input lengths: p10, p50, p90, p99, max) instead of --costs")
+	fs.BoolVar(&p.sim, "sim", false, "measure the costs against an embedded kvtier sim on its virtual clock (calibrated to the H20 reference; miss, GPU hit, CPU hit at the trace's input p10, p50, p90, p99, max) instead of --costs, and check the plan against it")
 	fs.BoolVar(&p.inclusive, "inclusive", false, "tiers are inclusive (write-through offload): each holds the most recent blocks that fit it; default exclusive")
 	if code, ok := c.ParseFlags(fs); !ok {
 		return code
@@ -149,6 +153,9 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 	paths := f.paths(fs)
 	if len(paths) != 1 {
 		errs = append(errs, fmt.Errorf("need exactly one trace file (kvtier plan --trace TRACE --costs DIR), got %d", len(paths)))
+	}
+	if slices.Contains(paths, "-") {
+		errs = append(errs, option.Errorf("trace", "plan reads the trace twice (its lengths and knees, then the plan): give a file, not -"))
 	}
 	costs := p.costsOf(paths, &f.model, &errs)
 	ro, ao, g := f.options(c.Stdin, &errs)
@@ -172,37 +179,27 @@ type planRun struct {
 	trace   string
 }
 
+// planned is what a plan computed, for its files.
+type planned struct {
+	res      *Result
+	plan     []PlanResult
+	rounding []string
+	checks   []results.Row
+}
+
+// plan runs the phases of kvtier plan under one progress line (reading
+// the trace, measuring costs, planning, checking), then writes its
+// files and prints its section.
 func plan(ctx context.Context, c *cli.Call, pr planRun) int {
-	if pr.p.sim {
-		costs, err := simPlanCosts(ctx, c, pr)
-		if err != nil {
-			return traceFailed(ctx, c, err)
-		}
-		pr.costs = costs
-	}
-	// The block bytes need the trace's block size, known from its first
-	// line: the planner is made on the first request.
-	var planner *Planner
-	var perr error
-	pr.ao.OnRequest = func(r *workload.Request, h *workload.Hits) {
-		if planner == nil && perr == nil {
-			planner, perr = NewPlanner(PlanOptions{
-				Configs: pr.configs, Inclusive: pr.p.inclusive, Costs: pr.costs,
-				BlockBytes: int64(r.BlockTokens) * pr.geom.BytesPerToken(),
-			})
-		}
-		if planner != nil {
-			planner.Observe(r, h)
-		}
-	}
-	res, err := analyzeTraces(ctx, c, pr.f.out.Quiet, []string{pr.trace}, pr.geom, pr.ro, pr.ao)
-	if err == nil {
-		err = perr
-	}
+	prog := harness.ProgressOf(c.Stderr)
+	prog.Start(c.Name, pr.f.out.Quiet)
+	prog.Plan(3 + map[bool]int{true: 1}[pr.p.sim])
+	pd, err := pr.evaluate(ctx, c, prog)
+	prog.Stop()
 	if err != nil {
 		return traceFailed(ctx, c, err)
 	}
-	for _, n := range planner.Rounding() {
+	for _, n := range pd.rounding {
 		c.Logf("%s", n)
 	}
 	var dir string
@@ -214,79 +211,148 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 			maps.Copy(out.Manifest.Settings, map[string]string{"costs": pr.p.costs,
 				"inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source(),
 				"sim": strconv.FormatBool(pr.p.sim)})
-			if r := planner.Rounding(); len(r) > 0 {
-				out.Manifest.Settings["capacity_rounding"] = strings.Join(r, "; ")
+			if len(pd.rounding) > 0 {
+				out.Manifest.Settings["capacity_rounding"] = strings.Join(pd.rounding, "; ")
 			}
-			if err := writeTraceFiles(out, res); err != nil {
+			if err := writeTraceFiles(out, []*Result{pd.res}); err != nil {
 				return err
 			}
-			return writePlanFiles(out, res[0], planner.Results(), pr.costs)
+			if err := writePlanFiles(out, pd.res, pd.plan, pr.costs); err != nil {
+				return err
+			}
+			return writeRows(out, PlanSuite.Files[2], pd.checks)
 		}}.Exec(ctx)
 	return c.PrintSection(dir, code, writePlan)
 }
 
-// simPlanCosts reads the trace once for its input lengths and returns
-// the costs of an embedded kvtier sim at lengths covering them.
-func simPlanCosts(ctx context.Context, c *cli.Call, pr planRun) (*analysis.PlanCosts, error) {
+// evaluate reads the trace for its lengths and knees, measures the
+// costs (--sim), plans the grid and the answer's configurations, and
+// checks the recommendation.
+func (pr *planRun) evaluate(ctx context.Context, c *cli.Call, prog *harness.Progress) (*planned, error) {
 	ao := pr.ao
 	ao.OnRequest = nil
-	res, err := analyzeTraces(ctx, c, pr.f.out.Quiet, []string{pr.trace}, pr.geom, pr.ro, ao)
+	first, err := analyzeOne(ctx, c, prog, "reading "+pr.trace, pr.trace, pr.geom, pr.ro, ao)
 	if err != nil {
 		return nil, err
 	}
-	cfg := vllmsim.Config{Model: pr.geom.Model, Geometry: pr.geom, TimeScale: 1}
-	ls := SimLengths(res[0].Analysis.Input, vllmsim.DefaultMaxModelLen-1024)
-	costs, err := SimCosts(cfg, ls)
-	if err == nil {
-		c.Logf("costs: kvtier sim's cost model (simulated, calibrated to the H20 reference) at L = %s, the trace's input p10, p50, p90, p99 and max (capped by the context)", tokenList(ls))
-	}
-	return costs, err
-}
-
-// SimLengths are the prefix lengths a plan's simulated costs are taken
-// at: the input lengths' p10, p50, p90, p99 and maximum, each at most
-// limit, each once, at least two.
-func SimLengths(in results.Stats, limit int) []int64 {
-	var ls []int64
-	for _, v := range []float64{in.P10, in.P50, in.P90, in.P99, in.Max} {
-		if v >= 1 {
-			ls = append(ls, min(int64(math.Ceil(v)), int64(limit)))
+	if pr.p.sim {
+		if pr.costs, err = pr.simCosts(c, prog, first); err != nil {
+			return nil, err
 		}
 	}
-	slices.Sort(ls)
-	ls = slices.Compact(ls)
-	if len(ls) == 1 {
-		ls = append([]int64{max(ls[0]/2, 1)}, ls...)
-	}
-	return ls
-}
-
-// SimCosts are the plan costs of a kvtier sim of cfg: its cost model's
-// TTFT of every probe tier at each of ls, in closed form (no request is
-// sent), labelled simulated.
-func SimCosts(cfg vllmsim.Config, ls []int64) (*analysis.PlanCosts, error) {
-	var rows []results.Row
-	for _, tier := range tierspec.ProbeNames() {
-		for _, L := range ls {
-			ttft := vllmsim.EstimateTTFT(cfg, tier, int(L), 0)
-			if !(ttft > 0) {
-				return nil, fmt.Errorf("kvtier sim has no cost for %s at %d tokens (model %s)", tier, L, cfg.Model)
+	cs, roles := pr.answerConfigs(first)
+	picks := checkPicks(cs, roles, checkShare)
+	configs, allRoles := append(slices.Clone(pr.configs), cs...), append(make([]Role, len(pr.configs)), roles...)
+	sample := &checkSample{limit: CheckTokens}
+	var main, check *Planner
+	var perr error
+	pr.ao.OnRequest = func(r *workload.Request, h *workload.Hits) {
+		if main == nil && perr == nil {
+			bb := int64(r.BlockTokens) * pr.geom.BytesPerToken()
+			main, perr = NewPlanner(PlanOptions{Configs: configs, Roles: allRoles, Inclusive: pr.p.inclusive, Costs: pr.costs, BlockBytes: bb})
+			if perr == nil && len(picks) > 0 {
+				// The simulator's CPU store is written through, as vLLM's
+				// offload: the check predicts inclusive tiers.
+				check, perr = NewPlanner(PlanOptions{Configs: pick(cs, picks), Roles: pick(roles, picks), Inclusive: pr.p.inclusive || pr.p.sim, Costs: pr.costs, BlockBytes: bb})
 			}
-			r := results.NewRow(costsProbeSuite)
-			r.Tier, r.PrefixTokens, r.Status, r.Model = tier, L, results.StatusOK, cfg.Model
-			r.SetTime(ttft)
-			r.Set(results.ColTTFT, ttft)
-			r.Set(results.ColVerified, true)
-			r.Set(results.ColSimulated, true)
-			rows = append(rows, r)
+		}
+		if main != nil {
+			main.Observe(r, h)
+		}
+		if check != nil && sample.take(r) {
+			check.Observe(r, h)
 		}
 	}
-	return analysis.LoadPlanCosts("kvtier sim (cost model, closed form)", nil, rows)
+	res, err := analyzeOne(ctx, c, prog, "planning "+strconv.Itoa(len(configs))+" configurations", pr.trace, pr.geom, pr.ro, pr.ao)
+	if err == nil {
+		err = perr
+	}
+	if err != nil {
+		return nil, err
+	}
+	pd := &planned{res: res, plan: main.Results(), rounding: main.Rounding()}
+	pd.checks = pr.check(prog, res, sample, check)
+	return pd, nil
 }
 
-// costsProbeSuite is the suite whose rows SimCosts writes: the probe's,
-// whose TTFT per tier the plan fits.
-const costsProbeSuite = "probe"
+// checkShare is the knee a plan checks: 90 % of the APC ceiling.
+const checkShare = 0.9
+
+// pick returns xs at the indices is.
+func pick[T any](xs []T, is []int) []T {
+	out := make([]T, len(is))
+	for i, j := range is {
+		out[i] = xs[j]
+	}
+	return out
+}
+
+// answerConfigs are the configurations of the answer to the capacity
+// question: the trace's one-cache knees, and the second tier's at each
+// capacity of the first in the grid.
+func (pr *planRun) answerConfigs(res *Result) ([]Config, []Role) {
+	knees := map[float64]int64{}
+	for _, cv := range res.Analysis.Curves {
+		if cv.Instances != 1 {
+			continue
+		}
+		for _, f := range res.Analysis.Knees {
+			if b, ok := cv.Knee(f); ok {
+				knees[f] = b
+			}
+		}
+	}
+	var firsts []int64
+	for _, cfg := range pr.configs {
+		firsts = append(firsts, cfg[CapacityTiers[0]])
+	}
+	return AnswerConfigs(knees, res.Analysis.BlockBytes, firsts, pr.p.inclusive)
+}
+
+// check replays the sample at the configurations the check planner
+// predicted, one progress phase; a plan whose costs come from a results
+// directory has no server to replay against: its rows are skipped.
+func (pr *planRun) check(prog *harness.Progress, res *Result, s *checkSample, check *Planner) []results.Row {
+	if check == nil {
+		return nil
+	}
+	pred := check.Results()
+	got := make([]checkResult, len(pred))
+	prog.Begin(fmt.Sprintf("checking %d configurations on %s", len(pred), s.describe()))
+	for i, p := range pred {
+		prog.Step("configuration", i, len(pred))
+		if !pr.p.sim {
+			got[i].Err = errors.New("no server or simulator to replay against: the costs come from a results directory (--costs); give --sim to check against kvtier sim")
+			continue
+		}
+		got[i] = simCheck(pr.simConfig(), p.Config, pr.geom.BytesPerToken(), s)
+	}
+	prog.End("")
+	against := ""
+	if pr.p.sim {
+		against = simAgainst
+	}
+	return CheckRows(res, s, pred, got, against)
+}
+
+// simConfig is the simulator plan --sim measures and checks against.
+func (pr *planRun) simConfig() vllmsim.Config {
+	return vllmsim.Config{Model: pr.geom.Model, Geometry: pr.geom, TimeScale: 1}
+}
+
+// simCosts measures the costs against kvtier sim at lengths covering
+// the trace's input lengths, one progress phase.
+func (pr *planRun) simCosts(c *cli.Call, prog *harness.Progress, res *Result) (*analysis.PlanCosts, error) {
+	ls := SimLengths(res.Analysis.Input, vllmsim.DefaultMaxModelLen-1024)
+	prog.Begin("measuring costs against kvtier sim (virtual clock)")
+	costs, err := SimCosts(pr.simConfig(), ls, func(i, n int) { prog.Step("length", i, n) })
+	if err != nil {
+		return nil, err
+	}
+	prog.End(fmt.Sprintf("miss, GPU hit, CPU hit at %d lengths", len(ls)))
+	c.Logf("costs: measured against kvtier sim on its virtual clock (simulated, calibrated to the H20 reference): miss, GPU hit and CPU hit at L = %s, the trace's input p10, p50, p90, p99 and max (capped by the context)", tokenList(ls))
+	return costs, nil
+}
 
 // tokenList renders prefix lengths as "4k, 16k, 27,300".
 func tokenList(ls []int64) string {

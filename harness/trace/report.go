@@ -234,9 +234,14 @@ func writePlan(w io.Writer, run *analysis.Run) {
 	fmt.Fprintf(w, "Every figure here is **predicted**: the trace's LRU stack distances (touch %s) combined with tier costs measured in `%s` (**%s**). Tiers are %s; a hit is the leading run of blocks some tier holds, each block served by the fastest tier holding it, the rest recomputed.\n\n",
 		first.Get(results.ColTouch), first.Get(results.ColCosts), report.OrDash(first.Get(results.ColCostSource)), mode)
 	writePlanKnees(w, run)
+	writePlanAnswer(w, plan)
+	writePlanCheck(w, run.Files[PlanCheckFile])
 	writePlanCosts(w, run.FileWith(PlanSuite.Name, results.ColAlpha))
 	t := report.NewTable(planHeads()...)
 	for _, r := range plan {
+		if role := r.Get(ColRole); role != "" && role != RoleGrid {
+			continue
+		}
 		cells := []string{r.Get(results.ColTrace)}
 		for _, tier := range tierspec.CapacityNames() {
 			cells = append(cells, fmtCapacity(r.Get(tier+"_bytes")))
@@ -251,27 +256,36 @@ func writePlan(w io.Writer, run *analysis.Run) {
 			load[0], load[1] = load[0]+" "+n, load[1]+" "+n
 		}
 		cells = append(cells, load...)
-		extrap := ""
-		if x := r.Float(results.ColExtrapolated); x > 0 {
-			extrap = " " + t.Note(fmt.Sprintf("extrapolated: %s of the requests are predicted from a cost past the longest prefix it was measured at (plan_costs.csv max_tokens), along the fit's form, up to %g× that length", report.FmtShare(x), analysis.ExtrapolationLimit))
-		}
-		if x := r.Float(results.ColPastLimit); x > 0 {
-			extrap += " " + t.Note(fmt.Sprintf("%s of the requests need a cost past %g× the longest prefix measured: counted, not predicted, left out of these percentiles", report.FmtShare(x), analysis.ExtrapolationLimit))
-		}
-		for _, s := range []string{"mean", "p50", "p90", "p99"} {
-			v := r.Float("ttft_" + s + "_s")
-			switch {
-			case !math.IsNaN(v):
-				cells = append(cells, report.FmtSec(v)+extrap)
-			case r.Get(results.ColMissing) != "":
-				cells = append(cells, t.Dash("not predicted: no measured cost for "+strings.ReplaceAll(r.Get(results.ColMissing), ";", ", ")))
-			default:
-				cells = append(cells, t.Dash("the costs give no TTFT"))
-			}
-		}
+		cells = append(cells, ttftCells(t, r, "mean", "p50", "p90", "p99")...)
 		t.Add(append(cells, planWrites(t, r))...)
 	}
 	t.Write(w)
+}
+
+// ttftCells are a plan row's predicted TTFT at each of stats ("p90"),
+// footnoted with the share of requests extrapolated or past the limit,
+// or a dash that says why there is none.
+func ttftCells(t *report.Table, r results.Row, stats ...string) []string {
+	extrap := ""
+	if x := r.Float(results.ColExtrapolated); x > 0 {
+		extrap = " " + t.Note(fmt.Sprintf("extrapolated: %s of the requests are predicted from a cost past the longest prefix it was measured at (plan_costs.csv max_tokens), along the fit's form, up to %g× that length", report.FmtShare(x), analysis.ExtrapolationLimit))
+	}
+	if x := r.Float(results.ColPastLimit); x > 0 {
+		extrap += " " + t.Note(fmt.Sprintf("%s of the requests need a cost past %g× the longest prefix measured: counted, not predicted, left out of these percentiles", report.FmtShare(x), analysis.ExtrapolationLimit))
+	}
+	var cells []string
+	for _, s := range stats {
+		v := r.Float("ttft_" + s + "_s")
+		switch {
+		case !math.IsNaN(v):
+			cells = append(cells, report.FmtSec(v)+extrap)
+		case r.Get(results.ColMissing) != "":
+			cells = append(cells, t.Dash("not predicted: no measured cost for "+strings.ReplaceAll(r.Get(results.ColMissing), ";", ", ")))
+		default:
+			cells = append(cells, t.Dash("the costs give no TTFT"))
+		}
+	}
+	return cells
 }
 
 // planHeads are the headers of the plan table: each tier's capacity,

@@ -38,7 +38,7 @@ func (s *Sampler) MeasureGroup(ctx context.Context, cs []Case, agg Case) (Result
 		}
 		agg.repeat = n
 	}
-	res.Reps = s.reps(warm * float64(n))
+	res.Reps = s.Policy.reps(warm * float64(n))
 	per := make([][]float64, len(cs))
 	var secs []float64
 	for rep := 0; rep < res.Reps; rep++ {

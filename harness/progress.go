@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -177,11 +178,21 @@ func (p *Progress) PlanWeights(w []float64) {
 	})
 }
 
+// PlanEstimated adds n configurations, weighed by w where it has an
+// estimate for each (PlanWeights), else counted alike (Plan).
+func (p *Progress) PlanEstimated(n int, w []float64) {
+	if len(w) == n {
+		p.PlanWeights(w)
+	} else {
+		p.Plan(n)
+	}
+}
+
 // doneWork is the share of the planned work done: configurations (and
 // the fraction of the one under way), weighted where the plan has
 // weights for every configuration.
 func (p *Progress) doneWork() (done, total float64) {
-	if len(p.weights) != p.total || p.total == 0 {
+	if len(p.weights) != p.total || p.total == 0 || !slices.ContainsFunc(p.weights, func(w float64) bool { return w > 0 }) {
 		return float64(p.done) + p.frac, float64(p.total)
 	}
 	for i, w := range p.weights {

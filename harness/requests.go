@@ -54,7 +54,7 @@ func (s *Requests) Measure(ctx context.Context, c RequestCase) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.Reps = (&Sampler{Policy: s.Policy}).reps(warm)
+	res.Reps = s.Policy.reps(warm)
 	var secs []float64
 	for rep := range res.Reps {
 		if err := ctx.Err(); err != nil {

@@ -281,7 +281,7 @@ func (s *Sampler) Measure(ctx context.Context, c Case) (Result, error) {
 	if c.Repeat {
 		c.repeat = repeats(warm)
 	}
-	res.Reps = s.reps(warm * float64(max(c.repeat, 1)))
+	res.Reps = s.Policy.reps(warm * float64(max(c.repeat, 1)))
 	var secs []float64
 	for rep := 0; rep < res.Reps; rep++ {
 		ProgressOf(s.Log).Rep(rep, res.Reps)
@@ -327,12 +327,23 @@ func (s *Sampler) warmup(ctx context.Context, c *Case) (float64, error) {
 
 // reps is how many measured reps fit the budget after a warm-up sample
 // of warm seconds.
-func (s *Sampler) reps(warm float64) int {
-	n := max(s.Policy.Reps, 1)
-	if b := s.Policy.Budget; b > 0 && warm > 0 {
+func (p Policy) reps(warm float64) int {
+	n := max(p.Reps, 1)
+	if b := p.Budget; b > 0 && warm > 0 {
 		n = min(n, max(1, int(b.Seconds()/warm)))
 	}
 	return n
+}
+
+// Samples is how many samples, warm-up and measured, a Sampler takes of
+// a case whose samples take sec seconds each: for a run's estimate of
+// its time.
+func (p Policy) Samples(sec float64) int {
+	warm := p.Warmup
+	if b := p.Budget.Seconds(); b > 0 && sec > 0 && warm > 0 {
+		warm = min(warm, max(1, int(b/sec)-1)) // as warmup stops
+	}
+	return warm + p.reps(sec)
 }
 
 // measureRep runs one measured rep and returns its row; err is the

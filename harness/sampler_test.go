@@ -84,3 +84,19 @@ func TestSummaryText(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicySamples: the samples a run's estimate counts are those the
+// Sampler takes: every warm-up and rep within the budget, fewer past it,
+// at least one of each.
+func TestPolicySamples(t *testing.T) {
+	t.Parallel()
+	p := Policy{Warmup: 2, Reps: 5, Budget: 30 * time.Second}
+	for sec, want := range map[float64]int{0.1: 7, 10: 5, 40: 2} {
+		if got := p.Samples(sec); got != want {
+			t.Errorf("Samples(%g s) = %d, want %d", sec, got, want)
+		}
+	}
+	if got := (Policy{Warmup: 1, Reps: 3}).Samples(100); got != 4 {
+		t.Errorf("no budget: Samples = %d, want 4", got)
+	}
+}

@@ -73,11 +73,7 @@ func Run(ctx context.Context, o Options, be Backends, out *harness.Output, suite
 	if len(peers) == 0 {
 		peers = []string{""}
 	}
-	n := len(peers) * len(o.directions())
-	if o.PeerCopy != nil {
-		n++
-	}
-	harness.ProgressOf(log).Plan(n * len(o.Layouts) * len(o.Sizes))
+	harness.ProgressOf(log).PlanWeights(r.weights(peers))
 	for _, addr := range peers {
 		if err := r.peer(ctx, addr); err != nil {
 			return err
@@ -87,6 +83,45 @@ func Run(ctx context.Context, o Options, be Backends, out *harness.Output, suite
 		return r.PeerCopy(ctx, o.PeerCopy[0], o.PeerCopy[1])
 	}
 	return nil
+}
+
+// roughBytesPerSec is a rough rate of moving bytes, into a transfer's
+// destination or into the embedded peer's pool as it is filled: the
+// progress's ETA weighs configurations by the bytes they move at it, and
+// only the ratios matter.
+const roughBytesPerSec = 1e9
+
+// weights are the estimated seconds of each configuration, in the order
+// Run measures them: for each peer (the embedded one filling its pool
+// first), direction, layout and size, every sample the policy takes of
+// it; then the peer copies.
+func (r *Measurer) weights(peers []string) []float64 {
+	var out []float64
+	sizes := func(setup float64) {
+		for _, size := range r.o.Sizes {
+			sec := float64(size) / roughBytesPerSec
+			out = append(out, setup+sec*float64(r.o.Policy.Samples(sec)))
+			setup = 0
+		}
+	}
+	for _, addr := range peers {
+		setup := 0.0
+		if addr == "" {
+			setup = float64(r.embeddedPoolBytes()) / roughBytesPerSec
+		}
+		for range r.o.directions() {
+			for range r.o.Layouts {
+				sizes(setup)
+				setup = 0
+			}
+		}
+	}
+	if r.o.PeerCopy != nil {
+		for range r.o.Layouts {
+			sizes(0)
+		}
+	}
+	return out
 }
 
 // embeddedPoolBytes sizes an embedded peer's pool: whole blocks, a

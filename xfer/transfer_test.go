@@ -324,3 +324,21 @@ func TestEmbeddedPoolFits(t *testing.T) {
 		}
 	}
 }
+
+// TestTransferWeights: the progress weighs each configuration by the
+// bytes it moves in all its samples, the embedded peer's first also by
+// the pool it fills, so that the ETA after a 16 MiB row counts the GiB
+// rows ahead; one weight per configuration, in the order Run runs them.
+func TestTransferWeights(t *testing.T) {
+	t.Parallel()
+	o := DefaultOptions()
+	o.Sizes, o.Layouts, o.Root = []int64{16 << 20, 1 << 30}, []string{Layerwise, Contiguous}, t.TempDir()
+	r := &Measurer{o: o}
+	w := r.weights([]string{"", "nodeB:7471"})
+	if len(w) != 2*2*2 {
+		t.Fatalf("%d weights, want 8 (2 peers × 2 layouts × 2 sizes)", len(w))
+	}
+	if w[1] < 30*w[4] || w[0] <= w[4] || w[5] != w[1] {
+		t.Errorf("weights %.3g: want 1 GiB over 30 times 16 MiB, and the embedded peer's pool in its first", w)
+	}
+}

@@ -52,20 +52,32 @@ func simConfig(cfg Config, chunk int) vllmsim.Config {
 }
 
 // simEstimate is the time MB1 of cfg takes against simulated
-// servers of sim: per cell and rep, each arm's decodes run for the
-// inject delay and then as long as the prefill of P tokens beside D
-// decodes takes. Only --sim has a full grid: its servers are
-// simulators, the second one for the control arm.
+// servers of sim: the sum of simWeights. Only --sim has a full grid: its
+// servers are simulators, the second one for the control arm.
 func simEstimate(cfg Config, sim vllmsim.Config) time.Duration {
-	const arms = 3 // interfere, control (on the second simulator) and baseline
 	var sec float64
+	for _, w := range simWeights(cfg, sim) {
+		sec += w
+	}
+	return time.Duration(sec * float64(time.Second))
+}
+
+// simWeights are the estimated seconds of each cell of MB1 of cfg, in
+// the order Run measures them, against simulated servers of sim: per
+// rep, each arm's decodes run for the inject delay and then as long as
+// the prefill of P tokens beside D decodes takes. Against a real server
+// the progress's ETA weighs its cells by them too: the simulator's
+// model of the H20 reference says how the cells' costs compare.
+func simWeights(cfg Config, sim vllmsim.Config) []float64 {
+	const arms = 3 // interfere, control (on the second simulator) and baseline
+	var out []float64
 	for _, p := range cfg.Prefill {
 		for _, d := range cfg.Decode {
 			arm := cfg.InjectAfter.Seconds() + vllmsim.EstimateTTFT(sim, "miss", p, d)
-			sec += arms * arm * float64(cfg.Reps)
+			out = append(out, arms*arm*float64(cfg.Reps))
 		}
 	}
-	return time.Duration(sec * float64(time.Second))
+	return out
 }
 
 // Bind adds the flags to fs.
@@ -144,11 +156,12 @@ func startSims(ctx context.Context, cfg *Config, chunk int) (func(), error) {
 // and per-token times, into mb1.csv and mb1_tokens.csv.
 func runCommand(ctx context.Context, c *cli.Call, f *flags, cfg Config) int {
 	f.server.WarnSimTimeScale(c.Stderr)
+	chunk := vllmsim.DefaultMaxBatched
+	if f.chunkLabel != "" {
+		chunk, _ = units.ParseTokens(f.chunkLabel)
+	}
+	cfg.Weights = simWeights(cfg, simConfig(cfg, chunk))
 	if f.server.UseSim {
-		chunk := vllmsim.DefaultMaxBatched
-		if f.chunkLabel != "" {
-			chunk, _ = units.ParseTokens(f.chunkLabel)
-		}
 		cfg.ChunkLabel = strconv.Itoa(chunk)
 		servingflag.SayEstimate(c.Stderr, c.Name, f.full, len(cfg.Prefill)*len(cfg.Decode), cfg.Reps, simEstimate(cfg, simConfig(cfg, chunk)))
 		stop, err := startSims(ctx, &cfg, chunk)

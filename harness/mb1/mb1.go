@@ -83,6 +83,9 @@ type Config struct {
 	Simulated bool
 	HTTP      *http.Client // nil: a client of its own
 	Log       io.Writer
+	// Weights are the estimated seconds of each cell (prefill, then
+	// decode), for the progress's ETA; nil weighs them alike.
+	Weights []float64
 }
 
 // Validate reports every problem with c at once, each naming its field
@@ -204,7 +207,7 @@ func (r *Runner) Family() serving.Family { return r.family }
 // the interrupted cell that had finished, when ctx ends.
 func (r *Runner) Run(ctx context.Context, rows, tokens results.Sink) error {
 	pr := harness.ProgressOf(r.cfg.Log)
-	pr.Plan(len(r.cfg.Prefill) * len(r.cfg.Decode))
+	pr.PlanEstimated(len(r.cfg.Prefill)*len(r.cfg.Decode), r.cfg.Weights)
 	for _, p := range r.cfg.Prefill {
 		for _, d := range r.cfg.Decode {
 			pr.Begin(fmt.Sprintf("D=%d P=%d", d, p))

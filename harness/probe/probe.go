@@ -256,11 +256,7 @@ func (p *Prober) Client() *serving.Client { return p.c }
 // returns the sink's error if a row cannot be written.
 func (p *Prober) Run(ctx context.Context, sink results.Sink) error {
 	rs := harness.Requests{Suite: "probe", Sink: sink, Log: p.cfg.Log, Policy: harness.Policy{Reps: p.cfg.Reps}}
-	if n := len(p.cfg.Prefixes) * len(p.cfg.Tiers); len(p.cfg.Weights) == n {
-		harness.ProgressOf(p.cfg.Log).PlanWeights(p.cfg.Weights)
-	} else {
-		harness.ProgressOf(p.cfg.Log).Plan(n)
-	}
+	harness.ProgressOf(p.cfg.Log).PlanEstimated(len(p.cfg.Prefixes)*len(p.cfg.Tiers), p.cfg.Weights)
 	for _, l := range p.cfg.Prefixes {
 		for _, tier := range p.cfg.Tiers {
 			if _, err := rs.Measure(ctx, p.requestCase(tier, l)); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -29,21 +30,26 @@ func (s *sweeper) cannotRun(c Config) string {
 // tier, layout, copy mode and prefix) the sweep has, how many run and on
 // what (a GPU, or the CPU standing in for one), and how many are skipped
 // and why: one line per reason, not one per configuration. It returns
-// the number that run, the N of the progress's [i/N] (a prefix skipped
-// later, over the budget or beyond free memory, is one of them).
-func (s *sweeper) preflight() int {
-	total, run := 0, 0
+// the estimated seconds of each that runs, in the order they run: the
+// progress's [i/N] counts them (a prefix skipped later, over the budget
+// or beyond free memory, is one of them) and its ETA weighs them.
+func (s *sweeper) preflight() []float64 {
+	total := 0
 	count := map[string]int{}
 	var reasons []string
+	var weights []float64
+	once := map[string]bool{}
 	for _, dir := range s.opts.directions() {
 		for _, k := range s.configs(dir) {
 			c := s.newConfig(s.b, k.spec, k.layout, k.mode, dir, k.v)
 			reason := s.cannotRun(c)
+			if reason == "" {
+				weights = append(weights, s.weights(c, once)...)
+			}
 			c.Tier.Close()
 			n := len(s.opts.Prefixes)
 			total += n
 			if reason == "" {
-				run += n
 				continue
 			}
 			if count[reason] == 0 {
@@ -56,9 +62,9 @@ func (s *sweeper) preflight() int {
 	if !s.b.Caps().DeviceMemory {
 		on = "on the host stand-in (the CPU standing in for a GPU: every figure is labelled so)"
 	}
-	line := fmt.Sprintf("%d configurations (tier × layout × copy × prefix): %d run %s", total, run, on)
+	line := fmt.Sprintf("%d configurations (tier × layout × copy × prefix): %d run %s", total, len(weights), on)
 	if len(reasons) > 0 {
-		line += fmt.Sprintf("; %d skipped, by reason:", total-run)
+		line += fmt.Sprintf("; %d skipped, by reason:", total-len(weights))
 	}
 	say := []string{line}
 	for _, r := range reasons {
@@ -67,5 +73,56 @@ func (s *sweeper) preflight() int {
 	for _, l := range say {
 		harness.Note(s.log, "kvtier "+Suite.Name+": "+l)
 	}
-	return run
+	return weights
+}
+
+// configSeconds is the rough time of what every measured configuration
+// does besides its samples: the tier built, rows and summary written.
+const configSeconds = 0.2
+
+// weights are the estimated seconds of configuration c at each prefix
+// (tiers.Estimate), as the sweep runs them: the first prefix also sets
+// the tier up for the largest (and, for a tier whose set-up the run
+// shares, once, writes what it shares: once records the tiers that
+// did) and calibrates its estimator; each takes the samples the policy
+// gives its estimated fetch, and none where that is over the budget
+// and the prefix is skipped.
+func (s *sweeper) weights(c Config, once map[string]bool) []float64 {
+	e, ok := c.Tier.(tiers.Estimator)
+	if !ok {
+		return make([]float64, len(s.opts.Prefixes)) // unweighed: the ETA counts configurations
+	}
+	budget := s.opts.Policy.Budget.Seconds()
+	maxBlocks := c.Geom.Blocks(slices.Max(s.opts.Prefixes))
+	var out []float64
+	for i, tok := range s.opts.Prefixes {
+		p := Prefix(c.Geom, tok)
+		est := e.Estimate(p.Blocks, maxBlocks)
+		w := 0.0
+		if i == 0 {
+			w = est.Setup + s.calibration(c, p, est.Fetch)
+			if !once[c.Spec.Name] {
+				w, once[c.Spec.Name] = w+est.Once, true
+			}
+		}
+		if budget <= 0 || est.Fetch <= budget {
+			w += est.Fetch*float64(s.opts.Policy.Samples(est.Fetch)) + 2*est.Check + configSeconds
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// calibration is the estimated time of calibrate's samples before the
+// first prefix p, whose fetch takes fetch seconds: one block's copy, or
+// two GEMMs at the rate the estimate implies.
+func (s *sweeper) calibration(c Config, p tiers.Prefix, fetch float64) float64 {
+	if c.Spec.Moves() {
+		return fetch / float64(max(p.Blocks, 1))
+	}
+	op := kv.GEMM{M: 512, N: c.Geom.Hidden, K: c.Geom.Hidden, Batch: 1}
+	if w := work(c, p); w > 0 {
+		return 2 * op.FLOPs() * fetch / w
+	}
+	return 0
 }

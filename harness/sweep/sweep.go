@@ -54,7 +54,7 @@ func run(ctx context.Context, opts Options, settings map[string]string, s *sweep
 			fmt.Fprintf(log, "kvtier: warning: %v\n", err)
 		}
 	}()
-	harness.ProgressOf(log).Plan(s.preflight())
+	harness.ProgressOf(log).PlanWeights(s.preflight())
 	for _, dir := range opts.directions() {
 		for _, k := range s.configs(dir) {
 			if err := s.config(ctx, k.spec, k.layout, k.mode, dir, k.v); err != nil {

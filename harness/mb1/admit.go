@@ -134,15 +134,24 @@ func (r *Runner) notAdmitted(d, p int, bound time.Duration) error {
 }
 
 // endedBefore reports a decode stream that ended (of itself: finished,
-// or failed) before the prefill's first token at done: the prefill may
-// have waited for the slot it freed, so the window measures no
-// interference.
-func endedBefore(done float64, ended []bool, ends []float64) error {
+// or failed) before the arm's prefill had its first token at done. In
+// the interfere arm the prefill may have waited for the slot it freed,
+// so the window measures no interference (ErrNotAdmitted); in the
+// control arm, whose prefill went to the control instance beside no
+// decode, the window saw fewer than the arm's decodes, so it measures
+// no control figure.
+func endedBefore(arm string, done float64, ended []bool, ends []float64) error {
 	for i, e := range ends {
-		if ended[i] && e <= done {
-			return fmt.Errorf("%w: decode stream %d ended at %s, before the prefill's first token at %s, so the prefill may have waited for the slot it freed (a server that runs fewer sequences at once, or one at a time; raise --decode-tokens if the stream finished)",
-				ErrNotAdmitted, i, units.FormatSeconds(e), units.FormatSeconds(done))
+		if !ended[i] || e > done {
+			continue
 		}
+		what := fmt.Sprintf("decode stream %d ended at %s, before the %s prefill's first token at %s", i, units.FormatSeconds(e), arm, units.FormatSeconds(done))
+		if arm == ArmControl {
+			return fmt.Errorf("%s (sent to the control instance, which runs no decode): the window saw fewer than the arm's %d decodes, so it measures no control figure (raise --decode-tokens if the stream finished)",
+				what, len(ends))
+		}
+		return fmt.Errorf("%w: %s, so the prefill may have waited for the slot it freed (a server that runs fewer sequences at once, or one at a time; raise --decode-tokens if the stream finished)",
+			ErrNotAdmitted, what)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package mb1
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -31,7 +32,9 @@ type slotServer struct {
 	// max_tokens).
 	eosAfter int
 	// stall makes the decodes send nothing while a prefill runs.
-	stall      bool
+	stall bool
+	// prefill is how long a prefill takes to answer (0: 200 ms).
+	prefill    time.Duration
 	prefilling atomic.Int32
 }
 
@@ -66,7 +69,7 @@ func (s *slotServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A decode stalled by it resumes once its token has gone.
 		s.prefilling.Add(1)
 		defer s.prefilling.Add(-1)
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(cmp.Or(s.prefill, 200*time.Millisecond))
 		s.send(w, 1, len(body.Prompt))
 		return
 	}
@@ -110,24 +113,37 @@ func (s *slotServer) send(w http.ResponseWriter, n, prompt int) error {
 // rows and how long the run took on the bubble's clock.
 func runSlots(t *testing.T, srv *slotServer, decode []int, reps int, log ...*serving.ServerLog) ([]results.Row, time.Duration) {
 	t.Helper()
+	return runArms(t, srv, nil, decode, reps, log...)
+}
+
+// runArms is runSlots with a control arm whose prefill goes to control
+// (none where nil).
+func runArms(t *testing.T, srv, control *slotServer, decode []int, reps int, log ...*serving.ServerLog) ([]results.Row, time.Duration) {
+	t.Helper()
 	var rows, toks resultstest.Sink
 	var took time.Duration
 	synctest.Test(t, func(t *testing.T) {
-		srv.slot = make(chan struct{}, srv.slots)
 		var net vllmsim.MemNet
 		defer net.Close()
-		url, err := net.Serve(srv, "slots")
-		if err != nil {
-			t.Fatal(err)
+		urls := make([]string, 2)
+		for i, s := range []*slotServer{srv, control} {
+			if s == nil {
+				continue
+			}
+			s.slot = make(chan struct{}, s.slots)
+			var err error
+			if urls[i], err = net.Serve(s, fmt.Sprint("slots", i)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// Decodes of 100k tokens would run 500 s.
-		r, err := New(t.Context(), Config{Endpoint: url, HTTP: net.Client(), Decode: decode, Prefill: []int{64}, Reps: reps,
+		r, err := New(t.Context(), Config{Endpoint: urls[0], ControlEndpoint: urls[1], HTTP: net.Client(), Decode: decode, Prefill: []int{64}, Reps: reps,
 			DecodeTokens: 100_000, InjectAfter: 300 * time.Millisecond, Timeout: 600 * time.Second})
-		if len(log) > 0 {
-			r.cfg.ServerLog = log[0]
-		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(log) > 0 {
+			r.cfg.ServerLog = log[0]
 		}
 		start := time.Now()
 		if err := r.Run(t.Context(), &rows, &toks); err != nil {
@@ -208,6 +224,29 @@ func TestInterfereRefusesPrefillAfterDecodeEnded(t *testing.T) {
 	in := rows[0]
 	if in.Status == results.StatusOK || !strings.Contains(in.Reason, "ended at") {
 		t.Errorf("interfere row: %s %q", in.Status, in.Reason)
+	}
+}
+
+// Each arm says what happened in it: a decode that ends before the
+// control arm's prefill (on the control instance, beside no decode)
+// answers leaves that arm without a figure, but no prefill of its waited
+// for a slot; the interfere arm, whose prefill answered before any
+// decode ended, is ok.
+func TestInterfereControlArmReason(t *testing.T) {
+	t.Parallel()
+	rows, _ := runArms(t, &slotServer{slots: 3, family: "ollama", eosAfter: 150},
+		&slotServer{slots: 1, family: "ollama", prefill: time.Second}, []int{2}, 1)
+	byArm := map[string]results.Row{}
+	for _, r := range rows {
+		byArm[r.Get("arm")] = r
+	}
+	if in := byArm[ArmInterfere]; in.Status != results.StatusOK {
+		t.Errorf("interfere row: %s %q", in.Status, in.Reason)
+	}
+	c := byArm[ArmControl]
+	if c.Status != results.StatusError || !strings.Contains(c.Reason, "before the control prefill's first token") ||
+		!strings.Contains(c.Reason, "control instance") || strings.Contains(c.Reason, "slot") || strings.Contains(c.Reason, ErrNotAdmitted.Error()) {
+		t.Errorf("control row: %s %q", c.Status, c.Reason)
 	}
 }
 

@@ -555,8 +555,8 @@ func (r *Runner) arm(ctx context.Context, arm string, d, p, rep int, window floa
 
 // inject sends the arm's prefill while ds decode and records its TTFT,
 // the prompt the server saw and the form it went in; the error is the
-// prefill's, a prompt the server cut, or a server that served the
-// prefill only after a decode ended (ErrNotAdmitted).
+// prefill's, a prompt the server cut, or a decode that ended before the
+// prefill's first token (endedBefore).
 func (r *Runner) inject(ctx context.Context, res *armResult, ds *decodes, pre serving.Request) error {
 	pctx, bound := ctx, time.Duration(0)
 	if res.arm == ArmInterfere {
@@ -587,7 +587,7 @@ func (r *Runner) inject(ctx context.Context, res *armResult, ds *decodes, pre se
 	res.prefillTTFT, res.done = ttft, res.inject+ttft
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	if err := endedBefore(res.done, ds.ended, ds.endAt); err != nil {
+	if err := endedBefore(res.arm, res.done, ds.ended, ds.endAt); err != nil {
 		return err
 	}
 	if res.arm == ArmInterfere {

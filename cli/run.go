@@ -62,12 +62,16 @@ func (r SuiteRun) finish(ctx context.Context, out *harness.Output, rerr error) i
 	}
 	cerr := out.Close(interrupted || rerr != nil)
 	if cerr != nil {
-		c.Logf("%v", cerr)
+		for _, l := range strings.Split(cerr.Error(), "\n") {
+			c.Logf("%s", l) // each of the joined errors on a line of its own
+		}
 	}
 	if r.Plots && c.Figures != nil && !interrupted && rerr == nil {
 		r.drawPlots(out)
 	}
-	c.Logf("wrote %s (%s)", out.Dir, strings.Join(out.Manifest.Files, ", "))
+	if cerr == nil {
+		c.Logf("wrote %s (%s)", out.Dir, strings.Join(out.Manifest.Files, ", "))
+	}
 	main := filepath.Join(out.Dir, r.Suite.Main().Name)
 	switch {
 	case interrupted:
@@ -77,6 +81,7 @@ func (r SuiteRun) finish(ctx context.Context, out *harness.Output, rerr error) i
 		c.Logf("%v; rows measured so far are kept", rerr)
 		return ExitFail
 	case cerr != nil:
+		c.Logf("rows measured so far are kept in %s", out.Dir)
 		return ExitFail
 	case errRows > 0:
 		c.Logf("%d rows are errors (see the reason column of %s)", errRows, main)

@@ -154,6 +154,13 @@ func TestFullDisk(t *testing.T) {
 			if !strings.Contains(stderr.String(), "no space left on device") && !strings.Contains(stderr.String(), "file too large") {
 				t.Errorf("stderr does not say the disk is full:\n%s", stderr.String())
 			}
+			// Each message is one line naming the command, and none
+			// claims the files were written.
+			for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+				if !strings.HasPrefix(l, "kvtier "+tc.name+":") || strings.Contains(l, ": wrote ") {
+					t.Errorf("stderr line %q: want each to begin %q and none to say the files were written", l, "kvtier "+tc.name+":")
+				}
+			}
 			if tmp, _ := filepath.Glob(filepath.Join(out, "*.tmp")); len(tmp) > 0 {
 				t.Errorf("left behind: %v", tmp)
 			}

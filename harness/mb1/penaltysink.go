@@ -17,6 +17,9 @@ import (
 type penaltySink struct {
 	results.Sink
 	cells map[[2]int64]*penaltyCell
+	// lagged counts the ok rows left out because kvtier sim fell behind
+	// real time in them (analysis.Lagged), as the report leaves them out.
+	lagged int
 }
 
 // A penaltyCell holds one (D, P) cell's samples over reps.
@@ -38,7 +41,9 @@ var penaltyColumns = []struct {
 
 func (s *penaltySink) Write(r results.Row) error {
 	arm := r.Get("arm")
-	if r.Status == results.StatusOK && (arm == ArmInterfere || arm == ArmControl) {
+	if r.Status == results.StatusOK && (arm == ArmInterfere || arm == ArmControl) && analysis.Lagged(r) {
+		s.lagged++
+	} else if r.Status == results.StatusOK && (arm == ArmInterfere || arm == ArmControl) {
 		if s.cells == nil {
 			s.cells = map[[2]int64]*penaltyCell{}
 		}
@@ -80,6 +85,7 @@ func (s *penaltySink) summary(w io.Writer, kind string) {
 	for k := range s.cells {
 		keys = append(keys, k)
 	}
+	defer s.laggedNote(w)
 	if len(keys) == 0 {
 		return
 	}
@@ -103,5 +109,13 @@ func (s *penaltySink) summary(w io.Writer, kind string) {
 		c := s.cells[k]
 		fmt.Fprintf(w, "%4d %8s %11s %13s %11s %9s %9s\n", k[0], units.FormatTokens(k[1]),
 			sec(c.base), sec(c.ttft), sec(c.eff), times(c.penalty), times(c.control))
+	}
+}
+
+// laggedNote says how many rows the summary left out because the
+// simulator lagged in them.
+func (s *penaltySink) laggedNote(w io.Writer) {
+	if s.lagged > 0 {
+		fmt.Fprintf(w, "kvtier interfere: %d row(s) left out of the table, as the report leaves them out: kvtier sim fell behind real time in them by more than %.0f %% of their prefill TTFT (sim_lag_s)\n", s.lagged, 100*analysis.MaxSimLag)
 	}
 }

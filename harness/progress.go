@@ -34,7 +34,12 @@ type Progress struct {
 	quiet bool
 	name  string // the command, "kvtier NAME: " before each line
 	start time.Time
-	now   func() time.Time // the clock of elapsed and ETA (tests set it)
+	// planned is when the first configurations were planned: the ETA
+	// scales the work left by the time since, so that what a command
+	// does before it measures (the machine's facts, a backend opened)
+	// is not taken for the first configuration's cost.
+	planned time.Time
+	now     func() time.Time // the clock of elapsed and ETA (tests set it)
 
 	total, done int
 	weights     []float64 // each configuration's relative cost, when planned with them
@@ -109,6 +114,7 @@ func (p *Progress) Start(name string, quiet bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.on, p.quiet, p.name, p.start = !quiet, quiet, name, p.now()
+	p.planned = p.start
 	p.total, p.done, p.label, p.step, p.wait = 0, 0, "", "", ""
 	if p.on && p.fd >= 0 && p.tick == nil {
 		p.tick = make(chan struct{})
@@ -161,7 +167,17 @@ func (p *Progress) Stop() {
 
 // Plan adds n configurations to the run's total, the N of [i/N].
 func (p *Progress) Plan(n int) {
-	p.update(func() { p.total += n })
+	p.update(func() {
+		p.markPlanned()
+		p.total += n
+	})
+}
+
+// markPlanned notes the time of the run's first plan.
+func (p *Progress) markPlanned() {
+	if p.total == 0 && p.done == 0 {
+		p.planned = p.now()
+	}
 }
 
 // PlanWeights adds len(w) configurations whose relative costs (their
@@ -171,6 +187,7 @@ func (p *Progress) Plan(n int) {
 // after configurations without weights, it is Plan(len(w)).
 func (p *Progress) PlanWeights(w []float64) {
 	p.update(func() {
+		p.markPlanned()
 		if p.total == len(p.weights) {
 			p.weights = append(p.weights, w...)
 		}
@@ -316,7 +333,8 @@ func (p *Progress) counter(i int) string {
 }
 
 // timing is the elapsed time and the estimate of the time left, in
-// proportion to the configurations (and repetitions) done so far,
+// proportion to the configurations (and repetitions) done since the
+// first plan,
 // weighted by their estimated costs where the plan has them; none
 // once every configuration ended (an interrupted one too: what is left
 // was not run, not done in no time), and never "0s" while one is left.
@@ -330,7 +348,7 @@ func (p *Progress) timing() string {
 	case p.total == 0 || done <= 0 || done > total:
 		return s + ", ETA unknown"
 	}
-	left := time.Duration(float64(el) * (total - done) / done)
+	left := time.Duration(float64(p.now().Sub(p.planned)) * (total - done) / done)
 	if left < 50*time.Millisecond {
 		return s + ", ETA under 0.1s"
 	}

@@ -91,8 +91,8 @@ func TestProgressETA(t *testing.T) {
 	p := newTestProgress(&buf, false)
 	p.now = func() time.Time { return time.Unix(0, 0) }
 	p.Start("probe", false)
-	p.now = func() time.Time { return time.Unix(30, 0) }
 	p.Plan(4)
+	p.now = func() time.Time { return time.Unix(30, 0) }
 	p.Begin("miss 1024 tokens")
 	p.End("")
 	// One of four took 30 s: three more take 90 s.
@@ -119,7 +119,7 @@ func TestProgressETANeverZeroWhilePending(t *testing.T) {
 	} {
 		p := NewProgress(new(bytes.Buffer))
 		p.now = func() time.Time { return time.Unix(0, 3e8) }
-		p.start = time.Unix(0, 0)
+		p.start, p.planned = time.Unix(0, 0), time.Unix(0, 0)
 		p.done, p.frac, p.total = tt.done, tt.frac, tt.total
 		if got := p.timing(); got != tt.want {
 			t.Errorf("%d+%g of %d done: %q, want %q", tt.done, tt.frac, tt.total, got, tt.want)
@@ -271,5 +271,27 @@ func TestProgressWeightedETA(t *testing.T) {
 	p.End("")
 	if !strings.Contains(b.String(), "ETA 1m30s") {
 		t.Errorf("after 10 s and a tenth of the work, want ETA 1m30s:\n%s", b.String())
+	}
+}
+
+// The ETA scales by the time since the run planned its configurations:
+// what the command did before (10 s of facts and set-up here) is not
+// the first configuration's cost, which would make the ETA 11 times too
+// long.
+func TestProgressETAFromPlan(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	p := NewProgress(&b)
+	now := time.Unix(0, 0)
+	p.now = func() time.Time { return now }
+	p.Start("sweep", false)
+	defer p.Stop()
+	now = now.Add(10 * time.Second)
+	p.PlanWeights([]float64{1, 1})
+	p.Begin("host 1k")
+	now = now.Add(time.Second)
+	p.End("")
+	if !strings.Contains(b.String(), "(11s elapsed, ETA 1s)") {
+		t.Errorf("1 s into two like configurations, 10 s after the start: want ETA 1s:\n%s", b.String())
 	}
 }

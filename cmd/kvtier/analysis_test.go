@@ -92,7 +92,7 @@ func TestCompareCommand(t *testing.T) {
 
 func TestBench2CSVCommand(t *testing.T) {
 	stdout, _ := mustRunCLI(t, "bench2csv", "testdata/bench2csv_in.txt")
-	checkGolden(t, "bench2csv.golden", stdout)
+	checkGoldenCSV(t, "bench2csv.golden", stdout)
 	out := filepath.Join(t.TempDir(), "b.csv")
 	mustRunCLI(t, "bench2csv", "--out", out, "testdata/bench2csv_in.txt")
 	rows, _, err := results.ReadCSV(out)

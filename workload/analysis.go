@@ -94,6 +94,9 @@ func (a *Analyzer) Finish(blockTokens int) *Analysis {
 	if a.sampled {
 		res.Method, res.Sample = MethodShards, a.rate()*shardsGroups
 	}
+	// Sorted once here, the float copies below sort in linear time.
+	slices.Sort(a.inputs)
+	slices.Sort(a.outputs)
 	res.Input = describeInts(a.inputs, 1)
 	res.Output = describeInts(a.outputs, 1)
 	res.Footprint = describeInts(a.inputs, float64(a.o.BytesPerToken))
@@ -169,14 +172,11 @@ func describeInts(xs []int32, scale float64) results.Stats {
 
 // topShare returns the share of total held by the top 1 % of the values
 // (at least one).
-func topShare(by map[int]int64, total int64) float64 {
+func topShare(by []int64, total int64) float64 {
 	if total == 0 || len(by) == 0 {
 		return nan
 	}
-	vs := make([]int64, 0, len(by))
-	for _, v := range by {
-		vs = append(vs, v)
-	}
+	vs := slices.Clone(by)
 	slices.Sort(vs)
 	n := max(1, len(vs)/100)
 	var top int64

@@ -132,7 +132,8 @@ type Analyzer struct {
 	input, hashed   int64
 	inputs, outputs []int32
 	thinks          []float64
-	sessionTokens   map[int]int64
+	sessionIdx      blockIndex // session -> index into sessionTokens
+	sessionTokens   []int64    // per session seen: its input tokens
 	first, last     float64
 	windows         []*workingSet
 	routeSeed       uint64
@@ -159,7 +160,7 @@ func NewAnalyzer(o AnalyzeOptions) (*Analyzer, error) {
 		o.Knees = DefaultKnees
 	}
 	o.Instances = instanceCounts(o.Instances)
-	a := &Analyzer{o: o, sessionTokens: map[int]int64{}, routeSeed: mix(o.Seed ^ 0x9e3779b97f4a7c15),
+	a := &Analyzer{o: o, routeSeed: mix(o.Seed ^ 0x9e3779b97f4a7c15),
 		sampleKey: mix(o.Seed ^ 0x5348415244532121)}
 	n := 1
 	if o.Sample > 0 && o.Sample < 1 {
@@ -301,7 +302,12 @@ func (a *Analyzer) observe(r *Request) {
 	if r.HasParent() {
 		a.thinks = append(a.thinks, r.Think)
 	}
-	a.sessionTokens[r.Session] += int64(r.Input)
+	i, ok := a.sessionIdx.get(uint64(r.Session))
+	if !ok {
+		i = a.sessionIdx.add(uint64(r.Session))
+		a.sessionTokens = append(a.sessionTokens, 0)
+	}
+	a.sessionTokens[i] += int64(r.Input)
 }
 
 // route returns the instance of n that request r goes to.

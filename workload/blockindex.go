@@ -31,19 +31,24 @@ func (x *blockIndex) get(h uint64) (int32, bool) {
 // add gives hash id h, not yet put, the next block number and returns it.
 func (x *blockIndex) add(h uint64) int32 {
 	b := int32(x.n)
+	x.put(h, b)
+	return b
+}
+
+// put maps id h, not yet put, to b.
+func (x *blockIndex) put(h uint64, b int32) {
 	x.n++
 	if h >= uint64(len(x.dense)) && h < uint64(denseSlack*x.n+denseMin) {
 		x.grow(h)
 	}
 	if h < uint64(len(x.dense)) {
 		x.dense[h] = b + 1
-		return b
+		return
 	}
 	if x.other == nil {
 		x.other = map[uint64]int32{}
 	}
 	x.other[h] = b
-	return b
 }
 
 // grow makes the table cover id h, moving the ids the map held below its

@@ -15,14 +15,18 @@ type line struct {
 	format  Format
 	id      string // chat_id; "" for Mooncake
 	parent  string // parent_chat_id; "" when none
-	session string // session_id; "" when absent
-	turn    int    // 0 when absent
-	time    float64
-	input   int
-	output  int
-	typ     string
-	hashes  []uint64
-	num     int // line number
+	session string // session_id; "" when absent or held in sessionNum
+	// sessionNum is the session_id when its text is an integer's
+	// (5 or "5"): such ids are looked up without a string.
+	sessionNum int64
+	numbered   bool // sessionNum holds the session_id
+	turn       int  // 0 when absent
+	time       float64
+	input      int
+	output     int
+	typ        string
+	hashes     []uint64
+	num        int // line number
 }
 
 // rawLine holds the fields of both formats; a nil field was absent.
@@ -155,8 +159,10 @@ func (l *line) optional(f *fields) error {
 	if l.parent == "-1" || l.parent == l.id {
 		l.parent = ""
 	}
-	if l.session, err = idText(f.session); err != nil {
-		return fmt.Errorf("session_id: %w", err)
+	if l.sessionNum, l.numbered = idNumber(f.session); !l.numbered {
+		if l.session, err = idText(f.session); err != nil {
+			return fmt.Errorf("session_id: %w", err)
+		}
 	}
 	if f.has&hasTurn != 0 {
 		if f.turn < 0 || f.turn > maxLength {
@@ -193,6 +199,23 @@ func idText(m []byte) (string, error) {
 		return "", fmt.Errorf("%s is neither a string nor an integer", truncate(string(m), 40))
 	}
 	return strconv.FormatInt(n, 10), nil
+}
+
+// idNumber returns an identifier whose text (idText) is an integer's,
+// given as a JSON integer or a string holding one: 5 and "5" are one id,
+// "05" another, which idText keeps as text.
+func idNumber(m []byte) (int64, bool) {
+	quoted := len(m) > 0 && m[0] == '"'
+	if quoted {
+		plain, _, ok := plainString(m, 0)
+		if !ok || len(plain) != len(m)-2 {
+			return 0, false
+		}
+		m = plain
+	}
+	n, j, ok := integer(m, 0)
+	// "-0" reads as 0 but idText keeps it as text; -0 is 0.
+	return n, ok && j == len(m) && (n != 0 || len(m) == 1 || !quoted)
 }
 
 // jsonError shortens encoding/json's messages to the point.

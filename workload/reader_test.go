@@ -221,3 +221,25 @@ func TestReaderStopsOnCancel(t *testing.T) {
 		t.Errorf("read %d lines, want it to stop within a few thousand of the cancel (after %d)", n, 4*blanks)
 	}
 }
+
+// TestReaderSessionIDs checks that a session_id is one session whatever
+// the form of its text: 5 and "5" are one (as idText writes both "5"),
+// "05", "-0" and "s" each another; -0 is 0.
+func TestReaderSessionIDs(t *testing.T) {
+	t.Parallel()
+	ids := []string{`5`, `"5"`, `"05"`, `"-0"`, `0`, `"s"`, `-7`, `"-7"`, `1234567890123456789`, `"1234567890123456789"`, `-0`}
+	want := []int{0, 0, 1, 2, 3, 4, 5, 5, 6, 6, 3}
+	var ls []string
+	for i, id := range ids {
+		ls = append(ls, `{"timestamp":`+itoa(i)+`,"input_length":10,"hash_ids":[1],"session_id":`+id+`}`)
+	}
+	reqs, st := readAll(t, lines(ls...), Options{})
+	if st.Sessions != 7 {
+		t.Errorf("%d sessions, want 7", st.Sessions)
+	}
+	for i, r := range reqs {
+		if r.Session != want[i] {
+			t.Errorf("session_id %s: session %d, want %d", ids[i], r.Session, want[i])
+		}
+	}
+}

@@ -6,6 +6,7 @@ import "strconv"
 // out in timestamp order.
 type sessions struct {
 	byKey    map[string]int     // session_id -> dense session
+	byNum    blockIndex         // integer session_id -> dense session
 	chats    map[string]chatRef // chat_id -> the request (Alibaba)
 	latest   []chatRef          // dense session -> its latest request (index -1: none yet)
 	count    int
@@ -39,7 +40,8 @@ func (s *sessions) resolve(l *line, index, blockTokens int) *Request {
 	}
 	var parent chatRef
 	hasParent := false
-	if l.format == Alibaba || l.session != "" {
+	hasSession := l.session != "" || l.numbered
+	if l.format == Alibaba || hasSession {
 		s.known = true
 		r.Sessioned = true
 	}
@@ -50,14 +52,9 @@ func (s *sessions) resolve(l *line, index, blockTokens int) *Request {
 		}
 	}
 	switch {
-	case l.session != "":
-		id, ok := s.byKey[l.session]
-		if !ok {
-			id = s.newSession()
-			s.byKey[l.session] = id
-		}
-		r.Session = id
-		if prev, ok := s.latestOf(id); ok && !hasParent {
+	case hasSession:
+		r.Session = s.sessionOf(l)
+		if prev, ok := s.latestOf(r.Session); ok && !hasParent {
 			parent, hasParent = prev, true
 		}
 	case hasParent:
@@ -76,13 +73,32 @@ func (s *sessions) resolve(l *line, index, blockTokens int) *Request {
 	if l.id != "" {
 		s.chats[l.id] = ref
 	}
-	if l.session != "" {
+	if hasSession {
 		for len(s.latest) <= r.Session {
 			s.latest = append(s.latest, chatRef{index: -1})
 		}
 		s.latest[r.Session] = ref
 	}
 	return r
+}
+
+// sessionOf returns the dense session of l's session_id, giving a new
+// id the next one.
+func (s *sessions) sessionOf(l *line) int {
+	if l.numbered {
+		if id, ok := s.byNum.get(uint64(l.sessionNum)); ok {
+			return int(id)
+		}
+		id := s.newSession()
+		s.byNum.put(uint64(l.sessionNum), int32(id))
+		return id
+	}
+	id, ok := s.byKey[l.session]
+	if !ok {
+		id = s.newSession()
+		s.byKey[l.session] = id
+	}
+	return id
 }
 
 func (s *sessions) newSession() int {

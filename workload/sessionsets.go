@@ -1,14 +1,18 @@
 package workload
 
 // sessionSets records, per dense block, the sessions that referenced it
-// and the tokens of its cross-session hits: how many sessions and the
-// first of them. Most blocks belong to one session; for a block two or
-// more referenced, each of those sessions lists it (a short slice per
-// session, the first maxListed such blocks) and pairs holds the rest
-// (session<<32 | block).
+// and the tokens of its cross-session hits: one int32 per block, which
+// says the block's only session or, for a block two or more sessions
+// referenced (few: system prompts, forks), where its count is. Each
+// session of a shared block lists it (a short slice per session, the
+// first maxListed such blocks) and pairs holds the rest (session<<32 |
+// block).
 type sessionSets struct {
-	count    []int32   // per block: sessions that referenced it
-	first    []int32   // per block: the first of them
+	// owner is per block 0 before any session referenced it, s+1 when
+	// session s alone did, and −(i+1) when two or more did, counts[i]
+	// of them.
+	owner    []int32
+	counts   []int32
 	listed   [][]int32 // per session: shared blocks it referenced, up to maxListed
 	pairs    map[uint64]struct{}
 	crossHit map[int32]float64 // per block: tokens of its cross-session hits (sampled units)
@@ -23,21 +27,32 @@ func newSessionSets() sessionSets {
 
 // grow makes room for blocks up to n−1.
 func (s *sessionSets) grow(n int) {
-	for len(s.count) < n {
-		s.count = append(s.count, 0)
-		s.first = append(s.first, 0)
+	for len(s.owner) < n {
+		s.owner = append(s.owner, 0)
 	}
 }
 
 func pairKey(session int, b int32) uint64 { return uint64(session)<<32 | uint64(uint32(b)) }
 
+// count returns the number of sessions that referenced block b.
+func (s *sessionSets) count(b int32) int {
+	switch o := s.owner[b]; {
+	case o == 0:
+		return 0
+	case o > 0:
+		return 1
+	default:
+		return int(s.counts[-o-1])
+	}
+}
+
 // referenced reports whether session referenced block b before.
 func (s *sessionSets) referenced(session int, b int32) bool {
-	switch s.count[b] {
-	case 0:
+	switch o := s.owner[b]; {
+	case o == 0:
 		return false
-	case 1:
-		return s.first[b] == int32(session)
+	case o > 0:
+		return o == int32(session)+1
 	}
 	return s.has(session, b)
 }
@@ -74,18 +89,19 @@ func (s *sessionSets) note(session int, b int32) {
 
 // add records that session referenced block b.
 func (s *sessionSets) add(session int, b int32) {
-	switch n := s.count[b]; {
-	case n == 0:
-		s.count[b], s.first[b] = 1, int32(session)
-	case n == 1 && s.first[b] == int32(session):
-	case n == 1:
-		s.note(int(s.first[b]), b)
+	switch o := s.owner[b]; {
+	case o == 0:
+		s.owner[b] = int32(session) + 1
+	case o == int32(session)+1:
+	case o > 0:
+		s.note(int(o-1), b)
 		s.note(session, b)
-		s.count[b] = 2
+		s.counts = append(s.counts, 2)
+		s.owner[b] = -int32(len(s.counts))
 	default:
 		if !s.has(session, b) {
 			s.note(session, b)
-			s.count[b]++
+			s.counts[-o-1]++
 		}
 	}
 }
@@ -95,7 +111,7 @@ func (s *sessionSets) add(session int, b int32) {
 func (s *sessionSets) shared(min int) float64 {
 	t := 0.0
 	for b, hit := range s.crossHit {
-		if int(s.count[b]) >= min {
+		if s.count(b) >= min {
 			t += hit
 		}
 	}

@@ -34,8 +34,8 @@ func TestSessionSets(t *testing.T) {
 					users[b] = map[int]bool{}
 				}
 				users[b][sess] = true
-				if int(s.count[b]) != len(users[b]) {
-					t.Fatalf("step %d: block %d has %d sessions, want %d", i, b, s.count[b], len(users[b]))
+				if s.count(b) != len(users[b]) {
+					t.Fatalf("step %d: block %d has %d sessions, want %d", i, b, s.count(b), len(users[b]))
 				}
 			}
 			if tc.sessions == 3 && len(s.pairs) == 0 {

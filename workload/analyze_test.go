@@ -243,28 +243,22 @@ func TestCurveAgreesWithPlainLRU(t *testing.T) {
 func TestStackCompaction(t *testing.T) {
 	t.Parallel()
 	// More references than the clock's first size, over few blocks, so
-	// the clock is compacted many times; distances must not change.
-	var s stack
-	w := window{w: 500}
+	// the clock is compacted many times; distances must not change, nor
+	// the working sets of windows stepping on across compactions.
+	s := stack{horizon: 500}
+	windows := []*window{{w: 500}, {w: 37}}
 	ref := map[int32]int{} // block -> time of last touch
 	rng := rand.New(rand.NewPCG(3, 4))
 	for now := range 20000 {
-		// The distinct blocks referenced since time since (one reference
-		// per unit of time).
-		since := rng.IntN(now + 1)
-		want := 0
-		for _, l := range ref {
-			if l >= since {
-				want++
+		for _, w := range windows {
+			want := int64(0)
+			for _, l := range ref {
+				if l >= now-int(w.w) {
+					want++
+				}
 			}
-		}
-		if got := s.since(float64(since)); got != int64(want) {
-			t.Fatalf("step %d: %d distinct blocks since reference %d, want %d", now, got, since, want)
-		}
-		// A window steps on from where it was, across compactions.
-		if now > 0 {
-			if got, want := w.blocks(&s, float64(now-1)), s.since(float64(now-1)-w.w); got != want {
-				t.Fatalf("step %d: window of %g holds %d blocks, want %d", now, w.w, got, want)
+			if got := w.blocks(&s, float64(now)); got != want {
+				t.Fatalf("step %d: %d distinct blocks in the last %g, want %d", now, got, w.w, want)
 			}
 		}
 		b := int32(rng.IntN(300))
@@ -285,7 +279,40 @@ func TestStackCompaction(t *testing.T) {
 		s.touch(b)
 		ref[b] = now
 	}
-	if len(s.tree) > 2*minSlots+1 {
-		t.Errorf("tree of %d slots for 300 blocks", len(s.tree))
+	if len(s.owner) > 2*minSlots {
+		t.Errorf("%d slots for 300 blocks", len(s.owner))
+	}
+	if len(s.marks) > 501 {
+		t.Errorf("%d marks kept for a horizon of 500", len(s.marks))
+	}
+}
+
+// TestStackWeights checks distances in weights, across the switch from
+// unit weights (a bit set) to a weighted tree and across compactions.
+func TestStackWeights(t *testing.T) {
+	t.Parallel()
+	var s stack
+	type ref struct{ at, w int }
+	refs := map[int32]ref{}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for now := range 6000 {
+		b := int32(rng.IntN(200))
+		if last, ok := refs[b]; ok {
+			want := int64(last.w)
+			for _, r := range refs {
+				if r.at > last.at {
+					want += int64(r.w)
+				}
+			}
+			if got := s.distance(b); got != want {
+				t.Fatalf("step %d block %d: distance %d, want %d", now, b, got, want)
+			}
+		}
+		w := 1
+		if now >= 2000 {
+			w = []int{1, 3, 10}[rng.IntN(3)]
+		}
+		s.touchWeighted(b, int64(w))
+		refs[b] = ref{now, w}
 	}
 }

@@ -122,7 +122,7 @@ func TestMemoryPerBlock(t *testing.T) {
 	t.Logf("%d requests, %d references, %d distinct blocks: %.0f B of analysis state per distinct block", len(reqs), refs, distinct, per)
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(reqs)
-	if per > 100 {
+	if per > 60 {
 		t.Errorf("%.0f B per distinct block", per)
 	}
 }

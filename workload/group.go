@@ -54,6 +54,7 @@ func newGroup(o AnalyzeOptions, rate float64) *group {
 	}
 	for _, w := range o.Windows {
 		g.windows = append(g.windows, &window{w: w})
+		g.stacks[0][0].horizon = max(g.stacks[0][0].horizon, w)
 	}
 	return g
 }

@@ -2,7 +2,7 @@ package workload
 
 import (
 	"math"
-	"slices"
+	"math/bits"
 )
 
 // Inf is the stack distance of a block never referenced before: no cache
@@ -22,20 +22,33 @@ const Inf = math.MaxInt64
 // Each reference carries a weight, the number of blocks it stands for (1
 // in an exact analysis): distances and counts are sums of the weights of
 // the blocks' latest references, so one stack mixes blocks sampled at
-// different rates.
+// different rates. While every weight is 1 the stack counts its live
+// slots in a bit set instead (liveSet), which holds a tree 64 times
+// smaller.
 type stack struct {
-	last  []int32   // per block: its slot, -1 before its first reference
-	owner []int32   // per slot: the block whose last reference it is, or -1
-	tree  []int64   // Fenwick tree of weights over slots (1-based inside)
-	when  []float64 // per slot: the arrival of the request that took it
+	last  []int32 // per block: its slot, -1 before its first reference
+	owner []int32 // per slot: the block whose last reference it is, or -1
+	// The live slots: a bit set while every weight has been 1, then a
+	// Fenwick tree of weights over slots (1-based inside).
+	set    liveSet
+	tree64 fenwick[int64]
 	// weight is per slot the weight of its reference; nil while every
 	// weight has been 1 (an exact analysis), which saves its memory.
 	weight []int64
 	next   int32   // the next free slot
 	live   int64   // weight of the distinct blocks referenced so far
 	now    float64 // the arrival of the request whose blocks are touched
-	// compactions counts the compactions, which renumber the slots.
-	compactions int
+	// horizon is how far back in time windows look: the first slot
+	// taken at each arrival is marked for that long; 0 marks nothing.
+	horizon float64
+	marks   []mark // ascending in time and slot
+	dropped int    // marks forgotten before marks[0]
+}
+
+// A mark is the first slot taken at an arrival time.
+type mark struct {
+	t    float64
+	slot int32
 }
 
 const minSlots = 1024
@@ -78,10 +91,7 @@ func (s *stack) touchWeighted(b int32, w int64) {
 		s.last = append(s.last, -1)
 	}
 	if w != 1 && s.weight == nil {
-		s.weight = make([]int64, len(s.owner))
-		for i := range s.weight {
-			s.weight[i] = 1
-		}
+		s.weigh()
 	}
 	if old := s.last[b]; old >= 0 {
 		ow := s.weightAt(old)
@@ -92,10 +102,10 @@ func (s *stack) touchWeighted(b int32, w int64) {
 	if int(s.next) >= len(s.owner) {
 		s.compact()
 	}
+	s.mark()
 	slot := s.next
 	s.next++
 	s.owner[slot] = b
-	s.when[slot] = s.now
 	if s.weight != nil {
 		s.weight[slot] = w
 	}
@@ -104,16 +114,30 @@ func (s *stack) touchWeighted(b int32, w int64) {
 	s.add(slot, w)
 }
 
-// since returns the number (weight) of distinct blocks referenced by
-// requests that arrived at t or later: the top of the stack down to the
-// first slot taken at t or later.
-func (s *stack) since(t float64) int64 { return s.fromSlot(s.firstSince(t)) }
+// weigh keeps a weight per slot and counts the tree in 64 bits, from the
+// first reference whose weight is not 1.
+func (s *stack) weigh() {
+	s.weight = make([]int64, len(s.owner))
+	for i := range s.weight {
+		s.weight[i] = 1
+	}
+	s.tree64 = make(fenwick[int64], len(s.owner)+1)
+	s.tree64.build(s.next, func(i int32) int64 { return min(int64(s.owner[i])+1, 1) })
+	s.set = liveSet{}
+}
 
-// firstSince returns the first slot taken at t or later (s.next when
-// none).
-func (s *stack) firstSince(t float64) int32 {
-	first, _ := slices.BinarySearch(s.when[:s.next], t)
-	return int32(first)
+// mark notes the next slot as the first taken at s.now, when it is, and
+// forgets the marks older than the horizon.
+func (s *stack) mark() {
+	if s.horizon == 0 || (len(s.marks) > 0 && s.marks[len(s.marks)-1].t == s.now) {
+		return
+	}
+	old := 0
+	for old < len(s.marks) && s.marks[old].t < s.now-s.horizon {
+		old++
+	}
+	s.dropped += old
+	s.marks = append(s.marks[old:], mark{t: s.now, slot: s.next})
 }
 
 // fromSlot returns the weight of the live slots from slot first on.
@@ -126,17 +150,18 @@ func (s *stack) fromSlot(first int32) int64 {
 
 // prefix returns the weight of the live slots at or before slot i.
 func (s *stack) prefix(i int32) int64 {
-	n := int64(0)
-	for j := i + 1; j > 0; j -= j & -j {
-		n += s.tree[j]
+	if s.tree64 != nil {
+		return s.tree64.prefix(i)
 	}
-	return n
+	return s.set.prefix(i)
 }
 
 func (s *stack) add(i int32, v int64) {
-	for j := i + 1; int(j) < len(s.tree); j += j & -j {
-		s.tree[j] += v
+	if s.tree64 != nil {
+		s.tree64.add(i, v)
+		return
 	}
+	s.set.add(i, v)
 }
 
 // compact renumbers the live slots 0..n-1 in order, in place, and
@@ -146,10 +171,13 @@ func (s *stack) add(i int32, v int64) {
 // references or more) and the slots stay within 1.5 times the distinct
 // blocks.
 func (s *stack) compact() {
-	n := int32(0)
+	n, m := int32(0), 0
 	for i, b := range s.owner[:s.next] {
+		for ; m < len(s.marks) && s.marks[m].slot <= int32(i); m++ {
+			s.marks[m].slot = n
+		}
 		if b >= 0 {
-			s.owner[n], s.when[n] = b, s.when[i]
+			s.owner[n] = b
 			if s.weight != nil {
 				s.weight[n] = s.weight[i]
 			}
@@ -157,33 +185,114 @@ func (s *stack) compact() {
 			n++
 		}
 	}
+	for ; m < len(s.marks); m++ {
+		s.marks[m].slot = n
+	}
 	if size := len(s.owner); size < int(n)+max(int(n)/4, minSlots) {
-		size = int(n) + max(int(n)/2, minSlots)
-		if size > math.MaxInt32-1 {
-			panic("trace: more than 1e9 distinct blocks in one LRU stack; use sampling")
-		}
-		s.owner = grown(s.owner[:n], size)
-		s.when = grown(s.when[:n], size)
-		if s.weight != nil {
-			s.weight = grown(s.weight[:n], size)
-		}
-		s.tree = make([]int64, size+1)
+		s.resize(n, int(n)+max(int(n)/2, minSlots))
 	}
 	for i := n; int(i) < len(s.owner); i++ {
 		s.owner[i] = -1
 	}
 	s.next = n
-	s.compactions++
-	clear(s.tree)
-	for i := int32(0); i < n; i++ {
-		s.tree[i+1] = s.weightAt(i)
+	if s.tree64 != nil {
+		s.tree64.build(n, s.weightAt)
+		return
 	}
-	size := len(s.owner)
+	s.set.build(n)
+}
+
+// resize gives the clock size slots, keeping the first n, the live ones.
+func (s *stack) resize(n int32, size int) {
+	if size > math.MaxInt32-1 {
+		panic("trace: more than 1e9 distinct blocks in one LRU stack; use sampling")
+	}
+	s.owner = grown(s.owner[:n], size)
+	if s.weight != nil {
+		s.weight = grown(s.weight[:n], size)
+	}
+	if s.tree64 != nil {
+		s.tree64 = make(fenwick[int64], size+1)
+	} else {
+		s.set.resize(size)
+	}
+}
+
+// A fenwick is a Fenwick tree over slots, 1-based inside.
+type fenwick[T int32 | int64] []T
+
+// prefix returns the sum of slots 0..i.
+func (f fenwick[T]) prefix(i int32) int64 {
+	var n T
+	for j := i + 1; j > 0; j -= j & -j {
+		n += f[j]
+	}
+	return int64(n)
+}
+
+func (f fenwick[T]) add(i int32, v T) {
+	for j := i + 1; int(j) < len(f); j += j & -j {
+		f[j] += v
+	}
+}
+
+// build sets slots 0..n−1 to their weights and the rest to 0, in linear
+// time.
+func (f fenwick[T]) build(n int32, weight func(int32) T) {
+	clear(f)
+	for i := int32(0); i < n; i++ {
+		f[i+1] = weight(i)
+	}
+	size := len(f) - 1
 	for j := 1; j <= size; j++ {
 		if p := j + j&-j; p <= size {
-			s.tree[p] += s.tree[j]
+			f[p] += f[j]
 		}
 	}
+}
+
+// A liveSet counts the live slots of a stack whose weights are all 1:
+// a bit per slot, and a Fenwick tree of the bits set in each word of 64.
+type liveSet struct {
+	bits  []uint64
+	words fenwick[int32]
+}
+
+// prefix returns the live slots at or before slot i.
+func (l *liveSet) prefix(i int32) int64 {
+	w := i >> 6
+	return l.words.prefix(w-1) + int64(bits.OnesCount64(l.bits[w]<<(63-uint(i&63))))
+}
+
+// add makes slot i live (v = 1) or dead (v = −1).
+func (l *liveSet) add(i int32, v int64) {
+	if v > 0 {
+		l.bits[i>>6] |= 1 << uint(i&63)
+	} else {
+		l.bits[i>>6] &^= 1 << uint(i&63)
+	}
+	l.words.add(i>>6, int32(v))
+}
+
+// resize makes room for size slots, none live.
+func (l *liveSet) resize(size int) {
+	l.bits = make([]uint64, (size+63)/64)
+	l.words = make(fenwick[int32], len(l.bits)+1)
+}
+
+// build makes slots 0..n−1 live and the rest dead.
+func (l *liveSet) build(n int32) {
+	for w := range l.bits {
+		switch left := int(n) - 64*w; {
+		case left >= 64:
+			l.bits[w] = math.MaxUint64
+		case left > 0:
+			l.bits[w] = 1<<uint(left) - 1
+		default:
+			l.bits[w] = 0
+		}
+	}
+	l.words.build(int32(len(l.bits)), func(w int32) int32 { return int32(bits.OnesCount64(l.bits[w])) })
 }
 
 // grown returns xs in a new slice of length size.

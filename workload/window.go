@@ -2,28 +2,27 @@ package workload
 
 // A window follows the working set of one window length: the distinct
 // blocks referenced in the last w seconds, read off an LRU stack (they
-// are its top, down to the first slot taken in the window). The stack
-// keeps each slot's time, so a window holds nothing per request.
+// are its top, down to the first slot taken in the window), whose
+// horizon must reach w back.
 type window struct {
 	w float64
-	// first is the stack's first slot taken in the window when the stack
-	// had been compacted compactions times; the window only moves on,
-	// so it is found by stepping from there.
-	first       int32
-	compactions int
+	// mark is the number of s's marks (counting those it forgot) before
+	// the window: it only moves on, so it is found by stepping from there.
+	mark int
 }
 
 // blocks returns the distinct blocks of s referenced in [t − w, t], in
 // the stack's weights; t is the latest request's arrival.
 func (w *window) blocks(s *stack, t float64) int64 {
-	from := t - w.w
-	if w.compactions != s.compactions {
-		w.first, w.compactions = s.firstSince(from), s.compactions
+	i := max(w.mark-s.dropped, 0)
+	for i < len(s.marks) && s.marks[i].t < t-w.w {
+		i++
 	}
-	for w.first < s.next && s.when[w.first] < from {
-		w.first++
+	w.mark = s.dropped + i
+	if i == len(s.marks) {
+		return s.fromSlot(s.next)
 	}
-	return s.fromSlot(w.first)
+	return s.fromSlot(s.marks[i].slot)
 }
 
 // A WindowPoint is the working set of one window length at one time.

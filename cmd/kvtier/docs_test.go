@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,6 +61,12 @@ func TestDocCommandsCatchStaleFlags(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "sweep", "--reps", "5"); code != exitOK {
 		t.Fatalf("a good flag did not parse (exit %d)", code)
+	}
+	// Each kvtier command of a list or pipeline is checked: the second
+	// of "a && b" was parsed as arguments of the first.
+	got := appendCommand(t, nil, "x", "kvtier trace --generate a && kvtier plan --trace a --sim | tee b")
+	if len(got) != 2 || got[0].args[0] != "trace" || len(got[0].args) != 3 || got[1].args[0] != "plan" {
+		t.Errorf("commands of a list: %v", got)
 	}
 }
 
@@ -131,7 +138,8 @@ func docCommands(t *testing.T, path string) []docCommand {
 	return cmds
 }
 
-// appendCommand appends the kvtier command in the shell line s, if any.
+// appendCommand appends the kvtier commands in the shell line s, one per
+// command of a list or pipeline (a && b, a | b, a; b).
 func appendCommand(t *testing.T, cmds []docCommand, where, s string) []docCommand {
 	t.Helper()
 	words, ok := shellWords(s)
@@ -139,6 +147,20 @@ func appendCommand(t *testing.T, cmds []docCommand, where, s string) []docComman
 		t.Errorf("%s: cannot split %q", where, s)
 		return cmds
 	}
+	for len(words) > 0 {
+		end := slices.IndexFunc(words, func(w string) bool { return w == "&&" || w == "||" || w == "|" || w == ";" })
+		if end < 0 {
+			end = len(words)
+		}
+		cmds = appendKvtier(cmds, where, words[:end])
+		words = words[min(end+1, len(words)):]
+	}
+	return cmds
+}
+
+// appendKvtier appends the kvtier command in the simple command words,
+// if any.
+func appendKvtier(cmds []docCommand, where string, words []string) []docCommand {
 	for i, w := range words {
 		// ./cmd/kvtier is the package (go install ./cmd/kvtier), not the binary.
 		if (w == "kvtier" || strings.HasSuffix(w, "/kvtier")) && !strings.Contains(w, "=") && !strings.HasPrefix(w, "./cmd/") {

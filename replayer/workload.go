@@ -195,24 +195,31 @@ func (w *Workload) WorkingSet(d Dispatch, concurrency int) (int64, error) {
 
 // DefaultSessions are the synthetic sessions replay and knee send when
 // given no trace: the closed-loop multi-turn load of the reference's
-// capacity knee (docs/reference.md). Four sessions of exactly six turns,
-// each with a 2k-token system prompt of its own, 640 new tokens and a
-// 640-token answer per turn, end at 9,088-token prompts (0.89 GB of
-// Qwen3-Coder-30B-A3B KV, 0.96 GB with the last answer); their working
-// set is 3.45 GB, which the reference's 3.6 GB pool (4 × 0.91 GB) holds.
+// capacity knee (docs/reference.md). Four sessions of exactly six turns
+// share a 576-token system prompt; each turn adds 760 new tokens and a
+// 740-token answer, so prompts end at 8,836 tokens (0.87 GB of
+// Qwen3-Coder-30B-A3B KV, 0.94 GB with the last answer: the reference's
+// 4 × 0.91 GB) and the working set (the shared prompt once, the last
+// answers never read again), 3.16 GB, fits the reference's 3.6 GB pool
+// and not its 2.4 GB one.
 //
 // The reference gives the sessions' number and size, not how a turn
-// splits between new and output tokens; its most saturated capacity
-// does. At 1.2 GB the pool holds one session's context, so vLLM serves
-// the turns one after the other (a waiting prompt whose chunk does not
-// fit is not admitted) and a turn's TTFT is the three other sessions'
-// turns, each a prefill of about 9k tokens (0.6 s) and its answer at
-// about 5.7 ms a token: the reference's 13 s takes about 600 output
-// tokens a turn. 256 gave half its TTFT p90 there and two thirds at
-// 2.4 GB; the other capacities check the choice (harness/knee tests).
+// splits between new and output tokens nor whether the sessions share a
+// prefix: those are calibrated, with the simulator counting lookups as
+// vLLM 0.18.1 did (vllmsim.Profile.CountEveryAttempt), against its knee
+// table (harness/knee tests). At 1.2 GB the pool holds one session's
+// context, so the turns are served one after the other (a waiting prompt
+// whose chunk does not fit is not admitted) and a turn's TTFT is the
+// three other sessions' turns: the reference's 13 s takes about 700
+// output tokens a turn. The waiting turn is looked up, and counted, at
+// every step, and its own context has been evicted by then: the
+// realized APC there is what every waiting turn finds cached, the shared
+// prompt, and the reference's 7.4 % takes about 600 shared tokens (own
+// system prompts gave 0.8 %). The session's size then leaves about 760
+// new tokens a turn.
 func DefaultSessions() workload.GenOptions {
 	return workload.GenOptions{
-		Sessions: 4, Turns: 6, SystemPrompts: 0, SystemTokens: 2048, TurnTokens: 640, OutputTokens: 640,
+		Sessions: 4, Turns: 6, SystemPrompts: 1, SystemTokens: 576, TurnTokens: 760, OutputTokens: 740,
 		BlockTokens: 16, Seed: 1, Fixed: true,
 	}
 }

@@ -102,6 +102,23 @@ func (p *gpuPool) lookup(hs []blockHash, max int) []int {
 	return ids
 }
 
+// peek returns how many leading hashes the pool holds, at most max, and
+// how many of those slots nobody references (an allocation could evict
+// them), taking no reference: a lookup that may not allocate.
+func (p *gpuPool) peek(hs []blockHash, max int) (n, idle int) {
+	for _, h := range hs[:min(max, len(hs))] {
+		id, ok := p.cached[h]
+		if !ok {
+			break
+		}
+		n++
+		if p.blocks[id].ref == 0 {
+			idle++
+		}
+	}
+	return n, idle
+}
+
 // contains reports how many leading hashes the pool holds, without
 // taking references.
 func (p *gpuPool) contains(hs []blockHash) int {

@@ -316,6 +316,7 @@ func (e *engine) schedule() *plan {
 	if len(p.items) > 0 && e.credit >= 1 {
 		e.credit--
 	}
+	e.attemptHead(e.budget - p.shape.Decodes)
 	p.dur = e.cost.stepTime(p.shape)
 	return p
 }
@@ -442,44 +443,32 @@ func (e *engine) preempt(r *request) {
 // whole prompt (the later chunks grow it, preempting when the pool is
 // short). The last prompt token is always computed, so hits stop at the
 // last full block before it. A request with an external hit goes to
-// loading. admit reports false, leaving r waiting, when the pool cannot
-// hold that now.
+// loading. admit reports false, leaving r waiting and the pool as it was
+// (its hits not touched, as allocate_slots checks the free blocks first),
+// when the pool cannot hold that now; a profile that counts every
+// attempt (Profile.CountEveryAttempt) counts that lookup too.
 func (e *engine) admit(r *request, budget int) bool {
 	total := len(r.seq)
 	maxHit := (total - 1) / e.block
-	local := e.gpu.lookup(r.hashes, maxHit)
-	ext := 0
-	conn := e.connector || r.wantRemote
-	if conn {
-		rest := r.hashes[len(local):min(maxHit, len(r.hashes))]
-		switch {
-		case r.remote != nil:
-			ext = max(0, min(r.remote.blocks, maxHit)-len(local))
-		case e.cpu != nil:
-			ext = e.cpu.match(rest, e.vt)
-		}
-	}
-	cover := min(total, (len(local)+ext)*e.block+budget)
-	ids := e.gpu.alloc((cover+e.block-1)/e.block - len(local))
-	if ids == nil {
-		e.gpu.release(local)
+	l := e.look(r, budget)
+	if !l.fits {
+		e.countAttempt(r, l)
 		return false
 	}
-	r.blocks = append(local, ids...)
-	r.localHit = len(local) * e.block
+	n, ext, need := l.local, l.ext, l.need
+	r.blocks = append(e.gpu.lookup(r.hashes, maxHit), e.gpu.alloc(need)...)
+	r.localHit = n * e.block
 	r.extHit = ext * e.block
 	r.computed = r.localHit
-	r.committed = len(local)
+	r.committed = n
 	if r.preempted == 0 {
 		r.cached = r.localHit + r.extHit
 		r.firstLocal, r.firstExt = r.localHit, r.extHit
-	}
-	if r.preempted == 0 {
-		e.countLookup(r, total, conn)
+		e.countLookup(total, r.localHit, r.extHit, l.conn)
 	}
 	if ext > 0 {
 		r.state = stLoading
-		r.loadFrom = len(local)
+		r.loadFrom = n
 		if r.remote != nil {
 			r.readyAt = e.vt + e.cost.remoteLoadTime(r.extHit)
 		} else {
@@ -489,17 +478,78 @@ func (e *engine) admit(r *request, budget int) bool {
 	return true
 }
 
-// countLookup counts a request's first prefix lookup in the prefix-cache
-// counters. As vLLM (PrefixCacheStats), the lookups of a preempted
-// request admitted again are not counted: a victim finding its own
-// blocks would raise the hit rate, one whose blocks were evicted would
-// lower it, and neither is reuse across requests.
-func (e *engine) countLookup(r *request, total int, conn bool) {
+// A lookup is what admitting a request would find and need now.
+type lookup struct {
+	local, ext int  // blocks hit on the GPU and from a connector
+	need       int  // fresh GPU blocks its hits and the budget's tokens take
+	conn       bool // a connector counts the lookup
+	fits       bool // the pool can supply them now
+}
+
+// look looks r's prefix up, as admit with budget tokens would, taking no
+// block and touching none.
+func (e *engine) look(r *request, budget int) lookup {
+	total := len(r.seq)
+	maxHit := (total - 1) / e.block
+	n, idle := e.gpu.peek(r.hashes, maxHit)
+	ext, conn := e.externalHit(r, n, maxHit)
+	cover := min(total, (n+ext)*e.block+budget)
+	need := (cover+e.block-1)/e.block - n
+	return lookup{local: n, ext: ext, need: need, conn: conn, fits: need <= e.gpu.available()-idle}
+}
+
+// countAttempt counts the lookup l of r, which stays waiting, where the
+// simulated version counts every attempt (Profile.CountEveryAttempt).
+func (e *engine) countAttempt(r *request, l lookup) {
+	if e.cost.p.CountEveryAttempt && r.preempted == 0 {
+		e.countLookup(len(r.seq), l.local*e.block, l.ext*e.block, l.conn)
+	}
+}
+
+// attemptHead is vLLM's scheduler reaching its waiting queue, with budget
+// tokens left, in a step the simulator spends on decodes only (see
+// schedule): it looks the head up, and the lookup counts where the head
+// would not fit (one that would is admitted by vLLM in that step and
+// counted once, by the simulator at its next prefill step).
+func (e *engine) attemptHead(budget int) {
+	if len(e.waiting) == 0 || budget <= 0 {
+		return
+	}
+	r := e.waiting[0]
+	if l := e.look(r, budget); !l.fits {
+		e.countAttempt(r, l)
+	}
+}
+
+// externalHit returns how many blocks past r's n local hits (of at most
+// maxHit) a KV connector would load: from its P/D producer or the CPU
+// store; and whether a connector counts the lookup at all.
+func (e *engine) externalHit(r *request, n, maxHit int) (ext int, conn bool) {
+	conn = e.connector || r.wantRemote
+	if !conn {
+		return 0, false
+	}
+	switch {
+	case r.remote != nil:
+		ext = max(0, min(r.remote.blocks, maxHit)-n)
+	case e.cpu != nil:
+		ext = e.cpu.match(r.hashes[n:min(maxHit, len(r.hashes))], e.vt)
+	}
+	return ext, true
+}
+
+// countLookup counts a prefix lookup of total tokens, local of them hits
+// on the GPU and ext from a connector, in the prefix-cache counters. As
+// vLLM (PrefixCacheStats), the lookups of a preempted request admitted
+// again are not counted (callers check): a victim finding its own blocks
+// would raise the hit rate, one whose blocks were evicted would lower
+// it, and neither is reuse across requests.
+func (e *engine) countLookup(total, local, ext int, conn bool) {
 	e.m.prefixQueries += float64(total)
-	e.m.prefixHits += float64(r.localHit)
+	e.m.prefixHits += float64(local)
 	if conn {
-		e.m.extQueries += float64(total - r.localHit)
-		e.m.extHits += float64(r.extHit)
+		e.m.extQueries += float64(total - local)
+		e.m.extHits += float64(ext)
 	}
 }
 

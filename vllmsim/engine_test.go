@@ -44,13 +44,19 @@ func runVirtual(t *testing.T, e *engine, clients []*vclient, stop func() bool) {
 
 func testEngine(t *testing.T, gpuBlocks, cpuBlocks int) *engine {
 	t.Helper()
+	return testEngineOf(t, gpuBlocks, cpuBlocks, h20)
+}
+
+// testEngineOf is testEngine with profile p.
+func testEngineOf(t *testing.T, gpuBlocks, cpuBlocks int, p Profile) *engine {
+	t.Helper()
 	g, err := kv.LookupModel("qwen3-coder-30b-a3b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return newEngine(engineConfig{
 		blockSize: 16, gpuBlocks: gpuBlocks, cpuBlocks: cpuBlocks, budget: 8192,
-		vocabWords: len(words), seed: 1, cost: newCostModel(g, h20),
+		vocabWords: len(words), seed: 1, cost: newCostModel(g, p),
 	})
 }
 
@@ -234,6 +240,55 @@ func TestEnginePreemptedLookupsNotCounted(t *testing.T) {
 	}
 	if e.m.prefixQueries != 512 || e.m.prefixHits != 0 {
 		t.Errorf("prefix cache queries %.0f, hits %.0f: want 512 and 0", e.m.prefixQueries, e.m.prefixHits)
+	}
+}
+
+// A request that waits at the head of the queue because the pool cannot
+// hold it is looked up at every step, and vLLM 0.18.1 (h20) counted
+// every lookup in vllm:prefix_cache_queries and hits; later versions
+// count it once, when it is admitted. b shares its first 128 tokens with
+// a, which holds 35 of the 40 blocks while it runs: b waits for all of
+// a's steps, its hit found at each lookup.
+func TestEngineCountsEveryAttempt(t *testing.T) {
+	once := h20
+	once.CountEveryAttempt = false
+	for _, tc := range []struct {
+		name  string
+		p     Profile
+		every bool
+	}{{"vLLM 0.18.1 (h20)", h20, true}, {"once per request", once, false}} {
+		e := testEngineOf(t, 40, 0, tc.p)
+		pa := seqPrompt(1, 560)
+		a := &vclient{sent: 0, r: e.newRequest("a", pa, 32, "")}
+		b := &vclient{sent: 0.001, r: e.newRequest("b", append(slices.Clone(pa[:128]), seqPrompt(2, 128)...), 1, "")}
+		runVirtual(t, e, []*vclient{a, b}, nil)
+		if !a.done || !b.done || b.tokens[0] < a.tokens[len(a.tokens)-1] {
+			t.Fatalf("%s: a done %v, b done %v: b must wait for a", tc.name, a.done, b.done)
+		}
+		lookups := (e.m.prefixQueries - 560) / 256
+		if e.m.prefixHits != 128*lookups || (lookups > 30) != tc.every || (lookups == 1) == tc.every {
+			t.Errorf("%s: queries %.0f, hits %.0f: b looked up %.1f times, hits 128 each; want more than 30 (a's 32 steps): %t", tc.name, e.m.prefixQueries, e.m.prefixHits, lookups, tc.every)
+		}
+	}
+}
+
+// A request the pool cannot hold leaves it as it was, as vLLM's
+// allocate_slots checks the free blocks before it touches the hits: its
+// cached hit, the least recently released block, is still the first
+// evicted.
+func TestEngineFailedAdmissionTouchesNothing(t *testing.T) {
+	e := testEngine(t, 6, 0)
+	p, ids, evicted := committedPool(6)
+	e.gpu = p
+	p.release(ids[1:2]) // hash 2, least recent
+	p.release(ids[0:1])
+	r := e.newRequest("r", seqPrompt(1, 64), 1, "")
+	r.hashes[0] = 2 // hits hash 2, needs 3 more blocks: 1 evictable
+	if e.admit(r, 8192) || p.used() != 4 {
+		t.Fatalf("admitted into a pool of 2 evictable blocks, or left %d in use (want 4)", p.used())
+	}
+	if p.alloc(1); !slices.Equal(*evicted, []blockHash{2}) {
+		t.Errorf("evicted %v after the failed admission: want hash 2, still least recent", *evicted)
 	}
 }
 

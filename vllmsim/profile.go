@@ -60,6 +60,18 @@ type Profile struct {
 	InterleaveBase float64
 	InterleaveMax  float64
 	InterleaveHalf float64
+
+	// CountEveryAttempt is how the simulated vLLM version counts its
+	// prefix-cache lookups, not a cost: true as vLLM 0.18.1, whose
+	// scheduler looks the request at the head of the waiting queue up
+	// (KVCacheManager.get_computed_blocks, which adds its tokens to
+	// prefix_cache_queries and its hits to prefix_cache_hits) at every
+	// step that reaches the queue, also when allocate_slots then finds no
+	// room and the request stays waiting, to be looked up and counted
+	// again at the next step (vLLM issue 43736; PR 48860 counts a request
+	// once, after 0.18.1); false as vLLM after it: once per request.
+	// Either way a request that was preempted is not counted again.
+	CountEveryAttempt bool
 }
 
 // h20 is calibrated to the reference measurements of vLLM 0.18.1 serving
@@ -88,6 +100,9 @@ type Profile struct {
 //   - RemoteGBps: the same for the remote tier (about 7 GB/s).
 //   - HostStoreGBps: assumed, not measured (the reference measured no
 //     store): the 40 GB/s the loads reach, in the other direction.
+//   - CountEveryAttempt: vLLM 0.18.1 counted every lookup of a waiting
+//     request; the reference's realized APC below and at its knee is
+//     that count (docs/reference.md, "What the simulator matches").
 //
 // Note: a weight-traffic decode model (each step reads the experts its
 // tokens route to, uniformly at random) predicts a D=8 step twice as long
@@ -112,6 +127,8 @@ var h20 = Profile{
 	InterleaveBase: 0.1,
 	InterleaveMax:  2.35,
 	InterleaveHalf: 0.25,
+
+	CountEveryAttempt: true,
 }
 
 // assumedHostStore says that the profile's store rate is assumed.

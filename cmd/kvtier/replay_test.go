@@ -15,7 +15,7 @@ import (
 
 // smallSessions are generator flags of a workload small enough for a
 // real-time test: 2 sessions of 2 turns, prompts under 200 tokens.
-var smallSessions = []string{"--sessions", "2", "--turns", "2", "--system-prompt", "64", "--turn-tokens", "32", "--output-tokens", "4"}
+var smallSessions = []string{"--sessions", "2", "--turns", "2", "--shared-prompts", "0", "--system-prompt", "64", "--turn-tokens", "32", "--output-tokens", "4"}
 
 // realtimeSim starts an in-process simulator on a socket, 100× faster
 // than real time.

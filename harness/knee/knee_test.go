@@ -80,13 +80,29 @@ func embeddedSweep(t *testing.T, gb []float64, seed uint64) []results.Row {
 	return rows
 }
 
+// kneeTolerance is how far each of the simulator's knee figures may be
+// from the reference's: 25 %.
+const kneeTolerance = 0.25
+
+// unreproducible is the one reference figure the simulator cannot
+// reproduce (docs/reference.md, "What the simulator matches"): the TTFT
+// p90 at 3.6 GB, 0.53 s, below the reference's own 0.65 s at 9.7 and
+// 14.5 GB. At or above the working set the simulator serves the same
+// schedule at every capacity, so its TTFT p90 at 3.6 GB is its plateau's,
+// which must also be within 25 % of 0.65 s.
+var unreproducible = struct {
+	gb  float64
+	col string
+}{3.6, results.ColTTFTP90}
+
 // TestKneeEmbeddedReference sweeps the reference's capacities with its
 // knee workload on embedded simulators (virtual time) and checks the
-// reference's shape and its TTFT p90 at every capacity
-// (docs/reference.md).
+// reference's shape, and its realized APC and TTFT p90 within 25 % at
+// every capacity but the one figure it cannot reproduce (unreproducible),
+// which must be the simulator's plateau.
 func TestKneeEmbeddedReference(t *testing.T) {
 	if raceDetector {
-		t.Skip("120 requests of up to 9.5k tokens take 20 s under the race detector; make test runs this without it")
+		t.Skip("120 requests of up to 9.6k tokens take 20 s under the race detector; make test runs this without it")
 	}
 	t.Parallel()
 	rows := embeddedSweep(t, referenceGB, 1)
@@ -100,8 +116,21 @@ func TestKneeEmbeddedReference(t *testing.T) {
 		if ref.GB >= 3.6 && math.Abs(r.Float("apc")-ref.APC) > 0.10 {
 			t.Errorf("%.1f GB: realized APC %.1f %%, reference %.1f %%: more than 10 points apart at or above the knee", ref.GB, 100*r.Float("apc"), 100*ref.APC)
 		}
-		if p90 := r.Float("ttft_p90_s"); math.Abs(p90/ref.TTFTP90-1) > 0.25 {
-			t.Errorf("%.1f GB: TTFT p90 %.3f s, reference %.2f s: off more than 25%%", ref.GB, p90, ref.TTFTP90)
+		for _, f := range []struct {
+			col  string
+			want float64
+		}{{results.ColAPC, ref.APC}, {results.ColTTFTP90, ref.TTFTP90}} {
+			off := r.Float(f.col)/f.want - 1
+			if ref.GB == unreproducible.gb && f.col == unreproducible.col {
+				if plateau := rows[len(rows)-1].Float(f.col); math.Abs(r.Float(f.col)/plateau-1) > 0.01 {
+					t.Errorf("%.1f GB: %s %.3f, not the plateau's %.3f: the reason it cannot match the reference no longer holds", ref.GB, f.col, r.Float(f.col), plateau)
+				}
+				t.Logf("%.1f GB: %s %+.0f %% off the reference (its plateau's; not reproducible)", ref.GB, f.col, 100*off)
+				continue
+			}
+			if math.Abs(off) > kneeTolerance {
+				t.Errorf("%.1f GB: %s %.3f, reference %.3f: off %+.0f %%, more than 25 %%", ref.GB, f.col, r.Float(f.col), f.want, 100*off)
+			}
 		}
 	}
 	checkShape(t, rows)
@@ -157,9 +186,19 @@ func checkShape(t *testing.T, rows []results.Row) {
 
 // TestKneeEmbeddedSmall runs a small sweep on embedded simulators under
 // the race detector too: three capacities, the realized APC rising to
-// the LRU model's at the working set and flat beyond it, rows of every kind written.
+// the LRU model's at the working set and flat beyond it, rows of every
+// kind written. The simulator counts each request's lookup once, as vLLM
+// after 0.18.1: h20's count of every lookup of a waiting request (which
+// at the working set, where turns wait for blocks with their context
+// cached, reads above the LRU model, as the reference's 3.6 GB cell) is
+// TestKneeEmbeddedReference's.
 func TestKneeEmbeddedSmall(t *testing.T) {
 	t.Parallel()
+	once, err := vllmsim.LookupProfile("h20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	once.CountEveryAttempt = false
 	w, err := replayer.Generate(context.Background(), workload.GenOptions{Sessions: 3, Turns: 3, SystemTokens: 256, TurnTokens: 128, OutputTokens: 8, BlockTokens: 16, Seed: 1, Fixed: true}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +209,7 @@ func TestKneeEmbeddedSmall(t *testing.T) {
 		var net vllmsim.MemNet
 		defer net.Close()
 		cfg := Config{
-			Capacities: caps, BlockSize: 16, Sim: vllmsim.Config{TimeScale: 1}, Net: &net, HealthTimeout: time.Minute, Grace: time.Second,
+			Capacities: caps, BlockSize: 16, Sim: vllmsim.Config{TimeScale: 1, Profile: once}, Net: &net, HealthTimeout: time.Minute, Grace: time.Second,
 			Replay: replayer.Config{Dispatch: replayer.DispatchSession, Speedup: 1, Timeout: time.Minute, HTTP: net.Client()},
 		}
 		var reqs, rows, curve resultstest.Sink

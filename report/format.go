@@ -174,8 +174,16 @@ func FmtMS(s float64) string {
 // the reference's capacity table; "" for NaN.
 func FmtGB(b float64) string { return fixed1(b/1e9, "") }
 
-// FmtShare renders a fraction as a percentage ("79.6 %"); "" for NaN.
-func FmtShare(x float64) string { return fixed1(100*x, " %") }
+// FmtShare renders a fraction as a percentage ("79.6 %"); "" for NaN
+// and for a fraction below 0 or above 1 (an impossible figure, from a
+// server or a corrupt CSV): no report shows a share above 100 %.
+func FmtShare(x float64) string {
+	const slack = 1e-9 // a share of 1 computed with rounding
+	if x < -slack || x > 1+slack {
+		return ""
+	}
+	return fixed1(100*min(max(x, 0), 1), " %")
+}
 
 // fixed1 renders x with one decimal and the suffix; "" for NaN or Inf.
 func fixed1(x float64, suffix string) string {

@@ -68,8 +68,10 @@ func Translucent(c color.Color, a uint8) color.Color {
 type Figure struct {
 	P      *plot.Plot // the plot drawn on
 	legend []legendEntry
-	// x and y ranges of the data, for axes the figure sets itself.
+	// x and y ranges of the data, for axes the figure sets itself, and
+	// the smallest positive x and y, where a log axis starts.
 	xmin, xmax, ymin, ymax float64
+	xpos, ypos             float64
 	// kinds say what the figures are (analysis.Measured, ...); Emit takes
 	// the suite's when none is set. reference is set once a reference
 	// curve is drawn.
@@ -107,7 +109,8 @@ func NewFigure(title, xlabel, ylabel string) *Figure {
 	g.Vertical.Width = vg.Points(0.5)
 	g.Horizontal.Width = vg.Points(0.5)
 	p.Add(g)
-	return &Figure{P: p, xmin: math.Inf(1), xmax: math.Inf(-1), ymin: math.Inf(1), ymax: math.Inf(-1)}
+	inf := math.Inf(1)
+	return &Figure{P: p, xmin: inf, xmax: -inf, ymin: inf, ymax: -inf, xpos: inf, ypos: inf}
 }
 
 // XRange returns the smallest and largest x of the data drawn so far.
@@ -134,8 +137,17 @@ func (f *Figure) Extend(xys plotter.XYs) {
 		if Finite(pt.X) && Finite(pt.Y) {
 			f.xmin, f.xmax = math.Min(f.xmin, pt.X), math.Max(f.xmax, pt.X)
 			f.ymin, f.ymax = math.Min(f.ymin, pt.Y), math.Max(f.ymax, pt.Y)
+			f.xpos, f.ypos = positiveMin(f.xpos, pt.X), positiveMin(f.ypos, pt.Y)
 		}
 	}
+}
+
+// positiveMin is the smaller of m and x where x is positive, else m.
+func positiveMin(m, x float64) float64 {
+	if x > 0 {
+		return math.Min(m, x)
+	}
+	return m
 }
 
 // Finite reports whether x is neither NaN nor infinite.
@@ -223,9 +235,9 @@ func (f *Figure) Band(lo, hi plotter.XYs, i int) error {
 // and set their ranges from the data with a margin (gonum's own range
 // padding can go below zero, which a log axis cannot show).
 func (f *Figure) LogX(label func(float64) string, base2 bool) {
-	f.P.X.Scale = plot.LogScale{}
+	f.P.X.Scale = logScale{}
 	f.P.X.Tick.Marker = logTicks{label: label, base2: base2}
-	f.P.X.Min, f.P.X.Max = logRange(f.xmin, f.xmax)
+	f.P.X.Min, f.P.X.Max = logRange(f.xpos, f.xmax)
 }
 
 // ticksAt labels the x axis at the values measured (prefix lengths,
@@ -274,13 +286,26 @@ func LinearTicks(label func(float64) string) plot.Ticker {
 
 // LogY makes the y axis logarithmic over the data, labelled by label.
 func (f *Figure) LogY(label func(float64) string) {
-	f.P.Y.Scale = plot.LogScale{}
+	f.P.Y.Scale = logScale{}
 	f.P.Y.Tick.Marker = logTicks{label: label}
-	f.P.Y.Min, f.P.Y.Max = logRange(f.ymin, f.ymax)
+	f.P.Y.Min, f.P.Y.Max = logRange(f.ypos, f.ymax)
+}
+
+// logScale is gonum's LogScale, except that a value a log axis cannot
+// show (zero, negative, NaN: a corrupt CSV's, a server's) is put off the
+// axis, where lines are clipped and markers and ticks are not drawn,
+// instead of panicking.
+type logScale struct{}
+
+func (logScale) Normalize(min, max, x float64) float64 {
+	if !(x > 0) || !(min > 0) || !(max > 0) {
+		return -1
+	}
+	return plot.LogScale{}.Normalize(min, max, x)
 }
 
 func logRange(lo, hi float64) (float64, float64) {
-	if !(lo > 0) || !Finite(hi) {
+	if !(lo > 0) || !Finite(lo) || !Finite(hi) || hi < lo {
 		return 1, 10
 	}
 	if hi/lo < 2 {

@@ -15,6 +15,7 @@ import (
 	"github.com/kvtier/kvtier/harness/transfer"
 	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report/reporttest"
+	"gonum.org/v1/plot/plotter"
 )
 
 func TestDrawAllSuites(t *testing.T) {
@@ -121,5 +122,25 @@ func TestDir(t *testing.T) {
 	want := []string{filepath.Join(dir, "plots", "transfer_bw.png"), filepath.Join(dir, "plots", "transfer_bw.svg"), filepath.Join(dir, "plots", analysis.FigureIndex)}
 	if !slices.Equal(files, want) {
 		t.Errorf("Dir = %q, want %q", files, want)
+	}
+}
+
+// A value a log axis cannot show (zero or negative: a corrupt CSV's, a
+// server's) is left off the figure: kvtier plot panicked on a probe.csv
+// with a prefix_tokens of -5.
+func TestLogAxesTakeAnyValue(t *testing.T) {
+	t.Parallel()
+	f := plots.NewFigure("t", "prefix length L (tokens)", "time to first token")
+	if err := f.Line(plotter.XYs{{X: -5, Y: 1}, {X: 0, Y: 0.2}, {X: 1024, Y: 0.5}, {X: 2048, Y: -1}}, 0, false, "s"); err != nil {
+		t.Fatal(err)
+	}
+	f.LogX(plots.TokensLabel, true)
+	f.TicksAt([]float64{-5, 0, 1024, 2048}, plots.TokensLabel)
+	f.LogY(plots.SecLabel)
+	if x, y := f.P.X, f.P.Y; !(x.Min > 0 && x.Min < 1024 && x.Max >= 2048 && y.Min > 0 && y.Min < 0.2 && y.Max >= 1) {
+		t.Errorf("axes x %g–%g, y %g–%g: want them over the positive data", x.Min, x.Max, y.Min, y.Max)
+	}
+	if err := plots.Emit(t.TempDir(), "f", f, &plots.Result{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -42,7 +42,10 @@ type stack struct {
 	// taken at each arrival is marked for that long; 0 marks nothing.
 	horizon float64
 	marks   []mark // ascending in time and slot
-	dropped int    // marks forgotten before marks[0]
+	dropped int    // marks forgotten before marks[0] since the last compaction
+	// compactions counts the compactions, which renumber the slots and
+	// merge the marks that come to name one slot.
+	compactions int
 }
 
 // A mark is the first slot taken at an arrival time.
@@ -171,10 +174,10 @@ func (s *stack) add(i int32, v int64) {
 // references or more) and the slots stay within 1.5 times the distinct
 // blocks.
 func (s *stack) compact() {
-	n, m := int32(0), 0
+	n, m, kept := int32(0), 0, 0
 	for i, b := range s.owner[:s.next] {
 		for ; m < len(s.marks) && s.marks[m].slot <= int32(i); m++ {
-			s.marks[m].slot = n
+			kept = s.keepMark(kept, m, n)
 		}
 		if b >= 0 {
 			s.owner[n] = b
@@ -186,8 +189,10 @@ func (s *stack) compact() {
 		}
 	}
 	for ; m < len(s.marks); m++ {
-		s.marks[m].slot = n
+		kept = s.keepMark(kept, m, n)
 	}
+	s.marks, s.dropped = s.marks[:kept], 0
+	s.compactions++
 	if size := len(s.owner); size < int(n)+max(int(n)/4, minSlots) {
 		s.resize(n, int(n)+max(int(n)/2, minSlots))
 	}
@@ -200,6 +205,17 @@ func (s *stack) compact() {
 		return
 	}
 	s.set.build(n)
+}
+
+// keepMark moves mark m, whose first slot is now slot, to marks[kept]
+// and returns the marks kept; of the marks that name one slot the last
+// is kept, so there are no more marks than live slots.
+func (s *stack) keepMark(kept, m int, slot int32) int {
+	if kept > 0 && s.marks[kept-1].slot == slot {
+		kept--
+	}
+	s.marks[kept] = mark{t: s.marks[m].t, slot: slot}
+	return kept + 1
 }
 
 // resize gives the clock size slots, keeping the first n, the live ones.

@@ -1,5 +1,10 @@
 package workload
 
+import (
+	"cmp"
+	"slices"
+)
+
 // A window follows the working set of one window length: the distinct
 // blocks referenced in the last w seconds, read off an LRU stack (they
 // are its top, down to the first slot taken in the window), whose
@@ -7,15 +12,21 @@ package workload
 type window struct {
 	w float64
 	// mark is the number of s's marks (counting those it forgot) before
-	// the window: it only moves on, so it is found by stepping from there.
-	mark int
+	// the window when s had been compacted compactions times: the window
+	// only moves on, so it is found by stepping from there.
+	mark, compactions int
 }
 
 // blocks returns the distinct blocks of s referenced in [t − w, t], in
 // the stack's weights; t is the latest request's arrival.
 func (w *window) blocks(s *stack, t float64) int64 {
+	from := t - w.w
 	i := max(w.mark-s.dropped, 0)
-	for i < len(s.marks) && s.marks[i].t < t-w.w {
+	if w.compactions != s.compactions {
+		i, _ = slices.BinarySearchFunc(s.marks, from, func(m mark, t float64) int { return cmp.Compare(m.t, t) })
+		w.compactions = s.compactions
+	}
+	for i < len(s.marks) && s.marks[i].t < from {
 		i++
 	}
 	w.mark = s.dropped + i

@@ -138,6 +138,7 @@ type Analyzer struct {
 	windows         []*workingSet
 	routeSeed       uint64
 	member          []int        // per block of the current request: its group, memberExact or memberNone
+	blocksOf        [][]int32    // per group: the positions of the current request's blocks in it
 	exact           *exactBlocks // under SHARDS: the hash ids that opened a request, tracked exactly
 	sampleKey       uint64       // mixed into every hash id before sampling: the seed's draw
 }
@@ -171,6 +172,7 @@ func NewAnalyzer(o AnalyzeOptions) (*Analyzer, error) {
 	for range n {
 		a.groups = append(a.groups, newGroup(o, a.rate()))
 	}
+	a.blocksOf = make([][]int32, n)
 	for _, w := range o.Windows {
 		a.windows = append(a.windows, &workingSet{w: w, step: w / 10})
 	}
@@ -207,6 +209,9 @@ const (
 // draw caught it, and no spread of the sub-samples could show that.
 func (a *Analyzer) classify(r *Request) {
 	a.member = a.member[:0]
+	for gi := range a.blocksOf {
+		a.blocksOf[gi] = a.blocksOf[gi][:0]
+	}
 	if a.exact != nil {
 		a.exact.start()
 	}
@@ -217,6 +222,15 @@ func (a *Analyzer) classify(r *Request) {
 			m = memberExact
 		}
 		a.member = append(a.member, m)
+		switch m {
+		case memberNone:
+		case memberExact:
+			for gi := range a.blocksOf {
+				a.blocksOf[gi] = append(a.blocksOf[gi], int32(k))
+			}
+		default:
+			a.blocksOf[m] = append(a.blocksOf[m], int32(k))
+		}
 	}
 }
 
@@ -258,7 +272,7 @@ func (a *Analyzer) Add(r *Request) error {
 	a.observe(r)
 	a.classify(r)
 	for gi, g := range a.groups {
-		g.collect(r, a.member, gi)
+		g.collect(r, a.blocksOf[gi], a.member)
 		g.ceiling(r.Session, a.sessioned, a.exact)
 		for ni, n := range a.o.Instances {
 			inst := a.route(r, n)

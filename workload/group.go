@@ -59,20 +59,17 @@ func newGroup(o AnalyzeOptions, rate float64) *group {
 	return g
 }
 
-// collect gathers the request's blocks that belong to group gi (member
-// says, per block, its group, memberExact or memberNone) and looks each
-// up: all of them before any is touched.
-func (g *group) collect(r *Request, member []int, gi int) {
+// collect gathers the request's blocks at positions (those of the
+// group, in order; member says per block whether it is tracked exactly)
+// and looks each up: all of them before any is touched.
+func (g *group) collect(r *Request, positions []int32, member []int) {
 	g.pos, g.tokens, g.idx = g.pos[:0], g.tokens[:0], g.idx[:0]
 	g.weight, g.wtok = g.weight[:0], g.wtok[:0]
-	for k, h := range r.Hashes {
+	for _, k32 := range positions {
+		k := int(k32)
 		w := g.unit
-		switch member[k] {
-		case gi:
-		case memberExact:
+		if member[k] == memberExact {
 			w = g.exactW
-		default:
-			continue
 		}
 		t := r.BlockTokensAt(k)
 		wt := float64(t) * float64(w) / float64(g.unit)
@@ -81,7 +78,7 @@ func (g *group) collect(r *Request, member []int, gi int) {
 		g.weight = append(g.weight, w)
 		g.wtok = append(g.wtok, wt)
 		g.sampled += wt
-		b, seen := g.ids.get(h)
+		b, seen := g.ids.get(r.Hashes[k])
 		if !seen {
 			b = -1
 		}

@@ -209,6 +209,29 @@ func checkPlanSim(t *testing.T, path, out string) {
 	}
 }
 
+// TestPlanSources: the costs come from exactly one of --sim, --base-url
+// and --costs, each conflict one line.
+func TestPlanSources(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, _ := genTrace(t, dir)
+	url := "http://127.0.0.1:1"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sim", "--costs", dir}, "--sim and --costs exclude each other"},
+		{[]string{"--sim", "--base-url", url}, "--sim and --base-url exclude each other"},
+		{[]string{"--base-url", url, "--costs", dir}, "--base-url and --costs exclude each other"},
+		{nil, "--costs: a results directory is required (or --sim, or --base-url URL)"},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"plan", path, "--out", filepath.Join(dir, "x")}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q, want one line with %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
 // TestPlanQuickStartRefusesTTFT: the README's quick start probes one
 // prefix length (32k; here its rows, written by hand); a plan from it
 // predicts no TTFT and its report's headline says why and what to run,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
@@ -237,4 +238,5 @@ func init() {
 	report.RegisterHeadline(report.Headline{Suite: Suite.Name, Write: probeHeadline})
 	report.RegisterClosing(writePredictions)
 	plots.Register(Suite.Name, drawProbe)
+	harness.RegisterCostProbe(planCosts)
 }

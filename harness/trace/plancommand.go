@@ -17,7 +17,10 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/option"
+	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/serving/servingflag"
 	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
@@ -27,19 +30,21 @@ import (
 // PlanCommand is kvtier plan.
 var PlanCommand = cli.Register(&cli.Command{Name: "plan", Order: 110, Run: runPlan,
 	Summary: "tier capacities for a trace: hit share per tier and predicted TTFT",
-	Usage: `Usage: kvtier plan --trace TRACE --sim | --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
+	Usage: `Usage: kvtier plan --trace TRACE --sim | --base-url URL | --costs RESULTS_DIR [--hbm LIST] [--dram LIST] [--disk LIST] [--remote LIST] [flags]
 
 Answers the capacity question for a trace: for the first tier alone, and for the second beside
 each --hbm capacity, the capacity reaching each --knees share of the achievable prefix hit ratio
 (the trace's exact LRU model), and the TTFT it buys with and without that tier. The costs come
-from --sim (measured by kvtier against its embedded simulator on its virtual clock: miss, GPU hit
-and CPU hit at the trace's input p10, p50, p90, p99 and max) or from RESULTS_DIR (a sweep: fitted
-α + bytes/rate per tier; or a probe: TTFT per tier vs L). With --sim the plan then checks itself:
-it replays the trace's first requests (up to 8 Mi input tokens) through the simulator at the 90 %
-configuration and without its second tier, and prints predicted beside realized hit and TTFT.
-Writes plan.csv (the --hbm × --dram grid and the answer's configurations), plan_costs.csv,
-plan_check.csv, the trace's own files, plots and manifest.json; prints the path of plan.csv and
-the plan. Tiers with no measured cost are named as missing.`})
+from --sim (measured by kvtier against its embedded simulator on its virtual clock), --base-url
+(measured against that server in real time, as kvtier probe: both take miss, GPU hit and CPU hit
+at the trace's input p10, p50, p90, p99 and max, capped by the context), or RESULTS_DIR (a sweep:
+fitted α + bytes/rate per tier; or a probe: TTFT per tier vs L). The plan then checks itself: it
+replays the trace's first requests (up to 8 Mi input tokens) one at a time, through the simulator
+at the 90 % configuration and without its second tier, or against the server at the capacities it
+runs with, and prints predicted beside realized hit and TTFT. Writes plan.csv (the --hbm × --dram
+grid and the answer's configurations), plan_costs.csv, plan_check.csv, the trace's own files,
+plots and manifest.json; prints the path of plan.csv and the plan. Tiers with no measured cost
+are named as missing.`})
 
 // planFlags are the flags of kvtier plan besides the trace's.
 type planFlags struct {
@@ -49,6 +54,8 @@ type planFlags struct {
 	caps      map[string]*string
 	inclusive bool
 	sim       bool // --sim: the costs of an embedded kvtier sim
+	baseURL   string
+	fs        *pflag.FlagSet
 }
 
 // addCaps declares one capacity flag per plan tier that holds blocks.
@@ -117,16 +124,38 @@ func loadCosts(dir string, m *cli.ModelFlags) (*analysis.PlanCosts, error) {
 	return c, nil
 }
 
+// server returns the server of --base-url: given, or from the
+// environment when neither --sim nor --costs is; nil for none.
+func (p *planFlags) server() *planServer {
+	if cli.FlagChanged(p.fs, "base-url") || (p.baseURL != "" && !p.sim && p.costs == "") {
+		return &planServer{url: strings.TrimSpace(p.baseURL)}
+	}
+	return nil
+}
+
 // costsOf returns the costs of --costs, adding every problem to errs;
-// nil for --sim, whose costs are made once the trace's lengths are
-// known.
-func (p *planFlags) costsOf(paths []string, m *cli.ModelFlags, errs *[]error) *analysis.PlanCosts {
+// nil for --sim and --base-url, whose costs are measured once the
+// trace's lengths are known. Exactly one of the three is given.
+func (p *planFlags) costsOf(m *cli.ModelFlags, errs *[]error) *analysis.PlanCosts {
+	var given []string
+	for _, g := range []struct {
+		flag string
+		ok   bool
+	}{{"--sim", p.sim}, {"--base-url", p.server() != nil}, {"--costs", p.costs != ""}} {
+		if g.ok {
+			given = append(given, g.flag)
+		}
+	}
 	switch {
-	case p.sim && p.costs != "":
-		*errs = append(*errs, option.Errorf("sim", "given with --costs: give one of them"))
+	case len(given) > 1:
+		*errs = append(*errs, fmt.Errorf("%s exclude each other: the costs come from one of --sim, --base-url and --costs", strings.Join(given, " and ")))
+	case p.server() != nil:
+		if err := serving.CheckURL(p.server().url); err != nil {
+			*errs = append(*errs, option.Wrap("base-url", err))
+		}
 	case p.sim:
 	case p.costs == "":
-		*errs = append(*errs, option.Errorf("costs", "a results directory is required (or --sim)"))
+		*errs = append(*errs, option.Errorf("costs", "a results directory is required (or --sim, or --base-url URL)"))
 	default:
 		c, err := loadCosts(p.costs, m)
 		*errs = append(*errs, err)
@@ -145,6 +174,8 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 	fs.StringVar(&p.costs, "costs", "", "results directory of a kvtier sweep (device tier costs) or probe (HTTP TTFT per tier)")
 	p.addCaps(fs)
 	fs.BoolVar(&p.sim, "sim", false, "measure the costs against an embedded kvtier sim on its virtual clock (calibrated to the H20 reference; miss, GPU hit, CPU hit at the trace's input p10, p50, p90, p99, max) instead of --costs, and check the plan against it")
+	servingflag.AddBaseURL(fs, c, &p.baseURL, "base URL of a vLLM server to measure the costs against (miss, GPU hit, CPU hit at the trace's lengths, as kvtier probe, in real time) instead of --costs, and to check the plan against at the capacity it runs with (env "+servingflag.EnvEndpoint+")")
+	p.fs = fs
 	fs.BoolVar(&p.inclusive, "inclusive", false, "tiers are inclusive (write-through offload): each holds the most recent blocks that fit it; default exclusive")
 	if code, ok := c.ParseFlags(fs); !ok {
 		return code
@@ -157,14 +188,14 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 	if slices.Contains(paths, "-") {
 		errs = append(errs, option.Errorf("trace", "plan reads the trace twice (its lengths and knees, then the plan): give a file, not -"))
 	}
-	costs := p.costsOf(paths, &f.model, &errs)
+	costs := p.costsOf(&f.model, &errs)
 	ro, ao, g := f.options(c.Stdin, &errs)
 	errs = append(errs, ao.Validate())
 	configs := p.configs(&errs)
 	if err := errors.Join(errs...); err != nil {
 		return c.UsageErr(err)
 	}
-	return plan(ctx, c, planRun{f: &f, p: &p, costs: costs, configs: configs, geom: g, ro: ro, ao: ao, trace: paths[0]})
+	return plan(ctx, c, planRun{f: &f, p: &p, costs: costs, configs: configs, geom: g, ro: ro, ao: ao, trace: paths[0], server: p.server()})
 }
 
 // planRun is a validated kvtier plan.
@@ -177,6 +208,7 @@ type planRun struct {
 	ro      workload.Options
 	ao      workload.AnalyzeOptions
 	trace   string
+	server  *planServer // --base-url; nil for none
 }
 
 // planned is what a plan computed, for its files.
@@ -193,7 +225,7 @@ type planned struct {
 func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 	prog := harness.ProgressOf(c.Stderr)
 	prog.Start(c.Name, pr.f.out.Quiet)
-	prog.Plan(3 + map[bool]int{true: 1}[pr.p.sim])
+	prog.Plan(3 + map[bool]int{true: 1}[pr.costs == nil])
 	pd, err := pr.evaluate(ctx, c, prog)
 	prog.Stop()
 	if err != nil {
@@ -210,7 +242,7 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 			maps.Copy(out.Manifest.Settings, pr.p.settings())
 			maps.Copy(out.Manifest.Settings, map[string]string{"costs": pr.p.costs,
 				"inclusive": strconv.FormatBool(pr.p.inclusive), "cost_source": pr.costs.Source(),
-				"sim": strconv.FormatBool(pr.p.sim)})
+				"sim": strconv.FormatBool(pr.p.sim), "base_url": redact.URL(pr.p.baseURL)})
 			if len(pd.rounding) > 0 {
 				out.Manifest.Settings["capacity_rounding"] = strings.Join(pd.rounding, "; ")
 			}
@@ -235,13 +267,11 @@ func (pr *planRun) evaluate(ctx context.Context, c *cli.Call, prog *harness.Prog
 	if err != nil {
 		return nil, err
 	}
-	if pr.p.sim {
-		if pr.costs, err = pr.simCosts(c, prog, first); err != nil {
-			return nil, err
-		}
+	if err := pr.measureCosts(ctx, c, prog, first); err != nil {
+		return nil, err
 	}
 	cs, roles := pr.answerConfigs(first)
-	picks := checkPicks(cs, roles, checkShare)
+	checkCs, checkRoles := pr.checkConfigs(cs, roles)
 	configs, allRoles := append(slices.Clone(pr.configs), cs...), append(make([]Role, len(pr.configs)), roles...)
 	sample := &checkSample{limit: CheckTokens}
 	var main, check *Planner
@@ -250,10 +280,10 @@ func (pr *planRun) evaluate(ctx context.Context, c *cli.Call, prog *harness.Prog
 		if main == nil && perr == nil {
 			bb := int64(r.BlockTokens) * pr.geom.BytesPerToken()
 			main, perr = NewPlanner(PlanOptions{Configs: configs, Roles: allRoles, Inclusive: pr.p.inclusive, Costs: pr.costs, BlockBytes: bb})
-			if perr == nil && len(picks) > 0 {
+			if perr == nil && len(checkCs) > 0 {
 				// The simulator's CPU store is written through, as vLLM's
 				// offload: the check predicts inclusive tiers.
-				check, perr = NewPlanner(PlanOptions{Configs: pick(cs, picks), Roles: pick(roles, picks), Inclusive: pr.p.inclusive || pr.p.sim, Costs: pr.costs, BlockBytes: bb})
+				check, perr = NewPlanner(PlanOptions{Configs: checkCs, Roles: checkRoles, Inclusive: pr.p.inclusive || pr.p.costs == "", Costs: pr.costs, BlockBytes: bb})
 			}
 		}
 		if main != nil {
@@ -271,7 +301,7 @@ func (pr *planRun) evaluate(ctx context.Context, c *cli.Call, prog *harness.Prog
 		return nil, err
 	}
 	pd := &planned{res: res, plan: main.Results(), rounding: main.Rounding()}
-	pd.checks = pr.check(prog, res, sample, check)
+	pd.checks = pr.check(ctx, prog, res, sample, check)
 	return pd, nil
 }
 
@@ -312,8 +342,15 @@ func (pr *planRun) answerConfigs(res *Result) ([]Config, []Role) {
 // check replays the sample at the configurations the check planner
 // predicted, one progress phase; a plan whose costs come from a results
 // directory has no server to replay against: its rows are skipped.
-func (pr *planRun) check(prog *harness.Progress, res *Result, s *checkSample, check *Planner) []results.Row {
+func (pr *planRun) check(ctx context.Context, prog *harness.Progress, res *Result, s *checkSample, check *Planner) []results.Row {
 	if check == nil {
+		if pr.server != nil && pr.server.why != "" {
+			r := results.NewRow(PlanSuite.Name)
+			r.Backend, r.Model, r.Status, r.Reason = Backend, res.Model, results.StatusSkipped, pr.server.why
+			r.Set(results.ColTrace, res.Name())
+			r.Set(ColRole, RoleServer)
+			return []results.Row{r}
+		}
 		return nil
 	}
 	pred := check.Results()
@@ -321,18 +358,62 @@ func (pr *planRun) check(prog *harness.Progress, res *Result, s *checkSample, ch
 	prog.Begin(fmt.Sprintf("checking %d configurations on %s", len(pred), s.describe()))
 	for i, p := range pred {
 		prog.Step("configuration", i, len(pred))
-		if !pr.p.sim {
-			got[i].Err = errors.New("no server or simulator to replay against: the costs come from a results directory (--costs); give --sim to check against kvtier sim")
-			continue
+		switch {
+		case pr.p.sim:
+			got[i] = simCheck(pr.simConfig(), p.Config, pr.geom.BytesPerToken(), s)
+		case pr.server != nil:
+			got[i] = pr.server.check(ctx, s)
+		default:
+			got[i].Err = errors.New("no server or simulator to replay against: the costs come from a results directory (--costs); give --sim or --base-url to check")
 		}
-		got[i] = simCheck(pr.simConfig(), p.Config, pr.geom.BytesPerToken(), s)
 	}
 	prog.End("")
-	against := ""
-	if pr.p.sim {
-		against = simAgainst
+	return CheckRows(res, s, pred, got, pr.against())
+}
+
+// against says what the check replays against, and how.
+func (pr *planRun) against() string {
+	switch {
+	case pr.p.sim:
+		return simAgainst
+	case pr.server != nil:
+		return "the server at " + redact.URL(pr.server.url) + " with the capacities it runs with (a CPU store written through, so predicted as inclusive tiers), requests sent one at a time in trace order, one output token each"
 	}
-	return CheckRows(res, s, pred, got, against)
+	return ""
+}
+
+// checkConfigs are the configurations the self-check replays: against
+// kvtier sim, the 90 % knee's and the same without its tier (checkPicks);
+// against a server, the capacities it runs with, once measure learnt
+// them.
+func (pr *planRun) checkConfigs(cs []Config, roles []Role) ([]Config, []Role) {
+	if pr.server != nil {
+		if pr.server.config == nil {
+			return nil, nil
+		}
+		return []Config{pr.server.config}, []Role{{Kind: RoleServer}}
+	}
+	is := checkPicks(cs, roles, checkShare)
+	return pick(cs, is), pick(roles, is)
+}
+
+// measureCosts measures the costs against kvtier sim or the server, one
+// progress phase; with --costs they are read already.
+func (pr *planRun) measureCosts(ctx context.Context, c *cli.Call, prog *harness.Progress, res *Result) error {
+	var err error
+	switch {
+	case pr.p.sim:
+		pr.costs, err = pr.simCosts(c, prog, res)
+	case pr.server != nil:
+		prog.Begin("measuring costs against " + redact.URL(pr.server.url) + " (real time)")
+		var ls []int64
+		pr.costs, ls, err = pr.server.measure(ctx, res.Analysis.Input, pr.geom.BytesPerToken())
+		if err == nil {
+			prog.End(fmt.Sprintf("miss, GPU hit, CPU hit at %d lengths", len(ls)))
+			c.Logf("costs: measured against %s in real time (%s): miss, GPU hit and CPU hit at L = %s, the trace's input p10, p50, p90, p99 and max (capped by the server's context)", redact.URL(pr.server.url), pr.costs.Source(), tokenList(ls))
+		}
+	}
+	return err
 }
 
 // simConfig is the simulator plan --sim measures and checks against.

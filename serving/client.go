@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -74,11 +75,25 @@ func CheckURL(endpoint string) error {
 	return err
 }
 
-// parseURL parses endpoint, an http(s) URL with a host.
+// parseURL parses endpoint, an http(s) URL with a host (a name of at
+// most 253 characters) and, if given, a port from 1 to 65535.
 func parseURL(endpoint string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(endpoint))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", redact.URL(endpoint))
+	endpoint = strings.TrimSpace(endpoint)
+	u, err := url.Parse(endpoint)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		hint := ""
+		if _, perr := url.Parse("http://" + endpoint); perr == nil && !strings.Contains(endpoint, "://") {
+			hint = fmt.Sprintf(" (did you mean %q?)", clip("http://"+redact.URL(endpoint), 80))
+		}
+		return nil, fmt.Errorf("endpoint %q is not an http(s) URL%s", clip(redact.URL(endpoint), 80), hint)
+	case len(u.Hostname()) > 253:
+		return nil, fmt.Errorf("endpoint %q: its host name is %d characters long, longer than any (253)", clip(redact.URL(endpoint), 80), len(u.Hostname()))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("endpoint %q: port %s is not a port (1 to 65535)", clip(redact.URL(endpoint), 80), clip(p, 20))
+		}
 	}
 	return u, nil
 }

@@ -141,3 +141,29 @@ func TestNewMeasuringClient(t *testing.T) {
 		})
 	}
 }
+
+// An endpoint that is no server's URL is refused in one short line
+// naming what is wrong, with the URL it may have meant.
+func TestCheckURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ endpoint, want string }{
+		{"http://127.0.0.1:8000", ""},
+		{"https://user:pw@host.example/v1", ""},
+		{"http://[::1]:8000", ""},
+		{"127.0.0.1:8000", `(did you mean "http://127.0.0.1:8000"?)`},
+		{"localhost:8000", `(did you mean "http://localhost:8000"?)`},
+		{"ftp://host:21", "is not an http(s) URL"},
+		{"http://[::1", "is not an http(s) URL"},
+		{"http://127.0.0.1:99999", "port 99999 is not a port"},
+		{"http://127.0.0.1:0", "port 0 is not a port"},
+		{"http://" + strings.Repeat("a", 100000) + ":1", "100000 characters long"},
+	} {
+		err := CheckURL(tc.endpoint)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%.40q: %v", tc.endpoint, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || len(err.Error()) > 300):
+			t.Errorf("%.40q: error %.300v, want a short one saying %q", tc.endpoint, err, tc.want)
+		}
+	}
+}

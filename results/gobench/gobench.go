@@ -164,6 +164,11 @@ func (sc *scanner) skipped() error {
 func (sc *scanner) result(rec *benchfmt.Result) error {
 	file := FileOf(string(rec.Name.Base()))
 	row, ws := benchRow(rec, sc.defaults, file)
+	if row != nil {
+		if why := measurable(row, rec.Name); why != "" {
+			row, ws = nil, append(ws, why)
+		}
+	}
 	for _, w := range ws {
 		sc.warn(w)
 	}
@@ -325,6 +330,26 @@ func benchValues(row *results.Row, res *benchfmt.Result, set map[string]bool) st
 	}
 	if v, found := res.Value("TFLOP/s"); found && !set[results.ColTFLOPS] {
 		row.Extra[results.ColTFLOPS] = results.FormatValue(v)
+	}
+	return ""
+}
+
+// measurable says why a row's measured values are none (a time that is
+// not positive and finite, a negative or infinite rate), "" when they
+// are: a row is not kept ok with a figure no measurement gives.
+func measurable(row *results.Row, name benchfmt.Name) string {
+	if !(row.Seconds > 0) || math.IsInf(row.Seconds, 0) {
+		return fmt.Sprintf("%s: sec/op %g is not a time; result dropped", name, row.Seconds)
+	}
+	if row.GBps < 0 || math.IsInf(row.GBps, 0) {
+		return fmt.Sprintf("%s: a rate of %g GB/s is not one; result dropped", name, row.GBps)
+	}
+	for _, col := range []string{results.ColFLOPS, results.ColTFLOPS} {
+		if v, ok := row.Extra[col]; ok {
+			if f, err := strconv.ParseFloat(v, 64); err != nil || !(f >= 0) || math.IsInf(f, 0) {
+				return fmt.Sprintf("%s: %s %s is not a figure; result dropped", name, col, v)
+			}
+		}
 	}
 	return ""
 }

@@ -73,3 +73,22 @@ func TestParseBenchEmpty(t *testing.T) {
 		t.Error("no benchmarks: no error")
 	}
 }
+
+// A result whose figures no measurement gives (a time of NaN, 0 or +Inf,
+// a negative rate) is dropped with a warning, not kept as an ok row.
+func TestParseBenchImpossible(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ line, want string }{
+		{"BenchmarkTiers/tier=host/backend=host-2 1 NaN ns/op", "sec/op NaN is not a time"},
+		{"BenchmarkTiers/tier=host/backend=host-2 1 0 ns/op", "result dropped"},
+		{"BenchmarkTiers/tier=host/backend=host-2 1 +Inf ns/op", "result dropped"},
+		{"BenchmarkTiers/tier=host/backend=host-2 1 100 ns/op -5 MB/s", "a rate of -0.005 GB/s is not one"},
+		{"BenchmarkTiers/tier=host/backend=host-2 1 100 ns/op +Inf GB/s", "a rate of +Inf GB/s is not one"},
+		{"BenchmarkTiers/tier=recompute/backend=host-2 1 100 ns/op -1 TFLOP/s", "tflops -1 is not a figure"},
+	} {
+		rows, warns, err := Parse(strings.NewReader(tc.line+"\nBenchmarkTiers/tier=host/backend=host-2 1 100 ns/op\n"), "x")
+		if err != nil || len(rows) != 1 || !strings.Contains(strings.Join(warns, "\n"), tc.want) {
+			t.Errorf("%q: %d rows, warnings %q, error %v; want the one sound row and a warning saying %q", tc.line, len(rows), warns, err, tc.want)
+		}
+	}
+}

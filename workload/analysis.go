@@ -60,10 +60,8 @@ type WorkingSet struct {
 }
 
 // ErrorBound returns the error bound of the sampled curve in hit-ratio
-// points: boundT standard errors (95 % confidence for a spread estimated
-// from shardsGroups sub-samples) of the token-weighted estimate, the
-// largest over the capacities of the curve's steps. It is 0 for an exact
-// analysis.
+// points: the largest Curve.Band over the capacities of the curve's
+// steps. It is 0 for an exact analysis.
 func (a *Analysis) ErrorBound() float64 {
 	if a.Method == MethodExact {
 		return 0
@@ -71,7 +69,7 @@ func (a *Analysis) ErrorBound() float64 {
 	worst := 0.0
 	for _, c := range a.Curves {
 		for _, cap := range append(c.Steps(512), Inf) {
-			worst = max(worst, boundT*c.StdErr(cap))
+			worst = max(worst, c.Band(cap))
 		}
 	}
 	return worst

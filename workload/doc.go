@@ -64,9 +64,11 @@
 // weighted as one block and its tokens once: the sample would otherwise
 // hold it or not, and shift the whole curve by its share either way. The
 // sample is split into 8 hash-partitioned sub-samples analysed
-// independently; the spread of their token-weighted ratios gives the
-// stated error bound (Student's t for 7 degrees of freedom times the
-// standard error of the ratio, the largest over capacities). The leading
+// independently; the spread of their token-weighted ratios and the
+// curve's rise over one sub-sample slot give each capacity's band
+// (Curve.Band: Student's t for 7 degrees of freedom times the standard
+// error of the ratio, plus that rise), and the widest band is the stated
+// error bound. The leading
 // run is judged on sampled blocks only. The bound sees what the sample
 // holds: a shared prompt referenced by a large share of requests and
 // missed by every sub-sample shifts the curve unseen.

@@ -80,7 +80,7 @@ func methodSentence(r results.Row) string {
 	if r.Get(results.ColMethod) == "exact" {
 		return "exact analysis (every block tracked)"
 	}
-	return fmt.Sprintf("SHARDS sampling (Waldspurger et al., FAST'15) of %s of the blocks in 8 hash-partitioned sub-samples: hit ratios within ±%s points (95 %%: t for 7 degrees of freedom times the standard error of the token-weighted sub-samples, the largest over capacities; the block opening each request tracked exactly), capacities below 8/rate blocks not resolved",
+	return fmt.Sprintf("SHARDS sampling (Waldspurger et al., FAST'15) of %s of the blocks in 8 hash-partitioned sub-samples: hit ratios within ±%s points (95 %%: t for 7 degrees of freedom times the standard error of the token-weighted sub-samples, plus the curve's rise over one sub-sample slot, the largest over capacities; the block opening each request tracked exactly), capacities below 8/rate blocks not resolved",
 		report.FmtShare(r.Float(results.ColSampleRate)), report.Sig(r.Float(results.ColErrorPP)))
 }
 

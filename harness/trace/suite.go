@@ -66,7 +66,8 @@ var CurveColumns = []results.Column{
 	results.Float(results.ColHitRatio, "fraction", "predicted prefix hit ratio at this capacity"),
 	results.Float("hit_tokens", "tokens", "predicted hit tokens at this capacity"),
 	results.Float(results.ColCeiling, "fraction", "the hit ratio of an infinite cache"),
-	results.Float("stderr", "fraction", `SHARDS: the hit ratio's standard error; "" exact`),
+	results.Float("stderr", "fraction", `SHARDS: the hit ratio's standard error, from the spread of its 8 sub-samples; "" exact`),
+	results.Float("band", "fraction", `SHARDS: the hit ratio's ± band at this capacity: 2.365 standard errors plus the curve's rise over one sub-sample slot (8/R blocks) either side, which held the exact curve at ≥ 90 % of capacities in tests; "" exact`),
 	results.Text(results.ColMethod, "exact | shards"),
 	sampleRate,
 	results.Bool(results.ColPredicted, "always true: the LRU model's"),
@@ -244,6 +245,7 @@ func (res *Result) CurveRows() []results.Row {
 			r.Set(results.ColCeiling, ceil)
 			if a.Method != workload.MethodExact {
 				r.Set("stderr", c.StdErr(cap))
+				r.Set("band", c.Band(cap))
 			}
 			r.Set(results.ColMethod, a.Method)
 			r.Set(results.ColSampleRate, a.Sample)

@@ -433,7 +433,7 @@ func (r Request) body(withSalt bool) ([]byte, error) {
 	case r.Text != "":
 		b["prompt"] = r.Text
 	default:
-		b["prompt"] = r.Prompt
+		b["prompt"] = idList(r.Prompt)
 	}
 	if r.Stream {
 		opts := map[string]any{"include_usage": true}
@@ -450,6 +450,27 @@ func (r Request) body(withSalt bool) ([]byte, error) {
 		b["kv_transfer_params"] = r.KVParams
 	}
 	return json.Marshal(b)
+}
+
+// idList is a prompt's token ids, written as a JSON array without
+// reflection: a long prompt is most of its request's body.
+type idList []int
+
+// MarshalJSON writes the ids as a JSON array; nil is null, as
+// encoding/json writes a nil slice.
+func (l idList) MarshalJSON() ([]byte, error) {
+	if l == nil {
+		return []byte("null"), nil
+	}
+	b := make([]byte, 1, 7*len(l)+2)
+	b[0] = '['
+	for i, id := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	return append(b, ']'), nil
 }
 
 // An HTTPError is a response with a status other than 200.

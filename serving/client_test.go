@@ -167,3 +167,18 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptIDsBody: a prompt's ids are written as encoding/json would
+// write the slice, without its reflection.
+func TestPromptIDsBody(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		ids  []int
+		want string
+	}{{[]int{1, 22, 333}, `"prompt":[1,22,333]`}, {[]int{}, `"prompt":[]`}, {nil, `"prompt":null`}} {
+		b, err := Request{Prompt: tt.ids}.body(false)
+		if err != nil || !strings.Contains(string(b), tt.want) {
+			t.Errorf("%v: %s, %v; want %s", tt.ids, b, err, tt.want)
+		}
+	}
+}

@@ -196,6 +196,9 @@ func (s *Server) promptTokens(raw json.RawMessage) ([]int, *apiError) {
 	if raw[0] == '"' && json.Unmarshal(raw, &text) == nil {
 		return s.tok.encode(text), nil
 	}
+	if ids, ok := tokenIDs(raw); ok {
+		return ids, s.checkIDs(ids)
+	}
 	var ids []int
 	if json.Unmarshal(raw, &ids) == nil {
 		return ids, s.checkIDs(ids)
@@ -213,6 +216,47 @@ func (s *Server) promptTokens(raw json.RawMessage) ([]int, *apiError) {
 		}
 	}
 	return nil, badRequest("prompt must be a string, a list of token ids, or a list of one of those")
+}
+
+// tokenIDs reads raw when it is a JSON array of token ids written plainly
+// (digits, no leading zero, at most 9 of them), as clients send a
+// prompt: a long prompt's ids read an order of magnitude faster than
+// through encoding/json. ok is false for anything else, which
+// encoding/json then reads or refuses.
+func tokenIDs(raw []byte) (ids []int, ok bool) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	ids = make([]int, 0, len(raw)/6)
+	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; {
+		j := i
+		for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
+			j++
+		}
+		if j == i || j-i > 9 || (raw[i] == '0' && j-i > 1) {
+			return nil, false
+		}
+		n, _ := strconv.Atoi(string(raw[i:j]))
+		ids = append(ids, n)
+		if i = skipSpace(raw, j); i < len(raw) && raw[i] == ',' {
+			if i = skipSpace(raw, i+1); i < len(raw) && raw[i] == ']' {
+				return nil, false // a trailing comma
+			}
+		} else if i < len(raw) && raw[i] != ']' {
+			return nil, false
+		}
+	}
+	return ids, i < len(raw) && skipSpace(raw, i+1) == len(raw)
+}
+
+// skipSpace returns the index of the first byte of b from i on that is
+// not JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 func (s *Server) checkIDs(ids []int) *apiError {

@@ -2,8 +2,10 @@ package vllmsim
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 )
 
@@ -28,6 +30,27 @@ func FuzzTokenize(f *testing.F) {
 		s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/tokenize", bytes.NewReader(b)))
 		if c := rec.Code; c != http.StatusOK && (c < 400 || c >= 500 || !bytes.Contains(rec.Body.Bytes(), []byte(`"error"`))) {
 			t.Fatalf("HTTP %d: %s", c, rec.Body.Bytes())
+		}
+	})
+}
+
+// FuzzTokenIDs: the fast reader of a prompt's token ids takes only what
+// encoding/json reads as a list of ints, and reads the same ids.
+func FuzzTokenIDs(f *testing.F) {
+	for _, b := range []string{
+		`[1, 2, 3]`, ` [ 0 ,7 ] `, `[]`, `[1,]`, `[01]`, `[1 2]`, `[-1]`, `[1.5]`, `[1e3]`,
+		`[1234567890]`, `[1]x`, `[[1]]`, `"text"`, "[\t1\n,\r2]",
+	} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ids, ok := tokenIDs(b)
+		if !ok {
+			return
+		}
+		var want []int
+		if err := json.Unmarshal(b, &want); err != nil || !slices.Equal(ids, want) || want == nil {
+			t.Fatalf("%q: read %v, encoding/json %v (%v)", b, ids, want, err)
 		}
 	})
 }

@@ -20,13 +20,17 @@ type MemNet struct {
 	others    []*http.Server // handlers that are not simulators
 }
 
-// Serve serves h on host (a name such as "producer") in the network and
-// returns its base URL, http://host. A simulator stops serving when it
-// closes, any other handler when the network closes.
+// Serve serves h on host (a name such as "producer"; "" picks one,
+// sim-N) in the network and returns its base URL, http://host. A
+// simulator stops serving when it closes, any other handler when the
+// network closes.
 func (n *MemNet) Serve(h http.Handler, host string) (string, error) {
 	n.mu.Lock()
 	if n.listeners == nil {
 		n.listeners = map[string]*memListener{}
+	}
+	if host == "" {
+		host = fmt.Sprintf("sim-%d", len(n.listeners)+1)
 	}
 	if _, dup := n.listeners[host]; dup {
 		n.mu.Unlock()

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestFullGridSaysEstimate: --full (the full grid with --sim) says how
-// long it will take before it starts, as does any --sim grid estimated
-// past the short grids' 2 minutes; a short one says nothing of the kind.
-// Before, a full grid started without a word on its duration.
+// TestFullGridSaysEstimate: every --sim run says how long it will take
+// before it starts, --full saying it is the full grid. Before, a full
+// grid started without a word on its duration, and a short grid's
+// estimate (the README's quick start) was nowhere to be read.
 func TestFullGridSaysEstimate(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -21,8 +21,8 @@ func TestFullGridSaysEstimate(t *testing.T) {
 	} {
 		_, stderr := mustRunCLI(t, append(c.args, "--quiet", "--out", filepath.Join(t.TempDir(), "run"))...)
 		first, _, _ := strings.Cut(stderr, "\n")
-		if got := strings.Contains(first, ": --full: ") && strings.Contains(first, "estimated "); got != c.want {
-			t.Errorf("%v: first line %q, estimate said %v, want %v", c.args, first, got, c.want)
+		if full := strings.Contains(first, ": --full: "); !strings.Contains(first, "estimated ") || full != c.want {
+			t.Errorf("%v: first line %q: want the estimate, --full said %v", c.args, first, c.want)
 		}
 	}
 }

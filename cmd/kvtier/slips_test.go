@@ -9,11 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/vllmsim"
 )
 
 // runStdin runs kvtier command name with args, reading stdin.
@@ -336,7 +338,8 @@ var quickStartKinds = []struct {
 }{
 	{"writing", regexp.MustCompile(`^kvtier probe: writing \S+$`)},
 	{"overhead", regexp.MustCompile(`^kvtier probe: client overhead .*: [0-9.,]+ (ns|µs|ms|s)$`)},
-	{"server", regexp.MustCompile(`^kvtier probe: \S+ at http://127\.0\.0\.1:\d+ \(block size \d+, .*\)$`)},
+	{"estimate", regexp.MustCompile(`^kvtier probe: \d+ configurations × \d+ reps, estimated \S+ from the simulator's cost model .*$`)},
+	{"server", regexp.MustCompile(`^kvtier probe: \S+ at http://(127\.0\.0\.1:\d+|sim-\d+) \(block size \d+, .*\)$`)},
 	// A loaded machine makes the simulator lag: the rep then says it is
 	// not verified, and why.
 	{"rep", regexp.MustCompile(`^probe (miss|gpu|cpu) +\d+ tokens rep \d+: ttft [0-9.,]+ (µs|ms|s) (verified by \S+|NOT verified: .*)$`)},
@@ -380,44 +383,69 @@ func shapeOf(kinds []string) string {
 	return regexp.MustCompile(`(rep,progress,)+`).ReplaceAllString(s, "rep,progress,")
 }
 
-// TestReadmeQuickStartShape: the README's quick start shows what the
-// probe prints: every line one the probe writes (a run of the same
-// command at 1k without the cpu tier, on the simulator, gives each kind),
-// the kinds in the run's order, as many miss reps as the probe's default
-// --reps, [i/N] with N the tiers given, and stdout's last line the CSV's
-// path. Before, it showed 3 reps, no progress line and no path.
+// quickStartProbe is the README's quick start command.
+const quickStartProbe = "kvtier probe --sim --prefix 32k --tiers miss,gpu,cpu --out r/probe"
+
+// TestReadmeQuickStartShape: the README's quick start shows what its
+// command prints. The test runs that very command (its --out in a
+// temporary directory) with the embedded simulators on an in-memory
+// network in a synctest bubble, so that the simulated minutes pass on
+// the virtual clock, and compares: every line one the probe writes, the
+// kinds in the run's order, as many reps of each tier as the run's, its
+// [i/N] lines, stdout's last line the CSV's path, and the estimate the
+// README states (its shown line, and its prose) the run's own, from the
+// simulator's cost model that the ETA weighs by. Before, the README
+// showed 3 reps, no progress line and no path, and said "(1 minute.)".
 func TestReadmeQuickStartShape(t *testing.T) {
 	t.Parallel()
 	readme := readDoc(t, "README.md")
-	i := strings.Index(readme, "$ kvtier probe --sim --prefix 32k --tiers miss,gpu,cpu --out r/probe\n")
+	i := strings.Index(readme, "$ "+quickStartProbe+"\n")
 	j := strings.Index(readme, "$ kvtier report r/probe\n")
 	if i < 0 || j < i {
 		t.Fatal("README has no quick start probe block")
 	}
 	shown := strings.Split(strings.TrimSpace(readme[i:j]), "\n")[1:]
-	kinds := lineKinds(t, "README", shown)
-	out := filepath.Join(t.TempDir(), "q")
-	code, stdout, stderr := runCLI(t, "probe", "--sim", "--prefix", "1k", "--tiers", "miss,gpu", "--reps", "2", "--out", out)
-	if code != exitOK {
-		t.Fatalf("probe: exit %d: %s", code, stderr)
-	}
-	run := lineKinds(t, "a run", strings.Split(strings.TrimSpace(stderr+stdout), "\n"))
-	// The run's kinds in order are the README's, a tier's reps and
-	// progress lines taken once (the README has three tiers, the run two).
-	if a, b := shapeOf(run), shapeOf(slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == "elided" })); a != b {
+	args := strings.Fields(quickStartProbe)[1:]
+	args[len(args)-1] = filepath.Join(t.TempDir(), "r", "probe")
+	var stdout, stderr strings.Builder
+	synctest.Test(t, func(t *testing.T) {
+		var net vllmsim.MemNet
+		defer net.Close()
+		if code := dispatch(vllmsim.WithNet(t.Context(), &net), &stdout, &stderr, args); code != exitOK {
+			t.Fatalf("probe: exit %d: %s", code, stderr.String())
+		}
+	})
+	run := strings.Split(strings.TrimSpace(stderr.String()+stdout.String()), "\n")
+	kinds, runKinds := lineKinds(t, "README", shown), lineKinds(t, "the run", run)
+	if a, b := shapeOf(runKinds), shapeOf(slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == "elided" })); a != b {
 		t.Errorf("the run's lines are %s; the README's %s", a, b)
 	}
-	reps := 0
-	for _, l := range shown {
-		if strings.HasPrefix(l, "probe miss ") {
-			reps++
+	// Every miss rep is shown, each tier's end line and the estimate;
+	// the other tiers' reps and the floods' lines are elided alike.
+	for _, re := range []string{`^probe miss `, `^kvtier probe: \[\d+/\d+\] \w+ \d+ tokens`, `^kvtier probe: \d+ configurations`} {
+		if a, b := countMatch(run, re), countMatch(shown, re); a != b {
+			t.Errorf("%s: %d lines in the run, %d in the README", re, a, b)
 		}
 	}
-	_, _, help := runCLI(t, "probe", "-h")
-	if !strings.Contains(strings.Join(strings.Fields(help), " "), "--reps int measured requests per tier and prefix (default "+strconv.Itoa(reps)+")") {
-		t.Errorf("the README shows %d miss reps; probe's default --reps is not %d", reps, reps)
+	est := regexp.MustCompile(`estimated (\S+) from`).FindStringSubmatch(stderr.String())
+	if est == nil || !strings.Contains(readme[i:j], est[0]) || !strings.Contains(readme[j:], "estimate, "+est[1]+",") {
+		t.Errorf("the run estimates %v; the README's shown line and its prose must say the same", est)
 	}
-	if !strings.Contains(readme[i:j], "] miss 32768 tokens") || !strings.Contains(readme[i:j], "[3/3]") || shown[len(shown)-1] != "r/probe/probe.csv" {
-		t.Error("the README's quick start lacks the [i/3] progress or the CSV's path on stdout")
+	if shown[len(shown)-1] != "r/probe/probe.csv" {
+		t.Error("the README's quick start lacks the CSV's path on stdout")
 	}
+	// On the virtual clock the figures are the model's, which the prose
+	// gives beside the loaded machine's.
+	if row := regexp.MustCompile(`(?m)^ +32k +\S+ s +(\S+ \S+) +(\S+ \S+) `).FindStringSubmatch(stderr.String()); row == nil ||
+		!strings.Contains(strings.Join(strings.Fields(readme[j:]), " "), "gives "+row[2]+" for the CPU hit and "+row[1]+" for the GPU hit") {
+		t.Errorf("the model's GPU and CPU hits on the virtual clock, %q, are not the README's", row)
+	}
+	if t.Failed() {
+		t.Logf("the run printed:\n%s", strings.Join(run, "\n"))
+	}
+}
+
+// countMatch is how many of lines the regular expression re matches.
+func countMatch(lines []string, re string) int {
+	return len(slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return !regexp.MustCompile(re).MatchString(l) }))
 }

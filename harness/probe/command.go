@@ -140,20 +140,17 @@ func clientOverhead(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	s, err := vllmsim.New(vllmsim.Config{Profile: zero, TimeScale: 0})
+	var sims vllmsim.Fleet
+	defer sims.Close()
+	url, err := sims.Start(ctx, vllmsim.Config{Profile: zero, TimeScale: 0})
 	if err != nil {
 		return 0, err
 	}
-	defer s.Close()
-	url, err := s.Start(ctx, "127.0.0.1:0")
+	c, err := serving.NewClientWith(url, 30*time.Second, 0, vllmsim.ClientOf(ctx))
 	if err != nil {
 		return 0, err
 	}
-	c, err := serving.NewClient(url, 30*time.Second)
-	if err != nil {
-		return 0, err
-	}
-	return Overhead(ctx, c, s.Config().Model, 1024, overheadReps, 1)
+	return Overhead(ctx, c, sims[0].Config().Model, 1024, overheadReps, 1)
 }
 
 // startSims starts a consumer sim with CPU offload and, when remote
@@ -251,6 +248,7 @@ func runCommand(ctx context.Context, c *cli.Call, f *flags, cfg Config) int {
 	if f.server.UseSim {
 		servingflag.SayEstimate(c.Stderr, c.Name, f.full, len(cfg.Prefixes)*len(cfg.Tiers), cfg.Reps, simEstimate(cfg, simConfig(cfg)))
 		cfg.Weights = simWeights(cfg, simConfig(cfg))
+		cfg.HTTP = vllmsim.ClientOf(ctx)
 		stop, err := startSims(ctx, &cfg)
 		if err != nil {
 			return c.UsageErr(fmt.Errorf("--sim: %w", err))

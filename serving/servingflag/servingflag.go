@@ -182,21 +182,15 @@ func CheckSimTimeScale(v float64) error {
 	return option.Errorf("sim-time-scale", "%g: removed; a scaled simulator cannot give real-time figures back (its own processing time does not scale), so the embedded sim runs in real time: drop the flag (kvtier sim --time-scale still scales a standalone server)", v)
 }
 
-// shortRun is how long the short --sim grids take at most: a longer run
-// says its estimate before it starts, as --full always does.
-const shortRun = 2 * time.Minute
-
-// SayEstimate says, before a --sim run starts, how long it will take when
-// it is the full grid or longer than a short one: configs configurations
-// of reps reps each, est by the simulator's cost model.
+// SayEstimate says, before a --sim run starts, how long it will take:
+// configs configurations of reps reps each (the --full grid's when full),
+// est by the simulator's cost model, the one the progress's ETA weighs
+// the configurations by.
 func SayEstimate(w io.Writer, cmd string, full bool, configs, reps int, est time.Duration) {
-	if !full && est <= shortRun {
-		return
-	}
-	grid := "the grid"
+	grid := ""
 	if full {
-		grid = "--full"
+		grid = "--full: "
 	}
-	fmt.Fprintf(w, "kvtier %s: %s: %d configurations × %d reps, estimated %s from the simulator's cost model (a loaded machine takes longer)\n",
+	fmt.Fprintf(w, "kvtier %s: %s%d configurations × %d reps, estimated %s from the simulator's cost model (a loaded machine takes longer)\n",
 		cmd, grid, configs, reps, est.Round(time.Second))
 }

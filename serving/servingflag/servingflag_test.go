@@ -6,17 +6,25 @@ import (
 	"time"
 )
 
-// TestSayEstimate: a short grid's estimate is not said; a long one's is,
-// before the run starts.
+// TestSayEstimate: every --sim run says its estimate before it starts,
+// and the full grid says it is one.
 func TestSayEstimate(t *testing.T) {
 	t.Parallel()
-	var b strings.Builder
-	SayEstimate(&b, "probe", false, 21, 3, time.Minute)
-	if b.Len() != 0 {
-		t.Errorf("a short grid's estimate: %q", b.String())
-	}
-	SayEstimate(&b, "probe", false, 28, 3, 10*time.Minute)
-	if !strings.Contains(b.String(), "kvtier probe: the grid: 28 configurations × 3 reps, estimated 10m0s") {
-		t.Errorf("a long grid's estimate: %q", b.String())
+	for _, tt := range []struct {
+		full bool
+		want string
+	}{
+		{false, "kvtier probe: 3 configurations × 5 reps, estimated 1m31s from the simulator's cost model"},
+		{true, "kvtier probe: --full: 28 configurations × 5 reps, estimated 10m0s"},
+	} {
+		var b strings.Builder
+		n, est := 3, 91*time.Second
+		if tt.full {
+			n, est = 28, 10*time.Minute
+		}
+		SayEstimate(&b, "probe", tt.full, n, 5, est)
+		if !strings.HasPrefix(b.String(), tt.want) {
+			t.Errorf("full %v: %q, want %q", tt.full, b.String(), tt.want)
+		}
 	}
 }

@@ -195,6 +195,10 @@ func checkPlanSim(t *testing.T, path, out string) {
 	if err != nil || len(rows) < 2 || rows[0].Get("cost_source") != "simulated" || rows[0].Get("costs") != trace.SimCostsLabel || rows[0].Get("ttft_p90_s") == "" {
 		t.Fatalf("plan --sim rows %v (%v)", rows, err)
 	}
+	mustRunCLI(t, "report", out)
+	if md, err := os.ReadFile(filepath.Join(out, "REPORT.md")); err != nil || !strings.Contains(string(md), "TTFT** (simulated, predicted; [details](#plan-tier-capacities-and-predicted-ttft)): 90.0 % of the achievable prefix hit ratio") {
+		t.Errorf("REPORT.md's headline does not answer the capacity question (%v):\n%s", err, md)
+	}
 	checks, _, err := results.ReadCSV(filepath.Join(out, trace.PlanCheckFile))
 	if err != nil || len(checks) != 2 {
 		t.Fatalf("plan_check.csv: %d rows (%v)", len(checks), err)

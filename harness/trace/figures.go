@@ -192,7 +192,7 @@ func drawWorkingSet(dir string, windows []results.Row, res *plots.Result) error 
 // line per size of the slower tiers; the predicted KV-load p90 where no
 // TTFT could be predicted.
 func drawPlan(dir string, run *analysis.Run, res *plots.Result) error {
-	plan := run.Rows(PlanSuite.Name)
+	plan := gridRows(run.Rows(PlanSuite.Name))
 	col, what, note := results.ColTTFTP90, "TTFT p90", ""
 	if !slices.ContainsFunc(plan, func(r results.Row) bool { return plots.Finite(r.Float(col)) }) {
 		col, what = results.ColLoadP90, "KV-load time p90"

@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/kvtier/kvtier/report"
@@ -27,7 +28,7 @@ func writePlanAnswer(w io.Writer, plan []results.Row) {
 	src := costsLabel(knees[0])
 	for _, r := range knees {
 		if r.Float(ColKnee) == checkShare && r.Get(ColSizedTier) == CapacityTiers[1] {
-			fmt.Fprintf(w, "**%s**\n\n", answerSentence(r, without(plan, r), src))
+			fmt.Fprintf(w, "**%s**\n\n", answerSentence(r, without(plan, r)))
 		}
 	}
 	fmt.Fprintf(w, "Capacity per share of the achievable prefix hit ratio (the APC ceiling): capacities and hits from the trace's LRU model (**predicted**); TTFT **predicted** from the costs of %s.\n\n", src)
@@ -51,20 +52,50 @@ func writePlanAnswer(w io.Writer, plan []results.Row) {
 
 // answerSentence answers the question directly: the second tier's
 // capacity reaching a share of the ceiling beside the first tier's, and
-// its TTFT p90 with and without it.
-func answerSentence(r results.Row, wo *results.Row, src string) string {
+// its TTFT p90 with and without it, and what they rest on.
+func answerSentence(r results.Row, wo *results.Row) string {
 	tier := r.Get(ColSizedTier)
 	s := fmt.Sprintf("%s of the achievable prefix hit ratio (%s hit) %s: %s %s (LRU model, predicted)",
 		report.FmtShare(r.Float(ColKnee)), report.FmtShare(r.Float(results.ColHitRatio)), beside(r, tier), tierLabel(tier), fmtCapacity(r.Get(tier+"_bytes")))
 	p90 := r.Float(results.ColTTFTP90)
-	if p90 != p90 {
+	if math.IsNaN(p90) {
 		return s + "; TTFT not predicted (" + report.OrDash(r.Reason) + ")."
 	}
 	s += fmt.Sprintf("; TTFT p90 %s with it", report.FmtSec(p90))
-	if wo != nil && wo.Float(results.ColTTFTP90) == wo.Float(results.ColTTFTP90) {
+	if wo != nil && !math.IsNaN(wo.Float(results.ColTTFTP90)) {
 		s += fmt.Sprintf(", %s without (%s hit)", report.FmtSec(wo.Float(results.ColTTFTP90)), report.FmtShare(wo.Float(results.ColHitRatio)))
 	}
-	return s + " (predicted from the costs of " + src + ")."
+	return s + " (" + planProvenance(r) + ")."
+}
+
+// answerHeadline is the plan's headline where it answered the capacity
+// question with a TTFT: the sentence for the largest capacity of the
+// first tier; "" where it did not (the grid's headline then says why no
+// TTFT is predicted and what to run).
+func answerHeadline(rows []results.Row) string {
+	best := -1
+	for i, r := range rows {
+		if r.Get(ColRole) == RoleKnee && r.Float(ColKnee) == checkShare && r.Get(ColSizedTier) == CapacityTiers[1] &&
+			(best < 0 || r.Float(CapacityTiers[0]+"_bytes") > rows[best].Float(CapacityTiers[0]+"_bytes")) {
+			best = i
+		}
+	}
+	if best < 0 || math.IsNaN(rows[best].Float(results.ColTTFTP90)) {
+		return ""
+	}
+	return answerSentence(rows[best], without(rows, rows[best]))
+}
+
+// gridRows are the rows of the capacity flags' grid: plan.csv less the
+// answer's configurations (all of a plan written before them).
+func gridRows(rows []results.Row) []results.Row {
+	var out []results.Row
+	for _, r := range rows {
+		if role := r.Get(ColRole); role == "" || role == RoleGrid {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // costsLabel names the costs a plan row's TTFT rests on: where they

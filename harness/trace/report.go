@@ -238,10 +238,7 @@ func writePlan(w io.Writer, run *analysis.Run) {
 	writePlanCheck(w, run.Files[PlanCheckFile])
 	writePlanCosts(w, run.FileWith(PlanSuite.Name, results.ColAlpha))
 	t := report.NewTable(planHeads()...)
-	for _, r := range plan {
-		if role := r.Get(ColRole); role != "" && role != RoleGrid {
-			continue
-		}
+	for _, r := range gridRows(plan) {
 		cells := []string{r.Get(results.ColTrace)}
 		for _, tier := range tierspec.CapacityNames() {
 			cells = append(cells, fmtCapacity(r.Get(tier+"_bytes")))
@@ -449,7 +446,11 @@ func traceHeadline(runs []*analysis.Run) (string, string) {
 // predicted TTFT p90 is within 10 % of the best; where no TTFT could be
 // predicted, the smallest within one point of the best prefix hit.
 func planHeadline(runs []*analysis.Run) (string, string) {
-	rows := report.AllRows(runs, PlanSuite.Name)
+	all := report.AllRows(runs, PlanSuite.Name)
+	if s := answerHeadline(all); s != "" {
+		return s, ""
+	}
+	rows := gridRows(all)
 	if len(rows) == 0 {
 		return "", ""
 	}

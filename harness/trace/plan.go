@@ -97,23 +97,38 @@ type Planner struct {
 	// tiers are the plan's tiers in serving order, the compute tier
 	// last; caps are those that hold blocks.
 	tiers, caps []string
+	has         []bool    // per tier: the cost model has its cost
 	blocks      [][]int64 // per config: capacity in blocks per tier of caps
+	ends        [][]int64 // per config: the deepest distance each tier of caps serves
+	reach       []int64   // per config: the deepest distance any tier serves
 	evals       []planEval
-	served      map[string]int64
-	byTier      []int64 // the tokens each tier of caps served one request
+	served      map[string]int64 // one request's tokens per tier, for the cost model
+	byTier      []int64          // one request's tokens per tier, by index
+	// memo holds this request's predictions, one per distinct split of
+	// its tokens over the tiers: configurations often split it alike.
+	memo        []prediction
 	distinct    int64   // blocks referenced so far: the depth of the LRU stack
 	first, last float64 // arrival of the first and last request, seconds
 	requests    int
 	notes       []string // capacities rounded down to whole blocks, said once each
 }
 
+// A prediction is what the cost model says of one split of a request's
+// tokens over the tiers.
+type prediction struct {
+	served     []int64 // per tier
+	extrap     bool
+	past       bool
+	load, ttft float64
+}
+
 type planEval struct {
-	tokens      map[string]int64 // per tier, recompute included
+	tokens      []int64 // per tier, recompute included
 	input       int64
-	load, ttft  []float32
-	usedMissing map[string]bool // tiers that served tokens with no cost
-	extrap      int             // requests predicted past the measured range
-	past        int             // requests past the extrapolation limit: counted, not predicted
+	load, ttft  tally
+	usedMissing []bool // per tier: served tokens with no cost
+	extrap      int    // requests predicted past the measured range
+	past        int    // requests past the extrapolation limit: counted, not predicted
 	// Per tier of Planner.caps: blocks written into it and the requests
 	// that wrote any (one store each).
 	writes, stores []int64
@@ -125,7 +140,10 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 		return nil, err
 	}
 	p := &Planner{o: o, served: map[string]int64{}, tiers: tierspec.PlanNames(), caps: tierspec.CapacityNames()}
-	p.byTier = make([]int64, len(p.caps))
+	p.byTier = make([]int64, len(p.tiers))
+	for _, t := range p.tiers {
+		p.has = append(p.has, o.Costs.Has(t))
+	}
 	for _, c := range o.Configs {
 		b := c.capacities(p.caps)
 		for i, bytes := range b {
@@ -138,7 +156,10 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 			}
 		}
 		p.blocks = append(p.blocks, b)
-		p.evals = append(p.evals, planEval{tokens: map[string]int64{}, usedMissing: map[string]bool{},
+		ends := p.tierEnds(b)
+		p.ends = append(p.ends, ends)
+		p.reach = append(p.reach, slices.Max(ends))
+		p.evals = append(p.evals, planEval{tokens: make([]int64, len(p.tiers)), usedMissing: make([]bool, len(p.tiers)),
 			writes: make([]int64, len(p.caps)), stores: make([]int64, len(p.caps))})
 	}
 	return p, nil
@@ -148,29 +169,38 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 // and how they were rounded, one line each; nil when all were.
 func (p *Planner) Rounding() []string { return p.notes }
 
+// tierEnds returns, per tier of caps (capacities in blocks), the deepest
+// stack distance it serves: its capacity when tiers are inclusive, the
+// capacities down to it summed when exclusive (Unbounded from an
+// unbounded tier on).
+func (p *Planner) tierEnds(caps []int64) []int64 {
+	ends := make([]int64, len(caps))
+	var below int64
+	for i, c := range caps {
+		switch {
+		case p.o.Inclusive:
+			ends[i] = c
+		case c == workload.Unbounded || below == workload.Unbounded:
+			below = workload.Unbounded
+			ends[i] = below
+		default:
+			below += c
+			ends[i] = below
+		}
+	}
+	return ends
+}
+
 // tierOf returns the index in p.caps of the tier serving a block at
-// stack distance d, given the tiers' capacities in blocks; -1 when no
-// tier holds it. A block never seen before (Inf) is in none, however
-// large a tier.
-func (p *Planner) tierOf(caps []int64, d int64) int {
+// stack distance d, given the tiers' deepest distances (tierEnds); -1
+// when no tier holds it. A block never seen before (Inf) is in none,
+// however large a tier.
+func tierOf(ends []int64, d int64) int {
 	if d == workload.Inf {
 		return -1
 	}
-	if p.o.Inclusive {
-		for i, c := range caps {
-			if d <= c {
-				return i
-			}
-		}
-		return -1
-	}
-	var below int64
-	for i, c := range caps {
-		if c == workload.Unbounded {
-			return i
-		}
-		below += c
-		if d <= below {
+	for i, e := range ends {
+		if d <= e {
 			return i
 		}
 	}
@@ -181,36 +211,29 @@ func (p *Planner) tierOf(caps []int64, d int64) int {
 // configuration: the leading run of blocks some tier holds is the hit,
 // each block of it served by the tier its own distance falls in.
 func (p *Planner) Observe(r *workload.Request, h *workload.Hits) {
-	for ci, caps := range p.blocks {
-		// Tokens per tier by index first: a map write per block and
+	p.memo = p.memo[:0]
+	for ci, ends := range p.ends {
+		// Tokens per tier by index: a map write per block and
 		// configuration was most of a plan's time.
 		clear(p.byTier)
 		var hit int64
 		for k, lead := range h.Lead {
-			if p.tierOf(caps, lead) < 0 {
+			if lead == workload.Inf || lead > p.reach[ci] {
 				break
 			}
 			t := int64(h.Tokens[k])
-			p.byTier[p.tierOf(caps, h.Dist[k])] += t
+			p.byTier[tierOf(ends, h.Dist[k])] += t
 			hit += t
 		}
-		clear(p.served)
-		for i, n := range p.byTier {
-			if n > 0 {
-				p.served[p.caps[i]] = n
-			}
-		}
-		p.served[p.recomputed()] = int64(h.Input) - hit
+		p.byTier[len(p.tiers)-1] = int64(h.Input) - hit
 		e := &p.evals[ci]
-		for tier, n := range p.served {
-			e.tokens[tier] += n
-			if n > 0 && !p.o.Costs.Has(tier) {
-				e.usedMissing[tier] = true
-			}
+		for i, n := range p.byTier {
+			e.tokens[i] += n
+			e.usedMissing[i] = e.usedMissing[i] || (n > 0 && !p.has[i])
 		}
 		e.input += int64(h.Input)
 		p.predict(e, int64(h.Input))
-		p.countWrites(e, caps, h)
+		p.countWrites(e, p.blocks[ci], h)
 	}
 	if p.requests == 0 {
 		p.first = r.Time
@@ -225,21 +248,52 @@ func (p *Planner) Observe(r *workload.Request, h *workload.Hits) {
 }
 
 // predict adds the predicted load and TTFT of a request of input tokens
-// served p.served to e, or counts it past the extrapolation limit.
+// served p.byTier to e, or counts it past the extrapolation limit.
 func (p *Planner) predict(e *planEval, input int64) {
-	// A cost past the limit is past the measured range too: most
-	// requests are within it and ask once.
-	extrap := p.o.Costs.Extrapolated(p.served, input)
-	if extrap && p.o.Costs.PastLimit(p.served, input) {
+	m := p.prediction(input)
+	if m.past {
 		e.past++
 		return
 	}
-	load, ttft := p.o.Costs.Predict(p.served, input)
-	if extrap {
+	if m.extrap {
 		e.extrap++
 	}
-	e.load = append(e.load, float32(load))
-	e.ttft = append(e.ttft, float32(ttft))
+	e.load.add(m.load)
+	e.ttft.add(m.ttft)
+}
+
+// prediction returns the cost model's prediction for the request's
+// split p.byTier, asking the model once per distinct split.
+func (p *Planner) prediction(input int64) prediction {
+	for _, m := range p.memo {
+		if slices.Equal(m.served, p.byTier) {
+			return m
+		}
+	}
+	clear(p.served)
+	for i, n := range p.byTier {
+		if n > 0 || i == len(p.tiers)-1 {
+			p.served[p.tiers[i]] = n
+		}
+	}
+	// A cost past the limit is past the measured range too: most
+	// requests are within it and ask once.
+	var m prediction
+	m.extrap = p.o.Costs.Extrapolated(p.served, input)
+	m.past = m.extrap && p.o.Costs.PastLimit(p.served, input)
+	if !m.past {
+		m.load, m.ttft = p.o.Costs.Predict(p.served, input)
+	}
+	// The slice a former request's prediction held is reused.
+	i := len(p.memo)
+	if i < cap(p.memo) {
+		p.memo = p.memo[:i+1]
+	} else {
+		p.memo = append(p.memo, prediction{})
+	}
+	m.served = append(p.memo[i].served[:0], p.byTier...)
+	p.memo[i] = m
+	return m
 }
 
 // countWrites adds the blocks the request writes into each tier under
@@ -341,25 +395,28 @@ func (p *Planner) Results() []PlanResult {
 	var out []PlanResult
 	for ci, c := range p.o.Configs {
 		e := p.evals[ci]
-		r := PlanResult{Config: c, Inclusive: p.o.Inclusive, Tiers: p.tiers, Input: e.input, Tokens: e.tokens, Source: p.o.Costs.Source()}
+		r := PlanResult{Config: c, Inclusive: p.o.Inclusive, Tiers: p.tiers, Input: e.input, Tokens: map[string]int64{}, Source: p.o.Costs.Source()}
 		if ci < len(p.o.Roles) {
 			r.Role = p.o.Roles[ci]
 		}
-		for _, t := range p.tiers {
-			if e.usedMissing[t] && t != p.recomputed() {
+		for i, t := range p.tiers {
+			if e.tokens[i] > 0 || t == p.recomputed() {
+				r.Tokens[t] = e.tokens[i]
+			}
+			if e.usedMissing[i] && t != p.recomputed() {
 				r.LoadMissing = append(r.LoadMissing, t)
 			}
-			if e.usedMissing[t] {
+			if e.usedMissing[i] {
 				r.TTFTMissing = append(r.TTFTMissing, t)
 			}
 		}
-		if n := len(e.load) + e.past; n > 0 {
+		if n := e.load.added + e.past; n > 0 {
 			r.Extrapolated, r.PastLimit = float64(e.extrap)/float64(n), float64(e.past)/float64(n)
 		}
 		r.Writes = p.writes(e)
-		r.Load = describe32(e.load)
+		r.Load = e.load.stats()
 		if len(r.TTFTMissing) == 0 {
-			r.TTFT = describe32(e.ttft)
+			r.TTFT = e.ttft.stats()
 		} else {
 			r.TTFT = results.Describe(nil)
 		}
@@ -394,19 +451,6 @@ func (p *Planner) recomputed() string { return p.tiers[len(p.tiers)-1] }
 // recomputed returns the plan name of the tier that serves what no tier
 // holds.
 func (r PlanResult) recomputed() string { return r.Tiers[len(r.Tiers)-1] }
-
-// describe32 returns the statistics of xs without their values: a plan
-// keeps no per-request figures past its statistics (two per request and
-// configuration would be 16 MB per configuration per million requests).
-func describe32(xs []float32) results.Stats {
-	f := make([]float64, len(xs))
-	for i, x := range xs {
-		f[i] = float64(x)
-	}
-	st := results.Describe(f)
-	st.Values = nil
-	return st
-}
 
 func sortedUnique(xs []int64) []int64 {
 	slices.Sort(xs)

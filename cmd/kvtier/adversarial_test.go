@@ -34,7 +34,7 @@ var numericStrings = []string{
 	"sizes", "prefix", "pool", "decode", "prefill", "cpu-capacity", "offload-block", "chunk-label",
 	"max-model-len", "max-num-batched-tokens", "hbm", "dram", "disk", "remote", "instances", "window",
 	"budget", "timeout", "inject-after", "rendezvous-timeout", "system-prompt", "turn-tokens",
-	"output-tokens", "think", "arrival-window", "peer-copy",
+	"output-tokens", "think", "arrival-window", "peer-copy", "capacities", "capacity-blocks", "knees", "max-output",
 }
 
 // extremes are the values tried on each type of flag: each is nonsense

@@ -94,12 +94,12 @@ type kneeRun struct {
 // workload.
 func (k *kneeFlags) config(ctx context.Context, fs *pflag.FlagSet, f *replayer.WorkloadFlags, out cli.OutputFlags) (Config, *replayer.Workload, error) {
 	var errs []error
-	rc, w := f.Config(ctx, fs, &errs)
 	f.Model.BlockSize = k.blockSize
 	g, err := f.Model.Geometry()
 	errs = append(errs, err, out.Check())
-	cfg := Config{BlockSize: k.blockSize, BytesPerToken: g.BytesPerToken(), Replay: rc, HealthTimeout: k.healthTimeout, Grace: k.grace}
-	cfg.Capacities = k.blocks(&errs, fs.Changed("capacities"), g.BlockBytes())
+	caps := k.blocks(&errs, fs.Changed("capacities"), g.BlockBytes()) // checked before the workload is read
+	rc, w := f.Config(ctx, fs, &errs)
+	cfg := Config{BlockSize: k.blockSize, BytesPerToken: g.BytesPerToken(), Replay: rc, HealthTimeout: k.healthTimeout, Grace: k.grace, Capacities: caps}
 	if k.serverCmd != "" {
 		c, err := ParseCommand(k.serverCmd)
 		cfg.Server = c
@@ -123,7 +123,7 @@ func (k *kneeFlags) blocks(errs *[]error, sizesGiven bool, blockBytes int64) []i
 		if sizesGiven {
 			*errs = append(*errs, option.Errorf("capacity-blocks", "given with --capacities: give one of them"))
 		}
-		out = cli.ListFlag(errs, "capacity-blocks", k.capacityBlocks, cli.Atoi, 1)
+		out = cli.ListFlag(errs, "capacity-blocks", k.capacityBlocks, positiveBlocks, 1)
 	} else {
 		for _, b := range cli.ListFlag(errs, "capacities", k.capacities, workload.ParseCapacity, 1) {
 			n, _ := units.Blocks(b, max(blockBytes, 1)) // the manifest's capacities_blocks says how it was rounded
@@ -136,6 +136,15 @@ func (k *kneeFlags) blocks(errs *[]error, sizesGiven bool, blockBytes int64) []i
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// positiveBlocks parses a capacity in blocks, at least 1.
+func positiveBlocks(s string) (int, error) {
+	n, err := cli.Atoi(s)
+	if err == nil && n < 1 {
+		err = fmt.Errorf("%d blocks: must be positive", n)
+	}
+	return n, err
 }
 
 // kneeInto runs the sweep into the results directory.

@@ -59,7 +59,7 @@ func answerSentence(r results.Row, wo *results.Row) string {
 		report.FmtShare(r.Float(ColKnee)), report.FmtShare(r.Float(results.ColHitRatio)), beside(r, tier), tierLabel(tier), fmtCapacity(r.Get(tier+"_bytes")))
 	p90 := r.Float(results.ColTTFTP90)
 	if math.IsNaN(p90) {
-		return s + "; TTFT not predicted (" + report.OrDash(r.Reason) + ")."
+		return s + "; TTFT not predicted (no usable cost for " + strings.ReplaceAll(report.OrDash(r.Get(results.ColMissing)), ";", ", ") + ")."
 	}
 	s += fmt.Sprintf("; TTFT p90 %s with it", report.FmtSec(p90))
 	if wo != nil && !math.IsNaN(wo.Float(results.ColTTFTP90)) {
@@ -152,7 +152,11 @@ func writePlanCheck(w io.Writer, rows []results.Row) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "Self-check: %s replayed against %s.\n\n", rows[0].Get(ColSample), report.OrDash(rows[0].Get(ColAgainst)))
+	if a := rows[0].Get(ColAgainst); a != "" {
+		fmt.Fprintf(w, "Self-check: %s replayed against %s.\n\n", rows[0].Get(ColSample), a)
+	} else {
+		fmt.Fprintf(w, "Self-check: not run (%s); the prediction over %s:\n\n", rows[0].Reason, rows[0].Get(ColSample))
+	}
 	t := report.NewTable("configuration", "hit predicted", "hit realized", "TTFT p50 predicted", "realized", "p90 predicted", "realized ")
 	t.Hoist = false
 	for _, r := range rows {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/kvtier/kvtier/harness/probe"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/kvtier/kvtier/vllmsim/simtest"
 )
 
 func TestProbeCommandSim(t *testing.T) {
@@ -106,5 +108,22 @@ func TestProbeCommandEnvEndpoint(t *testing.T) {
 	code, _, stderr := runCLI(t, "probe", "--out", filepath.Join(t.TempDir(), "r"))
 	if code != exitUsage || !strings.Contains(stderr, url) {
 		t.Errorf("exit %d, stderr %q: want the env endpoint tried", code, stderr)
+	}
+}
+
+// A probe of a kvtier sim started on its own (--base-url, not --sim)
+// labels its table simulated, as its rows are, and says a skip once
+// however many rows it skips.
+func TestProbeExternalSimLabels(t *testing.T) {
+	t.Parallel()
+	// In real time, at 1k tokens (90 ms a miss): a loaded machine's lag
+	// is a small share of that.
+	_, url := simtest.Start(t, vllmsim.Config{GPUBlocks: 512, TimeScale: 1, EnablePromptTokensDetails: true})
+	_, stderr := mustRunCLI(t, "probe", "--base-url", url, "--prefix", "1k", "--tiers", "miss,remote", "--reps", "2", "--out", filepath.Join(t.TempDir(), "r"))
+	if strings.Contains(stderr, "(measured)") || !strings.Contains(stderr, "TTFT p50 of verified requests (simulated)") && !strings.Contains(stderr, "no TTFT table") {
+		t.Errorf("the table of a simulator's figures is not labelled simulated:\n%s", stderr)
+	}
+	if n := strings.Count(stderr, "remote tier needs --producer"); n != 1 {
+		t.Errorf("the remote tier's skip said %d times, want once:\n%s", n, stderr)
 	}
 }

@@ -275,7 +275,7 @@ func runCommand(ctx context.Context, c *cli.Call, f *flags, cfg Config) int {
 			c.Logf("%s at %s (block size %d, %s)", info.Model, redact.URL(cfg.Endpoint), info.BlockSize, info.BlockSource)
 			ts := &ttftSink{Sink: sink}
 			err = p.Run(ctx, ts)
-			ts.summary(c.Stderr, map[bool]string{true: "simulated", false: "measured"}[cfg.Simulated])
+			ts.summary(c.Stderr, map[bool]string{true: "simulated", false: "measured"}[info.Simulated])
 			return err
 		}}.Exec(ctx)
 }

@@ -172,6 +172,10 @@ type Prober struct {
 	producer *serving.Client
 	prompts  *serving.Prompter
 	info     Info
+	// skipsSaid holds the tier and reason of each skip the console was
+	// told of: one line per reason, not one per row (probe.csv has them all).
+	skipsMu   sync.Mutex
+	skipsSaid map[[2]string]bool
 }
 
 // New connects to the server: it lists the models (an error wrapping
@@ -303,10 +307,31 @@ func (p *Prober) logRow(r results.Row) {
 		} else {
 			what += " NOT verified: " + r.Get(results.ColVerifyReason)
 		}
+	case results.StatusSkipped:
+		if p.skipSaid(r.Tier, r.Reason) {
+			return
+		}
+		what = "skipped: " + r.Reason + " (not repeated for the other rows it skips: probe.csv has them)"
 	default:
 		what = string(r.Status) + ": " + r.Reason
 	}
 	harness.Note(p.cfg.Log, fmt.Sprintf("probe %-6s %6d tokens rep %d: %s", r.Tier, r.PrefixTokens, r.Rep, what))
+}
+
+// skipSaid reports whether the console was told of a skip of tier for
+// reason already, and notes that it now is.
+func (p *Prober) skipSaid(tier, reason string) bool {
+	p.skipsMu.Lock()
+	defer p.skipsMu.Unlock()
+	k := [2]string{tier, reason}
+	if p.skipsSaid[k] {
+		return true
+	}
+	if p.skipsSaid == nil {
+		p.skipsSaid = map[[2]string]bool{}
+	}
+	p.skipsSaid[k] = true
+	return false
 }
 
 // newRow fills the columns every row of this probe has.

@@ -191,6 +191,14 @@ func SayEstimate(w io.Writer, cmd string, full bool, configs, reps int, est time
 	if full {
 		grid = "--full: "
 	}
-	fmt.Fprintf(w, "kvtier %s: %s%d configurations × %d reps, estimated %s from the simulator's cost model (a loaded machine takes longer)\n",
-		cmd, grid, configs, reps, est.Round(time.Second))
+	fmt.Fprintf(w, "kvtier %s: %s%s × %s, estimated %s from the simulator's cost model (a loaded machine takes longer)\n",
+		cmd, grid, count(configs, "configuration"), count(reps, "rep"), est.Round(time.Second))
+}
+
+// count is "1 rep", "5 reps".
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

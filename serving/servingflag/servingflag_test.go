@@ -11,18 +11,17 @@ import (
 func TestSayEstimate(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		full bool
-		want string
+		full         bool
+		configs, rep int
+		est          time.Duration
+		want         string
 	}{
-		{false, "kvtier probe: 3 configurations × 5 reps, estimated 1m31s from the simulator's cost model"},
-		{true, "kvtier probe: --full: 28 configurations × 5 reps, estimated 10m0s"},
+		{false, 3, 5, 91 * time.Second, "kvtier probe: 3 configurations × 5 reps, estimated 1m31s from the simulator's cost model"},
+		{false, 1, 1, 9 * time.Second, "kvtier probe: 1 configuration × 1 rep, estimated 9s"},
+		{true, 28, 5, 10 * time.Minute, "kvtier probe: --full: 28 configurations × 5 reps, estimated 10m0s"},
 	} {
 		var b strings.Builder
-		n, est := 3, 91*time.Second
-		if tt.full {
-			n, est = 28, 10*time.Minute
-		}
-		SayEstimate(&b, "probe", tt.full, n, 5, est)
+		SayEstimate(&b, "probe", tt.full, tt.configs, tt.rep, tt.est)
 		if !strings.HasPrefix(b.String(), tt.want) {
 			t.Errorf("full %v: %q, want %q", tt.full, b.String(), tt.want)
 		}

@@ -196,7 +196,8 @@ func checkPlanSim(t *testing.T, path, out string) {
 		t.Fatalf("plan --sim rows %v (%v)", rows, err)
 	}
 	mustRunCLI(t, "report", out)
-	if md, err := os.ReadFile(filepath.Join(out, "REPORT.md")); err != nil || !strings.Contains(string(md), "TTFT** (simulated, predicted; [details](#plan-tier-capacities-and-predicted-ttft)): 90.0 % of the achievable prefix hit ratio") {
+	if md, err := os.ReadFile(filepath.Join(out, "REPORT.md")); err != nil || !strings.Contains(string(md), "TTFT** (simulated, predicted; [details](#plan-tier-capacities-and-predicted-ttft)): 90.0 % of the achievable prefix hit ratio") ||
+		!strings.Contains(string(md), "Self-check on all ") {
 		t.Errorf("REPORT.md's headline does not answer the capacity question (%v):\n%s", err, md)
 	}
 	checks, _, err := results.ReadCSV(filepath.Join(out, trace.PlanCheckFile))

@@ -86,6 +86,25 @@ func answerHeadline(rows []results.Row) string {
 	return answerSentence(rows[best], without(rows, rows[best]))
 }
 
+// checkClause says in a sentence how the self-check's knee row came out:
+// predicted beside realized hit and TTFT p90, or why it did not run; ""
+// where there is no such row.
+func checkClause(checks []results.Row) string {
+	for _, r := range checks {
+		if r.Get(ColRole) != RoleKnee && r.Get(ColRole) != RoleServer {
+			continue
+		}
+		if r.Status != results.StatusOK {
+			return " Self-check not run: " + r.Reason + "."
+		}
+		against := map[string]string{RoleKnee: "kvtier sim (virtual clock)", RoleServer: "the server"}[r.Get(ColRole)]
+		return fmt.Sprintf(" Self-check on %s against %s: hit %s predicted, %s realized; TTFT p90 %s predicted, %s realized.",
+			r.Get(ColSample), against, report.FmtShare(r.Float(ColPredictedHit)), report.FmtShare(r.Float(ColRealizedHit)),
+			report.FmtSec(r.Float(ColPredictedP90)), report.FmtSec(r.Float(results.ColTTFTP90)))
+	}
+	return ""
+}
+
 // gridRows are the rows of the capacity flags' grid: plan.csv less the
 // answer's configurations (all of a plan written before them).
 func gridRows(rows []results.Row) []results.Row {

@@ -448,7 +448,11 @@ func traceHeadline(runs []*analysis.Run) (string, string) {
 func planHeadline(runs []*analysis.Run) (string, string) {
 	all := report.AllRows(runs, PlanSuite.Name)
 	if s := answerHeadline(all); s != "" {
-		return s, ""
+		var checks []results.Row
+		for _, run := range runs {
+			checks = append(checks, run.Files[PlanCheckFile]...)
+		}
+		return s + checkClause(checks), ""
 	}
 	rows := gridRows(all)
 	if len(rows) == 0 {

@@ -201,6 +201,19 @@ func simConfig(cfg Config) vllmsim.Config {
 	}
 }
 
+// serverModel is the simulator that models the server info describes
+// (its block size and GPU pool, where it says them): a real server's
+// configurations are weighed for the ETA by the H20 reference's model,
+// whose costs compare as the server's do, and whose flood evicts the
+// pool the server has.
+func serverModel(cfg Config, info Info) vllmsim.Config {
+	sim := simConfig(cfg)
+	if info.BlockSize > 0 && info.GPUBlocks > 0 {
+		sim.BlockSize, sim.GPUBlocks = info.BlockSize, info.GPUBlocks
+	}
+	return sim
+}
+
 // simEstimate is the time a probe of cfg takes against simulated
 // servers of sim: per prefix, tier and rep, the requests it sends (the
 // measured one, the warm-up that caches the prefix for gpu and cpu, the
@@ -262,6 +275,9 @@ func runCommand(ctx context.Context, c *cli.Call, f *flags, cfg Config) int {
 		return c.UsageErr(err)
 	}
 	info := p.Info()
+	if p.cfg.Weights == nil {
+		p.cfg.Weights = simWeights(cfg, serverModel(cfg, info))
+	}
 	return cli.SuiteRun{Call: c, Suite: Suite, Out: f.out,
 		Run: func(ctx context.Context, out *harness.Output) error {
 			writeManifest(ctx, c.Stderr, out.Manifest, f, cfg, info)

@@ -36,3 +36,18 @@ func TestSimEstimate(t *testing.T) {
 		t.Errorf("probe estimates: full %s, short %s", full, short)
 	}
 }
+
+// TestServerModelWeights: a real server's configurations are weighed
+// by the model of the pool it says it has: its cpu tier's flood evicts
+// that pool, so a server with 8 times the GPU blocks weighs its cpu
+// configuration several times heavier, its miss alike.
+func TestServerModelWeights(t *testing.T) {
+	t.Parallel()
+	pc := Config{Model: kv.DefaultModel, Tiers: []string{tierMiss, tierCPU}, Prefixes: []int{8192}, Reps: 1, EvictMargin: 1.5}
+	small := simWeights(pc, serverModel(pc, Info{BlockSize: 16, GPUBlocks: 4096}))
+	large := simWeights(pc, serverModel(pc, Info{BlockSize: 16, GPUBlocks: 8 * 4096}))
+	unknown := simWeights(pc, serverModel(pc, Info{}))
+	if len(large) != 2 || large[0] != small[0] || large[1] < 4*small[1] || unknown[1] != simWeights(pc, simConfig(pc))[1] {
+		t.Errorf("weights: small pool %.3g, large %.3g, unknown %.3g", small, large, unknown)
+	}
+}

@@ -62,10 +62,28 @@ const MaxSimLag = 0.1
 
 // Lagged reports whether a row measured against kvtier sim saw it fall
 // behind real time (its sim_lag_s) by more than MaxSimLag of the time the
-// row measures: its figure is this machine's load, not the model's. Such
-// rows are footnoted and left out of summaries, with their count.
+// row measures: its seconds, or where the row is a run of many requests
+// (replay_run.csv, knee.csv: a ttft_p50_s column) its TTFT p50, the
+// shortest figure it reports. Its figure is this machine's load, not the
+// model's. Such rows are footnoted and left out of summaries, with their
+// count.
 func Lagged(r results.Row) bool {
-	return r.Float(results.ColSimLag) > MaxSimLag*r.Seconds
+	measured := r.Seconds
+	if p50 := r.Float(results.ColTTFTP50); !math.IsNaN(p50) {
+		measured = p50
+	}
+	return r.Float(results.ColSimLag) > MaxSimLag*measured
+}
+
+// Unlagged returns the rows that are not Lagged.
+func Unlagged(rows []results.Row) []results.Row {
+	var out []results.Row
+	for _, r := range rows {
+		if !Lagged(r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Seconds is a row's seconds, for Column.

@@ -91,7 +91,7 @@ var RunColumns = []results.Column{
 	results.Float(results.ColGoodputRPS, "req/s", "slo_met / duration_s (vllm bench's goodput)"),
 	results.Float(results.ColThroughputRPS, "req/s", "ok / duration_s"),
 	results.Float("output_tokens_per_s", "tokens/s", "output tokens of the ok requests / duration_s"),
-	results.Float(results.ColSimLag, "s", "kvtier sim only: the most its engine fell behind real time during the run (this machine's load is in its TTFTs)"),
+	results.Float(results.ColSimLag, "s", "kvtier sim only: the most its engine fell behind real time during the run (this machine's load is in its TTFTs); past 10 % of ttft_p50_s the run is footnoted and left out of the report's headline and the knee's findings, counted"),
 	results.Text(results.ColNote, "what else the run wants said"),
 	results.ServerFamilyColumn,
 }

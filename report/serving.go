@@ -34,6 +34,16 @@ func RequestCounts(r results.Row) string {
 	return s
 }
 
+// WriteLaggedOut says that n rows are left out of the numbers above
+// because kvtier sim fell behind real time during them by more than
+// share of measure, the figure they measure (analysis.Lagged); nothing
+// when n is 0.
+func WriteLaggedOut(w io.Writer, n int, share float64, measure string) {
+	if n > 0 {
+		Paragraph(w, fmt.Sprintf("Left out of these numbers: %d row(s) in which kvtier sim fell behind real time by more than %.0f %% of %s (sim_lag_s): their figures are this machine's load, not the model's.", n, 100*share, measure))
+	}
+}
+
 // simLagNotable is the simulator lag worth a sentence: beyond it the
 // machine's load shows in the TTFTs.
 const simLagNotable = 0.005

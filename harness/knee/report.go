@@ -51,11 +51,15 @@ func writeKnee(w io.Writer, run *analysis.Run) {
 		if r.Status != results.StatusOK {
 			reqs += " " + t.Note(r.Reason)
 		}
+		if analysis.Lagged(r) {
+			reqs += " " + t.Note(fmt.Sprintf("kvtier sim fell %s behind real time, more than %.0f %% of the TTFT p50: left out of the findings", report.FmtSec(r.Float(results.ColSimLag)), 100*analysis.MaxSimLag))
+		}
 		t.Add(gb, apc, report.FmtSec(r.Float(results.ColTTFTP90)), r.Get(results.ColGPUBlocks), report.FmtShare(r.Float(results.ColPredictedAPC)),
 			report.FmtSec(r.Float(results.ColTTFTP50)), report.FmtSec(r.Float(results.ColTTFTP99)), reqs)
 	}
 	t.Write(w)
-	writeKneeFindings(w, rows)
+	writeKneeFindings(w, analysis.Unlagged(rows))
+	report.WriteLaggedOut(w, len(rows)-len(analysis.Unlagged(rows)), analysis.MaxSimLag, "the TTFT p50 of their capacity")
 	report.WriteSimLag(w, rows)
 }
 
@@ -151,7 +155,8 @@ func kneeHeadline(runs []*analysis.Run) (string, string) {
 	if len(rows) == 0 {
 		return "", ""
 	}
-	k, err := ShapeOfKnee(rows)
+	kept := analysis.Unlagged(rows)
+	k, err := ShapeOfKnee(kept)
 	if err != nil {
 		return "no knee: " + err.Error() + ".", ""
 	}
@@ -160,6 +165,9 @@ func kneeHeadline(runs []*analysis.Run) (string, string) {
 		report.FmtShare(k.Rows[len(k.Rows)-1].Float(results.ColAPC)), report.OrDash(report.FmtGB(kr.Float(results.ColCapacityBytes))), report.FmtSec(kr.Float(results.ColTTFTP90)), report.Sig(k.TTFTFall))
 	if ws := kr.Float(results.ColWorkingSetBytes); !math.IsNaN(ws) {
 		s += fmt.Sprintf("; working set %s GB (%s)", report.FmtGB(ws), analysis.Predicted)
+	}
+	if n := len(rows) - len(kept); n > 0 {
+		s += fmt.Sprintf(" (%d capacities left out: kvtier sim fell behind real time there by more than %.0f %% of their TTFT p50)", n, 100*analysis.MaxSimLag)
 	}
 	return s + ".", ""
 }

@@ -29,6 +29,7 @@ func kneeRow(blocks int, apc, p90 float64) results.Row {
 	r.Set("ok", 10)
 	r.Set("apc", apc)
 	r.Set("ttft_p90_s", p90)
+	r.Set("ttft_p50_s", p90/2)
 	if math.IsNaN(apc) {
 		r.Fail(errLike("server of 50 blocks did not start: exit status 3"))
 		r.Extra = map[string]string{"gpu_blocks": "50", "capacity_tokens": "800", "capacity_bytes": "78643200"}
@@ -60,8 +61,7 @@ func TestWriteKnee(t *testing.T) {
 	run := &analysis.Run{Files: map[string][]results.Row{File: {kneeRow(200, 0.36, 4.6), kneeRow(50, math.NaN(), math.NaN()), lagged}}}
 	var b bytes.Buffer
 	writeKnee(&b, run)
-	out := b.String()
-	for _, want := range []string{
+	mustContain(t, b.String(),
 		"| GPU KV (GB) | realized APC | TTFT p90 |",
 		"| 0.1 | — [1] | — | 50 |",
 		"[1] server of 50 blocks did not start: exit status 3",
@@ -69,9 +69,15 @@ func TestWriteKnee(t *testing.T) {
 		"Working set: 0.5 GB (4,800 tokens)",
 		"No knee: capacity of 50 blocks (error: server of 50 blocks did not start: exit status 3) has no realized APC or no TTFT p90.",
 		"The simulator fell up to 42.0 ms behind real time (kvtier_sim_lag_seconds, at 300 GPU blocks)",
-	} {
+	)
+}
+
+// mustContain reports each of wants that out lacks.
+func mustContain(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
-			t.Errorf("knee section lacks %q:\n%s", want, out)
+			t.Errorf("lacks %q:\n%s", want, out)
 		}
 	}
 }
@@ -93,4 +99,22 @@ func TestKneeHeadline(t *testing.T) {
 	if !strings.Contains(head, want) {
 		t.Errorf("headline lacks\n%s\n%s", want, head)
 	}
+}
+
+// A capacity in which kvtier sim fell behind real time by more than 10 %
+// of its TTFT p50 is footnoted and left out of the findings and the
+// headline, counted; a smaller lag leaves a capacity in.
+func TestKneeLeavesOutLaggedCapacities(t *testing.T) {
+	rows := []results.Row{kneeRow(100, 0.07, 13), kneeRow(200, 0.36, 4.6), kneeRow(300, 0.80, 0.53), kneeRow(800, 0.73, 0.65)}
+	rows[2].Set("sim_lag_s", 0.2)  // 75 % of its TTFT p50
+	rows[3].Set("sim_lag_s", 0.01) // 3 %
+	run := &analysis.Run{Dir: "knee", Files: map[string][]results.Row{File: rows}}
+	var b bytes.Buffer
+	report.Markdown(&b, []*analysis.Run{run}, report.Options{})
+	mustContain(t, b.String(),
+		"TTFT p90 650 ms there, 20.0× below the smallest capacity's; working set 0.5 GB (predicted) (1 capacities left out: kvtier sim fell behind real time there by more than 10 % of their TTFT p50).",
+		"kvtier sim fell 200 ms behind real time, more than 10 % of the TTFT p50: left out of the findings",
+		"Left out of these numbers: 1 row(s) in which kvtier sim fell behind real time by more than 10 % of the TTFT p50 of their capacity",
+		"The realized APC rises from 7.0 % at the smallest capacity to 73.0 % at the largest and reaches 95 % of that at 1.3 GB",
+	)
 }

@@ -33,7 +33,7 @@ func mb1ArmOf(x results.Row) mb1ArmCell {
 // mb1P50 is the p50 of col over rows and how many rows had it; NaN, 0 if
 // none. Rows the simulator lagged in (analysis.Lagged) are left out.
 func mb1P50(rows []results.Row, col string) (float64, int) {
-	d := analysis.Summarize(analysis.Column(unlagged(rows), func(x results.Row) float64 { return x.Float(col) }))
+	d := analysis.Summarize(analysis.Column(analysis.Unlagged(rows), func(x results.Row) float64 { return x.Float(col) }))
 	if d.N == 0 {
 		return math.NaN(), 0
 	}
@@ -62,21 +62,8 @@ func writeMB1(w io.Writer, r *analysis.Run) {
 	} else {
 		t.Write(w)
 	}
-	if n := len(r.Rows(Suite.Name)) - len(unlagged(r.Rows(Suite.Name))); n > 0 {
-		report.Paragraph(w, fmt.Sprintf("Left out of these numbers: %d row(s) in which kvtier sim fell behind real time by more than %.0f %% of the prefill TTFT they measure (sim_lag_s): their figures are this machine's load, not the model's.", n, 100*analysis.MaxSimLag))
-	}
+	report.WriteLaggedOut(w, len(r.Rows(Suite.Name))-len(analysis.Unlagged(r.Rows(Suite.Name))), analysis.MaxSimLag, "the prefill TTFT they measure")
 	g.Write(w, Suite.Name)
-}
-
-// unlagged returns the rows the simulator did not lag in.
-func unlagged(rows []results.Row) []results.Row {
-	var out []results.Row
-	for _, r := range rows {
-		if !analysis.Lagged(r) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // mb1Row is the table row of interference cell c from its interfere and

@@ -54,6 +54,9 @@ func writeReplay(w io.Writer, run *analysis.Run) {
 			fmt.Fprintf(w, "Run status %s: %s.\n\n", r.Status, r.Reason)
 		}
 		report.WriteSimLag(w, []results.Row{r})
+		if analysis.Lagged(r) {
+			report.WriteLaggedOut(w, 1, analysis.MaxSimLag, "its TTFT p50")
+		}
 	}
 }
 
@@ -61,12 +64,20 @@ func writeReplay(w io.Writer, run *analysis.Run) {
 // and its TTFT percentiles.
 func replayHeadline(runs []*analysis.Run) (string, string) {
 	var parts []string
+	lagged := 0
 	for _, r := range runs {
 		for _, x := range r.FileWith(Suite.Name, results.ColAPCSource) {
+			if analysis.Lagged(x) {
+				lagged++
+				continue
+			}
 			parts = append(parts, fmt.Sprintf("`%s`: realized APC %s (%s: %s), TTFT p50 %s, p90 %s", x.Get(results.ColTrace),
 				report.OrDash(report.FmtShare(x.Float(results.ColAPC))), analysis.Predicted, report.OrDash(report.FmtShare(x.Float(results.ColPredictedAPC))),
 				report.OrDash(report.FmtSec(x.Float(results.ColTTFTP50))), report.OrDash(report.FmtSec(x.Float(results.ColTTFTP90)))))
 		}
+	}
+	if lagged > 0 {
+		parts = append(parts, fmt.Sprintf("%d run(s) left out: kvtier sim fell behind real time by more than %.0f %% of their TTFT p50", lagged, 100*analysis.MaxSimLag))
 	}
 	if len(parts) == 0 {
 		return "", ""

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,7 +118,7 @@ func analyzeTraces(ctx context.Context, c *cli.Call, quiet bool, paths []string,
 	pr := harness.ProgressOf(c.Stderr)
 	pr.Start(c.Name, quiet)
 	defer pr.Stop()
-	pr.Plan(len(paths))
+	pr.PlanEstimated(len(paths), traceSizes(paths))
 	for _, p := range paths {
 		res, err := analyzeOne(ctx, c, pr, p, p, g, ro, ao)
 		if err != nil {
@@ -126,6 +127,22 @@ func analyzeTraces(ctx context.Context, c *cli.Call, quiet bool, paths []string,
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// traceSizes are the sizes of the trace files at paths, which the
+// progress's ETA weighs them by (an analysis reads every line); nil
+// where one has no size to read (standard input, a pipe): they are then
+// counted alike.
+func traceSizes(paths []string) []float64 {
+	var out []float64
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+			return nil
+		}
+		out = append(out, float64(fi.Size()))
+	}
+	return out
 }
 
 // analyzeOne analyses the trace at path as the configuration label of

@@ -30,6 +30,11 @@ func TestParseTable(t *testing.T) {
 		{"stray quote in the middle", hdr + row("0") + "sweep,\"host,x\n" + row("2") + row("3"), []int{0, 2, 3}, false, []int{3}},
 		{"bad number in the middle", hdr + row("0") + strings.Replace(row("1"), "0.5", "fast", 1) + row("2"), []int{0, 2}, false, []int{3}},
 		{"malformed last line with newline", hdr + row("0") + "x,y\n", []int{0}, false, []int{3}},
+		// A common column holds no negative or infinite count, size or
+		// time: a corrupt CSV's line is malformed, not a figure.
+		{"negative seconds", hdr + row("0") + strings.Replace(row("1"), "0.5", "-1", 1) + row("2"), []int{0, 2}, false, []int{3}},
+		{"infinite seconds", hdr + row("0") + strings.Replace(row("1"), "0.5", "+Inf", 1) + row("2"), []int{0, 2}, false, []int{3}},
+		{"negative rep", hdr + row("0") + row("-1") + row("2"), []int{0, 2}, false, []int{3}},
 		{"quoted newline in a reason", hdr + strings.Replace(row("0"), "ok,", "error,\"a\nb\"", 1) + row("1"), []int{0, 1}, false, nil},
 	} {
 		tab, err := ParseTable([]byte(tc.data), tc.name)

@@ -5,6 +5,7 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -202,12 +203,14 @@ func (r *Row) SetCell(col, text string) error {
 		*p = text
 	case *int64:
 		*p, err = parseInt(text)
+		err = cmp.Or(err, notNegative(float64(*p)))
 	case *int:
 		var n int64
 		n, err = parseInt(text)
-		*p = int(n)
+		*p, err = int(n), cmp.Or(err, notNegative(float64(n)))
 	case *float64:
 		*p, err = parseFloat(text)
+		err = cmp.Or(err, notNegative(*p))
 	case *Status:
 		*p = Status(text)
 	default:
@@ -274,6 +277,16 @@ func parseInt(s string) (int64, error) {
 		}
 	}
 	return n, err
+}
+
+// notNegative refuses what no common numeric column holds: a negative
+// count, size or time, or an infinite one (a corrupt or hand-edited CSV);
+// NaN is an empty cell.
+func notNegative(v float64) error {
+	if v < 0 || math.IsInf(v, 0) {
+		return fmt.Errorf("%g is no count, size or time", v)
+	}
+	return nil
 }
 
 func parseFloat(s string) (float64, error) {

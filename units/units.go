@@ -191,6 +191,8 @@ func FormatSig(x float64) string {
 	switch {
 	case a == 0:
 		return "0"
+	case a >= 1e15: // past any count written out; int64 would overflow
+		return strconv.FormatFloat(x, 'g', 3, 64)
 	case a >= 1000:
 		return Commas(int64(math.Round(x)))
 	case a >= 100:

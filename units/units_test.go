@@ -134,6 +134,8 @@ func TestFormatSeconds(t *testing.T) {
 		9.996:       "10.0 s",
 		99.96:       "100 s",
 		1580:        "1,580 s",
+		1e308:       "1e+308 s", // a corrupt CSV's: not -9,223,372,036,854,775,808 s
+		-1e19:       "-1e+19 s",
 		math.NaN():  "",
 		math.Inf(1): "",
 	}

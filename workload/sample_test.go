@@ -154,9 +154,11 @@ func shardsCoverage(t *testing.T, reqs []*Request, rate float64) float64 {
 // small there and a capacity's slot (16 blocks) weighs most.
 func TestShardsOnAMooncakeShapedTrace(t *testing.T) {
 	t.Parallel()
-	reqs := mooncakeLike(4000, 1)
-	for _, rate := range []float64{0.5, 0.1} {
-		if bound := shardsCoverage(t, reqs, rate); bound > 0.03 {
+	for _, tc := range []struct {
+		rate     float64
+		requests int
+	}{{0.5, 2000}, {0.1, 4000}} {
+		if bound, rate := shardsCoverage(t, mooncakeLike(tc.requests, 1), tc.rate), tc.rate; bound > 0.03 {
 			t.Errorf("error bound ±%.4f at rate %g, want at most 3 points", bound, rate)
 		}
 	}

@@ -97,13 +97,15 @@ type Planner struct {
 	// tiers are the plan's tiers in serving order, the compute tier
 	// last; caps are those that hold blocks.
 	tiers, caps []string
-	has         []bool    // per tier: the cost model has its cost
-	blocks      [][]int64 // per config: capacity in blocks per tier of caps
-	ends        [][]int64 // per config: the deepest distance each tier of caps serves
-	reach       []int64   // per config: the deepest distance any tier serves
+	has         []bool        // per tier: the cost model has its cost
+	blocks      [][]int64     // per config: capacity in blocks per tier of caps
+	ends        [][]int64     // per config: the deepest distance each tier of caps serves
+	rules       [][]writeRule // per config: when each tier of caps is written
+	reach       []int64       // per config: the deepest distance any tier serves
 	evals       []planEval
 	served      map[string]int64 // one request's tokens per tier, for the cost model
 	byTier      []int64          // one request's tokens per tier, by index
+	sorted      []int64          // one request's distances, ascending
 	// memo holds this request's predictions, one per distinct split of
 	// its tokens over the tiers: configurations often split it alike.
 	memo        []prediction
@@ -158,6 +160,7 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 		p.blocks = append(p.blocks, b)
 		ends := p.tierEnds(b)
 		p.ends = append(p.ends, ends)
+		p.rules = append(p.rules, p.writeRules(b, ends))
 		p.reach = append(p.reach, slices.Max(ends))
 		p.evals = append(p.evals, planEval{tokens: make([]int64, len(p.tiers)), usedMissing: make([]bool, len(p.tiers)),
 			writes: make([]int64, len(p.caps)), stores: make([]int64, len(p.caps))})
@@ -212,6 +215,8 @@ func tierOf(ends []int64, d int64) int {
 // each block of it served by the tier its own distance falls in.
 func (p *Planner) Observe(r *workload.Request, h *workload.Hits) {
 	p.memo = p.memo[:0]
+	p.sorted = append(p.sorted[:0], h.Dist...)
+	slices.Sort(p.sorted)
 	for ci, ends := range p.ends {
 		// Tokens per tier by index: a map write per block and
 		// configuration was most of a plan's time.
@@ -233,7 +238,7 @@ func (p *Planner) Observe(r *workload.Request, h *workload.Hits) {
 		}
 		e.input += int64(h.Input)
 		p.predict(e, int64(h.Input))
-		p.countWrites(e, p.blocks[ci], h)
+		p.countWrites(e, p.rules[ci], p.sorted)
 	}
 	if p.requests == 0 {
 		p.first = r.Time
@@ -296,43 +301,54 @@ func (p *Planner) prediction(input int64) prediction {
 	return m
 }
 
-// countWrites adds the blocks the request writes into each tier under
-// LRU. Exclusive tiers: a block not in HBM is written into HBM, and every
+// A writeRule says when a request's block is written into one tier
+// under LRU: when its distance is past thr, once the LRU stack holds
+// depth blocks; never when skip.
+//
+// Exclusive tiers: a block not in HBM is written into HBM, and every
 // reference from below tier i−1's last position pushes the block there
 // down into tier i (once the tiers above hold that many blocks).
 // Inclusive tiers: a tier of S blocks is written every block referenced
 // from below its S most recent. Distances are those at the request's
 // arrival; a block never seen is written into every tier it enters.
-func (p *Planner) countWrites(e *planEval, caps []int64, h *workload.Hits) {
+type writeRule struct {
+	thr, depth int64
+	skip       bool
+}
+
+// writeRules returns the write rule of each tier of caps, whose deepest
+// distances are ends (tierEnds).
+func (p *Planner) writeRules(caps, ends []int64) []writeRule {
+	rules := make([]writeRule, len(caps))
 	for i, c := range caps {
-		if c == 0 {
+		thr, depth := c, int64(0)
+		if !p.o.Inclusive && i > 0 {
+			thr, depth = ends[i-1], ends[i-1]
+		}
+		switch {
+		case c == 0:
+			rules[i].skip = true
+		case thr == workload.Unbounded && (p.o.Inclusive || i == 0):
+			rules[i].thr = workload.Inf - 1 // only new blocks enter an unbounded tier
+		case thr == workload.Unbounded:
+			rules[i].skip = true // nothing is evicted from above
+		default:
+			rules[i] = writeRule{thr: thr, depth: depth}
+		}
+	}
+	return rules
+}
+
+// countWrites adds the blocks the request writes into each tier; sorted
+// are its blocks' distances in ascending order.
+func (p *Planner) countWrites(e *planEval, rules []writeRule, sorted []int64) {
+	for i, w := range rules {
+		if w.skip || p.distinct < w.depth {
 			continue
 		}
-		thr, depth := c, int64(0) // written when d > thr, with depth blocks above
-		if !p.o.Inclusive && i > 0 {
-			above := int64(0)
-			for _, a := range caps[:i] {
-				if a == workload.Unbounded {
-					above = workload.Unbounded
-					break
-				}
-				above += a
-			}
-			thr, depth = above, above
-		}
-		if thr == workload.Unbounded && (p.o.Inclusive || i == 0) {
-			thr = workload.Inf - 1 // only new blocks enter an unbounded tier
-		} else if thr == workload.Unbounded || p.distinct < depth {
-			continue // nothing is evicted from above
-		}
-		var n int64
-		for _, d := range h.Dist {
-			if d > thr {
-				n++
-			}
-		}
-		e.writes[i] += n
-		if n > 0 {
+		past, _ := slices.BinarySearch(sorted, w.thr+1) // the first past thr
+		if n := int64(len(sorted) - past); n > 0 {
+			e.writes[i] += n
 			e.stores[i]++
 		}
 	}

@@ -15,9 +15,12 @@ import (
 // exact), with the count, mean, standard deviation, minimum and maximum
 // still exact. NaN and ±Inf are left out, as Describe leaves them.
 type tally struct {
-	added   int       // values added, NaN and ±Inf included
-	values  []float64 // the finite values, while buckets is nil
-	buckets map[uint64]bucket
+	added  int       // values added, NaN and ±Inf included
+	values []float64 // the finite values, while buckets is nil
+	// buckets are the histogram's, by bucketKey: bucket k is
+	// buckets[k>>bucketBits][k&(1<<bucketBits-1)], the 2^bucketBits
+	// buckets of one sign and exponent allocated at their first value.
+	buckets []*[1 << bucketBits]bucket
 	// Welford's running mean and sum of squared deviations, and the
 	// extremes, of the finite values once buckets is used.
 	n           int
@@ -48,7 +51,7 @@ func (t *tally) add(x float64) {
 		if t.values = append(t.values, x); len(t.values) <= tallyExact {
 			return
 		}
-		t.buckets = map[uint64]bucket{}
+		t.buckets = make([]*[1 << bucketBits]bucket, 1<<12) // sign and exponent
 		t.least, t.most = x, x
 		vs := t.values
 		t.values = nil
@@ -68,10 +71,14 @@ func (t *tally) count(x float64) {
 	t.m2 += d * (x - t.mean)
 	t.least, t.most = min(t.least, x), max(t.most, x)
 	k := bucketKey(x)
-	b := t.buckets[k]
+	run := t.buckets[k>>bucketBits]
+	if run == nil {
+		run = new([1 << bucketBits]bucket)
+		t.buckets[k>>bucketBits] = run
+	}
+	b := &run[k&(1<<bucketBits-1)]
 	b.n++
 	b.mean += (x - b.mean) / float64(b.n)
-	t.buckets[k] = b
 }
 
 // bucketKey maps x to its bucket, in the order of the values: the
@@ -93,19 +100,19 @@ func (t *tally) stats() results.Stats {
 		st.Values = nil
 		return st
 	}
-	keys := make([]uint64, 0, len(t.buckets))
-	for k := range t.buckets {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	reps := make([]float64, len(keys)) // each bucket's mean
-	ends := make([]int, len(keys))     // the values in buckets up to each
+	var reps []float64 // each bucket's mean, in order
+	var ends []int     // the values in buckets up to each
 	n := 0
-	for i, k := range keys {
-		b := t.buckets[k]
-		reps[i] = b.mean
-		n += b.n
-		ends[i] = n
+	for _, run := range t.buckets {
+		if run == nil {
+			continue
+		}
+		for _, b := range run {
+			if b.n > 0 {
+				n += b.n
+				reps, ends = append(reps, b.mean), append(ends, n)
+			}
+		}
 	}
 	// The i-th smallest value (from 0), by its bucket.
 	at := func(i int) float64 {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +17,11 @@ import (
 // one. Rows, which must survive a crash mid-run, are written as they are
 // measured instead (CSV).
 func WriteFile(path string, write func(w io.Writer) error) error {
+	// A device, FIFO or socket at path would be replaced by the rename
+	// (kvtier trace --generate /dev/full, as root, put a file there).
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file: kvtier writes a file whole, by replacing it, and leaves this one alone", path)
+	}
 	// A name of its own, so that two kvtier processes writing the same
 	// file (two reports into one directory) never write into each
 	// other's temporary file: the last rename wins, whole.

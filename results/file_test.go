@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -82,5 +84,22 @@ func TestWriteFileConcurrent(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// A path that is no regular file (a device such as /dev/full, a FIFO) is
+// refused, not replaced by the rename that writes a file whole.
+func TestWriteFileLeavesSpecialFiles(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	err := WriteBytes(fifo, []byte("x"))
+	if fi, serr := os.Lstat(fifo); err == nil || serr != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("WriteBytes over a FIFO: %v; the FIFO is now %v (%v)", err, fi.Mode(), serr)
+	}
+	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("error %v, want one saying the path is not a regular file", err)
 	}
 }

@@ -58,7 +58,7 @@ func writeKnee(w io.Writer, run *analysis.Run) {
 			report.FmtSec(r.Float(results.ColTTFTP50)), report.FmtSec(r.Float(results.ColTTFTP99)), reqs)
 	}
 	t.Write(w)
-	writeKneeFindings(w, analysis.Unlagged(rows))
+	writeKneeFindings(w, rows, analysis.Unlagged(rows))
 	report.WriteLaggedOut(w, len(rows)-len(analysis.Unlagged(rows)), analysis.MaxSimLag, "the TTFT p50 of their capacity")
 	report.WriteSimLag(w, rows)
 }
@@ -124,9 +124,10 @@ func ShapeOfKnee(rows []results.Row) (KneeShape, error) {
 	return k, nil
 }
 
-// writeKneeFindings says where the working set is, where the realized
-// APC stops growing and how the TTFT falls across the knee.
-func writeKneeFindings(w io.Writer, rows []results.Row) {
+// writeKneeFindings says where the working set is (the workload's, from
+// any of rows), and, from the capacities kept, where the realized APC
+// stops growing and how the TTFT falls across the knee.
+func writeKneeFindings(w io.Writer, rows, kept []results.Row) {
 	if i := slices.IndexFunc(rows, func(r results.Row) bool { return r.Get(results.ColWorkingSetTokens) != "" }); i >= 0 {
 		size := report.Commas(int64(rows[i].Float(results.ColWorkingSetTokens))) + " tokens"
 		if b := rows[i].Float(results.ColWorkingSetBytes); !math.IsNaN(b) {
@@ -134,7 +135,7 @@ func writeKneeFindings(w io.Writer, rows []results.Row) {
 		}
 		fmt.Fprintf(w, "Working set: %s, the smallest cache at which the LRU model (blocks touched tail first, as vLLM frees them) serves every hit an infinite cache would, fed the requests in the order they are expected to be sent (**predicted**).", size)
 	}
-	k, err := ShapeOfKnee(rows)
+	k, err := ShapeOfKnee(kept)
 	if err != nil {
 		fmt.Fprintf(w, " No knee: %v.\n\n", err)
 		return

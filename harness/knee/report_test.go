@@ -117,4 +117,11 @@ func TestKneeLeavesOutLaggedCapacities(t *testing.T) {
 		"Left out of these numbers: 1 row(s) in which kvtier sim fell behind real time by more than 10 % of the TTFT p50 of their capacity",
 		"The realized APC rises from 7.0 % at the smallest capacity to 73.0 % at the largest and reaches 95 % of that at 1.3 GB",
 	)
+	// Every capacity lagged: the workload's working set is still said.
+	for i := range rows {
+		rows[i].Set("sim_lag_s", 1)
+	}
+	b.Reset()
+	writeKnee(&b, run)
+	mustContain(t, b.String(), "Working set: 0.5 GB (4,800 tokens)", "No knee: 0 capacities", "Left out of these numbers: 4 row(s)")
 }

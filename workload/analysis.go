@@ -98,7 +98,7 @@ func (a *Analyzer) Finish(blockTokens int) *Analysis {
 	res.Input = describeInts(a.inputs, 1)
 	res.Output = describeInts(a.outputs, 1)
 	res.Footprint = describeInts(a.inputs, float64(a.o.BytesPerToken))
-	res.Think = results.Describe(a.thinks)
+	res.Think = describe(a.thinks)
 	res.TopSessionShare = nan
 	if a.sessioned {
 		res.TopSessionShare = topShare(a.sessionTokens, a.input)
@@ -165,7 +165,15 @@ func describeInts(xs []int32, scale float64) results.Stats {
 	for i, x := range xs {
 		f[i] = float64(x) * scale
 	}
-	return results.Describe(f)
+	return describe(f)
+}
+
+// describe returns the statistics of xs without the values: an Analysis
+// keeps no figure per request (8 MB per million requests each).
+func describe(xs []float64) results.Stats {
+	st := results.Describe(xs)
+	st.Values = nil
+	return st
 }
 
 // topShare returns the share of total held by the top 1 % of the values

@@ -162,10 +162,11 @@ func (x *exactBlocks) classify(h, mixed uint64, opens bool, session int) bool {
 	return b >= 0
 }
 
-// record adds the request's exact blocks to their sessions.
+// record adds the request's exact blocks to their sessions: those its
+// session had not referenced before.
 func (x *exactBlocks) record(session int) {
-	for _, b := range x.idx {
-		if b >= 0 {
+	for k, b := range x.idx {
+		if b >= 0 && !x.mine[k] {
 			x.sets.add(session, b)
 		}
 	}

@@ -247,33 +247,34 @@ func TestStackCompaction(t *testing.T) {
 	// the working sets of windows stepping on across compactions.
 	s := stack{horizon: 500}
 	windows := []*window{{w: 500}, {w: 37}}
-	ref := map[int32]int{} // block -> time of last touch
-	rng := rand.New(rand.NewPCG(3, 4))
-	for now := range 20000 {
-		for _, w := range windows {
-			want := int64(0)
-			for _, l := range ref {
-				if l >= now-int(w.w) {
-					want++
-				}
+	ref := make([]int, 300) // block -> time of last touch
+	for b := range ref {
+		ref[b] = math.MinInt // never
+	}
+	// count returns the blocks last touched after time t.
+	count := func(t int) int64 {
+		n := int64(0)
+		for _, l := range ref {
+			if l > t {
+				n++
 			}
-			if got := w.blocks(&s, float64(now)); got != want {
+		}
+		return n
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for now := range 10000 {
+		for _, w := range windows {
+			if got, want := w.blocks(&s, float64(now)), count(now-int(w.w)-1); got != want {
 				t.Fatalf("step %d: %d distinct blocks in the last %g, want %d", now, got, w.w, want)
 			}
 		}
-		b := int32(rng.IntN(300))
-		if last, ok := ref[b]; ok {
-			want := int64(1)
-			for _, l := range ref {
-				if l > last {
-					want++
-				}
-			}
-			if got := s.distance(b); got != want {
-				t.Fatalf("step %d block %d: distance %d, want %d", now, b, got, want)
-			}
-		} else if d := s.distance(b); d != Inf {
-			t.Fatalf("unseen block %d: distance %d", b, d)
+		b := int32(rng.IntN(len(ref)))
+		want := int64(Inf)
+		if last := ref[b]; last >= 0 {
+			want = 1 + count(last)
+		}
+		if got := s.distance(b); got != want {
+			t.Fatalf("step %d block %d: distance %d, want %d", now, b, got, want)
 		}
 		s.now = float64(now)
 		s.touch(b)

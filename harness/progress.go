@@ -180,11 +180,12 @@ func (p *Progress) markPlanned() {
 	}
 }
 
-// PlanWeights adds len(w) configurations whose relative costs (their
-// estimated seconds, from the run's cost model) are w, in the order they
-// run: the ETA then weighs what is done and left by them, so that a
-// costly configuration ahead (a cache flood, a set-up) is in it. Planned
-// after configurations without weights, it is Plan(len(w)).
+// PlanWeights adds len(w) configurations whose estimated seconds, from
+// the run's cost model, are w, in the order they run: the ETA then
+// weighs what is done and left by them, so that a costly configuration
+// ahead (a cache flood, a set-up) is in it, and starts from their sum
+// until the run shows its own pace. Planned after configurations
+// without weights, it is Plan(len(w)).
 func (p *Progress) PlanWeights(w []float64) {
 	p.update(func() {
 		p.markPlanned()
@@ -208,9 +209,9 @@ func (p *Progress) PlanEstimated(n int, w []float64) {
 // doneWork is the share of the planned work done: configurations (and
 // the fraction of the one under way), weighted where the plan has
 // weights for every configuration.
-func (p *Progress) doneWork() (done, total float64) {
+func (p *Progress) doneWork() (done, total float64, weighed bool) {
 	if len(p.weights) != p.total || p.total == 0 || !slices.ContainsFunc(p.weights, func(w float64) bool { return w > 0 }) {
-		return float64(p.done) + p.frac, float64(p.total)
+		return float64(p.done) + p.frac, float64(p.total), false
 	}
 	for i, w := range p.weights {
 		total += w
@@ -221,7 +222,7 @@ func (p *Progress) doneWork() (done, total float64) {
 			done += p.frac * w
 		}
 	}
-	return done, total
+	return done, total, true
 }
 
 // Begin starts the next configuration, named label.
@@ -334,21 +335,28 @@ func (p *Progress) counter(i int) string {
 
 // timing is the elapsed time and the estimate of the time left, in
 // proportion to the configurations (and repetitions) done since the
-// first plan,
+// first plan (with weights, which are estimated seconds, the estimates
+// count as a tenth of the run done at their own pace, so that the
+// first configuration, the least telling, does not set the pace
+// alone),
 // weighted by their estimated costs where the plan has them; none
 // once every configuration ended (an interrupted one too: what is left
 // was not run, not done in no time), and never "0s" while one is left.
 func (p *Progress) timing() string {
 	el := p.now().Sub(p.start)
 	s := roundDuration(el) + " elapsed"
-	done, total := p.doneWork()
+	done, total, weighed := p.doneWork()
 	switch {
 	case p.total > 0 && p.done >= p.total:
 		return s
 	case p.total == 0 || done <= 0 || done > total:
 		return s + ", ETA unknown"
 	}
-	left := time.Duration(float64(p.now().Sub(p.planned)) * (total - done) / done)
+	sec, prior := p.now().Sub(p.planned).Seconds(), 0.0
+	if weighed {
+		prior = total / 10
+	}
+	left := time.Duration((sec + prior) / (done + prior) * (total - done) * float64(time.Second))
 	if left < 50*time.Millisecond {
 		return s + ", ETA under 0.1s"
 	}

@@ -295,3 +295,25 @@ func TestProgressETAFromPlan(t *testing.T) {
 		t.Errorf("1 s into two like configurations, 10 s after the start: want ETA 1s:\n%s", b.String())
 	}
 }
+
+// With weights, the estimates set the pace until the run shows its own:
+// a first configuration that took 4 times its estimate does not make
+// the ETA 4 times the estimates left (they count as a tenth of the run
+// done at their own pace).
+func TestProgressWeightedETAPrior(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	p := NewProgress(&b)
+	now := time.Unix(0, 0)
+	p.now = func() time.Time { return now }
+	p.Start("sweep", false)
+	defer p.Stop()
+	p.PlanWeights([]float64{10, 10, 80})
+	p.Begin("host 1k")
+	now = now.Add(40 * time.Second)
+	p.End("")
+	// (40 s + 10) / (10 + 10) × 90 left, not 40 / 10 × 90.
+	if !strings.Contains(b.String(), "(40s elapsed, ETA 3m45s)") {
+		t.Errorf("want ETA 3m45s:\n%s", b.String())
+	}
+}

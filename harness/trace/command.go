@@ -129,10 +129,13 @@ func analyzeTraces(ctx context.Context, c *cli.Call, quiet bool, paths []string,
 	return out, nil
 }
 
-// traceSizes are the sizes of the trace files at paths, which the
-// progress's ETA weighs them by (an analysis reads every line); nil
-// where one has no size to read (standard input, a pipe): they are then
-// counted alike.
+// traceBytesPerSec is a rough rate of a trace's analysis, for the ETA.
+const traceBytesPerSec = 50e6
+
+// traceSizes are the estimated seconds of the trace files at paths, by
+// their sizes, which the progress's ETA weighs them by (an analysis
+// reads every line); nil where one has no size to read (standard input,
+// a pipe): they are then counted alike.
 func traceSizes(paths []string) []float64 {
 	var out []float64
 	for _, p := range paths {
@@ -140,7 +143,7 @@ func traceSizes(paths []string) []float64 {
 		if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
 			return nil
 		}
-		out = append(out, float64(fi.Size()))
+		out = append(out, float64(fi.Size())/traceBytesPerSec)
 	}
 	return out
 }

@@ -261,8 +261,9 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 // costs (--sim), plans the grid and the answer's configurations, and
 // checks the recommendation.
 func (pr *planRun) evaluate(ctx context.Context, c *cli.Call, prog *harness.Progress) (*planned, error) {
+	// The first pass is for the lengths and knees: no working sets.
 	ao := pr.ao
-	ao.OnRequest = nil
+	ao.OnRequest, ao.Windows = nil, nil
 	first, err := analyzeOne(ctx, c, prog, "reading "+pr.trace, pr.trace, pr.geom, pr.ro, ao)
 	if err != nil {
 		return nil, err

@@ -69,6 +69,10 @@ func (l *ServerLog) Mark() error {
 	if err != nil {
 		return fmt.Errorf("server log: %w", err)
 	}
+	if !st.Mode().IsRegular() {
+		// A FIFO would block every open until a writer comes.
+		return fmt.Errorf("server log: %s is not a regular file: kvtier reads a log file as it grows", l.path)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.off, l.pool = st.Size(), nil

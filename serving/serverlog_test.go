@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -68,5 +69,21 @@ func TestServerLogClaim(t *testing.T) {
 	}
 	if _, err := OpenServerLog(filepath.Join(t.TempDir(), "none.log")); err == nil {
 		t.Error("a log that is not there opened")
+	}
+}
+
+// A server log that is no regular file is refused at once: opening a
+// FIFO nobody writes to waited forever, past the signal that asked
+// kvtier to stop.
+func TestServerLogNotRegular(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "log")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	for _, path := range []string{fifo, "/dev/zero", t.TempDir()} {
+		if _, err := OpenServerLog(path); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("OpenServerLog(%s): %v", path, err)
+		}
 	}
 }

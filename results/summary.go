@@ -36,18 +36,24 @@ func (s Stats) Row() []float64 {
 // statistics (the R-7 definition, NumPy's default); the standard
 // deviation is the sample one and NaN for fewer than two values.
 func Describe(xs []float64) Stats {
-	v := make(stats.Float64Data, 0, len(xs))
+	v := make([]float64, 0, len(xs))
 	for _, x := range xs {
 		if !math.IsNaN(x) && !math.IsInf(x, 0) {
 			v = append(v, x)
 		}
 	}
+	slices.Sort(v)
+	return DescribeSorted(v)
+}
+
+// DescribeSorted is Describe of finite values already in ascending
+// order, which it keeps as Values without copying them.
+func DescribeSorted(v []float64) Stats {
 	nan := math.NaN()
 	s := Stats{N: len(v), Mean: nan, Stddev: nan, Min: nan, P10: nan, P50: nan, P90: nan, P99: nan, Max: nan}
 	if len(v) == 0 {
 		return s
 	}
-	slices.Sort(v)
 	s.Values = v
 	s.Mean, _ = stats.Mean(v)
 	if len(v) > 1 {

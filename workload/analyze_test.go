@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/kvtier/kvtier/results"
 )
 
 // req builds a request of session s at time t whose blocks are hashes,
@@ -315,5 +318,18 @@ func TestStackWeights(t *testing.T) {
 		}
 		s.touchWeighted(b, int64(w))
 		refs[b] = ref{now, w}
+	}
+}
+
+// describeSorting gives Describe's statistics, leaving NaN and ±Inf out.
+func TestDescribeSorting(t *testing.T) {
+	t.Parallel()
+	for _, xs := range [][]float64{{3, 1, 2, 2.5}, {3, math.NaN(), 1, math.Inf(1), 2}, {math.Inf(-1), 4}, nil} {
+		want := results.Describe(xs)
+		want.Values = nil
+		got := describeSorting(slices.Clone(xs))
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%v: %+v, want %+v", xs, got, want)
+		}
 	}
 }

@@ -34,7 +34,9 @@ type slotServer struct {
 	// stall makes the decodes send nothing while a prefill runs.
 	stall bool
 	// prefill is how long a prefill takes to answer (0: 200 ms).
-	prefill    time.Duration
+	prefill time.Duration
+	// cached, when set, is the cached_tokens a prefill's usage reports.
+	cached     int
 	prefilling atomic.Int32
 }
 
@@ -103,7 +105,11 @@ func (s *slotServer) send(w http.ResponseWriter, n, prompt int) error {
 		}
 	}
 	if n > 0 {
-		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", prompt, n)
+		details := ""
+		if s.cached != 0 && prompt > 0 && n == 1 {
+			details = fmt.Sprintf(`,"prompt_tokens_details":{"cached_tokens":%d}`, s.cached)
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d%s}}\n\ndata: [DONE]\n\n", prompt, n, details)
 	}
 	w.(http.Flusher).Flush()
 	return nil
@@ -287,5 +293,20 @@ func TestInterfereReadsSlotsFromServerLog(t *testing.T) {
 	}
 	if took > time.Second {
 		t.Errorf("refused after %v: requests were sent", took)
+	}
+}
+
+// A prefill whose usage says more tokens were cached than it had is
+// measured all the same: its server figure is impossible (said in
+// server_check), not the row's error.
+func TestInterfereImpossibleServerFigure(t *testing.T) {
+	t.Parallel()
+	rows, _ := runSlots(t, &slotServer{slots: 3, family: "ollama", eosAfter: 150, cached: 7265}, []int{1}, 1)
+	in := rows[0]
+	if in.Status != results.StatusOK || !(in.Float(results.ColPrefillTTFT) > 0) {
+		t.Fatalf("interfere row: %s %q, prefill TTFT %q", in.Status, in.Reason, in.Get(results.ColPrefillTTFT))
+	}
+	if got := in.Get(results.ColServerCheck); !strings.HasPrefix(got, "impossible: ") || !strings.Contains(got, "7265 above the prompt") {
+		t.Errorf("server_check %q", got)
 	}
 }

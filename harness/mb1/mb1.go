@@ -325,6 +325,7 @@ type armResult struct {
 	prompt      int     // the prefill's prompt tokens as the server reported them; 0 unknown
 	form        string  // the form the prefill's prompt went in
 	promptNote  string  // how the prefill's prompt was sized, when not exactly
+	impossible  string  // why figures the server reported of the prefill cannot be true
 	note        string
 	err         error
 	skip        string
@@ -577,9 +578,9 @@ func (r *Runner) inject(ctx context.Context, res *armResult, ds *decodes, pre se
 	if err == nil {
 		err = s.PromptCheck()
 	}
-	if why := s.Impossible(); err == nil && why != "" {
-		err = fmt.Errorf("the server reported an impossible figure (%s)", why)
-	}
+	// A figure no server holds is left out, said in server_check; the
+	// TTFT measured stays.
+	res.impossible = s.Impossible()
 	if err != nil {
 		return fmt.Errorf("prefill of %d tokens: %w", res.p, err)
 	}
@@ -713,6 +714,9 @@ func (r *Runner) row(res armResult, base float64) results.Row {
 		row.Set("prompt_tokens", res.prompt)
 	}
 	row.Set("prompt_form", res.form)
+	if res.impossible != "" {
+		row.Set(results.ColServerCheck, "impossible: "+res.impossible)
+	}
 	switch {
 	case res.skip != "":
 		row.Skip(res.skip)

@@ -56,6 +56,7 @@ var columns = []results.Column{
 	results.Int("prompt_tokens", "tokens", "the prefill's prompt tokens as the server reported them (usage)"),
 	results.Text("prompt_form", "token_ids | text | chat: the form the prefill's prompt went in"),
 	results.ServerFamilyColumn,
+	results.ServerCheckColumn,
 }
 
 // TokenColumns are the whole header of mb1_tokens.csv: every decoded

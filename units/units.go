@@ -121,7 +121,23 @@ func Blocks(bytes, blockBytes int64) (int64, string) {
 		return n, ""
 	}
 	return n, fmt.Sprintf("%s is not a whole number of %s blocks: rounded down to %s blocks, %s",
-		FormatBytes(bytes), FormatBytes(blockBytes), Commas(n), FormatBytes(n*blockBytes))
+		FormatBytes(bytes), FormatBytes(blockBytes), Commas(n), formatApart(n*blockBytes, bytes))
+}
+
+// formatApart formats a size of n bytes so that it reads differently
+// from the size it was rounded from: FormatBytes's unit with at least
+// its decimals and up to six ("511.97 GiB" beside "512 GiB"), else in bytes ("4,096 B").
+func formatApart(n, from int64) string {
+	shown := FormatBytes(from)
+	num, unit, _ := strings.Cut(shown, " ")
+	scale := map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[unit]
+	_, frac, _ := strings.Cut(num, ".")
+	for prec := len(frac); prec <= 6 && unit != "B"; prec++ {
+		if s := trimZeros(strconv.FormatFloat(float64(n)/scale, 'f', prec, 64)) + " " + unit; s != shown {
+			return s
+		}
+	}
+	return Commas(n) + " B"
 }
 
 // ParseList splits a comma-separated flag value and parses each element

@@ -74,8 +74,11 @@ func TestBlocks(t *testing.T) {
 		note               string
 	}{
 		{4096, 1024, 4, ""},
-		{4097, 1024, 4, "4 KiB is not a whole number of 1 KiB blocks: rounded down to 4 blocks, 4 KiB"},
-		{1594291860275, 1572864, 1013623, "1.45 TiB is not a whole number of 1.5 MiB blocks: rounded down to 1,013,623 blocks, 1.45 TiB"},
+		// The rounded size is shown precisely enough to differ from the
+		// given one: to two decimals, or in bytes.
+		{4097, 1024, 4, "4 KiB is not a whole number of 1 KiB blocks: rounded down to 4 blocks, 4,096 B"},
+		{512 << 30, 48 << 20, 10922, "512 GiB is not a whole number of 48 MiB blocks: rounded down to 10,922 blocks, 511.97 GiB"},
+		{1594291860275, 1572864, 1013623, "1.45 TiB is not a whole number of 1.5 MiB blocks: rounded down to 1,013,623 blocks, 1.449999 TiB"},
 		{100, 0, 0, ""},
 	}
 	for _, tt := range tests {

@@ -112,7 +112,7 @@ type Planner struct {
 	distinct    int64   // blocks referenced so far: the depth of the LRU stack
 	first, last float64 // arrival of the first and last request, seconds
 	requests    int
-	notes       []string // capacities rounded down to whole blocks, said once each
+	notes       []string // capacities rounded down to whole blocks, one line per flag
 }
 
 // A prediction is what the cost model says of one split of a request's
@@ -152,9 +152,7 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 			if bytes != workload.Unbounded {
 				var note string
 				b[i], note = units.Blocks(bytes, o.BlockBytes)
-				if note != "" && !slices.Contains(p.notes, "--"+p.caps[i]+" "+note) {
-					p.notes = append(p.notes, "--"+p.caps[i]+" "+note)
-				}
+				p.noteRounding(p.caps[i], note)
 			}
 		}
 		p.blocks = append(p.blocks, b)
@@ -168,8 +166,27 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 	return p, nil
 }
 
+// noteRounding adds a capacity's rounding note, unless empty or said,
+// to the line of its tier's flag.
+func (p *Planner) noteRounding(tier, note string) {
+	prefix := "--" + tier + " "
+	if note == "" || slices.ContainsFunc(p.notes, func(n string) bool {
+		return strings.HasPrefix(n, prefix) && slices.Contains(strings.Split(n[len(prefix):], "; "), note)
+	}) {
+		return
+	}
+	for i, n := range p.notes {
+		if strings.HasPrefix(n, prefix) {
+			p.notes[i] += "; " + note
+			return
+		}
+	}
+	p.notes = append(p.notes, prefix+note)
+}
+
 // Rounding says which capacities were not a whole number of blocks
-// and how they were rounded, one line each; nil when all were.
+// and how they were rounded, one line per capacity flag ("--dram 512
+// GiB is not ...; 2 TiB is not ..."); nil when all were.
 func (p *Planner) Rounding() []string { return p.notes }
 
 // tierEnds returns, per tier of caps (capacities in blocks), the deepest

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kvtier/kvtier/workload"
 )
 
@@ -219,14 +221,15 @@ func TestPlanCountsWrites(t *testing.T) {
 func TestPlanRoundsToBlocks(t *testing.T) {
 	t.Parallel()
 	const B = 100
-	configs := []Config{{"hbm": 2 * B, "dram": 3*B + 50}, {"hbm": 2*B + 1, "dram": 3*B + 50}}
+	configs := []Config{{"hbm": 2 * B, "dram": 3*B + 50}, {"hbm": 2*B + 1, "dram": 3*B + 50}, {"hbm": 2*B + 1, "dram": 4*B + 50}, {"hbm": 2 * B, "dram": 3*B + 50}}
 	p, err := NewPlanner(PlanOptions{Configs: configs, BlockBytes: B, Costs: fakeCosts{PlanTiers}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// dram's 350 B is said once though two configurations hold it.
+	// dram's 350 B is said once though two configurations hold it, and
+	// both of dram's sizes on one line.
 	want := []string{
-		"--dram 350 B is not a whole number of 100 B blocks: rounded down to 3 blocks, 300 B",
+		"--dram 350 B is not a whole number of 100 B blocks: rounded down to 3 blocks, 300 B; 450 B is not a whole number of 100 B blocks: rounded down to 4 blocks, 400 B",
 		"--hbm 201 B is not a whole number of 100 B blocks: rounded down to 2 blocks, 200 B",
 	}
 	got := slices.Sorted(slices.Values(p.Rounding()))
@@ -256,5 +259,21 @@ func TestPlanCountsPastLimit(t *testing.T) {
 	r := p.Results()[0]
 	if r.PastLimit != 1.0/3 || r.Extrapolated != 1.0/3 || r.TTFT.N != 2 || r.TTFT.Max != 400 {
 		t.Errorf("past %g extrapolated %g, TTFT %+v; want 1/3, 1/3 and two requests up to 400 s", r.PastLimit, r.Extrapolated, r.TTFT)
+	}
+}
+
+// Only the capacity flags the user typed have their rounding said: the
+// defaults' is in the manifest.
+func TestPlanTypedRounding(t *testing.T) {
+	t.Parallel()
+	var p planFlags
+	p.fs = pflag.NewFlagSet("plan", pflag.ContinueOnError)
+	p.addCaps(p.fs)
+	if err := p.fs.Parse([]string{"--dram", "0,1.45TiB"}); err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{"--hbm 40 GiB is not ...", "--dram 1.45 TiB is not ..."}
+	if got := p.typedRounding(lines); !slices.Equal(got, lines[1:]) {
+		t.Errorf("typedRounding = %q, want %q", got, lines[1:])
 	}
 }

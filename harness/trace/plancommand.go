@@ -66,6 +66,20 @@ func (p *planFlags) addCaps(fs *pflag.FlagSet) {
 	}
 }
 
+// typedRounding returns the rounding lines (Planner.Rounding) of the
+// capacity flags the user typed: the defaults' rounding is left to the
+// manifest's capacity_rounding rather than said for sizes nobody gave.
+func (p *planFlags) typedRounding(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		flag, _, _ := strings.Cut(strings.TrimPrefix(l, "--"), " ")
+		if cli.FlagChanged(p.fs, flag) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // configs returns every combination of the tiers' capacities, the
 // first tier's varying slowest.
 func (f *planFlags) configs(errs *[]error) []Config {
@@ -231,7 +245,7 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 	if err != nil {
 		return traceFailed(ctx, c, err)
 	}
-	for _, n := range pd.rounding {
+	for _, n := range pr.p.typedRounding(pd.rounding) {
 		c.Logf("%s", n)
 	}
 	var dir string

@@ -122,7 +122,8 @@ func printHelp(w io.Writer, fs *pflag.FlagSet, usage string, env []EnvVar, width
 
 // Wrap fits text to width columns, breaking at spaces: the lines of a
 // paragraph at column 0 are joined and filled again (usage text is
-// written with line breaks for 80 columns); an indented line (an example,
+// written with line breaks for 80 columns), a line ending in ':' being a
+// heading only where no paragraph is open; an indented line (an example,
 // a list) is wrapped on its own, continued under its text: after a
 // two-space gap ("  NAME   meaning") or a "- ", else at its indentation.
 // A word longer than the line stays whole.
@@ -136,9 +137,10 @@ func Wrap(text string, width int) string {
 		}
 	}
 	for _, l := range strings.Split(text, "\n") {
-		if l == "" || strings.HasPrefix(l, " ") || strings.HasPrefix(l, "- ") || strings.HasPrefix(l, "Usage:") || strings.HasSuffix(l, ":") {
+		heading := len(para) == 0 && strings.HasSuffix(l, ":") // within a paragraph, a ':' ends a clause
+		if l == "" || strings.HasPrefix(l, " ") || strings.HasPrefix(l, "- ") || strings.HasPrefix(l, "Usage:") || heading {
 			flush()
-			if l == "" || strings.HasPrefix(l, " ") || strings.HasSuffix(l, ":") {
+			if l == "" || strings.HasPrefix(l, " ") || heading {
 				out = append(out, wrapLine(l, width)...)
 				continue
 			}

@@ -25,6 +25,9 @@ func TestWrap(t *testing.T) {
 		// A word longer than the line stays whole.
 		{"a verylongword", 5, "a\nverylongword"},
 		{"Heading:\nnext", 40, "Heading:\nnext"},
+		// A line ending in ':' within a paragraph is no heading.
+		{"costs from\nRESULTS_DIR (a sweep:\nfitted α", 50, "costs from RESULTS_DIR (a sweep: fitted α"},
+		{"text\n\nHeading:\nnext", 40, "text\n\nHeading:\nnext"},
 	} {
 		if got := Wrap(c.in, c.width); got != c.want {
 			t.Errorf("Wrap(%q, %d) = %q, want %q", c.in, c.width, got, c.want)

@@ -158,7 +158,7 @@ func measure(ctx context.Context, cfg Config, w *replayer.Workload, s Sinks, i, 
 	}
 	defer func() {
 		if err := srv.Stop(); err != nil && cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, "knee: %d blocks: stopping the server: %v\n", blocks, err)
+			fmt.Fprintf(cfg.Log, "kvtier knee: %d blocks: stopping the server: %v\n", blocks, err)
 		}
 	}()
 	row.Set(results.ColServer, srv.Name())
@@ -199,7 +199,7 @@ func checkPool(ctx context.Context, cfg Config, srv server) error {
 	}
 	f := c.DetectFamily(ctx)
 	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "knee: the server is %s\n", f)
+		fmt.Fprintf(cfg.Log, "kvtier knee: the server is %s\n", f)
 	}
 	if ok, why := f.KVPool(); !ok {
 		return &noPoolError{family: f, why: why}
@@ -253,7 +253,7 @@ func run(ctx context.Context, cfg Config, w *replayer.Workload, s Sinks, srv ser
 		return nil, err
 	}
 	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "knee: %d blocks (%s): replaying %d requests\n", blocks, srv.Name(), len(w.Requests))
+		fmt.Fprintf(cfg.Log, "kvtier knee: %d blocks (%s): replaying %d requests\n", blocks, srv.Name(), len(w.Requests))
 	}
 	sum, err := rp.Run(ctx, s.Requests, func(r *results.Row) {
 		r.Set(results.ColServer, srv.Name())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/internal/syncbuf"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/replayer"
 	"github.com/kvtier/kvtier/results"
@@ -211,10 +212,21 @@ func TestKneeEmbeddedSmall(t *testing.T) {
 		cfg := Config{
 			Capacities: caps, BlockSize: 16, Sim: vllmsim.Config{TimeScale: 1, Profile: once}, Net: &net, HealthTimeout: time.Minute, Grace: time.Second,
 			Replay: replayer.Config{Dispatch: replayer.DispatchSession, Speedup: 1, Timeout: time.Minute, HTTP: net.Client()},
+			Log:    &syncbuf.Buffer{},
 		}
 		var reqs, rows, curve resultstest.Sink
 		if err := Run(context.Background(), cfg, w, Sinks{Requests: &reqs, Capacities: &rows, Curve: &curve}); err != nil {
 			t.Fatal(err)
+		}
+		// Progress lines carry the command's prefix, as every suite's do.
+		log := cfg.Log.(*syncbuf.Buffer).String()
+		for l := range strings.Lines(log) {
+			if !strings.HasPrefix(l, "kvtier knee: ") {
+				t.Errorf("progress line %q lacks the prefix \"kvtier knee: \"", l)
+			}
+		}
+		if log == "" {
+			t.Error("no progress lines")
 		}
 		if rows.Len() != 3 || reqs.Len() != 3*len(w.Requests) || curve.Len() == 0 {
 			t.Fatalf("%d capacity rows, %d request rows, %d curve rows", rows.Len(), reqs.Len(), curve.Len())

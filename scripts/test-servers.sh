@@ -26,8 +26,9 @@
 # (default v0.9.6, run with OLLAMA_NEW_ENGINE=1; "none" skips it),
 # KVTIER_OLLAMA_CACHE_ROOT (default ${XDG_CACHE_HOME:-~/.cache}/kvtier: each
 # version under ollama-VERSION; KVTIER_OLLAMA_CACHE, where set, is
-# KVTIER_OLLAMA_VERSION's), KVTIER_SERVERS_TIMEOUT (go test -timeout,
-# default 12m).
+# KVTIER_OLLAMA_VERSION's), KVTIER_OLLAMA_CGO_FLAGS (the C and C++ flags
+# of the builds, default "-O1 -g0"), KVTIER_SERVERS_TIMEOUT (go test
+# -timeout, default 12m).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -47,6 +48,12 @@ version=${KVTIER_OLLAMA_VERSION:-v0.6.8}
 newversion=${KVTIER_OLLAMA_NEW_VERSION:-v0.9.6}
 cacheroot=${KVTIER_OLLAMA_CACHE_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/kvtier}
 skip_status=${KVTIER_SERVERS_SKIP_STATUS:-0}
+# Ollama's C and C++ (llama.cpp and ggml, most of a fresh build's CPU
+# time) compile with cgo's default -O2 -g unless told: the tests need
+# neither the debug information nor the last optimisations of a tiny
+# model's kernels (ggml's C kernels keep their own -O3, which comes
+# after these). docs/testing.md has the measured difference.
+cgoflags=${KVTIER_OLLAMA_CGO_FLAGS:--O1 -g0}
 GO=${GO:-go}
 
 # The SKIP lines go to the script's stdout, also from inside $(...).
@@ -91,7 +98,7 @@ build_ollama() {
 			exit 1
 		fi
 		rm -rf "$tmp"
-		if ! (cd "$cache" && GOBIN=$tmp "$GO" install "github.com/ollama/ollama@$v") >>"$log" 2>&1; then
+		if ! (cd "$cache" && GOBIN=$tmp CGO_CFLAGS=$cgoflags CGO_CXXFLAGS=$cgoflags "$GO" install "github.com/ollama/ollama@$v") >>"$log" 2>&1; then
 			tail -n 20 "$log" >&2
 			skip "building Ollama $v failed (log: $log)"
 			exit 1

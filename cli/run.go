@@ -11,6 +11,7 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
 // A SuiteRun is what a measuring command hands the run lifecycle once
@@ -84,7 +85,7 @@ func (r SuiteRun) finish(ctx context.Context, out *harness.Output, rerr error) i
 		c.Logf("rows measured so far are kept in %s", out.Dir)
 		return ExitFail
 	case errRows > 0:
-		c.Logf("%d rows are errors (see the reason column of %s)", errRows, main)
+		c.Logf("%s (see the reason column of %s)", units.Count(errRows, "row is an error", "rows are errors"), main)
 		return ExitFail
 	}
 	fmt.Fprintln(c.Stdout, main)

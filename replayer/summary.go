@@ -206,7 +206,7 @@ func (s *Summary) Row(suite string) results.Row {
 	r := results.NewRow(suite)
 	r.Backend, r.Transport, r.Model, r.Status = Backend, Transport, s.Info.Model, results.StatusOK
 	if s.Failed+s.TimedOut > 0 {
-		r.Status, r.Reason = results.StatusError, fmt.Sprintf("%d request(s) failed, %d timed out (see the request rows)", s.Failed, s.TimedOut)
+		r.Status, r.Reason = results.StatusError, fmt.Sprintf("%s failed, %d timed out (see the request rows)", units.Count(s.Failed, "request", "requests"), s.TimedOut)
 	}
 	for _, c := range []struct {
 		col string
@@ -228,7 +228,7 @@ func (s *Summary) Row(suite string) results.Row {
 	}
 	s.capacityColumns(&r)
 	if s.Planned > 0 {
-		r.Set(results.ColNote, fmt.Sprintf("interrupted after %d of %d requests: the figures are of those", s.Requests, s.Planned))
+		r.Set(results.ColNote, fmt.Sprintf("interrupted after %d of %s: the figures are of those", s.Requests, units.Count(s.Planned, "request", "requests")))
 	}
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
 // ServerSentence says what served a run: a simulator, labelled as one.
@@ -40,7 +41,7 @@ func RequestCounts(r results.Row) string {
 // when n is 0.
 func WriteLaggedOut(w io.Writer, n int, share float64, measure string) {
 	if n > 0 {
-		Paragraph(w, fmt.Sprintf("Left out of these numbers: %d row(s) in which kvtier sim fell behind real time by more than %.0f %% of %s (sim_lag_s): their figures are this machine's load, not the model's.", n, 100*share, measure))
+		Paragraph(w, fmt.Sprintf("Left out of these numbers: %s in which kvtier sim fell behind real time by more than %.0f %% of %s (sim_lag_s): their figures are this machine's load, not the model's.", units.Count(n, "row", "rows"), 100*share, measure))
 	}
 }
 

@@ -268,3 +268,12 @@ func Commas(n int64) string {
 	}
 	return b.String()
 }
+
+// Count is n followed by one when n is 1, else by many: Count(1, "row
+// is an error", "rows are errors") is "1 row is an error".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

@@ -148,3 +148,15 @@ func TestFormatSeconds(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 rows are errors"}, {1, "1 row is an error"}, {2, "2 rows are errors"}, {-1, "-1 rows are errors"}} {
+		if got := Count(c.n, "row is an error", "rows are errors"); got != c.want {
+			t.Errorf("Count(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/results/gobench"
+	"github.com/kvtier/kvtier/units"
 )
 
 // bench2csvOptions are the flags and arguments of kvtier bench2csv.
@@ -124,7 +125,7 @@ func convertBench(ctx context.Context, in io.Reader, name string, defaults map[s
 	}
 	for _, f := range slices.Sorted(maps.Keys(counts)) {
 		if out != "" {
-			fmt.Fprintf(stderr, "kvtier bench2csv: %d rows to %s\n", counts[f], cmp.Or(f, out))
+			fmt.Fprintf(stderr, "kvtier bench2csv: %s to %s\n", units.Count(counts[f], "row", "rows"), cmp.Or(f, out))
 		}
 	}
 	return cli.ExitOK

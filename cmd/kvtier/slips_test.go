@@ -77,7 +77,7 @@ func TestBench2CSVSaysWhere(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "rows.csv")
 	in := "BenchmarkTiers/tier=host/layout=blockwise/prefix=16-2 \t 1 \t 1000 ns/op\n"
 	code, _, stderr := runStdin(t, in, "bench2csv", "--out", out, "--backend", "host")
-	if code != exitOK || !strings.Contains(stderr, "1 rows to "+out+"\n") {
+	if code != exitOK || !strings.Contains(stderr, "1 row to "+out+"\n") {
 		t.Errorf("exit %d, stderr %q: want the count and %s", code, stderr, out)
 	}
 	_, help, _ := runCLI(t, "help", "bench2csv")

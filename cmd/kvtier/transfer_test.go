@@ -114,7 +114,7 @@ func TestTransferPeerKilledMidway(t *testing.T) {
 		t.Fatal("transfer did not end after its peer stopped")
 	}
 	last := res[1]
-	if code != exitFail || !strings.Contains(last, "peer "+addr+" failed") || !strings.Contains(last, "1 rows are errors") {
+	if code != exitFail || !strings.Contains(last, "peer "+addr+" failed") || !strings.Contains(last, "1 row is an error") {
 		t.Fatalf("exit %d, stderr %q (want exit 1 naming the peer and the error row)", code, last)
 	}
 	rows := readTransfer(t, dir)
@@ -238,7 +238,7 @@ func TestTransferVerbsFake(t *testing.T) {
 	t.Setenv("KVTIER_TEST_CORRUPT_RKEY", "1")
 	code, _, stderr = runCLI(t, "transfer", "--transport", "verbs", "--sizes", "1MiB", "--layout", "blockwise", "--reps", "1",
 		"--out", filepath.Join(dir, "bad"))
-	if code != exitFail || !strings.Contains(stderr, "remote access error") || !strings.Contains(stderr, "1 rows are errors") {
+	if code != exitFail || !strings.Contains(stderr, "remote access error") || !strings.Contains(stderr, "1 row is an error") {
 		t.Fatalf("corrupt rkey: exit %d, stderr %q", code, stderr)
 	}
 	rows = readTransfer(t, filepath.Join(dir, "bad"))

@@ -28,6 +28,7 @@ import (
 	"github.com/kvtier/kvtier/replayer"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/vllmsim"
 )
 
@@ -253,7 +254,7 @@ func run(ctx context.Context, cfg Config, w *replayer.Workload, s Sinks, srv ser
 		return nil, err
 	}
 	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "kvtier knee: %d blocks (%s): replaying %d requests\n", blocks, srv.Name(), len(w.Requests))
+		fmt.Fprintf(cfg.Log, "kvtier knee: %d blocks (%s): replaying %s\n", blocks, srv.Name(), units.Count(len(w.Requests), "request", "requests"))
 	}
 	sum, err := rp.Run(ctx, s.Requests, func(r *results.Row) {
 		r.Set(results.ColServer, srv.Name())

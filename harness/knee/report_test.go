@@ -114,7 +114,7 @@ func TestKneeLeavesOutLaggedCapacities(t *testing.T) {
 	mustContain(t, b.String(),
 		"TTFT p90 650 ms there, 20.0× below the smallest capacity's; working set 0.5 GB (predicted) (1 capacities left out: kvtier sim fell behind real time there by more than 10 % of their TTFT p50).",
 		"kvtier sim fell 200 ms behind real time, more than 10 % of the TTFT p50: left out of the findings",
-		"Left out of these numbers: 1 row(s) in which kvtier sim fell behind real time by more than 10 % of the TTFT p50 of their capacity",
+		"Left out of these numbers: 1 row in which kvtier sim fell behind real time by more than 10 % of the TTFT p50 of their capacity",
 		"The realized APC rises from 7.0 % at the smallest capacity to 73.0 % at the largest and reaches 95 % of that at 1.3 GB",
 	)
 	// Every capacity lagged: the workload's working set is still said.
@@ -123,5 +123,5 @@ func TestKneeLeavesOutLaggedCapacities(t *testing.T) {
 	}
 	b.Reset()
 	writeKnee(&b, run)
-	mustContain(t, b.String(), "Working set: 0.5 GB (4,800 tokens)", "No knee: 0 capacities", "Left out of these numbers: 4 row(s)")
+	mustContain(t, b.String(), "Working set: 0.5 GB (4,800 tokens)", "No knee: 0 capacities", "Left out of these numbers: 4 rows")
 }

@@ -29,7 +29,7 @@ func TestLaggedRowsLeftOut(t *testing.T) {
 	run := &analysis.Run{Files: map[string][]results.Row{Suite.Files[0].Name: {row(100, 0.01), row(5000, 2.1)}}}
 	var b bytes.Buffer
 	writeMB1(&b, run)
-	if s := b.String(); !strings.Contains(s, "| 100× |") || !strings.Contains(s, "Left out of these numbers: 1 row(s) in which kvtier sim fell behind") {
+	if s := b.String(); !strings.Contains(s, "| 100× |") || !strings.Contains(s, "Left out of these numbers: 1 row in which kvtier sim fell behind") {
 		t.Errorf("section:\n%s", s)
 	}
 	if line, _ := mb1Headline([]*analysis.Run{run}); strings.Contains(line, "5,000") || strings.Contains(line, "2,550") {

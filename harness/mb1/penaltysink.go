@@ -116,6 +116,6 @@ func (s *penaltySink) summary(w io.Writer, kind string) {
 // simulator lagged in them.
 func (s *penaltySink) laggedNote(w io.Writer) {
 	if s.lagged > 0 {
-		fmt.Fprintf(w, "kvtier interfere: %d row(s) left out of the table, as the report leaves them out: kvtier sim fell behind real time in them by more than %.0f %% of their prefill TTFT (sim_lag_s)\n", s.lagged, 100*analysis.MaxSimLag)
+		fmt.Fprintf(w, "kvtier interfere: %s left out of the table, as the report leaves them out: kvtier sim fell behind real time in them by more than %.0f %% of their prefill TTFT (sim_lag_s)\n", units.Count(s.lagged, "row", "rows"), 100*analysis.MaxSimLag)
 	}
 }

@@ -73,7 +73,7 @@ func TestInterfereSummaryLagged(t *testing.T) {
 	}
 	var b bytes.Buffer
 	s.summary(&b, "simulated")
-	if out := b.String(); !strings.Contains(out, "27.00×") || !strings.Contains(out, "1 row(s) left out") {
+	if out := b.String(); !strings.Contains(out, "27.00×") || !strings.Contains(out, "1 row left out") {
 		t.Errorf("summary:\n%s", out)
 	}
 }

@@ -49,7 +49,7 @@ func (s *ttftSink) summary(w io.Writer, kind string) {
 	}
 	if len(ls) == 0 {
 		if s.unverified > 0 {
-			fmt.Fprintf(w, "kvtier probe: no TTFT table: none of the %d requests measured was verified (each row's verify_reason in probe.csv says why)\n", s.unverified)
+			fmt.Fprintf(w, "kvtier probe: no TTFT table: none of the %s measured was verified (each row's verify_reason in probe.csv says why)\n", units.Count(s.unverified, "request", "requests"))
 		}
 		return
 	}

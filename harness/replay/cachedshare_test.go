@@ -19,7 +19,7 @@ func TestCachedShareCell(t *testing.T) {
 	}{
 		{"plain", "0.5", "0", "50.0 %", "impossible"},
 		{"old results above 100 %", "72.649", "", "impossible: the server reported more cached tokens", "7264.9 %"},
-		{"some impossible", "0.4", "3", "3 request(s) with impossible server figures left out", ""},
+		{"some impossible", "0.4", "3", "3 requests with impossible server figures left out", ""},
 		{"all impossible", "", "5", "impossible: every request's cached tokens were (5", ""},
 		{"none sent", "", "0", "the server sent no usage cached_tokens", "impossible"},
 	} {

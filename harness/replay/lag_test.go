@@ -24,12 +24,12 @@ func TestReplayLeavesOutLaggedRuns(t *testing.T) {
 	}
 	runs := []*analysis.Run{{Dir: "r", Files: map[string][]results.Row{RunFile: {run("slow", 0.3), run("fine", 0.01)}}}}
 	head, _ := replayHeadline(runs)
-	if strings.Contains(head, "`slow`") || !strings.Contains(head, "`fine`") || !strings.Contains(head, "1 run(s) left out: kvtier sim fell behind real time by more than 10 % of their TTFT p50") {
+	if strings.Contains(head, "`slow`") || !strings.Contains(head, "`fine`") || !strings.Contains(head, "1 run left out: kvtier sim fell behind real time by more than 10 % of their TTFT p50") {
 		t.Errorf("headline %q: want the lagged run left out, counted", head)
 	}
 	var b bytes.Buffer
 	writeReplay(&b, runs[0])
-	if n := strings.Count(b.String(), "Left out of these numbers: 1 row(s) in which kvtier sim fell behind real time by more than 10 % of its TTFT p50"); n != 1 {
+	if n := strings.Count(b.String(), "Left out of these numbers: 1 row in which kvtier sim fell behind real time by more than 10 % of its TTFT p50"); n != 1 {
 		t.Errorf("%d footnotes, want 1 (the lagged run's):\n%s", n, b.String())
 	}
 }

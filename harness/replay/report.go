@@ -10,6 +10,7 @@ import (
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/units"
 )
 
 // family is the server family a row names.
@@ -77,7 +78,7 @@ func replayHeadline(runs []*analysis.Run) (string, string) {
 		}
 	}
 	if lagged > 0 {
-		parts = append(parts, fmt.Sprintf("%d run(s) left out: kvtier sim fell behind real time by more than %.0f %% of their TTFT p50", lagged, 100*analysis.MaxSimLag))
+		parts = append(parts, fmt.Sprintf("%s left out: kvtier sim fell behind real time by more than %.0f %% of their TTFT p50", units.Count(lagged, "run", "runs"), 100*analysis.MaxSimLag))
 	}
 	if len(parts) == 0 {
 		return "", ""
@@ -99,7 +100,7 @@ func cachedShareCell(t *report.Table, r results.Row, cell string) string {
 	case cell == "":
 		return t.Dash(family(r).NoCachedTokens())
 	case n > 0:
-		return cell + " " + t.Note(fmt.Sprintf("%g request(s) with impossible server figures left out (server_check)", n))
+		return cell + " " + t.Note(units.Count(int(n), "request", "requests")+" with impossible server figures left out (server_check)")
 	}
 	return cell
 }

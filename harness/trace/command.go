@@ -166,7 +166,7 @@ func analyzeOne(ctx context.Context, c *cli.Call, pr *harness.Progress, label, p
 		c.Logf("%s: warning: %s", path, res.Read.BadLines())
 	}
 	if res.Read.DanglingParents > 0 {
-		c.Logf("%s: warning: %d request(s) name a parent_chat_id never seen: each starts a session", path, res.Read.DanglingParents)
+		c.Logf("%s: warning: %s a parent_chat_id never seen: each starts a session", path, units.Count(res.Read.DanglingParents, "request names", "requests name"))
 	}
 	return res, nil
 }

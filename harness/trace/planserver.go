@@ -14,6 +14,7 @@ import (
 	"github.com/kvtier/kvtier/redact"
 	"github.com/kvtier/kvtier/replayer"
 	"github.com/kvtier/kvtier/results"
+	"github.com/kvtier/kvtier/units"
 )
 
 // RoleServer is the Role of the configuration a server runs with: what
@@ -95,7 +96,7 @@ func (s *planServer) check(ctx context.Context, sample *checkSample) checkResult
 		return checkResult{Err: err}
 	}
 	if sum.OK < sum.Requests {
-		return checkResult{Err: fmt.Errorf("%d of the sample's %d requests failed", sum.Requests-sum.OK, sum.Requests)}
+		return checkResult{Err: fmt.Errorf("%d of the sample's %s failed", sum.Requests-sum.OK, units.Count(sum.Requests, "request", "requests"))}
 	}
 	apc := sum.CachedShare
 	if math.IsNaN(apc) {

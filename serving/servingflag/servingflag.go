@@ -19,6 +19,7 @@ import (
 	"github.com/kvtier/kvtier/cli"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/serving"
+	"github.com/kvtier/kvtier/units"
 )
 
 // EnvEndpoint stands for --base-url.
@@ -192,13 +193,5 @@ func SayEstimate(w io.Writer, cmd string, full bool, configs, reps int, est time
 		grid = "--full: "
 	}
 	fmt.Fprintf(w, "kvtier %s: %s%s × %s, estimated %s from the simulator's cost model (a loaded machine takes longer)\n",
-		cmd, grid, count(configs, "configuration"), count(reps, "rep"), est.Round(time.Second))
-}
-
-// count is "1 rep", "5 reps".
-func count(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
+		cmd, grid, units.Count(configs, "configuration", "configurations"), units.Count(reps, "rep", "reps"), est.Round(time.Second))
 }

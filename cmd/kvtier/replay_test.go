@@ -95,3 +95,24 @@ func TestReplayCommand(t *testing.T) {
 		}
 	}
 }
+
+// replay --sim replays against an embedded sim, as probe and interfere
+// measure one, and says so in its rows; beside --base-url it is bad
+// input.
+func TestReplaySim(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "r")
+	mustRunCLI(t, append([]string{"replay", "--sim", "--think", "0", "--out", out}, smallSessions...)...)
+	for _, file := range []string{"replay.csv", "replay_run.csv"} {
+		rows, _, err := results.ReadCSV(filepath.Join(out, file))
+		if err != nil || len(rows) == 0 {
+			t.Fatalf("%s: %v, %d rows", file, err, len(rows))
+		}
+		for _, r := range rows {
+			if r.Get(results.ColSimulated) != "true" || r.Status != results.StatusOK {
+				t.Errorf("%s: %s %q, simulated %q", file, r.Status, r.Reason, r.Get(results.ColSimulated))
+			}
+		}
+	}
+	checkOneLine(t, "replay", []string{"--sim", "--base-url", "http://127.0.0.1:1", "--out", filepath.Join(out, "x")}, "--sim and --base-url exclude each other")
+}

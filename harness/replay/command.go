@@ -11,12 +11,15 @@ import (
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/replayer"
 	"github.com/kvtier/kvtier/serving/servingflag"
+	"github.com/kvtier/kvtier/units"
+	"github.com/kvtier/kvtier/vllmsim"
+	"github.com/spf13/pflag"
 )
 
 // Command is kvtier replay.
 var Command = cli.Register(&cli.Command{Name: "replay", Order: 120, Run: runCommand,
 	Summary: "send a trace (or multi-turn sessions) to a server: realized vs predicted APC, TTFT",
-	Usage: `Usage: kvtier replay --base-url URL [--trace FILE] [flags]
+	Usage: `Usage: kvtier replay --base-url URL | --sim [--trace FILE] [flags]
 
 Sends a trace's requests (or synthetic closed-loop multi-turn sessions) to a vLLM server
 as prompts of token ids that share exactly what the trace's hash ids share, and writes
@@ -32,9 +35,13 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 	var out cli.OutputFlags
 	var baseURL, serverLog string
 	var blockSize, gpuBlocks int
+	var sim bool
 	f.Add(fs)
 	out.Add(fs)
 	servingflag.AddBaseURL(fs, c, &baseURL, "base URL of the vLLM server, e.g. http://127.0.0.1:8000 (env "+servingflag.EnvEndpoint+")")
+	servingflag.ServerGroup.Bind(fs, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&sim, "sim", false, "replay against an embedded kvtier sim (profile h20, real time; rows say simulated=true) instead of --base-url")
+	})
 	fs.IntVar(&blockSize, "block-size", 0, "the server's KV block size in tokens (default: from vllm:cache_config_info)")
 	fs.IntVar(&gpuBlocks, "gpu-blocks", 0, "the server's GPU KV blocks, for the prediction (default: vllm:cache_config_info num_gpu_blocks)")
 	servingflag.AddServerLog(fs, &serverLog)
@@ -42,18 +49,24 @@ func runCommand(ctx context.Context, c *cli.Call) int {
 		var errs []error
 		cfg, w := f.Config(ctx, fs, &errs)
 		cfg.Suite, cfg.Endpoint, cfg.BlockSize, cfg.GPUBlocks, cfg.Log = Suite.Name, strings.TrimSpace(baseURL), blockSize, gpuBlocks, c.Stderr
-		cfg.ServerLog = servingflag.OpenServerLog(&errs, serverLog, false)
+		cfg.ServerLog = servingflag.OpenServerLog(&errs, serverLog, sim)
+		stop := startSim(ctx, &errs, sim, fs, &cfg)
 		errs = append(errs, out.Check(), cfg.Validate())
 		cfg.BlockBytes = f.BlockBytes(&errs)
 		if err := errors.Join(errs...); err != nil {
-			return replayRun{}, err
+			stop()
+			return replayRun{stop: stop}, err
 		}
 		rp, err := replayer.New(ctx, cfg, w)
-		return replayRun{cfg, w, rp}, err
+		if err != nil {
+			stop()
+		}
+		return replayRun{cfg, w, rp, stop}, err
 	})
 	if !ok {
 		return code
 	}
+	defer r.stop()
 	var dir string
 	code = cli.SuiteRun{Call: c, Suite: Suite, Out: out,
 		Run: func(ctx context.Context, o *harness.Output) error {
@@ -68,6 +81,29 @@ type replayRun struct {
 	cfg replayer.Config
 	w   *replayer.Workload
 	rp  *replayer.Replayer
+	// stop closes the embedded sim of --sim; it does nothing without.
+	stop func()
+}
+
+// startSim starts the embedded sim of --sim, whose URL becomes cfg's
+// endpoint, adding a problem to errs (--sim beside --base-url, a sim
+// that did not start); the function returned closes it.
+func startSim(ctx context.Context, errs *[]error, sim bool, fs *pflag.FlagSet, cfg *replayer.Config) func() {
+	if !sim {
+		return func() {}
+	}
+	if cli.FlagChanged(fs, "base-url") {
+		*errs = append(*errs, errors.New("--sim and --base-url exclude each other"))
+		return func() {}
+	}
+	var sims vllmsim.Fleet
+	url, err := sims.Start(ctx, vllmsim.Config{BlockSize: cfg.BlockSize, GPUBlocks: cfg.GPUBlocks, TimeScale: 1,
+		EnablePromptTokensDetails: true, Seed: int64(cfg.Seed)})
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("--sim: %w", err))
+	}
+	cfg.Endpoint, cfg.HTTP = url, vllmsim.ClientOf(ctx)
+	return sims.Close
 }
 
 // replayInto runs the replay into the results directory: the manifest's
@@ -89,17 +125,17 @@ func replayInto(ctx context.Context, c *cli.Call, out *harness.Output, f *replay
 	if err != nil {
 		return err
 	}
-	c.Logf("%d requests of %s to %s at %s (%s dispatch; block %d, %s; %d GPU blocks, %s)",
-		len(w.Requests), w.Name, info.Model, info.Endpoint, cfg.Dispatch, info.BlockSize, info.BlockSource, info.GPUBlocks, info.GPUSource)
+	c.Logf("%s of %s to %s at %s (%s dispatch; block %d, %s; %d GPU blocks, %s)",
+		units.Count(len(w.Requests), "request", "requests"), w.Name, info.Model, info.Endpoint, cfg.Dispatch, info.BlockSize, info.BlockSource, info.GPUBlocks, info.GPUSource)
 	pr := harness.ProgressOf(c.Stderr)
 	pr.Plan(1)
-	pr.Begin(fmt.Sprintf("%d requests of %s", len(w.Requests), w.Name))
+	pr.Begin(fmt.Sprintf("%s of %s", units.Count(len(w.Requests), "request", "requests"), w.Name))
 	sum, rerr := rp.Run(ctx, reqs, nil)
 	sum.SetWorkingSet(ws)
 	if ctx.Err() != nil {
 		// Interrupted: the run row covers the requests answered so far.
 		sum.Interrupted(len(w.Requests))
-		pr.End(fmt.Sprintf("interrupted: %d of %d requests answered", sum.Requests, len(w.Requests)))
+		pr.End(fmt.Sprintf("interrupted: %d of %s answered", sum.Requests, units.Count(len(w.Requests), "request", "requests")))
 		if err := runs.Write(sum.Row(Suite.Name)); err != nil {
 			return err
 		}

@@ -23,6 +23,10 @@ type SweepKey struct {
 	// bytes), "" on a row of one GPU. An aggregate is its own
 	// configuration, never pooled with the rows of single GPUs.
 	GPUs string
+	// Sync is what a disk store's sample waits for where it is more than
+	// the writes completing (fdatasync); "" otherwise. A durable store is
+	// its own configuration, never pooled with the plain one.
+	Sync string
 }
 
 // SweepKeyOf is the configuration a sweep row belongs to.
@@ -31,7 +35,20 @@ func SweepKeyOf(r results.Row) SweepKey {
 		Backend: r.Backend, Transport: r.Transport, Tier: r.Tier, Layout: r.Layout,
 		Copy: r.Get(results.ColCopy), Path: r.Get(results.ColPath), Dtype: r.Get(results.ColComputeDtype),
 		Direction: StoreOrEmpty(r), GPUs: allOrEmpty(r.Get(results.ColGPU)),
+		Sync: syncOrEmpty(r.Get(ColSync)),
 	}
+}
+
+// ColSync is the disk tier's sync column: none or fdatasync.
+const ColSync = "sync"
+
+// syncOrEmpty is a row's sync column as SweepKey keeps it: "" for none
+// and for rows without it.
+func syncOrEmpty(s string) string {
+	if s == "none" {
+		return ""
+	}
+	return s
 }
 
 // allOrEmpty is results.AllGPUs for the gpu column of an aggregate
@@ -67,6 +84,7 @@ func CompareSweepKeys(a, b SweepKey) int {
 		cmp.Compare(a.Dtype, b.Dtype),
 		cmp.Compare(a.Direction, b.Direction),
 		cmp.Compare(a.GPUs, b.GPUs),
+		cmp.Compare(a.Sync, b.Sync),
 	)
 }
 
@@ -108,6 +126,9 @@ func (k SweepKey) Label() string {
 	if p := k.Route(); p != "" {
 		via = append(via, p)
 	}
+	if k.Sync != "" {
+		via = append(via, k.Sync)
+	}
 	if l := k.AllLabel(); l != "" {
 		via = append(via, l)
 	}
@@ -121,7 +142,7 @@ func (k SweepKey) Short() string {
 	if IsStandIn(be) {
 		be = "stand-in"
 	}
-	via := JoinNonEmpty(", ", be, k.Transport, k.Route(), k.AllLabel())
+	via := JoinNonEmpty(", ", be, k.Transport, k.Route(), k.Sync, k.AllLabel())
 	return JoinNonEmpty(" ", JoinNonEmpty("/", k.Layout, k.Copy, k.Dtype), "("+via+")")
 }
 

@@ -3,6 +3,7 @@ package analysis
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/kvtier/kvtier/results"
@@ -130,5 +131,36 @@ func TestFitSaysWhyNot(t *testing.T) {
 	want := []string{"recompute (host stand-in (CPU)): 1 ok rows but none with a positive flops column", "hbm (host stand-in (CPU)): no ok rows"}
 	if len(skipped) != 2 || skipped[0] != want[1] || skipped[1] != want[0] {
 		t.Errorf("skipped = %q, want %q", skipped, want)
+	}
+}
+
+// TestSweepKeySync: a disk store that waits for fdatasync is its own
+// configuration, labelled so, and one that waits for nothing keys as
+// before. make bench's store sweep pooled the two into one summary row
+// (n=4), and the report's "fastest configuration" was their mix.
+func TestSweepKeySync(t *testing.T) {
+	t.Parallel()
+	row := func(sync string) results.Row {
+		r := results.NewRow("sweep")
+		r.Backend, r.Transport, r.Tier, r.Layout = "host", "uring", "disk", "layerwise"
+		r.Set(results.DirectionColumn, results.DirectionStore)
+		if sync != "" {
+			r.Set(ColSync, sync)
+		}
+		return r
+	}
+	plain, none, durable := SweepKeyOf(row("")), SweepKeyOf(row("none")), SweepKeyOf(row("fdatasync"))
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"none keys as a row without the column", plain == none},
+		{"fdatasync is its own configuration", durable != none && CompareSweepKeys(durable, none) != 0},
+		{"the label says fdatasync", strings.Contains(durable.Label(), "fdatasync") && !strings.Contains(none.Label(), "none")},
+		{"the short label says fdatasync", strings.Contains(durable.Short(), "fdatasync")},
+	} {
+		if !c.ok {
+			t.Errorf("%s: none %+v, fdatasync %+v", c.name, none, durable)
+		}
 	}
 }

@@ -35,7 +35,7 @@ func writeSweep(w io.Writer, r *analysis.Run) {
 		if analysis.IsStandIn(k.Backend) {
 			backend = "host stand-in (CPU DRAM), not a GPU"
 		}
-		transport := analysis.JoinNonEmpty(" / ", k.Transport, k.Route())
+		transport := analysis.JoinNonEmpty(" / ", k.Transport, k.Route(), k.Sync)
 		if tierspec.Computes(k.Tier) {
 			tf := analysis.Summarize(analysis.Column(rows, func(x results.Row) float64 { return x.Float(results.ColTFLOPS) }))
 			tfc := report.Sig(tf.P50)
@@ -115,7 +115,7 @@ func writeModel(w io.Writer, r *analysis.Run) {
 			}
 			alpha := report.FitAlpha(t, f.Alpha, strings.Join(f.Problems, "; "))
 			t.Add(f.Key.Tier, report.OrDash(analysis.JoinNonEmpty("/", f.Key.Layout, f.Key.Copy, f.Key.Dtype)), backend,
-				report.OrDash(analysis.JoinNonEmpty(" / ", f.Key.Transport, f.Key.Route(), f.Key.AllLabel())), model, fmt.Sprint(f.N), report.FmtTokens(f.MinL)+" – "+report.FmtTokens(f.MaxL),
+				report.OrDash(analysis.JoinNonEmpty(" / ", f.Key.Transport, f.Key.Route(), f.Key.Sync, f.Key.AllLabel())), model, fmt.Sprint(f.N), report.FmtTokens(f.MinL)+" – "+report.FmtTokens(f.MaxL),
 				alpha, rate, fmt.Sprintf("%.4f", f.R2))
 		}
 		t.Write(w)

@@ -6,6 +6,7 @@ package sweep
 import (
 	"slices"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers"
 )
@@ -37,7 +38,7 @@ var columns = []results.Column{
 }
 
 // SummaryKeys are the columns sweep_summary.csv groups by.
-var SummaryKeys = []string{results.DirectionColumn, results.ColTier, results.ColLayout, results.ColCopy, results.ColBackend, results.ColTransport, results.ColPrefixTokens, results.ColPath, results.ColSrcMem, results.ColGPU}
+var SummaryKeys = []string{results.DirectionColumn, results.ColTier, results.ColLayout, results.ColCopy, results.ColBackend, results.ColTransport, results.ColPrefixTokens, results.ColPath, results.ColSrcMem, results.ColGPU, analysis.ColSync}
 
 // Columns returns sweep.csv's columns after the common ones: the sweep's
 // own, then every registered tier's attribute columns, each once.

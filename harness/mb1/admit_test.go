@@ -36,7 +36,11 @@ type slotServer struct {
 	// prefill is how long a prefill takes to answer (0: 200 ms).
 	prefill time.Duration
 	// cached, when set, is the cached_tokens a prefill's usage reports.
-	cached     int
+	cached int
+	// instant makes the decodes stream every token at once, and sent
+	// counts the decode chunks written.
+	instant    bool
+	sent       atomic.Int64
 	prefilling atomic.Int32
 }
 
@@ -82,7 +86,9 @@ func (s *slotServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for range n {
 		// 5.3 ms, so that no token comes at the instant the prefill is
 		// sent (the waits of the bubble are whole milliseconds).
-		time.Sleep(5300 * time.Microsecond)
+		if !s.instant {
+			time.Sleep(5300 * time.Microsecond)
+		}
 		if s.stall && s.prefilling.Load() > 0 {
 			for s.prefilling.Load() > 0 {
 				time.Sleep(time.Millisecond)
@@ -92,6 +98,7 @@ func (s *slotServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() != nil || s.send(w, 0, 0) != nil {
 			return // the client went away
 		}
+		s.sent.Add(1)
 	}
 	s.send(w, n, len(body.Prompt))
 }
@@ -308,5 +315,22 @@ func TestInterfereImpossibleServerFigure(t *testing.T) {
 	}
 	if got := in.Get(results.ColServerCheck); !strings.HasPrefix(got, "impossible: ") || !strings.Contains(got, "7265 above the prompt") {
 		t.Errorf("server_check %q", got)
+	}
+}
+
+// Decodes that stream faster than any decode (a server that sends its
+// whole max_tokens at once) are cut at kvtier's budget, the row saying
+// so, instead of writing every chunk up to the context length into
+// mb1_tokens.csv.
+func TestInterfereCutsInstantDecodes(t *testing.T) {
+	t.Parallel()
+	srv := &slotServer{slots: 4, family: "ollama", instant: true}
+	rows, _ := runSlots(t, srv, []int{2}, 1)
+	if n := srv.sent.Load(); n > 2*(maxBurstChunks+1024) {
+		t.Errorf("the server sent %d decode chunks: the decodes were not cut", n)
+	}
+	in := rows[0]
+	if in.Status != results.StatusError || !strings.Contains(in.Reason, "faster than any decode") {
+		t.Errorf("interfere row: %s %q", in.Status, in.Reason)
 	}
 }

@@ -355,6 +355,16 @@ func weaker(a, b string) string {
 	return a
 }
 
+// A decode stream's chunks are kept up to maxBurstChunks plus one per
+// minChunkGap it has run: no decode streams faster (10,000 chunks a
+// second a stream), so a server that does (one that sends its whole
+// max_tokens at once) is cut there, its arm an error row, rather than
+// filling mb1_tokens.csv up to the context length in every cell.
+const (
+	maxBurstChunks = 4096
+	minChunkGap    = 100 * time.Microsecond
+)
+
 // decodes are the D streams of one arm, recording every chunk.
 type decodes struct {
 	clock    harness.Stopwatch
@@ -366,6 +376,7 @@ type decodes struct {
 	ended    []bool
 	endAt    []float64 // when each stream ended, on clock
 	errs     []error
+	cut      []error // per stream, why it was cut (record)
 	counting string
 	note     string
 }
@@ -375,7 +386,7 @@ func (ds *decodes) since() float64 { return ds.clock.Seconds() }
 // startDecodes starts d decode streams on r's endpoint.
 func (r *Runner) startDecodes(ctx context.Context, id string, d int) (*decodes, error) {
 	sctx, stop := context.WithCancel(ctx)
-	ds := &decodes{clock: harness.StartStopwatch(), stop: stop, streams: make([][]arrival, d), tokens: make([]int, d), ended: make([]bool, d), endAt: make([]float64, d), errs: make([]error, d)}
+	ds := &decodes{clock: harness.StartStopwatch(), stop: stop, streams: make([][]arrival, d), tokens: make([]int, d), ended: make([]bool, d), endAt: make([]float64, d), errs: make([]error, d), cut: make([]error, d)}
 	for i := range d {
 		sid := fmt.Sprintf("%s-s%d", id, i)
 		pr, err := r.prompts.Make(ctx, sid, promptTokens, false)
@@ -387,20 +398,18 @@ func (r *Runner) startDecodes(ctx context.Context, id string, d int) (*decodes, 
 		req := r.prompts.Request(pr, r.decodeTokens(), sid)
 		req.CountTokens = true
 		ds.wg.Go(func() {
-			s, err := r.streams.Stream(sctx, req, func(c serving.Chunk) {
-				t := ds.since()
-				ds.mu.Lock()
-				ds.streams[i] = append(ds.streams[i], arrival{t, c.Tokens})
-				ds.tokens[i] += c.Tokens
-				ds.mu.Unlock()
-			})
+			cctx, cut := context.WithCancel(sctx)
+			defer cut()
+			s, err := r.streams.Stream(cctx, req, func(c serving.Chunk) { ds.record(i, c, cut) })
 			ds.mu.Lock()
 			defer ds.mu.Unlock()
 			ds.ended[i], ds.endAt[i] = true, ds.since()
 			if s.Counting != "" {
 				ds.counting = weaker(ds.counting, s.Counting)
 			}
-			if sctx.Err() == nil {
+			if ds.cut[i] != nil {
+				ds.errs[i] = ds.cut[i]
+			} else if sctx.Err() == nil {
 				ds.errs[i] = err
 				if err == nil {
 					ds.note = fmt.Sprintf("decode stream %d ended after %d tokens before the window closed: raise --decode-tokens", i, ds.tokens[i])
@@ -409,6 +418,26 @@ func (r *Runner) startDecodes(ctx context.Context, id string, d int) (*decodes, 
 		})
 	}
 	return ds, nil
+}
+
+// record keeps chunk c of stream i, arriving now, unless the stream
+// streams faster than any decode: then it is cut (cancelled by cut) and
+// keeps nothing more.
+func (ds *decodes) record(i int, c serving.Chunk, cut context.CancelFunc) {
+	t := ds.since()
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if ds.cut[i] != nil {
+		return
+	}
+	if n := len(ds.streams[i]); n >= maxBurstChunks+int(t/minChunkGap.Seconds()) {
+		ds.cut[i] = fmt.Errorf("%d chunks in %s, faster than any decode (more than one per %s after the first %d): cut there, as kvtier keeps no more of a stream (mb1_tokens.csv)",
+			n, units.FormatSeconds(t), minChunkGap, maxBurstChunks)
+		cut()
+		return
+	}
+	ds.streams[i] = append(ds.streams[i], arrival{t, c.Tokens})
+	ds.tokens[i] += c.Tokens
 }
 
 // finish cancels the streams and moves what they recorded into res.
@@ -441,7 +470,7 @@ func (ds *decodes) ready(need int, idle time.Duration) (bool, error) {
 		}
 		if ds.ended[i] {
 			if ds.errs[i] != nil {
-				return ready, ds.errs[i]
+				return ready, fmt.Errorf("decode stream %d: %w", i, ds.errs[i])
 			}
 			return ready, fmt.Errorf("decode stream %d ended after %d tokens, before its warm-up of %d", i, ds.tokens[i], need)
 		}

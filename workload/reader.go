@@ -206,7 +206,7 @@ func (r *Reader) readLine() error {
 		}
 	}
 	if r.emitted > 0 && l.time < r.lastTime {
-		return fmt.Errorf("line %d: timestamp %s s is earlier than requests already analysed (%s s): the trace is out of timestamp order by more than the reorder window of %d requests; sort it or raise the window",
+		return fmt.Errorf("line %d: timestamp %s s is earlier than requests already analysed (%s s): the trace is out of timestamp order by more than the reorder window of %d requests; sort it or raise --reorder",
 			l.num, strconv.FormatFloat(l.time, 'f', -1, 64), strconv.FormatFloat(r.lastTime, 'f', -1, 64), r.opts.Reorder)
 	}
 	if r.held += l.size(); r.held > windowBytes {

@@ -37,7 +37,7 @@ func TestReaderTimestampOrder(t *testing.T) {
 		{"sorted with ties in file order", []int{3, 1, 2, 2, 0}, 10, []int{5, 2, 3, 4, 1}, ""},
 		{"ties only", []int{7, 7, 7}, 1, []int{1, 2, 3}, ""},
 		{"displaced by the window", []int{5, 0, 0, 1}, 1, []int{2, 3, 4, 1}, ""},
-		{"displaced beyond the window", []int{5, 6, 7, 0}, 1, nil, "line 4: timestamp 0 s is earlier than requests already analysed (0.006 s)"},
+		{"displaced beyond the window", []int{5, 6, 7, 0}, 1, nil, "line 4: timestamp 0 s is earlier than requests already analysed (0.006 s): the trace is out of timestamp order by more than the reorder window of 1 requests; sort it or raise --reorder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -76,14 +76,40 @@ func checkAliases(fs *pflag.FlagSet) error {
 // ListFlag parses the comma-separated value of the flag called name with
 // parse. A value that does not parse adds an option.Error to errs and
 // yields fallback, a valid placeholder, so that the options' Validate
-// does not report the same flag a second time.
-func ListFlag[T any](errs *[]error, name, value string, parse func(string) (T, error), fallback ...T) []T {
+// does not report the same flag a second time. A value given twice
+// ("--prefix 1k,1024") is refused the same way: it would be measured
+// twice.
+func ListFlag[T comparable](errs *[]error, name, value string, parse func(string) (T, error), fallback ...T) []T {
 	v, err := units.ParseList(value, parse)
+	if err == nil {
+		err = duplicate(v, strings.Split(value, ","))
+	}
 	if err != nil {
 		*errs = append(*errs, option.Wrap(name, err))
 		return fallback
 	}
 	return v
+}
+
+// Trimmed is the parse function of a list of names for ListFlag: each
+// element with its surrounding spaces removed.
+func Trimmed(s string) (string, error) { return strings.TrimSpace(s), nil }
+
+// duplicate reports the first of values (parsed from texts, one each)
+// equal to an earlier one; nil when all differ.
+func duplicate[T comparable](values []T, texts []string) error {
+	first := map[T]string{}
+	for i, v := range values {
+		text := strings.TrimSpace(texts[i])
+		switch was, ok := first[v]; {
+		case ok && was == text:
+			return fmt.Errorf("%q is given twice: give each value once", text)
+		case ok:
+			return fmt.Errorf("%q is the same as %q: give each value once", text, was)
+		}
+		first[v] = text
+	}
+	return nil
 }
 
 // SizeFlag parses the size flag called name, from 1 byte to limit; a

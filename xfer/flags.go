@@ -51,7 +51,7 @@ func (f *Flags) Options(errs *[]error, getenv func(string) string) Options {
 	if f.sizes != "" {
 		o.Sizes = cli.ListFlag(errs, "sizes", f.sizes, func(s string) (int64, error) { return units.ParseBytes(strings.TrimSpace(s)) }, 1)
 	}
-	o.Layouts = cli.ListFlag(errs, "layout", f.layouts, func(s string) (string, error) { return strings.TrimSpace(s), nil }, Layerwise)
+	o.Layouts = cli.ListFlag(errs, "layout", f.layouts, cli.Trimmed, Layerwise)
 	var err error
 	if o.Geometry, err = f.model.Geometry(); err != nil {
 		*errs = append(*errs, err)

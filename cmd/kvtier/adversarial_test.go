@@ -167,3 +167,22 @@ func TestAdversarialConfigs(t *testing.T) {
 		}
 	}
 }
+
+// A list flag's value given twice is refused up front, naming the flag
+// and the value, rather than measured twice.
+func TestAdversarialDuplicateListValues(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"probe", "--sim", "--tiers", "miss,miss"},
+		{"probe", "--sim", "--prefix", "1k,1024"},
+		{"interfere", "--sim", "--decode", "1,1"},
+		{"sweep", "--backend", "host", "--tiers", "host,host"},
+	} {
+		out := filepath.Join(t.TempDir(), "run")
+		code, _, stderr := runCLI(t, append(args, "--out", out)...)
+		flag, value := args[len(args)-2], strings.Split(args[len(args)-1], ",")[1]
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, flag+": ") || !strings.Contains(stderr, `"`+value+`"`) {
+			t.Errorf("kvtier %s: exit %d, stderr %q; want exit 2 and one line naming %s and %q", strings.Join(args, " "), code, stderr, flag, value)
+		}
+	}
+}

@@ -63,10 +63,7 @@ func (f *flags) Resolve() (Options, error) {
 	o := f.opts
 	var errs []error
 	if t := strings.TrimSpace(f.tiers); t != "" && t != "all" {
-		o.Tiers = nil
-		for name := range strings.SplitSeq(t, ",") {
-			o.Tiers = append(o.Tiers, strings.TrimSpace(name))
-		}
+		o.Tiers = cli.ListFlag(&errs, "tiers", t, cli.Trimmed, o.Tiers...)
 	}
 	o.Layouts = cli.ListFlag(&errs, "layout", f.layouts, func(s string) (kv.Layout, error) { return kv.ParseLayout(strings.TrimSpace(s)) }, kv.Layouts()...)
 	o.Prefixes = cli.ListFlag(&errs, "prefix", f.prefixes, units.ParseTokens, 1)

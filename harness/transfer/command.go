@@ -52,9 +52,7 @@ func (f *commandFlags) Resolve() (xfer.Options, error) {
 	o.Directions = cli.ListFlag(&errs, "direction", f.directions, tierflag.ParseDirection, tiers.Load)
 	o.Peers = nil
 	if strings.TrimSpace(f.peers) != "" {
-		for p := range strings.SplitSeq(f.peers, ",") {
-			o.Peers = append(o.Peers, strings.TrimSpace(p))
-		}
+		o.Peers = cli.ListFlag(&errs, "peers", f.peers, cli.Trimmed)
 	}
 	if f.pool != "" {
 		o.PoolBytes = cli.SizeFlag(&errs, "pool", f.pool, xfer.MaxSize)

@@ -33,3 +33,27 @@ func TestCheckFileDir(t *testing.T) {
 		}
 	}
 }
+
+// An --out nothing can be created in is refused before any work, even
+// where permission bits say yes (root under /proc), and a writable one
+// is accepted with nothing left behind.
+func TestCheckOutDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := CheckOutDir(filepath.Join(dir, "a", "b")); err != nil {
+		t.Errorf("a writable --out refused: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the check left %v behind", entries)
+	}
+	long := filepath.Join(dir, strings.Repeat("x", 300))
+	if err := CheckOutDir(long); err == nil {
+		t.Error("a 300-byte name accepted")
+	}
+	if fi, err := os.Stat("/proc/self"); err != nil || !fi.IsDir() {
+		t.Skip("no /proc")
+	}
+	if err := CheckOutDir("/proc/kvtier-out"); err == nil {
+		t.Error("--out /proc/kvtier-out accepted")
+	}
+}

@@ -85,9 +85,9 @@ func defaultOut() string {
 	return filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")) // the directory's name, not a measurement
 }
 
-// CheckOutDir says whether dir could be created and written, without
-// creating anything: the nearest existing ancestor must be a writable
-// directory.
+// CheckOutDir says whether dir could be created and written, leaving
+// nothing behind: the nearest existing ancestor must be a directory a
+// directory can be created in (tryCreate).
 func CheckOutDir(dir string) error {
 	if dir == "" {
 		return errors.New("empty directory name")
@@ -99,10 +99,7 @@ func CheckOutDir(dir string) error {
 			if !fi.IsDir() {
 				return fmt.Errorf("%s: %s is not a directory", dir, p)
 			}
-			if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
-				return fmt.Errorf("%s: %s is not writable: %w", dir, p, err)
-			}
-			return nil
+			return tryCreate(dir, p)
 		}
 		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) {
 			return fmt.Errorf("%s: %w", dir, err)
@@ -113,6 +110,21 @@ func CheckOutDir(dir string) error {
 		}
 		p = parent
 	}
+}
+
+// tryCreate says whether a directory can be created in parent, the
+// nearest existing ancestor of dir, by creating and removing one:
+// permission bits do not say it for root, nor on /proc or a read-only
+// mount.
+func tryCreate(dir, parent string) error {
+	if err := unix.Access(parent, unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("%s: %s is not writable: %w", dir, parent, err)
+	}
+	probe, err := os.MkdirTemp(parent, ".kvtier-out-check-")
+	if err != nil {
+		return fmt.Errorf("%s: nothing can be created in %s: %w", dir, parent, errors.Unwrap(err))
+	}
+	return os.Remove(probe)
 }
 
 // ModelFlags are --model, --model-config, --block-size, --tp and

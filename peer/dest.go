@@ -126,7 +126,10 @@ func (c *Client) probeGPUDirect(ctx context.Context, op string, probe func(conte
 	if err != nil {
 		return nil, fmt.Errorf("peer: after a failed GPUDirect probe (%v), a fresh endpoint: %w", why, err)
 	}
-	c.verbs.close()
+	if err := c.verbs.retire(ctx); err != nil {
+		fresh.close()
+		return nil, fmt.Errorf("peer: after a failed GPUDirect probe (%v), ending its session: %w", why, err)
+	}
 	c.verbs = fresh
 	return why, nil
 }

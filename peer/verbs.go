@@ -642,3 +642,34 @@ func (v *verbsClient) close() error {
 	v.ctl.Close()
 	return v.ep.Close()
 }
+
+// retire closes a session the client leaves for a fresh one before it
+// writes on that one. A peer that undoes uncommitted writes
+// (Info.Commits) fills what the session announced with its pattern
+// again once the session has ended, on its own goroutine: retire hangs
+// up and waits, at most the idle timeout, for the peer to close its end
+// of the control connection, which it does after that undoing, so the
+// undoing cannot land on what the fresh session writes later (a failed
+// GPUDirect probe write's region, written again through the bounce
+// buffer, was overwritten with the pattern when the peer was slow).
+func (v *verbsClient) retire(ctx context.Context) error {
+	tc, ok := v.ctl.(*net.TCPConn)
+	if !v.info.Commits || !ok {
+		return v.close()
+	}
+	eperr := v.ep.Close()
+	tc.CloseWrite()
+	wait := cmp.Or(v.opt.IdleTimeout, DefaultIdleTimeout)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var err error
+	select {
+	case <-v.gone:
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	case <-timer.C:
+		err = fmt.Errorf("peer %s did not end the session it is to undo within %s", v.info.Addr, wait)
+	}
+	v.ctl.Close()
+	return errors.Join(err, eperr)
+}

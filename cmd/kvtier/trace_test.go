@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,6 +136,10 @@ func TestPlanCommand(t *testing.T) {
 	stdout, stderr := mustRunCLI(t, "plan", path, "--costs", sweep, "--hbm", "1.45GiB,4GiB", "--dram", "0,16GiB", "--out", out)
 	if !strings.Contains(stderr, "--hbm 1.45 GiB is not a whole number of 48 MiB blocks: rounded down to 30 blocks, 1.41 GiB") {
 		t.Errorf("stderr does not say how --hbm 1.45GiB was rounded:\n%s", stderr)
+	}
+	// With --costs nothing is replayed: the progress line said "checking".
+	if !regexp.MustCompile(`\] not checking \d+ configurations: no server or simulator`).MatchString(stderr) || strings.Contains(stderr, "] checking") {
+		t.Errorf("stderr does not say the self-check has nothing to replay against:\n%s", stderr)
 	}
 	for _, want := range []string{"**host stand-in**", "Missing tier costs: hbm, disk, remote, recompute", "not predicted: no measured cost for hbm, recompute",
 		"one cache reaches 50 % of it at"} {

@@ -354,6 +354,10 @@ func (pr *planRun) answerConfigs(res *Result) ([]Config, []Role) {
 	return AnswerConfigs(knees, res.Analysis.BlockBytes, firsts, pr.p.inclusive)
 }
 
+// noReplayTarget is why a plan on --costs checks nothing: its console
+// line and its skipped check rows say the same.
+const noReplayTarget = "no server or simulator to replay against: the costs come from a results directory (--costs); give --sim or --base-url to check"
+
 // check replays the sample at the configurations the check planner
 // predicted, one progress phase; a plan whose costs come from a results
 // directory has no server to replay against: its rows are skipped.
@@ -370,7 +374,11 @@ func (pr *planRun) check(ctx context.Context, prog *harness.Progress, res *Resul
 	}
 	pred := check.Results()
 	got := make([]checkResult, len(pred))
-	prog.Begin(fmt.Sprintf("checking %d configurations on %s", len(pred), s.describe()))
+	what := fmt.Sprintf("checking %d configurations on %s", len(pred), s.describe())
+	if !pr.p.sim && pr.server == nil {
+		what = fmt.Sprintf("not checking %d configurations: %s", len(pred), noReplayTarget)
+	}
+	prog.Begin(what)
 	for i, p := range pred {
 		prog.Step("configuration", i, len(pred))
 		switch {
@@ -379,7 +387,7 @@ func (pr *planRun) check(ctx context.Context, prog *harness.Progress, res *Resul
 		case pr.server != nil:
 			got[i] = pr.server.check(ctx, s)
 		default:
-			got[i].Err = errors.New("no server or simulator to replay against: the costs come from a results directory (--costs); give --sim or --base-url to check")
+			got[i].Err = errors.New(noReplayTarget)
 		}
 	}
 	prog.End("")

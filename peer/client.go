@@ -153,6 +153,9 @@ func dialTCP(ctx context.Context, addr string, opt DialOptions, h Hello) (*tcpCo
 	}
 	if err := ReadFrame(conn, &w); err != nil {
 		conn.Close()
+		if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+			return nil, w, fmt.Errorf("peer %s: accepted the connection but sent no answer to kvtier's handshake within %s (not a kvtier serve peer, or one too busy): %w", addr, timeout, err)
+		}
 		return nil, w, fmt.Errorf("peer %s: %w", addr, cmp.Or(ctx.Err(), err))
 	}
 	if w.Error != "" {

@@ -288,3 +288,14 @@ func TestDialUnreachable(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A listener that accepts and never speaks is named as a peer that did
+// not answer the handshake, not a bare "i/o timeout".
+func TestDialSilentPeer(t *testing.T) {
+	t.Parallel()
+	addr := rawPeer(t, func(c net.Conn) { t.Cleanup(func() { c.Close() }) })
+	_, err := Dial(context.Background(), addr, DialOptions{Timeout: 100 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "no answer to kvtier's handshake within 100ms") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/kvtier/kvtier/peer/peerflag"
 	"github.com/kvtier/kvtier/tiers"
 	"github.com/kvtier/kvtier/tiers/tierflag"
+	"github.com/kvtier/kvtier/units"
 	"github.com/kvtier/kvtier/xfer"
 )
 
@@ -58,13 +59,18 @@ func (f *commandFlags) Resolve() (xfer.Options, error) {
 		o.PoolBytes = cli.SizeFlag(&errs, "pool", f.pool, xfer.MaxSize)
 	}
 	if f.peerCopy != "" {
-		o.PeerCopy = cli.ListFlag(&errs, "peer-copy", f.peerCopy, func(s string) (int, error) {
+		// A pair SRC,DST, not a list of values to measure: units.ParseList,
+		// as cli.ListFlag would call "0,0" a value given twice, where
+		// Validate says the two GPUs must differ.
+		var err error
+		o.PeerCopy, err = units.ParseList(f.peerCopy, func(s string) (int, error) {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err != nil || n < 0 || n > tierflag.MaxOrdinal {
 				return 0, fmt.Errorf("%q is not a GPU ordinal", s)
 			}
 			return n, nil
 		})
+		errs = append(errs, option.Wrap("peer-copy", err))
 	}
 	errs = append(errs, o.Validate(), f.out.Check())
 	errs = append(errs, option.Range("gpu", f.gpu, 0, tierflag.MaxOrdinal))

@@ -13,6 +13,7 @@ import (
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
+	"github.com/kvtier/kvtier/units"
 )
 
 // traceFigures indexes one trace's rows of trace.csv by metric and stat.
@@ -427,18 +428,34 @@ func traceHeadline(runs []*analysis.Run) (string, string) {
 	var parts []string
 	for _, f := range byTrace(report.AllRows(runs, Suite.Name)) {
 		s := fmt.Sprintf("`%s`: APC ceiling %s", f.name, report.OrDash(report.FmtShare(f.value("apc_ceiling_any", ""))))
-		var knee results.Row
-		for _, r := range f.rows {
-			if r.Get(results.ColMetric) == "knee95" && r.Status == results.StatusOK && (knee.Status == "" || r.Get(results.ColInstances) == "1") {
-				knee = r
-			}
-		}
-		if knee.Status != "" {
-			s += fmt.Sprintf(", 95 %% of it from %s of KV per instance (%s instance(s), LRU model)", report.FmtBytes(float64(knee.Bytes)), knee.Get(results.ColInstances))
-		}
-		parts = append(parts, s)
+		parts = append(parts, s+knee95Headline(f.rows))
 	}
 	return strings.Join(parts, "; ") + ".", ""
+}
+
+// knee95Headline is the LRU model's 95 % knee for one instance (else
+// the first configuration's), and beside it each routed configuration's
+// (kvtier trace --instances N --route R), which the headline hid.
+func knee95Headline(rows []results.Row) string {
+	var knees []results.Row
+	for _, r := range rows {
+		if r.Get(results.ColMetric) == "knee95" && r.Status == results.StatusOK {
+			knees = append(knees, r)
+		}
+	}
+	if len(knees) == 0 {
+		return ""
+	}
+	first := slices.IndexFunc(knees, func(r results.Row) bool { return r.Get(results.ColInstances) == "1" })
+	first = max(first, 0)
+	n, _ := strconv.Atoi(knees[first].Get(results.ColInstances))
+	s := fmt.Sprintf(", 95 %% of it from %s of KV per instance (%s", report.FmtBytes(float64(knees[first].Bytes)), units.Count(n, "instance", "instances"))
+	for i, r := range knees {
+		if i != first {
+			s += fmt.Sprintf("; %s instances routed by %s: %s each", r.Get(results.ColInstances), report.OrDash(r.Get(results.ColRoute)), report.FmtBytes(float64(r.Bytes)))
+		}
+	}
+	return s + "; LRU model)"
 }
 
 // planHeadline is the planner's recommendation: of the capacity

@@ -199,9 +199,6 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 	if len(paths) != 1 {
 		errs = append(errs, fmt.Errorf("need exactly one trace file (kvtier plan --trace TRACE --costs DIR), got %d", len(paths)))
 	}
-	if slices.Contains(paths, "-") {
-		errs = append(errs, option.Errorf("trace", "plan reads the trace twice (its lengths and knees, then the plan): give a file, not -"))
-	}
 	costs := p.costsOf(&f.model, &errs)
 	ro, ao, g := f.options(c.Stdin, &errs)
 	errs = append(errs, ao.Validate())
@@ -271,50 +268,49 @@ func plan(ctx context.Context, c *cli.Call, pr planRun) int {
 	return c.PrintSection(dir, code, writePlan)
 }
 
-// evaluate reads the trace for its lengths and knees, measures the
-// costs (--sim), plans the grid and the answer's configurations, and
-// checks the recommendation.
+// evaluate reads the trace once, for its lengths, knees and every
+// request's stack distances, measures the costs (--sim), plans the grid
+// and the answer's configurations from the distances kept, and checks
+// the recommendation.
 func (pr *planRun) evaluate(ctx context.Context, c *cli.Call, prog *harness.Progress) (*planned, error) {
-	// The first pass is for the lengths and knees: no working sets.
-	ao := pr.ao
-	ao.OnRequest, ao.Windows = nil, nil
-	first, err := analyzeOne(ctx, c, prog, "reading "+pr.trace, pr.trace, pr.geom, pr.ro, ao)
+	var log hitLog
+	blockTokens := 0
+	sample := &checkSample{limit: CheckTokens}
+	pr.ao.OnRequest = func(r *workload.Request, h *workload.Hits) {
+		if blockTokens == 0 {
+			blockTokens = r.BlockTokens
+		}
+		log.add(r, h)
+		sample.take(r)
+	}
+	res, err := analyzeOne(ctx, c, prog, "reading "+pr.trace, pr.trace, pr.geom, pr.ro, pr.ao)
 	if err != nil {
 		return nil, err
 	}
-	if err := pr.measureCosts(ctx, c, prog, first); err != nil {
+	if err := pr.measureCosts(ctx, c, prog, res); err != nil {
 		return nil, err
 	}
-	cs, roles := pr.answerConfigs(first)
+	cs, roles := pr.answerConfigs(res)
 	checkCs, checkRoles := pr.checkConfigs(cs, roles)
 	configs, allRoles := append(slices.Clone(pr.configs), cs...), append(make([]Role, len(pr.configs)), roles...)
-	sample := &checkSample{limit: CheckTokens}
-	var main, check *Planner
-	var perr error
-	pr.ao.OnRequest = func(r *workload.Request, h *workload.Hits) {
-		if main == nil && perr == nil {
-			bb := int64(r.BlockTokens) * pr.geom.BytesPerToken()
-			main, perr = NewPlanner(PlanOptions{Configs: configs, Roles: allRoles, Inclusive: pr.p.inclusive, Costs: pr.costs, BlockBytes: bb})
-			if perr == nil && len(checkCs) > 0 {
-				// The simulator's CPU store is written through, as vLLM's
-				// offload: the check predicts inclusive tiers.
-				check, perr = NewPlanner(PlanOptions{Configs: checkCs, Roles: checkRoles, Inclusive: pr.p.inclusive || pr.p.costs == "", Costs: pr.costs, BlockBytes: bb})
-			}
-		}
-		if main != nil {
-			main.Observe(r, h)
-		}
-		if check != nil && sample.take(r) {
-			check.Observe(r, h)
-		}
-	}
-	res, err := analyzeOne(ctx, c, prog, "planning "+strconv.Itoa(len(configs))+" configurations", pr.trace, pr.geom, pr.ro, pr.ao)
-	if err == nil {
-		err = perr
-	}
+	bb := int64(blockTokens) * pr.geom.BytesPerToken()
+	prog.Begin("planning " + strconv.Itoa(len(configs)) + " configurations")
+	main, err := NewPlanner(PlanOptions{Configs: configs, Roles: allRoles, Inclusive: pr.p.inclusive, Costs: pr.costs, BlockBytes: bb})
 	if err != nil {
 		return nil, err
 	}
+	log.replay(main.Observe)
+	var check *Planner
+	if len(checkCs) > 0 {
+		// The simulator's CPU store is written through, as vLLM's
+		// offload: the check predicts inclusive tiers.
+		check, err = NewPlanner(PlanOptions{Configs: checkCs, Roles: checkRoles, Inclusive: pr.p.inclusive || pr.p.costs == "", Costs: pr.costs, BlockBytes: bb})
+		if err != nil {
+			return nil, err
+		}
+		log.replayFirst(len(sample.reqs), check.Observe)
+	}
+	prog.End(strconv.Itoa(log.ends.n) + " requests planned")
 	pd := &planned{res: res, plan: main.Results(), rounding: main.Rounding()}
 	pd.checks = pr.check(ctx, prog, res, sample, check)
 	return pd, nil

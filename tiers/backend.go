@@ -160,6 +160,16 @@ type Caps struct {
 	StandIn string
 }
 
+// deviceMem is the memory kind of b's Device buffers as a row names it:
+// device on a GPU, pageable on the host stand-in, whose "device" pool is
+// DRAM (so that src_mem or dst_mem agrees with the row's path).
+func deviceMem(b Backend) MemKind {
+	if b.Caps().DeviceMemory {
+		return Device
+	}
+	return Pageable
+}
+
 // BackendConfig carries the options a backend is opened with.
 type BackendConfig struct {
 	GPU  int // CUDA device ordinal

@@ -709,7 +709,7 @@ func (t *diskTier) Attrs() map[string]string {
 	a := map[string]string{
 		"transport": t.v.io,
 		"src_mem":   "disk",
-		"dst_mem":   string(Device),
+		"dst_mem":   string(deviceMem(t.env.Backend)),
 		"device":    t.env.Backend.Device(),
 		"iodepth":   strconv.Itoa(t.opts.IODepth),
 		"disk":      t.disk.Name,

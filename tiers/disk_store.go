@@ -150,7 +150,7 @@ func (t *diskTier) verifyStore(reads []kv.Copy) error {
 
 // storeAttrs turns a load's attributes around for a store.
 func (t *diskTier) storeAttrs(a map[string]string) {
-	a["src_mem"], a["dst_mem"] = string(Device), "disk"
+	a["src_mem"], a["dst_mem"] = string(deviceMem(t.env.Backend)), "disk"
 	if t.v.cached {
 		a["dst_mem"] = "pagecache"
 	}

@@ -48,7 +48,7 @@ func TestDiskStoreHost(t *testing.T) {
 					tier := newDiskStore(t, b, layout, mode, o, v, nil, t.TempDir())
 					fetchAll(t, tier, 3, 40)
 					a := tier.Attrs()
-					if a["src_mem"] != "device" || (a["dst_mem"] != "disk" && a["dst_mem"] != "pagecache") || a["sync"] == "" {
+					if a["src_mem"] != "pageable" || (a["dst_mem"] != "disk" && a["dst_mem"] != "pagecache") || a["sync"] == "" {
 						t.Errorf("attrs %v", a)
 					}
 					if a["transport"] == "uring" && (a["iodepth"] != "8" || a["fixed_bufs"] != "true") {

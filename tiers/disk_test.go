@@ -99,7 +99,7 @@ func TestDiskTierHost(t *testing.T) {
 					if cached {
 						wantPath, wantSrc = "pagecache", "pagecache"
 					}
-					if a["transport"] != io || a["path"] != wantPath || a["src_mem"] != wantSrc || a["disk_fs"] == "" || a["disk"] == "" {
+					if a["transport"] != io || a["path"] != wantPath || a["src_mem"] != wantSrc || a["dst_mem"] != "pageable" || a["disk_fs"] == "" || a["disk"] == "" {
 						t.Errorf("attrs %v", a)
 					}
 					if io == diskio.Uring && (a["iodepth"] != "32" || a["fixed_bufs"] != "true") {

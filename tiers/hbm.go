@@ -242,7 +242,7 @@ func (t *gatherTier) Attrs() map[string]string {
 		// The stand-in's working pool is pageable DRAM, as the path says:
 		// the row must not claim device memory.
 		a["path"] = "dram-to-dram (host stand-in)"
-		a[sideOf(src, dst)] = string(Pageable)
+		a[sideOf(src, dst)] = string(deviceMem(b))
 	}
 	if l := b.LinkGBps(src, dst); l > 0 {
 		a["link_gb_per_s"] = fmt.Sprint(l)

@@ -335,7 +335,7 @@ func (t *remoteTier) Attrs() map[string]string {
 	a := map[string]string{
 		"transport": t.transport(),
 		"src_mem":   "peer",
-		"dst_mem":   string(Device),
+		"dst_mem":   string(deviceMem(t.env.Backend)),
 		"device":    "tcp",
 	}
 	switch {
@@ -349,7 +349,7 @@ func (t *remoteTier) Attrs() map[string]string {
 		a["path"] = peer.PathLoopback
 	}
 	if t.env.stores() {
-		a["src_mem"], a["dst_mem"] = string(Device), "peer"
+		a["src_mem"], a["dst_mem"] = a["dst_mem"], "peer"
 	}
 	if t.client != nil {
 		info := t.client.Info()

@@ -49,7 +49,7 @@ func TestRemoteStoreExternalPeer(t *testing.T) {
 		if err := tier.Verify(p); err != nil {
 			t.Fatal(err)
 		}
-		if a := tier.Attrs(); a["src_mem"] != "device" || a["dst_mem"] != "peer" || a["transport"] != "tcp" {
+		if a := tier.Attrs(); a["src_mem"] != "pageable" || a["dst_mem"] != "peer" || a["transport"] != "tcp" {
 			t.Errorf("attrs %v", a)
 		}
 		if err := tier.Close(); err != nil {

@@ -54,7 +54,7 @@ func TestRemoteEmbeddedLoopback(t *testing.T) {
 				t.Fatalf("verify of a scrubbed pool: %v", err)
 			}
 			a := tier.Attrs()
-			if a["transport"] != "tcp" || a["path"] != "loopback" || a["device"] != "tcp" || a["src_mem"] != "peer" {
+			if a["transport"] != "tcp" || a["path"] != "loopback" || a["device"] != "tcp" || a["src_mem"] != "peer" || a["dst_mem"] != "pageable" {
 				t.Fatalf("attrs %v", a)
 			}
 		})

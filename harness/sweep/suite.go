@@ -22,7 +22,7 @@ var columns = []results.Column{
 	results.Text(results.ColGPU, `CUDA ordinal; "all" on --gpu all's aggregate rows; "" on the host backend`),
 	results.Text(results.ColCopy, `percopy | batch | contiguous ("" for recompute)`),
 	results.Text(results.ColSrcMem, "where the bytes came from: device | pinned | pageable | peer | disk | pagecache"),
-	results.Text(results.ColDstMem, "where they went: device | pinned | pageable"),
+	results.Text(results.ColDstMem, "where they went: device | pinned | pageable | peer | disk | pagecache; the host stand-in's device side is pageable"),
 	results.Text(results.ColPath, "remote: loopback | intra | inter; cuda remote: gpudirect | bounce; disk: o_direct | buffered (O_DIRECT taken as buffered I/O: ext4 data=journal) | pagecache [+bounce] | gpudirect"),
 	results.Text("gpudirect_reason", "remote path bounce: why the reads do not land in GPU memory directly"),
 	results.TimingColumn,

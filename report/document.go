@@ -182,26 +182,11 @@ func (l *layout) add(b *strings.Builder, figs []placed) {
 }
 
 // suite adds the sections of one suite: each under its heading, with what
-// its figures are, from every run that holds the suite, and the suite's
-// figures after the section they belong to.
+// its figures are, from every run that holds the suite, and each run's
+// figures after its part of the section they belong to (a store sweep's
+// figures beside its own table, not after another run's).
 func (l *layout) suite(runs, with []*analysis.Run, suite results.Suite) {
 	secs := sectionsOf(suite)
-	figs := make([][]placed, len(secs))
-	for _, r := range with {
-		for _, f := range r.Figures {
-			if f.Suite != suite.Name {
-				continue
-			}
-			i := len(secs) - 1
-			for j, s := range secs {
-				if s.figures != "" && strings.HasPrefix(f.Name, s.figures) {
-					i = j
-					break
-				}
-			}
-			figs[i] = append(figs[i], placed{f, secs[i].title})
-		}
-	}
 	var b strings.Builder
 	for i, sec := range secs {
 		fmt.Fprintf(&b, "## %s\n\n", sec.title)
@@ -213,9 +198,32 @@ func (l *layout) suite(runs, with []*analysis.Run, suite results.Suite) {
 				fmt.Fprintf(&b, "### from `%s`\n\n", r.Dir)
 			}
 			sec.write(&b, r)
+			l.add(&b, figuresIn(r, suite, secs, i))
 		}
-		l.add(&b, figs[i])
 	}
+}
+
+// figuresIn returns the figures of run r that section i of the suite's
+// sections shows: those whose name starts with its prefix, and those
+// of no section's prefix in the last.
+func figuresIn(r *analysis.Run, suite results.Suite, secs []titled, i int) []placed {
+	var figs []placed
+	for _, f := range r.Figures {
+		if f.Suite != suite.Name {
+			continue
+		}
+		j := len(secs) - 1
+		for k, s := range secs {
+			if s.figures != "" && strings.HasPrefix(f.Name, s.figures) {
+				j = k
+				break
+			}
+		}
+		if j == i {
+			figs = append(figs, placed{f, secs[i].title})
+		}
+	}
+	return figs
 }
 
 // runsWith returns the runs that hold rows of any file of suite; of

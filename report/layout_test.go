@@ -15,6 +15,7 @@ import (
 	"github.com/kvtier/kvtier/plots"
 	"github.com/kvtier/kvtier/report"
 	"github.com/kvtier/kvtier/report/reporttest"
+	"github.com/kvtier/kvtier/results"
 )
 
 // benchTree writes a results tree laid out as make bench lays it out (one
@@ -298,5 +299,44 @@ func TestFigureIndex(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("only %d figures drawn in the tree", n)
+	}
+}
+
+// TestFiguresBesideTheirRun checks that, with two runs of one suite (make
+// bench's load sweep and store sweep), each run's figures are linked
+// under its own "from" heading, in every section, and not all after the
+// last run's part (the store sweep's cost-model part linked the load
+// sweep's figures).
+func TestFiguresBesideTheirRun(t *testing.T) {
+	t.Parallel()
+	run := func(dir string, names ...string) *analysis.Run {
+		r := results.NewRow(sweep.Suite.Name)
+		r.Backend, r.Transport, r.Tier, r.Layout, r.Model = "host", "memcpy", "host", "layerwise", "m"
+		r.PrefixTokens, r.Blocks, r.Bytes = 1024, 64, 64<<20
+		r.SetTime(0.01)
+		run := &analysis.Run{Dir: dir, Files: map[string][]results.Row{"sweep.csv": {r}}}
+		for _, n := range names {
+			run.Figures = append(run.Figures, analysis.Figure{Name: n, Suite: sweep.Suite.Name, Title: dir + " " + n,
+				Files: []string{n + ".png"}, Dir: dir + "/plots"})
+		}
+		return run
+	}
+	var b bytes.Buffer
+	report.Write(&b, []*analysis.Run{run("load", "sweep_tiers", "costmodel_host"), run("store", "sweep_tiers")})
+	md, _, _ := strings.Cut(b.String(), "\n## Figures\n")
+	from, links := "", 0
+	for _, line := range strings.Split(md, "\n") {
+		if s, ok := strings.CutPrefix(line, "### from `"); ok {
+			from = strings.TrimSuffix(s, "`")
+		}
+		for _, m := range regexp.MustCompile(`\]\(([^)]+\.png)\)`).FindAllStringSubmatch(line, -1) {
+			links++
+			if !strings.HasPrefix(m[1], from+"/") {
+				t.Errorf("figure %s linked under the part from %q", m[1], from)
+			}
+		}
+	}
+	if links != 3 {
+		t.Errorf("%d figures linked in the sections, want 3:\n%s", links, md)
 	}
 }

@@ -17,8 +17,9 @@ import (
 func drawSweep(dir string, run *analysis.Run, res *plots.Result) error {
 	keys, groups := analysis.GroupBy(run.Rows(Suite.Name), analysis.SweepKeyOf, analysis.CompareSweepKeys)
 	ss := plots.SeriesOf(keys, groups, analysis.SweepKey.Label, plots.PrefixX, plots.OKSeconds)
+	title, per := curveTitle(run.Rows(Suite.Name))
 	f, err := plots.SeriesFigure(res, ss, "sweep.csv has no ok rows: tier curve not drawn",
-		"Device tiers: time to bring back an L-token KV prefix", "prefix length L (tokens)", "time per fetch")
+		title, "prefix length L (tokens)", per)
 	if err != nil {
 		return err
 	}
@@ -31,6 +32,20 @@ func drawSweep(dir string, run *analysis.Run, res *plots.Result) error {
 		}
 	}
 	return drawCostModel(dir, run, res)
+}
+
+// curveTitle is the tier curve's title and y label by what the rows
+// measured: loads (bringing a prefix back), stores (writing it out to
+// the tier) or both.
+func curveTitle(rows []results.Row) (title, per string) {
+	loads := len(results.Loads(rows))
+	switch {
+	case loads == len(rows):
+		return "Device tiers: time to bring back an L-token KV prefix", "time per fetch"
+	case loads == 0:
+		return "Device tiers: time to write an L-token KV prefix out to a tier", "time per store"
+	}
+	return "Device tiers: time to load or store an L-token KV prefix", "time per transfer"
 }
 
 func drawCostModel(dir string, run *analysis.Run, res *plots.Result) error {
@@ -63,7 +78,8 @@ func drawCostModel(dir string, run *analysis.Run, res *plots.Result) error {
 		if fs[0].Regressor == "flops" {
 			xl, model, xfmt = "prefill work (FLOPs)", "t = α + flops/rate", plots.SILabel("FLOP")
 		}
-		fig := plots.NewFigure(fmt.Sprintf("Tier cost model: %s (%s)", tier, model), xl, "time per fetch")
+		_, per := curveTitle(rows)
+		fig := plots.NewFigure(fmt.Sprintf("Tier cost model: %s (%s)", tier, model), xl, per)
 		fig.Kinds = analysis.KindsOf(rows)
 		for i, f := range fs {
 			if err := addFit(fig, f, i); err != nil {

@@ -163,3 +163,28 @@ func TestStoreHeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestCurveTitle checks that the tier curve of a store sweep is titled as
+// a store, not as the load sweep's "bring back", and a mixed one as both.
+func TestCurveTitle(t *testing.T) {
+	t.Parallel()
+	row := func(dir string) results.Row {
+		r := results.NewRow("sweep")
+		r.Set(results.DirectionColumn, dir)
+		return r
+	}
+	load, store := row("load"), row("store")
+	for _, tc := range []struct {
+		rows       []results.Row
+		title, per string
+	}{
+		{[]results.Row{load, load}, "bring back", "time per fetch"},
+		{[]results.Row{store}, "write an L-token KV prefix out", "time per store"},
+		{[]results.Row{load, store}, "load or store", "time per transfer"},
+	} {
+		title, per := curveTitle(tc.rows)
+		if !strings.Contains(title, tc.title) || per != tc.per {
+			t.Errorf("%d rows: title %q, y %q; want %q and %q", len(tc.rows), title, per, tc.title, tc.per)
+		}
+	}
+}

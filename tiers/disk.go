@@ -389,13 +389,23 @@ func (t *diskTier) fileBytes(maxBlocks int) int64 {
 	return int64(kv.PoolSlots(maxBlocks)) * t.env.Geometry.BlockBytes()
 }
 
-// FitReason says why the file for maxBlocks blocks cannot be written:
-// larger than --disk-max, or than the free space allows.
-func (t *diskTier) FitReason(maxBlocks int) string {
+// LimitReason says why the file for maxBlocks blocks is not written:
+// larger than --disk-max.
+func (t *diskTier) LimitReason(maxBlocks int) string {
 	size := t.fileBytes(maxBlocks)
 	if max, _ := t.opts.maxBytes(); max > 0 && size > max {
 		return fmt.Sprintf("the disk tier's file for %d blocks takes %s, more than --disk-max %s", maxBlocks, units.FormatBytes(size), units.FormatBytes(max))
 	}
+	return ""
+}
+
+// FitReason says why the file for maxBlocks blocks cannot be written:
+// larger than --disk-max, or than the free space allows.
+func (t *diskTier) FitReason(maxBlocks int) string {
+	if r := t.LimitReason(maxBlocks); r != "" {
+		return r
+	}
+	size := t.fileBytes(maxBlocks)
 	need := size - t.written()
 	if need <= 0 || t.dir == "" {
 		return ""

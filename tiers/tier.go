@@ -271,6 +271,14 @@ type Fitter interface {
 	FitReason(maxBlocks int) string
 }
 
+// A Limiter is a tier with a fixed limit set by its options (the disk
+// tier's --disk-max): LimitReason returns "" when a Setup for maxBlocks
+// blocks is within it, else the reason its rows are skipped. It reads
+// nothing of the machine, so it is known before anything runs.
+type Limiter interface {
+	LimitReason(maxBlocks int) string
+}
+
 // A Preparer is a tier with a state to restore before every sample,
 // untimed: Prepare(p) runs before each Fetch of p that is timed (the disk
 // tier checks its file is whole and drops its pages from the page cache,

@@ -29,33 +29,42 @@ func (s *sweeper) cannotRun(c Config) string {
 // preflight says, before anything runs, how many configurations (a
 // tier, layout, copy mode and prefix) the sweep has, how many run and on
 // what (a GPU, or the CPU standing in for one), and how many are skipped
-// and why: one line per reason, not one per configuration. It returns
-// the estimated seconds of each that runs, in the order they run: the
-// progress's [i/N] counts them (a prefix skipped later, over the budget
-// or beyond free memory, is one of them) and its ETA weighs them.
+// and why: one line per reason, not one per configuration (a prefix over
+// a fixed limit of the tier's options, --disk-max, is skipped here by
+// the same test the run makes). It returns the estimated seconds of each
+// that runs, in the order they run: the progress's [i/N] counts them (a
+// prefix skipped later, over the budget by the estimate calibrated as it
+// runs or beyond free memory or disk, is one of them) and its ETA weighs
+// them.
 func (s *sweeper) preflight() []float64 {
 	total := 0
 	count := map[string]int{}
 	var reasons []string
 	var weights []float64
 	once := map[string]bool{}
+	skip := func(reason string, n int) {
+		if count[reason] == 0 {
+			reasons = append(reasons, reason)
+		}
+		count[reason] += n
+	}
 	for _, dir := range s.opts.directions() {
 		for _, k := range s.configs(dir) {
 			c := s.newConfig(s.b, k.spec, k.layout, k.mode, dir, k.v)
-			reason := s.cannotRun(c)
-			if reason == "" {
-				weights = append(weights, s.weights(c, once)...)
+			total += len(s.opts.Prefixes)
+			if reason := s.cannotRun(c); reason != "" {
+				skip(reason, len(s.opts.Prefixes))
+			} else {
+				w := s.weights(c, once)
+				for i, tok := range s.opts.Prefixes {
+					if reason := limitReason(c, tok); reason != "" {
+						skip(reason, 1)
+					} else {
+						weights = append(weights, w[i])
+					}
+				}
 			}
 			c.Tier.Close()
-			n := len(s.opts.Prefixes)
-			total += n
-			if reason == "" {
-				continue
-			}
-			if count[reason] == 0 {
-				reasons = append(reasons, reason)
-			}
-			count[reason] += n
 		}
 	}
 	on := "on " + s.b.Device()

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -29,17 +30,10 @@ func TestPreflightSaysOncePerReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(log), "\n")
-	want := []string{
+	wantFirstLines(t, log,
 		"kvtier sweep: 8 configurations (tier × layout × copy × prefix): 2 run on the host stand-in",
 		"kvtier sweep:   4 skipped: no device memory on the host backend",
-		"kvtier sweep:   2 skipped: copy mode batch needs cuMemcpyBatchAsync",
-	}
-	for i, w := range want {
-		if i >= len(lines) || !strings.HasPrefix(lines[i], w) {
-			t.Fatalf("log line %d, want %q:\n%s", i+1, w, log)
-		}
-	}
+		"kvtier sweep:   2 skipped: copy mode batch needs cuMemcpyBatchAsync")
 	if n := strings.Count(log, "no device memory"); n != 1 {
 		t.Errorf("the hbm reason is said %d times:\n%s", n, log)
 	}
@@ -80,6 +74,46 @@ func TestStandInGrid(t *testing.T) {
 		}
 		if c.narrow && !strings.Contains(note, "--prefix 1k,4k --layout layerwise") {
 			t.Errorf("note %q does not give the grid as flags", note)
+		}
+	}
+}
+
+// A prefix whose disk file is over --disk-max is counted as skipped in
+// the first line, under that reason, with no line of its own later: the
+// run skips it by the same test before anything is set up.
+func TestPreflightCountsDiskMax(t *testing.T) {
+	t.Parallel()
+	o := diskOptions(t, "pread", false)
+	o.Layouts, o.Copy, o.Prefixes = []kv.Layout{kv.Layerwise}, []tiers.CopyMode{tiers.PerCopy}, []int{64, 256}
+	o.TierOptions["disk"].(*tiers.DiskOptions).Max = fmt.Sprint(int64(kv.PoolSlots(o.Geometry.Blocks(64))) * o.Geometry.BlockBytes())
+	_, rows, log, err := runSweep(t, context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFirstLines(t, log,
+		"kvtier sweep: 2 configurations (tier × layout × copy × prefix): 1 run on the host stand-in",
+		"kvtier sweep:   1 skipped: the disk tier's file for 16 blocks takes")
+	if n := strings.Count(log, "--disk-max"); n != 1 {
+		t.Errorf("the --disk-max reason is said %d times:\n%s", n, log)
+	}
+	skipped := 0
+	for _, r := range rows {
+		if r.Status == results.StatusSkipped && strings.Contains(r.Reason, "--disk-max") && r.PrefixTokens == 256 {
+			skipped++
+		}
+	}
+	if skipped != 1 {
+		t.Errorf("%d rows skipped over --disk-max, want the 256-token prefix's", skipped)
+	}
+}
+
+// wantFirstLines fails t unless log's first lines begin as want's.
+func wantFirstLines(t *testing.T, log string, want ...string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for i, w := range want {
+		if i >= len(lines) || !strings.HasPrefix(lines[i], w) {
+			t.Fatalf("log line %d, want %q:\n%s", i+1, w, log)
 		}
 	}
 }

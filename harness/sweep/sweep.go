@@ -218,6 +218,12 @@ func (s *sweeper) fitting(c Config) ([]int, error) {
 	var fit []int
 	for _, tok := range s.opts.Prefixes {
 		blocks := c.Geom.Blocks(tok)
+		if reason := limitReason(c, tok); reason != "" { // preflight counted it
+			if err := s.sampler.SkipSaid(s.skipCase(c, Prefix(c.Geom, tok)), reason); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		reason := ""
 		if sz, ok := c.Tier.(tiers.Sizer); ok && checkMem {
 			r, err := harness.HostFitReason(s.opts.Root, sz.SetupBytes(blocks)*int64(max(len(s.all), 1)))
@@ -239,6 +245,16 @@ func (s *sweeper) fitting(c Config) ([]int, error) {
 		fit = append(fit, tok)
 	}
 	return fit, nil
+}
+
+// limitReason is why prefix tok of c is over a fixed limit of the tier's
+// options (tiers.Limiter, --disk-max), known before anything runs; ""
+// when it is within them.
+func limitReason(c Config, tok int) string {
+	if l, ok := c.Tier.(tiers.Limiter); ok {
+		return l.LimitReason(c.Geom.Blocks(tok))
+	}
+	return ""
 }
 
 // An estimator extrapolates a prefix's time per rep from the last

@@ -10,7 +10,7 @@
 # stops it.
 
 # ALL_CASES is what "all" runs, in order. Not in it: timing (diagnostic).
-ALL_CASES="infra info transfer bad_rkey out_of_pool client_killed sweep store serve_stop peer_killed bad_gid mesh"
+ALL_CASES="infra info transfer bad_rkey out_of_pool client_killed sweep store transfer_store serve_stop peer_killed bad_gid mesh"
 
 PORT=7470
 POOL=32MiB
@@ -233,8 +233,7 @@ case_sweep() {
 # sweep --direction store as RDMA WRITEs into its pool; every row ok,
 # verified by reading the pool back, direction store. The store writes
 # the peer's pattern back when it ends, so later cases read the pool they
-# expect. (transfer --direction store shares the code; the fake
-# libibverbs covers it.)
+# expect. (transfer --direction store: its own case below.)
 case_store() {
 	d=$1
 	shared_server "$d" || return
@@ -243,6 +242,22 @@ case_store() {
 		--peer 127.0.0.1:$SHARED_PORT --prefix 64 --layout layerwise --copy percopy --conns 2 --reps 2 --warmup 0
 	if [ $rc != 0 ]; then verdict "$d" FAIL "sweep --direction store exit $rc: $(tail -1 "$d/sweep.err")"; return; fi
 	if ! m=$($CHECK -v all="tier=remote,transport=verbs,direction=store,status=ok,verified=true" -v min=2 "$d/sweep.csv" 2>&1); then
+		verdict "$d" FAIL "$m"; return
+	fi
+	verdict "$d" PASS "$m"
+}
+
+# transfer --direction store over rxe0: MB2's stores are RDMA WRITEs into
+# the shared serve's pool, verified by reading it back, and committed, so
+# the pool holds its pattern again for the cases after.
+case_transfer_store() {
+	d=$1
+	shared_server "$d" || return
+	ts "transfer --direction store"
+	client "$d" transfer timeout 90 kvtier transfer --direction store --transport verbs --peer 127.0.0.1:$SHARED_PORT \
+		--sizes 1MiB,4MiB --layout layerwise --conns 2 --reps 2 --warmup 1
+	if [ $rc != 0 ]; then verdict "$d" FAIL "transfer --direction store exit $rc: $(tail -1 "$d/transfer.err") $(grep -o 'error,[^,]*' "$d/transfer.csv" | head -1)"; return; fi
+	if ! m=$($CHECK -v all="status=ok,verified=true,transport=verbs,device=rxe0,direction=store" -v min=4 "$d/transfer.csv" 2>&1); then
 		verdict "$d" FAIL "$m"; return
 	fi
 	verdict "$d" PASS "$m"

@@ -263,17 +263,27 @@ func checkReplay(t *testing.T, o *ollama, out string) {
 	}
 	checkFamily(t, rows, "replay")
 	var first, later []float64
+	verified := 0
 	for _, row := range rows {
 		if row["turn"] == "1" {
 			first = append(first, num(row, "ttft_s"))
-		} else {
-			later = append(later, num(row, "ttft_s"))
-			// A later turn repeats all of the one before: its log line
-			// counts most of its prompt cached.
-			if row["cached_source"] != "server_log" || num(row, "cached_tokens") < num(row, "prompt_tokens")/2 {
-				t.Errorf("session %s turn %s: cached %s of %s from %q (%s)", row["session"], row["turn"], row["cached_tokens"], row["prompt_tokens"], row["cached_source"], row["reason"])
-			}
+			continue
 		}
+		later = append(later, num(row, "ttft_s"))
+		// A later turn repeats all of the one before: its log line
+		// counts most of its prompt cached. The two sessions' turns
+		// have one length: sent together, their log lines cannot be
+		// told apart, and kvtier says so rather than guess.
+		switch {
+		case row["cached_source"] == "server_log" && num(row, "cached_tokens") >= num(row, "prompt_tokens")/2:
+			verified++
+		case row["cached_source"] == "" && strings.Contains(row["reason"], "concurrent requests of one length"):
+		default:
+			t.Errorf("session %s turn %s: cached %s of %s from %q (%s)", row["session"], row["turn"], row["cached_tokens"], row["prompt_tokens"], row["cached_source"], row["reason"])
+		}
+	}
+	if verified == 0 {
+		t.Errorf("no later turn verified by the server log")
 	}
 	t.Logf("median TTFT: first turns %.4f s, later turns %.4f s", median(first), median(later))
 	if median(later)*3 > median(first) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvtier/kvtier/harness"
+	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/tiers"
 )
 
@@ -34,14 +35,52 @@ var standInRuns = []struct {
 // the test checks too so that it would catch a return to counting.
 func TestSweepETAWeighsConfigurations(t *testing.T) {
 	t.Parallel()
+	o := DefaultOptions()
+	o.Prefixes, o.Layouts = StandInPrefixes, StandInLayouts
+	o.Tiers = []string{"hbm", "host", "remote", "disk", "recompute"} // not the tests' own
+	checkETA(t, o, standInRuns)
+}
+
+// benchRun is how long each configuration of make bench's sweep took
+// on the project's 2-core machine (--prefix 1k,8k,16k,32k,64k --layout
+// layerwise --copy percopy,batch --reps 3 --warmup 1 --disk-max 1GiB):
+// the host tier's 64k-token pools took 30 s to set up before its first
+// 1k row, where its estimate said 3 (its ETA after that row was 8m1s with
+// 1m56s left), and the disk tier's pools were sized for 64k tokens though
+// --disk-max stops it at 8k.
+var benchRun = []struct {
+	name string
+	secs []float64
+}{{"make bench", []float64{32, 1, 2, 4, 7, 24, 2, 4, 8, 23, 4, 6, 5, 25, 0.1, 0.1, 0.1, 0.1, 0.1}}}
+
+// TestSweepETABenchGrid: the same on make bench's grid, whose long
+// prefixes make the pools' set-up most of a tier's first row.
+func TestSweepETABenchGrid(t *testing.T) {
+	t.Parallel()
+	o := DefaultOptions()
+	o.Prefixes = []int{1 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10}
+	o.Layouts = []kv.Layout{kv.Layerwise}
+	o.Copy = []tiers.CopyMode{tiers.PerCopy, tiers.Batch}
+	o.Policy.Reps, o.Policy.Warmup = 3, 1
+	o.Tiers = []string{"hbm", "host", "remote", "disk", "recompute"}
+	d := tiers.NewDiskOptions()
+	d.Max = "1GiB"
+	o.TierOptions["disk"] = d
+	checkETA(t, o, benchRun)
+}
+
+// checkETA plans a sweep of o on the host backend and checks that its
+// weighed ETA is within a factor of 2 of the time each recorded run had
+// left, and that counting configurations is further off.
+func checkETA(t *testing.T, o Options, runs []struct {
+	name string
+	secs []float64
+}) {
 	b, err := tiers.OpenHost(tiers.BackendConfig{NUMA: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	o := DefaultOptions()
-	o.Prefixes, o.Layouts = StandInPrefixes, StandInLayouts
-	o.Tiers = []string{"hbm", "host", "remote", "disk", "recompute"} // not the tests' own
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +89,7 @@ func TestSweepETAWeighsConfigurations(t *testing.T) {
 	defer s.shared.Close()
 	weights := s.preflight()
 	t.Logf("weights %.3g", weights)
-	for _, run := range standInRuns {
+	for _, run := range runs {
 		if len(weights) != len(run.secs) {
 			t.Fatalf("%d configurations run, the recorded run had %d:\n%s", len(weights), len(run.secs), log.String())
 		}

@@ -102,7 +102,15 @@ func (s *sweeper) weights(c Config, once map[string]bool) []float64 {
 		return make([]float64, len(s.opts.Prefixes)) // unweighed: the ETA counts configurations
 	}
 	budget := s.opts.Policy.Budget.Seconds()
-	maxBlocks := c.Geom.Blocks(slices.Max(s.opts.Prefixes))
+	// The pools are sized for the longest prefix the tier will run: one
+	// its limit (--disk-max) skips sets up nothing.
+	longest := s.opts.Prefixes[0]
+	for _, tok := range s.opts.Prefixes {
+		if limitReason(c, tok) == "" {
+			longest = max(longest, tok)
+		}
+	}
+	maxBlocks := c.Geom.Blocks(longest)
 	var out []float64
 	for i, tok := range s.opts.Prefixes {
 		p := Prefix(c.Geom, tok)

@@ -169,19 +169,19 @@ func parseRanges(s string) (group, error) {
 		}
 		a, err := parseIndex(lo)
 		if err != nil {
-			return group{}, fmt.Errorf("range %q: %w", r, err)
+			return group{}, fmt.Errorf("range %s: %w", quoteShort(r), err)
 		}
 		b := a
 		if isRange {
 			if b, err = parseIndex(hi); err != nil {
-				return group{}, fmt.Errorf("range %q: %w", r, err)
+				return group{}, fmt.Errorf("range %s: %w", quoteShort(r), err)
 			}
 		}
 		if b < a {
-			return group{}, fmt.Errorf("range %q runs backwards", r)
+			return group{}, fmt.Errorf("range %s runs backwards", quoteShort(r))
 		}
 		if b-a >= MaxHosts || g.count+int(b-a)+1 > MaxHosts {
-			return group{}, fmt.Errorf("range %q: more than %d hosts", r, MaxHosts)
+			return group{}, fmt.Errorf("range %s: more than %d hosts", quoteShort(r), MaxHosts)
 		}
 		g.spans = append(g.spans, span{a, b, len(lo)})
 		g.count += int(b-a) + 1
@@ -207,7 +207,7 @@ func parseIndex(s string) (int64, error) {
 	}
 	for _, c := range s {
 		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("%q is not a number", s)
+			return 0, fmt.Errorf("%s is not a number", quoteShort(s))
 		}
 	}
 	return strconv.ParseInt(s, 10, 64)

@@ -141,7 +141,7 @@ func fromEnv(get func(string) string, l *Launch, rank, size, local, localSize st
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(get(name)))
 		if err != nil || n < 0 {
-			errs = append(errs, option.Errorf("launcher", "%s=%q is not a number", name, get(name)))
+			errs = append(errs, option.Errorf("launcher", "%s=%s is not a number", name, quoteShort(get(name))))
 			return
 		}
 		*dst = n
@@ -265,7 +265,7 @@ func (l *Launch) coordinator(env Env, ov Overrides) error {
 	}
 	host, port, err := net.SplitHostPort(l.Coordinator)
 	if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-		return option.Errorf("coordinator", "%q (from %s): want HOST:PORT", l.Coordinator, l.CoordinatorFrom)
+		return option.Errorf("coordinator", "%s (from %s): want HOST:PORT", quoteShort(l.Coordinator), l.CoordinatorFrom)
 	}
 	return nil
 }

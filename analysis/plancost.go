@@ -46,13 +46,6 @@ func capacityTiers() []planTier {
 	return ts[: len(ts)-1 : len(ts)-1]
 }
 
-// recomputed returns the plan name of the tier that serves what no tier
-// holds.
-func recomputed() string {
-	ts := planTiers()
-	return ts[len(ts)-1].plan
-}
-
 // A PlanTierCost is the measured cost of serving tokens from one plan
 // tier, or why there is none.
 type PlanTierCost struct {
@@ -344,8 +337,47 @@ func (c *PlanCosts) Source() string {
 	return strings.Join(srcs, " + ")
 }
 
+// Served is the tokens each plan tier serves one request, indexed as
+// tierspec.PlanNames (the compute tier last: the tokens after the hit).
+// A planner asks the cost model millions of times; a slice indexed by
+// tier costs nothing beside a map keyed by its name.
+type Served []int64
+
+// ServedOf returns the Served of tokens by plan tier name; a name that
+// is no plan tier is ignored.
+func ServedOf(byName map[string]int64) Served {
+	ts := planTiers()
+	s := make(Served, len(ts))
+	for i, t := range ts {
+		s[i] = byName[t.plan]
+	}
+	return s
+}
+
+// at returns the tokens tier i of planTiers serves; a short Served
+// serves none past its end.
+func (s Served) at(i int) int64 {
+	if i < len(s) {
+		return s[i]
+	}
+	return 0
+}
+
+// hit is the tokens the capacity tiers serve: the input less those
+// recomputed.
+func (s Served) hit(input int64) int64 { return input - s.at(len(planTiers())-1) }
+
+// tierAt returns the measured cost of tier i of planTiers, nil when
+// missing: Tiers holds one per plan tier, in that order.
+func (c *PlanCosts) tierAt(i int) *PlanTierCost {
+	if i < len(c.Tiers) && c.Tiers[i].Measured {
+		return &c.Tiers[i]
+	}
+	return nil
+}
+
 // Predict returns the predicted KV-load time and TTFT of a request of
-// input tokens served[tier] tokens from each plan tier (recompute: the
+// input tokens served served tokens by each plan tier (recompute: the
 // tokens after the hit). From a sweep, load is the sum of one fetch per
 // tier that served tokens and has a cost (never below 0), and TTFT adds
 // the prefill of the recomputed positions; TTFT is NaN when a tier that served tokens
@@ -353,13 +385,14 @@ func (c *PlanCosts) Source() string {
 // and TTFT mixes the tiers' TTFT at the hit length by their share of the
 // hit, plus the miss TTFT's growth from the hit length to the input.
 // Past ExtrapolationLimit both are NaN (PastLimit).
-func (c *PlanCosts) Predict(served map[string]int64, input int64) (load, ttft float64) {
+func (c *PlanCosts) Predict(served Served, input int64) (load, ttft float64) {
 	if c.PastLimit(served, input) {
 		return math.NaN(), math.NaN()
 	}
+	ts := planTiers()
 	missing := false
-	for _, t := range planTiers() {
-		if served[t.plan] > 0 && !c.Has(t.plan) {
+	for i := range ts {
+		if served.at(i) > 0 && c.tierAt(i) == nil {
 			missing = true
 		}
 	}
@@ -369,11 +402,11 @@ func (c *PlanCosts) Predict(served map[string]int64, input int64) (load, ttft fl
 		}
 		return math.NaN(), c.probeTTFT(served, input)
 	}
-	for _, t := range capacityTiers() {
-		if n := served[t.plan]; n > 0 && c.Has(t.plan) {
+	for i := range capacityTiers() {
+		if n, tc := served.at(i), c.tierAt(i); n > 0 && tc != nil {
 			// A fit's negative intercept would make a short fetch cost
 			// less than nothing.
-			f := c.tier(t.plan).Fit
+			f := tc.Fit
 			load += max(0, f.Alpha+float64(n)*f.BlockBytes/float64(f.BlockTokens)/f.Rate)
 		}
 	}
@@ -381,24 +414,24 @@ func (c *PlanCosts) Predict(served map[string]int64, input int64) (load, ttft fl
 		return load, math.NaN()
 	}
 	ttft = load
-	if n := served[recomputed()]; n > 0 {
-		f := c.tier(recomputed()).Fit
+	if n := served.at(len(ts) - 1); n > 0 {
+		f := c.tierAt(len(ts) - 1).Fit
 		ttft += max(0, f.Alpha+(f.Flops(input)-f.Flops(input-n))/f.Rate)
 	}
 	return load, ttft
 }
 
-func (c *PlanCosts) probeTTFT(served map[string]int64, input int64) float64 {
-	miss := c.tier(recomputed()).Growth
-	hit := input - served[recomputed()]
+func (c *PlanCosts) probeTTFT(served Served, input int64) float64 {
+	miss := c.tierAt(len(planTiers()) - 1).Growth
+	hit := served.hit(input)
 	ttft := miss.At(float64(input))
 	if hit == 0 {
 		return ttft
 	}
 	ttft -= miss.At(float64(hit))
-	for _, t := range capacityTiers() {
-		if n := served[t.plan]; n > 0 {
-			ttft += float64(n) / float64(hit) * c.tier(t.plan).Growth.At(float64(hit))
+	for i := range capacityTiers() {
+		if n := served.at(i); n > 0 {
+			ttft += float64(n) / float64(hit) * c.tierAt(i).Growth.At(float64(hit))
 		}
 	}
 	return ttft
@@ -414,26 +447,25 @@ const WhatToRun = "run kvtier probe --prefix at lengths covering the trace's (e.
 const ExtrapolationLimit = 2.0
 
 // reach returns how far the prediction for a request of input tokens
-// served served[tier] tokens per tier reads its costs, as a multiple of
+// served served tokens by each tier reads its costs, as a multiple of
 // the longest prefix each was measured at: above 1 is extrapolated. A
 // sweep's fetch moves the tier's tokens; the recompute of the tail
 // attends to the whole input; a probe's hit TTFT is read at the hit
 // length.
-func (c *PlanCosts) reach(served map[string]int64, input int64) float64 {
-	hit := input - served[recomputed()]
+func (c *PlanCosts) reach(served Served, input int64) float64 {
+	ts := planTiers()
 	r := 0.0
-	for _, t := range planTiers() {
-		n := served[t.plan]
-		tc := c.tier(t.plan)
+	for i := range ts {
+		n, tc := served.at(i), c.tierAt(i)
 		if n <= 0 || tc == nil {
 			continue
 		}
 		L := float64(n)
 		switch {
-		case t.plan == recomputed():
+		case i == len(ts)-1:
 			L = float64(input)
 		case c.probe:
-			L = float64(hit)
+			L = float64(served.hit(input))
 		}
 		r = max(r, L/tc.MaxL())
 	}
@@ -441,17 +473,17 @@ func (c *PlanCosts) reach(served map[string]int64, input int64) float64 {
 }
 
 // Extrapolated reports whether the prediction for a request of input
-// tokens served served[tier] tokens per tier reads a cost past the
+// tokens served served tokens by each tier reads a cost past the
 // longest prefix it was measured at: a fetch of more tokens than the
 // tier's sweep moved, a recompute or a probe TTFT at a longer L.
-func (c *PlanCosts) Extrapolated(served map[string]int64, input int64) bool {
+func (c *PlanCosts) Extrapolated(served Served, input int64) bool {
 	return c.reach(served, input) > 1
 }
 
 // PastLimit reports whether that prediction would read a cost past
 // ExtrapolationLimit times the longest prefix it was measured at:
 // Predict gives no figure for it.
-func (c *PlanCosts) PastLimit(served map[string]int64, input int64) bool {
+func (c *PlanCosts) PastLimit(served Served, input int64) bool {
 	return c.reach(served, input) > ExtrapolationLimit
 }
 

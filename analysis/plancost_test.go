@@ -70,7 +70,7 @@ func TestPlanCostsFromSweep(t *testing.T) {
 	}
 	// 1024 tokens from hbm, 2048 from dram, 1024 recomputed after them:
 	// the synthetic models within their 3 % noise.
-	load, ttft := c.Predict(map[string]int64{"hbm": 1024, "dram": 2048, "recompute": 1024}, 4096)
+	load, ttft := c.Predict(analysis.ServedOf(map[string]int64{"hbm": 1024, "dram": 2048, "recompute": 1024}), 4096)
 	bpt := float64(reporttest.BlockBytes / reporttest.BlockTokens)
 	wantLoad := 12e-6 + 1024*bpt/1.6e12 + 25e-6 + 2048*bpt/50e9
 	wantTTFT := wantLoad + reporttest.RecomputeAlpha + (reporttest.Flops(4096)-reporttest.Flops(3072))/reporttest.RecomputeRate
@@ -78,7 +78,7 @@ func TestPlanCostsFromSweep(t *testing.T) {
 		t.Errorf("load %g ttft %g, want about %g and %g", load, ttft, wantLoad, wantTTFT)
 	}
 	// A tier without a cost that serves tokens: TTFT is not predicted.
-	if _, ttft := c.Predict(map[string]int64{"disk": 16, "recompute": 16}, 32); !math.IsNaN(ttft) {
+	if _, ttft := c.Predict(analysis.ServedOf(map[string]int64{"disk": 16, "recompute": 16}), 32); !math.IsNaN(ttft) {
 		t.Errorf("disk served with no cost: TTFT %g", ttft)
 	}
 }
@@ -105,7 +105,7 @@ func TestPlanCostsStandInAndMissing(t *testing.T) {
 			t.Errorf("hbm reason %q", tier.Reason)
 		}
 	}
-	load, ttft := c.Predict(map[string]int64{"hbm": 100, "dram": 100, "recompute": 0}, 200)
+	load, ttft := c.Predict(analysis.ServedOf(map[string]int64{"hbm": 100, "dram": 100, "recompute": 0}), 200)
 	if !(load > 0) || !math.IsNaN(ttft) {
 		t.Errorf("load %g (dram only), ttft %g (hbm missing)", load, ttft)
 	}
@@ -125,12 +125,12 @@ func TestPlanCostsFromProbe(t *testing.T) {
 	// miss fit; load is not separable.
 	gpu := tierCost(c, "hbm").Points
 	L := int64(gpu[1][0])
-	load, ttft := c.Predict(map[string]int64{"hbm": L}, L)
+	load, ttft := c.Predict(analysis.ServedOf(map[string]int64{"hbm": L}), L)
 	if !math.IsNaN(load) || math.Abs(ttft/gpu[1][1]-1) > 0.1 {
 		t.Errorf("full GPU hit at %d: load %g ttft %g, want about %g", L, load, ttft, gpu[1][1])
 	}
 	miss := tierCost(c, "recompute").Growth
-	if _, ttft := c.Predict(map[string]int64{"recompute": L}, L); math.Abs(ttft-miss.At(float64(L))) > 1e-12 {
+	if _, ttft := c.Predict(analysis.ServedOf(map[string]int64{"recompute": L}), L); math.Abs(ttft-miss.At(float64(L))) > 1e-12 {
 		t.Errorf("miss at %d: %g", L, ttft)
 	}
 }
@@ -164,17 +164,17 @@ func TestPlanExtrapolatesAMissLikePrefill(t *testing.T) {
 		t.Fatal(err)
 	}
 	const L = 126976
-	_, ttft := c.Predict(map[string]int64{"recompute": L}, L)
+	_, ttft := c.Predict(analysis.ServedOf(map[string]int64{"recompute": L}), L)
 	if want := truth(L); math.Abs(ttft/want-1) > 0.03 {
 		t.Errorf("miss at %d tokens: %.2f s, quadratic truth %.2f s", L, ttft, want)
 	}
-	if !c.Extrapolated(map[string]int64{"recompute": L}, L) {
+	if !c.Extrapolated(analysis.ServedOf(map[string]int64{"recompute": L}), L) {
 		t.Errorf("a miss at %d past the 64k measured: not marked extrapolated", L)
 	}
-	if c.Extrapolated(map[string]int64{"hbm": 30000, "recompute": 30000}, 60000) {
+	if c.Extrapolated(analysis.ServedOf(map[string]int64{"hbm": 30000, "recompute": 30000}), 60000) {
 		t.Error("a request inside the measured range marked extrapolated")
 	}
-	if c.Extrapolated(map[string]int64{"hbm": 30000, "recompute": 100000}, 130000) != true {
+	if c.Extrapolated(analysis.ServedOf(map[string]int64{"hbm": 30000, "recompute": 100000}), 130000) != true {
 		t.Error("a miss tail past the measured range not marked extrapolated")
 	}
 }
@@ -246,7 +246,7 @@ func TestPlanRefusesOneLength(t *testing.T) {
 			t.Errorf("recompute: measured %v, reason %q", tc.Measured, tc.Reason)
 		}
 	}
-	if _, ttft := c.Predict(map[string]int64{"hbm": 512, "recompute": 30000}, 30512); !math.IsNaN(ttft) {
+	if _, ttft := c.Predict(analysis.ServedOf(map[string]int64{"hbm": 512, "recompute": 30000}), 30512); !math.IsNaN(ttft) {
 		t.Errorf("TTFT %g predicted from one length", ttft)
 	}
 }
@@ -264,7 +264,7 @@ func TestPlanStopsAtTheLimit(t *testing.T) {
 		L    int64
 		past bool
 	}{{30000, false}, {32768, false}, {40000, true}} {
-		served := map[string]int64{"recompute": tc.L}
+		served := analysis.ServedOf(map[string]int64{"recompute": tc.L})
 		_, ttft := c.Predict(served, tc.L)
 		if c.PastLimit(served, tc.L) != tc.past || math.IsNaN(ttft) != tc.past {
 			t.Errorf("L %d: past limit %v, TTFT %g; want past %v", tc.L, c.PastLimit(served, tc.L), ttft, tc.past)

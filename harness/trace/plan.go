@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvtier/kvtier/analysis"
 	"github.com/kvtier/kvtier/option"
 	"github.com/kvtier/kvtier/results"
 	"github.com/kvtier/kvtier/tiers/tierspec"
@@ -45,16 +46,17 @@ type CostModel interface {
 	// Predict returns the predicted KV-load seconds (the fetches of the
 	// tiers it has a cost for) and TTFT seconds (NaN unless every tier
 	// that served tokens, recompute included, has a cost) of a request
-	// of input tokens served served[tier] tokens per tier; served holds
-	// PlanTiers, recompute being the tokens after the hit.
-	Predict(served map[string]int64, input int64) (load, ttft float64)
+	// of input tokens served served tokens by each plan tier, indexed
+	// as tierspec.PlanNames, recompute (last) being the tokens after
+	// the hit.
+	Predict(served analysis.Served, input int64) (load, ttft float64)
 	// Extrapolated reports whether that prediction reads a cost past the
 	// longest prefix it was measured at.
-	Extrapolated(served map[string]int64, input int64) bool
+	Extrapolated(served analysis.Served, input int64) bool
 	// PastLimit reports whether it would read a cost past the limit the
 	// model extrapolates to: the request is counted, not predicted. It
 	// implies Extrapolated (the limit lies past the measured range).
-	PastLimit(served map[string]int64, input int64) bool
+	PastLimit(served analysis.Served, input int64) bool
 	// Store returns the measured cost of storing into a tier, a fixed
 	// cost per store and its bandwidth in bytes/s; ok is false where the
 	// tier's store was not measured.
@@ -103,9 +105,8 @@ type Planner struct {
 	rules       [][]writeRule // per config: when each tier of caps is written
 	reach       []int64       // per config: the deepest distance any tier serves
 	evals       []planEval
-	served      map[string]int64 // one request's tokens per tier, for the cost model
-	byTier      []int64          // one request's tokens per tier, by index
-	sorted      []int64          // one request's distances, ascending
+	byTier      analysis.Served // one request's tokens per tier, for the cost model
+	sorted      []int64         // one request's distances, ascending
 	// memo holds this request's predictions, one per distinct split of
 	// its tokens over the tiers: configurations often split it alike.
 	memo        []prediction
@@ -125,12 +126,11 @@ type prediction struct {
 }
 
 type planEval struct {
-	tokens      []int64 // per tier, recompute included
-	input       int64
-	load, ttft  tally
-	usedMissing []bool // per tier: served tokens with no cost
-	extrap      int    // requests predicted past the measured range
-	past        int    // requests past the extrapolation limit: counted, not predicted
+	tokens     []int64 // per tier, recompute included
+	input      int64
+	load, ttft tally
+	extrap     int // requests predicted past the measured range
+	past       int // requests past the extrapolation limit: counted, not predicted
 	// Per tier of Planner.caps: blocks written into it and the requests
 	// that wrote any (one store each).
 	writes, stores []int64
@@ -141,8 +141,8 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Planner{o: o, served: map[string]int64{}, tiers: tierspec.PlanNames(), caps: tierspec.CapacityNames()}
-	p.byTier = make([]int64, len(p.tiers))
+	p := &Planner{o: o, tiers: tierspec.PlanNames(), caps: tierspec.CapacityNames()}
+	p.byTier = make(analysis.Served, len(p.tiers))
 	for _, t := range p.tiers {
 		p.has = append(p.has, o.Costs.Has(t))
 	}
@@ -160,7 +160,7 @@ func NewPlanner(o PlanOptions) (*Planner, error) {
 		p.ends = append(p.ends, ends)
 		p.rules = append(p.rules, p.writeRules(b, ends))
 		p.reach = append(p.reach, slices.Max(ends))
-		p.evals = append(p.evals, planEval{tokens: make([]int64, len(p.tiers)), usedMissing: make([]bool, len(p.tiers)),
+		p.evals = append(p.evals, planEval{tokens: make([]int64, len(p.tiers)),
 			writes: make([]int64, len(p.caps)), stores: make([]int64, len(p.caps))})
 	}
 	return p, nil
@@ -251,7 +251,6 @@ func (p *Planner) Observe(r *workload.Request, h *workload.Hits) {
 		e := &p.evals[ci]
 		for i, n := range p.byTier {
 			e.tokens[i] += n
-			e.usedMissing[i] = e.usedMissing[i] || (n > 0 && !p.has[i])
 		}
 		e.input += int64(h.Input)
 		p.predict(e, int64(h.Input))
@@ -292,19 +291,13 @@ func (p *Planner) prediction(input int64) prediction {
 			return m
 		}
 	}
-	clear(p.served)
-	for i, n := range p.byTier {
-		if n > 0 || i == len(p.tiers)-1 {
-			p.served[p.tiers[i]] = n
-		}
-	}
 	// A cost past the limit is past the measured range too: most
 	// requests are within it and ask once.
 	var m prediction
-	m.extrap = p.o.Costs.Extrapolated(p.served, input)
-	m.past = m.extrap && p.o.Costs.PastLimit(p.served, input)
+	m.extrap = p.o.Costs.Extrapolated(p.byTier, input)
+	m.past = m.extrap && p.o.Costs.PastLimit(p.byTier, input)
 	if !m.past {
-		m.load, m.ttft = p.o.Costs.Predict(p.served, input)
+		m.load, m.ttft = p.o.Costs.Predict(p.byTier, input)
 	}
 	// The slice a former request's prediction held is reused.
 	i := len(p.memo)
@@ -436,10 +429,12 @@ func (p *Planner) Results() []PlanResult {
 			if e.tokens[i] > 0 || t == p.recomputed() {
 				r.Tokens[t] = e.tokens[i]
 			}
-			if e.usedMissing[i] && t != p.recomputed() {
+			// A tier served tokens with no cost: the tokens only add up.
+			usedMissing := e.tokens[i] > 0 && !p.has[i]
+			if usedMissing && t != p.recomputed() {
 				r.LoadMissing = append(r.LoadMissing, t)
 			}
-			if e.usedMissing[i] {
+			if usedMissing {
 				r.TTFTMissing = append(r.TTFTMissing, t)
 			}
 		}

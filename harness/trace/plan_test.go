@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kvtier/kvtier/analysis"
+	"github.com/kvtier/kvtier/tiers/tierspec"
 	"github.com/kvtier/kvtier/workload"
 )
 
@@ -23,11 +25,15 @@ func (f fakeCosts) Source() string    { return "host stand-in" }
 func (f fakeCosts) Store(tier string) (float64, float64, bool) { return 1, 100, tier == "dram" }
 
 // Extrapolated: the fake's costs were measured up to 30 tokens.
-func (f fakeCosts) Extrapolated(_ map[string]int64, input int64) bool { return input > 30 }
+func (f fakeCosts) Extrapolated(_ analysis.Served, input int64) bool { return input > 30 }
 
 // PastLimit: the fake extrapolates up to 60 tokens.
-func (f fakeCosts) PastLimit(_ map[string]int64, input int64) bool { return input > 60 }
-func (f fakeCosts) Predict(served map[string]int64, input int64) (float64, float64) {
+func (f fakeCosts) PastLimit(_ analysis.Served, input int64) bool { return input > 60 }
+func (f fakeCosts) Predict(s analysis.Served, input int64) (float64, float64) {
+	served := map[string]int64{}
+	for i, name := range tierspec.PlanNames() {
+		served[name] = s[i]
+	}
 	rate := map[string]float64{"hbm": 0.5, "dram": 1, "disk": 2, "remote": 3}
 	var load float64
 	missing := false

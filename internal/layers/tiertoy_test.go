@@ -23,12 +23,12 @@ var toy = tierspec.Register(tierspec.Desc{
 // toyCosts prices every tier alike.
 type toyCosts struct{}
 
-func (toyCosts) Has(string) bool                                    { return true }
-func (toyCosts) Predict(map[string]int64, int64) (float64, float64) { return 0.001, 0.01 }
-func (toyCosts) Extrapolated(map[string]int64, int64) bool          { return false }
-func (toyCosts) PastLimit(map[string]int64, int64) bool             { return false }
-func (toyCosts) Store(string) (float64, float64, bool)              { return 0, 0, false }
-func (toyCosts) Source() string                                     { return "simulated" }
+func (toyCosts) Has(string) bool                                   { return true }
+func (toyCosts) Predict(analysis.Served, int64) (float64, float64) { return 0.001, 0.01 }
+func (toyCosts) Extrapolated(analysis.Served, int64) bool          { return false }
+func (toyCosts) PastLimit(analysis.Served, int64) bool             { return false }
+func (toyCosts) Store(string) (float64, float64, bool)             { return 0, 0, false }
+func (toyCosts) Source() string                                    { return "simulated" }
 
 // A tier registered in one file shows up in the capacity plan (served
 // tokens, columns) and in the report's plan and probe tables, with no

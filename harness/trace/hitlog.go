@@ -2,6 +2,7 @@ package trace
 
 import (
 	"math"
+	"sync"
 
 	"github.com/kvtier/kvtier/workload"
 )
@@ -120,4 +121,38 @@ func (l *hitLog) replayFirst(n int, observe func(*workload.Request, *workload.Hi
 		observe(&r, &h)
 		start = end
 	}
+}
+
+// planLog plans o's configurations over every request of log in up to
+// shards Planners that read the log at the same time (it is only read),
+// each over a contiguous share of the configurations (neighbours in the
+// grid often split a request alike, which a Planner predicts once): on
+// two cores the grid and the answer's configurations plan in about two
+// thirds of the time. The rounding notes are the whole grid's, said once
+// per flag.
+func planLog(o PlanOptions, log *hitLog, shards int) (plan []PlanResult, rounding []string, err error) {
+	whole, err := NewPlanner(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(o.Configs)
+	shards = max(1, min(shards, n))
+	parts := make([]*Planner, shards)
+	for i := range parts {
+		lo, hi := i*n/shards, (i+1)*n/shards
+		so := o
+		so.Configs, so.Roles = o.Configs[lo:hi], o.Roles[min(lo, len(o.Roles)):min(hi, len(o.Roles))]
+		if parts[i], err = NewPlanner(so); err != nil {
+			return nil, nil, err
+		}
+	}
+	var wg sync.WaitGroup
+	for _, p := range parts {
+		wg.Go(func() { log.replay(p.Observe) })
+	}
+	wg.Wait()
+	for _, p := range parts {
+		plan = append(plan, p.Results()...)
+	}
+	return plan, whole.Rounding(), nil
 }

@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -49,5 +51,53 @@ func TestHitLogReplays(t *testing.T) {
 	l.replayFirst(2, func(*workload.Request, *workload.Hits) { first++ })
 	if first != 2 {
 		t.Errorf("replayFirst(2) observed %d requests", first)
+	}
+}
+
+// TestPlanLogShards: planning the configurations in several Planners at
+// once gives what one Planner gives, in the configurations' order, with
+// their roles, and the rounding notes of the whole grid.
+func TestPlanLogShards(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 9))
+	var l hitLog
+	for i := range 3000 {
+		n := 1 + rng.IntN(12)
+		h := workload.Hits{Input: 16*n - rng.IntN(16)}
+		for k := range n {
+			d := int64(rng.IntN(400))
+			if rng.IntN(5) == 0 {
+				d = workload.Inf
+			}
+			h.Dist = append(h.Dist, d)
+			h.Tokens = append(h.Tokens, min(16, h.Input-16*k))
+		}
+		l.add(&workload.Request{Time: float64(i), Input: h.Input}, &h)
+	}
+	const B = 100
+	var cs []Config
+	for _, hbm := range []int64{0, 10*B + 7, 50 * B, 200 * B} {
+		for _, dram := range []int64{0, 100 * B, 300*B + 1} {
+			cs = append(cs, Config{"hbm": hbm, "dram": dram})
+		}
+	}
+	roles := []Role{{Kind: RoleKnee, Knee: 0.9, Tier: "hbm"}, {}, {Kind: RoleWithout, Tier: "dram"}}
+	o := PlanOptions{Configs: cs, Roles: roles, BlockBytes: B, Costs: fakeCosts{PlanTiers}}
+	want, wantNotes, err := planLog(o, &l, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != len(cs) || want[0].Role != roles[0] || want[2].Role != roles[2] || want[5].Role != (Role{}) {
+		t.Fatalf("one planner: %d results, roles %v %v %v", len(want), want[0].Role, want[2].Role, want[5].Role)
+	}
+	for _, shards := range []int{2, 5, len(cs), 3 * len(cs)} {
+		got, notes, err := planLog(o, &l, shards)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Printed, as NaN (no utilisation without a store cost) is unequal to itself.
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) || !slices.Equal(notes, wantNotes) {
+			t.Errorf("%d planners: results or notes differ from one planner's", shards)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -206,7 +207,7 @@ func runPlan(ctx context.Context, c *cli.Call) int {
 	if err := errors.Join(errs...); err != nil {
 		return c.UsageErr(err)
 	}
-	return plan(ctx, c, planRun{f: &f, p: &p, costs: costs, configs: configs, geom: g, ro: ro, ao: ao, trace: paths[0], server: p.server()})
+	return plan(ctx, c, planRun{f: &f, p: &p, costs: costs, configs: configs, geom: g, ro: ro, ao: ao, trace: paths[0], server: p.server(), cpus: runtime.GOMAXPROCS(0)})
 }
 
 // planRun is a validated kvtier plan.
@@ -220,6 +221,7 @@ type planRun struct {
 	ao      workload.AnalyzeOptions
 	trace   string
 	server  *planServer // --base-url; nil for none
+	cpus    int         // how many Planners plan at once
 }
 
 // planned is what a plan computed, for its files.
@@ -295,11 +297,10 @@ func (pr *planRun) evaluate(ctx context.Context, c *cli.Call, prog *harness.Prog
 	configs, allRoles := append(slices.Clone(pr.configs), cs...), append(make([]Role, len(pr.configs)), roles...)
 	bb := int64(blockTokens) * pr.geom.BytesPerToken()
 	prog.Begin("planning " + strconv.Itoa(len(configs)) + " configurations")
-	main, err := NewPlanner(PlanOptions{Configs: configs, Roles: allRoles, Inclusive: pr.p.inclusive, Costs: pr.costs, BlockBytes: bb})
+	plan, rounding, err := planLog(PlanOptions{Configs: configs, Roles: allRoles, Inclusive: pr.p.inclusive, Costs: pr.costs, BlockBytes: bb}, &log, pr.cpus)
 	if err != nil {
 		return nil, err
 	}
-	log.replay(main.Observe)
 	var check *Planner
 	if len(checkCs) > 0 {
 		// The simulator's CPU store is written through, as vLLM's
@@ -311,7 +312,10 @@ func (pr *planRun) evaluate(ctx context.Context, c *cli.Call, prog *harness.Prog
 		log.replayFirst(len(sample.reqs), check.Observe)
 	}
 	prog.End(strconv.Itoa(log.ends.n) + " requests planned")
-	pd := &planned{res: res, plan: main.Results(), rounding: main.Rounding()}
+	// The distances (6 bytes a block reference) are done with: the
+	// check's replays through kvtier sim need the memory.
+	log = hitLog{}
+	pd := &planned{res: res, plan: plan, rounding: rounding}
 	pd.checks = pr.check(ctx, prog, res, sample, check)
 	return pd, nil
 }

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kvtier/kvtier/harness"
 	"github.com/kvtier/kvtier/kv"
 	"github.com/kvtier/kvtier/tiers"
+	"github.com/kvtier/kvtier/units"
 )
 
 // cannotRun is why configuration c cannot run on this backend at all,
@@ -34,13 +36,15 @@ func (s *sweeper) cannotRun(c Config) string {
 // the same test the run makes). It returns the estimated seconds of each
 // that runs, in the order they run: the progress's [i/N] counts them (a
 // prefix skipped later, over the budget by the estimate calibrated as it
-// runs or beyond free memory or disk, is one of them) and its ETA weighs
-// them.
+// runs or beyond free memory or disk, is one of them, and a line says
+// how many the estimate before calibration puts over the budget) and its
+// ETA weighs them.
 func (s *sweeper) preflight() []float64 {
 	total := 0
 	count := map[string]int{}
 	var reasons []string
 	var weights []float64
+	var over overBudget
 	once := map[string]bool{}
 	skip := func(reason string, n int) {
 		if count[reason] == 0 {
@@ -55,12 +59,13 @@ func (s *sweeper) preflight() []float64 {
 			if reason := s.cannotRun(c); reason != "" {
 				skip(reason, len(s.opts.Prefixes))
 			} else {
-				w := s.weights(c, once)
+				w, est := s.weights(c, once)
 				for i, tok := range s.opts.Prefixes {
 					if reason := limitReason(c, tok); reason != "" {
 						skip(reason, 1)
 					} else {
 						weights = append(weights, w[i])
+						over.add(c.Spec.Name, est[i], s.opts.Policy.Budget)
 					}
 				}
 			}
@@ -79,6 +84,9 @@ func (s *sweeper) preflight() []float64 {
 	for _, r := range reasons {
 		say = append(say, fmt.Sprintf("  %d skipped: %s", count[r], strings.TrimSpace(r)))
 	}
+	if l := over.line(len(weights), s.opts.Policy.Budget); l != "" {
+		say = append(say, l)
+	}
 	for _, l := range say {
 		harness.Note(s.log, "kvtier "+Suite.Name+": "+l)
 	}
@@ -96,10 +104,15 @@ const configSeconds = 0.2
 // did) and calibrates its estimator; each takes the samples the policy
 // gives its estimated fetch, and none where that is over the budget
 // and the prefix is skipped.
-func (s *sweeper) weights(c Config, once map[string]bool) []float64 {
+//
+// It returns, beside the weights, each prefix's estimated fetch before
+// calibration (0 where the tier gives no estimate), so that preflight
+// can say which runs the budget will likely skip.
+func (s *sweeper) weights(c Config, once map[string]bool) (out, fetch []float64) {
+	n := len(s.opts.Prefixes)
 	e, ok := c.Tier.(tiers.Estimator)
 	if !ok {
-		return make([]float64, len(s.opts.Prefixes)) // unweighed: the ETA counts configurations
+		return make([]float64, n), make([]float64, n) // unweighed: the ETA counts configurations
 	}
 	budget := s.opts.Policy.Budget.Seconds()
 	// The pools are sized for the longest prefix the tier will run: one
@@ -111,10 +124,10 @@ func (s *sweeper) weights(c Config, once map[string]bool) []float64 {
 		}
 	}
 	maxBlocks := c.Geom.Blocks(longest)
-	var out []float64
 	for i, tok := range s.opts.Prefixes {
 		p := Prefix(c.Geom, tok)
 		est := e.Estimate(p.Blocks, maxBlocks)
+		fetch = append(fetch, est.Fetch)
 		w := 0.0
 		if i == 0 {
 			w = est.Setup + s.calibration(c, p, est.Fetch)
@@ -127,7 +140,39 @@ func (s *sweeper) weights(c Config, once map[string]bool) []float64 {
 		}
 		out = append(out, w)
 	}
-	return out
+	return out, fetch
+}
+
+// overBudget counts the configurations preflight counts as run whose
+// fetch, estimated before the run calibrates it, is over the budget:
+// the run decides on its calibrated estimate, so these are likely, not
+// certain, skips.
+type overBudget struct {
+	n     int
+	tiers []string
+	most  float64
+}
+
+// add counts tier's configuration if its estimated fetch (seconds) is
+// over budget.
+func (o *overBudget) add(tier string, fetch float64, budget time.Duration) {
+	if budget <= 0 || fetch <= budget.Seconds() {
+		return
+	}
+	o.n++
+	o.most = max(o.most, fetch)
+	if !slices.Contains(o.tiers, tier) {
+		o.tiers = append(o.tiers, tier)
+	}
+}
+
+// line is preflight's line for the likely skips ("" when none).
+func (o *overBudget) line(run int, budget time.Duration) string {
+	if o.n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  of the %d that run, %d likely skipped: estimated over the budget of %s per rep before calibration (%s, up to %s; the run decides on its calibrated estimate)",
+		run, o.n, budget, strings.Join(o.tiers, ", "), units.FormatSeconds(o.most))
 }
 
 // calibration is the estimated time of calibrate's samples before the

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -114,6 +115,38 @@ func wantFirstLines(t *testing.T, log string, want ...string) {
 	for i, w := range want {
 		if i >= len(lines) || !strings.HasPrefix(lines[i], w) {
 			t.Fatalf("log line %d, want %q:\n%s", i+1, w, log)
+		}
+	}
+}
+
+// A configuration whose estimate before calibration is over the budget
+// is counted among those that run (the run decides on its calibrated
+// estimate) and said once as a likely skip; with a budget it keeps, nothing is.
+func TestPreflightSaysLikelyOverBudget(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		budget time.Duration
+		want   bool
+	}{{time.Nanosecond, true}, {time.Hour, false}} {
+		o := tinyOptions(t)
+		o.Tiers = []string{"recompute"}
+		o.Prefixes = []int{16, 32}
+		o.Policy.Budget = c.budget
+		o.Policy.Reps, o.Policy.Warmup = 1, 0
+		_, rows, log, err := runSweep(t, context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		said := strings.Contains(log, "kvtier sweep:   of the 2 that run, 2 likely skipped: estimated over the budget of 1ns per rep before calibration (recompute, up to ")
+		if said != c.want {
+			t.Errorf("budget %v: likely skips said %v, want %v:\n%s", c.budget, said, c.want, log)
+		}
+		if c.want {
+			for _, r := range rows {
+				if r.Status != results.StatusSkipped {
+					t.Errorf("budget %v: a row %s where preflight said a likely skip", c.budget, r.Status)
+				}
+			}
 		}
 	}
 }

@@ -40,7 +40,7 @@ func readDoc(t *testing.T, path string) string {
 }
 
 // TestTraceReadsStdin: `kvtier trace -` reads the trace from standard
-// input, as bench2csv - does.
+// input, as bench2csv - does, and so does plan, which reads it once.
 func TestTraceReadsStdin(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -49,21 +49,26 @@ func TestTraceReadsStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "stdin")
-	code, _, stderr := runStdin(t, string(data), "trace", "-", "--out", out, "-q")
-	if code != exitOK {
-		t.Fatalf("trace -: exit %d: %s", code, stderr)
-	}
-	rows, _, err := results.ReadCSV(filepath.Join(out, "trace.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := metricRow(t, rows, "requests").Get("value"); got != strconv.Itoa(n) {
-		t.Errorf("requests %s, want %d", got, n)
+	for _, args := range [][]string{{"trace", "-"}, {"plan", "-", "--sim"}} {
+		out := filepath.Join(dir, args[0])
+		code, _, stderr := runStdin(t, string(data), args[0], append(args[1:], "--out", out, "-q")...)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, stderr)
+		}
+		rows, _, err := results.ReadCSV(filepath.Join(out, "trace.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := metricRow(t, rows, "requests").Get("value"); got != strconv.Itoa(n) {
+			t.Errorf("%s: requests %s, want %d", args[0], got, n)
+		}
 	}
 	// Integers are written as integers: no 1.154048e+06 in any CSV.
-	for _, f := range []string{"trace.csv", "trace_curve.csv"} {
-		b, _ := os.ReadFile(filepath.Join(out, f))
+	for _, f := range []string{"trace/trace.csv", "trace/trace_curve.csv", "plan/plan.csv", "plan/plan_costs.csv"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if m := regexp.MustCompile(`,-?[0-9.]+e\+[0-9]+`).Find(b); m != nil {
 			t.Errorf("%s holds %q, an exponent where digits belong", f, m)
 		}

@@ -41,28 +41,21 @@ func (s *sweeper) cannotRun(c Config) string {
 // ETA weighs them.
 func (s *sweeper) preflight() []float64 {
 	total := 0
-	count := map[string]int{}
-	var reasons []string
+	var skips skipTally
 	var weights []float64
 	var over overBudget
 	once := map[string]bool{}
-	skip := func(reason string, n int) {
-		if count[reason] == 0 {
-			reasons = append(reasons, reason)
-		}
-		count[reason] += n
-	}
 	for _, dir := range s.opts.directions() {
 		for _, k := range s.configs(dir) {
 			c := s.newConfig(s.b, k.spec, k.layout, k.mode, dir, k.v)
 			total += len(s.opts.Prefixes)
 			if reason := s.cannotRun(c); reason != "" {
-				skip(reason, len(s.opts.Prefixes))
+				skips.add(reason, len(s.opts.Prefixes))
 			} else {
 				w, est := s.weights(c, once)
 				for i, tok := range s.opts.Prefixes {
 					if reason := limitReason(c, tok); reason != "" {
-						skip(reason, 1)
+						skips.limit(c.Spec.Name, tok, reason)
 					} else {
 						weights = append(weights, w[i])
 						over.add(c.Spec.Name, est[i], s.opts.Policy.Budget)
@@ -77,13 +70,10 @@ func (s *sweeper) preflight() []float64 {
 		on = "on the host stand-in (the CPU standing in for a GPU: every figure is labelled so)"
 	}
 	line := fmt.Sprintf("%d configurations (tier × layout × copy × prefix): %d run %s", total, len(weights), on)
-	if len(reasons) > 0 {
+	if len(skips.keys) > 0 {
 		line += fmt.Sprintf("; %d skipped, by reason:", total-len(weights))
 	}
-	say := []string{line}
-	for _, r := range reasons {
-		say = append(say, fmt.Sprintf("  %d skipped: %s", count[r], strings.TrimSpace(r)))
-	}
+	say := append([]string{line}, skips.lines()...)
 	if l := over.line(len(weights), s.opts.Policy.Budget); l != "" {
 		say = append(say, l)
 	}
@@ -91,6 +81,74 @@ func (s *sweeper) preflight() []float64 {
 		harness.Note(s.log, "kvtier "+Suite.Name+": "+l)
 	}
 	return weights
+}
+
+// A skipTally counts the configurations preflight skips by reason, in
+// the order the reasons first come. A tier's prefixes over its limit
+// (--disk-max) are one reason however many prefixes it stops: the
+// shortest one's, which says the limit, with the prefixes listed.
+type skipTally struct {
+	keys   []string
+	count  map[string]int
+	limits map[string]*limitSkip
+}
+
+// limitSkip is one tier's prefixes over its limit: the shortest
+// prefix's reason and every prefix stopped.
+type limitSkip struct {
+	shortest int
+	reason   string
+	prefixes []int
+}
+
+// add counts n configurations skipped for reason (a key too).
+func (t *skipTally) add(reason string, n int) {
+	if t.count == nil {
+		t.count, t.limits = map[string]int{}, map[string]*limitSkip{}
+	}
+	if t.count[reason] == 0 {
+		t.keys = append(t.keys, reason)
+	}
+	t.count[reason] += n
+}
+
+// limit counts tier's prefix tok, skipped over the tier's limit for
+// reason.
+func (t *skipTally) limit(tier string, tok int, reason string) {
+	key := "\x00limit " + tier
+	t.add(key, 1)
+	l := t.limits[key]
+	if l == nil {
+		l = &limitSkip{shortest: tok, reason: reason}
+		t.limits[key] = l
+	}
+	if tok < l.shortest {
+		l.shortest, l.reason = tok, reason
+	}
+	if !slices.Contains(l.prefixes, tok) {
+		l.prefixes = append(l.prefixes, tok)
+	}
+}
+
+// lines are preflight's lines, one per reason with its count.
+func (t *skipTally) lines() []string {
+	var out []string
+	for _, k := range t.keys {
+		reason := strings.TrimSpace(k)
+		if l := t.limits[k]; l != nil {
+			slices.Sort(l.prefixes)
+			toks := make([]string, len(l.prefixes))
+			for i, tok := range l.prefixes {
+				toks[i] = units.FormatTokens(tok)
+			}
+			reason = l.reason
+			if len(toks) > 1 {
+				reason += fmt.Sprintf(" (prefixes %s: the longer take more)", strings.Join(toks, ", "))
+			}
+		}
+		out = append(out, fmt.Sprintf("  %d skipped: %s", t.count[k], reason))
+	}
+	return out
 }
 
 // configSeconds is the rough time of what every measured configuration

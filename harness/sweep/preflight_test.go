@@ -79,32 +79,36 @@ func TestStandInGrid(t *testing.T) {
 	}
 }
 
-// A prefix whose disk file is over --disk-max is counted as skipped in
-// the first line, under that reason, with no line of its own later: the
-// run skips it by the same test before anything is set up.
+// Prefixes whose disk file is over --disk-max are counted as skipped in
+// the first line, under one reason however many prefixes it stops (the
+// shortest's, with the prefixes listed), with no line of their own
+// later: the run skips them by the same test before anything is set up.
 func TestPreflightCountsDiskMax(t *testing.T) {
 	t.Parallel()
 	o := diskOptions(t, "pread", false)
-	o.Layouts, o.Copy, o.Prefixes = []kv.Layout{kv.Layerwise}, []tiers.CopyMode{tiers.PerCopy}, []int{64, 256}
+	o.Layouts, o.Copy, o.Prefixes = []kv.Layout{kv.Layerwise}, []tiers.CopyMode{tiers.PerCopy}, []int{64, 512, 256}
 	o.TierOptions["disk"].(*tiers.DiskOptions).Max = fmt.Sprint(int64(kv.PoolSlots(o.Geometry.Blocks(64))) * o.Geometry.BlockBytes())
 	_, rows, log, err := runSweep(t, context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantFirstLines(t, log,
-		"kvtier sweep: 2 configurations (tier × layout × copy × prefix): 1 run on the host stand-in",
-		"kvtier sweep:   1 skipped: the disk tier's file for 16 blocks takes")
+		"kvtier sweep: 3 configurations (tier × layout × copy × prefix): 1 run on the host stand-in",
+		"kvtier sweep:   2 skipped: the disk tier's file for 16 blocks takes")
+	if !strings.Contains(log, "(prefixes 256, 512: the longer take more)") {
+		t.Errorf("the reason does not list the prefixes it stops:\n%s", log)
+	}
 	if n := strings.Count(log, "--disk-max"); n != 1 {
 		t.Errorf("the --disk-max reason is said %d times:\n%s", n, log)
 	}
 	skipped := 0
 	for _, r := range rows {
-		if r.Status == results.StatusSkipped && strings.Contains(r.Reason, "--disk-max") && r.PrefixTokens == 256 {
+		if r.Status == results.StatusSkipped && strings.Contains(r.Reason, "--disk-max") && r.PrefixTokens >= 256 {
 			skipped++
 		}
 	}
-	if skipped != 1 {
-		t.Errorf("%d rows skipped over --disk-max, want the 256-token prefix's", skipped)
+	if skipped != 2 {
+		t.Errorf("%d rows skipped over --disk-max, want the 256- and 512-token prefixes'", skipped)
 	}
 }
 

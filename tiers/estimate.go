@@ -31,7 +31,9 @@ type Estimator interface {
 // A Rate is a rough cost of moving KV bytes: seconds per copy issued and
 // bytes per second. The figures below are orders of magnitude (a GPU
 // node's, and the 2-core CI machine's for the host stand-in), for the ETA
-// only.
+// only; the stand-in's are set so that the ETAs of five recorded sweeps
+// (two machines, quiet and loaded: harness/sweep's eta_test.go) stay
+// within a factor of 2 of the time each had left.
 type Rate struct {
 	PerCopy, BytesPerSec float64
 }
@@ -39,14 +41,14 @@ type Rate struct {
 // Rough rates of set-up: filling host memory with the pattern, starting
 // an embedded peer, writing the disk tier's file.
 const (
-	fillBytesPerSec = 2e9
+	fillBytesPerSec = 4e9
 	// setupBytesPerSec is the rate of filling pools just allocated: each
 	// page faulted in and zeroed before the pattern is written, several
 	// times slower than writing memory already there (about 0.3 GB/s on
 	// the project's 2-core VM for make bench's 64k-token pools).
 	setupBytesPerSec = 0.3e9
 	peerStartSeconds = 1
-	fileBytesPerSec  = 0.2e9
+	fileBytesPerSec  = 0.3e9
 )
 
 // seconds is the time to move blocks blocks of env's geometry in env's
@@ -89,27 +91,34 @@ func (t *gatherTier) Estimate(blocks, maxBlocks int) Estimate {
 	if t.srcKind == Device {
 		dev = Rate{2e-6, 1.5e12}
 	}
-	r := rateOn(t.env, dev, Rate{0.1e-6, 8e9})
+	r := rateOn(t.env, dev, Rate{0.1e-6, 10e9})
 	e := moved(t.env, r, blocks)
 	e.Setup = setup(int64(kv.PoolSlots(maxBlocks)) * t.env.Geometry.BlockBytes())
 	return e
 }
 
 // Estimate: RDMA on a GPU node, TCP over loopback on the stand-in; the
-// set-up starts an embedded peer and fills its pool.
+// set-up starts an embedded peer and fills its pool. An embedded peer
+// fills its pool on a goroutine of its own while the client fills its
+// buffers, about as many bytes, so the two overlap: make bench's
+// 64k-token set-up took 24 to 29 s on the 2-core machine, where the sum
+// of the bytes at the fresh-pool rate gives 44.
 func (t *remoteTier) Estimate(blocks, maxBlocks int) Estimate {
-	r := rateOn(t.env, Rate{2e-6, 10e9}, Rate{5e-6, 2e9})
+	r := rateOn(t.env, Rate{2e-6, 10e9}, Rate{5e-6, 3e9})
 	e := moved(t.env, r, blocks)
 	e.Setup = peerStartSeconds + setup(t.SetupBytes(maxBlocks))
+	if t.opts.Peer == "" {
+		e.Setup = peerStartSeconds + setup(t.SetupBytes(maxBlocks))/2
+	}
 	return e
 }
 
 // Estimate: a read per chunk, queued (io_uring, cuFile) or one at a time
 // (pread); the file is written once per run.
 func (t *diskTier) Estimate(blocks, maxBlocks int) Estimate {
-	r := Rate{40e-6, 1.8e9}
+	r := Rate{9e-6, 1.8e9}
 	if t.v.io == diskio.Pread {
-		r = Rate{200e-6, 1.4e9}
+		r = Rate{65e-6, 1.4e9}
 	}
 	e := moved(t.env, r, blocks)
 	e.Setup, e.Once = setup(t.SetupBytes(maxBlocks)), float64(t.fileBytes(maxBlocks))/fileBytesPerSec

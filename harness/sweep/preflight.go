@@ -43,7 +43,7 @@ func (s *sweeper) preflight() []float64 {
 	total := 0
 	var skips skipTally
 	var weights []float64
-	var over overBudget
+	var over likelySkips
 	once := map[string]bool{}
 	for _, dir := range s.opts.directions() {
 		for _, k := range s.configs(dir) {
@@ -172,7 +172,6 @@ func (s *sweeper) weights(c Config, once map[string]bool) (out, fetch []float64)
 	if !ok {
 		return make([]float64, n), make([]float64, n) // unweighed: the ETA counts configurations
 	}
-	budget := s.opts.Policy.Budget.Seconds()
 	// The pools are sized for the longest prefix the tier will run: one
 	// its limit (--disk-max) skips sets up nothing.
 	longest := s.opts.Prefixes[0]
@@ -193,7 +192,7 @@ func (s *sweeper) weights(c Config, once map[string]bool) (out, fetch []float64)
 				w, once[c.Spec.Name] = w+est.Once, true
 			}
 		}
-		if budget <= 0 || est.Fetch <= budget {
+		if !overBudget(est.Fetch, s.opts.Policy.Budget) {
 			w += est.Fetch*float64(s.opts.Policy.Samples(est.Fetch)) + 2*est.Check + configSeconds
 		}
 		out = append(out, w)
@@ -201,11 +200,11 @@ func (s *sweeper) weights(c Config, once map[string]bool) (out, fetch []float64)
 	return out, fetch
 }
 
-// overBudget counts the configurations preflight counts as run whose
+// likelySkips counts the configurations preflight counts as run whose
 // fetch, estimated before the run calibrates it, is over the budget:
 // the run decides on its calibrated estimate, so these are likely, not
 // certain, skips.
-type overBudget struct {
+type likelySkips struct {
 	n     int
 	tiers []string
 	most  float64
@@ -213,8 +212,8 @@ type overBudget struct {
 
 // add counts tier's configuration if its estimated fetch (seconds) is
 // over budget.
-func (o *overBudget) add(tier string, fetch float64, budget time.Duration) {
-	if budget <= 0 || fetch <= budget.Seconds() {
+func (o *likelySkips) add(tier string, fetch float64, budget time.Duration) {
+	if !overBudget(fetch, budget) {
 		return
 	}
 	o.n++
@@ -225,7 +224,7 @@ func (o *overBudget) add(tier string, fetch float64, budget time.Duration) {
 }
 
 // line is preflight's line for the likely skips ("" when none).
-func (o *overBudget) line(run int, budget time.Duration) string {
+func (o *likelySkips) line(run int, budget time.Duration) string {
 	if o.n == 0 {
 		return ""
 	}

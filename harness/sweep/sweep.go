@@ -292,7 +292,7 @@ func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int, m measurer)
 		}
 		p := Prefix(c.Geom, tok)
 		hc := m.Case(p)
-		if sec := est.estimate(work(c, p)); budget > 0 && sec > budget.Seconds() {
+		if sec := est.estimate(work(c, p)); overBudget(sec, budget) {
 			if !c.Spec.Moves() {
 				hc.Row.Set("flops", work(c, p))
 			}
@@ -310,6 +310,13 @@ func (s *sweeper) prefixes(ctx context.Context, c Config, fit []int, m measurer)
 		}
 	}
 	return nil
+}
+
+// overBudget reports whether sec seconds per rep exceed budget (none
+// when budget is 0): the one test behind the run's skip, preflight's
+// weights and its likely skips.
+func overBudget(sec float64, budget time.Duration) bool {
+	return budget > 0 && sec > budget.Seconds()
 }
 
 // OverBudget is the reason of a configuration skipped because its

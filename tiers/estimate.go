@@ -106,10 +106,11 @@ func (t *gatherTier) Estimate(blocks, maxBlocks int) Estimate {
 func (t *remoteTier) Estimate(blocks, maxBlocks int) Estimate {
 	r := rateOn(t.env, Rate{2e-6, 10e9}, Rate{5e-6, 3e9})
 	e := moved(t.env, r, blocks)
-	e.Setup = peerStartSeconds + setup(t.SetupBytes(maxBlocks))
+	pools := setup(t.SetupBytes(maxBlocks))
 	if t.opts.Peer == "" {
-		e.Setup = peerStartSeconds + setup(t.SetupBytes(maxBlocks))/2
+		pools /= 2
 	}
+	e.Setup = peerStartSeconds + pools
 	return e
 }
 
